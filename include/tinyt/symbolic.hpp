@@ -1,0 +1,189 @@
+// The symbolic engine: constant folding, identities, canonical sums and products, div/mod folding
+// and comparison rewriting for integer (index) arithmetic, as rule tables over UOps.
+//
+// One division exists inside the IR: C's, truncating toward zero (IDIV, MOD). Floor division is
+// built on it at the Tensor level. Every rewrite here is exact for every value of the variables,
+// including wraparound in fixed-width dtypes: rules that need "no overflow" ask the bounds.
+#pragma once
+
+#include <atomic>
+
+#include "alu.hpp"
+#include "bounds.hpp"
+#include "linear.hpp"
+#include "pattern.hpp"
+
+namespace tinyt::inline v0 {
+
+/// A ranged integer variable, as tinygrad's `Variable("i", 1, 1024)`.
+inline UOp Variable(const std::string& name, int64_t min, int64_t max) { return UOp::variable(name, min, max); }
+
+namespace detail {
+inline bool is_intlike(const UOp& u) { return u.dtype().scalar().is_int(); }
+
+// x // c and x % c for a constant c != 0 (C semantics).
+inline UOp fold_divmod(const UOp& root) {
+  const UOp& x = root.src(0);
+  const bool is_div = root.op() == Ops::IDIV;
+  const i128 c = root.src(1).const_int();
+  if (c == 0) return {};
+  if (c == 1 || c == -1) return is_div ? (c == 1 ? x : -x) : root.const_like(0);
+  // trunc semantics: x / -c == -(x / c) and x % -c == x % c
+  if (c < 0) return is_div ? -x.idiv(x.const_like(-c)) : x.mod(x.const_like(-c));
+  const Linear L = linear_form(x);
+  const bool no_wrap = L.fits();
+  if (!no_wrap) return {};
+  // every coefficient and the constant divisible by c: exact for any sign
+  if (L.divisible_by(c)) return is_div ? L.divided_by(c).build() : root.const_like(0);
+  const Bounds b = bounds(x);
+  if (b.lo < 0) {
+    // a value that is never positive: x / c == -((-x) / c), x % c == -((-x) % c)
+    if (b.hi > 0) return {};
+    UOp neg = fold_divmod(root.replace({L.negated().build(), root.src(1)}));
+    return neg ? -neg : UOp{};
+  }
+  // from here x >= 0, where C's division is floor division
+  if (!is_div && b.hi < c) return x;
+  if (b.lo / c == b.hi / c) return is_div ? root.const_like(b.lo / c) : (x + x.const_like(-(b.lo / c) * c));
+  // x == q*c + r with every coefficient of r in [0, c). Only with positive coefficients: there
+  // r is no larger than x, while a negative one would turn into a larger positive one.
+  auto [q, r] = L.split_by(c);
+  const bool positive = std::all_of(L.terms.begin(), L.terms.end(), [](const auto& t) { return t.coef > 0; });
+  if (positive && (!q.terms.empty() || q.constant != 0)) {
+    const UOp rem = r.build();
+    if (bounds(rem).lo >= 0) return is_div ? q.build() + rem.idiv(rem.const_like(c)) : rem.mod(rem.const_like(c));
+  }
+  // a common factor g of c and every coefficient: divide it out
+  if (const i128 g = L.gcd_with(c); g > 1) {
+    auto [inner, rest] = L.divided_floor(g);  // x == g*inner + rest, 0 <= rest < g
+    const UOp small = inner.build().idiv(inner.build().const_like(c / g));
+    if (is_div) return small;
+    const UOp m = inner.build().mod(inner.build().const_like(c / g));
+    return m * m.const_like(g) + m.const_like(rest);
+  }
+  return {};
+}
+
+// x < c over integers: the constant moves right, a common factor divides out.
+inline UOp fold_lt_const(const UOp& root) {
+  const UOp& x = root.src(0);
+  const Linear L = linear_form(x);
+  if (!L.fits() || L.terms.empty()) return {};
+  const i128 c = root.src(1).const_int() - L.constant;
+  i128 g = 0;
+  for (const auto& t : L.terms) g = gcd128(g, t.coef);
+  if (g <= 0) return {};
+  if (L.constant == 0 && g == 1) return {};
+  // sum(a*t) < c  <=>  sum(a/g*t) < ceil(c/g)
+  const i128 bound = c >= 0 ? (c + g - 1) / g : -((-c) / g);
+  const Bounds full = dtype_range(x.dtype());
+  if (bound < full.lo || bound > full.hi) return {};
+  Linear lhs = L;
+  lhs.constant = 0;
+  return lhs.divided_by(g).build().lt(x.const_like(bound));
+}
+
+inline UOp fold_max(const UOp& a, const UOp& b) {
+  if (!has_bounds(a)) return {};
+  if (vmin(a) >= vmax(b)) return a;
+  if (vmin(b) >= vmax(a)) return b;
+  return {};
+}
+}  // namespace detail
+
+/// Constant folding and identities that hold for every dtype, floats included.
+inline const PatternMatcher& symbolic_simple() {
+  using P = UPat;
+  static const PatternMatcher pm{{
+      // an op on constants is a constant
+      {P(GroupOp::ALU | OpSet{Ops::CAST, Ops::BITCAST}).named("x").each_src(P::cvar()),
+       [](auto& m) { return fold_constants(m["x"].op(), m["x"].dtype(), m["x"].src()); }},
+      // x*1 -> x, x/1 -> x (exact for floats too)
+      {P::var("x") * 1, [](auto& m) { return m["x"]; }},
+      {P(Ops::FDIV, {P::var("x"), P::cnst(1)}), [](auto& m) { return m["x"]; }},
+      // casting to the same dtype is nothing
+      {P(Ops::CAST, {P::var("x")}).named("c"),
+       [](auto& m) { return m["c"].dtype() == m["x"].dtype() ? m["x"] : UOp{}; }},
+      // where with a known or irrelevant condition
+      {P::cvar("c").where(P::var("a"), P::var("b")), [](auto& m) { return m["c"].const_int() ? m["a"] : m["b"]; }},
+      {P::var().where(P::var("a"), P::var("a")), [](auto& m) { return m["a"]; }},
+      // where(!c, a, b) -> where(c, b, a)
+      {P(Ops::CMPNE, {P::var("c"), P::cnst(1)}).where(P::var("a"), P::var("b")),
+       [](auto& m) { return m["c"].dtype().is_bool() ? m["c"].where(m["b"], m["a"]) : UOp{}; }},
+      // boolean algebra
+      {P::var("x", {dtypes::bool_}) & P::cnst(1), [](auto& m) { return m["x"]; }},
+      {P::var("x", {dtypes::bool_}) & P::cnst(0), [](auto& m) { return m["x"].const_like(false); }},
+      {P::var("x", {dtypes::bool_}) | P::cnst(0), [](auto& m) { return m["x"]; }},
+      {P::var("x", {dtypes::bool_}) | P::cnst(1), [](auto& m) { return m["x"].const_like(true); }},
+      {P::var("x", {dtypes::bool_}) ^ P::cnst(0), [](auto& m) { return m["x"]; }},
+      {P::var("x") & P::var("x"), [](auto& m) { return m["x"]; }},
+      {P::var("x") | P::var("x"), [](auto& m) { return m["x"]; }},
+      {P::var("x", {dtypes::bool_}).ne(P::cnst(0)), [](auto& m) { return m["x"]; }},
+      {P::var("x", {dtypes::bool_}).eq(P::cnst(1)), [](auto& m) { return m["x"]; }},
+      {P::var("x", {dtypes::bool_}).eq(P::cnst(0)), [](auto& m) { return m["x"].logical_not(); }},
+      {P::var("c").where(P::cnst(1), P::cnst(0)).dtype({dtypes::bool_}), [](auto& m) { return m["c"]; }},
+      {P::var("c").where(P::cnst(0), P::cnst(1)).dtype({dtypes::bool_}), [](auto& m) { return m["c"].logical_not(); }},
+      {P(Ops::CMPNE, {P(Ops::CMPNE, {P::var("x", {dtypes::bool_}), P::cnst(1)}), P::cnst(1)}),
+       [](auto& m) { return m["x"]; }},
+  }};
+  return pm;
+}
+
+/// Every rule of symbolic_simple plus the integer rules: bounds, canonical sums and products,
+/// div/mod folding, comparisons. What `simplify` runs.
+inline const PatternMatcher& symbolic() {
+  using P = UPat;
+  static const PatternMatcher pm = symbolic_simple() + PatternMatcher{{
+      // an integer op whose bounds pin one value is that value
+      {P(GroupOp::ALU).named("x"),
+       [](auto& m) {
+         const UOp& x = m["x"];
+         if (!has_bounds(x) || x.dtype().count() != 1) return UOp{};
+         const Bounds b = bounds(x);
+         return b.is_const() ? x.const_like(b.lo) : UOp{};
+       }},
+      // sums, differences, negations and products by constants in canonical linear form
+      {P(OpSet{Ops::ADD, Ops::SUB, Ops::NEG, Ops::MUL}).named("x"),
+       [](auto& m) { return detail::is_intlike(m["x"]) ? canonical_linear(m["x"]) : UOp{}; }},
+      // integer identities that would be wrong for floats (NaN, inf, -0.0)
+      {P::var("x") * 0, [](auto& m) { return detail::is_intlike(m["x"]) ? m["x"].const_like(0) : UOp{}; }},
+      {P::var("x").lt(P::var("x")), [](auto& m) { return detail::is_intlike(m["x"]) ? UOp::const_(dtypes::bool_, false) : UOp{}; }},
+      {P::var("x").ne(P::var("x")), [](auto& m) { return detail::is_intlike(m["x"]) ? UOp::const_(dtypes::bool_, false) : UOp{}; }},
+      {P::var("x").eq(P::var("x")), [](auto& m) { return detail::is_intlike(m["x"]) ? UOp::const_(dtypes::bool_, true) : UOp{}; }},
+      {P::var("x").maximum(P::var("x")), [](auto& m) { return m["x"]; }},
+      {P::var("a").maximum(P::var("b")), [](auto& m) { return detail::fold_max(m["a"], m["b"]); }},
+      // x//x -> 1 and x%x -> 0 where x is never 0
+      {P::var("x").idiv(P::var("x")),
+       [](auto& m) { return detail::is_intlike(m["x"]) && (vmin(m["x"]) > 0 || vmax(m["x"]) < 0) ? m["x"].const_like(1) : UOp{}; }},
+      {P(Ops::MOD, {P::var("x"), P::var("x")}),
+       [](auto& m) { return detail::is_intlike(m["x"]) && (vmin(m["x"]) > 0 || vmax(m["x"]) < 0) ? m["x"].const_like(0) : UOp{}; }},
+      // (x//a)//b -> x//(a*b) for a, b > 0 (C division composes)
+      {P::var("x").idiv(P::cvar("a")).idiv(P::cvar("b")),
+       [](auto& m) {
+         const i128 a = m["a"].const_int(), b = m["b"].const_int();
+         if (!detail::is_intlike(m["x"]) || a <= 0 || b <= 0 || a * b > dtypes::max_int(m["x"].dtype())) return UOp{};
+         return m["x"].idiv(m["x"].const_like(a * b));
+       }},
+      // (x%(a*k))%a -> x%a for a, k > 0 (C's remainder keeps the dividend's sign both times)
+      {P(Ops::MOD, {P(Ops::MOD, {P::var("x"), P::cvar("ak")}), P::cvar("a")}),
+       [](auto& m) {
+         const i128 ak = m["ak"].const_int(), a = m["a"].const_int();
+         if (!detail::is_intlike(m["x"]) || a <= 0 || ak <= 0 || ak % a != 0) return UOp{};
+         return m["x"].mod(m["a"]);
+       }},
+      // division and remainder by a constant
+      {P(OpSet{Ops::IDIV, Ops::MOD}, {P::var("x"), P::cvar("c")}).named("d"),
+       [](auto& m) { return detail::is_intlike(m["x"]) ? detail::fold_divmod(m["d"]) : UOp{}; }},
+      // comparisons against a constant in canonical form
+      {P::var("x").lt(P::cvar("c")).named("cmp"),
+       [](auto& m) { return detail::is_intlike(m["x"]) ? detail::fold_lt_const(m["cmp"]) : UOp{}; }},
+  }};
+  return pm;
+}
+
+/// `u` simplified to its canonical form; simplify(simplify(u)) == simplify(u).
+inline UOp simplify(const UOp& u) { return graph_rewrite(u, symbolic()); }
+
+}  // namespace tinyt::inline v0
+
+#include "valid.hpp"

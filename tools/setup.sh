@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tinyt needs to build and test; does nothing when all are present.
+set -euo pipefail
+
+# Add packages here (one list for everything: toolchain, headers, runtimes, data sets).
+PACKAGES="g++ make cmake python3 libboost-dev xtl-dev doctest-dev ccache libllvm15"
+
+if ! command -v dpkg >/dev/null 2>&1; then
+  echo "tools/setup.sh: no dpkg (not Debian); make sure these are installed: $PACKAGES" >&2
+  exit 0
+fi
+
+missing=()
+for pkg in $PACKAGES; do
+  dpkg -s "$pkg" 2>/dev/null | grep -q '^Status: install ok installed' || missing+=("$pkg")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -eq 0 ]; then
+  sudo=()
+elif command -v sudo >/dev/null 2>&1; then
+  sudo=(sudo)
+else
+  echo "tools/setup.sh: missing packages: ${missing[*]}" >&2
+  echo "Not root and no sudo: install them as root with" >&2
+  echo "  apt-get install --no-install-recommends ${missing[*]}" >&2
+  exit 1
+fi
+
+echo "tools/setup.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
