@@ -6,12 +6,61 @@
 // tinyt: tinygrad's deep-learning compiler as a header-only C++20 library.
 // This is the one include; it pulls in every public header.
 
+// ---- tinyt/alu.hpp ----
+// Constant folding: what every ALU op computes on constants, exactly as a kernel would.
+//
+// Integers are computed in 128 bits and wrapped to their dtype, so overflow gives the two's
+// complement result the generated code gives (and never C++ undefined behaviour here). Floats
+// are computed in double and rounded to their dtype. Operations that are undefined in C (a
+// division by zero, a shift past the width) do not fold: they return nothing.
+
+#include <cmath>
+#include <optional>
+
+// ---- tinyt/uop.hpp ----
+// The IR: one generic, immutable, hash-consed node, UOp(op, dtype, src, arg).
+//
+// Structurally equal UOps are the same object (interning), so equality is pointer equality and
+// a graph can be used as a cache key. Nodes are reference counted and freed, without recursion,
+// when the last handle goes away.
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cstdint>
+#include <initializer_list>
+#include <mutex>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+// ---- tinyt/dtype.hpp ----
+// Data types: every tinygrad dtype, the C++ type <-> dtype table, and the promotion lattice.
+
+#include <array>
+#include <bit>
+#include <cstring>
+#include <functional>
+#include <limits>
+
+#include <boost/hana/at_key.hpp>
+#include <boost/hana/contains.hpp>
+#include <boost/hana/integral_constant.hpp>
+#include <boost/hana/map.hpp>
+#include <boost/hana/pair.hpp>
+#include <boost/hana/type.hpp>
+#include <xtl/xhalf_float.hpp>
+
 // ---- tinyt/error.hpp ----
 // The typed error hierarchy: every misuse of tinyt throws one of these.
 
 #include <sstream>
 #include <stdexcept>
-#include <string>
 
 namespace tinyt::inline v0 {
 
@@ -20,21 +69,37 @@ struct Error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 /// Shapes that do not fit the operation (broadcasting, reshape, matmul, ...).
-struct ShapeError : Error { using Error::Error; };
+struct ShapeError : Error {
+  using Error::Error;
+};
 /// A dtype the operation does not accept, or a C++ type with no dtype.
-struct DTypeError : Error { using Error::Error; };
+struct DTypeError : Error {
+  using Error::Error;
+};
 /// An index or axis out of range.
-struct IndexError : Error { using Error::Error; };
+struct IndexError : Error {
+  using Error::Error;
+};
 /// A device that is missing, or a runtime library that cannot be opened.
-struct DeviceError : Error { using Error::Error; };
+struct DeviceError : Error {
+  using Error::Error;
+};
 /// A kernel that failed to compile; the message carries the source and the compiler log.
-struct CompileError : Error { using Error::Error; };
+struct CompileError : Error {
+  using Error::Error;
+};
 /// An allocation the device could not satisfy.
-struct OutOfMemoryError : Error { using Error::Error; };
+struct OutOfMemoryError : Error {
+  using Error::Error;
+};
 /// A malformed rewrite rule or pattern, or rules that rewrite forever.
-struct RewriteError : Error { using Error::Error; };
+struct RewriteError : Error {
+  using Error::Error;
+};
 /// A broken invariant inside tinyt: a bug in tinyt, not in the caller's code.
-struct InternalError : Error { using Error::Error; };
+struct InternalError : Error {
+  using Error::Error;
+};
 
 namespace detail {
 /// Concatenates anything printable into one message string.
@@ -48,34 +113,14 @@ template <class... Ts> std::string cat(const Ts&... parts) {
 }  // namespace tinyt::inline v0
 
 /// Checks an internal invariant; a failure is a bug in tinyt and throws InternalError.
-#define TINYT_ASSERT(cond, ...)                                                              \
-  do {                                                                                       \
-    if (!(cond))                                                                             \
-      throw ::tinyt::InternalError(::tinyt::detail::cat("internal error: ", __FILE__, ":",   \
-                                                        __LINE__, ": " #cond __VA_OPT__(, " ", ) __VA_ARGS__)); \
+#define TINYT_ASSERT(cond, ...)                                              \
+  do {                                                                       \
+    if (!(cond))                                                             \
+      throw ::tinyt::InternalError(                                          \
+          ::tinyt::detail::cat("internal error: ", __FILE__, ":", __LINE__,  \
+                               ": " #cond __VA_OPT__(, " ", ) __VA_ARGS__)); \
   } while (0)
 // ---- end tinyt/error.hpp ----
-// ---- tinyt/dtype.hpp ----
-// Data types: every tinygrad dtype, the C++ type <-> dtype table, and the promotion lattice.
-
-#include <array>
-#include <bit>
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-#include <functional>
-#include <limits>
-#include <ostream>
-#include <vector>
-
-#include <boost/hana/at_key.hpp>
-#include <boost/hana/contains.hpp>
-#include <boost/hana/integral_constant.hpp>
-#include <boost/hana/map.hpp>
-#include <boost/hana/pair.hpp>
-#include <boost/hana/type.hpp>
-#include <xtl/xhalf_float.hpp>
-
 
 namespace tinyt::inline v0 {
 
@@ -92,8 +137,10 @@ struct bfloat16_t {
   bfloat16_t() = default;
   explicit bfloat16_t(float f) {
     uint32_t u = std::bit_cast<uint32_t>(f);
-    if (std::isnan(f)) bits = static_cast<uint16_t>((u >> 16) | 0x40);  // keep NaN a (quiet) NaN
-    else bits = static_cast<uint16_t>((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+    if (std::isnan(f))
+      bits = static_cast<uint16_t>((u >> 16) | 0x40);  // keep NaN a (quiet) NaN
+    else
+      bits = static_cast<uint16_t>((u + 0x7fff + ((u >> 16) & 1)) >> 16);
   }
   operator float() const { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
 };
@@ -101,8 +148,21 @@ struct bfloat16_t {
 /// The element kinds. `index` is the abstract integer of index arithmetic (sized to int32 or
 /// int64 from its bounds when a kernel is lowered); `void_` types ops that produce no value.
 enum class ScalarType : uint8_t {
-  void_, bool_, int8, uint8, int16, uint16, int32, uint32, int64, uint64,
-  float16, bfloat16, float32, float64, index
+  void_,
+  bool_,
+  int8,
+  uint8,
+  int16,
+  uint16,
+  int32,
+  uint32,
+  int64,
+  uint64,
+  float16,
+  bfloat16,
+  float32,
+  float64,
+  index
 };
 
 /// Where a pointer points.
@@ -110,20 +170,27 @@ enum class AddrSpace : uint8_t { global, local, reg };
 
 namespace detail {
 struct ScalarInfo {
-  const char* name;   // NumPy name
-  const char* c_name; // spelling in C
-  int priority;       // order in the promotion lattice (tinygrad's)
+  const char* name;    // NumPy name
+  const char* c_name;  // spelling in C
+  int priority;        // order in the promotion lattice (tinygrad's)
   int itemsize;
-  char kind;          // 'v' void, 'b' bool, 'i' signed, 'u' unsigned, 'f' float, 'x' index
+  char kind;  // 'v' void, 'b' bool, 'i' signed, 'u' unsigned, 'f' float, 'x' index
 };
 inline constexpr std::array<ScalarInfo, 15> scalar_info{{
-    {"void", "void", -1, 0, 'v'},         {"bool", "bool", 0, 1, 'b'},
-    {"int8", "signed char", 1, 1, 'i'},   {"uint8", "unsigned char", 2, 1, 'u'},
-    {"int16", "short", 3, 2, 'i'},        {"uint16", "unsigned short", 4, 2, 'u'},
-    {"int32", "int", 5, 4, 'i'},          {"uint32", "unsigned int", 6, 4, 'u'},
-    {"int64", "long", 7, 8, 'i'},         {"uint64", "unsigned long", 8, 8, 'u'},
-    {"float16", "half", 11, 2, 'f'},      {"bfloat16", "__bf16", 12, 2, 'f'},
-    {"float32", "float", 13, 4, 'f'},     {"float64", "double", 14, 8, 'f'},
+    {"void", "void", -1, 0, 'v'},
+    {"bool", "bool", 0, 1, 'b'},
+    {"int8", "signed char", 1, 1, 'i'},
+    {"uint8", "unsigned char", 2, 1, 'u'},
+    {"int16", "short", 3, 2, 'i'},
+    {"uint16", "unsigned short", 4, 2, 'u'},
+    {"int32", "int", 5, 4, 'i'},
+    {"uint32", "unsigned int", 6, 4, 'u'},
+    {"int64", "long", 7, 8, 'i'},
+    {"uint64", "unsigned long", 8, 8, 'u'},
+    {"float16", "half", 11, 2, 'f'},
+    {"bfloat16", "__bf16", 12, 2, 'f'},
+    {"float32", "float", 13, 4, 'f'},
+    {"float64", "double", 14, 8, 'f'},
     {"index", "index", 15, 8, 'x'},
 }};
 constexpr const ScalarInfo& info(ScalarType s) { return scalar_info[static_cast<size_t>(s)]; }
@@ -139,7 +206,12 @@ class DType {
   /// The scalar dtype of the elements (drops vector width and pointer).
   constexpr DType scalar() const { return DType(scalar_); }
   /// The pointee of a pointer dtype (keeps the vector width); itself otherwise.
-  constexpr DType base() const { DType d = *this; d.ptr_ = false; d.size_ = -1; return d; }
+  constexpr DType base() const {
+    DType d = *this;
+    d.ptr_ = false;
+    d.size_ = -1;
+    return d;
+  }
   constexpr int count() const { return count_; }
   constexpr bool is_ptr() const { return ptr_; }
   constexpr AddrSpace addrspace() const { return addr_; }
@@ -175,7 +247,9 @@ class DType {
   constexpr bool is_float() const { return detail::info(scalar_).kind == 'f'; }
   constexpr bool is_unsigned() const { return detail::info(scalar_).kind == 'u'; }
   /// Integer kinds, including the abstract `index` (bool excluded).
-  constexpr bool is_int() const { return is_unsigned() || detail::info(scalar_).kind == 'i' || is_index(); }
+  constexpr bool is_int() const {
+    return is_unsigned() || detail::info(scalar_).kind == 'i' || is_index();
+  }
   constexpr bool is_bool() const { return scalar_ == ScalarType::bool_; }
   constexpr bool is_index() const { return scalar_ == ScalarType::index; }
   constexpr bool is_void() const { return scalar_ == ScalarType::void_; }
@@ -188,12 +262,14 @@ class DType {
     if (a.count_ != b.count_) return a.count_ < b.count_;
     return a.ptr_ < b.ptr_;
   }
-  friend std::ostream& operator<<(std::ostream& os, const DType& d) { return os << "dtypes." << d.name(); }
+  friend std::ostream& operator<<(std::ostream& os, const DType& d) {
+    return os << "dtypes." << d.name();
+  }
 
   size_t hash() const {
     return (static_cast<size_t>(scalar_) | static_cast<size_t>(count_) << 8 |
             static_cast<size_t>(ptr_) << 24 | static_cast<size_t>(addr_) << 25) ^
-           std::hash<int64_t>{}(size_) * 0x9e3779b97f4a7c15ULL;
+           std::hash<int64_t>{}(size_)*0x9e3779b97f4a7c15ULL;
   }
 
  private:
@@ -220,7 +296,7 @@ inline constexpr DType default_float = float32, default_int = int32;
 
 /// Every dtype a tensor can have, in lattice order.
 inline const std::vector<DType>& all() {
-  static const std::vector<DType> v{bool_,  int8,   uint8,   int16,    uint16,  int32,  uint32,
+  static const std::vector<DType> v{bool_, int8,   uint8,   int16,    uint16,  int32,  uint32,
                                     int64, uint64, float16, bfloat16, float32, float64};
   return v;
 }
@@ -230,7 +306,7 @@ inline DType from_name(const std::string& name) {
     if (d.name() == name) return d;
   static const std::pair<const char*, DType> aliases[] = {
       {"half", float16}, {"float", float32}, {"double", float64}, {"int", int32},
-      {"long", int64}, {"char", int8}, {"uchar", uint8}, {"short", int16}};
+      {"long", int64},   {"char", int8},     {"uchar", uint8},    {"short", int16}};
   for (auto& [alias, d] : aliases)
     if (name == alias) return d;
   throw DTypeError(detail::cat("dtypes::from_name: unknown dtype '", name, "'"));
@@ -241,7 +317,8 @@ inline i128 min_int(DType d) {
   d = d.scalar();
   if (d.is_bool() || d.is_unsigned()) return 0;
   if (d.is_index()) return std::numeric_limits<int64_t>::min();
-  if (!d.is_int()) throw DTypeError(detail::cat("dtypes::min_int: ", d.name(), " is not an integer dtype"));
+  if (!d.is_int())
+    throw DTypeError(detail::cat("dtypes::min_int: ", d.name(), " is not an integer dtype"));
   return -(static_cast<i128>(1) << (8 * d.itemsize() - 1));
 }
 /// Largest value of an integer (or bool/index) dtype, exactly.
@@ -249,17 +326,23 @@ inline i128 max_int(DType d) {
   d = d.scalar();
   if (d.is_bool()) return 1;
   if (d.is_index()) return std::numeric_limits<int64_t>::max();
-  if (!d.is_int()) throw DTypeError(detail::cat("dtypes::max_int: ", d.name(), " is not an integer dtype"));
+  if (!d.is_int())
+    throw DTypeError(detail::cat("dtypes::max_int: ", d.name(), " is not an integer dtype"));
   return (static_cast<i128>(1) << (8 * d.itemsize() - (d.is_unsigned() ? 0 : 1))) - 1;
 }
 /// Largest finite value of a float dtype.
 inline double max_float(DType d) {
   switch (d.scalar_type()) {
-    case ScalarType::float16: return 65504.0;
-    case ScalarType::bfloat16: return 3.3895313892515355e38;
-    case ScalarType::float32: return std::numeric_limits<float>::max();
-    case ScalarType::float64: return std::numeric_limits<double>::max();
-    default: throw DTypeError(detail::cat("dtypes::max_float: ", d.name(), " is not a float dtype"));
+    case ScalarType::float16:
+      return 65504.0;
+    case ScalarType::bfloat16:
+      return 3.3895313892515355e38;
+    case ScalarType::float32:
+      return std::numeric_limits<float>::max();
+    case ScalarType::float64:
+      return std::numeric_limits<double>::max();
+    default:
+      throw DTypeError(detail::cat("dtypes::max_float: ", d.name(), " is not a float dtype"));
   }
 }
 }  // namespace dtypes
@@ -273,37 +356,42 @@ inline i128 wrap_int(i128 v, DType d) {
   const int bits = 8 * d.itemsize();
   const u128 mask = (static_cast<u128>(1) << bits) - 1;
   const u128 u = static_cast<u128>(v) & mask;
-  if (!d.is_unsigned() && (u >> (bits - 1)) & 1) return static_cast<i128>(u) - (static_cast<i128>(1) << bits);
+  if (!d.is_unsigned() && (u >> (bits - 1)) & 1)
+    return static_cast<i128>(u) - (static_cast<i128>(1) << bits);
   return static_cast<i128>(u);
 }
 
 /// A double rounded to the precision of a float dtype (round to nearest even; overflow is inf).
 inline double round_float(double v, DType d) {
   switch (d.scalar_type()) {
-    case ScalarType::float16: return static_cast<float>(half_t(static_cast<float>(v)));
-    case ScalarType::bfloat16: return static_cast<float>(bfloat16_t(static_cast<float>(v)));
-    case ScalarType::float32: return static_cast<float>(v);
-    default: return v;
+    case ScalarType::float16:
+      return static_cast<float>(half_t(static_cast<float>(v)));
+    case ScalarType::bfloat16:
+      return static_cast<float>(bfloat16_t(static_cast<float>(v)));
+    case ScalarType::float32:
+      return static_cast<float>(v);
+    default:
+      return v;
   }
 }
 
 namespace detail {
 namespace hana = boost::hana;
 template <ScalarType S> using scalar_c = hana::integral_constant<ScalarType, S>;
-inline constexpr auto cpp_to_dtype = hana::make_map(
-    hana::make_pair(hana::type_c<bool>, scalar_c<ScalarType::bool_>{}),
-    hana::make_pair(hana::type_c<int8_t>, scalar_c<ScalarType::int8>{}),
-    hana::make_pair(hana::type_c<int16_t>, scalar_c<ScalarType::int16>{}),
-    hana::make_pair(hana::type_c<int32_t>, scalar_c<ScalarType::int32>{}),
-    hana::make_pair(hana::type_c<int64_t>, scalar_c<ScalarType::int64>{}),
-    hana::make_pair(hana::type_c<uint8_t>, scalar_c<ScalarType::uint8>{}),
-    hana::make_pair(hana::type_c<uint16_t>, scalar_c<ScalarType::uint16>{}),
-    hana::make_pair(hana::type_c<uint32_t>, scalar_c<ScalarType::uint32>{}),
-    hana::make_pair(hana::type_c<uint64_t>, scalar_c<ScalarType::uint64>{}),
-    hana::make_pair(hana::type_c<half_t>, scalar_c<ScalarType::float16>{}),
-    hana::make_pair(hana::type_c<bfloat16_t>, scalar_c<ScalarType::bfloat16>{}),
-    hana::make_pair(hana::type_c<float>, scalar_c<ScalarType::float32>{}),
-    hana::make_pair(hana::type_c<double>, scalar_c<ScalarType::float64>{}));
+inline constexpr auto cpp_to_dtype =
+    hana::make_map(hana::make_pair(hana::type_c<bool>, scalar_c<ScalarType::bool_>{}),
+                   hana::make_pair(hana::type_c<int8_t>, scalar_c<ScalarType::int8>{}),
+                   hana::make_pair(hana::type_c<int16_t>, scalar_c<ScalarType::int16>{}),
+                   hana::make_pair(hana::type_c<int32_t>, scalar_c<ScalarType::int32>{}),
+                   hana::make_pair(hana::type_c<int64_t>, scalar_c<ScalarType::int64>{}),
+                   hana::make_pair(hana::type_c<uint8_t>, scalar_c<ScalarType::uint8>{}),
+                   hana::make_pair(hana::type_c<uint16_t>, scalar_c<ScalarType::uint16>{}),
+                   hana::make_pair(hana::type_c<uint32_t>, scalar_c<ScalarType::uint32>{}),
+                   hana::make_pair(hana::type_c<uint64_t>, scalar_c<ScalarType::uint64>{}),
+                   hana::make_pair(hana::type_c<half_t>, scalar_c<ScalarType::float16>{}),
+                   hana::make_pair(hana::type_c<bfloat16_t>, scalar_c<ScalarType::bfloat16>{}),
+                   hana::make_pair(hana::type_c<float>, scalar_c<ScalarType::float32>{}),
+                   hana::make_pair(hana::type_c<double>, scalar_c<ScalarType::float64>{}));
 }  // namespace detail
 
 /// True when the C++ type T has a dtype.
@@ -316,7 +404,8 @@ template <class T> constexpr DType dtype_of() {
   static_assert(has_dtype_v<T>,
                 "tinyt::dtype_of<T>: T has no tinyt dtype; use bool, (u)int8..64_t, half_t, "
                 "bfloat16_t, float or double");
-  return DType(std::decay_t<decltype(boost::hana::at_key(detail::cpp_to_dtype, boost::hana::type_c<T>))>::value);
+  return DType(std::decay_t<decltype(boost::hana::at_key(detail::cpp_to_dtype,
+                                                         boost::hana::type_c<T>))>::value);
 }
 
 namespace detail {
@@ -324,18 +413,31 @@ namespace detail {
 inline std::vector<DType> lattice_parents(DType d) {
   using namespace dtypes;
   switch (d.scalar_type()) {
-    case ScalarType::bool_: return {int8, uint8};
-    case ScalarType::int8: return {int16};
-    case ScalarType::int16: return {int32};
-    case ScalarType::int32: return {int64};
-    case ScalarType::int64: return {uint64};
-    case ScalarType::uint8: return {int16, uint16};
-    case ScalarType::uint16: return {int32, uint32};
-    case ScalarType::uint32: return {int64, uint64};
-    case ScalarType::uint64: return {float16, bfloat16};
-    case ScalarType::float16: case ScalarType::bfloat16: return {float32};
-    case ScalarType::float32: return {float64};
-    default: return {};
+    case ScalarType::bool_:
+      return {int8, uint8};
+    case ScalarType::int8:
+      return {int16};
+    case ScalarType::int16:
+      return {int32};
+    case ScalarType::int32:
+      return {int64};
+    case ScalarType::int64:
+      return {uint64};
+    case ScalarType::uint8:
+      return {int16, uint16};
+    case ScalarType::uint16:
+      return {int32, uint32};
+    case ScalarType::uint32:
+      return {int64, uint64};
+    case ScalarType::uint64:
+      return {float16, bfloat16};
+    case ScalarType::float16:
+    case ScalarType::bfloat16:
+      return {float32};
+    case ScalarType::float32:
+      return {float64};
+    default:
+      return {};
   }
 }
 // Bitmask (by ScalarType) of a dtype and all its ancestors in the lattice.
@@ -387,24 +489,6 @@ template <> struct std::hash<tinyt::DType> {
   size_t operator()(const tinyt::DType& d) const { return d.hash(); }
 };
 // ---- end tinyt/dtype.hpp ----
-// ---- tinyt/uop.hpp ----
-// The IR: one generic, immutable, hash-consed node, UOp(op, dtype, src, arg).
-//
-// Structurally equal UOps are the same object (interning), so equality is pointer equality and
-// a graph can be used as a cache key. Nodes are reference counted and freed, without recursion,
-// when the last handle goes away.
-
-#include <algorithm>
-#include <atomic>
-#include <charconv>
-#include <initializer_list>
-#include <mutex>
-#include <string_view>
-#include <type_traits>
-#include <unordered_map>
-#include <utility>
-#include <variant>
-
 
 namespace tinyt::inline v0 {
 
@@ -455,9 +539,11 @@ enum class Ops : uint8_t {
 };
 
 /// The kind of an op: which group of TINYT_FOR_EACH_OP it is listed in.
+// clang-format off
 enum class OpKind : uint8_t {
   meta, buffer, movement, define, reduce, vector, cast, unary, memory, binary, ternary, control, constant
 };
+// clang-format on
 
 namespace detail {
 #define TINYT_OP_NAME(name, kind) #name,
@@ -481,7 +567,8 @@ struct OpSet {
   uint64_t bits[2] = {0, 0};
   constexpr OpSet() = default;
   constexpr OpSet(std::initializer_list<Ops> ops) {
-    for (Ops op : ops) bits[static_cast<size_t>(op) / 64] |= uint64_t{1} << (static_cast<size_t>(op) % 64);
+    for (Ops op : ops)
+      bits[static_cast<size_t>(op) / 64] |= uint64_t{1} << (static_cast<size_t>(op) % 64);
   }
   constexpr bool contains(Ops op) const {
     return (bits[static_cast<size_t>(op) / 64] >> (static_cast<size_t>(op) % 64)) & 1;
@@ -514,8 +601,8 @@ inline constexpr OpSet Ternary = detail::of_kind(OpKind::ternary);
 inline constexpr OpSet ALU = Unary | Binary | Ternary;
 inline constexpr OpSet Movement = detail::of_kind(OpKind::movement);
 inline constexpr OpSet Buffer = detail::of_kind(OpKind::buffer);
-inline constexpr OpSet Commutative{Ops::ADD, Ops::MUL, Ops::MAX, Ops::CMPNE, Ops::CMPEQ,
-                                   Ops::XOR, Ops::AND, Ops::OR};
+inline constexpr OpSet Commutative{Ops::ADD,   Ops::MUL, Ops::MAX, Ops::CMPNE,
+                                   Ops::CMPEQ, Ops::XOR, Ops::AND, Ops::OR};
 inline constexpr OpSet Associative{Ops::ADD, Ops::MUL, Ops::AND, Ops::OR, Ops::MAX};
 inline constexpr OpSet Comparison{Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ};
 /// Ops whose result is wrong, not just different, when their input is garbage (a masked load):
@@ -531,15 +618,15 @@ class Arg {
   using Value = std::variant<std::monostate, bool, int64_t, double, std::string, Ops, Tuple>;
 
   Arg() = default;
-  Arg(bool b) : v_(b) {}                                 // NOLINT
+  Arg(bool b) : v_(b) {}  // NOLINT
   template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
-  Arg(I i) : v_(static_cast<int64_t>(i)) {}              // NOLINT
-  Arg(double d) : v_(d) {}                               // NOLINT
-  Arg(std::string s) : v_(std::move(s)) {}               // NOLINT
-  Arg(const char* s) : v_(std::string(s)) {}             // NOLINT
-  Arg(Ops op) : v_(op) {}                                // NOLINT
-  Arg(Tuple t) : v_(std::move(t)) {}                     // NOLINT
-  Arg(std::initializer_list<Arg> t) : v_(Tuple(t)) {}    // NOLINT
+  Arg(I i) : v_(static_cast<int64_t>(i)) {}            // NOLINT
+  Arg(double d) : v_(d) {}                             // NOLINT
+  Arg(std::string s) : v_(std::move(s)) {}             // NOLINT
+  Arg(const char* s) : v_(std::string(s)) {}           // NOLINT
+  Arg(Ops op) : v_(op) {}                              // NOLINT
+  Arg(Tuple t) : v_(std::move(t)) {}                   // NOLINT
+  Arg(std::initializer_list<Arg> t) : v_(Tuple(t)) {}  // NOLINT
   template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
   Arg(const std::vector<I>& v) : v_(Tuple(v.begin(), v.end())) {}  // NOLINT
 
@@ -553,7 +640,8 @@ class Arg {
   const Tuple& tuple() const { return get<Tuple>(); }
   const Arg& operator[](size_t i) const {
     const Tuple& t = tuple();
-    if (i >= t.size()) throw InternalError(detail::cat("Arg: index ", i, " out of range in ", *this));
+    if (i >= t.size())
+      throw InternalError(detail::cat("Arg: index ", i, " out of range in ", *this));
     return t[i];
   }
   size_t size() const { return tuple().size(); }
@@ -587,15 +675,23 @@ class Arg {
   /// A deterministic hash (the same in every run, so it can key caches on disk).
   size_t hash() const {
     uint64_t h = 0xcbf29ce484222325ULL ^ v_.index();
-    auto mix = [&h](uint64_t x) { h = (h ^ x) * 0x100000001b3ULL; h ^= h >> 29; };
+    auto mix = [&h](uint64_t x) {
+      h = (h ^ x) * 0x100000001b3ULL;
+      h ^= h >> 29;
+    };
     std::visit(
         [&](const auto& x) {
           using T = std::decay_t<decltype(x)>;
-          if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, int64_t>) mix(static_cast<uint64_t>(x));
-          else if constexpr (std::is_same_v<T, double>) mix(std::bit_cast<uint64_t>(x));
-          else if constexpr (std::is_same_v<T, Ops>) mix(static_cast<uint64_t>(x));
-          else if constexpr (std::is_same_v<T, std::string>) for (char c : x) mix(static_cast<uint8_t>(c));
-          else if constexpr (std::is_same_v<T, Tuple>) for (const Arg& a : x) mix(a.hash());
+          if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, int64_t>)
+            mix(static_cast<uint64_t>(x));
+          else if constexpr (std::is_same_v<T, double>)
+            mix(std::bit_cast<uint64_t>(x));
+          else if constexpr (std::is_same_v<T, Ops>)
+            mix(static_cast<uint64_t>(x));
+          else if constexpr (std::is_same_v<T, std::string>)
+            for (char c : x) mix(static_cast<uint8_t>(c));
+          else if constexpr (std::is_same_v<T, Tuple>)
+            for (const Arg& a : x) mix(a.hash());
         },
         v_);
     return static_cast<size_t>(h);
@@ -605,15 +701,20 @@ class Arg {
     std::visit(
         [&](const auto& x) {
           using T = std::decay_t<decltype(x)>;
-          if constexpr (std::is_same_v<T, std::monostate>) os << "None";
-          else if constexpr (std::is_same_v<T, bool>) os << (x ? "True" : "False");
-          else if constexpr (std::is_same_v<T, double>) os << format_double(x);
-          else if constexpr (std::is_same_v<T, std::string>) os << '\'' << x << '\'';
+          if constexpr (std::is_same_v<T, std::monostate>)
+            os << "None";
+          else if constexpr (std::is_same_v<T, bool>)
+            os << (x ? "True" : "False");
+          else if constexpr (std::is_same_v<T, double>)
+            os << format_double(x);
+          else if constexpr (std::is_same_v<T, std::string>)
+            os << '\'' << x << '\'';
           else if constexpr (std::is_same_v<T, Tuple>) {
             os << '(';
             for (size_t i = 0; i < x.size(); ++i) os << (i ? ", " : "") << x[i];
             os << (x.size() == 1 ? ",)" : ")");
-          } else os << x;
+          } else
+            os << x;
         },
         a.v_);
     return os;
@@ -663,10 +764,17 @@ class UOp {
   UOp() = default;
   UOp(Ops op, DType dtype = dtypes::void_, std::vector<UOp> src = {}, Arg arg = {})
       : n_(detail::intern(op, dtype, std::move(src), std::move(arg))) {}
-  UOp(const UOp& o) : n_(o.n_) { if (n_) detail::acquire(n_); }
+  UOp(const UOp& o) : n_(o.n_) {
+    if (n_) detail::acquire(n_);
+  }
   UOp(UOp&& o) noexcept : n_(std::exchange(o.n_, nullptr)) {}
-  UOp& operator=(UOp o) noexcept { std::swap(n_, o.n_); return *this; }
-  ~UOp() { if (n_) detail::release(n_); }
+  UOp& operator=(UOp o) noexcept {
+    std::swap(n_, o.n_);
+    return *this;
+  }
+  ~UOp() {
+    if (n_) detail::release(n_);
+  }
 
   const UOpNode* operator->() const { return n_; }
   const UOpNode& operator*() const { return *n_; }
@@ -688,7 +796,9 @@ class UOp {
   static UOp const_(DType dtype, double v);
   static UOp const_(DType dtype, i128 v);
   template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
-  static UOp const_(DType dtype, I v) { return const_(dtype, static_cast<i128>(v)); }
+  static UOp const_(DType dtype, I v) {
+    return const_(dtype, static_cast<i128>(v));
+  }
   static UOp const_(DType dtype, bool v) { return const_(dtype, static_cast<i128>(v)); }
   /// A constant with this UOp's dtype.
   template <class T> UOp const_like(T v) const { return const_(dtype(), v); }
@@ -699,7 +809,8 @@ class UOp {
   double const_float() const;
 
   /// A ranged integer variable (`Variable("i", 1, 1024)`), DEFINE_VAR with arg (name, min, max).
-  static UOp variable(const std::string& name, int64_t min, int64_t max, DType dtype = dtypes::index);
+  static UOp variable(const std::string& name, int64_t min, int64_t max,
+                      DType dtype = dtypes::index);
   /// A bound variable: BIND(var, value), for a value known at run time.
   UOp bind(int64_t value) const;
 
@@ -720,8 +831,10 @@ class UOp {
   UOp logical_not() const { return ne(const_like(true)); }
   /// A scalar constant of this dtype, or the UOp itself.
   template <class T> UOp ufix(const T& v) const {
-    if constexpr (std::is_same_v<T, UOp>) return v;
-    else return const_like(v);
+    if constexpr (std::is_same_v<T, UOp>)
+      return v;
+    else
+      return const_like(v);
   }
 
  private:
@@ -729,17 +842,22 @@ class UOp {
   const UOpNode* n_ = nullptr;
 };
 
-template <class T> concept UOpOrScalar = std::is_same_v<T, UOp> || std::is_arithmetic_v<T>;
+template <class T>
+concept UOpOrScalar = std::is_same_v<T, UOp> || std::is_arithmetic_v<T>;
 namespace detail {
 template <class A, class B> UOp binary(Ops op, const A& a, const B& b) {
-  if constexpr (std::is_same_v<A, UOp>) return a.alu(op, {a.ufix(b)});
-  else return b.const_like(a).alu(op, {b});
+  if constexpr (std::is_same_v<A, UOp>)
+    return a.alu(op, {a.ufix(b)});
+  else
+    return b.const_like(a).alu(op, {b});
 }
 }  // namespace detail
-#define TINYT_UOP_BINARY(sym, OP)                                                          \
-  template <UOpOrScalar A, UOpOrScalar B>                                                  \
-    requires(std::is_same_v<A, UOp> || std::is_same_v<B, UOp>)                             \
-  UOp operator sym(const A& a, const B& b) { return detail::binary(Ops::OP, a, b); }
+#define TINYT_UOP_BINARY(sym, OP)                                                           \
+  template <UOpOrScalar A, UOpOrScalar B>                                                   \
+  requires(std::is_same_v<A, UOp> || std::is_same_v<B, UOp>) UOp operator sym(const A& a,   \
+                                                                              const B& b) { \
+    return detail::binary(Ops::OP, a, b);                                                   \
+  }
 TINYT_UOP_BINARY(+, ADD)
 TINYT_UOP_BINARY(*, MUL)
 TINYT_UOP_BINARY(%, MOD)
@@ -752,20 +870,26 @@ TINYT_UOP_BINARY(>>, SHR)
 /// `-x` is `x * -1` (a NOT for bools), the form index math canonicalizes to.
 inline UOp operator-(const UOp& x) {
   if (x.dtype().is_bool()) return x.logical_not();
-  if (x.is_const()) return x.arg().is<double>() ? x.const_like(-x.const_float()) : x.const_like(-x.const_int());
+  if (x.is_const())
+    return x.arg().is<double>() ? x.const_like(-x.const_float()) : x.const_like(-x.const_int());
   return x * x.const_like(-1);
 }
 template <UOpOrScalar A, UOpOrScalar B>
-  requires(std::is_same_v<A, UOp> || std::is_same_v<B, UOp>)
-UOp operator-(const A& a, const B& b) {
-  if constexpr (std::is_same_v<A, UOp>) return a + (-a.ufix(b));
-  else return b.const_like(a) + (-b);
+requires(std::is_same_v<A, UOp> || std::is_same_v<B, UOp>) UOp operator-(const A& a, const B& b) {
+  if constexpr (std::is_same_v<A, UOp>)
+    return a + (-a.ufix(b));
+  else
+    return b.const_like(a) + (-b);
 }
 /// C division: IDIV for integers, FDIV for floats.
 template <UOpOrScalar A, UOpOrScalar B>
-  requires(std::is_same_v<A, UOp> || std::is_same_v<B, UOp>)
-UOp operator/(const A& a, const B& b) {
-  DType dt = [&] { if constexpr (std::is_same_v<A, UOp>) return a.dtype(); else return b.dtype(); }();
+requires(std::is_same_v<A, UOp> || std::is_same_v<B, UOp>) UOp operator/(const A& a, const B& b) {
+  DType dt = [&] {
+    if constexpr (std::is_same_v<A, UOp>)
+      return a.dtype();
+    else
+      return b.dtype();
+  }();
   return detail::binary(dt.is_float() ? Ops::FDIV : Ops::IDIV, a, b);
 }
 
@@ -850,7 +974,8 @@ inline UOpNode* intern(Ops op, DType dtype, std::vector<UOp>&& src, Arg&& arg) {
   std::lock_guard lock(shard.mu);
   for (auto [it, end] = shard.nodes.equal_range(h); it != end; ++it) {
     UOpNode* n = it->second;
-    if (n->op == op && n->dtype == dtype && n->src == src && n->arg == arg && try_acquire(n)) return n;
+    if (n->op == op && n->dtype == dtype && n->src == src && n->arg == arg && try_acquire(n))
+      return n;
   }
   auto* n = new UOpNode{op, dtype, std::move(src), std::move(arg), h};
   shard.nodes.emplace(h, n);
@@ -873,11 +998,15 @@ inline void release(const UOpNode* node) {
       InternShard& shard = intern_table().shard(d->hash);
       std::lock_guard lock(shard.mu);
       for (auto [it, end] = shard.nodes.equal_range(d->hash); it != end; ++it)
-        if (it->second == d) { shard.nodes.erase(it); break; }
+        if (it->second == d) {
+          shard.nodes.erase(it);
+          break;
+        }
     }
     for (UOp& s : d->src) {
       const UOpNode* c = std::exchange(s.n_, nullptr);
-      if (c->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) dying.push_back(const_cast<UOpNode*>(c));
+      if (c->refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
+        dying.push_back(const_cast<UOpNode*>(c));
     }
     delete d;
   }
@@ -886,10 +1015,15 @@ inline void release(const UOpNode* node) {
 
 inline size_t arity(Ops op) {
   switch (op_kind(op)) {
-    case OpKind::unary: case OpKind::cast: return 1;
-    case OpKind::binary: return 2;
-    case OpKind::ternary: return 3;
-    default: return 0;
+    case OpKind::unary:
+    case OpKind::cast:
+      return 1;
+    case OpKind::binary:
+      return 2;
+    case OpKind::ternary:
+      return 3;
+    default:
+      return 0;
   }
 }
 }  // namespace detail
@@ -898,18 +1032,21 @@ inline size_t arity(Ops op) {
 
 inline UOp UOp::const_(DType dt, i128 v) {
   const DType s = dt.scalar();
-  if (dt.is_ptr() || s.is_void()) throw DTypeError(detail::cat("UOp.const: no constants of ", dt.name()));
+  if (dt.is_ptr() || s.is_void())
+    throw DTypeError(detail::cat("UOp.const: no constants of ", dt.name()));
   if (s.is_float()) return const_(dt, static_cast<double>(v));
   if (s.is_bool()) return UOp(Ops::CONST, dt, {}, Arg(v != 0));
   if (s.is_index() && (v < dtypes::min_int(s) || v > dtypes::max_int(s)))
     throw InternalError("UOp.const: index constant out of the int64 range");
-  // uint64 values above INT64_MAX are kept as their two's complement bits; const_int reads them back
+  // uint64 values above INT64_MAX are kept as their two's complement bits; const_int reads them
+  // back
   return UOp(Ops::CONST, dt, {}, Arg(static_cast<int64_t>(static_cast<uint64_t>(wrap_int(v, s)))));
 }
 
 inline UOp UOp::const_(DType dt, double v) {
   const DType s = dt.scalar();
-  if (dt.is_ptr() || s.is_void()) throw DTypeError(detail::cat("UOp.const: no constants of ", dt.name()));
+  if (dt.is_ptr() || s.is_void())
+    throw DTypeError(detail::cat("UOp.const: no constants of ", dt.name()));
   if (s.is_float()) return UOp(Ops::CONST, dt, {}, Arg(round_float(v, s)));
   if (s.is_bool()) return UOp(Ops::CONST, dt, {}, Arg(v != 0));
   // float -> int truncates toward zero like C; NaN and values past 2^126 have no C meaning
@@ -919,9 +1056,11 @@ inline UOp UOp::const_(DType dt, double v) {
 }
 
 inline i128 UOp::const_int() const {
-  if (op() != Ops::CONST) throw InternalError(detail::cat("const_int of a non-constant ", op_name(op())));
+  if (op() != Ops::CONST)
+    throw InternalError(detail::cat("const_int of a non-constant ", op_name(op())));
   if (arg().is<bool>()) return arg().get<bool>();
-  if (!arg().is<int64_t>()) throw InternalError(detail::cat("const_int of the float constant ", arg()));
+  if (!arg().is<int64_t>())
+    throw InternalError(detail::cat("const_int of the float constant ", arg()));
   const int64_t x = arg().as_int();
   return dtype().scalar() == dtypes::uint64 ? static_cast<i128>(static_cast<uint64_t>(x)) : x;
 }
@@ -932,16 +1071,21 @@ inline double UOp::const_float() const {
 }
 
 inline UOp UOp::variable(const std::string& name, int64_t min, int64_t max, DType dtype) {
-  if (min > max) throw Error(detail::cat("Variable('", name, "', ", min, ", ", max, "): min > max"));
-  if (!dtype.is_int()) throw DTypeError(detail::cat("Variable('", name, "'): ", dtype.name(), " is not an integer dtype"));
+  if (min > max)
+    throw Error(detail::cat("Variable('", name, "', ", min, ", ", max, "): min > max"));
+  if (!dtype.is_int())
+    throw DTypeError(
+        detail::cat("Variable('", name, "'): ", dtype.name(), " is not an integer dtype"));
   return UOp(Ops::DEFINE_VAR, dtype, {}, Arg{name, min, max});
 }
 
 inline UOp UOp::bind(int64_t value) const {
-  if (op() != Ops::DEFINE_VAR) throw Error(detail::cat("bind: ", op_name(op()), " is not a Variable"));
+  if (op() != Ops::DEFINE_VAR)
+    throw Error(detail::cat("bind: ", op_name(op()), " is not a Variable"));
   if (value < arg()[1].as_int() || value > arg()[2].as_int())
-    throw IndexError(detail::cat("bind: ", value, " is outside the range [", arg()[1].as_int(), ", ",
-                                 arg()[2].as_int(), "] of Variable '", arg()[0].get<std::string>(), "'"));
+    throw IndexError(detail::cat("bind: ", value, " is outside the range [", arg()[1].as_int(),
+                                 ", ", arg()[2].as_int(), "] of Variable '",
+                                 arg()[0].get<std::string>(), "'"));
   return UOp(Ops::BIND, dtype(), {*this, const_like(value)});
 }
 
@@ -951,18 +1095,22 @@ inline UOp UOp::alu(Ops op, std::vector<UOp> others) const {
   std::vector<UOp> src{*this};
   src.insert(src.end(), others.begin(), others.end());
   if (detail::arity(op) != src.size())
-    throw InternalError(detail::cat("alu: ", op_name(op), " takes ", detail::arity(op), " sources, got ", src.size()));
+    throw InternalError(detail::cat("alu: ", op_name(op), " takes ", detail::arity(op),
+                                    " sources, got ", src.size()));
   DType out = dtype();
   if (op == Ops::WHERE) {
     if (!src[0].dtype().scalar().is_bool())
-      throw DTypeError(detail::cat("where: the condition is ", src[0].dtype().name(), ", not bool"));
+      throw DTypeError(
+          detail::cat("where: the condition is ", src[0].dtype().name(), ", not bool"));
     if (src[1].dtype() != src[2].dtype())
-      throw DTypeError(detail::cat("where: branches differ, ", src[1].dtype().name(), " vs ", src[2].dtype().name()));
+      throw DTypeError(detail::cat("where: branches differ, ", src[1].dtype().name(), " vs ",
+                                   src[2].dtype().name()));
     out = src[1].dtype();
   } else {
     for (const UOp& s : src)
       if (s.dtype() != dtype())
-        throw DTypeError(detail::cat(op_name(op), ": operands differ, ", dtype().name(), " vs ", s.dtype().name()));
+        throw DTypeError(detail::cat(op_name(op), ": operands differ, ", dtype().name(), " vs ",
+                                     s.dtype().name()));
     if (GroupOp::Comparison.contains(op)) out = DType(dtypes::bool_).vec(dtype().count());
   }
   return UOp(op, out, std::move(src));
@@ -992,7 +1140,10 @@ inline std::vector<UOp> toposort(const UOp& root) {
 inline UOp substitute(const UOp& root, const std::unordered_map<const UOpNode*, UOp>& map) {
   std::unordered_map<const UOpNode*, UOp> done;
   for (const UOp& u : toposort(root)) {
-    if (auto it = map.find(u.get()); it != map.end()) { done[u.get()] = it->second; continue; }
+    if (auto it = map.find(u.get()); it != map.end()) {
+      done[u.get()] = it->second;
+      continue;
+    }
     std::vector<UOp> src;
     bool changed = false;
     for (const UOp& s : u.src()) {
@@ -1009,13 +1160,16 @@ inline std::string to_string(const UOp& root) {
   std::ostringstream out;
   for (const UOp& u : toposort(root)) {
     id[u.get()] = id.size();
-    std::string line = detail::cat(std::string(id[u.get()] < 10 ? "  " : id[u.get()] < 100 ? " " : ""),
+    std::string line = detail::cat(std::string(id[u.get()] < 10    ? "  "
+                                               : id[u.get()] < 100 ? " "
+                                                                   : ""),
                                    id[u.get()], " ", op_name(u.op()));
     line.resize(std::max<size_t>(line.size(), 20), ' ');
     line += ": " + u.dtype().name();
     line.resize(std::max<size_t>(line.size(), 38), ' ');
     std::string srcs = "[";
-    for (size_t i = 0; i < u.src().size(); ++i) srcs += (i ? ", " : "") + std::to_string(id.at(u.src(i).get()));
+    for (size_t i = 0; i < u.src().size(); ++i)
+      srcs += (i ? ", " : "") + std::to_string(id.at(u.src(i).get()));
     out << line << srcs << "]  " << u.arg() << '\n';
   }
   return out.str();
@@ -1024,12 +1178,36 @@ inline std::string to_string(const UOp& root) {
 namespace detail {
 inline const char* infix_symbol(Ops op) {
   switch (op) {
-    case Ops::ADD: return "+"; case Ops::MUL: return "*"; case Ops::IDIV: return "//";
-    case Ops::FDIV: return "/"; case Ops::MOD: return "%"; case Ops::CMPLT: return "<";
-    case Ops::CMPNE: return "!="; case Ops::CMPEQ: return "=="; case Ops::AND: return "&";
-    case Ops::OR: return "|"; case Ops::XOR: return "^"; case Ops::SHL: return "<<";
-    case Ops::SHR: return ">>"; case Ops::SUB: return "-";
-    default: return nullptr;
+    case Ops::ADD:
+      return "+";
+    case Ops::MUL:
+      return "*";
+    case Ops::IDIV:
+      return "//";
+    case Ops::FDIV:
+      return "/";
+    case Ops::MOD:
+      return "%";
+    case Ops::CMPLT:
+      return "<";
+    case Ops::CMPNE:
+      return "!=";
+    case Ops::CMPEQ:
+      return "==";
+    case Ops::AND:
+      return "&";
+    case Ops::OR:
+      return "|";
+    case Ops::XOR:
+      return "^";
+    case Ops::SHL:
+      return "<<";
+    case Ops::SHR:
+      return ">>";
+    case Ops::SUB:
+      return "-";
+    default:
+      return nullptr;
   }
 }
 }  // namespace detail
@@ -1041,11 +1219,17 @@ inline std::string expr_string(const UOp& root) {
     std::vector<const std::string*> s;
     for (const UOp& x : u.src()) s.push_back(&text.at(x.get()));
     std::string& t = text[u.get()];
-    if (u.op() == Ops::CONST) t = u.arg().is<int64_t>() ? detail::cat(static_cast<long long>(u.const_int())) : detail::cat(u.arg());
-    else if (u.op() == Ops::DEFINE_VAR) t = u.arg()[0].get<std::string>();
-    else if (u.op() == Ops::RANGE) t = detail::cat("r", u.arg().is<Arg::Tuple>() ? u.arg()[0] : u.arg());
-    else if (const char* sym = detail::infix_symbol(u.op()); sym && s.size() == 2) t = "(" + *s[0] + sym + *s[1] + ")";
-    else if (u.op() == Ops::CAST) t = detail::cat("(", u.dtype().name(), ")", *s[0]);
+    if (u.op() == Ops::CONST)
+      t = u.arg().is<int64_t>() ? detail::cat(static_cast<long long>(u.const_int()))
+                                : detail::cat(u.arg());
+    else if (u.op() == Ops::DEFINE_VAR)
+      t = u.arg()[0].get<std::string>();
+    else if (u.op() == Ops::RANGE)
+      t = detail::cat("r", u.arg().is<Arg::Tuple>() ? u.arg()[0] : u.arg());
+    else if (const char* sym = detail::infix_symbol(u.op()); sym && s.size() == 2)
+      t = "(" + *s[0] + sym + *s[1] + ")";
+    else if (u.op() == Ops::CAST)
+      t = detail::cat("(", u.dtype().name(), ")", *s[0]);
     else {
       t = u.op() == Ops::MAX ? "max(" : std::string(op_name(u.op())) + "(";
       for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + *s[i];
@@ -1063,419 +1247,113 @@ inline int structural_compare(const UOp& a, const UOp& b, int depth) {
   if (a.dtype() != b.dtype()) return a.dtype() < b.dtype() ? -1 : 1;
   if (!(a.arg() == b.arg())) return a.arg() < b.arg() ? -1 : 1;
   if (a.src().size() != b.src().size()) return a.src().size() < b.src().size() ? -1 : 1;
-  if (depth > 32) return a->hash != b->hash ? (a->hash < b->hash ? -1 : 1) : (a.get() < b.get() ? -1 : 1);
+  if (depth > 32)
+    return a->hash != b->hash ? (a->hash < b->hash ? -1 : 1) : (a.get() < b.get() ? -1 : 1);
   for (size_t i = 0; i < a.src().size(); ++i)
     if (int c = structural_compare(a.src(i), b.src(i), depth + 1)) return c;
   return 0;
 }
 }  // namespace detail
 
-inline bool structural_less(const UOp& a, const UOp& b) { return detail::structural_compare(a, b, 0) < 0; }
+inline bool structural_less(const UOp& a, const UOp& b) {
+  return detail::structural_compare(a, b, 0) < 0;
+}
 
 }  // namespace tinyt::inline v0
 // ---- end tinyt/uop_impl.hpp ----
 // ---- end tinyt/uop.hpp ----
-// ---- tinyt/pattern.hpp ----
-// The rewrite engine: UPat patterns, PatternMatcher rule tables and graph_rewrite, the one
-// driver every stage of the pipeline runs its rules with.
-//
-//   PatternMatcher pm{{
-//     {UPat::var("x") + 0, [](auto& m) { return m["x"]; }},   // x+0 -> x
-//   }};
-//   UOp out = graph_rewrite(sink, pm);
-
-#include <memory>
-#include <optional>
-#include <typeinfo>
-
-
-namespace tinyt::inline v0 {
-
-/// A pattern over UOps: which ops, dtypes and arg a node may have, what its sources must match,
-/// and a name to capture it under. An empty op set matches any op.
-class UPat {
- public:
-  /// How the source patterns apply: not at all, in order, in any order, or each source alike.
-  enum class Sources : uint8_t { any, ordered, any_order, each };
-
-  UPat() = default;
-  UPat(OpSet ops, std::vector<UPat> src = {}, std::string name = "")
-      : ops_(ops), src_(std::move(src)), name_(std::move(name)) {
-    mode_ = src_.empty() ? Sources::any : Sources::ordered;
-  }
-  UPat(Ops op, std::vector<UPat> src = {}, std::string name = "")
-      : UPat(OpSet{op}, std::move(src), std::move(name)) {}
-
-  /// Any node, captured as `name`.
-  static UPat var(std::string name = "", std::vector<DType> dtypes = {}) {
-    UPat p;
-    p.name_ = std::move(name), p.dtypes_ = std::move(dtypes);
-    return p;
-  }
-  /// Any constant, captured as `name`.
-  static UPat cvar(std::string name = "", std::vector<DType> dtypes = {}) {
-    UPat p = var(std::move(name), std::move(dtypes));
-    p.ops_ = OpSet{Ops::CONST};
-    return p;
-  }
-  /// A constant equal to `value`, whatever its dtype (0 matches 0, 0.0 and False).
-  static UPat cnst(double value, std::string name = "") {
-    UPat p = cvar(std::move(name));
-    p.value_ = value;
-    return p;
-  }
-
-  /// The same pattern, capturing the node as `name`.
-  UPat named(std::string name) const { UPat p = *this; p.name_ = std::move(name); return p; }
-  /// Only nodes of these dtypes (or whose scalar dtype is one of them).
-  UPat dtype(std::vector<DType> dts) const { UPat p = *this; p.dtypes_ = std::move(dts); return p; }
-  /// Only nodes with exactly this arg.
-  UPat arg(Arg a) const { UPat p = *this; p.arg_ = std::move(a); return p; }
-  /// The source patterns match the sources in any order (for commutative ops).
-  UPat any_order() const { UPat p = *this; p.set_mode(Sources::any_order); return p; }
-  /// The node may have more sources than patterns; the extra ones are not looked at.
-  UPat any_len() const { UPat p = *this; p.any_len_ = true; return p; }
-  /// Every source matches `each` (any number of sources).
-  UPat each_src(UPat each) const {
-    UPat p = *this;
-    p.src_ = {std::move(each)};
-    p.set_mode(Sources::each);
-    return p;
-  }
-
-  // builders that read like the UOps they match; commutative ops match in either order
-  UPat alu(Ops op, std::vector<UPat> others) const {
-    std::vector<UPat> src{*this};
-    src.insert(src.end(), others.begin(), others.end());
-    UPat p(op, std::move(src));
-    return GroupOp::Commutative.contains(op) ? p.any_order() : p;
-  }
-  UPat lt(const UPat& o) const { return alu(Ops::CMPLT, {o}); }
-  UPat ne(const UPat& o) const { return alu(Ops::CMPNE, {o}); }
-  UPat eq(const UPat& o) const { return alu(Ops::CMPEQ, {o}); }
-  UPat maximum(const UPat& o) const { return alu(Ops::MAX, {o}); }
-  UPat idiv(const UPat& o) const { return alu(Ops::IDIV, {o}); }
-  UPat where(const UPat& a, const UPat& b) const { return alu(Ops::WHERE, {a, b}); }
-  UPat cast() const { return UPat(Ops::CAST, {*this}); }
-
-  const OpSet& ops() const { return ops_; }
-  const std::string& name() const { return name_; }
-  Sources mode() const { return mode_; }
-  const std::vector<UPat>& src() const { return src_; }
-
-  friend class Matcher;
-
- private:
-  void set_mode(Sources m) {
-    if (m == Sources::any_order && src_.size() > 6)
-      throw RewriteError(detail::cat("UPat: ", src_.size(), " sources in any order is too many to try (at most 6)"));
-    mode_ = src_.empty() ? Sources::any : m;
-  }
-
-  OpSet ops_;
-  std::vector<DType> dtypes_;
-  std::optional<Arg> arg_;
-  std::optional<double> value_;
-  std::vector<UPat> src_;
-  std::string name_;
-  Sources mode_ = Sources::any;
-  bool any_len_ = false;
-};
-
-// Pattern arithmetic builds the pattern of the UOp arithmetic it matches; a number stands for
-// a constant of that value.
-#define TINYT_UPAT_BINARY(sym, OP)                                                                  \
-  inline UPat operator sym(const UPat& a, const UPat& b) { return a.alu(Ops::OP, {b}); }            \
-  inline UPat operator sym(const UPat& a, double b) { return a.alu(Ops::OP, {UPat::cnst(b)}); }     \
-  inline UPat operator sym(double a, const UPat& b) { return UPat::cnst(a).alu(Ops::OP, {b}); }
-TINYT_UPAT_BINARY(+, ADD)
-TINYT_UPAT_BINARY(*, MUL)
-TINYT_UPAT_BINARY(%, MOD)
-TINYT_UPAT_BINARY(/, IDIV)
-TINYT_UPAT_BINARY(&, AND)
-TINYT_UPAT_BINARY(|, OR)
-TINYT_UPAT_BINARY(^, XOR)
-#undef TINYT_UPAT_BINARY
-
-/// What a rule sees: the captured nodes by name, the matched node, and the rewrite's context.
-class Match {
- public:
-  /// The node captured as `name`; a rule that asks for a name its pattern lacks is malformed.
-  const UOp& operator[](std::string_view name) const {
-    for (auto& [n, u] : captures_)
-      if (n == name) return u;
-    throw RewriteError(detail::cat("rule asks for '", name, "', which its pattern does not capture"));
-  }
-  bool has(std::string_view name) const {
-    for (auto& [n, u] : captures_)
-      if (n == name) return true;
-    return false;
-  }
-  /// The node the whole pattern matched.
-  const UOp& root() const { return *root_; }
-  /// The context given to graph_rewrite, as a T (it must have been given as a T).
-  template <class T> T& ctx() const {
-    if (!ctx_ || *ctx_type_ != typeid(T))
-      throw RewriteError(detail::cat("rule asks for a context of type ", typeid(T).name(), " it was not given"));
-    return *static_cast<T*>(ctx_);
-  }
-
- private:
-  friend class Matcher;
-  friend class PatternMatcher;
-  std::vector<std::pair<std::string, UOp>> captures_;  // names copied: a Match may outlive its UPat
-  const UOp* root_ = nullptr;
-  void* ctx_ = nullptr;
-  const std::type_info* ctx_type_ = nullptr;
-};
-
-/// Matches a pattern against a node, filling the captures (undone on failure).
-class Matcher {
- public:
-  static bool match(const UPat& p, const UOp& u, Match& m) {
-    const size_t mark = m.captures_.size();
-    if (match_here(p, u, m)) return true;
-    m.captures_.resize(mark);
-    return false;
-  }
-
- private:
-  static bool match_here(const UPat& p, const UOp& u, Match& m) {
-    if (!p.ops_.empty() && !p.ops_.contains(u.op())) return false;
-    if (!p.dtypes_.empty() && std::find(p.dtypes_.begin(), p.dtypes_.end(), u.dtype()) == p.dtypes_.end() &&
-        std::find(p.dtypes_.begin(), p.dtypes_.end(), u.dtype().scalar()) == p.dtypes_.end())
-      return false;
-    if (p.arg_ && !(u.arg() == *p.arg_)) return false;
-    if (p.value_ && !(u.op() == Ops::CONST && u.const_float() == *p.value_)) return false;
-    if (!p.name_.empty()) {
-      bool bound = false;
-      for (auto& [n, v] : m.captures_)
-        if (n == p.name_) {
-          if (!(v == u)) return false;  // a name captured twice must be the same node
-          bound = true;
-        }
-      if (!bound) m.captures_.emplace_back(p.name_, u);
-    }
-    const auto& src = u.src();
-    switch (p.mode_) {
-      case UPat::Sources::any: return true;
-      case UPat::Sources::each:
-        for (const UOp& s : src)
-          if (!match(p.src_[0], s, m)) return false;
-        return true;
-      case UPat::Sources::ordered:
-        if (p.any_len_ ? src.size() < p.src_.size() : src.size() != p.src_.size()) return false;
-        for (size_t i = 0; i < p.src_.size(); ++i)
-          if (!match(p.src_[i], src[i], m)) return false;
-        return true;
-      case UPat::Sources::any_order: {
-        if (p.any_len_ ? src.size() < p.src_.size() : src.size() != p.src_.size()) return false;
-        std::vector<size_t> perm(p.src_.size());
-        for (size_t i = 0; i < perm.size(); ++i) perm[i] = i;
-        const size_t mark = m.captures_.size();
-        do {
-          bool ok = true;
-          for (size_t i = 0; i < perm.size() && ok; ++i) ok = match(p.src_[perm[i]], src[i], m);
-          if (ok) return true;
-          m.captures_.resize(mark);
-        } while (std::next_permutation(perm.begin(), perm.end()));
-        return false;
-      }
-    }
-    return false;
-  }
-};
-
-/// A table of (pattern, rewrite) rules, indexed by op. A rule returns the replacement, or the
-/// empty UOp when it does not apply; the first rule that applies wins. Tables compose with `+`.
-class PatternMatcher {
- public:
-  using Fn = std::function<UOp(const Match&)>;
-  struct Rule {
-    UPat pat;
-    Fn fn;
-  };
-
-  PatternMatcher() = default;
-  PatternMatcher(std::vector<Rule> rules) {  // NOLINT: tables are written as braced lists
-    for (Rule& r : rules) add(std::make_shared<const Rule>(std::move(r)));
-  }
-  friend PatternMatcher operator+(const PatternMatcher& a, const PatternMatcher& b) {
-    PatternMatcher out = a;
-    for (const auto& r : b.rules_) out.add(r);
-    return out;
-  }
-  size_t size() const { return rules_.size(); }
-
-  /// The first rule's replacement for `u`, or the empty UOp when none applies.
-  UOp rewrite(const UOp& u, void* ctx = nullptr, const std::type_info* ctx_type = nullptr) const {
-    const auto& candidates = by_op_[static_cast<size_t>(u.op())];
-    if (candidates.empty()) return {};
-    Match m;
-    m.root_ = &u, m.ctx_ = ctx, m.ctx_type_ = ctx_type;
-    for (uint32_t i : candidates) {
-      m.captures_.clear();
-      if (!Matcher::match(rules_[i]->pat, u, m)) continue;
-      // a rule that hands back its input has nothing to say; the next one may
-      if (UOp out = rules_[i]->fn(m); out && !(out == u)) return out;
-    }
-    return {};
-  }
-
- private:
-  void add(std::shared_ptr<const Rule> r) {
-    if (r->pat.ops().empty())
-      throw RewriteError(detail::cat("PatternMatcher: rule ", rules_.size(),
-                                     " has no op at its root to index it by (UPat '", r->pat.name(), "')"));
-    if (!r->fn) throw RewriteError(detail::cat("PatternMatcher: rule ", rules_.size(), " has no function"));
-    r->pat.ops().for_each([&](Ops op) { by_op_[static_cast<size_t>(op)].push_back(static_cast<uint32_t>(rules_.size())); });
-    rules_.push_back(std::move(r));
-  }
-
-  std::vector<std::shared_ptr<const Rule>> rules_;
-  std::array<std::vector<uint32_t>, op_count> by_op_;
-};
-
-namespace detail {
-// Rewrites a graph to a fixed point without recursion. Each node is visited once (memoized), so a
-// DAG costs time linear in its size. Default order: a node's sources are rewritten first, then
-// the node (repeatedly, the result rewritten again). bottom_up (tinygrad's name): a node is
-// rewritten to a fixed point before its sources are visited.
-inline UOp graph_rewrite_impl(const UOp& root, const PatternMatcher& pm, bool bottom_up, void* ctx,
-                              const std::type_info* ctx_type) {
-  struct Frame {
-    UOp n;
-    int stage;
-    UOp next;
-  };
-  std::unordered_map<UOp, UOp> done;
-  std::unordered_set<const UOpNode*> in_progress;
-  std::vector<Frame> stack{{root, 0, root}};
-  auto fail_cycle = [](const UOp& n) {
-    return RewriteError(detail::cat("graph_rewrite: the rules rewrite ", op_name(n.op()),
-                                    " into a graph that contains it again, forever: ", expr_string(n)));
-  };
-  while (!stack.empty()) {
-    Frame f = std::move(stack.back());
-    stack.pop_back();
-    if (done.count(f.n)) continue;
-    if (f.stage == 0) {
-      if (!in_progress.insert(f.n.get()).second) throw fail_cycle(f.n);
-      UOp cur = f.n;
-      if (bottom_up) {
-        std::unordered_set<UOp> seen{cur};
-        while (UOp r = pm.rewrite(cur, ctx, ctx_type)) {
-          if (!seen.insert(r).second) throw fail_cycle(r);
-          cur = std::move(r);
-        }
-      }
-      const auto& src = cur.src();
-      stack.push_back({f.n, 1, cur});
-      for (auto it = src.rbegin(); it != src.rend(); ++it) stack.push_back({*it, 0, *it});
-    } else if (f.stage == 1) {
-      std::vector<UOp> new_src;
-      bool changed = false;
-      for (const UOp& s : f.next.src()) {
-        auto it = done.find(s);
-        if (it == done.end()) throw fail_cycle(f.next);
-        new_src.push_back(it->second);
-        changed |= !(it->second == s);
-      }
-      UOp after;
-      if (changed) after = f.next.replace(std::move(new_src));
-      else if (!bottom_up) after = pm.rewrite(f.next, ctx, ctx_type);
-      if (!after) {
-        in_progress.erase(f.n.get());
-        done.emplace(f.n, f.next);
-        continue;
-      }
-      stack.push_back({f.n, 2, after});
-      stack.push_back({after, 0, after});
-    } else {
-      in_progress.erase(f.n.get());
-      done.emplace(f.n, done.at(f.next));
-    }
-  }
-  return done.at(root);
-}
-}  // namespace detail
-
-/// Rewrites `root` with the rules of `pm` until no rule applies anywhere.
-inline UOp graph_rewrite(const UOp& root, const PatternMatcher& pm, bool bottom_up = false) {
-  return detail::graph_rewrite_impl(root, pm, bottom_up, nullptr, nullptr);
-}
-/// The same, with a context the rules reach through `m.ctx<Ctx>()`.
-template <class Ctx>
-UOp graph_rewrite(const UOp& root, const PatternMatcher& pm, Ctx& ctx, bool bottom_up = false) {
-  return detail::graph_rewrite_impl(root, pm, bottom_up, &ctx, &typeid(Ctx));
-}
-
-}  // namespace tinyt::inline v0
-// ---- end tinyt/pattern.hpp ----
-// ---- tinyt/alu.hpp ----
-// Constant folding: what every ALU op computes on constants, exactly as a kernel would.
-//
-// Integers are computed in 128 bits and wrapped to their dtype, so overflow gives the two's
-// complement result the generated code gives (and never C++ undefined behaviour here). Floats
-// are computed in double and rounded to their dtype. Operations that are undefined in C (a
-// division by zero, a shift past the width) do not fold: they return nothing.
-
-
 
 namespace tinyt::inline v0 {
 
 namespace detail {
-inline double float_max(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b); }
+inline double float_max(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b);
+}
 
 inline std::optional<i128> fold_int(Ops op, DType dt, const std::vector<i128>& v) {
   const DType s = dt.scalar();
   const int bits = s.is_index() ? 64 : 8 * s.itemsize();
   switch (op) {
-    case Ops::NEG: return wrap_int(-v[0], s);
-    case Ops::ADD: return wrap_int(v[0] + v[1], s);
-    case Ops::SUB: return wrap_int(v[0] - v[1], s);
+    case Ops::NEG:
+      return wrap_int(-v[0], s);
+    case Ops::ADD:
+      return wrap_int(v[0] + v[1], s);
+    case Ops::SUB:
+      return wrap_int(v[0] - v[1], s);
     // modular product: only the low bits survive wrap_int, and u128 cannot overflow into UB
-    case Ops::MUL: return wrap_int(static_cast<i128>(static_cast<u128>(v[0]) * static_cast<u128>(v[1])), s);
-    case Ops::IDIV: if (v[1] == 0) return std::nullopt; return wrap_int(v[0] / v[1], s);
-    case Ops::MOD: if (v[1] == 0) return std::nullopt; return wrap_int(v[0] % v[1], s);
-    case Ops::MAX: return std::max(v[0], v[1]);
-    case Ops::CMPLT: return v[0] < v[1];
-    case Ops::CMPNE: return v[0] != v[1];
-    case Ops::CMPEQ: return v[0] == v[1];
-    case Ops::AND: return wrap_int(v[0] & v[1], s);
-    case Ops::OR: return wrap_int(v[0] | v[1], s);
-    case Ops::XOR: return wrap_int(v[0] ^ v[1], s);
+    case Ops::MUL:
+      return wrap_int(static_cast<i128>(static_cast<u128>(v[0]) * static_cast<u128>(v[1])), s);
+    case Ops::IDIV:
+      if (v[1] == 0) return std::nullopt;
+      return wrap_int(v[0] / v[1], s);
+    case Ops::MOD:
+      if (v[1] == 0) return std::nullopt;
+      return wrap_int(v[0] % v[1], s);
+    case Ops::MAX:
+      return std::max(v[0], v[1]);
+    case Ops::CMPLT:
+      return v[0] < v[1];
+    case Ops::CMPNE:
+      return v[0] != v[1];
+    case Ops::CMPEQ:
+      return v[0] == v[1];
+    case Ops::AND:
+      return wrap_int(v[0] & v[1], s);
+    case Ops::OR:
+      return wrap_int(v[0] | v[1], s);
+    case Ops::XOR:
+      return wrap_int(v[0] ^ v[1], s);
     case Ops::SHL:
       if (v[1] < 0 || v[1] >= bits) return std::nullopt;
       return wrap_int(static_cast<i128>(static_cast<u128>(v[0]) << static_cast<int>(v[1])), s);
     case Ops::SHR:
       if (v[1] < 0 || v[1] >= bits) return std::nullopt;
       return wrap_int(v[0] >> static_cast<int>(v[1]), s);
-    case Ops::WHERE: return v[0] ? v[1] : v[2];
-    default: return std::nullopt;
+    case Ops::WHERE:
+      return v[0] ? v[1] : v[2];
+    default:
+      return std::nullopt;
   }
 }
 
 inline std::optional<double> fold_float(Ops op, const std::vector<double>& v) {
   switch (op) {
-    case Ops::NEG: return -v[0];
-    case Ops::EXP2: return std::exp2(v[0]);
-    case Ops::LOG2: return std::log2(v[0]);
-    case Ops::SIN: return std::sin(v[0]);
-    case Ops::SQRT: return std::sqrt(v[0]);
-    case Ops::RECIPROCAL: return 1.0 / v[0];
-    case Ops::TRUNC: return std::trunc(v[0]);
-    case Ops::ADD: return v[0] + v[1];
-    case Ops::SUB: return v[0] - v[1];
-    case Ops::MUL: return v[0] * v[1];
-    case Ops::FDIV: return v[0] / v[1];
-    case Ops::POW: return std::pow(v[0], v[1]);
-    case Ops::MAX: return float_max(v[0], v[1]);
-    case Ops::CMPLT: return v[0] < v[1];
-    case Ops::CMPNE: return v[0] != v[1];
-    case Ops::CMPEQ: return v[0] == v[1];
-    case Ops::WHERE: return v[0] != 0 ? v[1] : v[2];
-    default: return std::nullopt;
+    case Ops::NEG:
+      return -v[0];
+    case Ops::EXP2:
+      return std::exp2(v[0]);
+    case Ops::LOG2:
+      return std::log2(v[0]);
+    case Ops::SIN:
+      return std::sin(v[0]);
+    case Ops::SQRT:
+      return std::sqrt(v[0]);
+    case Ops::RECIPROCAL:
+      return 1.0 / v[0];
+    case Ops::TRUNC:
+      return std::trunc(v[0]);
+    case Ops::ADD:
+      return v[0] + v[1];
+    case Ops::SUB:
+      return v[0] - v[1];
+    case Ops::MUL:
+      return v[0] * v[1];
+    case Ops::FDIV:
+      return v[0] / v[1];
+    case Ops::POW:
+      return std::pow(v[0], v[1]);
+    case Ops::MAX:
+      return float_max(v[0], v[1]);
+    case Ops::CMPLT:
+      return v[0] < v[1];
+    case Ops::CMPNE:
+      return v[0] != v[1];
+    case Ops::CMPEQ:
+      return v[0] == v[1];
+    case Ops::WHERE:
+      return v[0] != 0 ? v[1] : v[2];
+    default:
+      return std::nullopt;
   }
 }
 
@@ -1485,20 +1363,34 @@ inline uint64_t const_bits(const UOp& c) {
   if (!s.is_float()) return static_cast<uint64_t>(c.const_int());
   const double d = c.const_float();
   switch (s.scalar_type()) {
-    case ScalarType::float16: return std::bit_cast<uint16_t>(half_t(static_cast<float>(d)));
-    case ScalarType::bfloat16: return bfloat16_t(static_cast<float>(d)).bits;
-    case ScalarType::float32: return std::bit_cast<uint32_t>(static_cast<float>(d));
-    default: return std::bit_cast<uint64_t>(d);
+    case ScalarType::float16:
+      return std::bit_cast<uint16_t>(half_t(static_cast<float>(d)));
+    case ScalarType::bfloat16:
+      return bfloat16_t(static_cast<float>(d)).bits;
+    case ScalarType::float32:
+      return std::bit_cast<uint32_t>(static_cast<float>(d));
+    default:
+      return std::bit_cast<uint64_t>(d);
   }
 }
 inline UOp const_from_bits(DType dt, uint64_t bits) {
   const DType s = dt.scalar();
   switch (s.scalar_type()) {
-    case ScalarType::float16: return UOp::const_(dt, static_cast<double>(static_cast<float>(std::bit_cast<half_t>(static_cast<uint16_t>(bits)))));
-    case ScalarType::bfloat16: { bfloat16_t b; b.bits = static_cast<uint16_t>(bits); return UOp::const_(dt, static_cast<double>(static_cast<float>(b))); }
-    case ScalarType::float32: return UOp::const_(dt, static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(bits))));
-    case ScalarType::float64: return UOp::const_(dt, std::bit_cast<double>(bits));
-    default: return UOp::const_(dt, static_cast<i128>(bits));
+    case ScalarType::float16:
+      return UOp::const_(dt, static_cast<double>(static_cast<float>(
+                                 std::bit_cast<half_t>(static_cast<uint16_t>(bits)))));
+    case ScalarType::bfloat16: {
+      bfloat16_t b;
+      b.bits = static_cast<uint16_t>(bits);
+      return UOp::const_(dt, static_cast<double>(static_cast<float>(b)));
+    }
+    case ScalarType::float32:
+      return UOp::const_(dt,
+                         static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(bits))));
+    case ScalarType::float64:
+      return UOp::const_(dt, std::bit_cast<double>(bits));
+    default:
+      return UOp::const_(dt, static_cast<i128>(bits));
   }
 }
 }  // namespace detail
@@ -1514,8 +1406,11 @@ inline UOp fold_constants(Ops op, DType dtype, const std::vector<UOp>& src) {
     if (!x.dtype().scalar().is_float()) return UOp::const_(dtype, x.const_int());
     const double d = x.const_float();
     if (dtype.scalar().is_float() || dtype.scalar().is_bool()) return UOp::const_(dtype, d);
-    // float -> int is undefined in C outside the target's range (and for NaN): leave it to the device
-    if (!(d > static_cast<double>(dtypes::min_int(dtype)) - 1 && d < static_cast<double>(dtypes::max_int(dtype)) + 1)) return {};
+    // float -> int is undefined in C outside the target's range (and for NaN): leave it to the
+    // device
+    if (!(d > static_cast<double>(dtypes::min_int(dtype)) - 1 &&
+          d < static_cast<double>(dtypes::max_int(dtype)) + 1))
+      return {};
     return UOp::const_(dtype, d);
   }
   if (op == Ops::BITCAST) {
@@ -1533,7 +1428,8 @@ inline UOp fold_constants(Ops op, DType dtype, const std::vector<UOp>& src) {
   }
   std::vector<i128> v;
   for (const UOp& s : src) v.push_back(s.const_int());
-  if (in.scalar().is_bool() && (op == Ops::ADD || op == Ops::MUL)) op = op == Ops::ADD ? Ops::OR : Ops::AND;
+  if (in.scalar().is_bool() && (op == Ops::ADD || op == Ops::MUL))
+    op = op == Ops::ADD ? Ops::OR : Ops::AND;
   auto r = detail::fold_int(op, in, v);
   return r ? UOp::const_(dtype, *r) : UOp{};
 }
@@ -1579,10 +1475,12 @@ inline Bounds trunc_div_bounds(Bounds a, Bounds b) {
 }
 
 inline Bounds trunc_mod_bounds(Bounds a, Bounds b) {
-  const i128 dmax = std::max(abs128(b.lo), abs128(b.hi)), dmin = b.lo > 0 ? b.lo : b.hi < 0 ? -b.hi : 0;
+  const i128 dmax = std::max(abs128(b.lo), abs128(b.hi)), dmin = b.lo > 0   ? b.lo
+                                                                 : b.hi < 0 ? -b.hi
+                                                                            : 0;
   if (dmax == 0) return {0, 0};
   if (a.lo >= 0 && a.hi < dmin) return a;  // the mod never wraps
-  const i128 m = dmax - 1;                  // C's remainder has the sign of the dividend
+  const i128 m = dmax - 1;                 // C's remainder has the sign of the dividend
   return {a.lo >= 0 ? 0 : std::max(a.lo, -m), a.hi <= 0 ? 0 : std::min(a.hi, m)};
 }
 
@@ -1595,25 +1493,37 @@ inline bool small(Bounds b) {
 inline Bounds compute_bounds(const UOp& u, const std::vector<Bounds>& s) {
   const DType dt = u.dtype();
   switch (u.op()) {
-    case Ops::CONST: return {u.const_int(), u.const_int()};
-    case Ops::DEFINE_VAR: return {u.arg()[1].as_int(), u.arg()[2].as_int()};
-    case Ops::BIND: return s[0];
-    case Ops::RANGE: return {0, std::max<i128>(s[0].hi - 1, 0)};
-    case Ops::SPECIAL: return {0, std::max<i128>(s.empty() ? 0 : s[0].hi - 1, 0)};
-    case Ops::NEG: return {-s[0].hi, -s[0].lo};
-    case Ops::ADD: return {s[0].lo + s[1].lo, s[0].hi + s[1].hi};
-    case Ops::SUB: return {s[0].lo - s[1].hi, s[0].hi - s[1].lo};
+    case Ops::CONST:
+      return {u.const_int(), u.const_int()};
+    case Ops::DEFINE_VAR:
+      return {u.arg()[1].as_int(), u.arg()[2].as_int()};
+    case Ops::BIND:
+      return s[0];
+    case Ops::RANGE:
+      return {0, std::max<i128>(s[0].hi - 1, 0)};
+    case Ops::SPECIAL:
+      return {0, std::max<i128>(s.empty() ? 0 : s[0].hi - 1, 0)};
+    case Ops::NEG:
+      return {-s[0].hi, -s[0].lo};
+    case Ops::ADD:
+      return {s[0].lo + s[1].lo, s[0].hi + s[1].hi};
+    case Ops::SUB:
+      return {s[0].lo - s[1].hi, s[0].hi - s[1].lo};
     case Ops::MUL:
       if (!small(s[0]) || !small(s[1])) break;  // the products could pass 2^127
       return hull({s[0].lo * s[1].lo, s[0].lo * s[1].hi, s[0].hi * s[1].lo, s[0].hi * s[1].hi});
-    case Ops::IDIV: return trunc_div_bounds(s[0], s[1]);
-    case Ops::MOD: return trunc_mod_bounds(s[0], s[1]);
-    case Ops::MAX: return {std::max(s[0].lo, s[1].lo), std::max(s[0].hi, s[1].hi)};
+    case Ops::IDIV:
+      return trunc_div_bounds(s[0], s[1]);
+    case Ops::MOD:
+      return trunc_mod_bounds(s[0], s[1]);
+    case Ops::MAX:
+      return {std::max(s[0].lo, s[1].lo), std::max(s[0].hi, s[1].hi)};
     case Ops::CMPLT:
       if (s[0].hi < s[1].lo) return {1, 1};
       if (s[0].lo >= s[1].hi) return {0, 0};
       return {0, 1};
-    case Ops::CMPNE: case Ops::CMPEQ: {
+    case Ops::CMPNE:
+    case Ops::CMPEQ: {
       const bool differ = s[0].hi < s[1].lo || s[1].hi < s[0].lo;
       const bool same = s[0].is_const() && s[1].is_const() && s[0].lo == s[1].lo;
       const i128 ne = differ ? 1 : same ? 0 : -1;
@@ -1625,14 +1535,17 @@ inline Bounds compute_bounds(const UOp& u, const std::vector<Bounds>& s) {
       if (s[0].lo >= 0 && s[1].lo >= 0) return {0, std::min(s[0].hi, s[1].hi)};
       if (s[0].lo >= 0 || s[1].lo >= 0) return {0, s[0].lo >= 0 ? s[0].hi : s[1].hi};
       break;
-    case Ops::OR: case Ops::XOR:
+    case Ops::OR:
+    case Ops::XOR:
       if (dt.scalar().is_bool())
         return u.op() == Ops::OR ? Bounds{s[0].lo | s[1].lo, s[0].hi | s[1].hi} : Bounds{0, 1};
       if (s[0].lo >= 0 && s[1].lo >= 0)
-        return {u.op() == Ops::OR ? std::max(s[0].lo, s[1].lo) : 0, all_ones_above(std::max(s[0].hi, s[1].hi))};
+        return {u.op() == Ops::OR ? std::max(s[0].lo, s[1].lo) : 0,
+                all_ones_above(std::max(s[0].hi, s[1].hi))};
       break;
     case Ops::SHL:
-      if (s[1].is_const() && s[1].lo >= 0 && s[1].lo < 64 && small(s[0])) return {s[0].lo << static_cast<int>(s[1].lo), s[0].hi << static_cast<int>(s[1].lo)};
+      if (s[1].is_const() && s[1].lo >= 0 && s[1].lo < 64 && small(s[0]))
+        return {s[0].lo << static_cast<int>(s[1].lo), s[0].hi << static_cast<int>(s[1].lo)};
       break;
     case Ops::SHR:
       if (s[1].lo >= 0 && s[1].hi < 128)
@@ -1645,7 +1558,8 @@ inline Bounds compute_bounds(const UOp& u, const std::vector<Bounds>& s) {
     case Ops::CAST:
       if (!u.src(0).dtype().scalar().is_float()) return s[0];  // out of range wraps: clamped below
       break;
-    default: break;
+    default:
+      break;
   }
   return dtype_range(dt);
 }
@@ -1681,12 +1595,18 @@ inline void fill_bounds(const UOp& u) {
 /// Bounds of an integer/bool/index UOp, computed once per node and cached on it. The walk stops
 /// at nodes already known and uses no recursion, so deep graphs are fine.
 inline Bounds bounds(const UOp& root) {
-  if (!has_bounds(root)) throw InternalError(detail::cat("bounds: ", root.dtype().name(), " has no integer bounds"));
-  auto known = [](const UOp& u) { return !has_bounds(u) || u->cache_bounds_ready.load(std::memory_order_acquire); };
+  if (!has_bounds(root))
+    throw InternalError(detail::cat("bounds: ", root.dtype().name(), " has no integer bounds"));
+  auto known = [](const UOp& u) {
+    return !has_bounds(u) || u->cache_bounds_ready.load(std::memory_order_acquire);
+  };
   std::vector<const UOp*> stack{&root};
   while (!stack.empty()) {
     const UOp& u = *stack.back();
-    if (known(u)) { stack.pop_back(); continue; }
+    if (known(u)) {
+      stack.pop_back();
+      continue;
+    }
     const size_t before = stack.size();
     for (const UOp& x : u.src())
       if (!known(x)) stack.push_back(&x);
@@ -1807,15 +1727,30 @@ inline void add_linear(Linear& L, const UOp& u, i128 coef) {
     auto [x, c] = stack.back();
     stack.pop_back();
     switch (x->op()) {
-      case Ops::ADD: stack.push_back({&x->src(0), c}), stack.push_back({&x->src(1), c}); continue;
-      case Ops::SUB: stack.push_back({&x->src(0), c}), stack.push_back({&x->src(1), -c}); continue;
-      case Ops::NEG: stack.push_back({&x->src(0), -c}); continue;
-      case Ops::CONST: L.constant += mul_wrap(c, x->const_int(), L.dtype); continue;
+      case Ops::ADD:
+        stack.push_back({&x->src(0), c}), stack.push_back({&x->src(1), c});
+        continue;
+      case Ops::SUB:
+        stack.push_back({&x->src(0), c}), stack.push_back({&x->src(1), -c});
+        continue;
+      case Ops::NEG:
+        stack.push_back({&x->src(0), -c});
+        continue;
+      case Ops::CONST:
+        L.constant += mul_wrap(c, x->const_int(), L.dtype);
+        continue;
       case Ops::MUL:
-        if (x->src(1).is_const()) { stack.push_back({&x->src(0), mul_wrap(c, x->src(1).const_int(), L.dtype)}); continue; }
-        if (x->src(0).is_const()) { stack.push_back({&x->src(1), mul_wrap(c, x->src(0).const_int(), L.dtype)}); continue; }
+        if (x->src(1).is_const()) {
+          stack.push_back({&x->src(0), mul_wrap(c, x->src(1).const_int(), L.dtype)});
+          continue;
+        }
+        if (x->src(0).is_const()) {
+          stack.push_back({&x->src(1), mul_wrap(c, x->src(0).const_int(), L.dtype)});
+          continue;
+        }
         break;
-      default: break;
+      default:
+        break;
     }
     L.terms.push_back({*x, c});
   }
@@ -1823,12 +1758,15 @@ inline void add_linear(Linear& L, const UOp& u, i128 coef) {
 
 // Sorts the terms, merges equal atoms, wraps coefficients to the dtype and drops zeros.
 inline void normalize(Linear& L) {
-  std::stable_sort(L.terms.begin(), L.terms.end(),
-                   [](const Linear::Term& a, const Linear::Term& b) { return structural_less(a.atom, b.atom); });
+  std::stable_sort(
+      L.terms.begin(), L.terms.end(),
+      [](const Linear::Term& a, const Linear::Term& b) { return structural_less(a.atom, b.atom); });
   std::vector<Linear::Term> merged;
   for (Linear::Term& t : L.terms) {
-    if (!merged.empty() && merged.back().atom == t.atom) merged.back().coef += t.coef;
-    else merged.push_back(std::move(t));
+    if (!merged.empty() && merged.back().atom == t.atom)
+      merged.back().coef += t.coef;
+    else
+      merged.push_back(std::move(t));
   }
   L.terms.clear();
   for (Linear::Term& t : merged)
@@ -1875,9 +1813,12 @@ inline UOp canonical_linear(const UOp& u) {
     while (!stack.empty()) {
       const UOp* x = stack.back();
       stack.pop_back();
-      if (x->op() == Ops::MUL) stack.push_back(&x->src(0)), stack.push_back(&x->src(1));
-      else if (x->is_const()) k = detail::mul_wrap(k, x->const_int(), u.dtype());
-      else factors.push_back(*x);
+      if (x->op() == Ops::MUL)
+        stack.push_back(&x->src(0)), stack.push_back(&x->src(1));
+      else if (x->is_const())
+        k = detail::mul_wrap(k, x->const_int(), u.dtype());
+      else
+        factors.push_back(*x);
     }
     if (factors.empty()) return u.const_like(k);
     std::stable_sort(factors.begin(), factors.end(), structural_less);
@@ -1890,6 +1831,374 @@ inline UOp canonical_linear(const UOp& u) {
 
 }  // namespace tinyt::inline v0
 // ---- end tinyt/linear.hpp ----
+// ---- tinyt/pattern.hpp ----
+// The rewrite engine: UPat patterns, PatternMatcher rule tables and graph_rewrite, the one
+// driver every stage of the pipeline runs its rules with.
+//
+//   PatternMatcher pm{{
+//     {UPat::var("x") + 0, [](auto& m) { return m["x"]; }},   // x+0 -> x
+//   }};
+//   UOp out = graph_rewrite(sink, pm);
+
+#include <memory>
+#include <typeinfo>
+
+
+namespace tinyt::inline v0 {
+
+/// A pattern over UOps: which ops, dtypes and arg a node may have, what its sources must match,
+/// and a name to capture it under. An empty op set matches any op.
+class UPat {
+ public:
+  /// How the source patterns apply: not at all, in order, in any order, or each source alike.
+  enum class Sources : uint8_t { any, ordered, any_order, each };
+
+  UPat() = default;
+  UPat(OpSet ops, std::vector<UPat> src = {}, std::string name = "")
+      : ops_(ops), src_(std::move(src)), name_(std::move(name)) {
+    mode_ = src_.empty() ? Sources::any : Sources::ordered;
+  }
+  UPat(Ops op, std::vector<UPat> src = {}, std::string name = "")
+      : UPat(OpSet{op}, std::move(src), std::move(name)) {}
+
+  /// Any node, captured as `name`.
+  static UPat var(std::string name = "", std::vector<DType> dtypes = {}) {
+    UPat p;
+    p.name_ = std::move(name), p.dtypes_ = std::move(dtypes);
+    return p;
+  }
+  /// Any constant, captured as `name`.
+  static UPat cvar(std::string name = "", std::vector<DType> dtypes = {}) {
+    UPat p = var(std::move(name), std::move(dtypes));
+    p.ops_ = OpSet{Ops::CONST};
+    return p;
+  }
+  /// A constant equal to `value`, whatever its dtype (0 matches 0, 0.0 and False).
+  static UPat cnst(double value, std::string name = "") {
+    UPat p = cvar(std::move(name));
+    p.value_ = value;
+    return p;
+  }
+
+  /// The same pattern, capturing the node as `name`.
+  UPat named(std::string name) const {
+    UPat p = *this;
+    p.name_ = std::move(name);
+    return p;
+  }
+  /// Only nodes of these dtypes (or whose scalar dtype is one of them).
+  UPat dtype(std::vector<DType> dts) const {
+    UPat p = *this;
+    p.dtypes_ = std::move(dts);
+    return p;
+  }
+  /// Only nodes with exactly this arg.
+  UPat arg(Arg a) const {
+    UPat p = *this;
+    p.arg_ = std::move(a);
+    return p;
+  }
+  /// The source patterns match the sources in any order (for commutative ops).
+  UPat any_order() const {
+    UPat p = *this;
+    p.set_mode(Sources::any_order);
+    return p;
+  }
+  /// The node may have more sources than patterns; the extra ones are not looked at.
+  UPat any_len() const {
+    UPat p = *this;
+    p.any_len_ = true;
+    return p;
+  }
+  /// Every source matches `each` (any number of sources).
+  UPat each_src(UPat each) const {
+    UPat p = *this;
+    p.src_ = {std::move(each)};
+    p.set_mode(Sources::each);
+    return p;
+  }
+
+  // builders that read like the UOps they match; commutative ops match in either order
+  UPat alu(Ops op, std::vector<UPat> others) const {
+    std::vector<UPat> src{*this};
+    src.insert(src.end(), others.begin(), others.end());
+    UPat p(op, std::move(src));
+    return GroupOp::Commutative.contains(op) ? p.any_order() : p;
+  }
+  UPat lt(const UPat& o) const { return alu(Ops::CMPLT, {o}); }
+  UPat ne(const UPat& o) const { return alu(Ops::CMPNE, {o}); }
+  UPat eq(const UPat& o) const { return alu(Ops::CMPEQ, {o}); }
+  UPat maximum(const UPat& o) const { return alu(Ops::MAX, {o}); }
+  UPat idiv(const UPat& o) const { return alu(Ops::IDIV, {o}); }
+  UPat where(const UPat& a, const UPat& b) const { return alu(Ops::WHERE, {a, b}); }
+  UPat cast() const { return UPat(Ops::CAST, {*this}); }
+
+  const OpSet& ops() const { return ops_; }
+  const std::string& name() const { return name_; }
+  Sources mode() const { return mode_; }
+  const std::vector<UPat>& src() const { return src_; }
+
+  friend class Matcher;
+
+ private:
+  void set_mode(Sources m) {
+    if (m == Sources::any_order && src_.size() > 6)
+      throw RewriteError(detail::cat("UPat: ", src_.size(),
+                                     " sources in any order is too many to try (at most 6)"));
+    mode_ = src_.empty() ? Sources::any : m;
+  }
+
+  OpSet ops_;
+  std::vector<DType> dtypes_;
+  std::optional<Arg> arg_;
+  std::optional<double> value_;
+  std::vector<UPat> src_;
+  std::string name_;
+  Sources mode_ = Sources::any;
+  bool any_len_ = false;
+};
+
+// Pattern arithmetic builds the pattern of the UOp arithmetic it matches; a number stands for
+// a constant of that value.
+#define TINYT_UPAT_BINARY(sym, OP)                                                              \
+  inline UPat operator sym(const UPat& a, const UPat& b) { return a.alu(Ops::OP, {b}); }        \
+  inline UPat operator sym(const UPat& a, double b) { return a.alu(Ops::OP, {UPat::cnst(b)}); } \
+  inline UPat operator sym(double a, const UPat& b) { return UPat::cnst(a).alu(Ops::OP, {b}); }
+TINYT_UPAT_BINARY(+, ADD)
+TINYT_UPAT_BINARY(*, MUL)
+TINYT_UPAT_BINARY(%, MOD)
+TINYT_UPAT_BINARY(/, IDIV)
+TINYT_UPAT_BINARY(&, AND)
+TINYT_UPAT_BINARY(|, OR)
+TINYT_UPAT_BINARY(^, XOR)
+#undef TINYT_UPAT_BINARY
+
+/// What a rule sees: the captured nodes by name, the matched node, and the rewrite's context.
+class Match {
+ public:
+  /// The node captured as `name`; a rule that asks for a name its pattern lacks is malformed.
+  const UOp& operator[](std::string_view name) const {
+    for (auto& [n, u] : captures_)
+      if (n == name) return u;
+    throw RewriteError(
+        detail::cat("rule asks for '", name, "', which its pattern does not capture"));
+  }
+  bool has(std::string_view name) const {
+    for (auto& [n, u] : captures_)
+      if (n == name) return true;
+    return false;
+  }
+  /// The node the whole pattern matched.
+  const UOp& root() const { return *root_; }
+  /// The context given to graph_rewrite, as a T (it must have been given as a T).
+  template <class T> T& ctx() const {
+    if (!ctx_ || *ctx_type_ != typeid(T))
+      throw RewriteError(
+          detail::cat("rule asks for a context of type ", typeid(T).name(), " it was not given"));
+    return *static_cast<T*>(ctx_);
+  }
+
+ private:
+  friend class Matcher;
+  friend class PatternMatcher;
+  std::vector<std::pair<std::string, UOp>> captures_;  // names copied: a Match may outlive its UPat
+  const UOp* root_ = nullptr;
+  void* ctx_ = nullptr;
+  const std::type_info* ctx_type_ = nullptr;
+};
+
+/// Matches a pattern against a node, filling the captures (undone on failure).
+class Matcher {
+ public:
+  static bool match(const UPat& p, const UOp& u, Match& m) {
+    const size_t mark = m.captures_.size();
+    if (match_here(p, u, m)) return true;
+    m.captures_.resize(mark);
+    return false;
+  }
+
+ private:
+  static bool match_here(const UPat& p, const UOp& u, Match& m) {
+    if (!p.ops_.empty() && !p.ops_.contains(u.op())) return false;
+    if (!p.dtypes_.empty() &&
+        std::find(p.dtypes_.begin(), p.dtypes_.end(), u.dtype()) == p.dtypes_.end() &&
+        std::find(p.dtypes_.begin(), p.dtypes_.end(), u.dtype().scalar()) == p.dtypes_.end())
+      return false;
+    if (p.arg_ && !(u.arg() == *p.arg_)) return false;
+    if (p.value_ && !(u.op() == Ops::CONST && u.const_float() == *p.value_)) return false;
+    if (!p.name_.empty()) {
+      bool bound = false;
+      for (auto& [n, v] : m.captures_)
+        if (n == p.name_) {
+          if (!(v == u)) return false;  // a name captured twice must be the same node
+          bound = true;
+        }
+      if (!bound) m.captures_.emplace_back(p.name_, u);
+    }
+    const auto& src = u.src();
+    switch (p.mode_) {
+      case UPat::Sources::any:
+        return true;
+      case UPat::Sources::each:
+        for (const UOp& s : src)
+          if (!match(p.src_[0], s, m)) return false;
+        return true;
+      case UPat::Sources::ordered:
+        if (p.any_len_ ? src.size() < p.src_.size() : src.size() != p.src_.size()) return false;
+        for (size_t i = 0; i < p.src_.size(); ++i)
+          if (!match(p.src_[i], src[i], m)) return false;
+        return true;
+      case UPat::Sources::any_order: {
+        if (p.any_len_ ? src.size() < p.src_.size() : src.size() != p.src_.size()) return false;
+        std::vector<size_t> perm(p.src_.size());
+        for (size_t i = 0; i < perm.size(); ++i) perm[i] = i;
+        const size_t mark = m.captures_.size();
+        do {
+          bool ok = true;
+          for (size_t i = 0; i < perm.size() && ok; ++i) ok = match(p.src_[perm[i]], src[i], m);
+          if (ok) return true;
+          m.captures_.resize(mark);
+        } while (std::next_permutation(perm.begin(), perm.end()));
+        return false;
+      }
+    }
+    return false;
+  }
+};
+
+/// A table of (pattern, rewrite) rules, indexed by op. A rule returns the replacement, or the
+/// empty UOp when it does not apply; the first rule that applies wins. Tables compose with `+`.
+class PatternMatcher {
+ public:
+  using Fn = std::function<UOp(const Match&)>;
+  struct Rule {
+    UPat pat;
+    Fn fn;
+  };
+
+  PatternMatcher() = default;
+  PatternMatcher(std::vector<Rule> rules) {  // NOLINT: tables are written as braced lists
+    for (Rule& r : rules) add(std::make_shared<const Rule>(std::move(r)));
+  }
+  friend PatternMatcher operator+(const PatternMatcher& a, const PatternMatcher& b) {
+    PatternMatcher out = a;
+    for (const auto& r : b.rules_) out.add(r);
+    return out;
+  }
+  size_t size() const { return rules_.size(); }
+
+  /// The first rule's replacement for `u`, or the empty UOp when none applies.
+  UOp rewrite(const UOp& u, void* ctx = nullptr, const std::type_info* ctx_type = nullptr) const {
+    const auto& candidates = by_op_[static_cast<size_t>(u.op())];
+    if (candidates.empty()) return {};
+    Match m;
+    m.root_ = &u, m.ctx_ = ctx, m.ctx_type_ = ctx_type;
+    for (uint32_t i : candidates) {
+      m.captures_.clear();
+      if (!Matcher::match(rules_[i]->pat, u, m)) continue;
+      // a rule that hands back its input has nothing to say; the next one may
+      if (UOp out = rules_[i]->fn(m); out && !(out == u)) return out;
+    }
+    return {};
+  }
+
+ private:
+  void add(std::shared_ptr<const Rule> r) {
+    if (r->pat.ops().empty())
+      throw RewriteError(detail::cat("PatternMatcher: rule ", rules_.size(),
+                                     " has no op at its root to index it by (UPat '", r->pat.name(),
+                                     "')"));
+    if (!r->fn)
+      throw RewriteError(detail::cat("PatternMatcher: rule ", rules_.size(), " has no function"));
+    r->pat.ops().for_each([&](Ops op) {
+      by_op_[static_cast<size_t>(op)].push_back(static_cast<uint32_t>(rules_.size()));
+    });
+    rules_.push_back(std::move(r));
+  }
+
+  std::vector<std::shared_ptr<const Rule>> rules_;
+  std::array<std::vector<uint32_t>, op_count> by_op_;
+};
+
+namespace detail {
+// Rewrites a graph to a fixed point without recursion. Each node is visited once (memoized), so a
+// DAG costs time linear in its size. Default order: a node's sources are rewritten first, then
+// the node (repeatedly, the result rewritten again). bottom_up (tinygrad's name): a node is
+// rewritten to a fixed point before its sources are visited.
+inline UOp graph_rewrite_impl(const UOp& root, const PatternMatcher& pm, bool bottom_up, void* ctx,
+                              const std::type_info* ctx_type) {
+  struct Frame {
+    UOp n;
+    int stage;
+    UOp next;
+  };
+  std::unordered_map<UOp, UOp> done;
+  std::unordered_set<const UOpNode*> in_progress;
+  std::vector<Frame> stack{{root, 0, root}};
+  auto fail_cycle = [](const UOp& n) {
+    return RewriteError(
+        detail::cat("graph_rewrite: the rules rewrite ", op_name(n.op()),
+                    " into a graph that contains it again, forever: ", expr_string(n)));
+  };
+  while (!stack.empty()) {
+    Frame f = std::move(stack.back());
+    stack.pop_back();
+    if (done.count(f.n)) continue;
+    if (f.stage == 0) {
+      if (!in_progress.insert(f.n.get()).second) throw fail_cycle(f.n);
+      UOp cur = f.n;
+      if (bottom_up) {
+        std::unordered_set<UOp> seen{cur};
+        while (UOp r = pm.rewrite(cur, ctx, ctx_type)) {
+          if (!seen.insert(r).second) throw fail_cycle(r);
+          cur = std::move(r);
+        }
+      }
+      const auto& src = cur.src();
+      stack.push_back({f.n, 1, cur});
+      for (auto it = src.rbegin(); it != src.rend(); ++it) stack.push_back({*it, 0, *it});
+    } else if (f.stage == 1) {
+      std::vector<UOp> new_src;
+      bool changed = false;
+      for (const UOp& s : f.next.src()) {
+        auto it = done.find(s);
+        if (it == done.end()) throw fail_cycle(f.next);
+        new_src.push_back(it->second);
+        changed |= !(it->second == s);
+      }
+      UOp after;
+      if (changed)
+        after = f.next.replace(std::move(new_src));
+      else if (!bottom_up)
+        after = pm.rewrite(f.next, ctx, ctx_type);
+      if (!after) {
+        in_progress.erase(f.n.get());
+        done.emplace(f.n, f.next);
+        continue;
+      }
+      stack.push_back({f.n, 2, after});
+      stack.push_back({after, 0, after});
+    } else {
+      in_progress.erase(f.n.get());
+      done.emplace(f.n, done.at(f.next));
+    }
+  }
+  return done.at(root);
+}
+}  // namespace detail
+
+/// Rewrites `root` with the rules of `pm` until no rule applies anywhere.
+inline UOp graph_rewrite(const UOp& root, const PatternMatcher& pm, bool bottom_up = false) {
+  return detail::graph_rewrite_impl(root, pm, bottom_up, nullptr, nullptr);
+}
+/// The same, with a context the rules reach through `m.ctx<Ctx>()`.
+template <class Ctx>
+UOp graph_rewrite(const UOp& root, const PatternMatcher& pm, Ctx& ctx, bool bottom_up = false) {
+  return detail::graph_rewrite_impl(root, pm, bottom_up, &ctx, &typeid(Ctx));
+}
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/pattern.hpp ----
 // ---- tinyt/symbolic.hpp ----
 // The symbolic engine: constant folding, identities, canonical sums and products, div/mod folding
 // and comparison rewriting for integer (index) arithmetic, as rule tables over UOps.
@@ -1903,7 +2212,9 @@ inline UOp canonical_linear(const UOp& u) {
 namespace tinyt::inline v0 {
 
 /// A ranged integer variable, as tinygrad's `Variable("i", 1, 1024)`.
-inline UOp Variable(const std::string& name, int64_t min, int64_t max) { return UOp::variable(name, min, max); }
+inline UOp Variable(const std::string& name, int64_t min, int64_t max) {
+  return UOp::variable(name, min, max);
+}
 
 namespace detail {
 inline bool is_intlike(const UOp& u) { return u.dtype().scalar().is_int(); }
@@ -1931,14 +2242,17 @@ inline UOp fold_divmod(const UOp& root) {
   }
   // from here x >= 0, where C's division is floor division
   if (!is_div && b.hi < c) return x;
-  if (b.lo / c == b.hi / c) return is_div ? root.const_like(b.lo / c) : (x + x.const_like(-(b.lo / c) * c));
+  if (b.lo / c == b.hi / c)
+    return is_div ? root.const_like(b.lo / c) : (x + x.const_like(-(b.lo / c) * c));
   // x == q*c + r with every coefficient of r in [0, c). Only with positive coefficients: there
   // r is no larger than x, while a negative one would turn into a larger positive one.
   auto [q, r] = L.split_by(c);
-  const bool positive = std::all_of(L.terms.begin(), L.terms.end(), [](const auto& t) { return t.coef > 0; });
+  const bool positive =
+      std::all_of(L.terms.begin(), L.terms.end(), [](const auto& t) { return t.coef > 0; });
   if (positive && (!q.terms.empty() || q.constant != 0)) {
     const UOp rem = r.build();
-    if (bounds(rem).lo >= 0) return is_div ? q.build() + rem.idiv(rem.const_like(c)) : rem.mod(rem.const_like(c));
+    if (bounds(rem).lo >= 0)
+      return is_div ? q.build() + rem.idiv(rem.const_like(c)) : rem.mod(rem.const_like(c));
   }
   // a common factor g of c and every coefficient: divide it out
   if (const i128 g = L.gcd_with(c); g > 1) {
@@ -1992,7 +2306,8 @@ inline const PatternMatcher& symbolic_simple() {
       {P(Ops::CAST, {P::var("x")}).named("c"),
        [](auto& m) { return m["c"].dtype() == m["x"].dtype() ? m["x"] : UOp{}; }},
       // where with a known or irrelevant condition
-      {P::cvar("c").where(P::var("a"), P::var("b")), [](auto& m) { return m["c"].const_int() ? m["a"] : m["b"]; }},
+      {P::cvar("c").where(P::var("a"), P::var("b")),
+       [](auto& m) { return m["c"].const_int() ? m["a"] : m["b"]; }},
       {P::var().where(P::var("a"), P::var("a")), [](auto& m) { return m["a"]; }},
       // where(!c, a, b) -> where(c, b, a)
       {P(Ops::CMPNE, {P::var("c"), P::cnst(1)}).where(P::var("a"), P::var("b")),
@@ -2008,8 +2323,10 @@ inline const PatternMatcher& symbolic_simple() {
       {P::var("x", {dtypes::bool_}).ne(P::cnst(0)), [](auto& m) { return m["x"]; }},
       {P::var("x", {dtypes::bool_}).eq(P::cnst(1)), [](auto& m) { return m["x"]; }},
       {P::var("x", {dtypes::bool_}).eq(P::cnst(0)), [](auto& m) { return m["x"].logical_not(); }},
-      {P::var("c").where(P::cnst(1), P::cnst(0)).dtype({dtypes::bool_}), [](auto& m) { return m["c"]; }},
-      {P::var("c").where(P::cnst(0), P::cnst(1)).dtype({dtypes::bool_}), [](auto& m) { return m["c"].logical_not(); }},
+      {P::var("c").where(P::cnst(1), P::cnst(0)).dtype({dtypes::bool_}),
+       [](auto& m) { return m["c"]; }},
+      {P::var("c").where(P::cnst(0), P::cnst(1)).dtype({dtypes::bool_}),
+       [](auto& m) { return m["c"].logical_not(); }},
       {P(Ops::CMPNE, {P(Ops::CMPNE, {P::var("x", {dtypes::bool_}), P::cnst(1)}), P::cnst(1)}),
        [](auto& m) { return m["x"]; }},
   }};
@@ -2020,51 +2337,118 @@ inline const PatternMatcher& symbolic_simple() {
 /// div/mod folding, comparisons. What `simplify` runs.
 inline const PatternMatcher& symbolic() {
   using P = UPat;
-  static const PatternMatcher pm = symbolic_simple() + PatternMatcher{{
-      // an integer op whose bounds pin one value is that value
-      {P(GroupOp::ALU).named("x"),
-       [](auto& m) {
-         const UOp& x = m["x"];
-         if (!has_bounds(x) || x.dtype().count() != 1) return UOp{};
-         const Bounds b = bounds(x);
-         return b.is_const() ? x.const_like(b.lo) : UOp{};
-       }},
-      // sums, differences, negations and products by constants in canonical linear form
-      {P(OpSet{Ops::ADD, Ops::SUB, Ops::NEG, Ops::MUL}).named("x"),
-       [](auto& m) { return detail::is_intlike(m["x"]) ? canonical_linear(m["x"]) : UOp{}; }},
-      // integer identities that would be wrong for floats (NaN, inf, -0.0)
-      {P::var("x") * 0, [](auto& m) { return detail::is_intlike(m["x"]) ? m["x"].const_like(0) : UOp{}; }},
-      {P::var("x").lt(P::var("x")), [](auto& m) { return detail::is_intlike(m["x"]) ? UOp::const_(dtypes::bool_, false) : UOp{}; }},
-      {P::var("x").ne(P::var("x")), [](auto& m) { return detail::is_intlike(m["x"]) ? UOp::const_(dtypes::bool_, false) : UOp{}; }},
-      {P::var("x").eq(P::var("x")), [](auto& m) { return detail::is_intlike(m["x"]) ? UOp::const_(dtypes::bool_, true) : UOp{}; }},
-      {P::var("x").maximum(P::var("x")), [](auto& m) { return m["x"]; }},
-      {P::var("a").maximum(P::var("b")), [](auto& m) { return detail::fold_max(m["a"], m["b"]); }},
-      // x//x -> 1 and x%x -> 0 where x is never 0
-      {P::var("x").idiv(P::var("x")),
-       [](auto& m) { return detail::is_intlike(m["x"]) && (vmin(m["x"]) > 0 || vmax(m["x"]) < 0) ? m["x"].const_like(1) : UOp{}; }},
-      {P(Ops::MOD, {P::var("x"), P::var("x")}),
-       [](auto& m) { return detail::is_intlike(m["x"]) && (vmin(m["x"]) > 0 || vmax(m["x"]) < 0) ? m["x"].const_like(0) : UOp{}; }},
-      // (x//a)//b -> x//(a*b) for a, b > 0 (C division composes)
-      {P::var("x").idiv(P::cvar("a")).idiv(P::cvar("b")),
-       [](auto& m) {
-         const i128 a = m["a"].const_int(), b = m["b"].const_int();
-         if (!detail::is_intlike(m["x"]) || a <= 0 || b <= 0 || a * b > dtypes::max_int(m["x"].dtype())) return UOp{};
-         return m["x"].idiv(m["x"].const_like(a * b));
-       }},
-      // (x%(a*k))%a -> x%a for a, k > 0 (C's remainder keeps the dividend's sign both times)
-      {P(Ops::MOD, {P(Ops::MOD, {P::var("x"), P::cvar("ak")}), P::cvar("a")}),
-       [](auto& m) {
-         const i128 ak = m["ak"].const_int(), a = m["a"].const_int();
-         if (!detail::is_intlike(m["x"]) || a <= 0 || ak <= 0 || ak % a != 0) return UOp{};
-         return m["x"].mod(m["a"]);
-       }},
-      // division and remainder by a constant
-      {P(OpSet{Ops::IDIV, Ops::MOD}, {P::var("x"), P::cvar("c")}).named("d"),
-       [](auto& m) { return detail::is_intlike(m["x"]) ? detail::fold_divmod(m["d"]) : UOp{}; }},
-      // comparisons against a constant in canonical form
-      {P::var("x").lt(P::cvar("c")).named("cmp"),
-       [](auto& m) { return detail::is_intlike(m["x"]) ? detail::fold_lt_const(m["cmp"]) : UOp{}; }},
-  }};
+  static const PatternMatcher pm = symbolic_simple() +
+                                   PatternMatcher{
+                                       {
+                                           // an integer op whose bounds pin one value is that value
+                                           {P(GroupOp::ALU).named("x"),
+                                            [](auto& m) {
+                                              const UOp& x = m["x"];
+                                              if (!has_bounds(x) || x.dtype().count() != 1)
+                                                return UOp{};
+                                              const Bounds b = bounds(x);
+                                              return b.is_const() ? x.const_like(b.lo) : UOp{};
+                                            }},
+                                           // sums, differences, negations and products by constants
+                                           // in canonical linear form
+                                           {P(OpSet{Ops::ADD, Ops::SUB, Ops::NEG, Ops::MUL})
+                                                .named("x"),
+                                            [](auto& m) {
+                                              return detail::is_intlike(m["x"])
+                                                         ? canonical_linear(m["x"])
+                                                         : UOp{};
+                                            }},
+                                           // integer identities that would be wrong for floats
+                                           // (NaN, inf, -0.0)
+                                           {P::var("x") * 0,
+                                            [](auto& m) {
+                                              return detail::is_intlike(m["x"])
+                                                         ? m["x"].const_like(0)
+                                                         : UOp{};
+                                            }},
+                                           {P::var("x").lt(P::var("x")),
+                                            [](auto& m) {
+                                              return detail::is_intlike(m["x"])
+                                                         ? UOp::const_(dtypes::bool_, false)
+                                                         : UOp{};
+                                            }},
+                                           {P::var("x").ne(P::var("x")),
+                                            [](auto& m) {
+                                              return detail::is_intlike(m["x"])
+                                                         ? UOp::const_(dtypes::bool_, false)
+                                                         : UOp{};
+                                            }},
+                                           {P::var("x").eq(P::var("x")),
+                                            [](auto& m) {
+                                              return detail::is_intlike(m["x"])
+                                                         ? UOp::const_(dtypes::bool_, true)
+                                                         : UOp{};
+                                            }},
+                                           {P::var("x").maximum(P::var("x")),
+                                            [](auto& m) { return m["x"]; }},
+                                           {P::var("a").maximum(P::var("b")),
+                                            [](auto& m) {
+                                              return detail::fold_max(m["a"], m["b"]);
+                                            }},
+                                           // x//x -> 1 and x%x -> 0 where x is never 0
+                                           {P::var("x").idiv(P::var("x")),
+                                            [](auto& m) {
+                                              return detail::is_intlike(m["x"]) &&
+                                                             (vmin(m["x"]) > 0 || vmax(m["x"]) < 0)
+                                                         ? m["x"].const_like(1)
+                                                         : UOp{};
+                                            }},
+                                           {P(Ops::MOD, {P::var("x"), P::var("x")}),
+                                            [](auto& m) {
+                                              return detail::is_intlike(m["x"]) &&
+                                                             (vmin(m["x"]) > 0 || vmax(m["x"]) < 0)
+                                                         ? m["x"].const_like(0)
+                                                         : UOp{};
+                                            }},
+                                           // (x//a)//b -> x//(a*b) for a, b > 0 (C division
+                                           // composes)
+                                           {P::var("x").idiv(P::cvar("a")).idiv(P::cvar("b")),
+                                            [](auto& m) {
+                                              const i128 a = m["a"].const_int(),
+                                                         b = m["b"].const_int();
+                                              if (!detail::is_intlike(m["x"]) || a <= 0 || b <= 0 ||
+                                                  a * b > dtypes::max_int(m["x"].dtype()))
+                                                return UOp{};
+                                              return m["x"].idiv(m["x"].const_like(a * b));
+                                            }},
+                                           // (x%(a*k))%a -> x%a for a, k > 0 (C's remainder keeps
+                                           // the dividend's sign both times)
+                                           {
+                                               P(
+                                                   Ops::MOD,
+                                                   {P(Ops::MOD, {P::var("x"), P::cvar("ak")}), P::cvar("a")}),
+                                               [](auto& m) {
+                                                 const i128 ak = m["ak"].const_int(),
+                                                            a = m["a"].const_int();
+                                                 if (!detail::is_intlike(m["x"]) || a <= 0 ||
+                                                     ak <= 0 || ak % a != 0)
+                                                   return UOp{};
+                                                 return m["x"].mod(m["a"]);
+                                               }},
+                                           // division and remainder by a constant
+                                           {
+                                               P(OpSet{Ops::IDIV, Ops::MOD},
+                                                 {P::var("x"), P::cvar("c")})
+                                                   .named("d"),
+                                               [](auto& m) {
+                                                 return detail::is_intlike(m["x"])
+                                                            ? detail::fold_divmod(m["d"])
+                                                            : UOp{};
+                                               }},
+                                           // comparisons against a constant in canonical form
+                                           {
+                                               P::var("x").lt(P::cvar("c")).named("cmp"),
+                                               [](auto& m) {
+                                                 return detail::is_intlike(m["x"])
+                                                            ? detail::fold_lt_const(m["cmp"])
+                                                            : UOp{};
+                                               }},
+                                       }};
   return pm;
 }
 
@@ -2091,8 +2475,10 @@ inline std::vector<UOp> and_clauses(const UOp& valid) {
   while (!stack.empty()) {
     UOp c = stack.back();
     stack.pop_back();
-    if (c.op() == Ops::AND && c.dtype().is_bool()) stack.push_back(c.src(1)), stack.push_back(c.src(0));
-    else out.push_back(c);
+    if (c.op() == Ops::AND && c.dtype().is_bool())
+      stack.push_back(c.src(1)), stack.push_back(c.src(0));
+    else
+      out.push_back(c);
   }
   return out;
 }
@@ -2102,7 +2488,8 @@ inline std::vector<UOp> and_clauses(const UOp& valid) {
 inline bool clause_bound(const UOp& clause, UOp& e, Bounds& b) {
   bool negated = false;
   UOp cmp = clause;
-  if (cmp.op() == Ops::CMPNE && cmp.src(1).is_const() && cmp.src(1).dtype().is_bool() && cmp.src(1).const_int() == 1)
+  if (cmp.op() == Ops::CMPNE && cmp.src(1).is_const() && cmp.src(1).dtype().is_bool() &&
+      cmp.src(1).const_int() == 1)
     cmp = cmp.src(0), negated = true;
   if (cmp.op() != Ops::CMPLT || !cmp.src(0).dtype().scalar().is_int()) return false;
   const UOp &l = cmp.src(0), &r = cmp.src(1);
@@ -2145,7 +2532,8 @@ inline std::vector<std::pair<UOp, Bounds>> implied_bounds(const std::vector<UOp>
         const i128 a = L.terms[j].coef;
         others_lo += std::min(a * tb.lo, a * tb.hi), others_hi += std::max(a * tb.lo, a * tb.hi);
       }
-      const i128 a = L.terms[i].coef, up = eb.hi - others_lo, down = eb.lo - others_hi;  // down <= a*t <= up
+      const i128 a = L.terms[i].coef, up = eb.hi - others_lo,
+                 down = eb.lo - others_hi;  // down <= a*t <= up
       const Bounds full{dtypes::min_int(e.dtype()), dtypes::max_int(e.dtype())};
       if (unbounded || (eb.hi == full.hi && eb.lo == full.lo)) continue;
       Bounds tb = bounds(L.terms[i].atom);
@@ -2197,8 +2585,10 @@ inline UOp simplify_valid(const UOp& valid) {
       if (j != i) others = others ? (others & clauses[j]) : clauses[j];
     UOp c = others ? uop_given_valid(others, clauses[i]) : simplify(clauses[i]);
     if (c.is_const() && !c.const_int()) return c;
-    if (c.is_const()) clauses.erase(clauses.begin() + static_cast<std::ptrdiff_t>(i));
-    else clauses[i++] = c;
+    if (c.is_const())
+      clauses.erase(clauses.begin() + static_cast<std::ptrdiff_t>(i));
+    else
+      clauses[i++] = c;
   }
   if (clauses.empty()) return UOp::const_(valid.dtype(), true);
   UOp out = clauses[0];

@@ -13,10 +13,12 @@ static_assert(!has_dtype_v<std::string>);
 
 TEST_CASE("dtype: names and itemsizes are NumPy's") {
   const std::pair<DType, std::pair<std::string, int>> expected[] = {
-      {dtypes::bool_, {"bool", 1}},       {dtypes::int8, {"int8", 1}},         {dtypes::uint8, {"uint8", 1}},
-      {dtypes::int16, {"int16", 2}},      {dtypes::uint16, {"uint16", 2}},     {dtypes::int32, {"int32", 4}},
-      {dtypes::uint32, {"uint32", 4}},    {dtypes::int64, {"int64", 8}},       {dtypes::uint64, {"uint64", 8}},
-      {dtypes::float16, {"float16", 2}},  {dtypes::bfloat16, {"bfloat16", 2}}, {dtypes::float32, {"float32", 4}},
+      {dtypes::bool_, {"bool", 1}},        {dtypes::int8, {"int8", 1}},
+      {dtypes::uint8, {"uint8", 1}},       {dtypes::int16, {"int16", 2}},
+      {dtypes::uint16, {"uint16", 2}},     {dtypes::int32, {"int32", 4}},
+      {dtypes::uint32, {"uint32", 4}},     {dtypes::int64, {"int64", 8}},
+      {dtypes::uint64, {"uint64", 8}},     {dtypes::float16, {"float16", 2}},
+      {dtypes::bfloat16, {"bfloat16", 2}}, {dtypes::float32, {"float32", 4}},
       {dtypes::float64, {"float64", 8}},
   };
   for (auto& [dt, info] : expected) {
@@ -67,8 +69,8 @@ TEST_CASE("dtype: scalars are weak next to tensors") {
   CHECK(weak_promote(float16, float32) == float16);  // half * 2.0 stays half
   CHECK(weak_promote(int32, float32) == float32);    // int * 2.5 is the default float
   CHECK(weak_promote(int64, float32) == float32);
-  CHECK(weak_promote(uint8, int32) == uint8);        // uint8 + 1 stays uint8
-  CHECK(weak_promote(bool_, int32) == int32);        // bool + 1 is the default int
+  CHECK(weak_promote(uint8, int32) == uint8);  // uint8 + 1 stays uint8
+  CHECK(weak_promote(bool_, int32) == int32);  // bool + 1 is the default int
   CHECK(weak_promote(bool_, bool_) == bool_);
   CHECK(weak_promote(bool_, float32) == float32);
   CHECK(least_upper_float(int32) == float32);
@@ -90,13 +92,13 @@ TEST_CASE("dtype: integer ranges and wraparound") {
 TEST_CASE("dtype: float16 and bfloat16 on the host round to nearest even") {
   CHECK(std::isinf(round_float(65536.0, dtypes::float16)));
   CHECK(round_float(65504.0, dtypes::float16) == 65504.0);
-  CHECK(round_float(65519.0, dtypes::float16) == 65504.0);  // below the halfway point to 65536
+  CHECK(round_float(65519.0, dtypes::float16) == 65504.0);       // below the halfway point to 65536
   CHECK(round_float(1.0 + 1.0 / 2048, dtypes::float16) == 1.0);  // a tie rounds to even
   CHECK(round_float(1.0 + 3.0 / 2048, dtypes::float16) == 1.0 + 2.0 / 1024);
   CHECK(round_float(1.0 + 3.0 / 4096, dtypes::float16) == 1.0 + 1.0 / 1024);
   CHECK(static_cast<float>(bfloat16_t(1.0f)) == 1.0f);
   CHECK(bfloat16_t(1.0f).bits == 0x3f80);
-  CHECK(static_cast<float>(bfloat16_t(1.00390625f)) == 1.0f);   // halfway: even (1.0)
+  CHECK(static_cast<float>(bfloat16_t(1.00390625f)) == 1.0f);       // halfway: even (1.0)
   CHECK(static_cast<float>(bfloat16_t(1.01171875f)) == 1.015625f);  // halfway: even (1.015625)
   CHECK(std::isnan(static_cast<float>(bfloat16_t(NAN))));
   CHECK(round_float(0.1, dtypes::float32) == static_cast<double>(0.1f));

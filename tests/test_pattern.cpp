@@ -50,14 +50,16 @@ TEST_CASE("pattern: captures bind nodes, and a name used twice must be the same 
 
 TEST_CASE("pattern: op sets, dtypes, args, constant values, any_len and each_src") {
   UOp x = Variable("x", 0, 9);
-  UOp i = UOp::const_(dtypes::int32, 0), f = UOp::const_(dtypes::float32, 0.0), b = UOp::const_(dtypes::bool_, false);
+  UOp i = UOp::const_(dtypes::int32, 0), f = UOp::const_(dtypes::float32, 0.0),
+      b = UOp::const_(dtypes::bool_, false);
   CHECK(matches(UPat::cnst(0), i));
   CHECK(matches(UPat::cnst(0), f));
   CHECK(matches(UPat::cnst(0), b));
   CHECK_FALSE(matches(UPat::cnst(1), f));
   CHECK(matches(UPat::var("v", {dtypes::float32}), f));
   CHECK_FALSE(matches(UPat::var("v", {dtypes::float32}), i));
-  CHECK(matches(UPat::var("v", {dtypes::float32}), UOp::const_(dtypes::float32.vec(4), 1.0)));  // scalar of a vector
+  CHECK(matches(UPat::var("v", {dtypes::float32}),
+                UOp::const_(dtypes::float32.vec(4), 1.0)));  // scalar of a vector
   CHECK(matches(UPat(Ops::DEFINE_VAR).arg(Arg{"x", 0, 9}), x));
   CHECK_FALSE(matches(UPat(Ops::DEFINE_VAR).arg(Arg{"x", 0, 8}), x));
   CHECK(matches(UPat(OpSet{Ops::ADD, Ops::MUL}), x * 2));
@@ -73,7 +75,8 @@ TEST_CASE("pattern: rules apply to a fixed point and the first that applies wins
   UOp e = ((x + 0) + 0) * 1 + 0;
   // *1 is not in this table, so it stays
   CHECK(graph_rewrite(e, add_zero()) == x * 1);
-  PatternMatcher both = add_zero() + PatternMatcher{{{UPat::var("x") * 1, [](auto& m) { return m["x"]; }}}};
+  PatternMatcher both =
+      add_zero() + PatternMatcher{{{UPat::var("x") * 1, [](auto& m) { return m["x"]; }}}};
   CHECK(both.size() == 2);
   CHECK(graph_rewrite(e, both) == x);
   // a chain of rules: a -> b -> c; the result of a rewrite is rewritten again
@@ -106,7 +109,8 @@ TEST_CASE("pattern: shared nodes are rewritten once and stay shared") {
   UOp shared = x + 0;
   UOp e = (shared * shared) + (shared * 3);
   PatternMatcher counting{{
-      {UPat::var("x") + 0, [](auto& m) {
+      {UPat::var("x") + 0,
+       [](auto& m) {
          ++m.template ctx<Counter>().calls;
          return m["x"];
        }},
@@ -121,19 +125,24 @@ TEST_CASE("pattern: shared nodes are rewritten once and stay shared") {
 TEST_CASE("pattern: malformed rules and endless rewrites are errors") {
   UOp x = Variable("x", 0, 9), y = Variable("y", 0, 9);
   // a pattern with no op cannot be indexed
-  CHECK_THROWS_AS((PatternMatcher{{{UPat::var("x"), [](auto& m) { return m["x"]; }}}}), RewriteError);
+  CHECK_THROWS_AS((PatternMatcher{{{UPat::var("x"), [](auto& m) { return m["x"]; }}}}),
+                  RewriteError);
   // a rule without a function
   CHECK_THROWS_AS((PatternMatcher{{{UPat(Ops::ADD), nullptr}}}), RewriteError);
   // asking for a name the pattern does not capture
-  PatternMatcher bad_name{{{UPat(Ops::ADD, {UPat::var("a"), UPat::var("b")}), [](auto& m) { return m["c"]; }}}};
+  PatternMatcher bad_name{
+      {{UPat(Ops::ADD, {UPat::var("a"), UPat::var("b")}), [](auto& m) { return m["c"]; }}}};
   CHECK_THROWS_AS(graph_rewrite(x + y, bad_name), RewriteError);
   // rules that undo each other forever
-  PatternMatcher swap{{{UPat(Ops::ADD, {UPat::var("a"), UPat::var("b")}), [](auto& m) { return m["b"] + m["a"]; }}}};
+  PatternMatcher swap{{{UPat(Ops::ADD, {UPat::var("a"), UPat::var("b")}),
+                        [](auto& m) { return m["b"] + m["a"]; }}}};
   CHECK_THROWS_AS(graph_rewrite(x + y, swap), RewriteError);
   CHECK_THROWS_AS(graph_rewrite(x + y, swap, true), RewriteError);
   // a context of the wrong type
   int wrong = 0;
-  PatternMatcher wants_ctx{{{UPat(Ops::ADD), [](auto& m) { return m.template ctx<std::string>().empty() ? UOp() : UOp(); }}}};
+  PatternMatcher wants_ctx{{{UPat(Ops::ADD), [](auto& m) {
+                               return m.template ctx<std::string>().empty() ? UOp() : UOp();
+                             }}}};
   CHECK_THROWS_AS(graph_rewrite(x + y, wants_ctx, wrong), RewriteError);
   // too many sources to try in every order
   std::vector<UPat> seven(7, UPat::var());

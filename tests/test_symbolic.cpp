@@ -45,7 +45,10 @@ TEST_CASE("symbolic: float arithmetic keeps NaN and signed zero semantics") {
 
 TEST_CASE("symbolic: bounds") {
   UOp x = Variable("x", -3, 10), y = Variable("y", 2, 5);
-  auto b = [](const UOp& u) { return std::pair<int64_t, int64_t>(static_cast<int64_t>(vmin(u)), static_cast<int64_t>(vmax(u))); };
+  auto b = [](const UOp& u) {
+    return std::pair<int64_t, int64_t>(static_cast<int64_t>(vmin(u)),
+                                       static_cast<int64_t>(vmax(u)));
+  };
   CHECK(b(x + y) == std::pair<int64_t, int64_t>(-1, 15));
   CHECK(b(x * y) == std::pair<int64_t, int64_t>(-15, 50));
   CHECK(b(x.idiv(y)) == std::pair<int64_t, int64_t>(-1, 5));
@@ -101,26 +104,62 @@ i128 eval(const UOp& u, const Env& env, std::map<const UOpNode*, i128>& memo) {
   for (const UOp& x : u.src()) s.push_back(eval(x, env, memo));
   i128 v = 0;
   switch (u.op()) {
-    case Ops::CONST: v = u.arg().is<bool>() ? u.arg().get<bool>() : u.arg().as_int(); break;
-    case Ops::DEFINE_VAR: v = env.at(u.arg()[0].get<std::string>()); break;
-    case Ops::ADD: v = s[0] + s[1]; break;
-    case Ops::SUB: v = s[0] - s[1]; break;
-    case Ops::MUL: v = s[0] * s[1]; break;
-    case Ops::NEG: v = -s[0]; break;
-    case Ops::IDIV: if (s[1] == 0) throw Overflow{}; v = s[0] / s[1]; break;
-    case Ops::MOD: if (s[1] == 0) throw Overflow{}; v = s[0] % s[1]; break;
-    case Ops::MAX: v = s[0] > s[1] ? s[0] : s[1]; break;
-    case Ops::CMPLT: v = s[0] < s[1]; break;
-    case Ops::CMPNE: v = s[0] != s[1]; break;
-    case Ops::CMPEQ: v = s[0] == s[1]; break;
-    case Ops::AND: v = s[0] & s[1]; break;
-    case Ops::OR: v = s[0] | s[1]; break;
-    case Ops::XOR: v = s[0] ^ s[1]; break;
-    case Ops::WHERE: v = s[0] ? s[1] : s[2]; break;
-    default: FAIL("reference evaluator: unexpected op ", op_name(u.op()));
+    case Ops::CONST:
+      v = u.arg().is<bool>() ? u.arg().get<bool>() : u.arg().as_int();
+      break;
+    case Ops::DEFINE_VAR:
+      v = env.at(u.arg()[0].get<std::string>());
+      break;
+    case Ops::ADD:
+      v = s[0] + s[1];
+      break;
+    case Ops::SUB:
+      v = s[0] - s[1];
+      break;
+    case Ops::MUL:
+      v = s[0] * s[1];
+      break;
+    case Ops::NEG:
+      v = -s[0];
+      break;
+    case Ops::IDIV:
+      if (s[1] == 0) throw Overflow{};
+      v = s[0] / s[1];
+      break;
+    case Ops::MOD:
+      if (s[1] == 0) throw Overflow{};
+      v = s[0] % s[1];
+      break;
+    case Ops::MAX:
+      v = s[0] > s[1] ? s[0] : s[1];
+      break;
+    case Ops::CMPLT:
+      v = s[0] < s[1];
+      break;
+    case Ops::CMPNE:
+      v = s[0] != s[1];
+      break;
+    case Ops::CMPEQ:
+      v = s[0] == s[1];
+      break;
+    case Ops::AND:
+      v = s[0] & s[1];
+      break;
+    case Ops::OR:
+      v = s[0] | s[1];
+      break;
+    case Ops::XOR:
+      v = s[0] ^ s[1];
+      break;
+    case Ops::WHERE:
+      v = s[0] ? s[1] : s[2];
+      break;
+    default:
+      FAIL("reference evaluator: unexpected op ", op_name(u.op()));
   }
   if (u.dtype() == dtypes::int32) v = wrap32(v);
-  if (u.dtype() == dtypes::index && (v > (static_cast<i128>(1) << 62) || v < -(static_cast<i128>(1) << 62)))
+  if (u.dtype() == dtypes::index &&
+      (v > (static_cast<i128>(1) << 62) || v < -(static_cast<i128>(1) << 62)))
     throw Overflow{};  // index arithmetic is assumed not to overflow; skip such samples
   return memo[u.get()] = v;
 }
@@ -135,9 +174,14 @@ struct Gen {
   std::vector<UOp> vars;
   std::vector<std::pair<int64_t, int64_t>> ranges;
 
-  int64_t pick(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); }
+  int64_t pick(int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  }
   UOp cnst(int64_t lo, int64_t hi) { return UOp::const_(dt, pick(lo, hi)); }
-  UOp leaf() { return pick(0, 3) ? vars[static_cast<size_t>(pick(0, static_cast<int64_t>(vars.size()) - 1))] : cnst(-12, 12); }
+  UOp leaf() {
+    return pick(0, 3) ? vars[static_cast<size_t>(pick(0, static_cast<int64_t>(vars.size()) - 1))]
+                      : cnst(-12, 12);
+  }
   UOp nonzero() {
     int64_t v = pick(1, 9);
     return UOp::const_(dt, pick(0, 3) ? v : -v);
@@ -146,27 +190,45 @@ struct Gen {
   UOp integer(int depth) {
     if (depth == 0 || pick(0, 9) < 2) return leaf();
     switch (pick(0, 10)) {
-      case 0: case 1: return integer(depth - 1) + integer(depth - 1);
-      case 2: return integer(depth - 1) - integer(depth - 1);
-      case 3: return integer(depth - 1) * leaf();
-      case 4: return integer(depth - 1) * cnst(-6, 6);
-      case 5: return integer(depth - 1).idiv(nonzero());
-      case 6: return integer(depth - 1) % nonzero();
-      case 7: return integer(depth - 1).maximum(integer(depth - 1));
-      case 8: return integer(depth - 1).minimum(integer(depth - 1));
-      case 9: return boolean(depth - 1).where(integer(depth - 1), integer(depth - 1));
-      default: return -integer(depth - 1);
+      case 0:
+      case 1:
+        return integer(depth - 1) + integer(depth - 1);
+      case 2:
+        return integer(depth - 1) - integer(depth - 1);
+      case 3:
+        return integer(depth - 1) * leaf();
+      case 4:
+        return integer(depth - 1) * cnst(-6, 6);
+      case 5:
+        return integer(depth - 1).idiv(nonzero());
+      case 6:
+        return integer(depth - 1) % nonzero();
+      case 7:
+        return integer(depth - 1).maximum(integer(depth - 1));
+      case 8:
+        return integer(depth - 1).minimum(integer(depth - 1));
+      case 9:
+        return boolean(depth - 1).where(integer(depth - 1), integer(depth - 1));
+      default:
+        return -integer(depth - 1);
     }
   }
   UOp boolean(int depth) {
     if (depth <= 0) return integer(1).lt(integer(1));
     switch (pick(0, 6)) {
-      case 0: case 1: return integer(depth - 1).lt(integer(depth - 1));
-      case 2: return integer(depth - 1).ne(integer(depth - 1));
-      case 3: return integer(depth - 1).eq(integer(depth - 1));
-      case 4: return boolean(depth - 1) & boolean(depth - 1);
-      case 5: return boolean(depth - 1) | boolean(depth - 1);
-      default: return boolean(depth - 1).logical_not();
+      case 0:
+      case 1:
+        return integer(depth - 1).lt(integer(depth - 1));
+      case 2:
+        return integer(depth - 1).ne(integer(depth - 1));
+      case 3:
+        return integer(depth - 1).eq(integer(depth - 1));
+      case 4:
+        return boolean(depth - 1) & boolean(depth - 1);
+      case 5:
+        return boolean(depth - 1) | boolean(depth - 1);
+      default:
+        return boolean(depth - 1).logical_not();
     }
   }
   Env sample() {
@@ -212,7 +274,8 @@ TEST_CASE("symbolic: property: simplify is exact, idempotent, and its bounds hol
     Gen g = make_gen(0x5eed0000 + i, i % 4 == 3 ? dtypes::int32 : dtypes::index);
     const UOp e = i % 5 == 4 ? g.boolean(3) : g.integer(4);
     const UOp s = simplify(e);
-    INFO("case ", i, " (", e.dtype().name(), "): ", expr_string(e), "  simplified: ", expr_string(s), "\n", to_string(s));
+    INFO("case ", i, " (", e.dtype().name(), "): ", expr_string(e),
+         "  simplified: ", expr_string(s), "\n", to_string(s));
     REQUIRE(simplify(s) == s);
     const Bounds be = bounds(e), bs = bounds(s);
     for (int k = 0; k < 12; ++k) {
@@ -242,14 +305,16 @@ TEST_CASE("symbolic: property: simplification under a validity mask keeps valid 
   for (size_t i = 0; i < cases; ++i) {
     Gen g = make_gen(0xa11d0000 + i, dtypes::index);
     // clauses like a padded view's: linear index compared with constants
-    auto linear = [&] { return g.vars[0] * g.cnst(1, 4) + g.vars[1] * g.cnst(0, 2) + g.cnst(-6, 6); };
+    auto linear = [&] {
+      return g.vars[0] * g.cnst(1, 4) + g.vars[1] * g.cnst(0, 2) + g.cnst(-6, 6);
+    };
     UOp valid = linear().lt(g.cnst(-4, 20));
     if (g.pick(0, 1)) valid = valid & linear().lt(g.cnst(-4, 20)).logical_not();
     const UOp e = g.integer(3);
     const UOp s = uop_given_valid(valid, e);
     const UOp sv = simplify_valid(valid);
-    INFO("case ", i, ": valid ", expr_string(valid), "  e ", expr_string(e), "  given valid: ", expr_string(s),
-         "  valid simplified: ", expr_string(sv));
+    INFO("case ", i, ": valid ", expr_string(valid), "  e ", expr_string(e),
+         "  given valid: ", expr_string(s), "  valid simplified: ", expr_string(sv));
     for (int k = 0; k < 16; ++k) {
       const Env env = g.sample();
       INFO("at ", show(env));

@@ -17,12 +17,14 @@ TEST_CASE("uop: equal structure is the same node") {
   CHECK_FALSE(Variable("x", 0, 10) == Variable("x", 0, 11));
   CHECK_FALSE(UOp::const_(dtypes::int32, 1) == UOp::const_(dtypes::int64, 1));
   // float constants are stored rounded to their dtype, so 1.1 and 1.1f are one float32 constant
-  CHECK(UOp::const_(dtypes::float32, 1.1) == UOp::const_(dtypes::float32, static_cast<double>(1.1f)));
+  CHECK(UOp::const_(dtypes::float32, 1.1) ==
+        UOp::const_(dtypes::float32, static_cast<double>(1.1f)));
   CHECK(UOp::const_(dtypes::float32, NAN) == UOp::const_(dtypes::float32, NAN));
   CHECK_FALSE(UOp::const_(dtypes::float32, 0.0) == UOp::const_(dtypes::float32, -0.0));
   // ints wrap to their dtype; uint64 keeps its full range
   CHECK(UOp::const_(dtypes::int8, 200).const_int() == -56);
-  CHECK(UOp::const_(dtypes::uint64, dtypes::max_int(dtypes::uint64)).const_int() == dtypes::max_int(dtypes::uint64));
+  CHECK(UOp::const_(dtypes::uint64, dtypes::max_int(dtypes::uint64)).const_int() ==
+        dtypes::max_int(dtypes::uint64));
   CHECK(UOp::const_(dtypes::int32, 2.9).const_int() == 2);
   CHECK(UOp::const_(dtypes::int32, -2.9).const_int() == -2);
   CHECK_THROWS_AS(UOp::const_(dtypes::int32, NAN), DTypeError);
@@ -160,12 +162,14 @@ TEST_CASE("alu: integer folding matches C with two's complement wraparound") {
   CHECK(fold_i(Ops::IDIV, int32, {c(int32, int64_t{-7}), c(int32, int64_t{2})}) == -7 / 2);
   CHECK(fold_i(Ops::MOD, int32, {c(int32, int64_t{-7}), c(int32, int64_t{2})}) == -7 % 2);
   CHECK(fold_i(Ops::MOD, int32, {c(int32, int64_t{7}), c(int32, int64_t{-2})}) == 7 % -2);
-  CHECK(fold_i(Ops::IDIV, int32, {c(int32, int64_t{INT32_MIN}), c(int32, int64_t{-1})}) == INT32_MIN);
+  CHECK(fold_i(Ops::IDIV, int32, {c(int32, int64_t{INT32_MIN}), c(int32, int64_t{-1})}) ==
+        INT32_MIN);
   CHECK(fold_i(Ops::SHL, uint8, {c(uint8, int64_t{0x81}), c(uint8, int64_t{1})}) == 2);
   CHECK(fold_i(Ops::SHR, int32, {c(int32, int64_t{-8}), c(int32, int64_t{1})}) == -4);
   CHECK(fold_i(Ops::XOR, int32, {c(int32, int64_t{6}), c(int32, int64_t{3})}) == 5);
   CHECK(fold_i(Ops::MAX, int32, {c(int32, int64_t{-6}), c(int32, int64_t{3})}) == 3);
-  CHECK(fold_i(Ops::CMPLT, uint64, {c(uint64, int64_t{-1}), c(uint64, int64_t{1})}) == 0);  // 2^64-1 < 1
+  CHECK(fold_i(Ops::CMPLT, uint64, {c(uint64, int64_t{-1}), c(uint64, int64_t{1})}) ==
+        0);  // 2^64-1 < 1
   CHECK(fold_i(Ops::NEG, uint8, {c(uint8, int64_t{1})}) == 255);
   CHECK(fold_i(Ops::ADD, uint64, {c(uint64, int64_t{-1}), c(uint64, int64_t{2})}) == 1);
   // undefined in C: not folded
@@ -173,12 +177,14 @@ TEST_CASE("alu: integer folding matches C with two's complement wraparound") {
   CHECK_FALSE(fold_constants(Ops::MOD, int32, {c(int32, int64_t{1}), c(int32, int64_t{0})}));
   CHECK_FALSE(fold_constants(Ops::SHL, int32, {c(int32, int64_t{1}), c(int32, int64_t{32})}));
   // a non-constant source: nothing to fold
-  CHECK_FALSE(fold_constants(Ops::ADD, dtypes::index, {Variable("x", 0, 1), UOp::const_(dtypes::index, 1)}));
+  CHECK_FALSE(fold_constants(Ops::ADD, dtypes::index,
+                             {Variable("x", 0, 1), UOp::const_(dtypes::index, 1)}));
 }
 
 TEST_CASE("alu: float folding, casts and bitcasts") {
   using namespace dtypes;
-  CHECK(fold_f(Ops::ADD, float32, {c(float32, 0.1), c(float32, 0.2)}) == static_cast<double>(0.1f + 0.2f));
+  CHECK(fold_f(Ops::ADD, float32, {c(float32, 0.1), c(float32, 0.2)}) ==
+        static_cast<double>(0.1f + 0.2f));
   CHECK(std::isnan(fold_f(Ops::MAX, float32, {c(float32, NAN), c(float32, 1.0)})));
   CHECK(std::isnan(fold_f(Ops::MAX, float32, {c(float32, 1.0), c(float32, NAN)})));
   CHECK(std::isinf(fold_f(Ops::FDIV, float32, {c(float32, 1.0), c(float32, 0.0)})));
@@ -193,8 +199,10 @@ TEST_CASE("alu: float folding, casts and bitcasts") {
   CHECK(fold_i(Ops::CAST, bool_, {c(float32, 0.5)}) == 1);
   CHECK_FALSE(fold_constants(Ops::CAST, int32, {c(float32, 3e9)}));  // undefined in C
   CHECK(fold_i(Ops::BITCAST, uint32, {c(float32, 1.0)}) == 0x3f800000);
-  CHECK(fold_f(Ops::BITCAST, float32, {c(int32, int64_t{0x40490fdb})}) == static_cast<double>(3.14159274101257324f));
+  CHECK(fold_f(Ops::BITCAST, float32, {c(int32, int64_t{0x40490fdb})}) ==
+        static_cast<double>(3.14159274101257324f));
   CHECK(fold_i(Ops::BITCAST, uint16, {c(float16, 1.0)}) == 0x3c00);
   CHECK(fold_i(Ops::BITCAST, uint16, {c(bfloat16, 1.0)}) == 0x3f80);
-  CHECK(fold_f(Ops::WHERE, float32, {UOp::const_(bool_, true), c(float32, 1.5), c(float32, 2.5)}) == 1.5);
+  CHECK(fold_f(Ops::WHERE, float32, {UOp::const_(bool_, true), c(float32, 1.5), c(float32, 2.5)}) ==
+        1.5);
 }

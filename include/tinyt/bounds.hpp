@@ -39,10 +39,12 @@ inline Bounds trunc_div_bounds(Bounds a, Bounds b) {
 }
 
 inline Bounds trunc_mod_bounds(Bounds a, Bounds b) {
-  const i128 dmax = std::max(abs128(b.lo), abs128(b.hi)), dmin = b.lo > 0 ? b.lo : b.hi < 0 ? -b.hi : 0;
+  const i128 dmax = std::max(abs128(b.lo), abs128(b.hi)), dmin = b.lo > 0   ? b.lo
+                                                                 : b.hi < 0 ? -b.hi
+                                                                            : 0;
   if (dmax == 0) return {0, 0};
   if (a.lo >= 0 && a.hi < dmin) return a;  // the mod never wraps
-  const i128 m = dmax - 1;                  // C's remainder has the sign of the dividend
+  const i128 m = dmax - 1;                 // C's remainder has the sign of the dividend
   return {a.lo >= 0 ? 0 : std::max(a.lo, -m), a.hi <= 0 ? 0 : std::min(a.hi, m)};
 }
 
@@ -55,25 +57,37 @@ inline bool small(Bounds b) {
 inline Bounds compute_bounds(const UOp& u, const std::vector<Bounds>& s) {
   const DType dt = u.dtype();
   switch (u.op()) {
-    case Ops::CONST: return {u.const_int(), u.const_int()};
-    case Ops::DEFINE_VAR: return {u.arg()[1].as_int(), u.arg()[2].as_int()};
-    case Ops::BIND: return s[0];
-    case Ops::RANGE: return {0, std::max<i128>(s[0].hi - 1, 0)};
-    case Ops::SPECIAL: return {0, std::max<i128>(s.empty() ? 0 : s[0].hi - 1, 0)};
-    case Ops::NEG: return {-s[0].hi, -s[0].lo};
-    case Ops::ADD: return {s[0].lo + s[1].lo, s[0].hi + s[1].hi};
-    case Ops::SUB: return {s[0].lo - s[1].hi, s[0].hi - s[1].lo};
+    case Ops::CONST:
+      return {u.const_int(), u.const_int()};
+    case Ops::DEFINE_VAR:
+      return {u.arg()[1].as_int(), u.arg()[2].as_int()};
+    case Ops::BIND:
+      return s[0];
+    case Ops::RANGE:
+      return {0, std::max<i128>(s[0].hi - 1, 0)};
+    case Ops::SPECIAL:
+      return {0, std::max<i128>(s.empty() ? 0 : s[0].hi - 1, 0)};
+    case Ops::NEG:
+      return {-s[0].hi, -s[0].lo};
+    case Ops::ADD:
+      return {s[0].lo + s[1].lo, s[0].hi + s[1].hi};
+    case Ops::SUB:
+      return {s[0].lo - s[1].hi, s[0].hi - s[1].lo};
     case Ops::MUL:
       if (!small(s[0]) || !small(s[1])) break;  // the products could pass 2^127
       return hull({s[0].lo * s[1].lo, s[0].lo * s[1].hi, s[0].hi * s[1].lo, s[0].hi * s[1].hi});
-    case Ops::IDIV: return trunc_div_bounds(s[0], s[1]);
-    case Ops::MOD: return trunc_mod_bounds(s[0], s[1]);
-    case Ops::MAX: return {std::max(s[0].lo, s[1].lo), std::max(s[0].hi, s[1].hi)};
+    case Ops::IDIV:
+      return trunc_div_bounds(s[0], s[1]);
+    case Ops::MOD:
+      return trunc_mod_bounds(s[0], s[1]);
+    case Ops::MAX:
+      return {std::max(s[0].lo, s[1].lo), std::max(s[0].hi, s[1].hi)};
     case Ops::CMPLT:
       if (s[0].hi < s[1].lo) return {1, 1};
       if (s[0].lo >= s[1].hi) return {0, 0};
       return {0, 1};
-    case Ops::CMPNE: case Ops::CMPEQ: {
+    case Ops::CMPNE:
+    case Ops::CMPEQ: {
       const bool differ = s[0].hi < s[1].lo || s[1].hi < s[0].lo;
       const bool same = s[0].is_const() && s[1].is_const() && s[0].lo == s[1].lo;
       const i128 ne = differ ? 1 : same ? 0 : -1;
@@ -85,14 +99,17 @@ inline Bounds compute_bounds(const UOp& u, const std::vector<Bounds>& s) {
       if (s[0].lo >= 0 && s[1].lo >= 0) return {0, std::min(s[0].hi, s[1].hi)};
       if (s[0].lo >= 0 || s[1].lo >= 0) return {0, s[0].lo >= 0 ? s[0].hi : s[1].hi};
       break;
-    case Ops::OR: case Ops::XOR:
+    case Ops::OR:
+    case Ops::XOR:
       if (dt.scalar().is_bool())
         return u.op() == Ops::OR ? Bounds{s[0].lo | s[1].lo, s[0].hi | s[1].hi} : Bounds{0, 1};
       if (s[0].lo >= 0 && s[1].lo >= 0)
-        return {u.op() == Ops::OR ? std::max(s[0].lo, s[1].lo) : 0, all_ones_above(std::max(s[0].hi, s[1].hi))};
+        return {u.op() == Ops::OR ? std::max(s[0].lo, s[1].lo) : 0,
+                all_ones_above(std::max(s[0].hi, s[1].hi))};
       break;
     case Ops::SHL:
-      if (s[1].is_const() && s[1].lo >= 0 && s[1].lo < 64 && small(s[0])) return {s[0].lo << static_cast<int>(s[1].lo), s[0].hi << static_cast<int>(s[1].lo)};
+      if (s[1].is_const() && s[1].lo >= 0 && s[1].lo < 64 && small(s[0]))
+        return {s[0].lo << static_cast<int>(s[1].lo), s[0].hi << static_cast<int>(s[1].lo)};
       break;
     case Ops::SHR:
       if (s[1].lo >= 0 && s[1].hi < 128)
@@ -105,7 +122,8 @@ inline Bounds compute_bounds(const UOp& u, const std::vector<Bounds>& s) {
     case Ops::CAST:
       if (!u.src(0).dtype().scalar().is_float()) return s[0];  // out of range wraps: clamped below
       break;
-    default: break;
+    default:
+      break;
   }
   return dtype_range(dt);
 }
@@ -141,12 +159,18 @@ inline void fill_bounds(const UOp& u) {
 /// Bounds of an integer/bool/index UOp, computed once per node and cached on it. The walk stops
 /// at nodes already known and uses no recursion, so deep graphs are fine.
 inline Bounds bounds(const UOp& root) {
-  if (!has_bounds(root)) throw InternalError(detail::cat("bounds: ", root.dtype().name(), " has no integer bounds"));
-  auto known = [](const UOp& u) { return !has_bounds(u) || u->cache_bounds_ready.load(std::memory_order_acquire); };
+  if (!has_bounds(root))
+    throw InternalError(detail::cat("bounds: ", root.dtype().name(), " has no integer bounds"));
+  auto known = [](const UOp& u) {
+    return !has_bounds(u) || u->cache_bounds_ready.load(std::memory_order_acquire);
+  };
   std::vector<const UOp*> stack{&root};
   while (!stack.empty()) {
     const UOp& u = *stack.back();
-    if (known(u)) { stack.pop_back(); continue; }
+    if (known(u)) {
+      stack.pop_back();
+      continue;
+    }
     const size_t before = stack.size();
     for (const UOp& x : u.src())
       if (!known(x)) stack.push_back(&x);

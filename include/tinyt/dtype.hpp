@@ -37,8 +37,10 @@ struct bfloat16_t {
   bfloat16_t() = default;
   explicit bfloat16_t(float f) {
     uint32_t u = std::bit_cast<uint32_t>(f);
-    if (std::isnan(f)) bits = static_cast<uint16_t>((u >> 16) | 0x40);  // keep NaN a (quiet) NaN
-    else bits = static_cast<uint16_t>((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+    if (std::isnan(f))
+      bits = static_cast<uint16_t>((u >> 16) | 0x40);  // keep NaN a (quiet) NaN
+    else
+      bits = static_cast<uint16_t>((u + 0x7fff + ((u >> 16) & 1)) >> 16);
   }
   operator float() const { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
 };
@@ -46,8 +48,21 @@ struct bfloat16_t {
 /// The element kinds. `index` is the abstract integer of index arithmetic (sized to int32 or
 /// int64 from its bounds when a kernel is lowered); `void_` types ops that produce no value.
 enum class ScalarType : uint8_t {
-  void_, bool_, int8, uint8, int16, uint16, int32, uint32, int64, uint64,
-  float16, bfloat16, float32, float64, index
+  void_,
+  bool_,
+  int8,
+  uint8,
+  int16,
+  uint16,
+  int32,
+  uint32,
+  int64,
+  uint64,
+  float16,
+  bfloat16,
+  float32,
+  float64,
+  index
 };
 
 /// Where a pointer points.
@@ -55,20 +70,27 @@ enum class AddrSpace : uint8_t { global, local, reg };
 
 namespace detail {
 struct ScalarInfo {
-  const char* name;   // NumPy name
-  const char* c_name; // spelling in C
-  int priority;       // order in the promotion lattice (tinygrad's)
+  const char* name;    // NumPy name
+  const char* c_name;  // spelling in C
+  int priority;        // order in the promotion lattice (tinygrad's)
   int itemsize;
-  char kind;          // 'v' void, 'b' bool, 'i' signed, 'u' unsigned, 'f' float, 'x' index
+  char kind;  // 'v' void, 'b' bool, 'i' signed, 'u' unsigned, 'f' float, 'x' index
 };
 inline constexpr std::array<ScalarInfo, 15> scalar_info{{
-    {"void", "void", -1, 0, 'v'},         {"bool", "bool", 0, 1, 'b'},
-    {"int8", "signed char", 1, 1, 'i'},   {"uint8", "unsigned char", 2, 1, 'u'},
-    {"int16", "short", 3, 2, 'i'},        {"uint16", "unsigned short", 4, 2, 'u'},
-    {"int32", "int", 5, 4, 'i'},          {"uint32", "unsigned int", 6, 4, 'u'},
-    {"int64", "long", 7, 8, 'i'},         {"uint64", "unsigned long", 8, 8, 'u'},
-    {"float16", "half", 11, 2, 'f'},      {"bfloat16", "__bf16", 12, 2, 'f'},
-    {"float32", "float", 13, 4, 'f'},     {"float64", "double", 14, 8, 'f'},
+    {"void", "void", -1, 0, 'v'},
+    {"bool", "bool", 0, 1, 'b'},
+    {"int8", "signed char", 1, 1, 'i'},
+    {"uint8", "unsigned char", 2, 1, 'u'},
+    {"int16", "short", 3, 2, 'i'},
+    {"uint16", "unsigned short", 4, 2, 'u'},
+    {"int32", "int", 5, 4, 'i'},
+    {"uint32", "unsigned int", 6, 4, 'u'},
+    {"int64", "long", 7, 8, 'i'},
+    {"uint64", "unsigned long", 8, 8, 'u'},
+    {"float16", "half", 11, 2, 'f'},
+    {"bfloat16", "__bf16", 12, 2, 'f'},
+    {"float32", "float", 13, 4, 'f'},
+    {"float64", "double", 14, 8, 'f'},
     {"index", "index", 15, 8, 'x'},
 }};
 constexpr const ScalarInfo& info(ScalarType s) { return scalar_info[static_cast<size_t>(s)]; }
@@ -84,7 +106,12 @@ class DType {
   /// The scalar dtype of the elements (drops vector width and pointer).
   constexpr DType scalar() const { return DType(scalar_); }
   /// The pointee of a pointer dtype (keeps the vector width); itself otherwise.
-  constexpr DType base() const { DType d = *this; d.ptr_ = false; d.size_ = -1; return d; }
+  constexpr DType base() const {
+    DType d = *this;
+    d.ptr_ = false;
+    d.size_ = -1;
+    return d;
+  }
   constexpr int count() const { return count_; }
   constexpr bool is_ptr() const { return ptr_; }
   constexpr AddrSpace addrspace() const { return addr_; }
@@ -120,7 +147,9 @@ class DType {
   constexpr bool is_float() const { return detail::info(scalar_).kind == 'f'; }
   constexpr bool is_unsigned() const { return detail::info(scalar_).kind == 'u'; }
   /// Integer kinds, including the abstract `index` (bool excluded).
-  constexpr bool is_int() const { return is_unsigned() || detail::info(scalar_).kind == 'i' || is_index(); }
+  constexpr bool is_int() const {
+    return is_unsigned() || detail::info(scalar_).kind == 'i' || is_index();
+  }
   constexpr bool is_bool() const { return scalar_ == ScalarType::bool_; }
   constexpr bool is_index() const { return scalar_ == ScalarType::index; }
   constexpr bool is_void() const { return scalar_ == ScalarType::void_; }
@@ -133,12 +162,14 @@ class DType {
     if (a.count_ != b.count_) return a.count_ < b.count_;
     return a.ptr_ < b.ptr_;
   }
-  friend std::ostream& operator<<(std::ostream& os, const DType& d) { return os << "dtypes." << d.name(); }
+  friend std::ostream& operator<<(std::ostream& os, const DType& d) {
+    return os << "dtypes." << d.name();
+  }
 
   size_t hash() const {
     return (static_cast<size_t>(scalar_) | static_cast<size_t>(count_) << 8 |
             static_cast<size_t>(ptr_) << 24 | static_cast<size_t>(addr_) << 25) ^
-           std::hash<int64_t>{}(size_) * 0x9e3779b97f4a7c15ULL;
+           std::hash<int64_t>{}(size_)*0x9e3779b97f4a7c15ULL;
   }
 
  private:
@@ -165,7 +196,7 @@ inline constexpr DType default_float = float32, default_int = int32;
 
 /// Every dtype a tensor can have, in lattice order.
 inline const std::vector<DType>& all() {
-  static const std::vector<DType> v{bool_,  int8,   uint8,   int16,    uint16,  int32,  uint32,
+  static const std::vector<DType> v{bool_, int8,   uint8,   int16,    uint16,  int32,  uint32,
                                     int64, uint64, float16, bfloat16, float32, float64};
   return v;
 }
@@ -175,7 +206,7 @@ inline DType from_name(const std::string& name) {
     if (d.name() == name) return d;
   static const std::pair<const char*, DType> aliases[] = {
       {"half", float16}, {"float", float32}, {"double", float64}, {"int", int32},
-      {"long", int64}, {"char", int8}, {"uchar", uint8}, {"short", int16}};
+      {"long", int64},   {"char", int8},     {"uchar", uint8},    {"short", int16}};
   for (auto& [alias, d] : aliases)
     if (name == alias) return d;
   throw DTypeError(detail::cat("dtypes::from_name: unknown dtype '", name, "'"));
@@ -186,7 +217,8 @@ inline i128 min_int(DType d) {
   d = d.scalar();
   if (d.is_bool() || d.is_unsigned()) return 0;
   if (d.is_index()) return std::numeric_limits<int64_t>::min();
-  if (!d.is_int()) throw DTypeError(detail::cat("dtypes::min_int: ", d.name(), " is not an integer dtype"));
+  if (!d.is_int())
+    throw DTypeError(detail::cat("dtypes::min_int: ", d.name(), " is not an integer dtype"));
   return -(static_cast<i128>(1) << (8 * d.itemsize() - 1));
 }
 /// Largest value of an integer (or bool/index) dtype, exactly.
@@ -194,17 +226,23 @@ inline i128 max_int(DType d) {
   d = d.scalar();
   if (d.is_bool()) return 1;
   if (d.is_index()) return std::numeric_limits<int64_t>::max();
-  if (!d.is_int()) throw DTypeError(detail::cat("dtypes::max_int: ", d.name(), " is not an integer dtype"));
+  if (!d.is_int())
+    throw DTypeError(detail::cat("dtypes::max_int: ", d.name(), " is not an integer dtype"));
   return (static_cast<i128>(1) << (8 * d.itemsize() - (d.is_unsigned() ? 0 : 1))) - 1;
 }
 /// Largest finite value of a float dtype.
 inline double max_float(DType d) {
   switch (d.scalar_type()) {
-    case ScalarType::float16: return 65504.0;
-    case ScalarType::bfloat16: return 3.3895313892515355e38;
-    case ScalarType::float32: return std::numeric_limits<float>::max();
-    case ScalarType::float64: return std::numeric_limits<double>::max();
-    default: throw DTypeError(detail::cat("dtypes::max_float: ", d.name(), " is not a float dtype"));
+    case ScalarType::float16:
+      return 65504.0;
+    case ScalarType::bfloat16:
+      return 3.3895313892515355e38;
+    case ScalarType::float32:
+      return std::numeric_limits<float>::max();
+    case ScalarType::float64:
+      return std::numeric_limits<double>::max();
+    default:
+      throw DTypeError(detail::cat("dtypes::max_float: ", d.name(), " is not a float dtype"));
   }
 }
 }  // namespace dtypes
@@ -218,37 +256,42 @@ inline i128 wrap_int(i128 v, DType d) {
   const int bits = 8 * d.itemsize();
   const u128 mask = (static_cast<u128>(1) << bits) - 1;
   const u128 u = static_cast<u128>(v) & mask;
-  if (!d.is_unsigned() && (u >> (bits - 1)) & 1) return static_cast<i128>(u) - (static_cast<i128>(1) << bits);
+  if (!d.is_unsigned() && (u >> (bits - 1)) & 1)
+    return static_cast<i128>(u) - (static_cast<i128>(1) << bits);
   return static_cast<i128>(u);
 }
 
 /// A double rounded to the precision of a float dtype (round to nearest even; overflow is inf).
 inline double round_float(double v, DType d) {
   switch (d.scalar_type()) {
-    case ScalarType::float16: return static_cast<float>(half_t(static_cast<float>(v)));
-    case ScalarType::bfloat16: return static_cast<float>(bfloat16_t(static_cast<float>(v)));
-    case ScalarType::float32: return static_cast<float>(v);
-    default: return v;
+    case ScalarType::float16:
+      return static_cast<float>(half_t(static_cast<float>(v)));
+    case ScalarType::bfloat16:
+      return static_cast<float>(bfloat16_t(static_cast<float>(v)));
+    case ScalarType::float32:
+      return static_cast<float>(v);
+    default:
+      return v;
   }
 }
 
 namespace detail {
 namespace hana = boost::hana;
 template <ScalarType S> using scalar_c = hana::integral_constant<ScalarType, S>;
-inline constexpr auto cpp_to_dtype = hana::make_map(
-    hana::make_pair(hana::type_c<bool>, scalar_c<ScalarType::bool_>{}),
-    hana::make_pair(hana::type_c<int8_t>, scalar_c<ScalarType::int8>{}),
-    hana::make_pair(hana::type_c<int16_t>, scalar_c<ScalarType::int16>{}),
-    hana::make_pair(hana::type_c<int32_t>, scalar_c<ScalarType::int32>{}),
-    hana::make_pair(hana::type_c<int64_t>, scalar_c<ScalarType::int64>{}),
-    hana::make_pair(hana::type_c<uint8_t>, scalar_c<ScalarType::uint8>{}),
-    hana::make_pair(hana::type_c<uint16_t>, scalar_c<ScalarType::uint16>{}),
-    hana::make_pair(hana::type_c<uint32_t>, scalar_c<ScalarType::uint32>{}),
-    hana::make_pair(hana::type_c<uint64_t>, scalar_c<ScalarType::uint64>{}),
-    hana::make_pair(hana::type_c<half_t>, scalar_c<ScalarType::float16>{}),
-    hana::make_pair(hana::type_c<bfloat16_t>, scalar_c<ScalarType::bfloat16>{}),
-    hana::make_pair(hana::type_c<float>, scalar_c<ScalarType::float32>{}),
-    hana::make_pair(hana::type_c<double>, scalar_c<ScalarType::float64>{}));
+inline constexpr auto cpp_to_dtype =
+    hana::make_map(hana::make_pair(hana::type_c<bool>, scalar_c<ScalarType::bool_>{}),
+                   hana::make_pair(hana::type_c<int8_t>, scalar_c<ScalarType::int8>{}),
+                   hana::make_pair(hana::type_c<int16_t>, scalar_c<ScalarType::int16>{}),
+                   hana::make_pair(hana::type_c<int32_t>, scalar_c<ScalarType::int32>{}),
+                   hana::make_pair(hana::type_c<int64_t>, scalar_c<ScalarType::int64>{}),
+                   hana::make_pair(hana::type_c<uint8_t>, scalar_c<ScalarType::uint8>{}),
+                   hana::make_pair(hana::type_c<uint16_t>, scalar_c<ScalarType::uint16>{}),
+                   hana::make_pair(hana::type_c<uint32_t>, scalar_c<ScalarType::uint32>{}),
+                   hana::make_pair(hana::type_c<uint64_t>, scalar_c<ScalarType::uint64>{}),
+                   hana::make_pair(hana::type_c<half_t>, scalar_c<ScalarType::float16>{}),
+                   hana::make_pair(hana::type_c<bfloat16_t>, scalar_c<ScalarType::bfloat16>{}),
+                   hana::make_pair(hana::type_c<float>, scalar_c<ScalarType::float32>{}),
+                   hana::make_pair(hana::type_c<double>, scalar_c<ScalarType::float64>{}));
 }  // namespace detail
 
 /// True when the C++ type T has a dtype.
@@ -261,7 +304,8 @@ template <class T> constexpr DType dtype_of() {
   static_assert(has_dtype_v<T>,
                 "tinyt::dtype_of<T>: T has no tinyt dtype; use bool, (u)int8..64_t, half_t, "
                 "bfloat16_t, float or double");
-  return DType(std::decay_t<decltype(boost::hana::at_key(detail::cpp_to_dtype, boost::hana::type_c<T>))>::value);
+  return DType(std::decay_t<decltype(boost::hana::at_key(detail::cpp_to_dtype,
+                                                         boost::hana::type_c<T>))>::value);
 }
 
 namespace detail {
@@ -269,18 +313,31 @@ namespace detail {
 inline std::vector<DType> lattice_parents(DType d) {
   using namespace dtypes;
   switch (d.scalar_type()) {
-    case ScalarType::bool_: return {int8, uint8};
-    case ScalarType::int8: return {int16};
-    case ScalarType::int16: return {int32};
-    case ScalarType::int32: return {int64};
-    case ScalarType::int64: return {uint64};
-    case ScalarType::uint8: return {int16, uint16};
-    case ScalarType::uint16: return {int32, uint32};
-    case ScalarType::uint32: return {int64, uint64};
-    case ScalarType::uint64: return {float16, bfloat16};
-    case ScalarType::float16: case ScalarType::bfloat16: return {float32};
-    case ScalarType::float32: return {float64};
-    default: return {};
+    case ScalarType::bool_:
+      return {int8, uint8};
+    case ScalarType::int8:
+      return {int16};
+    case ScalarType::int16:
+      return {int32};
+    case ScalarType::int32:
+      return {int64};
+    case ScalarType::int64:
+      return {uint64};
+    case ScalarType::uint8:
+      return {int16, uint16};
+    case ScalarType::uint16:
+      return {int32, uint32};
+    case ScalarType::uint32:
+      return {int64, uint64};
+    case ScalarType::uint64:
+      return {float16, bfloat16};
+    case ScalarType::float16:
+    case ScalarType::bfloat16:
+      return {float32};
+    case ScalarType::float32:
+      return {float64};
+    default:
+      return {};
   }
 }
 // Bitmask (by ScalarType) of a dtype and all its ancestors in the lattice.

@@ -105,15 +105,30 @@ inline void add_linear(Linear& L, const UOp& u, i128 coef) {
     auto [x, c] = stack.back();
     stack.pop_back();
     switch (x->op()) {
-      case Ops::ADD: stack.push_back({&x->src(0), c}), stack.push_back({&x->src(1), c}); continue;
-      case Ops::SUB: stack.push_back({&x->src(0), c}), stack.push_back({&x->src(1), -c}); continue;
-      case Ops::NEG: stack.push_back({&x->src(0), -c}); continue;
-      case Ops::CONST: L.constant += mul_wrap(c, x->const_int(), L.dtype); continue;
+      case Ops::ADD:
+        stack.push_back({&x->src(0), c}), stack.push_back({&x->src(1), c});
+        continue;
+      case Ops::SUB:
+        stack.push_back({&x->src(0), c}), stack.push_back({&x->src(1), -c});
+        continue;
+      case Ops::NEG:
+        stack.push_back({&x->src(0), -c});
+        continue;
+      case Ops::CONST:
+        L.constant += mul_wrap(c, x->const_int(), L.dtype);
+        continue;
       case Ops::MUL:
-        if (x->src(1).is_const()) { stack.push_back({&x->src(0), mul_wrap(c, x->src(1).const_int(), L.dtype)}); continue; }
-        if (x->src(0).is_const()) { stack.push_back({&x->src(1), mul_wrap(c, x->src(0).const_int(), L.dtype)}); continue; }
+        if (x->src(1).is_const()) {
+          stack.push_back({&x->src(0), mul_wrap(c, x->src(1).const_int(), L.dtype)});
+          continue;
+        }
+        if (x->src(0).is_const()) {
+          stack.push_back({&x->src(1), mul_wrap(c, x->src(0).const_int(), L.dtype)});
+          continue;
+        }
         break;
-      default: break;
+      default:
+        break;
     }
     L.terms.push_back({*x, c});
   }
@@ -121,12 +136,15 @@ inline void add_linear(Linear& L, const UOp& u, i128 coef) {
 
 // Sorts the terms, merges equal atoms, wraps coefficients to the dtype and drops zeros.
 inline void normalize(Linear& L) {
-  std::stable_sort(L.terms.begin(), L.terms.end(),
-                   [](const Linear::Term& a, const Linear::Term& b) { return structural_less(a.atom, b.atom); });
+  std::stable_sort(
+      L.terms.begin(), L.terms.end(),
+      [](const Linear::Term& a, const Linear::Term& b) { return structural_less(a.atom, b.atom); });
   std::vector<Linear::Term> merged;
   for (Linear::Term& t : L.terms) {
-    if (!merged.empty() && merged.back().atom == t.atom) merged.back().coef += t.coef;
-    else merged.push_back(std::move(t));
+    if (!merged.empty() && merged.back().atom == t.atom)
+      merged.back().coef += t.coef;
+    else
+      merged.push_back(std::move(t));
   }
   L.terms.clear();
   for (Linear::Term& t : merged)
@@ -173,9 +191,12 @@ inline UOp canonical_linear(const UOp& u) {
     while (!stack.empty()) {
       const UOp* x = stack.back();
       stack.pop_back();
-      if (x->op() == Ops::MUL) stack.push_back(&x->src(0)), stack.push_back(&x->src(1));
-      else if (x->is_const()) k = detail::mul_wrap(k, x->const_int(), u.dtype());
-      else factors.push_back(*x);
+      if (x->op() == Ops::MUL)
+        stack.push_back(&x->src(0)), stack.push_back(&x->src(1));
+      else if (x->is_const())
+        k = detail::mul_wrap(k, x->const_int(), u.dtype());
+      else
+        factors.push_back(*x);
     }
     if (factors.empty()) return u.const_like(k);
     std::stable_sort(factors.begin(), factors.end(), structural_less);

@@ -53,15 +53,35 @@ class UPat {
   }
 
   /// The same pattern, capturing the node as `name`.
-  UPat named(std::string name) const { UPat p = *this; p.name_ = std::move(name); return p; }
+  UPat named(std::string name) const {
+    UPat p = *this;
+    p.name_ = std::move(name);
+    return p;
+  }
   /// Only nodes of these dtypes (or whose scalar dtype is one of them).
-  UPat dtype(std::vector<DType> dts) const { UPat p = *this; p.dtypes_ = std::move(dts); return p; }
+  UPat dtype(std::vector<DType> dts) const {
+    UPat p = *this;
+    p.dtypes_ = std::move(dts);
+    return p;
+  }
   /// Only nodes with exactly this arg.
-  UPat arg(Arg a) const { UPat p = *this; p.arg_ = std::move(a); return p; }
+  UPat arg(Arg a) const {
+    UPat p = *this;
+    p.arg_ = std::move(a);
+    return p;
+  }
   /// The source patterns match the sources in any order (for commutative ops).
-  UPat any_order() const { UPat p = *this; p.set_mode(Sources::any_order); return p; }
+  UPat any_order() const {
+    UPat p = *this;
+    p.set_mode(Sources::any_order);
+    return p;
+  }
   /// The node may have more sources than patterns; the extra ones are not looked at.
-  UPat any_len() const { UPat p = *this; p.any_len_ = true; return p; }
+  UPat any_len() const {
+    UPat p = *this;
+    p.any_len_ = true;
+    return p;
+  }
   /// Every source matches `each` (any number of sources).
   UPat each_src(UPat each) const {
     UPat p = *this;
@@ -95,7 +115,8 @@ class UPat {
  private:
   void set_mode(Sources m) {
     if (m == Sources::any_order && src_.size() > 6)
-      throw RewriteError(detail::cat("UPat: ", src_.size(), " sources in any order is too many to try (at most 6)"));
+      throw RewriteError(detail::cat("UPat: ", src_.size(),
+                                     " sources in any order is too many to try (at most 6)"));
     mode_ = src_.empty() ? Sources::any : m;
   }
 
@@ -111,9 +132,9 @@ class UPat {
 
 // Pattern arithmetic builds the pattern of the UOp arithmetic it matches; a number stands for
 // a constant of that value.
-#define TINYT_UPAT_BINARY(sym, OP)                                                                  \
-  inline UPat operator sym(const UPat& a, const UPat& b) { return a.alu(Ops::OP, {b}); }            \
-  inline UPat operator sym(const UPat& a, double b) { return a.alu(Ops::OP, {UPat::cnst(b)}); }     \
+#define TINYT_UPAT_BINARY(sym, OP)                                                              \
+  inline UPat operator sym(const UPat& a, const UPat& b) { return a.alu(Ops::OP, {b}); }        \
+  inline UPat operator sym(const UPat& a, double b) { return a.alu(Ops::OP, {UPat::cnst(b)}); } \
   inline UPat operator sym(double a, const UPat& b) { return UPat::cnst(a).alu(Ops::OP, {b}); }
 TINYT_UPAT_BINARY(+, ADD)
 TINYT_UPAT_BINARY(*, MUL)
@@ -131,7 +152,8 @@ class Match {
   const UOp& operator[](std::string_view name) const {
     for (auto& [n, u] : captures_)
       if (n == name) return u;
-    throw RewriteError(detail::cat("rule asks for '", name, "', which its pattern does not capture"));
+    throw RewriteError(
+        detail::cat("rule asks for '", name, "', which its pattern does not capture"));
   }
   bool has(std::string_view name) const {
     for (auto& [n, u] : captures_)
@@ -143,7 +165,8 @@ class Match {
   /// The context given to graph_rewrite, as a T (it must have been given as a T).
   template <class T> T& ctx() const {
     if (!ctx_ || *ctx_type_ != typeid(T))
-      throw RewriteError(detail::cat("rule asks for a context of type ", typeid(T).name(), " it was not given"));
+      throw RewriteError(
+          detail::cat("rule asks for a context of type ", typeid(T).name(), " it was not given"));
     return *static_cast<T*>(ctx_);
   }
 
@@ -169,7 +192,8 @@ class Matcher {
  private:
   static bool match_here(const UPat& p, const UOp& u, Match& m) {
     if (!p.ops_.empty() && !p.ops_.contains(u.op())) return false;
-    if (!p.dtypes_.empty() && std::find(p.dtypes_.begin(), p.dtypes_.end(), u.dtype()) == p.dtypes_.end() &&
+    if (!p.dtypes_.empty() &&
+        std::find(p.dtypes_.begin(), p.dtypes_.end(), u.dtype()) == p.dtypes_.end() &&
         std::find(p.dtypes_.begin(), p.dtypes_.end(), u.dtype().scalar()) == p.dtypes_.end())
       return false;
     if (p.arg_ && !(u.arg() == *p.arg_)) return false;
@@ -185,7 +209,8 @@ class Matcher {
     }
     const auto& src = u.src();
     switch (p.mode_) {
-      case UPat::Sources::any: return true;
+      case UPat::Sources::any:
+        return true;
       case UPat::Sources::each:
         for (const UOp& s : src)
           if (!match(p.src_[0], s, m)) return false;
@@ -253,9 +278,13 @@ class PatternMatcher {
   void add(std::shared_ptr<const Rule> r) {
     if (r->pat.ops().empty())
       throw RewriteError(detail::cat("PatternMatcher: rule ", rules_.size(),
-                                     " has no op at its root to index it by (UPat '", r->pat.name(), "')"));
-    if (!r->fn) throw RewriteError(detail::cat("PatternMatcher: rule ", rules_.size(), " has no function"));
-    r->pat.ops().for_each([&](Ops op) { by_op_[static_cast<size_t>(op)].push_back(static_cast<uint32_t>(rules_.size())); });
+                                     " has no op at its root to index it by (UPat '", r->pat.name(),
+                                     "')"));
+    if (!r->fn)
+      throw RewriteError(detail::cat("PatternMatcher: rule ", rules_.size(), " has no function"));
+    r->pat.ops().for_each([&](Ops op) {
+      by_op_[static_cast<size_t>(op)].push_back(static_cast<uint32_t>(rules_.size()));
+    });
     rules_.push_back(std::move(r));
   }
 
@@ -279,8 +308,9 @@ inline UOp graph_rewrite_impl(const UOp& root, const PatternMatcher& pm, bool bo
   std::unordered_set<const UOpNode*> in_progress;
   std::vector<Frame> stack{{root, 0, root}};
   auto fail_cycle = [](const UOp& n) {
-    return RewriteError(detail::cat("graph_rewrite: the rules rewrite ", op_name(n.op()),
-                                    " into a graph that contains it again, forever: ", expr_string(n)));
+    return RewriteError(
+        detail::cat("graph_rewrite: the rules rewrite ", op_name(n.op()),
+                    " into a graph that contains it again, forever: ", expr_string(n)));
   };
   while (!stack.empty()) {
     Frame f = std::move(stack.back());
@@ -309,8 +339,10 @@ inline UOp graph_rewrite_impl(const UOp& root, const PatternMatcher& pm, bool bo
         changed |= !(it->second == s);
       }
       UOp after;
-      if (changed) after = f.next.replace(std::move(new_src));
-      else if (!bottom_up) after = pm.rewrite(f.next, ctx, ctx_type);
+      if (changed)
+        after = f.next.replace(std::move(new_src));
+      else if (!bottom_up)
+        after = pm.rewrite(f.next, ctx, ctx_type);
       if (!after) {
         in_progress.erase(f.n.get());
         done.emplace(f.n, f.next);

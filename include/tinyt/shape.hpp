@@ -18,10 +18,13 @@ class sint {
   sint(I v) : v_(static_cast<int64_t>(v)) {}  // NOLINT: sizes are written as plain numbers
   /// A symbolic size; folds to a number when the expression is constant.
   sint(const UOp& u) {  // NOLINT
-    if (!u.dtype().scalar().is_int()) throw DTypeError(detail::cat("sint: ", u.dtype().name(), " is not an integer"));
+    if (!u.dtype().scalar().is_int())
+      throw DTypeError(detail::cat("sint: ", u.dtype().name(), " is not an integer"));
     UOp s = simplify(u.cast(dtypes::index));
-    if (s.is_const()) v_ = static_cast<int64_t>(s.const_int());
-    else v_ = s;
+    if (s.is_const())
+      v_ = static_cast<int64_t>(s.const_int());
+    else
+      v_ = s;
   }
 
   bool is_int() const { return std::holds_alternative<int64_t>(v_); }
@@ -31,15 +34,23 @@ class sint {
     throw ShapeError(detail::cat("sint: ", *this, " is symbolic where a concrete size is needed"));
   }
   /// The size as an index UOp.
-  UOp as_uop() const { return is_int() ? UOp::const_(dtypes::index, std::get<int64_t>(v_)) : std::get<UOp>(v_); }
+  UOp as_uop() const {
+    return is_int() ? UOp::const_(dtypes::index, std::get<int64_t>(v_)) : std::get<UOp>(v_);
+  }
 
   friend bool operator==(const sint& a, const sint& b) {
     if (a.is_int() && b.is_int()) return a.as_int() == b.as_int();
     return a.as_uop() == b.as_uop();
   }
-  friend sint operator+(const sint& a, const sint& b) { return a.is_int() && b.is_int() ? sint(a.as_int() + b.as_int()) : sint(a.as_uop() + b.as_uop()); }
-  friend sint operator-(const sint& a, const sint& b) { return a.is_int() && b.is_int() ? sint(a.as_int() - b.as_int()) : sint(a.as_uop() - b.as_uop()); }
-  friend sint operator*(const sint& a, const sint& b) { return a.is_int() && b.is_int() ? sint(a.as_int() * b.as_int()) : sint(a.as_uop() * b.as_uop()); }
+  friend sint operator+(const sint& a, const sint& b) {
+    return a.is_int() && b.is_int() ? sint(a.as_int() + b.as_int()) : sint(a.as_uop() + b.as_uop());
+  }
+  friend sint operator-(const sint& a, const sint& b) {
+    return a.is_int() && b.is_int() ? sint(a.as_int() - b.as_int()) : sint(a.as_uop() - b.as_uop());
+  }
+  friend sint operator*(const sint& a, const sint& b) {
+    return a.is_int() && b.is_int() ? sint(a.as_int() * b.as_int()) : sint(a.as_uop() * b.as_uop());
+  }
   friend std::ostream& operator<<(std::ostream& os, const sint& s) {
     if (s.is_int()) return os << std::get<int64_t>(s.v_);
     return os << std::get<UOp>(s.v_);
@@ -54,7 +65,7 @@ class Shape {
  public:
   Shape() = default;
   Shape(std::initializer_list<sint> dims) : d_(dims) {}
-  Shape(std::vector<sint> dims) : d_(std::move(dims)) {}  // NOLINT
+  Shape(std::vector<sint> dims) : d_(std::move(dims)) {}                     // NOLINT
   Shape(const std::vector<int64_t>& dims) : d_(dims.begin(), dims.end()) {}  // NOLINT
 
   size_t size() const { return d_.size(); }
@@ -65,7 +76,9 @@ class Shape {
   auto end() const { return d_.end(); }
   void push_back(sint s) { d_.push_back(std::move(s)); }
   const std::vector<sint>& dims() const { return d_; }
-  bool is_concrete() const { return std::all_of(d_.begin(), d_.end(), [](const sint& s) { return s.is_int(); }); }
+  bool is_concrete() const {
+    return std::all_of(d_.begin(), d_.end(), [](const sint& s) { return s.is_int(); });
+  }
   /// Every dimension as a number (all must be concrete).
   std::vector<int64_t> to_vector() const {
     std::vector<int64_t> out;
@@ -96,7 +109,8 @@ inline std::string to_string(const Shape& s) { return detail::cat(s); }
 inline int normalize_axis(int axis, size_t ndim, const char* op) {
   const int n = static_cast<int>(ndim);
   if (axis < -std::max(n, 1) || axis >= std::max(n, 1))
-    throw IndexError(detail::cat(op, ": axis ", axis, " is out of range for ", ndim, " dimensions"));
+    throw IndexError(
+        detail::cat(op, ": axis ", axis, " is out of range for ", ndim, " dimensions"));
   return axis < 0 ? axis + std::max(n, 1) : axis;
 }
 

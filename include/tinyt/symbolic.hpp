@@ -16,7 +16,9 @@
 namespace tinyt::inline v0 {
 
 /// A ranged integer variable, as tinygrad's `Variable("i", 1, 1024)`.
-inline UOp Variable(const std::string& name, int64_t min, int64_t max) { return UOp::variable(name, min, max); }
+inline UOp Variable(const std::string& name, int64_t min, int64_t max) {
+  return UOp::variable(name, min, max);
+}
 
 namespace detail {
 inline bool is_intlike(const UOp& u) { return u.dtype().scalar().is_int(); }
@@ -44,14 +46,17 @@ inline UOp fold_divmod(const UOp& root) {
   }
   // from here x >= 0, where C's division is floor division
   if (!is_div && b.hi < c) return x;
-  if (b.lo / c == b.hi / c) return is_div ? root.const_like(b.lo / c) : (x + x.const_like(-(b.lo / c) * c));
+  if (b.lo / c == b.hi / c)
+    return is_div ? root.const_like(b.lo / c) : (x + x.const_like(-(b.lo / c) * c));
   // x == q*c + r with every coefficient of r in [0, c). Only with positive coefficients: there
   // r is no larger than x, while a negative one would turn into a larger positive one.
   auto [q, r] = L.split_by(c);
-  const bool positive = std::all_of(L.terms.begin(), L.terms.end(), [](const auto& t) { return t.coef > 0; });
+  const bool positive =
+      std::all_of(L.terms.begin(), L.terms.end(), [](const auto& t) { return t.coef > 0; });
   if (positive && (!q.terms.empty() || q.constant != 0)) {
     const UOp rem = r.build();
-    if (bounds(rem).lo >= 0) return is_div ? q.build() + rem.idiv(rem.const_like(c)) : rem.mod(rem.const_like(c));
+    if (bounds(rem).lo >= 0)
+      return is_div ? q.build() + rem.idiv(rem.const_like(c)) : rem.mod(rem.const_like(c));
   }
   // a common factor g of c and every coefficient: divide it out
   if (const i128 g = L.gcd_with(c); g > 1) {
@@ -105,7 +110,8 @@ inline const PatternMatcher& symbolic_simple() {
       {P(Ops::CAST, {P::var("x")}).named("c"),
        [](auto& m) { return m["c"].dtype() == m["x"].dtype() ? m["x"] : UOp{}; }},
       // where with a known or irrelevant condition
-      {P::cvar("c").where(P::var("a"), P::var("b")), [](auto& m) { return m["c"].const_int() ? m["a"] : m["b"]; }},
+      {P::cvar("c").where(P::var("a"), P::var("b")),
+       [](auto& m) { return m["c"].const_int() ? m["a"] : m["b"]; }},
       {P::var().where(P::var("a"), P::var("a")), [](auto& m) { return m["a"]; }},
       // where(!c, a, b) -> where(c, b, a)
       {P(Ops::CMPNE, {P::var("c"), P::cnst(1)}).where(P::var("a"), P::var("b")),
@@ -121,8 +127,10 @@ inline const PatternMatcher& symbolic_simple() {
       {P::var("x", {dtypes::bool_}).ne(P::cnst(0)), [](auto& m) { return m["x"]; }},
       {P::var("x", {dtypes::bool_}).eq(P::cnst(1)), [](auto& m) { return m["x"]; }},
       {P::var("x", {dtypes::bool_}).eq(P::cnst(0)), [](auto& m) { return m["x"].logical_not(); }},
-      {P::var("c").where(P::cnst(1), P::cnst(0)).dtype({dtypes::bool_}), [](auto& m) { return m["c"]; }},
-      {P::var("c").where(P::cnst(0), P::cnst(1)).dtype({dtypes::bool_}), [](auto& m) { return m["c"].logical_not(); }},
+      {P::var("c").where(P::cnst(1), P::cnst(0)).dtype({dtypes::bool_}),
+       [](auto& m) { return m["c"]; }},
+      {P::var("c").where(P::cnst(0), P::cnst(1)).dtype({dtypes::bool_}),
+       [](auto& m) { return m["c"].logical_not(); }},
       {P(Ops::CMPNE, {P(Ops::CMPNE, {P::var("x", {dtypes::bool_}), P::cnst(1)}), P::cnst(1)}),
        [](auto& m) { return m["x"]; }},
   }};
@@ -133,51 +141,118 @@ inline const PatternMatcher& symbolic_simple() {
 /// div/mod folding, comparisons. What `simplify` runs.
 inline const PatternMatcher& symbolic() {
   using P = UPat;
-  static const PatternMatcher pm = symbolic_simple() + PatternMatcher{{
-      // an integer op whose bounds pin one value is that value
-      {P(GroupOp::ALU).named("x"),
-       [](auto& m) {
-         const UOp& x = m["x"];
-         if (!has_bounds(x) || x.dtype().count() != 1) return UOp{};
-         const Bounds b = bounds(x);
-         return b.is_const() ? x.const_like(b.lo) : UOp{};
-       }},
-      // sums, differences, negations and products by constants in canonical linear form
-      {P(OpSet{Ops::ADD, Ops::SUB, Ops::NEG, Ops::MUL}).named("x"),
-       [](auto& m) { return detail::is_intlike(m["x"]) ? canonical_linear(m["x"]) : UOp{}; }},
-      // integer identities that would be wrong for floats (NaN, inf, -0.0)
-      {P::var("x") * 0, [](auto& m) { return detail::is_intlike(m["x"]) ? m["x"].const_like(0) : UOp{}; }},
-      {P::var("x").lt(P::var("x")), [](auto& m) { return detail::is_intlike(m["x"]) ? UOp::const_(dtypes::bool_, false) : UOp{}; }},
-      {P::var("x").ne(P::var("x")), [](auto& m) { return detail::is_intlike(m["x"]) ? UOp::const_(dtypes::bool_, false) : UOp{}; }},
-      {P::var("x").eq(P::var("x")), [](auto& m) { return detail::is_intlike(m["x"]) ? UOp::const_(dtypes::bool_, true) : UOp{}; }},
-      {P::var("x").maximum(P::var("x")), [](auto& m) { return m["x"]; }},
-      {P::var("a").maximum(P::var("b")), [](auto& m) { return detail::fold_max(m["a"], m["b"]); }},
-      // x//x -> 1 and x%x -> 0 where x is never 0
-      {P::var("x").idiv(P::var("x")),
-       [](auto& m) { return detail::is_intlike(m["x"]) && (vmin(m["x"]) > 0 || vmax(m["x"]) < 0) ? m["x"].const_like(1) : UOp{}; }},
-      {P(Ops::MOD, {P::var("x"), P::var("x")}),
-       [](auto& m) { return detail::is_intlike(m["x"]) && (vmin(m["x"]) > 0 || vmax(m["x"]) < 0) ? m["x"].const_like(0) : UOp{}; }},
-      // (x//a)//b -> x//(a*b) for a, b > 0 (C division composes)
-      {P::var("x").idiv(P::cvar("a")).idiv(P::cvar("b")),
-       [](auto& m) {
-         const i128 a = m["a"].const_int(), b = m["b"].const_int();
-         if (!detail::is_intlike(m["x"]) || a <= 0 || b <= 0 || a * b > dtypes::max_int(m["x"].dtype())) return UOp{};
-         return m["x"].idiv(m["x"].const_like(a * b));
-       }},
-      // (x%(a*k))%a -> x%a for a, k > 0 (C's remainder keeps the dividend's sign both times)
-      {P(Ops::MOD, {P(Ops::MOD, {P::var("x"), P::cvar("ak")}), P::cvar("a")}),
-       [](auto& m) {
-         const i128 ak = m["ak"].const_int(), a = m["a"].const_int();
-         if (!detail::is_intlike(m["x"]) || a <= 0 || ak <= 0 || ak % a != 0) return UOp{};
-         return m["x"].mod(m["a"]);
-       }},
-      // division and remainder by a constant
-      {P(OpSet{Ops::IDIV, Ops::MOD}, {P::var("x"), P::cvar("c")}).named("d"),
-       [](auto& m) { return detail::is_intlike(m["x"]) ? detail::fold_divmod(m["d"]) : UOp{}; }},
-      // comparisons against a constant in canonical form
-      {P::var("x").lt(P::cvar("c")).named("cmp"),
-       [](auto& m) { return detail::is_intlike(m["x"]) ? detail::fold_lt_const(m["cmp"]) : UOp{}; }},
-  }};
+  static const PatternMatcher pm = symbolic_simple() +
+                                   PatternMatcher{
+                                       {
+                                           // an integer op whose bounds pin one value is that value
+                                           {P(GroupOp::ALU).named("x"),
+                                            [](auto& m) {
+                                              const UOp& x = m["x"];
+                                              if (!has_bounds(x) || x.dtype().count() != 1)
+                                                return UOp{};
+                                              const Bounds b = bounds(x);
+                                              return b.is_const() ? x.const_like(b.lo) : UOp{};
+                                            }},
+                                           // sums, differences, negations and products by constants
+                                           // in canonical linear form
+                                           {P(OpSet{Ops::ADD, Ops::SUB, Ops::NEG, Ops::MUL})
+                                                .named("x"),
+                                            [](auto& m) {
+                                              return detail::is_intlike(m["x"])
+                                                         ? canonical_linear(m["x"])
+                                                         : UOp{};
+                                            }},
+                                           // integer identities that would be wrong for floats
+                                           // (NaN, inf, -0.0)
+                                           {P::var("x") * 0,
+                                            [](auto& m) {
+                                              return detail::is_intlike(m["x"])
+                                                         ? m["x"].const_like(0)
+                                                         : UOp{};
+                                            }},
+                                           {P::var("x").lt(P::var("x")),
+                                            [](auto& m) {
+                                              return detail::is_intlike(m["x"])
+                                                         ? UOp::const_(dtypes::bool_, false)
+                                                         : UOp{};
+                                            }},
+                                           {P::var("x").ne(P::var("x")),
+                                            [](auto& m) {
+                                              return detail::is_intlike(m["x"])
+                                                         ? UOp::const_(dtypes::bool_, false)
+                                                         : UOp{};
+                                            }},
+                                           {P::var("x").eq(P::var("x")),
+                                            [](auto& m) {
+                                              return detail::is_intlike(m["x"])
+                                                         ? UOp::const_(dtypes::bool_, true)
+                                                         : UOp{};
+                                            }},
+                                           {P::var("x").maximum(P::var("x")),
+                                            [](auto& m) { return m["x"]; }},
+                                           {P::var("a").maximum(P::var("b")),
+                                            [](auto& m) {
+                                              return detail::fold_max(m["a"], m["b"]);
+                                            }},
+                                           // x//x -> 1 and x%x -> 0 where x is never 0
+                                           {P::var("x").idiv(P::var("x")),
+                                            [](auto& m) {
+                                              return detail::is_intlike(m["x"]) &&
+                                                             (vmin(m["x"]) > 0 || vmax(m["x"]) < 0)
+                                                         ? m["x"].const_like(1)
+                                                         : UOp{};
+                                            }},
+                                           {P(Ops::MOD, {P::var("x"), P::var("x")}),
+                                            [](auto& m) {
+                                              return detail::is_intlike(m["x"]) &&
+                                                             (vmin(m["x"]) > 0 || vmax(m["x"]) < 0)
+                                                         ? m["x"].const_like(0)
+                                                         : UOp{};
+                                            }},
+                                           // (x//a)//b -> x//(a*b) for a, b > 0 (C division
+                                           // composes)
+                                           {P::var("x").idiv(P::cvar("a")).idiv(P::cvar("b")),
+                                            [](auto& m) {
+                                              const i128 a = m["a"].const_int(),
+                                                         b = m["b"].const_int();
+                                              if (!detail::is_intlike(m["x"]) || a <= 0 || b <= 0 ||
+                                                  a * b > dtypes::max_int(m["x"].dtype()))
+                                                return UOp{};
+                                              return m["x"].idiv(m["x"].const_like(a * b));
+                                            }},
+                                           // (x%(a*k))%a -> x%a for a, k > 0 (C's remainder keeps
+                                           // the dividend's sign both times)
+                                           {
+                                               P(
+                                                   Ops::MOD,
+                                                   {P(Ops::MOD, {P::var("x"), P::cvar("ak")}), P::cvar("a")}),
+                                               [](auto& m) {
+                                                 const i128 ak = m["ak"].const_int(),
+                                                            a = m["a"].const_int();
+                                                 if (!detail::is_intlike(m["x"]) || a <= 0 ||
+                                                     ak <= 0 || ak % a != 0)
+                                                   return UOp{};
+                                                 return m["x"].mod(m["a"]);
+                                               }},
+                                           // division and remainder by a constant
+                                           {
+                                               P(OpSet{Ops::IDIV, Ops::MOD},
+                                                 {P::var("x"), P::cvar("c")})
+                                                   .named("d"),
+                                               [](auto& m) {
+                                                 return detail::is_intlike(m["x"])
+                                                            ? detail::fold_divmod(m["d"])
+                                                            : UOp{};
+                                               }},
+                                           // comparisons against a constant in canonical form
+                                           {
+                                               P::var("x").lt(P::cvar("c")).named("cmp"),
+                                               [](auto& m) {
+                                                 return detail::is_intlike(m["x"])
+                                                            ? detail::fold_lt_const(m["cmp"])
+                                                            : UOp{};
+                                               }},
+                                       }};
   return pm;
 }
 

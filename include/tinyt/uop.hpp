@@ -72,9 +72,11 @@ enum class Ops : uint8_t {
 };
 
 /// The kind of an op: which group of TINYT_FOR_EACH_OP it is listed in.
+// clang-format off
 enum class OpKind : uint8_t {
   meta, buffer, movement, define, reduce, vector, cast, unary, memory, binary, ternary, control, constant
 };
+// clang-format on
 
 namespace detail {
 #define TINYT_OP_NAME(name, kind) #name,
@@ -98,7 +100,8 @@ struct OpSet {
   uint64_t bits[2] = {0, 0};
   constexpr OpSet() = default;
   constexpr OpSet(std::initializer_list<Ops> ops) {
-    for (Ops op : ops) bits[static_cast<size_t>(op) / 64] |= uint64_t{1} << (static_cast<size_t>(op) % 64);
+    for (Ops op : ops)
+      bits[static_cast<size_t>(op) / 64] |= uint64_t{1} << (static_cast<size_t>(op) % 64);
   }
   constexpr bool contains(Ops op) const {
     return (bits[static_cast<size_t>(op) / 64] >> (static_cast<size_t>(op) % 64)) & 1;
@@ -131,8 +134,8 @@ inline constexpr OpSet Ternary = detail::of_kind(OpKind::ternary);
 inline constexpr OpSet ALU = Unary | Binary | Ternary;
 inline constexpr OpSet Movement = detail::of_kind(OpKind::movement);
 inline constexpr OpSet Buffer = detail::of_kind(OpKind::buffer);
-inline constexpr OpSet Commutative{Ops::ADD, Ops::MUL, Ops::MAX, Ops::CMPNE, Ops::CMPEQ,
-                                   Ops::XOR, Ops::AND, Ops::OR};
+inline constexpr OpSet Commutative{Ops::ADD,   Ops::MUL, Ops::MAX, Ops::CMPNE,
+                                   Ops::CMPEQ, Ops::XOR, Ops::AND, Ops::OR};
 inline constexpr OpSet Associative{Ops::ADD, Ops::MUL, Ops::AND, Ops::OR, Ops::MAX};
 inline constexpr OpSet Comparison{Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ};
 /// Ops whose result is wrong, not just different, when their input is garbage (a masked load):
@@ -148,15 +151,15 @@ class Arg {
   using Value = std::variant<std::monostate, bool, int64_t, double, std::string, Ops, Tuple>;
 
   Arg() = default;
-  Arg(bool b) : v_(b) {}                                 // NOLINT
+  Arg(bool b) : v_(b) {}  // NOLINT
   template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
-  Arg(I i) : v_(static_cast<int64_t>(i)) {}              // NOLINT
-  Arg(double d) : v_(d) {}                               // NOLINT
-  Arg(std::string s) : v_(std::move(s)) {}               // NOLINT
-  Arg(const char* s) : v_(std::string(s)) {}             // NOLINT
-  Arg(Ops op) : v_(op) {}                                // NOLINT
-  Arg(Tuple t) : v_(std::move(t)) {}                     // NOLINT
-  Arg(std::initializer_list<Arg> t) : v_(Tuple(t)) {}    // NOLINT
+  Arg(I i) : v_(static_cast<int64_t>(i)) {}            // NOLINT
+  Arg(double d) : v_(d) {}                             // NOLINT
+  Arg(std::string s) : v_(std::move(s)) {}             // NOLINT
+  Arg(const char* s) : v_(std::string(s)) {}           // NOLINT
+  Arg(Ops op) : v_(op) {}                              // NOLINT
+  Arg(Tuple t) : v_(std::move(t)) {}                   // NOLINT
+  Arg(std::initializer_list<Arg> t) : v_(Tuple(t)) {}  // NOLINT
   template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
   Arg(const std::vector<I>& v) : v_(Tuple(v.begin(), v.end())) {}  // NOLINT
 
@@ -170,7 +173,8 @@ class Arg {
   const Tuple& tuple() const { return get<Tuple>(); }
   const Arg& operator[](size_t i) const {
     const Tuple& t = tuple();
-    if (i >= t.size()) throw InternalError(detail::cat("Arg: index ", i, " out of range in ", *this));
+    if (i >= t.size())
+      throw InternalError(detail::cat("Arg: index ", i, " out of range in ", *this));
     return t[i];
   }
   size_t size() const { return tuple().size(); }
@@ -204,15 +208,23 @@ class Arg {
   /// A deterministic hash (the same in every run, so it can key caches on disk).
   size_t hash() const {
     uint64_t h = 0xcbf29ce484222325ULL ^ v_.index();
-    auto mix = [&h](uint64_t x) { h = (h ^ x) * 0x100000001b3ULL; h ^= h >> 29; };
+    auto mix = [&h](uint64_t x) {
+      h = (h ^ x) * 0x100000001b3ULL;
+      h ^= h >> 29;
+    };
     std::visit(
         [&](const auto& x) {
           using T = std::decay_t<decltype(x)>;
-          if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, int64_t>) mix(static_cast<uint64_t>(x));
-          else if constexpr (std::is_same_v<T, double>) mix(std::bit_cast<uint64_t>(x));
-          else if constexpr (std::is_same_v<T, Ops>) mix(static_cast<uint64_t>(x));
-          else if constexpr (std::is_same_v<T, std::string>) for (char c : x) mix(static_cast<uint8_t>(c));
-          else if constexpr (std::is_same_v<T, Tuple>) for (const Arg& a : x) mix(a.hash());
+          if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, int64_t>)
+            mix(static_cast<uint64_t>(x));
+          else if constexpr (std::is_same_v<T, double>)
+            mix(std::bit_cast<uint64_t>(x));
+          else if constexpr (std::is_same_v<T, Ops>)
+            mix(static_cast<uint64_t>(x));
+          else if constexpr (std::is_same_v<T, std::string>)
+            for (char c : x) mix(static_cast<uint8_t>(c));
+          else if constexpr (std::is_same_v<T, Tuple>)
+            for (const Arg& a : x) mix(a.hash());
         },
         v_);
     return static_cast<size_t>(h);
@@ -222,15 +234,20 @@ class Arg {
     std::visit(
         [&](const auto& x) {
           using T = std::decay_t<decltype(x)>;
-          if constexpr (std::is_same_v<T, std::monostate>) os << "None";
-          else if constexpr (std::is_same_v<T, bool>) os << (x ? "True" : "False");
-          else if constexpr (std::is_same_v<T, double>) os << format_double(x);
-          else if constexpr (std::is_same_v<T, std::string>) os << '\'' << x << '\'';
+          if constexpr (std::is_same_v<T, std::monostate>)
+            os << "None";
+          else if constexpr (std::is_same_v<T, bool>)
+            os << (x ? "True" : "False");
+          else if constexpr (std::is_same_v<T, double>)
+            os << format_double(x);
+          else if constexpr (std::is_same_v<T, std::string>)
+            os << '\'' << x << '\'';
           else if constexpr (std::is_same_v<T, Tuple>) {
             os << '(';
             for (size_t i = 0; i < x.size(); ++i) os << (i ? ", " : "") << x[i];
             os << (x.size() == 1 ? ",)" : ")");
-          } else os << x;
+          } else
+            os << x;
         },
         a.v_);
     return os;
@@ -280,10 +297,17 @@ class UOp {
   UOp() = default;
   UOp(Ops op, DType dtype = dtypes::void_, std::vector<UOp> src = {}, Arg arg = {})
       : n_(detail::intern(op, dtype, std::move(src), std::move(arg))) {}
-  UOp(const UOp& o) : n_(o.n_) { if (n_) detail::acquire(n_); }
+  UOp(const UOp& o) : n_(o.n_) {
+    if (n_) detail::acquire(n_);
+  }
   UOp(UOp&& o) noexcept : n_(std::exchange(o.n_, nullptr)) {}
-  UOp& operator=(UOp o) noexcept { std::swap(n_, o.n_); return *this; }
-  ~UOp() { if (n_) detail::release(n_); }
+  UOp& operator=(UOp o) noexcept {
+    std::swap(n_, o.n_);
+    return *this;
+  }
+  ~UOp() {
+    if (n_) detail::release(n_);
+  }
 
   const UOpNode* operator->() const { return n_; }
   const UOpNode& operator*() const { return *n_; }
@@ -305,7 +329,9 @@ class UOp {
   static UOp const_(DType dtype, double v);
   static UOp const_(DType dtype, i128 v);
   template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
-  static UOp const_(DType dtype, I v) { return const_(dtype, static_cast<i128>(v)); }
+  static UOp const_(DType dtype, I v) {
+    return const_(dtype, static_cast<i128>(v));
+  }
   static UOp const_(DType dtype, bool v) { return const_(dtype, static_cast<i128>(v)); }
   /// A constant with this UOp's dtype.
   template <class T> UOp const_like(T v) const { return const_(dtype(), v); }
@@ -316,7 +342,8 @@ class UOp {
   double const_float() const;
 
   /// A ranged integer variable (`Variable("i", 1, 1024)`), DEFINE_VAR with arg (name, min, max).
-  static UOp variable(const std::string& name, int64_t min, int64_t max, DType dtype = dtypes::index);
+  static UOp variable(const std::string& name, int64_t min, int64_t max,
+                      DType dtype = dtypes::index);
   /// A bound variable: BIND(var, value), for a value known at run time.
   UOp bind(int64_t value) const;
 
@@ -337,8 +364,10 @@ class UOp {
   UOp logical_not() const { return ne(const_like(true)); }
   /// A scalar constant of this dtype, or the UOp itself.
   template <class T> UOp ufix(const T& v) const {
-    if constexpr (std::is_same_v<T, UOp>) return v;
-    else return const_like(v);
+    if constexpr (std::is_same_v<T, UOp>)
+      return v;
+    else
+      return const_like(v);
   }
 
  private:
@@ -346,17 +375,22 @@ class UOp {
   const UOpNode* n_ = nullptr;
 };
 
-template <class T> concept UOpOrScalar = std::is_same_v<T, UOp> || std::is_arithmetic_v<T>;
+template <class T>
+concept UOpOrScalar = std::is_same_v<T, UOp> || std::is_arithmetic_v<T>;
 namespace detail {
 template <class A, class B> UOp binary(Ops op, const A& a, const B& b) {
-  if constexpr (std::is_same_v<A, UOp>) return a.alu(op, {a.ufix(b)});
-  else return b.const_like(a).alu(op, {b});
+  if constexpr (std::is_same_v<A, UOp>)
+    return a.alu(op, {a.ufix(b)});
+  else
+    return b.const_like(a).alu(op, {b});
 }
 }  // namespace detail
-#define TINYT_UOP_BINARY(sym, OP)                                                          \
-  template <UOpOrScalar A, UOpOrScalar B>                                                  \
-    requires(std::is_same_v<A, UOp> || std::is_same_v<B, UOp>)                             \
-  UOp operator sym(const A& a, const B& b) { return detail::binary(Ops::OP, a, b); }
+#define TINYT_UOP_BINARY(sym, OP)                                                           \
+  template <UOpOrScalar A, UOpOrScalar B>                                                   \
+  requires(std::is_same_v<A, UOp> || std::is_same_v<B, UOp>) UOp operator sym(const A& a,   \
+                                                                              const B& b) { \
+    return detail::binary(Ops::OP, a, b);                                                   \
+  }
 TINYT_UOP_BINARY(+, ADD)
 TINYT_UOP_BINARY(*, MUL)
 TINYT_UOP_BINARY(%, MOD)
@@ -369,20 +403,26 @@ TINYT_UOP_BINARY(>>, SHR)
 /// `-x` is `x * -1` (a NOT for bools), the form index math canonicalizes to.
 inline UOp operator-(const UOp& x) {
   if (x.dtype().is_bool()) return x.logical_not();
-  if (x.is_const()) return x.arg().is<double>() ? x.const_like(-x.const_float()) : x.const_like(-x.const_int());
+  if (x.is_const())
+    return x.arg().is<double>() ? x.const_like(-x.const_float()) : x.const_like(-x.const_int());
   return x * x.const_like(-1);
 }
 template <UOpOrScalar A, UOpOrScalar B>
-  requires(std::is_same_v<A, UOp> || std::is_same_v<B, UOp>)
-UOp operator-(const A& a, const B& b) {
-  if constexpr (std::is_same_v<A, UOp>) return a + (-a.ufix(b));
-  else return b.const_like(a) + (-b);
+requires(std::is_same_v<A, UOp> || std::is_same_v<B, UOp>) UOp operator-(const A& a, const B& b) {
+  if constexpr (std::is_same_v<A, UOp>)
+    return a + (-a.ufix(b));
+  else
+    return b.const_like(a) + (-b);
 }
 /// C division: IDIV for integers, FDIV for floats.
 template <UOpOrScalar A, UOpOrScalar B>
-  requires(std::is_same_v<A, UOp> || std::is_same_v<B, UOp>)
-UOp operator/(const A& a, const B& b) {
-  DType dt = [&] { if constexpr (std::is_same_v<A, UOp>) return a.dtype(); else return b.dtype(); }();
+requires(std::is_same_v<A, UOp> || std::is_same_v<B, UOp>) UOp operator/(const A& a, const B& b) {
+  DType dt = [&] {
+    if constexpr (std::is_same_v<A, UOp>)
+      return a.dtype();
+    else
+      return b.dtype();
+  }();
   return detail::binary(dt.is_float() ? Ops::FDIV : Ops::IDIV, a, b);
 }
 

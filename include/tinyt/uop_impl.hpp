@@ -59,7 +59,8 @@ inline UOpNode* intern(Ops op, DType dtype, std::vector<UOp>&& src, Arg&& arg) {
   std::lock_guard lock(shard.mu);
   for (auto [it, end] = shard.nodes.equal_range(h); it != end; ++it) {
     UOpNode* n = it->second;
-    if (n->op == op && n->dtype == dtype && n->src == src && n->arg == arg && try_acquire(n)) return n;
+    if (n->op == op && n->dtype == dtype && n->src == src && n->arg == arg && try_acquire(n))
+      return n;
   }
   auto* n = new UOpNode{op, dtype, std::move(src), std::move(arg), h};
   shard.nodes.emplace(h, n);
@@ -82,11 +83,15 @@ inline void release(const UOpNode* node) {
       InternShard& shard = intern_table().shard(d->hash);
       std::lock_guard lock(shard.mu);
       for (auto [it, end] = shard.nodes.equal_range(d->hash); it != end; ++it)
-        if (it->second == d) { shard.nodes.erase(it); break; }
+        if (it->second == d) {
+          shard.nodes.erase(it);
+          break;
+        }
     }
     for (UOp& s : d->src) {
       const UOpNode* c = std::exchange(s.n_, nullptr);
-      if (c->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) dying.push_back(const_cast<UOpNode*>(c));
+      if (c->refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
+        dying.push_back(const_cast<UOpNode*>(c));
     }
     delete d;
   }
@@ -95,10 +100,15 @@ inline void release(const UOpNode* node) {
 
 inline size_t arity(Ops op) {
   switch (op_kind(op)) {
-    case OpKind::unary: case OpKind::cast: return 1;
-    case OpKind::binary: return 2;
-    case OpKind::ternary: return 3;
-    default: return 0;
+    case OpKind::unary:
+    case OpKind::cast:
+      return 1;
+    case OpKind::binary:
+      return 2;
+    case OpKind::ternary:
+      return 3;
+    default:
+      return 0;
   }
 }
 }  // namespace detail
@@ -107,18 +117,21 @@ inline size_t arity(Ops op) {
 
 inline UOp UOp::const_(DType dt, i128 v) {
   const DType s = dt.scalar();
-  if (dt.is_ptr() || s.is_void()) throw DTypeError(detail::cat("UOp.const: no constants of ", dt.name()));
+  if (dt.is_ptr() || s.is_void())
+    throw DTypeError(detail::cat("UOp.const: no constants of ", dt.name()));
   if (s.is_float()) return const_(dt, static_cast<double>(v));
   if (s.is_bool()) return UOp(Ops::CONST, dt, {}, Arg(v != 0));
   if (s.is_index() && (v < dtypes::min_int(s) || v > dtypes::max_int(s)))
     throw InternalError("UOp.const: index constant out of the int64 range");
-  // uint64 values above INT64_MAX are kept as their two's complement bits; const_int reads them back
+  // uint64 values above INT64_MAX are kept as their two's complement bits; const_int reads them
+  // back
   return UOp(Ops::CONST, dt, {}, Arg(static_cast<int64_t>(static_cast<uint64_t>(wrap_int(v, s)))));
 }
 
 inline UOp UOp::const_(DType dt, double v) {
   const DType s = dt.scalar();
-  if (dt.is_ptr() || s.is_void()) throw DTypeError(detail::cat("UOp.const: no constants of ", dt.name()));
+  if (dt.is_ptr() || s.is_void())
+    throw DTypeError(detail::cat("UOp.const: no constants of ", dt.name()));
   if (s.is_float()) return UOp(Ops::CONST, dt, {}, Arg(round_float(v, s)));
   if (s.is_bool()) return UOp(Ops::CONST, dt, {}, Arg(v != 0));
   // float -> int truncates toward zero like C; NaN and values past 2^126 have no C meaning
@@ -128,9 +141,11 @@ inline UOp UOp::const_(DType dt, double v) {
 }
 
 inline i128 UOp::const_int() const {
-  if (op() != Ops::CONST) throw InternalError(detail::cat("const_int of a non-constant ", op_name(op())));
+  if (op() != Ops::CONST)
+    throw InternalError(detail::cat("const_int of a non-constant ", op_name(op())));
   if (arg().is<bool>()) return arg().get<bool>();
-  if (!arg().is<int64_t>()) throw InternalError(detail::cat("const_int of the float constant ", arg()));
+  if (!arg().is<int64_t>())
+    throw InternalError(detail::cat("const_int of the float constant ", arg()));
   const int64_t x = arg().as_int();
   return dtype().scalar() == dtypes::uint64 ? static_cast<i128>(static_cast<uint64_t>(x)) : x;
 }
@@ -141,16 +156,21 @@ inline double UOp::const_float() const {
 }
 
 inline UOp UOp::variable(const std::string& name, int64_t min, int64_t max, DType dtype) {
-  if (min > max) throw Error(detail::cat("Variable('", name, "', ", min, ", ", max, "): min > max"));
-  if (!dtype.is_int()) throw DTypeError(detail::cat("Variable('", name, "'): ", dtype.name(), " is not an integer dtype"));
+  if (min > max)
+    throw Error(detail::cat("Variable('", name, "', ", min, ", ", max, "): min > max"));
+  if (!dtype.is_int())
+    throw DTypeError(
+        detail::cat("Variable('", name, "'): ", dtype.name(), " is not an integer dtype"));
   return UOp(Ops::DEFINE_VAR, dtype, {}, Arg{name, min, max});
 }
 
 inline UOp UOp::bind(int64_t value) const {
-  if (op() != Ops::DEFINE_VAR) throw Error(detail::cat("bind: ", op_name(op()), " is not a Variable"));
+  if (op() != Ops::DEFINE_VAR)
+    throw Error(detail::cat("bind: ", op_name(op()), " is not a Variable"));
   if (value < arg()[1].as_int() || value > arg()[2].as_int())
-    throw IndexError(detail::cat("bind: ", value, " is outside the range [", arg()[1].as_int(), ", ",
-                                 arg()[2].as_int(), "] of Variable '", arg()[0].get<std::string>(), "'"));
+    throw IndexError(detail::cat("bind: ", value, " is outside the range [", arg()[1].as_int(),
+                                 ", ", arg()[2].as_int(), "] of Variable '",
+                                 arg()[0].get<std::string>(), "'"));
   return UOp(Ops::BIND, dtype(), {*this, const_like(value)});
 }
 
@@ -160,18 +180,22 @@ inline UOp UOp::alu(Ops op, std::vector<UOp> others) const {
   std::vector<UOp> src{*this};
   src.insert(src.end(), others.begin(), others.end());
   if (detail::arity(op) != src.size())
-    throw InternalError(detail::cat("alu: ", op_name(op), " takes ", detail::arity(op), " sources, got ", src.size()));
+    throw InternalError(detail::cat("alu: ", op_name(op), " takes ", detail::arity(op),
+                                    " sources, got ", src.size()));
   DType out = dtype();
   if (op == Ops::WHERE) {
     if (!src[0].dtype().scalar().is_bool())
-      throw DTypeError(detail::cat("where: the condition is ", src[0].dtype().name(), ", not bool"));
+      throw DTypeError(
+          detail::cat("where: the condition is ", src[0].dtype().name(), ", not bool"));
     if (src[1].dtype() != src[2].dtype())
-      throw DTypeError(detail::cat("where: branches differ, ", src[1].dtype().name(), " vs ", src[2].dtype().name()));
+      throw DTypeError(detail::cat("where: branches differ, ", src[1].dtype().name(), " vs ",
+                                   src[2].dtype().name()));
     out = src[1].dtype();
   } else {
     for (const UOp& s : src)
       if (s.dtype() != dtype())
-        throw DTypeError(detail::cat(op_name(op), ": operands differ, ", dtype().name(), " vs ", s.dtype().name()));
+        throw DTypeError(detail::cat(op_name(op), ": operands differ, ", dtype().name(), " vs ",
+                                     s.dtype().name()));
     if (GroupOp::Comparison.contains(op)) out = DType(dtypes::bool_).vec(dtype().count());
   }
   return UOp(op, out, std::move(src));
@@ -201,7 +225,10 @@ inline std::vector<UOp> toposort(const UOp& root) {
 inline UOp substitute(const UOp& root, const std::unordered_map<const UOpNode*, UOp>& map) {
   std::unordered_map<const UOpNode*, UOp> done;
   for (const UOp& u : toposort(root)) {
-    if (auto it = map.find(u.get()); it != map.end()) { done[u.get()] = it->second; continue; }
+    if (auto it = map.find(u.get()); it != map.end()) {
+      done[u.get()] = it->second;
+      continue;
+    }
     std::vector<UOp> src;
     bool changed = false;
     for (const UOp& s : u.src()) {
@@ -218,13 +245,16 @@ inline std::string to_string(const UOp& root) {
   std::ostringstream out;
   for (const UOp& u : toposort(root)) {
     id[u.get()] = id.size();
-    std::string line = detail::cat(std::string(id[u.get()] < 10 ? "  " : id[u.get()] < 100 ? " " : ""),
+    std::string line = detail::cat(std::string(id[u.get()] < 10    ? "  "
+                                               : id[u.get()] < 100 ? " "
+                                                                   : ""),
                                    id[u.get()], " ", op_name(u.op()));
     line.resize(std::max<size_t>(line.size(), 20), ' ');
     line += ": " + u.dtype().name();
     line.resize(std::max<size_t>(line.size(), 38), ' ');
     std::string srcs = "[";
-    for (size_t i = 0; i < u.src().size(); ++i) srcs += (i ? ", " : "") + std::to_string(id.at(u.src(i).get()));
+    for (size_t i = 0; i < u.src().size(); ++i)
+      srcs += (i ? ", " : "") + std::to_string(id.at(u.src(i).get()));
     out << line << srcs << "]  " << u.arg() << '\n';
   }
   return out.str();
@@ -233,12 +263,36 @@ inline std::string to_string(const UOp& root) {
 namespace detail {
 inline const char* infix_symbol(Ops op) {
   switch (op) {
-    case Ops::ADD: return "+"; case Ops::MUL: return "*"; case Ops::IDIV: return "//";
-    case Ops::FDIV: return "/"; case Ops::MOD: return "%"; case Ops::CMPLT: return "<";
-    case Ops::CMPNE: return "!="; case Ops::CMPEQ: return "=="; case Ops::AND: return "&";
-    case Ops::OR: return "|"; case Ops::XOR: return "^"; case Ops::SHL: return "<<";
-    case Ops::SHR: return ">>"; case Ops::SUB: return "-";
-    default: return nullptr;
+    case Ops::ADD:
+      return "+";
+    case Ops::MUL:
+      return "*";
+    case Ops::IDIV:
+      return "//";
+    case Ops::FDIV:
+      return "/";
+    case Ops::MOD:
+      return "%";
+    case Ops::CMPLT:
+      return "<";
+    case Ops::CMPNE:
+      return "!=";
+    case Ops::CMPEQ:
+      return "==";
+    case Ops::AND:
+      return "&";
+    case Ops::OR:
+      return "|";
+    case Ops::XOR:
+      return "^";
+    case Ops::SHL:
+      return "<<";
+    case Ops::SHR:
+      return ">>";
+    case Ops::SUB:
+      return "-";
+    default:
+      return nullptr;
   }
 }
 }  // namespace detail
@@ -250,11 +304,17 @@ inline std::string expr_string(const UOp& root) {
     std::vector<const std::string*> s;
     for (const UOp& x : u.src()) s.push_back(&text.at(x.get()));
     std::string& t = text[u.get()];
-    if (u.op() == Ops::CONST) t = u.arg().is<int64_t>() ? detail::cat(static_cast<long long>(u.const_int())) : detail::cat(u.arg());
-    else if (u.op() == Ops::DEFINE_VAR) t = u.arg()[0].get<std::string>();
-    else if (u.op() == Ops::RANGE) t = detail::cat("r", u.arg().is<Arg::Tuple>() ? u.arg()[0] : u.arg());
-    else if (const char* sym = detail::infix_symbol(u.op()); sym && s.size() == 2) t = "(" + *s[0] + sym + *s[1] + ")";
-    else if (u.op() == Ops::CAST) t = detail::cat("(", u.dtype().name(), ")", *s[0]);
+    if (u.op() == Ops::CONST)
+      t = u.arg().is<int64_t>() ? detail::cat(static_cast<long long>(u.const_int()))
+                                : detail::cat(u.arg());
+    else if (u.op() == Ops::DEFINE_VAR)
+      t = u.arg()[0].get<std::string>();
+    else if (u.op() == Ops::RANGE)
+      t = detail::cat("r", u.arg().is<Arg::Tuple>() ? u.arg()[0] : u.arg());
+    else if (const char* sym = detail::infix_symbol(u.op()); sym && s.size() == 2)
+      t = "(" + *s[0] + sym + *s[1] + ")";
+    else if (u.op() == Ops::CAST)
+      t = detail::cat("(", u.dtype().name(), ")", *s[0]);
     else {
       t = u.op() == Ops::MAX ? "max(" : std::string(op_name(u.op())) + "(";
       for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + *s[i];
@@ -272,13 +332,16 @@ inline int structural_compare(const UOp& a, const UOp& b, int depth) {
   if (a.dtype() != b.dtype()) return a.dtype() < b.dtype() ? -1 : 1;
   if (!(a.arg() == b.arg())) return a.arg() < b.arg() ? -1 : 1;
   if (a.src().size() != b.src().size()) return a.src().size() < b.src().size() ? -1 : 1;
-  if (depth > 32) return a->hash != b->hash ? (a->hash < b->hash ? -1 : 1) : (a.get() < b.get() ? -1 : 1);
+  if (depth > 32)
+    return a->hash != b->hash ? (a->hash < b->hash ? -1 : 1) : (a.get() < b.get() ? -1 : 1);
   for (size_t i = 0; i < a.src().size(); ++i)
     if (int c = structural_compare(a.src(i), b.src(i), depth + 1)) return c;
   return 0;
 }
 }  // namespace detail
 
-inline bool structural_less(const UOp& a, const UOp& b) { return detail::structural_compare(a, b, 0) < 0; }
+inline bool structural_less(const UOp& a, const UOp& b) {
+  return detail::structural_compare(a, b, 0) < 0;
+}
 
 }  // namespace tinyt::inline v0

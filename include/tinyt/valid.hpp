@@ -17,8 +17,10 @@ inline std::vector<UOp> and_clauses(const UOp& valid) {
   while (!stack.empty()) {
     UOp c = stack.back();
     stack.pop_back();
-    if (c.op() == Ops::AND && c.dtype().is_bool()) stack.push_back(c.src(1)), stack.push_back(c.src(0));
-    else out.push_back(c);
+    if (c.op() == Ops::AND && c.dtype().is_bool())
+      stack.push_back(c.src(1)), stack.push_back(c.src(0));
+    else
+      out.push_back(c);
   }
   return out;
 }
@@ -28,7 +30,8 @@ inline std::vector<UOp> and_clauses(const UOp& valid) {
 inline bool clause_bound(const UOp& clause, UOp& e, Bounds& b) {
   bool negated = false;
   UOp cmp = clause;
-  if (cmp.op() == Ops::CMPNE && cmp.src(1).is_const() && cmp.src(1).dtype().is_bool() && cmp.src(1).const_int() == 1)
+  if (cmp.op() == Ops::CMPNE && cmp.src(1).is_const() && cmp.src(1).dtype().is_bool() &&
+      cmp.src(1).const_int() == 1)
     cmp = cmp.src(0), negated = true;
   if (cmp.op() != Ops::CMPLT || !cmp.src(0).dtype().scalar().is_int()) return false;
   const UOp &l = cmp.src(0), &r = cmp.src(1);
@@ -71,7 +74,8 @@ inline std::vector<std::pair<UOp, Bounds>> implied_bounds(const std::vector<UOp>
         const i128 a = L.terms[j].coef;
         others_lo += std::min(a * tb.lo, a * tb.hi), others_hi += std::max(a * tb.lo, a * tb.hi);
       }
-      const i128 a = L.terms[i].coef, up = eb.hi - others_lo, down = eb.lo - others_hi;  // down <= a*t <= up
+      const i128 a = L.terms[i].coef, up = eb.hi - others_lo,
+                 down = eb.lo - others_hi;  // down <= a*t <= up
       const Bounds full{dtypes::min_int(e.dtype()), dtypes::max_int(e.dtype())};
       if (unbounded || (eb.hi == full.hi && eb.lo == full.lo)) continue;
       Bounds tb = bounds(L.terms[i].atom);
@@ -123,8 +127,10 @@ inline UOp simplify_valid(const UOp& valid) {
       if (j != i) others = others ? (others & clauses[j]) : clauses[j];
     UOp c = others ? uop_given_valid(others, clauses[i]) : simplify(clauses[i]);
     if (c.is_const() && !c.const_int()) return c;
-    if (c.is_const()) clauses.erase(clauses.begin() + static_cast<std::ptrdiff_t>(i));
-    else clauses[i++] = c;
+    if (c.is_const())
+      clauses.erase(clauses.begin() + static_cast<std::ptrdiff_t>(i));
+    else
+      clauses[i++] = c;
   }
   if (clauses.empty()) return UOp::const_(valid.dtype(), true);
   UOp out = clauses[0];
