@@ -6,61 +6,13 @@
 // tinyt: tinygrad's deep-learning compiler as a header-only C++20 library.
 // This is the one include; it pulls in every public header.
 
-// ---- tinyt/alu.hpp ----
-// Constant folding: what every ALU op computes on constants, exactly as a kernel would.
-//
-// Integers are computed in 128 bits and wrapped to their dtype, so overflow gives the two's
-// complement result the generated code gives (and never C++ undefined behaviour here). Floats
-// are computed in double and rounded to their dtype. Operations that are undefined in C (a
-// division by zero, a shift past the width) do not fold: they return nothing.
-
-#include <cmath>
-#include <optional>
-
-// ---- tinyt/uop.hpp ----
-// The IR: one generic, immutable, hash-consed node, UOp(op, dtype, src, arg).
-//
-// Structurally equal UOps are the same object (interning), so equality is pointer equality and
-// a graph can be used as a cache key. Nodes are reference counted and freed, without recursion,
-// when the last handle goes away.
-
-#include <algorithm>
-#include <atomic>
-#include <charconv>
-#include <cstdint>
-#include <initializer_list>
-#include <mutex>
-#include <ostream>
-#include <string>
-#include <string_view>
-#include <type_traits>
-#include <unordered_map>
-#include <utility>
-#include <variant>
-#include <vector>
-
-// ---- tinyt/dtype.hpp ----
-// Data types: every tinygrad dtype, the C++ type <-> dtype table, and the promotion lattice.
-
-#include <array>
-#include <bit>
-#include <cstring>
-#include <functional>
-#include <limits>
-
-#include <boost/hana/at_key.hpp>
-#include <boost/hana/contains.hpp>
-#include <boost/hana/integral_constant.hpp>
-#include <boost/hana/map.hpp>
-#include <boost/hana/pair.hpp>
-#include <boost/hana/type.hpp>
-#include <xtl/xhalf_float.hpp>
-
+// the IR: dtypes, UOps, the rewrite engine, the symbolic engine
 // ---- tinyt/error.hpp ----
 // The typed error hierarchy: every misuse of tinyt throws one of these.
 
 #include <sstream>
 #include <stdexcept>
+#include <string>
 
 namespace tinyt::inline v0 {
 
@@ -121,6 +73,27 @@ template <class... Ts> std::string cat(const Ts&... parts) {
                                ": " #cond __VA_OPT__(, " ", ) __VA_ARGS__)); \
   } while (0)
 // ---- end tinyt/error.hpp ----
+// ---- tinyt/dtype.hpp ----
+// Data types: every tinygrad dtype, the C++ type <-> dtype table, and the promotion lattice.
+
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <ostream>
+#include <vector>
+
+#include <boost/hana/at_key.hpp>
+#include <boost/hana/contains.hpp>
+#include <boost/hana/integral_constant.hpp>
+#include <boost/hana/map.hpp>
+#include <boost/hana/pair.hpp>
+#include <boost/hana/type.hpp>
+#include <xtl/xhalf_float.hpp>
+
 
 namespace tinyt::inline v0 {
 
@@ -489,6 +462,24 @@ template <> struct std::hash<tinyt::DType> {
   size_t operator()(const tinyt::DType& d) const { return d.hash(); }
 };
 // ---- end tinyt/dtype.hpp ----
+// ---- tinyt/uop.hpp ----
+// The IR: one generic, immutable, hash-consed node, UOp(op, dtype, src, arg).
+//
+// Structurally equal UOps are the same object (interning), so equality is pointer equality and
+// a graph can be used as a cache key. Nodes are reference counted and freed, without recursion,
+// when the last handle goes away.
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <initializer_list>
+#include <mutex>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+
 
 namespace tinyt::inline v0 {
 
@@ -740,6 +731,11 @@ class UOp;
 /// The data of one node. Reached only through a UOp handle; never mutated after interning
 /// (the `cache_*` fields are derived data, filled once, identical for every thread).
 struct UOpNode {
+  /// Data a later stage attaches to a node (shape, device, realized buffer): owned by the node.
+  struct Extra {
+    virtual ~Extra() = default;
+  };
+
   Ops op;
   DType dtype;
   std::vector<UOp> src;
@@ -749,6 +745,10 @@ struct UOpNode {
   // interval bounds of integer values, computed on demand by symbolic.hpp
   mutable std::atomic<bool> cache_bounds_ready{false};
   mutable i128 cache_vmin = 0, cache_vmax = 0;
+  // set once (compare-and-swap), deleted with the node
+  mutable std::atomic<Extra*> extra{nullptr};
+
+  ~UOpNode() { delete extra.load(std::memory_order_acquire); }
 };
 
 namespace detail {
@@ -1262,6 +1262,384 @@ inline bool structural_less(const UOp& a, const UOp& b) {
 }  // namespace tinyt::inline v0
 // ---- end tinyt/uop_impl.hpp ----
 // ---- end tinyt/uop.hpp ----
+// ---- tinyt/pattern.hpp ----
+// The rewrite engine: UPat patterns, PatternMatcher rule tables and graph_rewrite, the one
+// driver every stage of the pipeline runs its rules with.
+//
+//   PatternMatcher pm{{
+//     {UPat::var("x") + 0, [](auto& m) { return m["x"]; }},   // x+0 -> x
+//   }};
+//   UOp out = graph_rewrite(sink, pm);
+
+#include <memory>
+#include <optional>
+#include <typeinfo>
+
+
+namespace tinyt::inline v0 {
+
+/// A pattern over UOps: which ops, dtypes and arg a node may have, what its sources must match,
+/// and a name to capture it under. An empty op set matches any op.
+class UPat {
+ public:
+  /// How the source patterns apply: not at all, in order, in any order, or each source alike.
+  enum class Sources : uint8_t { any, ordered, any_order, each };
+
+  UPat() = default;
+  UPat(OpSet ops, std::vector<UPat> src = {}, std::string name = "")
+      : ops_(ops), src_(std::move(src)), name_(std::move(name)) {
+    mode_ = src_.empty() ? Sources::any : Sources::ordered;
+  }
+  UPat(Ops op, std::vector<UPat> src = {}, std::string name = "")
+      : UPat(OpSet{op}, std::move(src), std::move(name)) {}
+
+  /// Any node, captured as `name`.
+  static UPat var(std::string name = "", std::vector<DType> dtypes = {}) {
+    UPat p;
+    p.name_ = std::move(name), p.dtypes_ = std::move(dtypes);
+    return p;
+  }
+  /// Any constant, captured as `name`.
+  static UPat cvar(std::string name = "", std::vector<DType> dtypes = {}) {
+    UPat p = var(std::move(name), std::move(dtypes));
+    p.ops_ = OpSet{Ops::CONST};
+    return p;
+  }
+  /// A constant equal to `value`, whatever its dtype (0 matches 0, 0.0 and False).
+  static UPat cnst(double value, std::string name = "") {
+    UPat p = cvar(std::move(name));
+    p.value_ = value;
+    return p;
+  }
+
+  /// The same pattern, capturing the node as `name`.
+  UPat named(std::string name) const {
+    UPat p = *this;
+    p.name_ = std::move(name);
+    return p;
+  }
+  /// Only nodes of these dtypes (or whose scalar dtype is one of them).
+  UPat dtype(std::vector<DType> dts) const {
+    UPat p = *this;
+    p.dtypes_ = std::move(dts);
+    return p;
+  }
+  /// Only nodes with exactly this arg.
+  UPat arg(Arg a) const {
+    UPat p = *this;
+    p.arg_ = std::move(a);
+    return p;
+  }
+  /// The source patterns match the sources in any order (for commutative ops).
+  UPat any_order() const {
+    UPat p = *this;
+    p.set_mode(Sources::any_order);
+    return p;
+  }
+  /// The node may have more sources than patterns; the extra ones are not looked at.
+  UPat any_len() const {
+    UPat p = *this;
+    p.any_len_ = true;
+    return p;
+  }
+  /// Every source matches `each` (any number of sources).
+  UPat each_src(UPat each) const {
+    UPat p = *this;
+    p.src_ = {std::move(each)};
+    p.set_mode(Sources::each);
+    return p;
+  }
+
+  // builders that read like the UOps they match; commutative ops match in either order
+  UPat alu(Ops op, std::vector<UPat> others) const {
+    std::vector<UPat> src{*this};
+    src.insert(src.end(), others.begin(), others.end());
+    UPat p(op, std::move(src));
+    return GroupOp::Commutative.contains(op) ? p.any_order() : p;
+  }
+  UPat lt(const UPat& o) const { return alu(Ops::CMPLT, {o}); }
+  UPat ne(const UPat& o) const { return alu(Ops::CMPNE, {o}); }
+  UPat eq(const UPat& o) const { return alu(Ops::CMPEQ, {o}); }
+  UPat maximum(const UPat& o) const { return alu(Ops::MAX, {o}); }
+  UPat idiv(const UPat& o) const { return alu(Ops::IDIV, {o}); }
+  UPat where(const UPat& a, const UPat& b) const { return alu(Ops::WHERE, {a, b}); }
+  UPat cast() const { return UPat(Ops::CAST, {*this}); }
+
+  const OpSet& ops() const { return ops_; }
+  const std::string& name() const { return name_; }
+  Sources mode() const { return mode_; }
+  const std::vector<UPat>& src() const { return src_; }
+
+  friend class Matcher;
+
+ private:
+  void set_mode(Sources m) {
+    if (m == Sources::any_order && src_.size() > 6)
+      throw RewriteError(detail::cat("UPat: ", src_.size(),
+                                     " sources in any order is too many to try (at most 6)"));
+    mode_ = src_.empty() ? Sources::any : m;
+  }
+
+  OpSet ops_;
+  std::vector<DType> dtypes_;
+  std::optional<Arg> arg_;
+  std::optional<double> value_;
+  std::vector<UPat> src_;
+  std::string name_;
+  Sources mode_ = Sources::any;
+  bool any_len_ = false;
+};
+
+// Pattern arithmetic builds the pattern of the UOp arithmetic it matches; a number stands for
+// a constant of that value.
+#define TINYT_UPAT_BINARY(sym, OP)                                                              \
+  inline UPat operator sym(const UPat& a, const UPat& b) { return a.alu(Ops::OP, {b}); }        \
+  inline UPat operator sym(const UPat& a, double b) { return a.alu(Ops::OP, {UPat::cnst(b)}); } \
+  inline UPat operator sym(double a, const UPat& b) { return UPat::cnst(a).alu(Ops::OP, {b}); }
+TINYT_UPAT_BINARY(+, ADD)
+TINYT_UPAT_BINARY(*, MUL)
+TINYT_UPAT_BINARY(%, MOD)
+TINYT_UPAT_BINARY(/, IDIV)
+TINYT_UPAT_BINARY(&, AND)
+TINYT_UPAT_BINARY(|, OR)
+TINYT_UPAT_BINARY(^, XOR)
+#undef TINYT_UPAT_BINARY
+
+/// What a rule sees: the captured nodes by name, the matched node, and the rewrite's context.
+class Match {
+ public:
+  /// The node captured as `name`; a rule that asks for a name its pattern lacks is malformed.
+  const UOp& operator[](std::string_view name) const {
+    for (auto& [n, u] : captures_)
+      if (n == name) return u;
+    throw RewriteError(
+        detail::cat("rule asks for '", name, "', which its pattern does not capture"));
+  }
+  bool has(std::string_view name) const {
+    for (auto& [n, u] : captures_)
+      if (n == name) return true;
+    return false;
+  }
+  /// The node the whole pattern matched.
+  const UOp& root() const { return *root_; }
+  /// The context given to graph_rewrite, as a T (it must have been given as a T).
+  template <class T> T& ctx() const {
+    if (!ctx_ || *ctx_type_ != typeid(T))
+      throw RewriteError(
+          detail::cat("rule asks for a context of type ", typeid(T).name(), " it was not given"));
+    return *static_cast<T*>(ctx_);
+  }
+
+ private:
+  friend class Matcher;
+  friend class PatternMatcher;
+  std::vector<std::pair<std::string, UOp>> captures_;  // names copied: a Match may outlive its UPat
+  const UOp* root_ = nullptr;
+  void* ctx_ = nullptr;
+  const std::type_info* ctx_type_ = nullptr;
+};
+
+/// Matches a pattern against a node, filling the captures (undone on failure).
+class Matcher {
+ public:
+  static bool match(const UPat& p, const UOp& u, Match& m) {
+    const size_t mark = m.captures_.size();
+    if (match_here(p, u, m)) return true;
+    m.captures_.resize(mark);
+    return false;
+  }
+
+ private:
+  static bool match_here(const UPat& p, const UOp& u, Match& m) {
+    if (!p.ops_.empty() && !p.ops_.contains(u.op())) return false;
+    if (!p.dtypes_.empty() &&
+        std::find(p.dtypes_.begin(), p.dtypes_.end(), u.dtype()) == p.dtypes_.end() &&
+        std::find(p.dtypes_.begin(), p.dtypes_.end(), u.dtype().scalar()) == p.dtypes_.end())
+      return false;
+    if (p.arg_ && !(u.arg() == *p.arg_)) return false;
+    if (p.value_ && !(u.op() == Ops::CONST && u.const_float() == *p.value_)) return false;
+    if (!p.name_.empty()) {
+      bool bound = false;
+      for (auto& [n, v] : m.captures_)
+        if (n == p.name_) {
+          if (!(v == u)) return false;  // a name captured twice must be the same node
+          bound = true;
+        }
+      if (!bound) m.captures_.emplace_back(p.name_, u);
+    }
+    const auto& src = u.src();
+    switch (p.mode_) {
+      case UPat::Sources::any:
+        return true;
+      case UPat::Sources::each:
+        for (const UOp& s : src)
+          if (!match(p.src_[0], s, m)) return false;
+        return true;
+      case UPat::Sources::ordered:
+        if (p.any_len_ ? src.size() < p.src_.size() : src.size() != p.src_.size()) return false;
+        for (size_t i = 0; i < p.src_.size(); ++i)
+          if (!match(p.src_[i], src[i], m)) return false;
+        return true;
+      case UPat::Sources::any_order: {
+        if (p.any_len_ ? src.size() < p.src_.size() : src.size() != p.src_.size()) return false;
+        std::vector<size_t> perm(p.src_.size());
+        for (size_t i = 0; i < perm.size(); ++i) perm[i] = i;
+        const size_t mark = m.captures_.size();
+        do {
+          bool ok = true;
+          for (size_t i = 0; i < perm.size() && ok; ++i) ok = match(p.src_[perm[i]], src[i], m);
+          if (ok) return true;
+          m.captures_.resize(mark);
+        } while (std::next_permutation(perm.begin(), perm.end()));
+        return false;
+      }
+    }
+    return false;
+  }
+};
+
+/// A table of (pattern, rewrite) rules, indexed by op. A rule returns the replacement, or the
+/// empty UOp when it does not apply; the first rule that applies wins. Tables compose with `+`.
+class PatternMatcher {
+ public:
+  using Fn = std::function<UOp(const Match&)>;
+  struct Rule {
+    UPat pat;
+    Fn fn;
+  };
+
+  PatternMatcher() = default;
+  PatternMatcher(std::vector<Rule> rules) {  // NOLINT: tables are written as braced lists
+    for (Rule& r : rules) add(std::make_shared<const Rule>(std::move(r)));
+  }
+  friend PatternMatcher operator+(const PatternMatcher& a, const PatternMatcher& b) {
+    PatternMatcher out = a;
+    for (const auto& r : b.rules_) out.add(r);
+    return out;
+  }
+  size_t size() const { return rules_.size(); }
+
+  /// The first rule's replacement for `u`, or the empty UOp when none applies.
+  UOp rewrite(const UOp& u, void* ctx = nullptr, const std::type_info* ctx_type = nullptr) const {
+    const auto& candidates = by_op_[static_cast<size_t>(u.op())];
+    if (candidates.empty()) return {};
+    Match m;
+    m.root_ = &u, m.ctx_ = ctx, m.ctx_type_ = ctx_type;
+    for (uint32_t i : candidates) {
+      m.captures_.clear();
+      if (!Matcher::match(rules_[i]->pat, u, m)) continue;
+      // a rule that hands back its input has nothing to say; the next one may
+      if (UOp out = rules_[i]->fn(m); out && !(out == u)) return out;
+    }
+    return {};
+  }
+
+ private:
+  void add(std::shared_ptr<const Rule> r) {
+    if (r->pat.ops().empty())
+      throw RewriteError(detail::cat("PatternMatcher: rule ", rules_.size(),
+                                     " has no op at its root to index it by (UPat '", r->pat.name(),
+                                     "')"));
+    if (!r->fn)
+      throw RewriteError(detail::cat("PatternMatcher: rule ", rules_.size(), " has no function"));
+    r->pat.ops().for_each([&](Ops op) {
+      by_op_[static_cast<size_t>(op)].push_back(static_cast<uint32_t>(rules_.size()));
+    });
+    rules_.push_back(std::move(r));
+  }
+
+  std::vector<std::shared_ptr<const Rule>> rules_;
+  std::array<std::vector<uint32_t>, op_count> by_op_;
+};
+
+namespace detail {
+// Rewrites a graph to a fixed point without recursion. Each node is visited once (memoized), so a
+// DAG costs time linear in its size. Default order: a node's sources are rewritten first, then
+// the node (repeatedly, the result rewritten again). bottom_up (tinygrad's name): a node is
+// rewritten to a fixed point before its sources are visited.
+inline UOp graph_rewrite_impl(const UOp& root, const PatternMatcher& pm, bool bottom_up, void* ctx,
+                              const std::type_info* ctx_type) {
+  struct Frame {
+    UOp n;
+    int stage;
+    UOp next;
+  };
+  std::unordered_map<UOp, UOp> done;
+  std::unordered_set<const UOpNode*> in_progress;
+  std::vector<Frame> stack{{root, 0, root}};
+  auto fail_cycle = [](const UOp& n) {
+    return RewriteError(
+        detail::cat("graph_rewrite: the rules rewrite ", op_name(n.op()),
+                    " into a graph that contains it again, forever: ", expr_string(n)));
+  };
+  while (!stack.empty()) {
+    Frame f = std::move(stack.back());
+    stack.pop_back();
+    if (done.count(f.n)) continue;
+    if (f.stage == 0) {
+      if (!in_progress.insert(f.n.get()).second) throw fail_cycle(f.n);
+      UOp cur = f.n;
+      if (bottom_up) {
+        std::unordered_set<UOp> seen{cur};
+        while (UOp r = pm.rewrite(cur, ctx, ctx_type)) {
+          if (!seen.insert(r).second) throw fail_cycle(r);
+          cur = std::move(r);
+        }
+      }
+      const auto& src = cur.src();
+      stack.push_back({f.n, 1, cur});
+      for (auto it = src.rbegin(); it != src.rend(); ++it) stack.push_back({*it, 0, *it});
+    } else if (f.stage == 1) {
+      std::vector<UOp> new_src;
+      bool changed = false;
+      for (const UOp& s : f.next.src()) {
+        auto it = done.find(s);
+        if (it == done.end()) throw fail_cycle(f.next);
+        new_src.push_back(it->second);
+        changed |= !(it->second == s);
+      }
+      UOp after;
+      if (changed)
+        after = f.next.replace(std::move(new_src));
+      else if (!bottom_up)
+        after = pm.rewrite(f.next, ctx, ctx_type);
+      if (!after) {
+        in_progress.erase(f.n.get());
+        done.emplace(f.n, f.next);
+        continue;
+      }
+      stack.push_back({f.n, 2, after});
+      stack.push_back({after, 0, after});
+    } else {
+      in_progress.erase(f.n.get());
+      done.emplace(f.n, done.at(f.next));
+    }
+  }
+  return done.at(root);
+}
+}  // namespace detail
+
+/// Rewrites `root` with the rules of `pm` until no rule applies anywhere.
+inline UOp graph_rewrite(const UOp& root, const PatternMatcher& pm, bool bottom_up = false) {
+  return detail::graph_rewrite_impl(root, pm, bottom_up, nullptr, nullptr);
+}
+/// The same, with a context the rules reach through `m.ctx<Ctx>()`.
+template <class Ctx>
+UOp graph_rewrite(const UOp& root, const PatternMatcher& pm, Ctx& ctx, bool bottom_up = false) {
+  return detail::graph_rewrite_impl(root, pm, bottom_up, &ctx, &typeid(Ctx));
+}
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/pattern.hpp ----
+// ---- tinyt/alu.hpp ----
+// Constant folding: what every ALU op computes on constants, exactly as a kernel would.
+//
+// Integers are computed in 128 bits and wrapped to their dtype, so overflow gives the two's
+// complement result the generated code gives (and never C++ undefined behaviour here). Floats
+// are computed in double and rounded to their dtype. Operations that are undefined in C (a
+// division by zero, a shift past the width) do not fold: they return nothing.
+
+
 
 namespace tinyt::inline v0 {
 
@@ -1831,374 +2209,6 @@ inline UOp canonical_linear(const UOp& u) {
 
 }  // namespace tinyt::inline v0
 // ---- end tinyt/linear.hpp ----
-// ---- tinyt/pattern.hpp ----
-// The rewrite engine: UPat patterns, PatternMatcher rule tables and graph_rewrite, the one
-// driver every stage of the pipeline runs its rules with.
-//
-//   PatternMatcher pm{{
-//     {UPat::var("x") + 0, [](auto& m) { return m["x"]; }},   // x+0 -> x
-//   }};
-//   UOp out = graph_rewrite(sink, pm);
-
-#include <memory>
-#include <typeinfo>
-
-
-namespace tinyt::inline v0 {
-
-/// A pattern over UOps: which ops, dtypes and arg a node may have, what its sources must match,
-/// and a name to capture it under. An empty op set matches any op.
-class UPat {
- public:
-  /// How the source patterns apply: not at all, in order, in any order, or each source alike.
-  enum class Sources : uint8_t { any, ordered, any_order, each };
-
-  UPat() = default;
-  UPat(OpSet ops, std::vector<UPat> src = {}, std::string name = "")
-      : ops_(ops), src_(std::move(src)), name_(std::move(name)) {
-    mode_ = src_.empty() ? Sources::any : Sources::ordered;
-  }
-  UPat(Ops op, std::vector<UPat> src = {}, std::string name = "")
-      : UPat(OpSet{op}, std::move(src), std::move(name)) {}
-
-  /// Any node, captured as `name`.
-  static UPat var(std::string name = "", std::vector<DType> dtypes = {}) {
-    UPat p;
-    p.name_ = std::move(name), p.dtypes_ = std::move(dtypes);
-    return p;
-  }
-  /// Any constant, captured as `name`.
-  static UPat cvar(std::string name = "", std::vector<DType> dtypes = {}) {
-    UPat p = var(std::move(name), std::move(dtypes));
-    p.ops_ = OpSet{Ops::CONST};
-    return p;
-  }
-  /// A constant equal to `value`, whatever its dtype (0 matches 0, 0.0 and False).
-  static UPat cnst(double value, std::string name = "") {
-    UPat p = cvar(std::move(name));
-    p.value_ = value;
-    return p;
-  }
-
-  /// The same pattern, capturing the node as `name`.
-  UPat named(std::string name) const {
-    UPat p = *this;
-    p.name_ = std::move(name);
-    return p;
-  }
-  /// Only nodes of these dtypes (or whose scalar dtype is one of them).
-  UPat dtype(std::vector<DType> dts) const {
-    UPat p = *this;
-    p.dtypes_ = std::move(dts);
-    return p;
-  }
-  /// Only nodes with exactly this arg.
-  UPat arg(Arg a) const {
-    UPat p = *this;
-    p.arg_ = std::move(a);
-    return p;
-  }
-  /// The source patterns match the sources in any order (for commutative ops).
-  UPat any_order() const {
-    UPat p = *this;
-    p.set_mode(Sources::any_order);
-    return p;
-  }
-  /// The node may have more sources than patterns; the extra ones are not looked at.
-  UPat any_len() const {
-    UPat p = *this;
-    p.any_len_ = true;
-    return p;
-  }
-  /// Every source matches `each` (any number of sources).
-  UPat each_src(UPat each) const {
-    UPat p = *this;
-    p.src_ = {std::move(each)};
-    p.set_mode(Sources::each);
-    return p;
-  }
-
-  // builders that read like the UOps they match; commutative ops match in either order
-  UPat alu(Ops op, std::vector<UPat> others) const {
-    std::vector<UPat> src{*this};
-    src.insert(src.end(), others.begin(), others.end());
-    UPat p(op, std::move(src));
-    return GroupOp::Commutative.contains(op) ? p.any_order() : p;
-  }
-  UPat lt(const UPat& o) const { return alu(Ops::CMPLT, {o}); }
-  UPat ne(const UPat& o) const { return alu(Ops::CMPNE, {o}); }
-  UPat eq(const UPat& o) const { return alu(Ops::CMPEQ, {o}); }
-  UPat maximum(const UPat& o) const { return alu(Ops::MAX, {o}); }
-  UPat idiv(const UPat& o) const { return alu(Ops::IDIV, {o}); }
-  UPat where(const UPat& a, const UPat& b) const { return alu(Ops::WHERE, {a, b}); }
-  UPat cast() const { return UPat(Ops::CAST, {*this}); }
-
-  const OpSet& ops() const { return ops_; }
-  const std::string& name() const { return name_; }
-  Sources mode() const { return mode_; }
-  const std::vector<UPat>& src() const { return src_; }
-
-  friend class Matcher;
-
- private:
-  void set_mode(Sources m) {
-    if (m == Sources::any_order && src_.size() > 6)
-      throw RewriteError(detail::cat("UPat: ", src_.size(),
-                                     " sources in any order is too many to try (at most 6)"));
-    mode_ = src_.empty() ? Sources::any : m;
-  }
-
-  OpSet ops_;
-  std::vector<DType> dtypes_;
-  std::optional<Arg> arg_;
-  std::optional<double> value_;
-  std::vector<UPat> src_;
-  std::string name_;
-  Sources mode_ = Sources::any;
-  bool any_len_ = false;
-};
-
-// Pattern arithmetic builds the pattern of the UOp arithmetic it matches; a number stands for
-// a constant of that value.
-#define TINYT_UPAT_BINARY(sym, OP)                                                              \
-  inline UPat operator sym(const UPat& a, const UPat& b) { return a.alu(Ops::OP, {b}); }        \
-  inline UPat operator sym(const UPat& a, double b) { return a.alu(Ops::OP, {UPat::cnst(b)}); } \
-  inline UPat operator sym(double a, const UPat& b) { return UPat::cnst(a).alu(Ops::OP, {b}); }
-TINYT_UPAT_BINARY(+, ADD)
-TINYT_UPAT_BINARY(*, MUL)
-TINYT_UPAT_BINARY(%, MOD)
-TINYT_UPAT_BINARY(/, IDIV)
-TINYT_UPAT_BINARY(&, AND)
-TINYT_UPAT_BINARY(|, OR)
-TINYT_UPAT_BINARY(^, XOR)
-#undef TINYT_UPAT_BINARY
-
-/// What a rule sees: the captured nodes by name, the matched node, and the rewrite's context.
-class Match {
- public:
-  /// The node captured as `name`; a rule that asks for a name its pattern lacks is malformed.
-  const UOp& operator[](std::string_view name) const {
-    for (auto& [n, u] : captures_)
-      if (n == name) return u;
-    throw RewriteError(
-        detail::cat("rule asks for '", name, "', which its pattern does not capture"));
-  }
-  bool has(std::string_view name) const {
-    for (auto& [n, u] : captures_)
-      if (n == name) return true;
-    return false;
-  }
-  /// The node the whole pattern matched.
-  const UOp& root() const { return *root_; }
-  /// The context given to graph_rewrite, as a T (it must have been given as a T).
-  template <class T> T& ctx() const {
-    if (!ctx_ || *ctx_type_ != typeid(T))
-      throw RewriteError(
-          detail::cat("rule asks for a context of type ", typeid(T).name(), " it was not given"));
-    return *static_cast<T*>(ctx_);
-  }
-
- private:
-  friend class Matcher;
-  friend class PatternMatcher;
-  std::vector<std::pair<std::string, UOp>> captures_;  // names copied: a Match may outlive its UPat
-  const UOp* root_ = nullptr;
-  void* ctx_ = nullptr;
-  const std::type_info* ctx_type_ = nullptr;
-};
-
-/// Matches a pattern against a node, filling the captures (undone on failure).
-class Matcher {
- public:
-  static bool match(const UPat& p, const UOp& u, Match& m) {
-    const size_t mark = m.captures_.size();
-    if (match_here(p, u, m)) return true;
-    m.captures_.resize(mark);
-    return false;
-  }
-
- private:
-  static bool match_here(const UPat& p, const UOp& u, Match& m) {
-    if (!p.ops_.empty() && !p.ops_.contains(u.op())) return false;
-    if (!p.dtypes_.empty() &&
-        std::find(p.dtypes_.begin(), p.dtypes_.end(), u.dtype()) == p.dtypes_.end() &&
-        std::find(p.dtypes_.begin(), p.dtypes_.end(), u.dtype().scalar()) == p.dtypes_.end())
-      return false;
-    if (p.arg_ && !(u.arg() == *p.arg_)) return false;
-    if (p.value_ && !(u.op() == Ops::CONST && u.const_float() == *p.value_)) return false;
-    if (!p.name_.empty()) {
-      bool bound = false;
-      for (auto& [n, v] : m.captures_)
-        if (n == p.name_) {
-          if (!(v == u)) return false;  // a name captured twice must be the same node
-          bound = true;
-        }
-      if (!bound) m.captures_.emplace_back(p.name_, u);
-    }
-    const auto& src = u.src();
-    switch (p.mode_) {
-      case UPat::Sources::any:
-        return true;
-      case UPat::Sources::each:
-        for (const UOp& s : src)
-          if (!match(p.src_[0], s, m)) return false;
-        return true;
-      case UPat::Sources::ordered:
-        if (p.any_len_ ? src.size() < p.src_.size() : src.size() != p.src_.size()) return false;
-        for (size_t i = 0; i < p.src_.size(); ++i)
-          if (!match(p.src_[i], src[i], m)) return false;
-        return true;
-      case UPat::Sources::any_order: {
-        if (p.any_len_ ? src.size() < p.src_.size() : src.size() != p.src_.size()) return false;
-        std::vector<size_t> perm(p.src_.size());
-        for (size_t i = 0; i < perm.size(); ++i) perm[i] = i;
-        const size_t mark = m.captures_.size();
-        do {
-          bool ok = true;
-          for (size_t i = 0; i < perm.size() && ok; ++i) ok = match(p.src_[perm[i]], src[i], m);
-          if (ok) return true;
-          m.captures_.resize(mark);
-        } while (std::next_permutation(perm.begin(), perm.end()));
-        return false;
-      }
-    }
-    return false;
-  }
-};
-
-/// A table of (pattern, rewrite) rules, indexed by op. A rule returns the replacement, or the
-/// empty UOp when it does not apply; the first rule that applies wins. Tables compose with `+`.
-class PatternMatcher {
- public:
-  using Fn = std::function<UOp(const Match&)>;
-  struct Rule {
-    UPat pat;
-    Fn fn;
-  };
-
-  PatternMatcher() = default;
-  PatternMatcher(std::vector<Rule> rules) {  // NOLINT: tables are written as braced lists
-    for (Rule& r : rules) add(std::make_shared<const Rule>(std::move(r)));
-  }
-  friend PatternMatcher operator+(const PatternMatcher& a, const PatternMatcher& b) {
-    PatternMatcher out = a;
-    for (const auto& r : b.rules_) out.add(r);
-    return out;
-  }
-  size_t size() const { return rules_.size(); }
-
-  /// The first rule's replacement for `u`, or the empty UOp when none applies.
-  UOp rewrite(const UOp& u, void* ctx = nullptr, const std::type_info* ctx_type = nullptr) const {
-    const auto& candidates = by_op_[static_cast<size_t>(u.op())];
-    if (candidates.empty()) return {};
-    Match m;
-    m.root_ = &u, m.ctx_ = ctx, m.ctx_type_ = ctx_type;
-    for (uint32_t i : candidates) {
-      m.captures_.clear();
-      if (!Matcher::match(rules_[i]->pat, u, m)) continue;
-      // a rule that hands back its input has nothing to say; the next one may
-      if (UOp out = rules_[i]->fn(m); out && !(out == u)) return out;
-    }
-    return {};
-  }
-
- private:
-  void add(std::shared_ptr<const Rule> r) {
-    if (r->pat.ops().empty())
-      throw RewriteError(detail::cat("PatternMatcher: rule ", rules_.size(),
-                                     " has no op at its root to index it by (UPat '", r->pat.name(),
-                                     "')"));
-    if (!r->fn)
-      throw RewriteError(detail::cat("PatternMatcher: rule ", rules_.size(), " has no function"));
-    r->pat.ops().for_each([&](Ops op) {
-      by_op_[static_cast<size_t>(op)].push_back(static_cast<uint32_t>(rules_.size()));
-    });
-    rules_.push_back(std::move(r));
-  }
-
-  std::vector<std::shared_ptr<const Rule>> rules_;
-  std::array<std::vector<uint32_t>, op_count> by_op_;
-};
-
-namespace detail {
-// Rewrites a graph to a fixed point without recursion. Each node is visited once (memoized), so a
-// DAG costs time linear in its size. Default order: a node's sources are rewritten first, then
-// the node (repeatedly, the result rewritten again). bottom_up (tinygrad's name): a node is
-// rewritten to a fixed point before its sources are visited.
-inline UOp graph_rewrite_impl(const UOp& root, const PatternMatcher& pm, bool bottom_up, void* ctx,
-                              const std::type_info* ctx_type) {
-  struct Frame {
-    UOp n;
-    int stage;
-    UOp next;
-  };
-  std::unordered_map<UOp, UOp> done;
-  std::unordered_set<const UOpNode*> in_progress;
-  std::vector<Frame> stack{{root, 0, root}};
-  auto fail_cycle = [](const UOp& n) {
-    return RewriteError(
-        detail::cat("graph_rewrite: the rules rewrite ", op_name(n.op()),
-                    " into a graph that contains it again, forever: ", expr_string(n)));
-  };
-  while (!stack.empty()) {
-    Frame f = std::move(stack.back());
-    stack.pop_back();
-    if (done.count(f.n)) continue;
-    if (f.stage == 0) {
-      if (!in_progress.insert(f.n.get()).second) throw fail_cycle(f.n);
-      UOp cur = f.n;
-      if (bottom_up) {
-        std::unordered_set<UOp> seen{cur};
-        while (UOp r = pm.rewrite(cur, ctx, ctx_type)) {
-          if (!seen.insert(r).second) throw fail_cycle(r);
-          cur = std::move(r);
-        }
-      }
-      const auto& src = cur.src();
-      stack.push_back({f.n, 1, cur});
-      for (auto it = src.rbegin(); it != src.rend(); ++it) stack.push_back({*it, 0, *it});
-    } else if (f.stage == 1) {
-      std::vector<UOp> new_src;
-      bool changed = false;
-      for (const UOp& s : f.next.src()) {
-        auto it = done.find(s);
-        if (it == done.end()) throw fail_cycle(f.next);
-        new_src.push_back(it->second);
-        changed |= !(it->second == s);
-      }
-      UOp after;
-      if (changed)
-        after = f.next.replace(std::move(new_src));
-      else if (!bottom_up)
-        after = pm.rewrite(f.next, ctx, ctx_type);
-      if (!after) {
-        in_progress.erase(f.n.get());
-        done.emplace(f.n, f.next);
-        continue;
-      }
-      stack.push_back({f.n, 2, after});
-      stack.push_back({after, 0, after});
-    } else {
-      in_progress.erase(f.n.get());
-      done.emplace(f.n, done.at(f.next));
-    }
-  }
-  return done.at(root);
-}
-}  // namespace detail
-
-/// Rewrites `root` with the rules of `pm` until no rule applies anywhere.
-inline UOp graph_rewrite(const UOp& root, const PatternMatcher& pm, bool bottom_up = false) {
-  return detail::graph_rewrite_impl(root, pm, bottom_up, nullptr, nullptr);
-}
-/// The same, with a context the rules reach through `m.ctx<Ctx>()`.
-template <class Ctx>
-UOp graph_rewrite(const UOp& root, const PatternMatcher& pm, Ctx& ctx, bool bottom_up = false) {
-  return detail::graph_rewrite_impl(root, pm, bottom_up, &ctx, &typeid(Ctx));
-}
-
-}  // namespace tinyt::inline v0
-// ---- end tinyt/pattern.hpp ----
 // ---- tinyt/symbolic.hpp ----
 // The symbolic engine: constant folding, identities, canonical sums and products, div/mod folding
 // and comparison rewriting for integer (index) arithmetic, as rule tables over UOps.
@@ -2599,4 +2609,2686 @@ inline UOp simplify_valid(const UOp& valid) {
 }  // namespace tinyt::inline v0
 // ---- end tinyt/valid.hpp ----
 // ---- end tinyt/symbolic.hpp ----
+// ---- tinyt/shape.hpp ----
+// Shapes: `sint` (a concrete size or a symbolic one over Variables) and `Shape`, a list of them.
+
+#include <numeric>
+
+
+namespace tinyt::inline v0 {
+
+/// A size: an int64_t, or a symbolic index expression over Variables.
+class sint {
+ public:
+  sint() = default;
+  template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+  sint(I v) : v_(static_cast<int64_t>(v)) {}  // NOLINT: sizes are written as plain numbers
+  /// A symbolic size; folds to a number when the expression is constant.
+  sint(const UOp& u) {  // NOLINT
+    if (!u.dtype().scalar().is_int())
+      throw DTypeError(detail::cat("sint: ", u.dtype().name(), " is not an integer"));
+    UOp s = simplify(u.cast(dtypes::index));
+    if (s.is_const())
+      v_ = static_cast<int64_t>(s.const_int());
+    else
+      v_ = s;
+  }
+
+  bool is_int() const { return std::holds_alternative<int64_t>(v_); }
+  /// The concrete value; a symbolic size is an error here.
+  int64_t as_int() const {
+    if (const int64_t* i = std::get_if<int64_t>(&v_)) return *i;
+    throw ShapeError(detail::cat("sint: ", *this, " is symbolic where a concrete size is needed"));
+  }
+  /// The size as an index UOp.
+  UOp as_uop() const {
+    return is_int() ? UOp::const_(dtypes::index, std::get<int64_t>(v_)) : std::get<UOp>(v_);
+  }
+
+  friend bool operator==(const sint& a, const sint& b) {
+    if (a.is_int() && b.is_int()) return a.as_int() == b.as_int();
+    return a.as_uop() == b.as_uop();
+  }
+  friend sint operator+(const sint& a, const sint& b) {
+    return a.is_int() && b.is_int() ? sint(a.as_int() + b.as_int()) : sint(a.as_uop() + b.as_uop());
+  }
+  friend sint operator-(const sint& a, const sint& b) {
+    return a.is_int() && b.is_int() ? sint(a.as_int() - b.as_int()) : sint(a.as_uop() - b.as_uop());
+  }
+  friend sint operator*(const sint& a, const sint& b) {
+    return a.is_int() && b.is_int() ? sint(a.as_int() * b.as_int()) : sint(a.as_uop() * b.as_uop());
+  }
+  friend std::ostream& operator<<(std::ostream& os, const sint& s) {
+    if (s.is_int()) return os << std::get<int64_t>(s.v_);
+    return os << std::get<UOp>(s.v_);
+  }
+
+ private:
+  std::variant<int64_t, UOp> v_ = int64_t{0};
+};
+
+/// A tensor's shape: one sint per dimension.
+class Shape {
+ public:
+  Shape() = default;
+  Shape(std::initializer_list<sint> dims) : d_(dims) {}
+  Shape(std::vector<sint> dims) : d_(std::move(dims)) {}                     // NOLINT
+  Shape(const std::vector<int64_t>& dims) : d_(dims.begin(), dims.end()) {}  // NOLINT
+
+  size_t size() const { return d_.size(); }
+  bool empty() const { return d_.empty(); }
+  const sint& operator[](size_t i) const { return d_.at(i); }
+  sint& operator[](size_t i) { return d_.at(i); }
+  auto begin() const { return d_.begin(); }
+  auto end() const { return d_.end(); }
+  void push_back(sint s) { d_.push_back(std::move(s)); }
+  const std::vector<sint>& dims() const { return d_; }
+  bool is_concrete() const {
+    return std::all_of(d_.begin(), d_.end(), [](const sint& s) { return s.is_int(); });
+  }
+  /// Every dimension as a number (all must be concrete).
+  std::vector<int64_t> to_vector() const {
+    std::vector<int64_t> out;
+    for (const sint& s : d_) out.push_back(s.as_int());
+    return out;
+  }
+  /// The number of elements.
+  sint numel() const {
+    sint n = 1;
+    for (const sint& s : d_) n = n * s;
+    return n;
+  }
+  friend bool operator==(const Shape& a, const Shape& b) { return a.d_ == b.d_; }
+  friend std::ostream& operator<<(std::ostream& os, const Shape& s) {
+    os << '(';
+    for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
+    return os << (s.size() == 1 ? ",)" : ")");
+  }
+
+ private:
+  std::vector<sint> d_;
+};
+
+/// Shape as text, "(3, 4)", for error messages.
+inline std::string to_string(const Shape& s) { return detail::cat(s); }
+
+/// A negative axis counted from the end, checked against ndim.
+inline int normalize_axis(int axis, size_t ndim, const char* op) {
+  const int n = static_cast<int>(ndim);
+  if (axis < -std::max(n, 1) || axis >= std::max(n, 1))
+    throw IndexError(
+        detail::cat(op, ": axis ", axis, " is out of range for ", ndim, " dimensions"));
+  return axis < 0 ? axis + std::max(n, 1) : axis;
+}
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/shape.hpp ----
+
+// devices and backends
+// ---- tinyt/helpers.hpp ----
+// Knobs and counters: environment variables with tinygrad's names (DEBUG, BEAM, NOOPT, ...),
+// scoped overrides of them in code (Context), and GlobalCounters.
+
+#include <chrono>
+
+
+namespace tinyt::inline v0 {
+
+/// Overrides knobs for a scope: `Context ctx{{"BEAM", 2}, {"DEV", "CPU"}};` (innermost wins).
+class Context {
+ public:
+  using Value = std::variant<int64_t, std::string>;
+  struct Setting {
+    std::string name;
+    Value value;
+    Setting(std::string n, int64_t v) : name(std::move(n)), value(v) {}
+    Setting(std::string n, int v) : name(std::move(n)), value(static_cast<int64_t>(v)) {}
+    Setting(std::string n, std::string v) : name(std::move(n)), value(std::move(v)) {}
+    Setting(std::string n, const char* v) : name(std::move(n)), value(std::string(v)) {}
+  };
+  Context(std::initializer_list<Setting> settings) {
+    std::lock_guard lock(mu());
+    stack().emplace_back(settings.begin(), settings.end());
+    depth_ = stack().size();
+  }
+  ~Context() {
+    std::lock_guard lock(mu());
+    if (stack().size() == depth_) stack().pop_back();
+  }
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  /// The knob's value as text: the innermost Context that sets it, else the environment.
+  static std::optional<std::string> lookup(const std::string& name) {
+    {
+      std::lock_guard lock(mu());
+      for (auto it = stack().rbegin(); it != stack().rend(); ++it)
+        for (const Setting& s : *it)
+          if (s.name == name)
+            return std::holds_alternative<int64_t>(s.value) ? std::to_string(std::get<int64_t>(s.value))
+                                                              : std::get<std::string>(s.value);
+    }
+    if (const char* v = std::getenv(name.c_str())) return std::string(v);
+    return std::nullopt;
+  }
+
+ private:
+  static std::mutex& mu() {
+    static std::mutex m;
+    return m;
+  }
+  static std::vector<std::vector<Setting>>& stack() {
+    static std::vector<std::vector<Setting>> s;
+    return s;
+  }
+  size_t depth_ = 0;
+};
+
+/// An integer knob (DEBUG=2), or `fallback` when unset; a non-number is an Error.
+inline int64_t getenv_int(const std::string& name, int64_t fallback = 0) {
+  auto v = Context::lookup(name);
+  if (!v || v->empty()) return fallback;
+  char* end = nullptr;
+  const long long n = std::strtoll(v->c_str(), &end, 10);
+  if (*end != '\0') throw Error(detail::cat("the setting ", name, "='", *v, "' is not a number"));
+  return n;
+}
+inline std::string getenv_str(const std::string& name, const std::string& fallback = "") {
+  return Context::lookup(name).value_or(fallback);
+}
+/// The DEBUG level (0 when unset).
+inline int debug_level() { return static_cast<int>(getenv_int("DEBUG", 0)); }
+
+/// Counters of the work done since the last reset (tests use kernel_count to check fusion).
+struct GlobalCounters {
+  static inline std::atomic<int64_t> kernel_count{0};
+  static inline std::atomic<int64_t> global_ops{0};
+  static inline std::atomic<int64_t> global_mem{0};
+  static inline std::atomic<double> time_sum_s{0.0};
+  static void reset() { kernel_count = 0, global_ops = 0, global_mem = 0, time_sum_s = 0.0; }
+};
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/helpers.hpp ----
+// ---- tinyt/device.hpp ----
+// Devices and their memory: names, the default device, and Buffer, a block of device memory.
+// A backend knows how to allocate, copy, compile and launch; nothing here knows about tensors.
+
+#include <cctype>
+
+
+namespace tinyt::inline v0 {
+
+namespace detail {
+// Host memory, 64-byte aligned, with freed blocks kept by size for reuse (tinygrad's LRU
+// allocator): a training step frees and allocates the same sizes every time.
+class HostAllocator {
+ public:
+  void* alloc(size_t nbytes) {
+    const size_t n = round_up(nbytes);
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = free_.find(n); it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_bytes_ -= n;
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(64, n);
+    if (!p) {
+      release_cache();
+      p = std::aligned_alloc(64, n);
+    }
+    if (!p) throw OutOfMemoryError(detail::cat("CPU: cannot allocate ", nbytes, " bytes"));
+    return p;
+  }
+  void free(void* p, size_t nbytes) {
+    const size_t n = round_up(nbytes);
+    std::lock_guard lock(mu_);
+    if (cached_bytes_ + n > cache_limit) {
+      std::free(p);
+      return;
+    }
+    free_[n].push_back(p);
+    cached_bytes_ += n;
+  }
+  void release_cache() {
+    std::lock_guard lock(mu_);
+    for (auto& [n, blocks] : free_)
+      for (void* p : blocks) std::free(p);
+    free_.clear();
+    cached_bytes_ = 0;
+  }
+  ~HostAllocator() { release_cache(); }
+
+ private:
+  static size_t round_up(size_t n) { return std::max<size_t>(64, (n + 63) / 64 * 64); }
+  static constexpr size_t cache_limit = size_t{1} << 30;
+  std::mutex mu_;
+  std::map<size_t, std::vector<void*>> free_;
+  size_t cached_bytes_ = 0;
+};
+inline HostAllocator& host_allocator() {
+  static HostAllocator a;
+  return a;
+}
+}  // namespace detail
+
+/// Device names and the default device.
+struct Device {
+  /// The device names tinyt knows, whether or not they can run here.
+  static const std::vector<std::string>& known() {
+    static const std::vector<std::string> names{"CPU"};
+    return names;
+  }
+  /// "cpu", "CPU:0" -> "CPU"; an unknown name is a DeviceError.
+  static std::string canonicalize(const std::string& name) {
+    std::string s = name.empty() ? default_device() : name;
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
+    if (s.size() > 2 && s.compare(s.size() - 2, 2, ":0") == 0) s.resize(s.size() - 2);
+    if (std::find(known().begin(), known().end(), s) == known().end())
+      throw DeviceError(detail::cat("unknown device '", name, "'; tinyt knows: CPU"));
+    return s;
+  }
+  /// The devices that can run here.
+  static std::vector<std::string> list() { return {"CPU"}; }
+  /// The default device: $DEV if set, else CPU.
+  static std::string default_device() {
+    const char* dev = std::getenv("DEV");
+    return dev && *dev ? canonicalize(dev) : "CPU";
+  }
+};
+
+/// A block of device memory holding `size` elements of `dtype`. Allocated on first use.
+class Buffer {
+ public:
+  Buffer(std::string device, size_t size, DType dtype)
+      : device_(Device::canonicalize(device)), size_(size), dtype_(dtype) {}
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() {
+    if (ptr_) detail::host_allocator().free(ptr_, nbytes());
+  }
+
+  const std::string& device() const { return device_; }
+  size_t size() const { return size_; }
+  DType dtype() const { return dtype_; }
+  size_t nbytes() const { return size_ * static_cast<size_t>(dtype_.itemsize()); }
+  bool allocated() const { return ptr_ != nullptr; }
+
+  /// The memory, allocated now if it was not yet.
+  void* ptr() {
+    std::call_once(alloc_once_, [this] { ptr_ = detail::host_allocator().alloc(nbytes()); });
+    return ptr_;
+  }
+  void copyin(const void* src, size_t n) {
+    if (n != nbytes())
+      throw Error(detail::cat("Buffer.copyin: ", n, " bytes into a buffer of ", nbytes()));
+    if (n) std::memcpy(ptr(), src, n);
+  }
+  void copyout(void* dst, size_t n) {
+    if (n != nbytes())
+      throw Error(detail::cat("Buffer.copyout: ", n, " bytes from a buffer of ", nbytes()));
+    if (n) std::memcpy(dst, ptr(), n);
+  }
+
+ private:
+  std::string device_;
+  size_t size_;
+  DType dtype_;
+  void* ptr_ = nullptr;
+  std::once_flag alloc_once_;
+};
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/device.hpp ----
+// ---- tinyt/backend/dlopen.hpp ----
+// Shared libraries opened at run time (dlopen): how tinyt reaches LLVM, the vendor runtimes and
+// the kernels it compiles with nothing to link. A library that is missing is a DeviceError that
+// says what was tried, never a link failure or a crash.
+
+#include <dlfcn.h>
+
+
+
+namespace tinyt::inline v0 {
+namespace backend {
+
+namespace detail {
+using ::tinyt::detail::cat;
+
+/// The loader's message for the last failed dl* call on this thread.
+inline std::string last_dlerror() {
+  const char* message = dlerror();
+  return message ? message : "unknown error";
+}
+}  // namespace detail
+
+/// An open shared library, closed (dlclose) with its owner. Movable, not copyable.
+class Library {
+ public:
+  /// Opens `path` (a file path, or a name the dynamic loader searches for); DeviceError on failure.
+  explicit Library(const std::string& path, int flags = RTLD_NOW | RTLD_LOCAL) : path_(path) {
+    handle_ = dlopen(path.c_str(), flags);
+    if (!handle_)
+      throw DeviceError(
+          detail::cat("tinyt: cannot open library '", path, "': ", detail::last_dlerror()));
+  }
+
+  /// Opens the first of `candidates` that loads; DeviceError listing every path tried and why.
+  static Library open_first(const std::vector<std::string>& candidates,
+                            int flags = RTLD_NOW | RTLD_LOCAL) {
+    std::string tried;
+    for (const std::string& path : candidates) {
+      if (void* handle = dlopen(path.c_str(), flags)) return Library(handle, path);
+      tried += detail::cat("\n  ", path, ": ", detail::last_dlerror());
+    }
+    throw DeviceError(detail::cat(
+        "tinyt: cannot open a shared library; tried ", candidates.size(),
+        candidates.size() == 1 ? " path:" : " paths:", tried.empty() ? " (none given)" : tried));
+  }
+
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+  Library(Library&& other) noexcept
+      : handle_(std::exchange(other.handle_, nullptr)), path_(std::move(other.path_)) {}
+  Library& operator=(Library&& other) noexcept {
+    if (this != &other) {
+      close();
+      handle_ = std::exchange(other.handle_, nullptr);
+      path_ = std::move(other.path_);
+    }
+    return *this;
+  }
+  ~Library() { close(); }
+
+  /// The symbol `name` as a `Fn*` (a function type, e.g. `symbol<int(void*)>("f")`, or an object
+  /// type); DeviceError naming the library and the symbol when it is missing.
+  template <class Fn> Fn* symbol(const char* name) const {
+    if (Fn* found = try_symbol<Fn>(name)) return found;
+    throw DeviceError(detail::cat("tinyt: library '", path_, "' has no symbol '", name,
+                                  "': ", detail::last_dlerror()));
+  }
+
+  /// The symbol `name` as a `Fn*`, or nullptr when the library does not have it (optional APIs).
+  template <class Fn> Fn* try_symbol(const char* name) const {
+    static_assert(!std::is_pointer_v<Fn>,
+                  "tinyt::backend::Library::symbol: Fn is the function type, not a pointer: "
+                  "write symbol<int(void*)>(name), which returns int (*)(void*)");
+    if (!handle_)
+      throw DeviceError(detail::cat("tinyt: symbol '", name, "' looked up in a closed Library"));
+    dlerror();  // clear a stale error so the one reported is this lookup's
+    void* address = dlsym(handle_, name);
+    if constexpr (std::is_function_v<Fn>)
+      return std::bit_cast<Fn*>(address);
+    else
+      return static_cast<Fn*>(address);
+  }
+
+  /// The path or name the library was opened with.
+  const std::string& path() const noexcept { return path_; }
+  /// The dlopen handle (nullptr once moved from).
+  void* handle() const noexcept { return handle_; }
+
+ private:
+  Library(void* handle, std::string path) : handle_(handle), path_(std::move(path)) {}
+  void close() noexcept {
+    if (handle_) dlclose(std::exchange(handle_, nullptr));
+  }
+
+  void* handle_ = nullptr;
+  std::string path_;
+};
+
+}  // namespace backend
+}  // namespace tinyt::inline v0
+// ---- end tinyt/backend/dlopen.hpp ----
+// ---- tinyt/backend/cpu_cc.hpp ----
+// CPU backend through the system C compiler: C source → shared object in an on-disk cache → dlopen.
+//
+// Kernel convention: one C function per kernel,
+//   void NAME(void** bufs, const long long* vars, int core_id, int core_count);
+// bufs are the kernel's buffers in order, vars the values of its symbolic variables in order, and
+// core_id/core_count split the outer loop across threads (a single thread passes 0 and 1).
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+// ---- tinyt/backend/subprocess.hpp ----
+// Running a program without a shell: PATH lookup as execvp does it, and posix_spawn with its
+// stdout and stderr captured. The backends use it to run compilers and ask their versions.
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+
+
+extern char** environ;  // the environment a child inherits (POSIX; not declared by every header)
+
+namespace tinyt::inline v0 {
+namespace backend {
+namespace detail {
+using ::tinyt::detail::cat;
+
+/// A command line split on white space (no shell quoting), as CC="ccache gcc" is meant.
+inline std::vector<std::string> split_words(std::string_view text) {
+  std::vector<std::string> words;
+  std::istringstream in{std::string(text)};
+  for (std::string word; in >> word;) words.push_back(word);
+  return words;
+}
+
+/// argv as one line, for messages.
+inline std::string join(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& word : words) out += (out.empty() ? "" : " ") + word;
+  return out;
+}
+
+inline bool is_file(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/// `name` resolved like execvp does (PATH search unless it has a '/'); "" when not found.
+inline std::string find_program(const std::string& name) {
+  auto runnable = [](const std::string& path) {
+    return is_file(path) && access(path.c_str(), X_OK) == 0;
+  };
+  if (name.find('/') != std::string::npos) return runnable(name) ? name : "";
+  const char* env = std::getenv("PATH");
+  std::string_view dirs = env ? env : "/usr/local/bin:/usr/bin:/bin";
+  for (size_t start = 0; start <= dirs.size();) {
+    size_t end = std::min(dirs.find(':', start), dirs.size());
+    std::string dir(dirs.substr(start, end - start));
+    std::string path = (dir.empty() ? "." : dir) + "/" + name;
+    if (runnable(path)) return path;
+    start = end + 1;
+  }
+  return "";
+}
+
+/// How a child ended: spawn_error is an errno when it could not start; else status is waitpid's.
+struct ProcessResult {
+  int spawn_error = 0, status = 0;
+  std::string output;  // stdout and stderr, interleaved as written
+  bool ok() const { return spawn_error == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+  std::string describe() const {
+    if (WIFSIGNALED(status)) return cat("killed by signal ", WTERMSIG(status));
+    return cat("exit status ", WEXITSTATUS(status));
+  }
+};
+
+/// Runs argv (argv[0] a path, no shell) with stdin from /dev/null, capturing stdout and stderr.
+inline ProcessResult run_process(const std::vector<std::string>& argv) {
+  int pipe_fds[2];  // close-on-exec, so children spawned by other threads do not hold it open
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0)
+    throw DeviceError(cat("tinyt: cannot create a pipe: ", std::strerror(errno)));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  ProcessResult result;
+  pid_t pid = 0;
+  result.spawn_error = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(pipe_fds[1]);
+  char buffer[4096];
+  for (ssize_t n; result.spawn_error == 0 && (n = ::read(pipe_fds[0], buffer, sizeof buffer)) != 0;)
+    if (n > 0)
+      result.output.append(buffer, static_cast<size_t>(n));
+    else if (errno != EINTR)
+      break;
+  ::close(pipe_fds[0]);
+  while (result.spawn_error == 0 && waitpid(pid, &result.status, 0) < 0)
+    if (errno != EINTR) throw DeviceError(cat("tinyt: waitpid failed: ", std::strerror(errno)));
+  return result;
+}
+
+}  // namespace detail
+}  // namespace backend
+}  // namespace tinyt::inline v0
+// ---- end tinyt/backend/subprocess.hpp ----
+
+namespace tinyt::inline v0 {
+namespace backend {
+
+namespace detail {
+using ::tinyt::detail::cat;
+
+/// A deterministic 128-bit hash: FNV-1a-64 and a rotate-multiply lane, each finished with
+/// murmur3's fmix64. A cache key, not a cryptographic hash: the cache also compares the source.
+class Hash128 {
+ public:
+  Hash128& update(std::string_view data) {
+    for (char ch : data) {
+      const uint64_t c = static_cast<unsigned char>(ch);
+      a_ = (a_ ^ c) * 0x100000001b3ULL;
+      b_ = std::rotl(b_ ^ c, 23) * 0x9e3779b97f4a7c15ULL;
+    }
+    size_ += data.size();
+    return *this;
+  }
+  /// 32 lowercase hex digits.
+  std::string hex() const {
+    const uint64_t hi = fmix(a_ ^ size_), lo = fmix(b_ + hi * 0xc2b2ae3d27d4eb4fULL);
+    char out[33];
+    std::snprintf(out, sizeof out, "%016llx%016llx", static_cast<unsigned long long>(hi),
+                  static_cast<unsigned long long>(lo));
+    return out;
+  }
+
+ private:
+  static uint64_t fmix(uint64_t k) {
+    k = (k ^ (k >> 33)) * 0xff51afd7ed558ccdULL;
+    k = (k ^ (k >> 33)) * 0xc4ceb9fe1a85ec53ULL;
+    return k ^ (k >> 33);
+  }
+  uint64_t a_ = 0xcbf29ce484222325ULL, b_ = 0x6a09e667f3bcc909ULL, size_ = 0;
+};
+
+inline std::optional<std::string> read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// The source with line numbers, as quoted in a CompileError.
+inline std::string number_lines(std::string_view src) {
+  std::string out;
+  for (size_t start = 0, line = 1; start < src.size(); ++line) {
+    size_t end = std::min(src.find('\n', start), src.size());
+    char prefix[24];
+    std::snprintf(prefix, sizeof prefix, "%4zu | ", line);
+    out.append(prefix).append(src.substr(start, end - start)).append("\n");
+    start = end + 1;
+  }
+  return out;
+}
+
+/// The host CPU's model and feature flags, hashed: -march=native code is only valid on a CPU
+/// like the one it was built on, so a cache shared between machines must tell them apart.
+inline std::string host_cpu_id() {
+  std::ifstream in("/proc/cpuinfo");
+  Hash128 hash;
+  for (std::string line; std::getline(in, line) && !line.empty();)
+    for (const char* field : {"model name", "flags", "Features", "CPU implementer", "CPU part"})
+      if (line.starts_with(field)) hash.update(line).update("\n");
+  return hash.hex().substr(0, 16);
+}
+
+/// Removes the temporary files of a compile unless it was published.
+struct TempFiles {
+  std::vector<std::string> paths;
+  bool published = false;
+  ~TempFiles() {
+    if (!published)
+      for (const std::string& path : paths) ::unlink(path.c_str());
+  }
+};
+}  // namespace detail
+
+/// Compiles C translation units to shared objects, cached on disk by a hash of compiler and source.
+class CCompiler {
+ public:
+  /// What every kernel is compiled with. No -ffast-math: NaN and inf follow IEEE, as elsewhere.
+  static constexpr std::string_view flags =
+      "-O2 -march=native -fPIC -shared -fno-math-errno -ffp-contract=off -x c";
+  /// Linked after the source, so kernels that call libm resolve it themselves.
+  static constexpr std::string_view libs = "-lm";
+
+  /// The compiler from $CC (default `cc`) and the cache dir from the environment, read now.
+  CCompiler() : CCompiler(env("CC").value_or("cc"), default_cache_dir()) {}
+  /// `command`: a program and optional arguments, split on spaces (like `ccache gcc`).
+  CCompiler(std::string_view command, std::filesystem::path cache_dir)
+      : command_(detail::split_words(command)), dir_(std::move(cache_dir)) {
+    if (command_.empty()) command_ = {"cc"};
+  }
+  CCompiler(const CCompiler&) = delete;
+  CCompiler& operator=(const CCompiler&) = delete;
+
+  /// $TINYT_CACHE_DIR, else $XDG_CACHE_HOME/tinyt, else $HOME/.cache/tinyt, else /tmp/tinyt-<uid>.
+  static std::filesystem::path default_cache_dir() {
+    if (auto dir = env("TINYT_CACHE_DIR")) return *dir;
+    if (auto dir = env("XDG_CACHE_HOME")) return std::filesystem::path(*dir) / "tinyt";
+    if (auto dir = env("HOME")) return std::filesystem::path(*dir) / ".cache" / "tinyt";
+    return private_tmp_dir();
+  }
+
+  const std::filesystem::path& cache_dir() const noexcept { return dir_; }
+  /// Whether the compiler program can be found.
+  bool available() const { return !detail::find_program(command_.front()).empty(); }
+
+  /// Compiler path and arguments, the first line of its --version, the flags and the host CPU;
+  /// part of every key, so a different compiler never reuses another's objects. Computed once.
+  std::string identity() const { return resolve().identity; }
+
+  /// The cache key of `src`: 32 hex digits.
+  std::string key(std::string_view src) const {
+    return detail::Hash128().update(identity()).update(std::string_view("", 1)).update(src).hex();
+  }
+
+  /// The path of `src` compiled to a shared object, from the cache when it is there.
+  std::string compile(const std::string& src) const {
+    const Resolved& compiler = resolve();
+    const std::string key = this->key(src);
+    ensure_dir();
+    const std::string so = (dir_ / (key + ".so")).string(), stored = (dir_ / (key + ".c")).string();
+    if (detail::is_file(so) && detail::read_file(stored) == src) {
+      ++hits_;
+      return so;
+    }
+    // Build under a unique name beside the entry and publish with rename(2) only on success: a
+    // failed or killed compile leaves no entry, and concurrent compiles each publish a whole file.
+    std::string tmp = (dir_ / (key + ".tmp.XXXXXX")).string();
+    int fd = ::mkstemp(tmp.data());
+    if (fd < 0) throw cache_error("cannot create a file in", errno);
+    detail::TempFiles temps{{tmp, tmp + ".so"}};
+    FILE* file = ::fdopen(fd, "w");
+    bool written = file && ::fchmod(fd, 0644) == 0 &&
+                   std::fwrite(src.data(), 1, src.size(), file) == src.size();
+    int write_errno = errno;
+    if ((file ? std::fclose(file) : ::close(fd)) != 0 || !written)
+      throw cache_error("cannot write a source file in", write_errno);
+    std::vector<std::string> argv = compiler.argv, flag_words = detail::split_words(flags);
+    argv.insert(argv.end(), flag_words.begin(), flag_words.end());
+    argv.insert(argv.end(), {tmp, "-o", tmp + ".so", std::string(libs)});
+    detail::ProcessResult run = detail::run_process(argv);
+    if (run.spawn_error) throw missing_compiler(std::strerror(run.spawn_error));
+    if (!run.ok() || !detail::is_file(tmp + ".so"))
+      throw CompileError(detail::cat("tinyt: the C compiler failed (", run.describe(),
+                                     "): ", detail::join(argv), "\n", run.output, "source:\n",
+                                     detail::number_lines(src)));
+    if (std::rename((tmp + ".so").c_str(), so.c_str()) != 0 ||
+        std::rename(tmp.c_str(), stored.c_str()) != 0)
+      throw cache_error("cannot rename a compiled kernel into", errno);
+    temps.published = true;
+    ++compiles_;
+    return so;
+  }
+
+  /// How many compiles ran the compiler, and how many were answered from the cache (for tests).
+  uint64_t compiles() const noexcept { return compiles_; }
+  uint64_t cache_hits() const noexcept { return hits_; }
+
+ private:
+  struct Resolved {
+    std::vector<std::string> argv;  // the program's full path, then the arguments from CC
+    std::string identity;
+  };
+
+  static std::optional<std::string> env(const char* name) {
+    const char* value = std::getenv(name);
+    return value && *value ? std::optional<std::string>(value) : std::nullopt;
+  }
+  static std::filesystem::path private_tmp_dir() {
+    return detail::cat("/tmp/tinyt-", static_cast<unsigned long>(::getuid()));
+  }
+
+  /// Finds the compiler and asks its version, once; DeviceError when it cannot be run.
+  const Resolved& resolve() const {
+    std::lock_guard lock(mutex_);
+    if (resolved_.identity.empty()) {
+      std::vector<std::string> argv = command_;
+      argv.front() = detail::find_program(command_.front());
+      if (argv.front().empty()) throw missing_compiler("not found");
+      argv.push_back("--version");
+      detail::ProcessResult version = detail::run_process(argv);
+      if (version.spawn_error) throw missing_compiler(std::strerror(version.spawn_error));
+      argv.pop_back();
+      std::string first_line = version.output.substr(0, version.output.find('\n'));
+      resolved_.identity = detail::cat(detail::join(argv), " | ", first_line, " | ", flags, " ",
+                                       libs, " | cpu ", detail::host_cpu_id());
+      resolved_.argv = std::move(argv);
+    }
+    return resolved_;  // never changes once set, so the reference outlives the lock safely
+  }
+
+  void ensure_dir() const {
+    if (dir_ == private_tmp_dir()) {
+      // Anyone can create a directory in /tmp: only use one that is ours and private to us.
+      ::mkdir(dir_.c_str(), 0700);
+      struct stat st;
+      if (::lstat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid() ||
+          (st.st_mode & 077) != 0)
+        throw DeviceError(detail::cat("tinyt: the kernel cache '", dir_.string(),
+                                      "' is not a private directory owned by this user; set "
+                                      "TINYT_CACHE_DIR to a directory of your own"));
+      return;
+    }
+    std::error_code error;
+    std::filesystem::create_directories(dir_, error);
+    if (error) throw cache_error("cannot create", error.value());
+  }
+
+  DeviceError cache_error(const char* what, int error) const {
+    return DeviceError(detail::cat("tinyt: ", what, " the kernel cache directory '", dir_.string(),
+                                   "': ", std::strerror(error),
+                                   " (set TINYT_CACHE_DIR to a writable directory)"));
+  }
+  DeviceError missing_compiler(const char* why) const {
+    return DeviceError(detail::cat("tinyt: CPU_CC backend: C compiler '", command_.front(),
+                                   "' cannot be run (", why,
+                                   "); set CC to a C compiler, or use the CPU_LLVM backend"));
+  }
+
+  std::vector<std::string> command_;
+  std::filesystem::path dir_;
+  mutable std::mutex mutex_;
+  mutable Resolved resolved_;
+  mutable std::atomic<uint64_t> compiles_{0}, hits_{0};
+};
+
+/// The process-wide compiler the engine uses; reads the environment at first use.
+inline CCompiler& default_cc() {
+  static CCompiler compiler;
+  return compiler;
+}
+
+/// A compiled kernel, loaded: a shared object and its function, callable as the convention says.
+class CProgram {
+ public:
+  using Function = void(void** bufs, const long long* vars, int core_id, int core_count);
+  static_assert(sizeof(long long) == sizeof(int64_t),
+                "tinyt: the C convention needs 64-bit long long");
+
+  /// Opens `so_path` (the same path may be open in several CPrograms) and finds `function_name`.
+  CProgram(const std::string& so_path, const std::string& function_name)
+      : library_(so_path),
+        function_(library_.symbol<Function>(function_name.c_str())),
+        name_(function_name) {}
+
+  /// Runs the kernel on `bufs` with the values `vars` (may be null when it has none).
+  void operator()(void* const* bufs, const int64_t* vars, int core_id = 0,
+                  int core_count = 1) const {
+    function_(const_cast<void**>(bufs), reinterpret_cast<const long long*>(vars), core_id,
+              core_count);
+  }
+
+  const std::string& name() const noexcept { return name_; }
+  const std::string& path() const noexcept { return library_.path(); }
+
+ private:
+  Library library_;
+  Function* function_;
+  std::string name_;
+};
+
+}  // namespace backend
+}  // namespace tinyt::inline v0
+// ---- end tinyt/backend/cpu_cc.hpp ----
+
+// the pipeline: tensor graph -> schedule -> codegen -> renderer -> run
+// ---- tinyt/graph.hpp ----
+// The tensor-level graph: what each UOp means before scheduling. A tensor is a UOp; its shape
+// and device are derived from the graph (and cached on the node), and a node that has been
+// computed remembers the buffer that holds its value.
+//
+// Conventions (tinygrad's): BUFFER(UNIQUE, DEVICE) arg=size is realized memory of shape
+// (size,); CONST(DEVICE) is a scalar of shape (); movement ops carry their new shape (RESHAPE,
+// EXPAND), permutation (PERMUTE), (before, after) pairs (PAD), (start, end) pairs (SHRINK) or
+// flipped-or-not flags (FLIP) in their arg; REDUCE_AXIS arg=(op, axes) keeps reduced dims as 1;
+// ALU ops take sources of equal shape; COPY(x, DEVICE); ASSIGN(target, value).
+
+
+
+namespace tinyt::inline v0 {
+
+/// What the tensor level knows about a node: shape, device, and where its value lives.
+struct TensorMeta : UOpNode::Extra {
+  Shape shape;
+  std::string device;
+  std::mutex mu;
+  std::shared_ptr<Buffer> buffer;  // BUFFER nodes: the memory
+  UOp realized;                    // computed nodes: a view of the buffer holding the value
+};
+
+namespace graph {
+namespace detail {
+using tinyt::detail::cat;
+
+inline std::vector<int64_t> ints(const Arg& a) { return a.ints(); }
+inline std::vector<std::pair<int64_t, int64_t>> pairs(const Arg& a) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const Arg& p : a.tuple()) out.emplace_back(p[0].as_int(), p[1].as_int());
+  return out;
+}
+
+inline TensorMeta* compute_meta(const UOp& u, const std::vector<const TensorMeta*>& s) {
+  auto m = std::make_unique<TensorMeta>();
+  auto dev_of_srcs = [&]() -> std::string {
+    for (const TensorMeta* x : s)
+      if (x && !x->device.empty()) return x->device;
+    return "";
+  };
+  switch (u.op()) {
+    case Ops::BUFFER: m->shape = Shape{u.arg().as_int()}, m->device = u.src(1).arg().get<std::string>(); break;
+    case Ops::CONST: m->device = u.src().empty() ? "" : u.src(0).arg().get<std::string>(); break;
+    case Ops::DEVICE: case Ops::UNIQUE: break;
+    case Ops::RESHAPE: case Ops::EXPAND: m->shape = Shape(ints(u.arg())), m->device = s[0]->device; break;
+    case Ops::PERMUTE: {
+      for (int64_t a : ints(u.arg())) m->shape.push_back(s[0]->shape[static_cast<size_t>(a)]);
+      m->device = s[0]->device;
+      break;
+    }
+    case Ops::PAD: {
+      auto p = pairs(u.arg());
+      for (size_t i = 0; i < p.size(); ++i) m->shape.push_back(s[0]->shape[i] + p[i].first + p[i].second);
+      m->device = s[0]->device;
+      break;
+    }
+    case Ops::SHRINK:
+      for (auto [b, e] : pairs(u.arg())) m->shape.push_back(e - b);
+      m->device = s[0]->device;
+      break;
+    case Ops::REDUCE_AXIS: {
+      m->shape = s[0]->shape;
+      for (int64_t a : ints(u.arg()[1])) m->shape[static_cast<size_t>(a)] = 1;
+      m->device = s[0]->device;
+      break;
+    }
+    case Ops::COPY: m->shape = s[0]->shape, m->device = u.src(1).arg().get<std::string>(); break;
+    default:
+      // elementwise and the identity-like ops: the shape of the first shaped source
+      for (const TensorMeta* x : s)
+        if (x) { m->shape = x->shape; break; }
+      if (u.op() == Ops::WHERE) m->shape = s[1]->shape;
+      m->device = dev_of_srcs();
+  }
+  return m.release();
+}
+}  // namespace detail
+
+/// The tensor-level information of a node, derived once and cached on it.
+inline TensorMeta& meta(const UOp& root) {
+  auto cached = [](const UOp& u) { return static_cast<TensorMeta*>(u->extra.load(std::memory_order_acquire)); };
+  if (TensorMeta* m = cached(root)) return *m;
+  std::vector<const UOp*> stack{&root};
+  while (!stack.empty()) {
+    const UOp& u = *stack.back();
+    if (cached(u)) { stack.pop_back(); continue; }
+    const size_t before = stack.size();
+    for (const UOp& x : u.src())
+      if (!cached(x)) stack.push_back(&x);
+    if (stack.size() != before) continue;
+    std::vector<const TensorMeta*> s;
+    for (const UOp& x : u.src()) s.push_back(cached(x));
+    UOpNode::Extra* expected = nullptr;
+    TensorMeta* m = detail::compute_meta(u, s);
+    if (!u->extra.compare_exchange_strong(expected, m, std::memory_order_acq_rel)) delete m;  // another thread won
+    stack.pop_back();
+  }
+  return *cached(root);
+}
+inline const Shape& shape_of(const UOp& u) { return meta(u).shape; }
+inline const std::string& device_of(const UOp& u) { return meta(u).device; }
+inline std::vector<int64_t> concrete_shape(const UOp& u) { return shape_of(u).to_vector(); }
+
+/// The buffer holding u's value when it has been computed (a view of it), else the empty UOp.
+inline UOp realized(const UOp& u) {
+  if (u.op() == Ops::BUFFER) return u;
+  TensorMeta& m = meta(u);
+  std::lock_guard lock(m.mu);
+  return m.realized;
+}
+inline void set_realized(const UOp& u, const UOp& view) {
+  TensorMeta& m = meta(u);
+  std::lock_guard lock(m.mu);
+  m.realized = view;
+}
+/// The memory of a BUFFER node (created, not yet allocated, on first use).
+inline std::shared_ptr<Buffer> buffer_of(const UOp& b) {
+  TINYT_ASSERT(b.op() == Ops::BUFFER, "buffer_of a ", op_name(b.op()));
+  TensorMeta& m = meta(b);
+  std::lock_guard lock(m.mu);
+  if (!m.buffer) m.buffer = std::make_shared<Buffer>(m.device, static_cast<size_t>(b.arg().as_int()), b.dtype());
+  return m.buffer;
+}
+
+// -- builders ---------------------------------------------------------------------------------
+
+inline UOp device_uop(const std::string& device) { return UOp(Ops::DEVICE, dtypes::void_, {}, Device::canonicalize(device)); }
+
+/// Fresh memory for `size` elements: a new BUFFER node (never equal to another).
+inline UOp new_buffer(const std::string& device, int64_t size, DType dtype) {
+  static std::atomic<int64_t> next_unique{0};
+  UOp unique(Ops::UNIQUE, dtypes::void_, {}, next_unique++);
+  return UOp(Ops::BUFFER, dtype, {unique, device_uop(device)}, size);
+}
+/// A scalar constant on a device (shape ()).
+template <class T> UOp const_(DType dtype, T value, const std::string& device) {
+  UOp c = UOp::const_(dtype, value);
+  return UOp(Ops::CONST, dtype, {device_uop(device)}, c.arg());
+}
+
+inline Arg shape_arg(const std::vector<int64_t>& s) { return Arg(s); }
+inline UOp reshape(const UOp& x, const std::vector<int64_t>& shape) {
+  if (concrete_shape(x) == shape) return x;
+  return UOp(Ops::RESHAPE, x.dtype(), {x}, shape_arg(shape));
+}
+inline UOp expand(const UOp& x, const std::vector<int64_t>& shape) {
+  if (concrete_shape(x) == shape) return x;
+  return UOp(Ops::EXPAND, x.dtype(), {x}, shape_arg(shape));
+}
+inline UOp permute(const UOp& x, const std::vector<int64_t>& perm) {
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
+  return identity ? x : UOp(Ops::PERMUTE, x.dtype(), {x}, shape_arg(perm));
+}
+inline Arg pairs_arg(const std::vector<std::pair<int64_t, int64_t>>& p) {
+  Arg::Tuple t;
+  for (auto [a, b] : p) t.push_back(Arg{a, b});
+  return Arg(t);
+}
+inline UOp pad(const UOp& x, const std::vector<std::pair<int64_t, int64_t>>& p) {
+  if (std::all_of(p.begin(), p.end(), [](auto q) { return q.first == 0 && q.second == 0; })) return x;
+  return UOp(Ops::PAD, x.dtype(), {x}, pairs_arg(p));
+}
+inline UOp shrink(const UOp& x, const std::vector<std::pair<int64_t, int64_t>>& p) {
+  auto s = concrete_shape(x);
+  bool identity = true;
+  for (size_t i = 0; i < p.size(); ++i) identity &= p[i].first == 0 && p[i].second == s[i];
+  return identity ? x : UOp(Ops::SHRINK, x.dtype(), {x}, pairs_arg(p));
+}
+inline UOp flip(const UOp& x, const std::vector<bool>& axes) {
+  if (std::none_of(axes.begin(), axes.end(), [](bool b) { return b; })) return x;
+  Arg::Tuple t(axes.begin(), axes.end());
+  return UOp(Ops::FLIP, x.dtype(), {x}, Arg(t));
+}
+/// A reduction over `axes` (kept as size-1 dims).
+inline UOp reduce(const UOp& x, Ops op, const std::vector<int64_t>& axes) {
+  if (axes.empty()) return x;
+  return UOp(Ops::REDUCE_AXIS, x.dtype(), {x}, Arg{op, Arg(axes)});
+}
+
+}  // namespace graph
+}  // namespace tinyt::inline v0
+// ---- end tinyt/graph.hpp ----
+// ---- tinyt/schedule/lower.hpp ----
+// Lowering one kernel: the tensor-level graph below a realized node becomes scalar code over
+// RANGEs. Movement ops never copy: each turns the index of its output into the index of its
+// input, so a chain of views becomes one index expression, simplified by the symbolic engine.
+// A pad becomes a validity mask: loads under it are gated, and its value is a WHERE.
+
+#include <tuple>
+
+
+namespace tinyt::inline v0 {
+namespace schedule {
+
+/// Kernel-level conventions: DEFINE_GLOBAL(arg=i) is buffer i (0 is the output); RANGE(end)
+/// arg=(axis, kind) with kind 0 for output loops and 1 for reductions; INDEX(buf, i[, gate]);
+/// LOAD(INDEX) reads 0 where the gate is false; STORE(INDEX, value); REDUCE(value, ranges...)
+/// arg=op accumulates over its ranges; SINK(stores...) is the kernel.
+enum class RangeKind : int64_t { loop = 0, reduce = 1 };
+
+inline UOp range(int64_t end, int64_t axis, RangeKind kind) {
+  return UOp(Ops::RANGE, dtypes::index, {UOp::const_(dtypes::index, end)}, Arg{axis, static_cast<int64_t>(kind)});
+}
+inline UOp index_const(int64_t v) { return UOp::const_(dtypes::index, v); }
+
+/// Row-major offset of an index into a shape.
+inline UOp flatten(const std::vector<UOp>& idx, const std::vector<int64_t>& shape) {
+  UOp flat = index_const(0);
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] != 1) flat = flat + idx[i] * stride;
+    stride *= shape[i];
+  }
+  return flat;
+}
+/// The index into `shape` of a row-major offset.
+inline std::vector<UOp> unflatten(const UOp& flat, const std::vector<int64_t>& shape) {
+  std::vector<UOp> idx(shape.size());
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    idx[i] = shape[i] == 1 ? index_const(0) : flat.idiv(stride) % shape[i];
+    stride *= shape[i];
+  }
+  return idx;
+}
+
+/// Lowers the graph of one kernel; `is_input` says which tensor-level nodes are read from
+/// memory (already computed) rather than computed here.
+class Lowerer {
+ public:
+  using InputFn = std::function<UOp(const UOp&)>;  // the buffer view holding a node, or empty
+
+  explicit Lowerer(InputFn input_view) : input_view_(std::move(input_view)) {}
+
+  /// The BUFFER nodes the kernel touches, in DEFINE_GLOBAL order.
+  const std::vector<UOp>& buffers() const { return bufs_; }
+  /// DEFINE_GLOBAL for a buffer (numbered in order of first use; call for the output first).
+  UOp global(const UOp& buffer) {
+    auto [it, fresh] = buf_index_.try_emplace(buffer.get(), static_cast<int64_t>(bufs_.size()));
+    if (fresh) bufs_.push_back(buffer);
+    return UOp(Ops::DEFINE_GLOBAL, buffer.dtype().ptr(buffer.arg().as_int()), {}, it->second);
+  }
+  UOp new_range(int64_t end, RangeKind kind) { return range(end, next_axis_++, kind); }
+
+  /// The value of tensor-level node `u` at index `idx` (one index per dim), where `valid` holds.
+  UOp lower(const UOp& u, const std::vector<UOp>& idx, const UOp& valid) {
+    Key key{u.get(), {}, valid.get()};
+    for (const UOp& i : idx) key.idx.push_back(i.get());
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    UOp out = lower_uncached(u, idx, valid);
+    memo_.emplace(std::move(key), out);
+    keep_.push_back(u), keep_.insert(keep_.end(), idx.begin(), idx.end()), keep_.push_back(valid);
+    return out;
+  }
+
+  /// A load of buffer element `flat` where `valid` holds (0 elsewhere), its index simplified.
+  UOp load(const UOp& buffer, const UOp& flat, const UOp& valid) {
+    UOp gate = simplify_valid(valid);
+    if (gate.is_const() && !gate.const_int()) return UOp::const_(buffer.dtype(), 0);
+    UOp g = global(buffer);
+    if (gate.is_const()) return UOp(Ops::LOAD, buffer.dtype(), {UOp(Ops::INDEX, g.dtype(), {g, simplify(flat)})});
+    UOp i = uop_given_valid(gate, flat);
+    return UOp(Ops::LOAD, buffer.dtype(), {UOp(Ops::INDEX, g.dtype(), {g, i, gate})});
+  }
+
+ private:
+  struct Key {
+    const UOpNode* u;
+    std::vector<const UOpNode*> idx;
+    const UOpNode* valid;
+    bool operator<(const Key& o) const { return std::tie(u, idx, valid) < std::tie(o.u, o.idx, o.valid); }
+  };
+
+  UOp lower_uncached(const UOp& u, const std::vector<UOp>& idx, const UOp& valid) {
+    if (u.op() == Ops::BUFFER) return load(u, idx[0], valid);
+    if (UOp view = input_view_(u)) return lower(view, idx, valid);
+    const std::vector<int64_t> in = u.src().empty() ? std::vector<int64_t>{} : graph::concrete_shape(u.src(0));
+    switch (u.op()) {
+      case Ops::CONST: return UOp(Ops::CONST, u.dtype(), {}, u.arg());
+      case Ops::RESHAPE: return lower(u.src(0), unflatten(flatten(idx, graph::concrete_shape(u)), in), valid);
+      case Ops::PERMUTE: {
+        std::vector<UOp> src_idx(idx.size());
+        const auto perm = u.arg().ints();
+        for (size_t i = 0; i < perm.size(); ++i) src_idx[static_cast<size_t>(perm[i])] = idx[i];
+        return lower(u.src(0), src_idx, valid);
+      }
+      case Ops::EXPAND: {
+        std::vector<UOp> src_idx = idx;
+        for (size_t i = 0; i < in.size(); ++i)
+          if (in[i] == 1) src_idx[i] = index_const(0);
+        return lower(u.src(0), src_idx, valid);
+      }
+      case Ops::SHRINK: {
+        std::vector<UOp> src_idx = idx;
+        for (size_t i = 0; i < in.size(); ++i) src_idx[i] = idx[i] + u.arg()[i][0].as_int();
+        return lower(u.src(0), src_idx, valid);
+      }
+      case Ops::FLIP: {
+        std::vector<UOp> src_idx = idx;
+        for (size_t i = 0; i < in.size(); ++i)
+          if (u.arg()[i].get<bool>()) src_idx[i] = index_const(in[i] - 1) - idx[i];
+        return lower(u.src(0), src_idx, valid);
+      }
+      case Ops::PAD: {
+        std::vector<UOp> src_idx = idx;
+        UOp inside = UOp::const_(dtypes::bool_, true);
+        for (size_t i = 0; i < in.size(); ++i) {
+          const int64_t before = u.arg()[i][0].as_int();
+          if (before == 0 && u.arg()[i][1].as_int() == 0) continue;
+          src_idx[i] = idx[i] - before;
+          inside = inside & idx[i].lt(before).logical_not() & idx[i].lt(before + in[i]);
+        }
+        inside = simplify(inside);
+        UOp value = lower(u.src(0), src_idx, simplify(valid & inside));
+        // the padded region is 0 whatever the value computes there (exp(0) is not 0)
+        return inside.where(value, UOp::const_(u.dtype(), 0));
+      }
+      case Ops::REDUCE_AXIS: {
+        std::vector<UOp> src_idx = idx, ranges;
+        for (int64_t a : u.arg()[1].ints()) {
+          const auto ax = static_cast<size_t>(a);
+          if (in[ax] == 1) continue;
+          ranges.push_back(new_range(in[ax], RangeKind::reduce));
+          src_idx[ax] = ranges.back();
+        }
+        UOp value = lower(u.src(0), src_idx, valid);
+        if (ranges.empty()) return value;
+        std::vector<UOp> src{value};
+        src.insert(src.end(), ranges.begin(), ranges.end());
+        return UOp(Ops::REDUCE, u.dtype(), std::move(src), u.arg()[0]);
+      }
+      case Ops::CONTIGUOUS: case Ops::DETACH: case Ops::CONTIGUOUS_BACKWARD:
+        return lower(u.src(0), idx, valid);
+      default: break;
+    }
+    if (GroupOp::ALU.contains(u.op()) || u.op() == Ops::CAST || u.op() == Ops::BITCAST) {
+      std::vector<UOp> src;
+      for (const UOp& s : u.src()) src.push_back(lower(s, idx, valid));
+      return UOp(u.op(), u.dtype(), std::move(src), u.arg());
+    }
+    throw InternalError(tinyt::detail::cat("lower: no lowering for ", op_name(u.op()), " (it should have been realized)"));
+  }
+
+  InputFn input_view_;
+  std::vector<UOp> bufs_;
+  std::unordered_map<const UOpNode*, int64_t> buf_index_;
+  int64_t next_axis_ = 0;
+  std::map<Key, UOp> memo_;
+  std::vector<UOp> keep_;  // keeps the nodes behind memo keys alive
+};
+
+}  // namespace schedule
+}  // namespace tinyt::inline v0
+// ---- end tinyt/schedule/lower.hpp ----
+// ---- tinyt/schedule/schedule.hpp ----
+// The scheduler: decides which nodes of a tensor graph are computed into memory (realization
+// points), lowers each into a kernel, and orders the kernels by what they read and write.
+
+
+
+namespace tinyt::inline v0 {
+namespace schedule {
+
+/// One kernel to run: its AST and the buffers bound to its DEFINE_GLOBALs (output first).
+struct Kernel {
+  UOp ast;
+  std::vector<UOp> buffers;  // BUFFER nodes
+  UOp computes;              // the tensor-level node whose value the kernel writes
+  UOp view;                  // where that value lives afterwards (a view of buffers[0])
+};
+
+namespace detail {
+using tinyt::detail::cat;
+
+// A node that needs no kernel: memory already holds it in its own shape.
+inline bool is_materialized(const UOp& u) {
+  if (u.op() == Ops::BUFFER || graph::realized(u)) return true;
+  return u.op() == Ops::RESHAPE && u.src(0).op() == Ops::BUFFER;
+}
+
+// The nodes below the roots that the kernels compute (stopping at what memory already holds).
+inline std::vector<UOp> pending_graph(const std::vector<UOp>& roots) {
+  std::vector<UOp> order;
+  std::unordered_set<const UOpNode*> seen;
+  std::vector<std::pair<const UOp*, bool>> stack;
+  for (const UOp& r : roots) stack.push_back({&r, false});
+  while (!stack.empty()) {
+    auto [u, expanded] = stack.back();
+    stack.pop_back();
+    if (expanded) { order.push_back(*u); continue; }
+    if (!seen.insert(u->get()).second) continue;
+    stack.push_back({u, true});
+    if (graph::realized(*u) || u->op() == Ops::BUFFER) continue;
+    for (const UOp& s : (*u)->src) stack.push_back({&s, false});
+  }
+  return order;
+}
+
+// Realization points: roots, explicit ones, copies, and reductions whose result would be
+// recomputed (broadcast back by an EXPAND, or read by several consumers).
+inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const std::vector<UOp>& order) {
+  std::unordered_map<const UOpNode*, std::vector<const UOpNode*>> consumers;
+  for (const UOp& u : order)
+    if (!graph::realized(u) && u.op() != Ops::BUFFER)
+      for (const UOp& s : u.src()) consumers[s.get()].push_back(u.get());
+  std::unordered_set<const UOpNode*> points;
+  for (const UOp& r : roots)
+    if (!is_materialized(r)) points.insert(r.get());
+  for (const UOp& u : order) {
+    if (graph::realized(u) || u.op() == Ops::BUFFER) continue;
+    if (u.op() == Ops::CONTIGUOUS || u.op() == Ops::COPY || u.op() == Ops::ASSIGN) points.insert(u.get());
+    if (u.op() == Ops::COPY && !is_materialized(u.src(0))) points.insert(u.src(0).get());
+  }
+  // a reduction is realized when a path from it to the next realization point expands it
+  for (const UOp& u : order) {
+    if (u.op() != Ops::REDUCE_AXIS || points.count(u.get())) continue;
+    std::unordered_set<const UOpNode*> distinct(consumers[u.get()].begin(), consumers[u.get()].end());
+    bool realize = distinct.size() > 1;
+    std::vector<const UOpNode*> stack(distinct.begin(), distinct.end());
+    std::unordered_set<const UOpNode*> seen;
+    while (!stack.empty() && !realize) {
+      const UOpNode* c = stack.back();
+      stack.pop_back();
+      if (!seen.insert(c).second || points.count(c)) continue;
+      if (c->op == Ops::EXPAND) realize = true;
+      for (const UOpNode* cc : consumers[c]) stack.push_back(cc);
+    }
+    if (realize) points.insert(u.get());
+  }
+  std::vector<UOp> out;
+  for (const UOp& u : order)
+    if (points.count(u.get())) out.push_back(u);
+  return out;
+}
+
+inline std::string kernel_name(const UOp& ast) {
+  std::vector<std::pair<int64_t, int64_t>> axes;  // (axis, size)
+  bool reduces = false;
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::RANGE) {
+      axes.emplace_back(u.arg()[0].as_int(), static_cast<int64_t>(u.src(0).const_int()));
+      reduces |= u.arg()[1].as_int() == static_cast<int64_t>(RangeKind::reduce);
+    }
+  std::sort(axes.begin(), axes.end());
+  std::string name = reduces ? "r" : "E";
+  for (auto [axis, size] : axes) name += "_" + std::to_string(size);
+  return name;
+}
+}  // namespace detail
+
+/// The kernels that compute `roots`, in an order that respects what each reads and writes.
+inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots) {
+  const std::vector<UOp> order = detail::pending_graph(roots);
+  const std::vector<UOp> points = detail::realization_points(roots, order);
+  std::unordered_map<const UOpNode*, UOp> computed;  // realization point -> view of its buffer
+  auto input_view = [&](const UOp& u) -> UOp {
+    if (auto it = computed.find(u.get()); it != computed.end()) return it->second;
+    return graph::realized(u);
+  };
+  std::vector<Kernel> kernels;
+  for (const UOp& point : points) {
+    const std::vector<int64_t> shape = graph::concrete_shape(point);
+    int64_t numel = 1;
+    for (int64_t d : shape) numel *= d;
+    Lowerer lw(input_view);
+    UOp value_node = point, out_buffer, view;
+    std::vector<UOp> out_idx;
+    if (point.op() == Ops::ASSIGN) {
+      // a store into the target's memory, through the target's view
+      throw InternalError("assign is not scheduled yet");
+    }
+    out_buffer = graph::new_buffer(graph::device_of(point), numel, point.dtype());
+    view = graph::reshape(out_buffer, shape);
+    UOp out = lw.global(out_buffer);
+    for (int64_t d : shape) out_idx.push_back(d == 1 ? index_const(0) : lw.new_range(d, RangeKind::loop));
+    if (point.op() == Ops::CONTIGUOUS || point.op() == Ops::COPY) value_node = point.src(0);
+    UOp value = lw.lower(value_node, out_idx, UOp::const_(dtypes::bool_, true));
+    UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, out.dtype(), {out, simplify(flatten(out_idx, shape))}), value});
+    UOp ast = simplify(UOp(Ops::SINK, dtypes::void_, {store}));
+    kernels.push_back({ast, lw.buffers(), point, view});
+    computed[point.get()] = view;
+  }
+  return kernels;
+}
+
+}  // namespace schedule
+}  // namespace tinyt::inline v0
+// ---- end tinyt/schedule/schedule.hpp ----
+// ---- tinyt/codegen/linearize.hpp ----
+// Linearizing a kernel: its AST (a DAG over RANGEs) becomes a flat list of UOps in program
+// order, with loops opened (RANGE) and closed (END), and each REDUCE turned into an accumulator
+// (DEFINE_REG) that is initialized before its loops, updated inside, and read after them.
+
+
+
+namespace tinyt::inline v0 {
+namespace codegen {
+
+/// A linearized kernel: ops in program order; every source of an op comes earlier in the list.
+struct Program {
+  std::string name;
+  std::vector<UOp> ops;
+  std::vector<DType> globals;  // pointer dtypes of the DEFINE_GLOBALs, by index
+};
+
+namespace detail {
+inline UOp identity_element(Ops op, DType dt) {
+  switch (op) {
+    case Ops::ADD: return UOp::const_(dt, 0);
+    case Ops::MUL: return UOp::const_(dt, 1);
+    case Ops::MAX:
+      if (dt.scalar().is_float()) return UOp::const_(dt, -INFINITY);
+      return UOp::const_(dt, dtypes::min_int(dt));
+    default: throw InternalError(tinyt::detail::cat("no identity element for reduce op ", op_name(op)));
+  }
+}
+
+// The RANGEs a value depends on and that are still open where it is used.
+inline std::vector<UOp> free_ranges(const UOp& root) {
+  std::unordered_map<const UOpNode*, std::vector<UOp>> free;
+  for (const UOp& u : toposort(root)) {
+    std::vector<UOp> r;
+    if (u.op() == Ops::RANGE) r.push_back(u);
+    for (size_t i = 0; i < u.src().size(); ++i) {
+      if (u.op() == Ops::REDUCE && i > 0) break;
+      for (const UOp& x : free.at(u.src(i).get()))
+        if (std::find(r.begin(), r.end(), x) == r.end()) r.push_back(x);
+    }
+    if (u.op() == Ops::REDUCE)
+      std::erase_if(r, [&](const UOp& x) { return std::find(u.src().begin() + 1, u.src().end(), x) != u.src().end(); });
+    free[u.get()] = std::move(r);
+  }
+  std::vector<UOp> out = free.at(root.get());
+  std::sort(out.begin(), out.end(), [](const UOp& a, const UOp& b) { return a.arg()[0].as_int() < b.arg()[0].as_int(); });
+  return out;
+}
+
+class Linearizer {
+ public:
+  std::vector<UOp> ops;
+
+  void emit_store(const UOp& store) {
+    const std::vector<UOp> loops = free_ranges(store);
+    for (const UOp& r : loops) open(r);
+    emit(store);
+    for (auto it = loops.rbegin(); it != loops.rend(); ++it) close(*it, ops.back());
+  }
+
+ private:
+  std::vector<std::unordered_map<const UOpNode*, UOp>> scopes_{1};
+  int64_t accumulators_ = 0;
+
+  UOp push(UOp u) {
+    ops.push_back(u);
+    return u;
+  }
+  void open(const UOp& r) {
+    emit(r.src(0));  // the loop bound
+    push(r);
+    scopes_.emplace_back();
+    scopes_.back()[r.get()] = r;
+  }
+  UOp close(const UOp& r, const UOp& last) {
+    scopes_.pop_back();
+    return push(UOp(Ops::END, dtypes::void_, {r, last}));
+  }
+
+  UOp emit(const UOp& u) {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
+      if (auto f = it->find(u.get()); f != it->end()) return f->second;
+    UOp out;
+    if (u.op() == Ops::RANGE) throw InternalError("linearize: a RANGE is used outside its loop");
+    if (u.op() == Ops::REDUCE) out = emit_reduce(u);
+    else {
+      std::vector<UOp> src;
+      for (const UOp& s : u.src()) src.push_back(emit(s));
+      out = push(u.replace(std::move(src)));
+    }
+    scopes_.back()[u.get()] = out;
+    return out;
+  }
+
+  // acc = identity; for (ranges) acc = acc <op> value; then the value is acc
+  UOp emit_reduce(const UOp& u) {
+    const Ops op = u.arg().get<Ops>();
+    UOp acc = push(UOp(Ops::DEFINE_REG, u.dtype().ptr(1, AddrSpace::reg), {}, accumulators_++));
+    UOp slot = push(UOp(Ops::INDEX, acc.dtype(), {acc, schedule::index_const(0)}));
+    UOp last = push(UOp(Ops::STORE, dtypes::void_, {slot, push(identity_element(op, u.dtype()))}));
+    std::vector<UOp> ranges(u.src().begin() + 1, u.src().end());
+    for (const UOp& r : ranges) open(r);
+    UOp value = emit(u.src(0));
+    // the loads carry what they must come after, so the in-loop and the final read differ
+    UOp current = push(UOp(Ops::LOAD, u.dtype(), {slot, ranges.back()}));
+    last = push(UOp(Ops::STORE, dtypes::void_, {slot, push(current.alu(op, {value}))}));
+    for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) last = close(*it, last);
+    return push(UOp(Ops::LOAD, u.dtype(), {slot, last}));
+  }
+};
+}  // namespace detail
+
+/// The program of a kernel AST (a SINK of STOREs).
+inline Program linearize(const UOp& ast, std::string name) {
+  TINYT_ASSERT(ast.op() == Ops::SINK, "linearize takes a SINK, not ", op_name(ast.op()));
+  detail::Linearizer lin;
+  for (const UOp& store : ast.src()) lin.emit_store(store);
+  Program p{std::move(name), std::move(lin.ops), {}};
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::DEFINE_GLOBAL) {
+      const auto i = static_cast<size_t>(u.arg().as_int());
+      if (p.globals.size() <= i) p.globals.resize(i + 1);
+      p.globals[i] = u.dtype();
+    }
+  return p;
+}
+
+}  // namespace codegen
+}  // namespace tinyt::inline v0
+// ---- end tinyt/codegen/linearize.hpp ----
+// ---- tinyt/renderer/cstyle.hpp ----
+// The C-style renderer: a linearized kernel as C source, one statement per value that is used
+// more than once (or must stay in order), everything else inlined into its one use.
+//
+// The function it renders is `void NAME(void** bufs, const long long* vars, int core_id,
+// int core_count)`: bufs are the kernel's buffers by DEFINE_GLOBAL index.
+
+
+
+namespace tinyt::inline v0 {
+namespace renderer {
+
+namespace detail {
+using tinyt::detail::cat;
+
+// index arithmetic is int where its bounds provably fit, long long otherwise
+inline bool fits_int32(const UOp& u) {
+  const Bounds b = bounds(u);
+  return b.lo >= INT32_MIN && b.hi <= INT32_MAX;
+}
+
+inline std::string c_type(DType dt) {
+  switch (dt.scalar_type()) {
+    case ScalarType::bool_: return "bool";
+    case ScalarType::int8: return "signed char";
+    case ScalarType::uint8: return "unsigned char";
+    case ScalarType::int16: return "short";
+    case ScalarType::uint16: return "unsigned short";
+    case ScalarType::int32: return "int";
+    case ScalarType::uint32: return "unsigned int";
+    case ScalarType::int64: return "long long";
+    case ScalarType::uint64: return "unsigned long long";
+    case ScalarType::float16: return "_Float16";
+    case ScalarType::float32: return "float";
+    case ScalarType::float64: return "double";
+    case ScalarType::index: return "long long";
+    default: throw CompileError(cat("C renderer: no C type for ", dt.name()));
+  }
+}
+
+inline std::string float_literal(double v, DType dt) {
+  const bool f32 = dt.scalar() != dtypes::float64;
+  std::string s;
+  if (std::isnan(v)) s = "NAN";
+  else if (std::isinf(v)) s = v > 0 ? "INFINITY" : "-INFINITY";
+  else {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, f32 ? "%.9g" : "%.17g", v);
+    s = buf;
+    if (s.find_first_of(".en") == std::string::npos) s += ".0";
+    if (f32) s += "f";
+  }
+  if (dt.scalar() == dtypes::float16) return "((_Float16)" + s + ")";
+  if (dt.scalar() == dtypes::float64 && (std::isnan(v) || std::isinf(v))) return "((double)" + s + ")";
+  return s;
+}
+
+inline std::string literal(const UOp& c, bool as_int32) {
+  const DType dt = c.dtype().scalar();
+  if (dt.is_float()) return float_literal(c.const_float(), dt);
+  if (dt.is_bool()) return c.const_int() ? "1" : "0";
+  const i128 v = c.const_int();
+  if (dt.is_index() && as_int32) return cat(static_cast<long long>(v));
+  if (dt.is_unsigned()) return cat(static_cast<unsigned long long>(v), dt.itemsize() == 8 ? "ULL" : "u");
+  if (v == dtypes::min_int(dt)) return cat("(", static_cast<long long>(v + 1), dt.itemsize() == 8 ? "LL" : "", "-1)");
+  return cat(static_cast<long long>(v), dt.itemsize() == 8 || dt.is_index() ? "LL" : "");
+}
+
+inline const char* math_fn(Ops op) {
+  switch (op) {
+    case Ops::EXP2: return "exp2";
+    case Ops::LOG2: return "log2";
+    case Ops::SIN: return "sin";
+    case Ops::SQRT: return "sqrt";
+    case Ops::TRUNC: return "trunc";
+    case Ops::POW: return "pow";
+    default: return nullptr;
+  }
+}
+}  // namespace detail
+
+/// Renders a program as a C function.
+class CRenderer {
+ public:
+  std::string render(const codegen::Program& p) {
+    for (const UOp& u : p.ops)
+      for (const UOp& s : u.src()) ++uses_[s.get()];
+    body_ << "void " << p.name << "(void** bufs, const long long* vars, int core_id, int core_count) {\n";
+    body_ << "  (void)vars; (void)core_id; (void)core_count;\n";
+    for (size_t i = 0; i < p.globals.size(); ++i) {
+      const std::string t = detail::c_type(p.globals[i].base());
+      body_ << "  " << t << "* restrict data" << i << " = (" << t << "*)bufs[" << i << "];\n";
+    }
+    for (const UOp& u : p.ops) line(u);
+    body_ << "}\n";
+    return "#include <math.h>\n#include <stdbool.h>\n\n" + body_.str();
+  }
+
+ private:
+  std::unordered_map<const UOpNode*, std::string> name_;
+  std::unordered_map<const UOpNode*, int> uses_;
+  std::ostringstream body_;
+  int depth_ = 1;
+  int counter_ = 0;
+
+  std::string type_of(const UOp& u) {
+    if (u.dtype().is_index()) return detail::fits_int32(u) ? "int" : "long long";
+    return detail::c_type(u.dtype());
+  }
+  const std::string& ref(const UOp& u) { return name_.at(u.get()); }
+  void out(const std::string& s) { body_ << std::string(static_cast<size_t>(depth_) * 2, ' ') << s << "\n"; }
+  // a value used once becomes part of its user's expression; others get a named variable
+  void define(const UOp& u, const std::string& expr, const char* prefix) {
+    if (uses_[u.get()] <= 1 && u.op() != Ops::LOAD) {
+      name_[u.get()] = expr;
+      return;
+    }
+    const std::string n = prefix + std::to_string(counter_++);
+    out(type_of(u) + " " + n + " = " + expr + ";");
+    name_[u.get()] = n;
+  }
+  // an operand, cast to the type the op computes in when index math widens
+  std::string operand(const UOp& s, const UOp& user) {
+    if (s.dtype().is_index() && user.dtype().is_index() && type_of(user) != type_of(s)) return "((long long)" + ref(s) + ")";
+    return ref(s);
+  }
+
+  void line(const UOp& u) {
+    const auto& s = u.src();
+    switch (u.op()) {
+      case Ops::DEFINE_GLOBAL: name_[u.get()] = "data" + std::to_string(u.arg().as_int()); return;
+      case Ops::CONST: name_[u.get()] = detail::literal(u, u.dtype().is_index() && detail::fits_int32(u)); return;
+      case Ops::RANGE: {
+        const std::string n = "ridx" + std::to_string(u.arg()[0].as_int());
+        const std::string t = type_of(u);
+        out("for (" + t + " " + n + " = 0; " + n + " < " + ref(s[0]) + "; " + n + "++) {");
+        name_[u.get()] = n;
+        ++depth_;
+        return;
+      }
+      case Ops::END: --depth_; out("}"); return;
+      case Ops::DEFINE_REG: {
+        const std::string n = "acc" + std::to_string(u.arg().as_int());
+        out(detail::c_type(u.dtype().base()) + " " + n + ";");
+        name_[u.get()] = n;
+        return;
+      }
+      case Ops::INDEX:
+        if (s[0].op() == Ops::DEFINE_REG) name_[u.get()] = ref(s[0]);
+        else name_[u.get()] = ref(s[0]) + "[" + ref(s[1]) + "]";
+        return;
+      case Ops::LOAD: {
+        const UOp& idx = s[0];
+        if (idx.src(0).op() == Ops::DEFINE_REG) { name_[u.get()] = ref(idx); return; }
+        std::string e = ref(idx);
+        if (idx.src().size() > 2) e = "(" + ref(idx.src(2)) + " ? " + e + " : " + detail::literal(UOp::const_(u.dtype(), 0), false) + ")";
+        define(u, e, "val");
+        return;
+      }
+      case Ops::STORE: out(ref(s[0]) + " = " + ref(s[1]) + ";"); return;
+      default: break;
+    }
+    define(u, expr(u), "alu");
+  }
+
+  std::string expr(const UOp& u) {
+    const auto& s = u.src();
+    auto a = [&](size_t i) { return operand(s[i], u); };
+    const DType dt = u.dtype().scalar();
+    const bool is_float = s.empty() ? false : s[0].dtype().scalar().is_float();
+    if (const char* sym = infix_symbol(u.op()); sym && s.size() == 2) {
+      if ((u.op() == Ops::IDIV || u.op() == Ops::MOD) && !(s[1].is_const() && s[1].const_int() > 0)) {
+        // C traps on x/0 and INT_MIN/-1; a kernel must not crash the process
+        return "(" + a(1) + " == 0 ? 0 : (" + a(1) + " == -1 ? " + (u.op() == Ops::MOD ? std::string("0") : "-" + a(0)) + " : " + a(0) + " " + sym + " " + a(1) + "))";
+      }
+      return "(" + a(0) + sym + a(1) + ")";
+    }
+    switch (u.op()) {
+      case Ops::NEG: return "(-" + a(0) + ")";
+      case Ops::MAX:
+        if (is_float) return "((" + a(0) + " != " + a(0) + " || " + a(0) + " > " + a(1) + ") ? " + a(0) + " : " + a(1) + ")";
+        return "(" + a(0) + " > " + a(1) + " ? " + a(0) + " : " + a(1) + ")";
+      case Ops::WHERE: return "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")";
+      case Ops::RECIPROCAL: return "(" + detail::float_literal(1.0, dt) + " / " + a(0) + ")";
+      case Ops::CAST:
+        if (dt.is_bool()) return "(" + a(0) + " != 0)";
+        return "((" + type_of(u) + ")" + a(0) + ")";
+      case Ops::BITCAST:
+        return "((union { " + detail::c_type(s[0].dtype()) + " from; " + type_of(u) + " to; }){.from = " + a(0) + "}).to";
+      default: break;
+    }
+    if (const char* fn = detail::math_fn(u.op())) {
+      // float16 computes in float; float64 uses the double functions
+      const std::string f = std::string(fn) + (dt == dtypes::float64 ? "" : "f");
+      std::string args = dt == dtypes::float16 ? "(float)" + a(0) : a(0);
+      if (s.size() > 1) args += ", " + std::string(dt == dtypes::float16 ? "(float)" : "") + a(1);
+      return dt == dtypes::float16 ? "((_Float16)" + f + "(" + args + "))" : f + "(" + args + ")";
+    }
+    throw CompileError(detail::cat("C renderer: cannot render ", op_name(u.op()), " of ", u.dtype().name()));
+  }
+
+  static const char* infix_symbol(Ops op) {
+    switch (op) {
+      case Ops::ADD: return " + ";
+      case Ops::SUB: return " - ";
+      case Ops::MUL: return " * ";
+      case Ops::FDIV: return " / ";
+      case Ops::IDIV: return " / ";
+      case Ops::MOD: return " % ";
+      case Ops::CMPLT: return " < ";
+      case Ops::CMPNE: return " != ";
+      case Ops::CMPEQ: return " == ";
+      case Ops::AND: return " & ";
+      case Ops::OR: return " | ";
+      case Ops::XOR: return " ^ ";
+      case Ops::SHL: return " << ";
+      case Ops::SHR: return " >> ";
+      default: return nullptr;
+    }
+  }
+};
+
+/// C source for a program.
+inline std::string render_c(const codegen::Program& p) { return CRenderer().render(p); }
+
+}  // namespace renderer
+}  // namespace tinyt::inline v0
+// ---- end tinyt/renderer/cstyle.hpp ----
+// ---- tinyt/realize.hpp ----
+// The realize engine: schedules a graph, compiles each kernel once (cached by its AST, so a step
+// seen before goes straight to launching), runs the kernels in order, and records where each
+// computed value now lives. DEBUG=1 prints the schedule, 2 a line per kernel with its time,
+// 4 the generated source.
+
+#include <iomanip>
+#include <iostream>
+
+
+namespace tinyt::inline v0 {
+
+/// A kernel ready to launch.
+struct CompiledKernel {
+  codegen::Program program;
+  std::string source;
+  std::unique_ptr<backend::CProgram> binary;
+};
+
+namespace detail {
+// Compiled kernels by AST. ASTs are interned, so a kernel seen before is one lookup; the map
+// holds its AST so the key stays valid.
+class KernelCache {
+ public:
+  std::shared_ptr<CompiledKernel> get(const UOp& ast) {
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = map_.find(ast.get()); it != map_.end()) return it->second.second;
+    }
+    auto k = std::make_shared<CompiledKernel>();
+    k->program = codegen::linearize(ast, schedule::detail::kernel_name(ast));
+    k->source = renderer::render_c(k->program);
+    if (debug_level() >= 4) std::cerr << k->source << "\n";
+    const std::string path = backend::default_cc().compile(k->source);
+    k->binary = std::make_unique<backend::CProgram>(path, k->program.name);
+    std::lock_guard lock(mu_);
+    return map_.try_emplace(ast.get(), ast, k).first->second.second;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<const UOpNode*, std::pair<UOp, std::shared_ptr<CompiledKernel>>> map_;
+};
+inline KernelCache& kernel_cache() {
+  static auto* cache = new KernelCache;  // never destroyed: kernels may run during static teardown
+  return *cache;
+}
+}  // namespace detail
+
+/// Runs a schedule: compiles (or finds) each kernel and launches it on its buffers.
+inline void run_schedule(const std::vector<schedule::Kernel>& kernels) {
+  const int debug = debug_level();
+  if (debug >= 1 && !kernels.empty()) std::cerr << "schedule: " << kernels.size() << " kernel(s)\n";
+  for (const schedule::Kernel& k : kernels) {
+    std::shared_ptr<CompiledKernel> ck = detail::kernel_cache().get(k.ast);
+    std::vector<void*> ptrs;
+    for (const UOp& b : k.buffers) ptrs.push_back(graph::buffer_of(b)->ptr());
+    const auto start = std::chrono::steady_clock::now();
+    (*ck->binary)(ptrs.data(), nullptr);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ++GlobalCounters::kernel_count;
+    GlobalCounters::time_sum_s += seconds;
+    if (debug >= 2)
+      std::cerr << "  " << std::left << std::setw(28) << ck->program.name << " " << k.buffers.size() << " buffers  "
+                << std::fixed << std::setprecision(2) << seconds * 1e6 << " us\n";
+    graph::set_realized(k.computes, k.view);
+  }
+}
+
+/// Computes the roots (and what they need); afterwards each root has a realized view.
+inline void realize_uops(const std::vector<UOp>& roots) { run_schedule(schedule::create_schedule(roots)); }
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/realize.hpp ----
+
+// the Tensor front end
+// ---- tinyt/tensor.hpp ----
+// Tensor: a cheap, shared handle to a lazy value, a node of the UOp graph. Building never
+// computes; realize() or a read runs the kernels. The methods are declared here; the op
+// families are defined in ops/*.hpp as compositions of a few primitive UOps.
+
+
+
+namespace tinyt::inline v0 {
+
+/// Absent part of a slice (`Slice(None, 3)`).
+struct NoneType {};
+inline constexpr NoneType None{};
+
+/// A lazy n-dimensional array.
+class Tensor {
+ public:
+  /// The empty handle (an absent optional tensor).
+  Tensor() = default;
+  /// 0-d constants on the default device; a C++ scalar is "weak" in arithmetic (takes the
+  /// other side's dtype where it fits). double gives float32, like a Python float.
+  Tensor(float v) : Tensor(scalar(dtypes::float32, v)) {}             // NOLINT
+  Tensor(double v) : Tensor(scalar(dtypes::float32, v)) {}            // NOLINT
+  Tensor(int v) : Tensor(scalar(dtypes::int32, static_cast<int64_t>(v))) {}  // NOLINT
+  Tensor(int64_t v) : Tensor(scalar(dtypes::int64, v)) {}             // NOLINT
+  Tensor(bool v) : Tensor(scalar(dtypes::bool_, static_cast<int64_t>(v))) {}  // NOLINT
+  /// A tensor for a tensor-level UOp (advanced use: the graph is tinyt's IR).
+  explicit Tensor(UOp uop) : d_(std::make_shared<Data>(Data{std::move(uop)})) {}
+
+  // -- creation (ops/creation.hpp) ------------------------------------------------------------
+  template <class T> static Tensor from_vector(const std::vector<T>& data);
+  template <class T> static Tensor from_vector(const std::vector<T>& data, Shape shape, std::string device = "");
+  static Tensor from_blob(const void* ptr, Shape shape, DType dtype, std::string device = "");
+  static Tensor empty(Shape shape, DType dtype = dtypes::float32, std::string device = "");
+  template <class V> static Tensor full(Shape shape, V value);
+  template <class V> static Tensor full(Shape shape, V value, DType dtype, std::string device = "");
+  static Tensor zeros(Shape shape, DType dtype = dtypes::float32, std::string device = "");
+  static Tensor ones(Shape shape, DType dtype = dtypes::float32, std::string device = "");
+  template <class A> static Tensor arange(A stop);
+  template <class A, class B, class C = int> static Tensor arange(A start, B stop, C step = 1);
+  static Tensor eye(int64_t n, int64_t m = -1, DType dtype = dtypes::float32);
+  static Tensor zeros_like(const Tensor& t);
+  static Tensor ones_like(const Tensor& t);
+  template <class V> static Tensor full_like(const Tensor& t, V value);
+
+  // -- properties and reading -----------------------------------------------------------------
+  bool defined() const { return d_ != nullptr; }
+  const UOp& uop() const;
+  Shape shape() const { return graph::shape_of(uop()); }
+  size_t ndim() const { return shape().size(); }
+  int64_t numel() const { return shape().numel().as_int(); }
+  DType dtype() const { return uop().dtype(); }
+  std::string device() const { return graph::device_of(uop()); }
+  int64_t element_size() const { return dtype().itemsize(); }
+  int64_t nbytes() const { return numel() * element_size(); }
+  /// Runs the pending graph; afterwards the tensor is a view of memory.
+  Tensor& realize() &;
+  Tensor realize() && { return std::move(realize()); }
+  /// The elements, row-major (realizes). T must be the tensor's dtype.
+  template <class Elem> std::vector<Elem> to_vector() const;
+  /// The one element of a 0-d or 1-element tensor.
+  template <class Elem> Elem item() const;
+
+  // -- elementwise (ops/elementwise.hpp) ------------------------------------------------------
+  Tensor add(const Tensor& o) const;
+  Tensor sub(const Tensor& o) const;
+  Tensor mul(const Tensor& o) const;
+  Tensor div(const Tensor& o) const;
+  Tensor floordiv(const Tensor& o) const;
+  Tensor mod(const Tensor& o) const;
+  Tensor pow(const Tensor& o) const;
+  Tensor maximum(const Tensor& o) const;
+  Tensor minimum(const Tensor& o) const;
+  Tensor where(const Tensor& a, const Tensor& b) const;
+  Tensor eq(const Tensor& o) const;
+  Tensor ne(const Tensor& o) const;
+  Tensor lt(const Tensor& o) const;
+  Tensor le(const Tensor& o) const;
+  Tensor gt(const Tensor& o) const;
+  Tensor ge(const Tensor& o) const;
+  Tensor bitwise_and(const Tensor& o) const;
+  Tensor bitwise_or(const Tensor& o) const;
+  Tensor bitwise_xor(const Tensor& o) const;
+  Tensor lshift(const Tensor& o) const;
+  Tensor rshift(const Tensor& o) const;
+  Tensor logical_and(const Tensor& o) const;
+  Tensor logical_or(const Tensor& o) const;
+  Tensor logical_xor(const Tensor& o) const;
+  Tensor logical_not() const;
+  Tensor bitwise_not() const;
+  Tensor neg() const;
+  Tensor cast(DType dt) const;
+  Tensor bitcast(DType dt) const;
+  Tensor float_() const { return cast(dtypes::float32); }
+  Tensor half() const { return cast(dtypes::float16); }
+  Tensor int_() const { return cast(dtypes::int32); }
+  Tensor bool_() const { return cast(dtypes::bool_); }
+  Tensor exp() const;
+  Tensor exp2() const;
+  Tensor log() const;
+  Tensor log2() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor reciprocal() const;
+  Tensor square() const;
+  Tensor abs() const;
+  Tensor sign() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tan() const;
+  Tensor trunc() const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor round() const;
+  Tensor isnan() const;
+  Tensor isinf() const;
+  Tensor isfinite() const;
+  Tensor relu() const;
+  Tensor relu6() const;
+  Tensor sigmoid() const;
+  Tensor logsigmoid() const;
+  Tensor tanh() const;
+  Tensor gelu() const;
+  Tensor quick_gelu() const;
+  Tensor silu() const;
+  Tensor elu(double alpha = 1.0) const;
+  Tensor leaky_relu(double slope = 0.01) const;
+  Tensor softplus(double beta = 1.0) const;
+  Tensor mish() const;
+  Tensor hardswish() const;
+  Tensor hardsigmoid() const;
+  Tensor hardtanh(double lo = -1.0, double hi = 1.0) const;
+  Tensor erf() const;
+  Tensor clip(const Tensor& lo, const Tensor& hi) const;
+  Tensor lerp(const Tensor& end, const Tensor& weight) const;
+  Tensor masked_fill(const Tensor& mask, const Tensor& value) const;
+
+  // -- reductions (ops/reduce.hpp) ------------------------------------------------------------
+  Tensor sum() const;
+  Tensor sum(int axis, bool keepdim = false) const;
+  Tensor sum(std::vector<int> axes, bool keepdim = false) const;
+  Tensor prod() const;
+  Tensor prod(int axis, bool keepdim = false) const;
+  Tensor prod(std::vector<int> axes, bool keepdim = false) const;
+  Tensor max() const;
+  Tensor max(int axis, bool keepdim = false) const;
+  Tensor max(std::vector<int> axes, bool keepdim = false) const;
+  Tensor min() const;
+  Tensor min(int axis, bool keepdim = false) const;
+  Tensor min(std::vector<int> axes, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(int axis, bool keepdim = false) const;
+  Tensor mean(std::vector<int> axes, bool keepdim = false) const;
+  Tensor any() const;
+  Tensor any(int axis, bool keepdim = false) const;
+  Tensor all() const;
+  Tensor all(int axis, bool keepdim = false) const;
+  Tensor cumsum(int axis = 0) const;
+
+  // -- movement (ops/movement.hpp) ------------------------------------------------------------
+  Tensor reshape(Shape shape) const;
+  Tensor view(Shape shape) const { return reshape(std::move(shape)); }
+  Tensor permute(std::vector<int> order) const;
+  Tensor expand(Shape shape) const;
+  Tensor pad(std::vector<std::pair<sint, sint>> padding, double value = 0.0) const;
+  Tensor shrink(std::vector<std::pair<sint, sint>> bounds) const;
+  Tensor flip(std::vector<int> axes) const;
+  Tensor flip(int axis) const { return flip(std::vector<int>{axis}); }
+  Tensor transpose(int d0 = 1, int d1 = 0) const;
+  Tensor T() const { return transpose(); }
+  Tensor flatten(int start = 0, int end = -1) const;
+  Tensor unflatten(int dim, Shape sizes) const;
+  Tensor squeeze(int dim) const;
+  Tensor squeeze() const;
+  Tensor unsqueeze(int dim) const;
+  Tensor contiguous() const;
+  Tensor detach() const;
+
+  /// The shape both operands broadcast to (NumPy rules); ShapeError naming both otherwise.
+  static std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b, const char* op);
+
+  friend std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+ private:
+  struct Data {
+    UOp uop;
+    bool weak = false;  // a C++ scalar: adopts the other operand's dtype in arithmetic
+  };
+  static Tensor scalar(DType dt, double v);
+  static Tensor scalar(DType dt, int64_t v);
+  bool weak() const { return d_ && d_->weak; }
+  Tensor binary(Ops op, const Tensor& o, const char* name, bool to_float = false) const;
+  Tensor unary(Ops op) const;
+  Tensor reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const;
+  std::vector<int64_t> cshape() const { return graph::concrete_shape(uop()); }
+  friend Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& shape);
+
+  std::shared_ptr<Data> d_;
+};
+
+// -- core -------------------------------------------------------------------------------------
+
+inline const UOp& Tensor::uop() const {
+  if (!d_) throw Error("Tensor: this is the empty Tensor() handle; it holds no value");
+  return d_->uop;
+}
+
+inline Tensor Tensor::scalar(DType dt, double v) {
+  Tensor t(graph::const_(dt, v, Device::default_device()));
+  t.d_->weak = true;
+  return t;
+}
+inline Tensor Tensor::scalar(DType dt, int64_t v) {
+  Tensor t(graph::const_(dt, v, Device::default_device()));
+  t.d_->weak = true;
+  return t;
+}
+
+inline Tensor& Tensor::realize() & {
+  const UOp& u = uop();
+  if (schedule::detail::is_materialized(u) && u.op() != Ops::CONST) {
+    if (UOp view = graph::realized(u)) d_->uop = view;
+    return *this;
+  }
+  realize_uops({u});
+  d_->uop = graph::realized(u);
+  return *this;
+}
+
+template <class Elem> std::vector<Elem> Tensor::to_vector() const {
+  static_assert(has_dtype_v<Elem>, "Tensor::to_vector<T>: T has no tinyt dtype");
+  if (dtype_of<Elem>() != dtype())
+    throw DTypeError(detail::cat("to_vector<", dtype_of<Elem>().name(), ">: the tensor is ", dtype().name()));
+  Tensor t = *this;
+  t.realize();  // t shares this tensor's data, so this tensor is realized too
+  const UOp& view = t.uop();
+  auto memory = graph::buffer_of(view.op() == Ops::BUFFER ? view : view.src(0));
+  const auto n = static_cast<size_t>(t.numel());
+  if constexpr (std::is_same_v<Elem, bool>) {  // vector<bool> packs bits
+    std::vector<uint8_t> bytes(n);
+    if (n) std::memcpy(bytes.data(), memory->ptr(), n);
+    return std::vector<bool>(bytes.begin(), bytes.end());
+  } else {
+    std::vector<Elem> out(n);
+    if (n) std::memcpy(out.data(), memory->ptr(), n * sizeof(Elem));
+    return out;
+  }
+}
+
+template <class Elem> Elem Tensor::item() const {
+  if (numel() != 1) throw ShapeError(detail::cat("item: the tensor has shape ", shape(), ", not one element"));
+  return to_vector<Elem>()[0];
+}
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/tensor.hpp ----
+// ---- tinyt/ops/movement.hpp ----
+// Movement: views that never copy. Each checks its arguments against the shape and builds one
+// of the six movement UOps (or none, when it would change nothing).
+
+
+namespace tinyt::inline v0 {
+
+namespace detail {
+inline std::string shape_str(const std::vector<int64_t>& s) { return to_string(Shape(s)); }
+}  // namespace detail
+
+inline std::vector<int64_t> Tensor::broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                                                    const char* op) {
+  const size_t n = std::max(a.size(), b.size());
+  std::vector<int64_t> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (x != y && x != 1 && y != 1)
+      throw ShapeError(detail::cat(op, ": cannot broadcast ", detail::shape_str(a), " with ", detail::shape_str(b)));
+    out[i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+/// `t` broadcast to `shape` (which it must broadcast to): a reshape adding leading 1s, an expand.
+inline Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s = t.cshape();
+  if (s == shape) return t;
+  if (s.size() > shape.size())
+    throw ShapeError(detail::cat("expand: cannot broadcast ", detail::shape_str(s), " to ", detail::shape_str(shape)));
+  s.insert(s.begin(), shape.size() - s.size(), 1);
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s[i] != shape[i] && s[i] != 1)
+      throw ShapeError(detail::cat("expand: cannot broadcast ", detail::shape_str(t.cshape()), " to ", detail::shape_str(shape)));
+  return Tensor(graph::expand(graph::reshape(t.uop(), s), shape));
+}
+
+inline Tensor Tensor::reshape(Shape shape) const {
+  const std::vector<int64_t> old = cshape();
+  std::vector<int64_t> s;
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const int64_t d = shape[i].as_int();
+    if (d == -1) {
+      if (infer >= 0) throw ShapeError(detail::cat("reshape: more than one -1 in ", shape));
+      infer = static_cast<int64_t>(i);
+    } else if (d < 0) {
+      throw ShapeError(detail::cat("reshape: negative size in ", shape));
+    } else {
+      known *= d;
+    }
+    s.push_back(d);
+  }
+  const int64_t n = numel();
+  if (infer >= 0) {
+    if (known == 0 || n % known != 0)
+      throw ShapeError(detail::cat("reshape: cannot reshape ", detail::shape_str(old), " to ", shape));
+    s[static_cast<size_t>(infer)] = n / known;
+  } else if (known != n) {
+    throw ShapeError(detail::cat("reshape: cannot reshape ", detail::shape_str(old), " (", n, " elements) to ", shape));
+  }
+  return Tensor(graph::reshape(uop(), s));
+}
+
+inline Tensor Tensor::permute(std::vector<int> order) const {
+  const std::vector<int64_t> s = cshape();
+  if (order.size() != s.size())
+    throw ShapeError(detail::cat("permute: ", order.size(), " axes for shape ", detail::shape_str(s)));
+  std::vector<int64_t> perm;
+  std::vector<bool> seen(s.size(), false);
+  for (int a : order) {
+    const int ax = normalize_axis(a, s.size(), "permute");
+    if (seen[static_cast<size_t>(ax)]) throw ShapeError(detail::cat("permute: axis ", a, " repeats"));
+    seen[static_cast<size_t>(ax)] = true;
+    perm.push_back(ax);
+  }
+  return Tensor(graph::permute(uop(), perm));
+}
+
+inline Tensor Tensor::expand(Shape shape) const {
+  std::vector<int64_t> target;
+  const std::vector<int64_t> s = cshape();
+  for (size_t i = 0; i < shape.size(); ++i) {
+    int64_t d = shape[i].as_int();
+    // -1 keeps the size of the matching dim (aligned from the right)
+    if (d == -1 && i + s.size() >= shape.size()) d = s[i + s.size() - shape.size()];
+    target.push_back(d);
+  }
+  return broadcast_to(*this, target);
+}
+
+inline Tensor Tensor::pad(std::vector<std::pair<sint, sint>> padding, double value) const {
+  const std::vector<int64_t> s = cshape();
+  if (padding.size() != s.size())
+    throw ShapeError(detail::cat("pad: ", padding.size(), " (before, after) pairs for shape ", detail::shape_str(s)));
+  std::vector<std::pair<int64_t, int64_t>> grow, cut;
+  bool negative = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const int64_t b = padding[i].first.as_int(), a = padding[i].second.as_int();
+    if (b + a + s[i] < 0) throw ShapeError(detail::cat("pad: padding (", b, ", ", a, ") removes more than dim ", i, " has"));
+    negative |= b < 0 || a < 0;
+    grow.emplace_back(std::max<int64_t>(b, 0), std::max<int64_t>(a, 0));
+    cut.emplace_back(-std::min<int64_t>(b, 0), s[i] + std::min<int64_t>(a, 0));
+  }
+  // negative padding crops (as PyTorch's)
+  Tensor x = negative ? Tensor(graph::shrink(uop(), cut)) : *this;
+  Tensor padded(graph::pad(x.uop(), grow));
+  if (value == 0.0) return padded;
+  // pads fill with 0: a non-zero value is selected where a padded mask of ones is false
+  Tensor mask(graph::pad(graph::expand(graph::reshape(graph::const_(dtypes::bool_, true, device()), std::vector<int64_t>(s.size(), 1)), x.cshape()), grow));
+  return mask.where(padded, Tensor::full(Shape(padded.cshape()), value, dtype(), device()));
+}
+
+inline Tensor Tensor::shrink(std::vector<std::pair<sint, sint>> bounds) const {
+  const std::vector<int64_t> s = cshape();
+  if (bounds.size() != s.size())
+    throw ShapeError(detail::cat("shrink: ", bounds.size(), " (start, end) pairs for shape ", detail::shape_str(s)));
+  std::vector<std::pair<int64_t, int64_t>> p;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const int64_t b = bounds[i].first.as_int(), e = bounds[i].second.as_int();
+    if (b < 0 || e < b || e > s[i])
+      throw ShapeError(detail::cat("shrink: (", b, ", ", e, ") is outside dim ", i, " of shape ", detail::shape_str(s)));
+    p.emplace_back(b, e);
+  }
+  return Tensor(graph::shrink(uop(), p));
+}
+
+inline Tensor Tensor::flip(std::vector<int> axes) const {
+  std::vector<bool> f(ndim(), false);
+  for (int a : axes) {
+    const auto ax = static_cast<size_t>(normalize_axis(a, ndim(), "flip"));
+    if (f[ax]) throw ShapeError(detail::cat("flip: axis ", a, " repeats"));
+    f[ax] = true;
+  }
+  return Tensor(graph::flip(uop(), f));
+}
+
+inline Tensor Tensor::transpose(int d0, int d1) const {
+  std::vector<int> order(ndim());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::swap(order[static_cast<size_t>(normalize_axis(d0, ndim(), "transpose"))],
+            order[static_cast<size_t>(normalize_axis(d1, ndim(), "transpose"))]);
+  return permute(order);
+}
+
+inline Tensor Tensor::flatten(int start, int end) const {
+  if (ndim() == 0) return reshape({1});
+  const auto s = cshape();
+  const auto a = static_cast<size_t>(normalize_axis(start, s.size(), "flatten"));
+  const auto b = static_cast<size_t>(normalize_axis(end, s.size(), "flatten"));
+  if (a > b) throw ShapeError(detail::cat("flatten: start ", start, " comes after end ", end));
+  std::vector<int64_t> out(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(a));
+  int64_t n = 1;
+  for (size_t i = a; i <= b; ++i) n *= s[i];
+  out.push_back(n);
+  out.insert(out.end(), s.begin() + static_cast<std::ptrdiff_t>(b) + 1, s.end());
+  return reshape(Shape(out));
+}
+
+inline Tensor Tensor::unflatten(int dim, Shape sizes) const {
+  auto s = cshape();
+  const auto d = static_cast<size_t>(normalize_axis(dim, s.size(), "unflatten"));
+  std::vector<sint> out(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(d));
+  for (const sint& x : sizes) out.push_back(x);
+  out.insert(out.end(), s.begin() + static_cast<std::ptrdiff_t>(d) + 1, s.end());
+  return reshape(Shape(out));
+}
+
+inline Tensor Tensor::squeeze(int dim) const {
+  auto s = cshape();
+  if (s.empty()) return *this;
+  const auto d = static_cast<size_t>(normalize_axis(dim, s.size(), "squeeze"));
+  if (s[d] != 1) return *this;
+  s.erase(s.begin() + static_cast<std::ptrdiff_t>(d));
+  return reshape(Shape(s));
+}
+inline Tensor Tensor::squeeze() const {
+  auto s = cshape();
+  std::erase(s, 1);
+  return reshape(Shape(s));
+}
+inline Tensor Tensor::unsqueeze(int dim) const {
+  auto s = cshape();
+  const auto d = static_cast<size_t>(normalize_axis(dim, s.size() + 1, "unsqueeze"));
+  s.insert(s.begin() + static_cast<std::ptrdiff_t>(d), 1);
+  return reshape(Shape(s));
+}
+
+inline Tensor Tensor::contiguous() const { return Tensor(UOp(Ops::CONTIGUOUS, dtype(), {uop()})); }
+inline Tensor Tensor::detach() const { return Tensor(UOp(Ops::DETACH, dtype(), {uop()})); }
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/ops/movement.hpp ----
+// ---- tinyt/ops/elementwise.hpp ----
+// Elementwise ops: broadcasting, dtype promotion, and the math functions, each a composition of
+// the ALU UOps (EXP2, LOG2, SIN, SQRT, RECIPROCAL, TRUNC, ADD, MUL, MAX, CMPLT, WHERE, ...).
+
+#include <numbers>
+
+
+namespace tinyt::inline v0 {
+
+inline Tensor Tensor::cast(DType dt) const {
+  if (dt == dtype()) return *this;
+  if (dt.is_ptr() || dt.is_void() || dt.is_index() || dt.count() != 1)
+    throw DTypeError(detail::cat("cast: cannot cast to ", dt.name()));
+  const UOp& u = uop();
+  if (u.op() == Ops::CONST) {  // a constant converts now (C's conversion rules)
+    UOp c = u.arg().is<double>() ? UOp::const_(dtypes::float64, u.arg().get<double>()) : UOp(Ops::CONST, u.dtype(), {}, u.arg());
+    UOp folded = fold_constants(Ops::CAST, dt, {c});
+    if (folded) {
+      Tensor t(UOp(Ops::CONST, dt, u.src(), folded.arg()));
+      t.d_->weak = weak();
+      return t;
+    }
+  }
+  return Tensor(u.cast(dt));
+}
+
+inline Tensor Tensor::bitcast(DType dt) const {
+  if (dt.itemsize() != dtype().itemsize())
+    throw DTypeError(detail::cat("bitcast: ", dtype().name(), " and ", dt.name(), " differ in size"));
+  return Tensor(uop().bitcast(dt));
+}
+
+inline Tensor Tensor::binary(Ops op, const Tensor& o, const char* name, bool to_float) const {
+  DType dt = weak() && !o.weak()   ? weak_promote(o.dtype(), dtype())
+             : o.weak() && !weak() ? weak_promote(dtype(), o.dtype())
+                                   : least_upper_dtype({dtype(), o.dtype()});
+  if (to_float) dt = least_upper_float(dt);
+  Tensor a = cast(dt), b = o.cast(dt);
+  // a C++ scalar lives where the tensor it meets lives
+  auto move_scalar = [](const Tensor& s, const Tensor& to) {
+    return s.weak() && s.uop().op() == Ops::CONST && s.device() != to.device()
+               ? Tensor(UOp(Ops::CONST, s.dtype(), {graph::device_uop(to.device())}, s.uop().arg()))
+               : s;
+  };
+  a = move_scalar(a, b), b = move_scalar(b, a);
+  if (a.device() != b.device())
+    throw DeviceError(detail::cat(name, ": operands are on ", a.device(), " and ", b.device()));
+  const auto shape = broadcast_shape(a.cshape(), b.cshape(), name);
+  return Tensor(broadcast_to(a, shape).uop().alu(op, {broadcast_to(b, shape).uop()}));
+}
+
+inline Tensor Tensor::unary(Ops op) const {
+  Tensor x = cast(least_upper_float(dtype()));
+  return Tensor(x.uop().alu(op));
+}
+
+inline Tensor Tensor::add(const Tensor& o) const { return binary(Ops::ADD, o, "add"); }
+inline Tensor Tensor::mul(const Tensor& o) const { return binary(Ops::MUL, o, "mul"); }
+inline Tensor Tensor::sub(const Tensor& o) const {
+  if (dtype().is_bool() && o.dtype().is_bool()) throw DTypeError("sub: subtracting bool tensors is not supported; use logical_xor");
+  return add(o.neg());
+}
+inline Tensor Tensor::neg() const {
+  if (dtype().is_bool()) return logical_not();
+  return mul(Tensor(graph::const_(dtype(), -1, device())));
+}
+/// True division: integers divide as the default float.
+inline Tensor Tensor::div(const Tensor& o) const { return binary(Ops::FDIV, o, "div", true); }
+inline Tensor Tensor::maximum(const Tensor& o) const { return binary(Ops::MAX, o, "maximum"); }
+inline Tensor Tensor::minimum(const Tensor& o) const {
+  // min(a, b) = -max(-a, -b); integers use ~, which reverses order without overflow
+  if (dtype().is_float() || o.dtype().is_float()) return neg().maximum(o.neg()).neg();
+  return bitwise_not().maximum(o.bitwise_not()).bitwise_not();
+}
+inline Tensor Tensor::eq(const Tensor& o) const { return binary(Ops::CMPEQ, o, "eq"); }
+inline Tensor Tensor::ne(const Tensor& o) const { return binary(Ops::CMPNE, o, "ne"); }
+inline Tensor Tensor::lt(const Tensor& o) const { return binary(Ops::CMPLT, o, "lt"); }
+inline Tensor Tensor::gt(const Tensor& o) const { return o.binary(Ops::CMPLT, *this, "gt"); }
+inline Tensor Tensor::le(const Tensor& o) const { return lt(o).logical_or(eq(o)); }  // false with NaN
+inline Tensor Tensor::ge(const Tensor& o) const { return gt(o).logical_or(eq(o)); }
+
+namespace detail {
+inline void require_int_or_bool(const Tensor& t, const char* op) {
+  if (t.dtype().is_float()) throw DTypeError(cat(op, ": needs integer or bool tensors, not ", t.dtype().name()));
+}
+}  // namespace detail
+inline Tensor Tensor::bitwise_and(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_and"), detail::require_int_or_bool(o, "bitwise_and"); return binary(Ops::AND, o, "bitwise_and"); }
+inline Tensor Tensor::bitwise_or(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_or"), detail::require_int_or_bool(o, "bitwise_or"); return binary(Ops::OR, o, "bitwise_or"); }
+inline Tensor Tensor::bitwise_xor(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_xor"), detail::require_int_or_bool(o, "bitwise_xor"); return binary(Ops::XOR, o, "bitwise_xor"); }
+inline Tensor Tensor::lshift(const Tensor& o) const { detail::require_int_or_bool(*this, "lshift"); return binary(Ops::SHL, o, "lshift"); }
+inline Tensor Tensor::rshift(const Tensor& o) const { detail::require_int_or_bool(*this, "rshift"); return binary(Ops::SHR, o, "rshift"); }
+inline Tensor Tensor::bitwise_not() const {
+  detail::require_int_or_bool(*this, "bitwise_not");
+  if (dtype().is_bool()) return logical_not();
+  return bitwise_xor(Tensor(graph::const_(dtype(), -1, device())));
+}
+inline Tensor Tensor::logical_not() const { return cast(dtypes::bool_).ne(Tensor(true)); }
+inline Tensor Tensor::logical_and(const Tensor& o) const { return cast(dtypes::bool_).binary(Ops::AND, o.cast(dtypes::bool_), "logical_and"); }
+inline Tensor Tensor::logical_or(const Tensor& o) const { return cast(dtypes::bool_).binary(Ops::OR, o.cast(dtypes::bool_), "logical_or"); }
+inline Tensor Tensor::logical_xor(const Tensor& o) const { return cast(dtypes::bool_).binary(Ops::XOR, o.cast(dtypes::bool_), "logical_xor"); }
+
+inline Tensor Tensor::where(const Tensor& a, const Tensor& b) const {
+  // the branches promote together; the condition is any dtype read as bool
+  DType dt = a.weak() && !b.weak()   ? weak_promote(b.dtype(), a.dtype())
+             : b.weak() && !a.weak() ? weak_promote(a.dtype(), b.dtype())
+                                     : least_upper_dtype({a.dtype(), b.dtype()});
+  Tensor c = cast(dtypes::bool_), x = a.cast(dt), y = b.cast(dt);
+  auto shape = broadcast_shape(broadcast_shape(c.cshape(), x.cshape(), "where"), y.cshape(), "where");
+  return Tensor(broadcast_to(c, shape).uop().where(broadcast_to(x, shape).uop(), broadcast_to(y, shape).uop()));
+}
+
+/// Floor division (Python's //): rounds toward negative infinity.
+inline Tensor Tensor::floordiv(const Tensor& o) const {
+  Tensor a = *this;
+  if (dtype().is_float() || o.dtype().is_float()) return div(o).floor();
+  Tensor q = a.binary(Ops::IDIV, o, "floordiv"), r = a.binary(Ops::MOD, o, "floordiv");
+  // C truncates: step down one where the remainder is non-zero and the signs differ
+  Tensor fix = r.ne(0).logical_and(r.lt(0).ne(o.lt(0)));
+  return q.sub(fix.cast(q.dtype()));
+}
+/// Remainder with the sign of the divisor (Python's %, PyTorch's remainder).
+inline Tensor Tensor::mod(const Tensor& o) const {
+  if (dtype().is_float() || o.dtype().is_float()) return sub(floordiv(o).mul(o));
+  Tensor r = binary(Ops::MOD, o, "mod");
+  Tensor fix = r.ne(0).logical_and(r.lt(0).ne(o.lt(0)));
+  return fix.where(r.add(o), r);
+}
+inline Tensor Tensor::pow(const Tensor& o) const {
+  if (dtype().is_float() || o.dtype().is_float()) return binary(Ops::POW, o, "pow", true);
+  // integers: compute in float64 (exact below 2^53) and convert back
+  DType dt = binary(Ops::ADD, o, "pow").dtype();
+  return cast(dtypes::float64).binary(Ops::POW, o.cast(dtypes::float64), "pow").cast(dt);
+}
+
+// -- math functions ------------------------------------------------------------------------------
+inline Tensor Tensor::exp2() const { return unary(Ops::EXP2); }
+inline Tensor Tensor::log2() const { return unary(Ops::LOG2); }
+inline Tensor Tensor::exp() const { return cast(least_upper_float(dtype())).mul(1.0 / std::numbers::ln2).exp2(); }
+inline Tensor Tensor::log() const { return log2().mul(std::numbers::ln2); }
+inline Tensor Tensor::sqrt() const { return unary(Ops::SQRT); }
+inline Tensor Tensor::reciprocal() const { return unary(Ops::RECIPROCAL); }
+inline Tensor Tensor::rsqrt() const { return sqrt().reciprocal(); }
+inline Tensor Tensor::sin() const { return unary(Ops::SIN); }
+inline Tensor Tensor::cos() const { return cast(least_upper_float(dtype())).neg().add(std::numbers::pi / 2).sin(); }
+inline Tensor Tensor::tan() const { return sin().div(cos()); }
+inline Tensor Tensor::square() const { return mul(*this); }
+inline Tensor Tensor::abs() const { return dtype().is_bool() ? *this : lt(0).where(neg(), *this); }
+inline Tensor Tensor::sign() const {
+  // NaN stays NaN (x*0), like PyTorch
+  Tensor s = ne(0).where(lt(0).where(-1, 1), 0).cast(dtype());
+  return dtype().is_float() ? s.add(mul(0)) : s;
+}
+inline Tensor Tensor::trunc() const { return dtype().is_float() ? Tensor(uop().alu(Ops::TRUNC)) : *this; }
+inline Tensor Tensor::floor() const {
+  if (!dtype().is_float()) return *this;
+  Tensor t = trunc();
+  return lt(t).where(t.sub(1), t);
+}
+inline Tensor Tensor::ceil() const {
+  if (!dtype().is_float()) return *this;
+  Tensor t = trunc();
+  return gt(t).where(t.add(1), t);
+}
+/// Rounds half to even, like PyTorch.
+inline Tensor Tensor::round() const {
+  if (!dtype().is_float()) return *this;
+  Tensor f = floor(), d = sub(f);
+  Tensor even = f.sub(f.mul(0.5).floor().mul(2)).eq(0);
+  return d.gt(0.5).where(f.add(1), d.lt(0.5).where(f, even.where(f, f.add(1))));
+}
+inline Tensor Tensor::isnan() const { return ne(*this); }
+inline Tensor Tensor::isinf() const { return dtype().is_float() ? eq(INFINITY).logical_or(eq(-INFINITY)) : Tensor::full_like(*this, false).cast(dtypes::bool_); }
+inline Tensor Tensor::isfinite() const { return isnan().logical_or(isinf()).logical_not(); }
+
+inline Tensor Tensor::relu() const { return maximum(0); }
+inline Tensor Tensor::relu6() const { return relu().minimum(6); }
+inline Tensor Tensor::sigmoid() const { return neg().exp().add(1).reciprocal(); }
+inline Tensor Tensor::logsigmoid() const { return neg().softplus().neg(); }
+inline Tensor Tensor::tanh() const { return mul(2).sigmoid().mul(2).sub(1); }
+/// The exact GELU, x * Phi(x), as PyTorch's default.
+inline Tensor Tensor::gelu() const { return mul(0.5).mul(mul(1.0 / std::numbers::sqrt2).erf().add(1)); }
+inline Tensor Tensor::quick_gelu() const { return mul(mul(1.702).sigmoid()); }
+inline Tensor Tensor::silu() const { return mul(sigmoid()); }
+inline Tensor Tensor::elu(double alpha) const { return gt(0).where(*this, exp().sub(1).mul(alpha)); }
+inline Tensor Tensor::leaky_relu(double slope) const { return lt(0).where(mul(slope), *this); }
+/// log(1 + exp(beta x)) / beta, linear above beta x > 20 like PyTorch.
+inline Tensor Tensor::softplus(double beta) const {
+  Tensor bx = mul(beta);
+  // log1p(exp(-|bx|)) + max(bx, 0) is stable on both sides
+  Tensor stable = bx.abs().neg().exp().add(1).log().add(bx.relu()).div(beta);
+  return bx.gt(20).where(*this, stable);
+}
+inline Tensor Tensor::mish() const { return mul(softplus().tanh()); }
+inline Tensor Tensor::hardsigmoid() const { return add(3).relu6().div(6); }
+inline Tensor Tensor::hardswish() const { return mul(hardsigmoid()); }
+inline Tensor Tensor::hardtanh(double lo, double hi) const { return clip(lo, hi); }
+/// erf by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7).
+inline Tensor Tensor::erf() const {
+  Tensor x = cast(least_upper_float(dtype()));
+  Tensor a = x.abs(), t = a.mul(0.3275911).add(1).reciprocal();
+  Tensor poly = t.mul(1.061405429).add(-1.453152027).mul(t).add(1.421413741).mul(t).add(-0.284496736).mul(t).add(0.254829592).mul(t);
+  Tensor y = poly.mul(a.square().neg().exp()).neg().add(1);
+  return x.lt(0).where(y.neg(), y);
+}
+inline Tensor Tensor::clip(const Tensor& lo, const Tensor& hi) const { return maximum(lo).minimum(hi); }
+inline Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const { return add(end.sub(*this).mul(weight)); }
+inline Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const { return mask.where(value, *this); }
+
+// -- operators: both sides may be tensors or C++ scalars --------------------------------------------
+template <class T> concept TensorOrScalar = std::is_convertible_v<T, Tensor> && (std::is_arithmetic_v<T> || std::is_base_of_v<Tensor, T>);
+#define TINYT_TENSOR_BINARY(sym, method)                                                    \
+  template <TensorOrScalar A, TensorOrScalar B>                                             \
+    requires(std::is_base_of_v<Tensor, A> || std::is_base_of_v<Tensor, B>)                  \
+  Tensor operator sym(const A& a, const B& b) { return Tensor(a).method(Tensor(b)); }
+TINYT_TENSOR_BINARY(+, add)
+TINYT_TENSOR_BINARY(-, sub)
+TINYT_TENSOR_BINARY(*, mul)
+TINYT_TENSOR_BINARY(/, div)
+TINYT_TENSOR_BINARY(%, mod)
+TINYT_TENSOR_BINARY(==, eq)
+TINYT_TENSOR_BINARY(!=, ne)
+TINYT_TENSOR_BINARY(<, lt)
+TINYT_TENSOR_BINARY(<=, le)
+TINYT_TENSOR_BINARY(>, gt)
+TINYT_TENSOR_BINARY(>=, ge)
+TINYT_TENSOR_BINARY(&, bitwise_and)
+TINYT_TENSOR_BINARY(|, bitwise_or)
+TINYT_TENSOR_BINARY(^, bitwise_xor)
+TINYT_TENSOR_BINARY(<<, lshift)
+TINYT_TENSOR_BINARY(>>, rshift)
+#undef TINYT_TENSOR_BINARY
+inline Tensor operator-(const Tensor& t) { return t.neg(); }
+inline Tensor operator~(const Tensor& t) { return t.bitwise_not(); }
+inline Tensor operator!(const Tensor& t) { return t.logical_not(); }
+/// Floor division, Python's `//`.
+inline Tensor floordiv(const Tensor& a, const Tensor& b) { return a.floordiv(b); }
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/ops/elementwise.hpp ----
+// ---- tinyt/ops/reduce.hpp ----
+// Reductions: sum, prod, max over axes with REDUCE_AXIS; min, mean, any, all built on them.
+
+
+namespace tinyt::inline v0 {
+
+namespace detail {
+// The dtype a sum accumulates in (tinygrad's): small ints widen to the default int, unsigned
+// to uint32, half floats to float32.
+inline DType sum_acc_dtype(DType dt) {
+  if (dt.is_unsigned()) return least_upper_dtype({dt, dtypes::uint32});
+  if (dt.is_int() || dt.is_bool()) return least_upper_dtype({dt, dtypes::default_int});
+  return least_upper_dtype({dt, dtypes::float32});
+}
+inline std::vector<int> all_axes(size_t n) {
+  std::vector<int> axes(n);
+  for (size_t i = 0; i < n; ++i) axes[i] = static_cast<int>(i);
+  return axes;
+}
+}  // namespace detail
+
+inline Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const {
+  const auto s = cshape();
+  std::vector<int64_t> ax;
+  for (int a : axes) {
+    const int64_t n = normalize_axis(a, s.size(), name);
+    if (std::find(ax.begin(), ax.end(), n) != ax.end()) throw IndexError(detail::cat(name, ": axis ", a, " repeats"));
+    if (!s.empty()) ax.push_back(n);
+  }
+  std::sort(ax.begin(), ax.end());
+  Tensor r(graph::reduce(uop(), op, ax));
+  if (keepdim) return r;
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (std::find(ax.begin(), ax.end(), static_cast<int64_t>(i)) == ax.end()) out.push_back(s[i]);
+  return r.reshape(Shape(out));
+}
+
+inline Tensor Tensor::sum(std::vector<int> axes, bool keepdim) const {
+  const DType acc = detail::sum_acc_dtype(dtype());
+  Tensor r = cast(acc).reduce(Ops::ADD, std::move(axes), keepdim, "sum");
+  return dtype() == dtypes::float16 || dtype() == dtypes::bfloat16 ? r.cast(dtype()) : r;
+}
+inline Tensor Tensor::sum(int axis, bool keepdim) const { return sum(std::vector<int>{axis}, keepdim); }
+inline Tensor Tensor::sum() const { return sum(detail::all_axes(ndim()), false); }
+
+inline Tensor Tensor::prod(std::vector<int> axes, bool keepdim) const {
+  return cast(detail::sum_acc_dtype(dtype())).reduce(Ops::MUL, std::move(axes), keepdim, "prod");
+}
+inline Tensor Tensor::prod(int axis, bool keepdim) const { return prod(std::vector<int>{axis}, keepdim); }
+inline Tensor Tensor::prod() const { return prod(detail::all_axes(ndim()), false); }
+
+inline Tensor Tensor::max(std::vector<int> axes, bool keepdim) const {
+  if (numel() == 0) throw ShapeError(detail::cat("max: cannot reduce an empty tensor of shape ", shape()));
+  return reduce(Ops::MAX, std::move(axes), keepdim, "max");
+}
+inline Tensor Tensor::max(int axis, bool keepdim) const { return max(std::vector<int>{axis}, keepdim); }
+inline Tensor Tensor::max() const { return max(detail::all_axes(ndim()), false); }
+
+inline Tensor Tensor::min(std::vector<int> axes, bool keepdim) const {
+  if (numel() == 0) throw ShapeError(detail::cat("min: cannot reduce an empty tensor of shape ", shape()));
+  if (dtype().is_float()) return neg().reduce(Ops::MAX, std::move(axes), keepdim, "min").neg();
+  return bitwise_not().reduce(Ops::MAX, std::move(axes), keepdim, "min").bitwise_not();
+}
+inline Tensor Tensor::min(int axis, bool keepdim) const { return min(std::vector<int>{axis}, keepdim); }
+inline Tensor Tensor::min() const { return min(detail::all_axes(ndim()), false); }
+
+inline Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
+  const auto s = cshape();
+  int64_t n = 1;
+  for (int a : axes) n *= s.empty() ? 1 : s[static_cast<size_t>(normalize_axis(a, s.size(), "mean"))];
+  Tensor total = cast(least_upper_float(dtype())).sum(std::move(axes), keepdim);
+  // an empty mean is NaN, as 0/0
+  return total.div(Tensor(graph::const_(total.dtype(), static_cast<double>(n), device())));
+}
+inline Tensor Tensor::mean(int axis, bool keepdim) const { return mean(std::vector<int>{axis}, keepdim); }
+inline Tensor Tensor::mean() const { return mean(detail::all_axes(ndim()), false); }
+
+inline Tensor Tensor::any(int axis, bool keepdim) const { return cast(dtypes::bool_).reduce(Ops::MAX, {axis}, keepdim, "any"); }
+inline Tensor Tensor::any() const { return cast(dtypes::bool_).reduce(Ops::MAX, detail::all_axes(ndim()), false, "any"); }
+inline Tensor Tensor::all(int axis, bool keepdim) const { return logical_not().any(axis, keepdim).logical_not(); }
+inline Tensor Tensor::all() const { return logical_not().any().logical_not(); }
+
+/// Running sums along an axis: a sliding window of the input padded with n-1 zeros in front,
+/// taken as a view (no copy) and summed, so it is one kernel.
+inline Tensor Tensor::cumsum(int axis) const {
+  if (ndim() == 0) return *this;
+  const int ax = normalize_axis(axis, ndim(), "cumsum");
+  std::vector<int> order;
+  for (int i = 0; i < static_cast<int>(ndim()); ++i)
+    if (i != ax) order.push_back(i);
+  order.push_back(ax);
+  Tensor x = permute(order);
+  const auto s = x.cshape();
+  const int64_t n = s.back(), rows = numel() / std::max<int64_t>(n, 1), L = 2 * n - 1;
+  if (n <= 1) return *this;
+  // W[i][k] = xp[i + k] for xp = x padded in front by n-1: repeat xp n times, flatten, pad each
+  // row by one element, and row i starts i further in
+  Tensor xp = x.reshape({rows, n}).pad({{0, 0}, {n - 1, 0}});
+  Tensor w = xp.unsqueeze(1).expand({rows, n, L}).reshape({rows, n * L}).pad({{0, 0}, {0, n}}).reshape({rows, n, L + 1}).shrink({{0, rows}, {0, n}, {0, n}});
+  std::vector<int64_t> out = s;
+  Tensor summed = w.sum(2).reshape(Shape(out));
+  std::vector<int> inverse(order.size());
+  for (size_t i = 0; i < order.size(); ++i) inverse[static_cast<size_t>(order[i])] = static_cast<int>(i);
+  return summed.permute(inverse);
+}
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/ops/reduce.hpp ----
+// ---- tinyt/ops/creation.hpp ----
+// Creation: tensors from host data, constants, ranges, and printing.
+
+
+
+namespace tinyt::inline v0 {
+
+namespace detail {
+inline std::vector<int64_t> checked_shape(const Shape& shape, const char* op) {
+  std::vector<int64_t> s = shape.to_vector();
+  for (int64_t d : s)
+    if (d < 0) throw ShapeError(cat(op, ": negative size in shape ", shape));
+  return s;
+}
+inline int64_t product(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+// A dtype for a C++ value used as a fill: integers give the default int, floats the default float.
+template <class V> constexpr DType default_dtype_of() {
+  if constexpr (std::is_same_v<V, bool>) return dtypes::bool_;
+  else if constexpr (std::is_integral_v<V>) return dtypes::default_int;
+  else return dtypes::default_float;
+}
+}  // namespace detail
+
+inline Tensor Tensor::from_blob(const void* ptr, Shape shape, DType dtype, std::string device) {
+  const auto s = detail::checked_shape(shape, "from_blob");
+  const int64_t n = detail::product(s);
+  if (!ptr && n) throw Error("from_blob: null data pointer");
+  UOp buf = graph::new_buffer(device.empty() ? Device::default_device() : device, n, dtype);
+  graph::buffer_of(buf)->copyin(ptr, static_cast<size_t>(n * dtype.itemsize()));
+  return Tensor(graph::reshape(buf, s));
+}
+template <class Elem> Tensor Tensor::from_vector(const std::vector<Elem>& data, Shape shape, std::string device) {
+  static_assert(has_dtype_v<Elem>, "Tensor::from_vector: the element type has no tinyt dtype");
+  const auto s = detail::checked_shape(shape, "from_vector");
+  if (detail::product(s) != static_cast<int64_t>(data.size()))
+    throw ShapeError(detail::cat("from_vector: ", data.size(), " values do not fill shape ", shape));
+  if constexpr (std::is_same_v<Elem, bool>) {  // vector<bool> has no data()
+    std::vector<uint8_t> bytes(data.begin(), data.end());
+    return from_blob(bytes.data(), shape, dtypes::bool_, std::move(device));
+  } else {
+    return from_blob(data.data(), shape, dtype_of<Elem>(), std::move(device));
+  }
+}
+template <class Elem> Tensor Tensor::from_vector(const std::vector<Elem>& data) {
+  return from_vector(data, Shape{static_cast<int64_t>(data.size())});
+}
+
+inline Tensor Tensor::empty(Shape shape, DType dtype, std::string device) {
+  const auto s = detail::checked_shape(shape, "empty");
+  return Tensor(graph::reshape(graph::new_buffer(device.empty() ? Device::default_device() : device, detail::product(s), dtype), s));
+}
+template <class V> Tensor Tensor::full(Shape shape, V value, DType dtype, std::string device) {
+  const auto s = detail::checked_shape(shape, "full");
+  const std::string dev = device.empty() ? Device::default_device() : Device::canonicalize(device);
+  UOp c = graph::const_(dtype, value, dev);
+  return Tensor(graph::expand(graph::reshape(c, std::vector<int64_t>(s.size(), 1)), s));
+}
+template <class V> Tensor Tensor::full(Shape shape, V value) {
+  return full(std::move(shape), value, detail::default_dtype_of<V>());
+}
+inline Tensor Tensor::zeros(Shape shape, DType dtype, std::string device) { return full(std::move(shape), 0, dtype, std::move(device)); }
+inline Tensor Tensor::ones(Shape shape, DType dtype, std::string device) { return full(std::move(shape), 1, dtype, std::move(device)); }
+inline Tensor Tensor::zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype(), t.device()); }
+inline Tensor Tensor::ones_like(const Tensor& t) { return ones(t.shape(), t.dtype(), t.device()); }
+template <class V> Tensor Tensor::full_like(const Tensor& t, V value) { return full(t.shape(), value, t.dtype(), t.device()); }
+
+template <class A, class B, class C> Tensor Tensor::arange(A start, B stop, C step) {
+  static_assert(std::is_arithmetic_v<A> && std::is_arithmetic_v<B> && std::is_arithmetic_v<C>, "arange takes numbers");
+  constexpr bool all_int = std::is_integral_v<A> && std::is_integral_v<B> && std::is_integral_v<C>;
+  const DType dt = all_int ? dtypes::default_int : dtypes::default_float;
+  if (step == 0) throw Error("arange: step must not be 0");
+  const double n = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
+  const int64_t count = n > 0 ? static_cast<int64_t>(n) : 0;
+  // start + step * i: i counted by a cumulative sum of ones, as tinygrad does
+  return Tensor::full(Shape{count}, step, dt).cumsum().add(Tensor(graph::const_(dt, static_cast<double>(start) - static_cast<double>(step), Device::default_device())));
+}
+template <class A> Tensor Tensor::arange(A stop) { return arange(A{0}, stop, 1); }
+
+inline Tensor Tensor::eye(int64_t n, int64_t m, DType dtype) {
+  if (m < 0) m = n;
+  if (n < 0) throw ShapeError(detail::cat("eye: negative size ", n));
+  // ones on a diagonal: a (n, m+1) view of a flat (n*(m+1)) pattern whose first column is 1
+  Tensor row = Tensor::full(Shape{1}, 1, dtype).pad({{0, m}});
+  return row.expand({n, m + 1}).flatten().shrink({{0, n * m}}).reshape({n, m});
+}
+
+// -- printing ----------------------------------------------------------------------------------
+namespace detail {
+template <class T> void print_values(std::ostream& os, const std::vector<T>& v, const std::vector<int64_t>& shape) {
+  if (shape.empty()) { os << +v[0]; return; }
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t i = shape.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * shape[i];
+  std::function<void(size_t, int64_t)> rec = [&](size_t dim, int64_t offset) {
+    os << '[';
+    for (int64_t i = 0; i < shape[dim]; ++i) {
+      if (i) os << (dim + 1 == shape.size() ? " " : "\n" + std::string(dim + 1, ' '));
+      if (dim + 1 == shape.size()) {
+        if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, half_t> || std::is_same_v<T, bfloat16_t>) os << static_cast<double>(static_cast<float>(v[static_cast<size_t>(offset + i)]));
+        else os << +v[static_cast<size_t>(offset + i)];
+      } else {
+        rec(dim + 1, offset + i * strides[dim]);
+      }
+    }
+    os << ']';
+  };
+  rec(0, 0);
+}
+}  // namespace detail
+
+inline std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+  if (!t.defined()) return os << "Tensor()";
+  const auto s = t.cshape();
+  os << "Tensor(";
+  switch (t.dtype().scalar_type()) {
+    case ScalarType::bool_: detail::print_values(os, t.to_vector<bool>(), s); break;
+    case ScalarType::int8: detail::print_values(os, t.to_vector<int8_t>(), s); break;
+    case ScalarType::uint8: detail::print_values(os, t.to_vector<uint8_t>(), s); break;
+    case ScalarType::int16: detail::print_values(os, t.to_vector<int16_t>(), s); break;
+    case ScalarType::uint16: detail::print_values(os, t.to_vector<uint16_t>(), s); break;
+    case ScalarType::int32: detail::print_values(os, t.to_vector<int32_t>(), s); break;
+    case ScalarType::uint32: detail::print_values(os, t.to_vector<uint32_t>(), s); break;
+    case ScalarType::int64: detail::print_values(os, t.to_vector<int64_t>(), s); break;
+    case ScalarType::uint64: detail::print_values(os, t.to_vector<uint64_t>(), s); break;
+    case ScalarType::float16: detail::print_values(os, t.to_vector<half_t>(), s); break;
+    case ScalarType::bfloat16: detail::print_values(os, t.to_vector<bfloat16_t>(), s); break;
+    case ScalarType::float32: detail::print_values(os, t.to_vector<float>(), s); break;
+    case ScalarType::float64: detail::print_values(os, t.to_vector<double>(), s); break;
+    default: os << "?";
+  }
+  return os << ", dtype=" << t.dtype().name() << ", device=" << t.device() << ")";
+}
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/ops/creation.hpp ----
 // ---- end tinyt.hpp ----

@@ -273,6 +273,11 @@ class UOp;
 /// The data of one node. Reached only through a UOp handle; never mutated after interning
 /// (the `cache_*` fields are derived data, filled once, identical for every thread).
 struct UOpNode {
+  /// Data a later stage attaches to a node (shape, device, realized buffer): owned by the node.
+  struct Extra {
+    virtual ~Extra() = default;
+  };
+
   Ops op;
   DType dtype;
   std::vector<UOp> src;
@@ -282,6 +287,10 @@ struct UOpNode {
   // interval bounds of integer values, computed on demand by symbolic.hpp
   mutable std::atomic<bool> cache_bounds_ready{false};
   mutable i128 cache_vmin = 0, cache_vmax = 0;
+  // set once (compare-and-swap), deleted with the node
+  mutable std::atomic<Extra*> extra{nullptr};
+
+  ~UOpNode() { delete extra.load(std::memory_order_acquire); }
 };
 
 namespace detail {

@@ -1,0 +1,298 @@
+// CPU backend through the system C compiler: C source → shared object in an on-disk cache → dlopen.
+//
+// Kernel convention: one C function per kernel,
+//   void NAME(void** bufs, const long long* vars, int core_id, int core_count);
+// bufs are the kernel's buffers in order, vars the values of its symbolic variables in order, and
+// core_id/core_count split the outer loop across threads (a single thread passes 0 and 1).
+#pragma once
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "../error.hpp"
+#include "dlopen.hpp"
+#include "subprocess.hpp"
+
+namespace tinyt::inline v0 {
+namespace backend {
+
+namespace detail {
+using ::tinyt::detail::cat;
+
+/// A deterministic 128-bit hash: FNV-1a-64 and a rotate-multiply lane, each finished with
+/// murmur3's fmix64. A cache key, not a cryptographic hash: the cache also compares the source.
+class Hash128 {
+ public:
+  Hash128& update(std::string_view data) {
+    for (char ch : data) {
+      const uint64_t c = static_cast<unsigned char>(ch);
+      a_ = (a_ ^ c) * 0x100000001b3ULL;
+      b_ = std::rotl(b_ ^ c, 23) * 0x9e3779b97f4a7c15ULL;
+    }
+    size_ += data.size();
+    return *this;
+  }
+  /// 32 lowercase hex digits.
+  std::string hex() const {
+    const uint64_t hi = fmix(a_ ^ size_), lo = fmix(b_ + hi * 0xc2b2ae3d27d4eb4fULL);
+    char out[33];
+    std::snprintf(out, sizeof out, "%016llx%016llx", static_cast<unsigned long long>(hi),
+                  static_cast<unsigned long long>(lo));
+    return out;
+  }
+
+ private:
+  static uint64_t fmix(uint64_t k) {
+    k = (k ^ (k >> 33)) * 0xff51afd7ed558ccdULL;
+    k = (k ^ (k >> 33)) * 0xc4ceb9fe1a85ec53ULL;
+    return k ^ (k >> 33);
+  }
+  uint64_t a_ = 0xcbf29ce484222325ULL, b_ = 0x6a09e667f3bcc909ULL, size_ = 0;
+};
+
+inline std::optional<std::string> read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// The source with line numbers, as quoted in a CompileError.
+inline std::string number_lines(std::string_view src) {
+  std::string out;
+  for (size_t start = 0, line = 1; start < src.size(); ++line) {
+    size_t end = std::min(src.find('\n', start), src.size());
+    char prefix[24];
+    std::snprintf(prefix, sizeof prefix, "%4zu | ", line);
+    out.append(prefix).append(src.substr(start, end - start)).append("\n");
+    start = end + 1;
+  }
+  return out;
+}
+
+/// The host CPU's model and feature flags, hashed: -march=native code is only valid on a CPU
+/// like the one it was built on, so a cache shared between machines must tell them apart.
+inline std::string host_cpu_id() {
+  std::ifstream in("/proc/cpuinfo");
+  Hash128 hash;
+  for (std::string line; std::getline(in, line) && !line.empty();)
+    for (const char* field : {"model name", "flags", "Features", "CPU implementer", "CPU part"})
+      if (line.starts_with(field)) hash.update(line).update("\n");
+  return hash.hex().substr(0, 16);
+}
+
+/// Removes the temporary files of a compile unless it was published.
+struct TempFiles {
+  std::vector<std::string> paths;
+  bool published = false;
+  ~TempFiles() {
+    if (!published)
+      for (const std::string& path : paths) ::unlink(path.c_str());
+  }
+};
+}  // namespace detail
+
+/// Compiles C translation units to shared objects, cached on disk by a hash of compiler and source.
+class CCompiler {
+ public:
+  /// What every kernel is compiled with. No -ffast-math: NaN and inf follow IEEE, as elsewhere.
+  static constexpr std::string_view flags =
+      "-O2 -march=native -fPIC -shared -fno-math-errno -ffp-contract=off -x c";
+  /// Linked after the source, so kernels that call libm resolve it themselves.
+  static constexpr std::string_view libs = "-lm";
+
+  /// The compiler from $CC (default `cc`) and the cache dir from the environment, read now.
+  CCompiler() : CCompiler(env("CC").value_or("cc"), default_cache_dir()) {}
+  /// `command`: a program and optional arguments, split on spaces (like `ccache gcc`).
+  CCompiler(std::string_view command, std::filesystem::path cache_dir)
+      : command_(detail::split_words(command)), dir_(std::move(cache_dir)) {
+    if (command_.empty()) command_ = {"cc"};
+  }
+  CCompiler(const CCompiler&) = delete;
+  CCompiler& operator=(const CCompiler&) = delete;
+
+  /// $TINYT_CACHE_DIR, else $XDG_CACHE_HOME/tinyt, else $HOME/.cache/tinyt, else /tmp/tinyt-<uid>.
+  static std::filesystem::path default_cache_dir() {
+    if (auto dir = env("TINYT_CACHE_DIR")) return *dir;
+    if (auto dir = env("XDG_CACHE_HOME")) return std::filesystem::path(*dir) / "tinyt";
+    if (auto dir = env("HOME")) return std::filesystem::path(*dir) / ".cache" / "tinyt";
+    return private_tmp_dir();
+  }
+
+  const std::filesystem::path& cache_dir() const noexcept { return dir_; }
+  /// Whether the compiler program can be found.
+  bool available() const { return !detail::find_program(command_.front()).empty(); }
+
+  /// Compiler path and arguments, the first line of its --version, the flags and the host CPU;
+  /// part of every key, so a different compiler never reuses another's objects. Computed once.
+  std::string identity() const { return resolve().identity; }
+
+  /// The cache key of `src`: 32 hex digits.
+  std::string key(std::string_view src) const {
+    return detail::Hash128().update(identity()).update(std::string_view("", 1)).update(src).hex();
+  }
+
+  /// The path of `src` compiled to a shared object, from the cache when it is there.
+  std::string compile(const std::string& src) const {
+    const Resolved& compiler = resolve();
+    const std::string key = this->key(src);
+    ensure_dir();
+    const std::string so = (dir_ / (key + ".so")).string(), stored = (dir_ / (key + ".c")).string();
+    if (detail::is_file(so) && detail::read_file(stored) == src) {
+      ++hits_;
+      return so;
+    }
+    // Build under a unique name beside the entry and publish with rename(2) only on success: a
+    // failed or killed compile leaves no entry, and concurrent compiles each publish a whole file.
+    std::string tmp = (dir_ / (key + ".tmp.XXXXXX")).string();
+    int fd = ::mkstemp(tmp.data());
+    if (fd < 0) throw cache_error("cannot create a file in", errno);
+    detail::TempFiles temps{{tmp, tmp + ".so"}};
+    FILE* file = ::fdopen(fd, "w");
+    bool written = file && ::fchmod(fd, 0644) == 0 &&
+                   std::fwrite(src.data(), 1, src.size(), file) == src.size();
+    int write_errno = errno;
+    if ((file ? std::fclose(file) : ::close(fd)) != 0 || !written)
+      throw cache_error("cannot write a source file in", write_errno);
+    std::vector<std::string> argv = compiler.argv, flag_words = detail::split_words(flags);
+    argv.insert(argv.end(), flag_words.begin(), flag_words.end());
+    argv.insert(argv.end(), {tmp, "-o", tmp + ".so", std::string(libs)});
+    detail::ProcessResult run = detail::run_process(argv);
+    if (run.spawn_error) throw missing_compiler(std::strerror(run.spawn_error));
+    if (!run.ok() || !detail::is_file(tmp + ".so"))
+      throw CompileError(detail::cat("tinyt: the C compiler failed (", run.describe(),
+                                     "): ", detail::join(argv), "\n", run.output, "source:\n",
+                                     detail::number_lines(src)));
+    if (std::rename((tmp + ".so").c_str(), so.c_str()) != 0 ||
+        std::rename(tmp.c_str(), stored.c_str()) != 0)
+      throw cache_error("cannot rename a compiled kernel into", errno);
+    temps.published = true;
+    ++compiles_;
+    return so;
+  }
+
+  /// How many compiles ran the compiler, and how many were answered from the cache (for tests).
+  uint64_t compiles() const noexcept { return compiles_; }
+  uint64_t cache_hits() const noexcept { return hits_; }
+
+ private:
+  struct Resolved {
+    std::vector<std::string> argv;  // the program's full path, then the arguments from CC
+    std::string identity;
+  };
+
+  static std::optional<std::string> env(const char* name) {
+    const char* value = std::getenv(name);
+    return value && *value ? std::optional<std::string>(value) : std::nullopt;
+  }
+  static std::filesystem::path private_tmp_dir() {
+    return detail::cat("/tmp/tinyt-", static_cast<unsigned long>(::getuid()));
+  }
+
+  /// Finds the compiler and asks its version, once; DeviceError when it cannot be run.
+  const Resolved& resolve() const {
+    std::lock_guard lock(mutex_);
+    if (resolved_.identity.empty()) {
+      std::vector<std::string> argv = command_;
+      argv.front() = detail::find_program(command_.front());
+      if (argv.front().empty()) throw missing_compiler("not found");
+      argv.push_back("--version");
+      detail::ProcessResult version = detail::run_process(argv);
+      if (version.spawn_error) throw missing_compiler(std::strerror(version.spawn_error));
+      argv.pop_back();
+      std::string first_line = version.output.substr(0, version.output.find('\n'));
+      resolved_.identity = detail::cat(detail::join(argv), " | ", first_line, " | ", flags, " ",
+                                       libs, " | cpu ", detail::host_cpu_id());
+      resolved_.argv = std::move(argv);
+    }
+    return resolved_;  // never changes once set, so the reference outlives the lock safely
+  }
+
+  void ensure_dir() const {
+    if (dir_ == private_tmp_dir()) {
+      // Anyone can create a directory in /tmp: only use one that is ours and private to us.
+      ::mkdir(dir_.c_str(), 0700);
+      struct stat st;
+      if (::lstat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid() ||
+          (st.st_mode & 077) != 0)
+        throw DeviceError(detail::cat("tinyt: the kernel cache '", dir_.string(),
+                                      "' is not a private directory owned by this user; set "
+                                      "TINYT_CACHE_DIR to a directory of your own"));
+      return;
+    }
+    std::error_code error;
+    std::filesystem::create_directories(dir_, error);
+    if (error) throw cache_error("cannot create", error.value());
+  }
+
+  DeviceError cache_error(const char* what, int error) const {
+    return DeviceError(detail::cat("tinyt: ", what, " the kernel cache directory '", dir_.string(),
+                                   "': ", std::strerror(error),
+                                   " (set TINYT_CACHE_DIR to a writable directory)"));
+  }
+  DeviceError missing_compiler(const char* why) const {
+    return DeviceError(detail::cat("tinyt: CPU_CC backend: C compiler '", command_.front(),
+                                   "' cannot be run (", why,
+                                   "); set CC to a C compiler, or use the CPU_LLVM backend"));
+  }
+
+  std::vector<std::string> command_;
+  std::filesystem::path dir_;
+  mutable std::mutex mutex_;
+  mutable Resolved resolved_;
+  mutable std::atomic<uint64_t> compiles_{0}, hits_{0};
+};
+
+/// The process-wide compiler the engine uses; reads the environment at first use.
+inline CCompiler& default_cc() {
+  static CCompiler compiler;
+  return compiler;
+}
+
+/// A compiled kernel, loaded: a shared object and its function, callable as the convention says.
+class CProgram {
+ public:
+  using Function = void(void** bufs, const long long* vars, int core_id, int core_count);
+  static_assert(sizeof(long long) == sizeof(int64_t),
+                "tinyt: the C convention needs 64-bit long long");
+
+  /// Opens `so_path` (the same path may be open in several CPrograms) and finds `function_name`.
+  CProgram(const std::string& so_path, const std::string& function_name)
+      : library_(so_path),
+        function_(library_.symbol<Function>(function_name.c_str())),
+        name_(function_name) {}
+
+  /// Runs the kernel on `bufs` with the values `vars` (may be null when it has none).
+  void operator()(void* const* bufs, const int64_t* vars, int core_id = 0,
+                  int core_count = 1) const {
+    function_(const_cast<void**>(bufs), reinterpret_cast<const long long*>(vars), core_id,
+              core_count);
+  }
+
+  const std::string& name() const noexcept { return name_; }
+  const std::string& path() const noexcept { return library_.path(); }
+
+ private:
+  Library library_;
+  Function* function_;
+  std::string name_;
+};
+
+}  // namespace backend
+}  // namespace tinyt::inline v0

@@ -1,0 +1,142 @@
+// Devices and their memory: names, the default device, and Buffer, a block of device memory.
+// A backend knows how to allocate, copy, compile and launch; nothing here knows about tensors.
+#pragma once
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "dtype.hpp"
+#include "error.hpp"
+
+namespace tinyt::inline v0 {
+
+namespace detail {
+// Host memory, 64-byte aligned, with freed blocks kept by size for reuse (tinygrad's LRU
+// allocator): a training step frees and allocates the same sizes every time.
+class HostAllocator {
+ public:
+  void* alloc(size_t nbytes) {
+    const size_t n = round_up(nbytes);
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = free_.find(n); it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_bytes_ -= n;
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(64, n);
+    if (!p) {
+      release_cache();
+      p = std::aligned_alloc(64, n);
+    }
+    if (!p) throw OutOfMemoryError(detail::cat("CPU: cannot allocate ", nbytes, " bytes"));
+    return p;
+  }
+  void free(void* p, size_t nbytes) {
+    const size_t n = round_up(nbytes);
+    std::lock_guard lock(mu_);
+    if (cached_bytes_ + n > cache_limit) {
+      std::free(p);
+      return;
+    }
+    free_[n].push_back(p);
+    cached_bytes_ += n;
+  }
+  void release_cache() {
+    std::lock_guard lock(mu_);
+    for (auto& [n, blocks] : free_)
+      for (void* p : blocks) std::free(p);
+    free_.clear();
+    cached_bytes_ = 0;
+  }
+  ~HostAllocator() { release_cache(); }
+
+ private:
+  static size_t round_up(size_t n) { return std::max<size_t>(64, (n + 63) / 64 * 64); }
+  static constexpr size_t cache_limit = size_t{1} << 30;
+  std::mutex mu_;
+  std::map<size_t, std::vector<void*>> free_;
+  size_t cached_bytes_ = 0;
+};
+inline HostAllocator& host_allocator() {
+  static HostAllocator a;
+  return a;
+}
+}  // namespace detail
+
+/// Device names and the default device.
+struct Device {
+  /// The device names tinyt knows, whether or not they can run here.
+  static const std::vector<std::string>& known() {
+    static const std::vector<std::string> names{"CPU"};
+    return names;
+  }
+  /// "cpu", "CPU:0" -> "CPU"; an unknown name is a DeviceError.
+  static std::string canonicalize(const std::string& name) {
+    std::string s = name.empty() ? default_device() : name;
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
+    if (s.size() > 2 && s.compare(s.size() - 2, 2, ":0") == 0) s.resize(s.size() - 2);
+    if (std::find(known().begin(), known().end(), s) == known().end())
+      throw DeviceError(detail::cat("unknown device '", name, "'; tinyt knows: CPU"));
+    return s;
+  }
+  /// The devices that can run here.
+  static std::vector<std::string> list() { return {"CPU"}; }
+  /// The default device: $DEV if set, else CPU.
+  static std::string default_device() {
+    const char* dev = std::getenv("DEV");
+    return dev && *dev ? canonicalize(dev) : "CPU";
+  }
+};
+
+/// A block of device memory holding `size` elements of `dtype`. Allocated on first use.
+class Buffer {
+ public:
+  Buffer(std::string device, size_t size, DType dtype)
+      : device_(Device::canonicalize(device)), size_(size), dtype_(dtype) {}
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() {
+    if (ptr_) detail::host_allocator().free(ptr_, nbytes());
+  }
+
+  const std::string& device() const { return device_; }
+  size_t size() const { return size_; }
+  DType dtype() const { return dtype_; }
+  size_t nbytes() const { return size_ * static_cast<size_t>(dtype_.itemsize()); }
+  bool allocated() const { return ptr_ != nullptr; }
+
+  /// The memory, allocated now if it was not yet.
+  void* ptr() {
+    std::call_once(alloc_once_, [this] { ptr_ = detail::host_allocator().alloc(nbytes()); });
+    return ptr_;
+  }
+  void copyin(const void* src, size_t n) {
+    if (n != nbytes())
+      throw Error(detail::cat("Buffer.copyin: ", n, " bytes into a buffer of ", nbytes()));
+    if (n) std::memcpy(ptr(), src, n);
+  }
+  void copyout(void* dst, size_t n) {
+    if (n != nbytes())
+      throw Error(detail::cat("Buffer.copyout: ", n, " bytes from a buffer of ", nbytes()));
+    if (n) std::memcpy(dst, ptr(), n);
+  }
+
+ private:
+  std::string device_;
+  size_t size_;
+  DType dtype_;
+  void* ptr_ = nullptr;
+  std::once_flag alloc_once_;
+};
+
+}  // namespace tinyt::inline v0

@@ -1,0 +1,189 @@
+// The tensor-level graph: what each UOp means before scheduling. A tensor is a UOp; its shape
+// and device are derived from the graph (and cached on the node), and a node that has been
+// computed remembers the buffer that holds its value.
+//
+// Conventions (tinygrad's): BUFFER(UNIQUE, DEVICE) arg=size is realized memory of shape
+// (size,); CONST(DEVICE) is a scalar of shape (); movement ops carry their new shape (RESHAPE,
+// EXPAND), permutation (PERMUTE), (before, after) pairs (PAD), (start, end) pairs (SHRINK) or
+// flipped-or-not flags (FLIP) in their arg; REDUCE_AXIS arg=(op, axes) keeps reduced dims as 1;
+// ALU ops take sources of equal shape; COPY(x, DEVICE); ASSIGN(target, value).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "device.hpp"
+#include "shape.hpp"
+
+namespace tinyt::inline v0 {
+
+/// What the tensor level knows about a node: shape, device, and where its value lives.
+struct TensorMeta : UOpNode::Extra {
+  Shape shape;
+  std::string device;
+  std::mutex mu;
+  std::shared_ptr<Buffer> buffer;  // BUFFER nodes: the memory
+  UOp realized;                    // computed nodes: a view of the buffer holding the value
+};
+
+namespace graph {
+namespace detail {
+using tinyt::detail::cat;
+
+inline std::vector<int64_t> ints(const Arg& a) { return a.ints(); }
+inline std::vector<std::pair<int64_t, int64_t>> pairs(const Arg& a) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const Arg& p : a.tuple()) out.emplace_back(p[0].as_int(), p[1].as_int());
+  return out;
+}
+
+inline TensorMeta* compute_meta(const UOp& u, const std::vector<const TensorMeta*>& s) {
+  auto m = std::make_unique<TensorMeta>();
+  auto dev_of_srcs = [&]() -> std::string {
+    for (const TensorMeta* x : s)
+      if (x && !x->device.empty()) return x->device;
+    return "";
+  };
+  switch (u.op()) {
+    case Ops::BUFFER: m->shape = Shape{u.arg().as_int()}, m->device = u.src(1).arg().get<std::string>(); break;
+    case Ops::CONST: m->device = u.src().empty() ? "" : u.src(0).arg().get<std::string>(); break;
+    case Ops::DEVICE: case Ops::UNIQUE: break;
+    case Ops::RESHAPE: case Ops::EXPAND: m->shape = Shape(ints(u.arg())), m->device = s[0]->device; break;
+    case Ops::PERMUTE: {
+      for (int64_t a : ints(u.arg())) m->shape.push_back(s[0]->shape[static_cast<size_t>(a)]);
+      m->device = s[0]->device;
+      break;
+    }
+    case Ops::PAD: {
+      auto p = pairs(u.arg());
+      for (size_t i = 0; i < p.size(); ++i) m->shape.push_back(s[0]->shape[i] + p[i].first + p[i].second);
+      m->device = s[0]->device;
+      break;
+    }
+    case Ops::SHRINK:
+      for (auto [b, e] : pairs(u.arg())) m->shape.push_back(e - b);
+      m->device = s[0]->device;
+      break;
+    case Ops::REDUCE_AXIS: {
+      m->shape = s[0]->shape;
+      for (int64_t a : ints(u.arg()[1])) m->shape[static_cast<size_t>(a)] = 1;
+      m->device = s[0]->device;
+      break;
+    }
+    case Ops::COPY: m->shape = s[0]->shape, m->device = u.src(1).arg().get<std::string>(); break;
+    default:
+      // elementwise and the identity-like ops: the shape of the first shaped source
+      for (const TensorMeta* x : s)
+        if (x) { m->shape = x->shape; break; }
+      if (u.op() == Ops::WHERE) m->shape = s[1]->shape;
+      m->device = dev_of_srcs();
+  }
+  return m.release();
+}
+}  // namespace detail
+
+/// The tensor-level information of a node, derived once and cached on it.
+inline TensorMeta& meta(const UOp& root) {
+  auto cached = [](const UOp& u) { return static_cast<TensorMeta*>(u->extra.load(std::memory_order_acquire)); };
+  if (TensorMeta* m = cached(root)) return *m;
+  std::vector<const UOp*> stack{&root};
+  while (!stack.empty()) {
+    const UOp& u = *stack.back();
+    if (cached(u)) { stack.pop_back(); continue; }
+    const size_t before = stack.size();
+    for (const UOp& x : u.src())
+      if (!cached(x)) stack.push_back(&x);
+    if (stack.size() != before) continue;
+    std::vector<const TensorMeta*> s;
+    for (const UOp& x : u.src()) s.push_back(cached(x));
+    UOpNode::Extra* expected = nullptr;
+    TensorMeta* m = detail::compute_meta(u, s);
+    if (!u->extra.compare_exchange_strong(expected, m, std::memory_order_acq_rel)) delete m;  // another thread won
+    stack.pop_back();
+  }
+  return *cached(root);
+}
+inline const Shape& shape_of(const UOp& u) { return meta(u).shape; }
+inline const std::string& device_of(const UOp& u) { return meta(u).device; }
+inline std::vector<int64_t> concrete_shape(const UOp& u) { return shape_of(u).to_vector(); }
+
+/// The buffer holding u's value when it has been computed (a view of it), else the empty UOp.
+inline UOp realized(const UOp& u) {
+  if (u.op() == Ops::BUFFER) return u;
+  TensorMeta& m = meta(u);
+  std::lock_guard lock(m.mu);
+  return m.realized;
+}
+inline void set_realized(const UOp& u, const UOp& view) {
+  TensorMeta& m = meta(u);
+  std::lock_guard lock(m.mu);
+  m.realized = view;
+}
+/// The memory of a BUFFER node (created, not yet allocated, on first use).
+inline std::shared_ptr<Buffer> buffer_of(const UOp& b) {
+  TINYT_ASSERT(b.op() == Ops::BUFFER, "buffer_of a ", op_name(b.op()));
+  TensorMeta& m = meta(b);
+  std::lock_guard lock(m.mu);
+  if (!m.buffer) m.buffer = std::make_shared<Buffer>(m.device, static_cast<size_t>(b.arg().as_int()), b.dtype());
+  return m.buffer;
+}
+
+// -- builders ---------------------------------------------------------------------------------
+
+inline UOp device_uop(const std::string& device) { return UOp(Ops::DEVICE, dtypes::void_, {}, Device::canonicalize(device)); }
+
+/// Fresh memory for `size` elements: a new BUFFER node (never equal to another).
+inline UOp new_buffer(const std::string& device, int64_t size, DType dtype) {
+  static std::atomic<int64_t> next_unique{0};
+  UOp unique(Ops::UNIQUE, dtypes::void_, {}, next_unique++);
+  return UOp(Ops::BUFFER, dtype, {unique, device_uop(device)}, size);
+}
+/// A scalar constant on a device (shape ()).
+template <class T> UOp const_(DType dtype, T value, const std::string& device) {
+  UOp c = UOp::const_(dtype, value);
+  return UOp(Ops::CONST, dtype, {device_uop(device)}, c.arg());
+}
+
+inline Arg shape_arg(const std::vector<int64_t>& s) { return Arg(s); }
+inline UOp reshape(const UOp& x, const std::vector<int64_t>& shape) {
+  if (concrete_shape(x) == shape) return x;
+  return UOp(Ops::RESHAPE, x.dtype(), {x}, shape_arg(shape));
+}
+inline UOp expand(const UOp& x, const std::vector<int64_t>& shape) {
+  if (concrete_shape(x) == shape) return x;
+  return UOp(Ops::EXPAND, x.dtype(), {x}, shape_arg(shape));
+}
+inline UOp permute(const UOp& x, const std::vector<int64_t>& perm) {
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
+  return identity ? x : UOp(Ops::PERMUTE, x.dtype(), {x}, shape_arg(perm));
+}
+inline Arg pairs_arg(const std::vector<std::pair<int64_t, int64_t>>& p) {
+  Arg::Tuple t;
+  for (auto [a, b] : p) t.push_back(Arg{a, b});
+  return Arg(t);
+}
+inline UOp pad(const UOp& x, const std::vector<std::pair<int64_t, int64_t>>& p) {
+  if (std::all_of(p.begin(), p.end(), [](auto q) { return q.first == 0 && q.second == 0; })) return x;
+  return UOp(Ops::PAD, x.dtype(), {x}, pairs_arg(p));
+}
+inline UOp shrink(const UOp& x, const std::vector<std::pair<int64_t, int64_t>>& p) {
+  auto s = concrete_shape(x);
+  bool identity = true;
+  for (size_t i = 0; i < p.size(); ++i) identity &= p[i].first == 0 && p[i].second == s[i];
+  return identity ? x : UOp(Ops::SHRINK, x.dtype(), {x}, pairs_arg(p));
+}
+inline UOp flip(const UOp& x, const std::vector<bool>& axes) {
+  if (std::none_of(axes.begin(), axes.end(), [](bool b) { return b; })) return x;
+  Arg::Tuple t(axes.begin(), axes.end());
+  return UOp(Ops::FLIP, x.dtype(), {x}, Arg(t));
+}
+/// A reduction over `axes` (kept as size-1 dims).
+inline UOp reduce(const UOp& x, Ops op, const std::vector<int64_t>& axes) {
+  if (axes.empty()) return x;
+  return UOp(Ops::REDUCE_AXIS, x.dtype(), {x}, Arg{op, Arg(axes)});
+}
+
+}  // namespace graph
+}  // namespace tinyt::inline v0

@@ -1,0 +1,93 @@
+// Knobs and counters: environment variables with tinygrad's names (DEBUG, BEAM, NOOPT, ...),
+// scoped overrides of them in code (Context), and GlobalCounters.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "error.hpp"
+
+namespace tinyt::inline v0 {
+
+/// Overrides knobs for a scope: `Context ctx{{"BEAM", 2}, {"DEV", "CPU"}};` (innermost wins).
+class Context {
+ public:
+  using Value = std::variant<int64_t, std::string>;
+  struct Setting {
+    std::string name;
+    Value value;
+    Setting(std::string n, int64_t v) : name(std::move(n)), value(v) {}
+    Setting(std::string n, int v) : name(std::move(n)), value(static_cast<int64_t>(v)) {}
+    Setting(std::string n, std::string v) : name(std::move(n)), value(std::move(v)) {}
+    Setting(std::string n, const char* v) : name(std::move(n)), value(std::string(v)) {}
+  };
+  Context(std::initializer_list<Setting> settings) {
+    std::lock_guard lock(mu());
+    stack().emplace_back(settings.begin(), settings.end());
+    depth_ = stack().size();
+  }
+  ~Context() {
+    std::lock_guard lock(mu());
+    if (stack().size() == depth_) stack().pop_back();
+  }
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  /// The knob's value as text: the innermost Context that sets it, else the environment.
+  static std::optional<std::string> lookup(const std::string& name) {
+    {
+      std::lock_guard lock(mu());
+      for (auto it = stack().rbegin(); it != stack().rend(); ++it)
+        for (const Setting& s : *it)
+          if (s.name == name)
+            return std::holds_alternative<int64_t>(s.value) ? std::to_string(std::get<int64_t>(s.value))
+                                                              : std::get<std::string>(s.value);
+    }
+    if (const char* v = std::getenv(name.c_str())) return std::string(v);
+    return std::nullopt;
+  }
+
+ private:
+  static std::mutex& mu() {
+    static std::mutex m;
+    return m;
+  }
+  static std::vector<std::vector<Setting>>& stack() {
+    static std::vector<std::vector<Setting>> s;
+    return s;
+  }
+  size_t depth_ = 0;
+};
+
+/// An integer knob (DEBUG=2), or `fallback` when unset; a non-number is an Error.
+inline int64_t getenv_int(const std::string& name, int64_t fallback = 0) {
+  auto v = Context::lookup(name);
+  if (!v || v->empty()) return fallback;
+  char* end = nullptr;
+  const long long n = std::strtoll(v->c_str(), &end, 10);
+  if (*end != '\0') throw Error(detail::cat("the setting ", name, "='", *v, "' is not a number"));
+  return n;
+}
+inline std::string getenv_str(const std::string& name, const std::string& fallback = "") {
+  return Context::lookup(name).value_or(fallback);
+}
+/// The DEBUG level (0 when unset).
+inline int debug_level() { return static_cast<int>(getenv_int("DEBUG", 0)); }
+
+/// Counters of the work done since the last reset (tests use kernel_count to check fusion).
+struct GlobalCounters {
+  static inline std::atomic<int64_t> kernel_count{0};
+  static inline std::atomic<int64_t> global_ops{0};
+  static inline std::atomic<int64_t> global_mem{0};
+  static inline std::atomic<double> time_sum_s{0.0};
+  static void reset() { kernel_count = 0, global_ops = 0, global_mem = 0, time_sum_s = 0.0; }
+};
+
+}  // namespace tinyt::inline v0

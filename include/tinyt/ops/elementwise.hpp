@@ -1,0 +1,239 @@
+// Elementwise ops: broadcasting, dtype promotion, and the math functions, each a composition of
+// the ALU UOps (EXP2, LOG2, SIN, SQRT, RECIPROCAL, TRUNC, ADD, MUL, MAX, CMPLT, WHERE, ...).
+#pragma once
+
+#include <numbers>
+
+#include "movement.hpp"
+
+namespace tinyt::inline v0 {
+
+inline Tensor Tensor::cast(DType dt) const {
+  if (dt == dtype()) return *this;
+  if (dt.is_ptr() || dt.is_void() || dt.is_index() || dt.count() != 1)
+    throw DTypeError(detail::cat("cast: cannot cast to ", dt.name()));
+  const UOp& u = uop();
+  if (u.op() == Ops::CONST) {  // a constant converts now (C's conversion rules)
+    UOp c = u.arg().is<double>() ? UOp::const_(dtypes::float64, u.arg().get<double>()) : UOp(Ops::CONST, u.dtype(), {}, u.arg());
+    UOp folded = fold_constants(Ops::CAST, dt, {c});
+    if (folded) {
+      Tensor t(UOp(Ops::CONST, dt, u.src(), folded.arg()));
+      t.d_->weak = weak();
+      return t;
+    }
+  }
+  return Tensor(u.cast(dt));
+}
+
+inline Tensor Tensor::bitcast(DType dt) const {
+  if (dt.itemsize() != dtype().itemsize())
+    throw DTypeError(detail::cat("bitcast: ", dtype().name(), " and ", dt.name(), " differ in size"));
+  return Tensor(uop().bitcast(dt));
+}
+
+inline Tensor Tensor::binary(Ops op, const Tensor& o, const char* name, bool to_float) const {
+  DType dt = weak() && !o.weak()   ? weak_promote(o.dtype(), dtype())
+             : o.weak() && !weak() ? weak_promote(dtype(), o.dtype())
+                                   : least_upper_dtype({dtype(), o.dtype()});
+  if (to_float) dt = least_upper_float(dt);
+  Tensor a = cast(dt), b = o.cast(dt);
+  // a C++ scalar lives where the tensor it meets lives
+  auto move_scalar = [](const Tensor& s, const Tensor& to) {
+    return s.weak() && s.uop().op() == Ops::CONST && s.device() != to.device()
+               ? Tensor(UOp(Ops::CONST, s.dtype(), {graph::device_uop(to.device())}, s.uop().arg()))
+               : s;
+  };
+  a = move_scalar(a, b), b = move_scalar(b, a);
+  if (a.device() != b.device())
+    throw DeviceError(detail::cat(name, ": operands are on ", a.device(), " and ", b.device()));
+  const auto shape = broadcast_shape(a.cshape(), b.cshape(), name);
+  return Tensor(broadcast_to(a, shape).uop().alu(op, {broadcast_to(b, shape).uop()}));
+}
+
+inline Tensor Tensor::unary(Ops op) const {
+  Tensor x = cast(least_upper_float(dtype()));
+  return Tensor(x.uop().alu(op));
+}
+
+inline Tensor Tensor::add(const Tensor& o) const { return binary(Ops::ADD, o, "add"); }
+inline Tensor Tensor::mul(const Tensor& o) const { return binary(Ops::MUL, o, "mul"); }
+inline Tensor Tensor::sub(const Tensor& o) const {
+  if (dtype().is_bool() && o.dtype().is_bool()) throw DTypeError("sub: subtracting bool tensors is not supported; use logical_xor");
+  return add(o.neg());
+}
+inline Tensor Tensor::neg() const {
+  if (dtype().is_bool()) return logical_not();
+  return mul(Tensor(graph::const_(dtype(), -1, device())));
+}
+/// True division: integers divide as the default float.
+inline Tensor Tensor::div(const Tensor& o) const { return binary(Ops::FDIV, o, "div", true); }
+inline Tensor Tensor::maximum(const Tensor& o) const { return binary(Ops::MAX, o, "maximum"); }
+inline Tensor Tensor::minimum(const Tensor& o) const {
+  // min(a, b) = -max(-a, -b); integers use ~, which reverses order without overflow
+  if (dtype().is_float() || o.dtype().is_float()) return neg().maximum(o.neg()).neg();
+  return bitwise_not().maximum(o.bitwise_not()).bitwise_not();
+}
+inline Tensor Tensor::eq(const Tensor& o) const { return binary(Ops::CMPEQ, o, "eq"); }
+inline Tensor Tensor::ne(const Tensor& o) const { return binary(Ops::CMPNE, o, "ne"); }
+inline Tensor Tensor::lt(const Tensor& o) const { return binary(Ops::CMPLT, o, "lt"); }
+inline Tensor Tensor::gt(const Tensor& o) const { return o.binary(Ops::CMPLT, *this, "gt"); }
+inline Tensor Tensor::le(const Tensor& o) const { return lt(o).logical_or(eq(o)); }  // false with NaN
+inline Tensor Tensor::ge(const Tensor& o) const { return gt(o).logical_or(eq(o)); }
+
+namespace detail {
+inline void require_int_or_bool(const Tensor& t, const char* op) {
+  if (t.dtype().is_float()) throw DTypeError(cat(op, ": needs integer or bool tensors, not ", t.dtype().name()));
+}
+}  // namespace detail
+inline Tensor Tensor::bitwise_and(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_and"), detail::require_int_or_bool(o, "bitwise_and"); return binary(Ops::AND, o, "bitwise_and"); }
+inline Tensor Tensor::bitwise_or(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_or"), detail::require_int_or_bool(o, "bitwise_or"); return binary(Ops::OR, o, "bitwise_or"); }
+inline Tensor Tensor::bitwise_xor(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_xor"), detail::require_int_or_bool(o, "bitwise_xor"); return binary(Ops::XOR, o, "bitwise_xor"); }
+inline Tensor Tensor::lshift(const Tensor& o) const { detail::require_int_or_bool(*this, "lshift"); return binary(Ops::SHL, o, "lshift"); }
+inline Tensor Tensor::rshift(const Tensor& o) const { detail::require_int_or_bool(*this, "rshift"); return binary(Ops::SHR, o, "rshift"); }
+inline Tensor Tensor::bitwise_not() const {
+  detail::require_int_or_bool(*this, "bitwise_not");
+  if (dtype().is_bool()) return logical_not();
+  return bitwise_xor(Tensor(graph::const_(dtype(), -1, device())));
+}
+inline Tensor Tensor::logical_not() const { return cast(dtypes::bool_).ne(Tensor(true)); }
+inline Tensor Tensor::logical_and(const Tensor& o) const { return cast(dtypes::bool_).binary(Ops::AND, o.cast(dtypes::bool_), "logical_and"); }
+inline Tensor Tensor::logical_or(const Tensor& o) const { return cast(dtypes::bool_).binary(Ops::OR, o.cast(dtypes::bool_), "logical_or"); }
+inline Tensor Tensor::logical_xor(const Tensor& o) const { return cast(dtypes::bool_).binary(Ops::XOR, o.cast(dtypes::bool_), "logical_xor"); }
+
+inline Tensor Tensor::where(const Tensor& a, const Tensor& b) const {
+  // the branches promote together; the condition is any dtype read as bool
+  DType dt = a.weak() && !b.weak()   ? weak_promote(b.dtype(), a.dtype())
+             : b.weak() && !a.weak() ? weak_promote(a.dtype(), b.dtype())
+                                     : least_upper_dtype({a.dtype(), b.dtype()});
+  Tensor c = cast(dtypes::bool_), x = a.cast(dt), y = b.cast(dt);
+  auto shape = broadcast_shape(broadcast_shape(c.cshape(), x.cshape(), "where"), y.cshape(), "where");
+  return Tensor(broadcast_to(c, shape).uop().where(broadcast_to(x, shape).uop(), broadcast_to(y, shape).uop()));
+}
+
+/// Floor division (Python's //): rounds toward negative infinity.
+inline Tensor Tensor::floordiv(const Tensor& o) const {
+  Tensor a = *this;
+  if (dtype().is_float() || o.dtype().is_float()) return div(o).floor();
+  Tensor q = a.binary(Ops::IDIV, o, "floordiv"), r = a.binary(Ops::MOD, o, "floordiv");
+  // C truncates: step down one where the remainder is non-zero and the signs differ
+  Tensor fix = r.ne(0).logical_and(r.lt(0).ne(o.lt(0)));
+  return q.sub(fix.cast(q.dtype()));
+}
+/// Remainder with the sign of the divisor (Python's %, PyTorch's remainder).
+inline Tensor Tensor::mod(const Tensor& o) const {
+  if (dtype().is_float() || o.dtype().is_float()) return sub(floordiv(o).mul(o));
+  Tensor r = binary(Ops::MOD, o, "mod");
+  Tensor fix = r.ne(0).logical_and(r.lt(0).ne(o.lt(0)));
+  return fix.where(r.add(o), r);
+}
+inline Tensor Tensor::pow(const Tensor& o) const {
+  if (dtype().is_float() || o.dtype().is_float()) return binary(Ops::POW, o, "pow", true);
+  // integers: compute in float64 (exact below 2^53) and convert back
+  DType dt = binary(Ops::ADD, o, "pow").dtype();
+  return cast(dtypes::float64).binary(Ops::POW, o.cast(dtypes::float64), "pow").cast(dt);
+}
+
+// -- math functions ------------------------------------------------------------------------------
+inline Tensor Tensor::exp2() const { return unary(Ops::EXP2); }
+inline Tensor Tensor::log2() const { return unary(Ops::LOG2); }
+inline Tensor Tensor::exp() const { return cast(least_upper_float(dtype())).mul(1.0 / std::numbers::ln2).exp2(); }
+inline Tensor Tensor::log() const { return log2().mul(std::numbers::ln2); }
+inline Tensor Tensor::sqrt() const { return unary(Ops::SQRT); }
+inline Tensor Tensor::reciprocal() const { return unary(Ops::RECIPROCAL); }
+inline Tensor Tensor::rsqrt() const { return sqrt().reciprocal(); }
+inline Tensor Tensor::sin() const { return unary(Ops::SIN); }
+inline Tensor Tensor::cos() const { return cast(least_upper_float(dtype())).neg().add(std::numbers::pi / 2).sin(); }
+inline Tensor Tensor::tan() const { return sin().div(cos()); }
+inline Tensor Tensor::square() const { return mul(*this); }
+inline Tensor Tensor::abs() const { return dtype().is_bool() ? *this : lt(0).where(neg(), *this); }
+inline Tensor Tensor::sign() const {
+  // NaN stays NaN (x*0), like PyTorch
+  Tensor s = ne(0).where(lt(0).where(-1, 1), 0).cast(dtype());
+  return dtype().is_float() ? s.add(mul(0)) : s;
+}
+inline Tensor Tensor::trunc() const { return dtype().is_float() ? Tensor(uop().alu(Ops::TRUNC)) : *this; }
+inline Tensor Tensor::floor() const {
+  if (!dtype().is_float()) return *this;
+  Tensor t = trunc();
+  return lt(t).where(t.sub(1), t);
+}
+inline Tensor Tensor::ceil() const {
+  if (!dtype().is_float()) return *this;
+  Tensor t = trunc();
+  return gt(t).where(t.add(1), t);
+}
+/// Rounds half to even, like PyTorch.
+inline Tensor Tensor::round() const {
+  if (!dtype().is_float()) return *this;
+  Tensor f = floor(), d = sub(f);
+  Tensor even = f.sub(f.mul(0.5).floor().mul(2)).eq(0);
+  return d.gt(0.5).where(f.add(1), d.lt(0.5).where(f, even.where(f, f.add(1))));
+}
+inline Tensor Tensor::isnan() const { return ne(*this); }
+inline Tensor Tensor::isinf() const { return dtype().is_float() ? eq(INFINITY).logical_or(eq(-INFINITY)) : Tensor::full_like(*this, false).cast(dtypes::bool_); }
+inline Tensor Tensor::isfinite() const { return isnan().logical_or(isinf()).logical_not(); }
+
+inline Tensor Tensor::relu() const { return maximum(0); }
+inline Tensor Tensor::relu6() const { return relu().minimum(6); }
+inline Tensor Tensor::sigmoid() const { return neg().exp().add(1).reciprocal(); }
+inline Tensor Tensor::logsigmoid() const { return neg().softplus().neg(); }
+inline Tensor Tensor::tanh() const { return mul(2).sigmoid().mul(2).sub(1); }
+/// The exact GELU, x * Phi(x), as PyTorch's default.
+inline Tensor Tensor::gelu() const { return mul(0.5).mul(mul(1.0 / std::numbers::sqrt2).erf().add(1)); }
+inline Tensor Tensor::quick_gelu() const { return mul(mul(1.702).sigmoid()); }
+inline Tensor Tensor::silu() const { return mul(sigmoid()); }
+inline Tensor Tensor::elu(double alpha) const { return gt(0).where(*this, exp().sub(1).mul(alpha)); }
+inline Tensor Tensor::leaky_relu(double slope) const { return lt(0).where(mul(slope), *this); }
+/// log(1 + exp(beta x)) / beta, linear above beta x > 20 like PyTorch.
+inline Tensor Tensor::softplus(double beta) const {
+  Tensor bx = mul(beta);
+  // log1p(exp(-|bx|)) + max(bx, 0) is stable on both sides
+  Tensor stable = bx.abs().neg().exp().add(1).log().add(bx.relu()).div(beta);
+  return bx.gt(20).where(*this, stable);
+}
+inline Tensor Tensor::mish() const { return mul(softplus().tanh()); }
+inline Tensor Tensor::hardsigmoid() const { return add(3).relu6().div(6); }
+inline Tensor Tensor::hardswish() const { return mul(hardsigmoid()); }
+inline Tensor Tensor::hardtanh(double lo, double hi) const { return clip(lo, hi); }
+/// erf by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7).
+inline Tensor Tensor::erf() const {
+  Tensor x = cast(least_upper_float(dtype()));
+  Tensor a = x.abs(), t = a.mul(0.3275911).add(1).reciprocal();
+  Tensor poly = t.mul(1.061405429).add(-1.453152027).mul(t).add(1.421413741).mul(t).add(-0.284496736).mul(t).add(0.254829592).mul(t);
+  Tensor y = poly.mul(a.square().neg().exp()).neg().add(1);
+  return x.lt(0).where(y.neg(), y);
+}
+inline Tensor Tensor::clip(const Tensor& lo, const Tensor& hi) const { return maximum(lo).minimum(hi); }
+inline Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const { return add(end.sub(*this).mul(weight)); }
+inline Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const { return mask.where(value, *this); }
+
+// -- operators: both sides may be tensors or C++ scalars --------------------------------------------
+template <class T> concept TensorOrScalar = std::is_convertible_v<T, Tensor> && (std::is_arithmetic_v<T> || std::is_base_of_v<Tensor, T>);
+#define TINYT_TENSOR_BINARY(sym, method)                                                    \
+  template <TensorOrScalar A, TensorOrScalar B>                                             \
+    requires(std::is_base_of_v<Tensor, A> || std::is_base_of_v<Tensor, B>)                  \
+  Tensor operator sym(const A& a, const B& b) { return Tensor(a).method(Tensor(b)); }
+TINYT_TENSOR_BINARY(+, add)
+TINYT_TENSOR_BINARY(-, sub)
+TINYT_TENSOR_BINARY(*, mul)
+TINYT_TENSOR_BINARY(/, div)
+TINYT_TENSOR_BINARY(%, mod)
+TINYT_TENSOR_BINARY(==, eq)
+TINYT_TENSOR_BINARY(!=, ne)
+TINYT_TENSOR_BINARY(<, lt)
+TINYT_TENSOR_BINARY(<=, le)
+TINYT_TENSOR_BINARY(>, gt)
+TINYT_TENSOR_BINARY(>=, ge)
+TINYT_TENSOR_BINARY(&, bitwise_and)
+TINYT_TENSOR_BINARY(|, bitwise_or)
+TINYT_TENSOR_BINARY(^, bitwise_xor)
+TINYT_TENSOR_BINARY(<<, lshift)
+TINYT_TENSOR_BINARY(>>, rshift)
+#undef TINYT_TENSOR_BINARY
+inline Tensor operator-(const Tensor& t) { return t.neg(); }
+inline Tensor operator~(const Tensor& t) { return t.bitwise_not(); }
+inline Tensor operator!(const Tensor& t) { return t.logical_not(); }
+/// Floor division, Python's `//`.
+inline Tensor floordiv(const Tensor& a, const Tensor& b) { return a.floordiv(b); }
+
+}  // namespace tinyt::inline v0

@@ -1,0 +1,173 @@
+// Lowering one kernel: the tensor-level graph below a realized node becomes scalar code over
+// RANGEs. Movement ops never copy: each turns the index of its output into the index of its
+// input, so a chain of views becomes one index expression, simplified by the symbolic engine.
+// A pad becomes a validity mask: loads under it are gated, and its value is a WHERE.
+#pragma once
+
+#include <map>
+#include <tuple>
+
+#include "../graph.hpp"
+
+namespace tinyt::inline v0 {
+namespace schedule {
+
+/// Kernel-level conventions: DEFINE_GLOBAL(arg=i) is buffer i (0 is the output); RANGE(end)
+/// arg=(axis, kind) with kind 0 for output loops and 1 for reductions; INDEX(buf, i[, gate]);
+/// LOAD(INDEX) reads 0 where the gate is false; STORE(INDEX, value); REDUCE(value, ranges...)
+/// arg=op accumulates over its ranges; SINK(stores...) is the kernel.
+enum class RangeKind : int64_t { loop = 0, reduce = 1 };
+
+inline UOp range(int64_t end, int64_t axis, RangeKind kind) {
+  return UOp(Ops::RANGE, dtypes::index, {UOp::const_(dtypes::index, end)}, Arg{axis, static_cast<int64_t>(kind)});
+}
+inline UOp index_const(int64_t v) { return UOp::const_(dtypes::index, v); }
+
+/// Row-major offset of an index into a shape.
+inline UOp flatten(const std::vector<UOp>& idx, const std::vector<int64_t>& shape) {
+  UOp flat = index_const(0);
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] != 1) flat = flat + idx[i] * stride;
+    stride *= shape[i];
+  }
+  return flat;
+}
+/// The index into `shape` of a row-major offset.
+inline std::vector<UOp> unflatten(const UOp& flat, const std::vector<int64_t>& shape) {
+  std::vector<UOp> idx(shape.size());
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    idx[i] = shape[i] == 1 ? index_const(0) : flat.idiv(stride) % shape[i];
+    stride *= shape[i];
+  }
+  return idx;
+}
+
+/// Lowers the graph of one kernel; `is_input` says which tensor-level nodes are read from
+/// memory (already computed) rather than computed here.
+class Lowerer {
+ public:
+  using InputFn = std::function<UOp(const UOp&)>;  // the buffer view holding a node, or empty
+
+  explicit Lowerer(InputFn input_view) : input_view_(std::move(input_view)) {}
+
+  /// The BUFFER nodes the kernel touches, in DEFINE_GLOBAL order.
+  const std::vector<UOp>& buffers() const { return bufs_; }
+  /// DEFINE_GLOBAL for a buffer (numbered in order of first use; call for the output first).
+  UOp global(const UOp& buffer) {
+    auto [it, fresh] = buf_index_.try_emplace(buffer.get(), static_cast<int64_t>(bufs_.size()));
+    if (fresh) bufs_.push_back(buffer);
+    return UOp(Ops::DEFINE_GLOBAL, buffer.dtype().ptr(buffer.arg().as_int()), {}, it->second);
+  }
+  UOp new_range(int64_t end, RangeKind kind) { return range(end, next_axis_++, kind); }
+
+  /// The value of tensor-level node `u` at index `idx` (one index per dim), where `valid` holds.
+  UOp lower(const UOp& u, const std::vector<UOp>& idx, const UOp& valid) {
+    Key key{u.get(), {}, valid.get()};
+    for (const UOp& i : idx) key.idx.push_back(i.get());
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    UOp out = lower_uncached(u, idx, valid);
+    memo_.emplace(std::move(key), out);
+    keep_.push_back(u), keep_.insert(keep_.end(), idx.begin(), idx.end()), keep_.push_back(valid);
+    return out;
+  }
+
+  /// A load of buffer element `flat` where `valid` holds (0 elsewhere), its index simplified.
+  UOp load(const UOp& buffer, const UOp& flat, const UOp& valid) {
+    UOp gate = simplify_valid(valid);
+    if (gate.is_const() && !gate.const_int()) return UOp::const_(buffer.dtype(), 0);
+    UOp g = global(buffer);
+    if (gate.is_const()) return UOp(Ops::LOAD, buffer.dtype(), {UOp(Ops::INDEX, g.dtype(), {g, simplify(flat)})});
+    UOp i = uop_given_valid(gate, flat);
+    return UOp(Ops::LOAD, buffer.dtype(), {UOp(Ops::INDEX, g.dtype(), {g, i, gate})});
+  }
+
+ private:
+  struct Key {
+    const UOpNode* u;
+    std::vector<const UOpNode*> idx;
+    const UOpNode* valid;
+    bool operator<(const Key& o) const { return std::tie(u, idx, valid) < std::tie(o.u, o.idx, o.valid); }
+  };
+
+  UOp lower_uncached(const UOp& u, const std::vector<UOp>& idx, const UOp& valid) {
+    if (u.op() == Ops::BUFFER) return load(u, idx[0], valid);
+    if (UOp view = input_view_(u)) return lower(view, idx, valid);
+    const std::vector<int64_t> in = u.src().empty() ? std::vector<int64_t>{} : graph::concrete_shape(u.src(0));
+    switch (u.op()) {
+      case Ops::CONST: return UOp(Ops::CONST, u.dtype(), {}, u.arg());
+      case Ops::RESHAPE: return lower(u.src(0), unflatten(flatten(idx, graph::concrete_shape(u)), in), valid);
+      case Ops::PERMUTE: {
+        std::vector<UOp> src_idx(idx.size());
+        const auto perm = u.arg().ints();
+        for (size_t i = 0; i < perm.size(); ++i) src_idx[static_cast<size_t>(perm[i])] = idx[i];
+        return lower(u.src(0), src_idx, valid);
+      }
+      case Ops::EXPAND: {
+        std::vector<UOp> src_idx = idx;
+        for (size_t i = 0; i < in.size(); ++i)
+          if (in[i] == 1) src_idx[i] = index_const(0);
+        return lower(u.src(0), src_idx, valid);
+      }
+      case Ops::SHRINK: {
+        std::vector<UOp> src_idx = idx;
+        for (size_t i = 0; i < in.size(); ++i) src_idx[i] = idx[i] + u.arg()[i][0].as_int();
+        return lower(u.src(0), src_idx, valid);
+      }
+      case Ops::FLIP: {
+        std::vector<UOp> src_idx = idx;
+        for (size_t i = 0; i < in.size(); ++i)
+          if (u.arg()[i].get<bool>()) src_idx[i] = index_const(in[i] - 1) - idx[i];
+        return lower(u.src(0), src_idx, valid);
+      }
+      case Ops::PAD: {
+        std::vector<UOp> src_idx = idx;
+        UOp inside = UOp::const_(dtypes::bool_, true);
+        for (size_t i = 0; i < in.size(); ++i) {
+          const int64_t before = u.arg()[i][0].as_int();
+          if (before == 0 && u.arg()[i][1].as_int() == 0) continue;
+          src_idx[i] = idx[i] - before;
+          inside = inside & idx[i].lt(before).logical_not() & idx[i].lt(before + in[i]);
+        }
+        inside = simplify(inside);
+        UOp value = lower(u.src(0), src_idx, simplify(valid & inside));
+        // the padded region is 0 whatever the value computes there (exp(0) is not 0)
+        return inside.where(value, UOp::const_(u.dtype(), 0));
+      }
+      case Ops::REDUCE_AXIS: {
+        std::vector<UOp> src_idx = idx, ranges;
+        for (int64_t a : u.arg()[1].ints()) {
+          const auto ax = static_cast<size_t>(a);
+          if (in[ax] == 1) continue;
+          ranges.push_back(new_range(in[ax], RangeKind::reduce));
+          src_idx[ax] = ranges.back();
+        }
+        UOp value = lower(u.src(0), src_idx, valid);
+        if (ranges.empty()) return value;
+        std::vector<UOp> src{value};
+        src.insert(src.end(), ranges.begin(), ranges.end());
+        return UOp(Ops::REDUCE, u.dtype(), std::move(src), u.arg()[0]);
+      }
+      case Ops::CONTIGUOUS: case Ops::DETACH: case Ops::CONTIGUOUS_BACKWARD:
+        return lower(u.src(0), idx, valid);
+      default: break;
+    }
+    if (GroupOp::ALU.contains(u.op()) || u.op() == Ops::CAST || u.op() == Ops::BITCAST) {
+      std::vector<UOp> src;
+      for (const UOp& s : u.src()) src.push_back(lower(s, idx, valid));
+      return UOp(u.op(), u.dtype(), std::move(src), u.arg());
+    }
+    throw InternalError(tinyt::detail::cat("lower: no lowering for ", op_name(u.op()), " (it should have been realized)"));
+  }
+
+  InputFn input_view_;
+  std::vector<UOp> bufs_;
+  std::unordered_map<const UOpNode*, int64_t> buf_index_;
+  int64_t next_axis_ = 0;
+  std::map<Key, UOp> memo_;
+  std::vector<UOp> keep_;  // keeps the nodes behind memo keys alive
+};
+
+}  // namespace schedule
+}  // namespace tinyt::inline v0

@@ -1,0 +1,261 @@
+// Tensor: a cheap, shared handle to a lazy value, a node of the UOp graph. Building never
+// computes; realize() or a read runs the kernels. The methods are declared here; the op
+// families are defined in ops/*.hpp as compositions of a few primitive UOps.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <vector>
+
+#include "graph.hpp"
+#include "helpers.hpp"
+#include "realize.hpp"
+
+namespace tinyt::inline v0 {
+
+/// Absent part of a slice (`Slice(None, 3)`).
+struct NoneType {};
+inline constexpr NoneType None{};
+
+/// A lazy n-dimensional array.
+class Tensor {
+ public:
+  /// The empty handle (an absent optional tensor).
+  Tensor() = default;
+  /// 0-d constants on the default device; a C++ scalar is "weak" in arithmetic (takes the
+  /// other side's dtype where it fits). double gives float32, like a Python float.
+  Tensor(float v) : Tensor(scalar(dtypes::float32, v)) {}             // NOLINT
+  Tensor(double v) : Tensor(scalar(dtypes::float32, v)) {}            // NOLINT
+  Tensor(int v) : Tensor(scalar(dtypes::int32, static_cast<int64_t>(v))) {}  // NOLINT
+  Tensor(int64_t v) : Tensor(scalar(dtypes::int64, v)) {}             // NOLINT
+  Tensor(bool v) : Tensor(scalar(dtypes::bool_, static_cast<int64_t>(v))) {}  // NOLINT
+  /// A tensor for a tensor-level UOp (advanced use: the graph is tinyt's IR).
+  explicit Tensor(UOp uop) : d_(std::make_shared<Data>(Data{std::move(uop)})) {}
+
+  // -- creation (ops/creation.hpp) ------------------------------------------------------------
+  template <class T> static Tensor from_vector(const std::vector<T>& data);
+  template <class T> static Tensor from_vector(const std::vector<T>& data, Shape shape, std::string device = "");
+  static Tensor from_blob(const void* ptr, Shape shape, DType dtype, std::string device = "");
+  static Tensor empty(Shape shape, DType dtype = dtypes::float32, std::string device = "");
+  template <class V> static Tensor full(Shape shape, V value);
+  template <class V> static Tensor full(Shape shape, V value, DType dtype, std::string device = "");
+  static Tensor zeros(Shape shape, DType dtype = dtypes::float32, std::string device = "");
+  static Tensor ones(Shape shape, DType dtype = dtypes::float32, std::string device = "");
+  template <class A> static Tensor arange(A stop);
+  template <class A, class B, class C = int> static Tensor arange(A start, B stop, C step = 1);
+  static Tensor eye(int64_t n, int64_t m = -1, DType dtype = dtypes::float32);
+  static Tensor zeros_like(const Tensor& t);
+  static Tensor ones_like(const Tensor& t);
+  template <class V> static Tensor full_like(const Tensor& t, V value);
+
+  // -- properties and reading -----------------------------------------------------------------
+  bool defined() const { return d_ != nullptr; }
+  const UOp& uop() const;
+  Shape shape() const { return graph::shape_of(uop()); }
+  size_t ndim() const { return shape().size(); }
+  int64_t numel() const { return shape().numel().as_int(); }
+  DType dtype() const { return uop().dtype(); }
+  std::string device() const { return graph::device_of(uop()); }
+  int64_t element_size() const { return dtype().itemsize(); }
+  int64_t nbytes() const { return numel() * element_size(); }
+  /// Runs the pending graph; afterwards the tensor is a view of memory.
+  Tensor& realize() &;
+  Tensor realize() && { return std::move(realize()); }
+  /// The elements, row-major (realizes). T must be the tensor's dtype.
+  template <class Elem> std::vector<Elem> to_vector() const;
+  /// The one element of a 0-d or 1-element tensor.
+  template <class Elem> Elem item() const;
+
+  // -- elementwise (ops/elementwise.hpp) ------------------------------------------------------
+  Tensor add(const Tensor& o) const;
+  Tensor sub(const Tensor& o) const;
+  Tensor mul(const Tensor& o) const;
+  Tensor div(const Tensor& o) const;
+  Tensor floordiv(const Tensor& o) const;
+  Tensor mod(const Tensor& o) const;
+  Tensor pow(const Tensor& o) const;
+  Tensor maximum(const Tensor& o) const;
+  Tensor minimum(const Tensor& o) const;
+  Tensor where(const Tensor& a, const Tensor& b) const;
+  Tensor eq(const Tensor& o) const;
+  Tensor ne(const Tensor& o) const;
+  Tensor lt(const Tensor& o) const;
+  Tensor le(const Tensor& o) const;
+  Tensor gt(const Tensor& o) const;
+  Tensor ge(const Tensor& o) const;
+  Tensor bitwise_and(const Tensor& o) const;
+  Tensor bitwise_or(const Tensor& o) const;
+  Tensor bitwise_xor(const Tensor& o) const;
+  Tensor lshift(const Tensor& o) const;
+  Tensor rshift(const Tensor& o) const;
+  Tensor logical_and(const Tensor& o) const;
+  Tensor logical_or(const Tensor& o) const;
+  Tensor logical_xor(const Tensor& o) const;
+  Tensor logical_not() const;
+  Tensor bitwise_not() const;
+  Tensor neg() const;
+  Tensor cast(DType dt) const;
+  Tensor bitcast(DType dt) const;
+  Tensor float_() const { return cast(dtypes::float32); }
+  Tensor half() const { return cast(dtypes::float16); }
+  Tensor int_() const { return cast(dtypes::int32); }
+  Tensor bool_() const { return cast(dtypes::bool_); }
+  Tensor exp() const;
+  Tensor exp2() const;
+  Tensor log() const;
+  Tensor log2() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor reciprocal() const;
+  Tensor square() const;
+  Tensor abs() const;
+  Tensor sign() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tan() const;
+  Tensor trunc() const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor round() const;
+  Tensor isnan() const;
+  Tensor isinf() const;
+  Tensor isfinite() const;
+  Tensor relu() const;
+  Tensor relu6() const;
+  Tensor sigmoid() const;
+  Tensor logsigmoid() const;
+  Tensor tanh() const;
+  Tensor gelu() const;
+  Tensor quick_gelu() const;
+  Tensor silu() const;
+  Tensor elu(double alpha = 1.0) const;
+  Tensor leaky_relu(double slope = 0.01) const;
+  Tensor softplus(double beta = 1.0) const;
+  Tensor mish() const;
+  Tensor hardswish() const;
+  Tensor hardsigmoid() const;
+  Tensor hardtanh(double lo = -1.0, double hi = 1.0) const;
+  Tensor erf() const;
+  Tensor clip(const Tensor& lo, const Tensor& hi) const;
+  Tensor lerp(const Tensor& end, const Tensor& weight) const;
+  Tensor masked_fill(const Tensor& mask, const Tensor& value) const;
+
+  // -- reductions (ops/reduce.hpp) ------------------------------------------------------------
+  Tensor sum() const;
+  Tensor sum(int axis, bool keepdim = false) const;
+  Tensor sum(std::vector<int> axes, bool keepdim = false) const;
+  Tensor prod() const;
+  Tensor prod(int axis, bool keepdim = false) const;
+  Tensor prod(std::vector<int> axes, bool keepdim = false) const;
+  Tensor max() const;
+  Tensor max(int axis, bool keepdim = false) const;
+  Tensor max(std::vector<int> axes, bool keepdim = false) const;
+  Tensor min() const;
+  Tensor min(int axis, bool keepdim = false) const;
+  Tensor min(std::vector<int> axes, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(int axis, bool keepdim = false) const;
+  Tensor mean(std::vector<int> axes, bool keepdim = false) const;
+  Tensor any() const;
+  Tensor any(int axis, bool keepdim = false) const;
+  Tensor all() const;
+  Tensor all(int axis, bool keepdim = false) const;
+  Tensor cumsum(int axis = 0) const;
+
+  // -- movement (ops/movement.hpp) ------------------------------------------------------------
+  Tensor reshape(Shape shape) const;
+  Tensor view(Shape shape) const { return reshape(std::move(shape)); }
+  Tensor permute(std::vector<int> order) const;
+  Tensor expand(Shape shape) const;
+  Tensor pad(std::vector<std::pair<sint, sint>> padding, double value = 0.0) const;
+  Tensor shrink(std::vector<std::pair<sint, sint>> bounds) const;
+  Tensor flip(std::vector<int> axes) const;
+  Tensor flip(int axis) const { return flip(std::vector<int>{axis}); }
+  Tensor transpose(int d0 = 1, int d1 = 0) const;
+  Tensor T() const { return transpose(); }
+  Tensor flatten(int start = 0, int end = -1) const;
+  Tensor unflatten(int dim, Shape sizes) const;
+  Tensor squeeze(int dim) const;
+  Tensor squeeze() const;
+  Tensor unsqueeze(int dim) const;
+  Tensor contiguous() const;
+  Tensor detach() const;
+
+  /// The shape both operands broadcast to (NumPy rules); ShapeError naming both otherwise.
+  static std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b, const char* op);
+
+  friend std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+ private:
+  struct Data {
+    UOp uop;
+    bool weak = false;  // a C++ scalar: adopts the other operand's dtype in arithmetic
+  };
+  static Tensor scalar(DType dt, double v);
+  static Tensor scalar(DType dt, int64_t v);
+  bool weak() const { return d_ && d_->weak; }
+  Tensor binary(Ops op, const Tensor& o, const char* name, bool to_float = false) const;
+  Tensor unary(Ops op) const;
+  Tensor reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const;
+  std::vector<int64_t> cshape() const { return graph::concrete_shape(uop()); }
+  friend Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& shape);
+
+  std::shared_ptr<Data> d_;
+};
+
+// -- core -------------------------------------------------------------------------------------
+
+inline const UOp& Tensor::uop() const {
+  if (!d_) throw Error("Tensor: this is the empty Tensor() handle; it holds no value");
+  return d_->uop;
+}
+
+inline Tensor Tensor::scalar(DType dt, double v) {
+  Tensor t(graph::const_(dt, v, Device::default_device()));
+  t.d_->weak = true;
+  return t;
+}
+inline Tensor Tensor::scalar(DType dt, int64_t v) {
+  Tensor t(graph::const_(dt, v, Device::default_device()));
+  t.d_->weak = true;
+  return t;
+}
+
+inline Tensor& Tensor::realize() & {
+  const UOp& u = uop();
+  if (schedule::detail::is_materialized(u) && u.op() != Ops::CONST) {
+    if (UOp view = graph::realized(u)) d_->uop = view;
+    return *this;
+  }
+  realize_uops({u});
+  d_->uop = graph::realized(u);
+  return *this;
+}
+
+template <class Elem> std::vector<Elem> Tensor::to_vector() const {
+  static_assert(has_dtype_v<Elem>, "Tensor::to_vector<T>: T has no tinyt dtype");
+  if (dtype_of<Elem>() != dtype())
+    throw DTypeError(detail::cat("to_vector<", dtype_of<Elem>().name(), ">: the tensor is ", dtype().name()));
+  Tensor t = *this;
+  t.realize();  // t shares this tensor's data, so this tensor is realized too
+  const UOp& view = t.uop();
+  auto memory = graph::buffer_of(view.op() == Ops::BUFFER ? view : view.src(0));
+  const auto n = static_cast<size_t>(t.numel());
+  if constexpr (std::is_same_v<Elem, bool>) {  // vector<bool> packs bits
+    std::vector<uint8_t> bytes(n);
+    if (n) std::memcpy(bytes.data(), memory->ptr(), n);
+    return std::vector<bool>(bytes.begin(), bytes.end());
+  } else {
+    std::vector<Elem> out(n);
+    if (n) std::memcpy(out.data(), memory->ptr(), n * sizeof(Elem));
+    return out;
+  }
+}
+
+template <class Elem> Elem Tensor::item() const {
+  if (numel() != 1) throw ShapeError(detail::cat("item: the tensor has shape ", shape(), ", not one element"));
+  return to_vector<Elem>()[0];
+}
+
+}  // namespace tinyt::inline v0

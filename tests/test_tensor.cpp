@@ -1,0 +1,229 @@
+// The Tensor front end through the whole pipeline: values checked against loops written here,
+// and fusion checked by counting the kernels that run.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include <tinyt.hpp>
+
+using namespace tinyt;
+
+namespace {
+std::vector<float> iota(size_t n, float start = 0.f, float step = 1.f) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = start + step * static_cast<float>(i);
+  return v;
+}
+void check_close(const std::vector<float>& got, const std::vector<float>& want, double atol = 1e-6, double rtol = 1e-3) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element ", i, ": got ", got[i], ", want ", want[i]);
+    if (std::isnan(want[i])) CHECK(std::isnan(got[i]));
+    else CHECK(std::fabs(got[i] - want[i]) <= atol + rtol * std::fabs(want[i]));
+  }
+}
+int64_t kernels_to_realize(Tensor t) {
+  GlobalCounters::reset();
+  t.realize();
+  return GlobalCounters::kernel_count;
+}
+}  // namespace
+
+TEST_CASE("tensor: creation and reading") {
+  Tensor a = Tensor::from_vector(iota(6), {2, 3});
+  CHECK(a.shape() == Shape{2, 3});
+  CHECK(a.shape()[1] == 3);
+  CHECK(a.ndim() == 2);
+  CHECK(a.numel() == 6);
+  CHECK(a.dtype() == dtypes::float32);
+  CHECK(a.device() == "CPU");
+  CHECK(a.to_vector<float>() == iota(6));
+  CHECK(Tensor::full({2, 2}, 7).to_vector<int32_t>() == std::vector<int32_t>{7, 7, 7, 7});
+  CHECK(Tensor::zeros({3}).to_vector<float>() == std::vector<float>{0, 0, 0});
+  CHECK(Tensor::ones({2}, dtypes::int64).to_vector<int64_t>() == std::vector<int64_t>{1, 1});
+  CHECK(Tensor(2.5).item<float>() == 2.5f);
+  CHECK(Tensor(3).dtype() == dtypes::int32);
+  CHECK(Tensor(true).item<bool>() == true);
+  CHECK(Tensor::arange(5).to_vector<int32_t>() == std::vector<int32_t>{0, 1, 2, 3, 4});
+  CHECK(Tensor::arange(1, 10, 3).to_vector<int32_t>() == std::vector<int32_t>{1, 4, 7});
+  check_close(Tensor::arange(0.0, 1.0, 0.25).to_vector<float>(), {0, 0.25, 0.5, 0.75});
+  CHECK(Tensor::arange(3, 0, -1).to_vector<int32_t>() == std::vector<int32_t>{3, 2, 1});
+  CHECK(Tensor::eye(2, 3).to_vector<float>() == std::vector<float>{1, 0, 0, 0, 1, 0});
+  CHECK(Tensor::from_vector(std::vector<bool>{true, false}).to_vector<bool>() == std::vector<bool>{true, false});
+  CHECK_THROWS_AS(Tensor::from_vector(iota(5), {2, 3}), ShapeError);
+  CHECK_THROWS_AS(a.to_vector<int32_t>(), DTypeError);
+  CHECK_THROWS_AS(a.item<float>(), ShapeError);
+  CHECK_THROWS_AS(Tensor().shape(), Error);
+}
+
+TEST_CASE("tensor: size-0 and 0-d tensors") {
+  Tensor e = Tensor::from_vector(std::vector<float>{}, {0, 3});
+  CHECK(e.numel() == 0);
+  CHECK((e + 1).to_vector<float>().empty());
+  CHECK(e.sum(0).to_vector<float>() == std::vector<float>{0, 0, 0});
+  CHECK(e.sum().item<float>() == 0.f);
+  Tensor s(4.0f);
+  CHECK(s.ndim() == 0);
+  CHECK((s * 2).item<float>() == 8.f);
+  CHECK(s.sum().item<float>() == 4.f);
+  CHECK(s.reshape({1, 1}).shape() == Shape{1, 1});
+}
+
+TEST_CASE("tensor: broadcasting elementwise ops") {
+  Tensor a = Tensor::from_vector(iota(6), {2, 3});
+  Tensor b = Tensor::from_vector(std::vector<float>{10, 20, 30});
+  Tensor c = Tensor::from_vector(std::vector<float>{1, 2}, {2, 1});
+  std::vector<float> want(6);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j) want[i * 3 + j] = (static_cast<float>(i * 3 + j) + 10.f * (j + 1)) * static_cast<float>(i + 1) - 1.f;
+  check_close(((a + b) * c - 1).to_vector<float>(), want);
+  CHECK_THROWS_AS(a + Tensor::from_vector(iota(2)), ShapeError);
+  try {
+    (void)(a + Tensor::from_vector(iota(5)));
+  } catch (const ShapeError& e) {
+    CHECK(std::string(e.what()).find("(2, 3)") != std::string::npos);
+    CHECK(std::string(e.what()).find("(5,)") != std::string::npos);
+  }
+}
+
+TEST_CASE("tensor: dtype promotion follows tinygrad and weak scalars") {
+  Tensor i = Tensor::from_vector(std::vector<int32_t>{1, 2, 3});
+  Tensor h = Tensor::from_vector(std::vector<float>{1, 2}).half();
+  CHECK((i + 1).dtype() == dtypes::int32);
+  CHECK((i * 2.5).dtype() == dtypes::float32);
+  CHECK((h * 2.0).dtype() == dtypes::float16);
+  CHECK((i / 2).dtype() == dtypes::float32);
+  check_close((i / 2).to_vector<float>(), {0.5f, 1.f, 1.5f});
+  CHECK((i < 2).dtype() == dtypes::bool_);
+  CHECK((i + Tensor::from_vector(std::vector<int64_t>{1, 1, 1})).dtype() == dtypes::int64);
+  CHECK((Tensor::from_vector(std::vector<uint8_t>{1}) + Tensor::from_vector(std::vector<int8_t>{1})).dtype() == dtypes::int16);
+}
+
+TEST_CASE("tensor: integer floor division and modulo use Python's signs") {
+  Tensor a = Tensor::from_vector(std::vector<int32_t>{7, -7, 7, -7, 0});
+  Tensor b = Tensor::from_vector(std::vector<int32_t>{2, 2, -2, -2, 3});
+  CHECK(a.floordiv(b).to_vector<int32_t>() == std::vector<int32_t>{3, -4, -4, 3, 0});
+  CHECK((a % b).to_vector<int32_t>() == std::vector<int32_t>{1, 1, -1, -1, 0});
+  Tensor f = Tensor::from_vector(std::vector<float>{7.5f, -7.5f});
+  check_close(f.floordiv(2).to_vector<float>(), {3.f, -4.f});
+  check_close((f % 2).to_vector<float>(), {1.5f, 0.5f});
+}
+
+TEST_CASE("tensor: NaN and inf propagate like PyTorch") {
+  Tensor x = Tensor::from_vector(std::vector<float>{1.f, NAN, -INFINITY, 3.f});
+  CHECK(std::isnan(x.max().item<float>()));
+  CHECK(std::isnan(x.min().item<float>()));
+  auto r = x.relu().to_vector<float>();
+  CHECK(std::isnan(r[1]));
+  CHECK(r[2] == 0.f);
+  CHECK(x.isnan().to_vector<bool>() == std::vector<bool>{false, true, false, false});
+  CHECK(x.isinf().to_vector<bool>() == std::vector<bool>{false, false, true, false});
+  CHECK(std::isnan(x.maximum(0).to_vector<float>()[1]));
+  // f32 -> f16 of 65536 is inf
+  CHECK(std::isinf(static_cast<float>(Tensor::from_vector(std::vector<float>{65536.f}).half().item<half_t>())));
+}
+
+TEST_CASE("tensor: reductions over axes, with keepdim and negative axes") {
+  Tensor a = Tensor::from_vector(iota(24), {2, 3, 4});
+  std::vector<float> s1(8, 0.f), s02(3, 0.f), mx(6, -1e30f);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 4; ++k) {
+        const float v = static_cast<float>(i * 12 + j * 4 + k);
+        s1[i * 4 + k] += v, s02[j] += v, mx[i * 3 + j] = std::max(mx[i * 3 + j], v);
+      }
+  check_close(a.sum(1).to_vector<float>(), s1);
+  CHECK(a.sum(1, true).shape() == Shape{2, 1, 4});
+  check_close(a.sum({0, 2}).to_vector<float>(), s02);
+  check_close(a.max(-1).to_vector<float>(), mx);
+  check_close(a.mean().reshape({1}).to_vector<float>(), {11.5f});
+  CHECK(a.sum().item<float>() == 276.f);
+  CHECK(a.min().item<float>() == 0.f);
+  Tensor i = Tensor::from_vector(std::vector<int32_t>{3, -5, 2});
+  CHECK(i.min().item<int32_t>() == -5);
+  CHECK(i.max().item<int32_t>() == 3);
+  CHECK(i.prod().item<int32_t>() == -30);
+  CHECK((i > 0).any().item<bool>() == true);
+  CHECK((i > 0).all().item<bool>() == false);
+  CHECK_THROWS_AS(a.sum(3), IndexError);
+}
+
+TEST_CASE("tensor: movement ops are views with the right values") {
+  Tensor a = Tensor::from_vector(iota(6), {2, 3});
+  CHECK(a.T().to_vector<float>() == std::vector<float>{0, 3, 1, 4, 2, 5});
+  CHECK(a.flip(1).to_vector<float>() == std::vector<float>{2, 1, 0, 5, 4, 3});
+  CHECK(a.flip({0, 1}).to_vector<float>() == std::vector<float>{5, 4, 3, 2, 1, 0});
+  CHECK(a.shrink({{0, 2}, {1, 3}}).to_vector<float>() == std::vector<float>{1, 2, 4, 5});
+  CHECK(a.pad({{1, 0}, {0, 1}}).to_vector<float>() == std::vector<float>{0, 0, 0, 0, 0, 1, 2, 0, 3, 4, 5, 0});
+  CHECK(a.pad({{0, 0}, {1, 1}}, -1.0).to_vector<float>() == std::vector<float>{-1, 0, 1, 2, -1, -1, 3, 4, 5, -1});
+  CHECK(a.pad({{0, 0}, {-1, 0}}).to_vector<float>() == std::vector<float>{1, 2, 4, 5});
+  CHECK(a.reshape({3, -1}).shape() == Shape{3, 2});
+  CHECK(a.reshape({3, 2}).T().to_vector<float>() == std::vector<float>{0, 2, 4, 1, 3, 5});
+  CHECK(a.reshape({1, 2, 3}).expand({2, 2, 3}).sum(0).to_vector<float>() == std::vector<float>{0, 2, 4, 6, 8, 10});
+  CHECK(a.unsqueeze(0).shape() == Shape{1, 2, 3});
+  CHECK(a.unsqueeze(-1).shape() == Shape{2, 3, 1});
+  CHECK(a.flatten().shape() == Shape{6});
+  CHECK(a.T().flatten().to_vector<float>() == std::vector<float>{0, 3, 1, 4, 2, 5});
+  // a permuted, padded, flipped view of a view
+  CHECK(a.T().pad({{0, 1}, {0, 0}}).flip(0).to_vector<float>() == std::vector<float>{0, 0, 2, 5, 1, 4, 0, 3});
+  CHECK_THROWS_AS(a.reshape({4, 2}), ShapeError);
+  CHECK_THROWS_AS(a.permute({0, 0}), ShapeError);
+  CHECK_THROWS_AS(a.shrink({{0, 3}, {0, 3}}), ShapeError);
+  CHECK_THROWS_AS(a.expand({3, 3}), ShapeError);
+}
+
+TEST_CASE("tensor: cumsum") {
+  Tensor a = Tensor::from_vector(iota(6, 1.f), {2, 3});
+  CHECK(a.cumsum(1).to_vector<float>() == std::vector<float>{1, 3, 6, 4, 9, 15});
+  CHECK(a.cumsum(0).to_vector<float>() == std::vector<float>{1, 2, 3, 5, 7, 9});
+}
+
+TEST_CASE("tensor: math functions against the C library") {
+  std::vector<float> xs{-3.f, -1.5f, -0.5f, 0.f, 0.25f, 1.f, 2.5f};
+  Tensor x = Tensor::from_vector(xs);
+  auto map = [&](auto f) {
+    std::vector<float> out;
+    for (float v : xs) out.push_back(static_cast<float>(f(static_cast<double>(v))));
+    return out;
+  };
+  check_close(x.exp().to_vector<float>(), map([](double v) { return std::exp(v); }));
+  check_close(x.sigmoid().to_vector<float>(), map([](double v) { return 1 / (1 + std::exp(-v)); }));
+  check_close(x.tanh().to_vector<float>(), map([](double v) { return std::tanh(v); }));
+  check_close(x.sin().to_vector<float>(), map([](double v) { return std::sin(v); }));
+  check_close(x.cos().to_vector<float>(), map([](double v) { return std::cos(v); }));
+  check_close(x.erf().to_vector<float>(), map([](double v) { return std::erf(v); }));
+  check_close(x.gelu().to_vector<float>(), map([](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }));
+  check_close(x.softplus().to_vector<float>(), map([](double v) { return std::log1p(std::exp(v)); }));
+  check_close(x.abs().to_vector<float>(), map([](double v) { return std::fabs(v); }));
+  check_close(x.floor().to_vector<float>(), map([](double v) { return std::floor(v); }));
+  check_close(x.ceil().to_vector<float>(), map([](double v) { return std::ceil(v); }));
+  check_close(x.round().to_vector<float>(), map([](double v) { return std::nearbyint(v); }));
+  check_close(x.abs().sqrt().to_vector<float>(), map([](double v) { return std::sqrt(std::fabs(v)); }));
+  check_close(x.abs().add(1).log().to_vector<float>(), map([](double v) { return std::log(std::fabs(v) + 1); }));
+}
+
+TEST_CASE("tensor: fusion") {
+  Tensor x = Tensor::from_vector(iota(64), {8, 8});
+  Tensor w = Tensor::from_vector(iota(64, 0.f, 0.01f), {8, 8});
+  Tensor b = Tensor::from_vector(iota(8));
+  Tensor chain = x;
+  for (int i = 0; i < 10; ++i) chain = i % 2 ? chain * 1.01 : chain + 0.5;
+  CHECK(kernels_to_realize(chain) == 1);
+  Tensor linear = (x.reshape({8, 8, 1}) * w.reshape({1, 8, 8})).sum(1) + b;
+  CHECK(kernels_to_realize(linear.relu()) == 1);
+  CHECK(kernels_to_realize(x + x.sum(1, true)) <= 2);
+  Tensor done = (x * 2).realize();
+  CHECK(kernels_to_realize(done) == 0);
+  // the same subexpression built twice is one node, computed once
+  Tensor s1 = (x * 3).exp(), s2 = (x * 3).exp();
+  CHECK(s1.uop() == s2.uop());
+  GlobalCounters::reset();
+  (s1 + s2).realize();
+  CHECK(GlobalCounters::kernel_count == 1);
+  // realizing a tensor realizes the node for everyone who holds it
+  Tensor shared = x * 5;
+  Tensor user = shared + 1;
+  shared.realize();
+  CHECK(kernels_to_realize(user) == 1);
+}
