@@ -34,3 +34,8 @@
 #include "tinyt/ops/elementwise.hpp"
 #include "tinyt/ops/reduce.hpp"
 #include "tinyt/ops/creation.hpp"
+#include "tinyt/ops/combine.hpp"
+#include "tinyt/ops/indexing.hpp"
+#include "tinyt/ops/random.hpp"
+#include "tinyt/ops/linalg.hpp"
+#include "tinyt/ops/nn.hpp"

@@ -18,6 +18,41 @@ namespace tinyt::inline v0 {
 struct NoneType {};
 inline constexpr NoneType None{};
 
+/// An optional integer that can be written `3` or `None`.
+struct OptInt {
+  std::optional<int64_t> v;
+  OptInt(NoneType) {}  // NOLINT
+  template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
+  OptInt(I i) : v(static_cast<int64_t>(i)) {}  // NOLINT
+};
+/// `start:stop:step` in an index; `Slice()` is `:`.
+struct Slice {
+  std::optional<int64_t> start, stop, step;
+  Slice() = default;
+  Slice(OptInt start_, OptInt stop_, OptInt step_ = 1) : start(start_.v), stop(stop_.v), step(step_.v) {}
+};
+/// A new size-1 axis in an index.
+struct NewAxisT {};
+inline constexpr NewAxisT NewAxis{};
+/// "Every remaining axis" in an index.
+struct EllipsisT {};
+inline constexpr EllipsisT Ellipsis{};
+
+/// Sizes that may be one int for every dim or a list (stride, padding, dilation).
+struct IntOrVec {
+  std::vector<int64_t> v;
+  IntOrVec() = default;
+  template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
+  IntOrVec(I i) : v{static_cast<int64_t>(i)} {}  // NOLINT
+  IntOrVec(std::vector<int64_t> x) : v(std::move(x)) {}  // NOLINT
+  IntOrVec(std::initializer_list<int64_t> x) : v(x) {}  // NOLINT
+  bool empty() const { return v.empty(); }
+};
+
+class Tensor;
+class TensorRef;
+class Index;
+
 /// A lazy n-dimensional array.
 class Tensor {
  public:
@@ -45,9 +80,24 @@ class Tensor {
   template <class A> static Tensor arange(A stop);
   template <class A, class B, class C = int> static Tensor arange(A start, B stop, C step = 1);
   static Tensor eye(int64_t n, int64_t m = -1, DType dtype = dtypes::float32);
+  template <class A, class B> static Tensor linspace(A start, B stop, int64_t steps, DType dtype = dtypes::default_float);
   static Tensor zeros_like(const Tensor& t);
   static Tensor ones_like(const Tensor& t);
   template <class V> static Tensor full_like(const Tensor& t, V value);
+
+  // -- random (ops/random.hpp): threefry, counter-based and reproducible ------------------------
+  static void manual_seed(uint64_t seed);
+  static Tensor rand(Shape shape, DType dtype = dtypes::float32, std::string device = "");
+  static Tensor randn(Shape shape, DType dtype = dtypes::float32, std::string device = "");
+  static Tensor randint(Shape shape, int64_t low = 0, int64_t high = 10, DType dtype = dtypes::int32);
+  static Tensor uniform(Shape shape, double low = 0.0, double high = 1.0, DType dtype = dtypes::float32);
+  static Tensor normal(Shape shape, double mean = 0.0, double std = 1.0, DType dtype = dtypes::float32);
+  static Tensor rand_like(const Tensor& t);
+  static Tensor randn_like(const Tensor& t);
+  static Tensor kaiming_uniform(Shape shape, double a = 0.01);
+  static Tensor kaiming_normal(Shape shape, double a = 0.01);
+  static Tensor glorot_uniform(Shape shape);
+  static Tensor scaled_uniform(Shape shape);
 
   // -- properties and reading -----------------------------------------------------------------
   bool defined() const { return d_ != nullptr; }
@@ -162,6 +212,19 @@ class Tensor {
   Tensor all() const;
   Tensor all(int axis, bool keepdim = false) const;
   Tensor cumsum(int axis = 0) const;
+  Tensor var(bool keepdim = false, double correction = 1) const;
+  Tensor var(int axis, bool keepdim = false, double correction = 1) const;
+  Tensor var(std::vector<int> axes, bool keepdim = false, double correction = 1) const;
+  Tensor std(bool keepdim = false, double correction = 1) const;
+  Tensor std(int axis, bool keepdim = false, double correction = 1) const;
+  Tensor std(std::vector<int> axes, bool keepdim = false, double correction = 1) const;
+  Tensor argmax() const;
+  Tensor argmax(int axis, bool keepdim = false) const;
+  Tensor argmin() const;
+  Tensor argmin(int axis, bool keepdim = false) const;
+  Tensor logsumexp(int axis, bool keepdim = false) const;
+  Tensor softmax(int axis = -1) const;
+  Tensor log_softmax(int axis = -1) const;
 
   // -- movement (ops/movement.hpp) ------------------------------------------------------------
   Tensor reshape(Shape shape) const;
@@ -181,6 +244,48 @@ class Tensor {
   Tensor unsqueeze(int dim) const;
   Tensor contiguous() const;
   Tensor detach() const;
+  Tensor repeat(Shape repeats) const;
+  static Tensor cat(const std::vector<Tensor>& tensors, int dim = 0);
+  static Tensor stack(const std::vector<Tensor>& tensors, int dim = 0);
+  std::vector<Tensor> split(int64_t size, int dim = 0) const;
+  std::vector<Tensor> split(std::vector<int64_t> sizes, int dim = 0) const;
+  std::vector<Tensor> chunk(int64_t n, int dim = 0) const;
+
+  // -- indexing (ops/indexing.hpp) -------------------------------------------------------------
+  /// `t[{1, Slice(0, 4, 2), NewAxis, Ellipsis}]`; assigning to the result writes into `t`.
+  TensorRef operator[](std::initializer_list<Index> index) const;
+  TensorRef operator[](std::vector<Index> index) const;
+  Tensor gather(int dim, const Tensor& index) const;
+  Tensor one_hot(int64_t num_classes) const;
+  /// Stores `value` into this tensor's memory (broadcast to its shape); copies of this handle
+  /// see the new value, tensors built from the old value keep it.
+  Tensor& assign(const Tensor& value);
+
+  // -- linear algebra and nn functional (ops/linalg.hpp, ops/nn.hpp) ------------------------------
+  Tensor matmul(const Tensor& w) const;
+  Tensor dot(const Tensor& w) const { return matmul(w); }
+  Tensor linear(const Tensor& w, const Tensor& b = {}) const;
+  static Tensor einsum(const std::string& formula, const std::vector<Tensor>& operands);
+  Tensor conv2d(const Tensor& w, const Tensor& b = {}, int64_t groups = 1, IntOrVec stride = 1, IntOrVec dilation = 1,
+                IntOrVec padding = 0) const;
+  Tensor conv_transpose2d(const Tensor& w, const Tensor& b = {}, int64_t groups = 1, IntOrVec stride = 1,
+                          IntOrVec dilation = 1, IntOrVec padding = 0, IntOrVec output_padding = 0) const;
+  Tensor max_pool2d(IntOrVec kernel = 2, IntOrVec stride = {}, IntOrVec dilation = 1, IntOrVec padding = 0) const;
+  Tensor avg_pool2d(IntOrVec kernel = 2, IntOrVec stride = {}, IntOrVec dilation = 1, IntOrVec padding = 0,
+                    bool count_include_pad = true) const;
+  Tensor layernorm(int axis = -1, double eps = 1e-5) const;
+  Tensor batchnorm(const Tensor& weight, const Tensor& bias, const Tensor& mean, const Tensor& invstd) const;
+  Tensor dropout(double p = 0.5) const;
+  Tensor scaled_dot_product_attention(const Tensor& k, const Tensor& v, const Tensor& mask = {}, bool is_causal = false) const;
+  /// Cross entropy of logits against class probabilities (same shape) or class indices.
+  Tensor cross_entropy(const Tensor& target, double label_smoothing = 0.0) const;
+  Tensor sparse_categorical_crossentropy(const Tensor& labels, int64_t ignore_index = -1, double label_smoothing = 0.0) const;
+  /// Binary cross entropy of probabilities in (0, 1).
+  Tensor binary_crossentropy(const Tensor& target) const;
+  Tensor binary_crossentropy_logits(const Tensor& target) const;
+
+  /// True while a Tensor::Train scope is open (dropout and batchnorm behave as in training).
+  static inline thread_local bool training = false;
 
   /// The shape both operands broadcast to (NumPy rules); ShapeError naming both otherwise.
   static std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b, const char* op);
@@ -202,6 +307,35 @@ class Tensor {
   friend Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& shape);
 
   std::shared_ptr<Data> d_;
+};
+
+/// One entry of an index: an integer, a Slice, NewAxis, Ellipsis, or an integer Tensor.
+class Index {
+ public:
+  template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+  Index(I i) : value(static_cast<int64_t>(i)) {}  // NOLINT
+  Index(Slice s) : value(s) {}                    // NOLINT
+  Index(NewAxisT n) : value(n) {}                 // NOLINT
+  Index(EllipsisT e) : value(e) {}                // NOLINT
+  Index(Tensor t) : value(std::move(t)) {}        // NOLINT
+  std::variant<int64_t, Slice, NewAxisT, EllipsisT, Tensor> value;
+};
+
+/// What indexing returns: a Tensor that remembers its base, so `t[{...}] = value` writes into t.
+class TensorRef : public Tensor {
+ public:
+  TensorRef(Tensor value, Tensor base, std::vector<Index> index)
+      : Tensor(std::move(value)), base_(std::move(base)), index_(std::move(index)) {}
+  TensorRef(const TensorRef&) = default;
+  /// Writes `value` (broadcast) into the indexed part of the base.
+  TensorRef& operator=(const Tensor& value);
+  TensorRef& operator=(const TensorRef& value) { return *this = static_cast<const Tensor&>(value); }
+  template <class S, std::enable_if_t<std::is_arithmetic_v<S>, int> = 0>
+  TensorRef& operator=(S value) { return *this = Tensor(value); }
+
+ private:
+  Tensor base_;
+  std::vector<Index> index_;
 };
 
 // -- core -------------------------------------------------------------------------------------
