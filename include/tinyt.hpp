@@ -34,6 +34,7 @@
 #include "tinyt/ops/elementwise.hpp"
 #include "tinyt/ops/reduce.hpp"
 #include "tinyt/ops/creation.hpp"
+#include "tinyt/ops/assign.hpp"
 #include "tinyt/ops/combine.hpp"
 #include "tinyt/ops/indexing.hpp"
 #include "tinyt/ops/random.hpp"

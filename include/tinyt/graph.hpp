@@ -131,6 +131,26 @@ inline std::shared_ptr<Buffer> buffer_of(const UOp& b) {
 
 // -- builders ---------------------------------------------------------------------------------
 
+inline UOp device_uop(const std::string& device);
+inline UOp new_buffer(const std::string& device, int64_t size, DType dtype);
+/// A new BUFFER node for the memory of `b`: the same bytes under a new identity, so graphs built
+/// after the memory is overwritten in place never equal graphs built before.
+inline UOp alias_buffer(const UOp& b) {
+  UOp alias = new_buffer(b.src(1).arg().get<std::string>(), b.arg().as_int(), b.dtype());
+  TensorMeta& m = meta(alias);
+  std::shared_ptr<Buffer> memory = buffer_of(b);
+  std::lock_guard lock(m.mu);
+  m.buffer = std::move(memory);
+  return alias;
+}
+/// The BUFFER node under a contiguous view of memory (BUFFER or RESHAPE(BUFFER)), else empty.
+inline UOp base_buffer(const UOp& view) {
+  if (view.op() == Ops::BUFFER) return view;
+  if (view.op() == Ops::RESHAPE && view.src(0).op() == Ops::BUFFER) return view.src(0);
+  return {};
+}
+
+
 inline UOp device_uop(const std::string& device) { return UOp(Ops::DEVICE, dtypes::void_, {}, Device::canonicalize(device)); }
 
 /// Fresh memory for `size` elements: a new BUFFER node (never equal to another).

@@ -66,7 +66,7 @@ class Tensor {
   Tensor(int64_t v) : Tensor(scalar(dtypes::int64, v)) {}             // NOLINT
   Tensor(bool v) : Tensor(scalar(dtypes::bool_, static_cast<int64_t>(v))) {}  // NOLINT
   /// A tensor for a tensor-level UOp (advanced use: the graph is tinyt's IR).
-  explicit Tensor(UOp uop) : d_(std::make_shared<Data>(Data{std::move(uop)})) {}
+  explicit Tensor(UOp uop) : d_(std::make_shared<Data>(Data{std::move(uop)})) { live_tensors().add(d_); }
 
   // -- creation (ops/creation.hpp) ------------------------------------------------------------
   template <class T> static Tensor from_vector(const std::vector<T>& data);
@@ -297,6 +297,7 @@ class Tensor {
     UOp uop;
     bool weak = false;  // a C++ scalar: adopts the other operand's dtype in arithmetic
   };
+  explicit Tensor(std::shared_ptr<Data> d) : d_(std::move(d)) {}
   static Tensor scalar(DType dt, double v);
   static Tensor scalar(DType dt, int64_t v);
   bool weak() const { return d_ && d_->weak; }
@@ -305,6 +306,37 @@ class Tensor {
   Tensor reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const;
   std::vector<int64_t> cshape() const { return graph::concrete_shape(uop()); }
   friend Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& shape);
+
+  // Every live tensor, so that overwriting memory in place (assign) can first compute what
+  // other tensors still need from it.
+  class Registry {
+   public:
+    void add(const std::shared_ptr<Data>& d) {
+      std::lock_guard lock(mu_);
+      if (all_.size() >= 2 * compacted_size_ + 1024) {
+        std::erase_if(all_, [](const std::weak_ptr<Data>& w) { return w.expired(); });
+        compacted_size_ = all_.size();
+      }
+      all_.push_back(d);
+    }
+    std::vector<std::shared_ptr<Data>> snapshot() {
+      std::lock_guard lock(mu_);
+      std::vector<std::shared_ptr<Data>> out;
+      for (const auto& w : all_)
+        if (auto d = w.lock()) out.push_back(std::move(d));
+      return out;
+    }
+
+   private:
+    std::mutex mu_;
+    std::vector<std::weak_ptr<Data>> all_;
+    size_t compacted_size_ = 0;
+  };
+  static Registry& live_tensors() {
+    static auto* r = new Registry;  // never destroyed: tensors may die during static teardown
+    return *r;
+  }
+  friend void realize_tensors(const std::vector<Tensor>& tensors);
 
   std::shared_ptr<Data> d_;
 };
@@ -338,6 +370,9 @@ class TensorRef : public Tensor {
   std::vector<Index> index_;
 };
 
+/// Computes several tensors in one schedule (what realize() does for one).
+void realize_tensors(const std::vector<Tensor>& tensors);
+
 // -- core -------------------------------------------------------------------------------------
 
 inline const UOp& Tensor::uop() const {
@@ -357,13 +392,7 @@ inline Tensor Tensor::scalar(DType dt, int64_t v) {
 }
 
 inline Tensor& Tensor::realize() & {
-  const UOp& u = uop();
-  if (schedule::detail::is_materialized(u) && u.op() != Ops::CONST) {
-    if (UOp view = graph::realized(u)) d_->uop = view;
-    return *this;
-  }
-  realize_uops({u});
-  d_->uop = graph::realized(u);
+  realize_tensors({*this});
   return *this;
 }
 

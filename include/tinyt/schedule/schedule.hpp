@@ -96,6 +96,51 @@ inline std::string kernel_name(const UOp& ast) {
 }
 }  // namespace detail
 
+namespace detail {
+// Orders kernels so that each runs after the kernels whose output it reads, and before any
+// kernel that overwrites (assigns into) memory it reads. Ties keep the original order.
+inline std::vector<Kernel> order_kernels(std::vector<Kernel> kernels, const std::vector<bool>& in_place) {
+  const size_t n = kernels.size();
+  std::vector<std::vector<size_t>> after(n);  // after[j]: kernels that must run after j
+  std::vector<size_t> pending(n, 0);
+  auto reads = [&](size_t k, const UOpNode* b) {
+    for (size_t i = 1; i < kernels[k].buffers.size(); ++i)
+      if (kernels[k].buffers[i].get() == b) return true;
+    return false;
+  };
+  for (size_t j = 0; j < n; ++j)
+    for (size_t k = 0; k < n; ++k) {
+      if (j == k) continue;
+      // readers name an in-place result by its new alias (the view), others by the buffer
+      const bool raw = reads(k, graph::base_buffer(kernels[j].view).get());  // k reads what j computes
+      const bool war = in_place[k] && reads(j, kernels[k].buffers[0].get());  // j reads memory k overwrites
+      if (raw || war) after[j].push_back(k), ++pending[k];
+    }
+  std::vector<Kernel> out;
+  std::vector<bool> done(n, false);
+  while (out.size() < n) {
+    size_t pick = n;
+    for (size_t k = 0; k < n && pick == n; ++k)
+      if (!done[k] && pending[k] == 0) pick = k;
+    TINYT_ASSERT(pick < n, "the schedule has a cycle");
+    done[pick] = true;
+    for (size_t k : after[pick]) --pending[k];
+    out.push_back(std::move(kernels[pick]));
+  }
+  return out;
+}
+
+// True when every load of `buffer` in the kernel reads the element the kernel stores to.
+inline bool reads_only_own_element(const UOp& ast, int64_t global_index, const UOp& store_index) {
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::INDEX && u.src(0).op() == Ops::DEFINE_GLOBAL && u.src(0).arg().as_int() == global_index &&
+        !(u.src(1) == store_index && u.src().size() == 2))
+      for (const UOp& user : toposort(ast))
+        if (user.op() == Ops::LOAD && user.src(0) == u) return false;
+  return true;
+}
+}  // namespace detail
+
 /// The kernels that compute `roots`, in an order that respects what each reads and writes.
 inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots) {
   const std::vector<UOp> order = detail::pending_graph(roots);
@@ -106,29 +151,48 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots) {
     return graph::realized(u);
   };
   std::vector<Kernel> kernels;
+  std::vector<bool> in_place;
+  // one kernel storing `value_node` (at the point's shape) into `out_buffer`
+  auto make_kernel = [&](const UOp& point, const UOp& value_node, const UOp& out_buffer, const UOp& view) {
+    const std::vector<int64_t> shape = graph::concrete_shape(point);
+    Lowerer lw(input_view);
+    UOp out = lw.global(out_buffer);
+    std::vector<UOp> out_idx;
+    for (int64_t d : shape) out_idx.push_back(d == 1 ? index_const(0) : lw.new_range(d, RangeKind::loop));
+    UOp value = lw.lower(value_node, out_idx, UOp::const_(dtypes::bool_, true));
+    UOp store_index = simplify(flatten(out_idx, shape));
+    UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, out.dtype(), {out, store_index}), value});
+    return std::make_pair(Kernel{simplify(UOp(Ops::SINK, dtypes::void_, {store})), lw.buffers(), point, view}, store_index);
+  };
   for (const UOp& point : points) {
     const std::vector<int64_t> shape = graph::concrete_shape(point);
     int64_t numel = 1;
     for (int64_t d : shape) numel *= d;
-    Lowerer lw(input_view);
-    UOp value_node = point, out_buffer, view;
-    std::vector<UOp> out_idx;
     if (point.op() == Ops::ASSIGN) {
-      // a store into the target's memory, through the target's view
-      throw InternalError("assign is not scheduled yet");
+      // a store into the target's memory; the tensor then names that memory anew
+      const UOp target = graph::base_buffer(input_view(point.src(0)) ? input_view(point.src(0)) : point.src(0));
+      TINYT_ASSERT(target, "assign: the target is not a contiguous buffer");
+      const UOp view = graph::reshape(graph::alias_buffer(target), shape);
+      auto [kernel, store_index] = make_kernel(point, point.src(1), target, view);
+      if (!detail::reads_only_own_element(kernel.ast, 0, store_index)) {
+        // the value reads the target elsewhere than where it writes: compute it aside first
+        const UOp temp = graph::new_buffer(graph::device_of(point), numel, point.dtype());
+        auto [first, unused] = make_kernel(point.src(1), point.src(1), temp, graph::reshape(temp, shape));
+        kernels.push_back(first), in_place.push_back(false);
+        computed[point.src(1).get()] = first.view;
+        kernel = make_kernel(point, point.src(1), target, view).first;
+      }
+      kernels.push_back(kernel), in_place.push_back(true);
+      computed[point.get()] = view;
+      continue;
     }
-    out_buffer = graph::new_buffer(graph::device_of(point), numel, point.dtype());
-    view = graph::reshape(out_buffer, shape);
-    UOp out = lw.global(out_buffer);
-    for (int64_t d : shape) out_idx.push_back(d == 1 ? index_const(0) : lw.new_range(d, RangeKind::loop));
-    if (point.op() == Ops::CONTIGUOUS || point.op() == Ops::COPY) value_node = point.src(0);
-    UOp value = lw.lower(value_node, out_idx, UOp::const_(dtypes::bool_, true));
-    UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, out.dtype(), {out, simplify(flatten(out_idx, shape))}), value});
-    UOp ast = simplify(UOp(Ops::SINK, dtypes::void_, {store}));
-    kernels.push_back({ast, lw.buffers(), point, view});
-    computed[point.get()] = view;
+    const UOp out_buffer = graph::new_buffer(graph::device_of(point), numel, point.dtype());
+    const UOp value_node = point.op() == Ops::CONTIGUOUS || point.op() == Ops::COPY ? point.src(0) : point;
+    Kernel kernel = make_kernel(point, value_node, out_buffer, graph::reshape(out_buffer, shape)).first;
+    computed[point.get()] = kernel.view;
+    kernels.push_back(std::move(kernel)), in_place.push_back(false);
   }
-  return kernels;
+  return detail::order_kernels(std::move(kernels), in_place);
 }
 
 }  // namespace schedule

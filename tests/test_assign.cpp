@@ -1,0 +1,59 @@
+// assign: stores into existing memory, with values fixed when built (JAX semantics).
+#include <doctest/doctest.h>
+
+#include <tinyt.hpp>
+
+using namespace tinyt;
+
+TEST_CASE("assign: stores in place and keeps every older value") {
+  Tensor a = Tensor::from_vector(std::vector<float>{1, 2, 3, 4});
+  Tensor doubled = a * 2;            // pending, built from the old a
+  Tensor view = a.reshape({2, 2});   // a view of the old a
+  Tensor alias = a;                  // the same tensor: sees the new value
+  a.assign(a + 1);
+  CHECK(a.to_vector<float>() == std::vector<float>{2, 3, 4, 5});
+  CHECK(alias.to_vector<float>() == std::vector<float>{2, 3, 4, 5});
+  CHECK(doubled.to_vector<float>() == std::vector<float>{2, 4, 6, 8});
+  CHECK(view.to_vector<float>() == std::vector<float>{1, 2, 3, 4});
+  // graphs built after the assign see the new value
+  CHECK((a * 10).to_vector<float>() == std::vector<float>{20, 30, 40, 50});
+}
+
+TEST_CASE("assign: a step is one kernel writing the tensor's own memory") {
+  Tensor w = Tensor::from_vector(std::vector<float>{1, 2, 3, 4});
+  Tensor loss = (w * w).sum();
+  w.assign(w - 0.5);
+  w.realize();
+  CHECK(loss.item<float>() == 30.f);  // the loss of the weights before the step
+  CHECK(w.to_vector<float>() == std::vector<float>{0.5f, 1.5f, 2.5f, 3.5f});
+  const UOp buffer_before = graph::base_buffer(w.uop());
+  void* memory_before = graph::buffer_of(buffer_before)->ptr();
+  GlobalCounters::reset();
+  w.assign(w * 2);
+  w.realize();
+  CHECK(GlobalCounters::kernel_count == 1);
+  CHECK(graph::buffer_of(graph::base_buffer(w.uop()))->ptr() == memory_before);
+  CHECK(w.to_vector<float>() == std::vector<float>{1, 3, 5, 7});
+}
+
+TEST_CASE("assign: a value that reads the target elsewhere is computed aside first") {
+  Tensor w = Tensor::from_vector(std::vector<float>{1, 2, 3, 4});
+  w.assign(w.flip(0) + w);
+  CHECK(w.to_vector<float>() == std::vector<float>{5, 5, 5, 5});
+  Tensor m = Tensor::from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
+  m.assign(m.T());
+  CHECK(m.to_vector<float>() == std::vector<float>{1, 3, 2, 4});
+}
+
+TEST_CASE("assign: broadcasting, casting, chains and misuse") {
+  Tensor t = Tensor::zeros({2, 3});
+  t.assign(Tensor::from_vector(std::vector<int32_t>{1, 2, 3}));
+  CHECK(t.to_vector<float>() == std::vector<float>{1, 2, 3, 1, 2, 3});
+  t.assign(t + 1).assign(t * 2);
+  CHECK(t.to_vector<float>() == std::vector<float>{4, 6, 8, 4, 6, 8});
+  // a lazy tensor is realized into memory of its own first
+  Tensor lazy = Tensor::ones({2}) * 3;
+  lazy.assign(lazy + 1);
+  CHECK(lazy.to_vector<float>() == std::vector<float>{4, 4});
+  CHECK_THROWS_AS(t.assign(Tensor::ones({4})), ShapeError);
+}
