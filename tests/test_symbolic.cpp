@@ -154,6 +154,9 @@ i128 eval(const UOp& u, const Env& env, std::map<const UOpNode*, i128>& memo) {
     case Ops::WHERE:
       v = s[0] ? s[1] : s[2];
       break;
+    case Ops::CAST:  // wrapped below to the target dtype
+      v = s[0];
+      break;
     default:
       FAIL("reference evaluator: unexpected op ", op_name(u.op()));
   }
@@ -189,7 +192,7 @@ struct Gen {
 
   UOp integer(int depth) {
     if (depth == 0 || pick(0, 9) < 2) return leaf();
-    switch (pick(0, 10)) {
+    switch (pick(0, 11)) {
       case 0:
       case 1:
         return integer(depth - 1) + integer(depth - 1);
@@ -209,8 +212,12 @@ struct Gen {
         return integer(depth - 1).minimum(integer(depth - 1));
       case 9:
         return boolean(depth - 1).where(integer(depth - 1), integer(depth - 1));
-      default:
+      case 10:
         return -integer(depth - 1);
+      default: {  // through the other integer dtype and back: via int32 it may wrap
+        UOp other = integer(depth - 1).cast(dt == dtypes::index ? dtypes::int32 : dtypes::index);
+        return (other + other.const_like(pick(-3, 3))).cast(dt);
+      }
     }
   }
   UOp boolean(int depth) {

@@ -227,3 +227,25 @@ TEST_CASE("tensor: fusion") {
   shared.realize();
   CHECK(kernels_to_realize(user) == 1);
 }
+
+TEST_CASE("tensor: sums that can be counted are not looped (arange is O(n))") {
+  auto has_reduce = [](const Tensor& t) {
+    for (const auto& k : schedule::create_schedule({t.uop()}))
+      for (const UOp& u : toposort(k.ast))
+        if (u.op() == Ops::REDUCE) return true;
+    return false;
+  };
+  Tensor big = Tensor::arange(100000);
+  CHECK_FALSE(has_reduce(big));
+  auto v = big.to_vector<int32_t>();
+  CHECK(v[0] == 0);
+  CHECK(v[99999] == 99999);
+  CHECK(std::accumulate(v.begin(), v.end(), int64_t{0}) == int64_t{99999} * 100000 / 2);
+  // a one-hot selection: sum over r of where(r == 2, x[r], 0) reads x[2] directly
+  Tensor x = Tensor::from_vector(iota(5, 10.f));
+  Tensor sel = (Tensor::arange(5) == 2).where(x, 0.f).sum();
+  CHECK_FALSE(has_reduce(sel));
+  CHECK(sel.item<float>() == 12.f);
+  // a real reduction stays a loop
+  CHECK(has_reduce(x.sum()));
+}

@@ -88,6 +88,29 @@ inline UOp fold_lt_const(const UOp& root) {
   return lhs.divided_by(g).build().lt(x.const_like(bound));
 }
 
+// A cast between integer dtypes that keeps every value of x (its bounds fit the target).
+inline bool lossless_int_cast(const UOp& c) {
+  if (c.op() != Ops::CAST || !is_intlike(c) || !is_intlike(c.src(0))) return false;
+  const Bounds b = bounds(c.src(0));
+  return b.lo >= dtypes::min_int(c.dtype()) && b.hi <= dtypes::max_int(c.dtype());
+}
+// cast(x) + c -> cast(x + c) when nothing wraps, so index math stays in one dtype
+inline UOp fold_cast_add(const UOp& cast, const UOp& c) {
+  if (!lossless_int_cast(cast)) return {};
+  const UOp x = cast.src(0), sum = x + x.const_like(c.const_int());
+  const Bounds b = bounds(sum);
+  if (b.lo < dtypes::min_int(cast.dtype()) || b.hi > dtypes::max_int(cast.dtype())) return {};
+  return sum.cast(cast.dtype());
+}
+// cast(x) <cmp> c -> x <cmp> c when the cast keeps x's values and c fits x's dtype
+inline UOp fold_cast_cmp(const UOp& cmp, const UOp& cast, const UOp& c) {
+  if (!lossless_int_cast(cast)) return {};
+  const UOp x = cast.src(0);
+  const i128 v = c.const_int();
+  if (v < dtypes::min_int(x.dtype()) || v > dtypes::max_int(x.dtype())) return {};
+  return x.alu(cmp.op(), {x.const_like(v)});
+}
+
 inline UOp fold_max(const UOp& a, const UOp& b) {
   if (!has_bounds(a)) return {};
   if (vmin(a) >= vmax(b)) return a;
@@ -244,7 +267,12 @@ inline const PatternMatcher& symbolic() {
                                                             ? detail::fold_divmod(m["d"])
                                                             : UOp{};
                                                }},
-                                           // comparisons against a constant in canonical form
+                                           // integer casts that keep values move out of the way of index math
+      {P::var("x").cast().named("cast") + P::cvar("c"),
+       [](auto& m) { return detail::fold_cast_add(m["cast"], m["c"]); }},
+      {P(GroupOp::Comparison, {P::var("x").cast().named("cast"), P::cvar("c")}).named("cmp"),
+       [](auto& m) { return detail::fold_cast_cmp(m["cmp"], m["cast"], m["c"]); }},
+      // comparisons against a constant in canonical form
                                            {
                                                P::var("x").lt(P::cvar("c")).named("cmp"),
                                                [](auto& m) {

@@ -4,6 +4,7 @@
 
 #include <unordered_set>
 
+#include "../codegen/reduce_collapse.hpp"
 #include "lower.hpp"
 
 namespace tinyt::inline v0 {
@@ -162,7 +163,8 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots) {
     UOp value = lw.lower(value_node, out_idx, UOp::const_(dtypes::bool_, true));
     UOp store_index = simplify(flatten(out_idx, shape));
     UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, out.dtype(), {out, store_index}), value});
-    return std::make_pair(Kernel{simplify(UOp(Ops::SINK, dtypes::void_, {store})), lw.buffers(), point, view}, store_index);
+    UOp ast = graph_rewrite(UOp(Ops::SINK, dtypes::void_, {store}), symbolic() + codegen::reduce_collapse());
+    return std::make_pair(Kernel{ast, lw.buffers(), point, view}, store_index);
   };
   for (const UOp& point : points) {
     const std::vector<int64_t> shape = graph::concrete_shape(point);

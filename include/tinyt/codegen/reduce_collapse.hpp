@@ -1,0 +1,117 @@
+// Reduce collapse: sums over a range that can be counted instead of looped. A sum of a value
+// that does not depend on the range is value * length; a sum of `where(bounds on r, x, 0)` is x
+// times the number of r inside the bounds; a sum of `where(r == e, x(r), 0)` is x(e) where e is
+// in range. This is what makes arange (a cumulative sum of ones) and one-hot gathers O(n).
+#pragma once
+
+#include "../valid.hpp"
+#include "linearize.hpp"
+
+namespace tinyt::inline v0 {
+namespace codegen {
+
+namespace detail {
+inline bool depends_on(const UOp& u, const UOp& r) {
+  for (const UOp& x : toposort(u))
+    if (x == r) return true;
+  return false;
+}
+
+// clause as `coef*r + rest (<, ==) 0`, with coef +-1; false if it is not of that form
+struct RangeClause {
+  Ops cmp;
+  bool negated;
+  i128 coef;
+  UOp rest;
+};
+inline std::optional<RangeClause> read_clause(UOp clause, const UOp& r) {
+  bool negated = false;
+  if (clause.op() == Ops::CMPNE && clause.src(1).is_const() && clause.src(1).dtype().is_bool() && clause.src(1).const_int() == 1)
+    clause = clause.src(0), negated = true;
+  if (clause.op() != Ops::CMPLT && clause.op() != Ops::CMPEQ) return std::nullopt;
+  if (!clause.src(0).dtype().is_index()) return std::nullopt;
+  Linear L = linear_form(clause.src(0) - clause.src(1));
+  i128 coef = 0;
+  Linear rest = L;
+  rest.terms.clear();
+  for (const auto& t : L.terms) {
+    if (t.atom == r) coef = t.coef;
+    else if (depends_on(t.atom, r)) return std::nullopt;
+    else rest.terms.push_back(t);
+  }
+  if (coef != 1 && coef != -1) return std::nullopt;
+  return RangeClause{clause.op(), negated, coef, rest.build()};
+}
+
+// The reduce with range r removed, or empty when r cannot be counted away.
+inline UOp collapse_range(const UOp& value, const UOp& r) {
+  const UOp end = r.src(0);
+  if (!depends_on(value, r)) return value * end.cast(value.dtype());
+  if (value.op() != Ops::WHERE) return {};
+  const bool then_zero = value.src(1).is_const() && value.src(1).const_float() == 0;
+  const bool else_zero = value.src(2).is_const() && value.src(2).const_float() == 0;
+  if (!then_zero && !else_zero) return {};
+  const UOp x = else_zero ? value.src(1) : value.src(2);
+  std::vector<UOp> clauses = tinyt::detail::and_clauses(value.src(0));
+  if (then_zero) {  // where(c, 0, x) is where(!c, x, 0): only a single clause negates simply
+    if (clauses.size() != 1) return {};
+    clauses[0] = clauses[0].logical_not();
+  }
+  UOp keep = UOp::const_(dtypes::bool_, true), lo = schedule::index_const(0), hi = end - 1;
+  std::optional<UOp> equal_to;
+  for (const UOp& c : clauses) {
+    if (!depends_on(c, r)) { keep = keep & c; continue; }
+    auto rc = read_clause(c, r);
+    if (!rc) return {};
+    // coef*r + rest (<, ==) 0 bounds r by b = -rest (coef 1) or rest (coef -1):
+    //   r + rest < 0: r <= b-1     -r + rest < 0: r >= b+1
+    //   !(r + rest < 0): r >= b    !(-r + rest < 0): r <= b       ==: r == b
+    const UOp b = rc->coef == 1 ? -rc->rest : rc->rest;
+    if (rc->cmp == Ops::CMPEQ) {
+      if (rc->negated || equal_to) return {};
+      equal_to = b;
+    } else if (rc->coef == 1 && !rc->negated) {
+      hi = hi.minimum(b - 1);
+    } else if (rc->coef == -1 && rc->negated) {
+      hi = hi.minimum(b);
+    } else if (rc->coef == -1) {
+      lo = lo.maximum(b + 1);
+    } else {
+      lo = lo.maximum(b);
+    }
+  }
+  if (equal_to) {
+    const UOp e = *equal_to;
+    const UOp inside = keep & e.lt(lo).logical_not() & e.lt(hi + 1);
+    return inside.where(substitute(x, {{r.get(), e}}), UOp::const_(x.dtype(), 0));
+  }
+  if (depends_on(x, r)) return {};
+  const UOp count = (hi - lo + 1).maximum(0);
+  return keep.where(x * count.cast(x.dtype()), UOp::const_(x.dtype(), 0));
+}
+}  // namespace detail
+
+/// Rules that remove countable ranges from ADD reductions.
+inline const PatternMatcher& reduce_collapse() {
+  static const PatternMatcher pm{{
+      {UPat(Ops::REDUCE).named("red"),
+       [](auto& m) {
+         const UOp& red = m["red"];
+         if (red.arg().template get<Ops>() != Ops::ADD) return UOp{};
+         UOp value = red.src(0);
+         std::vector<UOp> left;
+         for (size_t i = 1; i < red.src().size(); ++i) {
+           if (UOp c = detail::collapse_range(value, red.src(i))) value = simplify(c);
+           else left.push_back(red.src(i));
+         }
+         if (left.size() + 1 == red.src().size()) return UOp{};
+         if (left.empty()) return value;
+         left.insert(left.begin(), value);
+         return UOp(Ops::REDUCE, red.dtype(), std::move(left), red.arg());
+       }},
+  }};
+  return pm;
+}
+
+}  // namespace codegen
+}  // namespace tinyt::inline v0
