@@ -32,6 +32,7 @@
 #include "tinyt/tensor.hpp"
 #include "tinyt/ops/movement.hpp"
 #include "tinyt/ops/elementwise.hpp"
+#include "tinyt/expr.hpp"
 #include "tinyt/ops/reduce.hpp"
 #include "tinyt/ops/creation.hpp"
 #include "tinyt/ops/assign.hpp"

@@ -748,7 +748,7 @@ struct UOpNode {
   // set once (compare-and-swap), deleted with the node
   mutable std::atomic<Extra*> extra{nullptr};
 
-  ~UOpNode() { delete extra.load(std::memory_order_acquire); }
+  ~UOpNode();  // defined where UOp is complete
 };
 
 namespace detail {
@@ -921,6 +921,9 @@ template <> struct std::hash<tinyt::UOp> {
 
 
 namespace tinyt::inline v0 {
+
+inline UOpNode::~UOpNode() { delete extra.load(std::memory_order_acquire); }
+
 namespace detail {
 
 // The intern table is sharded by hash so threads building different graphs rarely contend.
@@ -2294,6 +2297,29 @@ inline UOp fold_lt_const(const UOp& root) {
   return lhs.divided_by(g).build().lt(x.const_like(bound));
 }
 
+// A cast between integer dtypes that keeps every value of x (its bounds fit the target).
+inline bool lossless_int_cast(const UOp& c) {
+  if (c.op() != Ops::CAST || !is_intlike(c) || !is_intlike(c.src(0))) return false;
+  const Bounds b = bounds(c.src(0));
+  return b.lo >= dtypes::min_int(c.dtype()) && b.hi <= dtypes::max_int(c.dtype());
+}
+// cast(x) + c -> cast(x + c) when nothing wraps, so index math stays in one dtype
+inline UOp fold_cast_add(const UOp& cast, const UOp& c) {
+  if (!lossless_int_cast(cast)) return {};
+  const UOp x = cast.src(0), sum = x + x.const_like(c.const_int());
+  const Bounds b = bounds(sum);
+  if (b.lo < dtypes::min_int(cast.dtype()) || b.hi > dtypes::max_int(cast.dtype())) return {};
+  return sum.cast(cast.dtype());
+}
+// cast(x) <cmp> c -> x <cmp> c when the cast keeps x's values and c fits x's dtype
+inline UOp fold_cast_cmp(const UOp& cmp, const UOp& cast, const UOp& c) {
+  if (!lossless_int_cast(cast)) return {};
+  const UOp x = cast.src(0);
+  const i128 v = c.const_int();
+  if (v < dtypes::min_int(x.dtype()) || v > dtypes::max_int(x.dtype())) return {};
+  return x.alu(cmp.op(), {x.const_like(v)});
+}
+
 inline UOp fold_max(const UOp& a, const UOp& b) {
   if (!has_bounds(a)) return {};
   if (vmin(a) >= vmax(b)) return a;
@@ -2450,7 +2476,12 @@ inline const PatternMatcher& symbolic() {
                                                             ? detail::fold_divmod(m["d"])
                                                             : UOp{};
                                                }},
-                                           // comparisons against a constant in canonical form
+                                           // integer casts that keep values move out of the way of index math
+      {P::var("x").cast().named("cast") + P::cvar("c"),
+       [](auto& m) { return detail::fold_cast_add(m["cast"], m["c"]); }},
+      {P(GroupOp::Comparison, {P::var("x").cast().named("cast"), P::cvar("c")}).named("cmp"),
+       [](auto& m) { return detail::fold_cast_cmp(m["cmp"], m["cast"], m["c"]); }},
+      // comparisons against a constant in canonical form
                                            {
                                                P::var("x").lt(P::cvar("c")).named("cmp"),
                                                [](auto& m) {
@@ -3559,6 +3590,26 @@ inline std::shared_ptr<Buffer> buffer_of(const UOp& b) {
 
 // -- builders ---------------------------------------------------------------------------------
 
+inline UOp device_uop(const std::string& device);
+inline UOp new_buffer(const std::string& device, int64_t size, DType dtype);
+/// A new BUFFER node for the memory of `b`: the same bytes under a new identity, so graphs built
+/// after the memory is overwritten in place never equal graphs built before.
+inline UOp alias_buffer(const UOp& b) {
+  UOp alias = new_buffer(b.src(1).arg().get<std::string>(), b.arg().as_int(), b.dtype());
+  TensorMeta& m = meta(alias);
+  std::shared_ptr<Buffer> memory = buffer_of(b);
+  std::lock_guard lock(m.mu);
+  m.buffer = std::move(memory);
+  return alias;
+}
+/// The BUFFER node under a contiguous view of memory (BUFFER or RESHAPE(BUFFER)), else empty.
+inline UOp base_buffer(const UOp& view) {
+  if (view.op() == Ops::BUFFER) return view;
+  if (view.op() == Ops::RESHAPE && view.src(0).op() == Ops::BUFFER) return view.src(0);
+  return {};
+}
+
+
 inline UOp device_uop(const std::string& device) { return UOp(Ops::DEVICE, dtypes::void_, {}, Device::canonicalize(device)); }
 
 /// Fresh memory for `size` elements: a new BUFFER node (never equal to another).
@@ -3793,135 +3844,12 @@ class Lowerer {
 // points), lowers each into a kernel, and orders the kernels by what they read and write.
 
 
+// ---- tinyt/codegen/reduce_collapse.hpp ----
+// Reduce collapse: sums over a range that can be counted instead of looped. A sum of a value
+// that does not depend on the range is value * length; a sum of `where(bounds on r, x, 0)` is x
+// times the number of r inside the bounds; a sum of `where(r == e, x(r), 0)` is x(e) where e is
+// in range. This is what makes arange (a cumulative sum of ones) and one-hot gathers O(n).
 
-namespace tinyt::inline v0 {
-namespace schedule {
-
-/// One kernel to run: its AST and the buffers bound to its DEFINE_GLOBALs (output first).
-struct Kernel {
-  UOp ast;
-  std::vector<UOp> buffers;  // BUFFER nodes
-  UOp computes;              // the tensor-level node whose value the kernel writes
-  UOp view;                  // where that value lives afterwards (a view of buffers[0])
-};
-
-namespace detail {
-using tinyt::detail::cat;
-
-// A node that needs no kernel: memory already holds it in its own shape.
-inline bool is_materialized(const UOp& u) {
-  if (u.op() == Ops::BUFFER || graph::realized(u)) return true;
-  return u.op() == Ops::RESHAPE && u.src(0).op() == Ops::BUFFER;
-}
-
-// The nodes below the roots that the kernels compute (stopping at what memory already holds).
-inline std::vector<UOp> pending_graph(const std::vector<UOp>& roots) {
-  std::vector<UOp> order;
-  std::unordered_set<const UOpNode*> seen;
-  std::vector<std::pair<const UOp*, bool>> stack;
-  for (const UOp& r : roots) stack.push_back({&r, false});
-  while (!stack.empty()) {
-    auto [u, expanded] = stack.back();
-    stack.pop_back();
-    if (expanded) { order.push_back(*u); continue; }
-    if (!seen.insert(u->get()).second) continue;
-    stack.push_back({u, true});
-    if (graph::realized(*u) || u->op() == Ops::BUFFER) continue;
-    for (const UOp& s : (*u)->src) stack.push_back({&s, false});
-  }
-  return order;
-}
-
-// Realization points: roots, explicit ones, copies, and reductions whose result would be
-// recomputed (broadcast back by an EXPAND, or read by several consumers).
-inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const std::vector<UOp>& order) {
-  std::unordered_map<const UOpNode*, std::vector<const UOpNode*>> consumers;
-  for (const UOp& u : order)
-    if (!graph::realized(u) && u.op() != Ops::BUFFER)
-      for (const UOp& s : u.src()) consumers[s.get()].push_back(u.get());
-  std::unordered_set<const UOpNode*> points;
-  for (const UOp& r : roots)
-    if (!is_materialized(r)) points.insert(r.get());
-  for (const UOp& u : order) {
-    if (graph::realized(u) || u.op() == Ops::BUFFER) continue;
-    if (u.op() == Ops::CONTIGUOUS || u.op() == Ops::COPY || u.op() == Ops::ASSIGN) points.insert(u.get());
-    if (u.op() == Ops::COPY && !is_materialized(u.src(0))) points.insert(u.src(0).get());
-  }
-  // a reduction is realized when a path from it to the next realization point expands it
-  for (const UOp& u : order) {
-    if (u.op() != Ops::REDUCE_AXIS || points.count(u.get())) continue;
-    std::unordered_set<const UOpNode*> distinct(consumers[u.get()].begin(), consumers[u.get()].end());
-    bool realize = distinct.size() > 1;
-    std::vector<const UOpNode*> stack(distinct.begin(), distinct.end());
-    std::unordered_set<const UOpNode*> seen;
-    while (!stack.empty() && !realize) {
-      const UOpNode* c = stack.back();
-      stack.pop_back();
-      if (!seen.insert(c).second || points.count(c)) continue;
-      if (c->op == Ops::EXPAND) realize = true;
-      for (const UOpNode* cc : consumers[c]) stack.push_back(cc);
-    }
-    if (realize) points.insert(u.get());
-  }
-  std::vector<UOp> out;
-  for (const UOp& u : order)
-    if (points.count(u.get())) out.push_back(u);
-  return out;
-}
-
-inline std::string kernel_name(const UOp& ast) {
-  std::vector<std::pair<int64_t, int64_t>> axes;  // (axis, size)
-  bool reduces = false;
-  for (const UOp& u : toposort(ast))
-    if (u.op() == Ops::RANGE) {
-      axes.emplace_back(u.arg()[0].as_int(), static_cast<int64_t>(u.src(0).const_int()));
-      reduces |= u.arg()[1].as_int() == static_cast<int64_t>(RangeKind::reduce);
-    }
-  std::sort(axes.begin(), axes.end());
-  std::string name = reduces ? "r" : "E";
-  for (auto [axis, size] : axes) name += "_" + std::to_string(size);
-  return name;
-}
-}  // namespace detail
-
-/// The kernels that compute `roots`, in an order that respects what each reads and writes.
-inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots) {
-  const std::vector<UOp> order = detail::pending_graph(roots);
-  const std::vector<UOp> points = detail::realization_points(roots, order);
-  std::unordered_map<const UOpNode*, UOp> computed;  // realization point -> view of its buffer
-  auto input_view = [&](const UOp& u) -> UOp {
-    if (auto it = computed.find(u.get()); it != computed.end()) return it->second;
-    return graph::realized(u);
-  };
-  std::vector<Kernel> kernels;
-  for (const UOp& point : points) {
-    const std::vector<int64_t> shape = graph::concrete_shape(point);
-    int64_t numel = 1;
-    for (int64_t d : shape) numel *= d;
-    Lowerer lw(input_view);
-    UOp value_node = point, out_buffer, view;
-    std::vector<UOp> out_idx;
-    if (point.op() == Ops::ASSIGN) {
-      // a store into the target's memory, through the target's view
-      throw InternalError("assign is not scheduled yet");
-    }
-    out_buffer = graph::new_buffer(graph::device_of(point), numel, point.dtype());
-    view = graph::reshape(out_buffer, shape);
-    UOp out = lw.global(out_buffer);
-    for (int64_t d : shape) out_idx.push_back(d == 1 ? index_const(0) : lw.new_range(d, RangeKind::loop));
-    if (point.op() == Ops::CONTIGUOUS || point.op() == Ops::COPY) value_node = point.src(0);
-    UOp value = lw.lower(value_node, out_idx, UOp::const_(dtypes::bool_, true));
-    UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, out.dtype(), {out, simplify(flatten(out_idx, shape))}), value});
-    UOp ast = simplify(UOp(Ops::SINK, dtypes::void_, {store}));
-    kernels.push_back({ast, lw.buffers(), point, view});
-    computed[point.get()] = view;
-  }
-  return kernels;
-}
-
-}  // namespace schedule
-}  // namespace tinyt::inline v0
-// ---- end tinyt/schedule/schedule.hpp ----
 // ---- tinyt/codegen/linearize.hpp ----
 // Linearizing a kernel: its AST (a DAG over RANGEs) becomes a flat list of UOps in program
 // order, with loops opened (RANGE) and closed (END), and each REDUCE turned into an accumulator
@@ -4052,6 +3980,310 @@ inline Program linearize(const UOp& ast, std::string name) {
 }  // namespace codegen
 }  // namespace tinyt::inline v0
 // ---- end tinyt/codegen/linearize.hpp ----
+
+namespace tinyt::inline v0 {
+namespace codegen {
+
+namespace detail {
+inline bool depends_on(const UOp& u, const UOp& r) {
+  for (const UOp& x : toposort(u))
+    if (x == r) return true;
+  return false;
+}
+
+// clause as `coef*r + rest (<, ==) 0`, with coef +-1; false if it is not of that form
+struct RangeClause {
+  Ops cmp;
+  bool negated;
+  i128 coef;
+  UOp rest;
+};
+inline std::optional<RangeClause> read_clause(UOp clause, const UOp& r) {
+  bool negated = false;
+  if (clause.op() == Ops::CMPNE && clause.src(1).is_const() && clause.src(1).dtype().is_bool() && clause.src(1).const_int() == 1)
+    clause = clause.src(0), negated = true;
+  if (clause.op() != Ops::CMPLT && clause.op() != Ops::CMPEQ) return std::nullopt;
+  if (!clause.src(0).dtype().is_index()) return std::nullopt;
+  Linear L = linear_form(clause.src(0) - clause.src(1));
+  i128 coef = 0;
+  Linear rest = L;
+  rest.terms.clear();
+  for (const auto& t : L.terms) {
+    if (t.atom == r) coef = t.coef;
+    else if (depends_on(t.atom, r)) return std::nullopt;
+    else rest.terms.push_back(t);
+  }
+  if (coef != 1 && coef != -1) return std::nullopt;
+  return RangeClause{clause.op(), negated, coef, rest.build()};
+}
+
+// The reduce with range r removed, or empty when r cannot be counted away.
+inline UOp collapse_range(const UOp& value, const UOp& r) {
+  const UOp end = r.src(0);
+  if (!depends_on(value, r)) return value * end.cast(value.dtype());
+  if (value.op() != Ops::WHERE) return {};
+  const bool then_zero = value.src(1).is_const() && value.src(1).const_float() == 0;
+  const bool else_zero = value.src(2).is_const() && value.src(2).const_float() == 0;
+  if (!then_zero && !else_zero) return {};
+  const UOp x = else_zero ? value.src(1) : value.src(2);
+  std::vector<UOp> clauses = tinyt::detail::and_clauses(value.src(0));
+  if (then_zero) {  // where(c, 0, x) is where(!c, x, 0): only a single clause negates simply
+    if (clauses.size() != 1) return {};
+    clauses[0] = clauses[0].logical_not();
+  }
+  UOp keep = UOp::const_(dtypes::bool_, true), lo = schedule::index_const(0), hi = end - 1;
+  std::optional<UOp> equal_to;
+  for (const UOp& c : clauses) {
+    if (!depends_on(c, r)) { keep = keep & c; continue; }
+    auto rc = read_clause(c, r);
+    if (!rc) return {};
+    // coef*r + rest (<, ==) 0 bounds r by b = -rest (coef 1) or rest (coef -1):
+    //   r + rest < 0: r <= b-1     -r + rest < 0: r >= b+1
+    //   !(r + rest < 0): r >= b    !(-r + rest < 0): r <= b       ==: r == b
+    const UOp b = rc->coef == 1 ? -rc->rest : rc->rest;
+    if (rc->cmp == Ops::CMPEQ) {
+      if (rc->negated || equal_to) return {};
+      equal_to = b;
+    } else if (rc->coef == 1 && !rc->negated) {
+      hi = hi.minimum(b - 1);
+    } else if (rc->coef == -1 && rc->negated) {
+      hi = hi.minimum(b);
+    } else if (rc->coef == -1) {
+      lo = lo.maximum(b + 1);
+    } else {
+      lo = lo.maximum(b);
+    }
+  }
+  if (equal_to) {
+    const UOp e = *equal_to;
+    const UOp inside = keep & e.lt(lo).logical_not() & e.lt(hi + 1);
+    return inside.where(substitute(x, {{r.get(), e}}), UOp::const_(x.dtype(), 0));
+  }
+  if (depends_on(x, r)) return {};
+  const UOp count = (hi - lo + 1).maximum(0);
+  return keep.where(x * count.cast(x.dtype()), UOp::const_(x.dtype(), 0));
+}
+}  // namespace detail
+
+/// Rules that remove countable ranges from ADD reductions.
+inline const PatternMatcher& reduce_collapse() {
+  static const PatternMatcher pm{{
+      {UPat(Ops::REDUCE).named("red"),
+       [](auto& m) {
+         const UOp& red = m["red"];
+         if (red.arg().template get<Ops>() != Ops::ADD) return UOp{};
+         UOp value = red.src(0);
+         std::vector<UOp> left;
+         for (size_t i = 1; i < red.src().size(); ++i) {
+           if (UOp c = detail::collapse_range(value, red.src(i))) value = simplify(c);
+           else left.push_back(red.src(i));
+         }
+         if (left.size() + 1 == red.src().size()) return UOp{};
+         if (left.empty()) return value;
+         left.insert(left.begin(), value);
+         return UOp(Ops::REDUCE, red.dtype(), std::move(left), red.arg());
+       }},
+  }};
+  return pm;
+}
+
+}  // namespace codegen
+}  // namespace tinyt::inline v0
+// ---- end tinyt/codegen/reduce_collapse.hpp ----
+
+namespace tinyt::inline v0 {
+namespace schedule {
+
+/// One kernel to run: its AST and the buffers bound to its DEFINE_GLOBALs (output first).
+struct Kernel {
+  UOp ast;
+  std::vector<UOp> buffers;  // BUFFER nodes
+  UOp computes;              // the tensor-level node whose value the kernel writes
+  UOp view;                  // where that value lives afterwards (a view of buffers[0])
+};
+
+namespace detail {
+using tinyt::detail::cat;
+
+// A node that needs no kernel: memory already holds it in its own shape.
+inline bool is_materialized(const UOp& u) {
+  if (u.op() == Ops::BUFFER || graph::realized(u)) return true;
+  return u.op() == Ops::RESHAPE && u.src(0).op() == Ops::BUFFER;
+}
+
+// The nodes below the roots that the kernels compute (stopping at what memory already holds).
+inline std::vector<UOp> pending_graph(const std::vector<UOp>& roots) {
+  std::vector<UOp> order;
+  std::unordered_set<const UOpNode*> seen;
+  std::vector<std::pair<const UOp*, bool>> stack;
+  for (const UOp& r : roots) stack.push_back({&r, false});
+  while (!stack.empty()) {
+    auto [u, expanded] = stack.back();
+    stack.pop_back();
+    if (expanded) { order.push_back(*u); continue; }
+    if (!seen.insert(u->get()).second) continue;
+    stack.push_back({u, true});
+    if (graph::realized(*u) || u->op() == Ops::BUFFER) continue;
+    for (const UOp& s : (*u)->src) stack.push_back({&s, false});
+  }
+  return order;
+}
+
+// Realization points: roots, explicit ones, copies, and reductions whose result would be
+// recomputed (broadcast back by an EXPAND, or read by several consumers).
+inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const std::vector<UOp>& order) {
+  std::unordered_map<const UOpNode*, std::vector<const UOpNode*>> consumers;
+  for (const UOp& u : order)
+    if (!graph::realized(u) && u.op() != Ops::BUFFER)
+      for (const UOp& s : u.src()) consumers[s.get()].push_back(u.get());
+  std::unordered_set<const UOpNode*> points;
+  for (const UOp& r : roots)
+    if (!is_materialized(r)) points.insert(r.get());
+  for (const UOp& u : order) {
+    if (graph::realized(u) || u.op() == Ops::BUFFER) continue;
+    if (u.op() == Ops::CONTIGUOUS || u.op() == Ops::COPY || u.op() == Ops::ASSIGN) points.insert(u.get());
+    if (u.op() == Ops::COPY && !is_materialized(u.src(0))) points.insert(u.src(0).get());
+  }
+  // a reduction is realized when a path from it to the next realization point expands it
+  for (const UOp& u : order) {
+    if (u.op() != Ops::REDUCE_AXIS || points.count(u.get())) continue;
+    std::unordered_set<const UOpNode*> distinct(consumers[u.get()].begin(), consumers[u.get()].end());
+    bool realize = distinct.size() > 1;
+    std::vector<const UOpNode*> stack(distinct.begin(), distinct.end());
+    std::unordered_set<const UOpNode*> seen;
+    while (!stack.empty() && !realize) {
+      const UOpNode* c = stack.back();
+      stack.pop_back();
+      if (!seen.insert(c).second || points.count(c)) continue;
+      if (c->op == Ops::EXPAND) realize = true;
+      for (const UOpNode* cc : consumers[c]) stack.push_back(cc);
+    }
+    if (realize) points.insert(u.get());
+  }
+  std::vector<UOp> out;
+  for (const UOp& u : order)
+    if (points.count(u.get())) out.push_back(u);
+  return out;
+}
+
+inline std::string kernel_name(const UOp& ast) {
+  std::vector<std::pair<int64_t, int64_t>> axes;  // (axis, size)
+  bool reduces = false;
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::RANGE) {
+      axes.emplace_back(u.arg()[0].as_int(), static_cast<int64_t>(u.src(0).const_int()));
+      reduces |= u.arg()[1].as_int() == static_cast<int64_t>(RangeKind::reduce);
+    }
+  std::sort(axes.begin(), axes.end());
+  std::string name = reduces ? "r" : "E";
+  for (auto [axis, size] : axes) name += "_" + std::to_string(size);
+  return name;
+}
+}  // namespace detail
+
+namespace detail {
+// Orders kernels so that each runs after the kernels whose output it reads, and before any
+// kernel that overwrites (assigns into) memory it reads. Ties keep the original order.
+inline std::vector<Kernel> order_kernels(std::vector<Kernel> kernels, const std::vector<bool>& in_place) {
+  const size_t n = kernels.size();
+  std::vector<std::vector<size_t>> after(n);  // after[j]: kernels that must run after j
+  std::vector<size_t> pending(n, 0);
+  auto reads = [&](size_t k, const UOpNode* b) {
+    for (size_t i = 1; i < kernels[k].buffers.size(); ++i)
+      if (kernels[k].buffers[i].get() == b) return true;
+    return false;
+  };
+  for (size_t j = 0; j < n; ++j)
+    for (size_t k = 0; k < n; ++k) {
+      if (j == k) continue;
+      // readers name an in-place result by its new alias (the view), others by the buffer
+      const bool raw = reads(k, graph::base_buffer(kernels[j].view).get());  // k reads what j computes
+      const bool war = in_place[k] && reads(j, kernels[k].buffers[0].get());  // j reads memory k overwrites
+      if (raw || war) after[j].push_back(k), ++pending[k];
+    }
+  std::vector<Kernel> out;
+  std::vector<bool> done(n, false);
+  while (out.size() < n) {
+    size_t pick = n;
+    for (size_t k = 0; k < n && pick == n; ++k)
+      if (!done[k] && pending[k] == 0) pick = k;
+    TINYT_ASSERT(pick < n, "the schedule has a cycle");
+    done[pick] = true;
+    for (size_t k : after[pick]) --pending[k];
+    out.push_back(std::move(kernels[pick]));
+  }
+  return out;
+}
+
+// True when every load of `buffer` in the kernel reads the element the kernel stores to.
+inline bool reads_only_own_element(const UOp& ast, int64_t global_index, const UOp& store_index) {
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::INDEX && u.src(0).op() == Ops::DEFINE_GLOBAL && u.src(0).arg().as_int() == global_index &&
+        !(u.src(1) == store_index && u.src().size() == 2))
+      for (const UOp& user : toposort(ast))
+        if (user.op() == Ops::LOAD && user.src(0) == u) return false;
+  return true;
+}
+}  // namespace detail
+
+/// The kernels that compute `roots`, in an order that respects what each reads and writes.
+inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots) {
+  const std::vector<UOp> order = detail::pending_graph(roots);
+  const std::vector<UOp> points = detail::realization_points(roots, order);
+  std::unordered_map<const UOpNode*, UOp> computed;  // realization point -> view of its buffer
+  auto input_view = [&](const UOp& u) -> UOp {
+    if (auto it = computed.find(u.get()); it != computed.end()) return it->second;
+    return graph::realized(u);
+  };
+  std::vector<Kernel> kernels;
+  std::vector<bool> in_place;
+  // one kernel storing `value_node` (at the point's shape) into `out_buffer`
+  auto make_kernel = [&](const UOp& point, const UOp& value_node, const UOp& out_buffer, const UOp& view) {
+    const std::vector<int64_t> shape = graph::concrete_shape(point);
+    Lowerer lw(input_view);
+    UOp out = lw.global(out_buffer);
+    std::vector<UOp> out_idx;
+    for (int64_t d : shape) out_idx.push_back(d == 1 ? index_const(0) : lw.new_range(d, RangeKind::loop));
+    UOp value = lw.lower(value_node, out_idx, UOp::const_(dtypes::bool_, true));
+    UOp store_index = simplify(flatten(out_idx, shape));
+    UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, out.dtype(), {out, store_index}), value});
+    UOp ast = graph_rewrite(UOp(Ops::SINK, dtypes::void_, {store}), symbolic() + codegen::reduce_collapse());
+    return std::make_pair(Kernel{ast, lw.buffers(), point, view}, store_index);
+  };
+  for (const UOp& point : points) {
+    const std::vector<int64_t> shape = graph::concrete_shape(point);
+    int64_t numel = 1;
+    for (int64_t d : shape) numel *= d;
+    if (point.op() == Ops::ASSIGN) {
+      // a store into the target's memory; the tensor then names that memory anew
+      const UOp target = graph::base_buffer(input_view(point.src(0)) ? input_view(point.src(0)) : point.src(0));
+      TINYT_ASSERT(target, "assign: the target is not a contiguous buffer");
+      const UOp view = graph::reshape(graph::alias_buffer(target), shape);
+      auto [kernel, store_index] = make_kernel(point, point.src(1), target, view);
+      if (!detail::reads_only_own_element(kernel.ast, 0, store_index)) {
+        // the value reads the target elsewhere than where it writes: compute it aside first
+        const UOp temp = graph::new_buffer(graph::device_of(point), numel, point.dtype());
+        auto [first, unused] = make_kernel(point.src(1), point.src(1), temp, graph::reshape(temp, shape));
+        kernels.push_back(first), in_place.push_back(false);
+        computed[point.src(1).get()] = first.view;
+        kernel = make_kernel(point, point.src(1), target, view).first;
+      }
+      kernels.push_back(kernel), in_place.push_back(true);
+      computed[point.get()] = view;
+      continue;
+    }
+    const UOp out_buffer = graph::new_buffer(graph::device_of(point), numel, point.dtype());
+    const UOp value_node = point.op() == Ops::CONTIGUOUS || point.op() == Ops::COPY ? point.src(0) : point;
+    Kernel kernel = make_kernel(point, value_node, out_buffer, graph::reshape(out_buffer, shape)).first;
+    computed[point.get()] = kernel.view;
+    kernels.push_back(std::move(kernel)), in_place.push_back(false);
+  }
+  return detail::order_kernels(std::move(kernels), in_place);
+}
+
+}  // namespace schedule
+}  // namespace tinyt::inline v0
+// ---- end tinyt/schedule/schedule.hpp ----
 // ---- tinyt/renderer/cstyle.hpp ----
 // The C-style renderer: a linearized kernel as C source, one statement per value that is used
 // more than once (or must stay in order), everything else inlined into its one use.
@@ -4417,7 +4649,7 @@ class Tensor {
   Tensor(int64_t v) : Tensor(scalar(dtypes::int64, v)) {}             // NOLINT
   Tensor(bool v) : Tensor(scalar(dtypes::bool_, static_cast<int64_t>(v))) {}  // NOLINT
   /// A tensor for a tensor-level UOp (advanced use: the graph is tinyt's IR).
-  explicit Tensor(UOp uop) : d_(std::make_shared<Data>(Data{std::move(uop)})) {}
+  explicit Tensor(UOp uop) : d_(std::make_shared<Data>(Data{std::move(uop)})) { live_tensors().add(d_); }
 
   // -- creation (ops/creation.hpp) ------------------------------------------------------------
   template <class T> static Tensor from_vector(const std::vector<T>& data);
@@ -4648,6 +4880,7 @@ class Tensor {
     UOp uop;
     bool weak = false;  // a C++ scalar: adopts the other operand's dtype in arithmetic
   };
+  explicit Tensor(std::shared_ptr<Data> d) : d_(std::move(d)) {}
   static Tensor scalar(DType dt, double v);
   static Tensor scalar(DType dt, int64_t v);
   bool weak() const { return d_ && d_->weak; }
@@ -4656,6 +4889,38 @@ class Tensor {
   Tensor reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const;
   std::vector<int64_t> cshape() const { return graph::concrete_shape(uop()); }
   friend Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& shape);
+  friend struct TensorAccess;
+
+  // Every live tensor, so that overwriting memory in place (assign) can first compute what
+  // other tensors still need from it.
+  class Registry {
+   public:
+    void add(const std::shared_ptr<Data>& d) {
+      std::lock_guard lock(mu_);
+      if (all_.size() >= 2 * compacted_size_ + 1024) {
+        std::erase_if(all_, [](const std::weak_ptr<Data>& w) { return w.expired(); });
+        compacted_size_ = all_.size();
+      }
+      all_.push_back(d);
+    }
+    std::vector<std::shared_ptr<Data>> snapshot() {
+      std::lock_guard lock(mu_);
+      std::vector<std::shared_ptr<Data>> out;
+      for (const auto& w : all_)
+        if (auto d = w.lock()) out.push_back(std::move(d));
+      return out;
+    }
+
+   private:
+    std::mutex mu_;
+    std::vector<std::weak_ptr<Data>> all_;
+    size_t compacted_size_ = 0;
+  };
+  static Registry& live_tensors() {
+    static auto* r = new Registry;  // never destroyed: tensors may die during static teardown
+    return *r;
+  }
+  friend void realize_tensors(const std::vector<Tensor>& tensors);
 
   std::shared_ptr<Data> d_;
 };
@@ -4689,6 +4954,9 @@ class TensorRef : public Tensor {
   std::vector<Index> index_;
 };
 
+/// Computes several tensors in one schedule (what realize() does for one).
+void realize_tensors(const std::vector<Tensor>& tensors);
+
 // -- core -------------------------------------------------------------------------------------
 
 inline const UOp& Tensor::uop() const {
@@ -4708,13 +4976,7 @@ inline Tensor Tensor::scalar(DType dt, int64_t v) {
 }
 
 inline Tensor& Tensor::realize() & {
-  const UOp& u = uop();
-  if (schedule::detail::is_materialized(u) && u.op() != Ops::CONST) {
-    if (UOp view = graph::realized(u)) d_->uop = view;
-    return *this;
-  }
-  realize_uops({u});
-  d_->uop = graph::realized(u);
+  realize_tensors({*this});
   return *this;
 }
 
@@ -4948,22 +5210,76 @@ inline Tensor Tensor::detach() const { return Tensor(UOp(Ops::DETACH, dtype(), {
 
 namespace tinyt::inline v0 {
 
-inline Tensor Tensor::cast(DType dt) const {
-  if (dt == dtype()) return *this;
-  if (dt.is_ptr() || dt.is_void() || dt.is_index() || dt.count() != 1)
-    throw DTypeError(detail::cat("cast: cannot cast to ", dt.name()));
-  const UOp& u = uop();
-  if (u.op() == Ops::CONST) {  // a constant converts now (C's conversion rules)
-    UOp c = u.arg().is<double>() ? UOp::const_(dtypes::float64, u.arg().get<double>()) : UOp(Ops::CONST, u.dtype(), {}, u.arg());
-    UOp folded = fold_constants(Ops::CAST, dt, {c});
-    if (folded) {
-      Tensor t(UOp(Ops::CONST, dt, u.src(), folded.arg()));
-      t.d_->weak = weak();
-      return t;
-    }
+/// Lets the elementwise machinery see a tensor's weak flag and build tensors from UOps.
+struct TensorAccess {
+  static bool weak(const Tensor& t) { return t.weak(); }
+  static Tensor make(UOp u, bool weak) {
+    Tensor t(std::move(u));
+    t.d_->weak = weak;
+    return t;
   }
-  return Tensor(u.cast(dt));
+};
+
+namespace detail {
+/// A value in the middle of lowering an expression: a tensor-level UOp, and whether it is a
+/// weak C++ scalar.
+struct Operand {
+  UOp u;
+  bool weak = false;
+};
+inline bool tensor_is_weak(const Tensor& t) { return TensorAccess::weak(t); }
+inline Tensor to_tensor(Operand o) { return TensorAccess::make(std::move(o.u), o.weak); }
+
+inline Operand cast_operand(const Operand& x, DType dt) {
+  if (dt == x.u.dtype()) return x;
+  if (dt.is_ptr() || dt.is_void() || dt.is_index() || dt.count() != 1)
+    throw DTypeError(cat("cast: cannot cast to ", dt.name()));
+  if (x.u.op() == Ops::CONST) {  // a constant converts now (C's conversion rules)
+    UOp c = x.u.arg().is<double>() ? UOp::const_(dtypes::float64, x.u.arg().get<double>())
+                                   : UOp(Ops::CONST, x.u.dtype(), {}, x.u.arg());
+    if (UOp folded = fold_constants(Ops::CAST, dt, {c})) return {UOp(Ops::CONST, dt, x.u.src(), folded.arg()), x.weak};
+  }
+  return {x.u.cast(dt), false};
 }
+
+inline UOp broadcast_uop(const UOp& u, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s = graph::concrete_shape(u);
+  if (s == shape) return u;
+  s.insert(s.begin(), shape.size() - s.size(), 1);
+  return graph::expand(graph::reshape(u, s), shape);
+}
+
+/// `a <op> b` with tinygrad's promotion (weak scalars adopt the other side's dtype where it
+/// fits), NumPy broadcasting, and device checks.
+inline Operand binary_operand(Ops op, Operand a, Operand b, const char* name, bool to_float) {
+  const DType da = a.u.dtype(), db = b.u.dtype();
+  DType dt = a.weak && !b.weak   ? weak_promote(db, da)
+             : b.weak && !a.weak ? weak_promote(da, db)
+                                 : least_upper_dtype({da, db});
+  if (to_float) dt = least_upper_float(dt);
+  a = cast_operand(a, dt), b = cast_operand(b, dt);
+  // a C++ scalar lives where the tensor it meets lives
+  auto move_scalar = [](const Operand& s, const Operand& to) {
+    const std::string& dev = graph::device_of(to.u);
+    if (!s.weak || s.u.op() != Ops::CONST || graph::device_of(s.u) == dev) return s;
+    return Operand{UOp(Ops::CONST, s.u.dtype(), {graph::device_uop(dev)}, s.u.arg()), true};
+  };
+  a = move_scalar(a, b), b = move_scalar(b, a);
+  if (graph::device_of(a.u) != graph::device_of(b.u))
+    throw DeviceError(cat(name, ": operands are on ", graph::device_of(a.u), " and ", graph::device_of(b.u)));
+  const auto shape = Tensor::broadcast_shape(graph::concrete_shape(a.u), graph::concrete_shape(b.u), name);
+  return {broadcast_uop(a.u, shape).alu(op, {broadcast_uop(b.u, shape)}), false};
+}
+/// -x as x * -1 (the weak flag stays).
+inline Operand negate(const Operand& x) {
+  if (x.u.dtype().is_bool()) throw DTypeError("sub: subtracting bool tensors is not supported; use logical_xor");
+  UOp minus_one(Ops::CONST, x.u.dtype(), {graph::device_uop(graph::device_of(x.u))}, UOp::const_(x.u.dtype(), -1).arg());
+  if (x.u.op() == Ops::CONST) return {UOp(Ops::CONST, x.u.dtype(), x.u.src(), (-UOp(Ops::CONST, x.u.dtype(), {}, x.u.arg())).arg()), x.weak};
+  return {x.u.alu(Ops::MUL, {graph::expand(graph::reshape(minus_one, std::vector<int64_t>(graph::concrete_shape(x.u).size(), 1)), graph::concrete_shape(x.u))}), x.weak};
+}
+}  // namespace detail
+
+inline Tensor Tensor::cast(DType dt) const { return detail::to_tensor(detail::cast_operand({uop(), weak()}, dt)); }
 
 inline Tensor Tensor::bitcast(DType dt) const {
   if (dt.itemsize() != dtype().itemsize())
@@ -4972,22 +5288,7 @@ inline Tensor Tensor::bitcast(DType dt) const {
 }
 
 inline Tensor Tensor::binary(Ops op, const Tensor& o, const char* name, bool to_float) const {
-  DType dt = weak() && !o.weak()   ? weak_promote(o.dtype(), dtype())
-             : o.weak() && !weak() ? weak_promote(dtype(), o.dtype())
-                                   : least_upper_dtype({dtype(), o.dtype()});
-  if (to_float) dt = least_upper_float(dt);
-  Tensor a = cast(dt), b = o.cast(dt);
-  // a C++ scalar lives where the tensor it meets lives
-  auto move_scalar = [](const Tensor& s, const Tensor& to) {
-    return s.weak() && s.uop().op() == Ops::CONST && s.device() != to.device()
-               ? Tensor(UOp(Ops::CONST, s.dtype(), {graph::device_uop(to.device())}, s.uop().arg()))
-               : s;
-  };
-  a = move_scalar(a, b), b = move_scalar(b, a);
-  if (a.device() != b.device())
-    throw DeviceError(detail::cat(name, ": operands are on ", a.device(), " and ", b.device()));
-  const auto shape = broadcast_shape(a.cshape(), b.cshape(), name);
-  return Tensor(broadcast_to(a, shape).uop().alu(op, {broadcast_to(b, shape).uop()}));
+  return detail::to_tensor(detail::binary_operand(op, {uop(), weak()}, {o.uop(), o.weak()}, name, to_float));
 }
 
 inline Tensor Tensor::unary(Ops op) const {
@@ -4998,8 +5299,7 @@ inline Tensor Tensor::unary(Ops op) const {
 inline Tensor Tensor::add(const Tensor& o) const { return binary(Ops::ADD, o, "add"); }
 inline Tensor Tensor::mul(const Tensor& o) const { return binary(Ops::MUL, o, "mul"); }
 inline Tensor Tensor::sub(const Tensor& o) const {
-  if (dtype().is_bool() && o.dtype().is_bool()) throw DTypeError("sub: subtracting bool tensors is not supported; use logical_xor");
-  return add(o.neg());
+  return detail::to_tensor(detail::binary_operand(Ops::ADD, {uop(), weak()}, detail::negate({o.uop(), o.weak()}), "sub", false));
 }
 inline Tensor Tensor::neg() const {
   if (dtype().is_bool()) return logical_not();
@@ -5147,37 +5447,146 @@ inline Tensor Tensor::clip(const Tensor& lo, const Tensor& hi) const { return ma
 inline Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const { return add(end.sub(*this).mul(weight)); }
 inline Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const { return mask.where(value, *this); }
 
-// -- operators: both sides may be tensors or C++ scalars --------------------------------------------
-template <class T> concept TensorOrScalar = std::is_convertible_v<T, Tensor> && (std::is_arithmetic_v<T> || std::is_base_of_v<Tensor, T>);
-#define TINYT_TENSOR_BINARY(sym, method)                                                    \
-  template <TensorOrScalar A, TensorOrScalar B>                                             \
-    requires(std::is_base_of_v<Tensor, A> || std::is_base_of_v<Tensor, B>)                  \
+/// Floor division, Python's `//`.
+inline Tensor floordiv(const Tensor& a, const Tensor& b) { return a.floordiv(b); }
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/ops/elementwise.hpp ----
+// ---- tinyt/expr.hpp ----
+// Expression templates: `a * b + c` (tensors, expressions, C++ scalars) is a type that holds its
+// operands by value (so `auto e = a + b;` cannot dangle) and describes the computation; turning
+// it into a Tensor lowers the whole expression to UOps in one pass, with no Tensor per
+// intermediate. An expression converts implicitly to Tensor and has every Tensor method.
+
+
+namespace tinyt::inline v0 {
+
+/// Every const Tensor method an expression forwards (names only; overloads come along).
+#define TINYT_TENSOR_METHODS(X)                                                                        \
+  X(shape) X(ndim) X(numel) X(dtype) X(device) X(element_size) X(nbytes) X(add) X(sub) X(mul) X(div)   \
+  X(floordiv) X(mod) X(pow) X(maximum) X(minimum) X(where) X(eq) X(ne) X(lt) X(le) X(gt) X(ge)         \
+  X(bitwise_and) X(bitwise_or) X(bitwise_xor) X(lshift) X(rshift) X(logical_and) X(logical_or)         \
+  X(logical_xor) X(logical_not) X(bitwise_not) X(neg) X(cast) X(bitcast) X(float_) X(half) X(int_)     \
+  X(bool_) X(exp) X(exp2) X(log) X(log2) X(sqrt) X(rsqrt) X(reciprocal) X(square) X(abs) X(sign) X(sin) \
+  X(cos) X(tan) X(trunc) X(floor) X(ceil) X(round) X(isnan) X(isinf) X(isfinite) X(relu) X(relu6)      \
+  X(sigmoid) X(logsigmoid) X(tanh) X(gelu) X(quick_gelu) X(silu) X(elu) X(leaky_relu) X(softplus)      \
+  X(mish) X(hardswish) X(hardsigmoid) X(hardtanh) X(erf) X(clip) X(lerp) X(masked_fill) X(sum) X(prod) \
+  X(max) X(min) X(mean) X(any) X(all) X(cumsum) X(var) X(std) X(argmax) X(argmin) X(logsumexp)         \
+  X(softmax) X(log_softmax) X(reshape) X(view) X(permute) X(expand) X(pad) X(shrink) X(flip)           \
+  X(transpose) X(T) X(flatten) X(unflatten) X(squeeze) X(unsqueeze) X(contiguous) X(detach) X(repeat)  \
+  X(split) X(chunk) X(gather) X(one_hot) X(matmul) X(dot) X(linear) X(conv2d) X(conv_transpose2d)      \
+  X(max_pool2d) X(avg_pool2d) X(layernorm) X(batchnorm) X(dropout) X(scaled_dot_product_attention)     \
+  X(cross_entropy) X(sparse_categorical_crossentropy) X(binary_crossentropy)                           \
+  X(binary_crossentropy_logits)
+
+/// The Tensor methods of an expression type D (which provides `Tensor tensor() const`).
+template <class D> class ExprMethods {
+ public:
+  operator Tensor() const { return self().tensor(); }  // NOLINT: expressions are tensors
+#define TINYT_FORWARD(name) \
+  template <class... A> decltype(auto) name(A&&... a) const { return self().tensor().name(std::forward<A>(a)...); }
+  TINYT_TENSOR_METHODS(TINYT_FORWARD)
+#undef TINYT_FORWARD
+  template <class Elem> std::vector<Elem> to_vector() const { return self().tensor().template to_vector<Elem>(); }
+  template <class Elem> Elem item() const { return self().tensor().template item<Elem>(); }
+  Tensor realize() const { return self().tensor().realize(); }
+  TensorRef operator[](std::initializer_list<Index> index) const { return self().tensor()[index]; }
+  friend std::ostream& operator<<(std::ostream& os, const ExprMethods& e) { return os << e.self().tensor(); }
+
+ private:
+  const D& self() const { return static_cast<const D&>(*this); }
+};
+
+template <class T> struct is_expr : std::false_type {};
+/// Tensors, expressions and C++ scalars: what an expression may hold.
+template <class T>
+concept ExprOperand = std::is_arithmetic_v<T> || std::is_base_of_v<Tensor, T> || is_expr<T>::value;
+
+namespace detail {
+template <class E> Operand to_operand(const E& e);
+template <class E> std::vector<int64_t> shape_of(const E& e) {
+  if constexpr (std::is_arithmetic_v<E>) return {};
+  else if constexpr (std::is_base_of_v<Tensor, E>) return graph::concrete_shape(e.uop());
+  else return e.result_shape();
+}
+}  // namespace detail
+
+/// A binary elementwise op over two operands, lowered when it becomes a Tensor.
+template <class L, class R> class BinaryExpr : public ExprMethods<BinaryExpr<L, R>> {
+ public:
+  BinaryExpr(Ops op, const char* name, L l, R r, bool to_float = false, bool negate_right = false)
+      : op_(op), name_(name), to_float_(to_float), negate_right_(negate_right), l_(std::move(l)), r_(std::move(r)),
+        // shapes are checked when the expression is built, not when it runs
+        shape_(Tensor::broadcast_shape(detail::shape_of(l_), detail::shape_of(r_), name)) {}
+
+  const std::vector<int64_t>& result_shape() const { return shape_; }
+
+  /// The expression as a UOp operand: one pass over the tree, no Tensor per node.
+  detail::Operand operand() const {
+    detail::Operand b = detail::to_operand(r_);
+    if (negate_right_) b = detail::negate(b);
+    return detail::binary_operand(op_, detail::to_operand(l_), b, name_, to_float_);
+  }
+  Tensor tensor() const { return detail::to_tensor(operand()); }
+
+ private:
+  Ops op_;
+  const char* name_;
+  bool to_float_, negate_right_;
+  L l_;
+  R r_;
+  std::vector<int64_t> shape_;
+};
+template <class L, class R> struct is_expr<BinaryExpr<L, R>> : std::true_type {};
+
+namespace detail {
+template <class E> Operand to_operand(const E& e) {
+  if constexpr (std::is_arithmetic_v<E>) return to_operand(Tensor(e));
+  else if constexpr (std::is_base_of_v<Tensor, E>) return Operand{e.uop(), tensor_is_weak(e)};
+  else return e.operand();
+}
+template <class A, class B> auto make_binary(Ops op, const char* name, const A& a, const B& b, bool to_float = false,
+                                             bool negate_right = false) {
+  // scalars are stored as their own type; tensors and expressions by value
+  using LA = std::conditional_t<std::is_base_of_v<Tensor, A>, Tensor, A>;
+  using LB = std::conditional_t<std::is_base_of_v<Tensor, B>, Tensor, B>;
+  return BinaryExpr<LA, LB>(op, name, LA(a), LB(b), to_float, negate_right);
+}
+}  // namespace detail
+
+#define TINYT_EXPR_BINARY(sym, OP, name, ...)                                                  \
+  template <ExprOperand A, ExprOperand B>                                                      \
+    requires(!std::is_arithmetic_v<A> || !std::is_arithmetic_v<B>)                            \
+  auto operator sym(const A& a, const B& b) { return detail::make_binary(Ops::OP, name, a, b __VA_OPT__(, ) __VA_ARGS__); }
+TINYT_EXPR_BINARY(+, ADD, "add")
+TINYT_EXPR_BINARY(-, ADD, "sub", false, true)
+TINYT_EXPR_BINARY(*, MUL, "mul")
+TINYT_EXPR_BINARY(/, FDIV, "div", true)
+TINYT_EXPR_BINARY(<, CMPLT, "lt")
+TINYT_EXPR_BINARY(==, CMPEQ, "eq")
+TINYT_EXPR_BINARY(!=, CMPNE, "ne")
+#undef TINYT_EXPR_BINARY
+// the rest go through Tensor methods (they are compositions of several ops)
+#define TINYT_TENSOR_BINARY(sym, method)                                                       \
+  template <ExprOperand A, ExprOperand B>                                                      \
+    requires(!std::is_arithmetic_v<A> || !std::is_arithmetic_v<B>)                            \
   Tensor operator sym(const A& a, const B& b) { return Tensor(a).method(Tensor(b)); }
-TINYT_TENSOR_BINARY(+, add)
-TINYT_TENSOR_BINARY(-, sub)
-TINYT_TENSOR_BINARY(*, mul)
-TINYT_TENSOR_BINARY(/, div)
-TINYT_TENSOR_BINARY(%, mod)
-TINYT_TENSOR_BINARY(==, eq)
-TINYT_TENSOR_BINARY(!=, ne)
-TINYT_TENSOR_BINARY(<, lt)
-TINYT_TENSOR_BINARY(<=, le)
 TINYT_TENSOR_BINARY(>, gt)
+TINYT_TENSOR_BINARY(<=, le)
 TINYT_TENSOR_BINARY(>=, ge)
+TINYT_TENSOR_BINARY(%, mod)
 TINYT_TENSOR_BINARY(&, bitwise_and)
 TINYT_TENSOR_BINARY(|, bitwise_or)
 TINYT_TENSOR_BINARY(^, bitwise_xor)
 TINYT_TENSOR_BINARY(<<, lshift)
 TINYT_TENSOR_BINARY(>>, rshift)
 #undef TINYT_TENSOR_BINARY
-inline Tensor operator-(const Tensor& t) { return t.neg(); }
-inline Tensor operator~(const Tensor& t) { return t.bitwise_not(); }
-inline Tensor operator!(const Tensor& t) { return t.logical_not(); }
-/// Floor division, Python's `//`.
-inline Tensor floordiv(const Tensor& a, const Tensor& b) { return a.floordiv(b); }
+template <ExprOperand A> requires(!std::is_arithmetic_v<A>) Tensor operator-(const A& a) { return Tensor(a).neg(); }
+template <ExprOperand A> requires(!std::is_arithmetic_v<A>) Tensor operator~(const A& a) { return Tensor(a).bitwise_not(); }
+template <ExprOperand A> requires(!std::is_arithmetic_v<A>) Tensor operator!(const A& a) { return Tensor(a).logical_not(); }
 
 }  // namespace tinyt::inline v0
-// ---- end tinyt/ops/elementwise.hpp ----
+// ---- end tinyt/expr.hpp ----
 // ---- tinyt/ops/reduce.hpp ----
 // Reductions: sum, prod, max over axes with REDUCE_AXIS; min, mean, any, all built on them.
 
@@ -5425,6 +5834,78 @@ inline std::ostream& operator<<(std::ostream& os, const Tensor& t) {
 
 }  // namespace tinyt::inline v0
 // ---- end tinyt/ops/creation.hpp ----
+// ---- tinyt/ops/assign.hpp ----
+// Realizing tensors, and assign: a store into a tensor's existing memory.
+//
+// A tensor's value is fixed when it is built (as in JAX), so before memory is overwritten in
+// place, every other live tensor that still reads it is computed into memory of its own.
+
+
+
+namespace tinyt::inline v0 {
+
+namespace detail {
+enum class Reach { no, old_memory, new_value };
+// Whether a graph reads any of `targets` (the memory an assign overwrites), or depends on one of
+// the `assigns` themselves (then it wants the new value and is computed after them).
+inline Reach reaches(const UOp& root, const std::unordered_set<const UOpNode*>& targets,
+                     const std::unordered_set<const UOpNode*>& assigns) {
+  Reach found = Reach::no;
+  std::unordered_set<const UOpNode*> seen;
+  std::vector<UOp> stack{root};
+  while (!stack.empty()) {
+    UOp u = stack.back();
+    stack.pop_back();
+    if (!seen.insert(u.get()).second) continue;
+    if (assigns.count(u.get())) return Reach::new_value;
+    if (targets.count(u.get())) found = Reach::old_memory;
+    if (UOp view = graph::realized(u); view && !(view == u)) stack.push_back(view);
+    for (const UOp& s : u.src()) stack.push_back(s);
+  }
+  return found;
+}
+}  // namespace detail
+
+inline void realize_tensors(const std::vector<Tensor>& tensors) {
+  std::vector<UOp> roots;
+  for (const Tensor& t : tensors) roots.push_back(t.uop());
+  std::unordered_set<const UOpNode*> targets, assigns;
+  for (const UOp& u : schedule::detail::pending_graph(roots))
+    if (u.op() == Ops::ASSIGN && !graph::realized(u)) {
+      assigns.insert(u.get());
+      if (UOp b = graph::base_buffer(u.src(0))) targets.insert(b.get());
+    }
+  if (!targets.empty()) {
+    std::vector<Tensor> first;
+    for (auto& d : Tensor::live_tensors().snapshot()) {
+      if (std::any_of(tensors.begin(), tensors.end(), [&](const Tensor& t) { return t.d_ == d; })) continue;
+      if (detail::reaches(d->uop, targets, assigns) != detail::Reach::old_memory) continue;
+      // a view of the memory itself is copied out; pending work is simply done now
+      if (schedule::detail::is_materialized(d->uop)) d->uop = UOp(Ops::CONTIGUOUS, d->uop.dtype(), {d->uop});
+      first.push_back(Tensor(d));
+    }
+    if (!first.empty()) realize_tensors(first);
+  }
+  run_schedule(schedule::create_schedule(roots));
+  for (const Tensor& t : tensors)
+    if (UOp view = graph::realized(t.d_->uop)) t.d_->uop = view;
+}
+
+inline Tensor& Tensor::assign(const Tensor& value) {
+  // this tensor must name memory of its own, in its own shape
+  if (!graph::base_buffer(uop())) {
+    realize();
+    if (!graph::base_buffer(uop())) d_->uop = contiguous().realize().uop();
+  }
+  if (value.defined() && value.device() != device())
+    throw DeviceError(detail::cat("assign: the value is on ", value.device(), ", the tensor on ", device()));
+  Tensor v = broadcast_to(value.cast(dtype()), cshape());
+  d_->uop = UOp(Ops::ASSIGN, dtype(), {uop(), v.uop()});
+  return *this;
+}
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/ops/assign.hpp ----
 // ---- tinyt/ops/combine.hpp ----
 // (being written)
 

@@ -306,6 +306,7 @@ class Tensor {
   Tensor reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const;
   std::vector<int64_t> cshape() const { return graph::concrete_shape(uop()); }
   friend Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& shape);
+  friend struct TensorAccess;
 
   // Every live tensor, so that overwriting memory in place (assign) can first compute what
   // other tensors still need from it.

@@ -290,7 +290,7 @@ struct UOpNode {
   // set once (compare-and-swap), deleted with the node
   mutable std::atomic<Extra*> extra{nullptr};
 
-  ~UOpNode() { delete extra.load(std::memory_order_acquire); }
+  ~UOpNode();  // defined where UOp is complete
 };
 
 namespace detail {

@@ -6,6 +6,9 @@
 #include "uop.hpp"
 
 namespace tinyt::inline v0 {
+
+inline UOpNode::~UOpNode() { delete extra.load(std::memory_order_acquire); }
+
 namespace detail {
 
 // The intern table is sharded by hash so threads building different graphs rarely contend.

@@ -8,22 +8,76 @@
 
 namespace tinyt::inline v0 {
 
-inline Tensor Tensor::cast(DType dt) const {
-  if (dt == dtype()) return *this;
-  if (dt.is_ptr() || dt.is_void() || dt.is_index() || dt.count() != 1)
-    throw DTypeError(detail::cat("cast: cannot cast to ", dt.name()));
-  const UOp& u = uop();
-  if (u.op() == Ops::CONST) {  // a constant converts now (C's conversion rules)
-    UOp c = u.arg().is<double>() ? UOp::const_(dtypes::float64, u.arg().get<double>()) : UOp(Ops::CONST, u.dtype(), {}, u.arg());
-    UOp folded = fold_constants(Ops::CAST, dt, {c});
-    if (folded) {
-      Tensor t(UOp(Ops::CONST, dt, u.src(), folded.arg()));
-      t.d_->weak = weak();
-      return t;
-    }
+/// Lets the elementwise machinery see a tensor's weak flag and build tensors from UOps.
+struct TensorAccess {
+  static bool weak(const Tensor& t) { return t.weak(); }
+  static Tensor make(UOp u, bool weak) {
+    Tensor t(std::move(u));
+    t.d_->weak = weak;
+    return t;
   }
-  return Tensor(u.cast(dt));
+};
+
+namespace detail {
+/// A value in the middle of lowering an expression: a tensor-level UOp, and whether it is a
+/// weak C++ scalar.
+struct Operand {
+  UOp u;
+  bool weak = false;
+};
+inline bool tensor_is_weak(const Tensor& t) { return TensorAccess::weak(t); }
+inline Tensor to_tensor(Operand o) { return TensorAccess::make(std::move(o.u), o.weak); }
+
+inline Operand cast_operand(const Operand& x, DType dt) {
+  if (dt == x.u.dtype()) return x;
+  if (dt.is_ptr() || dt.is_void() || dt.is_index() || dt.count() != 1)
+    throw DTypeError(cat("cast: cannot cast to ", dt.name()));
+  if (x.u.op() == Ops::CONST) {  // a constant converts now (C's conversion rules)
+    UOp c = x.u.arg().is<double>() ? UOp::const_(dtypes::float64, x.u.arg().get<double>())
+                                   : UOp(Ops::CONST, x.u.dtype(), {}, x.u.arg());
+    if (UOp folded = fold_constants(Ops::CAST, dt, {c})) return {UOp(Ops::CONST, dt, x.u.src(), folded.arg()), x.weak};
+  }
+  return {x.u.cast(dt), false};
 }
+
+inline UOp broadcast_uop(const UOp& u, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s = graph::concrete_shape(u);
+  if (s == shape) return u;
+  s.insert(s.begin(), shape.size() - s.size(), 1);
+  return graph::expand(graph::reshape(u, s), shape);
+}
+
+/// `a <op> b` with tinygrad's promotion (weak scalars adopt the other side's dtype where it
+/// fits), NumPy broadcasting, and device checks.
+inline Operand binary_operand(Ops op, Operand a, Operand b, const char* name, bool to_float) {
+  const DType da = a.u.dtype(), db = b.u.dtype();
+  DType dt = a.weak && !b.weak   ? weak_promote(db, da)
+             : b.weak && !a.weak ? weak_promote(da, db)
+                                 : least_upper_dtype({da, db});
+  if (to_float) dt = least_upper_float(dt);
+  a = cast_operand(a, dt), b = cast_operand(b, dt);
+  // a C++ scalar lives where the tensor it meets lives
+  auto move_scalar = [](const Operand& s, const Operand& to) {
+    const std::string& dev = graph::device_of(to.u);
+    if (!s.weak || s.u.op() != Ops::CONST || graph::device_of(s.u) == dev) return s;
+    return Operand{UOp(Ops::CONST, s.u.dtype(), {graph::device_uop(dev)}, s.u.arg()), true};
+  };
+  a = move_scalar(a, b), b = move_scalar(b, a);
+  if (graph::device_of(a.u) != graph::device_of(b.u))
+    throw DeviceError(cat(name, ": operands are on ", graph::device_of(a.u), " and ", graph::device_of(b.u)));
+  const auto shape = Tensor::broadcast_shape(graph::concrete_shape(a.u), graph::concrete_shape(b.u), name);
+  return {broadcast_uop(a.u, shape).alu(op, {broadcast_uop(b.u, shape)}), false};
+}
+/// -x as x * -1 (the weak flag stays).
+inline Operand negate(const Operand& x) {
+  if (x.u.dtype().is_bool()) throw DTypeError("sub: subtracting bool tensors is not supported; use logical_xor");
+  UOp minus_one(Ops::CONST, x.u.dtype(), {graph::device_uop(graph::device_of(x.u))}, UOp::const_(x.u.dtype(), -1).arg());
+  if (x.u.op() == Ops::CONST) return {UOp(Ops::CONST, x.u.dtype(), x.u.src(), (-UOp(Ops::CONST, x.u.dtype(), {}, x.u.arg())).arg()), x.weak};
+  return {x.u.alu(Ops::MUL, {graph::expand(graph::reshape(minus_one, std::vector<int64_t>(graph::concrete_shape(x.u).size(), 1)), graph::concrete_shape(x.u))}), x.weak};
+}
+}  // namespace detail
+
+inline Tensor Tensor::cast(DType dt) const { return detail::to_tensor(detail::cast_operand({uop(), weak()}, dt)); }
 
 inline Tensor Tensor::bitcast(DType dt) const {
   if (dt.itemsize() != dtype().itemsize())
@@ -32,22 +86,7 @@ inline Tensor Tensor::bitcast(DType dt) const {
 }
 
 inline Tensor Tensor::binary(Ops op, const Tensor& o, const char* name, bool to_float) const {
-  DType dt = weak() && !o.weak()   ? weak_promote(o.dtype(), dtype())
-             : o.weak() && !weak() ? weak_promote(dtype(), o.dtype())
-                                   : least_upper_dtype({dtype(), o.dtype()});
-  if (to_float) dt = least_upper_float(dt);
-  Tensor a = cast(dt), b = o.cast(dt);
-  // a C++ scalar lives where the tensor it meets lives
-  auto move_scalar = [](const Tensor& s, const Tensor& to) {
-    return s.weak() && s.uop().op() == Ops::CONST && s.device() != to.device()
-               ? Tensor(UOp(Ops::CONST, s.dtype(), {graph::device_uop(to.device())}, s.uop().arg()))
-               : s;
-  };
-  a = move_scalar(a, b), b = move_scalar(b, a);
-  if (a.device() != b.device())
-    throw DeviceError(detail::cat(name, ": operands are on ", a.device(), " and ", b.device()));
-  const auto shape = broadcast_shape(a.cshape(), b.cshape(), name);
-  return Tensor(broadcast_to(a, shape).uop().alu(op, {broadcast_to(b, shape).uop()}));
+  return detail::to_tensor(detail::binary_operand(op, {uop(), weak()}, {o.uop(), o.weak()}, name, to_float));
 }
 
 inline Tensor Tensor::unary(Ops op) const {
@@ -58,8 +97,7 @@ inline Tensor Tensor::unary(Ops op) const {
 inline Tensor Tensor::add(const Tensor& o) const { return binary(Ops::ADD, o, "add"); }
 inline Tensor Tensor::mul(const Tensor& o) const { return binary(Ops::MUL, o, "mul"); }
 inline Tensor Tensor::sub(const Tensor& o) const {
-  if (dtype().is_bool() && o.dtype().is_bool()) throw DTypeError("sub: subtracting bool tensors is not supported; use logical_xor");
-  return add(o.neg());
+  return detail::to_tensor(detail::binary_operand(Ops::ADD, {uop(), weak()}, detail::negate({o.uop(), o.weak()}), "sub", false));
 }
 inline Tensor Tensor::neg() const {
   if (dtype().is_bool()) return logical_not();
@@ -207,32 +245,6 @@ inline Tensor Tensor::clip(const Tensor& lo, const Tensor& hi) const { return ma
 inline Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const { return add(end.sub(*this).mul(weight)); }
 inline Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const { return mask.where(value, *this); }
 
-// -- operators: both sides may be tensors or C++ scalars --------------------------------------------
-template <class T> concept TensorOrScalar = std::is_convertible_v<T, Tensor> && (std::is_arithmetic_v<T> || std::is_base_of_v<Tensor, T>);
-#define TINYT_TENSOR_BINARY(sym, method)                                                    \
-  template <TensorOrScalar A, TensorOrScalar B>                                             \
-    requires(std::is_base_of_v<Tensor, A> || std::is_base_of_v<Tensor, B>)                  \
-  Tensor operator sym(const A& a, const B& b) { return Tensor(a).method(Tensor(b)); }
-TINYT_TENSOR_BINARY(+, add)
-TINYT_TENSOR_BINARY(-, sub)
-TINYT_TENSOR_BINARY(*, mul)
-TINYT_TENSOR_BINARY(/, div)
-TINYT_TENSOR_BINARY(%, mod)
-TINYT_TENSOR_BINARY(==, eq)
-TINYT_TENSOR_BINARY(!=, ne)
-TINYT_TENSOR_BINARY(<, lt)
-TINYT_TENSOR_BINARY(<=, le)
-TINYT_TENSOR_BINARY(>, gt)
-TINYT_TENSOR_BINARY(>=, ge)
-TINYT_TENSOR_BINARY(&, bitwise_and)
-TINYT_TENSOR_BINARY(|, bitwise_or)
-TINYT_TENSOR_BINARY(^, bitwise_xor)
-TINYT_TENSOR_BINARY(<<, lshift)
-TINYT_TENSOR_BINARY(>>, rshift)
-#undef TINYT_TENSOR_BINARY
-inline Tensor operator-(const Tensor& t) { return t.neg(); }
-inline Tensor operator~(const Tensor& t) { return t.bitwise_not(); }
-inline Tensor operator!(const Tensor& t) { return t.logical_not(); }
 /// Floor division, Python's `//`.
 inline Tensor floordiv(const Tensor& a, const Tensor& b) { return a.floordiv(b); }
 

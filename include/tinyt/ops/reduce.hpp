@@ -1,6 +1,7 @@
 // Reductions: sum, prod, max over axes with REDUCE_AXIS; min, mean, any, all built on them.
 #pragma once
 
+#include "../expr.hpp"
 #include "elementwise.hpp"
 
 namespace tinyt::inline v0 {
