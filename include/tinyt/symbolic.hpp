@@ -136,6 +136,11 @@ inline const PatternMatcher& symbolic_simple() {
       {P::cvar("c").where(P::var("a"), P::var("b")),
        [](auto& m) { return m["c"].const_int() ? m["a"] : m["b"]; }},
       {P::var().where(P::var("a"), P::var("a")), [](auto& m) { return m["a"]; }},
+      // where(c, where(c, a, b), d) -> where(c, a, d) and where(c, a, where(c, b, d)) -> where(c, a, d)
+      {P::var("c").where(P::var("c").where(P::var("a"), P::var()), P::var("d")),
+       [](auto& m) { return m["c"].where(m["a"], m["d"]); }},
+      {P::var("c").where(P::var("a"), P::var("c").where(P::var(), P::var("d"))),
+       [](auto& m) { return m["c"].where(m["a"], m["d"]); }},
       // where(!c, a, b) -> where(c, b, a)
       {P(Ops::CMPNE, {P::var("c"), P::cnst(1)}).where(P::var("a"), P::var("b")),
        [](auto& m) { return m["c"].dtype().is_bool() ? m["c"].where(m["b"], m["a"]) : UOp{}; }},

@@ -102,7 +102,8 @@ inline std::atomic<uint64_t>& valid_var_counter() {
 
 /// `x` simplified where `valid` holds: the value is unchanged wherever valid is true. An
 /// impossible valid (a clause can never hold) returns x unchanged.
-inline UOp uop_given_valid(const UOp& valid, const UOp& x) {
+inline UOp uop_given_valid(const UOp& valid, const UOp& x_in) {
+  const UOp x = simplify(x_in);
   std::unordered_map<const UOpNode*, UOp> to_var, to_expr;
   for (auto& [e, b] : detail::implied_bounds(detail::and_clauses(valid))) {
     if (b.lo > b.hi) return x;
@@ -114,8 +115,29 @@ inline UOp uop_given_valid(const UOp& valid, const UOp& x) {
     to_var[e.get()] = v;
     to_expr[v.get()] = e;
   }
-  if (to_var.empty()) return simplify(x);
-  return simplify(substitute(simplify(substitute(x, to_var)), to_expr));
+  if (to_var.empty()) return x;
+  // a sum that contains a bounded sum e as a part is rewritten as e + the rest, so the bounds of e
+  // reach it: r0*3 + r1 + r2 - 2 with r1 + r2 >= 2 is (r1 + r2) + r0*3 - 2 >= 0
+  std::unordered_map<const UOpNode*, UOp> map = to_var;
+  for (const auto& [e_node, v] : to_var) {
+    const UOp e = to_expr.at(v.get());
+    if (e.op() != Ops::ADD) continue;
+    const Linear le = linear_form(e);
+    for (const UOp& u : toposort(x)) {
+      if (u.op() != Ops::ADD || u == e || map.count(u.get())) continue;
+      Linear rest = linear_form(u);
+      bool contains = true;
+      for (const auto& t : le.terms) {
+        auto it = std::find_if(rest.terms.begin(), rest.terms.end(), [&](const auto& r) { return r.atom == t.atom; });
+        if (it == rest.terms.end() || it->coef != t.coef) { contains = false; break; }
+        rest.terms.erase(it);
+      }
+      if (!contains) continue;
+      rest.constant -= le.constant;
+      map[u.get()] = v + rest.build();
+    }
+  }
+  return simplify(substitute(simplify(substitute(x, map)), to_expr));
 }
 
 /// A validity mask with the clauses that the others imply removed (false when one can never hold).

@@ -88,8 +88,11 @@ inline const char* math_fn(Ops op) {
 class CRenderer {
  public:
   std::string render(const codegen::Program& p) {
-    for (const UOp& u : p.ops)
-      for (const UOp& s : u.src()) ++uses_[s.get()];
+    for (const UOp& u : p.ops) {
+      // an op that spells an operand more than once (NaN-aware max, guarded division) needs it named
+      const int n = repeats_operands(u) ? 2 : 1;
+      for (const UOp& s : u.src()) uses_[s.get()] += n;
+    }
     body_ << "void " << p.name << "(void** bufs, const long long* vars, int core_id, int core_count) {\n";
     body_ << "  (void)vars; (void)core_id; (void)core_count;\n";
     for (size_t i = 0; i < p.globals.size(); ++i) {
@@ -202,6 +205,11 @@ class CRenderer {
       return dt == dtypes::float16 ? "((_Float16)" + f + "(" + args + "))" : f + "(" + args + ")";
     }
     throw CompileError(detail::cat("C renderer: cannot render ", op_name(u.op()), " of ", u.dtype().name()));
+  }
+
+  static bool repeats_operands(const UOp& u) {
+    if (u.op() == Ops::MAX) return true;
+    return (u.op() == Ops::IDIV || u.op() == Ops::MOD) && !(u.src(1).is_const() && u.src(1).const_int() > 0);
   }
 
   static const char* infix_symbol(Ops op) {
