@@ -249,3 +249,37 @@ TEST_CASE("tensor: sums that can be counted are not looped (arange is O(n))") {
   // a real reduction stays a loop
   CHECK(has_reduce(x.sum()));
 }
+
+TEST_CASE("tensor: printing is NumPy-like") {
+  std::ostringstream os;
+  os << Tensor::from_vector(std::vector<float>{1, 2.5f, 3, 4}, {2, 2});
+  CHECK(os.str() == "Tensor([[1. 2.5]\n [3. 4.]], dtype=float32, device=CPU)");
+  std::ostringstream scalar;
+  scalar << Tensor(7);
+  CHECK(scalar.str() == "Tensor(7, dtype=int32, device=CPU)");
+}
+
+TEST_CASE("tensor: devices") {
+  Tensor a = Tensor::ones({2});
+  CHECK(a.to("cpu").uop() == a.uop());
+  CHECK(Device::list() == std::vector<std::string>{"CPU"});
+  CHECK_THROWS_AS(a.to("TPU"), DeviceError);
+  // a device tinyt knows but cannot run here fails when the work would run, with a clear error
+  Tensor on_cl = a.to("CL");
+  CHECK(on_cl.device() == "CL");
+  CHECK_THROWS_AS(on_cl.realize(), DeviceError);
+}
+
+TEST_CASE("tensor: index math past 2^31 elements is rendered in 64 bits") {
+  // scheduled and rendered, not run: 3e9 elements would need 12 GB
+  Tensor big = Tensor::empty({3'000'000'000LL});
+  Tensor doubled = big * 2;
+  auto kernels = schedule::create_schedule({doubled.uop()});
+  REQUIRE(kernels.size() == 1);
+  const std::string src = renderer::render_c(codegen::linearize(kernels[0].ast, "k"));
+  CHECK(src.find("long long ridx0") != std::string::npos);
+  Tensor small = Tensor::empty({1000}) * 2;
+  const std::string small_src =
+      renderer::render_c(codegen::linearize(schedule::create_schedule({small.uop()})[0].ast, "k"));
+  CHECK(small_src.find("int ridx0") != std::string::npos);
+}

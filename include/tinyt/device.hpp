@@ -77,7 +77,7 @@ inline HostAllocator& host_allocator() {
 struct Device {
   /// The device names tinyt knows, whether or not they can run here.
   static const std::vector<std::string>& known() {
-    static const std::vector<std::string> names{"CPU"};
+    static const std::vector<std::string> names{"CPU", "CL", "CUDA"};
     return names;
   }
   /// "cpu", "CPU:0" -> "CPU"; an unknown name is a DeviceError.
@@ -86,11 +86,18 @@ struct Device {
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
     if (s.size() > 2 && s.compare(s.size() - 2, 2, ":0") == 0) s.resize(s.size() - 2);
     if (std::find(known().begin(), known().end(), s) == known().end())
-      throw DeviceError(detail::cat("unknown device '", name, "'; tinyt knows: CPU"));
+      throw DeviceError(detail::cat("unknown device '", name, "'; tinyt knows CPU, CL and CUDA"));
     return s;
   }
   /// The devices that can run here.
   static std::vector<std::string> list() { return {"CPU"}; }
+  /// Throws DeviceError unless `name` can run here.
+  static void require(const std::string& name) {
+    const std::string d = canonicalize(name);
+    const auto ok = list();
+    if (std::find(ok.begin(), ok.end(), d) == ok.end())
+      throw DeviceError(detail::cat("device ", d, " cannot run here: no backend for it in this build (Device::list() has CPU)"));
+  }
   /// The default device: $DEV if set, else CPU.
   static std::string default_device() {
     const char* dev = std::getenv("DEV");
@@ -117,6 +124,7 @@ class Buffer {
 
   /// The memory, allocated now if it was not yet.
   void* ptr() {
+    Device::require(device_);
     std::call_once(alloc_once_, [this] { ptr_ = detail::host_allocator().alloc(nbytes()); });
     return ptr_;
   }

@@ -55,9 +55,19 @@ inline KernelCache& kernel_cache() {
 /// Runs a schedule: compiles (or finds) each kernel and launches it on its buffers.
 inline void run_schedule(const std::vector<schedule::Kernel>& kernels) {
   const int debug = debug_level();
-  if (debug >= 1 && !kernels.empty()) std::cerr << "schedule: " << kernels.size() << " kernel(s)\n";
+  if (debug >= 1 && !kernels.empty()) {
+    size_t bytes = 0;
+    for (const schedule::Kernel& k : kernels) bytes += graph::buffer_of(k.buffers[0])->nbytes();
+    std::cerr << "schedule: " << kernels.size() << " kernel(s), " << std::fixed << std::setprecision(2)
+              << static_cast<double>(bytes) / 1e6 << " MB written\n";
+  }
   for (const schedule::Kernel& k : kernels) {
+    for (const UOp& b : k.buffers) Device::require(graph::device_of(b));
     std::shared_ptr<CompiledKernel> ck = detail::kernel_cache().get(k.ast);
+    if (debug >= 3) std::cerr << "  " << ck->program.name << " opts: none (the kernel optimizer is not in this build)\n";
+    if (debug >= 5) std::cerr << to_string(k.ast);
+    if (debug >= 6)
+      for (const UOp& u : ck->program.ops) std::cerr << "    " << op_name(u.op()) << " " << u.dtype().name() << "\n";
     std::vector<void*> ptrs;
     for (const UOp& b : k.buffers) ptrs.push_back(graph::buffer_of(b)->ptr());
     const auto start = std::chrono::steady_clock::now();

@@ -244,6 +244,8 @@ class Tensor {
   Tensor unsqueeze(int dim) const;
   Tensor contiguous() const;
   Tensor detach() const;
+  /// This tensor on another device (a copy; the same tensor when it is there already).
+  Tensor to(const std::string& device) const;
   Tensor repeat(Shape repeats) const;
   static Tensor cat(const std::vector<Tensor>& tensors, int dim = 0);
   static Tensor stack(const std::vector<Tensor>& tensors, int dim = 0);

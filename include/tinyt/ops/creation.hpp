@@ -93,20 +93,29 @@ inline Tensor Tensor::eye(int64_t n, int64_t m, DType dtype) {
 
 // -- printing ----------------------------------------------------------------------------------
 namespace detail {
+template <class T> void print_element(std::ostream& os, const T& x) {
+  if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, half_t> || std::is_same_v<T, bfloat16_t>) {
+    // NumPy's style: integral floats keep a trailing point ("2.")
+    const double d = static_cast<double>(static_cast<float>(x));
+    if (std::isfinite(d) && d == std::trunc(d) && std::fabs(d) < 1e16) os << static_cast<long long>(d) << '.';
+    else os << d;
+  } else {
+    os << +x;
+  }
+}
 template <class T> void print_values(std::ostream& os, const std::vector<T>& v, const std::vector<int64_t>& shape) {
-  if (shape.empty()) { os << +v[0]; return; }
+  if (shape.empty()) {
+    print_element(os, static_cast<T>(v[0]));
+    return;
+  }
   std::vector<int64_t> strides(shape.size(), 1);
   for (size_t i = shape.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * shape[i];
   std::function<void(size_t, int64_t)> rec = [&](size_t dim, int64_t offset) {
     os << '[';
     for (int64_t i = 0; i < shape[dim]; ++i) {
       if (i) os << (dim + 1 == shape.size() ? " " : "\n" + std::string(dim + 1, ' '));
-      if (dim + 1 == shape.size()) {
-        if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, half_t> || std::is_same_v<T, bfloat16_t>) os << static_cast<double>(static_cast<float>(v[static_cast<size_t>(offset + i)]));
-        else os << +v[static_cast<size_t>(offset + i)];
-      } else {
-        rec(dim + 1, offset + i * strides[dim]);
-      }
+      if (dim + 1 == shape.size()) print_element(os, static_cast<T>(v[static_cast<size_t>(offset + i)]));
+      else rec(dim + 1, offset + i * strides[dim]);
     }
     os << ']';
   };

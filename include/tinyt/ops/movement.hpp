@@ -188,6 +188,11 @@ inline Tensor Tensor::unsqueeze(int dim) const {
   return reshape(Shape(s));
 }
 
+inline Tensor Tensor::to(const std::string& device) const {
+  const std::string d = Device::canonicalize(device);
+  if (d == this->device()) return *this;
+  return Tensor(UOp(Ops::COPY, dtype(), {uop(), graph::device_uop(d)}));
+}
 inline Tensor Tensor::contiguous() const { return Tensor(UOp(Ops::CONTIGUOUS, dtype(), {uop()})); }
 inline Tensor Tensor::detach() const { return Tensor(UOp(Ops::DETACH, dtype(), {uop()})); }
 
