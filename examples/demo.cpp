@@ -1,5 +1,7 @@
-// What tinyt's IR can do today: build index arithmetic as UOps and let the symbolic engine
-// simplify it, the way the scheduler will turn movement ops into index math.
+// A tour of the pipeline: lazy tensors become a graph, the scheduler fuses it into kernels,
+// movement ops turn into index math, and each kernel is compiled to C and run.
+// Run with DEBUG=2 to see each kernel, DEBUG=4 to see the generated C.
+#include <iomanip>
 #include <iostream>
 
 #include <tinyt.hpp>
@@ -7,30 +9,43 @@
 using namespace tinyt;
 
 int main() {
-  // A 16x4 tensor viewed as 64 elements, then as 8x8: element (i, j) of the 8x8 view reads
-  // flat position i*8 + j, which is row (i*8+j)//4, column (i*8+j)%4 of the 16x4 buffer; the
-  // buffer's offset of that is row*4 + column.
-  UOp i = Variable("i", 0, 7), j = Variable("j", 0, 7);
-  UOp flat = i * 8 + j;
-  UOp offset = flat.idiv(4) * 4 + flat % 4;
-  std::cout << "16x4 buffer read through an 8x8 view\n";
-  std::cout << "  index as built:  " << offset << "\n";
-  std::cout << "  simplified:      " << simplify(offset) << "\n";
+  // pi as the integral of 4 / (1 + x^2) over [0, 1], by the midpoint rule on 10^6 points in
+  // float64: the points (an arange), the function and the sum are one kernel
+  const int64_t n = 1'000'000;
+  GlobalCounters::reset();
+  Tensor x = (Tensor::arange(n).cast(dtypes::float64) + 0.5) / static_cast<double>(n);
+  Tensor pi = (4.0 / (x * x + 1)).sum() / static_cast<double>(n);
+  const double value = pi.item<double>();
+  std::cout << "pi ~ " << std::setprecision(12) << value << std::setprecision(6) << "  ("
+            << GlobalCounters::kernel_count << " kernel)\n";
 
-  // A pad of 2 on each side of a 12-element row: the load is valid where 2 <= x < 14, and under
-  // that mask the index (x-2) needs no clamping; a mask clause the other implies disappears.
-  UOp x = Variable("x", 0, 15);
-  UOp valid = x.lt(2).logical_not() & x.lt(14) & x.lt(15);
-  std::cout << "padded row, valid where " << valid << "\n";
-  std::cout << "  mask simplified: " << simplify_valid(valid) << "\n";
-  std::cout << "  (x-2)//12 there: " << uop_given_valid(valid, (x - 2).idiv(12)) << "\n";
+  // heat spreading on a 12x24 plate: each step averages every cell with its four neighbours,
+  // read through padded views of the previous step (no copies), fused into one kernel per step
+  Tensor plate = Tensor::zeros({12, 24});
+  plate = plate + (Tensor::arange(12 * 24).reshape({12, 24}) == 6 * 24 + 12).float_() * 100.0;
+  GlobalCounters::reset();
+  for (int step = 0; step < 20; ++step) {
+    Tensor p = plate.pad({{1, 1}, {1, 1}});
+    Tensor up = p.shrink({{0, 12}, {1, 25}}), down = p.shrink({{2, 14}, {1, 25}});
+    Tensor left = p.shrink({{1, 13}, {0, 24}}), right = p.shrink({{1, 13}, {2, 26}});
+    plate = ((plate + up + down + left + right) / 5.0).realize();
+  }
+  std::cout << "heat after 20 steps (" << GlobalCounters::kernel_count << " kernels, total "
+            << plate.sum().item<float>() << "):\n";
+  const char* shades = " .:-=+*#%@";
+  const auto cells = plate.to_vector<float>();
+  for (int r = 0; r < 12; ++r) {
+    std::cout << "  ";
+    for (int c = 0; c < 24; ++c) {
+      const double v = std::min(1.0, static_cast<double>(cells[static_cast<size_t>(r * 24 + c)]) / 2.0);
+      std::cout << shades[static_cast<int>(v * 9.0)];
+    }
+    std::cout << "\n";
+  }
 
-  // Bounds of an expression, and constant folding with int8 wraparound as a kernel would do it.
-  UOp row = Variable("row", 0, 1023);
-  UOp e = (row * 3 + 5) % 7;
-  std::cout << "bounds of " << e << ": [" << static_cast<long long>(vmin(e)) << ", "
-            << static_cast<long long>(vmax(e)) << "]\n";
-  UOp wrapped = simplify(UOp::const_(dtypes::int8, 100) + UOp::const_(dtypes::int8, 100));
-  std::cout << "int8 100 + 100 folds to " << wrapped << "\n";
+  // a softmax-like normalization of each row: exp, a row sum broadcast back, a divide
+  Tensor scores = Tensor::arange(6).reshape({2, 3}).float_();
+  Tensor e = (scores - scores.max(1, true)).exp();
+  std::cout << "row-normalized exp:\n" << e / e.sum(1, true) << "\n";
   return 0;
 }
