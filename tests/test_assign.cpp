@@ -57,3 +57,14 @@ TEST_CASE("assign: broadcasting, casting, chains and misuse") {
   CHECK(lazy.to_vector<float>() == std::vector<float>{4, 4});
   CHECK_THROWS_AS(t.assign(Tensor::ones({4})), ShapeError);
 }
+
+TEST_CASE("assign: a view realized in the same schedule as the assign keeps the old data") {
+  Tensor a = Tensor::from_vector(std::vector<float>{1, 2, 3, 4});
+  Tensor view = a.reshape({2, 2});
+  Tensor pending = a.flip(0);
+  a.assign(a * 10);
+  realize_tensors({a, view, pending});
+  CHECK(a.to_vector<float>() == std::vector<float>{10, 20, 30, 40});
+  CHECK(view.to_vector<float>() == std::vector<float>{1, 2, 3, 4});
+  CHECK(pending.to_vector<float>() == std::vector<float>{4, 3, 2, 1});
+}

@@ -283,3 +283,16 @@ TEST_CASE("tensor: index math past 2^31 elements is rendered in 64 bits") {
       renderer::render_c(codegen::linearize(schedule::create_schedule({small.uop()})[0].ast, "k"));
   CHECK(small_src.find("int ridx0") != std::string::npos);
 }
+
+TEST_CASE("tensor: ops that are unsafe on zeros stay correct under a pad") {
+  Tensor x = Tensor::from_vector(std::vector<float>{1, 2, 4});
+  // the padded region is 0, not 1/0, log(0) or exp(0)
+  CHECK(x.reciprocal().pad({{1, 1}}).to_vector<float>() == std::vector<float>{0, 1, 0.5f, 0.25f, 0});
+  CHECK(x.log().pad({{1, 0}}).to_vector<float>()[0] == 0.f);
+  CHECK(x.exp().pad({{0, 1}}).to_vector<float>()[3] == 0.f);
+  // integer division whose divisor reads 0 in the padded region does not trap
+  Tensor a = Tensor::from_vector(std::vector<int32_t>{7, 8, 9}), b = Tensor::from_vector(std::vector<int32_t>{2, 4, 3});
+  CHECK(a.floordiv(b).pad({{2, 2}}).to_vector<int32_t>() == std::vector<int32_t>{0, 0, 3, 2, 3, 0, 0});
+  Tensor padded_b = b.pad({{1, 0}});  // a 0 divisor where the pad is
+  CHECK_NOTHROW(a.pad({{1, 0}}).floordiv(padded_b).realize());
+}

@@ -42,6 +42,15 @@ inline void realize_tensors(const std::vector<Tensor>& tensors) {
       if (UOp b = graph::base_buffer(u.src(0))) targets.insert(b.get());
     }
   if (!targets.empty()) {
+    // a view of memory being overwritten, realized in the same call, must be copied out first
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const UOp& u = tensors[i].d_->uop;
+      const UOp b = graph::base_buffer(u);
+      if (b && targets.count(b.get()) && !assigns.count(u.get())) {
+        tensors[i].d_->uop = UOp(Ops::CONTIGUOUS, u.dtype(), {u});
+        roots[i] = tensors[i].d_->uop;
+      }
+    }
     std::vector<Tensor> first;
     for (auto& d : Tensor::live_tensors().snapshot()) {
       if (std::any_of(tensors.begin(), tensors.end(), [&](const Tensor& t) { return t.d_ == d; })) continue;
