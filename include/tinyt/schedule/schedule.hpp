@@ -133,11 +133,13 @@ inline std::vector<Kernel> order_kernels(std::vector<Kernel> kernels, const std:
 
 // True when every load of `buffer` in the kernel reads the element the kernel stores to.
 inline bool reads_only_own_element(const UOp& ast, int64_t global_index, const UOp& store_index) {
-  for (const UOp& u : toposort(ast))
-    if (u.op() == Ops::INDEX && u.src(0).op() == Ops::DEFINE_GLOBAL && u.src(0).arg().as_int() == global_index &&
-        !(u.src(1) == store_index && u.src().size() == 2))
-      for (const UOp& user : toposort(ast))
-        if (user.op() == Ops::LOAD && user.src(0) == u) return false;
+  for (const UOp& u : toposort(ast)) {
+    if (u.op() != Ops::LOAD) continue;
+    const UOp& idx = u.src(0);
+    if (idx.src(0).op() == Ops::DEFINE_GLOBAL && idx.src(0).arg().as_int() == global_index &&
+        !(idx.src(1) == store_index && idx.src().size() == 2))
+      return false;
+  }
   return true;
 }
 }  // namespace detail
