@@ -68,12 +68,16 @@ inline Operand binary_operand(Ops op, Operand a, Operand b, const char* name, bo
   const auto shape = Tensor::broadcast_shape(graph::concrete_shape(a.u), graph::concrete_shape(b.u), name);
   return {broadcast_uop(a.u, shape).alu(op, {broadcast_uop(b.u, shape)}), false};
 }
-/// -x as x * -1 (the weak flag stays).
+/// -x as x * -1 (a constant is negated now; the weak flag stays).
 inline Operand negate(const Operand& x) {
-  if (x.u.dtype().is_bool()) throw DTypeError("sub: subtracting bool tensors is not supported; use logical_xor");
-  UOp minus_one(Ops::CONST, x.u.dtype(), {graph::device_uop(graph::device_of(x.u))}, UOp::const_(x.u.dtype(), -1).arg());
-  if (x.u.op() == Ops::CONST) return {UOp(Ops::CONST, x.u.dtype(), x.u.src(), (-UOp(Ops::CONST, x.u.dtype(), {}, x.u.arg())).arg()), x.weak};
-  return {x.u.alu(Ops::MUL, {graph::expand(graph::reshape(minus_one, std::vector<int64_t>(graph::concrete_shape(x.u).size(), 1)), graph::concrete_shape(x.u))}), x.weak};
+  const DType dt = x.u.dtype();
+  if (dt.is_bool()) throw DTypeError("sub: subtracting bool tensors is not supported; use logical_xor");
+  if (x.u.op() == Ops::CONST) {
+    const UOp value = -UOp(Ops::CONST, dt, {}, x.u.arg());
+    return {UOp(Ops::CONST, dt, x.u.src(), value.arg()), x.weak};
+  }
+  const UOp minus_one = graph::const_(dt, -1, graph::device_of(x.u));
+  return {x.u.alu(Ops::MUL, {broadcast_uop(minus_one, graph::concrete_shape(x.u))}), x.weak};
 }
 }  // namespace detail
 
