@@ -44,6 +44,11 @@ TEST_CASE("dtype: vectors and pointers") {
   CHECK_THROWS_AS(v.vec(2), DTypeError);
   CHECK_THROWS_AS(p.ptr(), DTypeError);
   CHECK(dtypes::void_.vec(4) == dtypes::void_);
+  // the order is total: distinct dtypes are never "equivalent" (a bug once made sorting loop)
+  const DType a = dtypes::int32.ptr(3), b = dtypes::int32.ptr(1);
+  CHECK((a < b) != (b < a));
+  CHECK((dtypes::float32.ptr(4, AddrSpace::local) < dtypes::float32.ptr(4)) !=
+        (dtypes::float32.ptr(4) < dtypes::float32.ptr(4, AddrSpace::local)));
 }
 
 TEST_CASE("dtype: least_upper_dtype follows tinygrad's lattice") {

@@ -336,3 +336,24 @@ TEST_CASE("symbolic: property: simplification under a validity mask keeps valid 
   }
   CHECK(valid_points > cases);
 }
+
+TEST_CASE("symbolic: data sums keep their sharing (no flattening blowup)") {
+  // a = a + b; b = (b ^ a) + 1, sixteen times: each round adds two ADDs, whatever the rules do
+  UOp a = UOp::variable("a", 0, 1000, dtypes::int32), b = UOp::variable("b", 0, 1000, dtypes::int32);
+  for (int i = 0; i < 16; ++i) {
+    a = a + b;
+    b = (b ^ a) + 1;
+  }
+  size_t adds = 0;
+  for (const UOp& u : toposort(simplify(a + b)))
+    adds += u.op() == Ops::ADD;
+  CHECK(adds <= 2 * 16 + 1);
+}
+
+TEST_CASE("symbolic: sums of loads from different buffers have one canonical order") {
+  // distinct pointer dtypes once compared as equivalent, and the sum flipped forever
+  UOp g1(Ops::DEFINE_GLOBAL, dtypes::index.ptr(3), {}, 1), g2(Ops::DEFINE_GLOBAL, dtypes::index.ptr(1), {}, 2);
+  UOp a(Ops::LOAD, dtypes::index, {UOp(Ops::INDEX, g1.dtype(), {g1, UOp::const_(dtypes::index, 0)})});
+  UOp b(Ops::LOAD, dtypes::index, {UOp(Ops::INDEX, g2.dtype(), {g2, UOp::const_(dtypes::index, 0)})});
+  CHECK(simplify(a + b) == simplify(b + a));
+}

@@ -160,7 +160,11 @@ class DType {
     if (a.priority() != b.priority()) return a.priority() < b.priority();
     if (a.itemsize() != b.itemsize()) return a.itemsize() < b.itemsize();
     if (a.count_ != b.count_) return a.count_ < b.count_;
-    return a.ptr_ < b.ptr_;
+    if (a.ptr_ != b.ptr_) return a.ptr_ < b.ptr_;
+    // the rest only makes the order total (consistent with ==)
+    if (a.scalar_ != b.scalar_) return a.scalar_ < b.scalar_;
+    if (a.addr_ != b.addr_) return a.addr_ < b.addr_;
+    return a.size_ < b.size_;
   }
   friend std::ostream& operator<<(std::ostream& os, const DType& d) {
     return os << "dtypes." << d.name();

@@ -136,7 +136,8 @@ inline const PatternMatcher& symbolic_simple() {
       {P::cvar("c").where(P::var("a"), P::var("b")),
        [](auto& m) { return m["c"].const_int() ? m["a"] : m["b"]; }},
       {P::var().where(P::var("a"), P::var("a")), [](auto& m) { return m["a"]; }},
-      // where(c, where(c, a, b), d) -> where(c, a, d) and where(c, a, where(c, b, d)) -> where(c, a, d)
+      // where(c, where(c, a, b), d) -> where(c, a, d) and where(c, a, where(c, b, d)) -> where(c,
+      // a, d)
       {P::var("c").where(P::var("c").where(P::var("a"), P::var()), P::var("d")),
        [](auto& m) { return m["c"].where(m["a"], m["d"]); }},
       {P::var("c").where(P::var("a"), P::var("c").where(P::var(), P::var("d"))),
@@ -165,127 +166,86 @@ inline const PatternMatcher& symbolic_simple() {
   return pm;
 }
 
-/// Every rule of symbolic_simple plus the integer rules: bounds, canonical sums and products,
-/// div/mod folding, comparisons. What `simplify` runs.
-inline const PatternMatcher& symbolic() {
+/// The integer rules: bounds, canonical sums (index math), div/mod folding, comparisons.
+inline const PatternMatcher& symbolic_int() {
   using P = UPat;
-  static const PatternMatcher pm = symbolic_simple() +
-                                   PatternMatcher{
-                                       {
-                                           // an integer op whose bounds pin one value is that value
-                                           {P(GroupOp::ALU).named("x"),
-                                            [](auto& m) {
-                                              const UOp& x = m["x"];
-                                              if (!has_bounds(x) || x.dtype().count() != 1)
-                                                return UOp{};
-                                              const Bounds b = bounds(x);
-                                              return b.is_const() ? x.const_like(b.lo) : UOp{};
-                                            }},
-                                           // sums, differences, negations and products by constants
-                                           // in canonical linear form
-                                           {P(OpSet{Ops::ADD, Ops::SUB, Ops::NEG, Ops::MUL})
-                                                .named("x"),
-                                            [](auto& m) {
-                                              return detail::is_intlike(m["x"])
-                                                         ? canonical_linear(m["x"])
-                                                         : UOp{};
-                                            }},
-                                           // integer identities that would be wrong for floats
-                                           // (NaN, inf, -0.0)
-                                           {P::var("x") * 0,
-                                            [](auto& m) {
-                                              return detail::is_intlike(m["x"])
-                                                         ? m["x"].const_like(0)
-                                                         : UOp{};
-                                            }},
-                                           {P::var("x").lt(P::var("x")),
-                                            [](auto& m) {
-                                              return detail::is_intlike(m["x"])
-                                                         ? UOp::const_(dtypes::bool_, false)
-                                                         : UOp{};
-                                            }},
-                                           {P::var("x").ne(P::var("x")),
-                                            [](auto& m) {
-                                              return detail::is_intlike(m["x"])
-                                                         ? UOp::const_(dtypes::bool_, false)
-                                                         : UOp{};
-                                            }},
-                                           {P::var("x").eq(P::var("x")),
-                                            [](auto& m) {
-                                              return detail::is_intlike(m["x"])
-                                                         ? UOp::const_(dtypes::bool_, true)
-                                                         : UOp{};
-                                            }},
-                                           {P::var("x").maximum(P::var("x")),
-                                            [](auto& m) { return m["x"]; }},
-                                           {P::var("a").maximum(P::var("b")),
-                                            [](auto& m) {
-                                              return detail::fold_max(m["a"], m["b"]);
-                                            }},
-                                           // x//x -> 1 and x%x -> 0 where x is never 0
-                                           {P::var("x").idiv(P::var("x")),
-                                            [](auto& m) {
-                                              return detail::is_intlike(m["x"]) &&
-                                                             (vmin(m["x"]) > 0 || vmax(m["x"]) < 0)
-                                                         ? m["x"].const_like(1)
-                                                         : UOp{};
-                                            }},
-                                           {P(Ops::MOD, {P::var("x"), P::var("x")}),
-                                            [](auto& m) {
-                                              return detail::is_intlike(m["x"]) &&
-                                                             (vmin(m["x"]) > 0 || vmax(m["x"]) < 0)
-                                                         ? m["x"].const_like(0)
-                                                         : UOp{};
-                                            }},
-                                           // (x//a)//b -> x//(a*b) for a, b > 0 (C division
-                                           // composes)
-                                           {P::var("x").idiv(P::cvar("a")).idiv(P::cvar("b")),
-                                            [](auto& m) {
-                                              const i128 a = m["a"].const_int(),
-                                                         b = m["b"].const_int();
-                                              if (!detail::is_intlike(m["x"]) || a <= 0 || b <= 0 ||
-                                                  a * b > dtypes::max_int(m["x"].dtype()))
-                                                return UOp{};
-                                              return m["x"].idiv(m["x"].const_like(a * b));
-                                            }},
-                                           // (x%(a*k))%a -> x%a for a, k > 0 (C's remainder keeps
-                                           // the dividend's sign both times)
-                                           {
-                                               P(
-                                                   Ops::MOD,
-                                                   {P(Ops::MOD, {P::var("x"), P::cvar("ak")}), P::cvar("a")}),
-                                               [](auto& m) {
-                                                 const i128 ak = m["ak"].const_int(),
-                                                            a = m["a"].const_int();
-                                                 if (!detail::is_intlike(m["x"]) || a <= 0 ||
-                                                     ak <= 0 || ak % a != 0)
-                                                   return UOp{};
-                                                 return m["x"].mod(m["a"]);
-                                               }},
-                                           // division and remainder by a constant
-                                           {
-                                               P(OpSet{Ops::IDIV, Ops::MOD},
-                                                 {P::var("x"), P::cvar("c")})
-                                                   .named("d"),
-                                               [](auto& m) {
-                                                 return detail::is_intlike(m["x"])
-                                                            ? detail::fold_divmod(m["d"])
-                                                            : UOp{};
-                                               }},
-                                           // integer casts that keep values move out of the way of index math
+  auto ints = [](const UOp& u) { return detail::is_intlike(u); };
+  static const PatternMatcher pm{{
+      // an integer op whose bounds pin one value is that value
+      {P(GroupOp::ALU).named("x"),
+       [](auto& m) {
+         const UOp& x = m["x"];
+         if (!has_bounds(x) || x.dtype().count() != 1) return UOp{};
+         const Bounds b = bounds(x);
+         return b.is_const() ? x.const_like(b.lo) : UOp{};
+       }},
+      // index sums, differences, negations and products by constants in canonical linear form
+      // (not data: flattening a data sum would copy its shared terms into every user)
+      {P(OpSet{Ops::ADD, Ops::SUB, Ops::NEG, Ops::MUL}).named("x"),
+       [](auto& m) {
+         return m["x"].dtype().scalar().is_index() ? canonical_linear(m["x"]) : UOp{};
+       }},
+      // other integers: x+0 -> x, (x+c1)+c2 -> x+(c1+c2)
+      {P::var("x") + 0, [=](auto& m) { return ints(m["x"]) ? m["x"] : UOp{}; }},
+      {(P::var("x") + P::cvar("c1")) + P::cvar("c2"),
+       [=](auto& m) {
+         if (!ints(m["x"])) return UOp{};
+         return m["x"] + fold_constants(Ops::ADD, m["c1"].dtype(), {m["c1"], m["c2"]});
+       }},
+      // integer identities that would be wrong for floats (NaN, inf, -0.0)
+      {P::var("x") * 0, [=](auto& m) { return ints(m["x"]) ? m["x"].const_like(0) : UOp{}; }},
+      {P::var("x").lt(P::var("x")),
+       [=](auto& m) { return ints(m["x"]) ? UOp::const_(dtypes::bool_, false) : UOp{}; }},
+      {P::var("x").ne(P::var("x")),
+       [=](auto& m) { return ints(m["x"]) ? UOp::const_(dtypes::bool_, false) : UOp{}; }},
+      {P::var("x").eq(P::var("x")),
+       [=](auto& m) { return ints(m["x"]) ? UOp::const_(dtypes::bool_, true) : UOp{}; }},
+      {P::var("x").maximum(P::var("x")), [](auto& m) { return m["x"]; }},
+      {P::var("a").maximum(P::var("b")), [](auto& m) { return detail::fold_max(m["a"], m["b"]); }},
+      // x//x -> 1 and x%x -> 0 where x is never 0
+      {P::var("x").idiv(P::var("x")),
+       [=](auto& m) {
+         return ints(m["x"]) && (vmin(m["x"]) > 0 || vmax(m["x"]) < 0) ? m["x"].const_like(1)
+                                                                       : UOp{};
+       }},
+      {P(Ops::MOD, {P::var("x"), P::var("x")}),
+       [=](auto& m) {
+         return ints(m["x"]) && (vmin(m["x"]) > 0 || vmax(m["x"]) < 0) ? m["x"].const_like(0)
+                                                                       : UOp{};
+       }},
+      // (x//a)//b -> x//(a*b) for a, b > 0 (C division composes)
+      {P::var("x").idiv(P::cvar("a")).idiv(P::cvar("b")),
+       [=](auto& m) {
+         const i128 a = m["a"].const_int(), b = m["b"].const_int();
+         if (!ints(m["x"]) || a <= 0 || b <= 0 || a * b > dtypes::max_int(m["x"].dtype()))
+           return UOp{};
+         return m["x"].idiv(m["x"].const_like(a * b));
+       }},
+      // (x%(a*k))%a -> x%a for a, k > 0 (C's remainder keeps the dividend's sign both times)
+      {P(Ops::MOD, {P(Ops::MOD, {P::var("x"), P::cvar("ak")}), P::cvar("a")}),
+       [=](auto& m) {
+         const i128 ak = m["ak"].const_int(), a = m["a"].const_int();
+         if (!ints(m["x"]) || a <= 0 || ak <= 0 || ak % a != 0) return UOp{};
+         return m["x"].mod(m["a"]);
+       }},
+      // division and remainder by a constant
+      {P(OpSet{Ops::IDIV, Ops::MOD}, {P::var("x"), P::cvar("c")}).named("d"),
+       [=](auto& m) { return ints(m["x"]) ? detail::fold_divmod(m["d"]) : UOp{}; }},
+      // integer casts that keep values move out of the way of index math
       {P::var("x").cast().named("cast") + P::cvar("c"),
        [](auto& m) { return detail::fold_cast_add(m["cast"], m["c"]); }},
       {P(GroupOp::Comparison, {P::var("x").cast().named("cast"), P::cvar("c")}).named("cmp"),
        [](auto& m) { return detail::fold_cast_cmp(m["cmp"], m["cast"], m["c"]); }},
       // comparisons against a constant in canonical form
-                                           {
-                                               P::var("x").lt(P::cvar("c")).named("cmp"),
-                                               [](auto& m) {
-                                                 return detail::is_intlike(m["x"])
-                                                            ? detail::fold_lt_const(m["cmp"])
-                                                            : UOp{};
-                                               }},
-                                       }};
+      {P::var("x").lt(P::cvar("c")).named("cmp"),
+       [=](auto& m) { return ints(m["x"]) ? detail::fold_lt_const(m["cmp"]) : UOp{}; }},
+  }};
+  return pm;
+}
+
+/// symbolic_simple and symbolic_int: what `simplify` runs.
+inline const PatternMatcher& symbolic() {
+  static const PatternMatcher pm = symbolic_simple() + symbolic_int();
   return pm;
 }
 

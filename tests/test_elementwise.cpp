@@ -1,0 +1,181 @@
+// Every elementwise op of API.md against the C library in double precision, on contiguous,
+// permuted, flipped, sliced, expanded and padded inputs, 0-d and size-0 tensors.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+
+#include <tinyt.hpp>
+
+using namespace tinyt;
+
+namespace {
+const std::vector<float> samples{-3.5f, -2.f, -1.25f, -0.5f, -0.f, 0.f, 0.3f, 0.5f, 1.f, 2.5f, 4.f, 7.75f};
+
+void check_close(const std::vector<float>& got, const std::vector<double>& want, double atol = 1e-6, double rtol = 1e-3) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element ", i, ": got ", got[i], ", want ", want[i]);
+    if (std::isnan(want[i])) CHECK(std::isnan(got[i]));
+    else if (std::isinf(want[i])) CHECK(got[i] == static_cast<float>(want[i]));
+    else CHECK(std::fabs(static_cast<double>(got[i]) - want[i]) <= atol + rtol * std::fabs(want[i]));
+  }
+}
+
+// the input as several layouts holding the same values in the same logical order
+std::vector<std::pair<std::string, Tensor>> layouts(const std::vector<float>& v) {
+  const auto n = static_cast<int64_t>(v.size());
+  std::vector<float> reversed(v.rbegin(), v.rend());
+  std::vector<float> padded(v);
+  padded.insert(padded.begin(), 99.f), padded.push_back(-99.f);
+  std::vector<float> transposed(v.size());  // stored (n/2, 2) transposed
+  for (int64_t i = 0; i < n; ++i) transposed[static_cast<size_t>((i % 2) * (n / 2) + i / 2)] = v[static_cast<size_t>(i)];
+  return {
+      {"contiguous", Tensor::from_vector(v)},
+      {"flipped", Tensor::from_vector(reversed).flip(0)},
+      {"sliced", Tensor::from_vector(padded).shrink({{1, n + 1}})},
+      {"permuted", Tensor::from_vector(transposed, {2, n / 2}).T().reshape({n})},
+  };
+}
+
+void check_unary(const char* name, const std::function<Tensor(const Tensor&)>& op, double (*ref)(double),
+                 double atol = 1e-6, double rtol = 1e-3) {
+  std::vector<double> want;
+  for (float x : samples) want.push_back(ref(static_cast<double>(x)));
+  for (auto& [layout, t] : layouts(samples)) {
+    INFO(name, " on a ", layout, " input");
+    check_close(op(t).to_vector<float>(), want, atol, rtol);
+  }
+}
+
+double relu(double x) { return x > 0 ? x : 0; }
+double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+double softplus(double x) { return x > 20 ? x : std::log1p(std::exp(x)); }
+}  // namespace
+
+TEST_CASE("elementwise: unary math functions") {
+  check_unary("neg", [](const Tensor& t) { return t.neg(); }, [](double x) { return -x; });
+  check_unary("abs", [](const Tensor& t) { return t.abs(); }, [](double x) { return std::fabs(x); });
+  check_unary("sign", [](const Tensor& t) { return t.sign(); }, [](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; });
+  check_unary("exp", [](const Tensor& t) { return t.exp(); }, [](double x) { return std::exp(x); });
+  check_unary("exp2", [](const Tensor& t) { return t.exp2(); }, [](double x) { return std::exp2(x); });
+  check_unary("log", [](const Tensor& t) { return t.log(); }, [](double x) { return std::log(x); });
+  check_unary("log2", [](const Tensor& t) { return t.log2(); }, [](double x) { return std::log2(x); });
+  check_unary("sqrt", [](const Tensor& t) { return t.sqrt(); }, [](double x) { return std::sqrt(x); });
+  check_unary("rsqrt", [](const Tensor& t) { return t.rsqrt(); }, [](double x) { return 1 / std::sqrt(x); });
+  check_unary("reciprocal", [](const Tensor& t) { return t.reciprocal(); }, [](double x) { return 1 / x; });
+  check_unary("square", [](const Tensor& t) { return t.square(); }, [](double x) { return x * x; });
+  check_unary("sin", [](const Tensor& t) { return t.sin(); }, [](double x) { return std::sin(x); });
+  check_unary("cos", [](const Tensor& t) { return t.cos(); }, [](double x) { return std::cos(x); });
+  check_unary("tan", [](const Tensor& t) { return t.tan(); }, [](double x) { return std::tan(x); }, 1e-5);
+  check_unary("trunc", [](const Tensor& t) { return t.trunc(); }, [](double x) { return std::trunc(x); });
+  check_unary("floor", [](const Tensor& t) { return t.floor(); }, [](double x) { return std::floor(x); });
+  check_unary("ceil", [](const Tensor& t) { return t.ceil(); }, [](double x) { return std::ceil(x); });
+  check_unary("round", [](const Tensor& t) { return t.round(); }, [](double x) { return std::nearbyint(x); });
+  check_unary("relu", [](const Tensor& t) { return t.relu(); }, relu);
+  check_unary("relu6", [](const Tensor& t) { return t.relu6(); }, [](double x) { return std::min(relu(x), 6.0); });
+  check_unary("sigmoid", [](const Tensor& t) { return t.sigmoid(); }, sigmoid);
+  check_unary("logsigmoid", [](const Tensor& t) { return t.logsigmoid(); }, [](double x) { return -softplus(-x); });
+  check_unary("tanh", [](const Tensor& t) { return t.tanh(); }, [](double x) { return std::tanh(x); });
+  check_unary("gelu", [](const Tensor& t) { return t.gelu(); }, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); });
+  check_unary("quick_gelu", [](const Tensor& t) { return t.quick_gelu(); }, [](double x) { return x * sigmoid(1.702 * x); });
+  check_unary("silu", [](const Tensor& t) { return t.silu(); }, [](double x) { return x * sigmoid(x); });
+  check_unary("elu", [](const Tensor& t) { return t.elu(0.7); }, [](double x) { return x > 0 ? x : 0.7 * (std::exp(x) - 1); });
+  check_unary("leaky_relu", [](const Tensor& t) { return t.leaky_relu(0.1); }, [](double x) { return x < 0 ? 0.1 * x : x; });
+  check_unary("softplus", [](const Tensor& t) { return t.softplus(); }, softplus);
+  check_unary("mish", [](const Tensor& t) { return t.mish(); }, [](double x) { return x * std::tanh(softplus(x)); });
+  check_unary("hardsigmoid", [](const Tensor& t) { return t.hardsigmoid(); }, [](double x) { return std::clamp(x + 3, 0.0, 6.0) / 6; });
+  check_unary("hardswish", [](const Tensor& t) { return t.hardswish(); }, [](double x) { return x * std::clamp(x + 3, 0.0, 6.0) / 6; });
+  check_unary("hardtanh", [](const Tensor& t) { return t.hardtanh(); }, [](double x) { return std::clamp(x, -1.0, 1.0); });
+  check_unary("erf", [](const Tensor& t) { return t.erf(); }, [](double x) { return std::erf(x); });
+  check_unary("clip", [](const Tensor& t) { return t.clip(-1.f, 2.f); }, [](double x) { return std::clamp(x, -1.0, 2.0); });
+}
+
+TEST_CASE("elementwise: predicates") {
+  Tensor x = Tensor::from_vector(std::vector<float>{1.f, NAN, INFINITY, -INFINITY, 0.f});
+  CHECK(x.isnan().to_vector<bool>() == std::vector<bool>{false, true, false, false, false});
+  CHECK(x.isinf().to_vector<bool>() == std::vector<bool>{false, false, true, true, false});
+  CHECK(x.isfinite().to_vector<bool>() == std::vector<bool>{true, false, false, false, true});
+  CHECK(std::isnan(x.sign().to_vector<float>()[1]));
+  CHECK(Tensor::from_vector(std::vector<int32_t>{-4, 0, 9}).sign().to_vector<int32_t>() == std::vector<int32_t>{-1, 0, 1});
+}
+
+TEST_CASE("elementwise: binary ops with broadcasting") {
+  std::vector<float> a{-2.f, -0.5f, 0.f, 1.5f, 3.f, 4.f};
+  std::vector<float> b{0.5f, 2.f, 3.f};
+  Tensor ta = Tensor::from_vector(a, {2, 3}), tb = Tensor::from_vector(b);
+  auto ref = [&](double (*f)(double, double)) {
+    std::vector<double> out;
+    for (size_t i = 0; i < 6; ++i) out.push_back(f(a[i], b[i % 3]));
+    return out;
+  };
+  check_close(ta.add(tb).to_vector<float>(), ref([](double x, double y) { return x + y; }));
+  check_close(ta.sub(tb).to_vector<float>(), ref([](double x, double y) { return x - y; }));
+  check_close(ta.mul(tb).to_vector<float>(), ref([](double x, double y) { return x * y; }));
+  check_close(ta.div(tb).to_vector<float>(), ref([](double x, double y) { return x / y; }));
+  check_close(ta.maximum(tb).to_vector<float>(), ref([](double x, double y) { return std::max(x, y); }));
+  check_close(ta.minimum(tb).to_vector<float>(), ref([](double x, double y) { return std::min(x, y); }));
+  check_close(ta.abs().pow(tb).to_vector<float>(), ref([](double x, double y) { return std::pow(std::fabs(x), y); }));
+  check_close(ta.lerp(tb, 0.25f).to_vector<float>(), ref([](double x, double y) { return x + (y - x) * 0.25; }));
+  check_close(ta.masked_fill(ta.lt(tb), 9.f).to_vector<float>(), ref([](double x, double y) { return x < y ? 9.0 : x; }));
+  check_close(ta.lt(tb).where(ta, tb).to_vector<float>(), ref([](double x, double y) { return x < y ? x : y; }));
+  // comparisons
+  CHECK(ta.le(tb).to_vector<bool>() == std::vector<bool>{true, true, true, false, false, false});
+  CHECK(ta.gt(tb).to_vector<bool>() == std::vector<bool>{false, false, false, true, true, true});
+  CHECK(ta.ge(1.5f).to_vector<bool>() == std::vector<bool>{false, false, false, true, true, true});
+  CHECK(ta.eq(tb).to_vector<bool>() == std::vector<bool>{false, false, false, false, false, false});
+  CHECK(ta.ne(0.f).to_vector<bool>() == std::vector<bool>{true, true, false, true, true, true});
+  // pow keeps PyTorch's signs: a negative base with an integral exponent
+  check_close(Tensor::from_vector(std::vector<float>{-2.f}).pow(3.f).to_vector<float>(), {-8.0});
+  CHECK(Tensor::from_vector(std::vector<int32_t>{2, 3}).pow(Tensor::from_vector(std::vector<int32_t>{10, 2})).to_vector<int32_t>() ==
+        std::vector<int32_t>{1024, 9});
+  // NaN compares false everywhere
+  Tensor nan = Tensor::from_vector(std::vector<float>{NAN});
+  CHECK(nan.le(1.f).item<bool>() == false);
+  CHECK(nan.ge(1.f).item<bool>() == false);
+}
+
+TEST_CASE("elementwise: logical and bitwise ops") {
+  Tensor p = Tensor::from_vector(std::vector<bool>{true, true, false, false});
+  Tensor q = Tensor::from_vector(std::vector<bool>{true, false, true, false});
+  CHECK(p.logical_and(q).to_vector<bool>() == std::vector<bool>{true, false, false, false});
+  CHECK(p.logical_or(q).to_vector<bool>() == std::vector<bool>{true, true, true, false});
+  CHECK(p.logical_xor(q).to_vector<bool>() == std::vector<bool>{false, true, true, false});
+  CHECK(p.logical_not().to_vector<bool>() == std::vector<bool>{false, false, true, true});
+  CHECK((!p).to_vector<bool>() == std::vector<bool>{false, false, true, true});
+  Tensor a = Tensor::from_vector(std::vector<int32_t>{12, -7, 255, 0});
+  Tensor b = Tensor::from_vector(std::vector<int32_t>{10, 3, 15, 1});
+  CHECK(a.bitwise_and(b).to_vector<int32_t>() == std::vector<int32_t>{12 & 10, -7 & 3, 255 & 15, 0});
+  CHECK((a | b).to_vector<int32_t>() == std::vector<int32_t>{12 | 10, -7 | 3, 255 | 15, 1});
+  CHECK((a ^ b).to_vector<int32_t>() == std::vector<int32_t>{12 ^ 10, -7 ^ 3, 255 ^ 15, 1});
+  CHECK((~a).to_vector<int32_t>() == std::vector<int32_t>{~12, ~-7, ~255, ~0});
+  CHECK((a << 2).to_vector<int32_t>() == std::vector<int32_t>{48, -28, 1020, 0});
+  CHECK((a >> 1).to_vector<int32_t>() == std::vector<int32_t>{6, -4, 127, 0});
+  CHECK_THROWS_AS(Tensor::ones({2}).bitwise_and(Tensor::ones({2})), DTypeError);
+}
+
+TEST_CASE("elementwise: casts and bitcasts") {
+  Tensor f = Tensor::from_vector(std::vector<float>{-2.7f, -0.5f, 0.f, 1.9f, 300.4f});
+  CHECK(f.int_().to_vector<int32_t>() == std::vector<int32_t>{-2, 0, 0, 1, 300});
+  CHECK(f.bool_().to_vector<bool>() == std::vector<bool>{true, true, false, true, true});
+  CHECK(f.cast(dtypes::uint8).to_vector<uint8_t>()[3] == 1);
+  CHECK(Tensor::from_vector(std::vector<int32_t>{300, -1}).cast(dtypes::uint8).to_vector<uint8_t>() == std::vector<uint8_t>{44, 255});
+  CHECK(f.half().float_().to_vector<float>()[3] == static_cast<float>(half_t(1.9f)));
+  CHECK(f.cast(dtypes::float64).to_vector<double>()[1] == -0.5);
+  CHECK(Tensor::from_vector(std::vector<float>{1.f}).bitcast(dtypes::uint32).item<uint32_t>() == 0x3f800000u);
+  CHECK(Tensor::from_vector(std::vector<int32_t>{0x40490fdb}).bitcast(dtypes::float32).item<float>() == 3.14159274101257324f);
+  CHECK_THROWS_AS(f.bitcast(dtypes::int16), DTypeError);
+}
+
+TEST_CASE("elementwise: 0-d, size-0, expanded and padded operands") {
+  Tensor s(3.f);
+  CHECK((s * s + 1).item<float>() == 10.f);
+  CHECK((s + Tensor::from_vector(std::vector<float>{1, 2})).to_vector<float>() == std::vector<float>{4, 5});
+  Tensor empty = Tensor::zeros({0, 4});
+  CHECK((empty.exp() + Tensor::ones({4})).shape() == Shape{0, 4});
+  CHECK((empty.exp() + Tensor::ones({4})).to_vector<float>().empty());
+  Tensor row = Tensor::from_vector(std::vector<float>{1, 2, 3}).reshape({1, 3}).expand({2, 3});
+  check_close((row * Tensor::from_vector(std::vector<float>{10, 20}).reshape({2, 1})).to_vector<float>(), {10, 20, 30, 20, 40, 60});
+  Tensor padded = Tensor::from_vector(std::vector<float>{1, 2}).pad({{1, 1}}, 5.0);
+  check_close(padded.exp().to_vector<float>(), {std::exp(5.0), std::exp(1.0), std::exp(2.0), std::exp(5.0)});
+}
