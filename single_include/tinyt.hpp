@@ -233,7 +233,11 @@ class DType {
     if (a.priority() != b.priority()) return a.priority() < b.priority();
     if (a.itemsize() != b.itemsize()) return a.itemsize() < b.itemsize();
     if (a.count_ != b.count_) return a.count_ < b.count_;
-    return a.ptr_ < b.ptr_;
+    if (a.ptr_ != b.ptr_) return a.ptr_ < b.ptr_;
+    // the rest only makes the order total (consistent with ==)
+    if (a.scalar_ != b.scalar_) return a.scalar_ < b.scalar_;
+    if (a.addr_ != b.addr_) return a.addr_ < b.addr_;
+    return a.size_ < b.size_;
   }
   friend std::ostream& operator<<(std::ostream& os, const DType& d) {
     return os << "dtypes." << d.name();
@@ -2306,10 +2310,14 @@ inline bool lossless_int_cast(const UOp& c) {
 // cast(x) + c -> cast(x + c) when nothing wraps, so index math stays in one dtype
 inline UOp fold_cast_add(const UOp& cast, const UOp& c) {
   if (!lossless_int_cast(cast)) return {};
-  const UOp x = cast.src(0), sum = x + x.const_like(c.const_int());
-  const Bounds b = bounds(sum);
-  if (b.lo < dtypes::min_int(cast.dtype()) || b.hi > dtypes::max_int(cast.dtype())) return {};
-  return sum.cast(cast.dtype());
+  // the sum moves into x's dtype: c and every x + c must fit there as well as in the target
+  const UOp& x = cast.src(0);
+  const i128 k = c.const_int();
+  const Bounds b = bounds(x);
+  const DType from = x.dtype(), to = cast.dtype();
+  const i128 lo = std::max(dtypes::min_int(from), dtypes::min_int(to)), hi = std::min(dtypes::max_int(from), dtypes::max_int(to));
+  if (k < dtypes::min_int(from) || k > dtypes::max_int(from) || b.lo + k < lo || b.hi + k > hi) return {};
+  return (x + x.const_like(k)).cast(to);
 }
 // cast(x) <cmp> c -> x <cmp> c when the cast keeps x's values and c fits x's dtype
 inline UOp fold_cast_cmp(const UOp& cmp, const UOp& cast, const UOp& c) {
@@ -2345,6 +2353,12 @@ inline const PatternMatcher& symbolic_simple() {
       {P::cvar("c").where(P::var("a"), P::var("b")),
        [](auto& m) { return m["c"].const_int() ? m["a"] : m["b"]; }},
       {P::var().where(P::var("a"), P::var("a")), [](auto& m) { return m["a"]; }},
+      // where(c, where(c, a, b), d) -> where(c, a, d) and where(c, a, where(c, b, d)) -> where(c,
+      // a, d)
+      {P::var("c").where(P::var("c").where(P::var("a"), P::var()), P::var("d")),
+       [](auto& m) { return m["c"].where(m["a"], m["d"]); }},
+      {P::var("c").where(P::var("a"), P::var("c").where(P::var(), P::var("d"))),
+       [](auto& m) { return m["c"].where(m["a"], m["d"]); }},
       // where(!c, a, b) -> where(c, b, a)
       {P(Ops::CMPNE, {P::var("c"), P::cnst(1)}).where(P::var("a"), P::var("b")),
        [](auto& m) { return m["c"].dtype().is_bool() ? m["c"].where(m["b"], m["a"]) : UOp{}; }},
@@ -2369,127 +2383,86 @@ inline const PatternMatcher& symbolic_simple() {
   return pm;
 }
 
-/// Every rule of symbolic_simple plus the integer rules: bounds, canonical sums and products,
-/// div/mod folding, comparisons. What `simplify` runs.
-inline const PatternMatcher& symbolic() {
+/// The integer rules: bounds, canonical sums (index math), div/mod folding, comparisons.
+inline const PatternMatcher& symbolic_int() {
   using P = UPat;
-  static const PatternMatcher pm = symbolic_simple() +
-                                   PatternMatcher{
-                                       {
-                                           // an integer op whose bounds pin one value is that value
-                                           {P(GroupOp::ALU).named("x"),
-                                            [](auto& m) {
-                                              const UOp& x = m["x"];
-                                              if (!has_bounds(x) || x.dtype().count() != 1)
-                                                return UOp{};
-                                              const Bounds b = bounds(x);
-                                              return b.is_const() ? x.const_like(b.lo) : UOp{};
-                                            }},
-                                           // sums, differences, negations and products by constants
-                                           // in canonical linear form
-                                           {P(OpSet{Ops::ADD, Ops::SUB, Ops::NEG, Ops::MUL})
-                                                .named("x"),
-                                            [](auto& m) {
-                                              return detail::is_intlike(m["x"])
-                                                         ? canonical_linear(m["x"])
-                                                         : UOp{};
-                                            }},
-                                           // integer identities that would be wrong for floats
-                                           // (NaN, inf, -0.0)
-                                           {P::var("x") * 0,
-                                            [](auto& m) {
-                                              return detail::is_intlike(m["x"])
-                                                         ? m["x"].const_like(0)
-                                                         : UOp{};
-                                            }},
-                                           {P::var("x").lt(P::var("x")),
-                                            [](auto& m) {
-                                              return detail::is_intlike(m["x"])
-                                                         ? UOp::const_(dtypes::bool_, false)
-                                                         : UOp{};
-                                            }},
-                                           {P::var("x").ne(P::var("x")),
-                                            [](auto& m) {
-                                              return detail::is_intlike(m["x"])
-                                                         ? UOp::const_(dtypes::bool_, false)
-                                                         : UOp{};
-                                            }},
-                                           {P::var("x").eq(P::var("x")),
-                                            [](auto& m) {
-                                              return detail::is_intlike(m["x"])
-                                                         ? UOp::const_(dtypes::bool_, true)
-                                                         : UOp{};
-                                            }},
-                                           {P::var("x").maximum(P::var("x")),
-                                            [](auto& m) { return m["x"]; }},
-                                           {P::var("a").maximum(P::var("b")),
-                                            [](auto& m) {
-                                              return detail::fold_max(m["a"], m["b"]);
-                                            }},
-                                           // x//x -> 1 and x%x -> 0 where x is never 0
-                                           {P::var("x").idiv(P::var("x")),
-                                            [](auto& m) {
-                                              return detail::is_intlike(m["x"]) &&
-                                                             (vmin(m["x"]) > 0 || vmax(m["x"]) < 0)
-                                                         ? m["x"].const_like(1)
-                                                         : UOp{};
-                                            }},
-                                           {P(Ops::MOD, {P::var("x"), P::var("x")}),
-                                            [](auto& m) {
-                                              return detail::is_intlike(m["x"]) &&
-                                                             (vmin(m["x"]) > 0 || vmax(m["x"]) < 0)
-                                                         ? m["x"].const_like(0)
-                                                         : UOp{};
-                                            }},
-                                           // (x//a)//b -> x//(a*b) for a, b > 0 (C division
-                                           // composes)
-                                           {P::var("x").idiv(P::cvar("a")).idiv(P::cvar("b")),
-                                            [](auto& m) {
-                                              const i128 a = m["a"].const_int(),
-                                                         b = m["b"].const_int();
-                                              if (!detail::is_intlike(m["x"]) || a <= 0 || b <= 0 ||
-                                                  a * b > dtypes::max_int(m["x"].dtype()))
-                                                return UOp{};
-                                              return m["x"].idiv(m["x"].const_like(a * b));
-                                            }},
-                                           // (x%(a*k))%a -> x%a for a, k > 0 (C's remainder keeps
-                                           // the dividend's sign both times)
-                                           {
-                                               P(
-                                                   Ops::MOD,
-                                                   {P(Ops::MOD, {P::var("x"), P::cvar("ak")}), P::cvar("a")}),
-                                               [](auto& m) {
-                                                 const i128 ak = m["ak"].const_int(),
-                                                            a = m["a"].const_int();
-                                                 if (!detail::is_intlike(m["x"]) || a <= 0 ||
-                                                     ak <= 0 || ak % a != 0)
-                                                   return UOp{};
-                                                 return m["x"].mod(m["a"]);
-                                               }},
-                                           // division and remainder by a constant
-                                           {
-                                               P(OpSet{Ops::IDIV, Ops::MOD},
-                                                 {P::var("x"), P::cvar("c")})
-                                                   .named("d"),
-                                               [](auto& m) {
-                                                 return detail::is_intlike(m["x"])
-                                                            ? detail::fold_divmod(m["d"])
-                                                            : UOp{};
-                                               }},
-                                           // integer casts that keep values move out of the way of index math
+  auto ints = [](const UOp& u) { return detail::is_intlike(u); };
+  static const PatternMatcher pm{{
+      // an integer op whose bounds pin one value is that value
+      {P(GroupOp::ALU).named("x"),
+       [](auto& m) {
+         const UOp& x = m["x"];
+         if (!has_bounds(x) || x.dtype().count() != 1) return UOp{};
+         const Bounds b = bounds(x);
+         return b.is_const() ? x.const_like(b.lo) : UOp{};
+       }},
+      // index sums, differences, negations and products by constants in canonical linear form
+      // (not data: flattening a data sum would copy its shared terms into every user)
+      {P(OpSet{Ops::ADD, Ops::SUB, Ops::NEG, Ops::MUL}).named("x"),
+       [](auto& m) {
+         return m["x"].dtype().scalar().is_index() ? canonical_linear(m["x"]) : UOp{};
+       }},
+      // other integers: x+0 -> x, (x+c1)+c2 -> x+(c1+c2)
+      {P::var("x") + 0, [=](auto& m) { return ints(m["x"]) ? m["x"] : UOp{}; }},
+      {(P::var("x") + P::cvar("c1")) + P::cvar("c2"),
+       [=](auto& m) {
+         if (!ints(m["x"])) return UOp{};
+         return m["x"] + fold_constants(Ops::ADD, m["c1"].dtype(), {m["c1"], m["c2"]});
+       }},
+      // integer identities that would be wrong for floats (NaN, inf, -0.0)
+      {P::var("x") * 0, [=](auto& m) { return ints(m["x"]) ? m["x"].const_like(0) : UOp{}; }},
+      {P::var("x").lt(P::var("x")),
+       [=](auto& m) { return ints(m["x"]) ? UOp::const_(dtypes::bool_, false) : UOp{}; }},
+      {P::var("x").ne(P::var("x")),
+       [=](auto& m) { return ints(m["x"]) ? UOp::const_(dtypes::bool_, false) : UOp{}; }},
+      {P::var("x").eq(P::var("x")),
+       [=](auto& m) { return ints(m["x"]) ? UOp::const_(dtypes::bool_, true) : UOp{}; }},
+      {P::var("x").maximum(P::var("x")), [](auto& m) { return m["x"]; }},
+      {P::var("a").maximum(P::var("b")), [](auto& m) { return detail::fold_max(m["a"], m["b"]); }},
+      // x//x -> 1 and x%x -> 0 where x is never 0
+      {P::var("x").idiv(P::var("x")),
+       [=](auto& m) {
+         return ints(m["x"]) && (vmin(m["x"]) > 0 || vmax(m["x"]) < 0) ? m["x"].const_like(1)
+                                                                       : UOp{};
+       }},
+      {P(Ops::MOD, {P::var("x"), P::var("x")}),
+       [=](auto& m) {
+         return ints(m["x"]) && (vmin(m["x"]) > 0 || vmax(m["x"]) < 0) ? m["x"].const_like(0)
+                                                                       : UOp{};
+       }},
+      // (x//a)//b -> x//(a*b) for a, b > 0 (C division composes)
+      {P::var("x").idiv(P::cvar("a")).idiv(P::cvar("b")),
+       [=](auto& m) {
+         const i128 a = m["a"].const_int(), b = m["b"].const_int();
+         if (!ints(m["x"]) || a <= 0 || b <= 0 || a * b > dtypes::max_int(m["x"].dtype()))
+           return UOp{};
+         return m["x"].idiv(m["x"].const_like(a * b));
+       }},
+      // (x%(a*k))%a -> x%a for a, k > 0 (C's remainder keeps the dividend's sign both times)
+      {P(Ops::MOD, {P(Ops::MOD, {P::var("x"), P::cvar("ak")}), P::cvar("a")}),
+       [=](auto& m) {
+         const i128 ak = m["ak"].const_int(), a = m["a"].const_int();
+         if (!ints(m["x"]) || a <= 0 || ak <= 0 || ak % a != 0) return UOp{};
+         return m["x"].mod(m["a"]);
+       }},
+      // division and remainder by a constant
+      {P(OpSet{Ops::IDIV, Ops::MOD}, {P::var("x"), P::cvar("c")}).named("d"),
+       [=](auto& m) { return ints(m["x"]) ? detail::fold_divmod(m["d"]) : UOp{}; }},
+      // integer casts that keep values move out of the way of index math
       {P::var("x").cast().named("cast") + P::cvar("c"),
        [](auto& m) { return detail::fold_cast_add(m["cast"], m["c"]); }},
       {P(GroupOp::Comparison, {P::var("x").cast().named("cast"), P::cvar("c")}).named("cmp"),
        [](auto& m) { return detail::fold_cast_cmp(m["cmp"], m["cast"], m["c"]); }},
       // comparisons against a constant in canonical form
-                                           {
-                                               P::var("x").lt(P::cvar("c")).named("cmp"),
-                                               [](auto& m) {
-                                                 return detail::is_intlike(m["x"])
-                                                            ? detail::fold_lt_const(m["cmp"])
-                                                            : UOp{};
-                                               }},
-                                       }};
+      {P::var("x").lt(P::cvar("c")).named("cmp"),
+       [=](auto& m) { return ints(m["x"]) ? detail::fold_lt_const(m["cmp"]) : UOp{}; }},
+  }};
+  return pm;
+}
+
+/// symbolic_simple and symbolic_int: what `simplify` runs.
+inline const PatternMatcher& symbolic() {
+  static const PatternMatcher pm = symbolic_simple() + symbolic_int();
   return pm;
 }
 
@@ -2601,7 +2574,8 @@ inline std::atomic<uint64_t>& valid_var_counter() {
 
 /// `x` simplified where `valid` holds: the value is unchanged wherever valid is true. An
 /// impossible valid (a clause can never hold) returns x unchanged.
-inline UOp uop_given_valid(const UOp& valid, const UOp& x) {
+inline UOp uop_given_valid(const UOp& valid, const UOp& x_in) {
+  const UOp x = simplify(x_in);
   std::unordered_map<const UOpNode*, UOp> to_var, to_expr;
   for (auto& [e, b] : detail::implied_bounds(detail::and_clauses(valid))) {
     if (b.lo > b.hi) return x;
@@ -2613,8 +2587,29 @@ inline UOp uop_given_valid(const UOp& valid, const UOp& x) {
     to_var[e.get()] = v;
     to_expr[v.get()] = e;
   }
-  if (to_var.empty()) return simplify(x);
-  return simplify(substitute(simplify(substitute(x, to_var)), to_expr));
+  if (to_var.empty()) return x;
+  // a sum that contains a bounded sum e as a part is rewritten as e + the rest, so the bounds of e
+  // reach it: r0*3 + r1 + r2 - 2 with r1 + r2 >= 2 is (r1 + r2) + r0*3 - 2 >= 0
+  std::unordered_map<const UOpNode*, UOp> map = to_var;
+  for (const auto& [e_node, v] : to_var) {
+    const UOp e = to_expr.at(v.get());
+    if (e.op() != Ops::ADD) continue;
+    const Linear le = linear_form(e);
+    for (const UOp& u : toposort(x)) {
+      if (u.op() != Ops::ADD || u == e || map.count(u.get())) continue;
+      Linear rest = linear_form(u);
+      bool contains = true;
+      for (const auto& t : le.terms) {
+        auto it = std::find_if(rest.terms.begin(), rest.terms.end(), [&](const auto& r) { return r.atom == t.atom; });
+        if (it == rest.terms.end() || it->coef != t.coef) { contains = false; break; }
+        rest.terms.erase(it);
+      }
+      if (!contains) continue;
+      rest.constant -= le.constant;
+      map[u.get()] = v + rest.build();
+    }
+  }
+  return simplify(substitute(simplify(substitute(x, map)), to_expr));
 }
 
 /// A validity mask with the clauses that the others imply removed (false when one can never hold).
@@ -2910,7 +2905,7 @@ inline HostAllocator& host_allocator() {
 struct Device {
   /// The device names tinyt knows, whether or not they can run here.
   static const std::vector<std::string>& known() {
-    static const std::vector<std::string> names{"CPU"};
+    static const std::vector<std::string> names{"CPU", "CL", "CUDA"};
     return names;
   }
   /// "cpu", "CPU:0" -> "CPU"; an unknown name is a DeviceError.
@@ -2919,11 +2914,18 @@ struct Device {
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
     if (s.size() > 2 && s.compare(s.size() - 2, 2, ":0") == 0) s.resize(s.size() - 2);
     if (std::find(known().begin(), known().end(), s) == known().end())
-      throw DeviceError(detail::cat("unknown device '", name, "'; tinyt knows: CPU"));
+      throw DeviceError(detail::cat("unknown device '", name, "'; tinyt knows CPU, CL and CUDA"));
     return s;
   }
   /// The devices that can run here.
   static std::vector<std::string> list() { return {"CPU"}; }
+  /// Throws DeviceError unless `name` can run here.
+  static void require(const std::string& name) {
+    const std::string d = canonicalize(name);
+    const auto ok = list();
+    if (std::find(ok.begin(), ok.end(), d) == ok.end())
+      throw DeviceError(detail::cat("device ", d, " cannot run here: no backend for it in this build (Device::list() has CPU)"));
+  }
   /// The default device: $DEV if set, else CPU.
   static std::string default_device() {
     const char* dev = std::getenv("DEV");
@@ -2947,9 +2949,13 @@ class Buffer {
   DType dtype() const { return dtype_; }
   size_t nbytes() const { return size_ * static_cast<size_t>(dtype_.itemsize()); }
   bool allocated() const { return ptr_ != nullptr; }
+  /// Bumped each time the memory is overwritten in place: values computed into it before are gone.
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
+  void overwritten() { version_.fetch_add(1, std::memory_order_acq_rel); }
 
   /// The memory, allocated now if it was not yet.
   void* ptr() {
+    Device::require(device_);
     std::call_once(alloc_once_, [this] { ptr_ = detail::host_allocator().alloc(nbytes()); });
     return ptr_;
   }
@@ -2970,6 +2976,7 @@ class Buffer {
   DType dtype_;
   void* ptr_ = nullptr;
   std::once_flag alloc_once_;
+  std::atomic<uint64_t> version_{0};
 };
 
 }  // namespace tinyt::inline v0
@@ -3484,6 +3491,7 @@ struct TensorMeta : UOpNode::Extra {
   std::mutex mu;
   std::shared_ptr<Buffer> buffer;  // BUFFER nodes: the memory
   UOp realized;                    // computed nodes: a view of the buffer holding the value
+  uint64_t realized_version = 0;   // ... while that memory is at this version
 };
 
 namespace graph {
@@ -3567,17 +3575,32 @@ inline const Shape& shape_of(const UOp& u) { return meta(u).shape; }
 inline const std::string& device_of(const UOp& u) { return meta(u).device; }
 inline std::vector<int64_t> concrete_shape(const UOp& u) { return shape_of(u).to_vector(); }
 
+inline std::shared_ptr<Buffer> buffer_of(const UOp& b);
+inline UOp base_buffer(const UOp& view);
+
 /// The buffer holding u's value when it has been computed (a view of it), else the empty UOp.
+/// A value whose memory has since been overwritten in place is forgotten.
 inline UOp realized(const UOp& u) {
   if (u.op() == Ops::BUFFER) return u;
   TensorMeta& m = meta(u);
-  std::lock_guard lock(m.mu);
-  return m.realized;
+  UOp view;
+  uint64_t version;
+  {
+    std::lock_guard lock(m.mu);
+    view = m.realized, version = m.realized_version;
+  }
+  if (view && buffer_of(base_buffer(view))->version() != version) {
+    std::lock_guard lock(m.mu);
+    m.realized = UOp();
+    return {};
+  }
+  return view;
 }
 inline void set_realized(const UOp& u, const UOp& view) {
+  const uint64_t version = buffer_of(base_buffer(view))->version();
   TensorMeta& m = meta(u);
   std::lock_guard lock(m.mu);
-  m.realized = view;
+  m.realized = view, m.realized_version = version;
 }
 /// The memory of a BUFFER node (created, not yet allocated, on first use).
 inline std::shared_ptr<Buffer> buffer_of(const UOp& b) {
@@ -4100,19 +4123,24 @@ struct Kernel {
   std::vector<UOp> buffers;  // BUFFER nodes
   UOp computes;              // the tensor-level node whose value the kernel writes
   UOp view;                  // where that value lives afterwards (a view of buffers[0])
+  bool in_place = false;     // writes existing memory (an assign)
+  bool temporary = false;    // its memory is reused after its last reader: the value is not kept
 };
 
 namespace detail {
 using tinyt::detail::cat;
+/// Where memory holds a node's value (a view), or empty: graph::realized, unless the scheduler
+/// must recompute it because that memory is overwritten in this schedule.
+using Known = std::function<UOp(const UOp&)>;
 
 // A node that needs no kernel: memory already holds it in its own shape.
-inline bool is_materialized(const UOp& u) {
-  if (u.op() == Ops::BUFFER || graph::realized(u)) return true;
+inline bool is_materialized(const UOp& u, const Known& known = graph::realized) {
+  if (u.op() == Ops::BUFFER || known(u)) return true;
   return u.op() == Ops::RESHAPE && u.src(0).op() == Ops::BUFFER;
 }
 
 // The nodes below the roots that the kernels compute (stopping at what memory already holds).
-inline std::vector<UOp> pending_graph(const std::vector<UOp>& roots) {
+inline std::vector<UOp> pending_graph(const std::vector<UOp>& roots, const Known& known = graph::realized) {
   std::vector<UOp> order;
   std::unordered_set<const UOpNode*> seen;
   std::vector<std::pair<const UOp*, bool>> stack;
@@ -4123,7 +4151,7 @@ inline std::vector<UOp> pending_graph(const std::vector<UOp>& roots) {
     if (expanded) { order.push_back(*u); continue; }
     if (!seen.insert(u->get()).second) continue;
     stack.push_back({u, true});
-    if (graph::realized(*u) || u->op() == Ops::BUFFER) continue;
+    if (known(*u) || u->op() == Ops::BUFFER) continue;
     for (const UOp& s : (*u)->src) stack.push_back({&s, false});
   }
   return order;
@@ -4131,22 +4159,29 @@ inline std::vector<UOp> pending_graph(const std::vector<UOp>& roots) {
 
 // Realization points: roots, explicit ones, copies, and reductions whose result would be
 // recomputed (broadcast back by an EXPAND, or read by several consumers).
-inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const std::vector<UOp>& order) {
+inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const std::vector<UOp>& order,
+                                           const Known& known) {
   std::unordered_map<const UOpNode*, std::vector<const UOpNode*>> consumers;
   for (const UOp& u : order)
-    if (!graph::realized(u) && u.op() != Ops::BUFFER)
+    if (!known(u) && u.op() != Ops::BUFFER)
       for (const UOp& s : u.src()) consumers[s.get()].push_back(u.get());
   std::unordered_set<const UOpNode*> points;
   for (const UOp& r : roots)
-    if (!is_materialized(r)) points.insert(r.get());
+    if (!is_materialized(r, known)) points.insert(r.get());
   for (const UOp& u : order) {
-    if (graph::realized(u) || u.op() == Ops::BUFFER) continue;
+    if (known(u) || u.op() == Ops::BUFFER) continue;
     if (u.op() == Ops::CONTIGUOUS || u.op() == Ops::COPY || u.op() == Ops::ASSIGN) points.insert(u.get());
-    if (u.op() == Ops::COPY && !is_materialized(u.src(0))) points.insert(u.src(0).get());
+    if (u.op() == Ops::COPY && !is_materialized(u.src(0), known)) points.insert(u.src(0).get());
   }
-  // a reduction is realized when a path from it to the next realization point expands it
+  // a reduction is realized when a path from it to the next realization point expands it,
+  // unless it reads no memory (an arange): that is cheap to recompute and usually counted away
+  auto reads_memory = [&](const UOp& r) {
+    for (const UOp& x : toposort(r))
+      if (x.op() == Ops::BUFFER || known(x)) return true;
+    return false;
+  };
   for (const UOp& u : order) {
-    if (u.op() != Ops::REDUCE_AXIS || points.count(u.get())) continue;
+    if (u.op() != Ops::REDUCE_AXIS || points.count(u.get()) || !reads_memory(u)) continue;
     std::unordered_set<const UOpNode*> distinct(consumers[u.get()].begin(), consumers[u.get()].end());
     bool realize = distinct.size() > 1;
     std::vector<const UOpNode*> stack(distinct.begin(), distinct.end());
@@ -4217,23 +4252,36 @@ inline std::vector<Kernel> order_kernels(std::vector<Kernel> kernels, const std:
 
 // True when every load of `buffer` in the kernel reads the element the kernel stores to.
 inline bool reads_only_own_element(const UOp& ast, int64_t global_index, const UOp& store_index) {
-  for (const UOp& u : toposort(ast))
-    if (u.op() == Ops::INDEX && u.src(0).op() == Ops::DEFINE_GLOBAL && u.src(0).arg().as_int() == global_index &&
-        !(u.src(1) == store_index && u.src().size() == 2))
-      for (const UOp& user : toposort(ast))
-        if (user.op() == Ops::LOAD && user.src(0) == u) return false;
+  for (const UOp& u : toposort(ast)) {
+    if (u.op() != Ops::LOAD) continue;
+    const UOp& idx = u.src(0);
+    if (idx.src(0).op() == Ops::DEFINE_GLOBAL && idx.src(0).arg().as_int() == global_index &&
+        !(idx.src(1) == store_index && idx.src().size() == 2))
+      return false;
+  }
   return true;
 }
 }  // namespace detail
 
 /// The kernels that compute `roots`, in an order that respects what each reads and writes.
 inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots) {
-  const std::vector<UOp> order = detail::pending_graph(roots);
-  const std::vector<UOp> points = detail::realization_points(roots, order);
+  // memory that assigns here overwrite: values it holds for other nodes are recomputed instead
+  std::unordered_set<const Buffer*> overwritten;
+  for (const UOp& u : detail::pending_graph(roots))
+    if (u.op() == Ops::ASSIGN)
+      if (UOp b = graph::base_buffer(u.src(0))) overwritten.insert(graph::buffer_of(b).get());
+  const detail::Known known = [&](const UOp& u) -> UOp {
+    UOp view = graph::realized(u);
+    if (!view || overwritten.empty() || u.op() == Ops::BUFFER || graph::base_buffer(u)) return view;
+    const UOp b = graph::base_buffer(view);
+    return b && overwritten.count(graph::buffer_of(b).get()) ? UOp{} : view;
+  };
+  const std::vector<UOp> order = detail::pending_graph(roots, known);
+  const std::vector<UOp> points = detail::realization_points(roots, order, known);
   std::unordered_map<const UOpNode*, UOp> computed;  // realization point -> view of its buffer
   auto input_view = [&](const UOp& u) -> UOp {
     if (auto it = computed.find(u.get()); it != computed.end()) return it->second;
-    return graph::realized(u);
+    return known(u);
   };
   std::vector<Kernel> kernels;
   std::vector<bool> in_place;
@@ -4268,6 +4316,7 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots) {
         computed[point.src(1).get()] = first.view;
         kernel = make_kernel(point, point.src(1), target, view).first;
       }
+      kernel.in_place = true;
       kernels.push_back(kernel), in_place.push_back(true);
       computed[point.get()] = view;
       continue;
@@ -4279,6 +4328,47 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots) {
     kernels.push_back(std::move(kernel)), in_place.push_back(false);
   }
   return detail::order_kernels(std::move(kernels), in_place);
+}
+
+/// Reuses memory within a schedule: the buffer of an intermediate nobody outside the schedule
+/// can reach (`reachable_outside` says who can) is handed to a later kernel of the same size
+/// once its last reader has run. Such intermediates are temporary: their values are not kept.
+template <class ReachableOutside>
+void plan_memory(std::vector<Kernel>& kernels, const std::vector<UOp>& roots, ReachableOutside reachable_outside) {
+  std::unordered_set<const UOpNode*> root_set;
+  for (const UOp& r : roots) root_set.insert(r.get());
+  std::unordered_map<const UOpNode*, size_t> last_read;  // buffer -> last kernel reading it
+  for (size_t i = 0; i < kernels.size(); ++i)
+    for (size_t j = 1; j < kernels[i].buffers.size(); ++j) last_read[kernels[i].buffers[j].get()] = i;
+  std::vector<std::pair<size_t, std::shared_ptr<Buffer>>> free_after;  // (kernel, memory)
+  std::vector<std::shared_ptr<Buffer>> pool;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    for (auto it = free_after.begin(); it != free_after.end();) {
+      if (it->first < i) pool.push_back(it->second), it = free_after.erase(it);
+      else ++it;
+    }
+    Kernel& k = kernels[i];
+    if (k.in_place || root_set.count(k.computes.get()) || reachable_outside(k.computes)) continue;
+    const UOp& out = k.buffers[0];
+    const auto reads = last_read.find(out.get());
+    if (reads == last_read.end()) continue;
+    const size_t bytes = static_cast<size_t>(out.arg().as_int()) * static_cast<size_t>(out.dtype().itemsize());
+    auto fit = std::find_if(pool.begin(), pool.end(), [&](const std::shared_ptr<Buffer>& b) {
+      return b->nbytes() == bytes && b->device() == graph::device_of(out);
+    });
+    std::shared_ptr<Buffer> memory;
+    if (fit != pool.end()) {
+      memory = *fit;
+      pool.erase(fit);
+      TensorMeta& m = graph::meta(out);
+      std::lock_guard lock(m.mu);
+      m.buffer = memory;
+    } else {
+      memory = graph::buffer_of(out);
+    }
+    k.temporary = true;
+    free_after.emplace_back(reads->second, memory);
+  }
 }
 
 }  // namespace schedule
@@ -4369,8 +4459,11 @@ inline const char* math_fn(Ops op) {
 class CRenderer {
  public:
   std::string render(const codegen::Program& p) {
-    for (const UOp& u : p.ops)
-      for (const UOp& s : u.src()) ++uses_[s.get()];
+    for (const UOp& u : p.ops) {
+      // an op that spells an operand more than once (NaN-aware max, guarded division) needs it named
+      const int n = repeats_operands(u) ? 2 : 1;
+      for (const UOp& s : u.src()) uses_[s.get()] += n;
+    }
     body_ << "void " << p.name << "(void** bufs, const long long* vars, int core_id, int core_count) {\n";
     body_ << "  (void)vars; (void)core_id; (void)core_count;\n";
     for (size_t i = 0; i < p.globals.size(); ++i) {
@@ -4485,6 +4578,11 @@ class CRenderer {
     throw CompileError(detail::cat("C renderer: cannot render ", op_name(u.op()), " of ", u.dtype().name()));
   }
 
+  static bool repeats_operands(const UOp& u) {
+    if (u.op() == Ops::MAX) return true;
+    return (u.op() == Ops::IDIV || u.op() == Ops::MOD) && !(u.src(1).is_const() && u.src(1).const_int() > 0);
+  }
+
   static const char* infix_symbol(Ops op) {
     switch (op) {
       case Ops::ADD: return " + ";
@@ -4564,9 +4662,19 @@ inline KernelCache& kernel_cache() {
 /// Runs a schedule: compiles (or finds) each kernel and launches it on its buffers.
 inline void run_schedule(const std::vector<schedule::Kernel>& kernels) {
   const int debug = debug_level();
-  if (debug >= 1 && !kernels.empty()) std::cerr << "schedule: " << kernels.size() << " kernel(s)\n";
+  if (debug >= 1 && !kernels.empty()) {
+    size_t bytes = 0;
+    for (const schedule::Kernel& k : kernels) bytes += graph::buffer_of(k.buffers[0])->nbytes();
+    std::cerr << "schedule: " << kernels.size() << " kernel(s), " << std::fixed << std::setprecision(2)
+              << static_cast<double>(bytes) / 1e6 << " MB written\n";
+  }
   for (const schedule::Kernel& k : kernels) {
+    for (const UOp& b : k.buffers) Device::require(graph::device_of(b));
     std::shared_ptr<CompiledKernel> ck = detail::kernel_cache().get(k.ast);
+    if (debug >= 3) std::cerr << "  " << ck->program.name << " opts: none (the kernel optimizer is not in this build)\n";
+    if (debug >= 5) std::cerr << to_string(k.ast);
+    if (debug >= 6)
+      for (const UOp& u : ck->program.ops) std::cerr << "    " << op_name(u.op()) << " " << u.dtype().name() << "\n";
     std::vector<void*> ptrs;
     for (const UOp& b : k.buffers) ptrs.push_back(graph::buffer_of(b)->ptr());
     const auto start = std::chrono::steady_clock::now();
@@ -4577,7 +4685,8 @@ inline void run_schedule(const std::vector<schedule::Kernel>& kernels) {
     if (debug >= 2)
       std::cerr << "  " << std::left << std::setw(28) << ck->program.name << " " << k.buffers.size() << " buffers  "
                 << std::fixed << std::setprecision(2) << seconds * 1e6 << " us\n";
-    graph::set_realized(k.computes, k.view);
+    if (k.in_place) graph::buffer_of(k.buffers[0])->overwritten();
+    if (!k.temporary) graph::set_realized(k.computes, k.view);
   }
 }
 
@@ -4827,6 +4936,8 @@ class Tensor {
   Tensor unsqueeze(int dim) const;
   Tensor contiguous() const;
   Tensor detach() const;
+  /// This tensor on another device (a copy; the same tensor when it is there already).
+  Tensor to(const std::string& device) const;
   Tensor repeat(Shape repeats) const;
   static Tensor cat(const std::vector<Tensor>& tensors, int dim = 0);
   static Tensor stack(const std::vector<Tensor>& tensors, int dim = 0);
@@ -5196,6 +5307,11 @@ inline Tensor Tensor::unsqueeze(int dim) const {
   return reshape(Shape(s));
 }
 
+inline Tensor Tensor::to(const std::string& device) const {
+  const std::string d = Device::canonicalize(device);
+  if (d == this->device()) return *this;
+  return Tensor(UOp(Ops::COPY, dtype(), {uop(), graph::device_uop(d)}));
+}
 inline Tensor Tensor::contiguous() const { return Tensor(UOp(Ops::CONTIGUOUS, dtype(), {uop()})); }
 inline Tensor Tensor::detach() const { return Tensor(UOp(Ops::DETACH, dtype(), {uop()})); }
 
@@ -5270,12 +5386,16 @@ inline Operand binary_operand(Ops op, Operand a, Operand b, const char* name, bo
   const auto shape = Tensor::broadcast_shape(graph::concrete_shape(a.u), graph::concrete_shape(b.u), name);
   return {broadcast_uop(a.u, shape).alu(op, {broadcast_uop(b.u, shape)}), false};
 }
-/// -x as x * -1 (the weak flag stays).
+/// -x as x * -1 (a constant is negated now; the weak flag stays).
 inline Operand negate(const Operand& x) {
-  if (x.u.dtype().is_bool()) throw DTypeError("sub: subtracting bool tensors is not supported; use logical_xor");
-  UOp minus_one(Ops::CONST, x.u.dtype(), {graph::device_uop(graph::device_of(x.u))}, UOp::const_(x.u.dtype(), -1).arg());
-  if (x.u.op() == Ops::CONST) return {UOp(Ops::CONST, x.u.dtype(), x.u.src(), (-UOp(Ops::CONST, x.u.dtype(), {}, x.u.arg())).arg()), x.weak};
-  return {x.u.alu(Ops::MUL, {graph::expand(graph::reshape(minus_one, std::vector<int64_t>(graph::concrete_shape(x.u).size(), 1)), graph::concrete_shape(x.u))}), x.weak};
+  const DType dt = x.u.dtype();
+  if (dt.is_bool()) throw DTypeError("sub: subtracting bool tensors is not supported; use logical_xor");
+  if (x.u.op() == Ops::CONST) {
+    const UOp value = -UOp(Ops::CONST, dt, {}, x.u.arg());
+    return {UOp(Ops::CONST, dt, x.u.src(), value.arg()), x.weak};
+  }
+  const UOp minus_one = graph::const_(dt, -1, graph::device_of(x.u));
+  return {x.u.alu(Ops::MUL, {broadcast_uop(minus_one, graph::concrete_shape(x.u))}), x.weak};
 }
 }  // namespace detail
 
@@ -5601,6 +5721,14 @@ inline DType sum_acc_dtype(DType dt) {
   if (dt.is_int() || dt.is_bool()) return least_upper_dtype({dt, dtypes::default_int});
   return least_upper_dtype({dt, dtypes::float32});
 }
+// max and min have no identity: reducing a dim of size 0 is an error, as in PyTorch (other
+// dims may be 0: the result is then empty)
+inline void check_nonempty_reduce(const Tensor& t, const std::vector<int>& axes, const char* op) {
+  const auto s = t.shape().to_vector();
+  for (int a : axes)
+    if (!s.empty() && s[static_cast<size_t>(normalize_axis(a, s.size(), op))] == 0)
+      throw ShapeError(cat(op, ": cannot reduce dim ", a, " of size 0 in shape ", t.shape()));
+}
 inline std::vector<int> all_axes(size_t n) {
   std::vector<int> axes(n);
   for (size_t i = 0; i < n; ++i) axes[i] = static_cast<int>(i);
@@ -5640,14 +5768,14 @@ inline Tensor Tensor::prod(int axis, bool keepdim) const { return prod(std::vect
 inline Tensor Tensor::prod() const { return prod(detail::all_axes(ndim()), false); }
 
 inline Tensor Tensor::max(std::vector<int> axes, bool keepdim) const {
-  if (numel() == 0) throw ShapeError(detail::cat("max: cannot reduce an empty tensor of shape ", shape()));
+  detail::check_nonempty_reduce(*this, axes, "max");
   return reduce(Ops::MAX, std::move(axes), keepdim, "max");
 }
 inline Tensor Tensor::max(int axis, bool keepdim) const { return max(std::vector<int>{axis}, keepdim); }
 inline Tensor Tensor::max() const { return max(detail::all_axes(ndim()), false); }
 
 inline Tensor Tensor::min(std::vector<int> axes, bool keepdim) const {
-  if (numel() == 0) throw ShapeError(detail::cat("min: cannot reduce an empty tensor of shape ", shape()));
+  detail::check_nonempty_reduce(*this, axes, "min");
   if (dtype().is_float()) return neg().reduce(Ops::MAX, std::move(axes), keepdim, "min").neg();
   return bitwise_not().reduce(Ops::MAX, std::move(axes), keepdim, "min").bitwise_not();
 }
@@ -5788,20 +5916,29 @@ inline Tensor Tensor::eye(int64_t n, int64_t m, DType dtype) {
 
 // -- printing ----------------------------------------------------------------------------------
 namespace detail {
+template <class T> void print_element(std::ostream& os, const T& x) {
+  if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, half_t> || std::is_same_v<T, bfloat16_t>) {
+    // NumPy's style: integral floats keep a trailing point ("2.")
+    const double d = static_cast<double>(static_cast<float>(x));
+    if (std::isfinite(d) && d == std::trunc(d) && std::fabs(d) < 1e16) os << static_cast<long long>(d) << '.';
+    else os << d;
+  } else {
+    os << +x;
+  }
+}
 template <class T> void print_values(std::ostream& os, const std::vector<T>& v, const std::vector<int64_t>& shape) {
-  if (shape.empty()) { os << +v[0]; return; }
+  if (shape.empty()) {
+    print_element(os, static_cast<T>(v[0]));
+    return;
+  }
   std::vector<int64_t> strides(shape.size(), 1);
   for (size_t i = shape.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * shape[i];
   std::function<void(size_t, int64_t)> rec = [&](size_t dim, int64_t offset) {
     os << '[';
     for (int64_t i = 0; i < shape[dim]; ++i) {
       if (i) os << (dim + 1 == shape.size() ? " " : "\n" + std::string(dim + 1, ' '));
-      if (dim + 1 == shape.size()) {
-        if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, half_t> || std::is_same_v<T, bfloat16_t>) os << static_cast<double>(static_cast<float>(v[static_cast<size_t>(offset + i)]));
-        else os << +v[static_cast<size_t>(offset + i)];
-      } else {
-        rec(dim + 1, offset + i * strides[dim]);
-      }
+      if (dim + 1 == shape.size()) print_element(os, static_cast<T>(v[static_cast<size_t>(offset + i)]));
+      else rec(dim + 1, offset + i * strides[dim]);
     }
     os << ']';
   };
@@ -5876,6 +6013,15 @@ inline void realize_tensors(const std::vector<Tensor>& tensors) {
       if (UOp b = graph::base_buffer(u.src(0))) targets.insert(b.get());
     }
   if (!targets.empty()) {
+    // a view of memory being overwritten, realized in the same call, must be copied out first
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const UOp& u = tensors[i].d_->uop;
+      const UOp b = graph::base_buffer(u);
+      if (b && targets.count(b.get()) && !assigns.count(u.get())) {
+        tensors[i].d_->uop = UOp(Ops::CONTIGUOUS, u.dtype(), {u});
+        roots[i] = tensors[i].d_->uop;
+      }
+    }
     std::vector<Tensor> first;
     for (auto& d : Tensor::live_tensors().snapshot()) {
       if (std::any_of(tensors.begin(), tensors.end(), [&](const Tensor& t) { return t.d_ == d; })) continue;
@@ -5886,7 +6032,21 @@ inline void realize_tensors(const std::vector<Tensor>& tensors) {
     }
     if (!first.empty()) realize_tensors(first);
   }
-  run_schedule(schedule::create_schedule(roots));
+  std::vector<schedule::Kernel> kernels = schedule::create_schedule(roots);
+  if (kernels.size() > 1) {
+    // an intermediate no other live tensor can reach is not kept, and its memory is reused
+    std::vector<std::shared_ptr<Tensor::Data>> live = Tensor::live_tensors().snapshot();
+    std::erase_if(live, [&](const auto& d) {
+      return std::any_of(tensors.begin(), tensors.end(), [&](const Tensor& t) { return t.d_ == d; });
+    });
+    schedule::plan_memory(kernels, roots, [&](const UOp& node) {
+      const std::unordered_set<const UOpNode*> target{node.get()};
+      return std::any_of(live.begin(), live.end(), [&](const auto& d) {
+        return detail::reaches(d->uop, target, {}) != detail::Reach::no;
+      });
+    });
+  }
+  run_schedule(kernels);
   for (const Tensor& t : tensors)
     if (UOp view = graph::realized(t.d_->uop)) t.d_->uop = view;
 }
@@ -5907,23 +6067,1613 @@ inline Tensor& Tensor::assign(const Tensor& value) {
 }  // namespace tinyt::inline v0
 // ---- end tinyt/ops/assign.hpp ----
 // ---- tinyt/ops/combine.hpp ----
-// (being written)
+// Combining and splitting: cat, stack, split, chunk, repeat, and linspace. Each is a view or a
+// sum of padded views, so it fuses into whatever consumes it.
 
+
+namespace tinyt::inline v0 {
+
+namespace detail {
+// The promoted dtype of several tensors, which must all be defined.
+inline DType common_dtype(const std::vector<Tensor>& ts) {
+  DType dt = ts[0].dtype();
+  for (const Tensor& t : ts) dt = least_upper_dtype({dt, t.dtype()});
+  return dt;
+}
+inline std::string shapes_str(const std::vector<Tensor>& ts) {
+  std::string s;
+  for (size_t i = 0; i < ts.size(); ++i) s += (i ? ", " : "") + to_string(ts[i].shape());
+  return s;
+}
+inline void check_tensors(const std::vector<Tensor>& ts, const char* op) {
+  if (ts.empty()) throw Error(cat(op, ": needs at least one tensor"));
+  for (size_t i = 0; i < ts.size(); ++i)
+    if (!ts[i].defined()) throw Error(cat(op, ": tensor ", i, " is the empty Tensor() handle"));
+  for (const Tensor& t : ts)
+    if (t.device() != ts[0].device())
+      throw DeviceError(cat(op, ": tensors are on ", ts[0].device(), " and ", t.device()));
+}
+}  // namespace detail
+
+/// Joins tensors along `dim`: each is padded to the full length there, and each position selects
+/// the piece whose range holds it (one kernel). A select rather than a sum of the padded pieces
+/// keeps -0.0 and works for bools; the kernels are the same size.
+inline Tensor Tensor::cat(const std::vector<Tensor>& tensors, int dim) {
+  detail::check_tensors(tensors, "cat");
+  const auto s0 = tensors[0].cshape();
+  if (s0.empty())
+    throw ShapeError(
+        "cat: zero-dimensional tensors cannot be concatenated (unsqueeze them or use stack)");
+  const auto d = static_cast<size_t>(normalize_axis(dim, s0.size(), "cat"));
+  int64_t total = 0;
+  for (const Tensor& t : tensors) {
+    auto s = t.cshape();
+    bool fits = s.size() == s0.size();
+    for (size_t i = 0; fits && i < s.size(); ++i) fits = i == d || s[i] == s0[i];
+    if (!fits)
+      throw ShapeError(
+          detail::cat("cat: shapes ", detail::shapes_str(tensors), " differ outside dim ", dim));
+    total += s[d];
+  }
+  const DType dt = detail::common_dtype(tensors);
+  if (tensors.size() == 1) return tensors[0].cast(dt);
+  Tensor out;
+  int64_t offset = 0;
+  for (const Tensor& t : tensors) {
+    const int64_t n = t.cshape()[d];
+    std::vector<std::pair<sint, sint>> p(s0.size(), {0, 0});
+    p[d] = {offset, total - offset - n};
+    offset += n;
+    Tensor piece = t.cast(dt).pad(p);
+    Tensor mask = Tensor::full(t.shape(), true, dtypes::bool_, t.device()).pad(p);
+    out = !out.defined() ? piece : mask.where(piece, out);
+  }
+  return out;
+}
+
+/// Joins equally shaped tensors along a new axis `dim`.
+inline Tensor Tensor::stack(const std::vector<Tensor>& tensors, int dim) {
+  detail::check_tensors(tensors, "stack");
+  for (const Tensor& t : tensors)
+    if (!(t.shape() == tensors[0].shape()))
+      throw ShapeError(detail::cat("stack: every tensor must have the same shape, got ",
+                                   detail::shapes_str(tensors)));
+  const int d = normalize_axis(dim, tensors[0].ndim() + 1, "stack");
+  std::vector<Tensor> parts;
+  for (const Tensor& t : tensors) parts.push_back(t.unsqueeze(d));
+  return cat(parts, d);
+}
+
+/// Views of consecutive pieces of `dim` with the given lengths (which must add up to its size).
+inline std::vector<Tensor> Tensor::split(std::vector<int64_t> sizes, int dim) const {
+  const auto s = cshape();
+  if (s.empty()) throw ShapeError("split: a zero-dimensional tensor cannot be split");
+  const auto d = static_cast<size_t>(normalize_axis(dim, s.size(), "split"));
+  int64_t total = 0;
+  for (int64_t n : sizes) {
+    if (n < 0)
+      throw ShapeError(detail::cat("split: negative size ", n, " in ", to_string(Shape(sizes))));
+    total += n;
+  }
+  if (total != s[d])
+    throw ShapeError(detail::cat("split: sizes ", to_string(Shape(sizes)), " add up to ", total,
+                                 ", not to size ", s[d], " of dim ", dim, " in shape ",
+                                 detail::shape_str(s)));
+  std::vector<Tensor> out;
+  int64_t offset = 0;
+  for (int64_t n : sizes) {
+    std::vector<std::pair<sint, sint>> b;
+    for (int64_t x : s) b.emplace_back(0, x);
+    b[d] = {offset, offset + n};
+    offset += n;
+    out.push_back(shrink(b));
+  }
+  return out;
+}
+
+/// Views of `size`-long pieces of `dim` (the last may be shorter), as PyTorch's split.
+inline std::vector<Tensor> Tensor::split(int64_t size, int dim) const {
+  const auto s = cshape();
+  if (s.empty()) throw ShapeError("split: a zero-dimensional tensor cannot be split");
+  const int64_t n = s[static_cast<size_t>(normalize_axis(dim, s.size(), "split"))];
+  if (size < 0 || (size == 0 && n != 0))
+    throw ShapeError(detail::cat("split: piece size ", size, " must be positive (dim ", dim,
+                                 " has size ", n, ")"));
+  std::vector<int64_t> sizes;
+  for (int64_t at = 0; at < n; at += size) sizes.push_back(std::min(size, n - at));
+  if (sizes.empty()) sizes.push_back(0);  // an empty dim gives one empty piece
+  return split(sizes, dim);
+}
+
+/// At most n pieces of `dim`, each ceil(size / n) long but the last (PyTorch's chunk).
+inline std::vector<Tensor> Tensor::chunk(int64_t n, int dim) const {
+  if (n <= 0) throw Error(detail::cat("chunk: the number of chunks must be positive, got ", n));
+  const auto s = cshape();
+  if (s.empty()) throw ShapeError("chunk: a zero-dimensional tensor cannot be chunked");
+  const int64_t size = s[static_cast<size_t>(normalize_axis(dim, s.size(), "chunk"))];
+  if (size == 0)
+    return split(std::vector<int64_t>(static_cast<size_t>(n), 0),
+                 dim);  // n empty pieces, as PyTorch
+  return split((size + n - 1) / n, dim);
+}
+
+/// Tiles the tensor `repeats[i]` times along each dim (PyTorch's Tensor.repeat); extra leading
+/// repeats add dims. A view: an expand between two reshapes.
+inline Tensor Tensor::repeat(Shape repeats) const {
+  const std::vector<int64_t> r = repeats.to_vector();
+  auto s = cshape();
+  if (r.size() < s.size())
+    throw ShapeError(detail::cat("repeat: ", r.size(), " repeats for a tensor of shape ",
+                                 detail::shape_str(s), "; need at least one per dim"));
+  for (int64_t x : r)
+    if (x < 0) throw ShapeError(detail::cat("repeat: negative count in ", repeats));
+  s.insert(s.begin(), r.size() - s.size(), 1);
+  std::vector<int64_t> unsqueezed, expanded, out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsqueezed.insert(unsqueezed.end(), {1, s[i]});
+    expanded.insert(expanded.end(), {r[i], s[i]});
+    out.push_back(r[i] * s[i]);
+  }
+  return reshape(Shape(unsqueezed)).expand(Shape(expanded)).reshape(Shape(out));
+}
+
+/// `steps` evenly spaced values from start to stop (both included). As PyTorch, the first half
+/// counts up from start and the second half down from stop, so both ends are exact.
+template <class A, class B> Tensor Tensor::linspace(A start, B stop, int64_t steps, DType dtype) {
+  static_assert(std::is_arithmetic_v<A> && std::is_arithmetic_v<B>,
+                "Tensor::linspace takes numbers");
+  if (steps < 0)
+    throw Error(detail::cat("linspace: the number of steps must be non-negative, got ", steps));
+  if (dtype.is_bool()) throw DTypeError("linspace: bool is not supported");
+  const double a = static_cast<double>(start), b = static_cast<double>(stop);
+  if (steps == 1) return Tensor::full(Shape{1}, a, dtype);
+  // float32 and smaller floats compute in float32 (as PyTorch computes in the output type)
+  const DType acc =
+      dtype == dtypes::float64 || !dtype.is_float() ? dtypes::float64 : dtypes::float32;
+  const double step = steps > 1 ? (b - a) / static_cast<double>(steps - 1) : 0.0;
+  Tensor i = Tensor::arange(steps).cast(acc);
+  auto c = [&](double v) { return Tensor::full(Shape{}, v, acc); };
+  Tensor up = i.mul(c(step)).add(c(a));
+  Tensor down = c(b).sub(c(static_cast<double>(steps - 1)).sub(i).mul(c(step)));
+  return i.lt(c(static_cast<double>(steps / 2))).where(up, down).cast(dtype);
+}
+
+}  // namespace tinyt::inline v0
 // ---- end tinyt/ops/combine.hpp ----
 // ---- tinyt/ops/indexing.hpp ----
-// (being written)
+// Indexing: t[{...}] (NumPy/PyTorch basic and advanced indexing), assignment through it, gather
+// and one_hot.
+//
+// Basic indexing (ints, slices, NewAxis, Ellipsis) is a pure view: a shrink, a flip for negative
+// steps, a pad-reshape-shrink for steps above 1, and a reshape. Integer tensor indices select
+// with a one-hot mask (the index compared against an arange) and a sum over the indexed axes,
+// so gathering is a kernel like any other, with no host loop. Out-of-range values in an index
+// tensor are MASKED: they match no position, so a read gives 0 and a write writes nothing.
 
+
+namespace tinyt::inline v0 {
+
+namespace detail {
+
+/// A scalar of exactly `dt` (not weak), for selects and sums that must keep a dtype.
+template <class V> Tensor scalar_of(DType dt, V v, const std::string& device) {
+  return Tensor(graph::const_(dt, v, device));
+}
+
+/// A tensor's shape as numbers (indexing needs concrete shapes).
+inline std::vector<int64_t> dims_of(const Tensor& t) { return graph::concrete_shape(t.uop()); }
+
+/// What an index does to one dim of the base: it keeps `count` elements start, start+step, ...
+struct DimSelect {
+  int64_t start = 0, step = 1, count = 0;
+};
+
+/// An index resolved against a shape: per base dim what it keeps; the shape of the view (ints
+/// dropped, NewAxis added); and the tensor indices with the view dim each applies to.
+struct ParsedIndex {
+  std::vector<DimSelect> dims;
+  std::vector<int64_t> view_shape;
+  std::vector<std::pair<size_t, Tensor>> tensors;
+};
+
+/// Python's slice.indices(size) followed by the length of the range.
+inline DimSelect resolve_slice(const Slice& s, int64_t size) {
+  const int64_t step = s.step.value_or(1);
+  if (step == 0) throw Error("index: a slice step cannot be 0");
+  const int64_t lower = step > 0 ? 0 : -1, upper = step > 0 ? size : size - 1;
+  auto clamp = [&](std::optional<int64_t> v, int64_t fallback) {
+    if (!v) return fallback;
+    int64_t x = *v;
+    if (x < 0)
+      x = std::max(x + size, lower);
+    else
+      x = std::min(x, upper);
+    return x;
+  };
+  const int64_t start = clamp(s.start, step > 0 ? lower : upper),
+                stop = clamp(s.stop, step > 0 ? upper : lower);
+  const int64_t diff = step > 0 ? stop - start : start - stop;
+  // |step| may be INT64_MIN's magnitude: a count from (diff - 1) / |step| cannot overflow
+  const uint64_t k =
+      step > 0 ? static_cast<uint64_t>(step) : uint64_t{0} - static_cast<uint64_t>(step);
+  const int64_t count =
+      diff > 0 ? static_cast<int64_t>(static_cast<uint64_t>(diff - 1) / k) + 1 : 0;
+  // one element or none: the step no longer matters
+  if (count <= 1) return {count ? start : 0, 1, count};
+  return {start, step, count};
+}
+
+inline ParsedIndex parse_index(const std::vector<int64_t>& shape, const std::vector<Index>& index) {
+  size_t ellipses = 0, consuming = 0;
+  for (const Index& i : index) {
+    if (std::holds_alternative<EllipsisT>(i.value))
+      ++ellipses;
+    else if (!std::holds_alternative<NewAxisT>(i.value))
+      ++consuming;
+  }
+  if (ellipses > 1) throw IndexError(cat("index: at most one Ellipsis is allowed, got ", ellipses));
+  if (consuming > shape.size())
+    throw IndexError(
+        cat("index: too many indices (", consuming, ") for a tensor of shape ", shape_str(shape)));
+  ParsedIndex p;
+  size_t dim = 0;
+  auto keep_all = [&] {
+    p.dims.push_back({0, 1, shape[dim]});
+    p.view_shape.push_back(shape[dim++]);
+  };
+  for (const Index& entry : index) {
+    if (std::holds_alternative<EllipsisT>(entry.value)) {
+      for (size_t n = shape.size() - consuming; n > 0; --n) keep_all();
+    } else if (std::holds_alternative<NewAxisT>(entry.value)) {
+      p.view_shape.push_back(1);
+    } else if (const int64_t* i = std::get_if<int64_t>(&entry.value)) {
+      const int64_t size = shape[dim];
+      if (*i < -size || *i >= size)
+        throw IndexError(cat("index: index ", *i, " is out of range for axis ", dim, " with size ",
+                             size, " (shape ", shape_str(shape), ")"));
+      p.dims.push_back({*i < 0 ? *i + size : *i, 1, 1});
+      ++dim;
+    } else if (const Slice* s = std::get_if<Slice>(&entry.value)) {
+      p.dims.push_back(resolve_slice(*s, shape[dim]));
+      p.view_shape.push_back(p.dims.back().count);
+      ++dim;
+    } else {
+      const Tensor& t = std::get<Tensor>(entry.value);
+      if (!t.defined()) throw Error("index: an index is the empty Tensor() handle");
+      if (t.dtype().is_bool())
+        throw DTypeError(
+            "index: boolean mask indices are not supported (the result's shape would depend on the "
+            "data)");
+      if (!t.dtype().is_int())
+        throw DTypeError(cat("index: tensor indices must be integers, not ", t.dtype().name()));
+      p.tensors.emplace_back(p.view_shape.size(), t);
+      keep_all();
+    }
+  }
+  while (dim < shape.size()) keep_all();  // fewer indices than dims: the rest is `:`
+  return p;
+}
+
+/// Whether some dim steps by more than one element.
+inline bool any_stride(const ParsedIndex& p) {
+  return std::any_of(p.dims.begin(), p.dims.end(),
+                     [](const DimSelect& d) { return d.step != 1 && d.step != -1; });
+}
+inline uint64_t abs_step(const DimSelect& d) {
+  return d.step > 0 ? static_cast<uint64_t>(d.step) : uint64_t{0} - static_cast<uint64_t>(d.step);
+}
+// The base range [lo, hi) a dim reads (flipped when the step is negative), extended to a whole
+// number of steps when the base is long enough, which spares the pad of the strided view.
+inline std::pair<int64_t, int64_t> dim_range(const DimSelect& d, int64_t size) {
+  if (d.count == 0) return {0, 0};
+  const auto k = static_cast<int64_t>(abs_step(d));
+  const int64_t span = (d.count - 1) * k + 1;  // within size: the last element is in range
+  if (d.step > 0) return {d.start, d.start + (d.start + d.count * k <= size ? d.count * k : span)};
+  return {d.start + 1 - (d.start + 1 - d.count * k >= 0 ? d.count * k : span), d.start + 1};
+}
+
+/// The basic part of an index applied to t: a view of shape p.view_shape.
+inline Tensor basic_view(const Tensor& t, const ParsedIndex& p) {
+  const auto s = dims_of(t);
+  std::vector<std::pair<sint, sint>> bounds;
+  std::vector<int> flips;
+  for (size_t i = 0; i < s.size(); ++i) {
+    auto [lo, hi] = dim_range(p.dims[i], s[i]);
+    bounds.emplace_back(lo, hi);
+    if (p.dims[i].step < 0) flips.push_back(static_cast<int>(i));
+  }
+  Tensor x = t.shrink(bounds).flip(flips);
+  if (any_stride(p)) {
+    // a step k: pad to count * k, view as (count, k), keep column 0
+    std::vector<std::pair<sint, sint>> pad, keep;
+    std::vector<int64_t> split, counts;
+    const auto xs = dims_of(x);
+    for (size_t i = 0; i < s.size(); ++i) {
+      const auto k = static_cast<int64_t>(abs_step(p.dims[i])), n = p.dims[i].count;
+      pad.emplace_back(0, n * k - xs[i]);
+      split.insert(split.end(), {n, k});
+      keep.emplace_back(0, n), keep.emplace_back(0, 1);
+      counts.push_back(n);
+    }
+    x = x.pad(pad).reshape(Shape(split)).shrink(keep).reshape(Shape(counts));
+  }
+  return x.reshape(Shape(p.view_shape));
+}
+
+/// The inverse of basic_view: v (of the view's shape) placed where the view reads the base,
+/// zero (false) everywhere else.
+inline Tensor basic_unview(const Tensor& v, const ParsedIndex& p,
+                           const std::vector<int64_t>& base) {
+  std::vector<int64_t> counts;
+  for (const DimSelect& d : p.dims) counts.push_back(d.count);
+  Tensor x = v.reshape(Shape(counts));
+  std::vector<std::pair<sint, sint>> outer;
+  std::vector<int> flips;
+  std::vector<int64_t> lengths;
+  for (size_t i = 0; i < base.size(); ++i) {
+    auto [lo, hi] = dim_range(p.dims[i], base[i]);
+    outer.emplace_back(lo, base[i] - hi);
+    lengths.push_back(hi - lo);
+    if (p.dims[i].step < 0) flips.push_back(static_cast<int>(i));
+  }
+  if (any_stride(p)) {
+    // each element becomes a row (value, 0, ..., 0) of k, flattened and cut to the range length
+    std::vector<int64_t> col, flat;
+    std::vector<std::pair<sint, sint>> widen, cut;
+    for (size_t i = 0; i < base.size(); ++i) {
+      const auto k = static_cast<int64_t>(abs_step(p.dims[i])), n = p.dims[i].count;
+      col.insert(col.end(), {n, 1});
+      widen.emplace_back(0, 0), widen.emplace_back(0, k - 1);
+      flat.push_back(n * k);
+      cut.emplace_back(0, lengths[i]);
+    }
+    x = x.reshape(Shape(col)).pad(widen).reshape(Shape(flat)).shrink(cut);
+  }
+  return x.flip(flips).pad(outer);
+}
+
+/// The tensor-index part of an index, applied to x (the basic view): the broadcast shape of the
+/// index tensors, and the mask of which x element each index position selects.
+struct TensorSelect {
+  std::vector<int64_t> bshape;  // the index tensors broadcast together
+  std::vector<size_t> dims;     // x dims indexed by tensors, ascending
+  Tensor mask;                  // bshape + x.shape[dims[0]:] (1 on the dims not indexed)
+  bool to_front = false;        // the index dims are not adjacent: the result has bshape first
+};
+
+// The dtype an index is compared in: wide enough for the index and for every position of x.
+inline DType index_compare_dtype(DType dt) {
+  if (dt.itemsize() < 4) return dtypes::int32;
+  if (dt == dtypes::uint32) return dtypes::int64;
+  return dt;
+}
+
+/// `idx == arange(n)` along a new last axis, with idx a tensor of integers; negative values
+/// count from the end when `wrap` is set. Values out of range match nothing.
+inline Tensor one_hot_mask(Tensor idx, int64_t n, bool wrap) {
+  idx = idx.cast(index_compare_dtype(idx.dtype()));
+  const DType dt = idx.dtype();
+  const std::string dev = idx.device();
+  if (wrap && !dt.is_unsigned())
+    idx =
+        idx.add(idx.lt(scalar_of(dt, 0, dev)).where(scalar_of(dt, n, dev), scalar_of(dt, 0, dev)));
+  Tensor positions = Tensor::arange(n).cast(dt).to(dev);
+  return idx.unsqueeze(-1).eq(positions);
+}
+
+inline TensorSelect tensor_select(const Tensor& x, const ParsedIndex& p) {
+  TensorSelect sel;
+  const auto xs = dims_of(x);
+  std::vector<int64_t> b;
+  for (const auto& [d, t] : p.tensors) {
+    sel.dims.push_back(d);
+    try {
+      b = Tensor::broadcast_shape(b, dims_of(t), "index");
+    } catch (const ShapeError&) {
+      std::vector<Tensor> ts;
+      for (const auto& e : p.tensors) ts.push_back(e.second);
+      throw ShapeError(
+          cat("index: the index tensors of shapes ", shapes_str(ts), " do not broadcast together"));
+    }
+  }
+  sel.bshape = b;
+  const size_t first = sel.dims.front(), tail = xs.size() - first;
+  for (size_t i = 1; i < sel.dims.size(); ++i) sel.to_front |= sel.dims[i] != sel.dims[i - 1] + 1;
+  sel.to_front &= first != 0;
+  for (const auto& [d, t] : p.tensors) {
+    // the one-hot of the index (over bshape) along x's dim d
+    Tensor hit = one_hot_mask(broadcast_to(t.to(x.device()), b), xs[d], true);
+    std::vector<int64_t> placed = b;
+    placed.insert(placed.end(), d - first, 1);
+    placed.push_back(xs[d]);
+    placed.insert(placed.end(), tail - (d - first) - 1, 1);
+    hit = hit.reshape(Shape(placed));
+    sel.mask = sel.mask.defined() ? sel.mask.logical_and(hit) : hit;
+  }
+  return sel;
+}
+
+// x with bshape's dims (as 1s) inserted before dim `first`: it lines up with the mask.
+inline Tensor align_to_mask(const Tensor& x, const TensorSelect& sel) {
+  auto s = dims_of(x);
+  s.insert(s.begin() + static_cast<std::ptrdiff_t>(sel.dims.front()), sel.bshape.size(), 1);
+  return x.reshape(Shape(s));
+}
+inline std::vector<int> reduce_axes(const TensorSelect& sel) {
+  std::vector<int> axes;
+  for (size_t d : sel.dims) axes.push_back(static_cast<int>(d + sel.bshape.size()));
+  return axes;
+}
+// The permutation that moves bshape's dims (at `first`) to the front, or back when `inverse`.
+inline std::vector<int> front_order(size_t first, size_t nb, size_t ndim, bool inverse) {
+  std::vector<int> order;
+  for (size_t i = 0; i < ndim; ++i) {
+    const size_t j = inverse ? (i < first        ? i + nb
+                                : i < first + nb ? i - first
+                                                 : i)
+                             : (i < nb           ? first + i
+                                : i < first + nb ? i - nb
+                                                 : i);
+    order.push_back(static_cast<int>(j));
+  }
+  return order;
+}
+
+/// Selects x's elements at the index tensors (PyTorch's advanced indexing).
+inline Tensor tensor_get(const Tensor& x, const TensorSelect& sel) {
+  Tensor picked = sel.mask.where(align_to_mask(x, sel), scalar_of(x.dtype(), 0, x.device()));
+  Tensor r =
+      picked.sum(reduce_axes(sel)).cast(x.dtype());  // one term is non-zero: the sum is exact
+  if (!sel.to_front) return r;
+  return r.permute(front_order(sel.dims.front(), sel.bshape.size(), r.ndim(), false));
+}
+
+/// x with `value` (broadcast to the shape tensor_get gives) written at the index tensors. Where
+/// an index repeats, the last occurrence wins.
+inline Tensor tensor_set(const Tensor& x, const Tensor& value, const TensorSelect& sel) {
+  const size_t first = sel.dims.front(), nb = sel.bshape.size();
+  int64_t bn = 1;
+  for (int64_t d : sel.bshape) bn *= d;
+  if (bn == 0 || x.numel() == 0) return x;
+  Tensor v = value;
+  if (sel.to_front) v = v.permute(front_order(first, nb, v.ndim(), true));
+  for (int a : reduce_axes(sel)) v = v.unsqueeze(a);
+  // each x element takes the value of the last index position (in row-major order) that hits it
+  std::vector<int64_t> pos_shape = sel.bshape;
+  pos_shape.insert(pos_shape.end(), x.ndim() - first, 1);
+  Tensor pos = Tensor::arange(bn).reshape(Shape(pos_shape)).to(x.device());
+  std::vector<int> b_axes;
+  for (size_t i = 0; i < nb; ++i) b_axes.push_back(static_cast<int>(i));
+  Tensor last = sel.mask.where(pos, scalar_of(dtypes::int32, -1, x.device())).max(b_axes, true);
+  Tensor take = pos.eq(last);
+  std::vector<int> v_axes;
+  for (size_t i = 0; i < nb; ++i) v_axes.push_back(static_cast<int>(first + i));
+  Tensor written = take.where(v, scalar_of(x.dtype(), 0, x.device())).sum(v_axes).cast(x.dtype());
+  std::vector<int64_t> hit_shape = dims_of(last);
+  hit_shape.erase(hit_shape.begin(), hit_shape.begin() + static_cast<std::ptrdiff_t>(nb));
+  return last.reshape(Shape(hit_shape))
+      .ge(scalar_of(dtypes::int32, 0, x.device()))
+      .where(written, x);
+}
+
+/// value (cast to dt) broadcast to `shape`; leading 1s beyond the shape's rank are dropped, as
+/// NumPy does for assignment.
+inline Tensor value_for(const Tensor& value, const std::vector<int64_t>& shape, DType dt) {
+  if (!value.defined()) throw Error("index assignment: the value is the empty Tensor() handle");
+  auto vs = dims_of(value);
+  while (vs.size() > shape.size() && vs.front() == 1) vs.erase(vs.begin());
+  bool fits = vs.size() <= shape.size();
+  for (size_t i = 0; fits && i < vs.size(); ++i)
+    fits = vs[i] == 1 || vs[i] == shape[shape.size() - vs.size() + i];
+  if (!fits)
+    throw ShapeError(cat("index assignment: a value of shape ", value.shape(),
+                         " cannot be broadcast to the indexed shape ", shape_str(shape)));
+  return broadcast_to(value.cast(dt).reshape(Shape(vs)), shape);
+}
+
+}  // namespace detail
+
+inline TensorRef Tensor::operator[](std::vector<Index> index) const {
+  const detail::ParsedIndex p = detail::parse_index(cshape(), index);
+  Tensor x = detail::basic_view(*this, p);
+  if (!p.tensors.empty()) x = detail::tensor_get(x, detail::tensor_select(x, p));
+  return TensorRef(x, *this, std::move(index));
+}
+inline TensorRef Tensor::operator[](std::initializer_list<Index> index) const {
+  return (*this)[std::vector<Index>(index)];
+}
+
+/// Writes the value into the base: the new base is a select between the value, mapped back
+/// through the index, and the old base; then it is assigned to the base's memory.
+inline TensorRef& TensorRef::operator=(const Tensor& value) {
+  const auto base = detail::dims_of(base_);
+  const detail::ParsedIndex p = detail::parse_index(base, index_);
+  Tensor x = detail::basic_view(base_, p);
+  Tensor updated;
+  if (p.tensors.empty()) {
+    updated = detail::value_for(value, detail::dims_of(x), base_.dtype());
+  } else {
+    const detail::TensorSelect sel = detail::tensor_select(x, p);
+    Tensor v = detail::value_for(value, detail::dims_of(detail::tensor_get(x, sel)), base_.dtype());
+    updated = detail::tensor_set(x, v, sel);
+  }
+  Tensor region = detail::basic_unview(
+      Tensor::full(Shape(detail::dims_of(x)), true, dtypes::bool_, base_.device()), p, base);
+  base_.assign(region.where(detail::basic_unview(updated, p, base), base_));
+  Tensor::operator=(static_cast<const Tensor&>(base_[index_]));
+  return *this;
+}
+
+/// out[i][j] = self[index[i][j]][j] for dim 0, and so on (PyTorch's gather). Index values out of
+/// range, negative ones included, are masked: they read 0.
+inline Tensor Tensor::gather(int dim, const Tensor& index) const {
+  if (!index.defined()) throw Error("gather: the index is the empty Tensor() handle");
+  if (!index.dtype().is_int())
+    throw DTypeError(
+        detail::cat("gather: the index must be an integer tensor, not ", index.dtype().name()));
+  const auto s = cshape(), is = detail::dims_of(index);
+  if (s.size() != is.size())
+    throw ShapeError(detail::cat("gather: the index has shape ", index.shape(),
+                                 " but the tensor has shape ", shape(),
+                                 "; they need the same number of dims"));
+  if (s.empty()) return reshape({1}).gather(0, index.reshape({1})).reshape({});
+  const auto d = static_cast<size_t>(normalize_axis(dim, s.size(), "gather"));
+  std::vector<std::pair<sint, sint>> keep;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i != d && is[i] > s[i])
+      throw ShapeError(detail::cat("gather: index shape ", index.shape(), " exceeds tensor shape ",
+                                   shape(), " in dim ", i));
+    keep.emplace_back(0, i == d ? s[i] : is[i]);
+  }
+  // x[..., 1 (dim d), ..., n]: the candidates of every output element along the last axis
+  Tensor x = shrink(keep).unsqueeze(-1).transpose(-1, static_cast<int>(d));
+  Tensor hit = detail::one_hot_mask(index.to(device()), s[d], false);
+  return hit.where(x, detail::scalar_of(dtype(), 0, device())).sum(-1).cast(dtype());
+}
+
+/// int32 one-hot vectors along a new last axis; num_classes -1 takes the maximum value + 1
+/// (which reads the tensor). Values out of range give a row of zeros.
+inline Tensor Tensor::one_hot(int64_t num_classes) const {
+  if (!dtype().is_int())
+    throw DTypeError(detail::cat("one_hot: needs an integer tensor, not ", dtype().name()));
+  if (num_classes == -1) num_classes = numel() ? max().cast(dtypes::int64).item<int64_t>() + 1 : 0;
+  if (num_classes < 0)
+    throw Error(detail::cat("one_hot: num_classes must be -1 or non-negative, got ", num_classes));
+  return detail::one_hot_mask(*this, num_classes, false).cast(dtypes::int32);
+}
+
+}  // namespace tinyt::inline v0
 // ---- end tinyt/ops/indexing.hpp ----
 // ---- tinyt/ops/random.hpp ----
-// (being written)
+// Random numbers, counter-based: element i of a call is the Threefry-2x32 encryption (Salmon et
+// al., "Parallel random numbers: as easy as 1, 2, 3", SC'11) of the counter (i mod 2^32, i >> 32)
+// under a key for that call. A random tensor is then a pure function of (seed, call number,
+// index): any kernel can recompute it and get the same bits, so it needs no buffer of state and
+// fuses into the kernels that use it. The cipher is built from tensor ops on uint32 (wrapping
+// add, xor, shifts); the key is read from a 2-word buffer, so every call reuses one compiled
+// kernel.
 
+
+
+namespace tinyt::inline v0 {
+
+namespace detail {
+
+// The word operations Threefry needs, for host words and for uint32 tensors alike.
+inline uint32_t tf_word(uint32_t v, uint32_t) { return v; }
+inline Tensor tf_word(uint32_t v, const Tensor& like) {
+  return Tensor(graph::const_(dtypes::uint32, v, like.device()));
+}
+inline uint32_t tf_add(uint32_t a, uint32_t b) { return a + b; }
+inline Tensor tf_add(const Tensor& a, const Tensor& b) { return a.add(b); }
+inline uint32_t tf_xor(uint32_t a, uint32_t b) { return a ^ b; }
+inline Tensor tf_xor(const Tensor& a, const Tensor& b) { return a.bitwise_xor(b); }
+inline uint32_t tf_rotl(uint32_t x, uint32_t r) { return x << r | x >> (32 - r); }
+inline Tensor tf_rotl(const Tensor& x, uint32_t r) {
+  return x.lshift(tf_word(r, x)).bitwise_or(x.rshift(tf_word(32 - r, x)));
+}
+
+/// Threefry-2x32 with 20 rounds: the block (x0, x1) encrypted under the key (k0, k1).
+template <class W> std::array<W, 2> threefry2x32_rounds(W x0, W x1, const W& k0, const W& k1) {
+  static constexpr uint32_t rotations[8] = {13, 15, 26, 6, 17, 29, 16, 24};
+  const W ks[3] = {k0, k1, tf_xor(tf_xor(k0, k1), tf_word(0x1BD11BDA, k0))};
+  x0 = tf_add(x0, ks[0]), x1 = tf_add(x1, ks[1]);
+  for (uint32_t r = 0; r < 20; ++r) {
+    x0 = tf_add(x0, x1);
+    x1 = tf_xor(tf_rotl(x1, rotations[r % 8]), x0);
+    // after every fourth round, key injection s: the key schedule rotated by s, plus s
+    if (r % 4 == 3) {
+      const uint32_t s = r / 4 + 1;
+      x0 = tf_add(x0, ks[s % 3]);
+      x1 = tf_add(x1, tf_add(ks[(s + 1) % 3], tf_word(s, k0)));
+    }
+  }
+  return {x0, x1};
+}
+
+/// Threefry-2x32-20 of one block on the host.
+inline std::array<uint32_t, 2> threefry2x32(uint32_t x0, uint32_t x1, uint32_t k0, uint32_t k1) {
+  return threefry2x32_rounds<uint32_t>(x0, x1, k0, k1);
+}
+/// Threefry-2x32-20 of uint32 tensors (broadcast together), as tensor ops.
+inline std::array<Tensor, 2> threefry2x32(const Tensor& x0, const Tensor& x1, const Tensor& k0,
+                                          const Tensor& k1) {
+  for (const Tensor* t : {&x0, &x1, &k0, &k1})
+    if (t->dtype() != dtypes::uint32)
+      throw DTypeError(
+          cat("threefry2x32: the counter and key words must be uint32, not ", t->dtype().name()));
+  // the ops broadcast; checking first names this op in the error
+  Tensor::broadcast_shape(
+      Tensor::broadcast_shape(x0.shape().to_vector(), x1.shape().to_vector(), "threefry2x32"),
+      Tensor::broadcast_shape(k0.shape().to_vector(), k1.shape().to_vector(), "threefry2x32"),
+      "threefry2x32");
+  return threefry2x32_rounds<Tensor>(x0, x1, k0, k1);
+}
+/// Threefry-2x32-20 of uint32 tensors under a host key, which the kernel reads from memory (so
+/// the kernel is the same for every key).
+inline std::array<Tensor, 2> threefry2x32(const Tensor& x0, const Tensor& x1, uint32_t k0,
+                                          uint32_t k1) {
+  Tensor key = Tensor::from_vector(std::vector<uint32_t>{k0, k1}, Shape{2}, x0.device());
+  return threefry2x32(x0, x1, key.shrink({{0, 1}}).reshape({}), key.shrink({{1, 2}}).reshape({}));
+}
+
+struct RandomState {
+  std::mutex mu;
+  uint64_t seed = 0, calls = 0;
+};
+inline RandomState& random_state() {
+  static RandomState s;
+  return s;
+}
+/// The key of the next random call: the call number encrypted under the seed, so that each
+/// (seed, call) pair has its own key and all 64 bits of both count.
+inline std::array<uint32_t, 2> next_random_key() {
+  RandomState& st = random_state();
+  std::lock_guard lock(st.mu);
+  const uint64_t call = st.calls++;
+  return threefry2x32(static_cast<uint32_t>(call), static_cast<uint32_t>(call >> 32),
+                      static_cast<uint32_t>(st.seed), static_cast<uint32_t>(st.seed >> 32));
+}
+
+/// Two random words per element for n elements (one Threefry block each) from the next call's key.
+inline std::array<Tensor, 2> random_words(int64_t n, const std::string& device) {
+  const auto key = next_random_key();
+  // the element index, counted as arange counts (a cumulative sum), 64 bits wide
+  Tensor i = Tensor::full(Shape{n}, 1, dtypes::int64, device).cumsum().sub(1);
+  Tensor lo = i.cast(dtypes::uint32), hi = i.rshift(32).cast(dtypes::uint32);
+  return threefry2x32(lo, hi, key[0], key[1]);
+}
+
+/// Floats uniform in [0, 1) from random words, as float32: the top m bits become the mantissa of
+/// a float in [1, 2), minus 1. m is the mantissa width of `dt` (at most float32's 23), so the
+/// values are exact in `dt` and a cast to it cannot round up to 1.
+inline Tensor unit_float(const Tensor& bits, DType dt) {
+  const uint32_t m = dt == dtypes::float16 ? 10 : dt == dtypes::bfloat16 ? 7 : 23;
+  Tensor mantissa = bits.rshift(tf_word(32 - m, bits)).lshift(tf_word(23 - m, bits));
+  return mantissa.bitwise_or(tf_word(0x3F800000, bits)).bitcast(dtypes::float32).sub(1.0);
+}
+
+/// The device a random op runs on ("" is the default).
+inline std::string random_device(const std::string& device) {
+  return device.empty() ? Device::default_device() : Device::canonicalize(device);
+}
+inline void random_require_float(DType dt, const char* op) {
+  if (!dt.is_float()) throw DTypeError(cat(op, ": needs a float dtype, not ", dt.name()));
+}
+inline void random_require_finite(double v, const char* what, const char* op) {
+  if (!std::isfinite(v)) throw Error(cat(op, ": ", what, " must be finite, not ", v));
+}
+/// A float scalar of dtype `dt` on `device` (not weak, so float64 keeps its precision).
+inline Tensor random_float_const(double v, DType dt, const std::string& device) {
+  return Tensor(graph::const_(dt, v, device));
+}
+/// float64 stays float64; narrower floats compute in float32 and are cast at the end.
+inline DType random_compute_dtype(DType dt) {
+  return dt == dtypes::float64 ? dtypes::float64 : dtypes::float32;
+}
+
+/// floor(b * r / 2^64) for a 64-bit random word b = (hi, lo) and a host constant r: the high half
+/// of the 128-bit product from 32-bit halves in uint64 arithmetic, exact (so the result is < r).
+inline Tensor mulhi64(const Tensor& b_hi, const Tensor& b_lo, uint64_t r) {
+  auto u64 = [&](uint64_t v) { return Tensor(graph::const_(dtypes::uint64, v, b_hi.device())); };
+  const Tensor bh = b_hi.cast(dtypes::uint64), bl = b_lo.cast(dtypes::uint64),
+               mask = u64(0xffffffffu), k32 = u64(32);
+  const Tensor rh = u64(r >> 32), rl = u64(r & 0xffffffffu);
+  const Tensor ll = bl.mul(rl), lh = bl.mul(rh), hl = bh.mul(rl), hh = bh.mul(rh);
+  const Tensor mid = ll.rshift(k32).add(lh.bitwise_and(mask)).add(hl.bitwise_and(mask));
+  return hh.add(lh.rshift(k32)).add(hl.rshift(k32)).add(mid.rshift(k32));
+}
+
+inline double random_fan(const std::vector<int64_t>& s, size_t from) {
+  double p = 1;
+  for (size_t i = from; i < s.size(); ++i) p *= static_cast<double>(s[i]);
+  return p;
+}
+
+}  // namespace detail
+
+/// Sets the seed of the random ops and restarts their sequence.
+inline void Tensor::manual_seed(uint64_t seed) {
+  detail::RandomState& st = detail::random_state();
+  std::lock_guard lock(st.mu);
+  st.seed = seed, st.calls = 0;
+}
+
+/// Uniform in [0, 1).
+inline Tensor Tensor::rand(Shape shape, DType dtype, std::string device) {
+  detail::random_require_float(dtype, "rand");
+  const auto s = detail::checked_shape(shape, "rand");
+  const auto words = detail::random_words(detail::product(s), detail::random_device(device));
+  return detail::unit_float(words[0], dtype).cast(dtype).reshape(Shape(s));
+}
+
+/// Standard normal, by Box-Muller from the two words of each block.
+inline Tensor Tensor::randn(Shape shape, DType dtype, std::string device) {
+  detail::random_require_float(dtype, "randn");
+  const auto s = detail::checked_shape(shape, "randn");
+  const auto words = detail::random_words(detail::product(s), detail::random_device(device));
+  Tensor u1 = detail::unit_float(words[0], dtypes::float32),
+         u2 = detail::unit_float(words[1], dtypes::float32);
+  // 1 - u2 is in (0, 1], so the log is finite
+  Tensor radius = u2.neg().add(1.0).log().mul(-2.0).sqrt();
+  return u1.mul(2 * std::numbers::pi).cos().mul(radius).cast(dtype).reshape(Shape(s));
+}
+
+/// Integers uniform in [low, high): floor(u * (high - low)) + low for a 64-bit uniform u, in
+/// exact integer arithmetic.
+inline Tensor Tensor::randint(Shape shape, int64_t low, int64_t high, DType dtype) {
+  if (!dtype.is_int() || dtype.is_index())
+    throw DTypeError(detail::cat("randint: needs an integer dtype, not ", dtype.name()));
+  if (high <= low)
+    throw Error(detail::cat("randint: high (", high, ") must be greater than low (", low, ")"));
+  if (low < dtypes::min_int(dtype) || high - 1 > dtypes::max_int(dtype))
+    throw Error(
+        detail::cat("randint: the range [", low, ", ", high, ") does not fit ", dtype.name()));
+  const auto s = detail::checked_shape(shape, "randint");
+  const std::string dev = Device::default_device();
+  const auto words = detail::random_words(detail::product(s), dev);
+  const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
+  // unsigned addition wraps, so low + offset is exact for any int64 low
+  Tensor offset = detail::mulhi64(words[0], words[1], range);
+  Tensor value = offset.add(Tensor(graph::const_(dtypes::uint64, static_cast<uint64_t>(low), dev)))
+                     .bitcast(dtypes::int64);
+  return value.cast(dtype).reshape(Shape(s));
+}
+
+/// Uniform in [low, high).
+inline Tensor Tensor::uniform(Shape shape, double low, double high, DType dtype) {
+  detail::random_require_float(dtype, "uniform");
+  detail::random_require_finite(low, "low", "uniform");
+  detail::random_require_finite(high, "high", "uniform");
+  if (low > high)
+    throw Error(detail::cat("uniform: low (", low, ") is greater than high (", high, ")"));
+  detail::random_require_finite(high - low, "high - low", "uniform");
+  const DType dt = detail::random_compute_dtype(dtype);
+  Tensor u = rand(std::move(shape), dtypes::float32).cast(dt);
+  const std::string dev = u.device();
+  return u.mul(detail::random_float_const(high - low, dt, dev))
+      .add(detail::random_float_const(low, dt, dev))
+      .cast(dtype);
+}
+
+/// Normal with the given mean and standard deviation.
+inline Tensor Tensor::normal(Shape shape, double mean, double std, DType dtype) {
+  detail::random_require_float(dtype, "normal");
+  detail::random_require_finite(mean, "mean", "normal");
+  detail::random_require_finite(std, "std", "normal");
+  if (std < 0) throw Error(detail::cat("normal: std (", std, ") must not be negative"));
+  const DType dt = detail::random_compute_dtype(dtype);
+  Tensor z = randn(std::move(shape), dtypes::float32).cast(dt);
+  const std::string dev = z.device();
+  return z.mul(detail::random_float_const(std, dt, dev))
+      .add(detail::random_float_const(mean, dt, dev))
+      .cast(dtype);
+}
+
+inline Tensor Tensor::rand_like(const Tensor& t) { return rand(t.shape(), t.dtype(), t.device()); }
+inline Tensor Tensor::randn_like(const Tensor& t) {
+  return randn(t.shape(), t.dtype(), t.device());
+}
+
+// The initializers (tinygrad's): the fan-in is the product of every dim after the first. A shape
+// with no elements has no values to scale, so a zero fan gives a zero bound rather than infinity.
+
+/// Uniform in +-sqrt(3) * gain / sqrt(fan_in), gain = sqrt(2 / (1 + a^2)) (leaky ReLU slope a).
+inline Tensor Tensor::kaiming_uniform(Shape shape, double a) {
+  const auto s = detail::checked_shape(shape, "kaiming_uniform");
+  const double fan_in = detail::random_fan(s, 1);
+  const double bound =
+      fan_in > 0 ? std::sqrt(3.0) * std::sqrt(2.0 / (1 + a * a)) / std::sqrt(fan_in) : 0.0;
+  return uniform(Shape(s), -bound, bound);
+}
+
+/// Normal with std gain / sqrt(fan_in), gain = sqrt(2 / (1 + a^2)).
+inline Tensor Tensor::kaiming_normal(Shape shape, double a) {
+  const auto s = detail::checked_shape(shape, "kaiming_normal");
+  const double fan_in = detail::random_fan(s, 1);
+  const double std = fan_in > 0 ? std::sqrt(2.0 / (1 + a * a)) / std::sqrt(fan_in) : 0.0;
+  return normal(Shape(s), 0.0, std);
+}
+
+/// Uniform in +-sqrt(6 / (shape[0] + fan_in)) (Glorot and Bengio).
+inline Tensor Tensor::glorot_uniform(Shape shape) {
+  const auto s = detail::checked_shape(shape, "glorot_uniform");
+  if (s.empty()) throw ShapeError("glorot_uniform: needs at least one dim, the shape is ()");
+  const double fans = static_cast<double>(s[0]) + detail::random_fan(s, 1);
+  return uniform(Shape(s), -1.0, 1.0).mul(fans > 0 ? std::sqrt(6.0 / fans) : 0.0);
+}
+
+/// Uniform in +-1 / sqrt(numel).
+inline Tensor Tensor::scaled_uniform(Shape shape) {
+  const auto s = detail::checked_shape(shape, "scaled_uniform");
+  const double n = detail::random_fan(s, 0);
+  return uniform(Shape(s), -1.0, 1.0).mul(n > 0 ? 1.0 / std::sqrt(n) : 0.0);
+}
+
+}  // namespace tinyt::inline v0
 // ---- end tinyt/ops/random.hpp ----
 // ---- tinyt/ops/linalg.hpp ----
-// (being written)
+// Linear algebra: matmul, linear and einsum, each a broadcast multiply followed by a sum over
+// the contracted axes (tinygrad's way), so the product is never materialized and a matmul with
+// its bias and activation is one kernel.
 
+#include <set>
+
+
+namespace tinyt::inline v0 {
+
+/// torch.matmul's semantics: 1-D operands are vectors, more dims are batches that broadcast.
+inline Tensor Tensor::matmul(const Tensor& w) const {
+  const auto xs = cshape(), ws = w.cshape();
+  auto fail = [&](const char* why) {
+    return ShapeError(detail::cat("matmul: cannot multiply ", detail::shape_str(xs), " by ",
+                                  detail::shape_str(ws), why));
+  };
+  if (xs.empty() || ws.empty()) throw fail(" (both operands need at least one dimension)");
+  const size_t wk = ws.size() >= 2 ? ws.size() - 2 : 0;  // w's contracted dim
+  if (xs.back() != ws[wk]) throw fail("");
+  if (xs.size() > 2 && ws.size() > 2) {
+    try {
+      broadcast_shape({xs.begin(), xs.end() - 2}, {ws.begin(), ws.end() - 2}, "matmul");
+    } catch (const ShapeError&) {
+      throw fail(" (the batch dims do not broadcast)");
+    }
+  }
+  // x (..., n, k) -> (..., n, 1, k) and w (..., k, m) -> (..., 1, m, k): the product is
+  // (..., n, m, k), summed over k
+  const bool matrices = xs.size() >= 2 && ws.size() >= 2;
+  Tensor x = matrices ? unsqueeze(-2) : *this, y = w;
+  if (ws.size() >= 2) y = (matrices ? y.unsqueeze(-3) : y).transpose(-1, -2);
+  return x.mul(y).sum(-1).cast(least_upper_dtype({dtype(), w.dtype()}));
+}
+
+/// x.matmul(w) + b, with w of shape (in, out) (a 1-D w scales elementwise, as tinygrad).
+inline Tensor Tensor::linear(const Tensor& w, const Tensor& b) const {
+  Tensor y = w.ndim() == 1 ? mul(w) : matmul(w);
+  return b.defined() ? y.add(b) : y;
+}
+
+namespace detail {
+// Einsum labels: letters are their character code; the dims an ellipsis covers are
+// kEllipsisLabel + j, j counted over the widest ellipsis, so they align from the right.
+inline constexpr int kEllipsisLabel = 1000;
+
+inline std::string einsum_label_name(int label) {
+  if (label < kEllipsisLabel) return std::string(1, static_cast<char>(label));
+  return cat("... dim ", label - kEllipsisLabel);
+}
+
+/// The labels of one einsum term ("ij", "b...i"); `ellipsis` is set to where "..." was (or -1).
+inline std::vector<int> einsum_term(const std::string& term, const std::string& formula,
+                                    int64_t& ellipsis) {
+  std::vector<int> labels;
+  ellipsis = -1;
+  for (size_t i = 0; i < term.size(); ++i) {
+    const char c = term[i];
+    if (std::isalpha(static_cast<unsigned char>(c))) {
+      labels.push_back(c);
+    } else if (c == '.' && term.compare(i, 3, "...") == 0) {
+      if (ellipsis >= 0)
+        throw Error(cat("einsum: more than one '...' in a term of \"", formula, "\""));
+      ellipsis = static_cast<int64_t>(labels.size());
+      i += 2;
+    } else {
+      throw Error(cat("einsum: invalid character '", c, "' in \"", formula, "\""));
+    }
+  }
+  return labels;
+}
+
+/// The diagonal over the last two dims of x (which must be equal): (..., n, n) -> (..., n).
+inline Tensor diagonal_last2(const Tensor& x) {
+  auto s = x.shape().to_vector();
+  const int64_t n = s.back();
+  s.pop_back(), s.pop_back();
+  std::vector<std::pair<sint, sint>> pad(s.size(), {0, 0}), cut;
+  for (int64_t d : s) cut.emplace_back(0, d);
+  // rows of n+1 over the flat n*n (+n) elements: row i starts at i*(n+1), on the diagonal
+  auto flat = s, rows = s;
+  flat.push_back(n * n), rows.push_back(n), rows.push_back(n + 1);
+  pad.emplace_back(0, n), cut.emplace_back(0, n), cut.emplace_back(0, 1);
+  auto out = s;
+  out.push_back(n);
+  return x.reshape(Shape(flat)).pad(pad).reshape(Shape(rows)).shrink(cut).reshape(Shape(out));
+}
+}  // namespace detail
+
+/// Einstein summation: "ij,jk->ik", the implicit form "ij,jk", "...", repeated labels within
+/// an operand (diagonals, traces), and size-1 dims that broadcast.
+inline Tensor Tensor::einsum(const std::string& formula, const std::vector<Tensor>& operands) {
+  using detail::cat;
+  std::string f;
+  for (char c : formula)
+    if (!std::isspace(static_cast<unsigned char>(c))) f += c;
+  const size_t arrow = f.find("->");
+  const std::string lhs = f.substr(0, arrow);
+  if (arrow != std::string::npos && f.find("->", arrow + 2) != std::string::npos)
+    throw Error(cat("einsum: more than one '->' in \"", formula, "\""));
+  std::vector<std::string> terms;
+  for (size_t start = 0;;) {
+    const size_t comma = lhs.find(',', start);
+    terms.push_back(lhs.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (operands.empty()) throw Error(cat("einsum: no operands for \"", formula, "\""));
+  if (terms.size() != operands.size())
+    throw Error(cat("einsum: \"", formula, "\" has ", terms.size(), " input terms for ",
+                    operands.size(), " operands"));
+
+  // labels per operand, with ellipsis dims given their own labels
+  std::vector<std::vector<int>> labels(operands.size());
+  std::vector<int64_t> ell_dims(operands.size(), 0);
+  int64_t widest = 0;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    int64_t at = -1;
+    labels[i] = detail::einsum_term(terms[i], formula, at);
+    const auto nd = static_cast<int64_t>(operands[i].ndim()),
+               nl = static_cast<int64_t>(labels[i].size());
+    if (at < 0 ? nl != nd : nl > nd)
+      throw ShapeError(cat("einsum: term \"", terms[i], "\" of \"", formula,
+                           "\" does not fit operand ", i, " of shape ", operands[i].shape()));
+    if (at >= 0) {
+      ell_dims[i] = nd - nl, widest = std::max(widest, nd - nl);
+      // placeholders -1, -2, ...: numbered once the widest ellipsis is known
+      for (int64_t j = 0; j < ell_dims[i]; ++j)
+        labels[i].insert(labels[i].begin() + at + j, static_cast<int>(-1 - j));
+    }
+  }
+  for (size_t i = 0; i < labels.size(); ++i)
+    for (int& l : labels[i])
+      if (l < 0) l = static_cast<int>(detail::kEllipsisLabel + widest - ell_dims[i] + (-1 - l));
+
+  // the output labels
+  std::vector<int> out;
+  std::map<int, int> count;
+  for (const auto& ls : labels)
+    for (int l : ls) ++count[l];
+  if (arrow == std::string::npos) {
+    for (int64_t j = 0; j < widest; ++j)
+      out.push_back(static_cast<int>(detail::kEllipsisLabel + j));
+    for (auto [l, n] : count)
+      if (l < detail::kEllipsisLabel && n == 1) out.push_back(l);
+  } else {
+    int64_t at = -1;
+    const std::string rhs = f.substr(arrow + 2);
+    out = detail::einsum_term(rhs, formula, at);
+    std::set<int> seen;
+    for (int l : out) {
+      if (!count.contains(l))
+        throw Error(cat("einsum: output label '", static_cast<char>(l), "' of \"", formula,
+                        "\" is in no input"));
+      if (!seen.insert(l).second)
+        throw Error(
+            cat("einsum: output label '", static_cast<char>(l), "' repeats in \"", formula, "\""));
+    }
+    if (at >= 0)
+      for (int64_t j = widest - 1; j >= 0; --j)
+        out.insert(out.begin() + at, static_cast<int>(detail::kEllipsisLabel + j));
+  }
+
+  // diagonals first, then the sizes of each label across operands (1 broadcasts)
+  std::vector<Tensor> xs = operands;
+  std::map<int, int64_t> size;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    auto& ls = labels[i];
+    for (;;) {  // a label twice in one operand: keep the diagonal, as one dim at the end
+      size_t p = 0, q = 0;
+      for (size_t a = 0; a < ls.size() && q == 0; ++a)
+        for (size_t c = a + 1; c < ls.size() && q == 0; ++c)
+          if (ls[a] == ls[c]) p = a, q = c;
+      if (q == 0) break;
+      const auto s = xs[i].shape().to_vector();
+      if (s[p] != s[q])
+        throw ShapeError(cat("einsum: label '", detail::einsum_label_name(ls[p]), "' of \"",
+                             formula, "\" has sizes ", s[p], " and ", s[q], " in operand ", i,
+                             " of shape ", operands[i].shape()));
+      std::vector<int> order;
+      for (size_t a = 0; a < ls.size(); ++a)
+        if (a != p && a != q) order.push_back(static_cast<int>(a));
+      order.push_back(static_cast<int>(p)), order.push_back(static_cast<int>(q));
+      xs[i] = detail::diagonal_last2(xs[i].permute(order));
+      const int l = ls[p];
+      ls.erase(ls.begin() + static_cast<std::ptrdiff_t>(q));
+      ls.erase(ls.begin() + static_cast<std::ptrdiff_t>(p));
+      ls.push_back(l);
+    }
+    const auto s = xs[i].shape().to_vector();
+    for (size_t a = 0; a < ls.size(); ++a) {
+      auto [it, fresh] = size.try_emplace(ls[a], s[a]);
+      if (fresh || it->second == s[a] || s[a] == 1) continue;
+      if (it->second != 1)
+        throw ShapeError(cat("einsum: label '", detail::einsum_label_name(ls[a]), "' of \"",
+                             formula, "\" has sizes ", it->second, " and ", s[a], " (operand ", i,
+                             " has shape ", operands[i].shape(), ")"));
+      it->second = s[a];
+    }
+  }
+
+  // every operand as a view over all labels (output ones first), multiplied and summed
+  std::vector<int> all = out;
+  for (auto [l, n] : size)
+    if (std::find(out.begin(), out.end(), l) == out.end()) all.push_back(l);
+  Tensor product;
+  DType dt = xs[0].dtype();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    std::vector<int> order;
+    std::vector<int64_t> view;
+    const auto s = xs[i].shape().to_vector();
+    for (int l : all) {
+      auto it = std::find(labels[i].begin(), labels[i].end(), l);
+      if (it == labels[i].end()) {
+        view.push_back(1);
+      } else {
+        order.push_back(static_cast<int>(it - labels[i].begin()));
+        view.push_back(s[static_cast<size_t>(order.back())]);
+      }
+    }
+    Tensor v = xs[i].permute(order).reshape(Shape(view));
+    product = i == 0 ? v : product.mul(v);
+    dt = least_upper_dtype({dt, xs[i].dtype()});
+  }
+  std::vector<int> summed;
+  for (size_t a = out.size(); a < all.size(); ++a) summed.push_back(static_cast<int>(a));
+  return (summed.empty() ? product : product.sum(summed)).cast(dt);
+}
+
+}  // namespace tinyt::inline v0
 // ---- end tinyt/ops/linalg.hpp ----
 // ---- tinyt/ops/nn.hpp ----
-// (being written)
+// nn functional: the statistical reductions (var, std, argmax, logsumexp, softmax), convolution
+// and pooling as views of sliding windows followed by a reduce (tinygrad's way: windows are
+// built from pad/reshape/expand/permute, nothing is copied), normalization, attention and the
+// losses. Numerics follow PyTorch.
 
+
+
+namespace tinyt::inline v0 {
+
+// -- statistics ------------------------------------------------------------------------------
+
+namespace detail {
+/// t.max over non-empty axes, also when another axis is empty (t.max throws for any empty t).
+inline Tensor max_over(const Tensor& t, std::vector<int> axes, bool keepdim) {
+  if (t.numel() != 0) return t.max(std::move(axes), keepdim);
+  return Tensor::zeros_like(t).sum(std::move(axes), keepdim).cast(t.dtype());
+}
+}  // namespace detail
+
+inline Tensor Tensor::var(std::vector<int> axes, bool keepdim, double correction) const {
+  const auto s = cshape();
+  int64_t n = 1;
+  for (int a : axes)
+    n *= s.empty() ? 1 : s[static_cast<size_t>(normalize_axis(a, s.size(), "var"))];
+  Tensor x = cast(least_upper_float(dtype()));
+  Tensor squares = x.sub(x.mean(axes, true)).square();
+  // as PyTorch: n <= correction divides by 0 (inf, or NaN for 0/0)
+  return squares.sum(std::move(axes), keepdim)
+      .div(std::max(0.0, static_cast<double>(n) - correction));
+}
+inline Tensor Tensor::var(int axis, bool keepdim, double correction) const {
+  return var(std::vector<int>{axis}, keepdim, correction);
+}
+inline Tensor Tensor::var(bool keepdim, double correction) const {
+  return var(detail::all_axes(ndim()), keepdim, correction);
+}
+inline Tensor Tensor::std(std::vector<int> axes, bool keepdim, double correction) const {
+  return var(std::move(axes), keepdim, correction).sqrt();
+}
+inline Tensor Tensor::std(int axis, bool keepdim, double correction) const {
+  return var(axis, keepdim, correction).sqrt();
+}
+inline Tensor Tensor::std(bool keepdim, double correction) const {
+  return var(keepdim, correction).sqrt();
+}
+
+/// The first index of the largest value (of a NaN, if there is one, as PyTorch), as int32.
+inline Tensor Tensor::argmax(int axis, bool keepdim) const {
+  if (ndim() == 0) {
+    normalize_axis(axis, 0, "argmax");
+    return Tensor(graph::const_(dtypes::int32, 0, device()));
+  }
+  const int ax = normalize_axis(axis, ndim(), "argmax");
+  const auto s = cshape();
+  const int64_t n = s[static_cast<size_t>(ax)];
+  if (n == 0)
+    throw ShapeError(detail::cat("argmax: axis ", axis, " of shape ", shape(), " is empty"));
+  Tensor hit = eq(detail::max_over(*this, {ax}, true));
+  if (dtype().is_float()) hit = hit.logical_or(isnan());  // max is NaN then, and equals nothing
+  // n - i for index i: the largest marked value is the first hit
+  std::vector<int64_t> col(s.size() - static_cast<size_t>(ax), 1);
+  col[0] = n;
+  Tensor reversed = Tensor::arange(n, int64_t{0}, -1).reshape(Shape(col));
+  Tensor first = detail::max_over(hit.where(reversed, 0), {ax}, keepdim);
+  return Tensor(graph::const_(dtypes::int32, n, device())).sub(first).cast(dtypes::int32);
+}
+inline Tensor Tensor::argmax() const { return flatten().argmax(0); }
+inline Tensor Tensor::argmin(int axis, bool keepdim) const {
+  // an order-reversing map: -x for floats (NaN stays NaN), ~x for integers, !x for bools
+  if (dtype().is_float()) return neg().argmax(axis, keepdim);
+  return bitwise_not().argmax(axis, keepdim);
+}
+inline Tensor Tensor::argmin() const { return flatten().argmin(0); }
+
+namespace detail {
+/// The shape without `axis` (which a keepdim reduce left as 1).
+inline Shape drop_axis(std::vector<int64_t> s, int axis) {
+  if (!s.empty()) s.erase(s.begin() + axis);
+  return Shape(s);
+}
+}  // namespace detail
+
+inline Tensor Tensor::logsumexp(int axis, bool keepdim) const {
+  const int ax = normalize_axis(axis, ndim(), "logsumexp");
+  Tensor x = cast(least_upper_float(dtype()));
+  Tensor m = detail::max_over(x, {ax}, true);
+  m = m.isinf().where(0.0, m);  // an infinite max would give inf - inf; as PyTorch, shift by 0 then
+  Tensor r = x.sub(m).exp().sum(ax, true).log().add(m);
+  return keepdim ? r : r.reshape(detail::drop_axis(r.cshape(), ax));
+}
+
+inline Tensor Tensor::softmax(int axis) const {
+  const int ax = normalize_axis(axis, ndim(), "softmax");
+  Tensor x = cast(least_upper_float(dtype()));
+  Tensor e = x.sub(detail::max_over(x, {ax}, true)).exp();
+  return e.div(e.sum(ax, true));
+}
+inline Tensor Tensor::log_softmax(int axis) const {
+  const int ax = normalize_axis(axis, ndim(), "log_softmax");
+  Tensor x = cast(least_upper_float(dtype()));
+  Tensor shifted = x.sub(detail::max_over(x, {ax}, true));
+  return shifted.sub(shifted.exp().sum(ax, true).log());
+}
+
+// -- sliding windows -------------------------------------------------------------------------
+
+namespace detail {
+/// One size per spatial dim from an int or a list ("stride", "dilation", ...).
+inline std::vector<int64_t> per_dim(const IntOrVec& v, size_t dims, const char* op,
+                                    const char* what) {
+  if (v.v.size() == 1) return std::vector<int64_t>(dims, v.v[0]);
+  if (v.v.size() != dims)
+    throw ShapeError(cat(op, ": ", what, " needs 1 or ", dims, " values, got ", v.v.size()));
+  return v.v;
+}
+/// (before, after) padding per spatial dim from an int, one per dim, or 2 per dim given as
+/// (left, right, top, bottom): the last dim first, as tinygrad and PyTorch's F.pad.
+inline std::vector<std::pair<int64_t, int64_t>> pool_pads(const IntOrVec& p, size_t dims,
+                                                          const char* op) {
+  std::vector<std::pair<int64_t, int64_t>> out(dims);
+  if (p.v.size() == 2 * dims) {
+    for (size_t i = 0; i < dims; ++i) out[dims - 1 - i] = {p.v[2 * i], p.v[2 * i + 1]};
+    return out;
+  }
+  if (p.v.size() != 1 && p.v.size() != dims)
+    throw ShapeError(
+        cat(op, ": padding needs 1, ", dims, " or ", 2 * dims, " values, got ", p.v.size()));
+  for (size_t i = 0; i < dims; ++i)
+    out[i] = {p.v[p.v.size() == 1 ? 0 : i], p.v[p.v.size() == 1 ? 0 : i]};
+  return out;
+}
+/// x padded on its last dims only.
+inline Tensor pad_last(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& p,
+                       double value = 0.0) {
+  std::vector<std::pair<sint, sint>> all(x.ndim() - p.size(), {0, 0});
+  for (auto [b, a] : p) all.emplace_back(b, a);
+  return x.pad(all, value);
+}
+
+/// Sliding windows over the last k.size() dims: (..., i...) -> (..., o..., k...) where
+/// out[..., o, j] = x[..., o*stride + j*dilation]. Views only.
+inline Tensor sliding_windows(const Tensor& x, const std::vector<int64_t>& k,
+                              const std::vector<int64_t>& stride,
+                              const std::vector<int64_t>& dilation, const char* op) {
+  using Dims = std::vector<int64_t>;
+  // s with dim `at` replaced by `mid`
+  auto replace = [](const Dims& s, size_t at, std::initializer_list<int64_t> mid) {
+    Dims r(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(at));
+    r.insert(r.end(), mid);
+    r.insert(r.end(), s.begin() + static_cast<std::ptrdiff_t>(at) + 1, s.end());
+    return Shape(r);
+  };
+  auto pad_end = [](const Tensor& t, size_t axis, int64_t n) {
+    std::vector<std::pair<sint, sint>> p(t.ndim(), {0, 0});
+    p[axis] = {0, n};
+    return t.pad(p);
+  };
+  auto keep_first = [](const Tensor& t, size_t axis, int64_t n) {
+    std::vector<std::pair<sint, sint>> p;
+    for (const sint& d : t.shape()) p.emplace_back(0, d);
+    p[axis] = {0, n};
+    return t.shrink(p);
+  };
+  const size_t dims = k.size(), lead = x.ndim() - dims;
+  Tensor y = x;
+  for (size_t j = 0; j < dims; ++j) {
+    // the dim at `at` (size i) becomes (o, k)
+    const size_t at = lead + 2 * j;
+    const Dims s = y.shape().to_vector();
+    const int64_t i = s[at], kk = k[j], st = stride[j], d = dilation[j];
+    if (kk < 1 || st < 1 || d < 1)
+      throw ShapeError(
+          cat(op, ": kernel ", kk, ", stride ", st, " and dilation ", d, " must be positive"));
+    const int64_t span = d * (kk - 1) + 1;
+    if (span > i)
+      throw ShapeError(cat(op, ": the kernel (", kk, " with dilation ", d,
+                           ") is larger than the input (", i, ") in shape ", x.shape()));
+    const int64_t o = (i - span) / st + 1;
+    if (d == 1 && kk <= st) {
+      // windows that do not overlap: (o*s) -> (o, s), keep the first k of each
+      y = o * st > i ? pad_end(y, at, o * st - i) : keep_first(y, at, o * st);
+      y = keep_first(y.reshape(replace(s, at, {o, st})), at + 1, kk);
+      continue;
+    }
+    // k copies of the row (k, i), padded to rows of R, laid out again as rows of R + d: row r
+    // then starts r*d further into the data. Of each row, every st-th of the first o*st.
+    const int64_t rows = std::max(i, o * st - d);
+    y = y.reshape(replace(s, at, {1, i})).expand(replace(s, at, {kk, i}));
+    if (rows > i) y = pad_end(y, at + 1, rows - i);
+    y = pad_end(y.reshape(replace(s, at, {kk * rows})), at, kk * d)
+            .reshape(replace(s, at, {kk, rows + d}));
+    y = keep_first(y, at + 1, o * st).reshape(replace(s, at, {kk, o, st}));
+    y = keep_first(y, at + 2, 1).reshape(replace(s, at, {kk, o}));
+    std::vector<int> order;
+    for (size_t a = 0; a < y.ndim(); ++a) order.push_back(static_cast<int>(a));
+    std::swap(order[at], order[at + 1]);
+    y = y.permute(order);
+  }
+  // (..., o0, k0, o1, k1) -> (..., o0, o1, k0, k1)
+  std::vector<int> order;
+  for (size_t a = 0; a < lead; ++a) order.push_back(static_cast<int>(a));
+  for (size_t j = 0; j < dims; ++j) order.push_back(static_cast<int>(lead + 2 * j));
+  for (size_t j = 0; j < dims; ++j) order.push_back(static_cast<int>(lead + 2 * j + 1));
+  return y.permute(order);
+}
+
+inline std::vector<int> last_axes(size_t n) {
+  std::vector<int> axes;
+  for (size_t j = 0; j < n; ++j) axes.push_back(-1 - static_cast<int>(j));
+  return axes;
+}
+}  // namespace detail
+
+/// Cross-correlation over the spatial dims of x (N, Cin, ...) with w (Cout, Cin/groups, k...);
+/// an unbatched x (Cin, ...) works too. Any number of spatial dims, as tinygrad.
+inline Tensor Tensor::conv2d(const Tensor& w, const Tensor& b, int64_t groups, IntOrVec stride,
+                             IntOrVec dilation, IntOrVec padding) const {
+  const auto xs = cshape(), ws = w.cshape();
+  auto fail = [&](const std::string& why) {
+    return ShapeError(detail::cat("conv2d: input ", detail::shape_str(xs), " does not fit weight ",
+                                  detail::shape_str(ws), ": ", why));
+  };
+  if (ws.size() < 3) throw fail("the weight needs (cout, cin/groups, kernel...) dims");
+  if (xs.size() == ws.size() - 1)  // unbatched
+    return unsqueeze(0).conv2d(w, b, groups, stride, dilation, padding).squeeze(0);
+  if (xs.size() != ws.size()) throw fail("they need the same number of dims");
+  const size_t dims = ws.size() - 2;
+  const int64_t cout = ws[0], cin = ws[1], bs = xs[0];
+  if (groups < 1) throw fail(detail::cat("groups must be positive, got ", groups));
+  if (cin * groups != xs[1])
+    throw fail(detail::cat(groups, " group(s) of ", cin, " input channels"));
+  if (cout % groups != 0)
+    throw fail(detail::cat(cout, " output channels do not split into ", groups, " groups"));
+  if (b.defined() && b.cshape() != std::vector<int64_t>{cout})
+    throw fail(detail::cat("the bias has shape ", b.shape(), ", not (", cout, ",)"));
+  const std::vector<int64_t> k(ws.begin() + 2, ws.end());
+  Tensor x = detail::pad_last(*this, detail::pool_pads(padding, dims, "conv2d"));
+  x = detail::sliding_windows(x, k, detail::per_dim(stride, dims, "conv2d", "stride"),
+                              detail::per_dim(dilation, dims, "conv2d", "dilation"), "conv2d");
+  // x (bs, groups*cin, o..., k...) against w (groups, cout/groups, cin, k...): broadcast to
+  // (bs, groups, cout/groups, o..., cin, k...) and sum over cin and k
+  const auto ps = x.cshape();
+  const std::vector<int64_t> o(ps.begin() + 2, ps.begin() + 2 + static_cast<std::ptrdiff_t>(dims));
+  std::vector<int64_t> xv{bs, groups, cin, 1};
+  xv.insert(xv.end(), ps.begin() + 2, ps.end());
+  std::vector<int> order{0, 1, 3};
+  for (size_t j = 0; j < dims; ++j) order.push_back(static_cast<int>(4 + j));
+  order.push_back(2);
+  for (size_t j = 0; j < dims; ++j) order.push_back(static_cast<int>(4 + dims + j));
+  std::vector<int64_t> wv{1, groups, cout / groups};
+  wv.insert(wv.end(), dims, 1);
+  wv.push_back(cin);
+  wv.insert(wv.end(), k.begin(), k.end());
+  std::vector<int64_t> out{bs, cout};
+  out.insert(out.end(), o.begin(), o.end());
+  Tensor y = x.reshape(Shape(xv)).permute(order).mul(w.reshape(Shape(wv)));
+  y = y.sum(detail::last_axes(dims + 1))
+          .reshape(Shape(out))
+          .cast(least_upper_dtype({dtype(), w.dtype()}));
+  if (!b.defined()) return y;
+  std::vector<int64_t> bv{1, cout};
+  bv.insert(bv.end(), dims, 1);
+  return y.add(b.reshape(Shape(bv)));
+}
+
+/// The gradient of conv2d with respect to its input, as PyTorch's: w is (Cin, Cout/groups, k...).
+/// A conv2d of the input with zeros inserted between elements (stride), padded by
+/// dilation*(k-1) - padding, against the flipped weight with its channel axes swapped.
+inline Tensor Tensor::conv_transpose2d(const Tensor& w, const Tensor& b, int64_t groups,
+                                       IntOrVec stride, IntOrVec dilation, IntOrVec padding,
+                                       IntOrVec output_padding) const {
+  const auto xs = cshape(), ws = w.cshape();
+  auto fail = [&](const std::string& why) {
+    return ShapeError(detail::cat("conv_transpose2d: input ", detail::shape_str(xs),
+                                  " does not fit weight ", detail::shape_str(ws), ": ", why));
+  };
+  if (ws.size() < 3) throw fail("the weight needs (cin, cout/groups, kernel...) dims");
+  if (xs.size() == ws.size() - 1)
+    return unsqueeze(0)
+        .conv_transpose2d(w, b, groups, stride, dilation, padding, output_padding)
+        .squeeze(0);
+  if (xs.size() != ws.size()) throw fail("they need the same number of dims");
+  if (groups < 1) throw fail(detail::cat("groups must be positive, got ", groups));
+  if (ws[0] != xs[1] || ws[0] % groups != 0)
+    throw fail(
+        detail::cat("the weight's ", ws[0], " input channels in ", groups, " group(s) vs ", xs[1]));
+  const size_t dims = ws.size() - 2;
+  const auto st = detail::per_dim(stride, dims, "conv_transpose2d", "stride");
+  const auto dil = detail::per_dim(dilation, dims, "conv_transpose2d", "dilation");
+  const auto outpad = detail::per_dim(output_padding, dims, "conv_transpose2d", "output_padding");
+  const auto pads = detail::pool_pads(padding, dims, "conv_transpose2d");
+  // the weight as conv2d's: (cin, cout/g, k...) split into groups, in and out swapped, kernel
+  // flipped, groups merged into (cout, cin/g, k...)
+  std::vector<int> swap_io{0, 2, 1}, flip_k;
+  for (size_t j = 0; j < dims; ++j)
+    swap_io.push_back(static_cast<int>(3 + j)), flip_k.push_back(static_cast<int>(3 + j));
+  std::vector<int64_t> split{groups, ws[0] / groups};
+  split.insert(split.end(), ws.begin() + 1, ws.end());
+  Tensor wt = w.reshape(Shape(split)).permute(swap_io).flip(flip_k).flatten(0, 1);
+  // zeros between input elements: (i) -> (i, 1) -> (i, s) -> (i*s) -> the first (i-1)*s+1
+  Tensor x = *this;
+  for (size_t j = 0; j < dims; ++j) {
+    if (st[j] < 1) throw fail(detail::cat("stride must be positive, got ", st[j]));
+    if (st[j] == 1) continue;
+    auto s = x.cshape();
+    const size_t at = 2 + j;
+    const int64_t i = s[at];
+    std::vector<int64_t> two(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(at));
+    two.push_back(i), two.push_back(1);
+    two.insert(two.end(), s.begin() + static_cast<std::ptrdiff_t>(at) + 1, s.end());
+    std::vector<std::pair<sint, sint>> p(two.size(), {0, 0});
+    p[at + 1] = {0, st[j] - 1};
+    std::vector<int64_t> flat = s;
+    flat[at] = i * st[j];
+    std::vector<std::pair<sint, sint>> cut;
+    for (size_t a = 0; a < flat.size(); ++a)
+      cut.emplace_back(0, a == at ? std::max<int64_t>(0, (i - 1) * st[j] + 1) : flat[a]);
+    x = x.reshape(Shape(two)).pad(p).reshape(Shape(flat)).shrink(cut);
+  }
+  std::vector<int64_t> conv_pads;  // (left, right, top, bottom) order: last dim first
+  for (size_t j = dims; j-- > 0;) {
+    if (outpad[j] < 0 || (outpad[j] >= st[j] && outpad[j] >= dil[j]))
+      throw fail(detail::cat("output_padding ", outpad[j],
+                             " must be smaller than the stride or the dilation"));
+    const int64_t edge = dil[j] * (ws[2 + j] - 1);
+    conv_pads.push_back(edge - pads[j].first);
+    conv_pads.push_back(edge - pads[j].second + outpad[j]);
+  }
+  return x.conv2d(wt, b, groups, 1, dil, conv_pads);
+}
+
+namespace detail {
+/// The window setup both 2-d pools share: kernel, stride (default: the kernel), dilation, pads.
+struct Pool2d {
+  std::vector<int64_t> k, s, d;
+  std::vector<std::pair<int64_t, int64_t>> pads;
+  Pool2d(const Tensor& x, const IntOrVec& kernel, const IntOrVec& stride, const IntOrVec& dilation,
+         const IntOrVec& padding, const char* op, bool pad_vs_dilated_kernel)
+      : k(per_dim(kernel, 2, op, "kernel")),
+        s(stride.empty() ? k : per_dim(stride, 2, op, "stride")),
+        d(per_dim(dilation, 2, op, "dilation")),
+        pads(pool_pads(padding, 2, op)) {
+    if (x.ndim() < 2) throw ShapeError(cat(op, ": needs at least 2 dims, got shape ", x.shape()));
+    for (size_t j = 0; j < 2; ++j) {
+      // as PyTorch: the padding is at most half the (dilated, for max) kernel
+      const int64_t span = pad_vs_dilated_kernel ? d[j] * (k[j] - 1) + 1 : k[j];
+      for (int64_t p : {pads[j].first, pads[j].second})
+        if (p < 0 || 2 * p > span)
+          throw ShapeError(
+              cat(op, ": padding ", p, " must be between 0 and half the kernel size ", span));
+    }
+  }
+};
+}  // namespace detail
+
+inline Tensor Tensor::max_pool2d(IntOrVec kernel, IntOrVec stride, IntOrVec dilation,
+                                 IntOrVec padding) const {
+  detail::Pool2d p(*this, kernel, stride, dilation, padding, "max_pool2d", true);
+  const double lowest =
+      dtype().is_float() ? -INFINITY : static_cast<double>(dtypes::min_int(dtype()));
+  Tensor x = detail::pad_last(*this, p.pads, lowest);
+  return detail::max_over(detail::sliding_windows(x, p.k, p.s, p.d, "max_pool2d"),
+                          detail::last_axes(2), false);
+}
+
+inline Tensor Tensor::avg_pool2d(IntOrVec kernel, IntOrVec stride, IntOrVec dilation,
+                                 IntOrVec padding, bool count_include_pad) const {
+  detail::Pool2d p(*this, kernel, stride, dilation, padding, "avg_pool2d", false);
+  auto windows = [&](const Tensor& t) {
+    return detail::sliding_windows(detail::pad_last(t, p.pads), p.k, p.s, p.d, "avg_pool2d");
+  };
+  if (count_include_pad) return windows(*this).mean(detail::last_axes(2));
+  // divide by how many of each window's elements are not padding
+  Tensor x = cast(least_upper_float(dtype()));
+  return windows(x)
+      .sum(detail::last_axes(2))
+      .div(windows(Tensor::ones_like(x)).sum(detail::last_axes(2)));
+}
+
+// -- normalization ---------------------------------------------------------------------------
+
+inline Tensor Tensor::layernorm(int axis, double eps) const {
+  const int ax = normalize_axis(axis, ndim(), "layernorm");
+  Tensor x = cast(least_upper_float(dtype()));
+  Tensor centered = x.sub(x.mean(ax, true));
+  return centered.mul(centered.square().mean(ax, true).add(eps).rsqrt());
+}
+
+inline Tensor Tensor::batchnorm(const Tensor& weight, const Tensor& bias, const Tensor& mean,
+                                const Tensor& invstd) const {
+  const auto s = cshape();
+  if (s.size() < 2)
+    throw ShapeError(detail::cat("batchnorm: needs (N, C, ...) input, got shape ", shape()));
+  std::vector<int64_t> per_channel(s.size(), 1);
+  per_channel[1] = s[1];
+  auto channel = [&](const Tensor& t, const char* what) {
+    if (t.numel() != s[1])
+      throw ShapeError(detail::cat("batchnorm: ", what, " of shape ", t.shape(), " does not match ",
+                                   s[1], " channels of input ", shape()));
+    return t.reshape(Shape(per_channel));
+  };
+  Tensor x = sub(channel(mean, "mean"));
+  if (weight.defined()) x = x.mul(channel(weight, "weight"));
+  x = x.mul(channel(invstd, "invstd"));
+  return bias.defined() ? x.add(channel(bias, "bias")) : x;
+}
+
+// -- attention -------------------------------------------------------------------------------
+
+inline Tensor Tensor::scaled_dot_product_attention(const Tensor& k, const Tensor& v,
+                                                   const Tensor& mask, bool is_causal) const {
+  if (ndim() < 2 || k.ndim() < 2 || v.ndim() < 2)
+    throw ShapeError(detail::cat("scaled_dot_product_attention: query ", shape(), ", key ",
+                                 k.shape(), " and value ", v.shape(), " need at least 2 dims"));
+  if (is_causal && mask.defined())
+    throw Error("scaled_dot_product_attention: give a mask or is_causal, not both");
+  const DType dt = least_upper_dtype({dtype(), k.dtype(), dtypes::float32});
+  const auto qs = cshape(), ks = k.cshape();
+  const int64_t L = qs[qs.size() - 2], S = ks[ks.size() - 2];
+  Tensor scores = cast(dt)
+                      .matmul(k.cast(dt).transpose(-1, -2))
+                      .mul(1.0 / std::sqrt(static_cast<double>(qs.back())));
+  Tensor keep = mask;
+  if (is_causal)  // query i sees keys j <= i
+    keep = Tensor::arange(S).reshape({1, S}).le(Tensor::arange(L).reshape({L, 1}));
+  if (keep.defined())
+    scores = scores.add(keep.dtype().is_bool() ? keep.where(0.0, -INFINITY) : keep);
+  return scores.softmax(-1).cast(dtype()).matmul(v);
+}
+
+// -- losses ----------------------------------------------------------------------------------
+
+inline Tensor Tensor::cross_entropy(const Tensor& target, double label_smoothing) const {
+  if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0))
+    throw Error(
+        detail::cat("cross_entropy: label_smoothing ", label_smoothing, " is not in [0, 1]"));
+  const auto xs = cshape(), ts = target.cshape();
+  if (xs.empty()) throw ShapeError("cross_entropy: the input needs a class dim, got a 0-d tensor");
+  const int ax = xs.size() >= 2 ? 1 : 0;  // PyTorch: (N, C, ...) or unbatched (C,)
+  const int64_t classes = xs[static_cast<size_t>(ax)];
+  Tensor logp = log_softmax(ax);
+  const double eps = label_smoothing / static_cast<double>(classes);
+  if (ts == xs) {  // class probabilities
+    if (!target.dtype().is_float())
+      throw DTypeError(
+          detail::cat("cross_entropy: a target of class probabilities must be float, not ",
+                      target.dtype().name()));
+    return logp.mul(target.mul(1.0 - label_smoothing).add(eps)).sum(ax).neg().mean();
+  }
+  if (ts != detail::drop_axis(xs, ax).to_vector())
+    throw ShapeError(detail::cat("cross_entropy: target of shape ", target.shape(),
+                                 " fits neither input ", shape(),
+                                 " (probabilities) nor its shape without the class dim (indices)"));
+  if (!target.dtype().is_int())
+    throw DTypeError(
+        detail::cat("cross_entropy: class indices must be integers, not ", target.dtype().name()));
+  // one-hot along the class axis, smoothed; PyTorch's ignore_index -100 drops a sample
+  std::vector<int64_t> cls(xs.size() - static_cast<size_t>(ax), 1);
+  cls[0] = classes;
+  Tensor t = target.unsqueeze(ax);
+  Tensor y =
+      t.eq(Tensor::arange(classes).reshape(Shape(cls))).where(1.0 - label_smoothing + eps, eps);
+  Tensor keep = target.ne(-100);
+  Tensor loss = keep.where(logp.mul(y).sum(ax).neg(), 0.0);
+  return loss.sum().div(keep.sum().cast(loss.dtype()));
+}
+
+/// Cross entropy of logits (..., C) against integer labels (...), averaged over the labels that
+/// are not ignore_index.
+inline Tensor Tensor::sparse_categorical_crossentropy(const Tensor& labels, int64_t ignore_index,
+                                                      double label_smoothing) const {
+  if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0))
+    throw Error(detail::cat("sparse_categorical_crossentropy: label_smoothing ", label_smoothing,
+                            " is not in [0, 1]"));
+  const auto xs = cshape();
+  if (xs.empty() || labels.cshape() != std::vector<int64_t>(xs.begin(), xs.end() - 1))
+    throw ShapeError(detail::cat("sparse_categorical_crossentropy: labels of shape ",
+                                 labels.shape(), " do not fit logits of shape ", shape(),
+                                 " (expected its shape without the last dim)"));
+  if (!labels.dtype().is_int())
+    throw DTypeError(detail::cat("sparse_categorical_crossentropy: labels must be integers, not ",
+                                 labels.dtype().name()));
+  const int64_t classes = xs.back();
+  Tensor logp = log_softmax(-1);
+  Tensor keep = labels.ne(Tensor(ignore_index).cast(labels.dtype()));
+  Tensor hit = labels.unsqueeze(-1).eq(Tensor::arange(classes));
+  // (1 - ls) * log p[label] + ls * mean(log p)
+  Tensor picked = hit.where(logp, 0.0)
+                      .sum(-1)
+                      .mul(1.0 - label_smoothing)
+                      .add(logp.mean(-1).mul(label_smoothing));
+  Tensor loss = keep.where(picked, 0.0).sum().neg();
+  return loss.div(keep.sum().cast(loss.dtype()));
+}
+
+namespace detail {
+inline void same_shape(const Tensor& x, const Tensor& target, const char* op) {
+  if (x.shape() != target.shape())
+    throw ShapeError(
+        cat(op, ": target of shape ", target.shape(), " differs from input ", x.shape()));
+}
+}  // namespace detail
+
+inline Tensor Tensor::binary_crossentropy(const Tensor& target) const {
+  detail::same_shape(*this, target, "binary_crossentropy");
+  // log is clamped at -100, as PyTorch, so p = 0 or 1 gives a finite loss
+  Tensor p = cast(least_upper_float(dtype()));
+  Tensor lp = p.log().maximum(-100.0), lq = p.neg().add(1).log().maximum(-100.0);
+  return target.mul(lp).add(target.neg().add(1).mul(lq)).neg().mean();
+}
+
+inline Tensor Tensor::binary_crossentropy_logits(const Tensor& target) const {
+  detail::same_shape(*this, target, "binary_crossentropy_logits");
+  // max(x, 0) - x*t + log(1 + exp(-|x|))
+  Tensor x = cast(least_upper_float(dtype()));
+  return x.relu().sub(x.mul(target)).add(x.abs().neg().exp().add(1).log()).mean();
+}
+
+// -- dropout ---------------------------------------------------------------------------------
+
+inline Tensor Tensor::dropout(double p) const {
+  if (!(p >= 0.0 && p <= 1.0))
+    throw Error(detail::cat("dropout: probability ", p, " is not in [0, 1]"));
+  if (!Tensor::training || p == 0.0) return *this;
+  if (!dtype().is_float())
+    throw DTypeError(detail::cat("dropout: needs a float tensor, not ", dtype().name()));
+  if (p == 1.0) return Tensor::zeros_like(*this);
+  return Tensor::rand_like(*this).ge(p).where(mul(1.0 / (1.0 - p)), 0.0);
+}
+
+}  // namespace tinyt::inline v0
 // ---- end tinyt/ops/nn.hpp ----
 // ---- end tinyt.hpp ----

@@ -68,3 +68,18 @@ TEST_CASE("assign: a view realized in the same schedule as the assign keeps the 
   CHECK(view.to_vector<float>() == std::vector<float>{1, 2, 3, 4});
   CHECK(pending.to_vector<float>() == std::vector<float>{4, 3, 2, 1});
 }
+
+TEST_CASE("assign: memory a value was computed into is not trusted after it is overwritten") {
+  // u's lazy value is computed into memory that the assign then overwrites in place; the same
+  // lazy value built again must be recomputed, not read from that memory
+  Tensor u = Tensor::ones({5}) * 2;
+  u.assign(u + 1);
+  Tensor again = Tensor::ones({5}) * 2;
+  CHECK((u + again).to_vector<float>() == std::vector<float>{5, 5, 5, 5, 5});
+  CHECK(again.to_vector<float>() == std::vector<float>{2, 2, 2, 2, 2});
+  // and after the assign ran, too
+  Tensor v = Tensor::ones({3}) * 7;
+  v.assign(v * 2);
+  v.realize();
+  CHECK((Tensor::ones({3}) * 7).to_vector<float>() == std::vector<float>{7, 7, 7});
+}

@@ -204,7 +204,7 @@ TEST_CASE("random: rand, randint and randn are threefry of (i, i >> 32) under th
   }
 }
 
-TEST_CASE("random: manual_seed makes the sequence reproducible; calls and seeds differ") {
+TEST_CASE("random: manual_seed makes the sequence reproducible, and calls and seeds differ") {
   Tensor::manual_seed(42);
   const auto a = Tensor::rand({100}).to_vector<float>(), b = Tensor::rand({100}).to_vector<float>();
   const auto c = Tensor::randn({3, 5}).to_vector<float>();
@@ -315,7 +315,7 @@ TEST_CASE("random: randn and normal statistics over 10^5 samples") {
   }
 }
 
-TEST_CASE("random: randint covers [low, high) evenly, for any range and integer dtype") {
+TEST_CASE("random: randint covers low to high-1 evenly, for any range and integer dtype") {
   Tensor::manual_seed(3);
   const auto n = static_cast<double>(kSamples);
   {

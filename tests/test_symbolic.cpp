@@ -357,3 +357,14 @@ TEST_CASE("symbolic: sums of loads from different buffers have one canonical ord
   UOp b(Ops::LOAD, dtypes::index, {UOp(Ops::INDEX, g2.dtype(), {g2, UOp::const_(dtypes::index, 0)})});
   CHECK(simplify(a + b) == simplify(b + a));
 }
+
+TEST_CASE("symbolic: a cast's constant is not folded into a narrower source dtype") {
+  // (int32)(int8 x) + 300 must not become (int32)(x + 44): 300 wraps in int8
+  UOp x = UOp::variable("x", -128, 127, dtypes::int8);
+  UOp e = x.cast(dtypes::int32) + 300;
+  UOp s = simplify(e);
+  for (int v : {-128, -1, 0, 127}) {
+    UOp at = substitute(s, {{x.get(), UOp::const_(dtypes::int8, v)}});
+    CHECK(simplify(at) == UOp::const_(dtypes::int32, v + 300));
+  }
+}

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -121,6 +122,9 @@ class Buffer {
   DType dtype() const { return dtype_; }
   size_t nbytes() const { return size_ * static_cast<size_t>(dtype_.itemsize()); }
   bool allocated() const { return ptr_ != nullptr; }
+  /// Bumped each time the memory is overwritten in place: values computed into it before are gone.
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
+  void overwritten() { version_.fetch_add(1, std::memory_order_acq_rel); }
 
   /// The memory, allocated now if it was not yet.
   void* ptr() {
@@ -145,6 +149,7 @@ class Buffer {
   DType dtype_;
   void* ptr_ = nullptr;
   std::once_flag alloc_once_;
+  std::atomic<uint64_t> version_{0};
 };
 
 }  // namespace tinyt::inline v0

@@ -25,6 +25,7 @@ struct TensorMeta : UOpNode::Extra {
   std::mutex mu;
   std::shared_ptr<Buffer> buffer;  // BUFFER nodes: the memory
   UOp realized;                    // computed nodes: a view of the buffer holding the value
+  uint64_t realized_version = 0;   // ... while that memory is at this version
 };
 
 namespace graph {
@@ -108,17 +109,32 @@ inline const Shape& shape_of(const UOp& u) { return meta(u).shape; }
 inline const std::string& device_of(const UOp& u) { return meta(u).device; }
 inline std::vector<int64_t> concrete_shape(const UOp& u) { return shape_of(u).to_vector(); }
 
+inline std::shared_ptr<Buffer> buffer_of(const UOp& b);
+inline UOp base_buffer(const UOp& view);
+
 /// The buffer holding u's value when it has been computed (a view of it), else the empty UOp.
+/// A value whose memory has since been overwritten in place is forgotten.
 inline UOp realized(const UOp& u) {
   if (u.op() == Ops::BUFFER) return u;
   TensorMeta& m = meta(u);
-  std::lock_guard lock(m.mu);
-  return m.realized;
+  UOp view;
+  uint64_t version;
+  {
+    std::lock_guard lock(m.mu);
+    view = m.realized, version = m.realized_version;
+  }
+  if (view && buffer_of(base_buffer(view))->version() != version) {
+    std::lock_guard lock(m.mu);
+    m.realized = UOp();
+    return {};
+  }
+  return view;
 }
 inline void set_realized(const UOp& u, const UOp& view) {
+  const uint64_t version = buffer_of(base_buffer(view))->version();
   TensorMeta& m = meta(u);
   std::lock_guard lock(m.mu);
-  m.realized = view;
+  m.realized = view, m.realized_version = version;
 }
 /// The memory of a BUFFER node (created, not yet allocated, on first use).
 inline std::shared_ptr<Buffer> buffer_of(const UOp& b) {

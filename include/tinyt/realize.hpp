@@ -78,7 +78,8 @@ inline void run_schedule(const std::vector<schedule::Kernel>& kernels) {
     if (debug >= 2)
       std::cerr << "  " << std::left << std::setw(28) << ck->program.name << " " << k.buffers.size() << " buffers  "
                 << std::fixed << std::setprecision(2) << seconds * 1e6 << " us\n";
-    graph::set_realized(k.computes, k.view);
+    if (k.in_place) graph::buffer_of(k.buffers[0])->overwritten();
+    if (!k.temporary) graph::set_realized(k.computes, k.view);
   }
 }
 

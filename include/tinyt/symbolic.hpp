@@ -97,10 +97,14 @@ inline bool lossless_int_cast(const UOp& c) {
 // cast(x) + c -> cast(x + c) when nothing wraps, so index math stays in one dtype
 inline UOp fold_cast_add(const UOp& cast, const UOp& c) {
   if (!lossless_int_cast(cast)) return {};
-  const UOp x = cast.src(0), sum = x + x.const_like(c.const_int());
-  const Bounds b = bounds(sum);
-  if (b.lo < dtypes::min_int(cast.dtype()) || b.hi > dtypes::max_int(cast.dtype())) return {};
-  return sum.cast(cast.dtype());
+  // the sum moves into x's dtype: c and every x + c must fit there as well as in the target
+  const UOp& x = cast.src(0);
+  const i128 k = c.const_int();
+  const Bounds b = bounds(x);
+  const DType from = x.dtype(), to = cast.dtype();
+  const i128 lo = std::max(dtypes::min_int(from), dtypes::min_int(to)), hi = std::min(dtypes::max_int(from), dtypes::max_int(to));
+  if (k < dtypes::min_int(from) || k > dtypes::max_int(from) || b.lo + k < lo || b.hi + k > hi) return {};
+  return (x + x.const_like(k)).cast(to);
 }
 // cast(x) <cmp> c -> x <cmp> c when the cast keeps x's values and c fits x's dtype
 inline UOp fold_cast_cmp(const UOp& cmp, const UOp& cast, const UOp& c) {

@@ -61,7 +61,21 @@ inline void realize_tensors(const std::vector<Tensor>& tensors) {
     }
     if (!first.empty()) realize_tensors(first);
   }
-  run_schedule(schedule::create_schedule(roots));
+  std::vector<schedule::Kernel> kernels = schedule::create_schedule(roots);
+  if (kernels.size() > 1) {
+    // an intermediate no other live tensor can reach is not kept, and its memory is reused
+    std::vector<std::shared_ptr<Tensor::Data>> live = Tensor::live_tensors().snapshot();
+    std::erase_if(live, [&](const auto& d) {
+      return std::any_of(tensors.begin(), tensors.end(), [&](const Tensor& t) { return t.d_ == d; });
+    });
+    schedule::plan_memory(kernels, roots, [&](const UOp& node) {
+      const std::unordered_set<const UOpNode*> target{node.get()};
+      return std::any_of(live.begin(), live.end(), [&](const auto& d) {
+        return detail::reaches(d->uop, target, {}) != detail::Reach::no;
+      });
+    });
+  }
+  run_schedule(kernels);
   for (const Tensor& t : tensors)
     if (UOp view = graph::realized(t.d_->uop)) t.d_->uop = view;
 }

@@ -1,4 +1,404 @@
-// (being written)
+// Indexing: t[{...}] (NumPy/PyTorch basic and advanced indexing), assignment through it, gather
+// and one_hot.
+//
+// Basic indexing (ints, slices, NewAxis, Ellipsis) is a pure view: a shrink, a flip for negative
+// steps, a pad-reshape-shrink for steps above 1, and a reshape. Integer tensor indices select
+// with a one-hot mask (the index compared against an arange) and a sum over the indexed axes,
+// so gathering is a kernel like any other, with no host loop. Out-of-range values in an index
+// tensor are MASKED: they match no position, so a read gives 0 and a write writes nothing.
 #pragma once
 
-#include "reduce.hpp"
+#include "combine.hpp"
+
+namespace tinyt::inline v0 {
+
+namespace detail {
+
+/// A scalar of exactly `dt` (not weak), for selects and sums that must keep a dtype.
+template <class V> Tensor scalar_of(DType dt, V v, const std::string& device) {
+  return Tensor(graph::const_(dt, v, device));
+}
+
+/// A tensor's shape as numbers (indexing needs concrete shapes).
+inline std::vector<int64_t> dims_of(const Tensor& t) { return graph::concrete_shape(t.uop()); }
+
+/// What an index does to one dim of the base: it keeps `count` elements start, start+step, ...
+struct DimSelect {
+  int64_t start = 0, step = 1, count = 0;
+};
+
+/// An index resolved against a shape: per base dim what it keeps; the shape of the view (ints
+/// dropped, NewAxis added); and the tensor indices with the view dim each applies to.
+struct ParsedIndex {
+  std::vector<DimSelect> dims;
+  std::vector<int64_t> view_shape;
+  std::vector<std::pair<size_t, Tensor>> tensors;
+};
+
+/// Python's slice.indices(size) followed by the length of the range.
+inline DimSelect resolve_slice(const Slice& s, int64_t size) {
+  const int64_t step = s.step.value_or(1);
+  if (step == 0) throw Error("index: a slice step cannot be 0");
+  const int64_t lower = step > 0 ? 0 : -1, upper = step > 0 ? size : size - 1;
+  auto clamp = [&](std::optional<int64_t> v, int64_t fallback) {
+    if (!v) return fallback;
+    int64_t x = *v;
+    if (x < 0)
+      x = std::max(x + size, lower);
+    else
+      x = std::min(x, upper);
+    return x;
+  };
+  const int64_t start = clamp(s.start, step > 0 ? lower : upper),
+                stop = clamp(s.stop, step > 0 ? upper : lower);
+  const int64_t diff = step > 0 ? stop - start : start - stop;
+  // |step| may be INT64_MIN's magnitude: a count from (diff - 1) / |step| cannot overflow
+  const uint64_t k =
+      step > 0 ? static_cast<uint64_t>(step) : uint64_t{0} - static_cast<uint64_t>(step);
+  const int64_t count =
+      diff > 0 ? static_cast<int64_t>(static_cast<uint64_t>(diff - 1) / k) + 1 : 0;
+  // one element or none: the step no longer matters
+  if (count <= 1) return {count ? start : 0, 1, count};
+  return {start, step, count};
+}
+
+inline ParsedIndex parse_index(const std::vector<int64_t>& shape, const std::vector<Index>& index) {
+  size_t ellipses = 0, consuming = 0;
+  for (const Index& i : index) {
+    if (std::holds_alternative<EllipsisT>(i.value))
+      ++ellipses;
+    else if (!std::holds_alternative<NewAxisT>(i.value))
+      ++consuming;
+  }
+  if (ellipses > 1) throw IndexError(cat("index: at most one Ellipsis is allowed, got ", ellipses));
+  if (consuming > shape.size())
+    throw IndexError(
+        cat("index: too many indices (", consuming, ") for a tensor of shape ", shape_str(shape)));
+  ParsedIndex p;
+  size_t dim = 0;
+  auto keep_all = [&] {
+    p.dims.push_back({0, 1, shape[dim]});
+    p.view_shape.push_back(shape[dim++]);
+  };
+  for (const Index& entry : index) {
+    if (std::holds_alternative<EllipsisT>(entry.value)) {
+      for (size_t n = shape.size() - consuming; n > 0; --n) keep_all();
+    } else if (std::holds_alternative<NewAxisT>(entry.value)) {
+      p.view_shape.push_back(1);
+    } else if (const int64_t* i = std::get_if<int64_t>(&entry.value)) {
+      const int64_t size = shape[dim];
+      if (*i < -size || *i >= size)
+        throw IndexError(cat("index: index ", *i, " is out of range for axis ", dim, " with size ",
+                             size, " (shape ", shape_str(shape), ")"));
+      p.dims.push_back({*i < 0 ? *i + size : *i, 1, 1});
+      ++dim;
+    } else if (const Slice* s = std::get_if<Slice>(&entry.value)) {
+      p.dims.push_back(resolve_slice(*s, shape[dim]));
+      p.view_shape.push_back(p.dims.back().count);
+      ++dim;
+    } else {
+      const Tensor& t = std::get<Tensor>(entry.value);
+      if (!t.defined()) throw Error("index: an index is the empty Tensor() handle");
+      if (t.dtype().is_bool())
+        throw DTypeError(
+            "index: boolean mask indices are not supported (the result's shape would depend on the "
+            "data)");
+      if (!t.dtype().is_int())
+        throw DTypeError(cat("index: tensor indices must be integers, not ", t.dtype().name()));
+      p.tensors.emplace_back(p.view_shape.size(), t);
+      keep_all();
+    }
+  }
+  while (dim < shape.size()) keep_all();  // fewer indices than dims: the rest is `:`
+  return p;
+}
+
+/// Whether some dim steps by more than one element.
+inline bool any_stride(const ParsedIndex& p) {
+  return std::any_of(p.dims.begin(), p.dims.end(),
+                     [](const DimSelect& d) { return d.step != 1 && d.step != -1; });
+}
+inline uint64_t abs_step(const DimSelect& d) {
+  return d.step > 0 ? static_cast<uint64_t>(d.step) : uint64_t{0} - static_cast<uint64_t>(d.step);
+}
+// The base range [lo, hi) a dim reads (flipped when the step is negative), extended to a whole
+// number of steps when the base is long enough, which spares the pad of the strided view.
+inline std::pair<int64_t, int64_t> dim_range(const DimSelect& d, int64_t size) {
+  if (d.count == 0) return {0, 0};
+  const auto k = static_cast<int64_t>(abs_step(d));
+  const int64_t span = (d.count - 1) * k + 1;  // within size: the last element is in range
+  if (d.step > 0) return {d.start, d.start + (d.start + d.count * k <= size ? d.count * k : span)};
+  return {d.start + 1 - (d.start + 1 - d.count * k >= 0 ? d.count * k : span), d.start + 1};
+}
+
+/// The basic part of an index applied to t: a view of shape p.view_shape.
+inline Tensor basic_view(const Tensor& t, const ParsedIndex& p) {
+  const auto s = dims_of(t);
+  std::vector<std::pair<sint, sint>> bounds;
+  std::vector<int> flips;
+  for (size_t i = 0; i < s.size(); ++i) {
+    auto [lo, hi] = dim_range(p.dims[i], s[i]);
+    bounds.emplace_back(lo, hi);
+    if (p.dims[i].step < 0) flips.push_back(static_cast<int>(i));
+  }
+  Tensor x = t.shrink(bounds).flip(flips);
+  if (any_stride(p)) {
+    // a step k: pad to count * k, view as (count, k), keep column 0
+    std::vector<std::pair<sint, sint>> pad, keep;
+    std::vector<int64_t> split, counts;
+    const auto xs = dims_of(x);
+    for (size_t i = 0; i < s.size(); ++i) {
+      const auto k = static_cast<int64_t>(abs_step(p.dims[i])), n = p.dims[i].count;
+      pad.emplace_back(0, n * k - xs[i]);
+      split.insert(split.end(), {n, k});
+      keep.emplace_back(0, n), keep.emplace_back(0, 1);
+      counts.push_back(n);
+    }
+    x = x.pad(pad).reshape(Shape(split)).shrink(keep).reshape(Shape(counts));
+  }
+  return x.reshape(Shape(p.view_shape));
+}
+
+/// The inverse of basic_view: v (of the view's shape) placed where the view reads the base,
+/// zero (false) everywhere else.
+inline Tensor basic_unview(const Tensor& v, const ParsedIndex& p,
+                           const std::vector<int64_t>& base) {
+  std::vector<int64_t> counts;
+  for (const DimSelect& d : p.dims) counts.push_back(d.count);
+  Tensor x = v.reshape(Shape(counts));
+  std::vector<std::pair<sint, sint>> outer;
+  std::vector<int> flips;
+  std::vector<int64_t> lengths;
+  for (size_t i = 0; i < base.size(); ++i) {
+    auto [lo, hi] = dim_range(p.dims[i], base[i]);
+    outer.emplace_back(lo, base[i] - hi);
+    lengths.push_back(hi - lo);
+    if (p.dims[i].step < 0) flips.push_back(static_cast<int>(i));
+  }
+  if (any_stride(p)) {
+    // each element becomes a row (value, 0, ..., 0) of k, flattened and cut to the range length
+    std::vector<int64_t> col, flat;
+    std::vector<std::pair<sint, sint>> widen, cut;
+    for (size_t i = 0; i < base.size(); ++i) {
+      const auto k = static_cast<int64_t>(abs_step(p.dims[i])), n = p.dims[i].count;
+      col.insert(col.end(), {n, 1});
+      widen.emplace_back(0, 0), widen.emplace_back(0, k - 1);
+      flat.push_back(n * k);
+      cut.emplace_back(0, lengths[i]);
+    }
+    x = x.reshape(Shape(col)).pad(widen).reshape(Shape(flat)).shrink(cut);
+  }
+  return x.flip(flips).pad(outer);
+}
+
+/// The tensor-index part of an index, applied to x (the basic view): the broadcast shape of the
+/// index tensors, and the mask of which x element each index position selects.
+struct TensorSelect {
+  std::vector<int64_t> bshape;  // the index tensors broadcast together
+  std::vector<size_t> dims;     // x dims indexed by tensors, ascending
+  Tensor mask;                  // bshape + x.shape[dims[0]:] (1 on the dims not indexed)
+  bool to_front = false;        // the index dims are not adjacent: the result has bshape first
+};
+
+// The dtype an index is compared in: wide enough for the index and for every position of x.
+inline DType index_compare_dtype(DType dt) {
+  if (dt.itemsize() < 4) return dtypes::int32;
+  if (dt == dtypes::uint32) return dtypes::int64;
+  return dt;
+}
+
+/// `idx == arange(n)` along a new last axis, with idx a tensor of integers; negative values
+/// count from the end when `wrap` is set. Values out of range match nothing.
+inline Tensor one_hot_mask(Tensor idx, int64_t n, bool wrap) {
+  idx = idx.cast(index_compare_dtype(idx.dtype()));
+  const DType dt = idx.dtype();
+  const std::string dev = idx.device();
+  if (wrap && !dt.is_unsigned())
+    idx =
+        idx.add(idx.lt(scalar_of(dt, 0, dev)).where(scalar_of(dt, n, dev), scalar_of(dt, 0, dev)));
+  Tensor positions = Tensor::arange(n).cast(dt).to(dev);
+  return idx.unsqueeze(-1).eq(positions);
+}
+
+inline TensorSelect tensor_select(const Tensor& x, const ParsedIndex& p) {
+  TensorSelect sel;
+  const auto xs = dims_of(x);
+  std::vector<int64_t> b;
+  for (const auto& [d, t] : p.tensors) {
+    sel.dims.push_back(d);
+    try {
+      b = Tensor::broadcast_shape(b, dims_of(t), "index");
+    } catch (const ShapeError&) {
+      std::vector<Tensor> ts;
+      for (const auto& e : p.tensors) ts.push_back(e.second);
+      throw ShapeError(
+          cat("index: the index tensors of shapes ", shapes_str(ts), " do not broadcast together"));
+    }
+  }
+  sel.bshape = b;
+  const size_t first = sel.dims.front(), tail = xs.size() - first;
+  for (size_t i = 1; i < sel.dims.size(); ++i) sel.to_front |= sel.dims[i] != sel.dims[i - 1] + 1;
+  sel.to_front &= first != 0;
+  for (const auto& [d, t] : p.tensors) {
+    // the one-hot of the index (over bshape) along x's dim d
+    Tensor hit = one_hot_mask(broadcast_to(t.to(x.device()), b), xs[d], true);
+    std::vector<int64_t> placed = b;
+    placed.insert(placed.end(), d - first, 1);
+    placed.push_back(xs[d]);
+    placed.insert(placed.end(), tail - (d - first) - 1, 1);
+    hit = hit.reshape(Shape(placed));
+    sel.mask = sel.mask.defined() ? sel.mask.logical_and(hit) : hit;
+  }
+  return sel;
+}
+
+// x with bshape's dims (as 1s) inserted before dim `first`: it lines up with the mask.
+inline Tensor align_to_mask(const Tensor& x, const TensorSelect& sel) {
+  auto s = dims_of(x);
+  s.insert(s.begin() + static_cast<std::ptrdiff_t>(sel.dims.front()), sel.bshape.size(), 1);
+  return x.reshape(Shape(s));
+}
+inline std::vector<int> reduce_axes(const TensorSelect& sel) {
+  std::vector<int> axes;
+  for (size_t d : sel.dims) axes.push_back(static_cast<int>(d + sel.bshape.size()));
+  return axes;
+}
+// The permutation that moves bshape's dims (at `first`) to the front, or back when `inverse`.
+inline std::vector<int> front_order(size_t first, size_t nb, size_t ndim, bool inverse) {
+  std::vector<int> order;
+  for (size_t i = 0; i < ndim; ++i) {
+    const size_t j = inverse ? (i < first        ? i + nb
+                                : i < first + nb ? i - first
+                                                 : i)
+                             : (i < nb           ? first + i
+                                : i < first + nb ? i - nb
+                                                 : i);
+    order.push_back(static_cast<int>(j));
+  }
+  return order;
+}
+
+/// Selects x's elements at the index tensors (PyTorch's advanced indexing).
+inline Tensor tensor_get(const Tensor& x, const TensorSelect& sel) {
+  Tensor picked = sel.mask.where(align_to_mask(x, sel), scalar_of(x.dtype(), 0, x.device()));
+  Tensor r =
+      picked.sum(reduce_axes(sel)).cast(x.dtype());  // one term is non-zero: the sum is exact
+  if (!sel.to_front) return r;
+  return r.permute(front_order(sel.dims.front(), sel.bshape.size(), r.ndim(), false));
+}
+
+/// x with `value` (broadcast to the shape tensor_get gives) written at the index tensors. Where
+/// an index repeats, the last occurrence wins.
+inline Tensor tensor_set(const Tensor& x, const Tensor& value, const TensorSelect& sel) {
+  const size_t first = sel.dims.front(), nb = sel.bshape.size();
+  int64_t bn = 1;
+  for (int64_t d : sel.bshape) bn *= d;
+  if (bn == 0 || x.numel() == 0) return x;
+  Tensor v = value;
+  if (sel.to_front) v = v.permute(front_order(first, nb, v.ndim(), true));
+  for (int a : reduce_axes(sel)) v = v.unsqueeze(a);
+  // each x element takes the value of the last index position (in row-major order) that hits it
+  std::vector<int64_t> pos_shape = sel.bshape;
+  pos_shape.insert(pos_shape.end(), x.ndim() - first, 1);
+  Tensor pos = Tensor::arange(bn).reshape(Shape(pos_shape)).to(x.device());
+  std::vector<int> b_axes;
+  for (size_t i = 0; i < nb; ++i) b_axes.push_back(static_cast<int>(i));
+  Tensor last = sel.mask.where(pos, scalar_of(dtypes::int32, -1, x.device())).max(b_axes, true);
+  Tensor take = pos.eq(last);
+  std::vector<int> v_axes;
+  for (size_t i = 0; i < nb; ++i) v_axes.push_back(static_cast<int>(first + i));
+  Tensor written = take.where(v, scalar_of(x.dtype(), 0, x.device())).sum(v_axes).cast(x.dtype());
+  std::vector<int64_t> hit_shape = dims_of(last);
+  hit_shape.erase(hit_shape.begin(), hit_shape.begin() + static_cast<std::ptrdiff_t>(nb));
+  return last.reshape(Shape(hit_shape))
+      .ge(scalar_of(dtypes::int32, 0, x.device()))
+      .where(written, x);
+}
+
+/// value (cast to dt) broadcast to `shape`; leading 1s beyond the shape's rank are dropped, as
+/// NumPy does for assignment.
+inline Tensor value_for(const Tensor& value, const std::vector<int64_t>& shape, DType dt) {
+  if (!value.defined()) throw Error("index assignment: the value is the empty Tensor() handle");
+  auto vs = dims_of(value);
+  while (vs.size() > shape.size() && vs.front() == 1) vs.erase(vs.begin());
+  bool fits = vs.size() <= shape.size();
+  for (size_t i = 0; fits && i < vs.size(); ++i)
+    fits = vs[i] == 1 || vs[i] == shape[shape.size() - vs.size() + i];
+  if (!fits)
+    throw ShapeError(cat("index assignment: a value of shape ", value.shape(),
+                         " cannot be broadcast to the indexed shape ", shape_str(shape)));
+  return broadcast_to(value.cast(dt).reshape(Shape(vs)), shape);
+}
+
+}  // namespace detail
+
+inline TensorRef Tensor::operator[](std::vector<Index> index) const {
+  const detail::ParsedIndex p = detail::parse_index(cshape(), index);
+  Tensor x = detail::basic_view(*this, p);
+  if (!p.tensors.empty()) x = detail::tensor_get(x, detail::tensor_select(x, p));
+  return TensorRef(x, *this, std::move(index));
+}
+inline TensorRef Tensor::operator[](std::initializer_list<Index> index) const {
+  return (*this)[std::vector<Index>(index)];
+}
+
+/// Writes the value into the base: the new base is a select between the value, mapped back
+/// through the index, and the old base; then it is assigned to the base's memory.
+inline TensorRef& TensorRef::operator=(const Tensor& value) {
+  const auto base = detail::dims_of(base_);
+  const detail::ParsedIndex p = detail::parse_index(base, index_);
+  Tensor x = detail::basic_view(base_, p);
+  Tensor updated;
+  if (p.tensors.empty()) {
+    updated = detail::value_for(value, detail::dims_of(x), base_.dtype());
+  } else {
+    const detail::TensorSelect sel = detail::tensor_select(x, p);
+    Tensor v = detail::value_for(value, detail::dims_of(detail::tensor_get(x, sel)), base_.dtype());
+    updated = detail::tensor_set(x, v, sel);
+  }
+  Tensor region = detail::basic_unview(
+      Tensor::full(Shape(detail::dims_of(x)), true, dtypes::bool_, base_.device()), p, base);
+  base_.assign(region.where(detail::basic_unview(updated, p, base), base_));
+  Tensor::operator=(static_cast<const Tensor&>(base_[index_]));
+  return *this;
+}
+
+/// out[i][j] = self[index[i][j]][j] for dim 0, and so on (PyTorch's gather). Index values out of
+/// range, negative ones included, are masked: they read 0.
+inline Tensor Tensor::gather(int dim, const Tensor& index) const {
+  if (!index.defined()) throw Error("gather: the index is the empty Tensor() handle");
+  if (!index.dtype().is_int())
+    throw DTypeError(
+        detail::cat("gather: the index must be an integer tensor, not ", index.dtype().name()));
+  const auto s = cshape(), is = detail::dims_of(index);
+  if (s.size() != is.size())
+    throw ShapeError(detail::cat("gather: the index has shape ", index.shape(),
+                                 " but the tensor has shape ", shape(),
+                                 "; they need the same number of dims"));
+  if (s.empty()) return reshape({1}).gather(0, index.reshape({1})).reshape({});
+  const auto d = static_cast<size_t>(normalize_axis(dim, s.size(), "gather"));
+  std::vector<std::pair<sint, sint>> keep;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i != d && is[i] > s[i])
+      throw ShapeError(detail::cat("gather: index shape ", index.shape(), " exceeds tensor shape ",
+                                   shape(), " in dim ", i));
+    keep.emplace_back(0, i == d ? s[i] : is[i]);
+  }
+  // x[..., 1 (dim d), ..., n]: the candidates of every output element along the last axis
+  Tensor x = shrink(keep).unsqueeze(-1).transpose(-1, static_cast<int>(d));
+  Tensor hit = detail::one_hot_mask(index.to(device()), s[d], false);
+  return hit.where(x, detail::scalar_of(dtype(), 0, device())).sum(-1).cast(dtype());
+}
+
+/// int32 one-hot vectors along a new last axis; num_classes -1 takes the maximum value + 1
+/// (which reads the tensor). Values out of range give a row of zeros.
+inline Tensor Tensor::one_hot(int64_t num_classes) const {
+  if (!dtype().is_int())
+    throw DTypeError(detail::cat("one_hot: needs an integer tensor, not ", dtype().name()));
+  if (num_classes == -1) num_classes = numel() ? max().cast(dtypes::int64).item<int64_t>() + 1 : 0;
+  if (num_classes < 0)
+    throw Error(detail::cat("one_hot: num_classes must be -1 or non-negative, got ", num_classes));
+  return detail::one_hot_mask(*this, num_classes, false).cast(dtypes::int32);
+}
+
+}  // namespace tinyt::inline v0

@@ -14,6 +14,14 @@ inline DType sum_acc_dtype(DType dt) {
   if (dt.is_int() || dt.is_bool()) return least_upper_dtype({dt, dtypes::default_int});
   return least_upper_dtype({dt, dtypes::float32});
 }
+// max and min have no identity: reducing a dim of size 0 is an error, as in PyTorch (other
+// dims may be 0: the result is then empty)
+inline void check_nonempty_reduce(const Tensor& t, const std::vector<int>& axes, const char* op) {
+  const auto s = t.shape().to_vector();
+  for (int a : axes)
+    if (!s.empty() && s[static_cast<size_t>(normalize_axis(a, s.size(), op))] == 0)
+      throw ShapeError(cat(op, ": cannot reduce dim ", a, " of size 0 in shape ", t.shape()));
+}
 inline std::vector<int> all_axes(size_t n) {
   std::vector<int> axes(n);
   for (size_t i = 0; i < n; ++i) axes[i] = static_cast<int>(i);
@@ -53,14 +61,14 @@ inline Tensor Tensor::prod(int axis, bool keepdim) const { return prod(std::vect
 inline Tensor Tensor::prod() const { return prod(detail::all_axes(ndim()), false); }
 
 inline Tensor Tensor::max(std::vector<int> axes, bool keepdim) const {
-  if (numel() == 0) throw ShapeError(detail::cat("max: cannot reduce an empty tensor of shape ", shape()));
+  detail::check_nonempty_reduce(*this, axes, "max");
   return reduce(Ops::MAX, std::move(axes), keepdim, "max");
 }
 inline Tensor Tensor::max(int axis, bool keepdim) const { return max(std::vector<int>{axis}, keepdim); }
 inline Tensor Tensor::max() const { return max(detail::all_axes(ndim()), false); }
 
 inline Tensor Tensor::min(std::vector<int> axes, bool keepdim) const {
-  if (numel() == 0) throw ShapeError(detail::cat("min: cannot reduce an empty tensor of shape ", shape()));
+  detail::check_nonempty_reduce(*this, axes, "min");
   if (dtype().is_float()) return neg().reduce(Ops::MAX, std::move(axes), keepdim, "min").neg();
   return bitwise_not().reduce(Ops::MAX, std::move(axes), keepdim, "min").bitwise_not();
 }

@@ -16,19 +16,24 @@ struct Kernel {
   std::vector<UOp> buffers;  // BUFFER nodes
   UOp computes;              // the tensor-level node whose value the kernel writes
   UOp view;                  // where that value lives afterwards (a view of buffers[0])
+  bool in_place = false;     // writes existing memory (an assign)
+  bool temporary = false;    // its memory is reused after its last reader: the value is not kept
 };
 
 namespace detail {
 using tinyt::detail::cat;
+/// Where memory holds a node's value (a view), or empty: graph::realized, unless the scheduler
+/// must recompute it because that memory is overwritten in this schedule.
+using Known = std::function<UOp(const UOp&)>;
 
 // A node that needs no kernel: memory already holds it in its own shape.
-inline bool is_materialized(const UOp& u) {
-  if (u.op() == Ops::BUFFER || graph::realized(u)) return true;
+inline bool is_materialized(const UOp& u, const Known& known = graph::realized) {
+  if (u.op() == Ops::BUFFER || known(u)) return true;
   return u.op() == Ops::RESHAPE && u.src(0).op() == Ops::BUFFER;
 }
 
 // The nodes below the roots that the kernels compute (stopping at what memory already holds).
-inline std::vector<UOp> pending_graph(const std::vector<UOp>& roots) {
+inline std::vector<UOp> pending_graph(const std::vector<UOp>& roots, const Known& known = graph::realized) {
   std::vector<UOp> order;
   std::unordered_set<const UOpNode*> seen;
   std::vector<std::pair<const UOp*, bool>> stack;
@@ -39,7 +44,7 @@ inline std::vector<UOp> pending_graph(const std::vector<UOp>& roots) {
     if (expanded) { order.push_back(*u); continue; }
     if (!seen.insert(u->get()).second) continue;
     stack.push_back({u, true});
-    if (graph::realized(*u) || u->op() == Ops::BUFFER) continue;
+    if (known(*u) || u->op() == Ops::BUFFER) continue;
     for (const UOp& s : (*u)->src) stack.push_back({&s, false});
   }
   return order;
@@ -47,22 +52,29 @@ inline std::vector<UOp> pending_graph(const std::vector<UOp>& roots) {
 
 // Realization points: roots, explicit ones, copies, and reductions whose result would be
 // recomputed (broadcast back by an EXPAND, or read by several consumers).
-inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const std::vector<UOp>& order) {
+inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const std::vector<UOp>& order,
+                                           const Known& known) {
   std::unordered_map<const UOpNode*, std::vector<const UOpNode*>> consumers;
   for (const UOp& u : order)
-    if (!graph::realized(u) && u.op() != Ops::BUFFER)
+    if (!known(u) && u.op() != Ops::BUFFER)
       for (const UOp& s : u.src()) consumers[s.get()].push_back(u.get());
   std::unordered_set<const UOpNode*> points;
   for (const UOp& r : roots)
-    if (!is_materialized(r)) points.insert(r.get());
+    if (!is_materialized(r, known)) points.insert(r.get());
   for (const UOp& u : order) {
-    if (graph::realized(u) || u.op() == Ops::BUFFER) continue;
+    if (known(u) || u.op() == Ops::BUFFER) continue;
     if (u.op() == Ops::CONTIGUOUS || u.op() == Ops::COPY || u.op() == Ops::ASSIGN) points.insert(u.get());
-    if (u.op() == Ops::COPY && !is_materialized(u.src(0))) points.insert(u.src(0).get());
+    if (u.op() == Ops::COPY && !is_materialized(u.src(0), known)) points.insert(u.src(0).get());
   }
-  // a reduction is realized when a path from it to the next realization point expands it
+  // a reduction is realized when a path from it to the next realization point expands it,
+  // unless it reads no memory (an arange): that is cheap to recompute and usually counted away
+  auto reads_memory = [&](const UOp& r) {
+    for (const UOp& x : toposort(r))
+      if (x.op() == Ops::BUFFER || known(x)) return true;
+    return false;
+  };
   for (const UOp& u : order) {
-    if (u.op() != Ops::REDUCE_AXIS || points.count(u.get())) continue;
+    if (u.op() != Ops::REDUCE_AXIS || points.count(u.get()) || !reads_memory(u)) continue;
     std::unordered_set<const UOpNode*> distinct(consumers[u.get()].begin(), consumers[u.get()].end());
     bool realize = distinct.size() > 1;
     std::vector<const UOpNode*> stack(distinct.begin(), distinct.end());
@@ -146,12 +158,23 @@ inline bool reads_only_own_element(const UOp& ast, int64_t global_index, const U
 
 /// The kernels that compute `roots`, in an order that respects what each reads and writes.
 inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots) {
-  const std::vector<UOp> order = detail::pending_graph(roots);
-  const std::vector<UOp> points = detail::realization_points(roots, order);
+  // memory that assigns here overwrite: values it holds for other nodes are recomputed instead
+  std::unordered_set<const Buffer*> overwritten;
+  for (const UOp& u : detail::pending_graph(roots))
+    if (u.op() == Ops::ASSIGN)
+      if (UOp b = graph::base_buffer(u.src(0))) overwritten.insert(graph::buffer_of(b).get());
+  const detail::Known known = [&](const UOp& u) -> UOp {
+    UOp view = graph::realized(u);
+    if (!view || overwritten.empty() || u.op() == Ops::BUFFER || graph::base_buffer(u)) return view;
+    const UOp b = graph::base_buffer(view);
+    return b && overwritten.count(graph::buffer_of(b).get()) ? UOp{} : view;
+  };
+  const std::vector<UOp> order = detail::pending_graph(roots, known);
+  const std::vector<UOp> points = detail::realization_points(roots, order, known);
   std::unordered_map<const UOpNode*, UOp> computed;  // realization point -> view of its buffer
   auto input_view = [&](const UOp& u) -> UOp {
     if (auto it = computed.find(u.get()); it != computed.end()) return it->second;
-    return graph::realized(u);
+    return known(u);
   };
   std::vector<Kernel> kernels;
   std::vector<bool> in_place;
@@ -186,6 +209,7 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots) {
         computed[point.src(1).get()] = first.view;
         kernel = make_kernel(point, point.src(1), target, view).first;
       }
+      kernel.in_place = true;
       kernels.push_back(kernel), in_place.push_back(true);
       computed[point.get()] = view;
       continue;
@@ -197,6 +221,47 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots) {
     kernels.push_back(std::move(kernel)), in_place.push_back(false);
   }
   return detail::order_kernels(std::move(kernels), in_place);
+}
+
+/// Reuses memory within a schedule: the buffer of an intermediate nobody outside the schedule
+/// can reach (`reachable_outside` says who can) is handed to a later kernel of the same size
+/// once its last reader has run. Such intermediates are temporary: their values are not kept.
+template <class ReachableOutside>
+void plan_memory(std::vector<Kernel>& kernels, const std::vector<UOp>& roots, ReachableOutside reachable_outside) {
+  std::unordered_set<const UOpNode*> root_set;
+  for (const UOp& r : roots) root_set.insert(r.get());
+  std::unordered_map<const UOpNode*, size_t> last_read;  // buffer -> last kernel reading it
+  for (size_t i = 0; i < kernels.size(); ++i)
+    for (size_t j = 1; j < kernels[i].buffers.size(); ++j) last_read[kernels[i].buffers[j].get()] = i;
+  std::vector<std::pair<size_t, std::shared_ptr<Buffer>>> free_after;  // (kernel, memory)
+  std::vector<std::shared_ptr<Buffer>> pool;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    for (auto it = free_after.begin(); it != free_after.end();) {
+      if (it->first < i) pool.push_back(it->second), it = free_after.erase(it);
+      else ++it;
+    }
+    Kernel& k = kernels[i];
+    if (k.in_place || root_set.count(k.computes.get()) || reachable_outside(k.computes)) continue;
+    const UOp& out = k.buffers[0];
+    const auto reads = last_read.find(out.get());
+    if (reads == last_read.end()) continue;
+    const size_t bytes = static_cast<size_t>(out.arg().as_int()) * static_cast<size_t>(out.dtype().itemsize());
+    auto fit = std::find_if(pool.begin(), pool.end(), [&](const std::shared_ptr<Buffer>& b) {
+      return b->nbytes() == bytes && b->device() == graph::device_of(out);
+    });
+    std::shared_ptr<Buffer> memory;
+    if (fit != pool.end()) {
+      memory = *fit;
+      pool.erase(fit);
+      TensorMeta& m = graph::meta(out);
+      std::lock_guard lock(m.mu);
+      m.buffer = memory;
+    } else {
+      memory = graph::buffer_of(out);
+    }
+    k.temporary = true;
+    free_after.emplace_back(reads->second, memory);
+  }
 }
 
 }  // namespace schedule
