@@ -296,3 +296,36 @@ TEST_CASE("tensor: ops that are unsafe on zeros stay correct under a pad") {
   Tensor padded_b = b.pad({{1, 0}});  // a 0 divisor where the pad is
   CHECK_NOTHROW(a.pad({{1, 0}}).floordiv(padded_b).realize());
 }
+
+TEST_CASE("tensor: from_blob, the _like constructors, and the remaining movement ops") {
+  const int16_t raw[6] = {1, -2, 3, -4, 5, -6};
+  Tensor b = Tensor::from_blob(raw, {2, 3}, dtypes::int16);
+  CHECK(b.dtype() == dtypes::int16);
+  CHECK(b.to_vector<int16_t>() == std::vector<int16_t>{1, -2, 3, -4, 5, -6});
+  CHECK(Tensor::zeros_like(b).to_vector<int16_t>() == std::vector<int16_t>(6, 0));
+  CHECK(Tensor::ones_like(b).shape() == Shape{2, 3});
+  CHECK(Tensor::full_like(b, 7).to_vector<int16_t>() == std::vector<int16_t>(6, 7));
+  CHECK(Tensor::full({2}, 1.5, dtypes::float64).to_vector<double>() == std::vector<double>{1.5, 1.5});
+  CHECK_THROWS_AS(Tensor::from_blob(nullptr, {2}, dtypes::float32), Error);
+  CHECK_THROWS_AS(Tensor::full({-1}, 0), ShapeError);
+  Tensor a = Tensor::from_vector(iota(24), {2, 3, 4});
+  CHECK(a.view({6, 4}).shape() == Shape{6, 4});
+  CHECK(a.unflatten(2, {2, 2}).shape() == Shape{2, 3, 2, 2});
+  CHECK(a.flatten(1).shape() == Shape{2, 12});
+  CHECK(a.flatten(0, 1).shape() == Shape{6, 4});
+  CHECK(a.reshape({1, 2, 1, 12}).squeeze(2).shape() == Shape{1, 2, 12});
+  CHECK(a.reshape({1, 2, 1, 12}).squeeze().shape() == Shape{2, 12});
+  CHECK(a.squeeze(0).shape() == Shape{2, 3, 4});  // not size 1: unchanged
+  CHECK(a.transpose(0, 2).shape() == Shape{4, 3, 2});
+  CHECK(a.transpose(0, 2).to_vector<float>()[1] == 12.f);
+  CHECK(a.permute({-1, 0, 1}).shape() == Shape{4, 2, 3});
+  CHECK(a.detach().to_vector<float>() == iota(24));
+  // contiguous realizes a view into memory of its own layout: one copy kernel
+  Tensor t = a.transpose(0, 2).contiguous();
+  GlobalCounters::reset();
+  t.realize();
+  CHECK(GlobalCounters::kernel_count == 1);
+  CHECK(t.to_vector<float>()[1] == 12.f);
+  CHECK_THROWS_AS(a.squeeze(3), IndexError);
+  CHECK_THROWS_AS(a.unflatten(2, {3, 2}), ShapeError);
+}
