@@ -47,7 +47,18 @@ inline std::optional<RangeClause> read_clause(UOp clause, const UOp& r) {
 inline UOp collapse_range(const UOp& value, const UOp& r) {
   const UOp end = r.src(0);
   if (!depends_on(value, r)) return value * end.cast(value.dtype());
+  // sums distribute: over a + b, and over c * x or where(c, x, 0) with c free of r
+  if (value.op() == Ops::ADD) {
+    UOp a = collapse_range(value.src(0), r), b = a ? collapse_range(value.src(1), r) : UOp{};
+    return a && b ? a + b : UOp{};
+  }
+  if (value.op() == Ops::MUL)
+    for (int i = 0; i < 2; ++i)
+      if (!depends_on(value.src(i), r))
+        if (UOp rest = collapse_range(value.src(1 - i), r)) return value.src(i) * rest;
   if (value.op() != Ops::WHERE) return {};
+  if (!depends_on(value.src(0), r) && value.src(2).is_const() && value.src(2).const_float() == 0)
+    if (UOp inner = collapse_range(value.src(1), r)) return value.src(0).where(inner, value.src(2));
   const bool then_zero = value.src(1).is_const() && value.src(1).const_float() == 0;
   const bool else_zero = value.src(2).is_const() && value.src(2).const_float() == 0;
   if (!then_zero && !else_zero) return {};
