@@ -4230,7 +4230,7 @@ inline std::string kernel_name(const UOp& ast) {
 namespace detail {
 // Orders kernels so that each runs after the kernels whose output it reads, and before any
 // kernel that overwrites (assigns into) memory it reads. Ties keep the original order.
-inline std::vector<Kernel> order_kernels(std::vector<Kernel> kernels, const std::vector<bool>& in_place) {
+inline std::vector<Kernel> order_kernels(std::vector<Kernel> kernels) {
   const size_t n = kernels.size();
   std::vector<std::vector<size_t>> after(n);  // after[j]: kernels that must run after j
   std::vector<size_t> pending(n, 0);
@@ -4244,7 +4244,7 @@ inline std::vector<Kernel> order_kernels(std::vector<Kernel> kernels, const std:
       if (j == k) continue;
       // readers name an in-place result by its new alias (the view), others by the buffer
       const bool raw = reads(k, graph::base_buffer(kernels[j].view).get());  // k reads what j computes
-      const bool war = in_place[k] && reads(j, kernels[k].buffers[0].get());  // j reads memory k overwrites
+      const bool war = kernels[k].in_place && reads(j, kernels[k].buffers[0].get());  // j reads memory k overwrites
       if (raw || war) after[j].push_back(k), ++pending[k];
     }
   std::vector<Kernel> out;
@@ -4295,7 +4295,6 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots) {
     return known(u);
   };
   std::vector<Kernel> kernels;
-  std::vector<bool> in_place;
   // one kernel storing `value_node` (at the point's shape) into `out_buffer`
   auto make_kernel = [&](const UOp& point, const UOp& value_node, const UOp& out_buffer, const UOp& view) {
     const std::vector<int64_t> shape = graph::concrete_shape(point);
@@ -4323,12 +4322,12 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots) {
         // the value reads the target elsewhere than where it writes: compute it aside first
         const UOp temp = graph::new_buffer(graph::device_of(point), numel, point.dtype());
         auto [first, unused] = make_kernel(point.src(1), point.src(1), temp, graph::reshape(temp, shape));
-        kernels.push_back(first), in_place.push_back(false);
+        kernels.push_back(first);
         computed[point.src(1).get()] = first.view;
         kernel = make_kernel(point, point.src(1), target, view).first;
       }
       kernel.in_place = true;
-      kernels.push_back(kernel), in_place.push_back(true);
+      kernels.push_back(kernel);
       computed[point.get()] = view;
       continue;
     }
@@ -4336,9 +4335,9 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots) {
     const UOp value_node = point.op() == Ops::CONTIGUOUS || point.op() == Ops::COPY ? point.src(0) : point;
     Kernel kernel = make_kernel(point, value_node, out_buffer, graph::reshape(out_buffer, shape)).first;
     computed[point.get()] = kernel.view;
-    kernels.push_back(std::move(kernel)), in_place.push_back(false);
+    kernels.push_back(std::move(kernel));
   }
-  return detail::order_kernels(std::move(kernels), in_place);
+  return detail::order_kernels(std::move(kernels));
 }
 
 /// Reuses memory within a schedule: the buffer of an intermediate nobody outside the schedule

@@ -7,7 +7,10 @@
 
 #include <tinyt.hpp>
 
+#include "helpers.hpp"
+
 using namespace tinyt;
+using namespace tinyt_test;
 
 namespace {
 // a (r, c) tensor with element (i, j) = f(i, j), and f itself
@@ -27,21 +30,6 @@ std::vector<float> table(int64_t r, int64_t c, const std::function<float(int64_t
   for (int64_t i = 0; i < r; ++i)
     for (int64_t j = 0; j < c; ++j) v.push_back(f(i, j));
   return v;
-}
-void check_close(const std::vector<float>& got, const std::vector<double>& want) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("element ", i, ": got ", got[i], ", want ", want[i]);
-    CHECK(std::fabs(got[i] - want[i]) <= 1e-6 + 1e-3 * std::fabs(want[i]));
-  }
-}
-template <class E> std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(nothing thrown)";
 }
 }  // namespace
 

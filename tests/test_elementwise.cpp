@@ -7,20 +7,14 @@
 
 #include <tinyt.hpp>
 
+#include "helpers.hpp"
+
 using namespace tinyt;
+using namespace tinyt_test;
 
 namespace {
 const std::vector<float> samples{-3.5f, -2.f, -1.25f, -0.5f, -0.f, 0.f, 0.3f, 0.5f, 1.f, 2.5f, 4.f, 7.75f};
 
-void check_close(const std::vector<float>& got, const std::vector<double>& want, double atol = 1e-6, double rtol = 1e-3) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("element ", i, ": got ", got[i], ", want ", want[i]);
-    if (std::isnan(want[i])) CHECK(std::isnan(got[i]));
-    else if (std::isinf(want[i])) CHECK(got[i] == static_cast<float>(want[i]));
-    else CHECK(std::fabs(static_cast<double>(got[i]) - want[i]) <= atol + rtol * std::fabs(want[i]));
-  }
-}
 
 // the input as several layouts holding the same values in the same logical order
 std::vector<std::pair<std::string, Tensor>> layouts(const std::vector<float>& v) {

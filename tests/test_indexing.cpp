@@ -8,7 +8,10 @@
 
 #include <tinyt.hpp>
 
+#include "helpers.hpp"
+
 using namespace tinyt;
+using namespace tinyt_test;
 
 namespace {
 using Idx = std::vector<int64_t>;
@@ -48,14 +51,6 @@ bool only_movement(const Tensor& t) {
           u.op() == Ops::PAD || u.op() == Ops::PERMUTE || u.op() == Ops::EXPAND))
       return false;
   return true;
-}
-template <class E> std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(nothing thrown)";
 }
 }  // namespace
 

@@ -8,7 +8,10 @@
 
 #include <tinyt.hpp>
 
+#include "helpers.hpp"
+
 using namespace tinyt;
+using namespace tinyt_test;
 
 namespace {
 using Dims = std::vector<int64_t>;
@@ -18,25 +21,8 @@ int64_t count(const Dims& s) {
   for (int64_t d : s) n *= d;
   return n;
 }
-// Deterministic values in [-2, 2) on a grid of 1/8, different per seed.
-std::vector<float> values(int64_t n, int seed) {
-  std::vector<float> v(static_cast<size_t>(n));
-  uint32_t x = 2463534242u + 977u * static_cast<uint32_t>(seed);
-  for (float& f : v) {
-    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-    f = static_cast<float>(static_cast<int>(x % 32) - 16) / 8.f;
-  }
-  return v;
-}
 std::vector<double> to_double(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
-void check_close(const std::vector<float>& got, const std::vector<double>& want) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("element ", i, ": got ", got[i], ", want ", want[i]);
-    CHECK(std::fabs(got[i] - want[i]) <= 1e-6 + 1e-3 * std::fabs(want[i]));
-  }
-}
 
 // Row-major strides.
 Dims strides(const Dims& s) {

@@ -9,7 +9,10 @@
 
 #include <tinyt.hpp>
 
+#include "helpers.hpp"
+
 using namespace tinyt;
+using namespace tinyt_test;
 
 namespace {
 using Dims = std::vector<int64_t>;
@@ -20,30 +23,8 @@ int64_t count(const Dims& s) {
   for (int64_t d : s) n *= d;
   return n;
 }
-// Deterministic values in [-2, 2) on a grid of 1/8, different per seed.
-std::vector<float> values(int64_t n, int seed) {
-  std::vector<float> v(static_cast<size_t>(n));
-  uint32_t x = 88172645u + 7919u * static_cast<uint32_t>(seed);
-  for (float& f : v) {
-    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-    f = static_cast<float>(static_cast<int>(x % 32) - 16) / 8.f;
-  }
-  return v;
-}
 float at(const std::vector<float>& v, int64_t i) { return v[static_cast<size_t>(i)]; }
 
-void check_close(const std::vector<float>& got, const std::vector<double>& want) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("element ", i, ": got ", got[i], ", want ", want[i]);
-    if (std::isnan(want[i]))
-      CHECK(std::isnan(got[i]));
-    else if (std::isinf(want[i]))
-      CHECK(got[i] == want[i]);
-    else
-      CHECK(std::fabs(got[i] - want[i]) <= 1e-6 + 1e-3 * std::fabs(want[i]));
-  }
-}
 void check_scalar(const Tensor& t, double want) {
   CHECK(t.ndim() == 0);
   check_close({t.item<float>()}, {want});

@@ -7,21 +7,16 @@
 
 #include <tinyt.hpp>
 
+#include "helpers.hpp"
+
 using namespace tinyt;
+using namespace tinyt_test;
 
 namespace {
 std::vector<float> iota(size_t n, float start = 0.f, float step = 1.f) {
   std::vector<float> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = start + step * static_cast<float>(i);
   return v;
-}
-void check_close(const std::vector<float>& got, const std::vector<float>& want, double atol = 1e-6, double rtol = 1e-3) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("element ", i, ": got ", got[i], ", want ", want[i]);
-    if (std::isnan(want[i])) CHECK(std::isnan(got[i]));
-    else CHECK(std::fabs(got[i] - want[i]) <= atol + rtol * std::fabs(want[i]));
-  }
 }
 int64_t kernels_to_realize(Tensor t) {
   GlobalCounters::reset();
