@@ -4417,12 +4417,24 @@ inline std::string c_type(DType dt) {
     case ScalarType::int64: return "long long";
     case ScalarType::uint64: return "unsigned long long";
     case ScalarType::float16: return "_Float16";
+    case ScalarType::bfloat16: return "float";  // computed in float, rounded after each op
     case ScalarType::float32: return "float";
     case ScalarType::float64: return "double";
     case ScalarType::index: return "long long";
     default: throw CompileError(cat("C renderer: no C type for ", dt.name()));
   }
 }
+
+// bfloat16 lives in memory as its 16 bits; C has no arithmetic type for it before C23
+inline std::string memory_type(DType dt) { return dt.scalar() == dtypes::bfloat16 ? "unsigned short" : c_type(dt); }
+inline constexpr const char* bfloat16_helpers =
+    "static inline float tinyt_bf16_to_f32(unsigned short b) {\n"
+    "  union { unsigned int u; float f; } v; v.u = (unsigned int)b << 16; return v.f;\n}\n"
+    "static inline unsigned short tinyt_f32_to_bf16(float f) {\n"
+    "  union { unsigned int u; float f; } v; v.f = f;\n"
+    "  if (f != f) return (unsigned short)((v.u >> 16) | 0x40u);  /* NaN stays NaN */\n"
+    "  return (unsigned short)((v.u + 0x7fffu + ((v.u >> 16) & 1u)) >> 16);  /* nearest even */\n}\n"
+    "static inline float tinyt_bf16_round(float f) { return tinyt_bf16_to_f32(tinyt_f32_to_bf16(f)); }\n\n";
 
 inline std::string float_literal(double v, DType dt) {
   const bool f32 = dt.scalar() != dtypes::float64;
@@ -4476,13 +4488,15 @@ class CRenderer {
     }
     body_ << "void " << p.name << "(void** bufs, const long long* vars, int core_id, int core_count) {\n";
     body_ << "  (void)vars; (void)core_id; (void)core_count;\n";
+    bool bf16 = false;
+    for (const UOp& u : p.ops) bf16 |= u.dtype().scalar() == dtypes::bfloat16;
     for (size_t i = 0; i < p.globals.size(); ++i) {
-      const std::string t = detail::c_type(p.globals[i].base());
+      const std::string t = detail::memory_type(p.globals[i].base());
       body_ << "  " << t << "* restrict data" << i << " = (" << t << "*)bufs[" << i << "];\n";
     }
     for (const UOp& u : p.ops) line(u);
     body_ << "}\n";
-    return "#include <math.h>\n#include <stdbool.h>\n\n" + body_.str();
+    return std::string("#include <math.h>\n#include <stdbool.h>\n\n") + (bf16 ? detail::bfloat16_helpers : "") + body_.str();
   }
 
  private:
@@ -4542,14 +4556,22 @@ class CRenderer {
         const UOp& idx = s[0];
         if (idx.src(0).op() == Ops::DEFINE_REG) { name_[u.get()] = ref(idx); return; }
         std::string e = ref(idx);
+        if (u.dtype().scalar() == dtypes::bfloat16) e = "tinyt_bf16_to_f32(" + e + ")";
         if (idx.src().size() > 2) e = "(" + ref(idx.src(2)) + " ? " + e + " : " + detail::literal(UOp::const_(u.dtype(), 0), false) + ")";
         define(u, e, "val");
         return;
       }
-      case Ops::STORE: out(ref(s[0]) + " = " + ref(s[1]) + ";"); return;
+      case Ops::STORE: {
+        const bool bf16_memory = s[0].src(0).op() == Ops::DEFINE_GLOBAL && s[1].dtype().scalar() == dtypes::bfloat16;
+        out(ref(s[0]) + " = " + (bf16_memory ? "tinyt_f32_to_bf16(" + ref(s[1]) + ")" : ref(s[1])) + ";");
+        return;
+      }
       default: break;
     }
-    define(u, expr(u), "alu");
+    // a bfloat16 result is rounded to bfloat16 after every op, as PyTorch computes it
+    const bool round_bf16 = u.dtype().scalar() == dtypes::bfloat16 && u.op() != Ops::WHERE && u.op() != Ops::MAX &&
+                            u.op() != Ops::BITCAST && !(u.op() == Ops::CAST && u.src(0).dtype().scalar() == dtypes::bfloat16);
+    define(u, round_bf16 ? "tinyt_bf16_round(" + expr(u) + ")" : expr(u), "alu");
   }
 
   std::string expr(const UOp& u) {
@@ -4574,8 +4596,14 @@ class CRenderer {
       case Ops::CAST:
         if (dt.is_bool()) return "(" + a(0) + " != 0)";
         return "((" + type_of(u) + ")" + a(0) + ")";
-      case Ops::BITCAST:
-        return "((union { " + detail::c_type(s[0].dtype()) + " from; " + type_of(u) + " to; }){.from = " + a(0) + "}).to";
+      case Ops::BITCAST: {
+        // bfloat16 values are floats here: bitcasts go through their 16 bits
+        const bool from_bf16 = s[0].dtype().scalar() == dtypes::bfloat16, to_bf16 = dt == dtypes::bfloat16;
+        const std::string from = from_bf16 ? "tinyt_f32_to_bf16(" + a(0) + ")" : a(0);
+        const std::string bits = "((union { " + detail::memory_type(s[0].dtype()) + " from; " + detail::memory_type(u.dtype()) +
+                                 " to; }){.from = " + from + "}).to";
+        return to_bf16 ? "tinyt_bf16_to_f32(" + bits + ")" : bits;
+      }
       default: break;
     }
     if (const char* fn = detail::math_fn(u.op())) {

@@ -173,3 +173,22 @@ TEST_CASE("elementwise: 0-d, size-0, expanded and padded operands") {
   Tensor padded = Tensor::from_vector(std::vector<float>{1, 2}).pad({{1, 1}}, 5.0);
   check_close(padded.exp().to_vector<float>(), {std::exp(5.0), std::exp(1.0), std::exp(2.0), std::exp(5.0)});
 }
+
+TEST_CASE("elementwise: bfloat16 is stored in 16 bits and rounded after each op") {
+  std::vector<float> xs{1.0f, 1.00390625f, 3.3f, -2.5f, 1e30f, NAN};
+  Tensor a = Tensor::from_vector(xs).cast(dtypes::bfloat16);
+  auto rounded = [](float f) { return static_cast<float>(bfloat16_t(f)); };
+  auto got = a.to_vector<bfloat16_t>();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (std::isnan(xs[i])) CHECK(std::isnan(static_cast<float>(got[i])));
+    else CHECK(static_cast<float>(got[i]) == rounded(xs[i]));
+  }
+  // (a * a) + a with a rounding after the multiply and after the add, as bfloat16 arithmetic does
+  auto sum = (a * a + a).float_().to_vector<float>();
+  for (size_t i = 0; i < 4; ++i) {
+    const float r = rounded(xs[i]);
+    CHECK(sum[i] == rounded(rounded(r * r) + r));
+  }
+  CHECK(a.bitcast(dtypes::int16).to_vector<int16_t>()[0] == 0x3f80);
+  CHECK(Tensor::from_vector(std::vector<int16_t>{0x4049}).bitcast(dtypes::bfloat16).float_().item<float>() == 3.140625f);
+}
