@@ -6073,16 +6073,18 @@ inline void realize_tensors(const std::vector<Tensor>& tensors) {
   std::vector<schedule::Kernel> kernels = schedule::create_schedule(roots);
   if (kernels.size() > 1) {
     // an intermediate no other live tensor can reach is not kept, and its memory is reused
-    std::vector<std::shared_ptr<Tensor::Data>> live = Tensor::live_tensors().snapshot();
-    std::erase_if(live, [&](const auto& d) {
-      return std::any_of(tensors.begin(), tensors.end(), [&](const Tensor& t) { return t.d_ == d; });
-    });
-    schedule::plan_memory(kernels, roots, [&](const UOp& node) {
-      const std::unordered_set<const UOpNode*> target{node.get()};
-      return std::any_of(live.begin(), live.end(), [&](const auto& d) {
-        return detail::reaches(d->uop, target, {}) != detail::Reach::no;
-      });
-    });
+    std::unordered_set<const UOpNode*> reachable;  // every node the other live tensors reach
+    std::vector<UOp> stack;
+    for (auto& d : Tensor::live_tensors().snapshot())
+      if (std::none_of(tensors.begin(), tensors.end(), [&](const Tensor& t) { return t.d_ == d; })) stack.push_back(d->uop);
+    while (!stack.empty()) {
+      UOp u = std::move(stack.back());
+      stack.pop_back();
+      if (!reachable.insert(u.get()).second) continue;
+      if (UOp view = graph::realized(u); view && !(view == u)) stack.push_back(view);
+      for (const UOp& x : u.src()) stack.push_back(x);
+    }
+    schedule::plan_memory(kernels, roots, [&](const UOp& node) { return reachable.count(node.get()) > 0; });
   }
   run_schedule(kernels);
   for (const Tensor& t : tensors)

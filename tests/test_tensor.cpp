@@ -324,3 +324,27 @@ TEST_CASE("tensor: from_blob, the _like constructors, and the remaining movement
   CHECK_THROWS_AS(a.squeeze(3), IndexError);
   CHECK_THROWS_AS(a.unflatten(2, {3, 2}), ShapeError);
 }
+
+TEST_CASE("tensor: intermediates of one schedule share memory once their readers are done") {
+  Tensor x = Tensor::from_vector(iota(16), {4, 4});
+  Tensor s1 = x.sum(1, true);                 // read by s2 only
+  Tensor s2 = (x + s1).max(1, true);          // read by s3 only
+  Tensor s3 = (x * s2).sum(1, true);          // same size as s1: may reuse its memory
+  Tensor out = x + s3;
+  auto kernels = schedule::create_schedule({out.uop()});
+  REQUIRE(kernels.size() == 4);
+  schedule::plan_memory(kernels, {out.uop()}, [](const UOp&) { return false; });
+  CHECK(kernels[0].temporary);
+  CHECK(graph::buffer_of(kernels[0].buffers[0]) == graph::buffer_of(kernels[2].buffers[0]));
+  CHECK_FALSE(kernels[3].temporary);
+  // and the values through the normal path, against loops
+  std::vector<float> want(16);
+  for (int i = 0; i < 4; ++i) {
+    float r1 = 0, r2 = -1e30f, r3 = 0;
+    for (int j = 0; j < 4; ++j) r1 += static_cast<float>(i * 4 + j);
+    for (int j = 0; j < 4; ++j) r2 = std::max(r2, static_cast<float>(i * 4 + j) + r1);
+    for (int j = 0; j < 4; ++j) r3 += static_cast<float>(i * 4 + j) * r2;
+    for (int j = 0; j < 4; ++j) want[static_cast<size_t>(i * 4 + j)] = static_cast<float>(i * 4 + j) + r3;
+  }
+  check_close(out.to_vector<float>(), want);
+}
