@@ -2588,26 +2588,34 @@ inline UOp uop_given_valid(const UOp& valid, const UOp& x_in) {
     to_expr[v.get()] = e;
   }
   if (to_var.empty()) return x;
-  // a sum that contains a bounded sum e as a part is rewritten as e + the rest, so the bounds of e
-  // reach it: r0*3 + r1 + r2 - 2 with r1 + r2 >= 2 is (r1 + r2) + r0*3 - 2 >= 0
+  // a sum that contains a bounded sum e (times some k) as a part is rewritten as k*e + the
+  // rest, so the bounds of e reach it: 7*r1 + 7*r4 + r2 - 8 with 1 <= r1 + r4 is 7*(r1 + r4) + ...
   std::unordered_map<const UOpNode*, UOp> map = to_var;
-  for (const auto& [e_node, v] : to_var) {
-    const UOp e = to_expr.at(v.get());
-    if (e.op() != Ops::ADD) continue;
-    const Linear le = linear_form(e);
-    for (const UOp& u : toposort(x)) {
-      if (u.op() != Ops::ADD || u == e || map.count(u.get())) continue;
-      Linear rest = linear_form(u);
-      bool contains = true;
-      for (const auto& t : le.terms) {
-        auto it = std::find_if(rest.terms.begin(), rest.terms.end(), [&](const auto& r) { return r.atom == t.atom; });
-        if (it == rest.terms.end() || it->coef != t.coef) { contains = false; break; }
-        rest.terms.erase(it);
-      }
+  for (const UOp& u : toposort(x)) {
+    if (u.op() != Ops::ADD || map.count(u.get())) continue;
+    Linear rest = linear_form(u);
+    UOp parts;
+    for (const auto& [e_node, v] : to_var) {
+      const UOp e = to_expr.at(v.get());
+      if (e.op() != Ops::ADD || e == u) continue;
+      const Linear le = linear_form(e);
+      auto find = [&](const UOp& atom) {
+        return std::find_if(rest.terms.begin(), rest.terms.end(), [&](const auto& t) { return t.atom == atom; });
+      };
+      auto first = find(le.terms[0].atom);
+      if (first == rest.terms.end() || first->coef % le.terms[0].coef != 0) continue;
+      const i128 k = first->coef / le.terms[0].coef;
+      const bool contains = std::all_of(le.terms.begin(), le.terms.end(), [&](const auto& t) {
+        auto it = find(t.atom);
+        return it != rest.terms.end() && it->coef == k * t.coef;
+      });
       if (!contains) continue;
-      rest.constant -= le.constant;
-      map[u.get()] = v + rest.build();
+      for (const auto& t : le.terms) rest.terms.erase(find(t.atom));
+      rest.constant -= k * le.constant;
+      const UOp part = k == 1 ? v : v * v.const_like(k);
+      parts = parts ? parts + part : part;
     }
+    if (parts) map[u.get()] = parts + rest.build();
   }
   return simplify(substitute(simplify(substitute(x, map)), to_expr));
 }
@@ -3734,6 +3742,17 @@ inline std::vector<UOp> unflatten(const UOp& flat, const std::vector<int64_t>& s
   return idx;
 }
 
+/// Kernel rules about gated loads: a load that reads 0 where its gate is false needs no select
+/// that does the same (where(g, load gated by g, 0) is the load).
+inline const PatternMatcher& gated_load_rules() {
+  static const PatternMatcher pm{{
+      {UPat::var("g").where(UPat(Ops::LOAD, {UPat(Ops::INDEX, {UPat::var(), UPat::var(), UPat::var("g")})}).named("ld"),
+                            UPat::cnst(0)),
+       [](auto& m) { return m["ld"]; }},
+  }};
+  return pm;
+}
+
 /// Lowers the graph of one kernel; `is_input` says which tensor-level nodes are read from
 /// memory (already computed) rather than computed here.
 class Lowerer {
@@ -4305,7 +4324,7 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots) {
     UOp value = lw.lower(value_node, out_idx, UOp::const_(dtypes::bool_, true));
     UOp store_index = simplify(flatten(out_idx, shape));
     UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, out.dtype(), {out, store_index}), value});
-    UOp ast = graph_rewrite(UOp(Ops::SINK, dtypes::void_, {store}), symbolic() + codegen::reduce_collapse());
+    UOp ast = graph_rewrite(UOp(Ops::SINK, dtypes::void_, {store}), symbolic() + codegen::reduce_collapse() + gated_load_rules());
     return std::make_pair(Kernel{ast, lw.buffers(), point, view}, store_index);
   };
   for (const UOp& point : points) {

@@ -44,6 +44,17 @@ inline std::vector<UOp> unflatten(const UOp& flat, const std::vector<int64_t>& s
   return idx;
 }
 
+/// Kernel rules about gated loads: a load that reads 0 where its gate is false needs no select
+/// that does the same (where(g, load gated by g, 0) is the load).
+inline const PatternMatcher& gated_load_rules() {
+  static const PatternMatcher pm{{
+      {UPat::var("g").where(UPat(Ops::LOAD, {UPat(Ops::INDEX, {UPat::var(), UPat::var(), UPat::var("g")})}).named("ld"),
+                            UPat::cnst(0)),
+       [](auto& m) { return m["ld"]; }},
+  }};
+  return pm;
+}
+
 /// Lowers the graph of one kernel; `is_input` says which tensor-level nodes are read from
 /// memory (already computed) rather than computed here.
 class Lowerer {

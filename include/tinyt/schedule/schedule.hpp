@@ -187,7 +187,7 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots) {
     UOp value = lw.lower(value_node, out_idx, UOp::const_(dtypes::bool_, true));
     UOp store_index = simplify(flatten(out_idx, shape));
     UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, out.dtype(), {out, store_index}), value});
-    UOp ast = graph_rewrite(UOp(Ops::SINK, dtypes::void_, {store}), symbolic() + codegen::reduce_collapse());
+    UOp ast = graph_rewrite(UOp(Ops::SINK, dtypes::void_, {store}), symbolic() + codegen::reduce_collapse() + gated_load_rules());
     return std::make_pair(Kernel{ast, lw.buffers(), point, view}, store_index);
   };
   for (const UOp& point : points) {
