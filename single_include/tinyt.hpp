@@ -4244,9 +4244,7 @@ inline std::string kernel_name(const UOp& ast) {
   for (auto [axis, size] : axes) name += "_" + std::to_string(size);
   return name;
 }
-}  // namespace detail
 
-namespace detail {
 // Orders kernels so that each runs after the kernels whose output it reads, and before any
 // kernel that overwrites (assigns into) memory it reads. Ties keep the original order.
 inline std::vector<Kernel> order_kernels(std::vector<Kernel> kernels) {
