@@ -5114,10 +5114,18 @@ class TensorRef : public Tensor {
   TensorRef& operator=(const TensorRef& value) { return *this = static_cast<const Tensor&>(value); }
   template <class S, std::enable_if_t<std::is_arithmetic_v<S>, int> = 0>
   TensorRef& operator=(S value) { return *this = Tensor(value); }
+  /// Indexing a reference: a write through the result reaches this reference's base too.
+  TensorRef operator[](std::initializer_list<Index> index) const { return (*this)[std::vector<Index>(index)]; }
+  TensorRef operator[](std::vector<Index> index) const {
+    TensorRef r = Tensor::operator[](std::move(index));
+    r.parent_ = std::make_shared<TensorRef>(*this);
+    return r;
+  }
 
  private:
   Tensor base_;
   std::vector<Index> index_;
+  std::shared_ptr<TensorRef> parent_;  // set when base_ is itself a reference's value
 };
 
 /// Computes several tensors in one schedule (what realize() does for one).
@@ -6657,6 +6665,7 @@ inline TensorRef& TensorRef::operator=(const Tensor& value) {
   Tensor region = detail::basic_unview(
       Tensor::full(Shape(detail::dims_of(x)), true, dtypes::bool_, base_.device()), p, base);
   base_.assign(region.where(detail::basic_unview(updated, p, base), base_));
+  if (parent_) *parent_ = base_;  // t[a][b] = v: the new t[a] is written into t as well
   Tensor::operator=(static_cast<const Tensor&>(base_[index_]));
   return *this;
 }

@@ -618,3 +618,15 @@ TEST_CASE("indexing: setitem with tensor indices") {
   CHECK(n.to_vector<int32_t>() == std::vector<int32_t>{-6, 1, 2, -5});
   CHECK_THROWS_AS((n[{i32({0, 1})}] = i32({1, 2, 3})), ShapeError);
 }
+
+TEST_CASE("indexing: setitem through chained indexing writes into the original tensor") {
+  Tensor t = Tensor::from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3});
+  t[{0}][{1}] = 50.f;
+  CHECK(t.to_vector<float>() == std::vector<float>{1, 50, 3, 4, 5, 6});
+  t[{Slice(0, 2)}][{1}][{Slice(1, 3)}] = Tensor::from_vector(std::vector<float>{-1, -2});
+  CHECK(t.to_vector<float>() == std::vector<float>{1, 50, 3, 4, -1, -2});
+  // a reference kept in a variable writes through too
+  auto row = t[{1}];
+  row[{0}] = 9.f;
+  CHECK(t.to_vector<float>() == std::vector<float>{1, 50, 3, 9, -1, -2});
+}

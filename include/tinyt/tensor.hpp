@@ -367,10 +367,18 @@ class TensorRef : public Tensor {
   TensorRef& operator=(const TensorRef& value) { return *this = static_cast<const Tensor&>(value); }
   template <class S, std::enable_if_t<std::is_arithmetic_v<S>, int> = 0>
   TensorRef& operator=(S value) { return *this = Tensor(value); }
+  /// Indexing a reference: a write through the result reaches this reference's base too.
+  TensorRef operator[](std::initializer_list<Index> index) const { return (*this)[std::vector<Index>(index)]; }
+  TensorRef operator[](std::vector<Index> index) const {
+    TensorRef r = Tensor::operator[](std::move(index));
+    r.parent_ = std::make_shared<TensorRef>(*this);
+    return r;
+  }
 
  private:
   Tensor base_;
   std::vector<Index> index_;
+  std::shared_ptr<TensorRef> parent_;  // set when base_ is itself a reference's value
 };
 
 /// Computes several tensors in one schedule (what realize() does for one).

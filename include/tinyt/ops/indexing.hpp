@@ -359,6 +359,7 @@ inline TensorRef& TensorRef::operator=(const Tensor& value) {
   Tensor region = detail::basic_unview(
       Tensor::full(Shape(detail::dims_of(x)), true, dtypes::bool_, base_.device()), p, base);
   base_.assign(region.where(detail::basic_unview(updated, p, base), base_));
+  if (parent_) *parent_ = base_;  // t[a][b] = v: the new t[a] is written into t as well
   Tensor::operator=(static_cast<const Tensor&>(base_[index_]));
   return *this;
 }
