@@ -13,7 +13,8 @@ namespace tinyt::inline v0 {
 // -- statistics ------------------------------------------------------------------------------
 
 namespace detail {
-/// t.max over non-empty axes, also when another axis is empty (t.max throws for any empty t).
+/// t.max, except that reducing an axis of size 0 gives a placeholder 0 instead of throwing:
+/// softmax, logsumexp and argmax of an empty axis then give empty results, as in PyTorch.
 inline Tensor max_over(const Tensor& t, std::vector<int> axes, bool keepdim) {
   if (t.numel() != 0) return t.max(std::move(axes), keepdim);
   return Tensor::zeros_like(t).sum(std::move(axes), keepdim).cast(t.dtype());

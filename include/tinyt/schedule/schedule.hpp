@@ -158,7 +158,8 @@ inline bool reads_only_own_element(const UOp& ast, int64_t global_index, const U
 inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots) {
   // memory that assigns here overwrite: values it holds for other nodes are recomputed instead
   std::unordered_set<const Buffer*> overwritten;
-  for (const UOp& u : detail::pending_graph(roots))
+  const std::vector<UOp> first_walk = detail::pending_graph(roots);
+  for (const UOp& u : first_walk)
     if (u.op() == Ops::ASSIGN)
       if (UOp b = graph::base_buffer(u.src(0))) overwritten.insert(graph::buffer_of(b).get());
   const detail::Known known = [&](const UOp& u) -> UOp {
@@ -167,7 +168,8 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots) {
     const UOp b = graph::base_buffer(view);
     return b && overwritten.count(graph::buffer_of(b).get()) ? UOp{} : view;
   };
-  const std::vector<UOp> order = detail::pending_graph(roots, known);
+  // with nothing overwritten, the first walk is already the pending graph
+  const std::vector<UOp> order = overwritten.empty() ? first_walk : detail::pending_graph(roots, known);
   const std::vector<UOp> points = detail::realization_points(roots, order, known);
   std::unordered_map<const UOpNode*, UOp> computed;  // realization point -> view of its buffer
   auto input_view = [&](const UOp& u) -> UOp {
