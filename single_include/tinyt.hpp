@@ -3289,9 +3289,10 @@ struct TempFiles {
 /// Compiles C translation units to shared objects, cached on disk by a hash of compiler and source.
 class CCompiler {
  public:
-  /// What every kernel is compiled with. No -ffast-math: NaN and inf follow IEEE, as elsewhere.
+  /// What every kernel is compiled with. No -ffast-math: NaN and inf follow IEEE, as elsewhere;
+  /// a multiply feeding an add may become one fused multiply-add, as in BLAS and LLVM's `contract`.
   static constexpr std::string_view flags =
-      "-O2 -march=native -fPIC -shared -fno-math-errno -ffp-contract=off -x c";
+      "-O2 -march=native -fPIC -shared -fno-math-errno -ffp-contract=fast -x c";
   /// Linked after the source, so kernels that call libm resolve it themselves.
   static constexpr std::string_view libs = "-lm";
 
@@ -3711,10 +3712,18 @@ namespace tinyt::inline v0 {
 namespace schedule {
 
 /// Kernel-level conventions: DEFINE_GLOBAL(arg=i) is buffer i (0 is the output); RANGE(end)
-/// arg=(axis, kind) with kind 0 for output loops and 1 for reductions; INDEX(buf, i[, gate]);
+/// arg=(axis, kind) (kinds below; the lowerer makes loops and reductions, kernel opts the rest);
+/// INDEX(buf, i[, gate]);
 /// LOAD(INDEX) reads 0 where the gate is false; STORE(INDEX, value); REDUCE(value, ranges...)
 /// arg=op accumulates over its ranges; SINK(stores...) is the kernel.
-enum class RangeKind : int64_t { loop = 0, reduce = 1 };
+enum class RangeKind : int64_t {
+  loop = 0,    // an output loop
+  reduce = 1,  // a loop a REDUCE accumulates over
+  thread = 2,  // not a loop: its value is the thread's core_id, one thread per value
+  local = 3,   // an inner output loop (a cache tile)
+  upcast = 4,  // output copies in registers, expanded before rendering
+  unroll = 5,  // reduce accumulators in registers, expanded before rendering
+};
 
 inline UOp range(int64_t end, int64_t axis, RangeKind kind) {
   return UOp(Ops::RANGE, dtypes::index, {UOp::const_(dtypes::index, end)}, Arg{axis, static_cast<int64_t>(kind)});
@@ -3892,136 +3901,6 @@ class Lowerer {
 // times the number of r inside the bounds; a sum of `where(r == e, x(r), 0)` is x(e) where e is
 // in range. This is what makes arange (a cumulative sum of ones) and one-hot gathers O(n).
 
-// ---- tinyt/codegen/linearize.hpp ----
-// Linearizing a kernel: its AST (a DAG over RANGEs) becomes a flat list of UOps in program
-// order, with loops opened (RANGE) and closed (END), and each REDUCE turned into an accumulator
-// (DEFINE_REG) that is initialized before its loops, updated inside, and read after them.
-
-
-
-namespace tinyt::inline v0 {
-namespace codegen {
-
-/// A linearized kernel: ops in program order; every source of an op comes earlier in the list.
-struct Program {
-  std::string name;
-  std::vector<UOp> ops;
-  std::vector<DType> globals;  // pointer dtypes of the DEFINE_GLOBALs, by index
-};
-
-namespace detail {
-inline UOp identity_element(Ops op, DType dt) {
-  switch (op) {
-    case Ops::ADD: return UOp::const_(dt, 0);
-    case Ops::MUL: return UOp::const_(dt, 1);
-    case Ops::MAX:
-      if (dt.scalar().is_float()) return UOp::const_(dt, -INFINITY);
-      return UOp::const_(dt, dtypes::min_int(dt));
-    default: throw InternalError(tinyt::detail::cat("no identity element for reduce op ", op_name(op)));
-  }
-}
-
-// The RANGEs a value depends on and that are still open where it is used.
-inline std::vector<UOp> free_ranges(const UOp& root) {
-  std::unordered_map<const UOpNode*, std::vector<UOp>> free;
-  for (const UOp& u : toposort(root)) {
-    std::vector<UOp> r;
-    if (u.op() == Ops::RANGE) r.push_back(u);
-    for (size_t i = 0; i < u.src().size(); ++i) {
-      if (u.op() == Ops::REDUCE && i > 0) break;
-      for (const UOp& x : free.at(u.src(i).get()))
-        if (std::find(r.begin(), r.end(), x) == r.end()) r.push_back(x);
-    }
-    if (u.op() == Ops::REDUCE)
-      std::erase_if(r, [&](const UOp& x) { return std::find(u.src().begin() + 1, u.src().end(), x) != u.src().end(); });
-    free[u.get()] = std::move(r);
-  }
-  std::vector<UOp> out = free.at(root.get());
-  std::sort(out.begin(), out.end(), [](const UOp& a, const UOp& b) { return a.arg()[0].as_int() < b.arg()[0].as_int(); });
-  return out;
-}
-
-class Linearizer {
- public:
-  std::vector<UOp> ops;
-
-  void emit_store(const UOp& store) {
-    const std::vector<UOp> loops = free_ranges(store);
-    for (const UOp& r : loops) open(r);
-    emit(store);
-    for (auto it = loops.rbegin(); it != loops.rend(); ++it) close(*it, ops.back());
-  }
-
- private:
-  std::vector<std::unordered_map<const UOpNode*, UOp>> scopes_{1};
-  int64_t accumulators_ = 0;
-
-  UOp push(UOp u) {
-    ops.push_back(u);
-    return u;
-  }
-  void open(const UOp& r) {
-    emit(r.src(0));  // the loop bound
-    push(r);
-    scopes_.emplace_back();
-    scopes_.back()[r.get()] = r;
-  }
-  UOp close(const UOp& r, const UOp& last) {
-    scopes_.pop_back();
-    return push(UOp(Ops::END, dtypes::void_, {r, last}));
-  }
-
-  UOp emit(const UOp& u) {
-    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
-      if (auto f = it->find(u.get()); f != it->end()) return f->second;
-    UOp out;
-    if (u.op() == Ops::RANGE) throw InternalError("linearize: a RANGE is used outside its loop");
-    if (u.op() == Ops::REDUCE) out = emit_reduce(u);
-    else {
-      std::vector<UOp> src;
-      for (const UOp& s : u.src()) src.push_back(emit(s));
-      out = push(u.replace(std::move(src)));
-    }
-    scopes_.back()[u.get()] = out;
-    return out;
-  }
-
-  // acc = identity; for (ranges) acc = acc <op> value; then the value is acc
-  UOp emit_reduce(const UOp& u) {
-    const Ops op = u.arg().get<Ops>();
-    UOp acc = push(UOp(Ops::DEFINE_REG, u.dtype().ptr(1, AddrSpace::reg), {}, accumulators_++));
-    UOp slot = push(UOp(Ops::INDEX, acc.dtype(), {acc, schedule::index_const(0)}));
-    UOp last = push(UOp(Ops::STORE, dtypes::void_, {slot, push(identity_element(op, u.dtype()))}));
-    std::vector<UOp> ranges(u.src().begin() + 1, u.src().end());
-    for (const UOp& r : ranges) open(r);
-    UOp value = emit(u.src(0));
-    // the loads carry what they must come after, so the in-loop and the final read differ
-    UOp current = push(UOp(Ops::LOAD, u.dtype(), {slot, ranges.back()}));
-    last = push(UOp(Ops::STORE, dtypes::void_, {slot, push(current.alu(op, {value}))}));
-    for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) last = close(*it, last);
-    return push(UOp(Ops::LOAD, u.dtype(), {slot, last}));
-  }
-};
-}  // namespace detail
-
-/// The program of a kernel AST (a SINK of STOREs).
-inline Program linearize(const UOp& ast, std::string name) {
-  TINYT_ASSERT(ast.op() == Ops::SINK, "linearize takes a SINK, not ", op_name(ast.op()));
-  detail::Linearizer lin;
-  for (const UOp& store : ast.src()) lin.emit_store(store);
-  Program p{std::move(name), std::move(lin.ops), {}};
-  for (const UOp& u : toposort(ast))
-    if (u.op() == Ops::DEFINE_GLOBAL) {
-      const auto i = static_cast<size_t>(u.arg().as_int());
-      if (p.globals.size() <= i) p.globals.resize(i + 1);
-      p.globals[i] = u.dtype();
-    }
-  return p;
-}
-
-}  // namespace codegen
-}  // namespace tinyt::inline v0
-// ---- end tinyt/codegen/linearize.hpp ----
 
 namespace tinyt::inline v0 {
 namespace codegen {
@@ -4403,6 +4282,417 @@ void plan_memory(std::vector<Kernel>& kernels, const std::vector<UOp>& roots, Re
 }  // namespace schedule
 }  // namespace tinyt::inline v0
 // ---- end tinyt/schedule/schedule.hpp ----
+// ---- tinyt/codegen/linearize.hpp ----
+// Linearizing a kernel: its AST (a DAG over RANGEs) becomes a flat list of UOps in program
+// order, with loops opened (RANGE) and closed (END), and each REDUCE turned into an accumulator
+// (DEFINE_REG) that is initialized before its loops, updated inside, and read after them.
+
+
+
+// ---- tinyt/codegen/opt/opt.hpp ----
+// Kernel optimizations as in tinygrad: each Opt splits one range of a kernel's AST, and what the
+// new range becomes (a thread, a cache tile, registers) decides how the kernel runs. Opts name
+// axes by their position in `axes(ast)`, so a list of opts is a replayable recipe (BEAM caches it).
+//   UPCAST(axis, n)  output axis → n copies of the work, in registers (expanded before rendering)
+//   UNROLL(axis, n)  reduce axis → n accumulators, combined after the loop (expanded)
+//   LOCAL(axis, n)   output axis → an inner loop of n (cache tiling: outer loops walk tiles)
+//   THREAD(axis, n)  output axis → n parts run by n threads, one part each
+//   PADTO(axis, n)   axis → rounded up to a multiple of n, the extra iterations masked off
+// An amount of 0 means the whole axis.
+
+
+
+namespace tinyt::inline v0 {
+namespace codegen {
+
+enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, PADTO };
+
+inline const char* opt_op_name(OptOp op) {
+  static constexpr const char* names[] = {"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO"};
+  return names[static_cast<int>(op)];
+}
+
+/// One optimization: `op` applied to the `axis`-th entry of `axes(ast)`.
+struct Opt {
+  OptOp op;
+  int64_t axis;
+  int64_t amount;
+  bool operator==(const Opt&) const = default;
+  std::string str() const { return tinyt::detail::cat(opt_op_name(op), "(", axis, ",", amount, ")"); }
+};
+
+inline std::string to_string(const std::vector<Opt>& opts) {
+  std::string s;
+  for (const Opt& o : opts) s += (s.empty() ? "" : " ") + o.str();
+  return s.empty() ? "none" : s;
+}
+
+/// An opt that does not apply to a kernel (wrong axis kind, amount that does not divide, ...).
+struct OptError : Error {
+  using Error::Error;
+};
+
+using schedule::RangeKind;
+
+inline RangeKind range_kind(const UOp& r) { return static_cast<RangeKind>(r.arg()[1].as_int()); }
+inline int64_t range_size(const UOp& r) { return static_cast<int64_t>(r.src(0).const_int()); }
+
+/// Where a range's loop goes: threads outermost, then output loops, then tiles, then reductions.
+inline int range_rank(RangeKind k) {
+  switch (k) {
+    case RangeKind::thread: return 0;
+    case RangeKind::loop: return 1;
+    case RangeKind::local: return 2;
+    case RangeKind::reduce: return 3;
+    default: return 4;
+  }
+}
+inline bool range_before(const UOp& a, const UOp& b) {
+  return std::pair(range_rank(range_kind(a)), a.arg()[0].as_int()) < std::pair(range_rank(range_kind(b)), b.arg()[0].as_int());
+}
+
+/// The ranges an opt can name: every loop, tile and reduce range in loop order (threads and
+/// register ranges are final).
+inline std::vector<UOp> axes(const UOp& ast) {
+  std::vector<UOp> out;
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::RANGE && (range_kind(u) == RangeKind::loop || range_kind(u) == RangeKind::reduce ||
+                                 range_kind(u) == RangeKind::local))
+      out.push_back(u);
+  std::sort(out.begin(), out.end(), range_before);
+  return out;
+}
+
+/// All ranges of a kernel, any kind, in loop order.
+inline std::vector<UOp> all_ranges(const UOp& ast) {
+  std::vector<UOp> out;
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::RANGE) out.push_back(u);
+  std::sort(out.begin(), out.end(), range_before);
+  return out;
+}
+
+/// The rules every kernel AST is kept simplified with.
+inline const PatternMatcher& kernel_rules() {
+  static const PatternMatcher pm = symbolic() + schedule::gated_load_rules();
+  return pm;
+}
+
+namespace detail {
+/// The element stride of `range` in the address `idx` (its value at range=1 minus at range=0,
+/// every other range at 0); empty when that is not a constant.
+inline std::optional<int64_t> stride_of(const UOp& idx, const UOp& range, const std::vector<UOp>& ranges) {
+  std::unordered_map<const UOpNode*, UOp> at0, at1;
+  for (const UOp& r : ranges) at0[r.get()] = at1[r.get()] = schedule::index_const(0);
+  at1[range.get()] = schedule::index_const(1);
+  const UOp a = simplify(substitute(idx, at0)), b = simplify(substitute(idx, at1));
+  if (!a.is_const() || !b.is_const()) return std::nullopt;
+  return static_cast<int64_t>(b.const_int() - a.const_int());
+}
+
+inline int64_t next_axis_id(const UOp& ast) {
+  int64_t next = 0;
+  for (const UOp& r : all_ranges(ast)) next = std::max(next, r.arg()[0].as_int() + 1);
+  return next;
+}
+
+// Rebuilds `ast` with range `r` replaced by `value`; in REDUCE range lists r becomes `ranges`.
+inline UOp replace_range(const UOp& ast, const UOp& r, const UOp& value, const std::vector<UOp>& ranges) {
+  std::unordered_map<const UOpNode*, UOp> done;
+  for (const UOp& u : toposort(ast)) {
+    if (u == r) {
+      done[u.get()] = value;
+      continue;
+    }
+    std::vector<UOp> src;
+    for (size_t i = 0; i < u.src().size(); ++i) {
+      if (u.op() == Ops::REDUCE && i > 0 && u.src(i) == r) src.insert(src.end(), ranges.begin(), ranges.end());
+      else src.push_back(done.at(u.src(i).get()));
+    }
+    done[u.get()] = u.replace(std::move(src));
+  }
+  return graph_rewrite(done.at(ast.get()), kernel_rules());
+}
+
+// Splits `r` (size n) into a range of `amount` of kind `kind` and the rest; the new range is the
+// inner part (varies fastest) unless `outer`. A rest of size 1 disappears.
+inline UOp split_range(const UOp& ast, const UOp& r, int64_t amount, RangeKind kind, bool outer) {
+  const int64_t n = range_size(r), rest_size = n / amount;
+  const UOp fresh = schedule::range(amount, next_axis_id(ast), kind);
+  const UOp rest = schedule::range(rest_size, r.arg()[0].as_int(), range_kind(r));
+  if (rest_size == 1) return replace_range(ast, r, fresh, {fresh});
+  if (outer) return replace_range(ast, r, fresh * rest_size + rest, {fresh, rest});
+  return replace_range(ast, r, rest * amount + fresh, {rest, fresh});
+}
+
+// Whether a reduce value is 0 wherever the loads that depend on `r` read 0 (their gate is false),
+// so padding a reduce axis adds only zeros to a sum.
+inline bool zero_where_masked(const UOp& v, const UOp& r) {
+  switch (v.op()) {
+    case Ops::LOAD: return v.src(0).src().size() > 2 && depends_on(v.src(0).src(2), r);
+    case Ops::MUL: return zero_where_masked(v.src(0), r) || zero_where_masked(v.src(1), r);
+    case Ops::ADD: case Ops::WHERE: {
+      const size_t first = v.op() == Ops::WHERE ? 1 : 0;
+      return zero_where_masked(v.src(first), r) && zero_where_masked(v.src(first + 1), r);
+    }
+    case Ops::CAST: case Ops::NEG: return zero_where_masked(v.src(0), r);
+    default: return false;
+  }
+}
+
+// PADTO: `r` grows to a multiple of amount; every memory access that depends on it is masked
+// to the old size.
+inline UOp pad_range(const UOp& ast, const UOp& r, int64_t amount) {
+  const int64_t n = range_size(r), padded = (n + amount - 1) / amount * amount;
+  if (padded == n) throw OptError(tinyt::detail::cat("PADTO: axis of size ", n, " is already a multiple of ", amount));
+  if (padded > n * 2) throw OptError(tinyt::detail::cat("PADTO: padding ", n, " to ", padded, " more than doubles it"));
+  const UOp grown = schedule::range(padded, r.arg()[0].as_int(), range_kind(r));
+  const UOp inside = grown.lt(n);
+  // mask every INDEX whose address depends on the range
+  std::unordered_map<const UOpNode*, UOp> done;
+  for (const UOp& u : toposort(ast)) {
+    if (u == r) {
+      done[u.get()] = grown;
+      continue;
+    }
+    std::vector<UOp> src;
+    for (const UOp& s : u.src()) src.push_back(done.at(s.get()));
+    UOp out = u.replace(std::move(src));
+    if (u.op() == Ops::INDEX && u.src(0).op() == Ops::DEFINE_GLOBAL && depends_on(u.src(1), r)) {
+      std::vector<UOp> s = out.src();
+      if (s.size() > 2) s[2] = s[2] & inside;
+      else s.push_back(inside);
+      out = out.replace(std::move(s));
+    }
+    if (u.op() == Ops::REDUCE && std::find(u.src().begin() + 1, u.src().end(), r) != u.src().end() &&
+        !(u.arg().get<Ops>() == Ops::ADD && zero_where_masked(out.src(0), grown)))
+      throw OptError("PADTO: the padded iterations of this reduction would change its result");
+    done[u.get()] = std::move(out);
+  }
+  return graph_rewrite(done.at(ast.get()), kernel_rules());
+}
+}  // namespace detail
+
+/// The kernel AST with `opt` applied; OptError when it does not apply.
+inline UOp apply_opt(const UOp& ast, const Opt& opt) {
+  using tinyt::detail::cat;
+  const std::vector<UOp> ax = axes(ast);
+  if (opt.axis < 0 || opt.axis >= static_cast<int64_t>(ax.size()))
+    throw OptError(cat(opt.str(), ": the kernel has ", ax.size(), " axes"));
+  const UOp& r = ax[static_cast<size_t>(opt.axis)];
+  const int64_t n = range_size(r), amount = opt.amount == 0 ? n : opt.amount;
+  const RangeKind kind = range_kind(r);
+  if (opt.op == OptOp::PADTO) {
+    if (amount <= 1) throw OptError(cat(opt.str(), ": the amount must be above 1"));
+    return detail::pad_range(ast, r, amount);
+  }
+  if (amount <= 1 || n % amount != 0) throw OptError(cat(opt.str(), ": ", amount, " does not divide the axis size ", n));
+  const bool reduce = kind == RangeKind::reduce;
+  switch (opt.op) {
+    case OptOp::UPCAST:
+      if (reduce) throw OptError(cat(opt.str(), ": UPCAST applies to output axes; UNROLL splits reductions"));
+      if (amount > 64) throw OptError(cat(opt.str(), ": more than 64 copies"));
+      return detail::split_range(ast, r, amount, RangeKind::upcast, false);
+    case OptOp::UNROLL:
+      if (!reduce) throw OptError(cat(opt.str(), ": UNROLL applies to reduce axes"));
+      if (amount > 64) throw OptError(cat(opt.str(), ": more than 64 accumulators"));
+      return detail::split_range(ast, r, amount, RangeKind::unroll, false);
+    case OptOp::LOCAL:
+      if (kind != RangeKind::loop) throw OptError(cat(opt.str(), ": LOCAL applies to output loops"));
+      return detail::split_range(ast, r, amount, RangeKind::local, false);
+    case OptOp::THREAD:
+      if (kind != RangeKind::loop) throw OptError(cat(opt.str(), ": THREAD applies to output loops"));
+      for (const UOp& x : all_ranges(ast))
+        if (range_kind(x) == RangeKind::thread) throw OptError(cat(opt.str(), ": the kernel is already threaded"));
+      return detail::split_range(ast, r, amount, RangeKind::thread, true);
+    default: break;
+  }
+  throw OptError(cat(opt.str(), ": unknown opt"));
+}
+
+/// The kernel AST with `opts` applied in order.
+inline UOp apply_opts(UOp ast, const std::vector<Opt>& opts) {
+  for (const Opt& o : opts) ast = apply_opt(ast, o);
+  return ast;
+}
+
+}  // namespace codegen
+}  // namespace tinyt::inline v0
+// ---- end tinyt/codegen/opt/opt.hpp ----
+
+namespace tinyt::inline v0 {
+namespace codegen {
+
+/// A linearized kernel: ops in program order; every source of an op comes earlier in the list.
+struct Program {
+  std::string name;
+  std::vector<UOp> ops;
+  std::vector<DType> globals;  // pointer dtypes of the DEFINE_GLOBALs, by index
+  int64_t threads = 1;         // how many threads run it (core_id 0..threads-1)
+  std::vector<Opt> opts;       // the opts it was built with
+};
+
+namespace detail {
+inline UOp identity_element(Ops op, DType dt) {
+  switch (op) {
+    case Ops::ADD: return UOp::const_(dt, 0);
+    case Ops::MUL: return UOp::const_(dt, 1);
+    case Ops::MAX:
+      if (dt.scalar().is_float()) return UOp::const_(dt, -INFINITY);
+      return UOp::const_(dt, dtypes::min_int(dt));
+    default: throw InternalError(tinyt::detail::cat("no identity element for reduce op ", op_name(op)));
+  }
+}
+
+// For every node of the kernel, the RANGEs it depends on that are still open where it is used
+// (a REDUCE closes its own), in loop order.
+using FreeRanges = std::unordered_map<const UOpNode*, std::vector<UOp>>;
+inline FreeRanges free_ranges(const UOp& ast) {
+  FreeRanges free;
+  for (const UOp& u : toposort(ast)) {
+    std::vector<UOp> r;
+    if (u.op() == Ops::RANGE) r.push_back(u);
+    for (size_t i = 0; i < u.src().size(); ++i) {
+      if (u.op() == Ops::REDUCE && i > 0) break;
+      for (const UOp& x : free.at(u.src(i).get()))
+        if (std::find(r.begin(), r.end(), x) == r.end()) r.push_back(x);
+    }
+    if (u.op() == Ops::REDUCE)
+      std::erase_if(r, [&](const UOp& x) { return std::find(u.src().begin() + 1, u.src().end(), x) != u.src().end(); });
+    std::sort(r.begin(), r.end(), range_before);
+    free[u.get()] = std::move(r);
+  }
+  return free;
+}
+
+class Linearizer {
+ public:
+  std::vector<UOp> ops;
+
+  explicit Linearizer(const UOp& ast) : free_(free_ranges(ast)) {
+    for (const UOp& u : toposort(ast))
+      if (u.op() == Ops::REDUCE) reduces_.push_back(u);
+  }
+
+  /// Emits the stores in order; consecutive stores share the loops they have in common.
+  void emit_stores(const std::vector<UOp>& stores) {
+    for (const UOp& store : stores) {
+      const std::vector<UOp>& loops = free_.at(store.get());
+      size_t common = 0;
+      while (common < loops_.size() && common < loops.size() && loops_[common] == loops[common]) ++common;
+      while (loops_.size() > common) close(loops_.back(), ops.back()), loops_.pop_back();
+      for (size_t i = common; i < loops.size(); ++i) open(loops[i]), loops_.push_back(loops[i]);
+      emit(store);
+    }
+    while (!loops_.empty()) close(loops_.back(), ops.back()), loops_.pop_back();
+  }
+
+ private:
+  FreeRanges free_;
+  std::vector<UOp> reduces_;  // every REDUCE of the kernel
+  std::unordered_set<const UOpNode*> reduced_;  // the REDUCEs already emitted
+  std::vector<UOp> loops_;    // the loops the stores have open
+  std::vector<std::unordered_map<const UOpNode*, UOp>> scopes_{1};
+  int64_t accumulators_ = 0;
+
+  UOp push(UOp u) {
+    ops.push_back(u);
+    return u;
+  }
+  UOp lookup(const UOp& u) const {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
+      if (auto f = it->find(u.get()); f != it->end()) return f->second;
+    return {};
+  }
+  void open(const UOp& r) {
+    emit(r.src(0));  // the loop bound
+    push(r);
+    scopes_.emplace_back();
+    scopes_.back()[r.get()] = r;
+  }
+  UOp close(const UOp& r, const UOp& last) {
+    scopes_.pop_back();
+    return push(UOp(Ops::END, dtypes::void_, {r, last}));
+  }
+
+  UOp emit(const UOp& u) {
+    if (UOp found = lookup(u)) return found;
+    if (u.op() == Ops::RANGE) throw InternalError("linearize: a RANGE is used outside its loop");
+    if (u.op() == Ops::REDUCE) {
+      emit_reduces(u);
+      return lookup(u);
+    }
+    std::vector<UOp> src;
+    for (const UOp& s : u.src()) src.push_back(emit(s));
+    UOp out = push(u.replace(std::move(src)));
+    scopes_.back()[u.get()] = out;
+    return out;
+  }
+
+  // The REDUCEs that can share u's loops: same ranges, everything else they need already open,
+  // and not nested in one another. Expanded registers make many of them (a register tile).
+  std::vector<UOp> siblings(const UOp& u) const {
+    std::vector<UOp> out{u};
+    for (const UOp& r : reduces_) {
+      if (r == u || reduced_.count(r.get()) || r.src().size() != u.src().size() ||
+          !std::equal(r.src().begin() + 1, r.src().end(), u.src().begin() + 1))
+        continue;
+      const auto& need = free_.at(r.get());
+      if (!std::all_of(need.begin(), need.end(), [&](const UOp& x) { return bool(lookup(x)); })) continue;
+      if (depends_on(r, u) || depends_on(u, r)) continue;
+      out.push_back(r);
+    }
+    return out;
+  }
+
+  // acc = identity; for (ranges) acc = acc <op> value; then the value is acc — for u and its
+  // siblings together, in one loop nest
+  void emit_reduces(const UOp& u) {
+    const std::vector<UOp> group = siblings(u);
+    std::vector<UOp> slots;
+    for (const UOp& r : group) {
+      reduced_.insert(r.get());
+      UOp acc = push(UOp(Ops::DEFINE_REG, r.dtype().ptr(1, AddrSpace::reg), {}, accumulators_++));
+      slots.push_back(push(UOp(Ops::INDEX, acc.dtype(), {acc, schedule::index_const(0)})));
+      push(UOp(Ops::STORE, dtypes::void_, {slots.back(), push(identity_element(r.arg().get<Ops>(), r.dtype()))}));
+    }
+    std::vector<UOp> ranges(u.src().begin() + 1, u.src().end());
+    std::sort(ranges.begin(), ranges.end(), range_before);
+    for (const UOp& r : ranges) open(r);
+    std::vector<UOp> values;
+    for (const UOp& r : group) values.push_back(emit(r.src(0)));
+    UOp last;
+    for (size_t i = 0; i < group.size(); ++i) {
+      // the loads carry what they must come after, so the in-loop and the final read differ
+      UOp current = push(UOp(Ops::LOAD, group[i].dtype(), {slots[i], ranges.back()}));
+      last = push(UOp(Ops::STORE, dtypes::void_, {slots[i], push(current.alu(group[i].arg().get<Ops>(), {values[i]}))}));
+    }
+    for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) last = close(*it, last);
+    for (size_t i = 0; i < group.size(); ++i) scopes_.back()[group[i].get()] = push(UOp(Ops::LOAD, group[i].dtype(), {slots[i], last}));
+  }
+};
+}  // namespace detail
+
+/// The program of a kernel AST (a SINK of STOREs).
+inline Program linearize(const UOp& ast, std::string name) {
+  TINYT_ASSERT(ast.op() == Ops::SINK, "linearize takes a SINK, not ", op_name(ast.op()));
+  detail::Linearizer lin(ast);
+  lin.emit_stores(ast.src());
+  Program p{std::move(name), std::move(lin.ops), {}, 1, {}};
+  for (const UOp& u : toposort(ast)) {
+    if (u.op() == Ops::RANGE && range_kind(u) == RangeKind::thread) p.threads = range_size(u);
+    if (u.op() == Ops::DEFINE_GLOBAL) {
+      const auto i = static_cast<size_t>(u.arg().as_int());
+      if (p.globals.size() <= i) p.globals.resize(i + 1);
+      p.globals[i] = u.dtype();
+    }
+  }
+  return p;
+}
+
+}  // namespace codegen
+}  // namespace tinyt::inline v0
+// ---- end tinyt/codegen/linearize.hpp ----
 // ---- tinyt/renderer/cstyle.hpp ----
 // The C-style renderer: a linearized kernel as C source, one statement per value that is used
 // more than once (or must stay in order), everything else inlined into its one use.
@@ -4555,12 +4845,21 @@ class CRenderer {
       case Ops::RANGE: {
         const std::string n = "ridx" + std::to_string(u.arg()[0].as_int());
         const std::string t = type_of(u);
+        if (codegen::range_kind(u) == codegen::RangeKind::thread) {  // one thread runs each value
+          out(t + " " + n + " = core_id;");
+          name_[u.get()] = n;
+          return;
+        }
         out("for (" + t + " " + n + " = 0; " + n + " < " + ref(s[0]) + "; " + n + "++) {");
         name_[u.get()] = n;
         ++depth_;
         return;
       }
-      case Ops::END: --depth_; out("}"); return;
+      case Ops::END:
+        if (codegen::range_kind(s[0]) == codegen::RangeKind::thread) return;
+        --depth_;
+        out("}");
+        return;
       case Ops::DEFINE_REG: {
         const std::string n = "acc" + std::to_string(u.arg().as_int());
         out(detail::c_type(u.dtype().base()) + " " + n + ";");
@@ -4582,7 +4881,8 @@ class CRenderer {
       }
       case Ops::STORE: {
         const bool bf16_memory = s[0].src(0).op() == Ops::DEFINE_GLOBAL && s[1].dtype().scalar() == dtypes::bfloat16;
-        out(ref(s[0]) + " = " + (bf16_memory ? "tinyt_f32_to_bf16(" + ref(s[1]) + ")" : ref(s[1])) + ";");
+        const std::string assign = ref(s[0]) + " = " + (bf16_memory ? "tinyt_f32_to_bf16(" + ref(s[1]) + ")" : ref(s[1])) + ";";
+        out(s[0].src().size() > 2 ? "if (" + ref(s[0].src(2)) + ") " + assign : assign);
         return;
       }
       default: break;
@@ -4676,6 +4976,321 @@ inline std::string render_c(const codegen::Program& p) { return CRenderer().rend
 #include <iomanip>
 #include <iostream>
 
+// ---- tinyt/backend/threadpool.hpp ----
+// The CPU's threads: a persistent pool, one thread per core (the caller is one of them), that
+// runs the parts of a THREAD-split kernel. Workers spin briefly before sleeping so that kernels
+// launched back to back do not pay a wake-up each.
+
+#include <condition_variable>
+#include <thread>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+
+namespace tinyt::inline v0 {
+namespace backend {
+
+class ThreadPool {
+ public:
+  /// A pool of `threads` threads in all: the caller and threads-1 workers.
+  explicit ThreadPool(int threads) {
+    for (int i = 1; i < std::max(threads, 1); ++i) workers_.emplace_back([this] { work(); });
+  }
+  ~ThreadPool() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+      generation_.fetch_add(1);
+    }
+    wake_.notify_all();
+    for (std::thread& t : workers_) t.join();
+  }
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  /// Threads in the pool, the caller included.
+  int size() const noexcept { return static_cast<int>(workers_.size()) + 1; }
+
+  /// Runs part(i) for every i in [0, parts), spread over the pool; returns when all are done.
+  void run(int parts, const std::function<void(int)>& part) {
+    if (parts <= 1 || workers_.empty()) {
+      for (int i = 0; i < parts; ++i) part(i);
+      return;
+    }
+    std::lock_guard one_at_a_time(run_mu_);
+    // everything a worker reads is in place before the job is published
+    parts_.store(parts);
+    next_.store(0);
+    done_.store(0);
+    job_.store(&part, std::memory_order_release);
+    {
+      std::lock_guard lock(mu_);
+      generation_.fetch_add(1, std::memory_order_release);
+    }
+    if (sleepers_.load() > 0) wake_.notify_all();
+    take_parts();
+    while (done_.load(std::memory_order_acquire) < parts) pause();
+    job_.store(nullptr);
+    // a worker still inside take_parts may hold `part`: it must leave before `part` dies
+    while (active_.load(std::memory_order_acquire) > 0) pause();
+  }
+
+  /// The process-wide pool: $TINYT_THREADS threads, else one per core.
+  static ThreadPool& instance() {
+    static auto* pool = new ThreadPool(default_threads());  // never destroyed: kernels may run at exit
+    return *pool;
+  }
+  static int default_threads() {
+    if (const char* v = std::getenv("TINYT_THREADS"); v && *v) {
+      char* end = nullptr;
+      const long n = std::strtol(v, &end, 10);
+      if (*end != '\0' || n < 1 || n > 1024)
+        throw Error(::tinyt::detail::cat("the setting TINYT_THREADS='", v, "' is not a thread count in [1, 1024]"));
+      return static_cast<int>(n);
+    }
+    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+
+ private:
+  static void pause() {
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_pause();
+#else
+    std::this_thread::yield();
+#endif
+  }
+  void take_parts() {
+    active_.fetch_add(1, std::memory_order_acq_rel);
+    if (const auto* job = job_.load(std::memory_order_acquire))
+      for (int i; (i = next_.fetch_add(1)) < parts_.load();) {
+        (*job)(i);
+        done_.fetch_add(1, std::memory_order_release);
+      }
+    active_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+  void work() {
+    uint64_t seen = 0;
+    for (;;) {
+      // spin a little (a kernel often follows a kernel), then sleep
+      for (int spin = 0; spin < 20000 && generation_.load(std::memory_order_acquire) == seen; ++spin) pause();
+      if (generation_.load(std::memory_order_acquire) == seen) {
+        std::unique_lock lock(mu_);
+        sleepers_.fetch_add(1);
+        wake_.wait(lock, [&] { return generation_.load() != seen; });
+        sleepers_.fetch_sub(1);
+      }
+      seen = generation_.load(std::memory_order_acquire);
+      if (stop_) return;
+      take_parts();
+    }
+  }
+
+  std::vector<std::thread> workers_;
+  std::mutex mu_, run_mu_;
+  std::condition_variable wake_;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> sleepers_{0};
+  std::atomic<int> next_{0}, done_{0}, parts_{0}, active_{0};
+  std::atomic<const std::function<void(int)>*> job_{nullptr};
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace backend
+}  // namespace tinyt::inline v0
+// ---- end tinyt/backend/threadpool.hpp ----
+// ---- tinyt/codegen/opt/expander.hpp ----
+// The expander: register ranges (UPCAST and UNROLL) are not loops; each becomes copies of the
+// code that uses it, one per value. An upcast store becomes one store per value, so a reduction
+// below it gets one accumulator per output (a register tile); an unrolled reduction becomes one
+// accumulator per value, combined after the loop. The copies are scalar code in a row, which the
+// compiler's vectorizer turns into SIMD.
+
+
+
+namespace tinyt::inline v0 {
+namespace codegen {
+
+namespace detail {
+// every assignment of values to `ranges`, the last range varying fastest
+inline std::vector<std::unordered_map<const UOpNode*, UOp>> lanes(const std::vector<UOp>& ranges) {
+  std::vector<std::unordered_map<const UOpNode*, UOp>> out(1);
+  for (const UOp& r : ranges) {
+    std::vector<std::unordered_map<const UOpNode*, UOp>> next;
+    for (const auto& lane : out)
+      for (int64_t v = 0; v < range_size(r); ++v) {
+        next.push_back(lane);
+        next.back()[r.get()] = schedule::index_const(v);
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+inline std::vector<UOp> ranges_of_kind(const std::vector<UOp>& nodes, RangeKind kind) {
+  std::vector<UOp> out;
+  for (const UOp& u : nodes)
+    if (u.op() == Ops::RANGE && range_kind(u) == kind) out.push_back(u);
+  std::sort(out.begin(), out.end(), range_before);
+  return out;
+}
+}  // namespace detail
+
+/// The kernel AST with its UPCAST and UNROLL ranges expanded into copies.
+inline UOp expand_registers(const UOp& ast) {
+  // unrolled reductions first, bottom up: REDUCE(x, r, u) → op over values c of REDUCE(x[u=c], r)
+  std::unordered_map<const UOpNode*, UOp> done;
+  for (const UOp& u : toposort(ast)) {
+    std::vector<UOp> src;
+    for (const UOp& s : u.src()) src.push_back(done.at(s.get()));
+    UOp out = u.replace(std::move(src));
+    if (u.op() == Ops::REDUCE) {
+      std::vector<UOp> unrolled, kept;
+      for (size_t i = 1; i < out.src().size(); ++i)
+        (range_kind(out.src(i)) == RangeKind::unroll ? unrolled : kept).push_back(out.src(i));
+      if (!unrolled.empty()) {
+        UOp combined;
+        for (const auto& lane : detail::lanes(unrolled)) {
+          UOp value = substitute(out.src(0), lane);
+          if (!kept.empty()) {
+            std::vector<UOp> rsrc{value};
+            rsrc.insert(rsrc.end(), kept.begin(), kept.end());
+            value = UOp(Ops::REDUCE, out.dtype(), std::move(rsrc), out.arg());
+          }
+          combined = combined ? combined.alu(out.arg().get<Ops>(), {value}) : value;
+        }
+        out = combined;
+      }
+    }
+    done[u.get()] = out;
+  }
+  // then upcast stores: one store per value of the upcast ranges it depends on
+  std::vector<UOp> stores;
+  for (const UOp& store : done.at(ast.get()).src()) {
+    std::vector<UOp> upcast = detail::ranges_of_kind(toposort(store), RangeKind::upcast);
+    // the copies go in address order (the range with the smallest stride varies fastest), which
+    // is the order a vectorizer looks for
+    const std::vector<UOp> every = all_ranges(store);
+    std::vector<int64_t> strides;
+    for (const UOp& r : upcast) strides.push_back(detail::stride_of(store.src(0).src(1), r, every).value_or(INT64_MAX));
+    std::vector<size_t> order(upcast.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return strides[a] > strides[b]; });
+    std::vector<UOp> sorted;
+    for (size_t i : order) sorted.push_back(upcast[i]);
+    upcast = std::move(sorted);
+    if (upcast.empty()) {
+      stores.push_back(store);
+      continue;
+    }
+    for (const auto& lane : detail::lanes(upcast)) stores.push_back(substitute(store, lane));
+  }
+  return graph_rewrite(UOp(Ops::SINK, dtypes::void_, std::move(stores)), kernel_rules());
+}
+
+}  // namespace codegen
+}  // namespace tinyt::inline v0
+// ---- end tinyt/codegen/opt/expander.hpp ----
+// ---- tinyt/codegen/opt/heuristic.hpp ----
+// Hand-coded opts, used when BEAM is off: a register tile for reductions that reuse a load
+// across outputs (matmul, conv), separate accumulators for reductions over contiguous memory,
+// and threads over the outermost loop when there is enough work to share.
+
+
+namespace tinyt::inline v0 {
+namespace codegen {
+
+namespace detail {
+struct Access {
+  bool store;
+  UOp index;  // the address
+};
+inline std::vector<Access> accesses(const UOp& ast) {
+  std::vector<Access> out;
+  for (const UOp& u : toposort(ast))
+    if ((u.op() == Ops::LOAD || u.op() == Ops::STORE) && u.src(0).op() == Ops::INDEX &&
+        u.src(0).src(0).op() == Ops::DEFINE_GLOBAL)
+      out.push_back({u.op() == Ops::STORE, u.src(0).src(1)});
+  return out;
+}
+
+inline int64_t largest_divisor(int64_t n, std::initializer_list<int64_t> choices) {
+  for (int64_t c : choices)
+    if (n % c == 0 && n >= c) return c;
+  return 1;
+}
+}  // namespace detail
+
+/// The opts chosen by hand-written rules for a kernel run by up to `threads` threads.
+inline std::vector<Opt> hand_coded_opts(const UOp& ast, int64_t threads) {
+  std::vector<Opt> opts;
+  UOp k = ast;
+  auto apply = [&](Opt o) {
+    try {
+      k = apply_opt(k, o);
+      opts.push_back(o);
+      return true;
+    } catch (const OptError&) {
+      return false;
+    }
+  };
+  std::vector<UOp> ax = axes(k);
+  const std::vector<UOp> every = all_ranges(k);
+  const std::vector<detail::Access> acc = detail::accesses(k);
+  std::vector<size_t> loops, reduces;
+  for (size_t i = 0; i < ax.size(); ++i) (range_kind(ax[i]) == RangeKind::reduce ? reduces : loops).push_back(i);
+  auto stride = [&](const detail::Access& a, size_t axis) { return detail::stride_of(a.index, ax[axis], every); };
+
+  if (!reduces.empty()) {
+    // output axes along which some load that the reduction reads stays put: copies share it
+    std::vector<size_t> reuse;
+    for (size_t a : loops)
+      for (const detail::Access& x : acc)
+        if (!x.store && stride(x, a) == 0 && detail::depends_on(x.index, ax[reduces.back()])) {
+          reuse.push_back(a);
+          break;
+        }
+    if (reuse.size() >= 2) {
+      // a register tile: the axis the output is contiguous along gets the wide side
+      std::stable_sort(reuse.begin(), reuse.end(), [&](size_t a, size_t b) {
+        auto unit = [&](size_t x) {
+          for (const detail::Access& s : acc)
+            if (s.store) return stride(s, x) == 1;
+          return false;
+        };
+        return unit(a) > unit(b);
+      });
+      const int64_t wide = detail::largest_divisor(range_size(ax[reuse[0]]), {32, 16, 8, 4});
+      const int64_t tall = detail::largest_divisor(range_size(ax[reuse[1]]), {8, 4, 2});
+      if (wide > 1) apply({OptOp::UPCAST, static_cast<int64_t>(reuse[0]), wide});
+      if (tall > 1) apply({OptOp::UPCAST, static_cast<int64_t>(reuse[1]), tall});
+    } else {
+      // separate accumulators over the innermost reduce axis when it walks memory in order
+      const size_t r = reduces.back();
+      bool contiguous = false;
+      for (const detail::Access& x : acc) contiguous |= !x.store && stride(x, r) == 1;
+      const int64_t amount = detail::largest_divisor(range_size(ax[r]), {16, 8, 4});
+      if (contiguous && amount > 1 && range_size(ax[r]) >= 64) apply({OptOp::UNROLL, static_cast<int64_t>(r), amount});
+    }
+  }
+
+  // threads over the outermost loop that splits evenly, when the kernel does enough work
+  int64_t work = 1;
+  for (const UOp& r : all_ranges(k)) work *= range_size(r);
+  if (threads > 1 && work >= (int64_t{1} << 16)) {
+    ax = axes(k);
+    for (size_t i = 0; i < ax.size(); ++i)
+      if (range_kind(ax[i]) == RangeKind::loop && range_size(ax[i]) % threads == 0 &&
+          apply({OptOp::THREAD, static_cast<int64_t>(i), threads}))
+        break;
+  }
+  return opts;
+}
+
+}  // namespace codegen
+}  // namespace tinyt::inline v0
+// ---- end tinyt/codegen/opt/heuristic.hpp ----
 
 namespace tinyt::inline v0 {
 
@@ -4687,28 +5302,49 @@ struct CompiledKernel {
 };
 
 namespace detail {
-// Compiled kernels by AST. ASTs are interned, so a kernel seen before is one lookup; the map
-// holds its AST so the key stays valid.
+// How kernels are optimized now: NOOPT, BEAM and the thread count, read once per schedule.
+struct OptSettings {
+  int64_t noopt, beam, threads;
+  bool operator==(const OptSettings&) const = default;
+  static OptSettings current() {
+    return {getenv_int("NOOPT", 0), getenv_int("BEAM", 0), backend::ThreadPool::instance().size()};
+  }
+};
+
+// The AST with its opts applied and its registers expanded, linearized.
+inline codegen::Program optimize_and_linearize(const UOp& ast, const OptSettings& settings) {
+  std::vector<codegen::Opt> opts;
+  if (!settings.noopt) opts = codegen::hand_coded_opts(ast, settings.threads);
+  codegen::Program p = codegen::linearize(codegen::expand_registers(codegen::apply_opts(ast, opts)),
+                                          schedule::detail::kernel_name(ast));
+  p.opts = std::move(opts);
+  return p;
+}
+
+// Compiled kernels by AST and opt settings. ASTs are interned, so a kernel seen before is one
+// lookup; the map holds its AST so the key stays valid.
 class KernelCache {
  public:
-  std::shared_ptr<CompiledKernel> get(const UOp& ast) {
+  std::shared_ptr<CompiledKernel> get(const UOp& ast, const OptSettings& settings) {
+    const Key key{ast.get(), settings.noopt, settings.beam, settings.threads};
     {
       std::lock_guard lock(mu_);
-      if (auto it = map_.find(ast.get()); it != map_.end()) return it->second.second;
+      if (auto it = map_.find(key); it != map_.end()) return it->second.second;
     }
     auto k = std::make_shared<CompiledKernel>();
-    k->program = codegen::linearize(ast, schedule::detail::kernel_name(ast));
+    k->program = optimize_and_linearize(ast, settings);
     k->source = renderer::render_c(k->program);
     if (debug_level() >= 4) std::cerr << k->source << "\n";
     const std::string path = backend::default_cc().compile(k->source);
     k->binary = std::make_unique<backend::CProgram>(path, k->program.name);
     std::lock_guard lock(mu_);
-    return map_.try_emplace(ast.get(), ast, k).first->second.second;
+    return map_.try_emplace(key, ast, k).first->second.second;
   }
 
  private:
+  using Key = std::tuple<const UOpNode*, int64_t, int64_t, int64_t>;
   std::mutex mu_;
-  std::unordered_map<const UOpNode*, std::pair<UOp, std::shared_ptr<CompiledKernel>>> map_;
+  std::map<Key, std::pair<UOp, std::shared_ptr<CompiledKernel>>> map_;
 };
 inline KernelCache& kernel_cache() {
   static auto* cache = new KernelCache;  // never destroyed: kernels may run during static teardown
@@ -4725,17 +5361,21 @@ inline void run_schedule(const std::vector<schedule::Kernel>& kernels) {
     std::cerr << "schedule: " << kernels.size() << " kernel(s), " << std::fixed << std::setprecision(2)
               << static_cast<double>(bytes) / 1e6 << " MB written\n";
   }
+  const detail::OptSettings settings = detail::OptSettings::current();
   for (const schedule::Kernel& k : kernels) {
     for (const UOp& b : k.buffers) Device::require(graph::device_of(b));
-    std::shared_ptr<CompiledKernel> ck = detail::kernel_cache().get(k.ast);
-    if (debug >= 3) std::cerr << "  " << ck->program.name << " opts: none (the kernel optimizer is not in this build)\n";
+    std::shared_ptr<CompiledKernel> ck = detail::kernel_cache().get(k.ast, settings);
+    if (debug >= 3) std::cerr << "  " << ck->program.name << " opts: " << codegen::to_string(ck->program.opts) << "\n";
     if (debug >= 5) std::cerr << to_string(k.ast);
     if (debug >= 6)
       for (const UOp& u : ck->program.ops) std::cerr << "    " << op_name(u.op()) << " " << u.dtype().name() << "\n";
     std::vector<void*> ptrs;
     for (const UOp& b : k.buffers) ptrs.push_back(graph::buffer_of(b)->ptr());
     const auto start = std::chrono::steady_clock::now();
-    (*ck->binary)(ptrs.data(), nullptr);
+    if (const int threads = static_cast<int>(ck->program.threads); threads > 1)
+      backend::ThreadPool::instance().run(threads, [&](int i) { (*ck->binary)(ptrs.data(), nullptr, i, threads); });
+    else
+      (*ck->binary)(ptrs.data(), nullptr);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     ++GlobalCounters::kernel_count;
     GlobalCounters::time_sum_s += seconds;
@@ -5799,6 +6439,34 @@ inline std::vector<int> all_axes(size_t n) {
   for (size_t i = 0; i < n; ++i) axes[i] = static_cast<int>(i);
   return axes;
 }
+
+// A reduction of many elements into few runs as two (tinygrad's split_reduceop): the first
+// reduces contiguous chunks of its largest axis into parts, which threads can share, and the
+// second reduces the parts. Off with SPLIT_REDUCEOP=0.
+inline UOp split_reduce(const Tensor& x, Ops op, const std::vector<int64_t>& axes) {
+  const std::vector<int64_t> s = graph::concrete_shape(x.uop());
+  int64_t in = 1, reduced = 1;
+  for (int64_t d : s) in *= d;
+  for (int64_t a : axes) reduced *= s[static_cast<size_t>(a)];
+  if (reduced < 32768 || in == 0 || !getenv_int("SPLIT_REDUCEOP", 1)) return graph::reduce(x.uop(), op, axes);
+  const int64_t a = *std::max_element(axes.begin(), axes.end(), [&](int64_t p, int64_t q) { return s[size_t(p)] < s[size_t(q)]; });
+  int64_t parts = 0;
+  for (int64_t d = 256; d >= 8 && !parts; d /= 2)
+    if (s[size_t(a)] % d == 0 && s[size_t(a)] / d >= 256) parts = d;
+  // a reduction that reads no memory (an arange) is counted, not looped: splitting would hide that
+  const auto nodes = toposort(x.uop());
+  const bool reads_memory = std::any_of(nodes.begin(), nodes.end(), [](const UOp& u) { return u.op() == Ops::BUFFER; });
+  if (!parts || !reads_memory) return graph::reduce(x.uop(), op, axes);
+  // axis a becomes (parts, chunk); the first reduction keeps the parts
+  std::vector<int64_t> split_shape(s.begin(), s.begin() + a), first_axes;
+  split_shape.insert(split_shape.end(), {parts, s[size_t(a)] / parts});
+  split_shape.insert(split_shape.end(), s.begin() + a + 1, s.end());
+  for (int64_t b : axes) first_axes.push_back(b < a ? b : b + 1);
+  const Tensor chunks(graph::reduce(x.reshape(Shape(split_shape)).uop(), op, first_axes));
+  std::vector<int64_t> out = s;
+  for (int64_t b : axes) out[size_t(b)] = 1;
+  return Tensor(graph::reduce(chunks.contiguous().uop(), op, {a})).reshape(Shape(out)).uop();
+}
 }  // namespace detail
 
 inline Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const {
@@ -5810,7 +6478,7 @@ inline Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim, const 
     if (!s.empty()) ax.push_back(n);
   }
   std::sort(ax.begin(), ax.end());
-  Tensor r(graph::reduce(uop(), op, ax));
+  Tensor r(detail::split_reduce(*this, op, ax));
   if (keepdim) return r;
   std::vector<int64_t> out;
   for (size_t i = 0; i < s.size(); ++i)

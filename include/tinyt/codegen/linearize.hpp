@@ -5,7 +5,9 @@
 
 #include <unordered_map>
 
-#include "../schedule/lower.hpp"
+#include <unordered_set>
+
+#include "opt/opt.hpp"
 
 namespace tinyt::inline v0 {
 namespace codegen {
@@ -15,6 +17,8 @@ struct Program {
   std::string name;
   std::vector<UOp> ops;
   std::vector<DType> globals;  // pointer dtypes of the DEFINE_GLOBALs, by index
+  int64_t threads = 1;         // how many threads run it (core_id 0..threads-1)
+  std::vector<Opt> opts;       // the opts it was built with
 };
 
 namespace detail {
@@ -29,10 +33,12 @@ inline UOp identity_element(Ops op, DType dt) {
   }
 }
 
-// The RANGEs a value depends on and that are still open where it is used.
-inline std::vector<UOp> free_ranges(const UOp& root) {
-  std::unordered_map<const UOpNode*, std::vector<UOp>> free;
-  for (const UOp& u : toposort(root)) {
+// For every node of the kernel, the RANGEs it depends on that are still open where it is used
+// (a REDUCE closes its own), in loop order.
+using FreeRanges = std::unordered_map<const UOpNode*, std::vector<UOp>>;
+inline FreeRanges free_ranges(const UOp& ast) {
+  FreeRanges free;
+  for (const UOp& u : toposort(ast)) {
     std::vector<UOp> r;
     if (u.op() == Ops::RANGE) r.push_back(u);
     for (size_t i = 0; i < u.src().size(); ++i) {
@@ -42,31 +48,50 @@ inline std::vector<UOp> free_ranges(const UOp& root) {
     }
     if (u.op() == Ops::REDUCE)
       std::erase_if(r, [&](const UOp& x) { return std::find(u.src().begin() + 1, u.src().end(), x) != u.src().end(); });
+    std::sort(r.begin(), r.end(), range_before);
     free[u.get()] = std::move(r);
   }
-  std::vector<UOp> out = free.at(root.get());
-  std::sort(out.begin(), out.end(), [](const UOp& a, const UOp& b) { return a.arg()[0].as_int() < b.arg()[0].as_int(); });
-  return out;
+  return free;
 }
 
 class Linearizer {
  public:
   std::vector<UOp> ops;
 
-  void emit_store(const UOp& store) {
-    const std::vector<UOp> loops = free_ranges(store);
-    for (const UOp& r : loops) open(r);
-    emit(store);
-    for (auto it = loops.rbegin(); it != loops.rend(); ++it) close(*it, ops.back());
+  explicit Linearizer(const UOp& ast) : free_(free_ranges(ast)) {
+    for (const UOp& u : toposort(ast))
+      if (u.op() == Ops::REDUCE) reduces_.push_back(u);
+  }
+
+  /// Emits the stores in order; consecutive stores share the loops they have in common.
+  void emit_stores(const std::vector<UOp>& stores) {
+    for (const UOp& store : stores) {
+      const std::vector<UOp>& loops = free_.at(store.get());
+      size_t common = 0;
+      while (common < loops_.size() && common < loops.size() && loops_[common] == loops[common]) ++common;
+      while (loops_.size() > common) close(loops_.back(), ops.back()), loops_.pop_back();
+      for (size_t i = common; i < loops.size(); ++i) open(loops[i]), loops_.push_back(loops[i]);
+      emit(store);
+    }
+    while (!loops_.empty()) close(loops_.back(), ops.back()), loops_.pop_back();
   }
 
  private:
+  FreeRanges free_;
+  std::vector<UOp> reduces_;  // every REDUCE of the kernel
+  std::unordered_set<const UOpNode*> reduced_;  // the REDUCEs already emitted
+  std::vector<UOp> loops_;    // the loops the stores have open
   std::vector<std::unordered_map<const UOpNode*, UOp>> scopes_{1};
   int64_t accumulators_ = 0;
 
   UOp push(UOp u) {
     ops.push_back(u);
     return u;
+  }
+  UOp lookup(const UOp& u) const {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
+      if (auto f = it->find(u.get()); f != it->end()) return f->second;
+    return {};
   }
   void open(const UOp& r) {
     emit(r.src(0));  // the loop bound
@@ -80,34 +105,59 @@ class Linearizer {
   }
 
   UOp emit(const UOp& u) {
-    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
-      if (auto f = it->find(u.get()); f != it->end()) return f->second;
-    UOp out;
+    if (UOp found = lookup(u)) return found;
     if (u.op() == Ops::RANGE) throw InternalError("linearize: a RANGE is used outside its loop");
-    if (u.op() == Ops::REDUCE) out = emit_reduce(u);
-    else {
-      std::vector<UOp> src;
-      for (const UOp& s : u.src()) src.push_back(emit(s));
-      out = push(u.replace(std::move(src)));
+    if (u.op() == Ops::REDUCE) {
+      emit_reduces(u);
+      return lookup(u);
     }
+    std::vector<UOp> src;
+    for (const UOp& s : u.src()) src.push_back(emit(s));
+    UOp out = push(u.replace(std::move(src)));
     scopes_.back()[u.get()] = out;
     return out;
   }
 
-  // acc = identity; for (ranges) acc = acc <op> value; then the value is acc
-  UOp emit_reduce(const UOp& u) {
-    const Ops op = u.arg().get<Ops>();
-    UOp acc = push(UOp(Ops::DEFINE_REG, u.dtype().ptr(1, AddrSpace::reg), {}, accumulators_++));
-    UOp slot = push(UOp(Ops::INDEX, acc.dtype(), {acc, schedule::index_const(0)}));
-    UOp last = push(UOp(Ops::STORE, dtypes::void_, {slot, push(identity_element(op, u.dtype()))}));
+  // The REDUCEs that can share u's loops: same ranges, everything else they need already open,
+  // and not nested in one another. Expanded registers make many of them (a register tile).
+  std::vector<UOp> siblings(const UOp& u) const {
+    std::vector<UOp> out{u};
+    for (const UOp& r : reduces_) {
+      if (r == u || reduced_.count(r.get()) || r.src().size() != u.src().size() ||
+          !std::equal(r.src().begin() + 1, r.src().end(), u.src().begin() + 1))
+        continue;
+      const auto& need = free_.at(r.get());
+      if (!std::all_of(need.begin(), need.end(), [&](const UOp& x) { return bool(lookup(x)); })) continue;
+      if (depends_on(r, u) || depends_on(u, r)) continue;
+      out.push_back(r);
+    }
+    return out;
+  }
+
+  // acc = identity; for (ranges) acc = acc <op> value; then the value is acc — for u and its
+  // siblings together, in one loop nest
+  void emit_reduces(const UOp& u) {
+    const std::vector<UOp> group = siblings(u);
+    std::vector<UOp> slots;
+    for (const UOp& r : group) {
+      reduced_.insert(r.get());
+      UOp acc = push(UOp(Ops::DEFINE_REG, r.dtype().ptr(1, AddrSpace::reg), {}, accumulators_++));
+      slots.push_back(push(UOp(Ops::INDEX, acc.dtype(), {acc, schedule::index_const(0)})));
+      push(UOp(Ops::STORE, dtypes::void_, {slots.back(), push(identity_element(r.arg().get<Ops>(), r.dtype()))}));
+    }
     std::vector<UOp> ranges(u.src().begin() + 1, u.src().end());
+    std::sort(ranges.begin(), ranges.end(), range_before);
     for (const UOp& r : ranges) open(r);
-    UOp value = emit(u.src(0));
-    // the loads carry what they must come after, so the in-loop and the final read differ
-    UOp current = push(UOp(Ops::LOAD, u.dtype(), {slot, ranges.back()}));
-    last = push(UOp(Ops::STORE, dtypes::void_, {slot, push(current.alu(op, {value}))}));
+    std::vector<UOp> values;
+    for (const UOp& r : group) values.push_back(emit(r.src(0)));
+    UOp last;
+    for (size_t i = 0; i < group.size(); ++i) {
+      // the loads carry what they must come after, so the in-loop and the final read differ
+      UOp current = push(UOp(Ops::LOAD, group[i].dtype(), {slots[i], ranges.back()}));
+      last = push(UOp(Ops::STORE, dtypes::void_, {slots[i], push(current.alu(group[i].arg().get<Ops>(), {values[i]}))}));
+    }
     for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) last = close(*it, last);
-    return push(UOp(Ops::LOAD, u.dtype(), {slot, last}));
+    for (size_t i = 0; i < group.size(); ++i) scopes_.back()[group[i].get()] = push(UOp(Ops::LOAD, group[i].dtype(), {slots[i], last}));
   }
 };
 }  // namespace detail
@@ -115,15 +165,17 @@ class Linearizer {
 /// The program of a kernel AST (a SINK of STOREs).
 inline Program linearize(const UOp& ast, std::string name) {
   TINYT_ASSERT(ast.op() == Ops::SINK, "linearize takes a SINK, not ", op_name(ast.op()));
-  detail::Linearizer lin;
-  for (const UOp& store : ast.src()) lin.emit_store(store);
-  Program p{std::move(name), std::move(lin.ops), {}};
-  for (const UOp& u : toposort(ast))
+  detail::Linearizer lin(ast);
+  lin.emit_stores(ast.src());
+  Program p{std::move(name), std::move(lin.ops), {}, 1, {}};
+  for (const UOp& u : toposort(ast)) {
+    if (u.op() == Ops::RANGE && range_kind(u) == RangeKind::thread) p.threads = range_size(u);
     if (u.op() == Ops::DEFINE_GLOBAL) {
       const auto i = static_cast<size_t>(u.arg().as_int());
       if (p.globals.size() <= i) p.globals.resize(i + 1);
       p.globals[i] = u.dtype();
     }
+  }
   return p;
 }
 

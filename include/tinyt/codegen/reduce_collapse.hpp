@@ -5,7 +5,7 @@
 #pragma once
 
 #include "../valid.hpp"
-#include "linearize.hpp"
+#include "../schedule/lower.hpp"
 
 namespace tinyt::inline v0 {
 namespace codegen {

@@ -27,6 +27,34 @@ inline std::vector<int> all_axes(size_t n) {
   for (size_t i = 0; i < n; ++i) axes[i] = static_cast<int>(i);
   return axes;
 }
+
+// A reduction of many elements into few runs as two (tinygrad's split_reduceop): the first
+// reduces contiguous chunks of its largest axis into parts, which threads can share, and the
+// second reduces the parts. Off with SPLIT_REDUCEOP=0.
+inline UOp split_reduce(const Tensor& x, Ops op, const std::vector<int64_t>& axes) {
+  const std::vector<int64_t> s = graph::concrete_shape(x.uop());
+  int64_t in = 1, reduced = 1;
+  for (int64_t d : s) in *= d;
+  for (int64_t a : axes) reduced *= s[static_cast<size_t>(a)];
+  if (reduced < 32768 || in == 0 || !getenv_int("SPLIT_REDUCEOP", 1)) return graph::reduce(x.uop(), op, axes);
+  const int64_t a = *std::max_element(axes.begin(), axes.end(), [&](int64_t p, int64_t q) { return s[size_t(p)] < s[size_t(q)]; });
+  int64_t parts = 0;
+  for (int64_t d = 256; d >= 8 && !parts; d /= 2)
+    if (s[size_t(a)] % d == 0 && s[size_t(a)] / d >= 256) parts = d;
+  // a reduction that reads no memory (an arange) is counted, not looped: splitting would hide that
+  const auto nodes = toposort(x.uop());
+  const bool reads_memory = std::any_of(nodes.begin(), nodes.end(), [](const UOp& u) { return u.op() == Ops::BUFFER; });
+  if (!parts || !reads_memory) return graph::reduce(x.uop(), op, axes);
+  // axis a becomes (parts, chunk); the first reduction keeps the parts
+  std::vector<int64_t> split_shape(s.begin(), s.begin() + a), first_axes;
+  split_shape.insert(split_shape.end(), {parts, s[size_t(a)] / parts});
+  split_shape.insert(split_shape.end(), s.begin() + a + 1, s.end());
+  for (int64_t b : axes) first_axes.push_back(b < a ? b : b + 1);
+  const Tensor chunks(graph::reduce(x.reshape(Shape(split_shape)).uop(), op, first_axes));
+  std::vector<int64_t> out = s;
+  for (int64_t b : axes) out[size_t(b)] = 1;
+  return Tensor(graph::reduce(chunks.contiguous().uop(), op, {a})).reshape(Shape(out)).uop();
+}
 }  // namespace detail
 
 inline Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const {
@@ -38,7 +66,7 @@ inline Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim, const 
     if (!s.empty()) ax.push_back(n);
   }
   std::sort(ax.begin(), ax.end());
-  Tensor r(graph::reduce(uop(), op, ax));
+  Tensor r(detail::split_reduce(*this, op, ax));
   if (keepdim) return r;
   std::vector<int64_t> out;
   for (size_t i = 0; i < s.size(); ++i)

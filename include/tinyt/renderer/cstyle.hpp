@@ -155,12 +155,21 @@ class CRenderer {
       case Ops::RANGE: {
         const std::string n = "ridx" + std::to_string(u.arg()[0].as_int());
         const std::string t = type_of(u);
+        if (codegen::range_kind(u) == codegen::RangeKind::thread) {  // one thread runs each value
+          out(t + " " + n + " = core_id;");
+          name_[u.get()] = n;
+          return;
+        }
         out("for (" + t + " " + n + " = 0; " + n + " < " + ref(s[0]) + "; " + n + "++) {");
         name_[u.get()] = n;
         ++depth_;
         return;
       }
-      case Ops::END: --depth_; out("}"); return;
+      case Ops::END:
+        if (codegen::range_kind(s[0]) == codegen::RangeKind::thread) return;
+        --depth_;
+        out("}");
+        return;
       case Ops::DEFINE_REG: {
         const std::string n = "acc" + std::to_string(u.arg().as_int());
         out(detail::c_type(u.dtype().base()) + " " + n + ";");
@@ -182,7 +191,8 @@ class CRenderer {
       }
       case Ops::STORE: {
         const bool bf16_memory = s[0].src(0).op() == Ops::DEFINE_GLOBAL && s[1].dtype().scalar() == dtypes::bfloat16;
-        out(ref(s[0]) + " = " + (bf16_memory ? "tinyt_f32_to_bf16(" + ref(s[1]) + ")" : ref(s[1])) + ";");
+        const std::string assign = ref(s[0]) + " = " + (bf16_memory ? "tinyt_f32_to_bf16(" + ref(s[1]) + ")" : ref(s[1])) + ";";
+        out(s[0].src().size() > 2 ? "if (" + ref(s[0].src(2)) + ") " + assign : assign);
         return;
       }
       default: break;

@@ -13,10 +13,18 @@ namespace tinyt::inline v0 {
 namespace schedule {
 
 /// Kernel-level conventions: DEFINE_GLOBAL(arg=i) is buffer i (0 is the output); RANGE(end)
-/// arg=(axis, kind) with kind 0 for output loops and 1 for reductions; INDEX(buf, i[, gate]);
+/// arg=(axis, kind) (kinds below; the lowerer makes loops and reductions, kernel opts the rest);
+/// INDEX(buf, i[, gate]);
 /// LOAD(INDEX) reads 0 where the gate is false; STORE(INDEX, value); REDUCE(value, ranges...)
 /// arg=op accumulates over its ranges; SINK(stores...) is the kernel.
-enum class RangeKind : int64_t { loop = 0, reduce = 1 };
+enum class RangeKind : int64_t {
+  loop = 0,    // an output loop
+  reduce = 1,  // a loop a REDUCE accumulates over
+  thread = 2,  // not a loop: its value is the thread's core_id, one thread per value
+  local = 3,   // an inner output loop (a cache tile)
+  upcast = 4,  // output copies in registers, expanded before rendering
+  unroll = 5,  // reduce accumulators in registers, expanded before rendering
+};
 
 inline UOp range(int64_t end, int64_t axis, RangeKind kind) {
   return UOp(Ops::RANGE, dtypes::index, {UOp::const_(dtypes::index, end)}, Arg{axis, static_cast<int64_t>(kind)});

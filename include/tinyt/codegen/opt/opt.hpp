@@ -1,0 +1,232 @@
+// Kernel optimizations as in tinygrad: each Opt splits one range of a kernel's AST, and what the
+// new range becomes (a thread, a cache tile, registers) decides how the kernel runs. Opts name
+// axes by their position in `axes(ast)`, so a list of opts is a replayable recipe (BEAM caches it).
+//   UPCAST(axis, n)  output axis → n copies of the work, in registers (expanded before rendering)
+//   UNROLL(axis, n)  reduce axis → n accumulators, combined after the loop (expanded)
+//   LOCAL(axis, n)   output axis → an inner loop of n (cache tiling: outer loops walk tiles)
+//   THREAD(axis, n)  output axis → n parts run by n threads, one part each
+//   PADTO(axis, n)   axis → rounded up to a multiple of n, the extra iterations masked off
+// An amount of 0 means the whole axis.
+#pragma once
+
+#include <optional>
+
+#include "../reduce_collapse.hpp"
+#include "../../symbolic.hpp"
+
+namespace tinyt::inline v0 {
+namespace codegen {
+
+enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, PADTO };
+
+inline const char* opt_op_name(OptOp op) {
+  static constexpr const char* names[] = {"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO"};
+  return names[static_cast<int>(op)];
+}
+
+/// One optimization: `op` applied to the `axis`-th entry of `axes(ast)`.
+struct Opt {
+  OptOp op;
+  int64_t axis;
+  int64_t amount;
+  bool operator==(const Opt&) const = default;
+  std::string str() const { return tinyt::detail::cat(opt_op_name(op), "(", axis, ",", amount, ")"); }
+};
+
+inline std::string to_string(const std::vector<Opt>& opts) {
+  std::string s;
+  for (const Opt& o : opts) s += (s.empty() ? "" : " ") + o.str();
+  return s.empty() ? "none" : s;
+}
+
+/// An opt that does not apply to a kernel (wrong axis kind, amount that does not divide, ...).
+struct OptError : Error {
+  using Error::Error;
+};
+
+using schedule::RangeKind;
+
+inline RangeKind range_kind(const UOp& r) { return static_cast<RangeKind>(r.arg()[1].as_int()); }
+inline int64_t range_size(const UOp& r) { return static_cast<int64_t>(r.src(0).const_int()); }
+
+/// Where a range's loop goes: threads outermost, then output loops, then tiles, then reductions.
+inline int range_rank(RangeKind k) {
+  switch (k) {
+    case RangeKind::thread: return 0;
+    case RangeKind::loop: return 1;
+    case RangeKind::local: return 2;
+    case RangeKind::reduce: return 3;
+    default: return 4;
+  }
+}
+inline bool range_before(const UOp& a, const UOp& b) {
+  return std::pair(range_rank(range_kind(a)), a.arg()[0].as_int()) < std::pair(range_rank(range_kind(b)), b.arg()[0].as_int());
+}
+
+/// The ranges an opt can name: every loop, tile and reduce range in loop order (threads and
+/// register ranges are final).
+inline std::vector<UOp> axes(const UOp& ast) {
+  std::vector<UOp> out;
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::RANGE && (range_kind(u) == RangeKind::loop || range_kind(u) == RangeKind::reduce ||
+                                 range_kind(u) == RangeKind::local))
+      out.push_back(u);
+  std::sort(out.begin(), out.end(), range_before);
+  return out;
+}
+
+/// All ranges of a kernel, any kind, in loop order.
+inline std::vector<UOp> all_ranges(const UOp& ast) {
+  std::vector<UOp> out;
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::RANGE) out.push_back(u);
+  std::sort(out.begin(), out.end(), range_before);
+  return out;
+}
+
+/// The rules every kernel AST is kept simplified with.
+inline const PatternMatcher& kernel_rules() {
+  static const PatternMatcher pm = symbolic() + schedule::gated_load_rules();
+  return pm;
+}
+
+namespace detail {
+/// The element stride of `range` in the address `idx` (its value at range=1 minus at range=0,
+/// every other range at 0); empty when that is not a constant.
+inline std::optional<int64_t> stride_of(const UOp& idx, const UOp& range, const std::vector<UOp>& ranges) {
+  std::unordered_map<const UOpNode*, UOp> at0, at1;
+  for (const UOp& r : ranges) at0[r.get()] = at1[r.get()] = schedule::index_const(0);
+  at1[range.get()] = schedule::index_const(1);
+  const UOp a = simplify(substitute(idx, at0)), b = simplify(substitute(idx, at1));
+  if (!a.is_const() || !b.is_const()) return std::nullopt;
+  return static_cast<int64_t>(b.const_int() - a.const_int());
+}
+
+inline int64_t next_axis_id(const UOp& ast) {
+  int64_t next = 0;
+  for (const UOp& r : all_ranges(ast)) next = std::max(next, r.arg()[0].as_int() + 1);
+  return next;
+}
+
+// Rebuilds `ast` with range `r` replaced by `value`; in REDUCE range lists r becomes `ranges`.
+inline UOp replace_range(const UOp& ast, const UOp& r, const UOp& value, const std::vector<UOp>& ranges) {
+  std::unordered_map<const UOpNode*, UOp> done;
+  for (const UOp& u : toposort(ast)) {
+    if (u == r) {
+      done[u.get()] = value;
+      continue;
+    }
+    std::vector<UOp> src;
+    for (size_t i = 0; i < u.src().size(); ++i) {
+      if (u.op() == Ops::REDUCE && i > 0 && u.src(i) == r) src.insert(src.end(), ranges.begin(), ranges.end());
+      else src.push_back(done.at(u.src(i).get()));
+    }
+    done[u.get()] = u.replace(std::move(src));
+  }
+  return graph_rewrite(done.at(ast.get()), kernel_rules());
+}
+
+// Splits `r` (size n) into a range of `amount` of kind `kind` and the rest; the new range is the
+// inner part (varies fastest) unless `outer`. A rest of size 1 disappears.
+inline UOp split_range(const UOp& ast, const UOp& r, int64_t amount, RangeKind kind, bool outer) {
+  const int64_t n = range_size(r), rest_size = n / amount;
+  const UOp fresh = schedule::range(amount, next_axis_id(ast), kind);
+  const UOp rest = schedule::range(rest_size, r.arg()[0].as_int(), range_kind(r));
+  if (rest_size == 1) return replace_range(ast, r, fresh, {fresh});
+  if (outer) return replace_range(ast, r, fresh * rest_size + rest, {fresh, rest});
+  return replace_range(ast, r, rest * amount + fresh, {rest, fresh});
+}
+
+// Whether a reduce value is 0 wherever the loads that depend on `r` read 0 (their gate is false),
+// so padding a reduce axis adds only zeros to a sum.
+inline bool zero_where_masked(const UOp& v, const UOp& r) {
+  switch (v.op()) {
+    case Ops::LOAD: return v.src(0).src().size() > 2 && depends_on(v.src(0).src(2), r);
+    case Ops::MUL: return zero_where_masked(v.src(0), r) || zero_where_masked(v.src(1), r);
+    case Ops::ADD: case Ops::WHERE: {
+      const size_t first = v.op() == Ops::WHERE ? 1 : 0;
+      return zero_where_masked(v.src(first), r) && zero_where_masked(v.src(first + 1), r);
+    }
+    case Ops::CAST: case Ops::NEG: return zero_where_masked(v.src(0), r);
+    default: return false;
+  }
+}
+
+// PADTO: `r` grows to a multiple of amount; every memory access that depends on it is masked
+// to the old size.
+inline UOp pad_range(const UOp& ast, const UOp& r, int64_t amount) {
+  const int64_t n = range_size(r), padded = (n + amount - 1) / amount * amount;
+  if (padded == n) throw OptError(tinyt::detail::cat("PADTO: axis of size ", n, " is already a multiple of ", amount));
+  if (padded > n * 2) throw OptError(tinyt::detail::cat("PADTO: padding ", n, " to ", padded, " more than doubles it"));
+  const UOp grown = schedule::range(padded, r.arg()[0].as_int(), range_kind(r));
+  const UOp inside = grown.lt(n);
+  // mask every INDEX whose address depends on the range
+  std::unordered_map<const UOpNode*, UOp> done;
+  for (const UOp& u : toposort(ast)) {
+    if (u == r) {
+      done[u.get()] = grown;
+      continue;
+    }
+    std::vector<UOp> src;
+    for (const UOp& s : u.src()) src.push_back(done.at(s.get()));
+    UOp out = u.replace(std::move(src));
+    if (u.op() == Ops::INDEX && u.src(0).op() == Ops::DEFINE_GLOBAL && depends_on(u.src(1), r)) {
+      std::vector<UOp> s = out.src();
+      if (s.size() > 2) s[2] = s[2] & inside;
+      else s.push_back(inside);
+      out = out.replace(std::move(s));
+    }
+    if (u.op() == Ops::REDUCE && std::find(u.src().begin() + 1, u.src().end(), r) != u.src().end() &&
+        !(u.arg().get<Ops>() == Ops::ADD && zero_where_masked(out.src(0), grown)))
+      throw OptError("PADTO: the padded iterations of this reduction would change its result");
+    done[u.get()] = std::move(out);
+  }
+  return graph_rewrite(done.at(ast.get()), kernel_rules());
+}
+}  // namespace detail
+
+/// The kernel AST with `opt` applied; OptError when it does not apply.
+inline UOp apply_opt(const UOp& ast, const Opt& opt) {
+  using tinyt::detail::cat;
+  const std::vector<UOp> ax = axes(ast);
+  if (opt.axis < 0 || opt.axis >= static_cast<int64_t>(ax.size()))
+    throw OptError(cat(opt.str(), ": the kernel has ", ax.size(), " axes"));
+  const UOp& r = ax[static_cast<size_t>(opt.axis)];
+  const int64_t n = range_size(r), amount = opt.amount == 0 ? n : opt.amount;
+  const RangeKind kind = range_kind(r);
+  if (opt.op == OptOp::PADTO) {
+    if (amount <= 1) throw OptError(cat(opt.str(), ": the amount must be above 1"));
+    return detail::pad_range(ast, r, amount);
+  }
+  if (amount <= 1 || n % amount != 0) throw OptError(cat(opt.str(), ": ", amount, " does not divide the axis size ", n));
+  const bool reduce = kind == RangeKind::reduce;
+  switch (opt.op) {
+    case OptOp::UPCAST:
+      if (reduce) throw OptError(cat(opt.str(), ": UPCAST applies to output axes; UNROLL splits reductions"));
+      if (amount > 64) throw OptError(cat(opt.str(), ": more than 64 copies"));
+      return detail::split_range(ast, r, amount, RangeKind::upcast, false);
+    case OptOp::UNROLL:
+      if (!reduce) throw OptError(cat(opt.str(), ": UNROLL applies to reduce axes"));
+      if (amount > 64) throw OptError(cat(opt.str(), ": more than 64 accumulators"));
+      return detail::split_range(ast, r, amount, RangeKind::unroll, false);
+    case OptOp::LOCAL:
+      if (kind != RangeKind::loop) throw OptError(cat(opt.str(), ": LOCAL applies to output loops"));
+      return detail::split_range(ast, r, amount, RangeKind::local, false);
+    case OptOp::THREAD:
+      if (kind != RangeKind::loop) throw OptError(cat(opt.str(), ": THREAD applies to output loops"));
+      for (const UOp& x : all_ranges(ast))
+        if (range_kind(x) == RangeKind::thread) throw OptError(cat(opt.str(), ": the kernel is already threaded"));
+      return detail::split_range(ast, r, amount, RangeKind::thread, true);
+    default: break;
+  }
+  throw OptError(cat(opt.str(), ": unknown opt"));
+}
+
+/// The kernel AST with `opts` applied in order.
+inline UOp apply_opts(UOp ast, const std::vector<Opt>& opts) {
+  for (const Opt& o : opts) ast = apply_opt(ast, o);
+  return ast;
+}
+
+}  // namespace codegen
+}  // namespace tinyt::inline v0
