@@ -5291,6 +5291,97 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, int64_t threads) {
 }  // namespace codegen
 }  // namespace tinyt::inline v0
 // ---- end tinyt/codegen/opt/heuristic.hpp ----
+// ---- tinyt/codegen/opt/search.hpp ----
+// BEAM search over opt sequences: from the unoptimized kernel, each round tries every action on
+// each of the `width` fastest kernels so far, times the candidates on the device and keeps the
+// fastest; it stops when a round finds nothing faster. Timing is the caller's (a callback), so
+// codegen knows nothing about devices.
+
+#include <set>
+
+
+namespace tinyt::inline v0 {
+namespace codegen {
+
+/// Every opt BEAM may try next: one per axis, kind and amount that might apply.
+inline std::vector<Opt> beam_actions(int64_t threads) {
+  std::vector<Opt> out;
+  for (int64_t axis = 0; axis < 8; ++axis) {
+    for (int64_t amount : {2, 3, 4, 8, 16, 32}) out.push_back({OptOp::UPCAST, axis, amount});
+    for (int64_t amount : {0, 2, 4, 8, 16}) out.push_back({OptOp::UNROLL, axis, amount});
+    for (int64_t amount : {8, 16, 32, 64}) out.push_back({OptOp::LOCAL, axis, amount});
+    for (int64_t amount : {16, 32}) out.push_back({OptOp::PADTO, axis, amount});
+    if (threads > 1) out.push_back({OptOp::THREAD, axis, threads});
+  }
+  return out;
+}
+
+/// The opts BEAM found best for `ast`. `seconds(opts)` compiles and times the kernel with those
+/// opts (infinity when it cannot run). A candidate expands to at most 256 registers.
+inline std::vector<Opt> beam_search(const UOp& ast, int64_t width, int64_t threads,
+                                    const std::function<double(const std::vector<Opt>&)>& seconds) {
+  struct Candidate {
+    std::vector<Opt> opts;
+    double time;
+  };
+  std::vector<Candidate> beam{{{}, seconds({})}};
+  Candidate best = beam[0];
+  std::set<const UOpNode*> seen{ast.get()};  // kernels already timed (opts in a different order)
+  std::vector<UOp> keep{ast};
+  for (int round = 0; round < 8; ++round) {
+    std::vector<Candidate> next;
+    for (const Candidate& c : beam) {
+      const UOp base = apply_opts(ast, c.opts);
+      for (const Opt& action : beam_actions(threads)) {
+        UOp k;
+        try {
+          k = apply_opt(base, action);
+        } catch (const OptError&) {
+          continue;
+        }
+        int64_t registers = 1;
+        for (const UOp& r : all_ranges(k))
+          if (range_kind(r) == RangeKind::upcast || range_kind(r) == RangeKind::unroll) registers *= range_size(r);
+        if (registers > 256 || !seen.insert(k.get()).second) continue;
+        keep.push_back(k);
+        std::vector<Opt> opts = c.opts;
+        opts.push_back(action);
+        next.push_back({opts, seconds(opts)});
+      }
+    }
+    std::sort(next.begin(), next.end(), [](const Candidate& a, const Candidate& b) { return a.time < b.time; });
+    if (next.empty() || !(next[0].time < best.time)) break;
+    best = next[0];
+    next.resize(std::min<size_t>(next.size(), static_cast<size_t>(std::max<int64_t>(width, 1))));
+    beam = std::move(next);
+  }
+  return best.opts;
+}
+
+/// Opts as text ("UPCAST 1 32;THREAD 0 2") and back, for the on-disk cache; empty on bad text.
+inline std::string serialize(const std::vector<Opt>& opts) {
+  std::string s;
+  for (const Opt& o : opts) s += tinyt::detail::cat(static_cast<int>(o.op), " ", o.axis, " ", o.amount, ";");
+  return s;
+}
+inline std::optional<std::vector<Opt>> deserialize_opts(const std::string& text) {
+  std::vector<Opt> out;
+  std::istringstream in(text);
+  for (std::string item; std::getline(in, item, ';');) {
+    if (item.empty() || item == "\n") continue;
+    std::istringstream fields(item);
+    int op = -1;
+    Opt o{};
+    if (!(fields >> op >> o.axis >> o.amount) || op < 0 || op > static_cast<int>(OptOp::PADTO)) return std::nullopt;
+    o.op = static_cast<OptOp>(op);
+    out.push_back(o);
+  }
+  return out;
+}
+
+}  // namespace codegen
+}  // namespace tinyt::inline v0
+// ---- end tinyt/codegen/opt/search.hpp ----
 
 namespace tinyt::inline v0 {
 
@@ -5300,6 +5391,25 @@ struct CompiledKernel {
   std::string source;
   std::unique_ptr<backend::CProgram> binary;
 };
+
+/// Compiles a kernel AST with `opts` applied (its registers expanded) for the CPU.
+inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vector<codegen::Opt> opts) {
+  auto k = std::make_shared<CompiledKernel>();
+  k->program = codegen::linearize(codegen::expand_registers(codegen::apply_opts(ast, opts)), schedule::detail::kernel_name(ast));
+  k->program.opts = std::move(opts);
+  k->source = renderer::render_c(k->program);
+  if (debug_level() >= 4) std::cerr << k->source << "\n";
+  k->binary = std::make_unique<backend::CProgram>(backend::default_cc().compile(k->source), k->program.name);
+  return k;
+}
+
+/// Runs a compiled kernel on its buffers, split over as many threads as its program says.
+inline void launch(const CompiledKernel& k, void* const* bufs) {
+  if (const int threads = static_cast<int>(k.program.threads); threads > 1)
+    backend::ThreadPool::instance().run(threads, [&](int i) { (*k.binary)(bufs, nullptr, i, threads); });
+  else
+    (*k.binary)(bufs, nullptr);
+}
 
 namespace detail {
 // How kernels are optimized now: NOOPT, BEAM and the thread count, read once per schedule.
@@ -5311,32 +5421,75 @@ struct OptSettings {
   }
 };
 
-// The AST with its opts applied and its registers expanded, linearized.
-inline codegen::Program optimize_and_linearize(const UOp& ast, const OptSettings& settings) {
-  std::vector<codegen::Opt> opts;
-  if (!settings.noopt) opts = codegen::hand_coded_opts(ast, settings.threads);
-  codegen::Program p = codegen::linearize(codegen::expand_registers(codegen::apply_opts(ast, opts)),
-                                          schedule::detail::kernel_name(ast));
-  p.opts = std::move(opts);
-  return p;
+// Seconds of the fastest of a few runs of `ast` with `opts`, on scratch copies of its buffers
+// (a candidate must not touch real data: the kernel may write in place); infinity when the
+// candidate does not compile.
+inline double time_candidate(const UOp& ast, const std::vector<codegen::Opt>& opts, const std::vector<UOp>& buffers) {
+  std::shared_ptr<CompiledKernel> k;
+  try {
+    k = compile_kernel(ast, opts);
+  } catch (const CompileError&) {
+    return INFINITY;
+  }
+  std::vector<std::unique_ptr<Buffer>> scratch;
+  std::vector<void*> ptrs;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const std::shared_ptr<Buffer>& real = graph::buffer_of(buffers[i]);
+    scratch.push_back(std::make_unique<Buffer>(real->device(), real->size(), real->dtype()));
+    if (i > 0) std::memcpy(scratch.back()->ptr(), real->ptr(), real->nbytes());
+    ptrs.push_back(scratch.back()->ptr());
+  }
+  double best = INFINITY;
+  for (int run = 0; run < 3; ++run) {
+    const auto start = std::chrono::steady_clock::now();
+    launch(*k, ptrs.data());
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return best;
+}
+
+// BEAM's choice for a kernel, from the on-disk cache when it searched this kernel before with
+// the same width, threads and compiler.
+inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
+  const std::string key = backend::detail::Hash128()
+                              .update(to_string(ast))
+                              .update(cat("|beam ", settings.beam, " threads ", settings.threads, "|"))
+                              .update(backend::default_cc().identity())
+                              .hex();
+  const std::filesystem::path dir = backend::CCompiler::default_cache_dir() / "beam", file = dir / (key + ".opts");
+  if (auto text = backend::detail::read_file(file))
+    if (auto opts = codegen::deserialize_opts(*text)) return *opts;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<codegen::Opt> opts = codegen::beam_search(ast, settings.beam, settings.threads, [&](const std::vector<codegen::Opt>& o) {
+    return time_candidate(ast, o, buffers);
+  });
+  if (debug_level() >= 1)
+    std::cerr << "beam: " << schedule::detail::kernel_name(ast) << " -> " << codegen::to_string(opts) << " in "
+              << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << " s\n";
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  const std::string tmp = file.string() + ".tmp" + std::to_string(::getpid());
+  if (!error && std::ofstream(tmp) << codegen::serialize(opts)) std::filesystem::rename(tmp, file, error);
+  return opts;  // a cache that cannot be written costs a search next time, nothing else
+}
+
+inline std::vector<codegen::Opt> choose_opts(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
+  if (settings.noopt) return {};
+  if (settings.beam > 0) return beam_opts(ast, buffers, settings);
+  return codegen::hand_coded_opts(ast, settings.threads);
 }
 
 // Compiled kernels by AST and opt settings. ASTs are interned, so a kernel seen before is one
 // lookup; the map holds its AST so the key stays valid.
 class KernelCache {
  public:
-  std::shared_ptr<CompiledKernel> get(const UOp& ast, const OptSettings& settings) {
+  std::shared_ptr<CompiledKernel> get(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
     const Key key{ast.get(), settings.noopt, settings.beam, settings.threads};
     {
       std::lock_guard lock(mu_);
       if (auto it = map_.find(key); it != map_.end()) return it->second.second;
     }
-    auto k = std::make_shared<CompiledKernel>();
-    k->program = optimize_and_linearize(ast, settings);
-    k->source = renderer::render_c(k->program);
-    if (debug_level() >= 4) std::cerr << k->source << "\n";
-    const std::string path = backend::default_cc().compile(k->source);
-    k->binary = std::make_unique<backend::CProgram>(path, k->program.name);
+    std::shared_ptr<CompiledKernel> k = compile_kernel(ast, choose_opts(ast, buffers, settings));
     std::lock_guard lock(mu_);
     return map_.try_emplace(key, ast, k).first->second.second;
   }
@@ -5364,7 +5517,7 @@ inline void run_schedule(const std::vector<schedule::Kernel>& kernels) {
   const detail::OptSettings settings = detail::OptSettings::current();
   for (const schedule::Kernel& k : kernels) {
     for (const UOp& b : k.buffers) Device::require(graph::device_of(b));
-    std::shared_ptr<CompiledKernel> ck = detail::kernel_cache().get(k.ast, settings);
+    std::shared_ptr<CompiledKernel> ck = detail::kernel_cache().get(k.ast, k.buffers, settings);
     if (debug >= 3) std::cerr << "  " << ck->program.name << " opts: " << codegen::to_string(ck->program.opts) << "\n";
     if (debug >= 5) std::cerr << to_string(k.ast);
     if (debug >= 6)
@@ -5372,10 +5525,7 @@ inline void run_schedule(const std::vector<schedule::Kernel>& kernels) {
     std::vector<void*> ptrs;
     for (const UOp& b : k.buffers) ptrs.push_back(graph::buffer_of(b)->ptr());
     const auto start = std::chrono::steady_clock::now();
-    if (const int threads = static_cast<int>(ck->program.threads); threads > 1)
-      backend::ThreadPool::instance().run(threads, [&](int i) { (*ck->binary)(ptrs.data(), nullptr, i, threads); });
-    else
-      (*ck->binary)(ptrs.data(), nullptr);
+    launch(*ck, ptrs.data());
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     ++GlobalCounters::kernel_count;
     GlobalCounters::time_sum_s += seconds;
@@ -7653,7 +7803,6 @@ inline Tensor Tensor::scaled_uniform(Shape shape) {
 // the contracted axes (tinygrad's way), so the product is never materialized and a matmul with
 // its bias and activation is one kernel.
 
-#include <set>
 
 
 namespace tinyt::inline v0 {

@@ -1,14 +1,19 @@
-// Helpers the test files share: comparing against references, reading error messages, and
-// deterministic test data.
+// Helpers the test files share: comparing against references, reading error messages,
+// deterministic test data, scoped environment variables and temporary directories.
 #pragma once
 
 #include <doctest/doctest.h>
+#include <stdlib.h>  // mkdtemp, setenv
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace tinyt_test {
@@ -55,5 +60,47 @@ inline std::vector<float> values(int64_t n, int seed) {
   }
   return v;
 }
+
+/// Sets or unsets environment variables for one test and restores them afterwards.
+class ScopedEnv {
+ public:
+  ScopedEnv() = default;
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  ScopedEnv& set(const char* name, std::optional<std::string> value) {
+    const char* old = std::getenv(name);
+    saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+    apply(name, value);
+    return *this;
+  }
+  ~ScopedEnv() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) apply(it->first.c_str(), it->second);
+  }
+
+ private:
+  static void apply(const char* name, const std::optional<std::string>& value) {
+    if (value)
+      setenv(name, value->c_str(), 1);
+    else
+      unsetenv(name);
+  }
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+/// A fresh directory, removed with its contents at the end of the test.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::string name = (std::filesystem::temp_directory_path() / "tinyt_test_XXXXXX").string();
+    REQUIRE(mkdtemp(name.data()) != nullptr);
+    path = name;
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+};
 
 }  // namespace tinyt_test

@@ -19,55 +19,17 @@
 
 #include <tinyt.hpp>
 
+#include "helpers.hpp"
+
 using namespace tinyt;
+using tinyt_test::ScopedEnv;
+using tinyt_test::TempDir;
 using backend::CCompiler;
 using backend::CProgram;
 using backend::Library;
 namespace fs = std::filesystem;
 
 namespace {
-
-/// Sets or unsets environment variables for one test and restores them afterwards.
-class ScopedEnv {
- public:
-  ScopedEnv() = default;
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-  ScopedEnv& set(const char* name, std::optional<std::string> value) {
-    const char* old = std::getenv(name);
-    saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-    apply(name, value);
-    return *this;
-  }
-  ~ScopedEnv() {
-    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) apply(it->first.c_str(), it->second);
-  }
-
- private:
-  static void apply(const char* name, const std::optional<std::string>& value) {
-    if (value)
-      setenv(name, value->c_str(), 1);
-    else
-      unsetenv(name);
-  }
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
-
-/// A fresh directory, removed with its contents at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string name = (fs::temp_directory_path() / "tinyt_test_cc_XXXXXX").string();
-    REQUIRE(mkdtemp(name.data()) != nullptr);
-    path = name;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
 
 std::vector<std::string> files_in(const fs::path& dir) {
   std::vector<std::string> names;

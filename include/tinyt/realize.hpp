@@ -14,6 +14,7 @@
 #include "backend/threadpool.hpp"
 #include "codegen/opt/expander.hpp"
 #include "codegen/opt/heuristic.hpp"
+#include "codegen/opt/search.hpp"
 #include "helpers.hpp"
 #include "renderer/cstyle.hpp"
 #include "schedule/schedule.hpp"
@@ -27,6 +28,25 @@ struct CompiledKernel {
   std::unique_ptr<backend::CProgram> binary;
 };
 
+/// Compiles a kernel AST with `opts` applied (its registers expanded) for the CPU.
+inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vector<codegen::Opt> opts) {
+  auto k = std::make_shared<CompiledKernel>();
+  k->program = codegen::linearize(codegen::expand_registers(codegen::apply_opts(ast, opts)), schedule::detail::kernel_name(ast));
+  k->program.opts = std::move(opts);
+  k->source = renderer::render_c(k->program);
+  if (debug_level() >= 4) std::cerr << k->source << "\n";
+  k->binary = std::make_unique<backend::CProgram>(backend::default_cc().compile(k->source), k->program.name);
+  return k;
+}
+
+/// Runs a compiled kernel on its buffers, split over as many threads as its program says.
+inline void launch(const CompiledKernel& k, void* const* bufs) {
+  if (const int threads = static_cast<int>(k.program.threads); threads > 1)
+    backend::ThreadPool::instance().run(threads, [&](int i) { (*k.binary)(bufs, nullptr, i, threads); });
+  else
+    (*k.binary)(bufs, nullptr);
+}
+
 namespace detail {
 // How kernels are optimized now: NOOPT, BEAM and the thread count, read once per schedule.
 struct OptSettings {
@@ -37,32 +57,75 @@ struct OptSettings {
   }
 };
 
-// The AST with its opts applied and its registers expanded, linearized.
-inline codegen::Program optimize_and_linearize(const UOp& ast, const OptSettings& settings) {
-  std::vector<codegen::Opt> opts;
-  if (!settings.noopt) opts = codegen::hand_coded_opts(ast, settings.threads);
-  codegen::Program p = codegen::linearize(codegen::expand_registers(codegen::apply_opts(ast, opts)),
-                                          schedule::detail::kernel_name(ast));
-  p.opts = std::move(opts);
-  return p;
+// Seconds of the fastest of a few runs of `ast` with `opts`, on scratch copies of its buffers
+// (a candidate must not touch real data: the kernel may write in place); infinity when the
+// candidate does not compile.
+inline double time_candidate(const UOp& ast, const std::vector<codegen::Opt>& opts, const std::vector<UOp>& buffers) {
+  std::shared_ptr<CompiledKernel> k;
+  try {
+    k = compile_kernel(ast, opts);
+  } catch (const CompileError&) {
+    return INFINITY;
+  }
+  std::vector<std::unique_ptr<Buffer>> scratch;
+  std::vector<void*> ptrs;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const std::shared_ptr<Buffer>& real = graph::buffer_of(buffers[i]);
+    scratch.push_back(std::make_unique<Buffer>(real->device(), real->size(), real->dtype()));
+    if (i > 0) std::memcpy(scratch.back()->ptr(), real->ptr(), real->nbytes());
+    ptrs.push_back(scratch.back()->ptr());
+  }
+  double best = INFINITY;
+  for (int run = 0; run < 3; ++run) {
+    const auto start = std::chrono::steady_clock::now();
+    launch(*k, ptrs.data());
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return best;
+}
+
+// BEAM's choice for a kernel, from the on-disk cache when it searched this kernel before with
+// the same width, threads and compiler.
+inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
+  const std::string key = backend::detail::Hash128()
+                              .update(to_string(ast))
+                              .update(cat("|beam ", settings.beam, " threads ", settings.threads, "|"))
+                              .update(backend::default_cc().identity())
+                              .hex();
+  const std::filesystem::path dir = backend::CCompiler::default_cache_dir() / "beam", file = dir / (key + ".opts");
+  if (auto text = backend::detail::read_file(file))
+    if (auto opts = codegen::deserialize_opts(*text)) return *opts;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<codegen::Opt> opts = codegen::beam_search(ast, settings.beam, settings.threads, [&](const std::vector<codegen::Opt>& o) {
+    return time_candidate(ast, o, buffers);
+  });
+  if (debug_level() >= 1)
+    std::cerr << "beam: " << schedule::detail::kernel_name(ast) << " -> " << codegen::to_string(opts) << " in "
+              << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << " s\n";
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  const std::string tmp = file.string() + ".tmp" + std::to_string(::getpid());
+  if (!error && std::ofstream(tmp) << codegen::serialize(opts)) std::filesystem::rename(tmp, file, error);
+  return opts;  // a cache that cannot be written costs a search next time, nothing else
+}
+
+inline std::vector<codegen::Opt> choose_opts(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
+  if (settings.noopt) return {};
+  if (settings.beam > 0) return beam_opts(ast, buffers, settings);
+  return codegen::hand_coded_opts(ast, settings.threads);
 }
 
 // Compiled kernels by AST and opt settings. ASTs are interned, so a kernel seen before is one
 // lookup; the map holds its AST so the key stays valid.
 class KernelCache {
  public:
-  std::shared_ptr<CompiledKernel> get(const UOp& ast, const OptSettings& settings) {
+  std::shared_ptr<CompiledKernel> get(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
     const Key key{ast.get(), settings.noopt, settings.beam, settings.threads};
     {
       std::lock_guard lock(mu_);
       if (auto it = map_.find(key); it != map_.end()) return it->second.second;
     }
-    auto k = std::make_shared<CompiledKernel>();
-    k->program = optimize_and_linearize(ast, settings);
-    k->source = renderer::render_c(k->program);
-    if (debug_level() >= 4) std::cerr << k->source << "\n";
-    const std::string path = backend::default_cc().compile(k->source);
-    k->binary = std::make_unique<backend::CProgram>(path, k->program.name);
+    std::shared_ptr<CompiledKernel> k = compile_kernel(ast, choose_opts(ast, buffers, settings));
     std::lock_guard lock(mu_);
     return map_.try_emplace(key, ast, k).first->second.second;
   }
@@ -90,7 +153,7 @@ inline void run_schedule(const std::vector<schedule::Kernel>& kernels) {
   const detail::OptSettings settings = detail::OptSettings::current();
   for (const schedule::Kernel& k : kernels) {
     for (const UOp& b : k.buffers) Device::require(graph::device_of(b));
-    std::shared_ptr<CompiledKernel> ck = detail::kernel_cache().get(k.ast, settings);
+    std::shared_ptr<CompiledKernel> ck = detail::kernel_cache().get(k.ast, k.buffers, settings);
     if (debug >= 3) std::cerr << "  " << ck->program.name << " opts: " << codegen::to_string(ck->program.opts) << "\n";
     if (debug >= 5) std::cerr << to_string(k.ast);
     if (debug >= 6)
@@ -98,10 +161,7 @@ inline void run_schedule(const std::vector<schedule::Kernel>& kernels) {
     std::vector<void*> ptrs;
     for (const UOp& b : k.buffers) ptrs.push_back(graph::buffer_of(b)->ptr());
     const auto start = std::chrono::steady_clock::now();
-    if (const int threads = static_cast<int>(ck->program.threads); threads > 1)
-      backend::ThreadPool::instance().run(threads, [&](int i) { (*ck->binary)(ptrs.data(), nullptr, i, threads); });
-    else
-      (*ck->binary)(ptrs.data(), nullptr);
+    launch(*ck, ptrs.data());
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     ++GlobalCounters::kernel_count;
     GlobalCounters::time_sum_s += seconds;

@@ -1,0 +1,195 @@
+// codegen/opt: every opt, the hand-coded choice and BEAM's choice compute what the unoptimized
+// kernel computes, on a corpus of kernels (matmul, conv, reductions of odd sizes, views with
+// pads and flips, integer sums, threaded elementwise); bad opts are OptErrors; the thread pool.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+#include <tinyt.hpp>
+
+#include "helpers.hpp"
+
+using namespace tinyt;
+using codegen::Opt;
+using codegen::OptOp;
+
+namespace {
+Tensor input(std::vector<int64_t> shape, int seed) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return Tensor::from_vector(tinyt_test::values(n, seed)).reshape(Shape(shape)).realize();
+}
+
+struct CorpusEntry {
+  const char* name;
+  Tensor value;
+};
+std::vector<CorpusEntry> corpus() {
+  Tensor a = input({24, 40}, 1), b = input({40, 32}, 2), x = input({2, 3, 10, 12}, 3), w = input({4, 3, 3, 3}, 4);
+  Tensor odd = input({33, 70}, 5), ints = input({12, 96}, 6).mul(8).cast(dtypes::int32).realize();
+  Tensor big = input({1 << 17}, 7);
+  return {
+      {"matmul", a.matmul(b)},
+      {"matmul of a transposed view", b.T().matmul(a.T())},
+      {"conv2d with padding", x.conv2d(w, {}, 1, 1, 1, 1)},
+      {"sum over odd sizes", odd.sum(1)},
+      {"max over the first axis", odd.max(0)},
+      {"padded and flipped views", (odd.pad({{1, 2}, {3, 0}}) * odd.flip(0).pad({{0, 3}, {2, 1}})).exp2()},
+      {"integer sum of products", (ints * ints.flip(1)).sum(1)},
+      {"threaded elementwise", (big * 3 + 1).relu()},
+      {"row softmax", odd.softmax(-1)},
+  };
+}
+
+// Runs the schedule for `t` unoptimized, then each kernel again with every variant of `variants`
+// on the same buffers, comparing its output with the unoptimized one.
+void check_variants(const Tensor& t, const std::function<std::vector<std::vector<Opt>>(const UOp&)>& variants) {
+  const std::vector<schedule::Kernel> kernels = schedule::create_schedule({t.uop()});
+  {
+    Context noopt{{"NOOPT", 1}};
+    run_schedule(kernels);
+  }
+  for (const schedule::Kernel& k : kernels) {
+    std::vector<void*> ptrs;
+    for (const UOp& b : k.buffers) ptrs.push_back(graph::buffer_of(b)->ptr());
+    const std::shared_ptr<Buffer>& out = graph::buffer_of(k.buffers[0]);
+    const std::vector<char> want(static_cast<char*>(out->ptr()), static_cast<char*>(out->ptr()) + out->nbytes());
+    const DType dt = out->dtype();
+    for (const std::vector<Opt>& opts : variants(k.ast)) {
+      INFO(schedule::detail::kernel_name(k.ast), " with ", codegen::to_string(opts));
+      std::memset(out->ptr(), 0x7f, out->nbytes());
+      launch(*compile_kernel(k.ast, opts), ptrs.data());
+      if (dt == dtypes::float32) {
+        const auto* got = static_cast<const float*>(out->ptr());
+        const auto* ref = reinterpret_cast<const float*>(want.data());
+        size_t bad = 0, first_bad = 0;
+        for (size_t i = out->size(); i-- > 0;)
+          if (!(std::fabs(got[i] - ref[i]) <= 1e-5f + 1e-5f * std::fabs(ref[i]))) ++bad, first_bad = i;
+        INFO("first wrong element ", first_bad, ": ", got[first_bad], " instead of ", ref[first_bad]);
+        CHECK(bad == 0);
+      } else {
+        CHECK(std::memcmp(out->ptr(), want.data(), want.size()) == 0);
+      }
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("opt: every single opt computes what the unoptimized kernel computes") {
+  for (const CorpusEntry& e : corpus()) {
+    INFO(e.name);
+    check_variants(e.value, [](const UOp& ast) {
+      std::vector<std::vector<Opt>> out;
+      for (const Opt& o : codegen::beam_actions(2)) {
+        // the amounts that apply to a kernel of this corpus, without compiling every one
+        if (o.amount != 0 && o.amount != 2 && o.amount != 3 && o.amount != 8 && o.amount != 16) continue;
+        try {
+          codegen::apply_opt(ast, o);
+          out.push_back({o});
+        } catch (const codegen::OptError&) {
+        }
+      }
+      return out;
+    });
+  }
+}
+
+TEST_CASE("opt: the hand-coded opts and combinations of opts compute the same") {
+  for (const CorpusEntry& e : corpus()) {
+    INFO(e.name);
+    check_variants(e.value, [](const UOp& ast) {
+      std::vector<std::vector<Opt>> out{codegen::hand_coded_opts(ast, 2), codegen::hand_coded_opts(ast, 3)};
+      // a tile, an unroll and threads together, where they apply
+      std::vector<Opt> combo;
+      UOp k = ast;
+      for (const Opt& o : {Opt{OptOp::UPCAST, 0, 4}, Opt{OptOp::UPCAST, 1, 2}, Opt{OptOp::UNROLL, 2, 4},
+                           Opt{OptOp::UNROLL, 1, 2}, Opt{OptOp::LOCAL, 0, 2}, Opt{OptOp::THREAD, 0, 3}}) {
+        try {
+          k = codegen::apply_opt(k, o);
+          combo.push_back(o);
+        } catch (const codegen::OptError&) {
+        }
+      }
+      out.push_back(combo);
+      return out;
+    });
+  }
+}
+
+TEST_CASE("opt: the hand-coded opts tile matmuls, unroll contiguous reductions and thread big kernels") {
+  auto opts_of = [](const Tensor& t) {
+    const auto kernels = schedule::create_schedule({t.uop()});
+    return codegen::hand_coded_opts(kernels.back().ast, 2);
+  };
+  auto has = [](const std::vector<Opt>& opts, OptOp op) {
+    return std::any_of(opts.begin(), opts.end(), [&](const Opt& o) { return o.op == op; });
+  };
+  const std::vector<Opt> mm = opts_of(input({64, 64}, 1).matmul(input({64, 64}, 2)));
+  CHECK(std::count_if(mm.begin(), mm.end(), [](const Opt& o) { return o.op == OptOp::UPCAST; }) == 2);
+  CHECK(has(opts_of(input({8, 256}, 1).sum(1)), OptOp::UNROLL));
+  CHECK(has(opts_of(input({1 << 17}, 1) + 1), OptOp::THREAD));
+  CHECK_FALSE(has(opts_of(input({64}, 1) + 1), OptOp::THREAD));  // too little work to share
+  // a big sum is split in two kernels, the first of which has parts for threads to share
+  const auto kernels = schedule::create_schedule({input({1 << 17}, 1).sum().uop()});
+  CHECK(kernels.size() == 2);
+  CHECK(has(codegen::hand_coded_opts(kernels[0].ast, 2), OptOp::THREAD));
+}
+
+TEST_CASE("opt: an opt that does not apply is an OptError naming it") {
+  const UOp ast = schedule::create_schedule({input({24, 40}, 1).sum(1).uop()}).back().ast;
+  using tinyt_test::message_of;
+  auto apply = [&](Opt o) { return [&ast, o] { codegen::apply_opt(ast, o); }; };
+  CHECK(message_of<codegen::OptError>(apply({OptOp::UPCAST, 0, 7})) == "UPCAST(0,7): 7 does not divide the axis size 24");
+  CHECK(message_of<codegen::OptError>(apply({OptOp::UPCAST, 5, 2})) == "UPCAST(5,2): the kernel has 2 axes");
+  CHECK(message_of<codegen::OptError>(apply({OptOp::UNROLL, 0, 2})).find("UNROLL applies to reduce axes") != std::string::npos);
+  CHECK(message_of<codegen::OptError>(apply({OptOp::UPCAST, 1, 2})).find("UNROLL splits reductions") != std::string::npos);
+  CHECK(message_of<codegen::OptError>(apply({OptOp::THREAD, 1, 2})).find("THREAD applies to output loops") != std::string::npos);
+  const UOp threaded = codegen::apply_opt(ast, {OptOp::THREAD, 0, 2});
+  CHECK(message_of<codegen::OptError>([&] { codegen::apply_opt(threaded, {OptOp::THREAD, 0, 3}); }).find("already threaded") !=
+        std::string::npos);
+  // padding a reduction whose padded iterations would add exp(0) = 1 is refused
+  const UOp exp_sum = schedule::create_schedule({input({4, 30}, 1).exp().sum(1).uop()}).back().ast;
+  CHECK(message_of<codegen::OptError>([&] { codegen::apply_opt(exp_sum, {OptOp::PADTO, 1, 32}); }).find("change its result") !=
+        std::string::npos);
+  CHECK(codegen::apply_opt(ast, {OptOp::PADTO, 1, 16}) != ast);  // 40 -> 48: masked loads add zeros
+}
+
+TEST_CASE("opt: BEAM's choice computes what NOOPT computes, and is cached on disk") {
+  tinyt_test::TempDir dir;
+  tinyt_test::ScopedEnv env;
+  env.set("TINYT_CACHE_DIR", dir.path.string());
+  Tensor a = input({32, 48}, 8), b = input({48, 16}, 9);
+  std::vector<float> want, got;
+  {
+    Context c{{"NOOPT", 1}};
+    want = a.matmul(b).to_vector<float>();
+  }
+  {
+    Context c{{"BEAM", 2}};
+    got = a.matmul(b).to_vector<float>();
+  }
+  tinyt_test::check_close(got, std::vector<double>(want.begin(), want.end()), 1e-5, 1e-5);
+  size_t cached = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path / "beam")) cached += entry.path().extension() == ".opts";
+  CHECK(cached == 1);
+  CHECK(codegen::deserialize_opts(codegen::serialize({{OptOp::UPCAST, 1, 4}, {OptOp::THREAD, 0, 2}})) ==
+        std::vector<Opt>{{OptOp::UPCAST, 1, 4}, {OptOp::THREAD, 0, 2}});
+  CHECK_FALSE(codegen::deserialize_opts("UPCAST 1 x;").has_value());
+}
+
+TEST_CASE("opt: the thread pool runs every part once, also when two threads launch at once") {
+  backend::ThreadPool pool(3);
+  CHECK(pool.size() == 3);
+  auto launch_many = [&](std::vector<std::atomic<int>>& hits) {
+    for (int round = 0; round < 200; ++round)
+      pool.run(static_cast<int>(hits.size()), [&](int i) { hits[static_cast<size_t>(i)].fetch_add(1); });
+  };
+  std::vector<std::atomic<int>> first(7), second(5);
+  std::thread other([&] { launch_many(second); });
+  launch_many(first);
+  other.join();
+  for (auto& h : first) CHECK(h.load() == 200);
+  for (auto& h : second) CHECK(h.load() == 200);
+}
