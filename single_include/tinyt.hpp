@@ -2949,23 +2949,26 @@ class Buffer {
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   ~Buffer() {
-    if (ptr_) detail::host_allocator().free(ptr_, nbytes());
+    if (void* p = ptr_.load()) detail::host_allocator().free(p, nbytes());
   }
 
   const std::string& device() const { return device_; }
   size_t size() const { return size_; }
   DType dtype() const { return dtype_; }
   size_t nbytes() const { return size_ * static_cast<size_t>(dtype_.itemsize()); }
-  bool allocated() const { return ptr_ != nullptr; }
+  bool allocated() const { return ptr_.load() != nullptr; }
   /// Bumped each time the memory is overwritten in place: values computed into it before are gone.
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
   void overwritten() { version_.fetch_add(1, std::memory_order_acq_rel); }
 
   /// The memory, allocated now if it was not yet.
   void* ptr() {
+    if (void* p = ptr_.load(std::memory_order_acquire)) return p;
     Device::require(device_);
-    std::call_once(alloc_once_, [this] { ptr_ = detail::host_allocator().alloc(nbytes()); });
-    return ptr_;
+    // not std::call_once: glibc's wakes waiters with a system call every time, even with none
+    std::lock_guard lock(alloc_mu_);
+    if (!ptr_.load(std::memory_order_relaxed)) ptr_.store(detail::host_allocator().alloc(nbytes()), std::memory_order_release);
+    return ptr_.load(std::memory_order_relaxed);
   }
   void copyin(const void* src, size_t n) {
     if (n != nbytes())
@@ -2982,8 +2985,8 @@ class Buffer {
   std::string device_;
   size_t size_;
   DType dtype_;
-  void* ptr_ = nullptr;
-  std::once_flag alloc_once_;
+  std::atomic<void*> ptr_{nullptr};
+  std::mutex alloc_mu_;
   std::atomic<uint64_t> version_{0};
 };
 
@@ -4168,24 +4171,34 @@ inline bool reads_only_own_element(const UOp& ast, int64_t global_index, const U
   }
   return true;
 }
+
+// The pending graph of `roots` and what memory holds for it. Memory that assigns here overwrite
+// does not count as holding the values it held: those are recomputed.
+inline std::pair<std::vector<UOp>, Known> pending_work(const std::vector<UOp>& roots) {
+  auto overwritten = std::make_shared<std::unordered_set<const Buffer*>>();
+  std::vector<UOp> order = pending_graph(roots);
+  for (const UOp& u : order)
+    if (u.op() == Ops::ASSIGN)
+      if (UOp b = graph::base_buffer(u.src(0))) overwritten->insert(graph::buffer_of(b).get());
+  if (overwritten->empty()) return {std::move(order), graph::realized};
+  Known known = [overwritten](const UOp& u) -> UOp {
+    UOp view = graph::realized(u);
+    if (!view || u.op() == Ops::BUFFER || graph::base_buffer(u)) return view;
+    const UOp b = graph::base_buffer(view);
+    return b && overwritten->count(graph::buffer_of(b).get()) ? UOp{} : view;
+  };
+  return {pending_graph(roots, known), known};
+}
 }  // namespace detail
 
 /// The kernels that compute `roots`, in an order that respects what each reads and writes.
-inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots) {
+/// `memory_only`: trust no computed value, only BUFFERs (for graphs whose nodes are shared with
+/// other graphs that computed them, like the schedule cache's normalized ones).
+inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool memory_only = false) {
+  const detail::Known buffers_only = [](const UOp& u) { return u.op() == Ops::BUFFER ? u : UOp{}; };
   // memory that assigns here overwrite: values it holds for other nodes are recomputed instead
-  std::unordered_set<const Buffer*> overwritten;
-  const std::vector<UOp> first_walk = detail::pending_graph(roots);
-  for (const UOp& u : first_walk)
-    if (u.op() == Ops::ASSIGN)
-      if (UOp b = graph::base_buffer(u.src(0))) overwritten.insert(graph::buffer_of(b).get());
-  const detail::Known known = [&](const UOp& u) -> UOp {
-    UOp view = graph::realized(u);
-    if (!view || overwritten.empty() || u.op() == Ops::BUFFER || graph::base_buffer(u)) return view;
-    const UOp b = graph::base_buffer(view);
-    return b && overwritten.count(graph::buffer_of(b).get()) ? UOp{} : view;
-  };
-  // with nothing overwritten, the first walk is already the pending graph
-  const std::vector<UOp> order = overwritten.empty() ? first_walk : detail::pending_graph(roots, known);
+  const auto [order, known] =
+      memory_only ? std::pair(detail::pending_graph(roots, buffers_only), buffers_only) : detail::pending_work(roots);
   const std::vector<UOp> points = detail::realization_points(roots, order, known);
   std::unordered_map<const UOpNode*, UOp> computed;  // realization point -> view of its buffer
   auto input_view = [&](const UOp& u) -> UOp {
@@ -5382,6 +5395,178 @@ inline std::optional<std::vector<Opt>> deserialize_opts(const std::string& text)
 }  // namespace codegen
 }  // namespace tinyt::inline v0
 // ---- end tinyt/codegen/opt/search.hpp ----
+// ---- tinyt/schedule/cache.hpp ----
+// The schedule cache: a step seen before (the same ops on the same shapes, new data) is not
+// scheduled again. Its pending graph, with each buffer replaced by a numbered placeholder, is
+// an interned UOp, so the key is one pointer; the cached schedule is instantiated by binding
+// the placeholders to this step's buffers and giving it fresh memory for what it computes.
+
+
+
+namespace tinyt::inline v0 {
+namespace schedule {
+
+namespace detail {
+/// Input `k` of a normalized graph: a BUFFER that stands for whatever buffer comes k-th.
+inline UOp placeholder(const UOp& buffer, int64_t k) {
+  return UOp(Ops::BUFFER, buffer.dtype(), {UOp(Ops::UNIQUE, dtypes::void_, {}, -1 - k), buffer.src(1)}, buffer.arg());
+}
+
+/// The pending graph of some roots with its buffers numbered: `key` is the SINK of the
+/// normalized roots, `inputs[k]` the buffer behind placeholder k, and `original` the node of
+/// this graph that each normalized node that computes something came from.
+struct Normalized {
+  UOp key;
+  std::vector<UOp> inputs;
+  std::unordered_map<const UOpNode*, UOp> original;
+};
+
+inline Normalized normalize(const std::vector<UOp>& roots) {
+  const auto [order, known] = pending_work(roots);
+  Normalized n;
+  std::unordered_map<const UOpNode*, UOp> done, placeholders;
+  auto as_input = [&](const UOp& buffer) {
+    auto [it, fresh] = placeholders.try_emplace(buffer.get());
+    if (fresh) {
+      it->second = placeholder(buffer, static_cast<int64_t>(n.inputs.size()));
+      n.inputs.push_back(buffer);
+    }
+    return it->second;
+  };
+  auto rebuild = [&](const UOp& u) {
+    std::vector<UOp> src;
+    for (const UOp& s : u.src()) src.push_back(done.at(s.get()));
+    return u.replace(std::move(src));
+  };
+  for (const UOp& u : order) {
+    if (u.op() == Ops::BUFFER) {
+      done[u.get()] = as_input(u);
+    } else if (UOp view = known(u)) {
+      // memory holds it: the key names that memory's place, not how the value was computed
+      for (const UOp& v : toposort(view))
+        if (!done.count(v.get())) done[v.get()] = v.op() == Ops::BUFFER ? as_input(v) : rebuild(v);
+      done[u.get()] = done.at(view.get());
+    } else {
+      done[u.get()] = rebuild(u);
+      n.original.emplace(done[u.get()].get(), u);
+    }
+  }
+  std::vector<UOp> normalized_roots;
+  for (const UOp& r : roots) normalized_roots.push_back(done.at(r.get()));
+  n.key = UOp(Ops::SINK, dtypes::void_, std::move(normalized_roots));
+  return n;
+}
+
+/// A schedule over placeholders, and what each of its buffers becomes in a new step.
+struct Template {
+  enum class Source { input, alias, fresh };
+  struct BufferSource {
+    UOp node;       // the buffer in the template
+    Source source;
+    int64_t index;  // input: the placeholder's number; alias: the entry whose memory it names
+  };
+  std::vector<Kernel> kernels;
+  std::vector<BufferSource> buffers;  // an entry comes after the entry it aliases
+  bool usable = true;                 // false when a kernel computes something the key cannot name
+};
+
+inline Template make_template(const Normalized& n) {
+  Template t;
+  // what memory holds is already spelled out in the key as views of placeholders
+  t.kernels = create_schedule(std::vector<UOp>(n.key.src().begin(), n.key.src().end()), true);
+  // buffers are told apart by their memory: an assign names memory anew with an alias
+  std::unordered_map<const Buffer*, int64_t> owner;  // memory -> its first entry
+  std::unordered_set<const UOpNode*> seen;
+  auto add = [&](const UOp& b, Template::Source source, int64_t index) {
+    if (!seen.insert(b.get()).second) return;
+    const Buffer* memory = graph::buffer_of(b).get();
+    if (auto it = owner.find(memory); it != owner.end()) source = Template::Source::alias, index = it->second;
+    else owner.emplace(memory, static_cast<int64_t>(t.buffers.size()));
+    t.buffers.push_back({b, source, index});
+  };
+  for (int64_t k = 0; k < static_cast<int64_t>(n.inputs.size()); ++k)
+    add(placeholder(n.inputs[static_cast<size_t>(k)], k), Template::Source::input, k);
+  for (const Kernel& k : t.kernels) {
+    for (const UOp& b : k.buffers) add(b, Template::Source::fresh, -1);
+    for (const UOp& v : toposort(k.view))
+      if (v.op() == Ops::BUFFER) add(v, Template::Source::fresh, -1);
+    t.usable &= n.original.count(k.computes.get()) > 0;
+  }
+  return t;
+}
+
+/// The template's kernels for this step: placeholders bound to its buffers, new memory for the rest.
+inline std::vector<Kernel> instantiate(const Template& t, const Normalized& n) {
+  std::unordered_map<const UOpNode*, UOp> bind;
+  std::vector<UOp> bound;
+  for (const Template::BufferSource& b : t.buffers) {
+    switch (b.source) {
+      case Template::Source::input: bound.push_back(n.inputs[static_cast<size_t>(b.index)]); break;
+      case Template::Source::alias: bound.push_back(graph::alias_buffer(bound[static_cast<size_t>(b.index)])); break;
+      case Template::Source::fresh:
+        bound.push_back(graph::new_buffer(graph::device_of(b.node), b.node.arg().as_int(), b.node.dtype()));
+        break;
+    }
+    bind[b.node.get()] = bound.back();
+  }
+  std::vector<Kernel> out;
+  for (const Kernel& k : t.kernels) {
+    Kernel x = k;
+    for (UOp& b : x.buffers) b = bind.at(b.get());
+    x.view = substitute(k.view, bind);
+    x.computes = n.original.at(k.computes.get());
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+class ScheduleCache {
+ public:
+  std::atomic<int64_t> hits{0}, misses{0};
+
+  std::vector<Kernel> get(const std::vector<UOp>& roots) {
+    const Normalized n = normalize(roots);
+    std::shared_ptr<const Template> t;
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = map_.find(n.key.get()); it != map_.end()) t = it->second.second;
+    }
+    (t ? hits : misses).fetch_add(1, std::memory_order_relaxed);
+    if (!t) {
+      t = std::make_shared<const Template>(make_template(n));
+      std::lock_guard lock(mu_);
+      if (map_.size() >= 4096) map_.clear();  // a program that never repeats a step: start over
+      map_.try_emplace(n.key.get(), n.key, t);
+    }
+    if (!t->usable) return create_schedule(roots);
+    return instantiate(*t, n);
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<const UOpNode*, std::pair<UOp, std::shared_ptr<const Template>>> map_;
+};
+
+inline ScheduleCache& schedule_cache() {
+  static auto* cache = new ScheduleCache;  // never destroyed, like the kernel cache
+  return *cache;
+}
+}  // namespace detail
+
+/// The kernels that compute `roots`, from the schedule cache when a step of the same structure
+/// was scheduled before (SCHEDULE_CACHE=0 schedules every time).
+inline std::vector<Kernel> cached_schedule(const std::vector<UOp>& roots) {
+  if (!getenv_int("SCHEDULE_CACHE", 1)) return create_schedule(roots);
+  return detail::schedule_cache().get(roots);
+}
+/// How many schedules came from the cache, and how many were made (for tests and benchmarks).
+inline std::pair<int64_t, int64_t> schedule_cache_counts() {
+  return {detail::schedule_cache().hits.load(), detail::schedule_cache().misses.load()};
+}
+
+}  // namespace schedule
+}  // namespace tinyt::inline v0
+// ---- end tinyt/schedule/cache.hpp ----
 
 namespace tinyt::inline v0 {
 
@@ -6915,7 +7100,7 @@ inline void realize_tensors(const std::vector<Tensor>& tensors) {
     }
     if (!first.empty()) realize_tensors(first);
   }
-  std::vector<schedule::Kernel> kernels = schedule::create_schedule(roots);
+  std::vector<schedule::Kernel> kernels = schedule::cached_schedule(roots);
   if (kernels.size() > 1) {
     // an intermediate no other live tensor can reach is not kept, and its memory is reused
     std::unordered_set<const UOpNode*> reachable;  // every node the other live tensors reach

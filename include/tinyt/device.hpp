@@ -114,23 +114,26 @@ class Buffer {
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   ~Buffer() {
-    if (ptr_) detail::host_allocator().free(ptr_, nbytes());
+    if (void* p = ptr_.load()) detail::host_allocator().free(p, nbytes());
   }
 
   const std::string& device() const { return device_; }
   size_t size() const { return size_; }
   DType dtype() const { return dtype_; }
   size_t nbytes() const { return size_ * static_cast<size_t>(dtype_.itemsize()); }
-  bool allocated() const { return ptr_ != nullptr; }
+  bool allocated() const { return ptr_.load() != nullptr; }
   /// Bumped each time the memory is overwritten in place: values computed into it before are gone.
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
   void overwritten() { version_.fetch_add(1, std::memory_order_acq_rel); }
 
   /// The memory, allocated now if it was not yet.
   void* ptr() {
+    if (void* p = ptr_.load(std::memory_order_acquire)) return p;
     Device::require(device_);
-    std::call_once(alloc_once_, [this] { ptr_ = detail::host_allocator().alloc(nbytes()); });
-    return ptr_;
+    // not std::call_once: glibc's wakes waiters with a system call every time, even with none
+    std::lock_guard lock(alloc_mu_);
+    if (!ptr_.load(std::memory_order_relaxed)) ptr_.store(detail::host_allocator().alloc(nbytes()), std::memory_order_release);
+    return ptr_.load(std::memory_order_relaxed);
   }
   void copyin(const void* src, size_t n) {
     if (n != nbytes())
@@ -147,8 +150,8 @@ class Buffer {
   std::string device_;
   size_t size_;
   DType dtype_;
-  void* ptr_ = nullptr;
-  std::once_flag alloc_once_;
+  std::atomic<void*> ptr_{nullptr};
+  std::mutex alloc_mu_;
   std::atomic<uint64_t> version_{0};
 };
 

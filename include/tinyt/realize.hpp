@@ -17,7 +17,7 @@
 #include "codegen/opt/search.hpp"
 #include "helpers.hpp"
 #include "renderer/cstyle.hpp"
-#include "schedule/schedule.hpp"
+#include "schedule/cache.hpp"
 
 namespace tinyt::inline v0 {
 

@@ -61,7 +61,7 @@ inline void realize_tensors(const std::vector<Tensor>& tensors) {
     }
     if (!first.empty()) realize_tensors(first);
   }
-  std::vector<schedule::Kernel> kernels = schedule::create_schedule(roots);
+  std::vector<schedule::Kernel> kernels = schedule::cached_schedule(roots);
   if (kernels.size() > 1) {
     // an intermediate no other live tensor can reach is not kept, and its memory is reused
     std::unordered_set<const UOpNode*> reachable;  // every node the other live tensors reach

@@ -152,24 +152,34 @@ inline bool reads_only_own_element(const UOp& ast, int64_t global_index, const U
   }
   return true;
 }
+
+// The pending graph of `roots` and what memory holds for it. Memory that assigns here overwrite
+// does not count as holding the values it held: those are recomputed.
+inline std::pair<std::vector<UOp>, Known> pending_work(const std::vector<UOp>& roots) {
+  auto overwritten = std::make_shared<std::unordered_set<const Buffer*>>();
+  std::vector<UOp> order = pending_graph(roots);
+  for (const UOp& u : order)
+    if (u.op() == Ops::ASSIGN)
+      if (UOp b = graph::base_buffer(u.src(0))) overwritten->insert(graph::buffer_of(b).get());
+  if (overwritten->empty()) return {std::move(order), graph::realized};
+  Known known = [overwritten](const UOp& u) -> UOp {
+    UOp view = graph::realized(u);
+    if (!view || u.op() == Ops::BUFFER || graph::base_buffer(u)) return view;
+    const UOp b = graph::base_buffer(view);
+    return b && overwritten->count(graph::buffer_of(b).get()) ? UOp{} : view;
+  };
+  return {pending_graph(roots, known), known};
+}
 }  // namespace detail
 
 /// The kernels that compute `roots`, in an order that respects what each reads and writes.
-inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots) {
+/// `memory_only`: trust no computed value, only BUFFERs (for graphs whose nodes are shared with
+/// other graphs that computed them, like the schedule cache's normalized ones).
+inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool memory_only = false) {
+  const detail::Known buffers_only = [](const UOp& u) { return u.op() == Ops::BUFFER ? u : UOp{}; };
   // memory that assigns here overwrite: values it holds for other nodes are recomputed instead
-  std::unordered_set<const Buffer*> overwritten;
-  const std::vector<UOp> first_walk = detail::pending_graph(roots);
-  for (const UOp& u : first_walk)
-    if (u.op() == Ops::ASSIGN)
-      if (UOp b = graph::base_buffer(u.src(0))) overwritten.insert(graph::buffer_of(b).get());
-  const detail::Known known = [&](const UOp& u) -> UOp {
-    UOp view = graph::realized(u);
-    if (!view || overwritten.empty() || u.op() == Ops::BUFFER || graph::base_buffer(u)) return view;
-    const UOp b = graph::base_buffer(view);
-    return b && overwritten.count(graph::buffer_of(b).get()) ? UOp{} : view;
-  };
-  // with nothing overwritten, the first walk is already the pending graph
-  const std::vector<UOp> order = overwritten.empty() ? first_walk : detail::pending_graph(roots, known);
+  const auto [order, known] =
+      memory_only ? std::pair(detail::pending_graph(roots, buffers_only), buffers_only) : detail::pending_work(roots);
   const std::vector<UOp> points = detail::realization_points(roots, order, known);
   std::unordered_map<const UOpNode*, UOp> computed;  // realization point -> view of its buffer
   auto input_view = [&](const UOp& u) -> UOp {
