@@ -155,12 +155,20 @@ class CRenderer {
       case Ops::RANGE: {
         const std::string n = "ridx" + std::to_string(u.arg()[0].as_int());
         const std::string t = type_of(u);
-        out("for (" + t + " " + n + " = 0; " + n + " < " + ref(s[0]) + "; " + n + "++) {");
         name_[u.get()] = n;
+        if (u.arg()[1].as_int() == 2) {  // THREAD: this call is one core's index, not a loop
+          out(t + " " + n + " = core_id;");
+          return;
+        }
+        out("for (" + t + " " + n + " = 0; " + n + " < " + ref(s[0]) + "; " + n + "++) {");
         ++depth_;
         return;
       }
-      case Ops::END: --depth_; out("}"); return;
+      case Ops::END:
+        if (s[0].arg()[1].as_int() == 2) return;
+        --depth_;
+        out("}");
+        return;
       case Ops::DEFINE_REG: {
         const std::string n = "acc" + std::to_string(u.arg().as_int());
         out(detail::c_type(u.dtype().base()) + " " + n + ";");
