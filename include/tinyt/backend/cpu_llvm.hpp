@@ -352,15 +352,16 @@ class LLVMJit {
 
   Library lib_;
   llvm_c::Api api_;
+  std::mutex mutex_, session_mutex_;
+  std::string session_errors_;  // what the JIT reported since the last failed lookup
+  std::atomic<uint64_t> compiles_{0};
   std::string triple_, cpu_, features_, data_layout_, version_, identity_;
+  // declared last, destroyed first: the JIT reports into the members above until it is gone
   std::unique_ptr<llvm_c::OpaqueTargetMachine, void (*)(llvm_c::TargetMachineRef)> tm_{nullptr,
                                                                                        nullptr};
   std::unique_ptr<llvm_c::OpaqueOrcLLJIT, std::function<void(llvm_c::OrcLLJITRef)>> jit_;
   std::unique_ptr<llvm_c::OpaquePassBuilderOptions, void (*)(llvm_c::PassBuilderOptionsRef)>
       options_{nullptr, nullptr};
-  std::mutex mutex_, session_mutex_;
-  std::string session_errors_;  // what the JIT reported since the last failed lookup
-  std::atomic<uint64_t> compiles_{0};
 };
 
 /// The process-wide LLVM JIT, started at first use (reads TINYT_LLVM_PATH then). Never destroyed:
