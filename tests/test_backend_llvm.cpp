@@ -269,7 +269,9 @@ TEST_CASE("llvm: the candidates are TINYT_LLVM_PATH, then LLVM 20 down to 14") {
   CHECK(backend::detail::llvm_version_from_path("/opt/llvm/lib/libLLVM.so.20.1") == "20.1");
 }
 
-TEST_CASE("llvm: a library that does not load falls back to the next; none is a DeviceError") {
+TEST_CASE(
+    "llvm: a library that does not load falls back to the next, and none loading is a "
+    "DeviceError") {
   // the same libLLVM as the process-wide JIT: one process holds one LLVM version
   LLVMJit fallback({"/nonexistent/libLLVM-99.so", jit().library_path()});
   CHECK(fallback.library_path() == jit().library_path());
@@ -457,7 +459,7 @@ TEST_CASE("llvm: integer division never traps: x/0 is 0, INT_MIN/-1 wraps, x%-1 
   }
 }
 
-TEST_CASE("llvm: MAX propagates NaN from either side; comparisons with NaN are false") {
+TEST_CASE("llvm: MAX propagates NaN from either side, and comparisons with NaN are false") {
   Tensor a = make(dtypes::float32, {}, {NAN, 1.0, NAN, -INFINITY, 0.0});
   Tensor b = make(dtypes::float32, {}, {1.0, NAN, NAN, NAN, -0.0});
   Tensor m = alu(Ops::MAX, a, {b});
