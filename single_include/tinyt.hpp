@@ -3469,6 +3469,8 @@ class CProgram {
 
   const std::string& name() const noexcept { return name_; }
   const std::string& path() const noexcept { return library_.path(); }
+  /// The kernel's function, valid while this CProgram lives.
+  Function* function() const noexcept { return function_; }
 
  private:
   Library library_;
@@ -4989,6 +4991,377 @@ inline std::string render_c(const codegen::Program& p) { return CRenderer().rend
 #include <iomanip>
 #include <iostream>
 
+// ---- tinyt/backend/cpu_llvm.hpp ----
+// CPU backend through LLVM: IR text -> optimized in memory -> machine code in this process (ORC
+// LLJIT), with no compiler program and nothing linked at build time. libLLVM is opened with
+// dlopen at first use ($TINYT_LLVM_PATH, then LLVM 20 down to 14 by their usual file names) and
+// reached only through its C API, bound from one table below.
+//
+// Kernels follow the C backend's convention: void NAME(void** bufs, const long long* vars,
+// int core_id, int core_count).
+
+
+
+
+namespace tinyt::inline v0 {
+namespace backend {
+
+/// The LLVM C API types this backend uses, declared here: no LLVM header is needed.
+namespace llvm_c {
+#define TINYT_LLVM_OPAQUE(name) \
+  struct Opaque##name;          \
+  using name##Ref = Opaque##name*;
+TINYT_LLVM_OPAQUE(Context)
+TINYT_LLVM_OPAQUE(Module)
+TINYT_LLVM_OPAQUE(MemoryBuffer)
+TINYT_LLVM_OPAQUE(Value)
+TINYT_LLVM_OPAQUE(Target)
+TINYT_LLVM_OPAQUE(TargetMachine)
+TINYT_LLVM_OPAQUE(PassBuilderOptions)
+TINYT_LLVM_OPAQUE(Error)
+TINYT_LLVM_OPAQUE(OrcThreadSafeContext)
+TINYT_LLVM_OPAQUE(OrcThreadSafeModule)
+TINYT_LLVM_OPAQUE(OrcJITTargetMachineBuilder)
+TINYT_LLVM_OPAQUE(OrcLLJITBuilder)
+TINYT_LLVM_OPAQUE(OrcLLJIT)
+TINYT_LLVM_OPAQUE(OrcJITDylib)
+TINYT_LLVM_OPAQUE(OrcDefinitionGenerator)
+TINYT_LLVM_OPAQUE(OrcExecutionSession)
+#undef TINYT_LLVM_OPAQUE
+using Bool = int;
+using ExecutorAddress = uint64_t;
+using SymbolPredicate = int (*)(void* ctx, void* symbol);
+using ErrorReporter = void (*)(void* ctx, ErrorRef error);
+// enum values of llvm-c/TargetMachine.h and llvm-c/Analysis.h
+inline constexpr int CodeGenLevelAggressive = 3, RelocDefault = 0, CodeModelJITDefault = 1;
+inline constexpr int ReturnStatusAction = 2;
+}  // namespace llvm_c
+
+// clang-format off
+/// Every LLVM C function used: X(required, name, signature). All exist in LLVM 14 unless optional.
+#define TINYT_LLVM_C_API(X)                                                                                     \
+  X(1, LLVMDisposeMessage, void(char*))                                                                         \
+  X(1, LLVMGetErrorMessage, char*(ErrorRef))                                                                    \
+  X(1, LLVMDisposeErrorMessage, void(char*))                                                                    \
+  X(1, LLVMCreateMemoryBufferWithMemoryRangeCopy, MemoryBufferRef(const char*, size_t, const char*))            \
+  X(1, LLVMParseIRInContext, Bool(ContextRef, MemoryBufferRef, ModuleRef*, char**))                             \
+  X(1, LLVMVerifyModule, Bool(ModuleRef, int, char**))                                                          \
+  X(1, LLVMDisposeModule, void(ModuleRef))                                                                      \
+  X(1, LLVMGetNamedFunction, ValueRef(ModuleRef, const char*))                                                  \
+  X(1, LLVMSetValueName2, void(ValueRef, const char*, size_t))                                                  \
+  X(1, LLVMSetTarget, void(ModuleRef, const char*))                                                             \
+  X(1, LLVMSetDataLayout, void(ModuleRef, const char*))                                                         \
+  X(1, LLVMGetDefaultTargetTriple, char*())                                                                     \
+  X(1, LLVMGetHostCPUName, char*())                                                                             \
+  X(1, LLVMGetHostCPUFeatures, char*())                                                                         \
+  X(1, LLVMGetTargetFromTriple, Bool(const char*, TargetRef*, char**))                                          \
+  X(1, LLVMCreateTargetMachine, TargetMachineRef(TargetRef, const char*, const char*, const char*, int, int, int)) \
+  X(1, LLVMDisposeTargetMachine, void(TargetMachineRef))                                                        \
+  X(1, LLVMCreatePassBuilderOptions, PassBuilderOptionsRef())                                                   \
+  X(1, LLVMPassBuilderOptionsSetLoopVectorization, void(PassBuilderOptionsRef, Bool))                           \
+  X(1, LLVMPassBuilderOptionsSetSLPVectorization, void(PassBuilderOptionsRef, Bool))                            \
+  X(1, LLVMPassBuilderOptionsSetLoopUnrolling, void(PassBuilderOptionsRef, Bool))                               \
+  X(1, LLVMPassBuilderOptionsSetLoopInterleaving, void(PassBuilderOptionsRef, Bool))                            \
+  X(1, LLVMDisposePassBuilderOptions, void(PassBuilderOptionsRef))                                              \
+  X(1, LLVMRunPasses, ErrorRef(ModuleRef, const char*, TargetMachineRef, PassBuilderOptionsRef))                \
+  X(1, LLVMOrcCreateNewThreadSafeContext, OrcThreadSafeContextRef())                                            \
+  X(1, LLVMOrcThreadSafeContextGetContext, ContextRef(OrcThreadSafeContextRef))                                 \
+  X(1, LLVMOrcDisposeThreadSafeContext, void(OrcThreadSafeContextRef))                                          \
+  X(1, LLVMOrcCreateNewThreadSafeModule, OrcThreadSafeModuleRef(ModuleRef, OrcThreadSafeContextRef))            \
+  X(1, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine, OrcJITTargetMachineBuilderRef(TargetMachineRef)) \
+  X(1, LLVMOrcCreateLLJITBuilder, OrcLLJITBuilderRef())                                                         \
+  X(1, LLVMOrcLLJITBuilderSetJITTargetMachineBuilder, void(OrcLLJITBuilderRef, OrcJITTargetMachineBuilderRef))  \
+  X(1, LLVMOrcCreateLLJIT, ErrorRef(OrcLLJITRef*, OrcLLJITBuilderRef))                                          \
+  X(1, LLVMOrcDisposeLLJIT, ErrorRef(OrcLLJITRef))                                                              \
+  X(1, LLVMOrcLLJITGetMainJITDylib, OrcJITDylibRef(OrcLLJITRef))                                                \
+  X(1, LLVMOrcLLJITGetExecutionSession, OrcExecutionSessionRef(OrcLLJITRef))                                    \
+  X(1, LLVMOrcExecutionSessionSetErrorReporter, void(OrcExecutionSessionRef, ErrorReporter, void*))            \
+  X(1, LLVMOrcLLJITGetGlobalPrefix, char(OrcLLJITRef))                                                          \
+  X(1, LLVMOrcLLJITGetTripleString, const char*(OrcLLJITRef))                                                   \
+  X(1, LLVMOrcLLJITGetDataLayoutStr, const char*(OrcLLJITRef))                                                  \
+  X(1, LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess,                                                    \
+    ErrorRef(OrcDefinitionGeneratorRef*, char, SymbolPredicate, void*))                                         \
+  X(1, LLVMOrcJITDylibAddGenerator, void(OrcJITDylibRef, OrcDefinitionGeneratorRef))                            \
+  X(1, LLVMOrcLLJITAddLLVMIRModule, ErrorRef(OrcLLJITRef, OrcJITDylibRef, OrcThreadSafeModuleRef))             \
+  X(1, LLVMOrcLLJITLookup, ErrorRef(OrcLLJITRef, ExecutorAddress*, const char*))                                \
+  /* LLVM 16 and later */                                                                                       \
+  X(0, LLVMGetVersion, void(unsigned*, unsigned*, unsigned*))                                                   \
+  /* the native target, by host architecture (inline functions in the headers, exported here) */              \
+  X(0, LLVMInitializeX86TargetInfo, void()) X(0, LLVMInitializeX86Target, void())                              \
+  X(0, LLVMInitializeX86TargetMC, void()) X(0, LLVMInitializeX86AsmPrinter, void())                            \
+  X(0, LLVMInitializeAArch64TargetInfo, void()) X(0, LLVMInitializeAArch64Target, void())                      \
+  X(0, LLVMInitializeAArch64TargetMC, void()) X(0, LLVMInitializeAArch64AsmPrinter, void())
+// clang-format on
+
+namespace llvm_c {
+/// Pointers to the table's functions, looked up in an opened libLLVM.
+struct Api {
+#define TINYT_LLVM_FIELD(required, name, ...) std::add_pointer_t<__VA_ARGS__> name = nullptr;
+  TINYT_LLVM_C_API(TINYT_LLVM_FIELD)
+#undef TINYT_LLVM_FIELD
+  explicit Api(const Library& lib) {
+#define TINYT_LLVM_BIND(required, name, ...) \
+  name = required ? lib.symbol<__VA_ARGS__>(#name) : lib.try_symbol<__VA_ARGS__>(#name);
+    TINYT_LLVM_C_API(TINYT_LLVM_BIND)
+#undef TINYT_LLVM_BIND
+  }
+
+  /// The message of `error` (which this consumes).
+  std::string message(ErrorRef error) const {
+    char* text = LLVMGetErrorMessage(error);
+    std::string out = text ? text : "unknown LLVM error";
+    LLVMDisposeErrorMessage(text);
+    return out;
+  }
+  /// A C string LLVM allocated, copied and freed.
+  std::string take(char* text) const {
+    std::string out = text ? text : "";
+    if (text) LLVMDisposeMessage(text);
+    return out;
+  }
+};
+}  // namespace llvm_c
+
+namespace detail {
+/// Runs a function when the scope ends.
+struct OnExit {
+  std::function<void()> run;
+  ~OnExit() { run(); }
+};
+
+/// The LLVM version in a library file name: libLLVM-15.so.1, libLLVM-14.0.6.so.1, libLLVM.so.20.1.
+inline std::string llvm_version_from_path(const std::string& path) {
+  const std::string file = path.substr(path.rfind('/') + 1);
+  size_t at = file.find("LLVM");
+  if (at == std::string::npos) return "";
+  at += 4;
+  if (file.compare(at, 1, "-") == 0)
+    at += 1;
+  else if (file.compare(at, 4, ".so.") == 0)
+    at += 4;
+  size_t end = at;
+  while (end < file.size() &&
+         (std::isdigit(static_cast<unsigned char>(file[end])) || file[end] == '.'))
+    ++end;
+  std::string v = file.substr(at, end - at);
+  while (!v.empty() && v.back() == '.') v.pop_back();
+  return v;
+}
+}  // namespace detail
+
+/// An LLVM JIT in this process: compiles IR modules to callable kernels. Thread-safe.
+class LLVMJit {
+ public:
+  using Function = void(void** bufs, const long long* vars, int core_id, int core_count);
+  /// The optimization pipeline every kernel goes through (new pass manager syntax).
+  static constexpr const char* pipeline = "default<O2>";
+
+  /// Opens libLLVM from `default_candidates()`.
+  LLVMJit() : LLVMJit(default_candidates()) {}
+  /// Opens the first of `candidates` that loads (DeviceError listing each one tried) and starts
+  /// a JIT for the host CPU.
+  explicit LLVMJit(const std::vector<std::string>& candidates)
+      // never unloaded: LLVM registers process-wide state (options, signal handlers) on load
+      : lib_(Library::open_first(candidates, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)), api_(lib_) {
+    init_native_target();
+    triple_ = api_.take(api_.LLVMGetDefaultTargetTriple());
+    cpu_ = api_.take(api_.LLVMGetHostCPUName());
+    features_ = api_.take(api_.LLVMGetHostCPUFeatures());
+    llvm_c::TargetRef target = nullptr;
+    char* error = nullptr;
+    if (api_.LLVMGetTargetFromTriple(triple_.c_str(), &target, &error))
+      throw DeviceError(
+          ::tinyt::detail::cat("tinyt: LLVM has no target for ", triple_, ": ", api_.take(error)));
+    // one target machine tunes the optimizer (vector widths, costs); a copy configures the JIT
+    tm_ = {host_machine(target), api_.LLVMDisposeTargetMachine};
+    llvm_c::OrcLLJITBuilderRef builder = api_.LLVMOrcCreateLLJITBuilder();
+    api_.LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
+        builder, api_.LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(host_machine(target)));
+    llvm_c::OrcLLJITRef jit = nullptr;
+    check(api_.LLVMOrcCreateLLJIT(&jit, builder), "cannot start the JIT");  // consumes builder
+    jit_ = {jit, [api = &api_](llvm_c::OrcLLJITRef j) {
+              if (llvm_c::ErrorRef e = api->LLVMOrcDisposeLLJIT(j)) api->message(e);
+            }};
+    // errors found while linking (a missing symbol) are reported here, not in the lookup's error
+    api_.LLVMOrcExecutionSessionSetErrorReporter(
+        api_.LLVMOrcLLJITGetExecutionSession(jit),
+        [](void* self, llvm_c::ErrorRef e) {
+          auto* me = static_cast<LLVMJit*>(self);
+          std::lock_guard lock(me->session_mutex_);
+          me->session_errors_ += "\n  " + me->api_.message(e);
+        },
+        this);
+    data_layout_ = api_.LLVMOrcLLJITGetDataLayoutStr(jit);
+    triple_ = api_.LLVMOrcLLJITGetTripleString(jit);
+    // kernels call libm (expf, powf, ...) and compiler helpers: resolve them in this process
+    llvm_c::OrcDefinitionGeneratorRef process = nullptr;
+    check(api_.LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+              &process, api_.LLVMOrcLLJITGetGlobalPrefix(jit), nullptr, nullptr),
+          "cannot search this process for symbols");
+    api_.LLVMOrcJITDylibAddGenerator(api_.LLVMOrcLLJITGetMainJITDylib(jit), process);
+    options_ = {api_.LLVMCreatePassBuilderOptions(), api_.LLVMDisposePassBuilderOptions};
+    api_.LLVMPassBuilderOptionsSetLoopVectorization(options_.get(), 1);
+    api_.LLVMPassBuilderOptionsSetSLPVectorization(options_.get(), 1);
+    api_.LLVMPassBuilderOptionsSetLoopUnrolling(options_.get(), 1);
+    api_.LLVMPassBuilderOptionsSetLoopInterleaving(options_.get(), 1);
+    version_ = version();
+    identity_ = ::tinyt::detail::cat("LLVM ", version_, " | ", triple_, " | ", cpu_, " | ",
+                                     features_, " | ", pipeline, " contract");
+  }
+  LLVMJit(const LLVMJit&) = delete;
+  LLVMJit& operator=(const LLVMJit&) = delete;
+
+  /// $TINYT_LLVM_PATH if set, then libLLVM.so.N, libLLVM-N.so and libLLVM-N.so.1 for N = 20..14.
+  static std::vector<std::string> default_candidates() {
+    std::vector<std::string> out;
+    if (const char* path = std::getenv("TINYT_LLVM_PATH"); path && *path) out.push_back(path);
+    for (int n = 20; n >= 14; --n) {
+      const std::string v = std::to_string(n);
+      out.insert(out.end(), {"libLLVM.so." + v, "libLLVM-" + v + ".so", "libLLVM-" + v + ".so.1"});
+    }
+    return out;
+  }
+  /// Whether libLLVM can be opened and the process-wide JIT started (never throws).
+  static bool available() noexcept;
+
+  /// The library file loaded, as it was found (an entry of the candidates).
+  const std::string& library_path() const noexcept { return lib_.path(); }
+  /// The LLVM version ("15" when only the file name tells it, "18.1.8" from LLVM itself).
+  const std::string& llvm_version() const noexcept { return version_; }
+  /// LLVM version, target, host CPU and its features, and the pipeline: what a kernel's
+  /// machine code depends on besides its IR (a cache key).
+  const std::string& identity() const noexcept { return identity_; }
+  /// How many modules were compiled.
+  uint64_t compiles() const noexcept { return compiles_; }
+
+  /// Parses, verifies and optimizes `ir`, and returns its function `name` as machine code, which
+  /// lives as long as this JIT. CompileError with LLVM's message (and the numbered IR when it does
+  /// not parse or verify). Two modules may define the same `name`: each gets its own symbol.
+  Function* compile(const std::string& ir, const std::string& name) {
+    using ::tinyt::detail::cat;
+    std::lock_guard lock(mutex_);
+    llvm_c::OrcThreadSafeContextRef context = api_.LLVMOrcCreateNewThreadSafeContext();
+    llvm_c::ModuleRef module = nullptr;
+    // the module dies before the context it lives in, whichever way this returns
+    detail::OnExit cleanup{[&] {
+      if (module) api_.LLVMDisposeModule(module);
+      api_.LLVMOrcDisposeThreadSafeContext(context);
+    }};
+    char* error = nullptr;
+    llvm_c::MemoryBufferRef buffer =
+        api_.LLVMCreateMemoryBufferWithMemoryRangeCopy(ir.data(), ir.size(), name.c_str());
+    if (api_.LLVMParseIRInContext(api_.LLVMOrcThreadSafeContextGetContext(context), buffer, &module,
+                                  &error))
+      throw CompileError(cat("tinyt: LLVM cannot parse the IR of kernel '", name,
+                             "': ", api_.take(error), "\nIR:\n", detail::number_lines(ir)));
+    if (api_.LLVMVerifyModule(module, llvm_c::ReturnStatusAction, &error))
+      throw CompileError(cat("tinyt: the IR of kernel '", name, "' is invalid: ", api_.take(error),
+                             "IR:\n", detail::number_lines(ir)));
+    api_.take(error);
+    llvm_c::ValueRef function = api_.LLVMGetNamedFunction(module, name.c_str());
+    if (!function) throw CompileError(cat("tinyt: the LLVM module has no function '", name, "'"));
+    const std::string symbol = cat(name, ".tinyt", ++compiles_);
+    api_.LLVMSetValueName2(function, symbol.data(), symbol.size());
+    api_.LLVMSetTarget(module, triple_.c_str());
+    api_.LLVMSetDataLayout(module, data_layout_.c_str());
+    if (llvm_c::ErrorRef e = api_.LLVMRunPasses(module, pipeline, tm_.get(), options_.get()))
+      throw CompileError(cat("tinyt: LLVM cannot optimize kernel '", name, "': ", api_.message(e)));
+    llvm_c::OrcThreadSafeModuleRef owned =
+        api_.LLVMOrcCreateNewThreadSafeModule(std::exchange(module, nullptr), context);
+    // the JIT owns the module from here on, even when adding it fails
+    if (llvm_c::ErrorRef e = api_.LLVMOrcLLJITAddLLVMIRModule(
+            jit_.get(), api_.LLVMOrcLLJITGetMainJITDylib(jit_.get()), owned))
+      throw CompileError(
+          cat("tinyt: LLVM cannot add kernel '", name, "' to the JIT: ", api_.message(e)));
+    llvm_c::ExecutorAddress address = 0;
+    if (llvm_c::ErrorRef e = api_.LLVMOrcLLJITLookup(jit_.get(), &address, symbol.c_str())) {
+      std::string message = api_.message(e);
+      std::lock_guard session_lock(session_mutex_);
+      throw CompileError(cat("tinyt: LLVM cannot compile or link kernel '", name, "': ", message,
+                             std::exchange(session_errors_, "")));
+    }
+    return std::bit_cast<Function*>(static_cast<uintptr_t>(address));
+  }
+
+ private:
+  void check(llvm_c::ErrorRef error, const char* what) const {
+    if (error)
+      throw DeviceError(::tinyt::detail::cat("tinyt: LLVM (", lib_.path(), ") ", what, ": ",
+                                             api_.message(error)));
+  }
+
+  void init_native_target() const {
+#if defined(__aarch64__)
+    const char* arch = "AArch64";
+    void (*init[])() = {api_.LLVMInitializeAArch64TargetInfo, api_.LLVMInitializeAArch64Target,
+                        api_.LLVMInitializeAArch64TargetMC, api_.LLVMInitializeAArch64AsmPrinter};
+#else
+    const char* arch = "X86";
+    void (*init[])() = {api_.LLVMInitializeX86TargetInfo, api_.LLVMInitializeX86Target,
+                        api_.LLVMInitializeX86TargetMC, api_.LLVMInitializeX86AsmPrinter};
+#endif
+    for (auto fn : init)
+      if (!fn)
+        throw DeviceError(
+            ::tinyt::detail::cat("tinyt: '", lib_.path(), "' has no ", arch, " target"));
+    for (auto fn : init) fn();
+  }
+
+  llvm_c::TargetMachineRef host_machine(llvm_c::TargetRef target) const {
+    return api_.LLVMCreateTargetMachine(target, triple_.c_str(), cpu_.c_str(), features_.c_str(),
+                                        llvm_c::CodeGenLevelAggressive, llvm_c::RelocDefault,
+                                        llvm_c::CodeModelJITDefault);
+  }
+
+  std::string version() const {
+    if (api_.LLVMGetVersion) {
+      unsigned major = 0, minor = 0, patch = 0;
+      api_.LLVMGetVersion(&major, &minor, &patch);
+      return ::tinyt::detail::cat(major, ".", minor, ".", patch);
+    }
+    // before LLVM 16 only the file tells: the real one, wherever the name led the loader
+    Dl_info info{};
+    std::string file = lib_.path();
+    if (dladdr(std::bit_cast<void*>(api_.LLVMRunPasses), &info) && info.dli_fname)
+      file = info.dli_fname;
+    return detail::llvm_version_from_path(file);
+  }
+
+  Library lib_;
+  llvm_c::Api api_;
+  std::mutex mutex_, session_mutex_;
+  std::string session_errors_;  // what the JIT reported since the last failed lookup
+  std::atomic<uint64_t> compiles_{0};
+  std::string triple_, cpu_, features_, data_layout_, version_, identity_;
+  // declared last, destroyed first: the JIT reports into the members above until it is gone
+  std::unique_ptr<llvm_c::OpaqueTargetMachine, void (*)(llvm_c::TargetMachineRef)> tm_{nullptr,
+                                                                                       nullptr};
+  std::unique_ptr<llvm_c::OpaqueOrcLLJIT, std::function<void(llvm_c::OrcLLJITRef)>> jit_;
+  std::unique_ptr<llvm_c::OpaquePassBuilderOptions, void (*)(llvm_c::PassBuilderOptionsRef)>
+      options_{nullptr, nullptr};
+};
+
+/// The process-wide LLVM JIT, started at first use (reads TINYT_LLVM_PATH then). Never destroyed:
+/// kernels it compiled may run until the process ends.
+inline LLVMJit& default_llvm() {
+  static LLVMJit* jit = new LLVMJit();
+  return *jit;
+}
+
+inline bool LLVMJit::available() noexcept {
+  try {
+    default_llvm();
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace backend
+}  // namespace tinyt::inline v0
+
+#undef TINYT_LLVM_C_API
+// ---- end tinyt/backend/cpu_llvm.hpp ----
 // ---- tinyt/backend/threadpool.hpp ----
 // The CPU's threads: a persistent pool, one thread per core (the caller is one of them), that
 // runs the parts of a THREAD-split kernel. Workers spin briefly before sleeping so that kernels
@@ -5395,6 +5768,595 @@ inline std::optional<std::vector<Opt>> deserialize_opts(const std::string& text)
 }  // namespace codegen
 }  // namespace tinyt::inline v0
 // ---- end tinyt/codegen/opt/search.hpp ----
+// ---- tinyt/renderer/llvmir.hpp ----
+// The LLVM IR renderer: a linearized kernel as a textual LLVM IR module that LLVM 14 through 20
+// all parse. Pointers are written typed (`float*`): LLVM 14 needs them, and LLVM 17+ reads them
+// as opaque `ptr`.
+//
+// The module defines `void NAME(i8** bufs, i64* vars, i32 core_id, i32 core_count)`, the C ABI
+// of the C renderer's `void NAME(void**, const long long*, int, int)`. It loads the buffer
+// pointers and calls an always-inlined body whose pointer parameters are `noalias`, the
+// `restrict` of the C kernels. Each UOp is one SSA value (or a constant written in place); loops
+// are phi-counted blocks; accumulators are allocas that mem2reg promotes.
+//
+// The numerics are the C renderer's: NaN-propagating MAX, integer division that never traps,
+// bool as i1 (one byte in memory), float16 computed in float and rounded back after each op,
+// bfloat16 stored as its 16 bits and computed in float with round-to-nearest-even after each op.
+// Float ops carry only the `contract` fast-math flag: fmul+fadd may fuse into an FMA.
+
+
+
+namespace tinyt::inline v0 {
+namespace renderer {
+
+namespace detail {
+using tinyt::detail::cat;
+
+
+/// The IR type a value of `dt` is computed in.
+inline std::string llvm_type(DType dt) {
+  switch (dt.scalar_type()) {
+    case ScalarType::bool_:
+      return "i1";
+    case ScalarType::int8:
+    case ScalarType::uint8:
+      return "i8";
+    case ScalarType::int16:
+    case ScalarType::uint16:
+      return "i16";
+    case ScalarType::int32:
+    case ScalarType::uint32:
+      return "i32";
+    case ScalarType::int64:
+    case ScalarType::uint64:
+    case ScalarType::index:
+      return "i64";
+    case ScalarType::float16:
+      return "half";
+    case ScalarType::bfloat16:
+      return "float";  // rounded to bfloat16 after each op
+    case ScalarType::float32:
+      return "float";
+    case ScalarType::float64:
+      return "double";
+    default:
+      throw CompileError(cat("LLVM renderer: no IR type for ", dt.name()));
+  }
+}
+/// The IR type a value of `dt` has in memory: bool is a byte, bfloat16 its 16 bits.
+inline std::string llvm_memory_type(DType dt) {
+  if (dt.scalar().is_bool()) return "i8";
+  if (dt.scalar() == dtypes::bfloat16) return "i16";
+  return llvm_type(dt);
+}
+inline int llvm_align(DType dt) {
+  return dt.scalar().is_index() ? 8 : std::max(dt.scalar().itemsize(), 1);
+}
+
+/// A float constant as IR spells it: the exact double in hex (half: its own 16 bits). NaN is the
+/// positive quiet NaN, as C's NAN.
+inline std::string llvm_float(double v, DType dt) {
+  char buf[24];
+  if (dt.scalar() == dtypes::float16) {
+    const auto bits =
+        std::isnan(v) ? uint16_t{0x7e00} : std::bit_cast<uint16_t>(half_t(static_cast<float>(v)));
+    std::snprintf(buf, sizeof buf, "0xH%04X", static_cast<unsigned>(bits));
+    return buf;
+  }
+  if (std::isnan(v))
+    v = std::numeric_limits<double>::quiet_NaN();
+  else if (dt.scalar() != dtypes::float64)
+    v = static_cast<float>(v);  // float and bfloat16
+  std::snprintf(buf, sizeof buf, "0x%016llX",
+                static_cast<unsigned long long>(std::bit_cast<uint64_t>(v)));
+  return buf;
+}
+
+/// A constant of any dtype; integers as the signed value of their bits.
+inline std::string llvm_literal(const UOp& c) {
+  const DType dt = c.dtype().scalar();
+  if (dt.is_float()) return llvm_float(c.const_float(), dt);
+  if (dt.is_bool()) return c.const_int() ? "true" : "false";
+  // IR integers have no sign: an unsigned value with its top bit set is written negative
+  const int bits = 8 * dt.itemsize();
+  i128 v = wrap_int(c.const_int(), dt);
+  if (v > INT64_MAX || (dt.is_unsigned() && v >> (bits - 1))) v -= static_cast<i128>(1) << bits;
+  return cat(static_cast<long long>(v));
+}
+
+/// A name IR can quote: `"` and `\` and control characters are escaped.
+inline std::string llvm_quoted(const std::string& name) {
+  std::string out = "\"";
+  for (char ch : name) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (u < 0x20 || ch == '"' || ch == '\\') {
+      char esc[4];
+      std::snprintf(esc, sizeof esc, "\\%02X", u);
+      out += esc;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+inline const char* llvm_intrinsic(Ops op) {
+  switch (op) {
+    case Ops::EXP2:
+      return "exp2";
+    case Ops::LOG2:
+      return "log2";
+    case Ops::SIN:
+      return "sin";
+    case Ops::SQRT:
+      return "sqrt";
+    case Ops::TRUNC:
+      return "trunc";
+    case Ops::POW:
+      return "pow";
+    default:
+      return nullptr;
+  }
+}
+
+// The C renderer's tinyt_f32_to_bf16 / tinyt_bf16_to_f32, bit for bit.
+inline constexpr const char* llvm_bf16_helpers =
+    "define internal i16 @tinyt.f32_to_bf16(float %f) #0 {\n"
+    "  %u = bitcast float %f to i32\n"
+    "  %hi = lshr i32 %u, 16\n"
+    "  %lsb = and i32 %hi, 1\n"
+    "  %bias = add i32 %lsb, 32767\n"
+    "  %sum = add i32 %u, %bias\n"
+    "  %nearest = lshr i32 %sum, 16\n"
+    "  %quiet = or i32 %hi, 64\n"  // NaN stays NaN
+    "  %nan = fcmp uno float %f, 0.0\n"
+    "  %bits = select i1 %nan, i32 %quiet, i32 %nearest\n"
+    "  %r = trunc i32 %bits to i16\n"
+    "  ret i16 %r\n}\n"
+    "define internal float @tinyt.bf16_to_f32(i16 %b) #0 {\n"
+    "  %w = zext i16 %b to i32\n"
+    "  %s = shl i32 %w, 16\n"
+    "  %f = bitcast i32 %s to float\n"
+    "  ret float %f\n}\n"
+    "define internal float @tinyt.bf16_round(float %f) #0 {\n"
+    "  %b = call i16 @tinyt.f32_to_bf16(float %f)\n"
+    "  %r = call float @tinyt.bf16_to_f32(i16 %b)\n"
+    "  ret float %r\n}\n";
+}  // namespace detail
+
+/// Renders a program as an LLVM IR module.
+class LLVMRenderer {
+ public:
+  std::string render(const codegen::Program& p) {
+    for (const UOp& u : p.ops) line(u);
+    const std::string fn = detail::llvm_quoted(p.name),
+                      body = detail::llvm_quoted(p.name + ".body");
+    std::string params, args, loads;
+    for (size_t i = 0; i < p.globals.size(); ++i) {
+      const std::string t =
+          detail::llvm_memory_type(p.globals[i].is_void() ? dtypes::uint8 : p.globals[i].base()) +
+          "*";
+      params += detail::cat(t, " noalias %data", i, ", ");
+      args += detail::cat(t, " %p", i, ", ");
+      loads += detail::cat("  %a", i, " = getelementptr i8*, i8** %bufs, i64 ", i, "\n  %b", i,
+                           " = load i8*, i8** %a", i, ", align 8\n  %p", i, " = bitcast i8* %b", i,
+                           " to ", t, "\n");
+    }
+    std::ostringstream out;
+    out << "; tinyt kernel " << p.name << "\n";
+    out << "define internal void @" << body << "(" << params
+        << "i64* %vars, i32 %core_id, i32 %core_count) #0 {\n"
+        << "entry:\n"
+        << allocas_.str() << body_.str() << "  ret void\n}\n\n";
+    out << "define void @" << fn
+        << "(i8** %bufs, i64* %vars, i32 %core_id, i32 %core_count) #1 {\nentry:\n"
+        << loads << "  call void @" << body << "(" << args
+        << "i64* %vars, i32 %core_id, i32 %core_count)\n  ret void\n}\n\n";
+    if (bf16_) out << detail::llvm_bf16_helpers << "\n";
+    for (const std::string& d : declares_) out << d << "\n";
+    out << "attributes #0 = { alwaysinline nounwind }\nattributes #1 = { nounwind }\n";
+    return out.str();
+  }
+
+ private:
+  std::unordered_map<const UOpNode*, std::string> name_;
+  std::unordered_map<const UOpNode*, int> loop_;  // RANGE -> its loop's number, -1 for THREAD
+  std::ostringstream allocas_, body_;
+  std::string block_ = "entry";  // the basic block being written
+  std::set<std::string> declares_;
+  int values_ = 0, blocks_ = 0;
+  bool bf16_ = false;
+
+  const std::string& ref(const UOp& u) { return name_.at(u.get()); }
+  void inst(const std::string& s) { body_ << "  " << s << "\n"; }
+  std::string emit(const std::string& rhs) {
+    std::string n = "%v" + std::to_string(values_++);
+    inst(n + " = " + rhs);
+    return n;
+  }
+  void label(const std::string& l) {
+    body_ << l << ":\n";
+    block_ = l;
+  }
+  std::string bf16_call(const char* fn, const char* ret, const char* arg_type,
+                        const std::string& v) {
+    bf16_ = true;
+    return emit(detail::cat("call ", ret, " @tinyt.", fn, "(", arg_type, " ", v, ")"));
+  }
+
+  // float16 computes in float: widen before an op, round back after it; bfloat16 rounds too
+  std::string widen(const std::string& v, DType dt) {
+    return dt.scalar() == dtypes::float16 ? emit("fpext half " + v + " to float") : v;
+  }
+  std::string narrow(const std::string& v, DType dt) {
+    if (dt.scalar() == dtypes::float16) return emit("fptrunc float " + v + " to half");
+    if (dt.scalar() == dtypes::bfloat16) return bf16_call("bf16_round", "float", "float", v);
+    return v;
+  }
+  static std::string arith_type(DType dt) {
+    return dt.scalar() == dtypes::float64 ? "double" : "float";
+  }
+
+  // `v` of dtype `from` converted to `to` as a C cast converts it
+  std::string convert(const std::string& v, DType from, DType to) {
+    from = from.scalar(), to = to.scalar();
+    if (from == to) return v;
+    const std::string ft = detail::llvm_type(from), tt = detail::llvm_type(to);
+    if (to.is_bool()) {
+      if (from.is_float())
+        return emit(detail::cat("fcmp une ", arith_type(from), " ", widen(v, from), ", 0.0"));
+      return emit(detail::cat("icmp ne ", ft, " ", v, ", 0"));
+    }
+    if (!from.is_float() && !to.is_float()) {
+      const int fb = from.is_bool() ? 1 : from.is_index() ? 64 : 8 * from.itemsize();
+      const int tb = to.is_index() ? 64 : 8 * to.itemsize();
+      if (fb == tb) return v;
+      if (fb > tb) return emit(detail::cat("trunc ", ft, " ", v, " to ", tt));
+      const bool sign = !from.is_bool() && !from.is_unsigned();
+      return emit(detail::cat(sign ? "sext " : "zext ", ft, " ", v, " to ", tt));
+    }
+    if (!from.is_float()) {  // int or bool -> float: convert in float (double), then round down
+      const bool sign = !from.is_bool() && !from.is_unsigned();
+      const std::string f =
+          emit(detail::cat(sign ? "sitofp " : "uitofp ", ft, " ", v, " to ", arith_type(to)));
+      return narrow(f, to);
+    }
+    if (!to.is_float()) {
+      // float -> int: small targets go through int (and uint32 through int64), as x86 C does;
+      // out-of-range values are undefined in C either way
+      const std::string w = widen(v, from), at = arith_type(from);
+      if (to.itemsize() < 4 || to == dtypes::uint32) {
+        const std::string wide = to == dtypes::uint32 ? "i64" : "i32";
+        return emit(detail::cat("trunc ", wide, " ",
+                                emit(detail::cat("fptosi ", at, " ", w, " to ", wide)), " to ",
+                                tt));
+      }
+      return emit(detail::cat(to.is_unsigned() ? "fptoui " : "fptosi ", at, " ", w, " to ", tt));
+    }
+    // float -> float
+    if (to == dtypes::float64)
+      return emit(detail::cat("fpext float ", widen(v, from), " to double"));
+    if (to == dtypes::float16)
+      return emit(
+          detail::cat("fptrunc float ", from == dtypes::float64 ? round_to_odd(v) : v, " to half"));
+    // to float32 or bfloat16: in float first, then bfloat16 rounds
+    std::string f = v;
+    if (from == dtypes::float16) f = emit("fpext half " + v + " to float");
+    if (from == dtypes::float64) f = emit("fptrunc double " + v + " to float");
+    return to == dtypes::bfloat16 ? narrow(f, to) : f;
+  }
+  // double -> float rounded to odd (toward zero, then the last bit set if inexact), so that
+  // rounding that float to half is the correctly rounded double -> half. LLVM would call
+  // __truncdfhf2, whose half return ABI LLVM 14 and libgcc disagree on.
+  std::string round_to_odd(const std::string& d) {
+    declares_.insert("declare double @llvm.fabs.f64(double)");
+    const std::string f = emit("fptrunc double " + d + " to float"),
+                      back = emit("fpext float " + f + " to double");
+    const std::string inexact =
+        emit(detail::cat("zext i1 ", emit("fcmp une double " + back + ", " + d), " to i32"));
+    const std::string away = emit(
+        detail::cat("fcmp ogt double ", emit("call double @llvm.fabs.f64(double " + back + ")"),
+                    ", ", emit("call double @llvm.fabs.f64(double " + d + ")")));
+    const std::string toward_zero =
+        emit(detail::cat("sub i32 ", emit("bitcast float " + f + " to i32"), ", ",
+                         emit("zext i1 " + away + " to i32")));
+    return emit(detail::cat("bitcast i32 ",
+                            emit(detail::cat("or i32 ", toward_zero, ", ", inexact)), " to float"));
+  }
+  // source i of u, as a value of dtype `dt`
+  std::string operand(const UOp& u, size_t i, DType dt) {
+    return convert(ref(u.src(i)), u.src(i).dtype(), dt);
+  }
+
+  void line(const UOp& u) {
+    const auto& s = u.src();
+    switch (u.op()) {
+      case Ops::DEFINE_GLOBAL:
+        name_[u.get()] = "%data" + std::to_string(u.arg().as_int());
+        return;
+      case Ops::CONST:
+        name_[u.get()] = detail::llvm_literal(u);
+        return;
+      case Ops::DEFINE_REG: {
+        const std::string n = "%acc" + std::to_string(u.arg().as_int());
+        allocas_ << "  " << n << " = alloca " << detail::llvm_type(u.dtype().base()) << ", align "
+                 << detail::llvm_align(u.dtype().base()) << "\n";
+        name_[u.get()] = n;
+        return;
+      }
+      case Ops::RANGE:
+        return range(u);
+      case Ops::END:
+        return end(u);
+      case Ops::INDEX: {
+        if (s[0].op() == Ops::DEFINE_REG) {
+          name_[u.get()] = ref(s[0]);
+          return;
+        }
+        const std::string t = detail::llvm_memory_type(u.dtype().base());
+        // a gated index may be out of bounds where its gate is false: no inbounds promise then
+        name_[u.get()] =
+            emit(detail::cat("getelementptr ", s.size() > 2 ? "" : "inbounds ", t, ", ", t, "* ",
+                             ref(s[0]), ", i64 ", operand(u, 1, dtypes::index)));
+        return;
+      }
+      case Ops::LOAD:
+        name_[u.get()] = load(u);
+        return;
+      case Ops::STORE:
+        return store(u);
+      default:
+        break;
+    }
+    if (GroupOp::ALU.contains(u.op()) || u.op() == Ops::CAST || u.op() == Ops::BITCAST) {
+      name_[u.get()] = alu(u);
+      return;
+    }
+    throw CompileError(
+        detail::cat("LLVM renderer: cannot render ", op_name(u.op()), " of ", u.dtype().name()));
+  }
+
+  void range(const UOp& u) {
+    if (codegen::range_kind(u) == codegen::RangeKind::thread) {  // one core's share: no loop
+      loop_[u.get()] = -1;
+      name_[u.get()] = emit("sext i32 %core_id to i64");
+      return;
+    }
+    const int n = blocks_++;
+    const std::string end = operand(u, 0, dtypes::index), i = detail::cat("%ridx", n),
+                      from = block_;
+    inst(detail::cat("br label %loop", n));
+    label(detail::cat("loop", n));
+    inst(detail::cat(i, " = phi i64 [ 0, %", from, " ], [ ", i, ".next, %latch", n, " ]"));
+    inst(detail::cat("br i1 ", emit(detail::cat("icmp slt i64 ", i, ", ", end)), ", label %body", n,
+                     ", label %exit", n));
+    label(detail::cat("body", n));
+    loop_[u.get()] = n;
+    name_[u.get()] = i;
+  }
+  void end(const UOp& u) {
+    const int n = loop_.at(u.src(0).get());
+    if (n < 0) return;
+    inst(detail::cat("br label %latch", n));
+    label(detail::cat("latch", n));
+    inst(detail::cat("%ridx", n, ".next = add nuw nsw i64 %ridx", n, ", 1"));
+    inst(detail::cat("br label %loop", n));
+    label(detail::cat("exit", n));
+  }
+
+  std::string load(const UOp& u) {
+    const UOp& idx = u.src(0);
+    const DType dt = u.dtype();
+    if (idx.src(0).op() == Ops::DEFINE_REG)
+      return emit(detail::cat("load ", detail::llvm_type(dt), ", ", detail::llvm_type(dt), "* ",
+                              ref(idx), ", align ", detail::llvm_align(dt)));
+    const std::string mt = detail::llvm_memory_type(dt);
+    const std::string read =
+        detail::cat("load ", mt, ", ", mt, "* ", ref(idx), ", align ", detail::llvm_align(dt));
+    std::string v;
+    if (idx.src().size() > 2) {  // gated: memory is touched only where the gate holds
+      const int n = blocks_++;
+      const std::string from = block_;
+      inst(detail::cat("br i1 ", ref(idx.src(2)), ", label %load", n, ", label %loaded", n));
+      label(detail::cat("load", n));
+      const std::string x = emit(read);
+      inst(detail::cat("br label %loaded", n));
+      label(detail::cat("loaded", n));
+      const std::string zero = mt == "half"                      ? "0xH0000"
+                               : mt == "float" || mt == "double" ? "0.0"
+                                                                 : "0";
+      v = emit(detail::cat("phi ", mt, " [ ", x, ", %load", n, " ], [ ", zero, ", %", from, " ]"));
+    } else {
+      v = emit(read);
+    }
+    if (dt.scalar().is_bool()) return emit("icmp ne i8 " + v + ", 0");
+    if (dt.scalar() == dtypes::bfloat16) return bf16_call("bf16_to_f32", "float", "i16", v);
+    return v;
+  }
+
+  void store(const UOp& u) {
+    const UOp& idx = u.src(0);
+    const bool reg = idx.src(0).op() == Ops::DEFINE_REG;
+    const DType dt = reg ? idx.dtype().base() : idx.src(0).dtype().base();
+    std::string v = operand(u, 1, dt);
+    std::string t = detail::llvm_type(dt);
+    if (!reg && dt.scalar().is_bool()) v = emit("zext i1 " + v + " to i8"), t = "i8";
+    if (!reg && dt.scalar() == dtypes::bfloat16)
+      v = bf16_call("f32_to_bf16", "i16", "float", v), t = "i16";
+    const std::string write = detail::cat("store ", t, " ", v, ", ", t, "* ", ref(idx), ", align ", detail::llvm_align(dt));
+    if (idx.src().size() <= 2) return inst(write);
+    // gated (a padded axis): memory is written only where the gate holds
+    const int n = blocks_++;
+    inst(detail::cat("br i1 ", ref(idx.src(2)), ", label %store", n, ", label %stored", n));
+    label(detail::cat("store", n));
+    inst(write);
+    inst(detail::cat("br label %stored", n));
+    label(detail::cat("stored", n));
+  }
+
+  std::string alu(const UOp& u) {
+    const auto& s = u.src();
+    const DType dt = u.dtype().scalar();
+    if (u.op() == Ops::CAST) return convert(ref(s[0]), s[0].dtype(), dt);
+    if (u.op() == Ops::BITCAST) return bitcast(u);
+    if (u.op() == Ops::WHERE)
+      return emit(detail::cat("select i1 ", operand(u, 0, dtypes::bool_), ", ",
+                              detail::llvm_type(dt), " ", operand(u, 1, dt), ", ",
+                              detail::llvm_type(dt), " ", operand(u, 2, dt)));
+    // the operands' dtype decides how to compute (comparisons make bools of any dtype)
+    const DType in = s[0].dtype().scalar();
+    return in.is_float() ? float_alu(u, in) : int_alu(u, in);
+  }
+
+  std::string float_alu(const UOp& u, DType in) {
+    const DType dt = u.dtype().scalar();
+    const std::string at = arith_type(in);
+    auto a = [&](size_t i) { return widen(operand(u, i, in), in); };
+    if (const char* fn = detail::llvm_intrinsic(u.op())) {
+      const std::string name = detail::cat("@llvm.", fn, in == dtypes::float64 ? ".f64" : ".f32");
+      const bool binary = u.op() == Ops::POW;
+      declares_.insert(
+          detail::cat("declare ", at, " ", name, "(", at, binary ? ", " + at : "", ")"));
+      const std::string args =
+          binary ? detail::cat(at, " ", a(0), ", ", at, " ", a(1)) : detail::cat(at, " ", a(0));
+      return narrow(emit(detail::cat("call ", at, " ", name, "(", args, ")")), dt);
+    }
+    if (const char* op = float_instruction(u.op())) {
+      const std::string args = u.op() == Ops::RECIPROCAL ? "1.0, " + a(0)
+                               : u.op() == Ops::NEG      ? a(0)
+                                                         : a(0) + ", " + a(1);
+      const std::string r = emit(detail::cat(op, " ", at, " ", args));
+      return GroupOp::Comparison.contains(u.op()) ? r : narrow(r, dt);
+    }
+    if (u.op() == Ops::MAX) {  // a when a is NaN or greater, else b: NaN in either operand wins
+      const std::string x = operand(u, 0, in), y = operand(u, 1, in), wx = widen(x, in),
+                        wy = widen(y, in), t = detail::llvm_type(in);
+      const std::string nan = emit(detail::cat("fcmp uno ", at, " ", wx, ", ", wx));
+      const std::string gt = emit(detail::cat("fcmp ogt ", at, " ", wx, ", ", wy));
+      return emit(detail::cat("select i1 ", emit("or i1 " + nan + ", " + gt), ", ", t, " ", x, ", ",
+                              t, " ", y));
+    }
+    throw CompileError(
+        detail::cat("LLVM renderer: cannot render ", op_name(u.op()), " of ", in.name()));
+  }
+
+  static const char* float_instruction(Ops op) {
+    switch (op) {
+      case Ops::ADD:
+        return "fadd contract";
+      case Ops::SUB:
+        return "fsub contract";
+      case Ops::MUL:
+        return "fmul contract";
+      case Ops::FDIV:
+        return "fdiv contract";
+      case Ops::RECIPROCAL:
+        return "fdiv contract";
+      case Ops::NEG:
+        return "fneg";
+      case Ops::CMPLT:
+        return "fcmp olt";  // false with NaN, like C's <
+      case Ops::CMPNE:
+        return "fcmp une";  // true with NaN, like C's !=
+      case Ops::CMPEQ:
+        return "fcmp oeq";
+      default:
+        return nullptr;
+    }
+  }
+
+  std::string int_alu(const UOp& u, DType in) {
+    const DType dt = u.dtype().scalar();
+    const bool sign = !in.is_unsigned() && !in.is_bool();
+    const bool cmp = GroupOp::Comparison.contains(u.op());
+    const DType od = cmp ? in : dt;  // the dtype both operands are computed in
+    auto a = [&](size_t i) { return operand(u, i, od); };
+    auto bin = [&](const char* op) {
+      return emit(detail::cat(op, " ", detail::llvm_type(od), " ", a(0), ", ", a(1)));
+    };
+    switch (u.op()) {
+      // bools add as OR, multiply as AND and subtract as XOR (C then converts back to bool)
+      case Ops::ADD:
+        return bin(od.is_bool() ? "or" : "add");
+      case Ops::SUB:
+        return bin(od.is_bool() ? "xor" : "sub");
+      case Ops::MUL:
+        return bin(od.is_bool() ? "and" : "mul");
+      case Ops::AND:
+        return bin("and");
+      case Ops::OR:
+        return bin("or");
+      case Ops::XOR:
+        return bin("xor");
+      case Ops::SHL:
+        return bin("shl");
+      case Ops::SHR:
+        return bin(sign ? "ashr" : "lshr");
+      case Ops::NEG:
+        return od.is_bool() ? a(0) : emit(detail::cat("sub ", detail::llvm_type(od), " 0, ", a(0)));
+      case Ops::CMPLT:
+        return bin(sign ? "icmp slt" : "icmp ult");
+      case Ops::CMPNE:
+        return bin("icmp ne");
+      case Ops::CMPEQ:
+        return bin("icmp eq");
+      case Ops::MAX: {
+        const std::string x = a(0), y = a(1), ty = detail::llvm_type(od);
+        const std::string gt =
+            emit(detail::cat(sign ? "icmp sgt " : "icmp ugt ", ty, " ", x, ", ", y));
+        return emit(detail::cat("select i1 ", gt, ", ", ty, " ", x, ", ", ty, " ", y));
+      }
+      case Ops::IDIV:
+      case Ops::MOD:
+        return divide(u.op() == Ops::MOD, a(0), a(1), od);
+      default:
+        break;
+    }
+    throw CompileError(
+        detail::cat("LLVM renderer: cannot render ", op_name(u.op()), " of ", in.name()));
+  }
+
+  // x/0 is 0 and x%0 is 0; signed x/-1 is -x (wrapping) and x%-1 is 0: nothing traps, and the
+  // divisor the instruction sees is never 0 or -1
+  std::string divide(bool mod, const std::string& x, const std::string& y, DType dt) {
+    const std::string t = detail::llvm_type(dt);
+    const bool sign = !dt.is_unsigned() && !dt.is_bool();
+    const std::string zero = emit(detail::cat("icmp eq ", t, " ", y, ", 0"));
+    std::string bad = zero, minus_one;
+    if (sign) {
+      minus_one = emit(detail::cat("icmp eq ", t, " ", y, ", -1"));
+      bad = emit("or i1 " + zero + ", " + minus_one);
+    }
+    const std::string safe = emit(detail::cat("select i1 ", bad, ", ", t, " 1, ", t, " ", y));
+    const char* op = mod ? (sign ? "srem" : "urem") : (sign ? "sdiv" : "udiv");
+    std::string q = emit(detail::cat(op, " ", t, " ", x, ", ", safe));
+    if (sign) {
+      const std::string special = mod ? "0" : emit(detail::cat("sub ", t, " 0, ", x));
+      q = emit(detail::cat("select i1 ", minus_one, ", ", t, " ", special, ", ", t, " ", q));
+    }
+    return emit(detail::cat("select i1 ", zero, ", ", t, " 0, ", t, " ", q));
+  }
+
+  // the bits reinterpreted; bool is its byte and bfloat16 its 16 bits, as in memory
+  std::string bitcast(const UOp& u) {
+    const DType from = u.src(0).dtype().scalar(), to = u.dtype().scalar();
+    std::string v = ref(u.src(0));
+    if (from.is_bool()) v = emit("zext i1 " + v + " to i8");
+    if (from == dtypes::bfloat16) v = bf16_call("f32_to_bf16", "i16", "float", v);
+    const std::string fm = detail::llvm_memory_type(from), tm = detail::llvm_memory_type(to);
+    if (fm != tm) v = emit(detail::cat("bitcast ", fm, " ", v, " to ", tm));
+    if (to.is_bool()) return emit("icmp ne i8 " + v + ", 0");
+    if (to == dtypes::bfloat16) return bf16_call("bf16_to_f32", "float", "i16", v);
+    return v;
+  }
+};
+
+/// LLVM IR for a program.
+inline std::string render_llvm(const codegen::Program& p) { return LLVMRenderer().render(p); }
+
+}  // namespace renderer
+}  // namespace tinyt::inline v0
+// ---- end tinyt/renderer/llvmir.hpp ----
 // ---- tinyt/schedule/cache.hpp ----
 // The schedule cache: a step seen before (the same ops on the same shapes, new data) is not
 // scheduled again. Its pending graph, with each buffer replaced by a numbered placeholder, is
@@ -5570,49 +6532,102 @@ inline std::pair<int64_t, int64_t> schedule_cache_counts() {
 
 namespace tinyt::inline v0 {
 
+/// What turns CPU kernels into machine code: LLVM's ORC JIT (the default), or the system C
+/// compiler (CPU_LLVM=0, or when libLLVM cannot be opened).
+enum class CpuCompiler { llvm, cc };
+
+namespace detail {
+// Whether libLLVM opened, tried once; why not, when it did not.
+inline const std::string& llvm_unavailable_reason() {
+  static const std::string reason = [] {
+    try {
+      backend::default_llvm();
+      return std::string();
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+  }();
+  return reason;
+}
+}  // namespace detail
+
+/// The CPU compiler to use now.
+inline CpuCompiler cpu_compiler() {
+  if (!getenv_int("CPU_LLVM", 1)) return CpuCompiler::cc;
+  if (detail::llvm_unavailable_reason().empty()) return CpuCompiler::llvm;
+  static std::once_flag noted;
+  if (debug_level() >= 1)
+    std::call_once(noted, [] { std::cerr << "tinyt: using the C compiler, LLVM is unavailable: " << detail::llvm_unavailable_reason() << "\n"; });
+  return CpuCompiler::cc;
+}
+/// The identity of a CPU compiler (version, flags, host CPU): part of every on-disk cache key.
+inline std::string compiler_identity(CpuCompiler c) {
+  return c == CpuCompiler::llvm ? backend::default_llvm().identity() : backend::default_cc().identity();
+}
+
 /// A kernel ready to launch.
 struct CompiledKernel {
   codegen::Program program;
-  std::string source;
-  std::unique_ptr<backend::CProgram> binary;
+  std::string source;  // LLVM IR or C
+  CpuCompiler compiler;
+  backend::LLVMJit::Function* function = nullptr;
+  std::unique_ptr<backend::CProgram> library;  // the C path's shared object, which holds `function`
 };
 
 /// Compiles a kernel AST with `opts` applied (its registers expanded) for the CPU.
-inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vector<codegen::Opt> opts) {
+inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vector<codegen::Opt> opts,
+                                                      CpuCompiler compiler = cpu_compiler()) {
   auto k = std::make_shared<CompiledKernel>();
   k->program = codegen::linearize(codegen::expand_registers(codegen::apply_opts(ast, opts)), schedule::detail::kernel_name(ast));
   k->program.opts = std::move(opts);
+  k->compiler = compiler;
+  if (compiler == CpuCompiler::llvm) {
+    k->source = renderer::render_llvm(k->program);
+    if (debug_level() >= 4) std::cerr << k->source << "\n";
+    k->function = backend::default_llvm().compile(k->source, k->program.name);
+    return k;
+  }
   k->source = renderer::render_c(k->program);
   if (debug_level() >= 4) std::cerr << k->source << "\n";
-  k->binary = std::make_unique<backend::CProgram>(backend::default_cc().compile(k->source), k->program.name);
+  try {
+    k->library = std::make_unique<backend::CProgram>(backend::default_cc().compile(k->source), k->program.name);
+  } catch (const DeviceError& e) {
+    if (detail::llvm_unavailable_reason().empty()) throw;
+    throw DeviceError(detail::cat("tinyt: no CPU compiler can be used.\n", detail::llvm_unavailable_reason(), "\n", e.what()));
+  }
+  k->function = k->library->function();
   return k;
 }
 
 /// Runs a compiled kernel on its buffers, split over as many threads as its program says.
 inline void launch(const CompiledKernel& k, void* const* bufs) {
+  auto* fn = k.function;
+  auto** b = const_cast<void**>(bufs);
   if (const int threads = static_cast<int>(k.program.threads); threads > 1)
-    backend::ThreadPool::instance().run(threads, [&](int i) { (*k.binary)(bufs, nullptr, i, threads); });
+    backend::ThreadPool::instance().run(threads, [&](int i) { fn(b, nullptr, i, threads); });
   else
-    (*k.binary)(bufs, nullptr);
+    fn(b, nullptr, 0, 1);
 }
 
 namespace detail {
 // How kernels are optimized now: NOOPT, BEAM and the thread count, read once per schedule.
 struct OptSettings {
   int64_t noopt, beam, threads;
+  CpuCompiler compiler;
   bool operator==(const OptSettings&) const = default;
   static OptSettings current() {
-    return {getenv_int("NOOPT", 0), getenv_int("BEAM", 0), backend::ThreadPool::instance().size()};
+    return {getenv_int("NOOPT", 0), getenv_int("BEAM", 0), backend::ThreadPool::instance().size(), cpu_compiler()};
   }
 };
 
 // Seconds of the fastest of a few runs of `ast` with `opts`, on scratch copies of its buffers
 // (a candidate must not touch real data: the kernel may write in place); infinity when the
 // candidate does not compile.
-inline double time_candidate(const UOp& ast, const std::vector<codegen::Opt>& opts, const std::vector<UOp>& buffers) {
+inline double time_candidate(const UOp& ast, const std::vector<codegen::Opt>& opts, const std::vector<UOp>& buffers,
+                             CpuCompiler compiler) {
   std::shared_ptr<CompiledKernel> k;
   try {
-    k = compile_kernel(ast, opts);
+    k = compile_kernel(ast, opts, compiler);
   } catch (const CompileError&) {
     return INFINITY;
   }
@@ -5639,14 +6654,14 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
   const std::string key = backend::detail::Hash128()
                               .update(to_string(ast))
                               .update(cat("|beam ", settings.beam, " threads ", settings.threads, "|"))
-                              .update(backend::default_cc().identity())
+                              .update(compiler_identity(settings.compiler))
                               .hex();
   const std::filesystem::path dir = backend::CCompiler::default_cache_dir() / "beam", file = dir / (key + ".opts");
   if (auto text = backend::detail::read_file(file))
     if (auto opts = codegen::deserialize_opts(*text)) return *opts;
   const auto start = std::chrono::steady_clock::now();
   std::vector<codegen::Opt> opts = codegen::beam_search(ast, settings.beam, settings.threads, [&](const std::vector<codegen::Opt>& o) {
-    return time_candidate(ast, o, buffers);
+    return time_candidate(ast, o, buffers, settings.compiler);
   });
   if (debug_level() >= 1)
     std::cerr << "beam: " << schedule::detail::kernel_name(ast) << " -> " << codegen::to_string(opts) << " in "
@@ -5669,18 +6684,18 @@ inline std::vector<codegen::Opt> choose_opts(const UOp& ast, const std::vector<U
 class KernelCache {
  public:
   std::shared_ptr<CompiledKernel> get(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
-    const Key key{ast.get(), settings.noopt, settings.beam, settings.threads};
+    const Key key{ast.get(), settings.noopt, settings.beam, settings.threads, settings.compiler};
     {
       std::lock_guard lock(mu_);
       if (auto it = map_.find(key); it != map_.end()) return it->second.second;
     }
-    std::shared_ptr<CompiledKernel> k = compile_kernel(ast, choose_opts(ast, buffers, settings));
+    std::shared_ptr<CompiledKernel> k = compile_kernel(ast, choose_opts(ast, buffers, settings), settings.compiler);
     std::lock_guard lock(mu_);
     return map_.try_emplace(key, ast, k).first->second.second;
   }
 
  private:
-  using Key = std::tuple<const UOpNode*, int64_t, int64_t, int64_t>;
+  using Key = std::tuple<const UOpNode*, int64_t, int64_t, int64_t, CpuCompiler>;
   std::mutex mu_;
   std::map<Key, std::pair<UOp, std::shared_ptr<CompiledKernel>>> map_;
 };

@@ -11,59 +11,114 @@
 #include <tuple>
 
 #include "backend/cpu_cc.hpp"
+#include "backend/cpu_llvm.hpp"
 #include "backend/threadpool.hpp"
 #include "codegen/opt/expander.hpp"
 #include "codegen/opt/heuristic.hpp"
 #include "codegen/opt/search.hpp"
 #include "helpers.hpp"
 #include "renderer/cstyle.hpp"
+#include "renderer/llvmir.hpp"
 #include "schedule/cache.hpp"
 
 namespace tinyt::inline v0 {
 
+/// What turns CPU kernels into machine code: LLVM's ORC JIT (the default), or the system C
+/// compiler (CPU_LLVM=0, or when libLLVM cannot be opened).
+enum class CpuCompiler { llvm, cc };
+
+namespace detail {
+// Whether libLLVM opened, tried once; why not, when it did not.
+inline const std::string& llvm_unavailable_reason() {
+  static const std::string reason = [] {
+    try {
+      backend::default_llvm();
+      return std::string();
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+  }();
+  return reason;
+}
+}  // namespace detail
+
+/// The CPU compiler to use now.
+inline CpuCompiler cpu_compiler() {
+  if (!getenv_int("CPU_LLVM", 1)) return CpuCompiler::cc;
+  if (detail::llvm_unavailable_reason().empty()) return CpuCompiler::llvm;
+  static std::once_flag noted;
+  if (debug_level() >= 1)
+    std::call_once(noted, [] { std::cerr << "tinyt: using the C compiler, LLVM is unavailable: " << detail::llvm_unavailable_reason() << "\n"; });
+  return CpuCompiler::cc;
+}
+/// The identity of a CPU compiler (version, flags, host CPU): part of every on-disk cache key.
+inline std::string compiler_identity(CpuCompiler c) {
+  return c == CpuCompiler::llvm ? backend::default_llvm().identity() : backend::default_cc().identity();
+}
+
 /// A kernel ready to launch.
 struct CompiledKernel {
   codegen::Program program;
-  std::string source;
-  std::unique_ptr<backend::CProgram> binary;
+  std::string source;  // LLVM IR or C
+  CpuCompiler compiler;
+  backend::LLVMJit::Function* function = nullptr;
+  std::unique_ptr<backend::CProgram> library;  // the C path's shared object, which holds `function`
 };
 
 /// Compiles a kernel AST with `opts` applied (its registers expanded) for the CPU.
-inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vector<codegen::Opt> opts) {
+inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vector<codegen::Opt> opts,
+                                                      CpuCompiler compiler = cpu_compiler()) {
   auto k = std::make_shared<CompiledKernel>();
   k->program = codegen::linearize(codegen::expand_registers(codegen::apply_opts(ast, opts)), schedule::detail::kernel_name(ast));
   k->program.opts = std::move(opts);
+  k->compiler = compiler;
+  if (compiler == CpuCompiler::llvm) {
+    k->source = renderer::render_llvm(k->program);
+    if (debug_level() >= 4) std::cerr << k->source << "\n";
+    k->function = backend::default_llvm().compile(k->source, k->program.name);
+    return k;
+  }
   k->source = renderer::render_c(k->program);
   if (debug_level() >= 4) std::cerr << k->source << "\n";
-  k->binary = std::make_unique<backend::CProgram>(backend::default_cc().compile(k->source), k->program.name);
+  try {
+    k->library = std::make_unique<backend::CProgram>(backend::default_cc().compile(k->source), k->program.name);
+  } catch (const DeviceError& e) {
+    if (detail::llvm_unavailable_reason().empty()) throw;
+    throw DeviceError(detail::cat("tinyt: no CPU compiler can be used.\n", detail::llvm_unavailable_reason(), "\n", e.what()));
+  }
+  k->function = k->library->function();
   return k;
 }
 
 /// Runs a compiled kernel on its buffers, split over as many threads as its program says.
 inline void launch(const CompiledKernel& k, void* const* bufs) {
+  auto* fn = k.function;
+  auto** b = const_cast<void**>(bufs);
   if (const int threads = static_cast<int>(k.program.threads); threads > 1)
-    backend::ThreadPool::instance().run(threads, [&](int i) { (*k.binary)(bufs, nullptr, i, threads); });
+    backend::ThreadPool::instance().run(threads, [&](int i) { fn(b, nullptr, i, threads); });
   else
-    (*k.binary)(bufs, nullptr);
+    fn(b, nullptr, 0, 1);
 }
 
 namespace detail {
 // How kernels are optimized now: NOOPT, BEAM and the thread count, read once per schedule.
 struct OptSettings {
   int64_t noopt, beam, threads;
+  CpuCompiler compiler;
   bool operator==(const OptSettings&) const = default;
   static OptSettings current() {
-    return {getenv_int("NOOPT", 0), getenv_int("BEAM", 0), backend::ThreadPool::instance().size()};
+    return {getenv_int("NOOPT", 0), getenv_int("BEAM", 0), backend::ThreadPool::instance().size(), cpu_compiler()};
   }
 };
 
 // Seconds of the fastest of a few runs of `ast` with `opts`, on scratch copies of its buffers
 // (a candidate must not touch real data: the kernel may write in place); infinity when the
 // candidate does not compile.
-inline double time_candidate(const UOp& ast, const std::vector<codegen::Opt>& opts, const std::vector<UOp>& buffers) {
+inline double time_candidate(const UOp& ast, const std::vector<codegen::Opt>& opts, const std::vector<UOp>& buffers,
+                             CpuCompiler compiler) {
   std::shared_ptr<CompiledKernel> k;
   try {
-    k = compile_kernel(ast, opts);
+    k = compile_kernel(ast, opts, compiler);
   } catch (const CompileError&) {
     return INFINITY;
   }
@@ -90,14 +145,14 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
   const std::string key = backend::detail::Hash128()
                               .update(to_string(ast))
                               .update(cat("|beam ", settings.beam, " threads ", settings.threads, "|"))
-                              .update(backend::default_cc().identity())
+                              .update(compiler_identity(settings.compiler))
                               .hex();
   const std::filesystem::path dir = backend::CCompiler::default_cache_dir() / "beam", file = dir / (key + ".opts");
   if (auto text = backend::detail::read_file(file))
     if (auto opts = codegen::deserialize_opts(*text)) return *opts;
   const auto start = std::chrono::steady_clock::now();
   std::vector<codegen::Opt> opts = codegen::beam_search(ast, settings.beam, settings.threads, [&](const std::vector<codegen::Opt>& o) {
-    return time_candidate(ast, o, buffers);
+    return time_candidate(ast, o, buffers, settings.compiler);
   });
   if (debug_level() >= 1)
     std::cerr << "beam: " << schedule::detail::kernel_name(ast) << " -> " << codegen::to_string(opts) << " in "
@@ -120,18 +175,18 @@ inline std::vector<codegen::Opt> choose_opts(const UOp& ast, const std::vector<U
 class KernelCache {
  public:
   std::shared_ptr<CompiledKernel> get(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
-    const Key key{ast.get(), settings.noopt, settings.beam, settings.threads};
+    const Key key{ast.get(), settings.noopt, settings.beam, settings.threads, settings.compiler};
     {
       std::lock_guard lock(mu_);
       if (auto it = map_.find(key); it != map_.end()) return it->second.second;
     }
-    std::shared_ptr<CompiledKernel> k = compile_kernel(ast, choose_opts(ast, buffers, settings));
+    std::shared_ptr<CompiledKernel> k = compile_kernel(ast, choose_opts(ast, buffers, settings), settings.compiler);
     std::lock_guard lock(mu_);
     return map_.try_emplace(key, ast, k).first->second.second;
   }
 
  private:
-  using Key = std::tuple<const UOpNode*, int64_t, int64_t, int64_t>;
+  using Key = std::tuple<const UOpNode*, int64_t, int64_t, int64_t, CpuCompiler>;
   std::mutex mu_;
   std::map<Key, std::pair<UOp, std::shared_ptr<CompiledKernel>>> map_;
 };

@@ -288,6 +288,8 @@ class CProgram {
 
   const std::string& name() const noexcept { return name_; }
   const std::string& path() const noexcept { return library_.path(); }
+  /// The kernel's function, valid while this CProgram lives.
+  Function* function() const noexcept { return function_; }
 
  private:
   Library library_;

@@ -1,0 +1,804 @@
+// renderer/llvmir.hpp and backend/cpu_llvm.hpp: kernels from the scheduler compiled by the C
+// compiler and by LLVM, run on the same buffers and compared bit for bit (NaN equal to NaN), for
+// every op and dtype; values checked against loops written here; and the JIT's library search,
+// errors and thread safety. Run it with TINYT_LLVM_PATH set to each LLVM version installed.
+#include <doctest/doctest.h>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <tinyt.hpp>
+#include <tinyt/backend/cpu_llvm.hpp>
+#include <tinyt/renderer/llvmir.hpp>
+
+using namespace tinyt;
+using backend::LLVMJit;
+
+namespace {
+
+LLVMJit& jit() { return backend::default_llvm(); }
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// Calls `f` with a value of the C++ type that holds one element of `dt`.
+template <class F> void with_type(DType dt, F&& f) {
+  switch (dt.scalar_type()) {
+    case ScalarType::bool_:
+      return f(uint8_t{});  // one byte, 0 or 1
+    case ScalarType::int8:
+      return f(int8_t{});
+    case ScalarType::uint8:
+      return f(uint8_t{});
+    case ScalarType::int16:
+      return f(int16_t{});
+    case ScalarType::uint16:
+      return f(uint16_t{});
+    case ScalarType::int32:
+      return f(int32_t{});
+    case ScalarType::uint32:
+      return f(uint32_t{});
+    case ScalarType::int64:
+      return f(int64_t{});
+    case ScalarType::uint64:
+      return f(uint64_t{});
+    case ScalarType::float16:
+      return f(half_t{});
+    case ScalarType::bfloat16:
+      return f(bfloat16_t{});
+    case ScalarType::float32:
+      return f(float{});
+    case ScalarType::float64:
+      return f(double{});
+    default:
+      FAIL("no C++ type for ", dt.name());
+  }
+}
+
+// bfloat16 by hand (not tinyt's): the top half of a float, rounded to nearest even
+uint16_t to_bf16_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if (std::isnan(f)) return static_cast<uint16_t>((u >> 16) | 0x40);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+float from_bf16_bits(uint16_t b) {
+  const uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+const std::vector<int64_t> int_values = {
+    0,    1,   -1,    2,      -2,    3,        -7,        100,       -100,      127,
+    -128, 255, 32767, -32768, 65535, 16777217, INT32_MIN, INT32_MAX, INT64_MIN, INT64_MAX};
+const std::vector<double> float_values = {0.0,      -0.0,
+                                          1.0,      -1.0,
+                                          0.5,      -2.5,
+                                          3.75,     1.0 / 3,
+                                          1e-3,     100.0,
+                                          -1e4,     65504.0,
+                                          1e30,     1e-40,
+                                          INFINITY, -INFINITY,
+                                          NAN,      2.0,
+                                          -0.75,    126.9,
+                                          7.0,      3.1415926535897931};
+
+/// A 1-D tensor of `dt` holding `ints` (wrapped as C++ converts) or, for float dtypes, `floats`.
+Tensor make(DType dt, const std::vector<int64_t>& ints, const std::vector<double>& floats) {
+  std::vector<uint8_t> bytes;
+  size_t n = 0;
+  with_type(dt, [&](auto zero) {
+    using E = decltype(zero);
+    std::vector<E> v;
+    if constexpr (std::is_integral_v<E>) {
+      for (int64_t x : ints) v.push_back(dt.is_bool() ? static_cast<E>(x != 0) : static_cast<E>(x));
+    } else if constexpr (std::is_same_v<E, double>) {
+      v = floats;
+    } else {
+      v.resize(floats.size());  // (push_back trips over half_t's operator templates)
+      for (size_t i = 0; i < floats.size(); ++i) v[i] = E(static_cast<float>(floats[i]));
+    }
+    n = v.size();
+    bytes.resize(n * sizeof(E));
+    std::memcpy(bytes.data(), v.data(), bytes.size());
+  });
+  return Tensor::from_blob(bytes.data(), {static_cast<int64_t>(n)}, dt);
+}
+Tensor make(DType dt) { return make(dt, int_values, float_values); }
+
+/// Element `i` of raw memory holding `dt`, as a double.
+double element(const uint8_t* bytes, DType dt, size_t i) {
+  double out = 0;
+  with_type(dt, [&](auto zero) {
+    decltype(zero) x;
+    std::memcpy(&x, bytes + i * sizeof x, sizeof x);
+    if constexpr (std::is_same_v<decltype(zero), half_t>)
+      out = static_cast<float>(x);
+    else if constexpr (std::is_same_v<decltype(zero), bfloat16_t>)
+      out = from_bf16_bits(x.bits);
+    else
+      out = static_cast<double>(x);
+  });
+  return out;
+}
+
+/// One kernel's output as the C and the LLVM backend wrote it.
+struct Outputs {
+  std::string name, ir;
+  DType dtype;
+  std::vector<uint8_t> c, llvm;
+};
+
+/// Compiles a kernel both ways and runs both on the same inputs (the output is filled with a
+/// different pattern before each run, so an element one of them skips shows too).
+Outputs run_both(const schedule::Kernel& k, std::vector<void*> ptrs = {}) {
+  const codegen::Program p = codegen::linearize(k.ast, schedule::detail::kernel_name(k.ast));
+  Outputs o{p.name, renderer::render_llvm(p), k.buffers[0].dtype(), {}, {}};
+  const backend::CProgram c(backend::default_cc().compile(renderer::render_c(p)), p.name);
+  LLVMJit::Function* llvm = jit().compile(o.ir, p.name);
+  if (ptrs.empty())
+    for (const UOp& b : k.buffers) ptrs.push_back(graph::buffer_of(b)->ptr());
+  const size_t n = graph::buffer_of(k.buffers[0])->nbytes();
+  auto* out = static_cast<uint8_t*>(ptrs[0]);
+  std::memset(out, 0xab, n);
+  c(ptrs.data(), nullptr);
+  o.c.assign(out, out + n);
+  std::memset(out, 0xcd, n);
+  llvm(ptrs.data(), nullptr, 0, 1);
+  o.llvm.assign(out, out + n);
+  return o;
+}
+
+/// Elements that differ: in their bits (NaN equals NaN), or by more than `tol` (absolute) if given.
+std::vector<size_t> mismatches(const Outputs& o, double tol = 0) {
+  std::vector<size_t> bad;
+  const size_t size = static_cast<size_t>(o.dtype.itemsize()), n = o.c.size() / size;
+  for (size_t i = 0; i < n; ++i) {
+    if (std::memcmp(o.c.data() + i * size, o.llvm.data() + i * size, size) == 0) continue;
+    const double x = element(o.c.data(), o.dtype, i), y = element(o.llvm.data(), o.dtype, i);
+    if (o.dtype.is_float() && std::isnan(x) && std::isnan(y)) continue;
+    if (tol > 0 && std::abs(x - y) <= tol) continue;
+    bad.push_back(i);
+  }
+  return bad;
+}
+
+/// Schedules `t` and runs each kernel both ways; the LLVM results stay realized, so `t` reads
+/// them afterwards. Fails the test for each element the backends disagree on.
+int check_same(const Tensor& t, double tol = 0) {
+  const std::vector<schedule::Kernel> kernels = schedule::create_schedule({t.uop()});
+  REQUIRE_FALSE(kernels.empty());
+  for (const schedule::Kernel& k : kernels) {
+    REQUIRE_FALSE(k.in_place);
+    const Outputs o = run_both(k);
+    const std::vector<size_t> bad = mismatches(o, tol);
+    std::ostringstream first;
+    for (size_t j = 0; j < std::min<size_t>(bad.size(), 6); ++j)
+      first << "  [" << bad[j] << "] C " << element(o.c.data(), o.dtype, bad[j]) << " LLVM "
+            << element(o.llvm.data(), o.dtype, bad[j]) << "\n";
+    INFO("kernel ", o.name, " (", o.dtype.name(), "): ", bad.size(), " of ",
+         o.c.size() / o.dtype.itemsize(), " elements differ\n", first.str(), "IR:\n", o.ir);
+    CHECK(bad.empty());
+    if (!k.temporary) graph::set_realized(k.computes, k.view);
+  }
+  return static_cast<int>(kernels.size());
+}
+
+/// Schedules `t` and runs its kernels through LLVM only.
+void run_llvm(const Tensor& t) {
+  for (const schedule::Kernel& k : schedule::create_schedule({t.uop()})) {
+    const codegen::Program p = codegen::linearize(k.ast, schedule::detail::kernel_name(k.ast));
+    std::vector<void*> ptrs;
+    for (const UOp& b : k.buffers) ptrs.push_back(graph::buffer_of(b)->ptr());
+    jit().compile(renderer::render_llvm(p), p.name)(ptrs.data(), nullptr, 0, 1);
+    if (!k.temporary) graph::set_realized(k.computes, k.view);
+  }
+}
+
+/// The elements of `t` as LLVM computed them (check_same: C agrees).
+template <class Elem> std::vector<Elem> llvm_values(const Tensor& t) {
+  check_same(t);
+  const int64_t kernels = GlobalCounters::kernel_count;
+  std::vector<Elem> out = t.to_vector<Elem>();
+  CHECK(GlobalCounters::kernel_count == kernels);  // read, not computed again by the C backend
+  return out;
+}
+
+/// Every pair (a[i], b[j]) as two n x n tensors.
+std::pair<Tensor, Tensor> all_pairs(const Tensor& a, const Tensor& b) {
+  const int64_t n = a.numel(), m = b.numel();
+  return {a.reshape({n, 1}).expand({n, m}), b.reshape({1, m}).expand({n, m})};
+}
+Tensor alu(Ops op, const Tensor& a, std::vector<Tensor> others = {}) {
+  std::vector<UOp> src;
+  for (const Tensor& t : others) src.push_back(t.uop());
+  return Tensor(a.uop().alu(op, src));
+}
+
+}  // namespace
+
+TEST_CASE("llvm: the process-wide JIT loads libLLVM and tells what it is") {
+  REQUIRE(LLVMJit::available());
+  INFO(jit().identity());
+  CHECK_FALSE(jit().library_path().empty());
+  CHECK(contains(jit().library_path(), "LLVM"));
+  const std::string version = jit().llvm_version();
+  REQUIRE_FALSE(version.empty());
+  const int major = std::atoi(version.c_str());
+  CHECK(major >= 14);
+  CHECK(major <= 20);
+  CHECK(jit().identity().starts_with("LLVM " + version + " | "));
+  CHECK(contains(jit().identity(), LLVMJit::pipeline));
+  if (__builtin_cpu_supports("avx512f")) CHECK(contains(jit().identity(), "+avx512f"));
+  CHECK(&backend::default_llvm() == &jit());
+}
+
+TEST_CASE("llvm: the candidates are TINYT_LLVM_PATH, then LLVM 20 down to 14") {
+  const char* saved = std::getenv("TINYT_LLVM_PATH");
+  const std::optional<std::string> old = saved ? std::optional<std::string>(saved) : std::nullopt;
+  setenv("TINYT_LLVM_PATH", "/nonexistent/libLLVM-99.so", 1);
+  const std::vector<std::string> with_env = LLVMJit::default_candidates();
+  unsetenv("TINYT_LLVM_PATH");
+  const std::vector<std::string> without = LLVMJit::default_candidates();
+  if (old) setenv("TINYT_LLVM_PATH", old->c_str(), 1);
+  REQUIRE(with_env.size() == without.size() + 1);
+  CHECK(with_env[0] == "/nonexistent/libLLVM-99.so");
+  CHECK(std::equal(without.begin(), without.end(), with_env.begin() + 1));
+  CHECK(without.front() == "libLLVM.so.20");
+  CHECK(std::find(without.begin(), without.end(), "libLLVM-15.so.1") <
+        std::find(without.begin(), without.end(), "libLLVM-14.so"));
+  CHECK(without.back() == "libLLVM-14.so.1");
+  CHECK(backend::detail::llvm_version_from_path("/usr/lib/x86_64-linux-gnu/libLLVM-15.so.1") ==
+        "15");
+  CHECK(backend::detail::llvm_version_from_path("libLLVM-14.0.6.so.1") == "14.0.6");
+  CHECK(backend::detail::llvm_version_from_path("/opt/llvm/lib/libLLVM.so.20.1") == "20.1");
+}
+
+TEST_CASE(
+    "llvm: a library that does not load falls back to the next, and none loading is a "
+    "DeviceError") {
+  // the same libLLVM as the process-wide JIT: one process holds one LLVM version
+  LLVMJit fallback({"/nonexistent/libLLVM-99.so", jit().library_path()});
+  CHECK(fallback.library_path() == jit().library_path());
+  CHECK(fallback.identity() == jit().identity());
+  const std::string ir =
+      "define void @seven(i8** %bufs, i64* %vars, i32 %core_id, i32 %core_count) {\n"
+      "  %p = load i8*, i8** %bufs\n  %q = bitcast i8* %p to i32*\n  store i32 7, i32* %q\n  ret "
+      "void\n}\n";
+  int32_t out = 0;
+  void* bufs[] = {&out};
+  fallback.compile(ir, "seven")(bufs, nullptr, 0, 1);
+  CHECK(out == 7);
+
+  std::string message;
+  try {
+    LLVMJit none({"/nonexistent/libLLVM-99.so", "libtinyt_no_such_llvm.so.1"});
+  } catch (const DeviceError& e) {
+    message = e.what();
+  }
+  CHECK(contains(message, "/nonexistent/libLLVM-99.so"));
+  CHECK(contains(message, "libtinyt_no_such_llvm.so.1"));
+  // a library that loads but is not LLVM
+  message.clear();
+  try {
+    LLVMJit libm({"libm.so.6"});
+  } catch (const DeviceError& e) {
+    message = e.what();
+  }
+  CHECK(contains(message, "libm.so.6"));
+  CHECK(contains(message, "LLVMDisposeMessage"));
+}
+
+TEST_CASE("llvm: IR that does not parse, verify or link is a CompileError with LLVM's words") {
+  auto error_of = [](const std::string& ir, const std::string& name) {
+    try {
+      jit().compile(ir, name);
+    } catch (const CompileError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no CompileError");
+  };
+  std::string message = error_of("this is not IR\n", "garbage");
+  CHECK(contains(message, "garbage"));
+  CHECK(contains(message, "expected top-level entity"));
+  CHECK(contains(message, "   1 | this is not IR"));
+
+  const std::string undominated =
+      "define void @k(i8** %bufs, i64* %vars, i32 %core_id, i32 %core_count) {\n"
+      "entry:\n  %c = icmp eq i32 %core_id, 0\n  br i1 %c, label %a, label %b\n"
+      "a:\n  %x = add i32 %core_id, 1\n  br label %b\n"
+      "b:\n  %y = add i32 %x, 1\n  ret void\n}\n";
+  message = error_of(undominated, "k");
+  CHECK(contains(message, "does not dominate"));
+  CHECK(contains(message, "   9 |   %y = add i32 %x, 1"));
+
+  const std::string calls_missing =
+      "declare void @tinyt_no_such_function()\n"
+      "define void @k(i8** %bufs, i64* %vars, i32 %core_id, i32 %core_count) {\n"
+      "  call void @tinyt_no_such_function()\n  ret void\n}\n";
+  message = error_of(calls_missing, "k");
+  CHECK(contains(message, "tinyt_no_such_function"));
+  CHECK(contains(error_of(calls_missing, "other_name"), "no function 'other_name'"));
+}
+
+TEST_CASE("llvm: two modules may define the same kernel name") {
+  auto kernel = [](int value) {
+    return "define void @twin(i8** %bufs, i64* %vars, i32 %core_id, i32 %core_count) {\n"
+           "  %p = load i8*, i8** %bufs\n  %q = bitcast i8* %p to i32*\n  store i32 " +
+           std::to_string(value) + ", i32* %q\n  ret void\n}\n";
+  };
+  LLVMJit::Function* first = jit().compile(kernel(1), "twin");
+  LLVMJit::Function* second = jit().compile(kernel(2), "twin");
+  CHECK(reinterpret_cast<void*>(first) != reinterpret_cast<void*>(second));
+  int32_t out = 0;
+  void* bufs[] = {&out};
+  first(bufs, nullptr, 0, 1);
+  CHECK(out == 1);
+  second(bufs, nullptr, 0, 1);
+  CHECK(out == 2);
+}
+
+TEST_CASE("llvm: kernels compiled by several threads at once all run correctly") {
+  Tensor a = make(dtypes::float32, {}, {0.0, 1.0, 2.5, 4.0, 100.0, 0.25, 7.0, 1e-3});
+  const std::vector<schedule::Kernel> kernels =
+      schedule::create_schedule({a.mul(2.0f).add(1.0f).sqrt().uop()});
+  REQUIRE(kernels.size() == 1);
+  const codegen::Program p = codegen::linearize(kernels[0].ast, "threaded");
+  const std::string ir = renderer::render_llvm(p);
+  auto* in = static_cast<float*>(graph::buffer_of(kernels[0].buffers[1])->ptr());
+  constexpr int threads = 4, rounds = 3;
+  std::atomic<int> ready{0}, wrong{0}, failed{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      ++ready;
+      while (ready < threads) std::this_thread::yield();
+      for (int r = 0; r < rounds; ++r) {
+        try {
+          std::vector<float> out(8, -1.0f);
+          void* bufs[] = {out.data(), in};
+          jit().compile(ir, "threaded")(bufs, nullptr, 0, 1);
+          for (int i = 0; i < 8; ++i) wrong += out[i] != std::sqrt(in[i] * 2.0f + 1.0f);
+        } catch (...) {
+          ++failed;
+        }
+      }
+    });
+  for (auto& thread : pool) thread.join();
+  CHECK(failed == 0);
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("llvm: elementwise ops of every dtype agree with the C backend bit for bit") {
+  const std::vector<int64_t> shifts = {0, 1, 2, 3, 5, 7};
+  for (DType dt : dtypes::all()) {
+    CAPTURE(dt);
+    auto [a, b] = all_pairs(make(dt), make(dt));
+    std::vector<Ops> binary = {Ops::ADD,   Ops::SUB,   Ops::MUL,  Ops::MAX,
+                               Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ};
+    if (!dt.is_float()) binary.insert(binary.end(), {Ops::AND, Ops::OR, Ops::XOR});
+    if (dt.is_int()) binary.insert(binary.end(), {Ops::IDIV, Ops::MOD});
+    if (dt.is_float()) binary.insert(binary.end(), {Ops::FDIV, Ops::POW});
+    for (Ops op : binary) {
+      CAPTURE(op);
+      // the C renderer divides by UINT_MAX as by -1: compared against a reference below instead
+      if ((op == Ops::IDIV || op == Ops::MOD) && (dt == dtypes::uint32 || dt == dtypes::uint64))
+        continue;
+      check_same(alu(op, a, {b}));
+    }
+    std::vector<Ops> unary = {Ops::NEG};
+    if (dt.is_float())
+      unary.insert(unary.end(),
+                   {Ops::RECIPROCAL, Ops::SQRT, Ops::EXP2, Ops::LOG2, Ops::SIN, Ops::TRUNC});
+    for (Ops op : unary) {
+      CAPTURE(op);
+      check_same(alu(op, make(dt)));
+    }
+    check_same(alu(Ops::WHERE, alu(Ops::CMPLT, a, {b}), {a, b}));
+    if (dt.is_int()) {
+      auto [x, s] = all_pairs(make(dt), make(dt, shifts, {}));
+      check_same(alu(Ops::SHL, x, {s}));
+      check_same(alu(Ops::SHR, x, {s}));
+    }
+  }
+}
+
+TEST_CASE("llvm: integer division never traps: x/0 is 0, INT_MIN/-1 wraps, x%-1 is 0") {
+  for (DType dt : {dtypes::int8, dtypes::int32, dtypes::int64, dtypes::uint8, dtypes::uint32,
+                   dtypes::uint64}) {
+    CAPTURE(dt);
+    const std::vector<int64_t> values = {0, 1, -1, 7, -7, 3, INT64_MIN, INT32_MIN, -128, 100};
+    auto [a, b] = all_pairs(make(dt, values, {}), make(dt, values, {}));
+    for (Ops op : {Ops::IDIV, Ops::MOD}) {
+      CAPTURE(op);
+      Tensor q = alu(op, a, {b});
+      const std::vector<schedule::Kernel> kernels = schedule::create_schedule({q.uop()});
+      REQUIRE(kernels.size() == 1);
+      const Outputs o = run_both(kernels[0]);
+      int wrong = 0;
+      const size_t n = values.size();
+      for (size_t i = 0; i < n; ++i)
+        for (size_t j = 0; j < n; ++j) {
+          // the reference in 128 bits, wrapped to the dtype by hand
+          const int bits = 8 * dt.itemsize();
+          auto wrap = [&](i128 v) {
+            const u128 u = static_cast<u128>(v) & ((static_cast<u128>(1) << bits) - 1);
+            if (!dt.is_unsigned() && (u >> (bits - 1)) & 1)
+              return static_cast<i128>(u) - (static_cast<i128>(1) << bits);
+            return static_cast<i128>(u);
+          };
+          const i128 x = wrap(values[i]), y = wrap(values[j]);
+          i128 expected = 0;
+          if (y != 0) expected = wrap(op == Ops::IDIV ? x / y : x % y);
+          i128 got = 0;
+          with_type(dt, [&](auto zero) {
+            decltype(zero) v;
+            std::memcpy(&v, o.llvm.data() + (i * n + j) * sizeof v, sizeof v);
+            if constexpr (std::is_integral_v<decltype(zero)>) got = v;
+          });
+          wrong += got != expected;
+        }
+      CHECK(wrong == 0);
+      if (!(dt == dtypes::uint32 || dt == dtypes::uint64)) CHECK(mismatches(o).empty());
+    }
+  }
+}
+
+TEST_CASE("llvm: MAX propagates NaN from either side, and comparisons with NaN are false") {
+  Tensor a = make(dtypes::float32, {}, {NAN, 1.0, NAN, -INFINITY, 0.0});
+  Tensor b = make(dtypes::float32, {}, {1.0, NAN, NAN, NAN, -0.0});
+  Tensor m = alu(Ops::MAX, a, {b});
+  check_same(m);
+  const std::vector<float> got = m.to_vector<float>();
+  for (int i = 0; i < 4; ++i) CHECK(std::isnan(got[static_cast<size_t>(i)]));
+  CHECK(got[4] == 0.0f);
+  CHECK(std::signbit(got[4]));  // max(0, -0): 0 > -0 is false, so the second operand
+  Tensor lt = alu(Ops::CMPLT, a, {b});
+  check_same(lt);
+  CHECK(lt.to_vector<bool>() == std::vector<bool>{false, false, false, false, false});
+  Tensor ne = alu(Ops::CMPNE, a, {b});
+  check_same(ne);
+  CHECK(ne.to_vector<bool>() == std::vector<bool>{true, true, true, true, false});
+  // a max reduction over a row holding NaN is NaN, as is one over NaN alone
+  Tensor rows =
+      make(dtypes::float32, {}, {1.0, NAN, 3.0, -1.0, -2.0, -3.0, NAN, NAN, NAN}).reshape({3, 3});
+  Tensor r = rows.max(1);
+  check_same(r);
+  const std::vector<float> red = r.to_vector<float>();
+  CHECK(std::isnan(red[0]));
+  CHECK(red[1] == -1.0f);
+  CHECK(std::isnan(red[2]));
+}
+
+TEST_CASE("llvm: bfloat16 rounds to nearest even after every op, as computed by hand") {
+  const std::vector<double> xs = {1.0,  1.00390625, 1.01171875, 3.0, -0.1,
+                                  1e38, 3e38,       NAN,        0.3, 255.5};
+  const std::vector<double> ys = {0.00390625, 0.001953125, 0.00390625, 7.0, 0.2,
+                                  1e38,       3e38,        1.0,        0.7, 0.25};
+  Tensor a = make(dtypes::bfloat16, {}, xs), b = make(dtypes::bfloat16, {}, ys);
+  for (Ops op : {Ops::ADD, Ops::MUL, Ops::FDIV}) {
+    CAPTURE(op);
+    Tensor r = alu(op, a, {b});
+    check_same(r);
+    const std::vector<bfloat16_t> got = r.to_vector<bfloat16_t>();
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const float x = from_bf16_bits(to_bf16_bits(static_cast<float>(xs[i])));
+      const float y = from_bf16_bits(to_bf16_bits(static_cast<float>(ys[i])));
+      const float f = op == Ops::ADD ? x + y : op == Ops::MUL ? x * y : x / y;
+      CAPTURE(i);
+      CHECK(got[i].bits == to_bf16_bits(f));
+    }
+  }
+}
+
+TEST_CASE("llvm: float16 rounds to half after every op, computed in float") {
+  // 2049 is not a half (2048 + 2 is): each product rounds before the sum sees it
+  Tensor a = make(dtypes::float16, {}, {2049.0, 1.0, 0.1, 65504.0, 1e-4, -3.0});
+  Tensor b = make(dtypes::float16, {}, {1.0, 0.0009765625, 3.0, 2.0, 1e-4, 0.3333});
+  for (Ops op : {Ops::ADD, Ops::MUL, Ops::SUB, Ops::FDIV}) {
+    CAPTURE(op);
+    Tensor r = alu(op, a, {b});
+    check_same(r);
+    const std::vector<half_t> ga = a.to_vector<half_t>(), gb = b.to_vector<half_t>(),
+                              got = r.to_vector<half_t>();
+    for (size_t i = 0; i < got.size(); ++i) {
+      const float x = static_cast<float>(ga[i]), y = static_cast<float>(gb[i]);
+      const float f = op == Ops::ADD   ? x + y
+                      : op == Ops::MUL ? x * y
+                      : op == Ops::SUB ? x - y
+                                       : x / y;
+      CAPTURE(i);
+      CHECK(std::bit_cast<uint16_t>(got[i]) == std::bit_cast<uint16_t>(half_t(f)));
+    }
+  }
+}
+
+TEST_CASE("llvm: float16 and int8 round and wrap after every op, inside expressions too") {
+  // GCC computes _Float16 and int8 expressions the C renderer inlines in float and int, and
+  // rounds or wraps only where a value is stored: these differ from C, so the values are by hand
+  Tensor a = make(dtypes::float16, {}, {1.0 + 3.0 / 1024}), c = make(dtypes::float16, {}, {-1.0});
+  Tensor r = alu(Ops::ADD, alu(Ops::MUL, a, {a}), {c});  // a*a = 1 + 6/1024 + 9/2^20 rounds first
+  run_llvm(r);
+  CHECK(std::bit_cast<uint16_t>(r.to_vector<half_t>()[0]) == 0x1e00);  // 6/1024
+  Tensor x = make(dtypes::int8, {100, -100, 27}, {}), zero = make(dtypes::int8, {0, 0, 0}, {});
+  Tensor negative = alu(Ops::CMPLT, alu(Ops::ADD, x, {x}), {zero});  // 200 and -200 wrap
+  run_llvm(negative);
+  CHECK(negative.to_vector<bool>() == std::vector<bool>{true, false, false});
+}
+
+TEST_CASE("llvm: float64 to float16 rounds once, correctly, where through float would not") {
+  const double tiny = std::ldexp(1.0, -60), eps = std::ldexp(1.0, -11);
+  const std::vector<double> values = {1 + eps + std::ldexp(1.0, -40),
+                                      -(1 + eps + std::ldexp(1.0, -40)),
+                                      1 + eps,
+                                      1 + 3 * eps,
+                                      65519.99,
+                                      65520.0,
+                                      1e-300,
+                                      -1e-300,
+                                      std::ldexp(1.0, -25),
+                                      std::ldexp(1.0, -25) + tiny,
+                                      NAN,
+                                      -INFINITY};
+  const std::vector<uint16_t> expected = {0x3c01, 0xbc01, 0x3c00, 0x3c02, 0x7bff, 0x7c00,
+                                          0x0000, 0x8000, 0x0000, 0x0001, 0x7e00, 0xfc00};
+  Tensor h = make(dtypes::float64, {}, values).cast(dtypes::float16);
+  check_same(h);
+  const std::vector<half_t> got = h.to_vector<half_t>();
+  for (size_t i = 0; i < values.size(); ++i) {
+    CAPTURE(i);
+    CHECK(std::bit_cast<uint16_t>(got[i]) == expected[i]);
+  }
+}
+
+TEST_CASE("llvm: casts between every pair of dtypes agree with the C backend") {
+  for (DType from : dtypes::all())
+    for (DType to : dtypes::all()) {
+      if (from == to) continue;
+      CAPTURE(from);
+      CAPTURE(to);
+      std::vector<double> floats;
+      for (double v : float_values) {
+        // float -> int is undefined in C outside the target's range: only values that fit
+        const double r = round_float(v, from);
+        if (to.is_int() &&
+            !(std::isfinite(r) && std::trunc(r) >= static_cast<double>(dtypes::min_int(to)) &&
+              std::trunc(r) <= static_cast<double>(dtypes::max_int(to)) && std::abs(r) < 9e18))
+          continue;
+        floats.push_back(v);
+      }
+      check_same(make(from, int_values, floats).cast(to));
+    }
+}
+
+TEST_CASE("llvm: casts give C's values: truncation toward zero, wrapping, bool is != 0") {
+  Tensor f = make(dtypes::float32, {}, {2.9, -2.9, 0.5, -0.0, 100.0, 127.9});
+  CHECK(llvm_values<int8_t>(f.cast(dtypes::int8)) == std::vector<int8_t>{2, -2, 0, 0, 100, 127});
+  Tensor i = make(dtypes::int32, {300, -1, 255, 256, -129, 65536}, {});
+  CHECK(llvm_values<uint8_t>(i.cast(dtypes::uint8)) ==
+        std::vector<uint8_t>{44, 255, 255, 0, 127, 0});
+  CHECK(llvm_values<int16_t>(i.cast(dtypes::int16)) ==
+        std::vector<int16_t>{300, -1, 255, 256, -129, 0});
+  CHECK(llvm_values<uint64_t>(i.cast(dtypes::uint64))[1] == UINT64_MAX);
+  Tensor g = make(dtypes::float32, {}, {0.0, -0.0, NAN, 1e-40, -3.0, INFINITY});
+  CHECK(llvm_values<bool>(g.cast(dtypes::bool_)) ==
+        std::vector<bool>{false, false, true, true, true, true});
+  Tensor b = make(dtypes::bool_, {0, 1, 1}, {});
+  CHECK(llvm_values<float>(b.cast(dtypes::float32)) == std::vector<float>{0.0f, 1.0f, 1.0f});
+  CHECK(llvm_values<int64_t>(b.cast(dtypes::int64)) == std::vector<int64_t>{0, 1, 1});
+  // the largest int64 and uint64 are 2^63 and 2^64 in float: they round up
+  Tensor big = make(dtypes::uint64, {-1, INT64_MAX}, {});
+  const std::vector<float> fb = llvm_values<float>(big.cast(dtypes::float32));
+  CHECK(fb[0] == 18446744073709551616.0f);
+  CHECK(fb[1] == 9223372036854775808.0f);
+}
+
+TEST_CASE("llvm: bitcasts keep the bits, bfloat16 and bool included") {
+  const std::vector<std::pair<DType, DType>> pairs = {
+      {dtypes::float32, dtypes::int32},    {dtypes::float32, dtypes::uint32},
+      {dtypes::int32, dtypes::float32},    {dtypes::uint32, dtypes::int32},
+      {dtypes::float16, dtypes::int16},    {dtypes::int16, dtypes::float16},
+      {dtypes::uint16, dtypes::float16},   {dtypes::bfloat16, dtypes::int16},
+      {dtypes::uint16, dtypes::bfloat16},  {dtypes::float16, dtypes::bfloat16},
+      {dtypes::bfloat16, dtypes::float16}, {dtypes::float64, dtypes::int64},
+      {dtypes::int64, dtypes::float64},    {dtypes::uint64, dtypes::float64},
+      {dtypes::int8, dtypes::uint8},       {dtypes::uint8, dtypes::int8},
+      {dtypes::bool_, dtypes::uint8}};
+  for (const auto& pair : pairs) {
+    const DType from = pair.first, to = pair.second;
+    CAPTURE(from);
+    CAPTURE(to);
+    check_same(make(from).bitcast(to));
+  }
+  Tensor f = make(dtypes::float32, {}, {1.0, -2.0, 0.0});
+  CHECK(llvm_values<uint32_t>(f.bitcast(dtypes::uint32)) ==
+        std::vector<uint32_t>{0x3f800000u, 0xc0000000u, 0u});
+  Tensor h = make(dtypes::uint16, {0x3f80, 0xc040, 0x7f80}, {});
+  const std::vector<bfloat16_t> bf = llvm_values<bfloat16_t>(h.bitcast(dtypes::bfloat16));
+  CHECK(static_cast<float>(bf[0]) == 1.0f);
+  CHECK(static_cast<float>(bf[1]) == -3.0f);
+  CHECK(std::isinf(static_cast<float>(bf[2])));
+}
+
+TEST_CASE("llvm: sums and maxima over axes of every dtype agree with the C backend") {
+  const std::vector<int64_t> ints = {3, -1, 7, 0, 100, -128, 5, 2, -7, 9, 1, 4};
+  const std::vector<double> floats = {0.1,  -2.5, 3.75, 1e-3, 100.0, 1.0 / 3,
+                                      -7.0, 2.0,  0.3,  1e4,  -0.0,  5.5};
+  for (DType dt : dtypes::all()) {
+    CAPTURE(dt);
+    Tensor m = make(dt, ints, floats).reshape({3, 4});
+    check_same(m.sum(0));
+    check_same(m.sum(1));
+    check_same(m.sum());
+    check_same(m.max(1));
+    check_same(m.max(0));
+    check_same(m.min(-1));
+    if (!dt.is_bool()) check_same(m.permute({1, 0}).sum(1, true));
+  }
+  Tensor f = make(dtypes::float32, {}, floats).reshape({3, 4});
+  Tensor s = f.sum(1);
+  check_same(s);
+  const std::vector<float> got = s.to_vector<float>();
+  for (size_t r = 0; r < 3; ++r) {
+    float expected = 0;
+    for (size_t c = 0; c < 4; ++c)
+      expected += static_cast<float>(floats[r * 4 + c]);  // in order, as the kernel
+    CHECK(got[r] == expected);
+  }
+  Tensor bools = make(dtypes::bool_, {0, 0, 1, 0, 0, 0}, {}).reshape({2, 3});
+  Tensor any = bools.any(1), all = bools.all(1);
+  check_same(any);
+  check_same(all);
+  CHECK(any.to_vector<bool>() == std::vector<bool>{true, false});
+  CHECK(all.to_vector<bool>() == std::vector<bool>{false, false});
+}
+
+TEST_CASE("llvm: a matmul agrees with the C backend to rounding (fmul+fadd may fuse)") {
+  constexpr int64_t n = 17;
+  std::vector<double> av, bv;
+  for (int64_t i = 0; i < n * n; ++i) {
+    av.push_back(std::sin(static_cast<double>(i)) * 3);
+    bv.push_back(std::cos(static_cast<double>(i) * 0.7));
+  }
+  for (DType dt : {dtypes::float32, dtypes::float64, dtypes::float16, dtypes::bfloat16}) {
+    CAPTURE(dt);
+    Tensor a = make(dt, {}, av).reshape({n, n}), b = make(dt, {}, bv).reshape({n, n});
+    Tensor c = a.matmul(b);
+    // products of float16 round to half here, in C only where they are stored (GCC's excess
+    // precision): sums that cancel differ by a few products' rounding
+    check_same(c, dt == dtypes::float64   ? 1e-12
+                  : dt == dtypes::float32 ? 1e-5
+                  : dt == dtypes::float16 ? 0.05
+                                          : 0.25);
+    if (dt == dtypes::float32) {
+      const std::vector<float> ga = a.to_vector<float>(), gb = b.to_vector<float>(),
+                               got = c.to_vector<float>();
+      int wrong = 0;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double ref = 0;
+          for (int64_t k = 0; k < n; ++k)
+            ref += static_cast<double>(ga[static_cast<size_t>(i * n + k)]) *
+                   gb[static_cast<size_t>(k * n + j)];
+          wrong +=
+              std::abs(got[static_cast<size_t>(i * n + j)] - ref) > 1e-5 + 1e-4 * std::abs(ref);
+        }
+      CHECK(wrong == 0);
+    }
+  }
+}
+
+TEST_CASE("llvm: pads read their value, not memory, outside the input") {
+  for (DType dt : {dtypes::float32, dtypes::int32, dtypes::bfloat16, dtypes::float16, dtypes::bool_,
+                   dtypes::uint8, dtypes::float64, dtypes::int64}) {
+    CAPTURE(dt);
+    Tensor x = make(dt, {1, 2, 3, 4, 5, 6}, {1.5, -2.0, 3.25, 0.0, NAN, 6.0}).reshape({2, 3});
+    check_same(x.pad({{1, 2}, {3, 1}}));
+    check_same(x.pad({{0, 1}, {2, 0}}, 7.0));
+    check_same(x.flip(1).pad({{2, 0}, {0, 2}}).shrink({{1, 4}, {1, 4}}));
+  }
+  Tensor f = make(dtypes::float32, {}, {1.0, 2.0, 4.0, 0.5});
+  // log2 and reciprocal must not see the garbage a masked-off load would have read
+  Tensor l = f.pad({{2, 2}}).log2();
+  check_same(l);
+  const std::vector<float> got = l.to_vector<float>();
+  CHECK(std::isinf(got[0]));
+  CHECK(got[2] == 0.0f);
+  CHECK(got[4] == 2.0f);
+  check_same(f.pad({{1, 1}}, 2.0).reciprocal());
+}
+
+TEST_CASE("llvm: a gated load does not touch memory where its gate is false") {
+  // the input ends at a page that cannot be read, and starts right after one
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* region =
+      mmap(nullptr, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(region != MAP_FAILED);
+  auto* base = static_cast<uint8_t*>(region);
+  REQUIRE(mprotect(base, page, PROT_NONE) == 0);
+  REQUIRE(mprotect(base + 2 * page, page, PROT_NONE) == 0);
+  const std::vector<float> values = {1.0f, 2.0f, 3.0f, 4.0f};
+  Tensor x = make(dtypes::float32, {}, {1.0, 2.0, 3.0, 4.0});
+  for (bool at_end : {true, false}) {
+    CAPTURE(at_end);
+    float* guarded = at_end ? reinterpret_cast<float*>(base + 2 * page) - 4
+                            : reinterpret_cast<float*>(base + page);
+    std::memcpy(guarded, values.data(), 4 * sizeof(float));
+    const std::vector<schedule::Kernel> kernels =
+        schedule::create_schedule({x.pad({{5, 5}}).uop()});
+    REQUIRE(kernels.size() == 1);
+    REQUIRE(kernels[0].buffers.size() == 2);
+    std::vector<float> out(14);
+    const Outputs o = run_both(kernels[0], {out.data(), guarded});
+    CHECK(mismatches(o).empty());
+    CHECK(out == std::vector<float>{0, 0, 0, 0, 0, 1, 2, 3, 4, 0, 0, 0, 0, 0});
+  }
+  munmap(region, 3 * page);
+}
+
+TEST_CASE("llvm: a THREAD range is one core's index, not a loop") {
+  constexpr int64_t cores = 4, inner = 8;
+  UOp out(Ops::DEFINE_GLOBAL, dtypes::int32.ptr(cores * inner), {}, int64_t{0});
+  UOp core = schedule::range(cores, 0, static_cast<schedule::RangeKind>(2));
+  UOp i = schedule::range(inner, 1, schedule::RangeKind::loop);
+  UOp value = (core * 100 + i).cast(dtypes::int32);
+  UOp store(Ops::STORE, dtypes::void_,
+            {UOp(Ops::INDEX, out.dtype(), {out, core * inner + i}), value});
+  const codegen::Program p = codegen::linearize(UOp(Ops::SINK, dtypes::void_, {store}), "threads");
+  const std::string c_src = renderer::render_c(p), ir = renderer::render_llvm(p);
+  CHECK(contains(c_src, "= core_id;"));
+  CHECK(contains(ir, "sext i32 %core_id to i64"));
+  const backend::CProgram c(backend::default_cc().compile(c_src), p.name);
+  LLVMJit::Function* llvm = jit().compile(ir, p.name);
+  for (bool use_llvm : {false, true}) {
+    CAPTURE(use_llvm);
+    std::vector<int32_t> buf(cores * inner, -1);
+    void* bufs[] = {buf.data()};
+    auto run = [&](int id) {
+      if (use_llvm)
+        llvm(bufs, nullptr, id, cores);
+      else
+        c(bufs, nullptr, id, cores);
+    };
+    run(2);  // one core writes its share only
+    for (int64_t j = 0; j < cores * inner; ++j)
+      CHECK(buf[static_cast<size_t>(j)] == (j / inner == 2 ? 200 + j % inner : -1));
+    for (int id = 0; id < cores; ++id) run(id);
+    for (int64_t j = 0; j < cores * inner; ++j)
+      CHECK(buf[static_cast<size_t>(j)] == (j / inner) * 100 + j % inner);
+  }
+}
+
+TEST_CASE("llvm: the IR uses typed pointers and only the contract fast-math flag") {
+  Tensor a = make(dtypes::float32, {}, {1.0, 2.0}), b = make(dtypes::bfloat16, {}, {1.0, 2.0});
+  const std::vector<schedule::Kernel> ka =
+      schedule::create_schedule({a.mul(a).add(1.0f).exp2().uop()});
+  const std::vector<schedule::Kernel> kb = schedule::create_schedule({b.pad({{1, 1}}).uop()});
+  REQUIRE(ka.size() == 1);
+  REQUIRE(kb.size() == 1);
+  const std::string ir = renderer::render_llvm(codegen::linearize(ka[0].ast, "k")) +
+                         renderer::render_llvm(codegen::linearize(kb[0].ast, "k"));
+  CHECK_FALSE(contains(ir, " ptr "));
+  CHECK_FALSE(contains(ir, "ptr,"));
+  CHECK(contains(ir, "float*"));
+  CHECK(contains(ir, "i16*"));  // bfloat16 in memory
+  CHECK(contains(ir, "fmul contract float"));
+  CHECK(contains(ir, "@llvm.exp2.f32"));
+  for (const char* flag : {" fast ", " nnan ", " ninf ", " nsz ", " arcp ", " afn ", " reassoc "})
+    CHECK_FALSE(contains(ir, flag));
+}
