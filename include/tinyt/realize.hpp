@@ -12,6 +12,7 @@
 
 #include "backend/cpu_cc.hpp"
 #include "backend/threadpool.hpp"
+#include "codegen/decompositions.hpp"
 #include "codegen/opt/expander.hpp"
 #include "codegen/opt/heuristic.hpp"
 #include "codegen/opt/search.hpp"
@@ -31,7 +32,10 @@ struct CompiledKernel {
 /// Compiles a kernel AST with `opts` applied (its registers expanded) for the CPU.
 inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vector<codegen::Opt> opts) {
   auto k = std::make_shared<CompiledKernel>();
-  k->program = codegen::linearize(codegen::expand_registers(codegen::apply_opts(ast, opts)), schedule::detail::kernel_name(ast));
+  UOp expanded = codegen::expand_registers(codegen::apply_opts(ast, opts));
+  // TRANSCENDENTAL=0 keeps the libm calls; 1 (default) decomposes them so the kernel vectorizes
+  if (getenv_int("TRANSCENDENTAL", 1)) expanded = graph_rewrite(graph_rewrite(expanded, codegen::transcendental_rules()), codegen::kernel_rules());
+  k->program = codegen::linearize(expanded, schedule::detail::kernel_name(ast));
   k->program.opts = std::move(opts);
   k->source = renderer::render_c(k->program);
   if (debug_level() >= 4) std::cerr << k->source << "\n";
@@ -50,10 +54,11 @@ inline void launch(const CompiledKernel& k, void* const* bufs) {
 namespace detail {
 // How kernels are optimized now: NOOPT, BEAM and the thread count, read once per schedule.
 struct OptSettings {
-  int64_t noopt, beam, threads;
+  int64_t noopt, beam, threads, transcendental;
   bool operator==(const OptSettings&) const = default;
   static OptSettings current() {
-    return {getenv_int("NOOPT", 0), getenv_int("BEAM", 0), backend::ThreadPool::instance().size()};
+    return {getenv_int("NOOPT", 0), getenv_int("BEAM", 0), backend::ThreadPool::instance().size(),
+            getenv_int("TRANSCENDENTAL", 1)};
   }
 };
 
@@ -120,7 +125,7 @@ inline std::vector<codegen::Opt> choose_opts(const UOp& ast, const std::vector<U
 class KernelCache {
  public:
   std::shared_ptr<CompiledKernel> get(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
-    const Key key{ast.get(), settings.noopt, settings.beam, settings.threads};
+    const Key key{ast.get(), settings.noopt, settings.beam, settings.threads, settings.transcendental};
     {
       std::lock_guard lock(mu_);
       if (auto it = map_.find(key); it != map_.end()) return it->second.second;
@@ -131,7 +136,7 @@ class KernelCache {
   }
 
  private:
-  using Key = std::tuple<const UOpNode*, int64_t, int64_t, int64_t>;
+  using Key = std::tuple<const UOpNode*, int64_t, int64_t, int64_t, int64_t>;
   std::mutex mu_;
   std::map<Key, std::pair<UOp, std::shared_ptr<CompiledKernel>>> map_;
 };
