@@ -26,7 +26,9 @@
 // are built with -ffp-contract=fast): exact splits are made with bit masks or by products that
 // are exact anyway, never by Veltkamp splitting. Rounding to an integer adds 1.5*2^mantissa
 // (no TRUNC, which is a libm call), and integer work is unsigned so nothing can overflow into
-// undefined behaviour in C.
+// undefined behaviour in C. A WHERE never chooses between two float computations: C's `?:` only
+// evaluates one arm, and GCC will not if-convert (so not vectorize) an arm that may raise a float
+// exception; the special values are added to the result, a choice of results is a bit mask.
 #pragma once
 
 #include <cmath>
@@ -102,7 +104,7 @@ inline UOp xexp2(const UOp& x) {
   const UOp h = qo >> qo.const_like(1);
   const UOp one = qo.const_like(1);
   const UOp out = p * pow2_from_biased(h - one, dt) * pow2_from_biased(qo - h - one, dt);
-  return x.ne(x).where(x, out);
+  return out + x.ne(x).where(x, x.const_like(-0.0));  // NaN stays NaN
 }
 
 // log2(x) for float32 or float64.
@@ -112,7 +114,7 @@ inline UOp xlog2(const UOp& x) {
   const bool f64 = dt.scalar() == dtypes::float64;
   // denormals scale up by 2^64 first
   const UOp small = x.lt(x.const_like(std::ldexp(1.0, 1 - fb.bias)));
-  const UOp xs = small.where(x * x.const_like(0x1p64), x);
+  const UOp xs = x * small.where(x.const_like(0x1p64), x.const_like(1.0));
   // bits + (one - sqrt(1/2)) carries into the exponent exactly when the mantissa is past sqrt(2)
   const uint64_t sqrt_half = f64 ? 0x3fe6a09e667f3bcdULL : 0x3f3504f3ULL;
   const UOp ix = xs.bitcast(fb.u) + uconst(fb.u, bits_of(dt, 1.0) - sqrt_half);
@@ -146,10 +148,12 @@ inline UOp xlog2(const UOp& x) {
   // e + val_hi with its rounding error kept (|e| >= |val_hi| or e == 0: Fast2Sum is exact)
   const UOp w = e + val_hi;
   val_lo = val_lo + ((e - w) + val_hi);
-  UOp out = val_lo + w;
-  out = x.lt(x.const_like(INFINITY)).where(out, x);  // inf and NaN are their own log
-  out = x.lt(x.const_like(0.0)).where(x.const_like(NAN), out);
-  return x.ne(x.const_like(0.0)).where(out, x.const_like(-INFINITY));
+  // the special values are added to the (finite) result: inf and NaN are their own log, x < 0
+  // gives NaN, +-0 gives -inf
+  UOp special = x.lt(x.const_like(INFINITY)).where(x.const_like(-0.0), x);
+  special = x.lt(x.const_like(0.0)).where(x.const_like(NAN), special);
+  special = x.ne(x.const_like(0.0)).where(special, x.const_like(-INFINITY));
+  return (val_lo + w) + special;
 }
 
 // sin(x) for float64 (`f32_accuracy`: a float32 input widened, shorter polynomials suffice).
@@ -186,14 +190,20 @@ inline UOp xsin(const UOp& x, bool f32_accuracy) {
   const UOp hz = x.const_like(0.5) * z, w = x.const_like(1.0) - hz;
   const UOp cos_r =
       w + (((x.const_like(1.0) - w) - hz) + (r_lo ? z * z * C - r * r_lo : z * z * C));
-  // the quadrant q mod 4 is in the low bits of t
-  const UOp quadrant = t.bitcast(dtypes::uint64);
-  const UOp zero = quadrant.const_like(0);
-  UOp out = (quadrant & quadrant.const_like(1)).ne(zero).where(cos_r, sin_r);
-  out = (quadrant & quadrant.const_like(2)).ne(zero).where(-out, out);
+  // the quadrant q mod 4 is in the low bits of t; cos_r or sin_r by a bit mask, negated by
+  // flipping the sign bit
+  const DType u64 = dtypes::uint64;
+  const UOp quadrant = t.bitcast(u64), zero = quadrant.const_like(0);
+  const UOp odd = -(quadrant & quadrant.const_like(1));  // all ones or 0
+  UOp bits =
+      (cos_r.bitcast(u64) & odd) | (sin_r.bitcast(u64) & (odd ^ odd.const_like(~uint64_t{0})));
+  bits = bits ^ ((quadrant & quadrant.const_like(2)) << quadrant.const_like(62));
+  // sin(-0.0) is -0.0: a zero x lends its sign bit
+  bits =
+      bits | x.eq(x.const_like(0.0)).where(x.bitcast(u64) & uconst(u64, uint64_t{1} << 63), zero);
   const UOp big = x.const_like(0x1p50);
-  out = (x.lt(big) & (-big).lt(x)).where(out, x.const_like(NAN));
-  return x.ne(x.const_like(0.0)).where(out, x);  // keeps the sign of a zero
+  return bits.bitcast(x.dtype()) +
+         (x.lt(big) & (-big).lt(x)).where(x.const_like(-0.0), x.const_like(NAN));
 }
 
 inline UOp decompose(Ops op, const UOp& x) {
