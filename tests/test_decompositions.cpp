@@ -126,11 +126,14 @@ void check_max_ulps(const char* what, const std::vector<F>& xs, Tensor (*op)(con
   CHECK(worst <= bound);
 }
 
-// the source of the kernel that computes `t`
+// the source of the kernel that computes `t`, as the kernel cache hands it out now
 std::string kernel_source(const Tensor& t) {
-  auto kernels = schedule::create_schedule({t.uop()});
+  const std::vector<schedule::Kernel> kernels = schedule::create_schedule({t.uop()});
   REQUIRE(!kernels.empty());
-  return compile_kernel(kernels.back().ast, {})->source;
+  const schedule::Kernel& k = kernels.back();
+  return tinyt::detail::kernel_cache()
+      .get(k.ast, k.buffers, tinyt::detail::OptSettings::current())
+      ->source;
 }
 }  // namespace
 
@@ -353,6 +356,11 @@ TEST_CASE("decompositions: TRANSCENDENTAL=0 keeps libm, 1 leaves no call to it")
       CHECK(src.find(std::string(call) + "f(") == std::string::npos);
     }
     with = make().to_vector<float>();
+  }
+  // and back: the cache holds both kernels
+  {
+    Context ctx{{"TRANSCENDENTAL", 0}};
+    CHECK(kernel_source(make()).find("exp2f(") != std::string::npos);
   }
   REQUIRE(with.size() == without.size());
   for (size_t i = 0; i < with.size(); ++i)
