@@ -52,7 +52,8 @@ inline void launch(const CompiledKernel& k, void* const* bufs) {
 }
 
 namespace detail {
-// How kernels are optimized now: NOOPT, BEAM and the thread count, read once per schedule.
+// How kernels are optimized now: NOOPT, BEAM, the thread count and TRANSCENDENTAL, read once per
+// schedule.
 struct OptSettings {
   int64_t noopt, beam, threads, transcendental;
   bool operator==(const OptSettings&) const = default;
