@@ -16,12 +16,11 @@
 // Accuracy against libm (tests/test_decompositions.cpp; float32 also over all 2^32 inputs): exp2
 // within 0.91 ulp and log2 within 0.72 ulp over their whole domains in float32 and float64,
 // denormals included (about 1.2 ulp when nothing is contracted into FMAs); sin within 0.51 ulp
-// (float32) and 0.88 ulp (float64) for |x| <= 3.2e6 (2^21 * pi/2). Past
-// that the products q*part round and the absolute error grows up to about |x| * 2^-53; from
-// |x| >= 2^50 on sin is NaN, since rint(x*2/pi) is no longer exact there (a Payne-Hanek
-// reduction would be needed). Special values are libm's: exp2(-inf) = 0, exp2(inf) = inf,
-// log2(0) = -inf, log2(x < 0) = NaN, log2(inf) = inf, sin(+-inf) = NaN, sin(-0.0) = -0.0, NaN in
-// NaN out.
+// (float32) and 0.88 ulp (float64) for |x| <= 3.2e6 (2^21 * pi/2). Past that the products
+// q*part round and the absolute error grows up to about |x| * 2^-53; from |x| >= 2^50 on sin is
+// NaN, since rint(x*2/pi) is no longer exact there (a Payne-Hanek reduction would be needed).
+// Special values are libm's: exp2(-inf) = 0, exp2(inf) = inf, log2(0) = -inf, log2(x < 0) = NaN,
+// log2(inf) = inf, sin(+-inf) = NaN, sin(-0.0) = -0.0, NaN in NaN out.
 //
 // Every step stays correct whether or not the C compiler contracts a*b+c into an FMA (the kernels
 // are built with -ffp-contract=fast): exact splits are made with bit masks or by products that
