@@ -13,6 +13,7 @@
 #include "backend/cpu_cc.hpp"
 #include "backend/cpu_llvm.hpp"
 #include "backend/threadpool.hpp"
+#include "codegen/decompositions.hpp"
 #include "codegen/opt/expander.hpp"
 #include "codegen/opt/heuristic.hpp"
 #include "codegen/opt/search.hpp"
@@ -69,7 +70,11 @@ struct CompiledKernel {
 inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vector<codegen::Opt> opts,
                                                       CpuCompiler compiler = cpu_compiler()) {
   auto k = std::make_shared<CompiledKernel>();
-  k->program = codegen::linearize(codegen::expand_registers(codegen::apply_opts(ast, opts)), schedule::detail::kernel_name(ast));
+  UOp expanded = codegen::expand_registers(codegen::apply_opts(ast, opts));
+  // TRANSCENDENTAL=0 keeps the libm calls; 1 (default) decomposes them so the kernel vectorizes
+  if (getenv_int("TRANSCENDENTAL", 1))
+    expanded = graph_rewrite(graph_rewrite(expanded, codegen::transcendental_rules()), codegen::kernel_rules());
+  k->program = codegen::linearize(expanded, schedule::detail::kernel_name(ast));
   k->program.opts = std::move(opts);
   k->compiler = compiler;
   if (compiler == CpuCompiler::llvm) {
@@ -101,13 +106,15 @@ inline void launch(const CompiledKernel& k, void* const* bufs) {
 }
 
 namespace detail {
-// How kernels are optimized now: NOOPT, BEAM and the thread count, read once per schedule.
+// How kernels are optimized and compiled now: NOOPT, BEAM, the thread count, TRANSCENDENTAL and
+// the compiler, read once per schedule.
 struct OptSettings {
-  int64_t noopt, beam, threads;
+  int64_t noopt, beam, threads, transcendental;
   CpuCompiler compiler;
   bool operator==(const OptSettings&) const = default;
   static OptSettings current() {
-    return {getenv_int("NOOPT", 0), getenv_int("BEAM", 0), backend::ThreadPool::instance().size(), cpu_compiler()};
+    return {getenv_int("NOOPT", 0), getenv_int("BEAM", 0), backend::ThreadPool::instance().size(),
+            getenv_int("TRANSCENDENTAL", 1), cpu_compiler()};
   }
 };
 
@@ -144,7 +151,7 @@ inline double time_candidate(const UOp& ast, const std::vector<codegen::Opt>& op
 inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
   const std::string key = backend::detail::Hash128()
                               .update(to_string(ast))
-                              .update(cat("|beam ", settings.beam, " threads ", settings.threads, "|"))
+                              .update(cat("|beam ", settings.beam, " threads ", settings.threads, " transcendental ", settings.transcendental, "|"))
                               .update(compiler_identity(settings.compiler))
                               .hex();
   const std::filesystem::path dir = backend::CCompiler::default_cache_dir() / "beam", file = dir / (key + ".opts");
@@ -175,7 +182,7 @@ inline std::vector<codegen::Opt> choose_opts(const UOp& ast, const std::vector<U
 class KernelCache {
  public:
   std::shared_ptr<CompiledKernel> get(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
-    const Key key{ast.get(), settings.noopt, settings.beam, settings.threads, settings.compiler};
+    const Key key{ast.get(), settings.noopt, settings.beam, settings.threads, settings.transcendental, settings.compiler};
     {
       std::lock_guard lock(mu_);
       if (auto it = map_.find(key); it != map_.end()) return it->second.second;
@@ -186,7 +193,7 @@ class KernelCache {
   }
 
  private:
-  using Key = std::tuple<const UOpNode*, int64_t, int64_t, int64_t, CpuCompiler>;
+  using Key = std::tuple<const UOpNode*, int64_t, int64_t, int64_t, int64_t, CpuCompiler>;
   std::mutex mu_;
   std::map<Key, std::pair<UOp, std::shared_ptr<CompiledKernel>>> map_;
 };
