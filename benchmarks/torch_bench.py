@@ -145,15 +145,19 @@ def openblas_info():
     for path in libs:
         try:
             lib = ctypes.CDLL(path)
-            info = {"library": path}
-            for name in ("openblas_get_corename", "openblas_get_config"):
+        except OSError:
+            continue
+        info = {"library": path}
+        for what in ("corename", "config"):
+            # plain builds export openblas_get_corename; scipy-openblas ones prefix and suffix it
+            for name in (f"{pre}openblas_get_{what}{post}" for pre in ("", "scipy_")
+                         for post in ("", "64_", "_")):
                 f = getattr(lib, name, None)
                 if f:
                     f.restype = ctypes.c_char_p
-                    info[name[len("openblas_get_"):]] = f().decode()
-            return info
-        except OSError:
-            continue
+                    info[what] = f().decode()
+                    break
+        return info
     return None
 
 
@@ -176,15 +180,17 @@ def info():
                     if "=" in kv)
     mkl = next((line.strip(" -") for line in config.splitlines() if "Math Kernel Library" in line),
                None)
+    blas = settings.get("BLAS_INFO", "?")
     result = {
         "torch": torch.__version__,
-        "blas": settings.get("BLAS_INFO", "?"),
+        "blas": blas,
         "mkl_available": torch.backends.mkl.is_available(),
         "mkl": mkl,
         "mkl_verbose": mkl_verbose_line() if torch.backends.mkl.is_available() else None,
         "mkldnn": next((line.strip(" -") for line in config.splitlines() if "MKL-DNN" in line),
                        None),
-        "openblas": openblas_info(),
+        # only torch's own: NumPy, when installed, brings an OpenBLAS of its own into the process
+        "openblas": openblas_info() if "openblas" in blas.lower() else None,
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "threads": torch.get_num_threads(),
         "parallel": next((line.split(":", 1)[1].strip() for line in
