@@ -5,7 +5,7 @@ MAKEFLAGS += --no-print-directory
 CMAKE_CONFIGURE = cmake --log-level=WARNING -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 FORMAT_DIRS = $(wildcard include tests examples benchmarks)
 
-.PHONY: test example sanitize amalgamate format clean
+.PHONY: test example bench sanitize amalgamate format clean
 .DEFAULT_GOAL := test
 
 test:
@@ -19,6 +19,11 @@ example:
 	$(CMAKE_CONFIGURE) -S . -B build
 	cmake --build build -j$(JOBS) --target demo
 	build/examples/demo
+
+bench:
+	tools/setup.sh
+	$(CMAKE_CONFIGURE) -S . -B build
+	cmake --build build -j$(JOBS) --target $(patsubst benchmarks/%.cpp,bench_%,$(wildcard benchmarks/*.cpp))
 
 sanitize:
 	tools/setup.sh

@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""PyTorch (eager, CPU) side of benchmarks/vs_torch: the workloads of the tinyt benchmark
+programs, with the same sizes, dtypes and flop/byte accounting, printed in the same format
+(a line for people, then `RESULT <name> <value> <unit>`).
+
+    torch_bench.py [--reps N] [--budget S] [--threads T] [WORKLOAD ...]   (default: all)
+    torch_bench.py --info        JSON: torch version, BLAS, the kernel it picked, threads, env
+"""
+import argparse
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import time
+import warnings
+
+# torch warns when NumPy is missing; nothing here needs NumPy.
+warnings.filterwarnings("ignore", message=".*NumPy.*")
+import torch  # noqa: E402
+
+M = 16 << 20  # elements of the elementwise and sum workloads
+
+
+def threads():
+    return len(os.sched_getaffinity(0))
+
+
+def measure(f, reps, budget, warmup=1):
+    """Best wall time of f over at most `reps` runs or `budget` seconds, after `warmup` runs."""
+    for _ in range(warmup):
+        f()
+    best, runs, start = float("inf"), 0, time.perf_counter()
+    while runs < reps and (runs == 0 or time.perf_counter() - start < budget):
+        t0 = time.perf_counter()
+        f()  # CPU tensors: the op has finished when the call returns
+        best = min(best, time.perf_counter() - t0)
+        runs += 1
+    return best, runs
+
+
+def report(name, what, value, unit, best, runs):
+    plural = "s" if runs != 1 else ""
+    print(f"{what:<52} {value:12.3f} {unit:<6} (best of {runs} run{plural}, {best:.4g} s)")
+    print(f"RESULT {name} {value:.6g} {unit}", flush=True)
+
+
+def matmul(n):
+    def run(reps, budget):
+        a, b = torch.rand(n, n), torch.rand(n, n)
+        best, runs = measure(lambda: a @ b, reps, budget)
+        report(f"matmul_{n}", f"matmul {n}^2 fp32", 2 * n**3 / best / 1e9, "GFLOPS", best, runs)
+    return run
+
+
+def elementwise(reps, budget):
+    x = torch.rand(M)
+    # the tinyt chain, run op by op (eager); counted as one read and one write like tinyt's
+    best, runs = measure(lambda: torch.exp2(torch.relu(x * 2 + 1) * x - 0.5), reps, budget)
+    report("elementwise_16M", "elementwise chain 16M fp32 (eager, 5 ops)", 2 * 4 * M / best / 1e9,
+           "GB/s", best, runs)
+
+
+def sum_(reps, budget):
+    x = torch.rand(M)
+    best, runs = measure(lambda: x.sum(), reps, budget)
+    report("sum_16M", "sum 16M fp32", 4 * M / best / 1e9, "GB/s", best, runs)
+
+
+def softmax(reps, budget):
+    n = 4096
+    x = torch.rand(n, n)
+    best, runs = measure(lambda: torch.softmax(x, -1), reps, budget)
+    print(f"softmax 4096^2: {2 * 4 * n * n / best / 1e9:.2f} GB/s (one read + one write)")
+    report("softmax_4096", "softmax 4096^2 fp32, last axis", best * 1e3, "ms", best, runs)
+
+
+def conv2d(reps, budget):
+    x, w = torch.rand(8, 64, 56, 56), torch.rand(64, 64, 3, 3) - 0.5
+    best, runs = measure(lambda: torch.nn.functional.conv2d(x, w, None, 1, 1), reps, budget)
+    flops = 2 * 8 * 64 * 56 * 56 * 64 * 3 * 3
+    report("conv2d", "conv2d 8x64x56x56, 64 3x3 filters, pad 1", flops / best / 1e9, "GFLOPS",
+           best, runs)
+
+
+def first_call_child():
+    """One sample: the first 512 matmul of a fresh process, and a warm one."""
+    torch.set_num_threads(threads())
+    a, b = torch.rand(512, 512), torch.rand(512, 512)
+    t0 = time.perf_counter()
+    a @ b
+    first = time.perf_counter() - t0
+    warm, _ = measure(lambda: a @ b, 3, 1.0, warmup=0)
+    print(f"CHILD {first:.9f} {warm:.9f}")
+
+
+def first_call(reps, budget):
+    # eager torch compiles nothing: the figure is what the first call costs over a warm one
+    # (library and thread-pool start-up), each sample in a fresh process
+    latency, total, runs, start = float("inf"), float("inf"), 0, time.perf_counter()
+    while runs < min(reps, 5) and (runs == 0 or time.perf_counter() - start < budget):
+        out = subprocess.run([sys.executable, __file__, "--first-call-child"], check=True,
+                             capture_output=True, text=True).stdout
+        first, warm = map(float, out.split("CHILD", 1)[1].split())
+        latency, total, runs = min(latency, first - warm), min(total, first), runs + 1
+    report("first_call_512_total", "first call, matmul 512^2 (incl. running it)", total * 1e3,
+           "ms", total, runs)
+    report("first_call_512", "first call, matmul 512^2, over a warm call", latency * 1e3, "ms",
+           latency, runs)
+
+
+def launch_overhead(reps, budget):
+    iterations = 2000
+    a = torch.rand(16)
+
+    def loop():
+        for _ in range(iterations):
+            a + 1
+    best, runs = measure(loop, reps, budget)
+    report("launch_overhead", "host time per op (a + 1 on 16 floats)", best / iterations * 1e6,
+           "us", best, runs)
+
+
+WORKLOADS = {
+    "matmul_512": matmul(512),
+    "matmul_1024": matmul(1024),
+    "matmul_2048": matmul(2048),
+    "elementwise_16M": elementwise,
+    "sum_16M": sum_,
+    "softmax_4096": softmax,
+    "conv2d": conv2d,
+    "first_call_512": first_call,
+    "launch_overhead": launch_overhead,
+}
+
+# Environment variables that change which BLAS kernels run, and how many threads.
+ENV_PREFIXES = ("OPENBLAS", "GOTO", "MKL", "OMP", "KMP", "GOMP", "DNNL", "ONEDNN", "ATEN",
+                "TORCH", "LD_PRELOAD")
+
+
+def openblas_info():
+    """The core type and config of an OpenBLAS loaded in this process, if any."""
+    with open("/proc/self/maps") as maps:
+        libs = sorted({line.split()[-1] for line in maps if "openblas" in line.lower()})
+    for path in libs:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        info = {"library": path}
+        for what in ("corename", "config"):
+            # plain builds export openblas_get_corename; scipy-openblas ones prefix and suffix it
+            for name in (f"{pre}openblas_get_{what}{post}" for pre in ("", "scipy_")
+                         for post in ("", "64_", "_")):
+                f = getattr(lib, name, None)
+                if f:
+                    f.restype = ctypes.c_char_p
+                    info[what] = f().decode()
+                    break
+        return info
+    return None
+
+
+def mkl_verbose_line():
+    """MKL's banner under MKL_VERBOSE=1: its version and the code path it chose for this CPU."""
+    env = dict(os.environ, MKL_VERBOSE="1")
+    code = "import torch; a = torch.rand(64, 64); a @ a"
+    out = subprocess.run([sys.executable, "-W", "ignore", "-c", code], env=env,
+                         capture_output=True, text=True).stdout
+    return next((line.strip() for line in out.splitlines()
+                 if line.startswith("MKL_VERBOSE") and "SGEMM" not in line), None)
+
+
+def info():
+    torch.set_num_threads(threads())
+    (torch.rand(64, 64) @ torch.rand(64, 64)).sum()  # loads the BLAS
+    config = torch.__config__.show()
+    settings = dict(map(str.strip, kv.split("=", 1)) for kv in
+                    config.split("Build settings:", 1)[-1].replace("\n", " ").split(", ")
+                    if "=" in kv)
+    mkl = next((line.strip(" -") for line in config.splitlines() if "Math Kernel Library" in line),
+               None)
+    blas = settings.get("BLAS_INFO", "?")
+    result = {
+        "torch": torch.__version__,
+        "blas": blas,
+        "mkl_available": torch.backends.mkl.is_available(),
+        "mkl": mkl,
+        "mkl_verbose": mkl_verbose_line() if torch.backends.mkl.is_available() else None,
+        "mkldnn": next((line.strip(" -") for line in config.splitlines() if "MKL-DNN" in line),
+                       None),
+        # only torch's own: NumPy, when installed, brings an OpenBLAS of its own into the process
+        "openblas": openblas_info() if "openblas" in blas.lower() else None,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "threads": torch.get_num_threads(),
+        "parallel": next((line.split(":", 1)[1].strip() for line in
+                          torch.__config__.parallel_info().splitlines()
+                          if line.startswith("ATen parallel backend")), None),
+        "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
+    }
+    print(json.dumps(result))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("workloads", nargs="*", metavar="WORKLOAD",
+                   help="any of: " + " ".join(WORKLOADS))
+    p.add_argument("--reps", type=int, default=20, help="at most this many timed runs")
+    p.add_argument("--budget", type=float, default=2.0, help="seconds of timed runs at most")
+    p.add_argument("--threads", type=int, default=threads(), help="torch.set_num_threads")
+    p.add_argument("--info", action="store_true", help="print what torch runs on, as JSON")
+    p.add_argument("--first-call-child", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.first_call_child:
+        return first_call_child()
+    if args.info:
+        return info()
+    unknown = [w for w in args.workloads if w not in WORKLOADS]
+    if unknown:
+        p.error(f"unknown workload {' '.join(unknown)}; the workloads are: {' '.join(WORKLOADS)}")
+    torch.set_num_threads(args.threads)
+    for name in args.workloads or WORKLOADS:
+        WORKLOADS[name](args.reps, args.budget)
+
+
+if __name__ == "__main__":
+    main()
