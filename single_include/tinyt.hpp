@@ -5432,14 +5432,10 @@ class ThreadPool {
     return *pool;
   }
   static int default_threads() {
-    if (const char* v = std::getenv("TINYT_THREADS"); v && *v) {
-      char* end = nullptr;
-      const long n = std::strtol(v, &end, 10);
-      if (*end != '\0' || n < 1 || n > 1024)
-        throw Error(::tinyt::detail::cat("the setting TINYT_THREADS='", v, "' is not a thread count in [1, 1024]"));
-      return static_cast<int>(n);
-    }
-    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+    const int64_t n = getenv_int("TINYT_THREADS", cores);  // a non-number is an Error there
+    if (n < 1 || n > 1024) throw Error(::tinyt::detail::cat("the setting TINYT_THREADS=", n, " is not a thread count in [1, 1024]"));
+    return static_cast<int>(n);
   }
 
  private:
