@@ -5365,6 +5365,36 @@ inline bool LLVMJit::available() noexcept {
 
 #undef TINYT_LLVM_C_API
 // ---- end tinyt/backend/cpu_llvm.hpp ----
+// ---- tinyt/backend/host_simd.hpp ----
+// The host CPU's SIMD registers, which the hand-coded opts size register tiles by. Both CPU
+// compilers target the host (`-march=native`; LLVM's host CPU and features), so the registers
+// this CPU has are the ones the kernels get.
+
+
+namespace tinyt::inline v0 {
+namespace backend {
+
+struct SimdRegisters {
+  int64_t bytes;  // of one register
+  int64_t count;
+};
+
+/// The widest SIMD registers of the CPU this process runs on.
+inline SimdRegisters host_simd() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (__builtin_cpu_supports("avx512f")) return {64, 32};
+  if (__builtin_cpu_supports("avx2")) return {32, 16};
+  return {16, 16};
+#elif defined(__aarch64__)
+  return {16, 32};
+#else
+  return {16, 16};
+#endif
+}
+
+}  // namespace backend
+}  // namespace tinyt::inline v0
+// ---- end tinyt/backend/host_simd.hpp ----
 // ---- tinyt/backend/threadpool.hpp ----
 // The CPU's threads: a persistent pool, one thread per core (the caller is one of them), that
 // runs the parts of a THREAD-split kernel. Workers spin briefly before sleeping so that kernels
@@ -5820,8 +5850,9 @@ inline UOp expand_registers(const UOp& ast) {
 // ---- end tinyt/codegen/opt/expander.hpp ----
 // ---- tinyt/codegen/opt/heuristic.hpp ----
 // Hand-coded opts, used when BEAM is off: a register tile for reductions that reuse a load
-// across outputs (matmul, conv), separate accumulators for reductions over contiguous memory,
-// and threads over the outermost loop when there is enough work to share.
+// across outputs (matmul, conv), sized to the machine's vector registers, with a cache tile over
+// its rows when the reduction is long; separate accumulators for reductions over contiguous
+// memory; and threads over the outermost loop when there is enough work to share.
 
 
 namespace tinyt::inline v0 {
@@ -5830,26 +5861,36 @@ namespace codegen {
 namespace detail {
 struct Access {
   bool store;
-  UOp index;  // the address
+  UOp index;   // the address
+  DType type;  // of the element
 };
 inline std::vector<Access> accesses(const UOp& ast) {
   std::vector<Access> out;
   for (const UOp& u : toposort(ast))
     if ((u.op() == Ops::LOAD || u.op() == Ops::STORE) && u.src(0).op() == Ops::INDEX &&
         u.src(0).src(0).op() == Ops::DEFINE_GLOBAL)
-      out.push_back({u.op() == Ops::STORE, u.src(0).src(1)});
+      out.push_back({u.op() == Ops::STORE, u.src(0).src(1), u.op() == Ops::STORE ? u.src(1).dtype() : u.dtype()});
   return out;
 }
 
-inline int64_t largest_divisor(int64_t n, std::initializer_list<int64_t> choices) {
+inline int64_t largest_divisor(int64_t n, const std::vector<int64_t>& choices) {
   for (int64_t c : choices)
     if (n % c == 0 && n >= c) return c;
   return 1;
 }
 }  // namespace detail
 
-/// The opts chosen by hand-written rules for a kernel run by up to `threads` threads.
-inline std::vector<Opt> hand_coded_opts(const UOp& ast, int64_t threads) {
+/// What the hand-coded opts know of the machine: the threads a kernel may use and the SIMD
+/// registers its compiler vectorizes into (AVX2: 16 of 32 bytes; AVX-512: 32 of 64 bytes).
+struct MachineShape {
+  int64_t threads = 1;
+  int64_t vector_bytes = 32;
+  int64_t vector_registers = 16;
+};
+
+/// The opts chosen by hand-written rules for a kernel run on `machine`.
+inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& machine) {
+  const int64_t threads = machine.threads;
   std::vector<Opt> opts;
   UOp k = ast;
   auto apply = [&](Opt o) {
@@ -5887,10 +5928,29 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, int64_t threads) {
         };
         return unit(a) > unit(b);
       });
-      const int64_t wide = detail::largest_divisor(range_size(ax[reuse[0]]), {32, 16, 8, 4});
-      const int64_t tall = detail::largest_divisor(range_size(ax[reuse[1]]), {8, 4, 2});
+      // Two vectors wide (a cache line of floats) and as tall as half the registers allow as
+      // accumulators; the other half holds the loaded row and the broadcasts, so nothing spills.
+      const detail::Access& out = *std::find_if(acc.begin(), acc.end(), [](const detail::Access& x) { return x.store; });
+      const int64_t lanes = std::max<int64_t>(machine.vector_bytes / out.type.itemsize(), 1);
+      const int64_t wide = detail::largest_divisor(range_size(ax[reuse[0]]), {2 * lanes, lanes, 4});
+      const int64_t vectors_wide = std::max<int64_t>(wide / lanes, 1);
+      std::vector<int64_t> talls;
+      for (int64_t t = machine.vector_registers / 2 / vectors_wide; t >= 2; t /= 2) talls.push_back(t);
+      const int64_t tall = detail::largest_divisor(range_size(ax[reuse[1]]), talls);
+      const int64_t rows_id = ax[reuse[1]].arg()[0].as_int();
+      int64_t reduce_length = 1;
+      for (size_t r : reduces) reduce_length *= range_size(ax[r]);
       if (wide > 1) apply({OptOp::UPCAST, static_cast<int64_t>(reuse[0]), wide});
       if (tall > 1) apply({OptOp::UPCAST, static_cast<int64_t>(reuse[1]), tall});
+      // A cache tile over the rows: each column tile is used by `local` row tiles in a row, so the
+      // columns it reads (reduce length x wide) come from cache but once, when they outgrow L1.
+      if (reduce_length * wide * out.type.itemsize() > 32 * 1024) {
+        ax = axes(k);
+        for (size_t i = 0; i < ax.size(); ++i)
+          if (ax[i].arg()[0].as_int() == rows_id && range_kind(ax[i]) == RangeKind::loop)
+            if (const int64_t local = detail::largest_divisor(range_size(ax[i]) / 2, {16, 8, 4}); local > 1)
+              apply({OptOp::LOCAL, static_cast<int64_t>(i), local});
+      }
     } else {
       // separate accumulators over the innermost reduce axis when it walks memory in order
       const size_t r = reduces.back();
@@ -6922,7 +6982,8 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
 inline std::vector<codegen::Opt> choose_opts(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
   if (settings.noopt) return {};
   if (settings.beam > 0) return beam_opts(ast, buffers, settings);
-  return codegen::hand_coded_opts(ast, settings.threads);
+  static const backend::SimdRegisters simd = backend::host_simd();
+  return codegen::hand_coded_opts(ast, {settings.threads, simd.bytes, simd.count});
 }
 
 // Compiled kernels by AST and opt settings. ASTs are interned, so a kernel seen before is one

@@ -100,7 +100,7 @@ TEST_CASE("opt: the hand-coded opts and combinations of opts compute the same") 
   for (const CorpusEntry& e : corpus()) {
     INFO(e.name);
     check_variants(e.value, [](const UOp& ast) {
-      std::vector<std::vector<Opt>> out{codegen::hand_coded_opts(ast, 2), codegen::hand_coded_opts(ast, 3)};
+      std::vector<std::vector<Opt>> out{codegen::hand_coded_opts(ast, {.threads = 2}), codegen::hand_coded_opts(ast, {.threads = 3, .vector_bytes = 64, .vector_registers = 32})};
       // a tile, an unroll and threads together, where they apply
       std::vector<Opt> combo;
       UOp k = ast;
@@ -121,20 +121,29 @@ TEST_CASE("opt: the hand-coded opts and combinations of opts compute the same") 
 TEST_CASE("opt: the hand-coded opts tile matmuls, unroll contiguous reductions and thread big kernels") {
   auto opts_of = [](const Tensor& t) {
     const auto kernels = schedule::create_schedule({t.uop()});
-    return codegen::hand_coded_opts(kernels.back().ast, 2);
+    return codegen::hand_coded_opts(kernels.back().ast, {.threads = 2});
   };
   auto has = [](const std::vector<Opt>& opts, OptOp op) {
     return std::any_of(opts.begin(), opts.end(), [&](const Opt& o) { return o.op == op; });
   };
   const std::vector<Opt> mm = opts_of(input({64, 64}, 1).matmul(input({64, 64}, 2)));
   CHECK(std::count_if(mm.begin(), mm.end(), [](const Opt& o) { return o.op == OptOp::UPCAST; }) == 2);
+  // the tile fills half the vector registers with accumulators, two vectors wide
+  const UOp mm_ast = schedule::create_schedule({input({64, 64}, 1).matmul(input({64, 64}, 2)).uop()}).back().ast;
+  CHECK(codegen::hand_coded_opts(mm_ast, {.threads = 1, .vector_bytes = 32, .vector_registers = 16}) ==
+        std::vector<Opt>{{OptOp::UPCAST, 1, 16}, {OptOp::UPCAST, 0, 4}});
+  CHECK(codegen::hand_coded_opts(mm_ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32}) ==
+        std::vector<Opt>{{OptOp::UPCAST, 1, 32}, {OptOp::UPCAST, 0, 8}});
+  // a long reduction also gets a cache tile over the tile's rows
+  const UOp long_ast = schedule::create_schedule({input({128, 2048}, 1).matmul(input({2048, 64}, 2)).uop()}).back().ast;
+  CHECK(has(codegen::hand_coded_opts(long_ast, {.threads = 1}), OptOp::LOCAL));
   CHECK(has(opts_of(input({8, 256}, 1).sum(1)), OptOp::UNROLL));
   CHECK(has(opts_of(input({1 << 17}, 1) + 1), OptOp::THREAD));
   CHECK_FALSE(has(opts_of(input({64}, 1) + 1), OptOp::THREAD));  // too little work to share
   // a big sum is split in two kernels, the first of which has parts for threads to share
   const auto kernels = schedule::create_schedule({input({1 << 17}, 1).sum().uop()});
   CHECK(kernels.size() == 2);
-  CHECK(has(codegen::hand_coded_opts(kernels[0].ast, 2), OptOp::THREAD));
+  CHECK(has(codegen::hand_coded_opts(kernels[0].ast, {.threads = 2}), OptOp::THREAD));
 }
 
 TEST_CASE("opt: an opt that does not apply is an OptError naming it") {

@@ -12,6 +12,7 @@
 
 #include "backend/cpu_cc.hpp"
 #include "backend/cpu_llvm.hpp"
+#include "backend/host_simd.hpp"
 #include "backend/threadpool.hpp"
 #include "codegen/decompositions.hpp"
 #include "codegen/opt/expander.hpp"
@@ -174,7 +175,8 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
 inline std::vector<codegen::Opt> choose_opts(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
   if (settings.noopt) return {};
   if (settings.beam > 0) return beam_opts(ast, buffers, settings);
-  return codegen::hand_coded_opts(ast, settings.threads);
+  static const backend::SimdRegisters simd = backend::host_simd();
+  return codegen::hand_coded_opts(ast, {settings.threads, simd.bytes, simd.count});
 }
 
 // Compiled kernels by AST and opt settings. ASTs are interned, so a kernel seen before is one
