@@ -312,13 +312,58 @@ TEST_CASE("nn: softmax and log_softmax") {
   CHECK_THROWS_AS(x.softmax(2), IndexError);
   CHECK(Tensor::zeros({0, 3}).softmax().shape() == Shape{0, 3});
   CHECK(Tensor::zeros({3, 0}).log_softmax(0).shape() == Shape{3, 0});
-  // fusion: a max, a sum, then the elementwise result
+  // fusion: the row's max and sum are computed in the kernel that writes the result
   Tensor r = Tensor::from_vector(v, {3, 5});
-  CHECK(kernels_to_realize(r.softmax()) <= 3);
-  CHECK(kernels_to_realize(r.log_softmax()) <= 3);
+  CHECK(kernels_to_realize(r.softmax()) == 1);
+  CHECK(kernels_to_realize(r.log_softmax()) == 1);
+  CHECK(kernels_to_realize(r.softmax(0)) == 3);  // down the columns: the max and sum are realized
 }
 
 // -- convolution --------------------------------------------------------------------------------
+
+TEST_CASE("nn: row reductions computed inside one kernel match loops, with the hand-coded opts") {
+  // rows long enough to be unrolled and a kernel big enough to be threaded
+  const int64_t rows = 64, cols = 1280;
+  const std::vector<float> v = values(rows * cols, 160);
+  Tensor x = Tensor::from_vector(v, {rows, cols}).realize();
+  std::vector<double> softmax(v.size()), log_softmax(v.size()), layernorm(v.size()), centered(v.size());
+  for (int64_t i = 0; i < rows; ++i) {
+    const auto row = [&](int64_t j) { return static_cast<double>(v[static_cast<size_t>(i * cols + j)]); };
+    double mx = -INFINITY, mean = 0, sum = 0, var = 0;
+    for (int64_t j = 0; j < cols; ++j) mx = std::max(mx, row(j)), mean += row(j) / static_cast<double>(cols);
+    for (int64_t j = 0; j < cols; ++j) sum += std::exp(row(j) - mx), var += std::pow(row(j) - mean, 2) / static_cast<double>(cols);
+    for (int64_t j = 0; j < cols; ++j) {
+      const auto k = static_cast<size_t>(i * cols + j);
+      softmax[k] = std::exp(row(j) - mx) / sum;
+      log_softmax[k] = row(j) - mx - std::log(sum);
+      layernorm[k] = (row(j) - mean) / std::sqrt(var + 1e-5);
+      centered[k] = row(j) - mx;
+    }
+  }
+  for (const char* llvm : {"1", "0"}) {
+    INFO("CPU_LLVM=", llvm);
+    ScopedEnv env;
+    env.set("CPU_LLVM", llvm);
+    check_close(x.softmax().to_vector<float>(), softmax, 1e-6, 1e-5);
+    check_close(x.log_softmax().to_vector<float>(), log_softmax, 1e-5, 1e-5);
+    check_close(x.layernorm().to_vector<float>(), layernorm, 1e-5, 1e-4);
+    check_close((x - x.max(1, true)).to_vector<float>(), centered, 0, 0);
+  }
+}
+
+TEST_CASE("nn: a softmax kernel computes each row's max and sum once, outside the loop over the row") {
+  Tensor x = Tensor::from_vector(values(4 * 8, 161), {4, 8}).realize();
+  const auto kernels = schedule::create_schedule({x.softmax().uop()});
+  REQUIRE(kernels.size() == 1);
+  const codegen::Program p = codegen::linearize(kernels[0].ast, "softmax");
+  int depth = 0, deepest = 0, loops = 0;
+  for (const UOp& u : p.ops) {
+    if (u.op() == Ops::RANGE) deepest = std::max(deepest, ++depth), ++loops;
+    if (u.op() == Ops::END) --depth;
+  }
+  CHECK(deepest == 2);  // rows, and in each the max, the sum and the output loop over the row
+  CHECK(loops == 4);
+}
 
 TEST_CASE("nn: conv2d against a loop, with groups, stride, dilation and padding") {
   struct Case {
@@ -824,4 +869,5 @@ TEST_CASE("nn: kernel counts") {
   CHECK(kernels_to_realize(x.avg_pool2d(3, 1, 1, 1)) == 1);
   CHECK(kernels_to_realize(x.argmax(1)) <= 3);
   CHECK(kernels_to_realize(x.var(1)) <= 2);
+  CHECK(kernels_to_realize(x.reshape({6, 36}).layernorm()) == 1);
 }

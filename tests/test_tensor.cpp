@@ -207,7 +207,12 @@ TEST_CASE("tensor: fusion") {
   CHECK(kernels_to_realize(chain) == 1);
   Tensor linear = (x.reshape({8, 8, 1}) * w.reshape({1, 8, 8})).sum(1) + b;
   CHECK(kernels_to_realize(linear.relu()) == 1);
-  CHECK(kernels_to_realize(x + x.sum(1, true)) <= 2);
+  // a row sum broadcast along its row is computed inside the kernel, once per row; a column sum
+  // broadcast down the rows would be computed once per element there, so it is realized
+  CHECK(kernels_to_realize(x + x.sum(1, true)) == 1);
+  CHECK(kernels_to_realize(x + x.sum(0, true)) == 2);
+  CHECK(kernels_to_realize((x + x.sum(1, true)).T()) == 2);  // the row is not the inner loop there
+  CHECK(kernels_to_realize(x + (x * x.sum(1, true)).sum(0, true)) == 3);
   Tensor done = (x * 2).realize();
   CHECK(kernels_to_realize(done) == 0);
   // the same subexpression built twice is one node, computed once
@@ -327,9 +332,11 @@ TEST_CASE("tensor: from_blob, the _like constructors, and the remaining movement
 
 TEST_CASE("tensor: intermediates of one schedule share memory once their readers are done") {
   Tensor x = Tensor::from_vector(iota(16), {4, 4});
-  Tensor s1 = x.sum(1, true);                 // read by s2 only
-  Tensor s2 = (x + s1).max(1, true);          // read by s3 only
-  Tensor s3 = (x * s2).sum(1, true);          // same size as s1: may reuse its memory
+  // column reductions broadcast down the rows: each is realized (a row reduction broadcast along
+  // its row would be computed inside the kernel that reads it)
+  Tensor s1 = x.sum(0, true);                 // read by s2 only
+  Tensor s2 = (x + s1).max(0, true);          // read by s3 only
+  Tensor s3 = (x * s2).sum(0, true);          // same size as s1: may reuse its memory
   Tensor out = x + s3;
   auto kernels = schedule::create_schedule({out.uop()});
   REQUIRE(kernels.size() == 4);
@@ -339,12 +346,12 @@ TEST_CASE("tensor: intermediates of one schedule share memory once their readers
   CHECK_FALSE(kernels[3].temporary);
   // and the values through the normal path, against loops
   std::vector<float> want(16);
-  for (int i = 0; i < 4; ++i) {
+  for (int j = 0; j < 4; ++j) {
     float r1 = 0, r2 = -1e30f, r3 = 0;
-    for (int j = 0; j < 4; ++j) r1 += static_cast<float>(i * 4 + j);
-    for (int j = 0; j < 4; ++j) r2 = std::max(r2, static_cast<float>(i * 4 + j) + r1);
-    for (int j = 0; j < 4; ++j) r3 += static_cast<float>(i * 4 + j) * r2;
-    for (int j = 0; j < 4; ++j) want[static_cast<size_t>(i * 4 + j)] = static_cast<float>(i * 4 + j) + r3;
+    for (int i = 0; i < 4; ++i) r1 += static_cast<float>(i * 4 + j);
+    for (int i = 0; i < 4; ++i) r2 = std::max(r2, static_cast<float>(i * 4 + j) + r1);
+    for (int i = 0; i < 4; ++i) r3 += static_cast<float>(i * 4 + j) * r2;
+    for (int i = 0; i < 4; ++i) want[static_cast<size_t>(i * 4 + j)] = static_cast<float>(i * 4 + j) + r3;
   }
   check_close(out.to_vector<float>(), want);
 }

@@ -70,7 +70,8 @@ class Linearizer {
       size_t common = 0;
       while (common < loops_.size() && common < loops.size() && loops_[common] == loops[common]) ++common;
       while (loops_.size() > common) close(loops_.back(), ops.back()), loops_.pop_back();
-      for (size_t i = common; i < loops.size(); ++i) open(loops[i]), loops_.push_back(loops[i]);
+      hoist_reduces(store);
+      for (size_t i = common; i < loops.size(); ++i) open(loops[i]), loops_.push_back(loops[i]), hoist_reduces(store);
       emit(store);
     }
     while (!loops_.empty()) close(loops_.back(), ops.back()), loops_.pop_back();
@@ -116,6 +117,20 @@ class Linearizer {
     UOp out = push(u.replace(std::move(src)));
     scopes_.back()[u.get()] = out;
     return out;
+  }
+
+  // Emits, in the loops open now, each REDUCE that `store` needs and that needs no other loop:
+  // a reduction broadcast along inner loops (a softmax's row maximum) is computed once per
+  // outer iteration, not once per element.
+  void hoist_reduces(const UOp& store) {
+    std::vector<UOp> needed;
+    for (const UOp& u : toposort(store))
+      if (u.op() == Ops::REDUCE && !reduced_.count(u.get())) needed.push_back(u);
+    for (const UOp& r : needed) {
+      const auto& need = free_.at(r.get());
+      if (!reduced_.count(r.get()) && std::all_of(need.begin(), need.end(), [&](const UOp& x) { return bool(lookup(x)); }))
+        emit(r);
+    }
   }
 
   // The REDUCEs that can share u's loops: same ranges, everything else they need already open,

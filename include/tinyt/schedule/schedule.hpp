@@ -2,6 +2,8 @@
 // points), lowers each into a kernel, and orders the kernels by what they read and write.
 #pragma once
 
+#include <optional>
+#include <set>
 #include <unordered_set>
 
 #include "../codegen/reduce_collapse.hpp"
@@ -50,8 +52,30 @@ inline std::vector<UOp> pending_graph(const std::vector<UOp>& roots, const Known
   return order;
 }
 
+// For an EXPAND on a path from a reduction, the first broadcast axis of the path after it when
+// every axis it broadcasts comes after every axis of size > 1 it keeps (a row maximum broadcast
+// along its row), and nothing when not. `from` is the path's first broadcast axis before it (-1: none).
+// The kernel's loops then run the kept axes outside the broadcast ones, and the linearizer
+// computes the reduction once per outer iteration, between them.
+inline std::optional<int64_t> trailing_broadcast(const UOp& expand, int64_t from) {
+  const std::vector<int64_t> in = graph::concrete_shape(expand.src(0)), out = graph::concrete_shape(expand);
+  int64_t first_broadcast = static_cast<int64_t>(out.size()), last_kept = -1;
+  for (size_t a = 0; a < out.size(); ++a) {
+    if (in[a] == 1 && out[a] != 1) first_broadcast = std::min(first_broadcast, static_cast<int64_t>(a));
+    else if (out[a] != 1 && (from < 0 || static_cast<int64_t>(a) < from)) last_kept = static_cast<int64_t>(a);
+  }
+  if (last_kept > first_broadcast) return std::nullopt;
+  return from < 0 ? first_broadcast : std::min(from, first_broadcast);
+}
+
+// Ops whose kernel loops over their output as their source's does (elementwise).
+inline bool keeps_loop_order(Ops op) {
+  return GroupOp::ALU.contains(op) || op == Ops::CAST || op == Ops::BITCAST || op == Ops::CONTIGUOUS ||
+         op == Ops::DETACH || op == Ops::CONTIGUOUS_BACKWARD;
+}
+
 // Realization points: roots, explicit ones, copies, and reductions whose result would be
-// recomputed (broadcast back by an EXPAND, or read by several consumers).
+// recomputed (broadcast back other than along trailing axes, or read by several consumers).
 inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const std::vector<UOp>& order,
                                            const Known& known) {
   std::unordered_map<const UOpNode*, std::vector<const UOpNode*>> consumers;
@@ -66,27 +90,46 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
     if (u.op() == Ops::CONTIGUOUS || u.op() == Ops::COPY || u.op() == Ops::ASSIGN) points.insert(u.get());
     if (u.op() == Ops::COPY && !is_materialized(u.src(0), known)) points.insert(u.src(0).get());
   }
-  // a reduction is realized when a path from it to the next realization point expands it,
-  // unless it reads no memory (an arange): that is cheap to recompute and usually counted away
+  // A reduction is realized when it has several consumers, or when a path from it to the next
+  // realization point broadcasts it in a way the consuming kernel would recompute it for: an
+  // EXPAND that is not trailing, or a movement op or a reduction over kept axes after one.
+  // It stays in the kernel when it reads no memory (an arange, cheap and usually counted away).
   auto reads_memory = [&](const UOp& r) {
     for (const UOp& x : toposort(r))
       if (x.op() == Ops::BUFFER || known(x)) return true;
     return false;
   };
+  std::unordered_map<const UOpNode*, const UOp*> node;
+  for (const UOp& u : order) node[u.get()] = &u;
+  auto recomputed_downstream = [&](const std::unordered_set<const UOpNode*>& first) {
+    // (node, first broadcast axis on the path so far; -1 before any EXPAND)
+    std::vector<std::pair<const UOpNode*, int64_t>> stack;
+    for (const UOpNode* c : first) stack.emplace_back(c, -1);
+    std::set<std::pair<const UOpNode*, int64_t>> seen;
+    while (!stack.empty()) {
+      auto [c, from] = stack.back();
+      stack.pop_back();
+      if (!seen.insert({c, from}).second) continue;
+      if (c->op == Ops::EXPAND) {
+        const std::optional<int64_t> next = trailing_broadcast(*node.at(c), from);
+        if (!next) return true;
+        from = *next;
+      } else if (from >= 0 && c->op == Ops::REDUCE_AXIS) {
+        for (int64_t a : node.at(c)->arg()[1].ints())
+          if (a < from) return true;
+        continue;  // a reduction of broadcast axes only: judged on its own
+      } else if (from >= 0 && !keeps_loop_order(c->op)) {
+        return true;
+      }
+      if (points.count(c)) continue;
+      for (const UOpNode* cc : consumers[c]) stack.emplace_back(cc, from);
+    }
+    return false;
+  };
   for (const UOp& u : order) {
     if (u.op() != Ops::REDUCE_AXIS || points.count(u.get()) || !reads_memory(u)) continue;
-    std::unordered_set<const UOpNode*> distinct(consumers[u.get()].begin(), consumers[u.get()].end());
-    bool realize = distinct.size() > 1;
-    std::vector<const UOpNode*> stack(distinct.begin(), distinct.end());
-    std::unordered_set<const UOpNode*> seen;
-    while (!stack.empty() && !realize) {
-      const UOpNode* c = stack.back();
-      stack.pop_back();
-      if (!seen.insert(c).second || points.count(c)) continue;
-      if (c->op == Ops::EXPAND) realize = true;
-      for (const UOpNode* cc : consumers[c]) stack.push_back(cc);
-    }
-    if (realize) points.insert(u.get());
+    const std::unordered_set<const UOpNode*> distinct(consumers[u.get()].begin(), consumers[u.get()].end());
+    if (distinct.size() > 1 || recomputed_downstream(distinct)) points.insert(u.get());
   }
   std::vector<UOp> out;
   for (const UOp& u : order)

@@ -103,12 +103,15 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
               apply({OptOp::LOCAL, static_cast<int64_t>(i), local});
       }
     } else {
-      // separate accumulators over the innermost reduce axis when it walks memory in order
-      const size_t r = reduces.back();
-      bool contiguous = false;
-      for (const detail::Access& x : acc) contiguous |= !x.store && stride(x, r) == 1;
-      const int64_t amount = detail::largest_divisor(range_size(ax[r]), {16, 8, 4});
-      if (contiguous && amount > 1 && range_size(ax[r]) >= 64) apply({OptOp::UNROLL, static_cast<int64_t>(r), amount});
+      // separate accumulators over each reduce axis that walks memory in order (a kernel may
+      // hold several reductions: a softmax's maximum and sum); the last first, so the axis
+      // numbers of the others stay put
+      for (auto it = reduces.rbegin(); it != reduces.rend(); ++it) {
+        bool contiguous = false;
+        for (const detail::Access& x : acc) contiguous |= !x.store && stride(x, *it) == 1;
+        const int64_t amount = detail::largest_divisor(range_size(ax[*it]), {16, 8, 4});
+        if (contiguous && amount > 1 && range_size(ax[*it]) >= 64) apply({OptOp::UNROLL, static_cast<int64_t>(*it), amount});
+      }
     }
   }
 
