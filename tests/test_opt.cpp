@@ -134,6 +134,11 @@ TEST_CASE("opt: the hand-coded opts tile matmuls, unroll contiguous reductions a
         std::vector<Opt>{{OptOp::UPCAST, 1, 16}, {OptOp::UPCAST, 0, 4}});
   CHECK(codegen::hand_coded_opts(mm_ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32}) ==
         std::vector<Opt>{{OptOp::UPCAST, 1, 32}, {OptOp::UPCAST, 0, 8}});
+  // a conv's tile: wide along the output row, tall along the output channels (which share the
+  // input row's vector), not along the batch (which does not)
+  const UOp conv_ast =
+      schedule::create_schedule({input({8, 16, 16, 16}, 3).conv2d(input({32, 16, 3, 3}, 4), {}, 1, 1, 1, 1).uop()}).back().ast;
+  CHECK(codegen::hand_coded_opts(conv_ast, {.threads = 1}) == std::vector<Opt>{{OptOp::UPCAST, 3, 16}, {OptOp::UPCAST, 1, 4}});
   // a long reduction also gets a cache tile over the tile's rows
   const UOp long_ast = schedule::create_schedule({input({128, 2048}, 1).matmul(input({2048, 64}, 2)).uop()}).back().ast;
   CHECK(has(codegen::hand_coded_opts(long_ast, {.threads = 1}), OptOp::LOCAL));

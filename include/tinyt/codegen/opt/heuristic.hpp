@@ -79,6 +79,14 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
         };
         return unit(a) > unit(b);
       });
+      // the tall side: an axis along which the loads that vary along the wide side stay put, so
+      // each of their vectors feeds a whole column of the tile (a conv's output channels, not
+      // its batch)
+      std::stable_partition(reuse.begin() + 1, reuse.end(), [&](size_t a) {
+        for (const detail::Access& x : acc)
+          if (!x.store && stride(x, reuse[0]) != 0 && stride(x, a) != 0) return false;
+        return true;
+      });
       // Two vectors wide (a cache line of floats) and as tall as half the registers allow as
       // accumulators; the other half holds the loaded row and the broadcasts, so nothing spills.
       const detail::Access& out = *std::find_if(acc.begin(), acc.end(), [](const detail::Access& x) { return x.store; });
