@@ -2839,7 +2839,8 @@ struct GlobalCounters {
   static inline std::atomic<int64_t> global_ops{0};
   static inline std::atomic<int64_t> global_mem{0};
   static inline std::atomic<double> time_sum_s{0.0};
-  static void reset() { kernel_count = 0, global_ops = 0, global_mem = 0, time_sum_s = 0.0; }
+  static inline std::atomic<int64_t> compile_count{0};  // kernels compiled (not found in a cache)
+  static void reset() { kernel_count = 0, global_ops = 0, global_mem = 0, time_sum_s = 0.0, compile_count = 0; }
 };
 
 }  // namespace tinyt::inline v0
@@ -6945,6 +6946,7 @@ struct CompiledKernel {
 inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vector<codegen::Opt> opts,
                                                       CpuCompiler compiler = cpu_compiler()) {
   auto k = std::make_shared<CompiledKernel>();
+  ++GlobalCounters::compile_count;
   UOp expanded = codegen::expand_registers(codegen::apply_opts(ast, opts));
   // TRANSCENDENTAL=0 keeps the libm calls; 1 (default) decomposes them so the kernel vectorizes
   if (getenv_int("TRANSCENDENTAL", 1))

@@ -26,6 +26,16 @@ TEST_CASE("schedule cache: a repeated step is scheduled once and computes each s
   CHECK(hits() - before >= 4);  // steps 2 to 5 (and the from_vector copies) come from the cache
 }
 
+TEST_CASE("schedule cache: a kernel is compiled once, then found in the kernel cache") {
+  Tensor x = Tensor::from_vector(tinyt_test::values(40, 7)).reshape({5, 8}).realize();
+  GlobalCounters::reset();
+  (x * 3 - 7).realize();  // an expression no other test builds
+  CHECK(GlobalCounters::compile_count == 1);
+  (x * 3 - 7).realize();
+  CHECK(GlobalCounters::compile_count == 1);
+  CHECK(GlobalCounters::kernel_count == 2);
+}
+
 TEST_CASE("schedule cache: repeated assigns (an optimizer step) update the same memory") {
   for (int cache = 0; cache <= 1; ++cache) {
     Context c{{"SCHEDULE_CACHE", cache}};

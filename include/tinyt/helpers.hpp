@@ -87,7 +87,8 @@ struct GlobalCounters {
   static inline std::atomic<int64_t> global_ops{0};
   static inline std::atomic<int64_t> global_mem{0};
   static inline std::atomic<double> time_sum_s{0.0};
-  static void reset() { kernel_count = 0, global_ops = 0, global_mem = 0, time_sum_s = 0.0; }
+  static inline std::atomic<int64_t> compile_count{0};  // kernels compiled (not found in a cache)
+  static void reset() { kernel_count = 0, global_ops = 0, global_mem = 0, time_sum_s = 0.0, compile_count = 0; }
 };
 
 }  // namespace tinyt::inline v0

@@ -71,6 +71,7 @@ struct CompiledKernel {
 inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vector<codegen::Opt> opts,
                                                       CpuCompiler compiler = cpu_compiler()) {
   auto k = std::make_shared<CompiledKernel>();
+  ++GlobalCounters::compile_count;
   UOp expanded = codegen::expand_registers(codegen::apply_opts(ast, opts));
   // TRANSCENDENTAL=0 keeps the libm calls; 1 (default) decomposes them so the kernel vectorizes
   if (getenv_int("TRANSCENDENTAL", 1))
