@@ -1,7 +1,11 @@
 // assign: stores into existing memory, with values fixed when built (JAX semantics).
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include <tinyt.hpp>
+
+#include "helpers.hpp"
 
 using namespace tinyt;
 
@@ -82,4 +86,19 @@ TEST_CASE("assign: memory a value was computed into is not trusted after it is o
   v.assign(v * 2);
   v.realize();
   CHECK((Tensor::ones({3}) * 7).to_vector<float>() == std::vector<float>{7, 7, 7});
+}
+
+TEST_CASE("assign: a row reduction of the target inside its kernel reads the rows before they change") {
+  // x - x.max(1) keeps the row maximum inside the kernel that writes x: every element of a row
+  // must be shifted by the maximum of the old row
+  const std::vector<float> v = tinyt_test::values(6 * 70, 21);
+  Tensor x = Tensor::from_vector(v, {6, 70}).realize();
+  x.assign(x - x.max(1, true)).realize();
+  std::vector<double> want(v.size());
+  for (size_t i = 0; i < 6; ++i) {
+    float m = -INFINITY;
+    for (size_t j = 0; j < 70; ++j) m = std::max(m, v[i * 70 + j]);
+    for (size_t j = 0; j < 70; ++j) want[i * 70 + j] = v[i * 70 + j] - m;
+  }
+  tinyt_test::check_close(x.to_vector<float>(), want, 0, 0);
 }
