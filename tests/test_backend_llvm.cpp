@@ -24,8 +24,14 @@
 #include <tinyt/backend/cpu_llvm.hpp>
 #include <tinyt/renderer/llvmir.hpp>
 
+#include "helpers.hpp"
+
 using namespace tinyt;
 using backend::LLVMJit;
+using tinyt_test::element;
+using tinyt_test::from_bf16_bits;
+using tinyt_test::to_bf16_bits;
+using tinyt_test::with_type;
 
 namespace {
 
@@ -33,54 +39,6 @@ LLVMJit& jit() { return backend::default_llvm(); }
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
-}
-
-/// Calls `f` with a value of the C++ type that holds one element of `dt`.
-template <class F> void with_type(DType dt, F&& f) {
-  switch (dt.scalar_type()) {
-    case ScalarType::bool_:
-      return f(uint8_t{});  // one byte, 0 or 1
-    case ScalarType::int8:
-      return f(int8_t{});
-    case ScalarType::uint8:
-      return f(uint8_t{});
-    case ScalarType::int16:
-      return f(int16_t{});
-    case ScalarType::uint16:
-      return f(uint16_t{});
-    case ScalarType::int32:
-      return f(int32_t{});
-    case ScalarType::uint32:
-      return f(uint32_t{});
-    case ScalarType::int64:
-      return f(int64_t{});
-    case ScalarType::uint64:
-      return f(uint64_t{});
-    case ScalarType::float16:
-      return f(half_t{});
-    case ScalarType::bfloat16:
-      return f(bfloat16_t{});
-    case ScalarType::float32:
-      return f(float{});
-    case ScalarType::float64:
-      return f(double{});
-    default:
-      FAIL("no C++ type for ", dt.name());
-  }
-}
-
-// bfloat16 by hand (not tinyt's): the top half of a float, rounded to nearest even
-uint16_t to_bf16_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if (std::isnan(f)) return static_cast<uint16_t>((u >> 16) | 0x40);
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-float from_bf16_bits(uint16_t b) {
-  const uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
 }
 
 const std::vector<int64_t> int_values = {
@@ -98,44 +56,8 @@ const std::vector<double> float_values = {0.0,      -0.0,
                                           -0.75,    126.9,
                                           7.0,      3.1415926535897931};
 
-/// A 1-D tensor of `dt` holding `ints` (wrapped as C++ converts) or, for float dtypes, `floats`.
-Tensor make(DType dt, const std::vector<int64_t>& ints, const std::vector<double>& floats) {
-  std::vector<uint8_t> bytes;
-  size_t n = 0;
-  with_type(dt, [&](auto zero) {
-    using E = decltype(zero);
-    std::vector<E> v;
-    if constexpr (std::is_integral_v<E>) {
-      for (int64_t x : ints) v.push_back(dt.is_bool() ? static_cast<E>(x != 0) : static_cast<E>(x));
-    } else if constexpr (std::is_same_v<E, double>) {
-      v = floats;
-    } else {
-      v.resize(floats.size());  // (push_back trips over half_t's operator templates)
-      for (size_t i = 0; i < floats.size(); ++i) v[i] = E(static_cast<float>(floats[i]));
-    }
-    n = v.size();
-    bytes.resize(n * sizeof(E));
-    std::memcpy(bytes.data(), v.data(), bytes.size());
-  });
-  return Tensor::from_blob(bytes.data(), {static_cast<int64_t>(n)}, dt);
-}
+using tinyt_test::make;
 Tensor make(DType dt) { return make(dt, int_values, float_values); }
-
-/// Element `i` of raw memory holding `dt`, as a double.
-double element(const uint8_t* bytes, DType dt, size_t i) {
-  double out = 0;
-  with_type(dt, [&](auto zero) {
-    decltype(zero) x;
-    std::memcpy(&x, bytes + i * sizeof x, sizeof x);
-    if constexpr (std::is_same_v<decltype(zero), half_t>)
-      out = static_cast<float>(x);
-    else if constexpr (std::is_same_v<decltype(zero), bfloat16_t>)
-      out = from_bf16_bits(x.bits);
-    else
-      out = static_cast<double>(x);
-  });
-  return out;
-}
 
 /// One kernel's output as the C and the LLVM backend wrote it.
 struct Outputs {
