@@ -4918,7 +4918,9 @@ class CRenderer {
     const bool is_float = s.empty() ? false : s[0].dtype().scalar().is_float();
     if (const char* sym = infix_symbol(u.op()); sym && s.size() == 2) {
       if ((u.op() == Ops::IDIV || u.op() == Ops::MOD) && !(s[1].is_const() && s[1].const_int() > 0)) {
-        // C traps on x/0 and INT_MIN/-1; a kernel must not crash the process
+        // C traps on x/0 and INT_MIN/-1; a kernel must not crash the process. An unsigned divisor
+        // is never -1: UINT_MAX == -1 would hold in C, and x / UINT_MAX is not -x.
+        if (dt.is_unsigned()) return "(" + a(1) + " == 0 ? 0 : " + a(0) + sym + a(1) + ")";
         return "(" + a(1) + " == 0 ? 0 : (" + a(1) + " == -1 ? " + (u.op() == Ops::MOD ? std::string("0") : "-" + a(0)) + " : " + a(0) + " " + sym + " " + a(1) + "))";
       }
       return "(" + a(0) + sym + a(1) + ")";
