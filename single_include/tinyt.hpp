@@ -4908,7 +4908,22 @@ class CRenderer {
     // a bfloat16 result is rounded to bfloat16 after every op, as PyTorch computes it
     const bool round_bf16 = u.dtype().scalar() == dtypes::bfloat16 && u.op() != Ops::WHERE && u.op() != Ops::MAX &&
                             u.op() != Ops::BITCAST && !(u.op() == Ops::CAST && u.src(0).dtype().scalar() == dtypes::bfloat16);
-    define(u, round_bf16 ? "tinyt_bf16_round(" + expr(u) + ")" : expr(u), "alu");
+    std::string e = expr(u);
+    if (round_bf16) e = "tinyt_bf16_round(" + e + ")";
+    else if (computed_wider(u)) e = "((" + type_of(u) + ")" + e + ")";
+    define(u, e, "alu");
+  }
+
+  // C computes bool and integers narrower than int in int, and GCC computes _Float16 in float,
+  // rounding only where a value is stored: inlined into a bigger expression, 100 + 100 in int8
+  // would stay 200. A cast after each such op wraps or rounds where LLVM's i1/i8/i16/half
+  // instructions do, as PyTorch computes.
+  static bool computed_wider(const UOp& u) {
+    const DType dt = u.dtype().scalar();
+    const bool narrow = dt.is_bool() || dt == dtypes::float16 || (dt.is_int() && !dt.is_index() && dt.itemsize() < 4);
+    const bool arithmetic = (infix_symbol(u.op()) && !GroupOp::Comparison.contains(u.op())) || u.op() == Ops::NEG ||
+                            u.op() == Ops::RECIPROCAL;
+    return narrow && arithmetic;
   }
 
   std::string expr(const UOp& u) {

@@ -121,17 +121,6 @@ int check_same(const Tensor& t, double tol = 0) {
   return static_cast<int>(kernels.size());
 }
 
-/// Schedules `t` and runs its kernels through LLVM only.
-void run_llvm(const Tensor& t) {
-  for (const schedule::Kernel& k : schedule::create_schedule({t.uop()})) {
-    const codegen::Program p = codegen::linearize(k.ast, schedule::detail::kernel_name(k.ast));
-    std::vector<void*> ptrs;
-    for (const UOp& b : k.buffers) ptrs.push_back(graph::buffer_of(b)->ptr());
-    jit().compile(renderer::render_llvm(p), p.name)(ptrs.data(), nullptr, 0, 1);
-    if (!k.temporary) graph::set_realized(k.computes, k.view);
-  }
-}
-
 /// The elements of `t` as LLVM computed them (check_same: C agrees).
 template <class Elem> std::vector<Elem> llvm_values(const Tensor& t) {
   check_same(t);
@@ -447,17 +436,26 @@ TEST_CASE("llvm: float16 rounds to half after every op, computed in float") {
   }
 }
 
-TEST_CASE("llvm: float16 and int8 round and wrap after every op, inside expressions too") {
-  // GCC computes _Float16 and int8 expressions the C renderer inlines in float and int, and
-  // rounds or wraps only where a value is stored: these differ from C, so the values are by hand
+TEST_CASE("llvm: float16, bool and small integers round and wrap after every op, inside expressions too") {
+  // C computes bool and int8/int16 in int and GCC _Float16 in float, rounding or wrapping only
+  // where a value is stored: the C renderer casts after each op of an expression it inlines
   Tensor a = make(dtypes::float16, {}, {1.0 + 3.0 / 1024}), c = make(dtypes::float16, {}, {-1.0});
   Tensor r = alu(Ops::ADD, alu(Ops::MUL, a, {a}), {c});  // a*a = 1 + 6/1024 + 9/2^20 rounds first
-  run_llvm(r);
+  check_same(r);
   CHECK(std::bit_cast<uint16_t>(r.to_vector<half_t>()[0]) == 0x1e00);  // 6/1024
-  Tensor x = make(dtypes::int8, {100, -100, 27}, {}), zero = make(dtypes::int8, {0, 0, 0}, {});
-  Tensor negative = alu(Ops::CMPLT, alu(Ops::ADD, x, {x}), {zero});  // 200 and -200 wrap
-  run_llvm(negative);
-  CHECK(negative.to_vector<bool>() == std::vector<bool>{true, false, false});
+  for (DType dt : {dtypes::int8, dtypes::int16}) {
+    CAPTURE(dt);
+    const int64_t big = dtypes::max_int(dt) / 2 + 1;
+    Tensor x = make(dt, {big, 5, 27}, {}), zero = make(dt, {0, 0, 0}, {});
+    Tensor negative = alu(Ops::CMPLT, alu(Ops::ADD, x, {x}), {zero});  // 2 * big wraps
+    CHECK(llvm_values<bool>(negative) == std::vector<bool>{true, false, false});
+  }
+  Tensor u = make(dtypes::uint8, {200, 100, 3}, {}), u2 = make(dtypes::uint8, {100, 100, 4}, {});
+  Tensor sum_is_small = alu(Ops::CMPLT, alu(Ops::ADD, u, {u2}), {u2});  // 300 wraps to 44
+  CHECK(llvm_values<bool>(sum_is_small) == std::vector<bool>{true, false, false});
+  Tensor t = make(dtypes::bool_, {1, 1, 0}, {}), f = make(dtypes::bool_, {1, 0, 0}, {});
+  Tensor both_true = alu(Ops::CMPEQ, alu(Ops::ADD, t, {f}), {t});  // true + true is true, not 2
+  CHECK(llvm_values<bool>(both_true) == std::vector<bool>{true, true, true});
 }
 
 TEST_CASE("llvm: float64 to float16 rounds once, correctly, where through float would not") {
@@ -598,12 +596,8 @@ TEST_CASE("llvm: a matmul agrees with the C backend to rounding (fmul+fadd may f
     CAPTURE(dt);
     Tensor a = make(dt, {}, av).reshape({n, n}), b = make(dt, {}, bv).reshape({n, n});
     Tensor c = a.matmul(b);
-    // products of float16 round to half here, in C only where they are stored (GCC's excess
-    // precision): sums that cancel differ by a few products' rounding
-    check_same(c, dt == dtypes::float64   ? 1e-12
-                  : dt == dtypes::float32 ? 1e-5
-                  : dt == dtypes::float16 ? 0.05
-                                          : 0.25);
+    // float16 and bfloat16 round every product before the sum sees it, in both: nothing to fuse
+    check_same(c, dt == dtypes::float64 ? 1e-12 : dt == dtypes::float32 ? 1e-5 : 0);
     if (dt == dtypes::float32) {
       const std::vector<float> ga = a.to_vector<float>(), gb = b.to_vector<float>(),
                                got = c.to_vector<float>();
