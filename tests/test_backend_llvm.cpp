@@ -436,19 +436,22 @@ TEST_CASE("llvm: float16 rounds to half after every op, computed in float") {
   }
 }
 
-TEST_CASE("llvm: float16, bool and small integers round and wrap after every op, inside expressions too") {
+TEST_CASE("llvm: float16, bool and small or signed integers round and wrap after every op, inside expressions too") {
   // C computes bool and int8/int16 in int and GCC _Float16 in float, rounding or wrapping only
-  // where a value is stored: the C renderer casts after each op of an expression it inlines
+  // where a value is stored: the C renderer casts after each op of an expression it inlines, and
+  // compiles with -fwrapv (a signed overflow is no licence to fold)
   Tensor a = make(dtypes::float16, {}, {1.0 + 3.0 / 1024}), c = make(dtypes::float16, {}, {-1.0});
   Tensor r = alu(Ops::ADD, alu(Ops::MUL, a, {a}), {c});  // a*a = 1 + 6/1024 + 9/2^20 rounds first
   check_same(r);
   CHECK(std::bit_cast<uint16_t>(r.to_vector<half_t>()[0]) == 0x1e00);  // 6/1024
-  for (DType dt : {dtypes::int8, dtypes::int16}) {
+  for (DType dt : {dtypes::int8, dtypes::int16, dtypes::int32, dtypes::int64}) {
     CAPTURE(dt);
     const int64_t big = dtypes::max_int(dt) / 2 + 1;
     Tensor x = make(dt, {big, 5, 27}, {}), zero = make(dt, {0, 0, 0}, {});
     Tensor negative = alu(Ops::CMPLT, alu(Ops::ADD, x, {x}), {zero});  // 2 * big wraps
     CHECK(llvm_values<bool>(negative) == std::vector<bool>{true, false, false});
+    Tensor overflows = alu(Ops::CMPLT, alu(Ops::ADD, x, {x}), {x});  // not folded to x < 0
+    CHECK(llvm_values<bool>(overflows) == std::vector<bool>{true, false, false});
   }
   Tensor u = make(dtypes::uint8, {200, 100, 3}, {}), u2 = make(dtypes::uint8, {100, 100, 4}, {});
   Tensor sum_is_small = alu(Ops::CMPLT, alu(Ops::ADD, u, {u2}), {u2});  // 300 wraps to 44
