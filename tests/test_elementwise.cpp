@@ -148,6 +148,38 @@ TEST_CASE("elementwise: logical and bitwise ops") {
   CHECK_THROWS_AS(Tensor::ones({2}).bitwise_and(Tensor::ones({2})), DTypeError);
 }
 
+TEST_CASE("elementwise: a C++ double keeps its value where it meets a float64 tensor") {
+  // 0.1 is a float32 only as a tensor of its own, as a Python float in tinygrad and PyTorch
+  const Tensor d = Tensor::from_vector(std::vector<double>{1.0});
+  CHECK((d + 0.1).item<double>() == 1.1);
+  CHECK(d.add(0.1).item<double>() == 1.1);
+  CHECK((0.1 - d).item<double>() == 0.1 - 1.0);
+  CHECK(d.mul(0.1).item<double>() == 0.1);
+  CHECK(d.minimum(0.1).item<double>() == 0.1);
+  CHECK(d.maximum(-0.1).item<double>() == 1.0);
+  CHECK((d * 0).maximum(0.1).item<double>() == 0.1);
+  CHECK(d.clip(0.3, 0.7).item<double>() == 0.7);
+  CHECK(d.lt(0).where(d, 0.1).item<double>() == 0.1);
+  const Tensor tenth_in_float32 = Tensor::from_vector(std::vector<double>{static_cast<double>(0.1f)});
+  CHECK_FALSE(tenth_in_float32.eq(0.1).item<bool>());
+  const Tensor f = Tensor::from_vector(std::vector<float>{1.0f});
+  CHECK((f + 0.1).item<float>() == 1.0f + 0.1f);                   // float32 rounds it, once
+  CHECK(Tensor(0.1).cast(dtypes::float64).item<double>() == 0.1f);  // a tensor of its own is float32
+}
+
+TEST_CASE("elementwise: minimum and clip with C++ scalars keep the tensor's dtype") {
+  const Tensor i8 = Tensor::from_vector(std::vector<int8_t>{1, -5, 100});
+  CHECK(i8.minimum(-1).dtype() == dtypes::int8);
+  CHECK(i8.minimum(-1).to_vector<int8_t>() == std::vector<int8_t>{-1, -5, -1});
+  CHECK(i8.clip(-3, 50).to_vector<int8_t>() == std::vector<int8_t>{1, -3, 50});
+  CHECK(Tensor::from_vector(std::vector<uint8_t>{1, 200}).minimum(5).to_vector<uint8_t>() == std::vector<uint8_t>{1, 5});
+  const Tensor h = Tensor::full({2}, 1.0, dtypes::float16);
+  CHECK(h.minimum(0.1).dtype() == dtypes::float16);
+  CHECK(h.clip(0, 0.5).dtype() == dtypes::float16);
+  CHECK(static_cast<float>(h.clip(0, 0.5).to_vector<half_t>()[0]) == 0.5f);
+  CHECK((-Tensor(2.5)).dtype() == dtypes::float32);
+}
+
 TEST_CASE("elementwise: casts and bitcasts") {
   Tensor f = Tensor::from_vector(std::vector<float>{-2.7f, -0.5f, 0.f, 1.9f, 300.4f});
   CHECK(f.int_().to_vector<int32_t>() == std::vector<int32_t>{-2, 0, 0, 1, 300});

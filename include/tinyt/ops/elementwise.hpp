@@ -11,22 +11,26 @@ namespace tinyt::inline v0 {
 /// Lets the elementwise machinery see a tensor's weak flag and build tensors from UOps.
 struct TensorAccess {
   static bool weak(const Tensor& t) { return t.weak(); }
-  static Tensor make(UOp u, bool weak) {
+  static UOp exact(const Tensor& t) { return t.d_ ? t.d_->exact : UOp(); }
+  static Tensor make(UOp u, bool weak, UOp exact) {
     Tensor t(std::move(u));
     t.d_->weak = weak;
+    t.d_->exact = std::move(exact);
     return t;
   }
 };
 
 namespace detail {
-/// A value in the middle of lowering an expression: a tensor-level UOp, and whether it is a
-/// weak C++ scalar.
+/// A value in the middle of lowering an expression: a tensor-level UOp, whether it is a weak C++
+/// scalar, and for a C++ double its unrounded value (a float64 CONST): it takes the dtype of the
+/// tensor it meets, float64 included, rounded once from the double.
 struct Operand {
   UOp u;
   bool weak = false;
+  UOp exact{};
 };
-inline bool tensor_is_weak(const Tensor& t) { return TensorAccess::weak(t); }
-inline Tensor to_tensor(Operand o) { return TensorAccess::make(std::move(o.u), o.weak); }
+inline Operand operand_of(const Tensor& t) { return {t.uop(), TensorAccess::weak(t), TensorAccess::exact(t)}; }
+inline Tensor to_tensor(Operand o) { return TensorAccess::make(std::move(o.u), o.weak, std::move(o.exact)); }
 
 inline Operand cast_operand(const Operand& x, DType dt) {
   if (dt == x.u.dtype()) return x;
@@ -39,6 +43,15 @@ inline Operand cast_operand(const Operand& x, DType dt) {
   }
   return {x.u.cast(dt), false};
 }
+/// x in the dtype an op computes in: a C++ double rounds from its own value, not from float32's.
+inline Operand promote_operand(const Operand& x, DType dt) {
+  if (x.exact && dt.is_float() && dt != x.u.dtype())
+    return {UOp(Ops::CONST, dt, x.u.src(), UOp::const_(dt, x.exact.const_float()).arg()), x.weak, x.exact};
+  return cast_operand(x, dt);
+}
+/// t converted to `dt` as an op converts its operands (a C++ double from its own value), no
+/// longer weak.
+inline Tensor promoted(const Tensor& t, DType dt) { return to_tensor({promote_operand(operand_of(t), dt).u, false}); }
 
 inline UOp broadcast_uop(const UOp& u, const std::vector<int64_t>& shape) {
   std::vector<int64_t> s = graph::concrete_shape(u);
@@ -55,12 +68,12 @@ inline Operand binary_operand(Ops op, Operand a, Operand b, const char* name, bo
              : b.weak && !a.weak ? weak_promote(da, db)
                                  : least_upper_dtype({da, db});
   if (to_float) dt = least_upper_float(dt);
-  a = cast_operand(a, dt), b = cast_operand(b, dt);
+  a = promote_operand(a, dt), b = promote_operand(b, dt);
   // a C++ scalar lives where the tensor it meets lives
   auto move_scalar = [](const Operand& s, const Operand& to) {
     const std::string& dev = graph::device_of(to.u);
     if (!s.weak || s.u.op() != Ops::CONST || graph::device_of(s.u) == dev) return s;
-    return Operand{UOp(Ops::CONST, s.u.dtype(), {graph::device_uop(dev)}, s.u.arg()), true};
+    return Operand{UOp(Ops::CONST, s.u.dtype(), {graph::device_uop(dev)}, s.u.arg()), true, s.exact};
   };
   a = move_scalar(a, b), b = move_scalar(b, a);
   if (graph::device_of(a.u) != graph::device_of(b.u))
@@ -74,13 +87,14 @@ inline Operand negate(const Operand& x) {
   if (dt.is_bool()) throw DTypeError("sub: subtracting bool tensors is not supported; use logical_xor");
   if (x.u.op() == Ops::CONST) {
     const UOp value = -UOp(Ops::CONST, dt, {}, x.u.arg());
-    return {UOp(Ops::CONST, dt, x.u.src(), value.arg()), x.weak};
+    return {UOp(Ops::CONST, dt, x.u.src(), value.arg()), x.weak, x.exact ? UOp::const_(dtypes::float64, -x.exact.const_float()) : UOp()};
   }
   const UOp minus_one = graph::const_(dt, -1, graph::device_of(x.u));
   return {x.u.alu(Ops::MUL, {broadcast_uop(minus_one, graph::concrete_shape(x.u))}), x.weak};
 }
 }  // namespace detail
 
+// an explicit cast converts the value the tensor holds (a C++ double is float32 by then)
 inline Tensor Tensor::cast(DType dt) const { return detail::to_tensor(detail::cast_operand({uop(), weak()}, dt)); }
 
 inline Tensor Tensor::bitcast(DType dt) const {
@@ -90,7 +104,7 @@ inline Tensor Tensor::bitcast(DType dt) const {
 }
 
 inline Tensor Tensor::binary(Ops op, const Tensor& o, const char* name, bool to_float) const {
-  return detail::to_tensor(detail::binary_operand(op, {uop(), weak()}, {o.uop(), o.weak()}, name, to_float));
+  return detail::to_tensor(detail::binary_operand(op, detail::operand_of(*this), detail::operand_of(o), name, to_float));
 }
 
 inline Tensor Tensor::unary(Ops op) const {
@@ -101,11 +115,11 @@ inline Tensor Tensor::unary(Ops op) const {
 inline Tensor Tensor::add(const Tensor& o) const { return binary(Ops::ADD, o, "add"); }
 inline Tensor Tensor::mul(const Tensor& o) const { return binary(Ops::MUL, o, "mul"); }
 inline Tensor Tensor::sub(const Tensor& o) const {
-  return detail::to_tensor(detail::binary_operand(Ops::ADD, {uop(), weak()}, detail::negate({o.uop(), o.weak()}), "sub", false));
+  return detail::to_tensor(detail::binary_operand(Ops::ADD, detail::operand_of(*this), detail::negate(detail::operand_of(o)), "sub", false));
 }
 inline Tensor Tensor::neg() const {
   if (dtype().is_bool()) return logical_not();
-  return mul(Tensor(graph::const_(dtype(), -1, device())));
+  return detail::to_tensor(detail::negate(detail::operand_of(*this)));  // -scalar stays a weak scalar
 }
 /// True division: integers divide as the default float.
 inline Tensor Tensor::div(const Tensor& o) const { return binary(Ops::FDIV, o, "div", true); }
@@ -135,6 +149,10 @@ inline Tensor Tensor::rshift(const Tensor& o) const { detail::require_int_or_boo
 inline Tensor Tensor::bitwise_not() const {
   detail::require_int_or_bool(*this, "bitwise_not");
   if (dtype().is_bool()) return logical_not();
+  if (weak() && uop().op() == Ops::CONST) {  // ~scalar stays a weak scalar, so min(int8, 5) stays int8
+    const UOp c(Ops::CONST, dtype(), {}, uop().arg());
+    return detail::to_tensor({UOp(Ops::CONST, dtype(), uop().src(), fold_constants(Ops::XOR, dtype(), {c, c.const_like(-1)}).arg()), true});
+  }
   return bitwise_xor(Tensor(graph::const_(dtype(), -1, device())));
 }
 inline Tensor Tensor::logical_not() const { return cast(dtypes::bool_).ne(Tensor(true)); }
@@ -147,7 +165,8 @@ inline Tensor Tensor::where(const Tensor& a, const Tensor& b) const {
   DType dt = a.weak() && !b.weak()   ? weak_promote(b.dtype(), a.dtype())
              : b.weak() && !a.weak() ? weak_promote(a.dtype(), b.dtype())
                                      : least_upper_dtype({a.dtype(), b.dtype()});
-  Tensor c = cast(dtypes::bool_), x = a.cast(dt), y = b.cast(dt);
+  Tensor c = cast(dtypes::bool_);
+  Tensor x = detail::promoted(a, dt), y = detail::promoted(b, dt);
   auto shape = broadcast_shape(broadcast_shape(c.cshape(), x.cshape(), "where"), y.cshape(), "where");
   return Tensor(broadcast_to(c, shape).uop().where(broadcast_to(x, shape).uop(), broadcast_to(y, shape).uop()));
 }
