@@ -148,6 +148,26 @@ TEST_CASE("elementwise: logical and bitwise ops") {
   CHECK_THROWS_AS(Tensor::ones({2}).bitwise_and(Tensor::ones({2})), DTypeError);
 }
 
+TEST_CASE("elementwise: a shift by the width or more, or by a negative amount, shifts every bit out") {
+  // PyTorch's rule (<< gives 0, >> gives 0 or -1); C and LLVM leave such shifts undefined
+  const Tensor x = Tensor::from_vector(std::vector<int8_t>{1, -1, 3, -128, 64, 100});
+  const Tensor by = Tensor::from_vector(std::vector<int8_t>{0, 7, 8, -1, 1, 9});
+  CHECK((x << by).to_vector<int8_t>() == std::vector<int8_t>{1, -128, 0, 0, -128, 0});
+  CHECK((x >> by).to_vector<int8_t>() == std::vector<int8_t>{1, -1, 0, -1, 32, 0});
+  CHECK((x << 3).to_vector<int8_t>() == std::vector<int8_t>{8, -8, 24, 0, 0, 32});  // wraps
+  CHECK((x << 8).to_vector<int8_t>() == std::vector<int8_t>{0, 0, 0, 0, 0, 0});
+  CHECK((x >> 100).to_vector<int8_t>() == std::vector<int8_t>{0, -1, 0, -1, 0, 0});
+  const Tensor u = Tensor::from_vector(std::vector<uint32_t>{0x80000001u, 5, 7});
+  const Tensor ub = Tensor::from_vector(std::vector<uint32_t>{32, 31, 0xffffffffu});
+  CHECK((u << ub).to_vector<uint32_t>() == std::vector<uint32_t>{0, 0x80000000u, 0});
+  CHECK((u >> ub).to_vector<uint32_t>() == std::vector<uint32_t>{0, 0, 0});
+  const Tensor l = Tensor::from_vector(std::vector<int64_t>{-5, 5});
+  CHECK((l >> 64).to_vector<int64_t>() == std::vector<int64_t>{-1, 0});
+  CHECK((l << -1).to_vector<int64_t>() == std::vector<int64_t>{0, 0});
+  const Tensor b = Tensor::from_vector(std::vector<bool>{true, true});
+  CHECK((b << Tensor::from_vector(std::vector<bool>{false, true})).to_vector<bool>() == std::vector<bool>{true, false});
+}
+
 TEST_CASE("elementwise: a C++ double keeps its value where it meets a float64 tensor") {
   // 0.1 is a float32 only as a tensor of its own, as a Python float in tinygrad and PyTorch
   const Tensor d = Tensor::from_vector(std::vector<double>{1.0});

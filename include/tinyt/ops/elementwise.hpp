@@ -144,8 +144,33 @@ inline void require_int_or_bool(const Tensor& t, const char* op) {
 inline Tensor Tensor::bitwise_and(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_and"), detail::require_int_or_bool(o, "bitwise_and"); return binary(Ops::AND, o, "bitwise_and"); }
 inline Tensor Tensor::bitwise_or(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_or"), detail::require_int_or_bool(o, "bitwise_or"); return binary(Ops::OR, o, "bitwise_or"); }
 inline Tensor Tensor::bitwise_xor(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_xor"), detail::require_int_or_bool(o, "bitwise_xor"); return binary(Ops::XOR, o, "bitwise_xor"); }
-inline Tensor Tensor::lshift(const Tensor& o) const { detail::require_int_or_bool(*this, "lshift"); return binary(Ops::SHL, o, "lshift"); }
-inline Tensor Tensor::rshift(const Tensor& o) const { detail::require_int_or_bool(*this, "rshift"); return binary(Ops::SHR, o, "rshift"); }
+namespace detail {
+// Shifts as PyTorch defines them: by a negative amount or by the width or more, every bit is
+// shifted out (<< gives 0, >> gives 0 or, for a negative signed value, -1). The kernel only ever
+// shifts by less than the width: C and LLVM leave wider shifts undefined.
+struct ShiftOperands {
+  Tensor x, amount, in_range;  // in the promoted dtype; whether 0 <= amount < bits
+  int64_t bits;
+};
+inline ShiftOperands shift_operands(const Tensor& x, const Tensor& amount, const char* op) {
+  require_int_or_bool(x, op);
+  const DType dt = x.add(amount).dtype();
+  const Tensor a = promoted(amount, dt);
+  const int64_t bits = dt.is_bool() ? 1 : 8 * dt.itemsize();
+  return {x.cast(dt), a, a.ge(0).logical_and(a.lt(bits)), bits};
+}
+}  // namespace detail
+inline Tensor Tensor::lshift(const Tensor& o) const {
+  const auto [x, amount, in_range, bits] = detail::shift_operands(*this, o, "lshift");
+  if (x.dtype().is_bool()) return x.logical_and(in_range);  // one bit: kept by a shift of 0 only
+  return in_range.where(x.binary(Ops::SHL, amount.bitwise_and(bits - 1), "lshift"), 0);
+}
+inline Tensor Tensor::rshift(const Tensor& o) const {
+  const auto [x, amount, in_range, bits] = detail::shift_operands(*this, o, "rshift");
+  if (x.dtype().is_bool()) return x.logical_and(in_range);
+  if (x.dtype().is_unsigned()) return in_range.where(x.binary(Ops::SHR, amount.bitwise_and(bits - 1), "rshift"), 0);
+  return x.binary(Ops::SHR, in_range.where(amount, bits - 1), "rshift");  // the sign fills every bit
+}
 inline Tensor Tensor::bitwise_not() const {
   detail::require_int_or_bool(*this, "bitwise_not");
   if (dtype().is_bool()) return logical_not();
