@@ -7854,9 +7854,31 @@ inline Tensor Tensor::mod(const Tensor& o) const {
 }
 inline Tensor Tensor::pow(const Tensor& o) const {
   if (dtype().is_float() || o.dtype().is_float()) return binary(Ops::POW, o, "pow", true);
-  // integers: compute in float64 (exact below 2^53) and convert back
-  DType dt = binary(Ops::ADD, o, "pow").dtype();
-  return cast(dtypes::float64).binary(Ops::POW, o.cast(dtypes::float64), "pow").cast(dt);
+  // integers, as PyTorch: exact and wrapping, by squaring and multiplying over the exponent's
+  // bits; a negative exponent truncates 1/x^n (1 for 1, -1 or 1 for -1, else 0)
+  const DType dt = binary(Ops::ADD, o, "pow").dtype();
+  const Tensor base = cast(dt), exponent = detail::promoted(o, dt);
+  if (dt.is_bool()) return base.logical_or(exponent.logical_not());
+  Tensor result = Tensor::full_like(base, 1), square = base;
+  if (exponent.uop().op() == Ops::CONST) {  // a known exponent: only its bits
+    i128 e = exponent.uop().const_int();
+    if (e < 0) return base.eq(1).where(1, base.eq(-1).where(e % 2 ? -1 : 1, 0)).cast(dt);
+    for (; e > 0; e >>= 1) {
+      if (e & 1) result = result.mul(square);
+      if (e > 1) square = square.mul(square);
+    }
+    return result;
+  }
+  const int64_t bits = 8 * dt.itemsize() - (dt.is_unsigned() ? 0 : 1);  // a negative one is below
+  for (int64_t i = 0; i < bits; ++i) {
+    const Tensor bit_set = exponent.bitwise_and(Tensor(static_cast<int64_t>(uint64_t{1} << i))).ne(0);
+    result = bit_set.where(result.mul(square), result);
+    if (i + 1 < bits) square = square.mul(square);
+  }
+  if (dt.is_unsigned()) return result;
+  const Tensor odd = exponent.bitwise_and(1).ne(0);
+  const Tensor negative_power = base.eq(1).where(1, base.eq(-1).where(odd.where(-1, 1), 0)).cast(dt);
+  return exponent.lt(0).where(negative_power, result);
 }
 
 // -- math functions ------------------------------------------------------------------------------

@@ -168,6 +168,23 @@ TEST_CASE("elementwise: a shift by the width or more, or by a negative amount, s
   CHECK((b << Tensor::from_vector(std::vector<bool>{false, true})).to_vector<bool>() == std::vector<bool>{true, false});
 }
 
+TEST_CASE("elementwise: integer pow is exact and wraps, and a negative exponent truncates 1 / x^n") {
+  // as PyTorch (not through float64, which is not exact past 2^53 and undefined past the dtype)
+  const Tensor u = Tensor::from_vector(std::vector<uint16_t>{65535, 2, 3, 0, 1, 7});
+  const Tensor ue = Tensor::from_vector(std::vector<uint16_t>{2, 16, 15, 0, 100, 5});
+  CHECK(u.pow(ue).to_vector<uint16_t>() == std::vector<uint16_t>{1, 0, 62059, 1, 1, 16807});
+  CHECK(u.pow(2).to_vector<uint16_t>() == std::vector<uint16_t>{1, 4, 9, 0, 1, 49});
+  const Tensor i = Tensor::from_vector(std::vector<int32_t>{2, -1, -1, 1, 0, 3, -2});
+  const Tensor ie = Tensor::from_vector(std::vector<int32_t>{40, -3, -4, -7, -1, 19, 31});
+  CHECK(i.pow(ie).to_vector<int32_t>() == std::vector<int32_t>{0, -1, 1, 1, 0, 1162261467, INT32_MIN});
+  CHECK(i.pow(-1).to_vector<int32_t>() == std::vector<int32_t>{0, -1, -1, 1, 0, 0, 0});
+  CHECK(i.pow(0).to_vector<int32_t>() == std::vector<int32_t>{1, 1, 1, 1, 1, 1, 1});
+  const Tensor three = Tensor::from_vector(std::vector<int64_t>{3});
+  CHECK(three.pow(Tensor::from_vector(std::vector<int64_t>{39})).item<int64_t>() == 4052555153018976267);
+  CHECK(Tensor::from_vector(std::vector<int8_t>{5}).pow(2).dtype() == dtypes::int8);
+  CHECK(Tensor::from_vector(std::vector<int8_t>{-3}).pow(5).item<int8_t>() == 13);  // -243 wraps
+}
+
 TEST_CASE("elementwise: a C++ double keeps its value where it meets a float64 tensor") {
   // 0.1 is a float32 only as a tensor of its own, as a Python float in tinygrad and PyTorch
   const Tensor d = Tensor::from_vector(std::vector<double>{1.0});
