@@ -1,5 +1,6 @@
 // Helpers the test files share: comparing against references, reading error messages,
-// deterministic test data, scoped environment variables and temporary directories.
+// deterministic test data, tensors and raw memory of any dtype, scoped environment variables
+// and temporary directories.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -15,6 +17,8 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#include <tinyt.hpp>
 
 namespace tinyt_test {
 
@@ -59,6 +63,94 @@ inline std::vector<float> values(int64_t n, int seed) {
     f = static_cast<float>(static_cast<int>(x % 32) - 16) / 8.f;
   }
   return v;
+}
+
+/// Calls `f` with a value of the C++ type that holds one element of `dt`.
+template <class F> void with_type(tinyt::DType dt, F&& f) {
+  using tinyt::ScalarType;
+  switch (dt.scalar_type()) {
+    case ScalarType::bool_:
+      return f(uint8_t{});  // one byte, 0 or 1
+    case ScalarType::int8:
+      return f(int8_t{});
+    case ScalarType::uint8:
+      return f(uint8_t{});
+    case ScalarType::int16:
+      return f(int16_t{});
+    case ScalarType::uint16:
+      return f(uint16_t{});
+    case ScalarType::int32:
+      return f(int32_t{});
+    case ScalarType::uint32:
+      return f(uint32_t{});
+    case ScalarType::int64:
+      return f(int64_t{});
+    case ScalarType::uint64:
+      return f(uint64_t{});
+    case ScalarType::float16:
+      return f(tinyt::half_t{});
+    case ScalarType::bfloat16:
+      return f(tinyt::bfloat16_t{});
+    case ScalarType::float32:
+      return f(float{});
+    case ScalarType::float64:
+      return f(double{});
+    default:
+      FAIL("no C++ type for ", dt.name());
+  }
+}
+
+// bfloat16 by hand (not tinyt's): the top half of a float, rounded to nearest even
+inline uint16_t to_bf16_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if (std::isnan(f)) return static_cast<uint16_t>((u >> 16) | 0x40);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+inline float from_bf16_bits(uint16_t b) {
+  const uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+/// A 1-D tensor of `dt` holding `ints` (wrapped as C++ converts) or, for float dtypes, `floats`.
+inline tinyt::Tensor make(tinyt::DType dt, const std::vector<int64_t>& ints,
+                          const std::vector<double>& floats) {
+  std::vector<uint8_t> bytes;
+  size_t n = 0;
+  with_type(dt, [&](auto zero) {
+    using E = decltype(zero);
+    std::vector<E> v;
+    if constexpr (std::is_integral_v<E>) {
+      for (int64_t x : ints) v.push_back(dt.is_bool() ? static_cast<E>(x != 0) : static_cast<E>(x));
+    } else if constexpr (std::is_same_v<E, double>) {
+      v = floats;
+    } else {
+      v.resize(floats.size());  // (push_back trips over half_t's operator templates)
+      for (size_t i = 0; i < floats.size(); ++i) v[i] = E(static_cast<float>(floats[i]));
+    }
+    n = v.size();
+    bytes.resize(n * sizeof(E));
+    std::memcpy(bytes.data(), v.data(), bytes.size());
+  });
+  return tinyt::Tensor::from_blob(bytes.data(), {static_cast<int64_t>(n)}, dt);
+}
+
+/// Element `i` of raw memory holding `dt`, as a double.
+inline double element(const uint8_t* bytes, tinyt::DType dt, size_t i) {
+  double out = 0;
+  with_type(dt, [&](auto zero) {
+    decltype(zero) x;
+    std::memcpy(&x, bytes + i * sizeof x, sizeof x);
+    if constexpr (std::is_same_v<decltype(zero), tinyt::half_t>)
+      out = static_cast<float>(x);
+    else if constexpr (std::is_same_v<decltype(zero), tinyt::bfloat16_t>)
+      out = from_bf16_bits(x.bits);
+    else
+      out = static_cast<double>(x);
+  });
+  return out;
 }
 
 /// Sets or unsets environment variables for one test and restores them afterwards.

@@ -148,6 +148,75 @@ TEST_CASE("elementwise: logical and bitwise ops") {
   CHECK_THROWS_AS(Tensor::ones({2}).bitwise_and(Tensor::ones({2})), DTypeError);
 }
 
+TEST_CASE("elementwise: a shift by the width or more, or by a negative amount, shifts every bit out") {
+  // PyTorch's rule (<< gives 0, >> gives 0 or -1); C and LLVM leave such shifts undefined
+  const Tensor x = Tensor::from_vector(std::vector<int8_t>{1, -1, 3, -128, 64, 100});
+  const Tensor by = Tensor::from_vector(std::vector<int8_t>{0, 7, 8, -1, 1, 9});
+  CHECK((x << by).to_vector<int8_t>() == std::vector<int8_t>{1, -128, 0, 0, -128, 0});
+  CHECK((x >> by).to_vector<int8_t>() == std::vector<int8_t>{1, -1, 0, -1, 32, 0});
+  CHECK((x << 3).to_vector<int8_t>() == std::vector<int8_t>{8, -8, 24, 0, 0, 32});  // wraps
+  CHECK((x << 8).to_vector<int8_t>() == std::vector<int8_t>{0, 0, 0, 0, 0, 0});
+  CHECK((x >> 100).to_vector<int8_t>() == std::vector<int8_t>{0, -1, 0, -1, 0, 0});
+  const Tensor u = Tensor::from_vector(std::vector<uint32_t>{0x80000001u, 5, 7});
+  const Tensor ub = Tensor::from_vector(std::vector<uint32_t>{32, 31, 0xffffffffu});
+  CHECK((u << ub).to_vector<uint32_t>() == std::vector<uint32_t>{0, 0x80000000u, 0});
+  CHECK((u >> ub).to_vector<uint32_t>() == std::vector<uint32_t>{0, 0, 0});
+  const Tensor l = Tensor::from_vector(std::vector<int64_t>{-5, 5});
+  CHECK((l >> 64).to_vector<int64_t>() == std::vector<int64_t>{-1, 0});
+  CHECK((l << -1).to_vector<int64_t>() == std::vector<int64_t>{0, 0});
+  const Tensor b = Tensor::from_vector(std::vector<bool>{true, true});
+  CHECK((b << Tensor::from_vector(std::vector<bool>{false, true})).to_vector<bool>() == std::vector<bool>{true, false});
+}
+
+TEST_CASE("elementwise: integer pow is exact and wraps, and a negative exponent truncates 1 / x^n") {
+  // as PyTorch (not through float64, which is not exact past 2^53 and undefined past the dtype)
+  const Tensor u = Tensor::from_vector(std::vector<uint16_t>{65535, 2, 3, 0, 1, 7});
+  const Tensor ue = Tensor::from_vector(std::vector<uint16_t>{2, 16, 15, 0, 100, 5});
+  CHECK(u.pow(ue).to_vector<uint16_t>() == std::vector<uint16_t>{1, 0, 62059, 1, 1, 16807});
+  CHECK(u.pow(2).to_vector<uint16_t>() == std::vector<uint16_t>{1, 4, 9, 0, 1, 49});
+  const Tensor i = Tensor::from_vector(std::vector<int32_t>{2, -1, -1, 1, 0, 3, -2});
+  const Tensor ie = Tensor::from_vector(std::vector<int32_t>{40, -3, -4, -7, -1, 19, 31});
+  CHECK(i.pow(ie).to_vector<int32_t>() == std::vector<int32_t>{0, -1, 1, 1, 0, 1162261467, INT32_MIN});
+  CHECK(i.pow(-1).to_vector<int32_t>() == std::vector<int32_t>{0, -1, -1, 1, 0, 0, 0});
+  CHECK(i.pow(0).to_vector<int32_t>() == std::vector<int32_t>{1, 1, 1, 1, 1, 1, 1});
+  const Tensor three = Tensor::from_vector(std::vector<int64_t>{3});
+  CHECK(three.pow(Tensor::from_vector(std::vector<int64_t>{39})).item<int64_t>() == 4052555153018976267);
+  CHECK(Tensor::from_vector(std::vector<int8_t>{5}).pow(2).dtype() == dtypes::int8);
+  CHECK(Tensor::from_vector(std::vector<int8_t>{-3}).pow(5).item<int8_t>() == 13);  // -243 wraps
+}
+
+TEST_CASE("elementwise: a C++ double keeps its value where it meets a float64 tensor") {
+  // 0.1 is a float32 only as a tensor of its own, as a Python float in tinygrad and PyTorch
+  const Tensor d = Tensor::from_vector(std::vector<double>{1.0});
+  CHECK((d + 0.1).item<double>() == 1.1);
+  CHECK(d.add(0.1).item<double>() == 1.1);
+  CHECK((0.1 - d).item<double>() == 0.1 - 1.0);
+  CHECK(d.mul(0.1).item<double>() == 0.1);
+  CHECK(d.minimum(0.1).item<double>() == 0.1);
+  CHECK(d.maximum(-0.1).item<double>() == 1.0);
+  CHECK((d * 0).maximum(0.1).item<double>() == 0.1);
+  CHECK(d.clip(0.3, 0.7).item<double>() == 0.7);
+  CHECK(d.lt(0).where(d, 0.1).item<double>() == 0.1);
+  const Tensor tenth_in_float32 = Tensor::from_vector(std::vector<double>{static_cast<double>(0.1f)});
+  CHECK_FALSE(tenth_in_float32.eq(0.1).item<bool>());
+  const Tensor f = Tensor::from_vector(std::vector<float>{1.0f});
+  CHECK((f + 0.1).item<float>() == 1.0f + 0.1f);                   // float32 rounds it, once
+  CHECK(Tensor(0.1).cast(dtypes::float64).item<double>() == 0.1f);  // a tensor of its own is float32
+}
+
+TEST_CASE("elementwise: minimum and clip with C++ scalars keep the tensor's dtype") {
+  const Tensor i8 = Tensor::from_vector(std::vector<int8_t>{1, -5, 100});
+  CHECK(i8.minimum(-1).dtype() == dtypes::int8);
+  CHECK(i8.minimum(-1).to_vector<int8_t>() == std::vector<int8_t>{-1, -5, -1});
+  CHECK(i8.clip(-3, 50).to_vector<int8_t>() == std::vector<int8_t>{1, -3, 50});
+  CHECK(Tensor::from_vector(std::vector<uint8_t>{1, 200}).minimum(5).to_vector<uint8_t>() == std::vector<uint8_t>{1, 5});
+  const Tensor h = Tensor::full({2}, 1.0, dtypes::float16);
+  CHECK(h.minimum(0.1).dtype() == dtypes::float16);
+  CHECK(h.clip(0, 0.5).dtype() == dtypes::float16);
+  CHECK(static_cast<float>(h.clip(0, 0.5).to_vector<half_t>()[0]) == 0.5f);
+  CHECK((-Tensor(2.5)).dtype() == dtypes::float32);
+}
+
 TEST_CASE("elementwise: casts and bitcasts") {
   Tensor f = Tensor::from_vector(std::vector<float>{-2.7f, -0.5f, 0.f, 1.9f, 300.4f});
   CHECK(f.int_().to_vector<int32_t>() == std::vector<int32_t>{-2, 0, 0, 1, 300});

@@ -89,7 +89,7 @@ template <class L, class R> struct is_expr<BinaryExpr<L, R>> : std::true_type {}
 namespace detail {
 template <class E> Operand to_operand(const E& e) {
   if constexpr (std::is_arithmetic_v<E>) return to_operand(Tensor(e));
-  else if constexpr (std::is_base_of_v<Tensor, E>) return Operand{e.uop(), tensor_is_weak(e)};
+  else if constexpr (std::is_base_of_v<Tensor, E>) return operand_of(e);
   else return e.operand();
 }
 template <class A, class B> auto make_binary(Ops op, const char* name, const A& a, const B& b, bool to_float = false,

@@ -298,6 +298,7 @@ class Tensor {
   struct Data {
     UOp uop;
     bool weak = false;  // a C++ scalar: adopts the other operand's dtype in arithmetic
+    UOp exact{};        // a C++ double: its unrounded value (a float64 CONST), which arithmetic uses
   };
   explicit Tensor(std::shared_ptr<Data> d) : d_(std::move(d)) {}
   static Tensor scalar(DType dt, double v);
@@ -394,6 +395,7 @@ inline const UOp& Tensor::uop() const {
 inline Tensor Tensor::scalar(DType dt, double v) {
   Tensor t(graph::const_(dt, v, Device::default_device()));
   t.d_->weak = true;
+  t.d_->exact = UOp::const_(dtypes::float64, v);
   return t;
 }
 inline Tensor Tensor::scalar(DType dt, int64_t v) {

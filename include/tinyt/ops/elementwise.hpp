@@ -11,22 +11,26 @@ namespace tinyt::inline v0 {
 /// Lets the elementwise machinery see a tensor's weak flag and build tensors from UOps.
 struct TensorAccess {
   static bool weak(const Tensor& t) { return t.weak(); }
-  static Tensor make(UOp u, bool weak) {
+  static UOp exact(const Tensor& t) { return t.d_ ? t.d_->exact : UOp(); }
+  static Tensor make(UOp u, bool weak, UOp exact) {
     Tensor t(std::move(u));
     t.d_->weak = weak;
+    t.d_->exact = std::move(exact);
     return t;
   }
 };
 
 namespace detail {
-/// A value in the middle of lowering an expression: a tensor-level UOp, and whether it is a
-/// weak C++ scalar.
+/// A value in the middle of lowering an expression: a tensor-level UOp, whether it is a weak C++
+/// scalar, and for a C++ double its unrounded value (a float64 CONST): it takes the dtype of the
+/// tensor it meets, float64 included, rounded once from the double.
 struct Operand {
   UOp u;
   bool weak = false;
+  UOp exact{};
 };
-inline bool tensor_is_weak(const Tensor& t) { return TensorAccess::weak(t); }
-inline Tensor to_tensor(Operand o) { return TensorAccess::make(std::move(o.u), o.weak); }
+inline Operand operand_of(const Tensor& t) { return {t.uop(), TensorAccess::weak(t), TensorAccess::exact(t)}; }
+inline Tensor to_tensor(Operand o) { return TensorAccess::make(std::move(o.u), o.weak, std::move(o.exact)); }
 
 inline Operand cast_operand(const Operand& x, DType dt) {
   if (dt == x.u.dtype()) return x;
@@ -39,6 +43,15 @@ inline Operand cast_operand(const Operand& x, DType dt) {
   }
   return {x.u.cast(dt), false};
 }
+/// x in the dtype an op computes in: a C++ double rounds from its own value, not from float32's.
+inline Operand promote_operand(const Operand& x, DType dt) {
+  if (x.exact && dt.is_float() && dt != x.u.dtype())
+    return {UOp(Ops::CONST, dt, x.u.src(), UOp::const_(dt, x.exact.const_float()).arg()), x.weak, x.exact};
+  return cast_operand(x, dt);
+}
+/// t converted to `dt` as an op converts its operands (a C++ double from its own value), no
+/// longer weak.
+inline Tensor promoted(const Tensor& t, DType dt) { return to_tensor({promote_operand(operand_of(t), dt).u, false}); }
 
 inline UOp broadcast_uop(const UOp& u, const std::vector<int64_t>& shape) {
   std::vector<int64_t> s = graph::concrete_shape(u);
@@ -55,12 +68,12 @@ inline Operand binary_operand(Ops op, Operand a, Operand b, const char* name, bo
              : b.weak && !a.weak ? weak_promote(da, db)
                                  : least_upper_dtype({da, db});
   if (to_float) dt = least_upper_float(dt);
-  a = cast_operand(a, dt), b = cast_operand(b, dt);
+  a = promote_operand(a, dt), b = promote_operand(b, dt);
   // a C++ scalar lives where the tensor it meets lives
   auto move_scalar = [](const Operand& s, const Operand& to) {
     const std::string& dev = graph::device_of(to.u);
     if (!s.weak || s.u.op() != Ops::CONST || graph::device_of(s.u) == dev) return s;
-    return Operand{UOp(Ops::CONST, s.u.dtype(), {graph::device_uop(dev)}, s.u.arg()), true};
+    return Operand{UOp(Ops::CONST, s.u.dtype(), {graph::device_uop(dev)}, s.u.arg()), true, s.exact};
   };
   a = move_scalar(a, b), b = move_scalar(b, a);
   if (graph::device_of(a.u) != graph::device_of(b.u))
@@ -74,13 +87,14 @@ inline Operand negate(const Operand& x) {
   if (dt.is_bool()) throw DTypeError("sub: subtracting bool tensors is not supported; use logical_xor");
   if (x.u.op() == Ops::CONST) {
     const UOp value = -UOp(Ops::CONST, dt, {}, x.u.arg());
-    return {UOp(Ops::CONST, dt, x.u.src(), value.arg()), x.weak};
+    return {UOp(Ops::CONST, dt, x.u.src(), value.arg()), x.weak, x.exact ? UOp::const_(dtypes::float64, -x.exact.const_float()) : UOp()};
   }
   const UOp minus_one = graph::const_(dt, -1, graph::device_of(x.u));
   return {x.u.alu(Ops::MUL, {broadcast_uop(minus_one, graph::concrete_shape(x.u))}), x.weak};
 }
 }  // namespace detail
 
+// an explicit cast converts the value the tensor holds (a C++ double is float32 by then)
 inline Tensor Tensor::cast(DType dt) const { return detail::to_tensor(detail::cast_operand({uop(), weak()}, dt)); }
 
 inline Tensor Tensor::bitcast(DType dt) const {
@@ -90,7 +104,7 @@ inline Tensor Tensor::bitcast(DType dt) const {
 }
 
 inline Tensor Tensor::binary(Ops op, const Tensor& o, const char* name, bool to_float) const {
-  return detail::to_tensor(detail::binary_operand(op, {uop(), weak()}, {o.uop(), o.weak()}, name, to_float));
+  return detail::to_tensor(detail::binary_operand(op, detail::operand_of(*this), detail::operand_of(o), name, to_float));
 }
 
 inline Tensor Tensor::unary(Ops op) const {
@@ -101,11 +115,11 @@ inline Tensor Tensor::unary(Ops op) const {
 inline Tensor Tensor::add(const Tensor& o) const { return binary(Ops::ADD, o, "add"); }
 inline Tensor Tensor::mul(const Tensor& o) const { return binary(Ops::MUL, o, "mul"); }
 inline Tensor Tensor::sub(const Tensor& o) const {
-  return detail::to_tensor(detail::binary_operand(Ops::ADD, {uop(), weak()}, detail::negate({o.uop(), o.weak()}), "sub", false));
+  return detail::to_tensor(detail::binary_operand(Ops::ADD, detail::operand_of(*this), detail::negate(detail::operand_of(o)), "sub", false));
 }
 inline Tensor Tensor::neg() const {
   if (dtype().is_bool()) return logical_not();
-  return mul(Tensor(graph::const_(dtype(), -1, device())));
+  return detail::to_tensor(detail::negate(detail::operand_of(*this)));  // -scalar stays a weak scalar
 }
 /// True division: integers divide as the default float.
 inline Tensor Tensor::div(const Tensor& o) const { return binary(Ops::FDIV, o, "div", true); }
@@ -130,11 +144,40 @@ inline void require_int_or_bool(const Tensor& t, const char* op) {
 inline Tensor Tensor::bitwise_and(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_and"), detail::require_int_or_bool(o, "bitwise_and"); return binary(Ops::AND, o, "bitwise_and"); }
 inline Tensor Tensor::bitwise_or(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_or"), detail::require_int_or_bool(o, "bitwise_or"); return binary(Ops::OR, o, "bitwise_or"); }
 inline Tensor Tensor::bitwise_xor(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_xor"), detail::require_int_or_bool(o, "bitwise_xor"); return binary(Ops::XOR, o, "bitwise_xor"); }
-inline Tensor Tensor::lshift(const Tensor& o) const { detail::require_int_or_bool(*this, "lshift"); return binary(Ops::SHL, o, "lshift"); }
-inline Tensor Tensor::rshift(const Tensor& o) const { detail::require_int_or_bool(*this, "rshift"); return binary(Ops::SHR, o, "rshift"); }
+namespace detail {
+// Shifts as PyTorch defines them: by a negative amount or by the width or more, every bit is
+// shifted out (<< gives 0, >> gives 0 or, for a negative signed value, -1). The kernel only ever
+// shifts by less than the width: C and LLVM leave wider shifts undefined.
+struct ShiftOperands {
+  Tensor x, amount, in_range;  // in the promoted dtype; whether 0 <= amount < bits
+  int64_t bits;
+};
+inline ShiftOperands shift_operands(const Tensor& x, const Tensor& amount, const char* op) {
+  require_int_or_bool(x, op);
+  const DType dt = x.add(amount).dtype();
+  const Tensor a = promoted(amount, dt);
+  const int64_t bits = dt.is_bool() ? 1 : 8 * dt.itemsize();
+  return {x.cast(dt), a, a.ge(0).logical_and(a.lt(bits)), bits};
+}
+}  // namespace detail
+inline Tensor Tensor::lshift(const Tensor& o) const {
+  const auto [x, amount, in_range, bits] = detail::shift_operands(*this, o, "lshift");
+  if (x.dtype().is_bool()) return x.logical_and(in_range);  // one bit: kept by a shift of 0 only
+  return in_range.where(x.binary(Ops::SHL, amount.bitwise_and(bits - 1), "lshift"), 0);
+}
+inline Tensor Tensor::rshift(const Tensor& o) const {
+  const auto [x, amount, in_range, bits] = detail::shift_operands(*this, o, "rshift");
+  if (x.dtype().is_bool()) return x.logical_and(in_range);
+  if (x.dtype().is_unsigned()) return in_range.where(x.binary(Ops::SHR, amount.bitwise_and(bits - 1), "rshift"), 0);
+  return x.binary(Ops::SHR, in_range.where(amount, bits - 1), "rshift");  // the sign fills every bit
+}
 inline Tensor Tensor::bitwise_not() const {
   detail::require_int_or_bool(*this, "bitwise_not");
   if (dtype().is_bool()) return logical_not();
+  if (weak() && uop().op() == Ops::CONST) {  // ~scalar stays a weak scalar, so min(int8, 5) stays int8
+    const UOp c(Ops::CONST, dtype(), {}, uop().arg());
+    return detail::to_tensor({UOp(Ops::CONST, dtype(), uop().src(), fold_constants(Ops::XOR, dtype(), {c, c.const_like(-1)}).arg()), true});
+  }
   return bitwise_xor(Tensor(graph::const_(dtype(), -1, device())));
 }
 inline Tensor Tensor::logical_not() const { return cast(dtypes::bool_).ne(Tensor(true)); }
@@ -147,7 +190,8 @@ inline Tensor Tensor::where(const Tensor& a, const Tensor& b) const {
   DType dt = a.weak() && !b.weak()   ? weak_promote(b.dtype(), a.dtype())
              : b.weak() && !a.weak() ? weak_promote(a.dtype(), b.dtype())
                                      : least_upper_dtype({a.dtype(), b.dtype()});
-  Tensor c = cast(dtypes::bool_), x = a.cast(dt), y = b.cast(dt);
+  Tensor c = cast(dtypes::bool_);
+  Tensor x = detail::promoted(a, dt), y = detail::promoted(b, dt);
   auto shape = broadcast_shape(broadcast_shape(c.cshape(), x.cshape(), "where"), y.cshape(), "where");
   return Tensor(broadcast_to(c, shape).uop().where(broadcast_to(x, shape).uop(), broadcast_to(y, shape).uop()));
 }
@@ -170,9 +214,31 @@ inline Tensor Tensor::mod(const Tensor& o) const {
 }
 inline Tensor Tensor::pow(const Tensor& o) const {
   if (dtype().is_float() || o.dtype().is_float()) return binary(Ops::POW, o, "pow", true);
-  // integers: compute in float64 (exact below 2^53) and convert back
-  DType dt = binary(Ops::ADD, o, "pow").dtype();
-  return cast(dtypes::float64).binary(Ops::POW, o.cast(dtypes::float64), "pow").cast(dt);
+  // integers, as PyTorch: exact and wrapping, by squaring and multiplying over the exponent's
+  // bits; a negative exponent truncates 1/x^n (1 for 1, -1 or 1 for -1, else 0)
+  const DType dt = binary(Ops::ADD, o, "pow").dtype();
+  const Tensor base = cast(dt), exponent = detail::promoted(o, dt);
+  if (dt.is_bool()) return base.logical_or(exponent.logical_not());
+  Tensor result = Tensor::full_like(base, 1), square = base;
+  if (exponent.uop().op() == Ops::CONST) {  // a known exponent: only its bits
+    i128 e = exponent.uop().const_int();
+    if (e < 0) return base.eq(1).where(1, base.eq(-1).where(e % 2 ? -1 : 1, 0)).cast(dt);
+    for (; e > 0; e >>= 1) {
+      if (e & 1) result = result.mul(square);
+      if (e > 1) square = square.mul(square);
+    }
+    return result;
+  }
+  const int64_t bits = 8 * dt.itemsize() - (dt.is_unsigned() ? 0 : 1);  // a negative one is below
+  for (int64_t i = 0; i < bits; ++i) {
+    const Tensor bit_set = exponent.bitwise_and(Tensor(static_cast<int64_t>(uint64_t{1} << i))).ne(0);
+    result = bit_set.where(result.mul(square), result);
+    if (i + 1 < bits) square = square.mul(square);
+  }
+  if (dt.is_unsigned()) return result;
+  const Tensor odd = exponent.bitwise_and(1).ne(0);
+  const Tensor negative_power = base.eq(1).where(1, base.eq(-1).where(odd.where(-1, 1), 0)).cast(dt);
+  return exponent.lt(0).where(negative_power, result);
 }
 
 // -- math functions ------------------------------------------------------------------------------

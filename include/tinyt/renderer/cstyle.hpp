@@ -200,7 +200,22 @@ class CRenderer {
     // a bfloat16 result is rounded to bfloat16 after every op, as PyTorch computes it
     const bool round_bf16 = u.dtype().scalar() == dtypes::bfloat16 && u.op() != Ops::WHERE && u.op() != Ops::MAX &&
                             u.op() != Ops::BITCAST && !(u.op() == Ops::CAST && u.src(0).dtype().scalar() == dtypes::bfloat16);
-    define(u, round_bf16 ? "tinyt_bf16_round(" + expr(u) + ")" : expr(u), "alu");
+    std::string e = expr(u);
+    if (round_bf16) e = "tinyt_bf16_round(" + e + ")";
+    else if (computed_wider(u)) e = "((" + type_of(u) + ")" + e + ")";
+    define(u, e, "alu");
+  }
+
+  // C computes bool and integers narrower than int in int, and GCC computes _Float16 in float,
+  // rounding only where a value is stored: inlined into a bigger expression, 100 + 100 in int8
+  // would stay 200. A cast after each such op wraps or rounds where LLVM's i1/i8/i16/half
+  // instructions do, as PyTorch computes.
+  static bool computed_wider(const UOp& u) {
+    const DType dt = u.dtype().scalar();
+    const bool narrow = dt.is_bool() || dt == dtypes::float16 || (dt.is_int() && !dt.is_index() && dt.itemsize() < 4);
+    const bool arithmetic = (infix_symbol(u.op()) && !GroupOp::Comparison.contains(u.op())) || u.op() == Ops::NEG ||
+                            u.op() == Ops::RECIPROCAL;
+    return narrow && arithmetic;
   }
 
   std::string expr(const UOp& u) {
@@ -210,7 +225,9 @@ class CRenderer {
     const bool is_float = s.empty() ? false : s[0].dtype().scalar().is_float();
     if (const char* sym = infix_symbol(u.op()); sym && s.size() == 2) {
       if ((u.op() == Ops::IDIV || u.op() == Ops::MOD) && !(s[1].is_const() && s[1].const_int() > 0)) {
-        // C traps on x/0 and INT_MIN/-1; a kernel must not crash the process
+        // C traps on x/0 and INT_MIN/-1; a kernel must not crash the process. An unsigned divisor
+        // is never -1: UINT_MAX == -1 would hold in C, and x / UINT_MAX is not -x.
+        if (dt.is_unsigned()) return "(" + a(1) + " == 0 ? 0 : " + a(0) + sym + a(1) + ")";
         return "(" + a(1) + " == 0 ? 0 : (" + a(1) + " == -1 ? " + (u.op() == Ops::MOD ? std::string("0") : "-" + a(0)) + " : " + a(0) + " " + sym + " " + a(1) + "))";
       }
       return "(" + a(0) + sym + a(1) + ")";
