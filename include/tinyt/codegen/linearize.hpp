@@ -70,8 +70,11 @@ class Linearizer {
       size_t common = 0;
       while (common < loops_.size() && common < loops.size() && loops_[common] == loops[common]) ++common;
       while (loops_.size() > common) close(loops_.back(), ops.back()), loops_.pop_back();
-      hoist_reduces(store);
-      for (size_t i = common; i < loops.size(); ++i) open(loops[i]), loops_.push_back(loops[i]), hoist_reduces(store);
+      std::vector<UOp> needed;  // the store's reductions, inner ones first
+      for (const UOp& u : toposort(store))
+        if (u.op() == Ops::REDUCE) needed.push_back(u);
+      hoist_reduces(needed);
+      for (size_t i = common; i < loops.size(); ++i) open(loops[i]), loops_.push_back(loops[i]), hoist_reduces(needed);
       emit(store);
     }
     while (!loops_.empty()) close(loops_.back(), ops.back()), loops_.pop_back();
@@ -119,13 +122,10 @@ class Linearizer {
     return out;
   }
 
-  // Emits, in the loops open now, each REDUCE that `store` needs and that needs no other loop:
-  // a reduction broadcast along inner loops (a softmax's row maximum) is computed once per
+  // Emits, in the loops open now, each of a store's REDUCEs not yet emitted that needs no other
+  // loop: a reduction broadcast along inner loops (a softmax's row maximum) is computed once per
   // outer iteration, not once per element.
-  void hoist_reduces(const UOp& store) {
-    std::vector<UOp> needed;
-    for (const UOp& u : toposort(store))
-      if (u.op() == Ops::REDUCE && !reduced_.count(u.get())) needed.push_back(u);
+  void hoist_reduces(const std::vector<UOp>& needed) {
     for (const UOp& r : needed) {
       const auto& need = free_.at(r.get());
       if (!reduced_.count(r.get()) && std::all_of(need.begin(), need.end(), [&](const UOp& x) { return bool(lookup(x)); }))
