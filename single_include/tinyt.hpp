@@ -4016,6 +4016,10 @@ inline const PatternMatcher& reduce_collapse() {
        [](auto& m) {
          const UOp& red = m["red"];
          if (red.arg().template get<Ops>() != Ops::ADD) return UOp{};
+         // a sum over an empty range is 0: its value must not be read (a load there is out of
+         // bounds, and 0 * NaN is not 0)
+         for (size_t i = 1; i < red.src().size(); ++i)
+           if (red.src(i).src(0).is_const() && red.src(i).src(0).const_int() == 0) return UOp::const_(red.dtype(), 0);
          UOp value = red.src(0);
          std::vector<UOp> left;
          for (size_t i = 1; i < red.src().size(); ++i) {
@@ -4644,8 +4648,11 @@ class Linearizer {
       size_t common = 0;
       while (common < loops_.size() && common < loops.size() && loops_[common] == loops[common]) ++common;
       while (loops_.size() > common) close(loops_.back(), ops.back()), loops_.pop_back();
-      hoist_reduces(store);
-      for (size_t i = common; i < loops.size(); ++i) open(loops[i]), loops_.push_back(loops[i]), hoist_reduces(store);
+      std::vector<UOp> needed;  // the store's reductions, inner ones first
+      for (const UOp& u : toposort(store))
+        if (u.op() == Ops::REDUCE) needed.push_back(u);
+      hoist_reduces(needed);
+      for (size_t i = common; i < loops.size(); ++i) open(loops[i]), loops_.push_back(loops[i]), hoist_reduces(needed);
       emit(store);
     }
     while (!loops_.empty()) close(loops_.back(), ops.back()), loops_.pop_back();
@@ -4693,13 +4700,10 @@ class Linearizer {
     return out;
   }
 
-  // Emits, in the loops open now, each REDUCE that `store` needs and that needs no other loop:
-  // a reduction broadcast along inner loops (a softmax's row maximum) is computed once per
+  // Emits, in the loops open now, each of a store's REDUCEs not yet emitted that needs no other
+  // loop: a reduction broadcast along inner loops (a softmax's row maximum) is computed once per
   // outer iteration, not once per element.
-  void hoist_reduces(const UOp& store) {
-    std::vector<UOp> needed;
-    for (const UOp& u : toposort(store))
-      if (u.op() == Ops::REDUCE && !reduced_.count(u.get())) needed.push_back(u);
+  void hoist_reduces(const std::vector<UOp>& needed) {
     for (const UOp& r : needed) {
       const auto& need = free_.at(r.get());
       if (!reduced_.count(r.get()) && std::all_of(need.begin(), need.end(), [&](const UOp& x) { return bool(lookup(x)); }))

@@ -109,6 +109,10 @@ inline const PatternMatcher& reduce_collapse() {
        [](auto& m) {
          const UOp& red = m["red"];
          if (red.arg().template get<Ops>() != Ops::ADD) return UOp{};
+         // a sum over an empty range is 0: its value must not be read (a load there is out of
+         // bounds, and 0 * NaN is not 0)
+         for (size_t i = 1; i < red.src().size(); ++i)
+           if (red.src(i).src(0).is_const() && red.src(i).src(0).const_int() == 0) return UOp::const_(red.dtype(), 0);
          UOp value = red.src(0);
          std::vector<UOp> left;
          for (size_t i = 1; i < red.src().size(); ++i) {
