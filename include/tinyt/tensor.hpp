@@ -243,7 +243,10 @@ class Tensor {
   Tensor squeeze() const;
   Tensor unsqueeze(int dim) const;
   Tensor contiguous() const;
+  /// The same value with gradient flow cut: d(detach(x))/dx is zero.
   Tensor detach() const;
+  /// Identity forward; the gradient flowing back through it is made contiguous (realized).
+  Tensor contiguous_backward() const;
   /// This tensor on another device (a copy; the same tensor when it is there already).
   Tensor to(const std::string& device) const;
   Tensor repeat(Shape repeats) const;
@@ -286,8 +289,36 @@ class Tensor {
   Tensor binary_crossentropy(const Tensor& target) const;
   Tensor binary_crossentropy_logits(const Tensor& target) const;
 
+  // -- gradients (gradient.hpp) -----------------------------------------------------------------
+  /// d(this)/d(target) for each target, as lazy tensors. `seed` is d(loss)/d(this); it may be
+  /// omitted only for a scalar. A target this does not use gets zeros.
+  std::vector<Tensor> gradient(const std::vector<Tensor>& targets, const Tensor& seed = {}) const;
+  /// Adds d(this)/d(t) to t.grad() for every live tensor t with requires_grad set in this graph.
+  Tensor& backward(const Tensor& seed = {});
+  /// Whether backward() computes this tensor's gradient (PyTorch's requires_grad).
+  bool requires_grad() const { return d_ && d_->requires_grad.value_or(false); }
+  /// Sets requires_grad; floating-point tensors only. Returns this tensor.
+  Tensor& requires_grad(bool on);
+  /// requires_grad as set: empty when never set (an optimizer then turns it on, as in tinygrad).
+  std::optional<bool> requires_grad_setting() const { return d_ ? d_->requires_grad : std::nullopt; }
+  /// The gradient accumulated by backward(); the empty handle when there is none.
+  Tensor grad() const { return d_ && d_->grad ? Tensor(d_->grad) : Tensor(); }
+  /// Replaces the accumulated gradient (the empty handle clears it, as zero_grad does).
+  void set_grad(const Tensor& g) { uop(), d_->grad = g.d_; }
+
   /// True while a Tensor::Train scope is open (dropout and batchnorm behave as in training).
   static inline thread_local bool training = false;
+  /// Training mode for a scope: `{ Tensor::Train train; ... }` (Train(false) turns it off).
+  class Train {
+   public:
+    explicit Train(bool on = true) : previous_(training) { training = on; }
+    ~Train() { training = previous_; }
+    Train(const Train&) = delete;
+    Train& operator=(const Train&) = delete;
+
+   private:
+    bool previous_;
+  };
 
   /// The shape both operands broadcast to (NumPy rules); ShapeError naming both otherwise.
   static std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b, const char* op);
@@ -299,6 +330,8 @@ class Tensor {
     UOp uop;
     bool weak = false;  // a C++ scalar: adopts the other operand's dtype in arithmetic
     UOp exact{};        // a C++ double: its unrounded value (a float64 CONST), which arithmetic uses
+    std::optional<bool> requires_grad{};
+    std::shared_ptr<Data> grad{};
   };
   explicit Tensor(std::shared_ptr<Data> d) : d_(std::move(d)) {}
   static Tensor scalar(DType dt, double v);

@@ -194,6 +194,7 @@ inline Tensor Tensor::to(const std::string& device) const {
   return Tensor(UOp(Ops::COPY, dtype(), {uop(), graph::device_uop(d)}));
 }
 inline Tensor Tensor::contiguous() const { return Tensor(UOp(Ops::CONTIGUOUS, dtype(), {uop()})); }
+inline Tensor Tensor::contiguous_backward() const { return Tensor(UOp(Ops::CONTIGUOUS_BACKWARD, dtype(), {uop()})); }
 inline Tensor Tensor::detach() const { return Tensor(UOp(Ops::DETACH, dtype(), {uop()})); }
 
 }  // namespace tinyt::inline v0
