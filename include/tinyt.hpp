@@ -41,3 +41,4 @@
 #include "tinyt/ops/random.hpp"
 #include "tinyt/ops/linalg.hpp"
 #include "tinyt/ops/nn.hpp"
+#include "tinyt/gradient.hpp"
