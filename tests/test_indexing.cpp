@@ -630,3 +630,30 @@ TEST_CASE("indexing: setitem through chained indexing writes into the original t
   row[{0}] = 9.f;
   CHECK(t.to_vector<float>() == std::vector<float>{1, 50, 3, 9, -1, -2});
 }
+
+TEST_CASE("indexing: a gather with an integer tensor reads the row directly, whatever the dtypes") {
+  // rows of a uint8 table picked by int32 indices: the one-hot sum over the 3000 rows collapses
+  // into one load per element (it was a 3000-long loop per element, then the int cast hid it)
+  const int64_t rows = 3000;
+  std::vector<uint8_t> table(static_cast<size_t>(rows * 4));
+  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<uint8_t>((i * 7 + 3) % 251);
+  const Tensor t = Tensor::from_vector(table, {rows, 4});
+  const std::vector<int32_t> pick{2999, 0, 1234, 7, 3000, -1, -3001};  // negative wraps, as in PyTorch
+  const Tensor got = t[{Tensor::from_vector(pick)}];
+  for (const auto& k : schedule::create_schedule({got.uop()}))
+    for (const UOp& u : toposort(k.ast)) CHECK(u.op() != Ops::REDUCE);
+  const auto v = got.to_vector<uint8_t>();
+  for (size_t r = 0; r < pick.size(); ++r)
+    for (size_t c = 0; c < 4; ++c) {
+      INFO("row ", r, " col ", c);
+      const int64_t row = pick[r] < 0 ? pick[r] + rows : pick[r];
+      const bool inside = row >= 0 && row < rows;  // out of range reads 0 (masked)
+      CHECK(int(v[r * 4 + c]) == (inside ? int(table[size_t(row) * 4 + c]) : 0));
+    }
+  // float rows, int64 indices: the same
+  const Tensor f = Tensor::arange(rows * 2).cast(dtypes::float32).reshape({rows, 2});
+  const Tensor g = f[{Tensor::from_vector<int64_t>({5, 2998})}];
+  for (const auto& k : schedule::create_schedule({g.uop()}))
+    for (const UOp& u : toposort(k.ast)) CHECK(u.op() != Ops::REDUCE);
+  CHECK(g.to_vector<float>() == std::vector<float>{10, 11, 5996, 5997});
+}

@@ -369,3 +369,28 @@ TEST_CASE("tensor: a padded convolution's index needs no modulo under its mask")
   // the masked load is not selected again by the same mask
   CHECK(src.find(": 0.0f) *") == std::string::npos);
 }
+
+TEST_CASE("tensor: an elementwise value broadcast into a reduction is computed once, not per use") {
+  // y[i][j] = sum_k sigmoid(x[i][k]) * w[j][k]: sigmoid(x) is broadcast over j; recomputing it
+  // inside the reduction would cost 16x the work, so it is realized first (tinygrad's
+  // realize-before-expand)
+  const Tensor x = Tensor::from_vector(tinyt_test::values(32, 3), {4, 8});
+  const Tensor w = Tensor::from_vector(tinyt_test::values(128, 4), {16, 8});
+  auto broadcast_dot = [&](const Tensor& a) { return (a.reshape({4, 1, 8}).expand({4, 16, 8}) * w.reshape({1, 16, 8})).sum(2); };
+  const Tensor y = broadcast_dot(x.sigmoid());
+  CHECK(schedule::create_schedule({y.uop()}).size() == 2);
+  const auto xv = x.to_vector<float>(), wv = w.to_vector<float>();
+  std::vector<double> want(64, 0.0);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 16; ++j)
+      for (int k = 0; k < 8; ++k) want[size_t(i * 16 + j)] += wv[size_t(j * 8 + k)] / (1 + std::exp(-double(xv[size_t(i * 8 + k)])));
+  tinyt_test::check_close(y.to_vector<float>(), want, 1e-5, 1e-5);
+  // two inputs: realized too; memory read directly or a cheap op of one input is not copied first
+  const Tensor z = Tensor::from_vector(tinyt_test::values(32, 5), {4, 8});
+  CHECK(schedule::create_schedule({broadcast_dot(x * z).uop()}).size() == 2);
+  CHECK(schedule::create_schedule({broadcast_dot(x).uop()}).size() == 1);
+  CHECK(schedule::create_schedule({broadcast_dot(x * 2).uop()}).size() == 1);
+  // a broadcast into elementwise ops only stays fused
+  const Tensor fused = x.sigmoid().reshape({4, 1, 8}).expand({4, 16, 8}) * w.reshape({1, 16, 8});
+  CHECK(schedule::create_schedule({fused.uop()}).size() == 1);
+}

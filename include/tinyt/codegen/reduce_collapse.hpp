@@ -29,8 +29,23 @@ inline std::optional<RangeClause> read_clause(UOp clause, const UOp& r) {
   if (clause.op() == Ops::CMPNE && clause.src(1).is_const() && clause.src(1).dtype().is_bool() && clause.src(1).const_int() == 1)
     clause = clause.src(0), negated = true;
   if (clause.op() != Ops::CMPLT && clause.op() != Ops::CMPEQ) return std::nullopt;
-  if (!clause.src(0).dtype().is_index()) return std::nullopt;
-  Linear L = linear_form(clause.src(0) - clause.src(1));
+  // an integer comparison with the range cast to the integer's dtype (an index tensor compared
+  // with an arange) compares the same numbers as index values, when the cast cannot wrap
+  std::function<UOp(const UOp&)> as_index = [&](const UOp& v) -> UOp {
+    if (v.dtype().is_index()) return v;
+    if (!v.dtype().is_int() || v.dtype().is_bool() || v.dtype().count() != 1) return {};
+    if (!depends_on(v, r)) return v.cast(dtypes::index);
+    if (v.op() != Ops::CAST) return {};
+    const UOp& x = v.src(0);
+    if (x.dtype().is_index())  // index -> int: exact when every value fits
+      return vmin(x) >= dtypes::min_int(v.dtype()) && vmax(x) <= dtypes::max_int(v.dtype()) ? x : UOp{};
+    const bool widening = x.dtype().is_int() && !x.dtype().is_bool() && dtypes::min_int(x.dtype()) >= dtypes::min_int(v.dtype()) &&
+                          dtypes::max_int(x.dtype()) <= dtypes::max_int(v.dtype());
+    return widening ? as_index(x) : UOp{};
+  };
+  const UOp lhs = as_index(clause.src(0)), rhs = as_index(clause.src(1));
+  if (!lhs || !rhs) return std::nullopt;
+  Linear L = linear_form(lhs - rhs);
   i128 coef = 0;
   Linear rest = L;
   rest.terms.clear();
@@ -56,6 +71,12 @@ inline UOp collapse_range(const UOp& value, const UOp& r) {
     for (int i = 0; i < 2; ++i)
       if (!depends_on(value.src(i), r))
         if (UOp rest = collapse_range(value.src(1 - i), r)) return value.src(i) * rest;
+  // cast(where(c, x, 0)) is where(c, cast(x), 0): a gather of small ints summed in a wider int
+  if (value.op() == Ops::CAST && value.src(0).op() == Ops::WHERE) {
+    const UOp& w = value.src(0);
+    auto cast = [&](const UOp& x) { return x.is_const() ? UOp::const_(value.dtype(), x.const_float()) : x.cast(value.dtype()); };
+    return collapse_range(w.src(0).where(cast(w.src(1)), cast(w.src(2))), r);
+  }
   if (value.op() != Ops::WHERE) return {};
   if (!depends_on(value.src(0), r) && value.src(2).is_const() && value.src(2).const_float() == 0)
     if (UOp inner = collapse_range(value.src(1), r)) return value.src(0).where(inner, value.src(2));

@@ -131,6 +131,55 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
     const std::unordered_set<const UOpNode*> distinct(consumers[u.get()].begin(), consumers[u.get()].end());
     if (distinct.size() > 1 || recomputed_downstream(distinct)) points.insert(u.get());
   }
+  // An elementwise value broadcast into a reduction (the gradient flowing into a conv's backward,
+  // the input of a conv) would be recomputed once per element of the broadcast: it is realized
+  // first, as tinygrad's "realize before expand" does, unless it is cheap to recompute (one
+  // input, a few ops: a mean's scaling, a negated max). Values computed from a reduction that
+  // stays in its kernel are left alone (the linearizer computes those once per row).
+  auto worth_realizing = [&](const UOp& x) {
+    std::vector<const UOp*> stack{&x};
+    std::unordered_set<const UOpNode*> seen;
+    int inputs = 0, ops = 0;
+    while (!stack.empty()) {
+      const UOp* u = stack.back();
+      stack.pop_back();
+      if (!seen.insert(u->get()).second) continue;
+      if (known(*u) || u->op() == Ops::BUFFER || (u != &x && points.count(u->get()))) { ++inputs; continue; }
+      if (u->op() == Ops::REDUCE_AXIS) return false;
+      ops += GroupOp::ALU.contains(u->op());
+      for (const UOp& s : u->src()) stack.push_back(&s);
+    }
+    return inputs >= 2 || ops >= 4;
+  };
+  auto broadcast_into_reduce = [&](const UOp& x) {
+    std::vector<std::pair<const UOpNode*, bool>> stack;  // (consumer, after an enlarging EXPAND)
+    for (const UOpNode* c : consumers[x.get()]) stack.emplace_back(c, false);
+    std::set<std::pair<const UOpNode*, bool>> seen;
+    while (!stack.empty()) {
+      auto [c, expanded] = stack.back();
+      stack.pop_back();
+      if (!seen.insert({c, expanded}).second) continue;
+      if (c->op == Ops::REDUCE_AXIS) {
+        if (expanded) return true;
+        continue;
+      }
+      if (c->op == Ops::EXPAND) {
+        const UOp& e = *node.at(c);
+        if (graph::shape_of(e).is_concrete() && graph::shape_of(e.src(0)).is_concrete())
+          expanded |= graph::shape_of(e).numel().as_int() > graph::shape_of(e.src(0)).numel().as_int();
+      } else if (!GroupOp::Movement.contains(c->op) && (!expanded || !keeps_loop_order(c->op))) {
+        continue;  // before the broadcast only movement ops lead on; an elementwise op is its own candidate
+      }
+      if (points.count(c)) continue;
+      for (const UOpNode* cc : consumers[c]) stack.emplace_back(cc, expanded);
+    }
+    return false;
+  };
+  for (const UOp& u : order) {
+    if (known(u) || points.count(u.get()) || !keeps_loop_order(u.op()) || u.op() == Ops::CONTIGUOUS) continue;
+    if (!graph::shape_of(u).is_concrete() || !reads_memory(u) || !worth_realizing(u)) continue;
+    if (broadcast_into_reduce(u)) points.insert(u.get());
+  }
   std::vector<UOp> out;
   for (const UOp& u : order)
     if (points.count(u.get())) out.push_back(u);
