@@ -45,3 +45,4 @@
 
 // files: safetensors state dicts, datasets
 #include "tinyt/nn/safetensors.hpp"
+#include "tinyt/nn/datasets.hpp"

@@ -1,5 +1,6 @@
 // Files in and out: safetensors (nn::state::safe_save / safe_load) against Hugging Face's writer
-// and against malformed files.
+// and against malformed files, IDX files plain and gzip'd (nn::datasets::load_idx), and
+// Fashion-MNIST when its Debian package is installed.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -80,6 +81,36 @@ template <class E = Error> std::string error_of(const std::function<void()>& f) 
   const std::string m = message_of<E>(f);
   CHECK_MESSAGE(m != "(nothing thrown)", "expected a ", typeid(E).name());
   return m;
+}
+
+/// zlib's gzip writer, opened the way tinyt opens it, for .gz fixtures.
+void write_gz(const fs::path& p, const std::string& bytes) {
+  backend::Library z("libz.so.1");
+  auto gzopen = z.symbol<void*(const char*, const char*)>("gzopen");
+  auto gzwrite = z.symbol<int(void*, const void*, unsigned)>("gzwrite");
+  auto gzclose = z.symbol<int(void*)>("gzclose");
+  void* f = gzopen(p.string().c_str(), "wb");
+  REQUIRE(f != nullptr);
+  REQUIRE(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())) ==
+          static_cast<int>(bytes.size()));
+  REQUIRE(gzclose(f) == 0);
+}
+
+/// An IDX file: magic (0, 0, type, ndims), big-endian uint32 dims, then `elements` (host order,
+/// `itemsize` bytes each) turned big-endian.
+std::string idx_file(uint8_t type, const std::vector<uint32_t>& dims, std::string elements,
+                     size_t itemsize) {
+  std::string out{'\0', '\0', static_cast<char>(type), static_cast<char>(dims.size())};
+  for (uint32_t d : dims)
+    for (int s = 24; s >= 0; s -= 8) out += static_cast<char>((d >> s) & 0xFF);
+  if constexpr (std::endian::native == std::endian::little)
+    for (size_t i = 0; i + itemsize <= elements.size(); i += itemsize)
+      std::reverse(elements.begin() + static_cast<std::ptrdiff_t>(i),
+                   elements.begin() + static_cast<std::ptrdiff_t>(i + itemsize));
+  return out + elements;
+}
+template <class T> std::string bytes_of(const std::vector<T>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
 }
 
 // The tensors of tests/data/make_state_io_reference.py, built in tinyt.
@@ -386,4 +417,213 @@ TEST_CASE("safe_save rejects what it cannot write, before touching the file") {
   const auto nowhere = (dir.path / "no_such_dir" / "x.safetensors").string();
   m = error_of([&] { nn::state::safe_save({{"a", ok}}, nowhere); });
   CHECK(m.find("safe_save: '" + nowhere + "': cannot open for writing") != std::string::npos);
+}
+
+// -- IDX -----------------------------------------------------------------------------------------
+
+TEST_CASE("load_idx reads every IDX element type, plain and gzip'd") {
+  TempDir dir;
+  struct Case {
+    uint8_t type;
+    DType dtype;
+    std::vector<uint32_t> dims;
+    std::string elements;  // host order
+  };
+  const std::vector<Case> cases = {
+      {0x08, dtypes::uint8, {2, 3}, bytes_of<uint8_t>({0, 1, 2, 128, 254, 255})},
+      {0x09, dtypes::int8, {4}, bytes_of<int8_t>({-128, -1, 0, 127})},
+      {0x0B, dtypes::int16, {1, 2, 2}, bytes_of<int16_t>({-32768, 258, -2, 32767})},
+      {0x0C, dtypes::int32, {3}, bytes_of<int32_t>({-2147483647 - 1, 16909060, 7})},
+      {0x0D, dtypes::float32, {2, 1}, bytes_of<float>({1.5f, -3.0e-38f})},
+      {0x0E, dtypes::float64, {2}, bytes_of<double>({-1.0 / 3, 1e300})},
+      {0x08, dtypes::uint8, {2, 0, 5}, ""},
+      {0x0D, dtypes::float32, {}, bytes_of<float>({42.0f})},
+  };
+  int i = 0;
+  for (const Case& c : cases) {
+    INFO("case ", i, ": type ", int(c.type), ", ", c.dims.size(), " dims");
+    const std::string bytes = idx_file(c.type, c.dims, c.elements, c.dtype.itemsize());
+    const fs::path plain = dir.path / ("t" + std::to_string(i) + "-idx");
+    const fs::path gz = dir.path / ("t" + std::to_string(i) + "-idx.gz");
+    ++i;
+    write_file(plain, bytes);
+    write_gz(gz, bytes);
+    for (const fs::path& p : {plain, gz}) {
+      const Tensor t = nn::datasets::load_idx(p.string());
+      CHECK(t.dtype() == c.dtype);
+      CHECK(t.shape() == Shape(std::vector<int64_t>(c.dims.begin(), c.dims.end())));
+      const auto got = raw(t);
+      CHECK(std::string(got.begin(), got.end()) == c.elements);
+    }
+  }
+}
+
+TEST_CASE("load_idx rejects malformed IDX files with the file and the problem named") {
+  TempDir dir;
+  const std::string u8x4 = idx_file(0x08, {2, 2}, "abcd", 1);
+  struct Case {
+    const char* what;
+    std::string bytes;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {"empty", "", "the file ends inside the 4-byte magic"},
+      {"short magic", std::string("\0\0\x08", 3), "the file ends inside the 4-byte magic"},
+      {"wrong magic", std::string("\x01\0\x08\x01\0\0\0\x01x", 9), "bad magic 0x01 0x00"},
+      {"a text file", "hello world\n", "bad magic 0x68 0x65"},
+      {"truncated dims", std::string("\0\0\x08\x03\0\0\0\x02\0\0", 10),
+       "the file ends inside the 3 dims"},
+      {"truncated data", u8x4.substr(0, u8x4.size() - 1),
+       "truncated: dims [2, 2] of uint8 need 4 data bytes, the "},
+      {"too much data", u8x4 + "e", "dims [2, 2] of uint8 need 4 data bytes, but the "},
+      {"dims overflow", idx_file(0x0E, {0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF}, "", 8),
+       "dims [4294967295, 4294967295, 4294967295] of float64 need more than 2^63 bytes"},
+      {"huge dims, little data", idx_file(0x0C, {0xFFFFFFFF, 1000}, "abcd", 4),
+       "truncated: dims [4294967295, 1000] of int32 need 17179869180000 data bytes"},
+  };
+  int i = 0;
+  for (const Case& c : cases) {
+    INFO("case: ", std::string(c.what));
+    const fs::path plain = dir.path / ("bad" + std::to_string(i) + "-idx");
+    const fs::path gz = dir.path / ("bad" + std::to_string(i) + "-idx.gz");
+    ++i;
+    write_file(plain, c.bytes);
+    write_gz(gz, c.bytes);
+    for (const fs::path& p : {plain, gz}) {
+      const std::string m = error_of([&] { nn::datasets::load_idx(p.string()); });
+      CHECK(m.find("load_idx: '" + p.string() + "'") != std::string::npos);
+      CHECK_MESSAGE(m.find(c.message) != std::string::npos, m);
+    }
+  }
+  const fs::path odd = dir.path / "type-idx";
+  write_file(odd, idx_file(0x0A, {1}, "x", 1));
+  CHECK(error_of<DTypeError>([&] {
+          nn::datasets::load_idx(odd.string());
+        }).find("unknown IDX element type 0x0A (known: 0x08 u8") != std::string::npos);
+  const auto missing = (dir.path / "missing-idx.gz").string();
+  CHECK(error_of([&] { nn::datasets::load_idx(missing); }) ==
+        "load_idx: '" + missing + "': cannot open: No such file or directory");
+}
+
+TEST_CASE("load_idx rejects truncated, corrupt and fake gzip") {
+  TempDir dir;
+  std::string elements(5000, '\0');
+  for (size_t k = 0; k < elements.size(); ++k) elements[k] = static_cast<char>((k * 7919) >> 3);
+  const fs::path good = dir.path / "good-idx.gz";
+  write_gz(good, idx_file(0x08, {50, 100}, elements, 1));
+  CHECK(nn::datasets::load_idx(good.string()).shape() == Shape{50, 100});
+  const std::string gz = read_file(good);
+  REQUIRE(gz.size() > 40);
+
+  const auto check = [&](const char* what, const std::string& bytes, const char* message) {
+    INFO("case: ", std::string(what));
+    const fs::path p = dir.path / (std::string(what) + "-idx.gz");
+    write_file(p, bytes);
+    const std::string m = error_of([&] { nn::datasets::load_idx(p.string()); });
+    CHECK(m.find("load_idx: '" + p.string() + "'") != std::string::npos);
+    CHECK_MESSAGE(m.find(message) != std::string::npos, m);
+  };
+  check("cut in half", gz.substr(0, gz.size() / 2), "truncated gzip data");
+  check("cut before the trailer", gz.substr(0, gz.size() - 8), "truncated gzip data");
+  check("cut inside the trailer", gz.substr(0, gz.size() - 3), "truncated gzip data");
+  std::string bad_crc = gz;
+  bad_crc[gz.size() - 6] = static_cast<char>(bad_crc[gz.size() - 6] ^ 0x55);
+  check("bad crc", bad_crc, "corrupt gzip data");
+  std::string bad_size = gz;
+  bad_size[gz.size() - 2] = static_cast<char>(bad_size[gz.size() - 2] ^ 0x01);
+  check("bad length", bad_size, "corrupt gzip data");
+  std::string bad_header = gz;
+  bad_header[3] = static_cast<char>(0xE0);  // reserved flag bits
+  check("bad header", bad_header, "corrupt gzip data");
+  check("plain data named .gz", idx_file(0x08, {2}, "ab", 1), "not gzip data");
+  check("only the gzip magic", gz.substr(0, 2), "truncated gzip data");
+  check("empty file", "", "not gzip data");
+}
+
+// -- Fashion-MNIST -------------------------------------------------------------------------------
+
+TEST_CASE("fashion_mnist from a directory of small IDX files, and its errors") {
+  TempDir dir;
+  tinyt_test::ScopedEnv env;
+  env.set("FASHION_MNIST_DIR", dir.path.string());
+  std::string m = error_of([] { nn::datasets::fashion_mnist(); });
+  CHECK(m.find("fashion_mnist: '" + (dir.path / "train-images-idx3-ubyte.gz").string() +
+               "' does not exist") != std::string::npos);
+  CHECK(m.find("dataset-fashion-mnist") != std::string::npos);
+  CHECK(m.find("FASHION_MNIST_DIR") != std::string::npos);
+
+  std::string pixels(3 * 28 * 28, '\0');
+  for (size_t k = 0; k < pixels.size(); ++k) pixels[k] = static_cast<char>(k % 251);
+  write_gz(dir.path / "train-images-idx3-ubyte.gz", idx_file(0x08, {3, 28, 28}, pixels, 1));
+  write_gz(dir.path / "train-labels-idx1-ubyte.gz",
+           idx_file(0x08, {3}, std::string("\x09\x00\x05", 3), 1));
+  write_gz(dir.path / "t10k-images-idx3-ubyte.gz",
+           idx_file(0x08, {1, 28, 28}, pixels.substr(0, 784), 1));
+  write_gz(dir.path / "t10k-labels-idx1-ubyte.gz", idx_file(0x08, {1}, "\x07", 1));
+  const auto d = nn::datasets::fashion_mnist();
+  CHECK(d.X_train.shape() == Shape{3, 1, 28, 28});
+  CHECK(d.X_train.dtype() == dtypes::uint8);
+  CHECK(d.X_train.to_vector<uint8_t>() == std::vector<uint8_t>(pixels.begin(), pixels.end()));
+  CHECK(d.Y_train.to_vector<uint8_t>() == std::vector<uint8_t>{9, 0, 5});
+  CHECK(d.X_test.shape() == Shape{1, 1, 28, 28});
+  CHECK(d.Y_test.to_vector<uint8_t>() == std::vector<uint8_t>{7});
+
+  write_gz(dir.path / "t10k-labels-idx1-ubyte.gz", idx_file(0x08, {2}, "\x07\x01", 1));
+  m = error_of([&] { nn::datasets::fashion_mnist(dir.path.string()); });
+  CHECK(m.find("t10k-labels-idx1-ubyte.gz' holds uint8 of shape [2], not 1 uint8 labels") !=
+        std::string::npos);
+  write_gz(dir.path / "t10k-images-idx3-ubyte.gz",
+           idx_file(0x08, {1, 27, 29}, pixels.substr(0, 783), 1));
+  m = error_of([&] { nn::datasets::fashion_mnist(dir.path.string()); });
+  CHECK(m.find("holds uint8 of shape [1, 27, 29], not uint8 images of shape [N, 28, 28]") !=
+        std::string::npos);
+}
+
+TEST_CASE("fashion_mnist reads the Debian package's files as Python's gzip and numpy do") {
+  const fs::path installed = "/usr/share/datasets/fashion-mnist";
+  if (!fs::exists(installed / "train-images-idx3-ubyte.gz")) {
+    MESSAGE("skipped: dataset-fashion-mnist is not installed");
+    return;
+  }
+  tinyt_test::ScopedEnv env;
+  env.set("FASHION_MNIST_DIR", std::nullopt);  // the default directory
+  const auto d = nn::datasets::fashion_mnist();
+  REQUIRE(d.X_train.shape() == Shape{60000, 1, 28, 28});
+  REQUIRE(d.Y_train.shape() == Shape{60000});
+  REQUIRE(d.X_test.shape() == Shape{10000, 1, 28, 28});
+  REQUIRE(d.Y_test.shape() == Shape{10000});
+  CHECK(d.X_train.dtype() == dtypes::uint8);
+  CHECK(d.Y_train.dtype() == dtypes::uint8);
+
+  // reference values from gzip.open(...).read() and numpy.frombuffer, computed when this was
+  // written
+  const auto ytr = d.Y_train.to_vector<uint8_t>(), yte = d.Y_test.to_vector<uint8_t>();
+  CHECK(std::vector<uint8_t>(ytr.begin(), ytr.begin() + 12) ==
+        std::vector<uint8_t>{9, 0, 0, 3, 0, 2, 7, 2, 5, 5, 0, 9});
+  CHECK(std::vector<uint8_t>(ytr.end() - 3, ytr.end()) == std::vector<uint8_t>{3, 0, 5});
+  CHECK(std::vector<uint8_t>(yte.begin(), yte.begin() + 12) ==
+        std::vector<uint8_t>{9, 2, 1, 1, 6, 1, 4, 6, 5, 7, 4, 5});
+  CHECK(std::vector<uint8_t>(yte.end() - 3, yte.end()) == std::vector<uint8_t>{8, 1, 5});
+  std::vector<int> count_tr(10), count_te(10);
+  for (uint8_t y : ytr) ++count_tr.at(y);  // a label past 9 throws
+  for (uint8_t y : yte) ++count_te.at(y);
+  CHECK(count_tr == std::vector<int>(10, 6000));
+  CHECK(count_te == std::vector<int>(10, 1000));
+
+  const auto xtr = d.X_train.to_vector<uint8_t>(), xte = d.X_test.to_vector<uint8_t>();
+  const auto sum = [](auto first, auto last) { return std::accumulate(first, last, int64_t{0}); };
+  CHECK(sum(xtr.begin(), xtr.end()) == 3431114169);
+  CHECK(sum(xte.begin(), xte.end()) == 573469082);
+  CHECK(sum(xtr.begin(), xtr.begin() + 784) == 76247);
+  CHECK(sum(xtr.end() - 784, xtr.end()) == 16684);
+  CHECK(sum(xte.begin(), xte.begin() + 784) == 33456);
+  CHECK(sum(xte.end() - 784, xte.end()) == 24390);
+  CHECK(std::vector<uint8_t>(xtr.begin() + 14 * 28, xtr.begin() + 15 * 28) ==
+        std::vector<uint8_t>{0,   0,   1,   4,   6,   7,   2,   0,   0,   0,   0,   0,   237, 226,
+                             217, 223, 222, 219, 222, 221, 216, 223, 229, 215, 218, 255, 77,  0});
+  CHECK(std::vector<uint8_t>(xte.begin() + 20 * 28, xte.begin() + 21 * 28) ==
+        std::vector<uint8_t>{16,  126, 171, 188, 188, 184, 171, 153, 135, 120, 126, 127, 146, 185,
+                             195, 209, 208, 255, 209, 177, 245, 252, 251, 251, 247, 220, 206, 49});
+  // and through the tensor API: image 0's brightest pixel is 255 at flat index 417
+  CHECK(d.X_train[{0}].flatten().argmax().item<int32_t>() == 417);
 }
