@@ -246,7 +246,8 @@ inline SafeHeader read_header(io::InFile& f, const char* op) {
 }  // namespace detail
 
 /// Writes `tensors` (realized first) and the string pairs in `metadata` to `path` as a
-/// safetensors file; byte-identical to what Hugging Face's writer makes of the same input.
+/// safetensors file, byte-identical to what Hugging Face's writer makes of the same input (with
+/// several metadata pairs, up to their order, which that writer leaves to a hash map).
 inline void safe_save(const std::map<std::string, Tensor>& tensors, const std::string& path,
                       const std::map<std::string, std::string>& metadata = {}) {
   using detail::cat;
