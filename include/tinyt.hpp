@@ -42,3 +42,7 @@
 #include "tinyt/ops/linalg.hpp"
 #include "tinyt/ops/nn.hpp"
 #include "tinyt/gradient.hpp"
+
+// files: safetensors state dicts, datasets
+#include "tinyt/nn/safetensors.hpp"
+#include "tinyt/nn/datasets.hpp"
