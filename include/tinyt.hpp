@@ -41,6 +41,7 @@
 #include "tinyt/ops/random.hpp"
 #include "tinyt/ops/linalg.hpp"
 #include "tinyt/ops/nn.hpp"
+#include "tinyt/gradient.hpp"
 
 // nn: optimizers
 #include "tinyt/nn/optim.hpp"

@@ -24,7 +24,7 @@ namespace tinyt::inline v0 {
   X(split) X(chunk) X(gather) X(one_hot) X(matmul) X(dot) X(linear) X(conv2d) X(conv_transpose2d)      \
   X(max_pool2d) X(avg_pool2d) X(layernorm) X(batchnorm) X(dropout) X(scaled_dot_product_attention)     \
   X(cross_entropy) X(sparse_categorical_crossentropy) X(binary_crossentropy)                           \
-  X(binary_crossentropy_logits)
+  X(binary_crossentropy_logits) X(contiguous_backward)
 
 /// The Tensor methods of an expression type D (which provides `Tensor tensor() const`).
 template <class D> class ExprMethods {
@@ -37,6 +37,15 @@ template <class D> class ExprMethods {
   template <class Elem> std::vector<Elem> to_vector() const { return self().tensor().template to_vector<Elem>(); }
   template <class Elem> Elem item() const { return self().tensor().template item<Elem>(); }
   Tensor realize() const { return self().tensor().realize(); }
+  std::vector<Tensor> gradient(const std::vector<Tensor>& targets, const Tensor& seed = {}) const {
+    return self().tensor().gradient(targets, seed);
+  }
+  /// backward() of the expression's value, which is returned (an expression has no grad of its own).
+  Tensor backward(const Tensor& seed = {}) const {
+    Tensor t = self().tensor();
+    t.backward(seed);
+    return t;
+  }
   TensorRef operator[](std::initializer_list<Index> index) const { return self().tensor()[index]; }
   friend std::ostream& operator<<(std::ostream& os, const ExprMethods& e) { return os << e.self().tensor(); }
 

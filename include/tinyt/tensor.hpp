@@ -294,7 +294,7 @@ class Tensor {
   /// omitted only for a scalar. A target this does not use gets zeros.
   std::vector<Tensor> gradient(const std::vector<Tensor>& targets, const Tensor& seed = {}) const;
   /// Adds d(this)/d(t) to t.grad() for every live tensor t with requires_grad set in this graph.
-  Tensor& backward(const Tensor& seed = {});
+  const Tensor& backward(const Tensor& seed = {}) const;
   /// Whether backward() computes this tensor's gradient (PyTorch's requires_grad).
   bool requires_grad() const { return d_ && d_->requires_grad.value_or(false); }
   /// Sets requires_grad; floating-point tensors only. Returns this tensor.

@@ -1,0 +1,283 @@
+// Gradients as more graph: each primitive op has a rule that builds the gradient of its sources
+// from the gradient of its output, and a reverse walk over the tensor-level graph applies them.
+// The backward pass is then ordinary lazy tensors, scheduled and fused with everything else.
+#pragma once
+
+#include <array>
+#include <numbers>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ops/movement.hpp"
+#include "ops/reduce.hpp"
+
+namespace tinyt::inline v0 {
+
+namespace gradient_detail {
+using tinyt::detail::cat;
+
+// One rule: (gradient of the output, the node) -> gradients of its sources; an empty handle
+// where none flows (a condition, an integer operand).
+using Rule = std::vector<Tensor> (*)(const Tensor& grad, const UOp& node);
+
+inline Tensor src(const UOp& node, size_t i) { return Tensor(node.src(i)); }
+inline std::vector<int64_t> shape_of(const UOp& u) { return graph::concrete_shape(u); }
+
+// Whether u is the constant 0, possibly broadcast.
+inline bool is_zero(const UOp& u) {
+  const UOp* x = &u;
+  while (x->op() == Ops::EXPAND || x->op() == Ops::RESHAPE) x = &x->src(0);
+  return x->op() == Ops::CONST && x->const_float() == 0.0;
+}
+
+// grad * derivative, with a gradient masked by where(c, g, 0) kept masked outside the product:
+// where(c, g * d, 0) instead of where(c, g, 0) * d, so an inf or NaN derivative in the branch
+// a where did not take (log or sqrt at 0, say) gives 0, not NaN.
+template <class F> Tensor chain(const Tensor& grad, F&& times_derivative) {
+  const UOp& g = grad.uop();
+  if (g.op() == Ops::WHERE && is_zero(g.src(2))) return Tensor(g.src(0)).where(chain(Tensor(g.src(1)), times_derivative), 0);
+  if (g.op() == Ops::WHERE && is_zero(g.src(1))) return Tensor(g.src(0)).where(0, chain(Tensor(g.src(2)), times_derivative));
+  return times_derivative(grad);
+}
+
+// The sum of `grad` over the axes an EXPAND broadcast, back to the shape before it.
+inline Tensor unbroadcast(const Tensor& grad, const std::vector<int64_t>& shape) {
+  const std::vector<int64_t> big = shape_of(grad.uop());
+  std::vector<int> axes;
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] != big[i]) axes.push_back(static_cast<int>(i));
+  if (axes.empty()) return grad;
+  return grad.sum(axes, true).cast(grad.dtype());
+}
+
+inline std::vector<Tensor> max_grad(const Tensor& g, const Tensor& a, const Tensor& b) {
+  // ties split the gradient evenly, as PyTorch's maximum does
+  const Tensor half = g.mul(0.5);
+  return {a.gt(b).where(g, a.eq(b).where(half, 0)), b.gt(a).where(g, a.eq(b).where(half, 0))};
+}
+
+inline std::vector<Tensor> reduce_grad(const Tensor& g, const UOp& node) {
+  const Tensor x = src(node, 0), out(node);
+  const std::vector<int64_t> in_shape = shape_of(node.src(0));
+  const Ops op = node.arg()[0].get<Ops>();
+  if (op == Ops::ADD) return {g.expand(Shape(in_shape))};
+  if (op == Ops::MAX) {
+    // every element equal to the max shares its gradient, as tinygrad (and PyTorch's amax) do
+    std::vector<int> axes;
+    for (int64_t a : node.arg()[1].ints()) axes.push_back(static_cast<int>(a));
+    const Tensor is_max = x.eq(out.expand(Shape(in_shape))).cast(x.dtype());
+    const Tensor share = is_max.div(is_max.sum(axes, true).cast(x.dtype()).expand(Shape(in_shape)));
+    return {share.mul(g.expand(Shape(in_shape)))};
+  }
+  if (op == Ops::MUL) return {g.mul(out).expand(Shape(in_shape)).div(x)};  // the product of the others
+  return {Tensor()};
+}
+
+// clang-format off
+inline const std::vector<std::pair<Ops, Rule>>& rule_list() {
+  static const std::vector<std::pair<Ops, Rule>> rules = {
+    // x + y -> g, g;  x - y -> g, -g;  -x -> -g
+    {Ops::ADD, [](const Tensor& g, const UOp&) { return std::vector{g, g}; }},
+    {Ops::SUB, [](const Tensor& g, const UOp&) { return std::vector{g, g.neg()}; }},
+    {Ops::NEG, [](const Tensor& g, const UOp&) { return std::vector{g.neg()}; }},
+    // x * y -> g y, g x
+    {Ops::MUL, [](const Tensor& g, const UOp& n) {
+      return std::vector{chain(g, [&](const Tensor& h) { return h.mul(src(n, 1)); }),
+                         chain(g, [&](const Tensor& h) { return h.mul(src(n, 0)); })}; }},
+    // x / y -> g / y, -(g / y) * (x / y)
+    {Ops::FDIV, [](const Tensor& g, const UOp& n) {
+      return std::vector{chain(g, [&](const Tensor& h) { return h.div(src(n, 1)); }),
+                         chain(g, [&](const Tensor& h) { return h.div(src(n, 1)).mul(Tensor(n)).neg(); })}; }},
+    // 1/x -> -g / x^2
+    {Ops::RECIPROCAL, [](const Tensor& g, const UOp& n) {
+      return std::vector{chain(g, [&](const Tensor& h) { return h.mul(Tensor(n)).mul(Tensor(n)).neg(); })}; }},
+    // sqrt(x) -> g / (2 sqrt(x))
+    {Ops::SQRT, [](const Tensor& g, const UOp& n) {
+      return std::vector{chain(g, [&](const Tensor& h) { return h.div(Tensor(n).mul(2)); })}; }},
+    // 2^x -> g 2^x ln 2
+    {Ops::EXP2, [](const Tensor& g, const UOp& n) {
+      return std::vector{chain(g, [&](const Tensor& h) { return h.mul(Tensor(n)).mul(std::numbers::ln2); })}; }},
+    // log2(x) -> g / (x ln 2)
+    {Ops::LOG2, [](const Tensor& g, const UOp& n) {
+      return std::vector{chain(g, [&](const Tensor& h) { return h.div(src(n, 0).mul(std::numbers::ln2)); })}; }},
+    // sin(x) -> g cos(x)
+    {Ops::SIN, [](const Tensor& g, const UOp& n) {
+      return std::vector{chain(g, [&](const Tensor& h) { return h.mul(src(n, 0).cos()); })}; }},
+    // b^e -> g e b^(e-1), g b^e ln b (0 where b == 0 and e >= 0, as PyTorch)
+    {Ops::POW, [](const Tensor& g, const UOp& n) {
+      const Tensor b = src(n, 0), e = src(n, 1), out(n);
+      return std::vector{
+          chain(g, [&](const Tensor& h) { return h.mul(e.eq(0).where(0, e.mul(b.pow(e.sub(1))))); }),
+          chain(g, [&](const Tensor& h) { return h.mul(b.eq(0).logical_and(e.ge(0)).where(0, out.mul(b.log()))); })}; }},
+    // max(x, y): to the larger, split on ties
+    {Ops::MAX, [](const Tensor& g, const UOp& n) { return max_grad(g, src(n, 0), src(n, 1)); }},
+    // where(c, x, y) -> -, where(c, g, 0), where(c, 0, g)
+    {Ops::WHERE, [](const Tensor& g, const UOp& n) {
+      const Tensor c = src(n, 0);
+      return std::vector{Tensor(), c.where(g, 0), c.where(0, g)}; }},
+    // trunc is flat almost everywhere (PyTorch gives 0 too)
+    {Ops::TRUNC, [](const Tensor& g, const UOp&) { return std::vector{Tensor::zeros_like(g)}; }},
+    // cast(x) -> cast(g) back
+    {Ops::CAST, [](const Tensor& g, const UOp& n) { return std::vector{g.cast(n.src(0).dtype())}; }},
+    {Ops::REDUCE_AXIS, [](const Tensor& g, const UOp& n) { return reduce_grad(g, n); }},
+    // movement: the inverse movement of the gradient
+    {Ops::RESHAPE, [](const Tensor& g, const UOp& n) { return std::vector{Tensor(graph::reshape(g.uop(), shape_of(n.src(0))))}; }},
+    {Ops::EXPAND, [](const Tensor& g, const UOp& n) { return std::vector{unbroadcast(g, shape_of(n.src(0)))}; }},
+    {Ops::PERMUTE, [](const Tensor& g, const UOp& n) {
+      const std::vector<int64_t> order = n.arg().ints();
+      std::vector<int64_t> inverse(order.size());
+      for (size_t i = 0; i < order.size(); ++i) inverse[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
+      return std::vector{Tensor(graph::permute(g.uop(), inverse))}; }},
+    {Ops::PAD, [](const Tensor& g, const UOp& n) {
+      const std::vector<int64_t> in = shape_of(n.src(0));
+      std::vector<std::pair<int64_t, int64_t>> keep;
+      for (size_t i = 0; i < in.size(); ++i) {
+        const int64_t before = n.arg()[i][0].as_int();
+        keep.emplace_back(before, before + in[i]);
+      }
+      return std::vector{Tensor(graph::shrink(g.uop(), keep))}; }},
+    {Ops::SHRINK, [](const Tensor& g, const UOp& n) {
+      const std::vector<int64_t> in = shape_of(n.src(0));
+      std::vector<std::pair<int64_t, int64_t>> around;
+      for (size_t i = 0; i < in.size(); ++i) around.emplace_back(n.arg()[i][0].as_int(), in[i] - n.arg()[i][1].as_int());
+      return std::vector{Tensor(graph::pad(g.uop(), around))}; }},
+    {Ops::FLIP, [](const Tensor& g, const UOp& n) {
+      std::vector<bool> axes;
+      for (const Arg& a : n.arg().tuple()) axes.push_back(a.get<bool>());
+      return std::vector{Tensor(graph::flip(g.uop(), axes))}; }},
+    // identities for the gradient; contiguous_backward realizes it
+    {Ops::CONTIGUOUS, [](const Tensor& g, const UOp&) { return std::vector{g}; }},
+    {Ops::CONTIGUOUS_BACKWARD, [](const Tensor& g, const UOp&) { return std::vector{g.contiguous()}; }},
+    {Ops::COPY, [](const Tensor& g, const UOp& n) { return std::vector{g.to(graph::device_of(n.src(0))), Tensor()}; }},
+  };
+  return rules;
+}
+// clang-format on
+
+inline const std::array<Rule, op_count>& rules() {
+  static const std::array<Rule, op_count> table = [] {
+    std::array<Rule, op_count> t{};
+    for (const auto& [op, rule] : rule_list()) t[static_cast<size_t>(op)] = rule;
+    return t;
+  }();
+  return table;
+}
+
+// The nodes of the graph under root, sources before users.
+inline std::vector<UOp> toposort_graph(const UOp& root) {
+  std::vector<UOp> order;
+  std::unordered_set<const UOpNode*> seen;
+  std::vector<std::pair<const UOp*, bool>> stack{{&root, false}};
+  while (!stack.empty()) {
+    auto [u, expanded] = stack.back();
+    stack.pop_back();
+    if (expanded) { order.push_back(*u); continue; }
+    if (!seen.insert(u->get()).second) continue;
+    stack.push_back({u, true});
+    for (const UOp& s : u->src()) stack.push_back({&s, false});
+  }
+  return order;
+}
+
+// An op that stopped the gradient on its way from the loss to `target`, for the error message.
+inline std::string blocker(const std::vector<UOp>& blocked, const UOp& target) {
+  for (const UOp& b : blocked)
+    for (const UOp& u : toposort_graph(b))
+      if (u == target) return op_name(b.op());
+  return "";
+}
+
+struct Result {
+  std::unordered_map<const UOpNode*, Tensor> grads;
+  std::vector<UOp> blocked;  // nodes reached by a gradient that has no rule for them
+};
+
+// d(root)/d(node) for every node between root and a target, starting from d(root)/d(root) = seed.
+inline Result backpropagate(const UOp& root, const Tensor& seed, const std::unordered_set<const UOpNode*>& targets) {
+  const std::vector<UOp> order = toposort_graph(root);
+  std::unordered_set<const UOpNode*> leads_to_target;
+  for (const UOp& u : order)
+    if (targets.count(u.get()) || std::any_of(u.src().begin(), u.src().end(), [&](const UOp& s) { return leads_to_target.count(s.get()); }))
+      leads_to_target.insert(u.get());
+  Result r;
+  r.grads.emplace(root.get(), seed);
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const UOp& node = *it;
+    auto g = r.grads.find(node.get());
+    if (g == r.grads.end() || node.src().empty() || !leads_to_target.count(node.get())) continue;
+    const Rule rule = rules()[static_cast<size_t>(node.op())];
+    if (node.op() == Ops::DETACH) continue;  // cut on purpose: the targets under it get zeros
+    if (!rule || !node.dtype().is_float()) { r.blocked.push_back(node); continue; }
+    const std::vector<Tensor> src_grads = rule(g->second, node);
+    for (size_t i = 0; i < src_grads.size(); ++i) {
+      const UOp& s = node.src(i);
+      if (!src_grads[i].defined() || !leads_to_target.count(s.get())) continue;
+      if (!s.dtype().is_float()) { r.blocked.push_back(s); continue; }  // a comparison, an integer
+      auto [slot, fresh] = r.grads.try_emplace(s.get(), src_grads[i]);
+      if (!fresh) slot->second = slot->second.add(src_grads[i]);
+    }
+  }
+  return r;
+}
+}  // namespace gradient_detail
+
+inline std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& targets, const Tensor& seed) const {
+  using tinyt::detail::cat;
+  if (!dtype().is_float()) throw DTypeError(cat("gradient: the loss is ", dtype().name(), "; only floating-point values have gradients"));
+  Tensor start = seed;
+  if (!start.defined()) {
+    if (numel() != 1)
+      throw ShapeError(cat("gradient: the loss has shape ", shape(), "; only a scalar has an implicit seed (pass one of shape ", shape(), ")"));
+    start = Tensor::ones_like(*this);
+  } else if (start.shape() != shape()) {
+    throw ShapeError(cat("gradient: the seed has shape ", start.shape(), " but the loss has shape ", shape()));
+  }
+  start = start.cast(dtype());
+  std::unordered_set<const UOpNode*> wanted;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (!targets[i].dtype().is_float())
+      throw DTypeError(cat("gradient: target ", i, " is ", targets[i].dtype().name(), "; only floating-point tensors have gradients"));
+    wanted.insert(targets[i].uop().get());
+  }
+  const gradient_detail::Result r = gradient_detail::backpropagate(uop(), start, wanted);
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const UOp& t = targets[i].uop();
+    if (auto g = r.grads.find(t.get()); g != r.grads.end()) {
+      out.push_back(g->second);
+      continue;
+    }
+    if (std::string op = gradient_detail::blocker(r.blocked, t); !op.empty())
+      throw Error(cat("gradient: the loss depends on target ", i, " (shape ", targets[i].shape(), ") only through ", op,
+                      ", which has no derivative"));
+    out.push_back(Tensor::zeros(targets[i].shape(), targets[i].dtype(), targets[i].device()));  // unused (or detached)
+  }
+  return out;
+}
+
+inline const Tensor& Tensor::backward(const Tensor& seed) const {
+  const std::vector<UOp> nodes = gradient_detail::toposort_graph(uop());
+  std::unordered_set<const UOpNode*> in_graph;
+  for (const UOp& u : nodes) in_graph.insert(u.get());
+  std::vector<Tensor> targets;
+  for (const auto& d : live_tensors().snapshot())
+    if (d->requires_grad.value_or(false) && in_graph.count(d->uop.get())) targets.push_back(Tensor(d));
+  if (targets.empty())
+    throw Error(tinyt::detail::cat("backward: nothing in the graph of this ", shape(), " tensor requires grad",
+                                   " (set requires_grad(true) on the parameters before building the loss, and call backward before realizing it)"));
+  const std::vector<Tensor> grads = gradient(targets, seed);
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const Tensor old = targets[i].grad();
+    targets[i].set_grad(old.defined() ? old.add(grads[i]) : grads[i]);
+  }
+  return *this;
+}
+
+inline Tensor& Tensor::requires_grad(bool on) {
+  if (on && !dtype().is_float())
+    throw DTypeError(tinyt::detail::cat("requires_grad: a ", dtype().name(), " tensor cannot require grad; only floating-point ones can"));
+  d_->requires_grad = on;
+  return *this;
+}
+
+}  // namespace tinyt::inline v0
