@@ -28,7 +28,8 @@ class Optimizer {
   }
   /// Updates every param from its grad(), in one schedule.
   void step() { realize_tensors(schedule_step()); }
-  /// Assigns the update lazily and returns what step() realizes (for capturing a step).
+  /// Assigns the update lazily and returns what step() realizes; realize it with the loss
+  /// (`realize_tensors`) to compute both in one schedule.
   std::vector<Tensor> schedule_step();
 
   /// The params step() updates: requires_grad set or never set, duplicates removed, in order.
@@ -289,12 +290,14 @@ inline Moments::Moments(const char* name, Kind kind, const std::vector<Tensor>& 
 inline std::vector<Tensor> Moments::updated(const std::vector<Tensor>& grads) {
   b1_t_.assign(b1_t_ * b1_);
   b2_t_.assign(b2_t_ * b2_);
-  // the bias corrections in float64, as PyTorch computes them on Python floats, then float32
+  // the bias corrections in float64, as PyTorch computes them on Python floats, then in lr's
+  // dtype (float32, or float64 for float64 params)
+  const DType dt = lr.dtype();
   const Tensor lr64 = lr.cast(dtypes::float64);
-  const Tensor bc1 = (1.0 - b1_t_).cast(dtypes::float32), bc2 = (1.0 - b2_t_).cast(dtypes::float32);
-  const Tensor step_size = (lr64 / (1.0 - b1_t_)).cast(dtypes::float32);
-  const Tensor bc2_sqrt = (1.0 - b2_t_).sqrt().cast(dtypes::float32);
-  const Tensor decay = (1.0 - lr64 * wd_).cast(dtypes::float32);
+  const Tensor bc1 = (1.0 - b1_t_).cast(dt), bc2 = (1.0 - b2_t_).cast(dt);
+  const Tensor step_size = (lr64 / (1.0 - b1_t_)).cast(dt);
+  const Tensor bc2_sqrt = (1.0 - b2_t_).sqrt().cast(dt);
+  const Tensor decay = (1.0 - lr64 * wd_).cast(dt);
   std::vector<Tensor> out;
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor p = params_[i].detach(), g = grads[i];
