@@ -43,6 +43,7 @@
 #include "tinyt/ops/nn.hpp"
 #include "tinyt/gradient.hpp"
 
-// files: safetensors state dicts, datasets
+// nn: optimizers; files: safetensors state dicts, datasets
+#include "tinyt/nn/optim.hpp"
 #include "tinyt/nn/safetensors.hpp"
 #include "tinyt/nn/datasets.hpp"
