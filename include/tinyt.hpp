@@ -41,3 +41,6 @@
 #include "tinyt/ops/random.hpp"
 #include "tinyt/ops/linalg.hpp"
 #include "tinyt/ops/nn.hpp"
+
+// nn: reflection over models (state dicts)
+#include "tinyt/nn/state.hpp"
