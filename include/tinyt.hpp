@@ -42,5 +42,6 @@
 #include "tinyt/ops/linalg.hpp"
 #include "tinyt/ops/nn.hpp"
 
-// nn: reflection over models (state dicts)
+// nn: reflection over models (state dicts) and the layers
 #include "tinyt/nn/state.hpp"
+#include "tinyt/nn/layers.hpp"
