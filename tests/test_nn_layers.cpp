@@ -469,7 +469,7 @@ TEST_CASE("nn::Embedding: rows of the weight by index, glorot init, its edge cas
 
 // -- state: reflection -------------------------------------------------------------------------
 
-namespace model {
+namespace nn_layers_model {
 struct Block {
   nn::Linear fc{3, 4};
   nn::LayerNorm norm{4};
@@ -503,24 +503,24 @@ struct Tied {
   Tied() { out.weight = embed.weight; }
 };
 TINYT_PARAMETERS(Tied, embed, out);
-}  // namespace model
+}  // namespace nn_layers_model
 
 // Boost.Hana, adapted from outside (must be at global scope)
-struct AdaptedNet {
+struct NnLayersAdaptedNet {
   nn::Linear a{2, 3};
   nn::RMSNorm b{3};
 };
-BOOST_HANA_ADAPT_STRUCT(AdaptedNet, a, b);
+BOOST_HANA_ADAPT_STRUCT(NnLayersAdaptedNet, a, b);
 
 // API.md's example, registered in the global namespace
-struct GlobalNet {
+struct NnLayersGlobalNet {
   nn::Linear l1{784, 128}, l2{128, 10};
   Tensor operator()(const Tensor& x) const { return l2(l1(x).relu()); }
 };
-TINYT_PARAMETERS(GlobalNet, l1, l2);
+TINYT_PARAMETERS(NnLayersGlobalNet, l1, l2);
 
 TEST_CASE("nn::state: API.md's Net, registered in the global namespace") {
-  GlobalNet net;
+  NnLayersGlobalNet net;
   CHECK(keys_of(nn::state::get_state_dict(net)) ==
         std::vector<std::string>{"l1.bias", "l1.weight", "l2.bias", "l2.weight"});
   CHECK(nn::state::get_parameters(net).size() == 4);
@@ -528,7 +528,7 @@ TEST_CASE("nn::state: API.md's Net, registered in the global namespace") {
 }
 
 TEST_CASE("nn::state::get_state_dict: dotted keys through vectors, arrays, maps, optionals") {
-  model::Net net;
+  nn_layers_model::Net net;
   const std::vector<std::string> want{"biases.0",
                                       "heads.0.bias",
                                       "heads.0.weight",
@@ -565,20 +565,21 @@ TEST_CASE("nn::state::get_state_dict: dotted keys through vectors, arrays, maps,
 }
 
 TEST_CASE("nn::state: Boost.Hana structs, defined and adapted, work as registered ones") {
-  model::HanaNet net{nn::Linear(2, 3), {nn::BatchNorm(3), nn::BatchNorm(3, 1e-5, false)}, 3, "x"};
+  nn_layers_model::HanaNet net{
+      nn::Linear(2, 3), {nn::BatchNorm(3), nn::BatchNorm(3, 1e-5, false)}, 3, "x"};
   CHECK(keys_of(nn::state::get_state_dict(net)) ==
         std::vector<std::string>{
             "l1.bias", "l1.weight", "norms.0.bias", "norms.0.num_batches_tracked",
             "norms.0.running_mean", "norms.0.running_var", "norms.0.weight",
             "norms.1.num_batches_tracked", "norms.1.running_mean", "norms.1.running_var"});
-  AdaptedNet adapted;
+  NnLayersAdaptedNet adapted;
   CHECK(keys_of(nn::state::get_state_dict(adapted)) ==
         std::vector<std::string>{"a.bias", "a.weight", "b.weight"});
   CHECK(nn::state::get_parameters(adapted).size() == 3);
 }
 
 TEST_CASE("nn::state::get_parameters: every tensor once, tied weights counted once") {
-  model::Tied tied;
+  nn_layers_model::Tied tied;
   const auto sd = nn::state::get_state_dict(tied);
   CHECK(keys_of(sd) == std::vector<std::string>{"embed.weight", "out.weight"});
   const auto params = nn::state::get_parameters(tied);
@@ -593,15 +594,16 @@ TEST_CASE("nn::state::get_parameters: every tensor once, tied weights counted on
 
 TEST_CASE("nn::state::load_state_dict: a round trip copies every value, in place") {
   Tensor::manual_seed(1);
-  model::Net a;
+  nn_layers_model::Net a;
   Tensor::manual_seed(2);
-  model::Net b;
+  nn_layers_model::Net b;
   const Tensor b_weight = b.layers[2].fc.weight;  // a handle taken before the load sees it
   CHECK(floats(a.layers[2].fc.weight) != floats(b.layers[2].fc.weight));
   nn::state::load_state_dict(b, nn::state::get_state_dict(a));
-  for (const auto& [key, t] : nn::state::get_state_dict(a)) {
-    INFO(key);
-    CHECK(floats(nn::state::get_state_dict(b).at(key)) == floats(t));
+  const auto loaded = nn::state::get_state_dict(b);
+  for (const auto& entry : nn::state::get_state_dict(a)) {
+    INFO(entry.first);
+    CHECK(floats(loaded.at(entry.first)) == floats(entry.second));
   }
   CHECK(floats(b_weight) == floats(a.layers[2].fc.weight));
   // the copy is a copy: changing a afterwards leaves b alone
@@ -620,9 +622,9 @@ TEST_CASE("nn::state::load_state_dict: a round trip copies every value, in place
 }
 
 TEST_CASE("nn::state::load_state_dict: missing, extra, wrong shape, wrong dtype are errors") {
-  model::Block block;
+  nn_layers_model::Block block;
   const auto original = floats(block.fc.weight);
-  auto sd = nn::state::get_state_dict(model::Block{});
+  auto sd = nn::state::get_state_dict(nn_layers_model::Block{});
   auto without = sd;
   without.erase("norm.bias");
   std::string msg = message_of<Error>([&] { nn::state::load_state_dict(block, without); });
