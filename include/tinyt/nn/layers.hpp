@@ -5,7 +5,9 @@
 // assign) reaches the layer's own tensors through copies.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
