@@ -43,7 +43,9 @@
 #include "tinyt/ops/nn.hpp"
 #include "tinyt/gradient.hpp"
 
-// nn: optimizers; files: safetensors state dicts, datasets
+// nn: reflection over models (state dicts), layers, optimizers; files: safetensors, datasets
+#include "tinyt/nn/state.hpp"
+#include "tinyt/nn/layers.hpp"
 #include "tinyt/nn/optim.hpp"
 #include "tinyt/nn/safetensors.hpp"
 #include "tinyt/nn/datasets.hpp"

@@ -101,6 +101,9 @@ class Tensor {
 
   // -- properties and reading -----------------------------------------------------------------
   bool defined() const { return d_ != nullptr; }
+  /// The handle's identity: copies of a tensor share it, separately built tensors never do (not
+  /// even with equal values or graphs); nullptr for the empty handle. For dedup (tied weights).
+  const void* id() const { return d_.get(); }
   const UOp& uop() const;
   Shape shape() const { return graph::shape_of(uop()); }
   size_t ndim() const { return shape().size(); }
