@@ -3936,8 +3936,23 @@ inline std::optional<RangeClause> read_clause(UOp clause, const UOp& r) {
   if (clause.op() == Ops::CMPNE && clause.src(1).is_const() && clause.src(1).dtype().is_bool() && clause.src(1).const_int() == 1)
     clause = clause.src(0), negated = true;
   if (clause.op() != Ops::CMPLT && clause.op() != Ops::CMPEQ) return std::nullopt;
-  if (!clause.src(0).dtype().is_index()) return std::nullopt;
-  Linear L = linear_form(clause.src(0) - clause.src(1));
+  // an integer comparison with the range cast to the integer's dtype (an index tensor compared
+  // with an arange) compares the same numbers as index values, when the cast cannot wrap
+  std::function<UOp(const UOp&)> as_index = [&](const UOp& v) -> UOp {
+    if (v.dtype().is_index()) return v;
+    if (!v.dtype().is_int() || v.dtype().is_bool() || v.dtype().count() != 1) return {};
+    if (!depends_on(v, r)) return v.cast(dtypes::index);
+    if (v.op() != Ops::CAST) return {};
+    const UOp& x = v.src(0);
+    if (x.dtype().is_index())  // index -> int: exact when every value fits
+      return vmin(x) >= dtypes::min_int(v.dtype()) && vmax(x) <= dtypes::max_int(v.dtype()) ? x : UOp{};
+    const bool widening = x.dtype().is_int() && !x.dtype().is_bool() && dtypes::min_int(x.dtype()) >= dtypes::min_int(v.dtype()) &&
+                          dtypes::max_int(x.dtype()) <= dtypes::max_int(v.dtype());
+    return widening ? as_index(x) : UOp{};
+  };
+  const UOp lhs = as_index(clause.src(0)), rhs = as_index(clause.src(1));
+  if (!lhs || !rhs) return std::nullopt;
+  Linear L = linear_form(lhs - rhs);
   i128 coef = 0;
   Linear rest = L;
   rest.terms.clear();
@@ -3963,6 +3978,12 @@ inline UOp collapse_range(const UOp& value, const UOp& r) {
     for (int i = 0; i < 2; ++i)
       if (!depends_on(value.src(i), r))
         if (UOp rest = collapse_range(value.src(1 - i), r)) return value.src(i) * rest;
+  // cast(where(c, x, 0)) is where(c, cast(x), 0): a gather of small ints summed in a wider int
+  if (value.op() == Ops::CAST && value.src(0).op() == Ops::WHERE) {
+    const UOp& w = value.src(0);
+    auto cast = [&](const UOp& x) { return x.is_const() ? UOp::const_(value.dtype(), x.const_float()) : x.cast(value.dtype()); };
+    return collapse_range(w.src(0).where(cast(w.src(1)), cast(w.src(2))), r);
+  }
   if (value.op() != Ops::WHERE) return {};
   if (!depends_on(value.src(0), r) && value.src(2).is_const() && value.src(2).const_float() == 0)
     if (UOp inner = collapse_range(value.src(1), r)) return value.src(0).where(inner, value.src(2));
@@ -4160,6 +4181,55 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
     if (u.op() != Ops::REDUCE_AXIS || points.count(u.get()) || !reads_memory(u)) continue;
     const std::unordered_set<const UOpNode*> distinct(consumers[u.get()].begin(), consumers[u.get()].end());
     if (distinct.size() > 1 || recomputed_downstream(distinct)) points.insert(u.get());
+  }
+  // An elementwise value broadcast into a reduction (the gradient flowing into a conv's backward,
+  // the input of a conv) would be recomputed once per element of the broadcast: it is realized
+  // first, as tinygrad's "realize before expand" does, unless it is cheap to recompute (one
+  // input, a few ops: a mean's scaling, a negated max). Values computed from a reduction that
+  // stays in its kernel are left alone (the linearizer computes those once per row).
+  auto worth_realizing = [&](const UOp& x) {
+    std::vector<const UOp*> stack{&x};
+    std::unordered_set<const UOpNode*> seen;
+    int inputs = 0, ops = 0;
+    while (!stack.empty()) {
+      const UOp* u = stack.back();
+      stack.pop_back();
+      if (!seen.insert(u->get()).second) continue;
+      if (known(*u) || u->op() == Ops::BUFFER || (u != &x && points.count(u->get()))) { ++inputs; continue; }
+      if (u->op() == Ops::REDUCE_AXIS) return false;
+      ops += GroupOp::ALU.contains(u->op());
+      for (const UOp& s : u->src()) stack.push_back(&s);
+    }
+    return inputs >= 2 || ops >= 4;
+  };
+  auto broadcast_into_reduce = [&](const UOp& x) {
+    std::vector<std::pair<const UOpNode*, bool>> stack;  // (consumer, after an enlarging EXPAND)
+    for (const UOpNode* c : consumers[x.get()]) stack.emplace_back(c, false);
+    std::set<std::pair<const UOpNode*, bool>> seen;
+    while (!stack.empty()) {
+      auto [c, expanded] = stack.back();
+      stack.pop_back();
+      if (!seen.insert({c, expanded}).second) continue;
+      if (c->op == Ops::REDUCE_AXIS) {
+        if (expanded) return true;
+        continue;
+      }
+      if (c->op == Ops::EXPAND) {
+        const UOp& e = *node.at(c);
+        if (graph::shape_of(e).is_concrete() && graph::shape_of(e.src(0)).is_concrete())
+          expanded |= graph::shape_of(e).numel().as_int() > graph::shape_of(e.src(0)).numel().as_int();
+      } else if (!GroupOp::Movement.contains(c->op) && (!expanded || !keeps_loop_order(c->op))) {
+        continue;  // before the broadcast only movement ops lead on; an elementwise op is its own candidate
+      }
+      if (points.count(c)) continue;
+      for (const UOpNode* cc : consumers[c]) stack.emplace_back(cc, expanded);
+    }
+    return false;
+  };
+  for (const UOp& u : order) {
+    if (known(u) || points.count(u.get()) || !keeps_loop_order(u.op()) || u.op() == Ops::CONTIGUOUS) continue;
+    if (!graph::shape_of(u).is_concrete() || !reads_memory(u) || !worth_realizing(u)) continue;
+    if (broadcast_into_reduce(u)) points.insert(u.get());
   }
   std::vector<UOp> out;
   for (const UOp& u : order)
@@ -7239,6 +7309,9 @@ class Tensor {
 
   // -- properties and reading -----------------------------------------------------------------
   bool defined() const { return d_ != nullptr; }
+  /// The handle's identity: copies of a tensor share it, separately built tensors never do (not
+  /// even with equal values or graphs); nullptr for the empty handle. For dedup (tied weights).
+  const void* id() const { return d_.get(); }
   const UOp& uop() const;
   Shape shape() const { return graph::shape_of(uop()); }
   size_t ndim() const { return shape().size(); }
@@ -10550,4 +10623,1935 @@ inline Tensor& Tensor::requires_grad(bool on) {
 
 }  // namespace tinyt::inline v0
 // ---- end tinyt/gradient.hpp ----
+
+// nn: reflection over models (state dicts), layers, optimizers; files: safetensors, datasets
+// ---- tinyt/nn/state.hpp ----
+// Reflection over models (tinygrad's nn.state): which tensors an object holds and under which
+// dotted names. C++ cannot list a struct's members, so a struct names them once, with
+// TINYT_PARAMETERS or as a Boost.Hana Struct; Tensor members, std::vector, std::array,
+// std::map<std::string, T> and std::optional nest to any depth.
+
+
+#include <boost/hana/accessors.hpp>
+#include <boost/hana/concept/struct.hpp>
+#include <boost/hana/core/tag_of.hpp>
+#include <boost/hana/first.hpp>
+#include <boost/hana/for_each.hpp>
+#include <boost/hana/second.hpp>
+#include <boost/hana/string.hpp>
+#include <boost/hana/tuple.hpp>
+
+
+// -- TINYT_PARAMETERS --------------------------------------------------------------------------
+// A preprocessor loop (C++20 __VA_OPT__): each step of the loop takes one rescan, and the
+// nested TINYT_PP_EXPAND levels give over 340 of them (so many members).
+#define TINYT_PP_PARENS ()
+#define TINYT_PP_EXPAND(...) \
+  TINYT_PP_EXPAND4(TINYT_PP_EXPAND4(TINYT_PP_EXPAND4(TINYT_PP_EXPAND4(__VA_ARGS__))))
+#define TINYT_PP_EXPAND4(...) \
+  TINYT_PP_EXPAND3(TINYT_PP_EXPAND3(TINYT_PP_EXPAND3(TINYT_PP_EXPAND3(__VA_ARGS__))))
+#define TINYT_PP_EXPAND3(...) \
+  TINYT_PP_EXPAND2(TINYT_PP_EXPAND2(TINYT_PP_EXPAND2(TINYT_PP_EXPAND2(__VA_ARGS__))))
+#define TINYT_PP_EXPAND2(...) \
+  TINYT_PP_EXPAND1(TINYT_PP_EXPAND1(TINYT_PP_EXPAND1(TINYT_PP_EXPAND1(__VA_ARGS__))))
+#define TINYT_PP_EXPAND1(...) __VA_ARGS__
+/// m(data, x) for each x, separated by commas.
+#define TINYT_PP_FOR_EACH(m, data, ...) \
+  __VA_OPT__(TINYT_PP_EXPAND(TINYT_PP_FOR_EACH_STEP(m, data, __VA_ARGS__)))
+#define TINYT_PP_FOR_EACH_STEP(m, data, x, ...) \
+  m(data, x) __VA_OPT__(, TINYT_PP_FOR_EACH_AGAIN TINYT_PP_PARENS(m, data, __VA_ARGS__))
+#define TINYT_PP_FOR_EACH_AGAIN() TINYT_PP_FOR_EACH_STEP
+// (name, accessor) as Boost.Hana's accessors give them; the accessor takes `const Type&`, so a
+// misspelt member fails here and not at the first get_state_dict.
+#define TINYT_PP_MEMBER(Type, m) \
+  ::boost::hana::make_pair(      \
+      #m, [](const Type& tinyt_obj) -> const auto& { return tinyt_obj.m; })
+
+/// Registers the members of `Type` that hold tensors (Tensor, layers, containers of them), in
+/// order, for nn::state. Write it after the struct, at namespace scope in the struct's namespace.
+#define TINYT_PARAMETERS(Type, ...)                                                          \
+  [[maybe_unused]] inline auto tinyt_parameters_of(const Type*) {                            \
+    return ::boost::hana::make_tuple(TINYT_PP_FOR_EACH(TINYT_PP_MEMBER, Type, __VA_ARGS__)); \
+  }                                                                                          \
+  static_assert(true, "TINYT_PARAMETERS needs a ';' after it")
+
+namespace tinyt::inline v0::nn::state {
+
+namespace detail {
+namespace hana = boost::hana;
+
+template <class T> inline constexpr bool dependent_false = false;
+template <class T> struct is_sequence : std::false_type {};
+template <class T, class A> struct is_sequence<std::vector<T, A>> : std::true_type {};
+template <class T, size_t N> struct is_sequence<std::array<T, N>> : std::true_type {};
+template <class T> struct is_string_map : std::false_type {};
+template <class T, class C, class A>
+struct is_string_map<std::map<std::string, T, C, A>> : std::true_type {};
+template <class T> struct is_optional : std::false_type {};
+template <class T> struct is_optional<std::optional<T>> : std::true_type {};
+
+/// A struct registered with TINYT_PARAMETERS: the hook is found by argument-dependent lookup.
+template <class T>
+concept has_hook = requires(const T* p) {
+  tinyt_parameters_of(p);
+};
+template <class T>
+concept reflected = has_hook<T> || hana::Struct<T>::value;
+/// Configuration members of a Hana struct (sizes, flags, names) hold no tensors; they are skipped.
+template <class T>
+concept plain_data = std::is_arithmetic_v<T> || std::is_enum_v<T> || std::is_same_v<T, std::string>;
+
+/// The (name, accessor) pairs of a reflected struct.
+template <class T> auto members() {
+  if constexpr (has_hook<T>)
+    return tinyt_parameters_of(static_cast<const T*>(nullptr));
+  else
+    return hana::accessors<T>();
+}
+inline std::string name_of(const char* name) { return name; }
+template <class S>
+requires std::is_same_v<hana::tag_of_t<S>, hana::string_tag> std::string name_of(const S& name) {
+  return hana::to<const char*>(name);
+}
+inline std::string join(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
+/// Calls emit(key, tensor) for every defined tensor under `value`, keys prefixed by `key`.
+template <class T, class Emit> void walk(const T& value, const std::string& key, Emit& emit) {
+  if constexpr (std::is_base_of_v<Tensor, T>) {
+    if (value.defined()) emit(key, static_cast<const Tensor&>(value));
+  } else if constexpr (is_sequence<T>::value) {
+    size_t i = 0;
+    for (const auto& item : value) walk(item, join(key, std::to_string(i++)), emit);
+  } else if constexpr (is_string_map<T>::value) {
+    for (const auto& [name, item] : value) walk(item, join(key, name), emit);
+  } else if constexpr (is_optional<T>::value) {
+    if (value) walk(*value, key, emit);
+  } else if constexpr (reflected<T>) {
+    hana::for_each(members<T>(), [&](const auto& member) {
+      walk(hana::second(member)(value), join(key, name_of(hana::first(member))), emit);
+    });
+  } else if constexpr (!plain_data<T>) {
+    static_assert(dependent_false<T>,
+                  "tinyt::nn::state: this member type holds no tensors tinyt can find: register "
+                  "the struct with TINYT_PARAMETERS(Type, members...) or make it a Boost.Hana "
+                  "Struct, or leave the member out of TINYT_PARAMETERS");
+  }
+}
+}  // namespace detail
+
+/// Every tensor in `obj` by dotted name ("l1.weight", "layers.0.bias"); empty handles are skipped.
+template <class T> std::map<std::string, Tensor> get_state_dict(const T& obj) {
+  std::map<std::string, Tensor> out;
+  auto emit = [&](const std::string& key, const Tensor& t) { out.emplace(key, t); };
+  detail::walk(obj, "", emit);
+  return out;
+}
+
+/// The tensors of get_state_dict in its order, each once (a tensor tied to two names is one).
+template <class T> std::vector<Tensor> get_parameters(const T& obj) {
+  std::vector<Tensor> out;
+  std::set<const void*> seen;
+  for (const auto& [key, t] : get_state_dict(obj))
+    if (seen.insert(t.id()).second) out.push_back(t);
+  return out;
+}
+
+/// Copies the values of `state_dict` (as they are at the call) into the tensors of `obj`, by name,
+/// and realizes them. Every name is checked before anything is written: a shape or dtype that
+/// differs (ShapeError, DTypeError), and when `strict`, a name missing from either side (Error),
+/// leave obj unchanged.
+template <class T>
+void load_state_dict(T& obj, const std::map<std::string, Tensor>& state_dict, bool strict = true) {
+  using tinyt::detail::cat;
+  const auto model = get_state_dict(obj);
+  auto list = [](const std::vector<std::string>& keys) {
+    std::string s;
+    for (const auto& k : keys) s += (s.empty() ? "'" : ", '") + k + "'";
+    return s;
+  };
+  std::vector<std::string> missing, unexpected;
+  for (const auto& [key, t] : model)
+    if (!state_dict.count(key)) missing.push_back(key);
+  for (const auto& [key, t] : state_dict)
+    if (!model.count(key)) unexpected.push_back(key);
+  if (strict && !missing.empty())
+    throw Error(cat("load_state_dict: the state dict has no tensor for ", list(missing)));
+  if (strict && !unexpected.empty())
+    throw Error(cat("load_state_dict: the model has no tensor named ", list(unexpected)));
+  std::vector<std::pair<Tensor, Tensor>> copies;  // (the model's tensor, its new value)
+  for (const auto& [key, dst] : model) {
+    auto it = state_dict.find(key);
+    if (it == state_dict.end()) continue;
+    const Tensor& src = it->second;
+    if (!src.defined())
+      throw Error(cat("load_state_dict: '", key, "' is the empty Tensor() in the state dict"));
+    if (src.shape() != dst.shape())
+      throw ShapeError(cat("load_state_dict: '", key, "' has shape ", dst.shape(),
+                           " in the model but ", src.shape(), " in the state dict"));
+    if (src.dtype() != dst.dtype())
+      throw DTypeError(cat("load_state_dict: '", key, "' is ", dst.dtype().name(),
+                           " in the model but ", src.dtype().name(), " in the state dict"));
+    // a new handle on the value as it is now: a state dict taken from this very model keeps its
+    // values while the model's tensors are overwritten
+    copies.emplace_back(dst, Tensor(src.uop()));
+  }
+  std::set<const void*> seen;
+  for (auto& [dst, value] : copies) {
+    if (!seen.insert(dst.id()).second) continue;  // a tied tensor takes its first name's value
+    Tensor handle = dst;  // a copy of the handle: the object's member sees the assign
+    // one realize per tensor: with values that read other targets' memory (a swap), assigns
+    // realized together make a cycle the engine does not break (it copies out what a pending
+    // value needs only before one realize)
+    handle.assign(value.to(dst.device())).realize();
+  }
+}
+
+}  // namespace tinyt::inline v0::nn::state
+// ---- end tinyt/nn/state.hpp ----
+// ---- tinyt/nn/layers.hpp ----
+// The nn layers (tinygrad's nn): structs of Tensor handles with tinygrad's constructor arguments,
+// PyTorch's initialization and numerics, each registered with TINYT_PARAMETERS so that
+// get_state_dict names their tensors as PyTorch and tinygrad do ("weight", "running_mean", ...).
+// A layer is const to call: its tensors are handles, so BatchNorm's running-stat update (an
+// assign) reaches the layer's own tensors through copies.
+
+
+
+namespace tinyt::inline v0::nn {
+
+namespace layer_detail {
+using tinyt::detail::cat;
+
+inline int64_t checked_size(int64_t n, const char* layer, const char* what) {
+  if (n < 0) throw ShapeError(cat(layer, ": ", what, " must not be negative, got ", n));
+  return n;
+}
+/// Uniform in +-1/sqrt(fan_in) (PyTorch's Linear and Conv init); an empty fan gives zeros.
+inline Tensor uniform_fan_in(Shape shape, int64_t fan_in) {
+  const double bound = fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.0;
+  return Tensor::uniform(std::move(shape), -bound, bound);
+}
+/// The dtype a normalization computes in: float32 at least, as PyTorch does for half inputs.
+inline DType compute_dtype(const Tensor& x) {
+  return least_upper_dtype({x.dtype(), dtypes::float32});
+}
+/// y back in x's dtype when x is floating point (PyTorch returns the input's dtype).
+inline Tensor like_input(const Tensor& y, const Tensor& x) {
+  return x.dtype().is_float() ? y.cast(x.dtype()) : y;
+}
+/// v (C,) shaped (1, C, 1, ...) to broadcast against an (N, C, ...) input of `ndim` dims.
+inline Tensor per_channel(const Tensor& v, size_t ndim) {
+  std::vector<int64_t> s(ndim, 1);
+  s[1] = -1;
+  return v.reshape(Shape(s));
+}
+/// The input's concrete shape, which must be (N, C, ...) with C == channels.
+inline std::vector<int64_t> channels_first(const Tensor& x, int64_t channels, const char* layer) {
+  const auto s = x.shape().to_vector();
+  if (s.size() < 2 || s[1] != channels)
+    throw ShapeError(
+        cat(layer, ": input of shape ", x.shape(), " is not (N, ", channels, ", ...)"));
+  return s;
+}
+}  // namespace layer_detail
+
+// -- Linear ------------------------------------------------------------------------------------
+
+/// y = x W^T + b, with W of shape (out_features, in_features) as PyTorch stores it.
+struct Linear {
+  Tensor weight, bias;
+  /// W and b uniform in +-1/sqrt(in_features); no bias when `with_bias` is false.
+  Linear(int64_t in_features, int64_t out_features, bool with_bias = true) {
+    layer_detail::checked_size(in_features, "Linear", "in_features");
+    layer_detail::checked_size(out_features, "Linear", "out_features");
+    weight = layer_detail::uniform_fan_in({out_features, in_features}, in_features);
+    if (with_bias) bias = layer_detail::uniform_fan_in({out_features}, in_features);
+  }
+  /// x (..., in_features) -> (..., out_features).
+  Tensor operator()(const Tensor& x) const {
+    const sint in = weight.shape()[1];
+    if (x.ndim() == 0 || !(x.shape()[x.ndim() - 1] == in))
+      throw ShapeError(layer_detail::cat("Linear: input of shape ", x.shape(),
+                                         " does not end in in_features = ", in));
+    return x.linear(weight.T(), bias);
+  }
+};
+TINYT_PARAMETERS(Linear, weight, bias);
+
+// -- Conv2d ------------------------------------------------------------------------------------
+
+/// Cross-correlation of (N, in_channels, H, W) with out_channels kernels, as PyTorch's Conv2d.
+struct Conv2d {
+  Tensor weight, bias;
+  std::vector<int64_t> kernel_size;
+  IntOrVec stride, padding, dilation;
+  int64_t groups;
+  /// kernel_size is one int (square) or one per spatial dim; weight (out, in/groups, k...) and
+  /// bias (out) uniform in +-1/sqrt(in/groups * prod(k)), as PyTorch.
+  Conv2d(int64_t in_channels, int64_t out_channels, IntOrVec kernel_size_, IntOrVec stride_ = 1,
+         IntOrVec padding_ = 0, IntOrVec dilation_ = 1, int64_t groups_ = 1, bool with_bias = true)
+      : kernel_size(kernel_size_.v.size() == 1
+                        ? std::vector<int64_t>{kernel_size_.v[0], kernel_size_.v[0]}
+                        : kernel_size_.v),
+        stride(std::move(stride_)),
+        padding(std::move(padding_)),
+        dilation(std::move(dilation_)),
+        groups(groups_) {
+    using layer_detail::cat;
+    layer_detail::checked_size(in_channels, "Conv2d", "in_channels");
+    layer_detail::checked_size(out_channels, "Conv2d", "out_channels");
+    if (groups < 1) throw ShapeError(cat("Conv2d: groups must be positive, got ", groups));
+    if (in_channels % groups || out_channels % groups)
+      throw ShapeError(cat("Conv2d: in_channels (", in_channels, ") and out_channels (",
+                           out_channels, ") must both divide into ", groups, " groups"));
+    if (kernel_size.empty()) throw ShapeError("Conv2d: kernel_size needs at least one value");
+    std::vector<int64_t> w{out_channels, in_channels / groups};
+    int64_t fan_in = in_channels / groups;
+    for (int64_t k : kernel_size) {
+      if (k < 1) throw ShapeError(cat("Conv2d: kernel size ", k, " must be positive"));
+      w.push_back(k), fan_in *= k;
+    }
+    weight = layer_detail::uniform_fan_in(Shape(w), fan_in);
+    if (with_bias) bias = layer_detail::uniform_fan_in({out_channels}, fan_in);
+  }
+  /// x (N, in_channels, H, W) or unbatched (in_channels, H, W).
+  Tensor operator()(const Tensor& x) const {
+    return x.conv2d(weight, bias, groups, stride, dilation, padding);
+  }
+};
+TINYT_PARAMETERS(Conv2d, weight, bias);
+
+// -- BatchNorm ---------------------------------------------------------------------------------
+
+/// Batch normalization over every dim but the channels (dim 1) of an (N, C, ...) input.
+/// Training (Tensor::training) uses the batch's statistics and moves the running ones toward them;
+/// eval uses the running ones. The update is an assign, computed when the running stats are
+/// realized or read (an optimizer's step realizes them).
+struct BatchNorm {
+  Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+  int64_t num_features;
+  double eps, momentum;
+  bool track_running_stats;
+  /// weight ones and bias zeros when `affine`; running_mean zeros, running_var ones (no gradient)
+  /// when `track_running_stats`; num_batches_tracked int64 zeros(1).
+  BatchNorm(int64_t sz, double eps_ = 1e-5, bool affine = true, bool track_running_stats_ = true,
+            double momentum_ = 0.1)
+      : num_features(layer_detail::checked_size(sz, "BatchNorm", "sz")),
+        eps(eps_),
+        momentum(momentum_),
+        track_running_stats(track_running_stats_) {
+    if (affine) weight = Tensor::ones({sz}), bias = Tensor::zeros({sz});
+    if (track_running_stats) {
+      running_mean = Tensor::zeros({sz});
+      running_var = Tensor::ones({sz});
+      running_mean.requires_grad(false), running_var.requires_grad(false);
+    }
+    num_batches_tracked = Tensor::zeros({1}, dtypes::int64);
+    num_batches_tracked.requires_grad(false);
+  }
+  Tensor operator()(const Tensor& x) const;
+};
+TINYT_PARAMETERS(BatchNorm, weight, bias, running_mean, running_var, num_batches_tracked);
+/// tinygrad's names for the same layer: the statistics are over every dim but dim 1.
+using BatchNorm2d = BatchNorm;
+using BatchNorm3d = BatchNorm;
+
+inline Tensor BatchNorm::operator()(const Tensor& x) const {
+  using layer_detail::cat;
+  const auto s = layer_detail::channels_first(x, num_features, "BatchNorm");
+  Tensor xf = x.cast(layer_detail::compute_dtype(x));
+  if (!Tensor::training && track_running_stats) {
+    Tensor invstd = running_var.add(eps).rsqrt();
+    return layer_detail::like_input(xf.batchnorm(weight, bias, running_mean, invstd), x);
+  }
+  // the batch's statistics: over every dim but the channels
+  const int64_t n = x.numel() / std::max<int64_t>(num_features, 1);
+  if (n < 2)  // as PyTorch: the unbiased variance needs two values
+    throw ShapeError(cat("BatchNorm: input of shape ", x.shape(),
+                         " has less than 2 values per channel to take batch statistics from"));
+  std::vector<int> axes{0};
+  for (int a = 2; a < static_cast<int>(s.size()); ++a) axes.push_back(a);
+  Tensor mean = xf.mean(axes);
+  // the mean is detached in the variance: d(var)/d(mean) is 0, so the gradient is the same and
+  // its graph smaller
+  Tensor var = xf.sub(layer_detail::per_channel(mean.detach(), s.size())).square().mean(axes);
+  if (Tensor::training && track_running_stats) {
+    // as PyTorch: the running variance is the unbiased one
+    const double unbias = static_cast<double>(n) / static_cast<double>(n - 1);
+    Tensor rm = running_mean, rv = running_var, count = num_batches_tracked;
+    rm.assign(rm.mul(1.0 - momentum).add(mean.detach().cast(rm.dtype()).mul(momentum)));
+    rv.assign(rv.mul(1.0 - momentum).add(var.detach().cast(rv.dtype()).mul(momentum * unbias)));
+    count.assign(count.add(1));
+  }
+  return layer_detail::like_input(xf.batchnorm(weight, bias, mean, var.add(eps).rsqrt()), x);
+}
+
+// -- LayerNorm, RMSNorm, GroupNorm ---------------------------------------------------------------
+
+/// Normalization over the last dims (normalized_shape), then an elementwise affine transform.
+struct LayerNorm {
+  Tensor weight, bias;
+  std::vector<int64_t> normalized_shape;
+  double eps;
+  bool elementwise_affine;
+  /// normalized_shape is one int or the trailing dims; weight ones and bias zeros of that shape.
+  LayerNorm(IntOrVec normalized_shape_, double eps_ = 1e-5, bool elementwise_affine_ = true)
+      : normalized_shape(std::move(normalized_shape_.v)),
+        eps(eps_),
+        elementwise_affine(elementwise_affine_) {
+    if (normalized_shape.empty()) throw ShapeError("LayerNorm: normalized_shape is empty");
+    for (int64_t d : normalized_shape)
+      layer_detail::checked_size(d, "LayerNorm", "normalized_shape");
+    if (elementwise_affine)
+      weight = Tensor::ones(Shape(normalized_shape)), bias = Tensor::zeros(Shape(normalized_shape));
+  }
+  /// `LayerNorm({2, 3})`: without this, the braces could also make a LayerNorm(2, 3) to copy.
+  LayerNorm(std::initializer_list<int64_t> normalized_shape_, double eps_ = 1e-5,
+            bool elementwise_affine_ = true)
+      : LayerNorm(IntOrVec(normalized_shape_), eps_, elementwise_affine_) {}
+  Tensor operator()(const Tensor& x) const {
+    const auto s = x.shape().to_vector();
+    const size_t k = normalized_shape.size();
+    if (s.size() < k || !std::equal(normalized_shape.begin(), normalized_shape.end(),
+                                    s.end() - static_cast<std::ptrdiff_t>(k)))
+      throw ShapeError(layer_detail::cat("LayerNorm: input of shape ", x.shape(),
+                                         " does not end in ", Shape(normalized_shape)));
+    // the trailing dims as one, so the functional layernorm (one fused kernel) does the work
+    Tensor xf = x.cast(layer_detail::compute_dtype(x));
+    Tensor y = xf.flatten(static_cast<int>(s.size() - k)).layernorm(-1, eps).reshape(Shape(s));
+    if (elementwise_affine) y = y.mul(weight).add(bias);
+    return layer_detail::like_input(y, x);
+  }
+};
+TINYT_PARAMETERS(LayerNorm, weight, bias);
+
+/// Root-mean-square normalization over the last dim (no centering), then a learned scale.
+struct RMSNorm {
+  Tensor weight;
+  int64_t dim;
+  double eps;
+  /// weight ones(dim) when `elementwise_affine`.
+  RMSNorm(int64_t dim_, double eps_ = 1e-6, bool elementwise_affine = true)
+      : dim(layer_detail::checked_size(dim_, "RMSNorm", "dim")), eps(eps_) {
+    if (elementwise_affine) weight = Tensor::ones({dim});
+  }
+  /// x / sqrt(mean(x^2) + eps) computed in float32 at least, back in x's dtype, times weight.
+  Tensor operator()(const Tensor& x) const {
+    if (x.ndim() == 0 || !(x.shape()[x.ndim() - 1] == dim))
+      throw ShapeError(
+          layer_detail::cat("RMSNorm: input of shape ", x.shape(), " does not end in dim = ", dim));
+    Tensor xf = x.cast(layer_detail::compute_dtype(x));
+    Tensor y = layer_detail::like_input(xf.mul(xf.square().mean(-1, true).add(eps).rsqrt()), x);
+    return weight.defined() ? y.mul(weight) : y;
+  }
+};
+TINYT_PARAMETERS(RMSNorm, weight);
+
+/// Normalization over groups of channels of an (N, C, ...) input, then a per-channel affine.
+struct GroupNorm {
+  Tensor weight, bias;
+  int64_t num_groups, num_channels;
+  double eps;
+  /// weight ones and bias zeros of (num_channels) when `affine`; the groups must divide C.
+  GroupNorm(int64_t num_groups_, int64_t num_channels_, double eps_ = 1e-5, bool affine = true)
+      : num_groups(num_groups_), num_channels(num_channels_), eps(eps_) {
+    if (num_groups < 1 || num_channels < 0 || num_channels % num_groups)
+      throw ShapeError(layer_detail::cat("GroupNorm: ", num_channels,
+                                         " channels do not divide into ", num_groups, " groups"));
+    if (affine) weight = Tensor::ones({num_channels}), bias = Tensor::zeros({num_channels});
+  }
+  Tensor operator()(const Tensor& x) const {
+    const auto s = layer_detail::channels_first(x, num_channels, "GroupNorm");
+    int64_t per_group = num_channels / num_groups;
+    for (size_t a = 2; a < s.size(); ++a) per_group *= s[a];
+    Tensor xf = x.cast(layer_detail::compute_dtype(x));
+    Tensor y = xf.reshape({s[0], num_groups, per_group}).layernorm(-1, eps).reshape(Shape(s));
+    if (weight.defined())
+      y = y.mul(layer_detail::per_channel(weight, s.size()))
+              .add(layer_detail::per_channel(bias, s.size()));
+    return layer_detail::like_input(y, x);
+  }
+};
+TINYT_PARAMETERS(GroupNorm, weight, bias);
+
+// -- Embedding ---------------------------------------------------------------------------------
+
+/// A table of vocab_size rows of embed_size: integer indices (...) -> rows (..., embed_size).
+/// Built from differentiable ops (a comparison with arange selects the row), so the gradient
+/// reaches weight. An index outside [0, vocab_size) selects no row and gives zeros, as tinygrad:
+/// checking would read the indices, a sync in the middle of a lazy graph.
+struct Embedding {
+  Tensor weight;
+  int64_t vocab_size, embed_size;
+  /// weight glorot_uniform (vocab_size, embed_size).
+  Embedding(int64_t vocab_size_, int64_t embed_size_)
+      : vocab_size(layer_detail::checked_size(vocab_size_, "Embedding", "vocab_size")),
+        embed_size(layer_detail::checked_size(embed_size_, "Embedding", "embed_size")) {
+    weight = Tensor::glorot_uniform({vocab_size, embed_size});
+  }
+  Tensor operator()(const Tensor& idx) const {
+    if (!idx.dtype().is_int())
+      throw DTypeError(layer_detail::cat("Embedding: indices must be integers, not ",
+                                         idx.dtype().name(), " (shape ", idx.shape(), ")"));
+    auto out = idx.shape().to_vector();
+    out.push_back(embed_size);
+    if (idx.numel() == 0 || vocab_size == 0) return Tensor::zeros(Shape(out), weight.dtype());
+    // (..., V, 1): whether index i is row v, compared in int64 so that no index type wraps;
+    // where, not a multiply, so an inf in another row does not become NaN
+    Tensor rows = Tensor::arange(vocab_size).cast(dtypes::int64);
+    Tensor hit = idx.cast(dtypes::int64).unsqueeze(-1).eq(rows).unsqueeze(-1);
+    return hit.where(weight, 0.0).sum(-2).cast(weight.dtype());
+  }
+};
+TINYT_PARAMETERS(Embedding, weight);
+
+}  // namespace tinyt::inline v0::nn
+// ---- end tinyt/nn/layers.hpp ----
+// ---- tinyt/nn/optim.hpp ----
+// Optimizers: SGD, Adam, AdamW and LAMB, with PyTorch's update formulas (LAMB as tinygrad's).
+//
+// An update is a graph like any other: each step assigns new values lazily into the params and
+// the optimizer's own state, then realizes all of it in one schedule. The learning rate, the
+// moments and the powers of beta are tensors in memory, so from the second step on a step finds
+// every kernel in the cache and compiles nothing, even after the learning rate is changed.
+
+
+
+namespace tinyt::inline v0::nn::optim {
+
+/// Base of the optimizers: the params it updates, the buffers it realizes with them, and lr.
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+  Optimizer(Optimizer&&) = default;
+  Optimizer& operator=(Optimizer&&) = default;
+
+  /// Clears the gradient of every param (PyTorch's zero_grad with set_to_none).
+  void zero_grad() {
+    for (Tensor& p : params_) p.set_grad({});
+  }
+  /// Updates every param from its grad(), in one schedule.
+  void step() { realize_tensors(schedule_step()); }
+  /// Assigns the update lazily and returns what step() realizes; realize it with the loss
+  /// (`realize_tensors`) to compute both in one schedule.
+  std::vector<Tensor> schedule_step();
+
+  /// The params step() updates: requires_grad set or never set, duplicates removed, in order.
+  const std::vector<Tensor>& params() const { return params_; }
+  /// The params given with requires_grad(false): never updated, realized at every step so that
+  /// values assigned to them during the forward pass (running statistics) do not pile up.
+  const std::vector<Tensor>& buffers() const { return buffers_; }
+  /// The optimizer's own state in memory: lr, then momentum, moments, powers of beta.
+  const std::vector<Tensor>& state() const { return state_; }
+
+  /// Sets the learning rate. The value is copied in from the host, so no kernel is compiled
+  /// for it (`lr.assign(0.01)` works too, but compiles a kernel storing that constant).
+  void set_lr(double value) {
+    check_arg("lr", value, 0.0);
+    lr.assign(Tensor::from_vector(std::vector<double>{value}, Shape{}, lr.device())).realize();
+  }
+
+  /// The learning rate, a 0-d tensor in memory that every step reads, so changing it
+  /// recompiles none of the step's kernels.
+  Tensor lr;
+
+ protected:
+  Optimizer(std::string name, const std::vector<Tensor>& params, double lr);
+  /// The new value of every param, given its grad; assigns the optimizer's state on the way.
+  virtual std::vector<Tensor> updated(const std::vector<Tensor>& grads) = 0;
+  /// A state tensor in memory of its own, filled with `value`, listed in state().
+  Tensor new_state(const Shape& shape, DType dtype, double value);
+  /// Realizes the params and the state: called last by each optimizer's constructor.
+  void finish_init();
+  /// Throws unless lo <= value (and value < hi when hi is given): PyTorch's argument checks.
+  void check_arg(const char* what, double value, double lo, double hi = INFINITY) const;
+
+  std::string name_;
+  std::vector<Tensor> params_, buffers_, state_;
+};
+
+/// Stochastic gradient descent, as torch.optim.SGD (weight decay is added to the gradient).
+class SGD : public Optimizer {
+ public:
+  explicit SGD(const std::vector<Tensor>& params, double lr = 0.001, double momentum = 0.0,
+               double weight_decay = 0.0, bool nesterov = false);
+
+ protected:
+  std::vector<Tensor> updated(const std::vector<Tensor>& grads) override;
+
+ private:
+  double momentum_, wd_;
+  bool nesterov_;
+  std::vector<Tensor> velocity_;
+};
+
+namespace detail {
+/// Adam, AdamW and LAMB: bias-corrected first and second moments of the gradient; they differ
+/// only in how weight decay enters and in LAMB's trust ratio.
+class Moments : public Optimizer {
+ protected:
+  enum class Kind { adam, adamw, lamb };
+  Moments(const char* name, Kind kind, const std::vector<Tensor>& params, double lr, double b1,
+          double b2, double eps, double weight_decay);
+  std::vector<Tensor> updated(const std::vector<Tensor>& grads) override;
+
+ private:
+  Kind kind_;
+  double b1_, b2_, eps_, wd_;
+  Tensor b1_t_, b2_t_;  // beta^t, in float64 like PyTorch's Python floats
+  std::vector<Tensor> m_, v_;
+};
+}  // namespace detail
+
+/// Adam, as torch.optim.Adam: weight decay is added to the gradient (L2).
+class Adam : public detail::Moments {
+ public:
+  explicit Adam(const std::vector<Tensor>& params, double lr = 0.001, double b1 = 0.9,
+                double b2 = 0.999, double eps = 1e-8, double weight_decay = 0.0)
+      : Moments("Adam", Kind::adam, params, lr, b1, b2, eps, weight_decay) {}
+};
+/// AdamW, as torch.optim.AdamW: decoupled weight decay, p -= lr * weight_decay * p.
+class AdamW : public detail::Moments {
+ public:
+  explicit AdamW(const std::vector<Tensor>& params, double lr = 0.001, double b1 = 0.9,
+                 double b2 = 0.999, double eps = 1e-8, double weight_decay = 0.01)
+      : Moments("AdamW", Kind::adamw, params, lr, b1, b2, eps, weight_decay) {}
+};
+/// LAMB, as tinygrad's: the Adam step plus weight decay, scaled per param by ||p|| / ||step||.
+class LAMB : public detail::Moments {
+ public:
+  explicit LAMB(const std::vector<Tensor>& params, double lr = 0.001, double b1 = 0.9,
+                double b2 = 0.999, double eps = 1e-6, double weight_decay = 0.0)
+      : Moments("LAMB", Kind::lamb, params, lr, b1, b2, eps, weight_decay) {}
+};
+
+// -- Optimizer --------------------------------------------------------------------------------
+
+inline Optimizer::Optimizer(std::string name, const std::vector<Tensor>& params, double lr_value)
+    : name_(std::move(name)) {
+  check_arg("lr", lr_value, 0.0);
+  for (size_t i = 0; i < params.size(); ++i)
+    if (!params[i].defined())
+      throw Error(tinyt::detail::cat(name_, ": param ", i, " is the empty Tensor() handle"));
+  // Tensors compare by value, not by identity, so copies of one tensor are found through its
+  // grad, which copies share: mark each tensor's grad in turn; one already marked is a copy.
+  std::vector<Tensor> saved;
+  for (const Tensor& p : params) saved.push_back(p.grad());
+  for (Tensor p : params) p.set_grad({});
+  std::vector<size_t> kept;
+  for (size_t i = 0; i < params.size(); ++i) {
+    Tensor p = params[i];
+    if (p.grad().defined()) continue;
+    p.set_grad(Tensor(0.0f));
+    kept.push_back(i);
+  }
+  for (size_t i = 0; i < params.size(); ++i) Tensor(params[i]).set_grad(saved[i]);
+
+  bool any_float64 = false;
+  for (size_t i : kept) {
+    Tensor p = params[i];
+    if (p.requires_grad_setting() == std::optional<bool>(false)) {
+      buffers_.push_back(p);
+      continue;
+    }
+    if (!p.dtype().is_float())
+      throw DTypeError(tinyt::detail::cat(name_, ": param ", i, " of shape ", p.shape(), " is ",
+                                          p.dtype().name(),
+                                          "; only floating-point tensors can be trained"));
+    if (!p.requires_grad_setting())
+      p.requires_grad(true);  // as tinygrad: handing it over means training it
+    any_float64 = any_float64 || p.dtype() == dtypes::float64;
+    params_.push_back(p);
+  }
+  if (params_.empty()) throw Error(tinyt::detail::cat(name_, ": got no param to train"));
+  const std::string device = params_[0].device();
+  for (size_t i = 1; i < params_.size(); ++i)
+    if (params_[i].device() != device)
+      throw DeviceError(
+          tinyt::detail::cat(name_, ": params are on ", device, " and ", params_[i].device()));
+  // float32 at least, so a float16 model still steps with its learning rate as given
+  const DType lr_dtype = any_float64 ? dtypes::float64 : dtypes::float32;
+  lr = Tensor::empty({}, lr_dtype, device);
+  lr.assign(lr_value);  // rounded once from the double
+  state_.push_back(lr);
+}
+
+inline void Optimizer::check_arg(const char* what, double value, double lo, double hi) const {
+  if (!(value >= lo && value < hi))
+    throw Error(tinyt::detail::cat(name_, ": invalid ", what, " ", value, " (must be >= ", lo,
+                                   std::isinf(hi) ? "" : tinyt::detail::cat(" and < ", hi), ")"));
+}
+
+inline Tensor Optimizer::new_state(const Shape& shape, DType dtype, double value) {
+  Tensor t = Tensor::empty(shape, dtype, params_[0].device());
+  t.assign(value);
+  state_.push_back(t);
+  return t;
+}
+
+inline void Optimizer::finish_init() {
+  std::vector<Tensor> all = params_;
+  all.insert(all.end(), state_.begin(), state_.end());
+  realize_tensors(all);
+  // distinct params built from equal lazy graphs may share memory after realizing; one update
+  // would then overwrite the other's
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const UOp bi = graph::base_buffer(params_[i].uop());
+    for (size_t j = 0; bi && j < i; ++j)
+      if (const UOp bj = graph::base_buffer(params_[j].uop());
+          bj && graph::buffer_of(bi) == graph::buffer_of(bj))
+        throw Error(tinyt::detail::cat(
+            name_, ": params ", j, " and ", i, " (shape ", params_[i].shape(),
+            ") share memory; give each its own (from_vector, or empty + assign)"));
+  }
+}
+
+inline std::vector<Tensor> Optimizer::schedule_step() {
+  std::vector<Tensor> grads;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Tensor& p = params_[i];
+    Tensor g = p.grad();
+    if (!g.defined())
+      throw Error(tinyt::detail::cat(
+          name_, ".step: param ", i, " of shape ", p.shape(),
+          " has no grad (not used by the loss, or no backward() since zero_grad())"));
+    if (g.shape() != p.shape())
+      throw ShapeError(tinyt::detail::cat(name_, ".step: the grad of param ", i, " has shape ",
+                                          g.shape(), ", the param ", p.shape()));
+    if (!g.dtype().is_float())
+      throw DTypeError(tinyt::detail::cat(name_, ".step: the grad of param ", i, " of shape ",
+                                          p.shape(), " is ", g.dtype().name()));
+    if (g.device() != p.device())
+      throw DeviceError(tinyt::detail::cat(name_, ".step: the grad of param ", i, " of shape ",
+                                           p.shape(), " is on ", g.device(), ", the param on ",
+                                           p.device()));
+    grads.push_back(g);
+  }
+  std::vector<Tensor> next = updated(grads);
+  for (size_t i = 0; i < params_.size(); ++i) params_[i].assign(next[i]);
+  // the grads go in too: they may still be lazy and read the params' old values
+  std::vector<Tensor> out = state_;
+  for (const auto* list : {&params_, &buffers_, &grads})
+    out.insert(out.end(), list->begin(), list->end());
+  return out;
+}
+
+// -- SGD ----------------------------------------------------------------------------------------
+
+inline SGD::SGD(const std::vector<Tensor>& params, double lr_value, double momentum,
+                double weight_decay, bool nesterov)
+    : Optimizer("SGD", params, lr_value),
+      momentum_(momentum),
+      wd_(weight_decay),
+      nesterov_(nesterov) {
+  check_arg("momentum", momentum, 0.0);
+  check_arg("weight_decay", weight_decay, 0.0);
+  if (nesterov && momentum <= 0.0) throw Error("SGD: nesterov momentum needs a momentum > 0");
+  if (momentum != 0.0)
+    for (const Tensor& p : params_) velocity_.push_back(new_state(p.shape(), p.dtype(), 0.0));
+  finish_init();
+}
+
+inline std::vector<Tensor> SGD::updated(const std::vector<Tensor>& grads) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor p = params_[i].detach(), g = grads[i];
+    if (wd_ != 0.0) g = g + p * wd_;
+    if (momentum_ != 0.0) {
+      // the velocity starts at zero, so the first step sets it to g, as PyTorch's first step does
+      velocity_[i].assign(velocity_[i] * momentum_ + g);
+      g = nesterov_ ? Tensor(g + velocity_[i] * momentum_) : velocity_[i];
+    }
+    out.push_back(p - lr * g);
+  }
+  return out;
+}
+
+// -- Adam, AdamW, LAMB ------------------------------------------------------------------------
+
+namespace detail {
+inline Moments::Moments(const char* name, Kind kind, const std::vector<Tensor>& params,
+                        double lr_value, double b1, double b2, double eps, double weight_decay)
+    : Optimizer(name, params, lr_value),
+      kind_(kind),
+      b1_(b1),
+      b2_(b2),
+      eps_(eps),
+      wd_(weight_decay) {
+  check_arg("b1", b1, 0.0, 1.0);
+  check_arg("b2", b2, 0.0, 1.0);
+  check_arg("eps", eps, 0.0);
+  check_arg("weight_decay", weight_decay, 0.0);
+  b1_t_ = new_state({}, dtypes::float64, 1.0);
+  b2_t_ = new_state({}, dtypes::float64, 1.0);
+  for (const Tensor& p : params_) {
+    m_.push_back(new_state(p.shape(), p.dtype(), 0.0));
+    v_.push_back(new_state(p.shape(), p.dtype(), 0.0));
+  }
+  finish_init();
+}
+
+inline std::vector<Tensor> Moments::updated(const std::vector<Tensor>& grads) {
+  b1_t_.assign(b1_t_ * b1_);
+  b2_t_.assign(b2_t_ * b2_);
+  // the bias corrections in float64, as PyTorch computes them on Python floats, then in lr's
+  // dtype (float32, or float64 for float64 params)
+  const DType dt = lr.dtype();
+  const Tensor lr64 = lr.cast(dtypes::float64);
+  const Tensor bc1 = (1.0 - b1_t_).cast(dt), bc2 = (1.0 - b2_t_).cast(dt);
+  const Tensor step_size = (lr64 / (1.0 - b1_t_)).cast(dt);
+  const Tensor bc2_sqrt = (1.0 - b2_t_).sqrt().cast(dt);
+  const Tensor decay = (1.0 - lr64 * wd_).cast(dt);
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor p = params_[i].detach(), g = grads[i];
+    if (kind_ == Kind::adam && wd_ != 0.0) g = g + p * wd_;
+    // PyTorch's lerp_(g, 1 - b1), which rounds differently above and below a weight of 0.5
+    const double w = 1.0 - b1_;
+    m_[i].assign(w < 0.5 ? Tensor(m_[i] + (g - m_[i]) * w) : Tensor(g - (g - m_[i]) * (1.0 - w)));
+    v_[i].assign(v_[i] * b2_ + g * (1.0 - b2_) * g);
+    if (kind_ == Kind::lamb) {
+      Tensor up = (m_[i] / bc1) / ((v_[i] / bc2).sqrt() + eps_);
+      if (wd_ != 0.0) up = up + p * wd_;
+      Tensor r1 = p.square().sum().sqrt(), r2 = up.square().sum().sqrt();
+      Tensor trust = (r1 > 0).where((r2 > 0).where(r1 / r2, 1.0), 1.0);
+      out.push_back(p - lr * trust * up);
+      continue;
+    }
+    if (kind_ == Kind::adamw && wd_ != 0.0) p = p * decay;
+    out.push_back(p - step_size * (m_[i] / (v_[i].sqrt() / bc2_sqrt + eps_)));
+  }
+  return out;
+}
+}  // namespace detail
+
+}  // namespace tinyt::inline v0::nn::optim
+// ---- end tinyt/nn/optim.hpp ----
+// ---- tinyt/nn/safetensors.hpp ----
+// safetensors files (Hugging Face's format, tinygrad's nn.state.safe_save / safe_load): an
+// 8-byte little-endian header length N, N bytes of JSON header
+//   {"__metadata__": {"k": "v"}, "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [b, e]}}
+// then the data, each tensor row-major and little-endian at [b, e) after the header.
+// Loading checks everything the reference implementation checks before reading any data: the
+// header fits in the file, is strict JSON, and the tensors tile the data exactly (sorted by
+// offset, each starting where the previous one ends, sized by dtype and shape, the last ending at
+// the end of the file), so a file can neither send a read out of bounds nor hide extra bytes.
+
+
+
+// ---- tinyt/nn/file_io.hpp ----
+// Binary files for the loaders (safetensors, datasets): a reader whose every failure is an Error
+// naming the file, a checked writer, and byte-order conversion. The files may come from anyone,
+// so sizes are checked before anything is read or allocated.
+
+
+
+
+namespace tinyt::inline v0 {
+namespace nn::io {
+using ::tinyt::detail::cat;
+
+/// "op: 'path'", the start of every message about a file.
+inline std::string where(const char* op, const std::string& path) {
+  return cat(op, ": '", path, "'");
+}
+
+/// Reverses the bytes of each of `count` items of `itemsize` bytes (a byte-order conversion).
+inline void reverse_item_bytes(void* data, size_t count, size_t itemsize) {
+  auto* p = static_cast<unsigned char*>(data);
+  if (itemsize > 1)
+    for (size_t i = 0; i < count; ++i, p += itemsize) std::reverse(p, p + itemsize);
+}
+
+/// A regular file open for reading (closed with its owner). Movable, not copyable.
+class InFile {
+ public:
+  /// Opens `path`; Error "op: 'path': why" when it is missing, unreadable or not a regular file.
+  InFile(const std::string& path, const char* op) : path_(path), op_(op) {
+    file_ = std::fopen(path.c_str(), "rb");
+    if (!file_) throw Error(cat(where(op, path), ": cannot open: ", std::strerror(errno)));
+    struct stat st;
+    // a size is needed to check headers against, and fopen also "opens" a directory
+    if (fstat(fileno(file_), &st) != 0 || !S_ISREG(st.st_mode)) {
+      std::fclose(std::exchange(file_, nullptr));
+      throw Error(cat(where(op, path), ": not a regular file"));
+    }
+    size_ = static_cast<uint64_t>(st.st_size);
+  }
+  InFile(const InFile&) = delete;
+  InFile& operator=(const InFile&) = delete;
+  InFile(InFile&& o) noexcept
+      : file_(std::exchange(o.file_, nullptr)),
+        size_(o.size_),
+        path_(std::move(o.path_)),
+        op_(o.op_) {}
+  InFile& operator=(InFile&&) = delete;
+  ~InFile() {
+    if (file_) std::fclose(file_);
+  }
+
+  /// The file's size in bytes when it was opened.
+  uint64_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+  /// Reads up to `n` bytes; fewer only at the end of the file. Error on a read failure.
+  size_t read(void* dst, size_t n) {
+    const size_t got = n ? std::fread(dst, 1, n, file_) : 0;
+    if (got < n && std::ferror(file_))
+      throw Error(cat(where(op_, path_), ": read failed: ", std::strerror(errno)));
+    return got;
+  }
+  /// Reads exactly `n` bytes at `offset`; Error saying what was being read when the file ends
+  /// first (it may have shrunk since it was opened).
+  void read_at(uint64_t offset, void* dst, size_t n, const std::string& what) {
+    if (offset > static_cast<uint64_t>(INT64_MAX) ||
+        fseeko(file_, static_cast<off_t>(offset), SEEK_SET) != 0)
+      throw Error(cat(where(op_, path_), ": cannot seek to byte ", offset, " for ", what, ": ",
+                      std::strerror(errno)));
+    if (read(dst, n) != n) throw Error(cat(where(op_, path_), ": the file ends inside ", what));
+  }
+
+ private:
+  std::FILE* file_ = nullptr;
+  uint64_t size_ = 0;
+  std::string path_;
+  const char* op_;
+};
+
+/// A file being written (truncated first). close() reports a failed write; the destructor of a
+/// file not closed (an exception on the way) just closes it.
+class OutFile {
+ public:
+  OutFile(const std::string& path, const char* op) : path_(path), op_(op) {
+    file_ = std::fopen(path.c_str(), "wb");
+    if (!file_)
+      throw Error(cat(where(op, path), ": cannot open for writing: ", std::strerror(errno)));
+  }
+  OutFile(const OutFile&) = delete;
+  OutFile& operator=(const OutFile&) = delete;
+  ~OutFile() {
+    if (file_) std::fclose(file_);
+  }
+  /// Writes `n` bytes; Error naming the file when the disk refuses them.
+  void write(const void* src, size_t n) {
+    if (n && std::fwrite(src, 1, n, file_) != n)
+      throw Error(cat(where(op_, path_), ": write failed: ", std::strerror(errno)));
+  }
+  /// Flushes and closes; Error when the data did not all reach the file.
+  void close() {
+    const bool ok = std::fflush(file_) == 0;
+    const int error = errno;
+    const bool closed = std::fclose(std::exchange(file_, nullptr)) == 0;
+    if (!ok || !closed)
+      throw Error(cat(where(op_, path_), ": write failed: ", std::strerror(ok ? errno : error)));
+  }
+
+ private:
+  std::FILE* file_ = nullptr;
+  std::string path_;
+  const char* op_;
+};
+
+}  // namespace nn::io
+}  // namespace tinyt::inline v0
+// ---- end tinyt/nn/file_io.hpp ----
+// ---- tinyt/nn/json.hpp ----
+// A small, strict JSON reader and the string quoting a writer needs: enough for file headers
+// (safetensors) that may come from anyone. Strict because a header that two readers parse
+// differently is how polyglot and smuggling attacks start: RFC 8259 grammar only, valid UTF-8
+// only, no duplicate keys, nothing but whitespace after the value, and a depth limit so a
+// header of nested brackets cannot overflow the stack.
+
+
+
+namespace tinyt::inline v0 {
+namespace nn::json {
+
+/// One parsed JSON value. Objects keep their members in the order of the text.
+struct Value {
+  enum class Kind { null, boolean, number, string, array, object };
+  Kind kind = Kind::null;
+  bool boolean = false;
+  std::string text;          // string: the decoded UTF-8; number: the literal as written
+  std::vector<Value> items;  // array
+  std::vector<std::pair<std::string, Value>> members;  // object
+  size_t offset = 0;  // byte offset of the value in the parsed text, for error messages
+
+  /// The member named `key` of an object, or nullptr.
+  const Value* find(std::string_view key) const {
+    for (const auto& [k, v] : members)
+      if (k == key) return &v;
+    return nullptr;
+  }
+  /// The value of a number written as a non-negative integer that fits uint64_t (no sign,
+  /// fraction or exponent), else nothing: sizes and offsets must not round through a double.
+  std::optional<uint64_t> as_uint() const {
+    if (kind != Kind::number || text.empty() || text[0] == '-') return std::nullopt;
+    uint64_t v = 0;
+    for (char c : text) {
+      if (c < '0' || c > '9') return std::nullopt;
+      const auto digit = static_cast<uint64_t>(c - '0');
+      if (v > (UINT64_MAX - digit) / 10) return std::nullopt;
+      v = v * 10 + digit;
+    }
+    return v;
+  }
+};
+
+/// The name of a kind, for messages ("expected an object, found an array").
+inline const char* kind_name(Value::Kind k) {
+  switch (k) {
+    case Value::Kind::null:
+      return "null";
+    case Value::Kind::boolean:
+      return "a boolean";
+    case Value::Kind::number:
+      return "a number";
+    case Value::Kind::string:
+      return "a string";
+    case Value::Kind::array:
+      return "an array";
+    case Value::Kind::object:
+      return "an object";
+  }
+  return "?";
+}
+
+/// Length of the valid UTF-8 sequence starting at s[i] (1..4), or 0 when it is not one:
+/// overlong forms, surrogates and code points past U+10FFFF are invalid, as RFC 3629 says.
+inline size_t utf8_sequence_length(std::string_view s, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = byte(i);
+  if (c < 0x80) return 1;
+  size_t n;
+  uint32_t cp;
+  if ((c & 0xE0) == 0xC0)
+    n = 2, cp = c & 0x1F;
+  else if ((c & 0xF0) == 0xE0)
+    n = 3, cp = c & 0x0F;
+  else if ((c & 0xF8) == 0xF0)
+    n = 4, cp = c & 0x07;
+  else
+    return 0;
+  if (i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (byte(i + k) & 0x3F);
+  }
+  static constexpr uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < smallest[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
+}
+
+/// Whether `s` is valid UTF-8 (what a JSON text must be).
+inline bool is_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_sequence_length(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+/// `s` as a JSON string literal, escaped as serde_json (the reference safetensors writer) does,
+/// so that a header we write is byte-identical to theirs: `"` `\` and control characters only.
+inline std::string quote(std::string_view s) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out = "\"";
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (c < 0x20) {
+          out += "\\u00";
+          out += hex[c >> 4];
+          out += hex[c & 15];
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+namespace detail {
+using ::tinyt::detail::cat;
+
+class Parser {
+ public:
+  Parser(std::string_view text, std::string context, size_t max_depth)
+      : s_(text), context_(std::move(context)), max_depth_(max_depth) {}
+
+  Value document() {
+    skip_space();
+    Value v = value(0);
+    skip_space();
+    if (i_ != s_.size()) fail("unexpected data after the JSON value");
+    return v;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(cat(context_, ": invalid JSON at byte ", i_, ": ", what));
+  }
+  bool at_end() const { return i_ >= s_.size(); }
+  // '\0' at the end: never one of the characters the grammar looks for, so no test below needs
+  // to check for the end as well (a NUL byte in the text is rejected the same way)
+  char peek() const { return at_end() ? '\0' : s_[i_]; }
+  void skip_space() {
+    while (!at_end() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
+  }
+  void expect(char c) {
+    if (peek() != c) fail(cat("expected '", c, "'", found()));
+    ++i_;
+  }
+  std::string found() const {
+    if (at_end()) return ", found the end of the text";
+    const auto c = static_cast<unsigned char>(s_[i_]);
+    if (c >= 0x20 && c < 0x7F) return cat(", found '", s_[i_], "'");
+    return cat(", found byte 0x", "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]);
+  }
+
+  Value value(size_t depth) {
+    if (depth >= max_depth_) fail(cat("nested deeper than ", max_depth_, " levels"));
+    Value v;
+    v.offset = i_;
+    switch (peek()) {
+      case '{':
+        object(v, depth);
+        break;
+      case '[':
+        array(v, depth);
+        break;
+      case '"':
+        v.kind = Value::Kind::string, v.text = string();
+        break;
+      case 't':
+        literal("true"), v.kind = Value::Kind::boolean, v.boolean = true;
+        break;
+      case 'f':
+        literal("false"), v.kind = Value::Kind::boolean;
+        break;
+      case 'n':
+        literal("null");
+        break;
+      default:
+        if (peek() == '-' || (peek() >= '0' && peek() <= '9')) {
+          v.kind = Value::Kind::number, v.text = number();
+          break;
+        }
+        fail(cat("expected a value", found()));
+    }
+    return v;
+  }
+
+  void object(Value& v, size_t depth) {
+    v.kind = Value::Kind::object;
+    ++i_;
+    skip_space();
+    if (peek() == '}') return void(++i_);
+    std::unordered_set<std::string> keys;
+    for (;;) {
+      skip_space();
+      if (peek() != '"') fail(cat("expected a string key", found()));
+      const size_t key_at = i_;
+      std::string key = string();
+      if (!keys.insert(key).second) {
+        i_ = key_at;
+        fail(cat("duplicate key ", quote(key)));
+      }
+      skip_space();
+      expect(':');
+      skip_space();
+      Value member = value(depth + 1);
+      v.members.emplace_back(std::move(key), std::move(member));
+      skip_space();
+      if (peek() == ',') {
+        ++i_;
+        continue;
+      }
+      expect('}');
+      return;
+    }
+  }
+
+  void array(Value& v, size_t depth) {
+    v.kind = Value::Kind::array;
+    ++i_;
+    skip_space();
+    if (peek() == ']') return void(++i_);
+    for (;;) {
+      skip_space();
+      v.items.push_back(value(depth + 1));
+      skip_space();
+      if (peek() == ',') {
+        ++i_;
+        continue;
+      }
+      expect(']');
+      return;
+    }
+  }
+
+  void literal(std::string_view word) {
+    if (s_.substr(i_, word.size()) != word) fail(cat("expected a value", found()));
+    i_ += word.size();
+  }
+
+  std::string number() {
+    const size_t start = i_;
+    const auto digits = [&] {
+      const size_t from = i_;
+      while (peek() >= '0' && peek() <= '9') ++i_;
+      if (i_ == from) fail(cat("expected a digit", found()));
+    };
+    if (peek() == '-') ++i_;
+    if (peek() == '0') {
+      ++i_;
+      if (peek() >= '0' && peek() <= '9') fail("a number may not have leading zeros");
+    } else {
+      digits();
+    }
+    if (peek() == '.') ++i_, digits();
+    if (peek() == 'e' || peek() == 'E') {
+      ++i_;
+      if (peek() == '+' || peek() == '-') ++i_;
+      digits();
+    }
+    return std::string(s_.substr(start, i_ - start));
+  }
+
+  uint32_t hex4() {
+    uint32_t v = 0;
+    for (int k = 0; k < 4; ++k, ++i_) {
+      const char c = peek();
+      int d;
+      if (c >= '0' && c <= '9')
+        d = c - '0';
+      else if (c >= 'a' && c <= 'f')
+        d = c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F')
+        d = c - 'A' + 10;
+      else
+        fail(cat("expected 4 hex digits after \\u", found()));
+      v = v * 16 + static_cast<uint32_t>(d);
+    }
+    return v;
+  }
+
+  static void append_utf8(std::string& out, uint32_t cp) {
+    const auto put = [&](uint32_t b) { out += static_cast<char>(b); };
+    if (cp < 0x80) {
+      put(cp);
+    } else if (cp < 0x800) {
+      put(0xC0 | (cp >> 6)), put(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      put(0xE0 | (cp >> 12)), put(0x80 | ((cp >> 6) & 0x3F)), put(0x80 | (cp & 0x3F));
+    } else {
+      put(0xF0 | (cp >> 18)), put(0x80 | ((cp >> 12) & 0x3F));
+      put(0x80 | ((cp >> 6) & 0x3F)), put(0x80 | (cp & 0x3F));
+    }
+  }
+
+  std::string string() {
+    ++i_;  // the opening quote
+    std::string out;
+    for (;;) {
+      if (at_end()) fail("unterminated string");
+      const auto c = static_cast<unsigned char>(s_[i_]);
+      if (c == '"') {
+        ++i_;
+        return out;
+      }
+      if (c < 0x20) fail(cat("a raw control character in a string", found()));
+      if (c >= 0x80) {
+        const size_t n = utf8_sequence_length(s_, i_);
+        if (n == 0) fail("invalid UTF-8 in a string");
+        out.append(s_.substr(i_, n));
+        i_ += n;
+        continue;
+      }
+      if (c != '\\') {
+        out += static_cast<char>(c);
+        ++i_;
+        continue;
+      }
+      ++i_;
+      switch (peek()) {
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'u': {
+          ++i_;
+          uint32_t cp = hex4();
+          if (cp >= 0xDC00 && cp <= 0xDFFF) fail("a lone low surrogate in a \\u escape");
+          if (cp >= 0xD800 && cp <= 0xDBFF) {  // a pair: \uD83D\uDE00
+            if (s_.substr(i_, 2) != "\\u") fail("a high surrogate not followed by a low one");
+            i_ += 2;
+            const uint32_t low = hex4();
+            if (low < 0xDC00 || low > 0xDFFF) fail("a high surrogate not followed by a low one");
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+          }
+          append_utf8(out, cp);
+          continue;  // hex4 moved past the digits
+        }
+        default:
+          fail(cat("an invalid escape", found()));
+      }
+      ++i_;
+    }
+  }
+
+  std::string_view s_;
+  std::string context_;
+  size_t max_depth_;
+  size_t i_ = 0;
+};
+}  // namespace detail
+
+/// Parses `text` as exactly one JSON value (whitespace around it allowed). Error, starting with
+/// `context` and naming the byte offset, for anything RFC 8259 does not allow, invalid UTF-8, a
+/// duplicate key in any object, or nesting deeper than `max_depth`.
+inline Value parse(std::string_view text, const std::string& context, size_t max_depth = 64) {
+  return detail::Parser(text, context, max_depth).document();
+}
+
+}  // namespace nn::json
+}  // namespace tinyt::inline v0
+// ---- end tinyt/nn/json.hpp ----
+
+namespace tinyt::inline v0 {
+namespace nn::state {
+
+namespace detail {
+using json::quote;
+using ::tinyt::detail::cat;
+
+/// The reference writer's header-size limit (100 MB): a bigger "header" is a broken or hostile
+/// file, and refusing it early keeps a bad length from turning into a huge allocation.
+inline constexpr uint64_t max_header_bytes = 100'000'000;
+
+struct SafeDType {
+  const char* name;
+  DType dtype;
+};
+// In the reference's order of alignment (its Dtype enum); safe_save writes the most aligned
+// first, as it does, so that every tensor's data is aligned to its element size in the file.
+inline constexpr SafeDType safe_dtypes[] = {
+    {"BOOL", dtypes::bool_},    {"U8", dtypes::uint8},    {"I8", dtypes::int8},
+    {"I16", dtypes::int16},     {"U16", dtypes::uint16},  {"F16", dtypes::float16},
+    {"BF16", dtypes::bfloat16}, {"I32", dtypes::int32},   {"U32", dtypes::uint32},
+    {"F32", dtypes::float32},   {"F64", dtypes::float64}, {"I64", dtypes::int64},
+    {"U64", dtypes::uint64}};
+
+/// Position of `dt` in safe_dtypes; DTypeError for a dtype safetensors cannot store.
+inline size_t safe_dtype_index(DType dt, const std::string& context) {
+  for (size_t i = 0; i < std::size(safe_dtypes); ++i)
+    if (safe_dtypes[i].dtype == dt) return i;
+  throw DTypeError(cat(context, ": safetensors has no dtype for ", dt.name()));
+}
+
+inline std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += cat(i ? "," : "", shape[i]);
+  return out + "]";
+}
+
+/// The tensor's elements as bytes, row-major, in the host's byte order (realizes it).
+inline std::vector<unsigned char> host_bytes(const Tensor& t) {
+  namespace hana = boost::hana;
+  std::vector<unsigned char> out;
+  bool found = false;
+  hana::for_each(::tinyt::detail::cpp_to_dtype, [&](auto pair) {
+    using T = typename decltype(+hana::first(pair))::type;
+    if (found || dtype_of<T>() != t.dtype()) return;
+    found = true;
+    const std::vector<T> v = t.to_vector<T>();
+    if constexpr (std::is_same_v<T, bool>) {
+      out.assign(v.begin(), v.end());
+    } else {
+      out.resize(v.size() * sizeof(T));
+      if (!v.empty()) std::memcpy(out.data(), v.data(), out.size());
+    }
+  });
+  if (!found) throw DTypeError(cat("safe_save: no host type for dtype ", t.dtype().name()));
+  return out;
+}
+
+/// One tensor as the header describes it.
+struct SafeEntry {
+  std::string name;
+  size_t dtype_index = 0;  // into safe_dtypes
+  std::vector<int64_t> shape;
+  uint64_t begin = 0, end = 0;  // data_offsets, relative to the end of the header
+};
+
+/// A header read and checked against the file.
+struct SafeHeader {
+  std::vector<SafeEntry> entries;  // sorted by offset
+  std::map<std::string, std::string> metadata;
+  uint64_t data_start = 0;  // 8 + header length
+};
+
+inline uint64_t entry_uint(const json::Value& v, const std::string& context, const char* what) {
+  const auto u = v.as_uint();
+  if (!u)
+    throw Error(cat(context, ": ", what, " must be non-negative integers, found ",
+                    v.kind == json::Value::Kind::number ? v.text : json::kind_name(v.kind)));
+  return *u;
+}
+
+/// One tensor's entry: an object with exactly dtype, shape and data_offsets.
+inline SafeEntry parse_entry(const std::string& name, const json::Value& v,
+                             const std::string& file) {
+  const std::string context = cat(file, ": tensor ", quote(name));
+  if (v.kind != json::Value::Kind::object)
+    throw Error(cat(context, ": expected an object, found ", json::kind_name(v.kind)));
+  SafeEntry e;
+  e.name = name;
+  bool has_dtype = false, has_shape = false, has_offsets = false;
+  for (const auto& [key, field] : v.members) {
+    if (key == "dtype") {
+      if (field.kind != json::Value::Kind::string)
+        throw Error(cat(context, ": dtype must be a string, found ", json::kind_name(field.kind)));
+      const auto* it = std::find_if(std::begin(safe_dtypes), std::end(safe_dtypes),
+                                    [&](const SafeDType& d) { return field.text == d.name; });
+      if (it == std::end(safe_dtypes)) {
+        std::string known;
+        for (const SafeDType& d : safe_dtypes) known += cat(" ", d.name);
+        throw DTypeError(
+            cat(context, ": unknown dtype ", quote(field.text), " (tinyt reads", known, ")"));
+      }
+      e.dtype_index = static_cast<size_t>(it - std::begin(safe_dtypes));
+      has_dtype = true;
+    } else if (key == "shape") {
+      if (field.kind != json::Value::Kind::array)
+        throw Error(cat(context, ": shape must be an array, found ", json::kind_name(field.kind)));
+      for (const json::Value& d : field.items) {
+        const uint64_t dim = entry_uint(d, context, "shape dims");
+        if (dim > static_cast<uint64_t>(INT64_MAX))
+          throw Error(cat(context, ": shape dim ", dim, " is too large"));
+        e.shape.push_back(static_cast<int64_t>(dim));
+      }
+      has_shape = true;
+    } else if (key == "data_offsets") {
+      if (field.kind != json::Value::Kind::array || field.items.size() != 2)
+        throw Error(cat(context, ": data_offsets must be an array of two integers [begin, end]"));
+      e.begin = entry_uint(field.items[0], context, "data_offsets");
+      e.end = entry_uint(field.items[1], context, "data_offsets");
+      has_offsets = true;
+    } else {
+      throw Error(cat(context, ": unknown field ", quote(key),
+                      " (an entry has only dtype, shape and data_offsets)"));
+    }
+  }
+  if (!has_dtype || !has_shape || !has_offsets)
+    throw Error(cat(context, ": missing ",
+                    !has_dtype   ? "dtype"
+                    : !has_shape ? "shape"
+                                 : "data_offsets"));
+  return e;
+}
+
+/// The bytes `e` needs by dtype and shape; nothing when that overflows 64 bits.
+inline std::optional<uint64_t> entry_nbytes(const SafeEntry& e) {
+  uint64_t n = static_cast<uint64_t>(safe_dtypes[e.dtype_index].dtype.itemsize());
+  for (int64_t d : e.shape) {  // in order, as the reference does: [2^40, 2^40, 0] overflows
+    if (d != 0 && n > UINT64_MAX / static_cast<uint64_t>(d)) return std::nullopt;
+    n *= static_cast<uint64_t>(d);
+  }
+  return n;
+}
+
+/// Reads and checks the header of the safetensors file `f` (everything but tensor values).
+inline SafeHeader read_header(io::InFile& f, const char* op) {
+  const std::string file = io::where(op, f.path());
+  if (f.size() < 8)
+    throw Error(
+        cat(file, ": the file is ", f.size(),
+            " bytes, shorter than the 8-byte header length that starts a safetensors file"));
+  unsigned char len_bytes[8];
+  f.read_at(0, len_bytes, 8, "the header length");
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | len_bytes[i];  // little-endian on any host
+  if (n > max_header_bytes)
+    throw Error(cat(file, ": header length ", n, " is larger than the ", max_header_bytes,
+                    "-byte limit (not a safetensors file, or a corrupt one)"));
+  if (n > f.size() - 8)
+    throw Error(
+        cat(file, ": header length ", n, " runs past the end of the file (", f.size(), " bytes)"));
+  std::string text(n, '\0');
+  f.read_at(8, text.data(), n, "the header");
+  if (text.empty() || text[0] != '{')
+    throw Error(cat(file, ": the header does not start with '{'"));
+
+  const json::Value root = json::parse(text, cat(file, ": header"));
+  SafeHeader h;
+  h.data_start = 8 + n;
+  for (const auto& [key, v] : root.members) {
+    if (key != "__metadata__") {
+      h.entries.push_back(parse_entry(key, v, file));
+      continue;
+    }
+    if (v.kind != json::Value::Kind::object)
+      throw Error(cat(file, ": __metadata__ must be an object, found ", json::kind_name(v.kind)));
+    for (const auto& [mk, mv] : v.members) {
+      if (mv.kind != json::Value::Kind::string)
+        throw Error(cat(file, ": __metadata__ maps strings to strings, but ", quote(mk), " is ",
+                        json::kind_name(mv.kind)));
+      h.metadata[mk] = mv.text;
+    }
+  }
+
+  // The tensors must tile the data: sorted by offset, no overlap, no gap, nothing after.
+  std::stable_sort(h.entries.begin(), h.entries.end(), [](const SafeEntry& a, const SafeEntry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  const uint64_t data_size = f.size() - h.data_start;
+  uint64_t covered = 0;
+  const SafeEntry* previous = nullptr;
+  for (const SafeEntry& e : h.entries) {
+    const std::string context =
+        cat(file, ": tensor ", quote(e.name), ": data_offsets [", e.begin, ", ", e.end, "]");
+    if (e.end < e.begin) throw Error(cat(context, " end before they begin"));
+    if (e.end > data_size)
+      throw Error(
+          cat(context, " run past the end of the data (", data_size, " bytes after the header)"));
+    if (e.begin < covered)
+      throw Error(cat(context, " overlap tensor ", quote(previous->name), ", which ends at byte ",
+                      covered));
+    if (e.begin > covered)
+      throw Error(cat(context, " leave bytes [", covered, ", ", e.begin,
+                      ") of the data that no tensor covers"));
+    const auto nbytes = entry_nbytes(e);
+    const char* dtype_name = safe_dtypes[e.dtype_index].name;
+    if (!nbytes)
+      throw Error(cat(context, ": dtype ", dtype_name, " and shape ", shape_text(e.shape),
+                      " need more than 2^64 bytes"));
+    if (*nbytes != e.end - e.begin)
+      throw Error(cat(context, " hold ", e.end - e.begin, " bytes, but dtype ", dtype_name,
+                      " and shape ", shape_text(e.shape), " need ", *nbytes));
+    covered = e.end, previous = &e;
+  }
+  if (covered != data_size)
+    throw Error(cat(file, ": bytes [", covered, ", ", data_size,
+                    ") of the data after the header belong to no tensor"));
+  return h;
+}
+}  // namespace detail
+
+/// Writes `tensors` (realized first) and the string pairs in `metadata` to `path` as a
+/// safetensors file, byte-identical to what Hugging Face's writer makes of the same input (with
+/// several metadata pairs, up to their order, which that writer leaves to a hash map).
+inline void safe_save(const std::map<std::string, Tensor>& tensors, const std::string& path,
+                      const std::map<std::string, std::string>& metadata = {}) {
+  using detail::cat;
+  using json::quote;
+  const std::string file = io::where("safe_save", path);
+  // Check everything before the file is opened, so that a bad call leaves no half-written file.
+  struct Item {
+    const std::string* name;
+    Tensor tensor;
+    size_t dtype_index;
+    std::vector<int64_t> shape;
+  };
+  std::vector<Item> items;
+  for (const auto& [name, t] : tensors) {
+    const std::string context = cat(file, ": tensor ", quote(name));
+    if (name == "__metadata__")
+      throw Error(cat(context, ": the name is reserved for the metadata"));
+    if (!json::is_utf8(name)) throw Error(cat(context, ": the name is not valid UTF-8"));
+    if (!t.defined()) throw Error(cat(context, " is the empty Tensor() handle"));
+    if (!t.shape().is_concrete())
+      throw ShapeError(
+          cat(context, ": shape ", t.shape(), " is symbolic; bind its variables first"));
+    items.push_back(
+        {&name, t, detail::safe_dtype_index(t.dtype(), context), t.shape().to_vector()});
+  }
+  for (const auto& [k, v] : metadata)
+    if (!json::is_utf8(k) || !json::is_utf8(v))
+      throw Error(cat(file, ": metadata ", quote(k), " is not valid UTF-8"));
+  // Most aligned dtype first, then by name (the map's order), as the reference writer does.
+  std::stable_sort(items.begin(), items.end(),
+                   [](const Item& a, const Item& b) { return a.dtype_index > b.dtype_index; });
+
+  std::vector<Tensor> pending;
+  for (const Item& item : items) pending.push_back(item.tensor);
+  realize_tensors(pending);  // one schedule for all of them
+
+  std::string header = "{";
+  if (!metadata.empty()) {
+    header += "\"__metadata__\":{";
+    for (auto it = metadata.begin(); it != metadata.end(); ++it)
+      header += cat(it == metadata.begin() ? "" : ",", quote(it->first), ":", quote(it->second));
+    header += "}";
+  }
+  uint64_t offset = 0;
+  for (const Item& item : items) {
+    const auto nbytes = static_cast<uint64_t>(item.tensor.nbytes());
+    header += cat(header.size() > 1 ? "," : "", quote(*item.name), ":{\"dtype\":\"",
+                  detail::safe_dtypes[item.dtype_index].name,
+                  "\",\"shape\":", detail::shape_text(item.shape), ",\"data_offsets\":[", offset,
+                  ",", offset + nbytes, "]}");
+    offset += nbytes;
+  }
+  header += "}";
+  header.append((8 - header.size() % 8) % 8, ' ');  // the data starts 8-byte aligned
+
+  io::OutFile out(path, "safe_save");
+  unsigned char len_bytes[8];
+  for (int i = 0; i < 8; ++i) len_bytes[i] = static_cast<unsigned char>(header.size() >> (8 * i));
+  out.write(len_bytes, 8);
+  out.write(header.data(), header.size());
+  for (const Item& item : items) {
+    std::vector<unsigned char> bytes = detail::host_bytes(item.tensor);
+    if constexpr (std::endian::native == std::endian::big)
+      io::reverse_item_bytes(bytes.data(), static_cast<size_t>(item.tensor.numel()),
+                             static_cast<size_t>(item.tensor.element_size()));
+    out.write(bytes.data(), bytes.size());
+  }
+  out.close();
+}
+
+/// The tensors of the safetensors file at `path`, with its dtypes and shapes, on the default
+/// device. Error naming the file and the problem for anything malformed (DTypeError for a dtype
+/// tinyt does not have).
+inline std::map<std::string, Tensor> safe_load(const std::string& path) {
+  using detail::cat;
+  io::InFile f(path, "safe_load");
+  const detail::SafeHeader h = detail::read_header(f, "safe_load");
+  std::map<std::string, Tensor> out;
+  std::vector<unsigned char> bytes;
+  for (const detail::SafeEntry& e : h.entries) {
+    const DType dt = detail::safe_dtypes[e.dtype_index].dtype;
+    bytes.resize(e.end - e.begin);
+    f.read_at(h.data_start + e.begin, bytes.data(), bytes.size(),
+              cat("the data of tensor ", json::quote(e.name)));
+    const size_t count = bytes.size() / static_cast<size_t>(dt.itemsize());
+    if constexpr (std::endian::native == std::endian::big)
+      io::reverse_item_bytes(bytes.data(), count, static_cast<size_t>(dt.itemsize()));
+    if (dt.is_bool())  // tinyt's bool ops assume 0 or 1, so another byte is not a bool
+      for (size_t i = 0; i < count; ++i)
+        if (bytes[i] > 1)
+          throw Error(cat(io::where("safe_load", path), ": BOOL tensor ", json::quote(e.name),
+                          " holds byte ", int(bytes[i]), " at element ", i, " (must be 0 or 1)"));
+    out.emplace(e.name, Tensor::from_blob(bytes.data(), Shape(e.shape), dt));
+  }
+  return out;
+}
+
+/// The `__metadata__` string pairs of the safetensors file at `path` (empty when it has none);
+/// the whole header is checked as safe_load checks it, but no tensor data is read.
+inline std::map<std::string, std::string> safe_load_metadata(const std::string& path) {
+  io::InFile f(path, "safe_load_metadata");
+  return detail::read_header(f, "safe_load_metadata").metadata;
+}
+
+}  // namespace nn::state
+}  // namespace tinyt::inline v0
+// ---- end tinyt/nn/safetensors.hpp ----
+// ---- tinyt/nn/datasets.hpp ----
+// Datasets from local files: the IDX format of MNIST and Fashion-MNIST (plain or gzip'd), and
+// fashion_mnist() as tinygrad's nn.datasets.mnist(fashion=True) gives it. gzip is read through
+// zlib opened with dlopen, like every runtime library tinyt uses: nothing to link, and a missing
+// libz is a DeviceError saying so.
+//
+// IDX: a 4-byte magic (0, 0, element type, number of dims), each dim a big-endian uint32, then
+// the elements, row-major and big-endian. Every size is checked before memory is allocated for
+// it, and gzip data is inflated only as far as it really goes, so a file that lies about its dims
+// can neither read out of bounds nor make us allocate what it does not hold.
+
+#include <climits>
+
+
+namespace tinyt::inline v0 {
+namespace nn::datasets {
+
+namespace detail {
+using ::tinyt::detail::cat;
+
+/// The few functions of zlib's gzip file API that reading needs. That API takes an opaque
+/// handle, so no zlib header (or struct layout) is needed to call it.
+struct Zlib {
+  backend::Library lib;
+  void* (*open)(const char* path, const char* mode);
+  int (*read)(void* file, void* buf, unsigned len);
+  int (*close)(void* file);
+  const char* (*error)(void* file, int* errnum);
+  int (*direct)(void* file);
+
+  explicit Zlib(backend::Library l)
+      : lib(std::move(l)),
+        open(lib.symbol<void*(const char*, const char*)>("gzopen")),
+        read(lib.symbol<int(void*, void*, unsigned)>("gzread")),
+        close(lib.symbol<int(void*)>("gzclose")),
+        error(lib.symbol<const char*(void*, int*)>("gzerror")),
+        direct(lib.symbol<int(void*)>("gzdirect")) {}
+  static constexpr int buf_error = -5;  // Z_BUF_ERROR: the gzip data ended early
+};
+
+/// zlib, opened at first use (a failed open is tried again at the next call).
+inline const Zlib& zlib(const std::string& file) {
+  try {
+    static const Zlib z(backend::Library::open_first({"libz.so.1", "libz.so"}));
+    return z;
+  } catch (const DeviceError& e) {
+    throw DeviceError(
+        cat(file, ": reading gzip needs zlib (libz.so.1, Debian package zlib1g): ", e.what()));
+  }
+}
+
+/// The bytes of a file, inflated when its name ends in ".gz".
+class Source {
+ public:
+  Source(const std::string& path, const char* op)
+      : file_(io::where(op, path)), plain_(std::in_place, path, op) {
+    if (!path.ends_with(".gz")) return;
+    plain_.reset();  // it was opened to give a missing file the same message either way
+    zlib_ = &zlib(file_);
+    gz_ = zlib_->open(path.c_str(), "rb");
+    if (!gz_) throw Error(cat(file_, ": cannot open: ", std::strerror(errno)));
+    if (zlib_->direct(gz_)) {  // zlib would pass the bytes through as they are
+      zlib_->close(std::exchange(gz_, nullptr));
+      throw Error(cat(file_, ": not gzip data, though the name ends in .gz"));
+    }
+  }
+  Source(const Source&) = delete;
+  Source& operator=(const Source&) = delete;
+  ~Source() {
+    if (gz_) zlib_->close(gz_);
+  }
+
+  /// The size of the data when it is known without reading it (a plain file).
+  std::optional<uint64_t> size() const {
+    if (plain_) return plain_->size();
+    return std::nullopt;
+  }
+
+  /// Reads up to `n` bytes; fewer only at the end of the data. Error for truncated or corrupt gzip.
+  size_t read(void* dst, size_t n) {
+    if (plain_) return plain_->read(dst, n);
+    size_t got = 0;
+    while (got < n) {
+      const auto chunk = static_cast<unsigned>(std::min<size_t>(n - got, 1u << 30));
+      const int r = zlib_->read(gz_, static_cast<unsigned char*>(dst) + got, chunk);
+      if (r < 0) throw Error(cat(file_, ": corrupt gzip data (zlib: ", message(), ")"));
+      if (r == 0) break;
+      got += static_cast<size_t>(r);
+    }
+    if (got < n) {  // the end, or data that stopped early: zlib keeps the reason
+      int errnum = 0;
+      const char* why = zlib_->error(gz_, &errnum);
+      if (errnum == Zlib::buf_error)
+        throw Error(cat(file_, ": truncated gzip data (zlib: ", why ? why : "?", ")"));
+      if (errnum != 0) throw Error(cat(file_, ": corrupt gzip data (zlib: ", why ? why : "?", ")"));
+    }
+    return got;
+  }
+
+  /// "load_idx: 'path'", for messages.
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string message() const {
+    int errnum = 0;
+    const char* why = zlib_->error(gz_, &errnum);
+    return why ? why : "?";
+  }
+
+  std::string file_;
+  std::optional<io::InFile> plain_;
+  const Zlib* zlib_ = nullptr;
+  void* gz_ = nullptr;
+};
+
+struct IdxType {
+  unsigned char code;
+  DType dtype;
+};
+inline constexpr IdxType idx_types[] = {{0x08, dtypes::uint8},   {0x09, dtypes::int8},
+                                        {0x0B, dtypes::int16},   {0x0C, dtypes::int32},
+                                        {0x0D, dtypes::float32}, {0x0E, dtypes::float64}};
+
+inline std::string dims_text(const std::vector<int64_t>& dims) {
+  std::string out = "[";
+  for (size_t i = 0; i < dims.size(); ++i) out += cat(i ? ", " : "", dims[i]);
+  return out + "]";
+}
+inline std::string hex_byte(unsigned v) {
+  return cat("0x", "0123456789ABCDEF"[(v >> 4) & 15], "0123456789ABCDEF"[v & 15]);
+}
+}  // namespace detail
+
+/// The tensor in the IDX file at `path` (gzip'd when the name ends in ".gz"): the file's shape,
+/// and its element type as uint8, int8, int16, int32, float32 or float64. Error naming the file
+/// for a bad magic, an unknown type, dims that disagree with the data, truncated or corrupt gzip;
+/// DeviceError when a .gz file needs a zlib that cannot be opened.
+inline Tensor load_idx(const std::string& path) {
+  using detail::cat;
+  detail::Source src(path, "load_idx");
+  const std::string& file = src.file();
+  unsigned char magic[4];
+  if (src.read(magic, 4) != 4) throw Error(cat(file, ": the file ends inside the 4-byte magic"));
+  if (magic[0] != 0 || magic[1] != 0)
+    throw Error(cat(file, ": bad magic ", detail::hex_byte(magic[0]), " ",
+                    detail::hex_byte(magic[1]), " (an IDX file starts with two zero bytes)"));
+  const auto* type = std::find_if(std::begin(detail::idx_types), std::end(detail::idx_types),
+                                  [&](const detail::IdxType& t) { return t.code == magic[2]; });
+  if (type == std::end(detail::idx_types))
+    throw DTypeError(cat(file, ": unknown IDX element type ", detail::hex_byte(magic[2]),
+                         " (known: 0x08 u8, 0x09 i8, 0x0B i16, 0x0C i32, 0x0D f32, 0x0E f64)"));
+  const DType dt = type->dtype;
+  const size_t ndims = magic[3];
+
+  std::vector<unsigned char> dim_bytes(4 * ndims);
+  if (src.read(dim_bytes.data(), dim_bytes.size()) != dim_bytes.size())
+    throw Error(cat(file, ": the file ends inside the ", ndims, " dims"));
+  std::vector<int64_t> dims;
+  const auto itemsize = static_cast<uint64_t>(dt.itemsize());
+  uint64_t nbytes = itemsize;
+  bool overflow = false;
+  for (size_t i = 0; i < ndims; ++i) {
+    const uint64_t d = uint64_t{dim_bytes[4 * i]} << 24 | uint64_t{dim_bytes[4 * i + 1]} << 16 |
+                       uint64_t{dim_bytes[4 * i + 2]} << 8 | uint64_t{dim_bytes[4 * i + 3]};
+    dims.push_back(static_cast<int64_t>(d));
+    if (d != 0 && nbytes > static_cast<uint64_t>(INT64_MAX) / d) overflow = true;
+    nbytes = overflow ? 0 : nbytes * d;
+  }
+  // a 0 dim after an overflowing product is still an overflow: the dims are nonsense either way
+  if (overflow || nbytes > SIZE_MAX)
+    throw Error(cat(file, ": dims ", detail::dims_text(dims), " of ", dt.name(),
+                    " need more than 2^63 bytes"));
+  const std::string need =
+      cat("dims ", detail::dims_text(dims), " of ", dt.name(), " need ", nbytes, " data bytes");
+
+  std::vector<unsigned char> data;
+  if (const auto size = src.size()) {  // a plain file: check the size before reading
+    const uint64_t have = *size - (4 + 4 * ndims);
+    if (have < nbytes) throw Error(cat(file, ": truncated: ", need, ", the file has ", have));
+    if (have > nbytes)
+      throw Error(cat(file, ": ", need, ", but the file has ", have, " (", have - nbytes,
+                      " bytes too many)"));
+    data.resize(nbytes);
+    if (src.read(data.data(), data.size()) != data.size())
+      throw Error(cat(file, ": truncated: the file shrank while being read"));
+  } else {  // gzip: grow the buffer with the data that really arrives
+    size_t have = 0;
+    while (have < nbytes) {
+      const size_t step = std::min<size_t>(nbytes - have, std::max<size_t>(have, 1 << 20));
+      data.resize(have + step);
+      const size_t got = src.read(data.data() + have, step);
+      have += got;
+      if (got < step) break;
+    }
+    if (have < nbytes) throw Error(cat(file, ": truncated: ", need, ", the data has ", have));
+    unsigned char extra;
+    if (src.read(&extra, 1) != 0)
+      throw Error(cat(file, ": ", need, ", but the data goes on past them"));
+  }
+  if constexpr (std::endian::native == std::endian::little)
+    io::reverse_item_bytes(data.data(), static_cast<size_t>(nbytes / itemsize),
+                           static_cast<size_t>(itemsize));
+  return Tensor::from_blob(data.data(), Shape(dims), dt);
+}
+
+/// A dataset split into training and test sets: images X and labels Y.
+struct Mnist {
+  Tensor X_train, Y_train, X_test, Y_test;
+};
+
+/// Fashion-MNIST from the four .gz IDX files in `dir` (default: $FASHION_MNIST_DIR, else
+/// /usr/share/datasets/fashion-mnist): X uint8 of shape (N, 1, 28, 28), Y uint8 labels 0..9 of
+/// shape (N), N = 60000 for training and 10000 for test, as tinygrad's nn.datasets.mnist gives.
+inline Mnist fashion_mnist(std::string dir = "") {
+  using detail::cat;
+  if (dir.empty()) {
+    const char* env = std::getenv("FASHION_MNIST_DIR");
+    dir = env && *env ? env : "/usr/share/datasets/fashion-mnist";
+  }
+  const auto load = [&](const char* name) {
+    const std::string path = (std::filesystem::path(dir) / name).string();
+    std::error_code ignored;
+    if (!std::filesystem::exists(path, ignored))
+      throw Error(cat("fashion_mnist: '", path,
+                      "' does not exist; install the Debian package "
+                      "dataset-fashion-mnist, or set FASHION_MNIST_DIR (or pass a directory) to "
+                      "where train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, "
+                      "t10k-images-idx3-ubyte.gz and t10k-labels-idx1-ubyte.gz are"));
+    return std::pair(load_idx(path), path);
+  };
+  const auto images = [&](const char* name) {
+    auto [t, path] = load(name);
+    const auto s = t.shape().to_vector();
+    if (t.dtype() != dtypes::uint8 || s.size() != 3 || s[1] != 28 || s[2] != 28)
+      throw Error(cat("fashion_mnist: '", path, "' holds ", t.dtype().name(), " of shape ",
+                      detail::dims_text(s), ", not uint8 images of shape [N, 28, 28]"));
+    return t.reshape({s[0], 1, 28, 28});
+  };
+  const auto labels = [&](const char* name, const Tensor& X) {
+    auto [t, path] = load(name);
+    const auto s = t.shape().to_vector();
+    const int64_t n = X.shape()[0].as_int();
+    if (t.dtype() != dtypes::uint8 || s.size() != 1 || s[0] != n)
+      throw Error(cat("fashion_mnist: '", path, "' holds ", t.dtype().name(), " of shape ",
+                      detail::dims_text(s), ", not ", n, " uint8 labels"));
+    return t;
+  };
+  Mnist m;
+  m.X_train = images("train-images-idx3-ubyte.gz");
+  m.Y_train = labels("train-labels-idx1-ubyte.gz", m.X_train);
+  m.X_test = images("t10k-images-idx3-ubyte.gz");
+  m.Y_test = labels("t10k-labels-idx1-ubyte.gz", m.X_test);
+  return m;
+}
+
+}  // namespace nn::datasets
+}  // namespace tinyt::inline v0
+// ---- end tinyt/nn/datasets.hpp ----
 // ---- end tinyt.hpp ----
