@@ -17,8 +17,9 @@ test:
 example:
 	tools/setup.sh
 	$(CMAKE_CONFIGURE) -S . -B build
-	cmake --build build -j$(JOBS) --target demo
+	cmake --build build -j$(JOBS) --target demo fashion_mnist
 	build/examples/demo
+	build/examples/fashion_mnist
 
 bench:
 	tools/setup.sh

@@ -1,0 +1,80 @@
+// Trains a small CNN on Fashion-MNIST (in the style of tinygrad's beautiful_mnist: convs,
+// batchnorm, max pooling, a linear head) with Adam, then prints the test accuracy.
+//
+//   fashion_mnist [steps] [batch]     data: $FASHION_MNIST_DIR or /usr/share/datasets/fashion-mnist
+//
+// Each step is one schedule: the forward pass, the gradients (more graph, from the derivative
+// rules) and Adam's update are fused into kernels and compiled once; later steps only launch them.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <tinyt.hpp>
+
+#include "fashion_mnist_model.hpp"
+
+using namespace tinyt;
+
+namespace {
+Tensor pixels(const Tensor& images) { return images.cast(dtypes::float32) / 255.0f; }
+
+/// Percentage of the test images classified right (eval mode: batchnorm's running statistics).
+double test_accuracy(const FashionNet& model, const nn::datasets::Mnist& data) {
+  const int64_t n = data.X_test.shape()[0].as_int(), chunk = 2000;
+  int64_t right = 0;
+  for (int64_t start = 0; start < n; start += chunk) {
+    const int64_t stop = std::min(n, start + chunk);
+    const Tensor x = pixels(data.X_test[{Slice(start, stop)}]);
+    const Tensor y = data.Y_test[{Slice(start, stop)}].cast(dtypes::int32);
+    right += model(x).argmax(1).eq(y).cast(dtypes::int32).sum().item<int32_t>();
+  }
+  return 100.0 * static_cast<double>(right) / static_cast<double>(n);
+}
+
+void progress(int step, int steps, float loss, double images_per_s) {
+  const int width = 30, done = width * step / steps;
+  std::printf("\rstep %4d/%d [%s%s] loss %.4f  %.0f img/s ", step, steps, std::string(static_cast<size_t>(done), '=').c_str(),
+              std::string(static_cast<size_t>(width - done), ' ').c_str(), static_cast<double>(loss), images_per_s);
+  std::fflush(stdout);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int steps = argc > 1 ? std::atoi(argv[1]) : 1400;
+  const int batch = argc > 2 ? std::atoi(argv[2]) : 128;
+  try {
+    const nn::datasets::Mnist data = nn::datasets::fashion_mnist();
+    const int64_t n_train = data.X_train.shape()[0].as_int();
+    std::printf("Fashion-MNIST: %lld training images, %lld test images; %d steps of %d\n", static_cast<long long>(n_train),
+                static_cast<long long>(data.X_test.shape()[0].as_int()), steps, batch);
+
+    Tensor::manual_seed(42);
+    FashionNet model;
+    nn::optim::Adam opt(nn::state::get_parameters(model), 1e-3);
+    const auto start = std::chrono::steady_clock::now();
+    for (int step = 1; step <= steps; ++step) {
+      const Tensor pick = Tensor::randint({batch}, 0, n_train);
+      const Tensor x = pixels(data.X_train[{pick}]), y = data.Y_train[{pick}].cast(dtypes::int32);
+      Tensor loss;
+      {
+        Tensor::Train train;
+        opt.zero_grad();
+        loss = model(x).sparse_categorical_crossentropy(y);
+        loss.backward();
+        std::vector<Tensor> todo = opt.schedule_step();
+        todo.push_back(loss);
+        realize_tensors(todo);  // the loss, the gradients and the update in one schedule
+      }
+      if (step % 10 == 0 || step == steps) {
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        progress(step, steps, loss.item<float>(), step * static_cast<double>(batch) / seconds);
+      }
+    }
+    std::printf("\n");
+    std::printf("test accuracy: %.2f%%\n", test_accuracy(model, data));
+  } catch (const Error& e) {
+    std::fprintf(stderr, "\nfashion_mnist: %s\n", e.what());
+    return 1;
+  }
+}
