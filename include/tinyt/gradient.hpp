@@ -163,26 +163,10 @@ inline const std::array<Rule, op_count>& rules() {
   return table;
 }
 
-// The nodes of the graph under root, sources before users.
-inline std::vector<UOp> toposort_graph(const UOp& root) {
-  std::vector<UOp> order;
-  std::unordered_set<const UOpNode*> seen;
-  std::vector<std::pair<const UOp*, bool>> stack{{&root, false}};
-  while (!stack.empty()) {
-    auto [u, expanded] = stack.back();
-    stack.pop_back();
-    if (expanded) { order.push_back(*u); continue; }
-    if (!seen.insert(u->get()).second) continue;
-    stack.push_back({u, true});
-    for (const UOp& s : u->src()) stack.push_back({&s, false});
-  }
-  return order;
-}
-
 // An op that stopped the gradient on its way from the loss to `target`, for the error message.
 inline std::string blocker(const std::vector<UOp>& blocked, const UOp& target) {
   for (const UOp& b : blocked)
-    for (const UOp& u : toposort_graph(b))
+    for (const UOp& u : toposort(b))
       if (u == target) return op_name(b.op());
   return "";
 }
@@ -194,7 +178,7 @@ struct Result {
 
 // d(root)/d(node) for every node between root and a target, starting from d(root)/d(root) = seed.
 inline Result backpropagate(const UOp& root, const Tensor& seed, const std::unordered_set<const UOpNode*>& targets) {
-  const std::vector<UOp> order = toposort_graph(root);
+  const std::vector<UOp> order = toposort(root);
   std::unordered_set<const UOpNode*> leads_to_target;
   for (const UOp& u : order)
     if (targets.count(u.get()) || std::any_of(u.src().begin(), u.src().end(), [&](const UOp& s) { return leads_to_target.count(s.get()); }))
@@ -256,7 +240,7 @@ inline std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& targets, 
 }
 
 inline const Tensor& Tensor::backward(const Tensor& seed) const {
-  const std::vector<UOp> nodes = gradient_detail::toposort_graph(uop());
+  const std::vector<UOp> nodes = toposort(uop());
   std::unordered_set<const UOpNode*> in_graph;
   for (const UOp& u : nodes) in_graph.insert(u.get());
   std::vector<Tensor> targets;
