@@ -4321,8 +4321,11 @@ inline std::pair<std::vector<UOp>, Known> pending_work(const std::vector<UOp>& r
 inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool memory_only = false) {
   const detail::Known buffers_only = [](const UOp& u) { return u.op() == Ops::BUFFER ? u : UOp{}; };
   // memory that assigns here overwrite: values it holds for other nodes are recomputed instead
-  const auto [order, known] =
+  // (not a structured binding: the lambdas below capture `known`, which clang 14 cannot do with one)
+  const auto work =
       memory_only ? std::pair(detail::pending_graph(roots, buffers_only), buffers_only) : detail::pending_work(roots);
+  const std::vector<UOp>& order = work.first;
+  const detail::Known& known = work.second;
   const std::vector<UOp> points = detail::realization_points(roots, order, known);
   std::unordered_map<const UOpNode*, UOp> computed;  // realization point -> view of its buffer
   auto input_view = [&](const UOp& u) -> UOp {
@@ -10504,26 +10507,10 @@ inline const std::array<Rule, op_count>& rules() {
   return table;
 }
 
-// The nodes of the graph under root, sources before users.
-inline std::vector<UOp> toposort_graph(const UOp& root) {
-  std::vector<UOp> order;
-  std::unordered_set<const UOpNode*> seen;
-  std::vector<std::pair<const UOp*, bool>> stack{{&root, false}};
-  while (!stack.empty()) {
-    auto [u, expanded] = stack.back();
-    stack.pop_back();
-    if (expanded) { order.push_back(*u); continue; }
-    if (!seen.insert(u->get()).second) continue;
-    stack.push_back({u, true});
-    for (const UOp& s : u->src()) stack.push_back({&s, false});
-  }
-  return order;
-}
-
 // An op that stopped the gradient on its way from the loss to `target`, for the error message.
 inline std::string blocker(const std::vector<UOp>& blocked, const UOp& target) {
   for (const UOp& b : blocked)
-    for (const UOp& u : toposort_graph(b))
+    for (const UOp& u : toposort(b))
       if (u == target) return op_name(b.op());
   return "";
 }
@@ -10535,7 +10522,7 @@ struct Result {
 
 // d(root)/d(node) for every node between root and a target, starting from d(root)/d(root) = seed.
 inline Result backpropagate(const UOp& root, const Tensor& seed, const std::unordered_set<const UOpNode*>& targets) {
-  const std::vector<UOp> order = toposort_graph(root);
+  const std::vector<UOp> order = toposort(root);
   std::unordered_set<const UOpNode*> leads_to_target;
   for (const UOp& u : order)
     if (targets.count(u.get()) || std::any_of(u.src().begin(), u.src().end(), [&](const UOp& s) { return leads_to_target.count(s.get()); }))
@@ -10597,7 +10584,7 @@ inline std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& targets, 
 }
 
 inline const Tensor& Tensor::backward(const Tensor& seed) const {
-  const std::vector<UOp> nodes = gradient_detail::toposort_graph(uop());
+  const std::vector<UOp> nodes = toposort(uop());
   std::unordered_set<const UOpNode*> in_graph;
   for (const UOp& u : nodes) in_graph.insert(u.get());
   std::vector<Tensor> targets;
@@ -10828,6 +10815,14 @@ inline int64_t checked_size(int64_t n, const char* layer, const char* what) {
   if (n < 0) throw ShapeError(cat(layer, ": ", what, " must not be negative, got ", n));
   return n;
 }
+/// `init` in memory of its own. Parameters and running statistics are assigned in place, and
+/// equal constants are one hash-consed graph (a BatchNorm's bias and running_mean are both
+/// zeros(C)): without a buffer each, realizing them could let one assign write into the other.
+inline Tensor owned(const Tensor& init) {
+  Tensor t = Tensor::empty(init.shape(), init.dtype());
+  t.assign(init);
+  return t.realize();
+}
 /// Uniform in +-1/sqrt(fan_in) (PyTorch's Linear and Conv init); an empty fan gives zeros.
 inline Tensor uniform_fan_in(Shape shape, int64_t fan_in) {
   const double bound = fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.0;
@@ -10942,13 +10937,13 @@ struct BatchNorm {
         eps(eps_),
         momentum(momentum_),
         track_running_stats(track_running_stats_) {
-    if (affine) weight = Tensor::ones({sz}), bias = Tensor::zeros({sz});
+    if (affine) weight = layer_detail::owned(Tensor::ones({sz})), bias = layer_detail::owned(Tensor::zeros({sz}));
     if (track_running_stats) {
-      running_mean = Tensor::zeros({sz});
-      running_var = Tensor::ones({sz});
+      running_mean = layer_detail::owned(Tensor::zeros({sz}));
+      running_var = layer_detail::owned(Tensor::ones({sz}));
       running_mean.requires_grad(false), running_var.requires_grad(false);
     }
-    num_batches_tracked = Tensor::zeros({1}, dtypes::int64);
+    num_batches_tracked = layer_detail::owned(Tensor::zeros({1}, dtypes::int64));
     num_batches_tracked.requires_grad(false);
   }
   Tensor operator()(const Tensor& x) const;
@@ -11005,7 +11000,7 @@ struct LayerNorm {
     for (int64_t d : normalized_shape)
       layer_detail::checked_size(d, "LayerNorm", "normalized_shape");
     if (elementwise_affine)
-      weight = Tensor::ones(Shape(normalized_shape)), bias = Tensor::zeros(Shape(normalized_shape));
+      weight = layer_detail::owned(Tensor::ones(Shape(normalized_shape))), bias = layer_detail::owned(Tensor::zeros(Shape(normalized_shape)));
   }
   /// `LayerNorm({2, 3})`: without this, the braces could also make a LayerNorm(2, 3) to copy.
   LayerNorm(std::initializer_list<int64_t> normalized_shape_, double eps_ = 1e-5,
@@ -11035,7 +11030,7 @@ struct RMSNorm {
   /// weight ones(dim) when `elementwise_affine`.
   RMSNorm(int64_t dim_, double eps_ = 1e-6, bool elementwise_affine = true)
       : dim(layer_detail::checked_size(dim_, "RMSNorm", "dim")), eps(eps_) {
-    if (elementwise_affine) weight = Tensor::ones({dim});
+    if (elementwise_affine) weight = layer_detail::owned(Tensor::ones({dim}));
   }
   /// x / sqrt(mean(x^2) + eps) computed in float32 at least, back in x's dtype, times weight.
   Tensor operator()(const Tensor& x) const {
@@ -11060,7 +11055,7 @@ struct GroupNorm {
     if (num_groups < 1 || num_channels < 0 || num_channels % num_groups)
       throw ShapeError(layer_detail::cat("GroupNorm: ", num_channels,
                                          " channels do not divide into ", num_groups, " groups"));
-    if (affine) weight = Tensor::ones({num_channels}), bias = Tensor::zeros({num_channels});
+    if (affine) weight = layer_detail::owned(Tensor::ones({num_channels})), bias = layer_detail::owned(Tensor::zeros({num_channels}));
   }
   Tensor operator()(const Tensor& x) const {
     const auto s = layer_detail::channels_first(x, num_channels, "GroupNorm");

@@ -270,8 +270,11 @@ inline std::pair<std::vector<UOp>, Known> pending_work(const std::vector<UOp>& r
 inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool memory_only = false) {
   const detail::Known buffers_only = [](const UOp& u) { return u.op() == Ops::BUFFER ? u : UOp{}; };
   // memory that assigns here overwrite: values it holds for other nodes are recomputed instead
-  const auto [order, known] =
+  // (not a structured binding: the lambdas below capture `known`, which clang 14 cannot do with one)
+  const auto work =
       memory_only ? std::pair(detail::pending_graph(roots, buffers_only), buffers_only) : detail::pending_work(roots);
+  const std::vector<UOp>& order = work.first;
+  const detail::Known& known = work.second;
   const std::vector<UOp> points = detail::realization_points(roots, order, known);
   std::unordered_map<const UOpNode*, UOp> computed;  // realization point -> view of its buffer
   auto input_view = [&](const UOp& u) -> UOp {
