@@ -16,14 +16,14 @@ namespace bench {
 
 /// `--reps N`: at most N timed runs; `--budget S`: stop starting timed runs once they have taken
 /// S seconds (at least one always runs); `--warmup N`: untimed runs first (compiles the kernels).
-/// Other arguments are left in `args` for the program.
+/// Other arguments are left in `args` for the program, which may give its own default warmup.
 struct Options {
   int reps = 10;
   double budget_s = 3.0;
   int warmup = 1;
   std::vector<std::string> args;
 
-  Options(int argc, char** argv) {
+  Options(int argc, char** argv, int default_warmup = 1) : warmup(default_warmup) {
     for (int i = 1; i < argc; ++i) {
       const std::string_view arg = argv[i];
       const bool has_value = i + 1 < argc;

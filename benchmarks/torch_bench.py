@@ -121,6 +121,29 @@ def launch_overhead(reps, budget):
            "us", best, runs)
 
 
+def train_step(reps, budget):
+    """One training step of examples/fashion_mnist_model.hpp's FashionNet, batch 512, Adam."""
+    nn = torch.nn
+    torch.manual_seed(42)
+    model = nn.Sequential(
+        nn.Conv2d(1, 16, 5), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),    # 24x24 -> 12x12
+        nn.Conv2d(16, 32, 3), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),   # 10x10 -> 5x5
+        nn.Flatten(1), nn.Linear(32 * 5 * 5, 10))
+    model.train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x, y = torch.rand(512, 1, 28, 28), torch.randint(0, 10, (512,))  # cross_entropy wants int64
+
+    def step():
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()  # as tinyt's benchmark reads its loss
+    # like tinyt's: a few untimed steps first (tinyt's first compiles its kernels)
+    best, runs = measure(step, reps, budget, warmup=3)
+    report("train_step", "FashionNet train step, batch 512, Adam", best * 1e3, "ms", best, runs)
+
+
 WORKLOADS = {
     "matmul_512": matmul(512),
     "matmul_1024": matmul(1024),
@@ -131,6 +154,7 @@ WORKLOADS = {
     "conv2d": conv2d,
     "first_call_512": first_call,
     "launch_overhead": launch_overhead,
+    "train_step": train_step,
 }
 
 # Environment variables that change which BLAS kernels run, and how many threads.
