@@ -128,7 +128,7 @@ def train_step(reps, budget):
     model = nn.Sequential(
         nn.Conv2d(1, 16, 5), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),    # 24x24 -> 12x12
         nn.Conv2d(16, 32, 3), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),   # 10x10 -> 5x5
-        nn.Flatten(1), nn.Linear(32 * 5 * 5, 10))
+        nn.Flatten(1), nn.Linear(32 * 5 * 5, 128), nn.ReLU(), nn.Linear(128, 10))
     model.train()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     x, y = torch.rand(512, 1, 28, 28), torch.randint(0, 10, (512,))  # cross_entropy wants int64

@@ -54,6 +54,10 @@ int main(int argc, char** argv) {
     nn::optim::Adam opt(nn::state::get_parameters(model), 1e-3);
     const auto start = std::chrono::steady_clock::now();
     for (int step = 1; step <= steps; ++step) {
+      // lr 1e-3, then 3e-4 from 60% of the run and 1e-4 from 85%: lr is a tensor in memory, so
+      // a change recompiles nothing
+      if (step == steps * 6 / 10) opt.set_lr(3e-4);
+      if (step == steps * 85 / 100) opt.set_lr(1e-4);
       const Tensor pick = Tensor::randint({batch}, 0, n_train);
       const Tensor x = pixels(data.X_train[{pick}]), y = data.Y_train[{pick}].cast(dtypes::int32);
       Tensor loss;
