@@ -115,7 +115,15 @@ inline UOp collapse_range(const UOp& value, const UOp& r) {
   if (equal_to) {
     const UOp e = *equal_to;
     const UOp inside = keep & e.lt(lo).logical_not() & e.lt(hi + 1);
-    return inside.where(substitute(x, {{r.get(), e}}), UOp::const_(x.dtype(), 0));
+    // x read at e: every load whose address moves with r is gated by `inside` too, so an index
+    // outside the range (or an empty table) reads nothing, not memory past the buffer
+    std::unordered_map<const UOpNode*, UOp> at_e{{r.get(), e}};
+    for (const UOp& u : toposort(x)) {
+      if (u.op() != Ops::INDEX || !depends_on(u, r)) continue;
+      UOp gate = u.src().size() > 2 ? substitute(u.src(2), {{r.get(), e}}) & inside : inside;
+      at_e[u.get()] = UOp(Ops::INDEX, u.dtype(), {u.src(0), substitute(u.src(1), {{r.get(), e}}), gate}, u.arg());
+    }
+    return inside.where(substitute(x, at_e), UOp::const_(x.dtype(), 0));
   }
   if (depends_on(x, r)) return {};
   const UOp count = (hi - lo + 1).maximum(0);
