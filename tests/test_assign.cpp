@@ -102,3 +102,29 @@ TEST_CASE("assign: a row reduction of the target inside its kernel reads the row
   }
   tinyt_test::check_close(x.to_vector<float>(), want, 0, 0);
 }
+
+TEST_CASE("assign: a kernel that reads a tensor before and after its assign") {
+  using V = std::vector<float>;
+  Tensor a = Tensor::from_vector(V{1, 2, 3});
+  Tensor x = a * 1;
+  a.assign(a + 1);
+  Tensor y = x + a;
+  x = Tensor();  // only y needs the old value: one kernel reads both, so the old one is copied aside
+  CHECK(y.to_vector<float>() == V{3, 5, 7});
+  CHECK(a.to_vector<float>() == V{2, 3, 4});
+}
+
+TEST_CASE("assign: an assign computed through another tensor is not run again") {
+  using V = std::vector<float>;
+  Tensor a = Tensor::from_vector(V{1, 2, 3});
+  a.assign(a + 1);
+  Tensor y = a * 2;
+  y.realize();  // runs the assign; `a` still holds the assign node
+  CHECK(a.to_vector<float>() == V{2, 3, 4});
+  CHECK(y.to_vector<float>() == V{4, 6, 8});
+  // an assign onto a pending one runs the first once
+  Tensor t = Tensor::from_vector(V{1});
+  t.assign(t + 1);
+  t.assign(t * 2);
+  CHECK(t.item<float>() == 4.f);
+}
