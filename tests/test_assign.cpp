@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <sstream>
 
 #include <tinyt.hpp>
 
@@ -101,4 +102,142 @@ TEST_CASE("assign: a row reduction of the target inside its kernel reads the row
     for (size_t j = 0; j < 70; ++j) want[i * 70 + j] = v[i * 70 + j] - m;
   }
   tinyt_test::check_close(x.to_vector<float>(), want, 0, 0);
+}
+
+TEST_CASE("assign: a kernel that reads a tensor before and after its assign") {
+  using V = std::vector<float>;
+  Tensor a = Tensor::from_vector(V{1, 2, 3});
+  Tensor x = a * 1;
+  a.assign(a + 1);
+  Tensor y = x + a;
+  x = Tensor();  // only y needs the old value: one kernel reads both, so the old one is copied aside
+  CHECK(y.to_vector<float>() == V{3, 5, 7});
+  CHECK(a.to_vector<float>() == V{2, 3, 4});
+}
+
+TEST_CASE("assign: an assign computed through another tensor is not run again") {
+  using V = std::vector<float>;
+  Tensor a = Tensor::from_vector(V{1, 2, 3});
+  a.assign(a + 1);
+  Tensor y = a * 2;
+  y.realize();  // runs the assign; `a` still holds the assign node
+  CHECK(a.to_vector<float>() == V{2, 3, 4});
+  CHECK(y.to_vector<float>() == V{4, 6, 8});
+  // an assign onto a pending one runs the first once
+  Tensor t = Tensor::from_vector(V{1});
+  t.assign(t + 1);
+  t.assign(t * 2);
+  CHECK(t.item<float>() == 4.f);
+}
+
+TEST_CASE("assign: tensors of equal graphs share memory until one of them is assigned") {
+  using V = std::vector<float>;
+  // equal lazy graphs are one node, computed into one buffer: the first assign must not write it
+  Tensor a = Tensor::zeros({3}), b = Tensor::zeros({3});
+  realize_tensors({a, b});
+  CHECK(graph::buffer_of(graph::base_buffer(a.uop())) ==
+        graph::buffer_of(graph::base_buffer(b.uop())));
+  a.assign(a + 1);
+  b.assign(b + 2);
+  CHECK(a.to_vector<float>() == V{1, 1, 1});
+  CHECK(b.to_vector<float>() == V{2, 2, 2});
+  a.assign(a + 1);
+  CHECK(a.to_vector<float>() == V{2, 2, 2});
+  CHECK(b.to_vector<float>() == V{2, 2, 2});
+  // realized together (an optimizer's moments): one keeps the memory, the other gets its own
+  Tensor m1 = Tensor::zeros({2}), m2 = Tensor::zeros({2});
+  realize_tensors({m1, m2});
+  m1.assign(m1 + 3);
+  m2.assign(m2 + 4);
+  GlobalCounters::reset();
+  realize_tensors({m1, m2});
+  CHECK(GlobalCounters::kernel_count == 2);  // no copy: the moved assign just writes elsewhere
+  CHECK(m1.to_vector<float>() == V{3, 3});
+  CHECK(m2.to_vector<float>() == V{4, 4});
+  m1.assign(m1 * 2), m2.assign(m2 * 2);
+  realize_tensors({m2, m1});
+  CHECK(m1.to_vector<float>() == V{6, 6});
+  CHECK(m2.to_vector<float>() == V{8, 8});
+  // a value realized later from the same graph is a third name for the memory
+  Tensor z = Tensor::zeros({2}).realize();
+  Tensor z2 = Tensor::zeros({2}).realize();
+  z2.assign(z2 - 1);
+  CHECK(z2.to_vector<float>() == V{-1, -1});
+  CHECK(z.to_vector<float>() == V{0, 0});
+}
+
+TEST_CASE("assign: lazy tensors of equal graphs each assigned are realized without recursing") {
+  Tensor c = Tensor::zeros({3}), d = Tensor::zeros({3});
+  c.assign(c + 1);
+  d.assign(d + 2);
+  std::ostringstream os;
+  os << c << " " << d;
+  CHECK(os.str() ==
+        "Tensor([1. 1. 1.], dtype=float32, device=CPU) "
+        "Tensor([2. 2. 2.], dtype=float32, device=CPU)");
+  Tensor e = Tensor::ones({2}), f = Tensor::ones({2});
+  e.assign(e * 5);
+  f.assign(f * 7);
+  realize_tensors({f, e});
+  CHECK(e.to_vector<float>() == std::vector<float>{5, 5});
+  CHECK(f.to_vector<float>() == std::vector<float>{7, 7});
+}
+
+TEST_CASE("assign: into memory a view names writes fresh memory instead of copying the view") {
+  Tensor a = Tensor::from_vector(std::vector<float>{1, 2, 3, 4});
+  Tensor view = a.reshape({2, 2});
+  Tensor row = view[{1}];
+  a.assign(a * 10);
+  GlobalCounters::reset();
+  a.realize();
+  CHECK(GlobalCounters::kernel_count == 1);
+  CHECK(a.to_vector<float>() == std::vector<float>{10, 20, 30, 40});
+  CHECK(view.to_vector<float>() == std::vector<float>{1, 2, 3, 4});
+  CHECK(row.to_vector<float>() == std::vector<float>{3, 4});
+  // a write through an index is an assign too
+  Tensor m = Tensor::from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
+  Tensor first = m[{0}];
+  m[{1}] = 9.f;
+  CHECK(m.to_vector<float>() == std::vector<float>{1, 2, 9, 9});
+  CHECK(first.to_vector<float>() == std::vector<float>{1, 2});
+}
+
+TEST_CASE("assign: two assigns that each read what the other overwrites (a swap)") {
+  using V = std::vector<float>;
+  Tensor a = Tensor::from_vector(V{1, 2, 3}), b = Tensor::from_vector(V{4, 5, 6});
+  Tensor a_old = a + 0, b_old = b + 0;
+  a.assign(b_old);
+  b.assign(a_old);
+  CHECK(a.to_vector<float>() == V{4, 5, 6});  // realizes a alone: b joins, both in one schedule
+  CHECK(b.to_vector<float>() == V{1, 2, 3});
+  CHECK(a_old.to_vector<float>() == V{1, 2, 3});
+  // with no tensor holding the old values, the schedule copies one aside to break the cycle
+  {
+    Tensor a_was = a * 1, b_was = b * 1;
+    a.assign(b_was);
+    b.assign(a_was);
+  }
+  realize_tensors({b});
+  CHECK(a.to_vector<float>() == V{1, 2, 3});
+  CHECK(b.to_vector<float>() == V{4, 5, 6});
+}
+
+TEST_CASE("assign: an optimizer step and the pending loss it reads are one schedule") {
+  auto schedules = [] {
+    auto [hits, misses] = schedule::schedule_cache_counts();
+    return hits + misses;
+  };
+  Tensor::manual_seed(3);
+  Tensor x = Tensor::randn({8, 16}).realize();
+  Tensor w = Tensor::randn({16, 4}).realize();
+  nn::optim::SGD opt({w}, 0.1);
+  Tensor loss = x.matmul(w).relu().sum();
+  const float expected = loss.detach().contiguous().item<float>();
+  loss.backward();
+  const int64_t before = schedules();
+  opt.step();
+  CHECK(schedules() - before == 1);
+  GlobalCounters::reset();
+  CHECK(loss.item<float>() == expected);
+  CHECK(GlobalCounters::kernel_count == 0);  // computed by the step, before the weights changed
 }

@@ -337,12 +337,8 @@ TEST_CASE("nn::BatchNorm2d against PyTorch: two training steps, running stats, e
   check_close(floats(bn(det({2, 3, 2, 2}, 5))), torch_bn_eval, 1e-5);
 }
 
-// Known engine bug (ops/assign.hpp, not nn): assigning again to a tensor whose assign is still
-// pending can run the first assign twice (`t = from_vector({1}); t.assign(t + 1);
-// t.assign(t * 2);` gives 6, not 4). Two training steps whose running stats are not realized in
-// between hit it. When this starts passing, drop should_fail.
-TEST_CASE("nn::BatchNorm2d: two steps with no realize in between (engine bug)" *
-          doctest::should_fail()) {
+// Assigning again to a tensor whose assign is still pending once ran the first assign twice.
+TEST_CASE("nn::BatchNorm2d: two steps with no realize in between") {
   nn::BatchNorm2d bn = batchnorm_two_steps(false);
   const auto got = floats(bn.running_var);
   double worst = 0;

@@ -265,8 +265,9 @@ class Tensor {
   TensorRef operator[](std::vector<Index> index) const;
   Tensor gather(int dim, const Tensor& index) const;
   Tensor one_hot(int64_t num_classes) const;
-  /// Stores `value` into this tensor's memory (broadcast to its shape); copies of this handle
-  /// see the new value, tensors built from the old value keep it.
+  /// Stores `value` into this tensor's memory (broadcast to its shape), or into fresh memory when
+  /// another tensor views that memory too; copies of this handle see the new value, tensors
+  /// built from the old value keep it.
   Tensor& assign(const Tensor& value);
 
   // -- linear algebra and nn functional (ops/linalg.hpp, ops/nn.hpp) ------------------------------

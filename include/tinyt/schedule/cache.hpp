@@ -28,7 +28,7 @@ struct Normalized {
 };
 
 inline Normalized normalize(const std::vector<UOp>& roots) {
-  const auto [order, known] = pending_work(roots);
+  const std::vector<UOp> order = pending_graph(roots);
   Normalized n;
   std::unordered_map<const UOpNode*, UOp> done, placeholders;
   auto as_input = [&](const UOp& buffer) {
@@ -47,7 +47,7 @@ inline Normalized normalize(const std::vector<UOp>& roots) {
   for (const UOp& u : order) {
     if (u.op() == Ops::BUFFER) {
       done[u.get()] = as_input(u);
-    } else if (UOp view = known(u)) {
+    } else if (UOp view = graph::realized(u)) {
       // memory holds it: the key names that memory's place, not how the value was computed
       for (const UOp& v : toposort(view))
         if (!done.count(v.get())) done[v.get()] = v.op() == Ops::BUFFER ? as_input(v) : rebuild(v);

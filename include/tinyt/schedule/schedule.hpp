@@ -201,36 +201,76 @@ inline std::string kernel_name(const UOp& ast) {
 }
 
 // Orders kernels so that each runs after the kernels whose output it reads, and before any
-// kernel that overwrites (assigns into) memory it reads. Ties keep the original order.
-inline std::vector<Kernel> order_kernels(std::vector<Kernel> kernels) {
-  const size_t n = kernels.size();
-  std::vector<std::vector<size_t>> after(n);  // after[j]: kernels that must run after j
-  std::vector<size_t> pending(n, 0);
+// kernel that overwrites (assigns into) memory it reads. Ties keep the original order. A cycle
+// (a kernel that reads memory both before and after an assign overwrites it, or two assigns
+// that each read what the other overwrites) is broken by copying that memory aside first
+// (`copy_aside(buffer)` is the kernel that does it): the readers that must run after the
+// overwrite read the copy.
+template <class CopyAside>
+std::vector<Kernel> order_kernels(std::vector<Kernel> kernels, CopyAside copy_aside) {
   auto reads = [&](size_t k, const UOpNode* b) {
     for (size_t i = 1; i < kernels[k].buffers.size(); ++i)
       if (kernels[k].buffers[i].get() == b) return true;
     return false;
   };
-  for (size_t j = 0; j < n; ++j)
-    for (size_t k = 0; k < n; ++k) {
-      if (j == k) continue;
-      // readers name an in-place result by its new alias (the view), others by the buffer
-      const bool raw = reads(k, graph::base_buffer(kernels[j].view).get());  // k reads what j computes
-      const bool war = kernels[k].in_place && reads(j, kernels[k].buffers[0].get());  // j reads memory k overwrites
-      if (raw || war) after[j].push_back(k), ++pending[k];
+  for (;;) {
+    const size_t n = kernels.size();
+    std::vector<std::vector<size_t>> after(n);  // after[j]: kernels that must run after j
+    std::vector<size_t> pending(n, 0);
+    for (size_t j = 0; j < n; ++j)
+      for (size_t k = 0; k < n; ++k) {
+        if (j == k) continue;
+        // raw: k reads what j computes (readers name an in-place result by its new alias, the
+        // view, others by the buffer; an assign into that result reads it too); war: j reads
+        // memory that k overwrites
+        const UOpNode* computed = graph::base_buffer(kernels[j].view).get();
+        const UOpNode* target = kernels[k].in_place ? kernels[k].buffers[0].get() : nullptr;
+        const bool raw = reads(k, computed) || (target && target == computed);
+        const bool war = target && reads(j, target);
+        if (raw || war) after[j].push_back(k), ++pending[k];
+      }
+    std::vector<size_t> order;
+    std::vector<bool> done(n, false);
+    while (order.size() < n) {
+      size_t pick = n;
+      for (size_t k = 0; k < n && pick == n; ++k)
+        if (!done[k] && pending[k] == 0) pick = k;
+      if (pick == n) break;
+      done[pick] = true;
+      for (size_t k : after[pick]) --pending[k];
+      order.push_back(pick);
     }
-  std::vector<Kernel> out;
-  std::vector<bool> done(n, false);
-  while (out.size() < n) {
-    size_t pick = n;
-    for (size_t k = 0; k < n && pick == n; ++k)
-      if (!done[k] && pending[k] == 0) pick = k;
-    TINYT_ASSERT(pick < n, "the schedule has a cycle");
-    done[pick] = true;
-    for (size_t k : after[pick]) --pending[k];
-    out.push_back(std::move(kernels[pick]));
+    if (order.size() == n) {
+      std::vector<Kernel> out;
+      for (size_t k : order) out.push_back(std::move(kernels[k]));
+      return out;
+    }
+    // a cycle: an assign whose target a kernel that must run after it reads
+    bool broken = false;
+    for (size_t k = 0; k < n && !broken; ++k) {
+      if (done[k] || !kernels[k].in_place) continue;
+      std::vector<bool> later(n, false);  // what must run after k
+      std::vector<size_t> stack{k};
+      while (!stack.empty()) {
+        const size_t j = stack.back();
+        stack.pop_back();
+        for (size_t x : after[j])
+          if (!later[x]) later[x] = true, stack.push_back(x);
+      }
+      const UOp target = kernels[k].buffers[0];
+      std::vector<size_t> readers;  // of the memory before k overwrites it, that must run after k
+      for (size_t j = 0; j < n; ++j)
+        if (j != k && later[j] && reads(j, target.get())) readers.push_back(j);
+      if (readers.empty()) continue;
+      Kernel copy = copy_aside(target);
+      for (size_t j : readers)
+        for (size_t i = 1; i < kernels[j].buffers.size(); ++i)
+          if (kernels[j].buffers[i] == target) kernels[j].buffers[i] = copy.buffers[0];
+      kernels.push_back(std::move(copy));
+      broken = true;
+    }
+    TINYT_ASSERT(broken, "the schedule has a cycle no copy breaks");
   }
-  return out;
 }
 
 // True when every load of `buffer` in the kernel reads the element the kernel stores to.
@@ -245,23 +285,6 @@ inline bool reads_only_own_element(const UOp& ast, int64_t global_index, const U
   return true;
 }
 
-// The pending graph of `roots` and what memory holds for it. Memory that assigns here overwrite
-// does not count as holding the values it held: those are recomputed.
-inline std::pair<std::vector<UOp>, Known> pending_work(const std::vector<UOp>& roots) {
-  auto overwritten = std::make_shared<std::unordered_set<const Buffer*>>();
-  std::vector<UOp> order = pending_graph(roots);
-  for (const UOp& u : order)
-    if (u.op() == Ops::ASSIGN)
-      if (UOp b = graph::base_buffer(u.src(0))) overwritten->insert(graph::buffer_of(b).get());
-  if (overwritten->empty()) return {std::move(order), graph::realized};
-  Known known = [overwritten](const UOp& u) -> UOp {
-    UOp view = graph::realized(u);
-    if (!view || u.op() == Ops::BUFFER || graph::base_buffer(u)) return view;
-    const UOp b = graph::base_buffer(view);
-    return b && overwritten->count(graph::buffer_of(b).get()) ? UOp{} : view;
-  };
-  return {pending_graph(roots, known), known};
-}
 }  // namespace detail
 
 /// The kernels that compute `roots`, in an order that respects what each reads and writes.
@@ -269,12 +292,10 @@ inline std::pair<std::vector<UOp>, Known> pending_work(const std::vector<UOp>& r
 /// other graphs that computed them, like the schedule cache's normalized ones).
 inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool memory_only = false) {
   const detail::Known buffers_only = [](const UOp& u) { return u.op() == Ops::BUFFER ? u : UOp{}; };
-  // memory that assigns here overwrite: values it holds for other nodes are recomputed instead
-  // (not a structured binding: the lambdas below capture `known`, which clang 14 cannot do with one)
-  const auto work =
-      memory_only ? std::pair(detail::pending_graph(roots, buffers_only), buffers_only) : detail::pending_work(roots);
-  const std::vector<UOp>& order = work.first;
-  const detail::Known& known = work.second;
+  // a value held in memory that an assign here overwrites is read before the overwrite (or
+  // from a copy made before it, when its reader must also run after it)
+  const detail::Known known = memory_only ? buffers_only : detail::Known(graph::realized);
+  const std::vector<UOp> order = detail::pending_graph(roots, known);
   const std::vector<UOp> points = detail::realization_points(roots, order, known);
   std::unordered_map<const UOpNode*, UOp> computed;  // realization point -> view of its buffer
   auto input_view = [&](const UOp& u) -> UOp {
@@ -324,7 +345,15 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool m
     computed[point.get()] = kernel.view;
     kernels.push_back(std::move(kernel));
   }
-  return detail::order_kernels(std::move(kernels));
+  // a copy of memory an assign overwrites, for the readers that must run after it
+  auto copy_aside = [&](const UOp& buffer) {
+    const UOp copy =
+        graph::new_buffer(graph::device_of(buffer), buffer.arg().as_int(), buffer.dtype());
+    Kernel kernel = make_kernel(buffer, buffer, copy, copy).first;
+    kernel.temporary = true;  // it holds no tensor's value
+    return kernel;
+  };
+  return detail::order_kernels(std::move(kernels), copy_aside);
 }
 
 /// Reuses memory within a schedule: the buffer of an intermediate nobody outside the schedule
