@@ -4022,7 +4022,15 @@ inline UOp collapse_range(const UOp& value, const UOp& r) {
   if (equal_to) {
     const UOp e = *equal_to;
     const UOp inside = keep & e.lt(lo).logical_not() & e.lt(hi + 1);
-    return inside.where(substitute(x, {{r.get(), e}}), UOp::const_(x.dtype(), 0));
+    // x read at e: every load whose address moves with r is gated by `inside` too, so an index
+    // outside the range (or an empty table) reads nothing, not memory past the buffer
+    std::unordered_map<const UOpNode*, UOp> at_e{{r.get(), e}};
+    for (const UOp& u : toposort(x)) {
+      if (u.op() != Ops::INDEX || !depends_on(u, r)) continue;
+      UOp gate = u.src().size() > 2 ? substitute(u.src(2), {{r.get(), e}}) & inside : inside;
+      at_e[u.get()] = UOp(Ops::INDEX, u.dtype(), {u.src(0), substitute(u.src(1), {{r.get(), e}}), gate}, u.arg());
+    }
+    return inside.where(substitute(x, at_e), UOp::const_(x.dtype(), 0));
   }
   if (depends_on(x, r)) return {};
   const UOp count = (hi - lo + 1).maximum(0);
@@ -4252,36 +4260,76 @@ inline std::string kernel_name(const UOp& ast) {
 }
 
 // Orders kernels so that each runs after the kernels whose output it reads, and before any
-// kernel that overwrites (assigns into) memory it reads. Ties keep the original order.
-inline std::vector<Kernel> order_kernels(std::vector<Kernel> kernels) {
-  const size_t n = kernels.size();
-  std::vector<std::vector<size_t>> after(n);  // after[j]: kernels that must run after j
-  std::vector<size_t> pending(n, 0);
+// kernel that overwrites (assigns into) memory it reads. Ties keep the original order. A cycle
+// (a kernel that reads memory both before and after an assign overwrites it, or two assigns
+// that each read what the other overwrites) is broken by copying that memory aside first
+// (`copy_aside(buffer)` is the kernel that does it): the readers that must run after the
+// overwrite read the copy.
+template <class CopyAside>
+std::vector<Kernel> order_kernels(std::vector<Kernel> kernels, CopyAside copy_aside) {
   auto reads = [&](size_t k, const UOpNode* b) {
     for (size_t i = 1; i < kernels[k].buffers.size(); ++i)
       if (kernels[k].buffers[i].get() == b) return true;
     return false;
   };
-  for (size_t j = 0; j < n; ++j)
-    for (size_t k = 0; k < n; ++k) {
-      if (j == k) continue;
-      // readers name an in-place result by its new alias (the view), others by the buffer
-      const bool raw = reads(k, graph::base_buffer(kernels[j].view).get());  // k reads what j computes
-      const bool war = kernels[k].in_place && reads(j, kernels[k].buffers[0].get());  // j reads memory k overwrites
-      if (raw || war) after[j].push_back(k), ++pending[k];
+  for (;;) {
+    const size_t n = kernels.size();
+    std::vector<std::vector<size_t>> after(n);  // after[j]: kernels that must run after j
+    std::vector<size_t> pending(n, 0);
+    for (size_t j = 0; j < n; ++j)
+      for (size_t k = 0; k < n; ++k) {
+        if (j == k) continue;
+        // raw: k reads what j computes (readers name an in-place result by its new alias, the
+        // view, others by the buffer; an assign into that result reads it too); war: j reads
+        // memory that k overwrites
+        const UOpNode* computed = graph::base_buffer(kernels[j].view).get();
+        const UOpNode* target = kernels[k].in_place ? kernels[k].buffers[0].get() : nullptr;
+        const bool raw = reads(k, computed) || (target && target == computed);
+        const bool war = target && reads(j, target);
+        if (raw || war) after[j].push_back(k), ++pending[k];
+      }
+    std::vector<size_t> order;
+    std::vector<bool> done(n, false);
+    while (order.size() < n) {
+      size_t pick = n;
+      for (size_t k = 0; k < n && pick == n; ++k)
+        if (!done[k] && pending[k] == 0) pick = k;
+      if (pick == n) break;
+      done[pick] = true;
+      for (size_t k : after[pick]) --pending[k];
+      order.push_back(pick);
     }
-  std::vector<Kernel> out;
-  std::vector<bool> done(n, false);
-  while (out.size() < n) {
-    size_t pick = n;
-    for (size_t k = 0; k < n && pick == n; ++k)
-      if (!done[k] && pending[k] == 0) pick = k;
-    TINYT_ASSERT(pick < n, "the schedule has a cycle");
-    done[pick] = true;
-    for (size_t k : after[pick]) --pending[k];
-    out.push_back(std::move(kernels[pick]));
+    if (order.size() == n) {
+      std::vector<Kernel> out;
+      for (size_t k : order) out.push_back(std::move(kernels[k]));
+      return out;
+    }
+    // a cycle: an assign whose target a kernel that must run after it reads
+    bool broken = false;
+    for (size_t k = 0; k < n && !broken; ++k) {
+      if (done[k] || !kernels[k].in_place) continue;
+      std::vector<bool> later(n, false);  // what must run after k
+      std::vector<size_t> stack{k};
+      while (!stack.empty()) {
+        const size_t j = stack.back();
+        stack.pop_back();
+        for (size_t x : after[j])
+          if (!later[x]) later[x] = true, stack.push_back(x);
+      }
+      const UOp target = kernels[k].buffers[0];
+      std::vector<size_t> readers;  // of the memory before k overwrites it, that must run after k
+      for (size_t j = 0; j < n; ++j)
+        if (j != k && later[j] && reads(j, target.get())) readers.push_back(j);
+      if (readers.empty()) continue;
+      Kernel copy = copy_aside(target);
+      for (size_t j : readers)
+        for (size_t i = 1; i < kernels[j].buffers.size(); ++i)
+          if (kernels[j].buffers[i] == target) kernels[j].buffers[i] = copy.buffers[0];
+      kernels.push_back(std::move(copy));
+      broken = true;
+    }
+    TINYT_ASSERT(broken, "the schedule has a cycle no copy breaks");
   }
-  return out;
 }
 
 // True when every load of `buffer` in the kernel reads the element the kernel stores to.
@@ -4296,23 +4344,6 @@ inline bool reads_only_own_element(const UOp& ast, int64_t global_index, const U
   return true;
 }
 
-// The pending graph of `roots` and what memory holds for it. Memory that assigns here overwrite
-// does not count as holding the values it held: those are recomputed.
-inline std::pair<std::vector<UOp>, Known> pending_work(const std::vector<UOp>& roots) {
-  auto overwritten = std::make_shared<std::unordered_set<const Buffer*>>();
-  std::vector<UOp> order = pending_graph(roots);
-  for (const UOp& u : order)
-    if (u.op() == Ops::ASSIGN)
-      if (UOp b = graph::base_buffer(u.src(0))) overwritten->insert(graph::buffer_of(b).get());
-  if (overwritten->empty()) return {std::move(order), graph::realized};
-  Known known = [overwritten](const UOp& u) -> UOp {
-    UOp view = graph::realized(u);
-    if (!view || u.op() == Ops::BUFFER || graph::base_buffer(u)) return view;
-    const UOp b = graph::base_buffer(view);
-    return b && overwritten->count(graph::buffer_of(b).get()) ? UOp{} : view;
-  };
-  return {pending_graph(roots, known), known};
-}
 }  // namespace detail
 
 /// The kernels that compute `roots`, in an order that respects what each reads and writes.
@@ -4320,12 +4351,10 @@ inline std::pair<std::vector<UOp>, Known> pending_work(const std::vector<UOp>& r
 /// other graphs that computed them, like the schedule cache's normalized ones).
 inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool memory_only = false) {
   const detail::Known buffers_only = [](const UOp& u) { return u.op() == Ops::BUFFER ? u : UOp{}; };
-  // memory that assigns here overwrite: values it holds for other nodes are recomputed instead
-  // (not a structured binding: the lambdas below capture `known`, which clang 14 cannot do with one)
-  const auto work =
-      memory_only ? std::pair(detail::pending_graph(roots, buffers_only), buffers_only) : detail::pending_work(roots);
-  const std::vector<UOp>& order = work.first;
-  const detail::Known& known = work.second;
+  // a value held in memory that an assign here overwrites is read before the overwrite (or
+  // from a copy made before it, when its reader must also run after it)
+  const detail::Known known = memory_only ? buffers_only : detail::Known(graph::realized);
+  const std::vector<UOp> order = detail::pending_graph(roots, known);
   const std::vector<UOp> points = detail::realization_points(roots, order, known);
   std::unordered_map<const UOpNode*, UOp> computed;  // realization point -> view of its buffer
   auto input_view = [&](const UOp& u) -> UOp {
@@ -4375,7 +4404,15 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool m
     computed[point.get()] = kernel.view;
     kernels.push_back(std::move(kernel));
   }
-  return detail::order_kernels(std::move(kernels));
+  // a copy of memory an assign overwrites, for the readers that must run after it
+  auto copy_aside = [&](const UOp& buffer) {
+    const UOp copy =
+        graph::new_buffer(graph::device_of(buffer), buffer.arg().as_int(), buffer.dtype());
+    Kernel kernel = make_kernel(buffer, buffer, copy, copy).first;
+    kernel.temporary = true;  // it holds no tensor's value
+    return kernel;
+  };
+  return detail::order_kernels(std::move(kernels), copy_aside);
 }
 
 /// Reuses memory within a schedule: the buffer of an intermediate nobody outside the schedule
@@ -6848,7 +6885,7 @@ struct Normalized {
 };
 
 inline Normalized normalize(const std::vector<UOp>& roots) {
-  const auto [order, known] = pending_work(roots);
+  const std::vector<UOp> order = pending_graph(roots);
   Normalized n;
   std::unordered_map<const UOpNode*, UOp> done, placeholders;
   auto as_input = [&](const UOp& buffer) {
@@ -6867,7 +6904,7 @@ inline Normalized normalize(const std::vector<UOp>& roots) {
   for (const UOp& u : order) {
     if (u.op() == Ops::BUFFER) {
       done[u.get()] = as_input(u);
-    } else if (UOp view = known(u)) {
+    } else if (UOp view = graph::realized(u)) {
       // memory holds it: the key names that memory's place, not how the value was computed
       for (const UOp& v : toposort(view))
         if (!done.count(v.get())) done[v.get()] = v.op() == Ops::BUFFER ? as_input(v) : rebuild(v);
@@ -7476,8 +7513,9 @@ class Tensor {
   TensorRef operator[](std::vector<Index> index) const;
   Tensor gather(int dim, const Tensor& index) const;
   Tensor one_hot(int64_t num_classes) const;
-  /// Stores `value` into this tensor's memory (broadcast to its shape); copies of this handle
-  /// see the new value, tensors built from the old value keep it.
+  /// Stores `value` into this tensor's memory (broadcast to its shape), or into fresh memory when
+  /// another tensor views that memory too; copies of this handle see the new value, tensors
+  /// built from the old value keep it.
   Tensor& assign(const Tensor& value);
 
   // -- linear algebra and nn functional (ops/linalg.hpp, ops/nn.hpp) ------------------------------
@@ -8643,71 +8681,179 @@ inline std::ostream& operator<<(std::ostream& os, const Tensor& t) {
 // ---- tinyt/ops/assign.hpp ----
 // Realizing tensors, and assign: a store into a tensor's existing memory.
 //
-// A tensor's value is fixed when it is built (as in JAX), so before memory is overwritten in
-// place, every other live tensor that still reads it is computed into memory of its own.
+// A tensor's value is fixed when it is built (as in JAX). Memory is overwritten in place only
+// when no other tensor names it: an assign into memory that another live tensor views (tensors
+// of equal lazy graphs share the memory they were computed into) or assigns into as well
+// writes fresh memory instead, which costs nothing more than writing in place. Every other
+// live tensor that still reads memory overwritten in place is computed in the same schedule,
+// before the overwrite.
 
 
 
 namespace tinyt::inline v0 {
 
 namespace detail {
-enum class Reach { no, old_memory, new_value };
-// Whether a graph reads any of `targets` (the memory an assign overwrites), or depends on one of
-// the `assigns` themselves (then it wants the new value and is computed after them).
-inline Reach reaches(const UOp& root, const std::unordered_set<const UOpNode*>& targets,
-                     const std::unordered_set<const UOpNode*>& assigns) {
-  Reach found = Reach::no;
-  std::unordered_set<const UOpNode*> seen;
-  std::vector<UOp> stack{root};
-  while (!stack.empty()) {
-    UOp u = stack.back();
-    stack.pop_back();
-    if (!seen.insert(u.get()).second) continue;
-    if (assigns.count(u.get())) return Reach::new_value;
-    if (targets.count(u.get())) found = Reach::old_memory;
-    if (UOp view = graph::realized(u); view && !(view == u)) stack.push_back(view);
-    for (const UOp& s : u.src()) stack.push_back(s);
+// The memory a value is a view of (a realized value, through movement ops), else null. A tensor
+// with such a value names that memory: overwriting it in place would change the tensor.
+inline const Buffer* viewed_memory(UOp u) {
+  for (;;) {
+    if (u.op() == Ops::BUFFER) return graph::buffer_of(u).get();
+    const UOp view = graph::realized(u);
+    if (!view && !GroupOp::Movement.contains(u.op())) return nullptr;
+    u = view && !(view == u) ? view : u.src(0);
   }
-  return found;
+}
+
+// Which of `roots` read memory in `overwritten` (or a value held there), other than through the
+// `assigns` that overwrite it: those give the new value.
+inline std::vector<bool> read_overwritten(const std::vector<UOp>& roots,
+                                          const std::unordered_set<const Buffer*>& overwritten,
+                                          const std::unordered_set<const UOpNode*>& assigns) {
+  enum : char { visiting, no, yes };
+  std::unordered_map<const UOpNode*, char> state;
+  std::vector<std::pair<UOp, bool>> stack;  // (node, its sources are done)
+  std::vector<bool> out;
+  for (const UOp& root : roots) {
+    stack.emplace_back(root, false);
+    while (!stack.empty()) {
+      auto [u, sources_done] = std::move(stack.back());
+      stack.pop_back();
+      if (sources_done) {
+        auto is_yes = [&](const UOp& s) { return state.at(s.get()) == yes; };
+        state[u.get()] = std::any_of(u.src().begin(), u.src().end(), is_yes) ? yes : no;
+        continue;
+      }
+      if (!state.try_emplace(u.get(), visiting).second) continue;
+      if (assigns.count(u.get())) {
+        state[u.get()] = no;
+      } else if (u.op() == Ops::BUFFER || graph::realized(u)) {
+        const Buffer* memory = viewed_memory(u);
+        state[u.get()] = memory && overwritten.count(memory) ? yes : no;
+      } else {
+        stack.emplace_back(u, true);
+        for (const UOp& s : u.src()) stack.emplace_back(s, false);
+      }
+    }
+    out.push_back(state.at(root.get()) == yes);
+  }
+  return out;
+}
+
+// How a schedule that assigns keeps every other value intact.
+struct AssignPlan {
+  std::vector<std::pair<UOp, UOp>> rewritten;  // (a node, the same with the moved assigns)
+  std::vector<size_t> joined;                  // the live tensors (indices) that join the schedule
+};
+
+// Decides which assigns that `roots` need write in place and which write fresh memory (those
+// into memory another tensor names), and which `live` tensors must be computed in the same
+// schedule because they read memory overwritten in place (`is_root[i]`: live[i] is a root).
+// The joined tensors are appended to `roots`, and the roots are rewritten to the moved assigns.
+inline AssignPlan plan_assigns(std::vector<UOp>& roots, const std::vector<Tensor>& live,
+                               std::vector<bool> is_root) {
+  // who names each memory: a live tensor viewing it, or a pending assign into it
+  std::unordered_map<const Buffer*, std::vector<const void*>> claims;
+  for (const Tensor& t : live) {
+    const UOp& u = t.uop();
+    if (const Buffer* memory = viewed_memory(u)) {
+      claims[memory].push_back(&t);
+    } else if (u.op() == Ops::ASSIGN) {
+      if (const UOp target = graph::base_buffer(u.src(0)))
+        claims[graph::buffer_of(target).get()].push_back(u.get());
+    }
+  }
+  std::unordered_set<const Buffer*> overwritten;
+  std::unordered_set<const UOpNode*> assigns, moved;
+  AssignPlan plan;
+  for (bool joined = true; joined;) {
+    for (const UOp& u : schedule::detail::pending_graph(roots)) {
+      if (u.op() != Ops::ASSIGN || graph::realized(u) || !assigns.insert(u.get()).second) continue;
+      const UOp target = graph::base_buffer(u.src(0));
+      if (!target) continue;  // an assign into an assign's result writes where that one does
+      const Buffer* memory = graph::buffer_of(target).get();
+      std::vector<const void*>& claim = claims[memory];
+      if (std::all_of(claim.begin(), claim.end(), [&](const void* c) { return c == u.get(); })) {
+        if (claim.empty()) claim.push_back(u.get());
+        overwritten.insert(memory);
+      } else {
+        std::erase(claim, static_cast<const void*>(u.get()));
+        moved.insert(u.get());
+      }
+    }
+    std::vector<UOp> others;
+    std::vector<size_t> index;
+    for (size_t i = 0; i < live.size(); ++i)
+      if (!is_root[i]) others.push_back(live[i].uop()), index.push_back(i);
+    const std::vector<bool> reads = overwritten.empty()
+                                        ? std::vector<bool>(others.size())
+                                        : read_overwritten(others, overwritten, assigns);
+    joined = false;
+    for (size_t k = 0; k < others.size(); ++k) {
+      if (!reads[k]) continue;
+      is_root[index[k]] = joined = true;
+      plan.joined.push_back(index[k]);
+      roots.push_back(others[k]);
+    }
+  }
+  if (moved.empty()) return plan;
+  std::unordered_map<const UOpNode*, UOp> rewritten;
+  for (const UOp& u : schedule::detail::pending_graph(roots)) {
+    std::vector<UOp> src;
+    bool changed = false;
+    for (const UOp& s : u.src()) {
+      auto it = rewritten.find(s.get());
+      src.push_back(it == rewritten.end() ? s : it->second);
+      changed |= it != rewritten.end();
+    }
+    if (moved.count(u.get())) {
+      // the same value into fresh memory of the target's size
+      const int64_t size = graph::base_buffer(u.src(0)).arg().as_int();
+      const UOp fresh = graph::new_buffer(graph::device_of(u), size, u.dtype());
+      src[0] = graph::reshape(fresh, graph::concrete_shape(u));
+    } else if (!changed) {
+      continue;
+    }
+    rewritten.emplace(u.get(), u.replace(std::move(src)));
+    plan.rewritten.emplace_back(u, rewritten.at(u.get()));
+  }
+  for (UOp& r : roots)
+    if (auto it = rewritten.find(r.get()); it != rewritten.end()) r = it->second;
+  return plan;
 }
 }  // namespace detail
 
 inline void realize_tensors(const std::vector<Tensor>& tensors) {
-  std::vector<UOp> roots;
-  for (const Tensor& t : tensors) roots.push_back(t.uop());
-  std::unordered_set<const UOpNode*> targets, assigns;
-  for (const UOp& u : schedule::detail::pending_graph(roots))
-    if (u.op() == Ops::ASSIGN && !graph::realized(u)) {
-      assigns.insert(u.get());
-      if (UOp b = graph::base_buffer(u.src(0))) targets.insert(b.get());
-    }
-  if (!targets.empty()) {
-    // a view of memory being overwritten, realized in the same call, must be copied out first
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      const UOp& u = tensors[i].d_->uop;
-      const UOp b = graph::base_buffer(u);
-      if (b && targets.count(b.get()) && !assigns.count(u.get())) {
-        tensors[i].d_->uop = UOp(Ops::CONTIGUOUS, u.dtype(), {u});
-        roots[i] = tensors[i].d_->uop;
-      }
-    }
-    std::vector<Tensor> first;
-    for (auto& d : Tensor::live_tensors().snapshot()) {
-      if (std::any_of(tensors.begin(), tensors.end(), [&](const Tensor& t) { return t.d_ == d; })) continue;
-      if (detail::reaches(d->uop, targets, assigns) != detail::Reach::old_memory) continue;
-      // a view of the memory itself is copied out; pending work is simply done now
-      if (schedule::detail::is_materialized(d->uop)) d->uop = UOp(Ops::CONTIGUOUS, d->uop.dtype(), {d->uop});
-      first.push_back(Tensor(d));
-    }
-    if (!first.empty()) realize_tensors(first);
+  std::vector<Tensor> roots;  // one handle per tensor
+  std::unordered_set<const void*> root_ids;
+  std::vector<UOp> uops;
+  for (const Tensor& t : tensors)
+    if (root_ids.insert(t.id()).second) roots.push_back(t), uops.push_back(t.uop());
+  const std::vector<UOp> pending = schedule::detail::pending_graph(uops);
+  const bool assigns = std::any_of(pending.begin(), pending.end(), [](const UOp& u) {
+    return u.op() == Ops::ASSIGN && !graph::realized(u);
+  });
+  std::vector<Tensor> live;  // every live tensor, taken when needed
+  auto take_live = [&] {
+    for (auto& d : Tensor::live_tensors().snapshot()) live.push_back(Tensor(std::move(d)));
+  };
+  std::vector<bool> is_root;
+  auto mark_roots = [&] {
+    for (const Tensor& t : live) is_root.push_back(root_ids.count(t.id()) > 0);
+  };
+  detail::AssignPlan plan;
+  if (assigns) {
+    take_live(), mark_roots();
+    plan = detail::plan_assigns(uops, live, is_root);
+    for (size_t i : plan.joined) roots.push_back(live[i]), is_root[i] = true;
   }
-  std::vector<schedule::Kernel> kernels = schedule::cached_schedule(roots);
+  std::vector<schedule::Kernel> kernels = schedule::cached_schedule(uops);
   if (kernels.size() > 1) {
     // an intermediate no other live tensor can reach is not kept, and its memory is reused
+    if (!assigns) take_live(), mark_roots();
     std::unordered_set<const UOpNode*> reachable;  // every node the other live tensors reach
     std::vector<UOp> stack;
-    for (auto& d : Tensor::live_tensors().snapshot())
-      if (std::none_of(tensors.begin(), tensors.end(), [&](const Tensor& t) { return t.d_ == d; })) stack.push_back(d->uop);
+    for (size_t i = 0; i < live.size(); ++i)
+      if (!is_root[i]) stack.push_back(live[i].uop());
     while (!stack.empty()) {
       UOp u = std::move(stack.back());
       stack.pop_back();
@@ -8715,11 +8861,15 @@ inline void realize_tensors(const std::vector<Tensor>& tensors) {
       if (UOp view = graph::realized(u); view && !(view == u)) stack.push_back(view);
       for (const UOp& x : u.src()) stack.push_back(x);
     }
-    schedule::plan_memory(kernels, roots, [&](const UOp& node) { return reachable.count(node.get()) > 0; });
+    schedule::plan_memory(kernels, uops,
+                          [&](const UOp& node) { return reachable.count(node.get()) > 0; });
   }
   run_schedule(kernels);
-  for (const Tensor& t : tensors)
-    if (UOp view = graph::realized(t.d_->uop)) t.d_->uop = view;
+  // other graphs that hold a rewritten node find its value where the rewritten one put it
+  for (const auto& [old, now] : plan.rewritten)
+    if (UOp view = graph::realized(now)) graph::set_realized(old, view);
+  for (size_t i = 0; i < roots.size(); ++i)
+    if (UOp view = graph::realized(uops[i])) roots[i].d_->uop = view;
 }
 
 inline Tensor& Tensor::assign(const Tensor& value) {
