@@ -1,5 +1,5 @@
 // One training step of the Fashion-MNIST CNN of examples/ (FashionNet: conv 1->16 5x5, batchnorm,
-// relu, max pool, conv 16->32 3x3, batchnorm, relu, max pool, linear 800->10) with Adam (lr 1e-3),
+// relu, max pool, conv 16->32 3x3, batchnorm, relu, max pool, linear 800->128, relu, linear 128->10) with Adam (lr 1e-3),
 // batch 512, in ms per step: the forward pass, the loss, backward, Adam's update and the running
 // statistics, realized as examples/fashion_mnist.cpp does, in one schedule per step.
 // The batch is fixed random data, realized before the timing; every step trains on it again.
