@@ -38,14 +38,7 @@ std::vector<double> input_values(const Input& in, int seed) {
 using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
 
 // A scalar loss of f's output with a fixed weight per element, so the seed is not all ones.
-double weighted_sum(const Tensor& out) {
-  const int64_t n = out.numel();
-  std::vector<double> w(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) w[static_cast<size_t>(i)] = 1.0 + 0.37 * static_cast<double>(i % 7) - 0.11 * static_cast<double>(i % 3);
-  const Tensor wt = Tensor::from_vector(w, out.shape());
-  return (out.cast(dtypes::float64) * wt).sum().item<double>();
-}
-Tensor weighted_sum_tensor(const Tensor& out) {
+Tensor weighted_sum(const Tensor& out) {
   const int64_t n = out.numel();
   std::vector<double> w(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) w[static_cast<size_t>(i)] = 1.0 + 0.37 * static_cast<double>(i % 7) - 0.11 * static_cast<double>(i % 3);
@@ -62,7 +55,7 @@ void gradcheck(const std::string& name, const Fn& f, const std::vector<Input>& i
     vals.push_back(input_values(inputs[i], static_cast<int>(i) + static_cast<int>(name.size())));
     xs.push_back(Tensor::from_vector(vals.back(), inputs[i].shape));
   }
-  const std::vector<Tensor> grads = weighted_sum_tensor(f(xs)).gradient(xs);
+  const std::vector<Tensor> grads = weighted_sum(f(xs)).gradient(xs);
   REQUIRE(grads.size() == xs.size());
   for (size_t i = 0; i < xs.size(); ++i) {
     REQUIRE(grads[i].shape() == inputs[i].shape);
@@ -75,7 +68,7 @@ void gradcheck(const std::string& name, const Fn& f, const std::vector<Input>& i
         std::vector<double> changed = vals[i];
         changed[j] = v;
         moved[i] = Tensor::from_vector(changed, inputs[i].shape);
-        return weighted_sum(f(moved));
+        return weighted_sum(f(moved)).item<double>();
       };
       const double numeric = (loss_at(x + h) - loss_at(x - h)) / (2 * h);
       INFO("input ", i, " element ", j, ": analytic ", analytic[j], ", numeric ", numeric);

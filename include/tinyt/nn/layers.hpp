@@ -23,9 +23,10 @@ inline int64_t checked_size(int64_t n, const char* layer, const char* what) {
   if (n < 0) throw ShapeError(cat(layer, ": ", what, " must not be negative, got ", n));
   return n;
 }
-/// `init` in memory of its own. Parameters and running statistics are assigned in place, and
-/// equal constants are one hash-consed graph (a BatchNorm's bias and running_mean are both
-/// zeros(C)): without a buffer each, realizing them could let one assign write into the other.
+/// `init` in memory of its own. Equal constants are one hash-consed graph (a BatchNorm's bias and
+/// running_mean are both zeros(C)), and gradients are found by graph node: without a buffer each,
+/// the bias would also receive whatever reached running_mean's node, and the optimizer refuses
+/// params that share memory.
 inline Tensor owned(const Tensor& init) {
   Tensor t = Tensor::empty(init.shape(), init.dtype());
   t.assign(init);
