@@ -90,3 +90,15 @@ TEST_CASE("schedule cache: steps over realized views and different inputs of one
     for (size_t j = 0; j < 4; ++j) flipped.push_back(av[(2 - i) * 4 + j] * 3);
   for (int step = 0; step < 2; ++step) tinyt_test::check_close((a.flip(0) * 3).to_vector<float>(), flipped);
 }
+
+TEST_CASE("schedule cache: a value computed from constants alone is not kept alive by the cache") {
+  // the cache's key once was the tensor graph's own nodes here (no buffer to stand for): the
+  // realized arange outlived its tensor, with its memory, and a later arange read that memory
+  const int64_t before = hits();
+  for (int step = 0; step < 2; ++step) {
+    Tensor a = Tensor::arange(7) * 3;
+    CHECK_FALSE(graph::realized(a.uop()));  // the previous step's value is gone with its tensor
+    CHECK(a.to_vector<int32_t>() == std::vector<int32_t>{0, 3, 6, 9, 12, 15, 18});
+  }
+  CHECK(hits() == before + 1);  // still one schedule for both steps
+}

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <limits>
 #include <mutex>
 
 #include "schedule.hpp"
@@ -27,6 +28,16 @@ struct Normalized {
   std::unordered_map<const UOpNode*, UOp> original;
 };
 
+/// The key's copy of a DEVICE node: the same device with a marker source. A value computed from
+/// constants alone (an arange) has no buffer to stand for, so without it the key would be the
+/// tensor graph's own nodes: the cache would keep them alive with the memory they were realized
+/// into (a leak), and a later graph that builds the same constants would read that memory
+/// instead of folding them (an arange compared with an index would no longer be countable).
+inline UOp key_device(const UOp& device) {
+  static const UOp marker(Ops::UNIQUE, dtypes::void_, {}, std::numeric_limits<int64_t>::min());
+  return UOp(Ops::DEVICE, device.dtype(), {marker}, device.arg());
+}
+
 inline Normalized normalize(const std::vector<UOp>& roots) {
   const std::vector<UOp> order = pending_graph(roots);
   Normalized n;
@@ -45,12 +56,15 @@ inline Normalized normalize(const std::vector<UOp>& roots) {
     return u.replace(std::move(src));
   };
   for (const UOp& u : order) {
-    if (u.op() == Ops::BUFFER) {
+    if (u.op() == Ops::DEVICE) {
+      done[u.get()] = key_device(u);
+    } else if (u.op() == Ops::BUFFER) {
       done[u.get()] = as_input(u);
     } else if (UOp view = graph::realized(u)) {
       // memory holds it: the key names that memory's place, not how the value was computed
       for (const UOp& v : toposort(view))
-        if (!done.count(v.get())) done[v.get()] = v.op() == Ops::BUFFER ? as_input(v) : rebuild(v);
+        if (!done.count(v.get()))
+          done[v.get()] = v.op() == Ops::BUFFER ? as_input(v) : v.op() == Ops::DEVICE ? key_device(v) : rebuild(v);
       done[u.get()] = done.at(view.get());
     } else {
       done[u.get()] = rebuild(u);
