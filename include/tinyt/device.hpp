@@ -15,6 +15,7 @@
 
 #include "dtype.hpp"
 #include "error.hpp"
+#include "helpers.hpp"
 
 namespace tinyt::inline v0 {
 
@@ -114,7 +115,7 @@ class Buffer {
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   ~Buffer() {
-    if (void* p = ptr_.load()) detail::host_allocator().free(p, nbytes());
+    if (void* p = ptr_.load()) detail::host_allocator().free(p, nbytes()), GlobalCounters::mem_used -= static_cast<int64_t>(nbytes());
   }
 
   const std::string& device() const { return device_; }
@@ -132,7 +133,10 @@ class Buffer {
     Device::require(device_);
     // not std::call_once: glibc's wakes waiters with a system call every time, even with none
     std::lock_guard lock(alloc_mu_);
-    if (!ptr_.load(std::memory_order_relaxed)) ptr_.store(detail::host_allocator().alloc(nbytes()), std::memory_order_release);
+    if (!ptr_.load(std::memory_order_relaxed)) {
+      ptr_.store(detail::host_allocator().alloc(nbytes()), std::memory_order_release);
+      GlobalCounters::mem_used += static_cast<int64_t>(nbytes());
+    }
     return ptr_.load(std::memory_order_relaxed);
   }
   void copyin(const void* src, size_t n) {

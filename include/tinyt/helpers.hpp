@@ -82,12 +82,14 @@ inline std::string getenv_str(const std::string& name, const std::string& fallba
 inline int debug_level() { return static_cast<int>(getenv_int("DEBUG", 0)); }
 
 /// Counters of the work done since the last reset (tests use kernel_count to check fusion).
+/// global_ops and global_mem add up each launched kernel's estimates (engine/estimates.hpp).
 struct GlobalCounters {
   static inline std::atomic<int64_t> kernel_count{0};
   static inline std::atomic<int64_t> global_ops{0};
   static inline std::atomic<int64_t> global_mem{0};
   static inline std::atomic<double> time_sum_s{0.0};
   static inline std::atomic<int64_t> compile_count{0};  // kernels compiled (not found in a cache)
+  static inline std::atomic<int64_t> mem_used{0};       // bytes of device memory allocated now (not reset)
   static void reset() { kernel_count = 0, global_ops = 0, global_mem = 0, time_sum_s = 0.0, compile_count = 0; }
 };
 

@@ -1,7 +1,7 @@
 // The realize engine: schedules a graph, compiles each kernel once (cached by its AST, so a step
 // seen before goes straight to launching), runs the kernels in order, and records where each
-// computed value now lives. DEBUG=1 prints the schedule, 2 a line per kernel with its time,
-// 4 the generated source.
+// computed value now lives. DEBUG=1 prints the schedule, 2 a line per kernel with its time and
+// rates (engine/estimates.hpp), 4 the generated source.
 #pragma once
 
 #include <chrono>
@@ -18,6 +18,7 @@
 #include "codegen/opt/expander.hpp"
 #include "codegen/opt/heuristic.hpp"
 #include "codegen/opt/search.hpp"
+#include "engine/estimates.hpp"
 #include "helpers.hpp"
 #include "renderer/cstyle.hpp"
 #include "renderer/llvmir.hpp"
@@ -63,6 +64,7 @@ struct CompiledKernel {
   codegen::Program program;
   std::string source;  // LLVM IR or C
   CpuCompiler compiler;
+  engine::Estimates estimates;  // what one launch costs, counted once here
   backend::LLVMJit::Function* function = nullptr;
   std::unique_ptr<backend::CProgram> library;  // the C path's shared object, which holds `function`
 };
@@ -78,6 +80,7 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
     expanded = graph_rewrite(graph_rewrite(expanded, codegen::transcendental_rules()), codegen::kernel_rules());
   k->program = codegen::linearize(expanded, schedule::detail::kernel_name(ast));
   k->program.opts = std::move(opts);
+  k->estimates = engine::estimate(k->program);
   k->compiler = compiler;
   if (compiler == CpuCompiler::llvm) {
     k->source = renderer::render_llvm(k->program);
@@ -228,11 +231,13 @@ inline void run_schedule(const std::vector<schedule::Kernel>& kernels) {
     const auto start = std::chrono::steady_clock::now();
     launch(*ck, ptrs.data());
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    ++GlobalCounters::kernel_count;
+    const int64_t number = ++GlobalCounters::kernel_count;
+    GlobalCounters::global_ops += ck->estimates.ops;
+    GlobalCounters::global_mem += ck->estimates.mem;
     GlobalCounters::time_sum_s += seconds;
     if (debug >= 2)
-      std::cerr << "  " << std::left << std::setw(28) << ck->program.name << " " << k.buffers.size() << " buffers  "
-                << std::fixed << std::setprecision(2) << seconds * 1e6 << " us\n";
+      std::cerr << engine::kernel_line(graph::device_of(k.buffers[0]), number, ck->program.name, k.buffers.size(),
+                                       ck->estimates, seconds) << "\n";
     if (k.in_place) graph::buffer_of(k.buffers[0])->overwritten();
     if (!k.temporary) graph::set_realized(k.computes, k.view);
   }
