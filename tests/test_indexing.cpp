@@ -661,3 +661,49 @@ TEST_CASE("indexing: a gather with an integer tensor reads the row directly, wha
     for (const UOp& u : toposort(k.ast)) CHECK(u.op() != Ops::REDUCE);
   CHECK(g.to_vector<float>() == std::vector<float>{10, 11, 5996, 5997});
 }
+
+TEST_CASE("indexing: CHECK_OOB=1 makes an index value out of range an IndexError naming the op, axis and value") {
+  Context check{{"CHECK_OOB", 1}};
+  Tensor m = base3(1, 3, 4).reshape({3, 4});
+  // gather: the first offending element (row-major) is named, with where it sits in the index
+  CHECK(message_of<IndexError>([&] { (void)m.gather(1, i32({0, 3, 4, -1, 1, 1}, {3, 2})); }) ==
+        "gather: index 4 is out of range for axis 1 with size 4 (element (1, 0) of the index tensor of shape (3, 2))");
+  CHECK(message_of<IndexError>([&] { (void)m.gather(0, i32({2, 1, 0, -1}, {1, 4})); }) ==
+        "gather: index -1 is out of range for axis 0 with size 3 (element (0, 3) of the index tensor of shape (1, 4))");
+  CHECK(message_of<IndexError>([&] {
+          (void)m.gather(1, Tensor::from_vector(std::vector<uint8_t>{1, 200, 3}, {3, 1}));
+        }).find("gather: index 200 is out of range for axis 1 with size 4") == 0);
+  CHECK(message_of<IndexError>([&] {
+          (void)m.gather(1, Tensor::from_vector(std::vector<int64_t>{1, 2, int64_t{1} << 40}, {3, 1}));
+        }).find("gather: index 1099511627776 is out of range") == 0);
+  // an index computed lazily is checked on its values, and in range it gives what it gives unchecked
+  Tensor lazy = i32({4, 1, 3, 2, 2, 1}, {3, 2}) - 1;
+  GlobalCounters::reset();
+  CHECK(m.gather(1, lazy).to_vector<float>() ==
+        std::vector<float>{v3(0, 0, 3), v3(0, 0, 0), v3(0, 1, 2), v3(0, 1, 1), v3(0, 2, 1), v3(0, 2, 0)});
+  CHECK(GlobalCounters::kernel_count == 3);  // the index, the check (one number back), the gather
+  // tensor indexing: negative values count from the end, so [-5, 5) is in range for size 5
+  Tensor v = Tensor::from_vector(std::vector<float>{10, 11, 12, 13, 14});
+  CHECK(v[{i32({-5, 4})}].to_vector<float>() == std::vector<float>{10, 14});
+  CHECK(message_of<IndexError>([&] { (void)v[{i32({1, -6, 5})}]; }) ==
+        "index: index -6 is out of range for axis 0 with size 5 (element (1,) of the index tensor of shape (3,))");
+  // the axis is the tensor's, counted past the ints and slices before it
+  Tensor t = Tensor::arange(15).reshape({3, 5});
+  CHECK(message_of<IndexError>([&] { (void)t[{1, i32({0, 7}, {1, 2})}]; }).find("index 7 is out of range for axis 1 with size 5") !=
+        std::string::npos);
+  CHECK(message_of<IndexError>([&] { (void)t[{i32({3}), Slice()}]; }).find("index 3 is out of range for axis 0 with size 3") !=
+        std::string::npos);
+  // a write through an index out of range throws too, and writes nothing
+  Tensor w = Tensor::from_vector(std::vector<float>{1, 2, 3}).realize();
+  CHECK_THROWS_AS((w[{i32({0, 3})}] = Tensor(9.f)), IndexError);
+  CHECK(w.to_vector<float>() == std::vector<float>{1, 2, 3});
+}
+
+TEST_CASE("indexing: without CHECK_OOB an index value out of range reads 0 and writes nothing") {
+  Context unchecked{{"CHECK_OOB", 0}};
+  Tensor v = Tensor::from_vector(std::vector<float>{10, 11, 12});
+  CHECK(v[{i32({2, 3, -4})}].to_vector<float>() == std::vector<float>{12, 0, 0});
+  Tensor w = Tensor::from_vector(std::vector<float>{1, 2, 3}).realize();
+  w[{i32({1, 5})}] = Tensor(9.f);
+  CHECK(w.to_vector<float>() == std::vector<float>{1, 9, 3});
+}

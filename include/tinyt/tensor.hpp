@@ -260,9 +260,12 @@ class Tensor {
   std::vector<Tensor> chunk(int64_t n, int dim = 0) const;
 
   // -- indexing (ops/indexing.hpp) -------------------------------------------------------------
-  /// `t[{1, Slice(0, 4, 2), NewAxis, Ellipsis}]`; assigning to the result writes into `t`.
+  /// `t[{1, Slice(0, 4, 2), NewAxis, Ellipsis}]`; assigning to the result writes into `t`. An
+  /// int out of range is an IndexError; a value out of range in an index tensor reads 0 and
+  /// writes nothing, or is an IndexError with CHECK_OOB=1 (ops/indexing.hpp).
   TensorRef operator[](std::initializer_list<Index> index) const;
   TensorRef operator[](std::vector<Index> index) const;
+  /// PyTorch's gather; an index value out of range reads 0, or is an IndexError with CHECK_OOB=1.
   Tensor gather(int dim, const Tensor& index) const;
   Tensor one_hot(int64_t num_classes) const;
   /// Stores `value` into this tensor's memory (broadcast to its shape), or into fresh memory when

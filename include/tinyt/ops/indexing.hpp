@@ -5,7 +5,11 @@
 // steps, a pad-reshape-shrink for steps above 1, and a reshape. Integer tensor indices select
 // with a one-hot mask (the index compared against an arange) and a sum over the indexed axes,
 // so gathering is a kernel like any other, with no host loop. Out-of-range values in an index
-// tensor are MASKED: they match no position, so a read gives 0 and a write writes nothing.
+// tensor are MASKED by default: they match no position, so a read gives 0 and a write writes
+// nothing. CHECK_OOB=1 makes them an IndexError instead (as PyTorch): before the op is built, a
+// small kernel finds the first offending element of the index into a one-element buffer, and
+// only that number comes back to the host. It realizes the index tensor there and then (a sync
+// point per indexing op), which is why it is a knob and not the default.
 #pragma once
 
 #include "combine.hpp"
@@ -34,6 +38,46 @@ struct ParsedIndex {
   std::vector<int64_t> view_shape;
   std::vector<std::pair<size_t, Tensor>> tensors;
 };
+
+// The dtype an index is compared in: wide enough for the index and for every position of x.
+inline DType index_compare_dtype(DType dt) {
+  if (dt.itemsize() < 4) return dtypes::int32;
+  if (dt == dtypes::uint32) return dtypes::int64;
+  return dt;
+}
+
+/// Whether index tensors are checked for out-of-range values (CHECK_OOB=1).
+inline bool check_oob() { return getenv_int("CHECK_OOB", 0) != 0; }
+
+/// The number held by a 1-element integer tensor, as text (uint64 values past int64 included).
+inline std::string int_text(const Tensor& t) {
+  if (t.dtype().is_unsigned()) return std::to_string(t.cast(dtypes::uint64).item<uint64_t>());
+  return std::to_string(t.cast(dtypes::int64).item<int64_t>());
+}
+
+/// With CHECK_OOB=1, an IndexError from `op` when a value of `idx` is outside [-size, size)
+/// (`wrap`: negative values count from the end) or [0, size), naming the axis, the value and
+/// where it sits in the index.
+inline void check_index_values(const Tensor& idx, int64_t size, bool wrap, const char* op, size_t axis) {
+  if (!check_oob() || idx.numel() == 0) return;
+  const std::vector<int64_t> shape = dims_of(idx);
+  const int64_t n = idx.numel();
+  Tensor(idx).realize();  // once: the check and the op both read it
+  Tensor i = idx.reshape({n}).cast(index_compare_dtype(idx.dtype()));  // holds -size and size
+  const DType dt = i.dtype();
+  const std::string dev = i.device();
+  Tensor bad = i.ge(scalar_of(dt, size, dev));
+  if (!dt.is_unsigned()) bad = bad.logical_or(i.lt(scalar_of(dt, wrap ? -size : 0, dev)));
+  // the first offending position, or n when there is none
+  const Tensor at = Tensor::arange(int64_t{0}, n).cast(dtypes::int64).to(dev);
+  const int64_t first = bad.where(at, scalar_of(dtypes::int64, n, dev)).min().item<int64_t>();
+  if (first == n) return;
+  std::vector<int64_t> where(shape.size());
+  for (size_t d = shape.size(), rest = static_cast<size_t>(first); d-- > 0;)
+    where[d] = static_cast<int64_t>(rest % static_cast<size_t>(shape[d])), rest /= static_cast<size_t>(shape[d]);
+  throw IndexError(cat(op, ": index ", int_text(i[{first}]), " is out of range for axis ", axis, " with size ", size,
+                       " (element ", shape_str(where), " of the index tensor of shape ", shape_str(shape), ")"));
+}
 
 /// Python's slice.indices(size) followed by the length of the range.
 inline DimSelect resolve_slice(const Slice& s, int64_t size) {
@@ -105,6 +149,7 @@ inline ParsedIndex parse_index(const std::vector<int64_t>& shape, const std::vec
             "data)");
       if (!t.dtype().is_int())
         throw DTypeError(cat("index: tensor indices must be integers, not ", t.dtype().name()));
+      check_index_values(t, shape[dim], true, "index", dim);
       p.tensors.emplace_back(p.view_shape.size(), t);
       keep_all();
     }
@@ -199,13 +244,6 @@ struct TensorSelect {
   Tensor mask;                  // bshape + x.shape[dims[0]:] (1 on the dims not indexed)
   bool to_front = false;        // the index dims are not adjacent: the result has bshape first
 };
-
-// The dtype an index is compared in: wide enough for the index and for every position of x.
-inline DType index_compare_dtype(DType dt) {
-  if (dt.itemsize() < 4) return dtypes::int32;
-  if (dt == dtypes::uint32) return dtypes::int64;
-  return dt;
-}
 
 /// `idx == arange(n)` along a new last axis, with idx a tensor of integers; negative values
 /// count from the end when `wrap` is set. Values out of range match nothing.
@@ -365,7 +403,7 @@ inline TensorRef& TensorRef::operator=(const Tensor& value) {
 }
 
 /// out[i][j] = self[index[i][j]][j] for dim 0, and so on (PyTorch's gather). Index values out of
-/// range, negative ones included, are masked: they read 0.
+/// range, negative ones included, are masked: they read 0; with CHECK_OOB=1 they are an IndexError.
 inline Tensor Tensor::gather(int dim, const Tensor& index) const {
   if (!index.defined()) throw Error("gather: the index is the empty Tensor() handle");
   if (!index.dtype().is_int())
@@ -387,6 +425,7 @@ inline Tensor Tensor::gather(int dim, const Tensor& index) const {
   }
   // x[..., 1 (dim d), ..., n]: the candidates of every output element along the last axis
   Tensor x = shrink(keep).unsqueeze(-1).transpose(-1, static_cast<int>(d));
+  detail::check_index_values(index, s[d], false, "gather", d);
   Tensor hit = detail::one_hot_mask(index.to(device()), s[d], false);
   return hit.where(x, detail::scalar_of(dtype(), 0, device())).sum(-1).cast(dtype());
 }
