@@ -245,7 +245,7 @@ inline const Tensor& Tensor::backward(const Tensor& seed) const {
   for (const UOp& u : nodes) in_graph.insert(u.get());
   std::vector<Tensor> targets;
   for (const auto& d : live_tensors().snapshot())
-    if (d->requires_grad.value_or(false) && in_graph.count(d->uop.get())) targets.push_back(Tensor(d));
+    if (auto [u, wants_grad] = shared_fields(*d); wants_grad && in_graph.count(u.get())) targets.push_back(Tensor(d));
   if (targets.empty())
     throw Error(tinyt::detail::cat("backward: nothing in the graph of this ", shape(), " tensor requires grad",
                                    " (set requires_grad(true) on the parameters before building the loss, and call backward before realizing it)"));
@@ -260,6 +260,7 @@ inline const Tensor& Tensor::backward(const Tensor& seed) const {
 inline Tensor& Tensor::requires_grad(bool on) {
   if (on && !dtype().is_float())
     throw DTypeError(tinyt::detail::cat("requires_grad: a ", dtype().name(), " tensor cannot require grad; only floating-point ones can"));
+  std::unique_lock lock(data_mu());  // read by other threads' backward
   d_->requires_grad = on;
   return *this;
 }

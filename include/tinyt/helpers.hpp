@@ -16,7 +16,9 @@
 
 namespace tinyt::inline v0 {
 
-/// Overrides knobs for a scope: `Context ctx{{"BEAM", 2}, {"DEV", "CPU"}};` (innermost wins).
+/// Overrides knobs for a scope of this thread: `Context ctx{{"BEAM", 2}, {"DEV", "CPU"}};`
+/// (innermost wins). Each thread has its own scopes: with one stack for all, a scope could close
+/// under another thread's and leave its setting behind, and each thread would see the others'.
 class Context {
  public:
   using Value = std::variant<int64_t, std::string>;
@@ -29,38 +31,29 @@ class Context {
     Setting(std::string n, const char* v) : name(std::move(n)), value(std::string(v)) {}
   };
   Context(std::initializer_list<Setting> settings) {
-    std::lock_guard lock(mu());
     stack().emplace_back(settings.begin(), settings.end());
     depth_ = stack().size();
   }
   ~Context() {
-    std::lock_guard lock(mu());
     if (stack().size() == depth_) stack().pop_back();
   }
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
-  /// The knob's value as text: the innermost Context that sets it, else the environment.
+  /// The knob's value as text: this thread's innermost Context that sets it, else the environment.
   static std::optional<std::string> lookup(const std::string& name) {
-    {
-      std::lock_guard lock(mu());
-      for (auto it = stack().rbegin(); it != stack().rend(); ++it)
-        for (const Setting& s : *it)
-          if (s.name == name)
-            return std::holds_alternative<int64_t>(s.value) ? std::to_string(std::get<int64_t>(s.value))
-                                                              : std::get<std::string>(s.value);
-    }
+    for (auto it = stack().rbegin(); it != stack().rend(); ++it)
+      for (const Setting& s : *it)
+        if (s.name == name)
+          return std::holds_alternative<int64_t>(s.value) ? std::to_string(std::get<int64_t>(s.value))
+                                                            : std::get<std::string>(s.value);
     if (const char* v = std::getenv(name.c_str())) return std::string(v);
     return std::nullopt;
   }
 
  private:
-  static std::mutex& mu() {
-    static std::mutex m;
-    return m;
-  }
   static std::vector<std::vector<Setting>>& stack() {
-    static std::vector<std::vector<Setting>> s;
+    static thread_local std::vector<std::vector<Setting>> s;
     return s;
   }
   size_t depth_ = 0;

@@ -8,6 +8,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <thread>
 #include <tuple>
 
 #include "backend/cpu_cc.hpp"
@@ -171,7 +172,8 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
               << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << " s\n";
   std::error_code error;
   std::filesystem::create_directories(dir, error);
-  const std::string tmp = file.string() + ".tmp" + std::to_string(::getpid());
+  // a name of this process and thread: two threads may finish searching the same kernel at once
+  const std::string tmp = cat(file.string(), ".tmp", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
   if (!error && std::ofstream(tmp) << codegen::serialize(opts)) std::filesystem::rename(tmp, file, error);
   return opts;  // a cache that cannot be written costs a search next time, nothing else
 }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <shared_mutex>
 #include <vector>
 
 #include "graph.hpp"
@@ -350,6 +351,22 @@ class Tensor {
   std::vector<int64_t> cshape() const { return graph::concrete_shape(uop()); }
   friend Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& shape);
   friend struct TensorAccess;
+
+  // The fields of Data that other threads read through the registry (uop, requires_grad) are
+  // written under this lock and read there under it, shared: a realize or backward in one thread
+  // looks at every live tensor, also those of threads realizing graphs of their own.
+  static std::shared_mutex& data_mu() {
+    static std::shared_mutex m;
+    return m;
+  }
+  void set_uop(UOp u) {
+    std::unique_lock lock(data_mu());
+    d_->uop = std::move(u);
+  }
+  static std::pair<UOp, bool> shared_fields(const Data& d) {
+    std::shared_lock lock(data_mu());
+    return {d.uop, d.requires_grad.value_or(false)};
+  }
 
   // Every live tensor, so that overwriting memory in place (assign) can first compute what
   // other tensors still need from it.

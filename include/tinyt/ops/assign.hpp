@@ -69,16 +69,16 @@ struct AssignPlan {
 
 // Decides which assigns that `roots` need write in place and which write fresh memory (those
 // into memory another tensor names), and which `live` tensors must be computed in the same
-// schedule because they read memory overwritten in place (`is_root[i]`: live[i] is a root).
-// The joined tensors are appended to `roots`, and the roots are rewritten to the moved assigns.
-inline AssignPlan plan_assigns(std::vector<UOp>& roots, const std::vector<Tensor>& live,
+// schedule because they read memory overwritten in place (`is_root[i]`: live[i] is a root; `live`
+// holds the live tensors' UOps). The joined tensors are appended to `roots`, and the roots are
+// rewritten to the moved assigns.
+inline AssignPlan plan_assigns(std::vector<UOp>& roots, const std::vector<UOp>& live,
                                std::vector<bool> is_root) {
   // who names each memory: a live tensor viewing it, or a pending assign into it
   std::unordered_map<const Buffer*, std::vector<const void*>> claims;
-  for (const Tensor& t : live) {
-    const UOp& u = t.uop();
+  for (const UOp& u : live) {
     if (const Buffer* memory = viewed_memory(u)) {
-      claims[memory].push_back(&t);
+      claims[memory].push_back(&u);
     } else if (u.op() == Ops::ASSIGN) {
       if (const UOp target = graph::base_buffer(u.src(0)))
         claims[graph::buffer_of(target).get()].push_back(u.get());
@@ -105,7 +105,7 @@ inline AssignPlan plan_assigns(std::vector<UOp>& roots, const std::vector<Tensor
     std::vector<UOp> others;
     std::vector<size_t> index;
     for (size_t i = 0; i < live.size(); ++i)
-      if (!is_root[i]) others.push_back(live[i].uop()), index.push_back(i);
+      if (!is_root[i]) others.push_back(live[i]), index.push_back(i);
     const std::vector<bool> reads = overwritten.empty()
                                         ? std::vector<bool>(others.size())
                                         : read_overwritten(others, overwritten, assigns);
@@ -154,9 +154,13 @@ inline void realize_tensors(const std::vector<Tensor>& tensors) {
   const bool assigns = std::any_of(pending.begin(), pending.end(), [](const UOp& u) {
     return u.op() == Ops::ASSIGN && !graph::realized(u);
   });
-  std::vector<Tensor> live;  // every live tensor, taken when needed
+  std::vector<Tensor> live;      // every live tensor, taken when needed
+  std::vector<UOp> live_uops;    // ... and its UOp, read once (other threads may update theirs)
   auto take_live = [&] {
-    for (auto& d : Tensor::live_tensors().snapshot()) live.push_back(Tensor(std::move(d)));
+    for (auto& d : Tensor::live_tensors().snapshot()) {
+      live_uops.push_back(Tensor::shared_fields(*d).first);
+      live.push_back(Tensor(std::move(d)));
+    }
   };
   std::vector<bool> is_root;
   auto mark_roots = [&] {
@@ -165,7 +169,7 @@ inline void realize_tensors(const std::vector<Tensor>& tensors) {
   detail::AssignPlan plan;
   if (assigns) {
     take_live(), mark_roots();
-    plan = detail::plan_assigns(uops, live, is_root);
+    plan = detail::plan_assigns(uops, live_uops, is_root);
     for (size_t i : plan.joined) roots.push_back(live[i]), is_root[i] = true;
   }
   std::vector<schedule::Kernel> kernels = schedule::cached_schedule(uops);
@@ -175,7 +179,7 @@ inline void realize_tensors(const std::vector<Tensor>& tensors) {
     std::unordered_set<const UOpNode*> reachable;  // every node the other live tensors reach
     std::vector<UOp> stack;
     for (size_t i = 0; i < live.size(); ++i)
-      if (!is_root[i]) stack.push_back(live[i].uop());
+      if (!is_root[i]) stack.push_back(live_uops[i]);
     while (!stack.empty()) {
       UOp u = std::move(stack.back());
       stack.pop_back();
@@ -191,19 +195,19 @@ inline void realize_tensors(const std::vector<Tensor>& tensors) {
   for (const auto& [old, now] : plan.rewritten)
     if (UOp view = graph::realized(now)) graph::set_realized(old, view);
   for (size_t i = 0; i < roots.size(); ++i)
-    if (UOp view = graph::realized(uops[i])) roots[i].d_->uop = view;
+    if (UOp view = graph::realized(uops[i])) roots[i].set_uop(view);
 }
 
 inline Tensor& Tensor::assign(const Tensor& value) {
   // this tensor must name memory of its own, in its own shape
   if (!graph::base_buffer(uop())) {
     realize();
-    if (!graph::base_buffer(uop())) d_->uop = contiguous().realize().uop();
+    if (!graph::base_buffer(uop())) set_uop(contiguous().realize().uop());
   }
   if (value.defined() && value.device() != device())
     throw DeviceError(detail::cat("assign: the value is on ", value.device(), ", the tensor on ", device()));
   Tensor v = broadcast_to(value.cast(dtype()), cshape());
-  d_->uop = UOp(Ops::ASSIGN, dtype(), {uop(), v.uop()});
+  set_uop(UOp(Ops::ASSIGN, dtype(), {uop(), v.uop()}));
   return *this;
 }
 
