@@ -207,3 +207,61 @@ TEST_CASE("opt: the thread pool runs every part once, also when two threads laun
   for (auto& h : first) CHECK(h.load() == 200);
   for (auto& h : second) CHECK(h.load() == 200);
 }
+
+TEST_CASE("opt: BEAM's choice computes what NOOPT computes for a reduction, a convolution and an elementwise kernel") {
+  tinyt_test::TempDir dir;  // BEAM's choices are cached on disk: here, not in the user's cache
+  tinyt_test::ScopedEnv env;
+  env.set("TINYT_CACHE_DIR", dir.path.string());
+  // the graph is built anew for each setting: a node realized once is not computed again
+  auto both = [](const std::function<Tensor()>& build) {
+    std::pair<std::vector<float>, std::vector<float>> out;
+    {
+      Context c{{"NOOPT", 1}};
+      out.first = build().to_vector<float>();
+    }
+    {
+      Context c{{"BEAM", 2}};
+      out.second = build().to_vector<float>();
+    }
+    return out;
+  };
+  constexpr double eps = 1.0 / (1 << 24);  // float32's unit roundoff
+  // a sum of n terms in any order is within (n-1) * eps * sum|x| of the exact sum; BEAM may
+  // split or reorder it (UNROLL, UPCAST of the reduce, GROUP), so two orders differ by at most
+  // twice that. Values on a 1/24 grid are not exact in float32, so the orders do round apart.
+  const int64_t R = 12, n = 70;
+  std::vector<float> xs = tinyt_test::values(R * n, 21);
+  for (float& x : xs) x /= 3;
+  auto [want, got] = both([&] { return Tensor::from_vector(xs, {R, n}).sum(1); });
+  REQUIRE(got.size() == static_cast<size_t>(R));
+  for (int64_t r = 0; r < R; ++r) {
+    double abs_sum = 0;
+    for (int64_t i = 0; i < n; ++i) abs_sum += std::fabs(xs[static_cast<size_t>(r * n + i)]);
+    INFO("row ", r);
+    CHECK(std::fabs(double(got[static_cast<size_t>(r)]) - want[static_cast<size_t>(r)]) <= 2 * (n - 1) * eps * abs_sum);
+  }
+  // a padded 3x3 convolution: sums of 27 products, each product rounded the same way in both,
+  // so only the order of the sum differs: 2 * 26 * eps * 27 * max|x| * max|w| bounds it
+  std::vector<float> cx = tinyt_test::values(2 * 3 * 7 * 7, 22), cw = tinyt_test::values(4 * 3 * 3 * 3, 23);
+  for (float& x : cx) x /= 3;
+  for (float& w : cw) w /= 5;
+  auto [cwant, cgot] = both([&] {
+    return Tensor::from_vector(cx, {2, 3, 7, 7}).conv2d(Tensor::from_vector(cw, {4, 3, 3, 3}), {}, 1, 1, 1, 1);
+  });
+  REQUIRE(cgot.size() == size_t{2 * 4 * 7 * 7});
+  const double bound = 2 * 26 * eps * 27 * (2.0 / 3) * (2.0 / 5);
+  std::vector<double> cwant_d(cwant.begin(), cwant.end());
+  tinyt_test::check_close(cgot, cwant_d, bound, 0);
+  // elementwise: every element is computed by the same ops whatever the opts (they only choose
+  // which loop iteration computes it), and a max of a product and a sum leaves nothing to fuse
+  // into an FMA: the same bits
+  auto [ewant, egot] = both([] {
+    // big enough that vectors and threads pay (BEAM chose no opts for 1000 elements)
+    const Tensor a = Tensor::from_vector(tinyt_test::values(1 << 15, 24)) / 3, b = Tensor::from_vector(tinyt_test::values(1 << 15, 25)) / 7;
+    return (a * b).maximum(a + b).reshape({128, 256});
+  });
+  CHECK(egot == ewant);
+  size_t cached = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path / "beam")) cached += entry.path().extension() == ".opts";
+  CHECK(cached >= 3);  // each kernel was searched (none came from a cache outside this test)
+}
