@@ -36,6 +36,20 @@ TEST_CASE("estimates: a matmul is 2*M*N*K ops and the bytes of A, B and C") {
   }
 }
 
+TEST_CASE("estimates: threaded and tiled kernels count the same work") {
+  // big enough for the hand-coded opts to thread and tile them: a thread loop counts its whole
+  // size (the threads together do all of it), an unrolled or upcast loop its lanes
+  const int64_t M = 96, K = 128, N = 80;
+  Tensor a = input({M, K}, 9), b = input({K, N}, 10);
+  auto [ops, mem] = counted(a.matmul(b));
+  CHECK(ops == 2 * M * N * K);
+  CHECK(mem == (M * K + K * N + M * N) * 4);
+  Tensor big = input({1 << 17}, 11);
+  auto [eops, emem] = counted((big * 3 + 1).relu());
+  CHECK(eops == 3 * (1 << 17));  // a mul, an add and a max per element
+  CHECK(emem == 2 * (1 << 17) * 4);
+}
+
 TEST_CASE("estimates: elementwise kernels count one op per element per ALU op, and each buffer once") {
   Context c{{"NOOPT", 1}};
   Tensor a = input({300}, 3), b = input({300}, 4);
