@@ -115,7 +115,10 @@ class Buffer {
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   ~Buffer() {
-    if (void* p = ptr_.load()) detail::host_allocator().free(p, nbytes()), GlobalCounters::mem_used -= static_cast<int64_t>(nbytes());
+    if (void* p = ptr_.load()) {
+      detail::host_allocator().free(p, nbytes());
+      GlobalCounters::mem_used -= static_cast<int64_t>(nbytes());
+    }
   }
 
   const std::string& device() const { return device_; }

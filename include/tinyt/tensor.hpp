@@ -356,8 +356,8 @@ class Tensor {
   // written under this lock and read there under it, shared: a realize or backward in one thread
   // looks at every live tensor, also those of threads realizing graphs of their own.
   static std::shared_mutex& data_mu() {
-    static std::shared_mutex m;
-    return m;
+    static auto* m = new std::shared_mutex;  // never destroyed, like the registry
+    return *m;
   }
   void set_uop(UOp u) {
     std::unique_lock lock(data_mu());
