@@ -8,6 +8,7 @@
 // before the overwrite.
 #pragma once
 
+#include <shared_mutex>
 #include <unordered_set>
 
 #include "movement.hpp"
@@ -150,10 +151,19 @@ inline void realize_tensors(const std::vector<Tensor>& tensors) {
   std::vector<UOp> uops;
   for (const Tensor& t : tensors)
     if (root_ids.insert(t.id()).second) roots.push_back(t), uops.push_back(t.uop());
-  const std::vector<UOp> pending = schedule::detail::pending_graph(uops);
-  const bool assigns = std::any_of(pending.begin(), pending.end(), [](const UOp& u) {
-    return u.op() == Ops::ASSIGN && !graph::realized(u);
-  });
+  auto pending_assigns = [&] {
+    const std::vector<UOp> pending = schedule::detail::pending_graph(uops);
+    return std::any_of(pending.begin(), pending.end(), [](const UOp& u) { return u.op() == Ops::ASSIGN && !graph::realized(u); });
+  };
+  // A schedule that overwrites memory in place runs alone. Its plan looks at every live tensor,
+  // and another thread's tensor may name the same memory (equal graphs are one node: two
+  // threads' zeros(n).contiguous() can be one realized buffer): that tensor must be made before
+  // the plan, which then sees it, or after the overwrite, which makes it compute anew.
+  static auto* in_place = new std::shared_mutex;  // never destroyed, like the registry
+  std::unique_lock<std::shared_mutex> alone(*in_place, std::defer_lock);
+  std::shared_lock<std::shared_mutex> together(*in_place);
+  bool assigns = pending_assigns();
+  if (assigns) together.unlock(), alone.lock(), assigns = pending_assigns();
   std::vector<Tensor> live;      // every live tensor, taken when needed
   std::vector<UOp> live_uops;    // ... and its UOp, read once (other threads may update theirs)
   auto take_live = [&] {
