@@ -86,3 +86,59 @@ TEST_CASE("gradient paths: a floating-point op without a gradient rule is an err
   CHECK(msg.find("ASSIGN") != std::string::npos);
   CHECK(msg.find("target 0 (shape (3,))") != std::string::npos);
 }
+
+TEST_CASE("parameters: equal tensors that require grad get gradients and updates of their own") {
+  // zeros(3) twice is one graph; as parameters they are two, and a plain zeros(3) a third value
+  const Tensor plain = Tensor::zeros({3}).realize();
+  Tensor w1 = Tensor::zeros({3}), w2 = Tensor::zeros({3});
+  w1.requires_grad(true), w2.requires_grad(true);
+  const Tensor x = Tensor::from_vector<float>({1.f, 2.f, 3.f});
+  const Tensor loss = (w1 * x + w2 * 10 + plain * 100).sum();
+  const std::vector<Tensor> g = loss.gradient({w1, w2});
+  CHECK(floats(g[0]) == std::vector<float>{1, 2, 3});
+  CHECK(floats(g[1]) == std::vector<float>{10, 10, 10});
+  loss.backward();
+  CHECK(floats(w1.grad()) == std::vector<float>{1, 2, 3});
+  CHECK(floats(w2.grad()) == std::vector<float>{10, 10, 10});
+  nn::optim::SGD opt({w1, w2}, 0.5);  // used to throw "params share memory"
+  opt.step();
+  CHECK(floats(w1) == std::vector<float>{-0.5f, -1.f, -1.5f});
+  CHECK(floats(w2) == std::vector<float>{-5, -5, -5});
+  CHECK(floats(plain) == std::vector<float>{0, 0, 0});
+  CHECK(floats(Tensor::zeros({3})) == std::vector<float>{0, 0, 0});
+}
+
+TEST_CASE("parameters: equal-initialized Linear layers and vectors train as PyTorch's, SGD momentum and Adam") {
+  const Tensor x1 = vals(12, 9, {4, 3}), x2 = vals(12, 10, {4, 3});
+  const Tensor t = vals(8, 11, {4, 2}), v = vals(3, 12), u = vals(3, 13);
+  for (const std::string name : {"sgd", "adam"}) {
+    INFO("optimizer ", name);
+    // equal in pairs: the weights full(0.25), the biases and the vectors zeros; the optimizer's
+    // momentum buffers and moments start as equal zeros too
+    nn::Linear l1(3, 2), l2(3, 2);
+    l1.weight = Tensor::full({2, 3}, 0.25f), l2.weight = Tensor::full({2, 3}, 0.25f);
+    l1.bias = Tensor::zeros({2}), l2.bias = Tensor::zeros({2});
+    Tensor w3 = Tensor::zeros({3}), w4 = Tensor::zeros({3});
+    const std::vector<Tensor> params{l1.weight, l2.weight, l1.bias, l2.bias, w3, w4};
+    std::unique_ptr<nn::optim::Optimizer> opt;
+    if (name == "sgd") opt = std::make_unique<nn::optim::SGD>(params, 0.1, 0.9);
+    else opt = std::make_unique<nn::optim::Adam>(params, 0.05);
+    for (int s = 0; s < 3; ++s) {
+      INFO("step ", s);
+      opt->zero_grad();
+      const Tensor loss = (l1(x1) - t).square().mean() + (l2(x2).tanh() * 0.5).sum() + (w3 * v).sum() +
+                          (w4 * w4 + w4 * u).sum();
+      loss.backward();
+      check_close({loss.item<float>()}, want(name + ".loss." + std::to_string(s)), 1e-6, 1e-5);
+      for (size_t k = 0; k < params.size(); ++k) {
+        INFO("param ", k);
+        check_grad(params[k].grad(), name + ".grad." + std::to_string(s) + "." + std::to_string(k));
+      }
+      opt->step();
+      for (size_t k = 0; k < params.size(); ++k) {
+        INFO("param ", k);
+        check_close(floats(params[k]), want(name + ".param." + std::to_string(s) + "." + std::to_string(k)), 1e-6, 1e-5);
+      }
+    }
+  }
+}

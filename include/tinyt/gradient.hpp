@@ -253,6 +253,13 @@ inline const Tensor& Tensor::backward(const Tensor& seed) const {
 inline Tensor& Tensor::requires_grad(bool on) {
   if (on && !dtype().is_float())
     throw DTypeError(tinyt::detail::cat("requires_grad: a ", dtype().name(), " tensor cannot require grad; only floating-point ones can"));
+  if (on && !requires_grad()) {
+    // Gradients are found by graph node, and equal lazy graphs are one node (w1 = zeros(3) and
+    // w2 = zeros(3) would get the sum of both gradients): a parameter is memory of its own. Not
+    // a new name for shared memory: the scheduler orders the kernels that read and overwrite
+    // memory by BUFFER node, and an optimizer step would write one in place.
+    own_memory();
+  }
   d_->requires_grad = on;
   return *this;
 }

@@ -189,17 +189,6 @@ inline void Optimizer::finish_init() {
   std::vector<Tensor> all = params_;
   all.insert(all.end(), state_.begin(), state_.end());
   realize_tensors(all);
-  // distinct params built from equal lazy graphs may share memory after realizing; one update
-  // would then overwrite the other's
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const UOp bi = graph::base_buffer(params_[i].uop());
-    for (size_t j = 0; bi && j < i; ++j)
-      if (const UOp bj = graph::base_buffer(params_[j].uop());
-          bj && graph::buffer_of(bi) == graph::buffer_of(bj))
-        throw Error(tinyt::detail::cat(
-            name_, ": params ", j, " and ", i, " (shape ", params_[i].shape(),
-            ") share memory; give each its own (from_vector, or empty + assign)"));
-  }
 }
 
 inline std::vector<Tensor> Optimizer::schedule_step() {

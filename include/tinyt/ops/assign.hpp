@@ -194,6 +194,14 @@ inline void realize_tensors(const std::vector<Tensor>& tensors) {
     if (UOp view = graph::realized(uops[i])) roots[i].d_->uop = view;
 }
 
+inline void Tensor::own_memory() {
+  // an assign into a new buffer: the value is computed straight into it when it is still lazy,
+  // copied when it is in memory already (memory that equal graphs may share)
+  Tensor fresh = Tensor::empty(shape(), dtype(), device());
+  fresh.assign(*this);
+  d_->uop = fresh.realize().uop();
+}
+
 inline Tensor& Tensor::assign(const Tensor& value) {
   // this tensor must name memory of its own, in its own shape
   if (!graph::base_buffer(uop())) {
