@@ -297,7 +297,8 @@ class Tensor {
   /// d(this)/d(target) for each target, as lazy tensors. `seed` is d(loss)/d(this); it may be
   /// omitted only for a scalar. A target this does not use, or uses only through values without a
   /// derivative (detach, integer or bool values: casts, comparisons, argmax), gets zeros; a
-  /// floating-point op with no gradient rule on the way to a target is an Error naming it.
+  /// floating-point op with no gradient rule on the way to a target is an Error naming it. Targets
+  /// are found by graph node: equal lazy graphs are one node unless each requires grad.
   std::vector<Tensor> gradient(const std::vector<Tensor>& targets, const Tensor& seed = {}) const;
   /// Adds d(this)/d(t) to t.grad() for every live tensor t with requires_grad set in this graph.
   const Tensor& backward(const Tensor& seed = {}) const;
