@@ -108,6 +108,33 @@ TEST_CASE("parameters: equal tensors that require grad get gradients and updates
   CHECK(floats(Tensor::zeros({3})) == std::vector<float>{0, 0, 0});
 }
 
+TEST_CASE("parameters: requires_grad copies memory only when something else may name it") {
+  // zeros(3) built twice is one graph, and what w is computed into, plain (still lazy) reads:
+  // w becomes a parameter by a copy
+  const Tensor plain = Tensor::zeros({3});
+  Tensor w = Tensor::zeros({3}).realize();
+  GlobalCounters::reset();
+  w.requires_grad(true);
+  CHECK(GlobalCounters::kernel_count == 1);
+  nn::optim::SGD opt({w}, 1.0);
+  w.set_grad(Tensor::from_vector<float>({1.f, 2.f, 3.f}));
+  opt.step();
+  CHECK(floats(w) == std::vector<float>{-1, -2, -3});
+  CHECK(floats(plain) == std::vector<float>{0, 0, 0});
+  // memory that only this tensor names (from_vector, a load) is a parameter as it is
+  Tensor loaded = Tensor::from_vector<float>({1.f, 2.f, 3.f}, {3, 1});
+  GlobalCounters::reset();
+  loaded.requires_grad(true);
+  CHECK(GlobalCounters::kernel_count == 0);
+  // ... but not when another handle views it
+  Tensor viewed = Tensor::from_vector<float>({1.f, 2.f, 3.f});
+  const Tensor view = viewed.reshape({3, 1});
+  GlobalCounters::reset();
+  viewed.requires_grad(true);
+  CHECK(GlobalCounters::kernel_count == 1);
+  CHECK(floats((view * 2 + viewed.reshape({3, 1})).sum().gradient({viewed})[0]) == std::vector<float>{1, 1, 1});
+}
+
 TEST_CASE("parameters: equal-initialized Linear layers and vectors train as PyTorch's, SGD momentum and Adam") {
   const Tensor x1 = vals(12, 9, {4, 3}), x2 = vals(12, 10, {4, 3});
   const Tensor t = vals(8, 11, {4, 2}), v = vals(3, 12), u = vals(3, 13);

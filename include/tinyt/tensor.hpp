@@ -346,7 +346,7 @@ class Tensor {
   static Tensor scalar(DType dt, double v);
   static Tensor scalar(DType dt, int64_t v);
   bool weak() const { return d_ && d_->weak; }
-  /// Puts this tensor's value in fresh memory that no other tensor or graph names (a parameter).
+  /// Puts this tensor's value in memory that no other tensor or graph names (a parameter).
   void own_memory();
   Tensor binary(Ops op, const Tensor& o, const char* name, bool to_float = false) const;
   Tensor unary(Ops op) const;
