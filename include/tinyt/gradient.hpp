@@ -3,6 +3,7 @@
 // The backward pass is then ordinary lazy tensors, scheduled and fused with everything else.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <numbers>
 #include <unordered_map>
@@ -163,45 +164,46 @@ inline const std::array<Rule, op_count>& rules() {
   return table;
 }
 
-// An op that stopped the gradient on its way from the loss to `target`, for the error message.
-inline std::string blocker(const std::vector<UOp>& blocked, const UOp& target) {
-  for (const UOp& b : blocked)
-    for (const UOp& u : toposort(b))
-      if (u == target) return op_name(b.op());
-  return "";
-}
-
-struct Result {
-  std::unordered_map<const UOpNode*, Tensor> grads;
-  std::vector<UOp> blocked;  // nodes reached by a gradient that has no rule for them
-};
-
 // d(root)/d(node) for every node between root and a target, starting from d(root)/d(root) = seed.
-inline Result backpropagate(const UOp& root, const Tensor& seed, const std::unordered_set<const UOpNode*>& targets) {
+// A gradient flows only through floating-point nodes other than DETACH: an integer or bool value
+// (a cast to int, a comparison, argmax, a where's condition) is flat almost everywhere, so a
+// target reached only that way gets zeros, as in PyTorch and tinygrad. A floating-point op with
+// no rule on the way to a target is an error, not a silent zero.
+inline std::unordered_map<const UOpNode*, Tensor> backpropagate(const UOp& root, const Tensor& seed,
+                                                                const std::vector<Tensor>& targets) {
+  using tinyt::detail::cat;
+  std::unordered_set<const UOpNode*> wanted;
+  for (const Tensor& t : targets) wanted.insert(t.uop().get());
   const std::vector<UOp> order = toposort(root);
-  std::unordered_set<const UOpNode*> leads_to_target;
+  // `through`: a gradient reaching the node flows on to a target below it
+  std::unordered_set<const UOpNode*> through;
+  auto leads = [&](const UOp& u) { return wanted.count(u.get()) || through.count(u.get()); };
   for (const UOp& u : order)
-    if (targets.count(u.get()) || std::any_of(u.src().begin(), u.src().end(), [&](const UOp& s) { return leads_to_target.count(s.get()); }))
-      leads_to_target.insert(u.get());
-  Result r;
-  r.grads.emplace(root.get(), seed);
+    if (u.dtype().is_float() && u.op() != Ops::DETACH && std::any_of(u.src().begin(), u.src().end(), leads))
+      through.insert(u.get());
+  std::unordered_map<const UOpNode*, Tensor> grads;
+  grads.emplace(root.get(), seed);
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const UOp& node = *it;
-    auto g = r.grads.find(node.get());
-    if (g == r.grads.end() || node.src().empty() || !leads_to_target.count(node.get())) continue;
+    auto g = grads.find(node.get());
+    if (g == grads.end() || !through.count(node.get())) continue;
     const Rule rule = rules()[static_cast<size_t>(node.op())];
-    if (node.op() == Ops::DETACH) continue;  // cut on purpose: the targets under it get zeros
-    if (!rule || !node.dtype().is_float()) { r.blocked.push_back(node); continue; }
+    if (!rule) {
+      const std::vector<UOp> below = toposort(node);
+      size_t i = 0;
+      while (i + 1 < targets.size() && std::find(below.begin(), below.end(), targets[i].uop()) == below.end()) ++i;
+      throw Error(cat("gradient: the loss depends on target ", i, " (shape ", targets[i].shape(), ") through ",
+                      op_name(node.op()), ", which has no gradient rule"));
+    }
     const std::vector<Tensor> src_grads = rule(g->second, node);
     for (size_t i = 0; i < src_grads.size(); ++i) {
       const UOp& s = node.src(i);
-      if (!src_grads[i].defined() || !leads_to_target.count(s.get())) continue;
-      if (!s.dtype().is_float()) { r.blocked.push_back(s); continue; }  // a comparison, an integer
-      auto [slot, fresh] = r.grads.try_emplace(s.get(), src_grads[i]);
+      if (!src_grads[i].defined() || !leads(s)) continue;
+      auto [slot, fresh] = grads.try_emplace(s.get(), src_grads[i]);
       if (!fresh) slot->second = slot->second.add(src_grads[i]);
     }
   }
-  return r;
+  return grads;
 }
 }  // namespace gradient_detail
 
@@ -217,24 +219,15 @@ inline std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& targets, 
     throw ShapeError(cat("gradient: the seed has shape ", start.shape(), " but the loss has shape ", shape()));
   }
   start = start.cast(dtype());
-  std::unordered_set<const UOpNode*> wanted;
-  for (size_t i = 0; i < targets.size(); ++i) {
+  for (size_t i = 0; i < targets.size(); ++i)
     if (!targets[i].dtype().is_float())
       throw DTypeError(cat("gradient: target ", i, " is ", targets[i].dtype().name(), "; only floating-point tensors have gradients"));
-    wanted.insert(targets[i].uop().get());
-  }
-  const gradient_detail::Result r = gradient_detail::backpropagate(uop(), start, wanted);
+  const auto grads = gradient_detail::backpropagate(uop(), start, targets);
   std::vector<Tensor> out;
-  for (size_t i = 0; i < targets.size(); ++i) {
-    const UOp& t = targets[i].uop();
-    if (auto g = r.grads.find(t.get()); g != r.grads.end()) {
-      out.push_back(g->second);
-      continue;
-    }
-    if (std::string op = gradient_detail::blocker(r.blocked, t); !op.empty())
-      throw Error(cat("gradient: the loss depends on target ", i, " (shape ", targets[i].shape(), ") only through ", op,
-                      ", which has no derivative"));
-    out.push_back(Tensor::zeros(targets[i].shape(), targets[i].dtype(), targets[i].device()));  // unused (or detached)
+  for (const Tensor& t : targets) {
+    auto g = grads.find(t.uop().get());
+    // unused, detached, or reached only through integer or bool values
+    out.push_back(g != grads.end() ? g->second : Tensor::zeros(t.shape(), t.dtype(), t.device()));
   }
   return out;
 }
@@ -260,6 +253,13 @@ inline const Tensor& Tensor::backward(const Tensor& seed) const {
 inline Tensor& Tensor::requires_grad(bool on) {
   if (on && !dtype().is_float())
     throw DTypeError(tinyt::detail::cat("requires_grad: a ", dtype().name(), " tensor cannot require grad; only floating-point ones can"));
+  if (on && !requires_grad()) {
+    // Gradients are found by graph node, and equal lazy graphs are one node (w1 = zeros(3) and
+    // w2 = zeros(3) would get the sum of both gradients): a parameter is memory of its own. Not
+    // a new name for shared memory: the scheduler orders the kernels that read and overwrite
+    // memory by BUFFER node, and an optimizer step would write one in place.
+    own_memory();  // realizes, so it runs before the lock below is taken
+  }
   std::unique_lock lock(data_mu());  // read by other threads' backward
   d_->requires_grad = on;
   return *this;

@@ -299,13 +299,18 @@ class Tensor {
 
   // -- gradients (gradient.hpp) -----------------------------------------------------------------
   /// d(this)/d(target) for each target, as lazy tensors. `seed` is d(loss)/d(this); it may be
-  /// omitted only for a scalar. A target this does not use gets zeros.
+  /// omitted only for a scalar. A target this does not use, or uses only through values without a
+  /// derivative (detach, integer or bool values: casts, comparisons, argmax), gets zeros; a
+  /// floating-point op with no gradient rule on the way to a target is an Error naming it. Targets
+  /// are found by graph node: equal lazy graphs are one node unless each requires grad.
   std::vector<Tensor> gradient(const std::vector<Tensor>& targets, const Tensor& seed = {}) const;
   /// Adds d(this)/d(t) to t.grad() for every live tensor t with requires_grad set in this graph.
   const Tensor& backward(const Tensor& seed = {}) const;
   /// Whether backward() computes this tensor's gradient (PyTorch's requires_grad).
   bool requires_grad() const { return d_ && d_->requires_grad.value_or(false); }
-  /// Sets requires_grad; floating-point tensors only. Returns this tensor.
+  /// Sets requires_grad; floating-point tensors only. Returns this tensor. Turning it on makes the
+  /// tensor a parameter of its own, as in PyTorch: realized into memory of its own (so equal
+  /// values never merge two parameters); graphs built before do not reach it.
   Tensor& requires_grad(bool on);
   /// requires_grad as set: empty when never set (an optimizer then turns it on, as in tinygrad).
   std::optional<bool> requires_grad_setting() const { return d_ ? d_->requires_grad : std::nullopt; }
@@ -345,6 +350,8 @@ class Tensor {
   static Tensor scalar(DType dt, double v);
   static Tensor scalar(DType dt, int64_t v);
   bool weak() const { return d_ && d_->weak; }
+  /// Puts this tensor's value in memory that no other tensor or graph names (a parameter).
+  void own_memory();
   Tensor binary(Ops op, const Tensor& o, const char* name, bool to_float = false) const;
   Tensor unary(Ops op) const;
   Tensor reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const;

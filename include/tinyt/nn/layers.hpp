@@ -23,15 +23,6 @@ inline int64_t checked_size(int64_t n, const char* layer, const char* what) {
   if (n < 0) throw ShapeError(cat(layer, ": ", what, " must not be negative, got ", n));
   return n;
 }
-/// `init` in memory of its own. Equal constants are one hash-consed graph (a BatchNorm's bias and
-/// running_mean are both zeros(C)), and gradients are found by graph node: without a buffer each,
-/// the bias would also receive whatever reached running_mean's node, and the optimizer refuses
-/// params that share memory.
-inline Tensor owned(const Tensor& init) {
-  Tensor t = Tensor::empty(init.shape(), init.dtype());
-  t.assign(init);
-  return t.realize();
-}
 /// Uniform in +-1/sqrt(fan_in) (PyTorch's Linear and Conv init); an empty fan gives zeros.
 inline Tensor uniform_fan_in(Shape shape, int64_t fan_in) {
   const double bound = fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.0;
@@ -146,13 +137,13 @@ struct BatchNorm {
         eps(eps_),
         momentum(momentum_),
         track_running_stats(track_running_stats_) {
-    if (affine) weight = layer_detail::owned(Tensor::ones({sz})), bias = layer_detail::owned(Tensor::zeros({sz}));
+    if (affine) weight = Tensor::ones({sz}), bias = Tensor::zeros({sz});
     if (track_running_stats) {
-      running_mean = layer_detail::owned(Tensor::zeros({sz}));
-      running_var = layer_detail::owned(Tensor::ones({sz}));
+      running_mean = Tensor::zeros({sz});
+      running_var = Tensor::ones({sz});
       running_mean.requires_grad(false), running_var.requires_grad(false);
     }
-    num_batches_tracked = layer_detail::owned(Tensor::zeros({1}, dtypes::int64));
+    num_batches_tracked = Tensor::zeros({1}, dtypes::int64);
     num_batches_tracked.requires_grad(false);
   }
   Tensor operator()(const Tensor& x) const;
@@ -209,7 +200,7 @@ struct LayerNorm {
     for (int64_t d : normalized_shape)
       layer_detail::checked_size(d, "LayerNorm", "normalized_shape");
     if (elementwise_affine)
-      weight = layer_detail::owned(Tensor::ones(Shape(normalized_shape))), bias = layer_detail::owned(Tensor::zeros(Shape(normalized_shape)));
+      weight = Tensor::ones(Shape(normalized_shape)), bias = Tensor::zeros(Shape(normalized_shape));
   }
   /// `LayerNorm({2, 3})`: without this, the braces could also make a LayerNorm(2, 3) to copy.
   LayerNorm(std::initializer_list<int64_t> normalized_shape_, double eps_ = 1e-5,
@@ -239,7 +230,7 @@ struct RMSNorm {
   /// weight ones(dim) when `elementwise_affine`.
   RMSNorm(int64_t dim_, double eps_ = 1e-6, bool elementwise_affine = true)
       : dim(layer_detail::checked_size(dim_, "RMSNorm", "dim")), eps(eps_) {
-    if (elementwise_affine) weight = layer_detail::owned(Tensor::ones({dim}));
+    if (elementwise_affine) weight = Tensor::ones({dim});
   }
   /// x / sqrt(mean(x^2) + eps) computed in float32 at least, back in x's dtype, times weight.
   Tensor operator()(const Tensor& x) const {
@@ -264,7 +255,7 @@ struct GroupNorm {
     if (num_groups < 1 || num_channels < 0 || num_channels % num_groups)
       throw ShapeError(layer_detail::cat("GroupNorm: ", num_channels,
                                          " channels do not divide into ", num_groups, " groups"));
-    if (affine) weight = layer_detail::owned(Tensor::ones({num_channels})), bias = layer_detail::owned(Tensor::zeros({num_channels}));
+    if (affine) weight = Tensor::ones({num_channels}), bias = Tensor::zeros({num_channels});
   }
   Tensor operator()(const Tensor& x) const {
     const auto s = layer_detail::channels_first(x, num_channels, "GroupNorm");

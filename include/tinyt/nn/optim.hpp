@@ -57,7 +57,7 @@ class Optimizer {
   virtual std::vector<Tensor> updated(const std::vector<Tensor>& grads) = 0;
   /// A state tensor in memory of its own, filled with `value`, listed in state().
   Tensor new_state(const Shape& shape, DType dtype, double value);
-  /// Realizes the params and the state: called last by each optimizer's constructor.
+  /// Realizes the params, the buffers and the state: called last by each optimizer's constructor.
   void finish_init();
   /// Throws unless lo <= value (and value < hi when hi is given): PyTorch's argument checks.
   void check_arg(const char* what, double value, double lo, double hi = INFINITY) const;
@@ -187,19 +187,10 @@ inline Tensor Optimizer::new_state(const Shape& shape, DType dtype, double value
 
 inline void Optimizer::finish_init() {
   std::vector<Tensor> all = params_;
-  all.insert(all.end(), state_.begin(), state_.end());
+  // the buffers too: a layer's running statistics start lazy, and an assign into a lazy tensor
+  // realizes it first, on its own
+  for (const auto* list : {&buffers_, &state_}) all.insert(all.end(), list->begin(), list->end());
   realize_tensors(all);
-  // distinct params built from equal lazy graphs may share memory after realizing; one update
-  // would then overwrite the other's
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const UOp bi = graph::base_buffer(params_[i].uop());
-    for (size_t j = 0; bi && j < i; ++j)
-      if (const UOp bj = graph::base_buffer(params_[j].uop());
-          bj && graph::buffer_of(bi) == graph::buffer_of(bj))
-        throw Error(tinyt::detail::cat(
-            name_, ": params ", j, " and ", i, " (shape ", params_[i].shape(),
-            ") share memory; give each its own (from_vector, or empty + assign)"));
-  }
 }
 
 inline std::vector<Tensor> Optimizer::schedule_step() {

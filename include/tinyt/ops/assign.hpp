@@ -208,6 +208,30 @@ inline void realize_tensors(const std::vector<Tensor>& tensors) {
     if (UOp view = graph::realized(uops[i])) roots[i].set_uop(view);
 }
 
+namespace detail {
+// Whether `view` (a tensor's value) is memory nobody else can name: no other tensor, graph or
+// remembered value holds the view or its BUFFER node, and no other BUFFER node names the bytes
+// (counted by references; one held somewhere unexpected only costs a copy).
+inline bool sole_view(const UOp& view) {
+  const UOp* base = view.op() == Ops::BUFFER ? &view
+                    : view.op() == Ops::RESHAPE && view.src(0).op() == Ops::BUFFER ? &view.src(0)
+                                                                                   : nullptr;
+  if (!base || view->refs.load() != 1 || (*base)->refs.load() != 1) return false;
+  TensorMeta& m = graph::meta(*base);
+  std::lock_guard lock(m.mu);
+  return !m.buffer || m.buffer.use_count() == 1;
+}
+}  // namespace detail
+
+inline void Tensor::own_memory() {
+  if (detail::sole_view(uop())) return;  // from_vector, from_blob, a load: no copy
+  // an assign into a new buffer: the value is computed straight into it when it is still lazy,
+  // copied when it is in memory that equal graphs may share
+  Tensor fresh = Tensor::empty(shape(), dtype(), device());
+  fresh.assign(*this);
+  set_uop(fresh.realize().uop());  // under the lock other threads read it with
+}
+
 inline Tensor& Tensor::assign(const Tensor& value) {
   // this tensor must name memory of its own, in its own shape
   if (!graph::base_buffer(uop())) {
