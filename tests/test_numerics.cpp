@@ -163,3 +163,17 @@ TEST_CASE("numerics: integer and bool sums are int64, as PyTorch's") {
   // arange stays the default int (it is a cumulative sum inside)
   CHECK(Tensor::arange(5).dtype() == dtypes::int32);
 }
+
+// -- C++ scalars ---------------------------------------------------------------------------------
+
+TEST_CASE("numerics: a C++ double rounds once to the float16 or bfloat16 it meets") {
+  // just past the midpoint between two float16 (bfloat16) numbers: rounded to float first it
+  // would land on the midpoint and go to the even one below
+  const double past_tie16 = 1 + 0x1p-11 + 0x1p-40, past_tie_bf = 1 + 0x1p-8 + 0x1p-40;
+  CHECK(values(make(dtypes::float16, {}, {0.0}).add(past_tie16)) == std::vector<double>{1 + 0x1p-10});
+  CHECK(values(make(dtypes::bfloat16, {}, {0.0}).add(past_tie_bf)) == std::vector<double>{1 + 0x1p-7});
+  CHECK(values(Tensor::full({1}, past_tie16, dtypes::float16)) == std::vector<double>{1 + 0x1p-10});
+  CHECK(values(make(dtypes::float16, {}, {0.0}).sub(past_tie16)) == std::vector<double>{-(1 + 0x1p-10)});
+  // and a float64 tensor keeps every digit of it
+  CHECK(make(dtypes::float64, {}, {0.0}).add(past_tie16).to_vector<double>()[0] == past_tie16);
+}
