@@ -177,3 +177,70 @@ TEST_CASE("numerics: a C++ double rounds once to the float16 or bfloat16 it meet
   // and a float64 tensor keeps every digit of it
   CHECK(make(dtypes::float64, {}, {0.0}).add(past_tie16).to_vector<double>()[0] == past_tie16);
 }
+
+// -- integer division ---------------------------------------------------------------------------
+
+namespace {
+/// Python's floor division and remainder in 128 bits, wrapped to dt by hand; by 0 both are 0.
+std::pair<i128, i128> floor_divmod(i128 x, i128 y, DType dt) {
+  if (y == 0) return {0, 0};
+  i128 q = x / y, r = x % y;
+  if (r != 0 && (r < 0) != (y < 0)) q -= 1, r += y;
+  const int bits = 8 * dt.itemsize();
+  const u128 u = static_cast<u128>(q) & ((static_cast<u128>(1) << bits) - 1);
+  if (!dt.is_unsigned() && (u >> (bits - 1)) & 1) q = static_cast<i128>(u) - (static_cast<i128>(1) << bits);
+  else q = static_cast<i128>(u);
+  return {q, r};
+}
+}  // namespace
+
+TEST_CASE("numerics: integer // and % by 0 give 0 and INT_MIN // -1 wraps, on both backends") {
+  for (int cc : {0, 1}) {
+    Context backend{{"CPU_LLVM", cc ? 0 : 1}};
+    for (DType dt : {dtypes::int8, dtypes::int16, dtypes::int32, dtypes::int64, dtypes::uint8, dtypes::uint32}) {
+      CAPTURE(cc);
+      CAPTURE(dt);
+      const i128 lo = dtypes::min_int(dt);
+      const std::vector<int64_t> xs = {7, -7, 0, static_cast<int64_t>(lo), 5, -128, 100};
+      const std::vector<int64_t> ys = {0, -1, 3, -1, 0, 2, -3};
+      const Tensor x = make(dt, xs, {}), y = make(dt, ys, {});
+      // the divisor a tensor (unknown in the kernel), and a constant 0
+      for (const Tensor& q : {x.floordiv(y), x.mod(y), x.floordiv(0), x.mod(0)}) {
+        const bool is_mod = q.uop() == x.mod(y).uop() || q.uop() == x.mod(0).uop();
+        const bool by_zero = q.uop() == x.floordiv(0).uop() || q.uop() == x.mod(0).uop();
+        const Tensor got_t = q.cast(dtypes::int64);
+        const std::vector<int64_t> got = got_t.to_vector<int64_t>();
+        for (size_t i = 0; i < xs.size(); ++i) {
+          const i128 xv = wrap_int(xs[i], dt), yv = by_zero ? 0 : wrap_int(ys[i], dt);
+          const std::pair<i128, i128> want = floor_divmod(xv, yv, dt);
+          INFO(std::string(is_mod ? "mod " : "floordiv "), static_cast<int64_t>(xv), " by ", static_cast<int64_t>(yv));
+          CHECK(got[i] == static_cast<int64_t>(is_mod ? want.second : want.first));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("numerics: the division rule defines x / 0, x % 0 and INT_MIN / -1 before rendering") {
+  const int64_t lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
+  const UOp x = UOp::variable("x", lo, hi, dtypes::int32), y = UOp::variable("y", -5, 5, dtypes::int32);
+  for (Ops op : {Ops::IDIV, Ops::MOD}) {
+    const UOp out = graph_rewrite(x.alu(op, {y}), codegen::division_rules());
+    for (int64_t xv : {lo, int64_t{-7}, int64_t{0}, int64_t{7}, hi})
+      for (int64_t yv = -5; yv <= 5; ++yv) {
+        // with x and y known every division folds, and one by 0 would not: it is left as is
+        const UOp v = simplify(substitute(out, {{x.get(), UOp::const_(dtypes::int32, xv)}, {y.get(), UOp::const_(dtypes::int32, yv)}}));
+        INFO(op_name(op), "(", xv, ", ", yv, ") -> ", expr_string(v));
+        REQUIRE(v.is_const());
+        // C's truncating division, with x / 0 == x % 0 == 0 and INT_MIN / -1 wrapping to INT_MIN
+        const int64_t q = yv == 0 ? 0 : (xv == lo && yv == -1 ? lo : xv / yv), r = yv == 0 ? 0 : xv - q * yv;
+        CHECK(static_cast<int64_t>(v.const_int()) == (op == Ops::IDIV ? q : static_cast<int64_t>(static_cast<int32_t>(r))));
+      }
+  }
+  // a divisor that cannot be 0 or -1 (index math by a constant or a positive range) is left alone
+  const UOp pos = UOp::variable("p", 1, 5, dtypes::int32);
+  CHECK(graph_rewrite(x.idiv(pos), codegen::division_rules()) == x.idiv(pos));
+  CHECK(graph_rewrite(x.mod(7), codegen::division_rules()) == x.mod(7));
+  const UOp u = UOp::variable("u", 0, 5, dtypes::uint32);
+  CHECK(graph_rewrite(u.idiv(u), codegen::division_rules()) != u.idiv(u));
+}
