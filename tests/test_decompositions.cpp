@@ -294,9 +294,10 @@ TEST_CASE("decompositions: the math functions built on exp2, log2 and sin") {
     for (size_t i = 0; i < in.size(); ++i) {
       INFO(std::string(name), "(", in[i], "): float64 ", got64[i], ", float32 ", got32[i],
            ", want ", want[i]);
-      // float64 as loose as float32: a C++ scalar is rounded to float32 before it meets a
-      // float64 tensor (1/ln2 in exp, pi/2 in cos; see the skipped test below)
-      CHECK(std::fabs(got64[i] - want[i]) <= 2e-6 + 1e-5 * std::fabs(want[i]));
+      // float64: the argument of the last step rounds once (x/ln2 in exp, pi/2 - x in cos, 2x
+      // and 1 + e in tanh, sigmoid, softplus); at |x| <= 20 that argument is below 32, so one
+      // rounding moves it by at most 2^-48 = 3.6e-15, relative in exp and absolute in cos
+      CHECK(std::fabs(got64[i] - want[i]) <= 8e-15 + 8e-15 * std::fabs(want[i]));
       // cos(x) is sin(pi/2 - x) and tanh(x) is 2*sigmoid(2x) - 1: both round a sum first
       const double want32 = ref(static_cast<double>(in32[i]));
       CHECK(std::fabs(static_cast<double>(got32[i]) - want32) <= 2e-6 + 1e-5 * std::fabs(want32));
@@ -319,16 +320,18 @@ TEST_CASE("decompositions: the math functions built on exp2, log2 and sin") {
       [](double x) { return x > 20 ? x : std::log1p(std::exp(x)); }, false);
 }
 
-// Engine bug, not the decompositions': Tensor(0.1) is a float32 constant even when it meets a
-// float64 tensor, so float64 exp (x * 1/ln2) and cos (pi/2 - x) lose half their digits.
-TEST_CASE("decompositions: float64 exp and cos keep their float64 constants" * doctest::skip()) {
+// A C++ double meeting a float64 tensor keeps its float64 value (1/ln2 in exp, pi/2 in cos): were
+// it a float32 constant, float64 exp and cos would lose half their digits (an error near 1e-8).
+TEST_CASE("decompositions: float64 exp and cos keep their float64 constants") {
   CHECK(Tensor::from_vector(std::vector<double>{1.0}).mul(0.1).to_vector<double>()[0] == 0.1);
   const std::vector<double> xs{-16.93, 0.5, 10.0};
   const std::vector<double> e = Tensor::from_vector(xs).exp().to_vector<double>();
   const std::vector<double> c = Tensor::from_vector(xs).cos().to_vector<double>();
   for (size_t i = 0; i < xs.size(); ++i) {
-    CHECK(e[i] == doctest::Approx(std::exp(xs[i])).epsilon(1e-14));
-    CHECK(c[i] == doctest::Approx(std::cos(xs[i])).epsilon(1e-14));
+    INFO("x = ", xs[i], ": exp ", e[i], " want ", std::exp(xs[i]), ", cos ", c[i], " want ", std::cos(xs[i]));
+    // x/ln2 (below 32 here) rounds once: 2^-48 relative in exp; pi/2 - x: 2^-48 absolute in cos
+    CHECK(std::fabs(e[i] - std::exp(xs[i])) <= 4e-15 * std::exp(xs[i]));
+    CHECK(std::fabs(c[i] - std::cos(xs[i])) <= 4e-15);
   }
 }
 

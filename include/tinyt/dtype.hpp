@@ -265,13 +265,27 @@ inline i128 wrap_int(i128 v, DType d) {
   return static_cast<i128>(u);
 }
 
-/// A double rounded to the precision of a float dtype (round to nearest even; overflow is inf).
+namespace detail {
+/// v as a float rounded to odd: truncated, with the last bit set when anything was cut off. A
+/// float has more than two bits beyond float16's and bfloat16's mantissas, so rounding this to
+/// either to nearest even gives what rounding v directly would; rounding v to the nearest float
+/// first could round twice (a double just past a float16 tie lands on the tie, then goes to even).
+inline float float_round_to_odd(double v) {
+  const float f = static_cast<float>(v);
+  if (!std::isfinite(v) || static_cast<double>(f) == v) return f;
+  uint32_t bits = std::bit_cast<uint32_t>(f);
+  if (std::fabs(static_cast<double>(f)) > std::fabs(v)) --bits;  // one step toward zero (f != 0 here)
+  return std::bit_cast<float>(bits | 1u);
+}
+}  // namespace detail
+
+/// A double rounded to the precision of a float dtype, once (round to nearest even; overflow is inf).
 inline double round_float(double v, DType d) {
   switch (d.scalar_type()) {
     case ScalarType::float16:
-      return static_cast<float>(half_t(static_cast<float>(v)));
+      return static_cast<float>(half_t(detail::float_round_to_odd(v)));
     case ScalarType::bfloat16:
-      return static_cast<float>(bfloat16_t(static_cast<float>(v)));
+      return static_cast<float>(bfloat16_t(detail::float_round_to_odd(v)));
     case ScalarType::float32:
       return static_cast<float>(v);
     default:

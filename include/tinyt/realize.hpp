@@ -79,6 +79,7 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
   // TRANSCENDENTAL=0 keeps the libm calls; 1 (default) decomposes them so the kernel vectorizes
   if (getenv_int("TRANSCENDENTAL", 1))
     expanded = graph_rewrite(graph_rewrite(expanded, codegen::transcendental_rules()), codegen::kernel_rules());
+  expanded = graph_rewrite(expanded, codegen::division_rules());  // for both renderers: x/0 is 0
   k->program = codegen::linearize(expanded, schedule::detail::kernel_name(ast));
   k->program.opts = std::move(opts);
   k->estimates = engine::estimate(k->program);

@@ -34,6 +34,7 @@
 #include <cmath>
 #include <initializer_list>
 
+#include "../bounds.hpp"
 #include "../pattern.hpp"
 
 namespace tinyt::inline v0 {
@@ -234,6 +235,46 @@ inline const PatternMatcher& transcendental_rules() {
          const UOp& u = m["u"];
          if (u.dtype().count() != 1 || !u.dtype().is_float()) return UOp{};
          return detail::decompose(u.op(), m["x"]);
+       }},
+  }};
+  return pm;
+}
+
+namespace detail {
+/// The divisor an integer IDIV or MOD executes with: y, or 1 where y is 0 or (signed) -1.
+inline UOp safe_divisor(const UOp& y, bool minus_one) {
+  UOp bad = y.eq(y.const_like(0));
+  if (minus_one) bad = bad | y.eq(y.const_like(-1));
+  return bad.where(y.const_like(1), y);
+}
+}  // namespace detail
+
+/// Integer division defined for every divisor, once for every renderer (C and LLVM IR leave
+/// x / 0 undefined, and x86 traps on it and on INT_MIN / -1):
+///   x / 0 == 0 and x % 0 == 0           NumPy's results (PyTorch's CPU raises, which a kernel
+///                                      cannot do cheaply; tinygrad's emulator also gives 0)
+///   x / -1 == -x, wrapping (INT_MIN / -1 == INT_MIN, as PyTorch), and x % -1 == 0
+/// The Tensor API's floor division and remainder are built on these, so `x // 0` and `x % 0` are 0
+/// there too. The instruction only ever sees a divisor that is neither 0 nor -1: where y can be
+/// one, it divides by safe_divisor(y) (x % 1 is the 0 wanted) and the quotient is chosen after.
+/// A divisor whose bounds exclude both (every index computation) is left as it is.
+inline const PatternMatcher& division_rules() {
+  static const PatternMatcher pm{{
+      {UPat(OpSet{Ops::IDIV, Ops::MOD}, {UPat::var("x"), UPat::var("y")}).named("d"),
+       [](auto& m) {
+         const UOp &d = m["d"], &x = m["x"], &y = m["y"];
+         const DType dt = d.dtype();
+         if (dt.count() != 1 || !dt.is_int()) return UOp{};
+         const bool sign = !dt.is_unsigned();
+         const bool zero = vmin(y) <= 0 && vmax(y) >= 0, minus_one = sign && vmin(y) <= -1 && vmax(y) >= -1;
+         if (!zero && !minus_one) return UOp{};
+         // a divisor made safe here is matched again: leave it (UOps are interned, so this is ==)
+         if (y.op() == Ops::WHERE && y == detail::safe_divisor(y.src(2), sign)) return UOp{};
+         const UOp safe = detail::safe_divisor(y, sign);
+         if (d.op() == Ops::MOD) return x.alu(Ops::MOD, {safe});
+         UOp q = x.alu(Ops::IDIV, {safe});  // x where y is 0 or -1
+         if (minus_one) q = y.eq(y.const_like(-1)).where(-x, q);
+         return zero ? y.eq(y.const_like(0)).where(d.const_like(0), q) : q;
        }},
   }};
   return pm;

@@ -78,8 +78,9 @@ template <class A, class B, class C> Tensor Tensor::arange(A start, B stop, C st
   if (step == 0) throw Error("arange: step must not be 0");
   const double n = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
   const int64_t count = n > 0 ? static_cast<int64_t>(n) : 0;
-  // start + step * i: i counted by a cumulative sum of ones, as tinygrad does
-  return Tensor::full(Shape{count}, step, dt).cumsum().add(Tensor(graph::const_(dt, static_cast<double>(start) - static_cast<double>(step), Device::default_device())));
+  // start + step * i: i counted by a cumulative sum of ones, as tinygrad does (in dt: an int64
+  // cumsum cast back to int32 would hide the count from the reduce collapse)
+  return detail::running_sums(Tensor::full(Shape{1, count}, step, dt)).reshape({count}).add(Tensor(graph::const_(dt, static_cast<double>(start) - static_cast<double>(step), Device::default_device())));
 }
 template <class A> Tensor Tensor::arange(A stop) { return arange(A{0}, stop, 1); }
 

@@ -21,16 +21,23 @@ inline Tensor max_over(const Tensor& t, std::vector<int> axes, bool keepdim) {
 }
 }  // namespace detail
 
-inline Tensor Tensor::var(std::vector<int> axes, bool keepdim, double correction) const {
-  const auto s = cshape();
+namespace detail {
+// The variance in the dtype statistics compute in (float32 for float16), before the one rounding
+// to the result's dtype: std takes its square root first, as PyTorch does.
+inline Tensor var_in_acc(const Tensor& t, const std::vector<int>& axes, bool keepdim, double correction) {
+  const auto s = graph::concrete_shape(t.uop());
   int64_t n = 1;
   for (int a : axes)
     n *= s.empty() ? 1 : s[static_cast<size_t>(normalize_axis(a, s.size(), "var"))];
-  Tensor x = cast(least_upper_float(dtype()));
+  Tensor x = t.cast(stats_acc_dtype(t.dtype()));
   Tensor squares = x.sub(x.mean(axes, true)).square();
   // as PyTorch: n <= correction divides by 0 (inf, or NaN for 0/0)
-  return squares.sum(std::move(axes), keepdim)
-      .div(std::max(0.0, static_cast<double>(n) - correction));
+  return squares.sum(axes, keepdim).div(std::max(0.0, static_cast<double>(n) - correction));
+}
+}  // namespace detail
+
+inline Tensor Tensor::var(std::vector<int> axes, bool keepdim, double correction) const {
+  return detail::var_in_acc(*this, axes, keepdim, correction).cast(least_upper_float(dtype()));
 }
 inline Tensor Tensor::var(int axis, bool keepdim, double correction) const {
   return var(std::vector<int>{axis}, keepdim, correction);
@@ -39,13 +46,13 @@ inline Tensor Tensor::var(bool keepdim, double correction) const {
   return var(detail::all_axes(ndim()), keepdim, correction);
 }
 inline Tensor Tensor::std(std::vector<int> axes, bool keepdim, double correction) const {
-  return var(std::move(axes), keepdim, correction).sqrt();
+  return detail::var_in_acc(*this, axes, keepdim, correction).sqrt().cast(least_upper_float(dtype()));
 }
 inline Tensor Tensor::std(int axis, bool keepdim, double correction) const {
-  return var(axis, keepdim, correction).sqrt();
+  return std(std::vector<int>{axis}, keepdim, correction);
 }
 inline Tensor Tensor::std(bool keepdim, double correction) const {
-  return var(keepdim, correction).sqrt();
+  return std(detail::all_axes(ndim()), keepdim, correction);
 }
 
 /// The first index of the largest value (of a NaN, if there is one, as PyTorch), as int32.
@@ -84,26 +91,28 @@ inline Shape drop_axis(std::vector<int64_t> s, int axis) {
 }
 }  // namespace detail
 
+// logsumexp, softmax and log_softmax compute in float32 for float16 and bfloat16 (the sum of
+// exponentials would lose what float16 cannot hold) and round once at the end.
 inline Tensor Tensor::logsumexp(int axis, bool keepdim) const {
   const int ax = normalize_axis(axis, ndim(), "logsumexp");
-  Tensor x = cast(least_upper_float(dtype()));
+  Tensor x = cast(detail::stats_acc_dtype(dtype()));
   Tensor m = detail::max_over(x, {ax}, true);
   m = m.isinf().where(0.0, m);  // an infinite max would give inf - inf; as PyTorch, shift by 0 then
-  Tensor r = x.sub(m).exp().sum(ax, true).log().add(m);
+  Tensor r = x.sub(m).exp().sum(ax, true).log().add(m).cast(least_upper_float(dtype()));
   return keepdim ? r : r.reshape(detail::drop_axis(r.cshape(), ax));
 }
 
 inline Tensor Tensor::softmax(int axis) const {
   const int ax = normalize_axis(axis, ndim(), "softmax");
-  Tensor x = cast(least_upper_float(dtype()));
+  Tensor x = cast(detail::stats_acc_dtype(dtype()));
   Tensor e = x.sub(detail::max_over(x, {ax}, true)).exp();
-  return e.div(e.sum(ax, true));
+  return e.div(e.sum(ax, true)).cast(least_upper_float(dtype()));
 }
 inline Tensor Tensor::log_softmax(int axis) const {
   const int ax = normalize_axis(axis, ndim(), "log_softmax");
-  Tensor x = cast(least_upper_float(dtype()));
+  Tensor x = cast(detail::stats_acc_dtype(dtype()));
   Tensor shifted = x.sub(detail::max_over(x, {ax}, true));
-  return shifted.sub(shifted.exp().sum(ax, true).log());
+  return shifted.sub(shifted.exp().sum(ax, true).log()).cast(least_upper_float(dtype()));
 }
 
 // -- sliding windows -------------------------------------------------------------------------
@@ -375,19 +384,20 @@ inline Tensor Tensor::avg_pool2d(IntOrVec kernel, IntOrVec stride, IntOrVec dila
   };
   if (count_include_pad) return windows(*this).mean(detail::last_axes(2));
   // divide by how many of each window's elements are not padding
-  Tensor x = cast(least_upper_float(dtype()));
+  Tensor x = cast(detail::stats_acc_dtype(dtype()));  // float16 sums and divides in float32, as mean
   return windows(x)
       .sum(detail::last_axes(2))
-      .div(windows(Tensor::ones_like(x)).sum(detail::last_axes(2)));
+      .div(windows(Tensor::ones_like(x)).sum(detail::last_axes(2)))
+      .cast(least_upper_float(dtype()));
 }
 
 // -- normalization ---------------------------------------------------------------------------
 
 inline Tensor Tensor::layernorm(int axis, double eps) const {
   const int ax = normalize_axis(axis, ndim(), "layernorm");
-  Tensor x = cast(least_upper_float(dtype()));
+  Tensor x = cast(detail::stats_acc_dtype(dtype()));  // float16 normalizes in float32, as PyTorch
   Tensor centered = x.sub(x.mean(ax, true));
-  return centered.mul(centered.square().mean(ax, true).add(eps).rsqrt());
+  return centered.mul(centered.square().mean(ax, true).add(eps).rsqrt()).cast(least_upper_float(dtype()));
 }
 
 inline Tensor Tensor::batchnorm(const Tensor& weight, const Tensor& bias, const Tensor& mean,

@@ -7,13 +7,22 @@
 namespace tinyt::inline v0 {
 
 namespace detail {
-// The dtype a sum accumulates in (tinygrad's): small ints widen to the default int, unsigned
-// to uint32, half floats to float32.
+// The dtype a sum or product accumulates in. Where tinygrad (small ints in the default int,
+// unsigned in uint32) and PyTorch differ, this follows PyTorch: bool and every integer dtype add
+// up in int64 and the result stays int64, so an int32 sum of two 2^30s does not wrap; uint64 stays
+// uint64 (PyTorch returns the same bits as int64, where sums past 2^63 read as negative).
+// float16 and bfloat16 add up in float32 and the result is rounded once, back to their dtype.
 inline DType sum_acc_dtype(DType dt) {
-  if (dt.is_unsigned()) return least_upper_dtype({dt, dtypes::uint32});
-  if (dt.is_int() || dt.is_bool()) return least_upper_dtype({dt, dtypes::default_int});
+  if (dt == dtypes::uint64) return dt;
+  if (dt.is_int() || dt.is_bool()) return dtypes::int64;
   return least_upper_dtype({dt, dtypes::float32});
 }
+// The dtype a sum or product returns: a float keeps its own, an integer is its accumulator's.
+inline DType sum_out_dtype(DType dt) { return dt.is_float() ? dt : sum_acc_dtype(dt); }
+// The dtype the float statistics (mean, var, softmax, logsumexp, layernorm) compute in, as
+// PyTorch's CPU kernels: float32 for float16, bfloat16 and integers, float64 for float64. Their
+// result is then rounded once to least_upper_float of the input.
+inline DType stats_acc_dtype(DType dt) { return least_upper_dtype({least_upper_float(dt), dtypes::float32}); }
 // max and min have no identity: reducing a dim of size 0 is an error, as in PyTorch (other
 // dims may be 0: the result is then empty)
 inline void check_nonempty_reduce(const Tensor& t, const std::vector<int>& axes, const char* op) {
@@ -75,15 +84,15 @@ inline Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim, const 
 }
 
 inline Tensor Tensor::sum(std::vector<int> axes, bool keepdim) const {
-  const DType acc = detail::sum_acc_dtype(dtype());
-  Tensor r = cast(acc).reduce(Ops::ADD, std::move(axes), keepdim, "sum");
-  return dtype() == dtypes::float16 || dtype() == dtypes::bfloat16 ? r.cast(dtype()) : r;
+  return cast(detail::sum_acc_dtype(dtype())).reduce(Ops::ADD, std::move(axes), keepdim, "sum").cast(detail::sum_out_dtype(dtype()));
 }
 inline Tensor Tensor::sum(int axis, bool keepdim) const { return sum(std::vector<int>{axis}, keepdim); }
 inline Tensor Tensor::sum() const { return sum(detail::all_axes(ndim()), false); }
 
+// As PyTorch: integers multiply in int64, floats in their own dtype (PyTorch's CPU prod of
+// float16 rounds every step: 300 * 300 * 2^-10 is inf there, not 87.875).
 inline Tensor Tensor::prod(std::vector<int> axes, bool keepdim) const {
-  return cast(detail::sum_acc_dtype(dtype())).reduce(Ops::MUL, std::move(axes), keepdim, "prod");
+  return cast(detail::sum_out_dtype(dtype())).reduce(Ops::MUL, std::move(axes), keepdim, "prod");
 }
 inline Tensor Tensor::prod(int axis, bool keepdim) const { return prod(std::vector<int>{axis}, keepdim); }
 inline Tensor Tensor::prod() const { return prod(detail::all_axes(ndim()), false); }
@@ -107,9 +116,11 @@ inline Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
   const auto s = cshape();
   int64_t n = 1;
   for (int a : axes) n *= s.empty() ? 1 : s[static_cast<size_t>(normalize_axis(a, s.size(), "mean"))];
-  Tensor total = cast(least_upper_float(dtype())).sum(std::move(axes), keepdim);
+  // summed and divided in float32 for float16 (three 40000s have a float16 mean, not their sum)
+  const DType acc = detail::stats_acc_dtype(dtype());
+  Tensor total = cast(acc).reduce(Ops::ADD, std::move(axes), keepdim, "mean");
   // an empty mean is NaN, as 0/0
-  return total.div(Tensor(graph::const_(total.dtype(), static_cast<double>(n), device())));
+  return total.div(Tensor(graph::const_(acc, static_cast<double>(n), device()))).cast(least_upper_float(dtype()));
 }
 inline Tensor Tensor::mean(int axis, bool keepdim) const { return mean(std::vector<int>{axis}, keepdim); }
 inline Tensor Tensor::mean() const { return mean(detail::all_axes(ndim()), false); }
@@ -119,10 +130,24 @@ inline Tensor Tensor::any() const { return cast(dtypes::bool_).reduce(Ops::MAX, 
 inline Tensor Tensor::all(int axis, bool keepdim) const { return logical_not().any(axis, keepdim).logical_not(); }
 inline Tensor Tensor::all() const { return logical_not().any().logical_not(); }
 
-/// Running sums along an axis: a sliding window of the input padded with n-1 zeros in front,
-/// taken as a view (no copy) and summed, so it is one kernel.
+namespace detail {
+/// Running sums along the last axis of x (rows, n), in x's own dtype: a sliding window of x padded
+/// with n-1 zeros in front, taken as a view (no copy) and summed, so it is one kernel.
+inline Tensor running_sums(const Tensor& x) {
+  const std::vector<int64_t> s = graph::concrete_shape(x.uop());
+  const int64_t rows = s[0], n = s[1], L = 2 * n - 1;
+  if (n <= 1) return x;
+  // W[i][k] = xp[i + k] for xp = x padded in front by n-1: repeat xp n times, flatten, pad each
+  // row by one element, and row i starts i further in
+  Tensor xp = x.pad({{0, 0}, {n - 1, 0}});
+  Tensor w = xp.unsqueeze(1).expand({rows, n, L}).reshape({rows, n * L}).pad({{0, 0}, {0, n}}).reshape({rows, n, L + 1}).shrink({{0, rows}, {0, n}, {0, n}});
+  return Tensor(split_reduce(w, Ops::ADD, {2})).reshape({rows, n});
+}
+}  // namespace detail
+
+/// Running sums along an axis, accumulated and returned in the dtypes sum uses.
 inline Tensor Tensor::cumsum(int axis) const {
-  if (ndim() == 0) return *this;
+  if (ndim() == 0) return cast(detail::sum_out_dtype(dtype()));
   const int ax = normalize_axis(axis, ndim(), "cumsum");
   std::vector<int> order;
   for (int i = 0; i < static_cast<int>(ndim()); ++i)
@@ -130,14 +155,9 @@ inline Tensor Tensor::cumsum(int axis) const {
   order.push_back(ax);
   Tensor x = permute(order);
   const auto s = x.cshape();
-  const int64_t n = s.back(), rows = numel() / std::max<int64_t>(n, 1), L = 2 * n - 1;
-  if (n <= 1) return *this;
-  // W[i][k] = xp[i + k] for xp = x padded in front by n-1: repeat xp n times, flatten, pad each
-  // row by one element, and row i starts i further in
-  Tensor xp = x.reshape({rows, n}).pad({{0, 0}, {n - 1, 0}});
-  Tensor w = xp.unsqueeze(1).expand({rows, n, L}).reshape({rows, n * L}).pad({{0, 0}, {0, n}}).reshape({rows, n, L + 1}).shrink({{0, rows}, {0, n}, {0, n}});
-  std::vector<int64_t> out = s;
-  Tensor summed = w.sum(2).reshape(Shape(out));
+  const int64_t n = s.back(), rows = numel() / std::max<int64_t>(n, 1);
+  Tensor acc = x.reshape({rows, n}).cast(detail::sum_acc_dtype(dtype()));
+  Tensor summed = detail::running_sums(acc).cast(detail::sum_out_dtype(dtype())).reshape(Shape(s));
   std::vector<int> inverse(order.size());
   for (size_t i = 0; i < order.size(); ++i) inverse[static_cast<size_t>(order[i])] = static_cast<int>(i);
   return summed.permute(inverse);
