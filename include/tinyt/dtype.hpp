@@ -265,11 +265,26 @@ inline i128 wrap_int(i128 v, DType d) {
   return static_cast<i128>(u);
 }
 
+namespace detail {
+/// `v` as a float rounded to odd: toward zero, the last bit set when that was inexact. Rounding
+/// this float to a type of at most 22 bits of precision is the one correct rounding of `v`
+/// (rounding to nearest twice, through float, is not: 1 + 2^-11 + 2^-40 would become 1 in half).
+inline float to_float_odd(double v) {
+  float f = static_cast<float>(v);
+  if (!std::isfinite(v) || static_cast<double>(f) == v) return f;
+  uint32_t bits = std::bit_cast<uint32_t>(f);
+  if (std::fabs(static_cast<double>(f)) > std::fabs(v)) --bits;  // sign-magnitude: toward zero
+  return std::bit_cast<float>(bits | 1u);
+}
+}  // namespace detail
+
 /// A double rounded to the precision of a float dtype (round to nearest even; overflow is inf).
+/// float16 rounds once, as a cast from float64 does in a kernel; bfloat16 goes through float,
+/// as a kernel's cast from float64 (and PyTorch's) does.
 inline double round_float(double v, DType d) {
   switch (d.scalar_type()) {
     case ScalarType::float16:
-      return static_cast<float>(half_t(static_cast<float>(v)));
+      return static_cast<float>(half_t(detail::to_float_odd(v)));
     case ScalarType::bfloat16:
       return static_cast<float>(bfloat16_t(static_cast<float>(v)));
     case ScalarType::float32:
