@@ -266,26 +266,27 @@ inline i128 wrap_int(i128 v, DType d) {
 }
 
 namespace detail {
-/// v as a float rounded to odd: truncated, with the last bit set when anything was cut off. A
-/// float has more than two bits beyond float16's and bfloat16's mantissas, so rounding this to
-/// either to nearest even gives what rounding v directly would; rounding v to the nearest float
-/// first could round twice (a double just past a float16 tie lands on the tie, then goes to even).
-inline float float_round_to_odd(double v) {
-  const float f = static_cast<float>(v);
+/// `v` as a float rounded to odd: toward zero, the last bit set when that was inexact. Rounding
+/// this float to a type of at most 22 bits of precision is the one correct rounding of `v`
+/// (rounding to nearest twice, through float, is not: 1 + 2^-11 + 2^-40 would become 1 in half).
+inline float to_float_odd(double v) {
+  float f = static_cast<float>(v);
   if (!std::isfinite(v) || static_cast<double>(f) == v) return f;
   uint32_t bits = std::bit_cast<uint32_t>(f);
-  if (std::fabs(static_cast<double>(f)) > std::fabs(v)) --bits;  // one step toward zero (f != 0 here)
+  if (std::fabs(static_cast<double>(f)) > std::fabs(v)) --bits;  // sign-magnitude: toward zero
   return std::bit_cast<float>(bits | 1u);
 }
 }  // namespace detail
 
-/// A double rounded to the precision of a float dtype, once (round to nearest even; overflow is inf).
+/// A double rounded to the precision of a float dtype (round to nearest even; overflow is inf).
+/// float16 rounds once, as a cast from float64 does in a kernel; bfloat16 goes through float,
+/// as a kernel's cast from float64 (and PyTorch's) does.
 inline double round_float(double v, DType d) {
   switch (d.scalar_type()) {
     case ScalarType::float16:
-      return static_cast<float>(half_t(detail::float_round_to_odd(v)));
+      return static_cast<float>(half_t(detail::to_float_odd(v)));
     case ScalarType::bfloat16:
-      return static_cast<float>(bfloat16_t(detail::float_round_to_odd(v)));
+      return static_cast<float>(bfloat16_t(static_cast<float>(v)));
     case ScalarType::float32:
       return static_cast<float>(v);
     default:

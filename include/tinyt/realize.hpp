@@ -55,9 +55,11 @@ inline CpuCompiler cpu_compiler() {
     std::call_once(noted, [] { std::cerr << "tinyt: using the C compiler, LLVM is unavailable: " << detail::llvm_unavailable_reason() << "\n"; });
   return CpuCompiler::cc;
 }
-/// The identity of a CPU compiler (version, flags, host CPU): part of every on-disk cache key.
-inline std::string compiler_identity(CpuCompiler c) {
-  return c == CpuCompiler::llvm ? backend::default_llvm().identity() : backend::default_cc().identity();
+/// The CPU LLVM compiles for: TINYT_LLVM_CPU ("x86-64-v3", "skylake,+avx512f"), else "host".
+inline std::string llvm_cpu() { return getenv_str("TINYT_LLVM_CPU", "host"); }
+/// The identity of a CPU compiler (version, flags, target CPU): part of every on-disk cache key.
+inline std::string compiler_identity(CpuCompiler c, const std::string& llvm_target = llvm_cpu()) {
+  return c == CpuCompiler::llvm ? backend::llvm_jit(llvm_target).identity() : backend::default_cc().identity();
 }
 
 /// A kernel ready to launch.
@@ -72,7 +74,8 @@ struct CompiledKernel {
 
 /// Compiles a kernel AST with `opts` applied (its registers expanded) for the CPU.
 inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vector<codegen::Opt> opts,
-                                                      CpuCompiler compiler = cpu_compiler()) {
+                                                      CpuCompiler compiler = cpu_compiler(),
+                                                      const std::string& llvm_target = llvm_cpu()) {
   auto k = std::make_shared<CompiledKernel>();
   ++GlobalCounters::compile_count;
   UOp expanded = codegen::expand_registers(codegen::apply_opts(ast, opts));
@@ -87,7 +90,7 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
   if (compiler == CpuCompiler::llvm) {
     k->source = renderer::render_llvm(k->program);
     if (debug_level() >= 4) std::cerr << k->source << "\n";
-    k->function = backend::default_llvm().compile(k->source, k->program.name);
+    k->function = backend::llvm_jit(llvm_target).compile(k->source, k->program.name);
     return k;
   }
   k->source = renderer::render_c(k->program);
@@ -113,15 +116,17 @@ inline void launch(const CompiledKernel& k, void* const* bufs) {
 }
 
 namespace detail {
-// How kernels are optimized and compiled now: NOOPT, BEAM, the thread count, TRANSCENDENTAL and
-// the compiler, read once per schedule.
+// How kernels are optimized and compiled now: NOOPT, BEAM, the thread count, TRANSCENDENTAL,
+// the compiler and LLVM's target CPU (empty for the C compiler), read once per schedule.
 struct OptSettings {
   int64_t noopt, beam, threads, transcendental;
   CpuCompiler compiler;
+  std::string llvm_target;
   bool operator==(const OptSettings&) const = default;
   static OptSettings current() {
+    const CpuCompiler compiler = cpu_compiler();
     return {getenv_int("NOOPT", 0), getenv_int("BEAM", 0), backend::ThreadPool::instance().size(),
-            getenv_int("TRANSCENDENTAL", 1), cpu_compiler()};
+            getenv_int("TRANSCENDENTAL", 1), compiler, compiler == CpuCompiler::llvm ? llvm_cpu() : ""};
   }
 };
 
@@ -129,10 +134,10 @@ struct OptSettings {
 // (a candidate must not touch real data: the kernel may write in place); infinity when the
 // candidate does not compile.
 inline double time_candidate(const UOp& ast, const std::vector<codegen::Opt>& opts, const std::vector<UOp>& buffers,
-                             CpuCompiler compiler) {
+                             const OptSettings& settings) {
   std::shared_ptr<CompiledKernel> k;
   try {
-    k = compile_kernel(ast, opts, compiler);
+    k = compile_kernel(ast, opts, settings.compiler, settings.llvm_target);
   } catch (const CompileError&) {
     return INFINITY;
   }
@@ -159,14 +164,14 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
   const std::string key = backend::detail::Hash128()
                               .update(to_string(ast))
                               .update(cat("|beam ", settings.beam, " threads ", settings.threads, " transcendental ", settings.transcendental, "|"))
-                              .update(compiler_identity(settings.compiler))
+                              .update(compiler_identity(settings.compiler, settings.llvm_target))
                               .hex();
   const std::filesystem::path dir = backend::CCompiler::default_cache_dir() / "beam", file = dir / (key + ".opts");
   if (auto text = backend::detail::read_file(file))
     if (auto opts = codegen::deserialize_opts(*text)) return *opts;
   const auto start = std::chrono::steady_clock::now();
   std::vector<codegen::Opt> opts = codegen::beam_search(ast, settings.beam, settings.threads, [&](const std::vector<codegen::Opt>& o) {
-    return time_candidate(ast, o, buffers, settings.compiler);
+    return time_candidate(ast, o, buffers, settings);
   });
   if (debug_level() >= 1)
     std::cerr << "beam: " << schedule::detail::kernel_name(ast) << " -> " << codegen::to_string(opts) << " in "
@@ -191,18 +196,18 @@ inline std::vector<codegen::Opt> choose_opts(const UOp& ast, const std::vector<U
 class KernelCache {
  public:
   std::shared_ptr<CompiledKernel> get(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
-    const Key key{ast.get(), settings.noopt, settings.beam, settings.threads, settings.transcendental, settings.compiler};
+    const Key key{ast.get(), settings.noopt, settings.beam, settings.threads, settings.transcendental, settings.compiler, settings.llvm_target};
     {
       std::lock_guard lock(mu_);
       if (auto it = map_.find(key); it != map_.end()) return it->second.second;
     }
-    std::shared_ptr<CompiledKernel> k = compile_kernel(ast, choose_opts(ast, buffers, settings), settings.compiler);
+    std::shared_ptr<CompiledKernel> k = compile_kernel(ast, choose_opts(ast, buffers, settings), settings.compiler, settings.llvm_target);
     std::lock_guard lock(mu_);
     return map_.try_emplace(key, ast, k).first->second.second;
   }
 
  private:
-  using Key = std::tuple<const UOpNode*, int64_t, int64_t, int64_t, int64_t, CpuCompiler>;
+  using Key = std::tuple<const UOpNode*, int64_t, int64_t, int64_t, int64_t, CpuCompiler, std::string>;
   std::mutex mu_;
   std::map<Key, std::pair<UOp, std::shared_ptr<CompiledKernel>>> map_;
 };

@@ -111,15 +111,16 @@ struct TempFiles {
 /// Compiles C translation units to shared objects, cached on disk by a hash of compiler and source.
 class CCompiler {
  public:
-  /// What every kernel is compiled with. No -ffast-math: NaN and inf follow IEEE, as elsewhere;
-  /// a multiply feeding an add may become one fused multiply-add, as in BLAS and LLVM's `contract`.
+  /// What every kernel is compiled with. No -ffast-math: NaN and inf follow IEEE, as elsewhere.
+  /// -ffp-contract=off: a multiply feeding an add is never fused on the compiler's own account
+  /// (whether it can depends on the CPU); kernels ask for fused multiply-adds with fma().
   /// -fwrapv: signed integers wrap, as in LLVM IR and PyTorch; without it GCC may assume they do
   /// not overflow, and folds (a + b) < a to b < 0.
   /// Not -fvect-cost-model=dynamic: with it GCC 12 vectorizes a gated load (a pad) into loads
   /// of memory the gate excludes (tests/test_backend_llvm.cpp's guard-page test faults).
   static constexpr std::string_view flags =
       "-O2 -march=native -fPIC -shared -fno-math-errno "
-      "-ffp-contract=fast -fwrapv -x c";
+      "-ffp-contract=off -fwrapv -x c";
   /// Linked after the source, so kernels that call libm resolve it themselves.
   static constexpr std::string_view libs = "-lm";
 

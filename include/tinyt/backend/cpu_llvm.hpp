@@ -5,6 +5,12 @@
 //
 // Kernels follow the C backend's convention: void NAME(void** bufs, const long long* vars,
 // int core_id, int core_count).
+//
+// A JIT compiles for one target: the host CPU and its features (the default), or a CPU that
+// LLVM names ("x86-64", "x86-64-v3", "skylake-avx512", optionally with features: "x86-64-v2,
+// +fma"). The target changes speed, never results: kernels carry no fast-math flags, so the
+// arithmetic is IEEE's whatever vector instructions the target has (tests/test_backends_agree.cpp
+// checks it at each x86-64 level the host runs). llvm_jit() keeps one JIT per target.
 #pragma once
 
 #include <dlfcn.h>
@@ -15,6 +21,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -182,14 +189,21 @@ class LLVMJit {
   /// Opens libLLVM from `default_candidates()`.
   LLVMJit() : LLVMJit(default_candidates()) {}
   /// Opens the first of `candidates` that loads (DeviceError listing each one tried) and starts
-  /// a JIT for the host CPU.
-  explicit LLVMJit(const std::vector<std::string>& candidates)
+  /// a JIT for `target`: "host" (or "") for the CPU this runs on, else "CPU[,FEATURES]" as LLVM
+  /// spells them (a CPU LLVM does not know makes it warn and compile for a generic one).
+  explicit LLVMJit(const std::vector<std::string>& candidates, const std::string& target_cpu = "host")
       // never unloaded: LLVM registers process-wide state (options, signal handlers) on load
       : lib_(Library::open_first(candidates, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)), api_(lib_) {
     init_native_target();
     triple_ = api_.take(api_.LLVMGetDefaultTargetTriple());
-    cpu_ = api_.take(api_.LLVMGetHostCPUName());
-    features_ = api_.take(api_.LLVMGetHostCPUFeatures());
+    if (target_cpu.empty() || target_cpu == "host") {
+      cpu_ = api_.take(api_.LLVMGetHostCPUName());
+      features_ = api_.take(api_.LLVMGetHostCPUFeatures());
+    } else {
+      const size_t comma = target_cpu.find(',');
+      cpu_ = target_cpu.substr(0, comma);
+      features_ = comma == std::string::npos ? "" : target_cpu.substr(comma + 1);
+    }
     llvm_c::TargetRef target = nullptr;
     char* error = nullptr;
     if (api_.LLVMGetTargetFromTriple(triple_.c_str(), &target, &error))
@@ -229,7 +243,7 @@ class LLVMJit {
     api_.LLVMPassBuilderOptionsSetLoopInterleaving(options_.get(), 1);
     version_ = version();
     identity_ = ::tinyt::detail::cat("LLVM ", version_, " | ", triple_, " | ", cpu_, " | ",
-                                     features_, " | ", pipeline, " contract");
+                                     features_, " | ", pipeline);
   }
   LLVMJit(const LLVMJit&) = delete;
   LLVMJit& operator=(const LLVMJit&) = delete;
@@ -251,9 +265,11 @@ class LLVMJit {
   const std::string& library_path() const noexcept { return lib_.path(); }
   /// The LLVM version ("15" when only the file name tells it, "18.1.8" from LLVM itself).
   const std::string& llvm_version() const noexcept { return version_; }
-  /// LLVM version, target, host CPU and its features, and the pipeline: what a kernel's
-  /// machine code depends on besides its IR (a cache key).
+  /// LLVM version, target, CPU and its features, and the pipeline: what a kernel's machine code
+  /// depends on besides its IR (a cache key).
   const std::string& identity() const noexcept { return identity_; }
+  /// The CPU it compiles for, as LLVM names it ("sapphirerapids", "x86-64-v3").
+  const std::string& cpu() const noexcept { return cpu_; }
   /// How many modules were compiled.
   uint64_t compiles() const noexcept { return compiles_; }
 
@@ -364,12 +380,19 @@ class LLVMJit {
       options_{nullptr, nullptr};
 };
 
-/// The process-wide LLVM JIT, started at first use (reads TINYT_LLVM_PATH then). Never destroyed:
-/// kernels it compiled may run until the process ends.
-inline LLVMJit& default_llvm() {
-  static LLVMJit* jit = new LLVMJit();
+/// The process-wide LLVM JIT for `target` ("host", or "CPU[,FEATURES]": see LLVMJit), started at
+/// its first use (reading TINYT_LLVM_PATH then). Never destroyed: kernels it compiled may run until
+/// the process ends. Thread-safe.
+inline LLVMJit& llvm_jit(const std::string& target) {
+  static std::mutex mutex;
+  static auto* jits = new std::map<std::string, std::unique_ptr<LLVMJit>>;
+  std::lock_guard lock(mutex);
+  std::unique_ptr<LLVMJit>& jit = (*jits)[target.empty() ? "host" : target];
+  if (!jit) jit = std::make_unique<LLVMJit>(LLVMJit::default_candidates(), target);
   return *jit;
 }
+/// The process-wide LLVM JIT for the host CPU.
+inline LLVMJit& default_llvm() { return llvm_jit("host"); }
 
 inline bool LLVMJit::available() noexcept {
   try {

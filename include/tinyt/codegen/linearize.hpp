@@ -1,12 +1,14 @@
 // Linearizing a kernel: its AST (a DAG over RANGEs) becomes a flat list of UOps in program
 // order, with loops opened (RANGE) and closed (END), and each REDUCE turned into an accumulator
-// (DEFINE_REG) that is initialized before its loops, updated inside, and read after them.
+// (DEFINE_REG) that is initialized before its loops, updated inside, and read after them. The
+// kernel's float16/bfloat16 arithmetic is lowered to float32 first (narrow_floats.hpp), so a
+// program holds narrow floats only in memory, constants and casts.
 #pragma once
 
 #include <unordered_map>
-
 #include <unordered_set>
 
+#include "narrow_floats.hpp"
 #include "opt/opt.hpp"
 
 namespace tinyt::inline v0 {
@@ -163,13 +165,22 @@ class Linearizer {
     std::vector<UOp> ranges(u.src().begin() + 1, u.src().end());
     std::sort(ranges.begin(), ranges.end(), range_before);
     for (const UOp& r : ranges) open(r);
-    std::vector<UOp> values;
-    for (const UOp& r : group) values.push_back(emit(r.src(0)));
+    // a float sum of products accumulates with fused multiply-adds (MULACC), the one place
+    // codegen asks for FMA: matmul and conv accumulation. Nowhere else is a*b+c fused, by us or
+    // by a compiler, so a result does not depend on the CPU or the compiler.
+    std::vector<std::vector<UOp>> values;
+    for (const UOp& r : group) {
+      const UOp& x = r.src(0);
+      const bool fused = r.arg().get<Ops>() == Ops::ADD && x.op() == Ops::MUL && x.dtype().is_float();
+      values.push_back(fused ? std::vector<UOp>{emit(x.src(0)), emit(x.src(1))} : std::vector<UOp>{emit(x)});
+    }
     UOp last;
     for (size_t i = 0; i < group.size(); ++i) {
       // the loads carry what they must come after, so the in-loop and the final read differ
       UOp current = push(UOp(Ops::LOAD, group[i].dtype(), {slots[i], ranges.back()}));
-      last = push(UOp(Ops::STORE, dtypes::void_, {slots[i], push(current.alu(group[i].arg().get<Ops>(), {values[i]}))}));
+      UOp next = values[i].size() == 2 ? UOp(Ops::MULACC, current.dtype(), {values[i][0], values[i][1], current})
+                                       : current.alu(group[i].arg().get<Ops>(), {values[i][0]});
+      last = push(UOp(Ops::STORE, dtypes::void_, {slots[i], push(next)}));
     }
     for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) last = close(*it, last);
     for (size_t i = 0; i < group.size(); ++i) scopes_.back()[group[i].get()] = push(UOp(Ops::LOAD, group[i].dtype(), {slots[i], last}));
@@ -180,10 +191,11 @@ class Linearizer {
 /// The program of a kernel AST (a SINK of STOREs).
 inline Program linearize(const UOp& ast, std::string name) {
   TINYT_ASSERT(ast.op() == Ops::SINK, "linearize takes a SINK, not ", op_name(ast.op()));
-  detail::Linearizer lin(ast);
-  lin.emit_stores(ast.src());
+  const UOp lowered = lower_narrow_floats(ast);
+  detail::Linearizer lin(lowered);
+  lin.emit_stores(lowered.src());
   Program p{std::move(name), std::move(lin.ops), {}, 1, {}};
-  for (const UOp& u : toposort(ast)) {
+  for (const UOp& u : toposort(lowered)) {
     if (u.op() == Ops::RANGE && range_kind(u) == RangeKind::thread) p.threads = range_size(u);
     if (u.op() == Ops::DEFINE_GLOBAL) {
       const auto i = static_cast<size_t>(u.arg().as_int());

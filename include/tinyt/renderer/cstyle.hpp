@@ -3,6 +3,12 @@
 //
 // The function it renders is `void NAME(void** bufs, const long long* vars, int core_id,
 // int core_count)`: bufs are the kernel's buffers by DEFINE_GLOBAL index.
+//
+// float16 and bfloat16 arithmetic reaches the renderer already lowered to float32
+// (codegen/narrow_floats.hpp): `_Float16` appears only in memory, constants and casts, so the C
+// compiler never computes in half, whatever the host supports. bfloat16 is held in a float and
+// stored as its 16 bits. The kernels are compiled with -ffp-contract=off: a fused multiply-add is
+// MULACC (C's fma), where codegen chose it.
 #pragma once
 
 #include <cstdio>
@@ -36,7 +42,7 @@ inline std::string c_type(DType dt) {
     case ScalarType::int64: return "long long";
     case ScalarType::uint64: return "unsigned long long";
     case ScalarType::float16: return "_Float16";
-    case ScalarType::bfloat16: return "float";  // computed in float, rounded after each op
+    case ScalarType::bfloat16: return "float";  // a float holding a bfloat16 value
     case ScalarType::float32: return "float";
     case ScalarType::float64: return "double";
     case ScalarType::index: return "long long";
@@ -197,22 +203,17 @@ class CRenderer {
       }
       default: break;
     }
-    // a bfloat16 result is rounded to bfloat16 after every op, as PyTorch computes it
-    const bool round_bf16 = u.dtype().scalar() == dtypes::bfloat16 && u.op() != Ops::WHERE && u.op() != Ops::MAX &&
-                            u.op() != Ops::BITCAST && !(u.op() == Ops::CAST && u.src(0).dtype().scalar() == dtypes::bfloat16);
     std::string e = expr(u);
-    if (round_bf16) e = "tinyt_bf16_round(" + e + ")";
-    else if (computed_wider(u)) e = "((" + type_of(u) + ")" + e + ")";
+    if (computed_wider(u)) e = "((" + type_of(u) + ")" + e + ")";
     define(u, e, "alu");
   }
 
-  // C computes bool and integers narrower than int in int, and GCC computes _Float16 in float,
-  // rounding only where a value is stored: inlined into a bigger expression, 100 + 100 in int8
-  // would stay 200. A cast after each such op wraps or rounds where LLVM's i1/i8/i16/half
-  // instructions do, as PyTorch computes.
+  // C computes bool and integers narrower than int in int, wrapping only where a value is
+  // stored: inlined into a bigger expression, 100 + 100 in int8 would stay 200. A cast after
+  // each such op wraps where LLVM's i1/i8/i16 instructions do, as PyTorch computes.
   static bool computed_wider(const UOp& u) {
     const DType dt = u.dtype().scalar();
-    const bool narrow = dt.is_bool() || dt == dtypes::float16 || (dt.is_int() && !dt.is_index() && dt.itemsize() < 4);
+    const bool narrow = dt.is_bool() || (dt.is_int() && !dt.is_index() && dt.itemsize() < 4);
     const bool arithmetic = (infix_symbol(u.op()) && !GroupOp::Comparison.contains(u.op())) || u.op() == Ops::NEG ||
                             u.op() == Ops::RECIPROCAL;
     return narrow && arithmetic;
@@ -223,6 +224,10 @@ class CRenderer {
     auto a = [&](size_t i) { return operand(s[i], u); };
     const DType dt = u.dtype().scalar();
     const bool is_float = s.empty() ? false : s[0].dtype().scalar().is_float();
+    if (GroupOp::ALU.contains(u.op()))
+      for (const UOp& x : s)
+        if (x.dtype().scalar() == dtypes::float16 || x.dtype().scalar() == dtypes::bfloat16)
+          throw InternalError(detail::cat("C renderer: ", op_name(u.op()), " of ", x.dtype().name(), " was not lowered to float32"));
     if (const char* sym = infix_symbol(u.op()); sym && s.size() == 2) {
       if ((u.op() == Ops::IDIV || u.op() == Ops::MOD) && !(s[1].is_const() && s[1].const_int() > 0)) {
         // C traps on x/0 and INT_MIN/-1; a kernel must not crash the process. An unsigned divisor
@@ -239,8 +244,10 @@ class CRenderer {
         return "(" + a(0) + " > " + a(1) + " ? " + a(0) + " : " + a(1) + ")";
       case Ops::WHERE: return "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")";
       case Ops::RECIPROCAL: return "(" + detail::float_literal(1.0, dt) + " / " + a(0) + ")";
+      case Ops::MULACC: return std::string(dt == dtypes::float64 ? "fma(" : "fmaf(") + a(0) + ", " + a(1) + ", " + a(2) + ")";
       case Ops::CAST:
         if (dt.is_bool()) return "(" + a(0) + " != 0)";
+        if (dt == dtypes::bfloat16 && s[0].dtype().scalar() != dtypes::bfloat16) return "tinyt_bf16_round((float)" + a(0) + ")";
         return "((" + type_of(u) + ")" + a(0) + ")";
       case Ops::BITCAST: {
         // bfloat16 values are floats here: bitcasts go through their 16 bits
@@ -252,13 +259,8 @@ class CRenderer {
       }
       default: break;
     }
-    if (const char* fn = detail::math_fn(u.op())) {
-      // float16 computes in float; float64 uses the double functions
-      const std::string f = std::string(fn) + (dt == dtypes::float64 ? "" : "f");
-      std::string args = dt == dtypes::float16 ? "(float)" + a(0) : a(0);
-      if (s.size() > 1) args += ", " + std::string(dt == dtypes::float16 ? "(float)" : "") + a(1);
-      return dt == dtypes::float16 ? "((_Float16)" + f + "(" + args + "))" : f + "(" + args + ")";
-    }
+    if (const char* fn = detail::math_fn(u.op()))  // float64 uses the double functions
+      return std::string(fn) + (dt == dtypes::float64 ? "" : "f") + "(" + a(0) + (s.size() > 1 ? ", " + a(1) : "") + ")";
     throw CompileError(detail::cat("C renderer: cannot render ", op_name(u.op()), " of ", u.dtype().name()));
   }
 

@@ -9,9 +9,11 @@
 // are phi-counted blocks; accumulators are allocas that mem2reg promotes.
 //
 // The numerics are the C renderer's: NaN-propagating MAX, integer division that never traps,
-// bool as i1 (one byte in memory), float16 computed in float and rounded back after each op,
-// bfloat16 stored as its 16 bits and computed in float with round-to-nearest-even after each op.
-// Float ops carry only the `contract` fast-math flag: fmul+fadd may fuse into an FMA.
+// bool as i1 (one byte in memory). float16 and bfloat16 arithmetic reaches the renderer already
+// lowered to float32 (codegen/narrow_floats.hpp): they appear only in memory, constants and
+// casts; bfloat16 is stored as its 16 bits and held in a float. Float ops carry no fast-math
+// flag, so nothing is contracted into an FMA; a fused multiply-add is MULACC (llvm.fma), where
+// codegen chose it.
 #pragma once
 
 #include <algorithm>
@@ -53,7 +55,7 @@ inline std::string llvm_type(DType dt) {
     case ScalarType::float16:
       return "half";
     case ScalarType::bfloat16:
-      return "float";  // rounded to bfloat16 after each op
+      return "float";  // a float holding a bfloat16 value
     case ScalarType::float32:
       return "float";
     case ScalarType::float64:
@@ -193,7 +195,10 @@ class LLVMRenderer {
         << "i64* %vars, i32 %core_id, i32 %core_count)\n  ret void\n}\n\n";
     if (bf16_) out << detail::llvm_bf16_helpers << "\n";
     for (const std::string& d : declares_) out << d << "\n";
-    out << "attributes #0 = { alwaysinline nounwind }\nattributes #1 = { nounwind }\n";
+    // 512-bit vectors where the target has them (LLVM's default on Intel is 256): a matmul's
+    // register tile of fused multiply-adds spills out of 32 ymm registers and fits in 32 zmm
+    out << "attributes #0 = { alwaysinline nounwind \"prefer-vector-width\"=\"512\" }\n"
+        << "attributes #1 = { nounwind \"prefer-vector-width\"=\"512\" }\n";
     return out.str();
   }
 
@@ -223,7 +228,7 @@ class LLVMRenderer {
     return emit(detail::cat("call ", ret, " @tinyt.", fn, "(", arg_type, " ", v, ")"));
   }
 
-  // float16 computes in float: widen before an op, round back after it; bfloat16 rounds too
+  // a float16 value as float (exact); a float rounded to float16 or bfloat16 (for conversions)
   std::string widen(const std::string& v, DType dt) {
     return dt.scalar() == dtypes::float16 ? emit("fpext half " + v + " to float") : v;
   }
@@ -448,32 +453,34 @@ class LLVMRenderer {
   }
 
   std::string float_alu(const UOp& u, DType in) {
-    const DType dt = u.dtype().scalar();
-    const std::string at = arith_type(in);
-    auto a = [&](size_t i) { return widen(operand(u, i, in), in); };
-    if (const char* fn = detail::llvm_intrinsic(u.op())) {
-      const std::string name = detail::cat("@llvm.", fn, in == dtypes::float64 ? ".f64" : ".f32");
-      const bool binary = u.op() == Ops::POW;
-      declares_.insert(
-          detail::cat("declare ", at, " ", name, "(", at, binary ? ", " + at : "", ")"));
-      const std::string args =
-          binary ? detail::cat(at, " ", a(0), ", ", at, " ", a(1)) : detail::cat(at, " ", a(0));
-      return narrow(emit(detail::cat("call ", at, " ", name, "(", args, ")")), dt);
-    }
+    if (in != dtypes::float32 && in != dtypes::float64)  // narrow_floats.hpp lowers the others
+      throw InternalError(detail::cat("LLVM renderer: ", op_name(u.op()), " of ", in.name(),
+                                      " was not lowered to float32"));
+    const std::string at = detail::llvm_type(in), suffix = in == dtypes::float64 ? ".f64" : ".f32";
+    auto a = [&](size_t i) { return operand(u, i, in); };
+    auto call = [&](const std::string& fn, size_t args) {
+      std::string types, values;
+      for (size_t i = 0; i < args; ++i) {
+        types += (i ? ", " : "") + at;
+        values += detail::cat(i ? ", " : "", at, " ", a(i));
+      }
+      declares_.insert(detail::cat("declare ", at, " @llvm.", fn, suffix, "(", types, ")"));
+      return emit(detail::cat("call ", at, " @llvm.", fn, suffix, "(", values, ")"));
+    };
+    if (const char* fn = detail::llvm_intrinsic(u.op())) return call(fn, u.op() == Ops::POW ? 2 : 1);
+    if (u.op() == Ops::MULACC) return call("fma", 3);  // a*b+c rounded once, on every CPU
     if (const char* op = float_instruction(u.op())) {
       const std::string args = u.op() == Ops::RECIPROCAL ? "1.0, " + a(0)
                                : u.op() == Ops::NEG      ? a(0)
                                                          : a(0) + ", " + a(1);
-      const std::string r = emit(detail::cat(op, " ", at, " ", args));
-      return GroupOp::Comparison.contains(u.op()) ? r : narrow(r, dt);
+      return emit(detail::cat(op, " ", at, " ", args));
     }
     if (u.op() == Ops::MAX) {  // a when a is NaN or greater, else b: NaN in either operand wins
-      const std::string x = operand(u, 0, in), y = operand(u, 1, in), wx = widen(x, in),
-                        wy = widen(y, in), t = detail::llvm_type(in);
-      const std::string nan = emit(detail::cat("fcmp uno ", at, " ", wx, ", ", wx));
-      const std::string gt = emit(detail::cat("fcmp ogt ", at, " ", wx, ", ", wy));
-      return emit(detail::cat("select i1 ", emit("or i1 " + nan + ", " + gt), ", ", t, " ", x, ", ",
-                              t, " ", y));
+      const std::string x = a(0), y = a(1);
+      const std::string nan = emit(detail::cat("fcmp uno ", at, " ", x, ", ", x));
+      const std::string gt = emit(detail::cat("fcmp ogt ", at, " ", x, ", ", y));
+      return emit(detail::cat("select i1 ", emit("or i1 " + nan + ", " + gt), ", ", at, " ", x,
+                              ", ", at, " ", y));
     }
     throw CompileError(
         detail::cat("LLVM renderer: cannot render ", op_name(u.op()), " of ", in.name()));
@@ -482,15 +489,15 @@ class LLVMRenderer {
   static const char* float_instruction(Ops op) {
     switch (op) {
       case Ops::ADD:
-        return "fadd contract";
+        return "fadd";
       case Ops::SUB:
-        return "fsub contract";
+        return "fsub";
       case Ops::MUL:
-        return "fmul contract";
+        return "fmul";
       case Ops::FDIV:
-        return "fdiv contract";
+        return "fdiv";
       case Ops::RECIPROCAL:
-        return "fdiv contract";
+        return "fdiv";
       case Ops::NEG:
         return "fneg";
       case Ops::CMPLT:
