@@ -48,7 +48,10 @@ TEST_CASE("training parity: an MLP trained with SGD and momentum follows PyTorch
   for (size_t k = 0; k < names.size(); ++k) {
     INFO(names[k].first);
     const std::vector<float> want = floats("final." + names[k].first);
+    // 30 steps of forward, backward and update in float32 on both sides, summed in different
+    // orders: the differences compound through training and no rounding count bounds them;
+    // measured at most 131 roundings (relative 8e-6), allowed 1e-5 (168)
     tinyt_test::check_close(params[k].to_vector<float>(),
-                            std::vector<double>(want.begin(), want.end()), 1e-6, 1e-4);
+                            std::vector<double>(want.begin(), want.end()), tinyt_test::Tol{1e-6, 1e-5});
   }
 }
