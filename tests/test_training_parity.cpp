@@ -43,7 +43,9 @@ TEST_CASE("training parity: an MLP trained with SGD and momentum follows PyTorch
       CHECK(GlobalCounters::compile_count.load() == 0);  // the step's kernels are cached
     // read after the step: the loss keeps the value of the weights it was computed from
     const double got = loss.item<float>(), want = want_loss[static_cast<size_t>(step)];
-    CHECK(std::fabs(got - want) <= 1e-4 * std::fabs(want));
+    // both sides in float32, summed in their own orders, compounding over the steps: measured at
+    // most 5 roundings (step 12, either backend); 64 allowed (was 1e-4, about 1700)
+    CHECK(std::fabs(got - want) <= 64 * 0x1p-24 * std::fabs(want));
   }
   for (size_t k = 0; k < names.size(); ++k) {
     INFO(names[k].first);
