@@ -6,8 +6,10 @@
 #include <doctest/doctest.h>
 #include <stdlib.h>  // mkdtemp, setenv
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -22,26 +24,92 @@
 
 namespace tinyt_test {
 
-/// Every element within atol + rtol * |want| (NaN must be NaN, inf must be the same inf).
-inline void check_close(const std::vector<float>& got, const std::vector<double>& want,
-                        double atol = 1e-6, double rtol = 1e-3) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("element ", i, ": got ", got[i], ", want ", want[i]);
-    if (std::isnan(want[i]))
-      CHECK(std::isnan(got[i]));
-    else if (std::isinf(want[i]))
-      CHECK(static_cast<double>(got[i]) == want[i]);
-    else
-      CHECK(std::fabs(static_cast<double>(got[i]) - want[i]) <= atol + rtol * std::fabs(want[i]));
+/// How close a result must be to its reference: |got - want| <= atol + rtol * |want|. Every
+/// comparison states its own, derived from the dtype and the op (no default):
+///   Tol::exact()           the result is exactly representable and every step is exact (sums,
+///                          products and differences of a few grid values, movement ops, max, relu);
+///   Tol::dtype(dt, n)      a chain of n correctly rounded operations in dt: each rounding errs by
+///                          at most half an ulp, a relative 2^-p (p significand bits: 2^-24 float32,
+///                          2^-53 float64, 2^-11 float16, 2^-8 bfloat16), so n of them by about n * 2^-p
+///                          (the result's own rounding to dt counts as one);
+///   Tol::f32(n)            the same for float32;
+///   .of(scale)             errors of intermediates as large as `scale`, which cancellation leaves
+///                          in a smaller result (a sum of n terms errs by n roundings of its largest
+///                          partial sum, not of the sum): adds atol = rtol * scale;
+///   Tol{atol, rtol}        anything looser, with a comment at the call saying why (transcendental
+///                          approximations, finite differences, references computed in float32).
+struct Tol {
+  double atol = 0, rtol = 0;
+  static constexpr Tol exact() { return {0, 0}; }
+  static Tol dtype(tinyt::DType dt, int n_roundings) {
+    int p = 24;
+    switch (dt.scalar_type()) {
+      case tinyt::ScalarType::float64: p = 53; break;
+      case tinyt::ScalarType::float32: p = 24; break;
+      case tinyt::ScalarType::float16: p = 11; break;
+      case tinyt::ScalarType::bfloat16: p = 8; break;
+      default: FAIL("Tol::dtype: ", dt.name(), " is not a float dtype");
+    }
+    return {0, n_roundings * std::ldexp(1.0, -p)};
   }
+  static Tol f32(int n_roundings) { return dtype(tinyt::dtypes::float32, n_roundings); }
+  Tol of(double scale) const { return {atol + rtol * scale, rtol}; }
+};
+
+/// Every element within `tol` of `want` (NaN must be NaN, inf must be the same inf). With
+/// TINYT_TEST_TOL=report in the environment, each comparison also prints its worst error as a
+/// fraction of what it allows, and in roundings of float32 (2^-24 relative): how much room a
+/// tolerance leaves.
+inline void check_close(const std::vector<float>& got, const std::vector<double>& want, Tol tol,
+                        const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  REQUIRE(got.size() == want.size());
+  double worst = 0, worst_roundings = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double g = static_cast<double>(got[i]), err = std::fabs(g - want[i]);
+    const double allowed = tol.atol + tol.rtol * std::fabs(want[i]);
+    INFO("element ", i, ": got ", g, ", want ", want[i], " (off by ", err, ", allowed ", allowed, ")");
+    if (std::isnan(want[i])) {
+      CHECK(std::isnan(g));
+    } else if (std::isinf(want[i])) {
+      CHECK(g == want[i]);
+    } else {
+      CHECK(err <= allowed);
+      if (err > 0) {
+        worst = std::max(worst, allowed > 0 ? err / allowed : INFINITY);
+        if (want[i] != 0) worst_roundings = std::max(worst_roundings, err / std::fabs(want[i]) / 0x1p-24);
+      }
+    }
+  }
+  const char* mode = std::getenv("TINYT_TEST_TOL");
+  if (mode && std::string(mode) == "report")
+    std::printf("%s:%d: worst error %.3g of the tolerance (%.3g float32 roundings)\n", file, line,
+                worst, worst_roundings);
 }
 /// The same with references of another type (a braced list goes to the double version).
 template <class W>
 requires(!std::is_same_v<W, double>) void check_close(const std::vector<float>& got,
-                                                      const std::vector<W>& want,
-                                                      double atol = 1e-6, double rtol = 1e-3) {
-  check_close(got, std::vector<double>(want.begin(), want.end()), atol, rtol);
+                                                      const std::vector<W>& want, Tol tol,
+                                                      const char* file = __builtin_FILE(),
+                                                      int line = __builtin_LINE()) {
+  check_close(got, std::vector<double>(want.begin(), want.end()), tol, file, line);
+}
+/// Tests written against the old signature: absolute and relative tolerance, both stated.
+template <class W>
+requires(!std::is_same_v<W, double>) void check_close(const std::vector<float>& got,
+                                                      const std::vector<W>& want, double atol,
+                                                      double rtol) {
+  check_close(got, want, Tol{atol, rtol});
+}
+inline void check_close(const std::vector<float>& got, const std::vector<double>& want,
+                        double atol, double rtol) {
+  check_close(got, want, Tol{atol, rtol});
+}
+/// A comparison without a tolerance used to mean atol 1e-6, rtol 1e-3 (about 8000 ulp of
+/// float32): say which one the op needs instead.
+template <class W> void check_close(const std::vector<float>&, const std::vector<W>&) {
+  static_assert(sizeof(W) == 0,
+                "check_close needs a tolerance: Tol::exact(), Tol::f32(n_roundings), "
+                "Tol::dtype(dt, n), or Tol{atol, rtol} with a comment saying why");
 }
 
 /// The message of the E that f throws ("(nothing thrown)" when it throws none).

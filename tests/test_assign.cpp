@@ -101,7 +101,7 @@ TEST_CASE("assign: a row reduction of the target inside its kernel reads the row
     for (size_t j = 0; j < 70; ++j) m = std::max(m, v[i * 70 + j]);
     for (size_t j = 0; j < 70; ++j) want[i * 70 + j] = v[i * 70 + j] - m;
   }
-  tinyt_test::check_close(x.to_vector<float>(), want, 0, 0);
+  tinyt_test::check_close(x.to_vector<float>(), want, tinyt_test::Tol::exact());
 }
 
 TEST_CASE("assign: a kernel that reads a tensor before and after its assign") {

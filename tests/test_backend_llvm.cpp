@@ -608,12 +608,15 @@ TEST_CASE("llvm: a matmul agrees with the C backend to the bit (both fuse with f
       int wrong = 0;
       for (int64_t i = 0; i < n; ++i)
         for (int64_t j = 0; j < n; ++j) {
-          double ref = 0;
-          for (int64_t k = 0; k < n; ++k)
-            ref += static_cast<double>(ga[static_cast<size_t>(i * n + k)]) *
-                   gb[static_cast<size_t>(k * n + j)];
-          wrong +=
-              std::abs(got[static_cast<size_t>(i * n + j)] - ref) > 1e-5 + 1e-4 * std::abs(ref);
+          double ref = 0, magnitude = 0;
+          for (int64_t k = 0; k < n; ++k) {
+            const double term = static_cast<double>(ga[static_cast<size_t>(i * n + k)]) *
+                                gb[static_cast<size_t>(k * n + j)];
+            ref += term, magnitude += std::abs(term);
+          }
+          // n products and n - 1 sums in float32, in any order: within n roundings of the sum
+          // of the terms' magnitudes (the classic bound for a dot product)
+          wrong += std::abs(got[static_cast<size_t>(i * n + j)] - ref) > n * 0x1p-24 * magnitude;
         }
       CHECK(wrong == 0);
     }

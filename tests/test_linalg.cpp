@@ -75,7 +75,9 @@ void check_matmul(const Dims& as, const Dims& bs, int seed = 1) {
   Tensor c = a.matmul(b);
   CHECK(c.shape() == Shape(out));
   CHECK(c.dtype() == dtypes::float32);
-  check_close(c.to_vector<float>(), want);
+  // values() are multiples of 1/8 below 2 in magnitude: each product is a multiple of 1/64 below
+  // 4, and every partial sum of fewer than 2^16 of them is exact in float32, in any order
+  check_close(c.to_vector<float>(), want, Tol::exact());
 }
 
 int64_t kernels_to_realize(Tensor t) {
@@ -147,7 +149,7 @@ TEST_CASE("linalg: matmul dtypes") {
   // int and float promote to float; float64 stays float64
   Tensor f = Tensor::from_vector(std::vector<float>{0.5f, 1, 2, 1, 1, 1}, {3, 2});
   CHECK(a.matmul(f).dtype() == dtypes::float32);
-  check_close(a.matmul(f).to_vector<float>(), {0.5 - 4 + 3, 1 - 2 + 3, 2 + 10 - 6, 4 + 5 - 6});
+  check_close(a.matmul(f).to_vector<float>(), {0.5 - 4 + 3, 1 - 2 + 3, 2 + 10 - 6, 4 + 5 - 6}, Tol::exact());
   Tensor d = Tensor::from_vector(std::vector<double>{1, 2}, {2});
   CHECK(d.matmul(d).dtype() == dtypes::float64);
   CHECK(d.matmul(d).item<double>() == 5.0);
@@ -182,25 +184,25 @@ TEST_CASE("linalg: matmul of non-contiguous views") {
   check_close(a.T().matmul(b.T()).to_vector<float>(),
               ref(
                   3, 4, 5, [&](int64_t i, int64_t p) { return A(p, i); },
-                  [&](int64_t p, int64_t j) { return B(j, p); }));
+                  [&](int64_t p, int64_t j) { return B(j, p); }), Tol::exact());
   // sliced by shrink: a[1:3, :] @ b.T()[0:3, 1:5]
   check_close(a.shrink({{1, 3}, {0, 3}}).matmul(b.T().shrink({{0, 3}, {1, 5}})).to_vector<float>(),
               ref(
                   2, 3, 4, [&](int64_t i, int64_t p) { return A(i + 1, p); },
-                  [&](int64_t p, int64_t j) { return B(j + 1, p); }));
+                  [&](int64_t p, int64_t j) { return B(j + 1, p); }), Tol::exact());
   // flipped rows of a and columns of b
   check_close(a.flip(0).T().matmul(b.flip(1).T()).to_vector<float>(),
               ref(
                   3, 4, 5, [&](int64_t i, int64_t p) { return A(3 - p, i); },
-                  [&](int64_t p, int64_t j) { return B(j, 3 - p); }));
+                  [&](int64_t p, int64_t j) { return B(j, 3 - p); }), Tol::exact());
   // an expanded (broadcast) operand and a padded one
   Tensor row = Tensor::from_vector(std::vector<float>{1, 2, 3}, {1, 3}).expand({4, 3});
   check_close(row.matmul(a.T()).to_vector<float>(),
               ref(
                   4, 3, 4, [](int64_t, int64_t p) { return p + 1.0; },
-                  [&](int64_t p, int64_t j) { return A(j, p); }));
+                  [&](int64_t p, int64_t j) { return A(j, p); }), Tol::exact());
   check_close(a.pad({{0, 0}, {1, 1}}).matmul(Tensor::ones({5, 2})).to_vector<float>(),
-              ref(4, 3, 2, A, [](int64_t, int64_t) { return 1.0; }));
+              ref(4, 3, 2, A, [](int64_t, int64_t) { return 1.0; }), Tol::exact());
 }
 
 TEST_CASE("linalg: matmul misuse throws ShapeError naming both shapes") {
@@ -231,17 +233,17 @@ TEST_CASE("linalg: linear is x @ w + b and fuses with its activation") {
       want_nb.push_back(acc);
       want.push_back(acc + bv[static_cast<size_t>(j)]);
     }
-  check_close(x.linear(w, b).to_vector<float>(), want);
-  check_close(x.linear(w).to_vector<float>(), want_nb);
+  check_close(x.linear(w, b).to_vector<float>(), want, Tol::exact());
+  check_close(x.linear(w).to_vector<float>(), want_nb, Tol::exact());
   std::vector<double> relu = want;
   for (double& v : relu) v = std::max(v, 0.0);
   Tensor y = (x.matmul(w) + b).relu();
   CHECK(kernels_to_realize(y) == 1);
-  check_close(y.to_vector<float>(), relu);
+  check_close(y.to_vector<float>(), relu, Tol::exact());
   // a 1-D weight scales elementwise (tinygrad)
   Tensor s = Tensor::from_vector(std::vector<float>{1, 2, 3});
   check_close(x.linear(s).to_vector<float>(),
-              {xv[0] * 1.0, xv[1] * 2.0, xv[2] * 3.0, xv[3] * 1.0, xv[4] * 2.0, xv[5] * 3.0});
+              {xv[0] * 1.0, xv[1] * 2.0, xv[2] * 3.0, xv[3] * 1.0, xv[4] * 2.0, xv[5] * 3.0}, Tol::exact());
   CHECK_THROWS_AS(x.linear(w, Tensor::zeros({3})), ShapeError);
 }
 
@@ -276,21 +278,21 @@ TEST_CASE("linalg: einsum against loops") {
   double total = 0;
   for (float v : av) total += v;
 
-  check_close(Tensor::einsum("ij,jk->ik", {a, b}).to_vector<float>(), ab);
-  check_close(Tensor::einsum("ij,jk", {a, b}).to_vector<float>(), ab);  // implicit: i, k
-  check_close(Tensor::einsum("ij,jk->ki", {a, b}).to_vector<float>(), ab_t);
-  check_close(Tensor::einsum(" i j , j k -> k i ", {a, b}).to_vector<float>(), ab_t);  // spaces
-  check_close(Tensor::einsum("ij,jk,kl->il", {a, b, c}).to_vector<float>(), chain);
+  check_close(Tensor::einsum("ij,jk->ik", {a, b}).to_vector<float>(), ab, Tol::exact());
+  check_close(Tensor::einsum("ij,jk", {a, b}).to_vector<float>(), ab, Tol::exact());  // implicit: i, k
+  check_close(Tensor::einsum("ij,jk->ki", {a, b}).to_vector<float>(), ab_t, Tol::exact());
+  check_close(Tensor::einsum(" i j , j k -> k i ", {a, b}).to_vector<float>(), ab_t, Tol::exact());  // spaces
+  check_close(Tensor::einsum("ij,jk,kl->il", {a, b, c}).to_vector<float>(), chain, Tol::exact());
   Tensor a1 = a.shrink({{1, 2}, {0, 3}}).reshape({3}), c0 = c.shrink({{0, 4}, {0, 1}}).reshape({4});
-  check_close(Tensor::einsum("i,j->ij", {a1, c0}).to_vector<float>(), outer);
-  check_close(Tensor::einsum("ij->ji", {a}).to_vector<float>(), trans);
+  check_close(Tensor::einsum("i,j->ij", {a1, c0}).to_vector<float>(), outer, Tol::exact());
+  check_close(Tensor::einsum("ij->ji", {a}).to_vector<float>(), trans, Tol::exact());
   check_close(Tensor::einsum("ji", {a}).to_vector<float>(),
-              trans);  // implicit output is sorted: i, j
-  check_close(Tensor::einsum("ij->i", {a}).to_vector<float>(), rows);
+              trans, Tol::exact());  // implicit output is sorted: i, j
+  check_close(Tensor::einsum("ij->i", {a}).to_vector<float>(), rows, Tol::exact());
   CHECK(Tensor::einsum("ij->", {a}).ndim() == 0);
-  check_close({Tensor::einsum("ij->", {a}).item<float>()}, {total});
+  check_close({Tensor::einsum("ij->", {a}).item<float>()}, {total}, Tol::exact());
   // on a non-contiguous (transposed and flipped) operand
-  check_close(Tensor::einsum("ji,jk->ik", {a.T().flip(1).flip(1), b}).to_vector<float>(), ab);
+  check_close(Tensor::einsum("ji,jk->ik", {a.T().flip(1).flip(1), b}).to_vector<float>(), ab, Tol::exact());
 }
 
 TEST_CASE("linalg: einsum diagonals, traces, batches, ellipsis and broadcasting") {
@@ -300,45 +302,45 @@ TEST_CASE("linalg: einsum diagonals, traces, batches, ellipsis and broadcasting"
   double trace = 0;
   std::vector<double> diag;
   for (int i = 0; i < 4; ++i) trace += M(i, i), diag.push_back(M(i, i));
-  check_close({Tensor::einsum("ii", {m}).item<float>()}, {trace});
-  check_close({Tensor::einsum("ii->", {m}).item<float>()}, {trace});
-  check_close(Tensor::einsum("ii->i", {m}).to_vector<float>(), diag);
+  check_close({Tensor::einsum("ii", {m}).item<float>()}, {trace}, Tol::exact());
+  check_close({Tensor::einsum("ii->", {m}).item<float>()}, {trace}, Tol::exact());
+  check_close(Tensor::einsum("ii->i", {m}).to_vector<float>(), diag, Tol::exact());
   // the diagonal of a transposed view, and a trace within a product
-  check_close(Tensor::einsum("ii->i", {m.T()}).to_vector<float>(), diag);
+  check_close(Tensor::einsum("ii->i", {m.T()}).to_vector<float>(), diag, Tol::exact());
   Tensor v = Tensor::from_vector(std::vector<float>{1, 2, 3, 4});
   double weighted = 0;
   for (int i = 0; i < 4; ++i) weighted += M(i, i) * (i + 1);
-  check_close({Tensor::einsum("ii,i->", {m, v}).item<float>()}, {weighted});
+  check_close({Tensor::einsum("ii,i->", {m, v}).item<float>()}, {weighted}, Tol::exact());
   // a label three times: (2, 2, 2) -> its diagonal
   const auto cv = values(8, 42);
   Tensor cube = Tensor::from_vector(cv, {2, 2, 2});
-  check_close(Tensor::einsum("iii->i", {cube}).to_vector<float>(), {cv[0], cv[7]});
+  check_close(Tensor::einsum("iii->i", {cube}).to_vector<float>(), {cv[0], cv[7]}, Tol::exact());
   // a repeated label alongside another: "iij->j"
   std::vector<double> iij(2, 0.0);
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 2; ++j)
       iij[static_cast<size_t>(j)] += cv[static_cast<size_t>(i * 4 + i * 2 + j)];
-  check_close(Tensor::einsum("iij->j", {cube}).to_vector<float>(), iij);
+  check_close(Tensor::einsum("iij->j", {cube}).to_vector<float>(), iij, Tol::exact());
 
   // batches and ellipsis: (2, 3, 4) @ (2, 4, 5) written three ways, and broadcast ellipsis dims
   const auto xv = values(24, 43), yv = values(40, 44);
   Tensor x = Tensor::from_vector(xv, {2, 3, 4}), y = Tensor::from_vector(yv, {2, 4, 5});
   Dims out;
   auto want = ref_matmul(to_double(xv), {2, 3, 4}, to_double(yv), {2, 4, 5}, out);
-  check_close(Tensor::einsum("bij,bjk->bik", {x, y}).to_vector<float>(), want);
-  check_close(Tensor::einsum("...ij,...jk->...ik", {x, y}).to_vector<float>(), want);
+  check_close(Tensor::einsum("bij,bjk->bik", {x, y}).to_vector<float>(), want, Tol::exact());
+  check_close(Tensor::einsum("...ij,...jk->...ik", {x, y}).to_vector<float>(), want, Tol::exact());
   check_close(Tensor::einsum("...ij,...jk", {x, y}).to_vector<float>(),
-              want);  // implicit: ellipsis first
+              want, Tol::exact());  // implicit: ellipsis first
   Tensor y0 = y.shrink({{0, 1}, {0, 4}, {0, 5}}).reshape({4, 5});
   auto want0 = ref_matmul(to_double(xv), {2, 3, 4},
                           std::vector<double>(yv.begin(), yv.begin() + 20), {4, 5}, out);
-  check_close(Tensor::einsum("...ij,jk->...ik", {x, y0}).to_vector<float>(), want0);
+  check_close(Tensor::einsum("...ij,jk->...ik", {x, y0}).to_vector<float>(), want0, Tol::exact());
   // size-1 dims broadcast against the same label's full size
   Tensor r = Tensor::from_vector(std::vector<float>{1, 2, 3}, {1, 3});
   Tensor s = Tensor::from_vector(std::vector<float>{1, 10}, {2, 1});
   Tensor rs = Tensor::einsum("ij,ij->ij", {r, s});
   CHECK(rs.shape() == Shape{2, 3});
-  check_close(rs.to_vector<float>(), {1, 2, 3, 10, 20, 30});
+  check_close(rs.to_vector<float>(), {1, 2, 3, 10, 20, 30}, Tol::exact());
   // dtypes promote; size-0 labels sum to 0
   Tensor ints = Tensor::from_vector(std::vector<int32_t>{1, 2, 3, 4}, {2, 2});
   CHECK(Tensor::einsum("ij,jk->ik", {ints, ints}).dtype() == dtypes::int32);

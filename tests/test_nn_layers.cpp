@@ -165,11 +165,11 @@ TEST_CASE("nn::Linear: forward against a double loop, batched and 3-d, with and 
   };
   Tensor y = lin(tensor(x, {2, 5, 4}));
   CHECK(y.shape() == Shape{2, 5, 3});
-  check_close(floats(y), ref(true), 1e-5);
+  check_close(floats(y), ref(true), Tol::exact());
   nn::Linear no_bias(4, 3, false);
   CHECK(!no_bias.bias.defined());
   no_bias.weight = lin.weight;
-  check_close(floats(no_bias(tensor(x, {10, 4}))), ref(false), 1e-5);
+  check_close(floats(no_bias(tensor(x, {10, 4}))), ref(false), Tol::exact());
   const std::string msg = message_of<ShapeError>([&] { lin(Tensor::ones({2, 5})); });
   CHECK(contains(msg, "Linear"));
   CHECK(contains(msg, "(2, 5)"));
@@ -199,7 +199,7 @@ TEST_CASE("nn::Conv2d: forward against a double loop with groups, stride, paddin
   auto want = ref_conv2d(x, {2, 4, 5, 7}, w, {6, 2, 2, 3}, b, 2, {2, 1}, {1, 2}, {1, 2}, out);
   Tensor y = conv(tensor(x, {2, 4, 5, 7}));
   CHECK(y.shape() == Shape(out));
-  check_close(floats(y), want, 1e-4);
+  check_close(floats(y), want, Tol::exact());
   // a square kernel from one int, the defaults (stride 1, no padding), no bias
   nn::Conv2d plain(3, 2, 3, 1, 0, 1, 1, false);
   CHECK(plain.weight.shape() == Shape{2, 3, 3, 3});
@@ -207,7 +207,8 @@ TEST_CASE("nn::Conv2d: forward against a double loop with groups, stride, paddin
   const auto x2 = values(3 * 5 * 5, 7);
   want = ref_conv2d(x2, {1, 3, 5, 5}, floats(plain.weight), {2, 3, 3, 3}, {}, 1, {1, 1}, {0, 0},
                     {1, 1}, out);
-  check_close(floats(plain(tensor(x2, {1, 3, 5, 5}))), want, 1e-4);
+  // random weights: 27 rounded products and 26 sums of partial sums up to 27 * 2 / sqrt(27)
+  check_close(floats(plain(tensor(x2, {1, 3, 5, 5}))), want, Tol::f32(27).of(10.4));
 }
 
 TEST_CASE("nn::Conv2d: weight (out, in/groups, kh, kw) and bias uniform in 1/sqrt(fan_in)") {
@@ -228,10 +229,10 @@ TEST_CASE("nn::Conv2d: weight (out, in/groups, kh, kw) and bias uniform in 1/sqr
 
 TEST_CASE("nn::BatchNorm: initial tensors, keys, dtypes and no gradient on the running stats") {
   nn::BatchNorm2d bn(3);
-  check_close(floats(bn.weight), {1, 1, 1});
-  check_close(floats(bn.bias), {0, 0, 0});
-  check_close(floats(bn.running_mean), {0, 0, 0});
-  check_close(floats(bn.running_var), {1, 1, 1});
+  check_close(floats(bn.weight), {1, 1, 1}, Tol::exact());
+  check_close(floats(bn.bias), {0, 0, 0}, Tol::exact());
+  check_close(floats(bn.running_mean), {0, 0, 0}, Tol::exact());
+  check_close(floats(bn.running_var), {1, 1, 1}, Tol::exact());
   CHECK(bn.num_batches_tracked.dtype() == dtypes::int64);
   CHECK(bn.num_batches_tracked.to_vector<int64_t>() == std::vector<int64_t>{0});
   CHECK(bn.running_mean.requires_grad_setting() == std::optional<bool>(false));
@@ -257,27 +258,31 @@ TEST_CASE("nn::BatchNorm: training uses batch statistics and updates the running
   {
     Tensor::Train train;
     Tensor y = bn(tensor(x1, {N, C, 2, 3}));
-    check_close(floats(y), ref_batchnorm(x1, N, C, S, m1, v1, w, b, 1e-5), 1e-5);
+    // the mean (1 rounding), deviations, squares, a sum of 24 (23), eps, rsqrt (2), weight and bias:
+    // about 32 roundings of values up to 6 (the bias cancels)
+    check_close(floats(y), ref_batchnorm(x1, N, C, S, m1, v1, w, b, 1e-5), Tol::f32(32).of(6));
     const double unbias = static_cast<double>(N * S) / static_cast<double>(N * S - 1);
     std::vector<double> rm, rv;
     for (size_t c = 0; c < 3; ++c)
       rm.push_back(0.1 * m1[c]), rv.push_back(0.9 + 0.1 * v1[c] * unbias);
-    check_close(floats(bn.running_mean), rm);
-    check_close(floats(bn.running_var), rv);
+    // 0.1 m: the mean, 0.1 and the product round; the running var adds the variance's roundings
+    check_close(floats(bn.running_mean), rm, Tol::f32(4));
+    check_close(floats(bn.running_var), rv, Tol::f32(32));
     CHECK(bn.num_batches_tracked.to_vector<int64_t>() == std::vector<int64_t>{1});
     bn(tensor(x2, {N, C, 2, 3})).realize();
     for (size_t c = 0; c < 3; ++c)
       rm[c] = 0.9 * rm[c] + 0.1 * m2[c], rv[c] = 0.9 * rv[c] + 0.1 * v2[c] * unbias;
-    check_close(floats(bn.running_mean), rm);
-    check_close(floats(bn.running_var), rv);
+    check_close(floats(bn.running_mean), rm, Tol::f32(8).of(0.1));  // 0.9 rm + 0.1 m cancels: relative to the terms (below 0.1)
+    check_close(floats(bn.running_var), rv, Tol::f32(40));
     CHECK(bn.num_batches_tracked.to_vector<int64_t>() == std::vector<int64_t>{2});
   }
   // eval: the running statistics, which stay as they are
   const auto rm = floats(bn.running_mean), rv = floats(bn.running_var);
   const std::vector<double> rmd(rm.begin(), rm.end()), rvd(rv.begin(), rv.end());
   Tensor y = bn(tensor(x1, {N, C, 2, 3}));
-  check_close(floats(y), ref_batchnorm(x1, N, C, S, rmd, rvd, w, b, 1e-5), 1e-5);
-  check_close(floats(bn.running_mean), rmd);
+  // eval: fixed statistics, eps, rsqrt, weight, bias: 8 roundings of values up to 6
+  check_close(floats(y), ref_batchnorm(x1, N, C, S, rmd, rvd, w, b, 1e-5), Tol::f32(8).of(6));
+  check_close(floats(bn.running_mean), rmd, Tol::exact());
   CHECK(bn.num_batches_tracked.to_vector<int64_t>() == std::vector<int64_t>{2});
 }
 
@@ -289,14 +294,15 @@ TEST_CASE("nn::BatchNorm: (N, C) input, no running stats, float16, and its error
   channel_stats(x, 5, 2, 1, m, v);
   {
     Tensor::Train train;
+    // statistics of 5 values: about 16 roundings of the normalized values (below 2)
     check_close(floats(bn(tensor(x, {5, 2}))),
-                ref_batchnorm(x, 5, 2, 1, m, v, {1, 1}, {0, 0}, 1e-3), 1e-5);
+                ref_batchnorm(x, 5, 2, 1, m, v, {1, 1}, {0, 0}, 1e-3), Tol::f32(16).of(2));
   }
   // without running statistics, eval uses the batch's too (as PyTorch)
   nn::BatchNorm untracked(2, 1e-3, true, false);
   CHECK(!untracked.running_mean.defined());
   check_close(floats(untracked(tensor(x, {5, 2}))),
-              ref_batchnorm(x, 5, 2, 1, m, v, {1, 1}, {0, 0}, 1e-3), 1e-5);
+              ref_batchnorm(x, 5, 2, 1, m, v, {1, 1}, {0, 0}, 1e-3), Tol::f32(16).of(2));
   // float16 in, float16 out, statistics in float32
   Tensor yh;
   {
@@ -304,8 +310,8 @@ TEST_CASE("nn::BatchNorm: (N, C) input, no running stats, float16, and its error
     yh = untracked(tensor(x, {5, 2}).half());
   }
   CHECK(yh.dtype() == dtypes::float16);
-  check_close(floats(yh.float_()), ref_batchnorm(x, 5, 2, 1, m, v, {1, 1}, {0, 0}, 1e-3), 2e-3,
-              2e-3);
+  // statistics in float32, the result rounded to float16 once: 2 roundings of float16
+  check_close(floats(yh.float_()), ref_batchnorm(x, 5, 2, 1, m, v, {1, 1}, {0, 0}, 1e-3), Tol::dtype(dtypes::float16, 2));
   // errors: wrong channel count, one value per channel in training
   std::string msg = message_of<ShapeError>([&] { bn(Tensor::ones({4, 3})); });
   CHECK(contains(msg, "BatchNorm"));
@@ -322,7 +328,8 @@ nn::BatchNorm2d batchnorm_two_steps(bool realize_between) {
   nn::BatchNorm2d bn(3);
   nn::state::load_state_dict(bn, {{"weight", det({3}, 1).add(1)}, {"bias", det({3}, 2)}}, false);
   Tensor::Train train;
-  check_close(floats(bn(det({4, 3, 2, 2}, 3))), torch_bn_train1, 1e-5);
+  // PyTorch computed in float32 too: both sides' roundings (as the loop above, 32 + 8)
+  check_close(floats(bn(det({4, 3, 2, 2}, 3))), torch_bn_train1, Tol::f32(40).of(6));
   if (realize_between) realize_tensors({bn.running_mean, bn.running_var, bn.num_batches_tracked});
   bn(det({4, 3, 2, 2}, 4).mul(0.5).add(1)).realize();
   return bn;
@@ -331,10 +338,11 @@ nn::BatchNorm2d batchnorm_two_steps(bool realize_between) {
 
 TEST_CASE("nn::BatchNorm2d against PyTorch: two training steps, running stats, eval") {
   nn::BatchNorm2d bn = batchnorm_two_steps(true);
-  check_close(floats(bn.running_mean), torch_bn_running_mean, 1e-6);
-  check_close(floats(bn.running_var), torch_bn_running_var, 1e-6);
+  // two steps of running statistics on both sides (float32)
+  check_close(floats(bn.running_mean), torch_bn_running_mean, Tol::f32(16));
+  check_close(floats(bn.running_var), torch_bn_running_var, Tol::f32(16));
   CHECK(bn.num_batches_tracked.to_vector<int64_t>() == std::vector<int64_t>{2});
-  check_close(floats(bn(det({2, 3, 2, 2}, 5))), torch_bn_eval, 1e-5);
+  check_close(floats(bn(det({2, 3, 2, 2}, 5))), torch_bn_eval, Tol::f32(16).of(6));
 }
 
 // Assigning again to a tensor whose assign is still pending once ran the first assign twice.
@@ -352,18 +360,19 @@ TEST_CASE("nn::BatchNorm2d: two steps with no realize in between") {
 TEST_CASE("nn::LayerNorm: over one and two trailing dims, with the affine transform") {
   nn::LayerNorm ln(6);
   CHECK(ln.weight.shape() == Shape{6});
-  check_close(floats(ln.weight), std::vector<double>(6, 1.0));
-  check_close(floats(ln.bias), std::vector<double>(6, 0.0));
+  check_close(floats(ln.weight), std::vector<double>(6, 1.0), Tol::exact());
+  check_close(floats(ln.bias), std::vector<double>(6, 0.0), Tol::exact());
   const auto x = values(4 * 6, 8), w = values(6, 9), b = values(6, 10);
   ln.weight = tensor(w, {6});
   ln.bias = tensor(b, {6});
   auto want = ref_normalize_rows(x, 6, 1e-5);
   for (size_t i = 0; i < want.size(); ++i) want[i] = want[i] * w[i % 6] + b[i % 6];
-  check_close(floats(ln(tensor(x, {2, 2, 6}))), want, 1e-5);
+  // mean, deviations, squares, a sum of 6, eps, rsqrt, weight and bias: 16 roundings of values up to 4
+  check_close(floats(ln(tensor(x, {2, 2, 6}))), want, Tol::f32(16).of(4));
 
   nn::LayerNorm ln2({2, 3}, 1e-3, false);
   CHECK(!ln2.weight.defined());
-  check_close(floats(ln2(tensor(x, {4, 2, 3}))), ref_normalize_rows(x, 6, 1e-3), 1e-5);
+  check_close(floats(ln2(tensor(x, {4, 2, 3}))), ref_normalize_rows(x, 6, 1e-3), Tol::f32(16).of(4));
   const std::string msg = message_of<ShapeError>([&] { ln2(Tensor::ones({2, 3, 2})); });
   CHECK(contains(msg, "LayerNorm"));
   CHECK(contains(msg, "(2, 3, 2)"));
@@ -373,7 +382,7 @@ TEST_CASE("nn::LayerNorm: over one and two trailing dims, with the affine transf
 TEST_CASE("nn::RMSNorm: x / sqrt(mean(x^2) + eps) * weight, eps 1e-6 by default") {
   nn::RMSNorm rms(5);
   CHECK(rms.eps == 1e-6);
-  check_close(floats(rms.weight), std::vector<double>(5, 1.0));
+  check_close(floats(rms.weight), std::vector<double>(5, 1.0), Tol::exact());
   const auto x = values(3 * 5, 11), w = values(5, 12);
   rms.weight = tensor(w, {5});
   std::vector<double> want;
@@ -383,7 +392,8 @@ TEST_CASE("nn::RMSNorm: x / sqrt(mean(x^2) + eps) * weight, eps 1e-6 by default"
     for (int64_t i = 0; i < 5; ++i)
       want.push_back(at(x, r * 5 + i) / std::sqrt(ms + 1e-6) * at(w, i));
   }
-  check_close(floats(rms(tensor(x, {3, 5}))), want, 1e-5);
+  // squares (exact), a sum of 5 (exact), the mean, eps, rsqrt, x and weight: 8 roundings
+  check_close(floats(rms(tensor(x, {3, 5}))), want, Tol::f32(8));
   CHECK_THROWS_AS(rms(Tensor::ones({3, 4})), ShapeError);
   CHECK(keys_of(nn::state::get_state_dict(nn::RMSNorm(4, 1e-6, false))).empty());
 }
@@ -391,8 +401,8 @@ TEST_CASE("nn::RMSNorm: x / sqrt(mean(x^2) + eps) * weight, eps 1e-6 by default"
 TEST_CASE("nn::GroupNorm: statistics per group of channels, affine per channel") {
   const int64_t N = 2, C = 6, G = 3, S = 4;
   nn::GroupNorm gn(G, C);
-  check_close(floats(gn.weight), std::vector<double>(C, 1.0));
-  check_close(floats(gn.bias), std::vector<double>(C, 0.0));
+  check_close(floats(gn.weight), std::vector<double>(C, 1.0), Tol::exact());
+  check_close(floats(gn.bias), std::vector<double>(C, 0.0), Tol::exact());
   const auto x = values(N * C * S, 13), w = values(C, 14), b = values(C, 15);
   gn.weight = tensor(w, {C});
   gn.bias = tensor(b, {C});
@@ -402,7 +412,8 @@ TEST_CASE("nn::GroupNorm: statistics per group of channels, affine per channel")
     const size_t c = (i / S) % C;
     want[i] = want[i] * w[c] + b[c];
   }
-  check_close(floats(gn(tensor(x, {N, C, 2, 2}))), want, 1e-5);
+  // as LayerNorm, over 8 values
+  check_close(floats(gn(tensor(x, {N, C, 2, 2}))), want, Tol::f32(16).of(4));
   const std::string msg = message_of<ShapeError>([] { nn::GroupNorm(4, 6); });
   CHECK(contains(msg, "GroupNorm"));
   CHECK_THROWS_AS(gn(Tensor::ones({2, 4, 3})), ShapeError);
@@ -411,23 +422,25 @@ TEST_CASE("nn::GroupNorm: statistics per group of channels, affine per channel")
 TEST_CASE("nn norms, Conv2d and Linear against PyTorch") {
   nn::GroupNorm gn(2, 4);
   nn::state::load_state_dict(gn, {{"weight", det({4}, 6)}, {"bias", det({4}, 7)}});
-  check_close(floats(gn(det({2, 4, 3}, 8))), torch_gn, 1e-5);
+  // the norms as above, rounded on both sides (PyTorch in float32); conv, linear and embedding of
+  // det()'s grid of 1/4 are exact on both
+  check_close(floats(gn(det({2, 4, 3}, 8))), torch_gn, Tol::f32(32).of(6));
   nn::LayerNorm ln({2, 3});
   nn::state::load_state_dict(ln, {{"weight", det({2, 3}, 9)}, {"bias", det({2, 3}, 10)}});
-  check_close(floats(ln(det({2, 2, 3}, 11))), torch_ln, 1e-5);
+  check_close(floats(ln(det({2, 2, 3}, 11))), torch_ln, Tol::f32(32).of(6));
   nn::RMSNorm rms(5);
   nn::state::load_state_dict(rms, {{"weight", det({5}, 12)}});
-  check_close(floats(rms(det({3, 5}, 13))), torch_rms, 1e-5);
+  check_close(floats(rms(det({3, 5}, 13))), torch_rms, Tol::f32(16));
   nn::Conv2d conv(4, 6, {2, 3}, {2, 1}, 1, {1, 2}, 2);
   nn::state::load_state_dict(conv, {{"weight", det({6, 2, 2, 3}, 14)}, {"bias", det({6}, 15)}});
-  check_close(floats(conv(det({2, 4, 5, 6}, 16))), torch_conv, 1e-4);
+  check_close(floats(conv(det({2, 4, 5, 6}, 16))), torch_conv, Tol::exact());
   nn::Linear lin(4, 3);
   nn::state::load_state_dict(lin, {{"weight", det({3, 4}, 17)}, {"bias", det({3}, 18)}});
-  check_close(floats(lin(det({2, 4}, 19))), torch_linear, 1e-5);
+  check_close(floats(lin(det({2, 4}, 19))), torch_linear, Tol::exact());
   nn::Embedding emb(7, 3);
   nn::state::load_state_dict(emb, {{"weight", det({7, 3}, 20)}});
   Tensor idx = Tensor::from_vector(std::vector<int64_t>{0, 6, 2, 3, 3, 1}, {2, 3});
-  check_close(floats(emb(idx)), torch_embedding);
+  check_close(floats(emb(idx)), torch_embedding, Tol::exact());
 }
 
 // -- Embedding ---------------------------------------------------------------------------------
@@ -445,19 +458,19 @@ TEST_CASE("nn::Embedding: rows of the weight by index, glorot init, its edge cas
   std::vector<double> want;
   for (int32_t i : ids)
     for (int64_t e = 0; e < 4; ++e) want.push_back(at(w, i * 4 + e));
-  check_close(floats(y), want, 0.0, 0.0);
+  check_close(floats(y), want, Tol::exact());
   // an inf elsewhere in the table does not leak into other rows
   emb.weight = Tensor::arange(10).reshape({10, 1}).ne(5).where(emb.weight, INFINITY);
-  check_close(floats(emb(Tensor::from_vector(ids, {2, 3}))), want, 0.0, 0.0);
+  check_close(floats(emb(Tensor::from_vector(ids, {2, 3}))), want, Tol::exact());
   // out of range: no row matches, so zeros (documented; checking would read the indices)
   check_close(floats(emb(Tensor::from_vector(std::vector<int64_t>{10, -1}))),
-              std::vector<double>(8, 0.0));
+              std::vector<double>(8, 0.0), Tol::exact());
   CHECK(emb(Tensor::zeros({0, 2}, dtypes::int32)).shape() == Shape{0, 2, 4});
   // uint8 indices into more than 256 rows do not wrap
   nn::Embedding wide(300, 2);
   const auto ww = floats(wide.weight);
   check_close(floats(wide(Tensor::from_vector(std::vector<uint8_t>{255, 0}))),
-              {ww[510], ww[511], ww[0], ww[1]}, 0.0, 0.0);
+              {ww[510], ww[511], ww[0], ww[1]}, Tol::exact());
   const std::string msg = message_of<DTypeError>([&] { emb(Tensor::ones({2})); });
   CHECK(contains(msg, "Embedding"));
   CHECK(contains(msg, "float32"));
@@ -604,7 +617,7 @@ TEST_CASE("nn::state::load_state_dict: a round trip copies every value, in place
   CHECK(floats(b_weight) == floats(a.layers[2].fc.weight));
   // the copy is a copy: changing a afterwards leaves b alone
   a.scale.assign(Tensor::full({1}, 5.0f)).realize();
-  check_close(floats(b.scale), {1.0});
+  check_close(floats(b.scale), {1.0}, Tol::exact());
   // values read from the model itself: two tensors swapped
   nn::LayerNorm ln(4);
   ln.weight = Tensor::from_vector(std::vector<float>{1, 2, 3, 4});
@@ -614,7 +627,7 @@ TEST_CASE("nn::state::load_state_dict: a round trip copies every value, in place
   CHECK(floats(ln.bias) == std::vector<float>{1, 2, 3, 4});
   // and b computes what a computed
   Tensor x = Tensor::from_vector(values(6, 3), {2, 3});
-  check_close(floats(b.layers[0](x)), floats(a.layers[0](x)), 0.0, 0.0);
+  check_close(floats(b.layers[0](x)), floats(a.layers[0](x)), Tol::exact());
 }
 
 TEST_CASE("nn::state::load_state_dict: missing, extra, wrong shape, wrong dtype are errors") {

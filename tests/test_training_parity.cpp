@@ -43,12 +43,17 @@ TEST_CASE("training parity: an MLP trained with SGD and momentum follows PyTorch
       CHECK(GlobalCounters::compile_count.load() == 0);  // the step's kernels are cached
     // read after the step: the loss keeps the value of the weights it was computed from
     const double got = loss.item<float>(), want = want_loss[static_cast<size_t>(step)];
-    CHECK(std::fabs(got - want) <= 1e-4 * std::fabs(want));
+    // both sides in float32, summed in their own orders, compounding over the steps: measured at
+    // most 5 roundings (step 12, either backend); 64 allowed (was 1e-4, about 1700)
+    CHECK(std::fabs(got - want) <= 64 * 0x1p-24 * std::fabs(want));
   }
   for (size_t k = 0; k < names.size(); ++k) {
     INFO(names[k].first);
     const std::vector<float> want = floats("final." + names[k].first);
+    // 30 steps of forward, backward and update in float32 on both sides, summed in different
+    // orders: the differences compound through training and no rounding count bounds them;
+    // measured at most 131 roundings (relative 8e-6), allowed 1e-5 (168)
     tinyt_test::check_close(params[k].to_vector<float>(),
-                            std::vector<double>(want.begin(), want.end()), 1e-6, 1e-4);
+                            std::vector<double>(want.begin(), want.end()), tinyt_test::Tol{1e-6, 1e-5});
   }
 }
