@@ -114,7 +114,7 @@ TEST_CASE("gradient: unary math against finite differences") {
       {"sign (flat)", [](const Tensor& x) { return x.sign() * x; }},
       {"trunc floor ceil round (flat)", [](const Tensor& x) { return (x * 3.3).trunc() + x.floor() + x.ceil() * x + (x * 2.2).round(); }},
   };
-  for (const auto& [name, op] : ops) gradcheck(name, [&](const std::vector<Tensor>& x) { return op(x[0]); }, {any({2, 5})});
+  for (const auto& [name, op] : ops) gradcheck(name, [&op = op](const std::vector<Tensor>& x) { return op(x[0]); }, {any({2, 5})});
   const std::vector<std::pair<std::string, std::function<Tensor(const Tensor&)>>> positive = {
       {"log", [](const Tensor& x) { return x.log(); }},
       {"log2", [](const Tensor& x) { return x.log2(); }},
@@ -122,7 +122,7 @@ TEST_CASE("gradient: unary math against finite differences") {
       {"rsqrt", [](const Tensor& x) { return x.rsqrt(); }},
       {"reciprocal", [](const Tensor& x) { return x.reciprocal(); }},
   };
-  for (const auto& [name, op] : positive) gradcheck(name, [&](const std::vector<Tensor>& x) { return op(x[0]); }, {pos({2, 5})});
+  for (const auto& [name, op] : positive) gradcheck(name, [&op = op](const std::vector<Tensor>& x) { return op(x[0]); }, {pos({2, 5})});
 }
 
 TEST_CASE("gradient: binary and ternary math against finite differences") {
@@ -138,7 +138,7 @@ TEST_CASE("gradient: binary and ternary math against finite differences") {
       {"a * b + a / b expression", [](const Tensor& a, const Tensor& b) { return a * b + a / b - b; }},
   };
   for (const auto& [name, op] : ops)
-    gradcheck(name, [&](const std::vector<Tensor>& x) { return op(x[0], x[1]); }, {any({3, 4}), any({3, 4})});
+    gradcheck(name, [&op = op](const std::vector<Tensor>& x) { return op(x[0], x[1]); }, {any({3, 4}), any({3, 4})});
   // broadcasting: the gradient of the smaller operand sums over the broadcast axes
   gradcheck("mul broadcast", [](const std::vector<Tensor>& x) { return x[0] * x[1]; }, {any({3, 4}), any({4})});
   gradcheck("div broadcast", [](const std::vector<Tensor>& x) { return x[0] / x[1]; }, {any({3, 1}), any({1, 4})});
@@ -193,7 +193,7 @@ TEST_CASE("gradient: movement and indexing against finite differences") {
       {"split", [](const Tensor& x) { auto p = x.split(1, 2); return p[0] * p[3] + p[1]; }},
       {"chunk", [](const Tensor& x) { auto p = x.chunk(2, 1); return p[0] * 2 + p[1].sum(1, true); }},
   };
-  for (const auto& [name, op] : ops) gradcheck(name, [&](const std::vector<Tensor>& x) { return op(x[0]); }, {any({2, 3, 4})});
+  for (const auto& [name, op] : ops) gradcheck(name, [&op = op](const std::vector<Tensor>& x) { return op(x[0]); }, {any({2, 3, 4})});
   gradcheck("cat", [](const std::vector<Tensor>& x) { return Tensor::cat({x[0], x[1] * 2, x[0]}, 1); }, {any({2, 3}), any({2, 2})});
   gradcheck("stack", [](const std::vector<Tensor>& x) { return Tensor::stack({x[0], x[1]}, 1); }, {any({2, 3}), any({2, 3})});
 }
