@@ -16,6 +16,7 @@ SANITIZE_FAST ?= uop;pattern;symbolic;schedule_cache;assign;state_io
 
 .PHONY: test test-clang example example-quick bench bench-quick sanitize sanitize-fast \
         amalgamate format clean
+.DEFAULT_GOAL := test
 
 test:
 	tools/setup.sh
