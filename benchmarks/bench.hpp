@@ -15,12 +15,15 @@
 namespace bench {
 
 /// `--reps N`: at most N timed runs; `--budget S`: stop starting timed runs once they have taken
-/// S seconds (at least one always runs); `--warmup N`: untimed runs first (compiles the kernels).
+/// S seconds (at least one always runs); `--warmup N`: untimed runs first (compiles the kernels);
+/// `--quick`: tiny sizes and one timed run, for CI (the program builds, runs and checks its
+/// results; its figures mean nothing). Options after `--quick` still apply.
 /// Other arguments are left in `args` for the program, which may give its own default warmup.
 struct Options {
   int reps = 10;
   double budget_s = 3.0;
   int warmup = 1;
+  bool quick = false;
   std::vector<std::string> args;
 
   Options(int argc, char** argv, int default_warmup = 1) : warmup(default_warmup) {
@@ -33,8 +36,11 @@ struct Options {
         budget_s = std::atof(argv[++i]);
       } else if (arg == "--warmup" && has_value) {
         warmup = std::max(0, std::atoi(argv[++i]));
+      } else if (arg == "--quick") {
+        quick = true, reps = 1;
       } else if (arg == "--help" || arg == "-h") {
-        std::printf("usage: %s [--reps N] [--budget SECONDS] [--warmup N] [args...]\n", argv[0]);
+        std::printf("usage: %s [--quick] [--reps N] [--budget SECONDS] [--warmup N] [args...]\n",
+                    argv[0]);
         std::exit(0);
       } else {
         args.emplace_back(arg);

@@ -1,5 +1,6 @@
 // conv2d of an 8 x 64 x 56 x 56 fp32 input with 64 3x3 filters, stride 1, padding 1, no bias,
-// in GFLOPS (2 * 8*64*56*56 outputs * 64*3*3 multiply-adds).
+// in GFLOPS (2 * 8*64*56*56 outputs * 64*3*3 multiply-adds); 1 x 4 x 8 x 8 with 4 filters with
+// --quick.
 #include <random>
 
 #include <tinyt.hpp>
@@ -10,13 +11,16 @@ using namespace tinyt;
 
 int main(int argc, char** argv) {
   bench::Options opt(argc, argv);
-  const int64_t batch = 8, cin = 64, cout = 64, h = 56, w = 56, k = 3;
+  const int64_t batch = opt.quick ? 1 : 8, cin = opt.quick ? 4 : 64, cout = cin,
+                h = opt.quick ? 8 : 56, w = h, k = 3;
   Tensor x = Tensor::rand({batch, cin, h, w}).realize();
   Tensor wt = (Tensor::rand({cout, cin, k, k}) - 0.5).realize(), y;
   const bench::Timing t = bench::measure(opt, [&] { y = x.conv2d(wt, {}, 1, 1, 1, 1).realize(); });
   const double flops = 2.0 * batch * cout * h * w * cin * k * k;
-  bench::report("conv2d", "conv2d 8x64x56x56, 64 3x3 filters, pad 1", flops / t.best_s / 1e9,
-                "GFLOPS", t);
+  const std::string what = "conv2d " + std::to_string(batch) + "x" + std::to_string(cin) + "x" +
+                           std::to_string(h) + "x" + std::to_string(w) + ", " +
+                           std::to_string(cout) + " 3x3 filters, pad 1";
+  bench::report(opt.quick ? "conv2d_quick" : "conv2d", what, flops / t.best_s / 1e9, "GFLOPS", t);
 
   bench::check(y.shape() == Shape{batch, cout, h, w},
                "conv2d output shape " + to_string(y.shape()));

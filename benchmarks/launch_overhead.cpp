@@ -9,7 +9,7 @@ using namespace tinyt;
 
 int main(int argc, char** argv) {
   bench::Options opt(argc, argv);
-  const int iterations = 2000;
+  const int iterations = opt.quick ? 20 : 2000;
   Tensor a = Tensor::rand({16}).realize(), y;
   GlobalCounters::reset();
   const bench::Timing t = bench::measure(opt, [&] {

@@ -1,5 +1,5 @@
 // fp32 matmul of two square n x n matrices (default n = 512, 1024 and 2048), in GFLOPS (2 n^3
-// flops per product). Usage: bench_matmul [options] [n...]
+// flops per product; n = 64 with --quick). Usage: bench_matmul [options] [n...]
 #include <random>
 
 #include <tinyt.hpp>
@@ -12,7 +12,8 @@ int main(int argc, char** argv) {
   bench::Options opt(argc, argv);
   std::vector<int64_t> sizes;
   for (const std::string& a : opt.args) sizes.push_back(std::stoll(a));
-  if (sizes.empty()) sizes = {512, 1024, 2048};
+  if (sizes.empty())
+    sizes = opt.quick ? std::vector<int64_t>{64} : std::vector<int64_t>{512, 1024, 2048};
   for (const int64_t n : sizes) {
     Tensor a = Tensor::rand({n, n}).realize(), b = Tensor::rand({n, n}).realize();
     Tensor c;

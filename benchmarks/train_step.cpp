@@ -1,6 +1,6 @@
 // One training step of the Fashion-MNIST CNN of examples/ (FashionNet: conv 1->16 5x5, batchnorm,
 // relu, max pool, conv 16->32 3x3, batchnorm, relu, max pool, linear 800->128, relu, linear 128->10) with Adam (lr 1e-3),
-// batch 512, in ms per step: the forward pass, the loss, backward, Adam's update and the running
+// batch 512 (16 with --quick), in ms per step: the forward pass, the loss, backward, Adam's update and the running
 // statistics, realized as examples/fashion_mnist.cpp does, in one schedule per step.
 // The batch is fixed random data, realized before the timing; every step trains on it again.
 #include <cmath>
@@ -15,7 +15,7 @@ using namespace tinyt;
 int main(int argc, char** argv) {
   // the first step compiles the kernels; a few more settle the optimizer's state and the caches
   bench::Options opt(argc, argv, /*default_warmup=*/3);
-  const int64_t batch = 512;
+  const int64_t batch = opt.quick ? 16 : 512;
   Tensor::manual_seed(42);
   const Tensor x = Tensor::rand({batch, 1, 28, 28}).realize();
   const Tensor y = Tensor::randint({batch}, 0, 10, dtypes::int32).realize();
@@ -35,7 +35,9 @@ int main(int argc, char** argv) {
     losses.push_back(loss.item<float>());  // the loss is computed: reading it launches nothing
   };
   const bench::Timing t = bench::measure(opt, step);
-  bench::report("train_step", "FashionNet train step, batch 512, Adam", t.best_s * 1e3, "ms", t);
+  bench::report(opt.quick ? "train_step_quick" : "train_step",
+                "FashionNet train step, batch " + std::to_string(batch) + ", Adam", t.best_s * 1e3,
+                "ms", t);
 
   // a random batch of 10 classes starts near ln 10, and the same batch, trained on again and
   // again, must be fitted better

@@ -1,6 +1,7 @@
 // A tour of the pipeline: lazy tensors become a graph, the scheduler fuses it into kernels,
-// movement ops turn into index math, and each kernel is compiled to C and run.
-// Run with DEBUG=2 to see each kernel, DEBUG=4 to see the generated C.
+// movement ops turn into index math, and each kernel is compiled and run on the CPU (by LLVM's
+// ORC JIT, or by the system C compiler with CPU_LLVM=0).
+// Run with DEBUG=2 to see each kernel, DEBUG=4 to see its generated source (LLVM IR or C).
 #include <iomanip>
 #include <iostream>
 

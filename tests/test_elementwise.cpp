@@ -36,7 +36,8 @@ void check_unary(const char* name, const std::function<Tensor(const Tensor&)>& o
                  Tol tol) {
   std::vector<double> want;
   for (float x : samples) want.push_back(ref(static_cast<double>(x)));
-  for (auto& [layout, t] : layouts(samples)) {
+  for (const auto& [layout_name, t] : layouts(samples)) {
+    const std::string& layout = layout_name;  // INFO's lambda cannot capture a binding in clang 14
     INFO(name, " on a ", layout, " input");
     check_close(op(t).to_vector<float>(), want, tol);
   }

@@ -166,7 +166,8 @@ TEST_CASE("safetensors round trip keeps every dtype, shape and value") {
 
   const auto loaded = nn::state::safe_load(path);
   REQUIRE(loaded.size() == tensors.size());
-  for (const auto& [name, t] : tensors) {
+  for (const auto& [key, t] : tensors) {
+    const std::string& name = key;  // INFO's lambda cannot capture a binding in clang 14
     INFO("tensor ", name);
     REQUIRE(loaded.count(name) == 1);
     check_same(loaded.at(name), t);
@@ -225,7 +226,8 @@ TEST_CASE("safe_save matches the file Hugging Face's safetensors wrote") {
 
   const auto loaded = nn::state::safe_load(ref.string());
   REQUIRE(loaded.size() == tensors.size());
-  for (const auto& [name, t] : tensors) {
+  for (const auto& [key, t] : tensors) {
+    const std::string& name = key;  // INFO's lambda cannot capture a binding in clang 14
     INFO("tensor ", name);
     REQUIRE(loaded.count(name) == 1);
     check_same(loaded.at(name), t);

@@ -3,7 +3,8 @@
 set -euo pipefail
 
 # Add packages here (one list for everything: toolchain, headers, runtimes, data sets).
-PACKAGES="g++ make cmake python3 libboost-dev xtl-dev doctest-dev ccache libllvm15 zlib1g dataset-fashion-mnist"
+# clang: the second compiler of `make test-clang` (clang 14 on Debian 12), with g++'s libstdc++.
+PACKAGES="g++ clang make cmake python3 libboost-dev xtl-dev doctest-dev ccache libllvm15 zlib1g dataset-fashion-mnist"
 
 if ! command -v dpkg >/dev/null 2>&1; then
   echo "tools/setup.sh: no dpkg (not Debian); make sure these are installed: $PACKAGES" >&2

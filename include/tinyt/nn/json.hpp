@@ -18,6 +18,8 @@
 namespace tinyt::inline v0 {
 namespace nn::json {
 
+struct Member;
+
 /// One parsed JSON value. Objects keep their members in the order of the text.
 struct Value {
   enum class Kind { null, boolean, number, string, array, object };
@@ -25,15 +27,14 @@ struct Value {
   bool boolean = false;
   std::string text;          // string: the decoded UTF-8; number: the literal as written
   std::vector<Value> items;  // array
-  std::vector<std::pair<std::string, Value>> members;  // object
+  // object. A struct of its own, not std::pair<std::string, Value>: a pair of the incomplete
+  // Value is instantiated while Value is being defined, and libstdc++'s pair then asks whether
+  // Value is default-constructible, which needs the pair complete (clang rejects the cycle).
+  std::vector<Member> members;
   size_t offset = 0;  // byte offset of the value in the parsed text, for error messages
 
   /// The member named `key` of an object, or nullptr.
-  const Value* find(std::string_view key) const {
-    for (const auto& [k, v] : members)
-      if (k == key) return &v;
-    return nullptr;
-  }
+  const Value* find(std::string_view key) const;
   /// The value of a number written as a non-negative integer that fits uint64_t (no sign,
   /// fraction or exponent), else nothing: sizes and offsets must not round through a double.
   std::optional<uint64_t> as_uint() const {
@@ -48,6 +49,18 @@ struct Value {
     return v;
   }
 };
+
+/// One `"key": value` of an object.
+struct Member {
+  std::string key;
+  Value value;
+};
+
+inline const Value* Value::find(std::string_view key) const {
+  for (const Member& m : members)
+    if (m.key == key) return &m.value;
+  return nullptr;
+}
 
 /// The name of a kind, for messages ("expected an object, found an array").
 inline const char* kind_name(Value::Kind k) {
@@ -236,7 +249,7 @@ class Parser {
       expect(':');
       skip_space();
       Value member = value(depth + 1);
-      v.members.emplace_back(std::move(key), std::move(member));
+      v.members.push_back({std::move(key), std::move(member)});
       skip_space();
       if (peek() == ',') {
         ++i_;

@@ -119,8 +119,10 @@ inline SafeEntry parse_entry(const std::string& name, const json::Value& v,
     if (key == "dtype") {
       if (field.kind != json::Value::Kind::string)
         throw Error(cat(context, ": dtype must be a string, found ", json::kind_name(field.kind)));
+      // a reference of its own: clang 14 cannot capture a structured binding (C++20's P1091)
+      const std::string& text = field.text;
       const auto* it = std::find_if(std::begin(safe_dtypes), std::end(safe_dtypes),
-                                    [&](const SafeDType& d) { return field.text == d.name; });
+                                    [&](const SafeDType& d) { return text == d.name; });
       if (it == std::end(safe_dtypes)) {
         std::string known;
         for (const SafeDType& d : safe_dtypes) known += cat(" ", d.name);
