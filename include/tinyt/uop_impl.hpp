@@ -71,14 +71,19 @@ inline UOpNode* intern(Ops op, DType dtype, std::vector<UOp>&& src, Arg&& arg) {
 }
 
 // Frees a node whose count reached zero, and the sources that die with it, with a worklist
-// instead of recursion so a 10^6-node chain is freed without overflowing the stack.
+// instead of recursion so a 10^6-node chain is freed without overflowing the stack. The worklist
+// lives on the stack of the outermost release of this thread; a release it causes (a node's arg
+// holding UOps) adds to it. No thread_local object with a destructor: a static UOp released at
+// exit runs after the main thread's thread_locals are destroyed.
 inline void release(const UOpNode* node) {
   if (node->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-  thread_local std::vector<UOpNode*> dying;
-  thread_local bool draining = false;
-  dying.push_back(const_cast<UOpNode*>(node));
-  if (draining) return;
-  draining = true;
+  thread_local std::vector<UOpNode*>* draining = nullptr;
+  if (draining) {
+    draining->push_back(const_cast<UOpNode*>(node));
+    return;
+  }
+  std::vector<UOpNode*> dying{const_cast<UOpNode*>(node)};
+  draining = &dying;
   while (!dying.empty()) {
     UOpNode* d = dying.back();
     dying.pop_back();
@@ -98,7 +103,7 @@ inline void release(const UOpNode* node) {
     }
     delete d;
   }
-  draining = false;
+  draining = nullptr;
 }
 
 inline size_t arity(Ops op) {
