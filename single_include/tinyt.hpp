@@ -338,11 +338,26 @@ inline i128 wrap_int(i128 v, DType d) {
   return static_cast<i128>(u);
 }
 
+namespace detail {
+/// `v` as a float rounded to odd: toward zero, the last bit set when that was inexact. Rounding
+/// this float to a type of at most 22 bits of precision is the one correct rounding of `v`
+/// (rounding to nearest twice, through float, is not: 1 + 2^-11 + 2^-40 would become 1 in half).
+inline float to_float_odd(double v) {
+  float f = static_cast<float>(v);
+  if (!std::isfinite(v) || static_cast<double>(f) == v) return f;
+  uint32_t bits = std::bit_cast<uint32_t>(f);
+  if (std::fabs(static_cast<double>(f)) > std::fabs(v)) --bits;  // sign-magnitude: toward zero
+  return std::bit_cast<float>(bits | 1u);
+}
+}  // namespace detail
+
 /// A double rounded to the precision of a float dtype (round to nearest even; overflow is inf).
+/// float16 rounds once, as a cast from float64 does in a kernel; bfloat16 goes through float,
+/// as a kernel's cast from float64 (and PyTorch's) does.
 inline double round_float(double v, DType d) {
   switch (d.scalar_type()) {
     case ScalarType::float16:
-      return static_cast<float>(half_t(static_cast<float>(v)));
+      return static_cast<float>(half_t(detail::to_float_odd(v)));
     case ScalarType::bfloat16:
       return static_cast<float>(bfloat16_t(static_cast<float>(v)));
     case ScalarType::float32:
@@ -990,14 +1005,19 @@ inline UOpNode* intern(Ops op, DType dtype, std::vector<UOp>&& src, Arg&& arg) {
 }
 
 // Frees a node whose count reached zero, and the sources that die with it, with a worklist
-// instead of recursion so a 10^6-node chain is freed without overflowing the stack.
+// instead of recursion so a 10^6-node chain is freed without overflowing the stack. The worklist
+// lives on the stack of the outermost release of this thread; a release it causes (a node's arg
+// holding UOps) adds to it. No thread_local object with a destructor: a static UOp released at
+// exit runs after the main thread's thread_locals are destroyed.
 inline void release(const UOpNode* node) {
   if (node->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-  thread_local std::vector<UOpNode*> dying;
-  thread_local bool draining = false;
-  dying.push_back(const_cast<UOpNode*>(node));
-  if (draining) return;
-  draining = true;
+  thread_local std::vector<UOpNode*>* draining = nullptr;
+  if (draining) {
+    draining->push_back(const_cast<UOpNode*>(node));
+    return;
+  }
+  std::vector<UOpNode*> dying{const_cast<UOpNode*>(node)};
+  draining = &dying;
   while (!dying.empty()) {
     UOpNode* d = dying.back();
     dying.pop_back();
@@ -1017,7 +1037,7 @@ inline void release(const UOpNode* node) {
     }
     delete d;
   }
-  draining = false;
+  draining = nullptr;
 }
 
 inline size_t arity(Ops op) {
@@ -2768,7 +2788,9 @@ inline int normalize_axis(int axis, size_t ndim, const char* op) {
 
 namespace tinyt::inline v0 {
 
-/// Overrides knobs for a scope: `Context ctx{{"BEAM", 2}, {"DEV", "CPU"}};` (innermost wins).
+/// Overrides knobs for a scope of this thread: `Context ctx{{"BEAM", 2}, {"DEV", "CPU"}};`
+/// (innermost wins). Each thread has its own scopes: with one stack for all, a scope could close
+/// under another thread's and leave its setting behind, and each thread would see the others'.
 class Context {
  public:
   using Value = std::variant<int64_t, std::string>;
@@ -2781,38 +2803,29 @@ class Context {
     Setting(std::string n, const char* v) : name(std::move(n)), value(std::string(v)) {}
   };
   Context(std::initializer_list<Setting> settings) {
-    std::lock_guard lock(mu());
     stack().emplace_back(settings.begin(), settings.end());
     depth_ = stack().size();
   }
   ~Context() {
-    std::lock_guard lock(mu());
     if (stack().size() == depth_) stack().pop_back();
   }
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
-  /// The knob's value as text: the innermost Context that sets it, else the environment.
+  /// The knob's value as text: this thread's innermost Context that sets it, else the environment.
   static std::optional<std::string> lookup(const std::string& name) {
-    {
-      std::lock_guard lock(mu());
-      for (auto it = stack().rbegin(); it != stack().rend(); ++it)
-        for (const Setting& s : *it)
-          if (s.name == name)
-            return std::holds_alternative<int64_t>(s.value) ? std::to_string(std::get<int64_t>(s.value))
-                                                              : std::get<std::string>(s.value);
-    }
+    for (auto it = stack().rbegin(); it != stack().rend(); ++it)
+      for (const Setting& s : *it)
+        if (s.name == name)
+          return std::holds_alternative<int64_t>(s.value) ? std::to_string(std::get<int64_t>(s.value))
+                                                            : std::get<std::string>(s.value);
     if (const char* v = std::getenv(name.c_str())) return std::string(v);
     return std::nullopt;
   }
 
  private:
-  static std::mutex& mu() {
-    static std::mutex m;
-    return m;
-  }
   static std::vector<std::vector<Setting>>& stack() {
-    static std::vector<std::vector<Setting>> s;
+    static thread_local std::vector<std::vector<Setting>> s;
     return s;
   }
   size_t depth_ = 0;
@@ -2834,12 +2847,14 @@ inline std::string getenv_str(const std::string& name, const std::string& fallba
 inline int debug_level() { return static_cast<int>(getenv_int("DEBUG", 0)); }
 
 /// Counters of the work done since the last reset (tests use kernel_count to check fusion).
+/// global_ops and global_mem add up each launched kernel's estimates (engine/estimates.hpp).
 struct GlobalCounters {
   static inline std::atomic<int64_t> kernel_count{0};
   static inline std::atomic<int64_t> global_ops{0};
   static inline std::atomic<int64_t> global_mem{0};
   static inline std::atomic<double> time_sum_s{0.0};
   static inline std::atomic<int64_t> compile_count{0};  // kernels compiled (not found in a cache)
+  static inline std::atomic<int64_t> mem_used{0};       // bytes of device memory allocated now (not reset)
   static void reset() { kernel_count = 0, global_ops = 0, global_mem = 0, time_sum_s = 0.0, compile_count = 0; }
 };
 
@@ -2950,7 +2965,10 @@ class Buffer {
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   ~Buffer() {
-    if (void* p = ptr_.load()) detail::host_allocator().free(p, nbytes());
+    if (void* p = ptr_.load()) {
+      detail::host_allocator().free(p, nbytes());
+      GlobalCounters::mem_used -= static_cast<int64_t>(nbytes());
+    }
   }
 
   const std::string& device() const { return device_; }
@@ -2968,7 +2986,10 @@ class Buffer {
     Device::require(device_);
     // not std::call_once: glibc's wakes waiters with a system call every time, even with none
     std::lock_guard lock(alloc_mu_);
-    if (!ptr_.load(std::memory_order_relaxed)) ptr_.store(detail::host_allocator().alloc(nbytes()), std::memory_order_release);
+    if (!ptr_.load(std::memory_order_relaxed)) {
+      ptr_.store(detail::host_allocator().alloc(nbytes()), std::memory_order_release);
+      GlobalCounters::mem_used += static_cast<int64_t>(nbytes());
+    }
     return ptr_.load(std::memory_order_relaxed);
   }
   void copyin(const void* src, size_t n) {
@@ -2994,9 +3015,11 @@ class Buffer {
 }  // namespace tinyt::inline v0
 // ---- end tinyt/device.hpp ----
 // ---- tinyt/backend/dlopen.hpp ----
-// Shared libraries opened at run time (dlopen): how tinyt reaches LLVM, the vendor runtimes and
-// the kernels it compiles with nothing to link. A library that is missing is a DeviceError that
-// says what was tried, never a link failure or a crash.
+// Shared libraries opened at run time (dlopen): how tinyt reaches libLLVM (the ORC JIT of
+// cpu_llvm.hpp) and the kernels the system C compiler builds (cpu_cc.hpp) with nothing to link.
+// These two CPU backends are all there is today; OpenCL and CUDA backends, whose vendor runtimes
+// would be opened the same way, do not exist yet (a later issue adds them). A library that is
+// missing is a DeviceError that says what was tried, never a link failure or a crash.
 
 #include <dlfcn.h>
 
@@ -3293,15 +3316,16 @@ struct TempFiles {
 /// Compiles C translation units to shared objects, cached on disk by a hash of compiler and source.
 class CCompiler {
  public:
-  /// What every kernel is compiled with. No -ffast-math: NaN and inf follow IEEE, as elsewhere;
-  /// a multiply feeding an add may become one fused multiply-add, as in BLAS and LLVM's `contract`.
+  /// What every kernel is compiled with. No -ffast-math: NaN and inf follow IEEE, as elsewhere.
+  /// -ffp-contract=off: a multiply feeding an add is never fused on the compiler's own account
+  /// (whether it can depends on the CPU); kernels ask for fused multiply-adds with fma().
   /// -fwrapv: signed integers wrap, as in LLVM IR and PyTorch; without it GCC may assume they do
   /// not overflow, and folds (a + b) < a to b < 0.
   /// Not -fvect-cost-model=dynamic: with it GCC 12 vectorizes a gated load (a pad) into loads
   /// of memory the gate excludes (tests/test_backend_llvm.cpp's guard-page test faults).
   static constexpr std::string_view flags =
       "-O2 -march=native -fPIC -shared -fno-math-errno "
-      "-ffp-contract=fast -fwrapv -x c";
+      "-ffp-contract=off -fwrapv -x c";
   /// Linked after the source, so kernels that call libm resolve it themselves.
   static constexpr std::string_view libs = "-lm";
 
@@ -4462,10 +4486,89 @@ void plan_memory(std::vector<Kernel>& kernels, const std::vector<UOp>& roots, Re
 // ---- tinyt/codegen/linearize.hpp ----
 // Linearizing a kernel: its AST (a DAG over RANGEs) becomes a flat list of UOps in program
 // order, with loops opened (RANGE) and closed (END), and each REDUCE turned into an accumulator
-// (DEFINE_REG) that is initialized before its loops, updated inside, and read after them.
+// (DEFINE_REG) that is initialized before its loops, updated inside, and read after them. The
+// kernel's float16/bfloat16 arithmetic is lowered to float32 first (narrow_floats.hpp), so a
+// program holds narrow floats only in memory, constants and casts.
 
 
+// ---- tinyt/codegen/narrow_floats.hpp ----
+// float16 and bfloat16 arithmetic, defined once for every renderer and every host: an op on
+// half values is computed in float32 and rounded to the narrow type where the graph says the
+// value is narrow, as PyTorch's CPU kernels compute it. These rules rewrite a kernel so that
+// narrow floats appear only in memory (loads, stores), in constants and in casts; every
+// arithmetic op, comparison and reduction is float32.
+//
+// Why here and not in the renderers: a renderer that leaves half arithmetic to its compiler
+// gets whatever the host does with it. GCC on a CPU with AVX512-FP16 computes _Float16 natively
+// and, with contraction allowed, fuses a rounded product and a sum into one half FMA (one
+// rounding, not two), so the C path and the LLVM path disagreed by an ulp on such hosts.
+//
+// A narrow REDUCE becomes a float32 REDUCE rounded once at the end: the graph names only its
+// result, so the running value has no narrow type to be rounded to (PyTorch's CPU reductions of
+// half values accumulate in float as well).
 
+
+namespace tinyt::inline v0 {
+namespace codegen {
+
+namespace detail {
+inline bool is_narrow_float(DType dt) {
+  const DType s = dt.scalar();
+  return s == dtypes::float16 || s == dtypes::bfloat16;
+}
+/// float32 with the lanes of `dt`.
+inline DType widened(DType dt) {
+  return dt.count() > 1 ? dtypes::float32.vec(dt.count()) : dtypes::float32;
+}
+
+/// `u` computed in float32 from its narrow sources widened, rounded back when its result is narrow;
+/// null when neither its result nor a source is a narrow float.
+inline UOp in_float32(const UOp& u) {
+  bool narrow = is_narrow_float(u.dtype());
+  std::vector<UOp> src;
+  for (const UOp& s : u.src()) {
+    narrow |= is_narrow_float(s.dtype());
+    src.push_back(is_narrow_float(s.dtype()) ? s.cast(widened(s.dtype())) : s);
+  }
+  if (!narrow) return {};
+  const DType dt = is_narrow_float(u.dtype()) ? widened(u.dtype()) : u.dtype();
+  return UOp(u.op(), dt, std::move(src), u.arg()).cast(u.dtype());
+}
+}  // namespace detail
+
+/// Rules that leave no float16 or bfloat16 arithmetic in a kernel (see the top of this file).
+inline const PatternMatcher& narrow_float_rules() {
+  static const PatternMatcher pm{{
+      // an op of narrow values -> the op in float32, rounded back
+      {UPat(GroupOp::ALU).named("u"), [](auto& m) { return detail::in_float32(m["u"]); }},
+      // a narrow reduction -> a float32 reduction of the widened values, rounded once
+      {UPat(Ops::REDUCE).named("u"),
+       [](auto& m) {
+         const UOp& u = m["u"];
+         if (!detail::is_narrow_float(u.dtype())) return UOp{};
+         std::vector<UOp> src(u.src().begin(), u.src().end());
+         src[0] = src[0].cast(detail::widened(src[0].dtype()));
+         return UOp(Ops::REDUCE, detail::widened(u.dtype()), std::move(src), u.arg())
+             .cast(u.dtype());
+       }},
+      // a narrow constant widened -> the float32 constant (every narrow value is a float32 one)
+      {UPat(Ops::CAST, {UPat::cvar("c")}).named("u"),
+       [](auto& m) {
+         const UOp &u = m["u"], &c = m["c"];
+         if (!detail::is_narrow_float(c.dtype()) || u.dtype() != detail::widened(c.dtype()))
+           return UOp{};
+         return UOp::const_(u.dtype(), c.const_float());
+       }},
+  }};
+  return pm;
+}
+
+/// The kernel with its narrow float arithmetic computed in float32.
+inline UOp lower_narrow_floats(const UOp& ast) { return graph_rewrite(ast, narrow_float_rules()); }
+
+}  // namespace codegen
+}  // namespace tinyt::inline v0
+// ---- end tinyt/codegen/narrow_floats.hpp ----
 // ---- tinyt/codegen/opt/opt.hpp ----
 // Kernel optimizations as in tinygrad: each Opt splits one range of a kernel's AST, and what the
 // new range becomes (a thread, a cache tile, registers) decides how the kernel runs. Opts name
@@ -4851,13 +4954,22 @@ class Linearizer {
     std::vector<UOp> ranges(u.src().begin() + 1, u.src().end());
     std::sort(ranges.begin(), ranges.end(), range_before);
     for (const UOp& r : ranges) open(r);
-    std::vector<UOp> values;
-    for (const UOp& r : group) values.push_back(emit(r.src(0)));
+    // a float sum of products accumulates with fused multiply-adds (MULACC), the one place
+    // codegen asks for FMA: matmul and conv accumulation. Nowhere else is a*b+c fused, by us or
+    // by a compiler, so a result does not depend on the CPU or the compiler.
+    std::vector<std::vector<UOp>> values;
+    for (const UOp& r : group) {
+      const UOp& x = r.src(0);
+      const bool fused = r.arg().get<Ops>() == Ops::ADD && x.op() == Ops::MUL && x.dtype().is_float();
+      values.push_back(fused ? std::vector<UOp>{emit(x.src(0)), emit(x.src(1))} : std::vector<UOp>{emit(x)});
+    }
     UOp last;
     for (size_t i = 0; i < group.size(); ++i) {
       // the loads carry what they must come after, so the in-loop and the final read differ
       UOp current = push(UOp(Ops::LOAD, group[i].dtype(), {slots[i], ranges.back()}));
-      last = push(UOp(Ops::STORE, dtypes::void_, {slots[i], push(current.alu(group[i].arg().get<Ops>(), {values[i]}))}));
+      UOp next = values[i].size() == 2 ? UOp(Ops::MULACC, current.dtype(), {values[i][0], values[i][1], current})
+                                       : current.alu(group[i].arg().get<Ops>(), {values[i][0]});
+      last = push(UOp(Ops::STORE, dtypes::void_, {slots[i], push(next)}));
     }
     for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) last = close(*it, last);
     for (size_t i = 0; i < group.size(); ++i) scopes_.back()[group[i].get()] = push(UOp(Ops::LOAD, group[i].dtype(), {slots[i], last}));
@@ -4868,10 +4980,11 @@ class Linearizer {
 /// The program of a kernel AST (a SINK of STOREs).
 inline Program linearize(const UOp& ast, std::string name) {
   TINYT_ASSERT(ast.op() == Ops::SINK, "linearize takes a SINK, not ", op_name(ast.op()));
-  detail::Linearizer lin(ast);
-  lin.emit_stores(ast.src());
+  const UOp lowered = lower_narrow_floats(ast);
+  detail::Linearizer lin(lowered);
+  lin.emit_stores(lowered.src());
   Program p{std::move(name), std::move(lin.ops), {}, 1, {}};
-  for (const UOp& u : toposort(ast)) {
+  for (const UOp& u : toposort(lowered)) {
     if (u.op() == Ops::RANGE && range_kind(u) == RangeKind::thread) p.threads = range_size(u);
     if (u.op() == Ops::DEFINE_GLOBAL) {
       const auto i = static_cast<size_t>(u.arg().as_int());
@@ -4891,6 +5004,12 @@ inline Program linearize(const UOp& ast, std::string name) {
 //
 // The function it renders is `void NAME(void** bufs, const long long* vars, int core_id,
 // int core_count)`: bufs are the kernel's buffers by DEFINE_GLOBAL index.
+//
+// float16 and bfloat16 arithmetic reaches the renderer already lowered to float32
+// (codegen/narrow_floats.hpp): `_Float16` appears only in memory, constants and casts, so the C
+// compiler never computes in half, whatever the host supports. bfloat16 is held in a float and
+// stored as its 16 bits. The kernels are compiled with -ffp-contract=off: a fused multiply-add is
+// MULACC (C's fma), where codegen chose it.
 
 
 
@@ -4918,7 +5037,7 @@ inline std::string c_type(DType dt) {
     case ScalarType::int64: return "long long";
     case ScalarType::uint64: return "unsigned long long";
     case ScalarType::float16: return "_Float16";
-    case ScalarType::bfloat16: return "float";  // computed in float, rounded after each op
+    case ScalarType::bfloat16: return "float";  // a float holding a bfloat16 value
     case ScalarType::float32: return "float";
     case ScalarType::float64: return "double";
     case ScalarType::index: return "long long";
@@ -5079,22 +5198,17 @@ class CRenderer {
       }
       default: break;
     }
-    // a bfloat16 result is rounded to bfloat16 after every op, as PyTorch computes it
-    const bool round_bf16 = u.dtype().scalar() == dtypes::bfloat16 && u.op() != Ops::WHERE && u.op() != Ops::MAX &&
-                            u.op() != Ops::BITCAST && !(u.op() == Ops::CAST && u.src(0).dtype().scalar() == dtypes::bfloat16);
     std::string e = expr(u);
-    if (round_bf16) e = "tinyt_bf16_round(" + e + ")";
-    else if (computed_wider(u)) e = "((" + type_of(u) + ")" + e + ")";
+    if (computed_wider(u)) e = "((" + type_of(u) + ")" + e + ")";
     define(u, e, "alu");
   }
 
-  // C computes bool and integers narrower than int in int, and GCC computes _Float16 in float,
-  // rounding only where a value is stored: inlined into a bigger expression, 100 + 100 in int8
-  // would stay 200. A cast after each such op wraps or rounds where LLVM's i1/i8/i16/half
-  // instructions do, as PyTorch computes.
+  // C computes bool and integers narrower than int in int, wrapping only where a value is
+  // stored: inlined into a bigger expression, 100 + 100 in int8 would stay 200. A cast after
+  // each such op wraps where LLVM's i1/i8/i16 instructions do, as PyTorch computes.
   static bool computed_wider(const UOp& u) {
     const DType dt = u.dtype().scalar();
-    const bool narrow = dt.is_bool() || dt == dtypes::float16 || (dt.is_int() && !dt.is_index() && dt.itemsize() < 4);
+    const bool narrow = dt.is_bool() || (dt.is_int() && !dt.is_index() && dt.itemsize() < 4);
     const bool arithmetic = (infix_symbol(u.op()) && !GroupOp::Comparison.contains(u.op())) || u.op() == Ops::NEG ||
                             u.op() == Ops::RECIPROCAL;
     return narrow && arithmetic;
@@ -5105,6 +5219,10 @@ class CRenderer {
     auto a = [&](size_t i) { return operand(s[i], u); };
     const DType dt = u.dtype().scalar();
     const bool is_float = s.empty() ? false : s[0].dtype().scalar().is_float();
+    if (GroupOp::ALU.contains(u.op()))
+      for (const UOp& x : s)
+        if (x.dtype().scalar() == dtypes::float16 || x.dtype().scalar() == dtypes::bfloat16)
+          throw InternalError(detail::cat("C renderer: ", op_name(u.op()), " of ", x.dtype().name(), " was not lowered to float32"));
     if (const char* sym = infix_symbol(u.op()); sym && s.size() == 2) {
       if ((u.op() == Ops::IDIV || u.op() == Ops::MOD) && !(s[1].is_const() && s[1].const_int() > 0)) {
         // C traps on x/0 and INT_MIN/-1; a kernel must not crash the process. An unsigned divisor
@@ -5121,8 +5239,10 @@ class CRenderer {
         return "(" + a(0) + " > " + a(1) + " ? " + a(0) + " : " + a(1) + ")";
       case Ops::WHERE: return "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")";
       case Ops::RECIPROCAL: return "(" + detail::float_literal(1.0, dt) + " / " + a(0) + ")";
+      case Ops::MULACC: return std::string(dt == dtypes::float64 ? "fma(" : "fmaf(") + a(0) + ", " + a(1) + ", " + a(2) + ")";
       case Ops::CAST:
         if (dt.is_bool()) return "(" + a(0) + " != 0)";
+        if (dt == dtypes::bfloat16 && s[0].dtype().scalar() != dtypes::bfloat16) return "tinyt_bf16_round((float)" + a(0) + ")";
         return "((" + type_of(u) + ")" + a(0) + ")";
       case Ops::BITCAST: {
         // bfloat16 values are floats here: bitcasts go through their 16 bits
@@ -5134,13 +5254,8 @@ class CRenderer {
       }
       default: break;
     }
-    if (const char* fn = detail::math_fn(u.op())) {
-      // float16 computes in float; float64 uses the double functions
-      const std::string f = std::string(fn) + (dt == dtypes::float64 ? "" : "f");
-      std::string args = dt == dtypes::float16 ? "(float)" + a(0) : a(0);
-      if (s.size() > 1) args += ", " + std::string(dt == dtypes::float16 ? "(float)" : "") + a(1);
-      return dt == dtypes::float16 ? "((_Float16)" + f + "(" + args + "))" : f + "(" + args + ")";
-    }
+    if (const char* fn = detail::math_fn(u.op()))  // float64 uses the double functions
+      return std::string(fn) + (dt == dtypes::float64 ? "" : "f") + "(" + a(0) + (s.size() > 1 ? ", " + a(1) : "") + ")";
     throw CompileError(detail::cat("C renderer: cannot render ", op_name(u.op()), " of ", u.dtype().name()));
   }
 
@@ -5179,11 +5294,12 @@ inline std::string render_c(const codegen::Program& p) { return CRenderer().rend
 // ---- tinyt/realize.hpp ----
 // The realize engine: schedules a graph, compiles each kernel once (cached by its AST, so a step
 // seen before goes straight to launching), runs the kernels in order, and records where each
-// computed value now lives. DEBUG=1 prints the schedule, 2 a line per kernel with its time,
-// 4 the generated source.
+// computed value now lives. DEBUG=1 prints the schedule, 2 a line per kernel with its time and
+// rates (engine/estimates.hpp), 4 the generated source.
 
 #include <iomanip>
 #include <iostream>
+#include <thread>
 
 // ---- tinyt/backend/cpu_llvm.hpp ----
 // CPU backend through LLVM: IR text -> optimized in memory -> machine code in this process (ORC
@@ -5193,6 +5309,12 @@ inline std::string render_c(const codegen::Program& p) { return CRenderer().rend
 //
 // Kernels follow the C backend's convention: void NAME(void** bufs, const long long* vars,
 // int core_id, int core_count).
+//
+// A JIT compiles for one target: the host CPU and its features (the default), or a CPU that
+// LLVM names ("x86-64", "x86-64-v3", "skylake-avx512", optionally with features: "x86-64-v2,
+// +fma"). The target changes speed, never results: kernels carry no fast-math flags, so the
+// arithmetic is IEEE's whatever vector instructions the target has (tests/test_backends_agree.cpp
+// checks it at each x86-64 level the host runs). llvm_jit() keeps one JIT per target.
 
 
 
@@ -5347,20 +5469,33 @@ inline std::string llvm_version_from_path(const std::string& path) {
 class LLVMJit {
  public:
   using Function = void(void** bufs, const long long* vars, int core_id, int core_count);
-  /// The optimization pipeline every kernel goes through (new pass manager syntax).
-  static constexpr const char* pipeline = "default<O2>";
+  /// The optimization pipeline every kernel goes through (new pass manager syntax). The trailing
+  /// early-cse is for register tiles of llvm.fma: the SLP vectorizer builds each accumulator's
+  /// vector fma twice (once from the loop's phis, once from the stores after the loop), nothing in
+  /// O2 after it merges identical calls, and instcombine sinks the copy into the loop's exit, so
+  /// the old and new accumulators are both live through the loop and a 16-zmm tile spills (the
+  /// 512 matmul: 22 spills/reloads and 32 vfmadd instead of 0 and 16). Merging identical calls
+  /// changes no result. (An fmul+fadd pair is not duplicated that way.)
+  static constexpr const char* pipeline = "default<O2>,function(early-cse)";
 
   /// Opens libLLVM from `default_candidates()`.
   LLVMJit() : LLVMJit(default_candidates()) {}
   /// Opens the first of `candidates` that loads (DeviceError listing each one tried) and starts
-  /// a JIT for the host CPU.
-  explicit LLVMJit(const std::vector<std::string>& candidates)
+  /// a JIT for `target`: "host" (or "") for the CPU this runs on, else "CPU[,FEATURES]" as LLVM
+  /// spells them (a CPU LLVM does not know makes it warn and compile for a generic one).
+  explicit LLVMJit(const std::vector<std::string>& candidates, const std::string& target_cpu = "host")
       // never unloaded: LLVM registers process-wide state (options, signal handlers) on load
       : lib_(Library::open_first(candidates, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)), api_(lib_) {
     init_native_target();
     triple_ = api_.take(api_.LLVMGetDefaultTargetTriple());
-    cpu_ = api_.take(api_.LLVMGetHostCPUName());
-    features_ = api_.take(api_.LLVMGetHostCPUFeatures());
+    if (target_cpu.empty() || target_cpu == "host") {
+      cpu_ = api_.take(api_.LLVMGetHostCPUName());
+      features_ = api_.take(api_.LLVMGetHostCPUFeatures());
+    } else {
+      const size_t comma = target_cpu.find(',');
+      cpu_ = target_cpu.substr(0, comma);
+      features_ = comma == std::string::npos ? "" : target_cpu.substr(comma + 1);
+    }
     llvm_c::TargetRef target = nullptr;
     char* error = nullptr;
     if (api_.LLVMGetTargetFromTriple(triple_.c_str(), &target, &error))
@@ -5400,7 +5535,7 @@ class LLVMJit {
     api_.LLVMPassBuilderOptionsSetLoopInterleaving(options_.get(), 1);
     version_ = version();
     identity_ = ::tinyt::detail::cat("LLVM ", version_, " | ", triple_, " | ", cpu_, " | ",
-                                     features_, " | ", pipeline, " contract");
+                                     features_, " | ", pipeline);
   }
   LLVMJit(const LLVMJit&) = delete;
   LLVMJit& operator=(const LLVMJit&) = delete;
@@ -5422,9 +5557,11 @@ class LLVMJit {
   const std::string& library_path() const noexcept { return lib_.path(); }
   /// The LLVM version ("15" when only the file name tells it, "18.1.8" from LLVM itself).
   const std::string& llvm_version() const noexcept { return version_; }
-  /// LLVM version, target, host CPU and its features, and the pipeline: what a kernel's
-  /// machine code depends on besides its IR (a cache key).
+  /// LLVM version, target, CPU and its features, and the pipeline: what a kernel's machine code
+  /// depends on besides its IR (a cache key).
   const std::string& identity() const noexcept { return identity_; }
+  /// The CPU it compiles for, as LLVM names it ("sapphirerapids", "x86-64-v3").
+  const std::string& cpu() const noexcept { return cpu_; }
   /// How many modules were compiled.
   uint64_t compiles() const noexcept { return compiles_; }
 
@@ -5535,12 +5672,19 @@ class LLVMJit {
       options_{nullptr, nullptr};
 };
 
-/// The process-wide LLVM JIT, started at first use (reads TINYT_LLVM_PATH then). Never destroyed:
-/// kernels it compiled may run until the process ends.
-inline LLVMJit& default_llvm() {
-  static LLVMJit* jit = new LLVMJit();
+/// The process-wide LLVM JIT for `target` ("host", or "CPU[,FEATURES]": see LLVMJit), started at
+/// its first use (reading TINYT_LLVM_PATH then). Never destroyed: kernels it compiled may run until
+/// the process ends. Thread-safe.
+inline LLVMJit& llvm_jit(const std::string& target) {
+  static std::mutex mutex;
+  static auto* jits = new std::map<std::string, std::unique_ptr<LLVMJit>>;
+  std::lock_guard lock(mutex);
+  std::unique_ptr<LLVMJit>& jit = (*jits)[target.empty() ? "host" : target];
+  if (!jit) jit = std::make_unique<LLVMJit>(LLVMJit::default_candidates(), target);
   return *jit;
 }
+/// The process-wide LLVM JIT for the host CPU.
+inline LLVMJit& default_llvm() { return llvm_jit("host"); }
 
 inline bool LLVMJit::available() noexcept {
   try {
@@ -5592,7 +5736,6 @@ inline SimdRegisters host_simd() {
 // launched back to back do not pay a wake-up each.
 
 #include <condition_variable>
-#include <thread>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -5722,14 +5865,20 @@ class ThreadPool {
 // float32 and float64 compute in their own dtype (sin: in float64); float16 and bfloat16 compute
 // in float32 and round once at the end (the C renderer would round bfloat16 after every op).
 //
-// Accuracy against libm (tests/test_decompositions.cpp; float32 also over all 2^32 inputs): exp2
-// within 0.91 ulp and log2 within 0.72 ulp over their whole domains in float32 and float64,
-// denormals included (about 1.2 ulp when nothing is contracted into FMAs); sin within 0.51 ulp
-// (float32) and 0.88 ulp (float64) for |x| <= 3.2e6 (2^21 * pi/2). Past that the products
-// q*part round and the absolute error grows up to about |x| * 2^-53; from |x| >= 2^50 on sin is
-// NaN, since rint(x*2/pi) is no longer exact there (a Payne-Hanek reduction would be needed).
-// Special values are libm's: exp2(-inf) = 0, exp2(inf) = inf, log2(0) = -inf, log2(x < 0) = NaN,
-// log2(inf) = inf, sin(+-inf) = NaN, sin(-0.0) = -0.0, NaN in NaN out.
+// Accuracy against long double libm. tests/test_decompositions.cpp checks 2 ulp on every run over
+// 2^20 bit patterns spread over each float32 and float64 domain plus dense ranges (denormals, the
+// edges of overflow, next to 1, next to multiples of pi/2). tools/measure_decompositions.cpp
+// measures float32 by hand, over all 2^32 inputs or a spread subset. Through the LLVM backend on an
+// x86-64 host, over all 2^32 inputs: log2 within 0.841 ulp (at x = 1.41319621) and sin within 0.509
+// ulp for |x| <= 3.2e6 (2^21 * pi/2), 15 to 20 minutes each on two busy cores; exp2 within 0.86 ulp
+// on 2^28 of them (one in every 16 bit patterns). The C backend contracts differently (log2 0.59
+// ulp on 2^20 inputs, 0.69 through LLVM). Earlier figures with no script behind them said exp2 0.91
+// and log2 0.72 in float32 and float64, sin 0.88 in float64, and about 1.2 ulp when nothing is
+// contracted into FMAs. Past |x| = 3.2e6 sin's products q*part round and the absolute error grows
+// up to about |x| * 2^-53; from |x| >= 2^50 on sin is NaN, since rint(x*2/pi) is no longer exact
+// there (a Payne-Hanek reduction would be needed). Special values are libm's: exp2(-inf) = 0,
+// exp2(inf) = inf, log2(0) = -inf, log2(x < 0) = NaN, log2(inf) = inf, sin(+-inf) = NaN, sin(-0.0)
+// = -0.0, NaN in NaN out.
 //
 // Every step stays correct whether or not the C compiler contracts a*b+c into an FMA (the kernels
 // are built with -ffp-contract=fast): exact splits are made with bit masks or by products that
@@ -5939,6 +6088,46 @@ inline const PatternMatcher& transcendental_rules() {
          const UOp& u = m["u"];
          if (u.dtype().count() != 1 || !u.dtype().is_float()) return UOp{};
          return detail::decompose(u.op(), m["x"]);
+       }},
+  }};
+  return pm;
+}
+
+namespace detail {
+/// The divisor an integer IDIV or MOD executes with: y, or 1 where y is 0 or (signed) -1.
+inline UOp safe_divisor(const UOp& y, bool minus_one) {
+  UOp bad = y.eq(y.const_like(0));
+  if (minus_one) bad = bad | y.eq(y.const_like(-1));
+  return bad.where(y.const_like(1), y);
+}
+}  // namespace detail
+
+/// Integer division defined for every divisor, once for every renderer (C and LLVM IR leave
+/// x / 0 undefined, and x86 traps on it and on INT_MIN / -1):
+///   x / 0 == 0 and x % 0 == 0           NumPy's results (PyTorch's CPU raises, which a kernel
+///                                      cannot do cheaply; tinygrad's emulator also gives 0)
+///   x / -1 == -x, wrapping (INT_MIN / -1 == INT_MIN, as PyTorch), and x % -1 == 0
+/// The Tensor API's floor division and remainder are built on these, so `x // 0` and `x % 0` are 0
+/// there too. The instruction only ever sees a divisor that is neither 0 nor -1: where y can be
+/// one, it divides by safe_divisor(y) (x % 1 is the 0 wanted) and the quotient is chosen after.
+/// A divisor whose bounds exclude both (every index computation) is left as it is.
+inline const PatternMatcher& division_rules() {
+  static const PatternMatcher pm{{
+      {UPat(OpSet{Ops::IDIV, Ops::MOD}, {UPat::var("x"), UPat::var("y")}).named("d"),
+       [](auto& m) {
+         const UOp &d = m["d"], &x = m["x"], &y = m["y"];
+         const DType dt = d.dtype();
+         if (dt.count() != 1 || !dt.is_int()) return UOp{};
+         const bool sign = !dt.is_unsigned();
+         const bool zero = vmin(y) <= 0 && vmax(y) >= 0, minus_one = sign && vmin(y) <= -1 && vmax(y) >= -1;
+         if (!zero && !minus_one) return UOp{};
+         // a divisor made safe here is matched again: leave it (UOps are interned, so this is ==)
+         if (y.op() == Ops::WHERE && y == detail::safe_divisor(y.src(2), sign)) return UOp{};
+         const UOp safe = detail::safe_divisor(y, sign);
+         if (d.op() == Ops::MOD) return x.alu(Ops::MOD, {safe});
+         UOp q = x.alu(Ops::IDIV, {safe});  // x where y is 0 or -1
+         if (minus_one) q = y.eq(y.const_like(-1)).where(-x, q);
+         return zero ? y.eq(y.const_like(0)).where(d.const_like(0), q) : q;
        }},
   }};
   return pm;
@@ -6269,6 +6458,119 @@ inline std::optional<std::vector<Opt>> deserialize_opts(const std::string& text)
 }  // namespace codegen
 }  // namespace tinyt::inline v0
 // ---- end tinyt/codegen/opt/search.hpp ----
+// ---- tinyt/engine/estimates.hpp ----
+// What a kernel costs, estimated once from its linearized program (as tinygrad's Estimates):
+// the arithmetic it does, the memory it touches, and the bytes its loads and stores move. The
+// engine adds them to GlobalCounters at each launch and prints them at DEBUG>=2 as rates.
+//
+// What counts, exactly:
+// - ops: every ALU op (unary, binary, ternary) once per lane, times the trip counts of the loops
+//   around it (a thread loop counts its whole size: the threads together run all of it); MULACC
+//   counts 2. Address and mask arithmetic (what an INDEX's address and gate are computed from)
+//   is not counted, nor casts, loads and stores: a matmul is 2*M*N*K, an elementwise add one op
+//   per element. The transcendental decompositions count as the ops they became.
+// - mem: for each buffer, the bytes of the span of elements the kernel can address in it (from
+//   the bounds of its index, clipped to the buffer), once for its loads and once for its stores:
+//   a matmul is the sizes of A, B and C; a buffer read and written in place counts twice; a
+//   broadcast input counts once, not once per use.
+// - lds: the bytes of every load and store of a buffer, times the trip counts around it (the
+//   traffic the kernel asks of its caches; a matmul reads A and B N and M times over).
+
+
+
+namespace tinyt::inline v0 {
+namespace engine {
+
+/// A kernel's work: ops (flops and integer ops), mem (bytes of the buffers it touches), lds
+/// (bytes its loads and stores move).
+struct Estimates {
+  int64_t ops = 0, mem = 0, lds = 0;
+};
+
+namespace detail {
+// The nodes an address or a mask is computed from: arithmetic there is indexing, not work.
+inline std::unordered_set<const UOpNode*> indexing_nodes(const std::vector<UOp>& ops) {
+  std::unordered_set<const UOpNode*> seen;
+  std::vector<UOp> stack;
+  for (const UOp& u : ops) {
+    if (u.op() == Ops::INDEX)
+      for (size_t i = 1; i < u.src().size(); ++i) stack.push_back(u.src(i));
+    if (u.op() == Ops::IF) stack.push_back(u.src(0));
+  }
+  while (!stack.empty()) {
+    UOp u = std::move(stack.back());
+    stack.pop_back();
+    if (!seen.insert(u.get()).second) continue;
+    for (const UOp& s : u.src()) stack.push_back(s);
+  }
+  return seen;
+}
+inline bool is_alu(Ops op) {
+  const OpKind k = op_kind(op);
+  return k == OpKind::unary || k == OpKind::binary || k == OpKind::ternary;
+}
+}  // namespace detail
+
+/// The estimates of a linearized program.
+inline Estimates estimate(const codegen::Program& p) {
+  Estimates e;
+  const std::unordered_set<const UOpNode*> indexing = detail::indexing_nodes(p.ops);
+  int64_t mult = 1;
+  std::vector<int64_t> outer;  // the multiplier outside each open loop
+  // (global, is store) -> the lowest and highest element addressed
+  std::map<std::pair<int64_t, bool>, std::pair<i128, i128>> spans;
+  std::map<int64_t, int64_t> sizes;  // global -> its elements
+  for (const UOp& u : p.ops) {
+    if (u.op() == Ops::RANGE) {
+      outer.push_back(mult);
+      mult *= codegen::range_size(u);
+    } else if (u.op() == Ops::END) {
+      mult = outer.back();
+      outer.pop_back();
+    } else if (u.op() == Ops::LOAD || u.op() == Ops::STORE) {
+      const UOp& idx = u.src(0);
+      if (idx.op() != Ops::INDEX || idx.src(0).op() != Ops::DEFINE_GLOBAL) continue;  // a register
+      const DType value = u.op() == Ops::LOAD ? u.dtype() : u.src(1).dtype();
+      e.lds += mult * value.itemsize() * value.count();
+      const UOp& g = idx.src(0);
+      const int64_t n = g.arg().as_int();
+      sizes[n] = g.dtype().size();
+      const bool scalar_address = idx.src(1).dtype().count() == 1;  // else: the whole buffer
+      const i128 lo = scalar_address ? vmin(idx.src(1)) : 0;
+      const i128 hi = scalar_address ? vmax(idx.src(1)) + value.count() - 1 : g.dtype().size() - 1;
+      auto [it, fresh] = spans.try_emplace({n, u.op() == Ops::STORE}, lo, hi);
+      if (!fresh) it->second = {std::min(it->second.first, lo), std::max(it->second.second, hi)};
+    } else if (detail::is_alu(u.op()) && !indexing.count(u.get())) {
+      e.ops += mult * (u.op() == Ops::MULACC ? 2 : 1) * u.dtype().count();
+    }
+  }
+  for (const auto& [key, span] : spans) {
+    const DType dt = p.globals.at(static_cast<size_t>(key.first)).base();
+    const i128 size = sizes.at(key.first);
+    const i128 elements = std::min(size, std::min(span.second, size - 1) - std::max<i128>(span.first, 0) + 1);
+    e.mem += static_cast<int64_t>(std::max<i128>(elements, 0)) * dt.itemsize();
+  }
+  return e;
+}
+
+/// The DEBUG>=2 line of a launch, as tinygrad prints it: device, kernel number, name, buffers,
+/// memory in use; its time and the running total; then GFLOPS and GB/s (mem|lds) at that time.
+inline std::string kernel_line(const std::string& device, int64_t number, const std::string& name, size_t buffers,
+                               const Estimates& e, double seconds) {
+  const double t = std::max(seconds, 1e-20) * 1e9;
+  std::ostringstream os;
+  os << std::fixed << "*** " << std::left << std::setw(7) << device.substr(0, 7) << std::right << std::setw(5) << number
+     << " " << std::left << std::setw(46) << name << std::right << " arg " << std::setw(2) << buffers << " mem "
+     << std::setprecision(2) << std::setw(6) << static_cast<double>(GlobalCounters::mem_used.load()) / 1e9 << " GB tm "
+     << std::setw(9) << seconds * 1e6 << "us/" << std::setw(9) << GlobalCounters::time_sum_s.load() * 1e3 << "ms ("
+     << std::setw(9) << static_cast<double>(e.ops) / t << " GFLOPS " << std::setprecision(1) << std::setw(6)
+     << static_cast<double>(e.mem) / t << "|" << std::left << std::setw(7) << static_cast<double>(e.lds) / t << " GB/s)";
+  return os.str();
+}
+
+}  // namespace engine
+}  // namespace tinyt::inline v0
+// ---- end tinyt/engine/estimates.hpp ----
 // ---- tinyt/renderer/llvmir.hpp ----
 // The LLVM IR renderer: a linearized kernel as a textual LLVM IR module that LLVM 14 through 20
 // all parse. Pointers are written typed (`float*`): LLVM 14 needs them, and LLVM 17+ reads them
@@ -6281,9 +6583,11 @@ inline std::optional<std::vector<Opt>> deserialize_opts(const std::string& text)
 // are phi-counted blocks; accumulators are allocas that mem2reg promotes.
 //
 // The numerics are the C renderer's: NaN-propagating MAX, integer division that never traps,
-// bool as i1 (one byte in memory), float16 computed in float and rounded back after each op,
-// bfloat16 stored as its 16 bits and computed in float with round-to-nearest-even after each op.
-// Float ops carry only the `contract` fast-math flag: fmul+fadd may fuse into an FMA.
+// bool as i1 (one byte in memory). float16 and bfloat16 arithmetic reaches the renderer already
+// lowered to float32 (codegen/narrow_floats.hpp): they appear only in memory, constants and
+// casts; bfloat16 is stored as its 16 bits and held in a float. Float ops carry no fast-math
+// flag, so nothing is contracted into an FMA; a fused multiply-add is MULACC (llvm.fma), where
+// codegen chose it.
 
 
 
@@ -6315,7 +6619,7 @@ inline std::string llvm_type(DType dt) {
     case ScalarType::float16:
       return "half";
     case ScalarType::bfloat16:
-      return "float";  // rounded to bfloat16 after each op
+      return "float";  // a float holding a bfloat16 value
     case ScalarType::float32:
       return "float";
     case ScalarType::float64:
@@ -6455,7 +6759,10 @@ class LLVMRenderer {
         << "i64* %vars, i32 %core_id, i32 %core_count)\n  ret void\n}\n\n";
     if (bf16_) out << detail::llvm_bf16_helpers << "\n";
     for (const std::string& d : declares_) out << d << "\n";
-    out << "attributes #0 = { alwaysinline nounwind }\nattributes #1 = { nounwind }\n";
+    // 512-bit vectors where the target has them (LLVM's default on Intel is 256): a matmul's
+    // register tile of fused multiply-adds spills out of 32 ymm registers and fits in 32 zmm
+    out << "attributes #0 = { alwaysinline nounwind \"prefer-vector-width\"=\"512\" }\n"
+        << "attributes #1 = { nounwind \"prefer-vector-width\"=\"512\" }\n";
     return out.str();
   }
 
@@ -6485,7 +6792,7 @@ class LLVMRenderer {
     return emit(detail::cat("call ", ret, " @tinyt.", fn, "(", arg_type, " ", v, ")"));
   }
 
-  // float16 computes in float: widen before an op, round back after it; bfloat16 rounds too
+  // a float16 value as float (exact); a float rounded to float16 or bfloat16 (for conversions)
   std::string widen(const std::string& v, DType dt) {
     return dt.scalar() == dtypes::float16 ? emit("fpext half " + v + " to float") : v;
   }
@@ -6710,32 +7017,34 @@ class LLVMRenderer {
   }
 
   std::string float_alu(const UOp& u, DType in) {
-    const DType dt = u.dtype().scalar();
-    const std::string at = arith_type(in);
-    auto a = [&](size_t i) { return widen(operand(u, i, in), in); };
-    if (const char* fn = detail::llvm_intrinsic(u.op())) {
-      const std::string name = detail::cat("@llvm.", fn, in == dtypes::float64 ? ".f64" : ".f32");
-      const bool binary = u.op() == Ops::POW;
-      declares_.insert(
-          detail::cat("declare ", at, " ", name, "(", at, binary ? ", " + at : "", ")"));
-      const std::string args =
-          binary ? detail::cat(at, " ", a(0), ", ", at, " ", a(1)) : detail::cat(at, " ", a(0));
-      return narrow(emit(detail::cat("call ", at, " ", name, "(", args, ")")), dt);
-    }
+    if (in != dtypes::float32 && in != dtypes::float64)  // narrow_floats.hpp lowers the others
+      throw InternalError(detail::cat("LLVM renderer: ", op_name(u.op()), " of ", in.name(),
+                                      " was not lowered to float32"));
+    const std::string at = detail::llvm_type(in), suffix = in == dtypes::float64 ? ".f64" : ".f32";
+    auto a = [&](size_t i) { return operand(u, i, in); };
+    auto call = [&](const std::string& fn, size_t args) {
+      std::string types, values;
+      for (size_t i = 0; i < args; ++i) {
+        types += (i ? ", " : "") + at;
+        values += detail::cat(i ? ", " : "", at, " ", a(i));
+      }
+      declares_.insert(detail::cat("declare ", at, " @llvm.", fn, suffix, "(", types, ")"));
+      return emit(detail::cat("call ", at, " @llvm.", fn, suffix, "(", values, ")"));
+    };
+    if (const char* fn = detail::llvm_intrinsic(u.op())) return call(fn, u.op() == Ops::POW ? 2 : 1);
+    if (u.op() == Ops::MULACC) return call("fma", 3);  // a*b+c rounded once, on every CPU
     if (const char* op = float_instruction(u.op())) {
       const std::string args = u.op() == Ops::RECIPROCAL ? "1.0, " + a(0)
                                : u.op() == Ops::NEG      ? a(0)
                                                          : a(0) + ", " + a(1);
-      const std::string r = emit(detail::cat(op, " ", at, " ", args));
-      return GroupOp::Comparison.contains(u.op()) ? r : narrow(r, dt);
+      return emit(detail::cat(op, " ", at, " ", args));
     }
     if (u.op() == Ops::MAX) {  // a when a is NaN or greater, else b: NaN in either operand wins
-      const std::string x = operand(u, 0, in), y = operand(u, 1, in), wx = widen(x, in),
-                        wy = widen(y, in), t = detail::llvm_type(in);
-      const std::string nan = emit(detail::cat("fcmp uno ", at, " ", wx, ", ", wx));
-      const std::string gt = emit(detail::cat("fcmp ogt ", at, " ", wx, ", ", wy));
-      return emit(detail::cat("select i1 ", emit("or i1 " + nan + ", " + gt), ", ", t, " ", x, ", ",
-                              t, " ", y));
+      const std::string x = a(0), y = a(1);
+      const std::string nan = emit(detail::cat("fcmp uno ", at, " ", x, ", ", x));
+      const std::string gt = emit(detail::cat("fcmp ogt ", at, " ", x, ", ", y));
+      return emit(detail::cat("select i1 ", emit("or i1 " + nan + ", " + gt), ", ", at, " ", x,
+                              ", ", at, " ", y));
     }
     throw CompileError(
         detail::cat("LLVM renderer: cannot render ", op_name(u.op()), " of ", in.name()));
@@ -6744,15 +7053,15 @@ class LLVMRenderer {
   static const char* float_instruction(Ops op) {
     switch (op) {
       case Ops::ADD:
-        return "fadd contract";
+        return "fadd";
       case Ops::SUB:
-        return "fsub contract";
+        return "fsub";
       case Ops::MUL:
-        return "fmul contract";
+        return "fmul";
       case Ops::FDIV:
-        return "fdiv contract";
+        return "fdiv";
       case Ops::RECIPROCAL:
-        return "fdiv contract";
+        return "fdiv";
       case Ops::NEG:
         return "fneg";
       case Ops::CMPLT:
@@ -6884,6 +7193,16 @@ struct Normalized {
   std::unordered_map<const UOpNode*, UOp> original;
 };
 
+/// The key's copy of a DEVICE node: the same device with a marker source. A value computed from
+/// constants alone (an arange) has no buffer to stand for, so without it the key would be the
+/// tensor graph's own nodes: the cache would keep them alive with the memory they were realized
+/// into (a leak), and a later graph that builds the same constants would read that memory
+/// instead of folding them (an arange compared with an index would no longer be countable).
+inline UOp key_device(const UOp& device) {
+  static const UOp marker(Ops::UNIQUE, dtypes::void_, {}, std::numeric_limits<int64_t>::min());
+  return UOp(Ops::DEVICE, device.dtype(), {marker}, device.arg());
+}
+
 inline Normalized normalize(const std::vector<UOp>& roots) {
   const std::vector<UOp> order = pending_graph(roots);
   Normalized n;
@@ -6902,12 +7221,15 @@ inline Normalized normalize(const std::vector<UOp>& roots) {
     return u.replace(std::move(src));
   };
   for (const UOp& u : order) {
-    if (u.op() == Ops::BUFFER) {
+    if (u.op() == Ops::DEVICE) {
+      done[u.get()] = key_device(u);
+    } else if (u.op() == Ops::BUFFER) {
       done[u.get()] = as_input(u);
     } else if (UOp view = graph::realized(u)) {
       // memory holds it: the key names that memory's place, not how the value was computed
       for (const UOp& v : toposort(view))
-        if (!done.count(v.get())) done[v.get()] = v.op() == Ops::BUFFER ? as_input(v) : rebuild(v);
+        if (!done.count(v.get()))
+          done[v.get()] = v.op() == Ops::BUFFER ? as_input(v) : v.op() == Ops::DEVICE ? key_device(v) : rebuild(v);
       done[u.get()] = done.at(view.get());
     } else {
       done[u.get()] = rebuild(u);
@@ -7061,9 +7383,11 @@ inline CpuCompiler cpu_compiler() {
     std::call_once(noted, [] { std::cerr << "tinyt: using the C compiler, LLVM is unavailable: " << detail::llvm_unavailable_reason() << "\n"; });
   return CpuCompiler::cc;
 }
-/// The identity of a CPU compiler (version, flags, host CPU): part of every on-disk cache key.
-inline std::string compiler_identity(CpuCompiler c) {
-  return c == CpuCompiler::llvm ? backend::default_llvm().identity() : backend::default_cc().identity();
+/// The CPU LLVM compiles for: TINYT_LLVM_CPU ("x86-64-v3", "skylake,+avx512f"), else "host".
+inline std::string llvm_cpu() { return getenv_str("TINYT_LLVM_CPU", "host"); }
+/// The identity of a CPU compiler (version, flags, target CPU): part of every on-disk cache key.
+inline std::string compiler_identity(CpuCompiler c, const std::string& llvm_target = llvm_cpu()) {
+  return c == CpuCompiler::llvm ? backend::llvm_jit(llvm_target).identity() : backend::default_cc().identity();
 }
 
 /// A kernel ready to launch.
@@ -7071,26 +7395,30 @@ struct CompiledKernel {
   codegen::Program program;
   std::string source;  // LLVM IR or C
   CpuCompiler compiler;
+  engine::Estimates estimates;  // what one launch costs, counted once here
   backend::LLVMJit::Function* function = nullptr;
   std::unique_ptr<backend::CProgram> library;  // the C path's shared object, which holds `function`
 };
 
 /// Compiles a kernel AST with `opts` applied (its registers expanded) for the CPU.
 inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vector<codegen::Opt> opts,
-                                                      CpuCompiler compiler = cpu_compiler()) {
+                                                      CpuCompiler compiler = cpu_compiler(),
+                                                      const std::string& llvm_target = llvm_cpu()) {
   auto k = std::make_shared<CompiledKernel>();
   ++GlobalCounters::compile_count;
   UOp expanded = codegen::expand_registers(codegen::apply_opts(ast, opts));
   // TRANSCENDENTAL=0 keeps the libm calls; 1 (default) decomposes them so the kernel vectorizes
   if (getenv_int("TRANSCENDENTAL", 1))
     expanded = graph_rewrite(graph_rewrite(expanded, codegen::transcendental_rules()), codegen::kernel_rules());
+  expanded = graph_rewrite(expanded, codegen::division_rules());  // for both renderers: x/0 is 0
   k->program = codegen::linearize(expanded, schedule::detail::kernel_name(ast));
   k->program.opts = std::move(opts);
+  k->estimates = engine::estimate(k->program);
   k->compiler = compiler;
   if (compiler == CpuCompiler::llvm) {
     k->source = renderer::render_llvm(k->program);
     if (debug_level() >= 4) std::cerr << k->source << "\n";
-    k->function = backend::default_llvm().compile(k->source, k->program.name);
+    k->function = backend::llvm_jit(llvm_target).compile(k->source, k->program.name);
     return k;
   }
   k->source = renderer::render_c(k->program);
@@ -7116,15 +7444,17 @@ inline void launch(const CompiledKernel& k, void* const* bufs) {
 }
 
 namespace detail {
-// How kernels are optimized and compiled now: NOOPT, BEAM, the thread count, TRANSCENDENTAL and
-// the compiler, read once per schedule.
+// How kernels are optimized and compiled now: NOOPT, BEAM, the thread count, TRANSCENDENTAL,
+// the compiler and LLVM's target CPU (empty for the C compiler), read once per schedule.
 struct OptSettings {
   int64_t noopt, beam, threads, transcendental;
   CpuCompiler compiler;
+  std::string llvm_target;
   bool operator==(const OptSettings&) const = default;
   static OptSettings current() {
+    const CpuCompiler compiler = cpu_compiler();
     return {getenv_int("NOOPT", 0), getenv_int("BEAM", 0), backend::ThreadPool::instance().size(),
-            getenv_int("TRANSCENDENTAL", 1), cpu_compiler()};
+            getenv_int("TRANSCENDENTAL", 1), compiler, compiler == CpuCompiler::llvm ? llvm_cpu() : ""};
   }
 };
 
@@ -7132,10 +7462,10 @@ struct OptSettings {
 // (a candidate must not touch real data: the kernel may write in place); infinity when the
 // candidate does not compile.
 inline double time_candidate(const UOp& ast, const std::vector<codegen::Opt>& opts, const std::vector<UOp>& buffers,
-                             CpuCompiler compiler) {
+                             const OptSettings& settings) {
   std::shared_ptr<CompiledKernel> k;
   try {
-    k = compile_kernel(ast, opts, compiler);
+    k = compile_kernel(ast, opts, settings.compiler, settings.llvm_target);
   } catch (const CompileError&) {
     return INFINITY;
   }
@@ -7162,21 +7492,22 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
   const std::string key = backend::detail::Hash128()
                               .update(to_string(ast))
                               .update(cat("|beam ", settings.beam, " threads ", settings.threads, " transcendental ", settings.transcendental, "|"))
-                              .update(compiler_identity(settings.compiler))
+                              .update(compiler_identity(settings.compiler, settings.llvm_target))
                               .hex();
   const std::filesystem::path dir = backend::CCompiler::default_cache_dir() / "beam", file = dir / (key + ".opts");
   if (auto text = backend::detail::read_file(file))
     if (auto opts = codegen::deserialize_opts(*text)) return *opts;
   const auto start = std::chrono::steady_clock::now();
   std::vector<codegen::Opt> opts = codegen::beam_search(ast, settings.beam, settings.threads, [&](const std::vector<codegen::Opt>& o) {
-    return time_candidate(ast, o, buffers, settings.compiler);
+    return time_candidate(ast, o, buffers, settings);
   });
   if (debug_level() >= 1)
     std::cerr << "beam: " << schedule::detail::kernel_name(ast) << " -> " << codegen::to_string(opts) << " in "
               << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << " s\n";
   std::error_code error;
   std::filesystem::create_directories(dir, error);
-  const std::string tmp = file.string() + ".tmp" + std::to_string(::getpid());
+  // a name of this process and thread: two threads may finish searching the same kernel at once
+  const std::string tmp = cat(file.string(), ".tmp", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
   if (!error && std::ofstream(tmp) << codegen::serialize(opts)) std::filesystem::rename(tmp, file, error);
   return opts;  // a cache that cannot be written costs a search next time, nothing else
 }
@@ -7193,18 +7524,18 @@ inline std::vector<codegen::Opt> choose_opts(const UOp& ast, const std::vector<U
 class KernelCache {
  public:
   std::shared_ptr<CompiledKernel> get(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
-    const Key key{ast.get(), settings.noopt, settings.beam, settings.threads, settings.transcendental, settings.compiler};
+    const Key key{ast.get(), settings.noopt, settings.beam, settings.threads, settings.transcendental, settings.compiler, settings.llvm_target};
     {
       std::lock_guard lock(mu_);
       if (auto it = map_.find(key); it != map_.end()) return it->second.second;
     }
-    std::shared_ptr<CompiledKernel> k = compile_kernel(ast, choose_opts(ast, buffers, settings), settings.compiler);
+    std::shared_ptr<CompiledKernel> k = compile_kernel(ast, choose_opts(ast, buffers, settings), settings.compiler, settings.llvm_target);
     std::lock_guard lock(mu_);
     return map_.try_emplace(key, ast, k).first->second.second;
   }
 
  private:
-  using Key = std::tuple<const UOpNode*, int64_t, int64_t, int64_t, int64_t, CpuCompiler>;
+  using Key = std::tuple<const UOpNode*, int64_t, int64_t, int64_t, int64_t, CpuCompiler, std::string>;
   std::mutex mu_;
   std::map<Key, std::pair<UOp, std::shared_ptr<CompiledKernel>>> map_;
 };
@@ -7236,11 +7567,13 @@ inline void run_schedule(const std::vector<schedule::Kernel>& kernels) {
     const auto start = std::chrono::steady_clock::now();
     launch(*ck, ptrs.data());
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    ++GlobalCounters::kernel_count;
+    const int64_t number = ++GlobalCounters::kernel_count;
+    GlobalCounters::global_ops += ck->estimates.ops;
+    GlobalCounters::global_mem += ck->estimates.mem;
     GlobalCounters::time_sum_s += seconds;
     if (debug >= 2)
-      std::cerr << "  " << std::left << std::setw(28) << ck->program.name << " " << k.buffers.size() << " buffers  "
-                << std::fixed << std::setprecision(2) << seconds * 1e6 << " us\n";
+      std::cerr << engine::kernel_line(graph::device_of(k.buffers[0]), number, ck->program.name, k.buffers.size(),
+                                       ck->estimates, seconds) << "\n";
     if (k.in_place) graph::buffer_of(k.buffers[0])->overwritten();
     if (!k.temporary) graph::set_realized(k.computes, k.view);
   }
@@ -7258,6 +7591,7 @@ inline void realize_uops(const std::vector<UOp>& roots) { run_schedule(schedule:
 // computes; realize() or a read runs the kernels. The methods are declared here; the op
 // families are defined in ops/*.hpp as compositions of a few primitive UOps.
 
+#include <shared_mutex>
 
 
 namespace tinyt::inline v0 {
@@ -7508,9 +7842,12 @@ class Tensor {
   std::vector<Tensor> chunk(int64_t n, int dim = 0) const;
 
   // -- indexing (ops/indexing.hpp) -------------------------------------------------------------
-  /// `t[{1, Slice(0, 4, 2), NewAxis, Ellipsis}]`; assigning to the result writes into `t`.
+  /// `t[{1, Slice(0, 4, 2), NewAxis, Ellipsis}]`; assigning to the result writes into `t`. An
+  /// int out of range is an IndexError; a value out of range in an index tensor reads 0 and
+  /// writes nothing, or is an IndexError with CHECK_OOB=1 (ops/indexing.hpp).
   TensorRef operator[](std::initializer_list<Index> index) const;
   TensorRef operator[](std::vector<Index> index) const;
+  /// PyTorch's gather; an index value out of range reads 0, or is an IndexError with CHECK_OOB=1.
   Tensor gather(int dim, const Tensor& index) const;
   Tensor one_hot(int64_t num_classes) const;
   /// Stores `value` into this tensor's memory (broadcast to its shape), or into fresh memory when
@@ -7543,13 +7880,18 @@ class Tensor {
 
   // -- gradients (gradient.hpp) -----------------------------------------------------------------
   /// d(this)/d(target) for each target, as lazy tensors. `seed` is d(loss)/d(this); it may be
-  /// omitted only for a scalar. A target this does not use gets zeros.
+  /// omitted only for a scalar. A target this does not use, or uses only through values without a
+  /// derivative (detach, integer or bool values: casts, comparisons, argmax), gets zeros; a
+  /// floating-point op with no gradient rule on the way to a target is an Error naming it. Targets
+  /// are found by graph node: equal lazy graphs are one node unless each requires grad.
   std::vector<Tensor> gradient(const std::vector<Tensor>& targets, const Tensor& seed = {}) const;
   /// Adds d(this)/d(t) to t.grad() for every live tensor t with requires_grad set in this graph.
   const Tensor& backward(const Tensor& seed = {}) const;
   /// Whether backward() computes this tensor's gradient (PyTorch's requires_grad).
   bool requires_grad() const { return d_ && d_->requires_grad.value_or(false); }
-  /// Sets requires_grad; floating-point tensors only. Returns this tensor.
+  /// Sets requires_grad; floating-point tensors only. Returns this tensor. Turning it on makes the
+  /// tensor a parameter of its own, as in PyTorch: realized into memory of its own (so equal
+  /// values never merge two parameters); graphs built before do not reach it.
   Tensor& requires_grad(bool on);
   /// requires_grad as set: empty when never set (an optimizer then turns it on, as in tinygrad).
   std::optional<bool> requires_grad_setting() const { return d_ ? d_->requires_grad : std::nullopt; }
@@ -7589,12 +7931,30 @@ class Tensor {
   static Tensor scalar(DType dt, double v);
   static Tensor scalar(DType dt, int64_t v);
   bool weak() const { return d_ && d_->weak; }
+  /// Puts this tensor's value in memory that no other tensor or graph names (a parameter).
+  void own_memory();
   Tensor binary(Ops op, const Tensor& o, const char* name, bool to_float = false) const;
   Tensor unary(Ops op) const;
   Tensor reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const;
   std::vector<int64_t> cshape() const { return graph::concrete_shape(uop()); }
   friend Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& shape);
   friend struct TensorAccess;
+
+  // The fields of Data that other threads read through the registry (uop, requires_grad) are
+  // written under this lock and read there under it, shared: a realize or backward in one thread
+  // looks at every live tensor, also those of threads realizing graphs of their own.
+  static std::shared_mutex& data_mu() {
+    static auto* m = new std::shared_mutex;  // never destroyed, like the registry
+    return *m;
+  }
+  void set_uop(UOp u) {
+    std::unique_lock lock(data_mu());
+    d_->uop = std::move(u);
+  }
+  static std::pair<UOp, bool> shared_fields(const Data& d) {
+    std::shared_lock lock(data_mu());
+    return {d.uop, d.requires_grad.value_or(false)};
+  }
 
   // Every live tensor, so that overwriting memory in place (assign) can first compute what
   // other tensors still need from it.
@@ -8393,13 +8753,22 @@ template <ExprOperand A> requires(!std::is_arithmetic_v<A>) Tensor operator!(con
 namespace tinyt::inline v0 {
 
 namespace detail {
-// The dtype a sum accumulates in (tinygrad's): small ints widen to the default int, unsigned
-// to uint32, half floats to float32.
+// The dtype a sum or product accumulates in. Where tinygrad (small ints in the default int,
+// unsigned in uint32) and PyTorch differ, this follows PyTorch: bool and every integer dtype add
+// up in int64 and the result stays int64, so an int32 sum of two 2^30s does not wrap; uint64 stays
+// uint64 (PyTorch returns the same bits as int64, where sums past 2^63 read as negative).
+// float16 and bfloat16 add up in float32 and the result is rounded once, back to their dtype.
 inline DType sum_acc_dtype(DType dt) {
-  if (dt.is_unsigned()) return least_upper_dtype({dt, dtypes::uint32});
-  if (dt.is_int() || dt.is_bool()) return least_upper_dtype({dt, dtypes::default_int});
+  if (dt == dtypes::uint64) return dt;
+  if (dt.is_int() || dt.is_bool()) return dtypes::int64;
   return least_upper_dtype({dt, dtypes::float32});
 }
+// The dtype a sum or product returns: a float keeps its own, an integer is its accumulator's.
+inline DType sum_out_dtype(DType dt) { return dt.is_float() ? dt : sum_acc_dtype(dt); }
+// The dtype the float statistics (mean, var, softmax, logsumexp, layernorm) compute in, as
+// PyTorch's CPU kernels: float32 for float16, bfloat16 and integers, float64 for float64. Their
+// result is then rounded once to least_upper_float of the input.
+inline DType stats_acc_dtype(DType dt) { return least_upper_dtype({least_upper_float(dt), dtypes::float32}); }
 // max and min have no identity: reducing a dim of size 0 is an error, as in PyTorch (other
 // dims may be 0: the result is then empty)
 inline void check_nonempty_reduce(const Tensor& t, const std::vector<int>& axes, const char* op) {
@@ -8461,15 +8830,15 @@ inline Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim, const 
 }
 
 inline Tensor Tensor::sum(std::vector<int> axes, bool keepdim) const {
-  const DType acc = detail::sum_acc_dtype(dtype());
-  Tensor r = cast(acc).reduce(Ops::ADD, std::move(axes), keepdim, "sum");
-  return dtype() == dtypes::float16 || dtype() == dtypes::bfloat16 ? r.cast(dtype()) : r;
+  return cast(detail::sum_acc_dtype(dtype())).reduce(Ops::ADD, std::move(axes), keepdim, "sum").cast(detail::sum_out_dtype(dtype()));
 }
 inline Tensor Tensor::sum(int axis, bool keepdim) const { return sum(std::vector<int>{axis}, keepdim); }
 inline Tensor Tensor::sum() const { return sum(detail::all_axes(ndim()), false); }
 
+// As PyTorch: integers multiply in int64, floats in their own dtype (PyTorch's CPU prod of
+// float16 rounds every step: 300 * 300 * 2^-10 is inf there, not 87.875).
 inline Tensor Tensor::prod(std::vector<int> axes, bool keepdim) const {
-  return cast(detail::sum_acc_dtype(dtype())).reduce(Ops::MUL, std::move(axes), keepdim, "prod");
+  return cast(detail::sum_out_dtype(dtype())).reduce(Ops::MUL, std::move(axes), keepdim, "prod");
 }
 inline Tensor Tensor::prod(int axis, bool keepdim) const { return prod(std::vector<int>{axis}, keepdim); }
 inline Tensor Tensor::prod() const { return prod(detail::all_axes(ndim()), false); }
@@ -8493,9 +8862,11 @@ inline Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
   const auto s = cshape();
   int64_t n = 1;
   for (int a : axes) n *= s.empty() ? 1 : s[static_cast<size_t>(normalize_axis(a, s.size(), "mean"))];
-  Tensor total = cast(least_upper_float(dtype())).sum(std::move(axes), keepdim);
+  // summed and divided in float32 for float16 (three 40000s have a float16 mean, not their sum)
+  const DType acc = detail::stats_acc_dtype(dtype());
+  Tensor total = cast(acc).reduce(Ops::ADD, std::move(axes), keepdim, "mean");
   // an empty mean is NaN, as 0/0
-  return total.div(Tensor(graph::const_(total.dtype(), static_cast<double>(n), device())));
+  return total.div(Tensor(graph::const_(acc, static_cast<double>(n), device()))).cast(least_upper_float(dtype()));
 }
 inline Tensor Tensor::mean(int axis, bool keepdim) const { return mean(std::vector<int>{axis}, keepdim); }
 inline Tensor Tensor::mean() const { return mean(detail::all_axes(ndim()), false); }
@@ -8505,10 +8876,24 @@ inline Tensor Tensor::any() const { return cast(dtypes::bool_).reduce(Ops::MAX, 
 inline Tensor Tensor::all(int axis, bool keepdim) const { return logical_not().any(axis, keepdim).logical_not(); }
 inline Tensor Tensor::all() const { return logical_not().any().logical_not(); }
 
-/// Running sums along an axis: a sliding window of the input padded with n-1 zeros in front,
-/// taken as a view (no copy) and summed, so it is one kernel.
+namespace detail {
+/// Running sums along the last axis of x (rows, n), in x's own dtype: a sliding window of x padded
+/// with n-1 zeros in front, taken as a view (no copy) and summed, so it is one kernel.
+inline Tensor running_sums(const Tensor& x) {
+  const std::vector<int64_t> s = graph::concrete_shape(x.uop());
+  const int64_t rows = s[0], n = s[1], L = 2 * n - 1;
+  if (n <= 1) return x;
+  // W[i][k] = xp[i + k] for xp = x padded in front by n-1: repeat xp n times, flatten, pad each
+  // row by one element, and row i starts i further in
+  Tensor xp = x.pad({{0, 0}, {n - 1, 0}});
+  Tensor w = xp.unsqueeze(1).expand({rows, n, L}).reshape({rows, n * L}).pad({{0, 0}, {0, n}}).reshape({rows, n, L + 1}).shrink({{0, rows}, {0, n}, {0, n}});
+  return Tensor(split_reduce(w, Ops::ADD, {2})).reshape({rows, n});
+}
+}  // namespace detail
+
+/// Running sums along an axis, accumulated and returned in the dtypes sum uses.
 inline Tensor Tensor::cumsum(int axis) const {
-  if (ndim() == 0) return *this;
+  if (ndim() == 0) return cast(detail::sum_out_dtype(dtype()));
   const int ax = normalize_axis(axis, ndim(), "cumsum");
   std::vector<int> order;
   for (int i = 0; i < static_cast<int>(ndim()); ++i)
@@ -8516,14 +8901,9 @@ inline Tensor Tensor::cumsum(int axis) const {
   order.push_back(ax);
   Tensor x = permute(order);
   const auto s = x.cshape();
-  const int64_t n = s.back(), rows = numel() / std::max<int64_t>(n, 1), L = 2 * n - 1;
-  if (n <= 1) return *this;
-  // W[i][k] = xp[i + k] for xp = x padded in front by n-1: repeat xp n times, flatten, pad each
-  // row by one element, and row i starts i further in
-  Tensor xp = x.reshape({rows, n}).pad({{0, 0}, {n - 1, 0}});
-  Tensor w = xp.unsqueeze(1).expand({rows, n, L}).reshape({rows, n * L}).pad({{0, 0}, {0, n}}).reshape({rows, n, L + 1}).shrink({{0, rows}, {0, n}, {0, n}});
-  std::vector<int64_t> out = s;
-  Tensor summed = w.sum(2).reshape(Shape(out));
+  const int64_t n = s.back(), rows = numel() / std::max<int64_t>(n, 1);
+  Tensor acc = x.reshape({rows, n}).cast(detail::sum_acc_dtype(dtype()));
+  Tensor summed = detail::running_sums(acc).cast(detail::sum_out_dtype(dtype())).reshape(Shape(s));
   std::vector<int> inverse(order.size());
   for (size_t i = 0; i < order.size(); ++i) inverse[static_cast<size_t>(order[i])] = static_cast<int>(i);
   return summed.permute(inverse);
@@ -8608,8 +8988,9 @@ template <class A, class B, class C> Tensor Tensor::arange(A start, B stop, C st
   if (step == 0) throw Error("arange: step must not be 0");
   const double n = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
   const int64_t count = n > 0 ? static_cast<int64_t>(n) : 0;
-  // start + step * i: i counted by a cumulative sum of ones, as tinygrad does
-  return Tensor::full(Shape{count}, step, dt).cumsum().add(Tensor(graph::const_(dt, static_cast<double>(start) - static_cast<double>(step), Device::default_device())));
+  // start + step * i: i counted by a cumulative sum of ones, as tinygrad does (in dt: an int64
+  // cumsum cast back to int32 would hide the count from the reduce collapse)
+  return detail::running_sums(Tensor::full(Shape{1, count}, step, dt)).reshape({count}).add(Tensor(graph::const_(dt, static_cast<double>(start) - static_cast<double>(step), Device::default_device())));
 }
 template <class A> Tensor Tensor::arange(A stop) { return arange(A{0}, stop, 1); }
 
@@ -8747,16 +9128,16 @@ struct AssignPlan {
 
 // Decides which assigns that `roots` need write in place and which write fresh memory (those
 // into memory another tensor names), and which `live` tensors must be computed in the same
-// schedule because they read memory overwritten in place (`is_root[i]`: live[i] is a root).
-// The joined tensors are appended to `roots`, and the roots are rewritten to the moved assigns.
-inline AssignPlan plan_assigns(std::vector<UOp>& roots, const std::vector<Tensor>& live,
+// schedule because they read memory overwritten in place (`is_root[i]`: live[i] is a root; `live`
+// holds the live tensors' UOps). The joined tensors are appended to `roots`, and the roots are
+// rewritten to the moved assigns.
+inline AssignPlan plan_assigns(std::vector<UOp>& roots, const std::vector<UOp>& live,
                                std::vector<bool> is_root) {
   // who names each memory: a live tensor viewing it, or a pending assign into it
   std::unordered_map<const Buffer*, std::vector<const void*>> claims;
-  for (const Tensor& t : live) {
-    const UOp& u = t.uop();
+  for (const UOp& u : live) {
     if (const Buffer* memory = viewed_memory(u)) {
-      claims[memory].push_back(&t);
+      claims[memory].push_back(&u);
     } else if (u.op() == Ops::ASSIGN) {
       if (const UOp target = graph::base_buffer(u.src(0)))
         claims[graph::buffer_of(target).get()].push_back(u.get());
@@ -8783,7 +9164,7 @@ inline AssignPlan plan_assigns(std::vector<UOp>& roots, const std::vector<Tensor
     std::vector<UOp> others;
     std::vector<size_t> index;
     for (size_t i = 0; i < live.size(); ++i)
-      if (!is_root[i]) others.push_back(live[i].uop()), index.push_back(i);
+      if (!is_root[i]) others.push_back(live[i]), index.push_back(i);
     const std::vector<bool> reads = overwritten.empty()
                                         ? std::vector<bool>(others.size())
                                         : read_overwritten(others, overwritten, assigns);
@@ -8828,13 +9209,26 @@ inline void realize_tensors(const std::vector<Tensor>& tensors) {
   std::vector<UOp> uops;
   for (const Tensor& t : tensors)
     if (root_ids.insert(t.id()).second) roots.push_back(t), uops.push_back(t.uop());
-  const std::vector<UOp> pending = schedule::detail::pending_graph(uops);
-  const bool assigns = std::any_of(pending.begin(), pending.end(), [](const UOp& u) {
-    return u.op() == Ops::ASSIGN && !graph::realized(u);
-  });
-  std::vector<Tensor> live;  // every live tensor, taken when needed
+  auto pending_assigns = [&] {
+    const std::vector<UOp> pending = schedule::detail::pending_graph(uops);
+    return std::any_of(pending.begin(), pending.end(), [](const UOp& u) { return u.op() == Ops::ASSIGN && !graph::realized(u); });
+  };
+  // A schedule that overwrites memory in place runs alone. Its plan looks at every live tensor,
+  // and another thread's tensor may name the same memory (equal graphs are one node: two
+  // threads' zeros(n).contiguous() can be one realized buffer): that tensor must be made before
+  // the plan, which then sees it, or after the overwrite, which makes it compute anew.
+  static auto* in_place = new std::shared_mutex;  // never destroyed, like the registry
+  std::unique_lock<std::shared_mutex> alone(*in_place, std::defer_lock);
+  std::shared_lock<std::shared_mutex> together(*in_place);
+  bool assigns = pending_assigns();
+  if (assigns) together.unlock(), alone.lock(), assigns = pending_assigns();
+  std::vector<Tensor> live;      // every live tensor, taken when needed
+  std::vector<UOp> live_uops;    // ... and its UOp, read once (other threads may update theirs)
   auto take_live = [&] {
-    for (auto& d : Tensor::live_tensors().snapshot()) live.push_back(Tensor(std::move(d)));
+    for (auto& d : Tensor::live_tensors().snapshot()) {
+      live_uops.push_back(Tensor::shared_fields(*d).first);
+      live.push_back(Tensor(std::move(d)));
+    }
   };
   std::vector<bool> is_root;
   auto mark_roots = [&] {
@@ -8843,7 +9237,7 @@ inline void realize_tensors(const std::vector<Tensor>& tensors) {
   detail::AssignPlan plan;
   if (assigns) {
     take_live(), mark_roots();
-    plan = detail::plan_assigns(uops, live, is_root);
+    plan = detail::plan_assigns(uops, live_uops, is_root);
     for (size_t i : plan.joined) roots.push_back(live[i]), is_root[i] = true;
   }
   std::vector<schedule::Kernel> kernels = schedule::cached_schedule(uops);
@@ -8853,7 +9247,7 @@ inline void realize_tensors(const std::vector<Tensor>& tensors) {
     std::unordered_set<const UOpNode*> reachable;  // every node the other live tensors reach
     std::vector<UOp> stack;
     for (size_t i = 0; i < live.size(); ++i)
-      if (!is_root[i]) stack.push_back(live[i].uop());
+      if (!is_root[i]) stack.push_back(live_uops[i]);
     while (!stack.empty()) {
       UOp u = std::move(stack.back());
       stack.pop_back();
@@ -8869,19 +9263,43 @@ inline void realize_tensors(const std::vector<Tensor>& tensors) {
   for (const auto& [old, now] : plan.rewritten)
     if (UOp view = graph::realized(now)) graph::set_realized(old, view);
   for (size_t i = 0; i < roots.size(); ++i)
-    if (UOp view = graph::realized(uops[i])) roots[i].d_->uop = view;
+    if (UOp view = graph::realized(uops[i])) roots[i].set_uop(view);
+}
+
+namespace detail {
+// Whether `view` (a tensor's value) is memory nobody else can name: no other tensor, graph or
+// remembered value holds the view or its BUFFER node, and no other BUFFER node names the bytes
+// (counted by references; one held somewhere unexpected only costs a copy).
+inline bool sole_view(const UOp& view) {
+  const UOp* base = view.op() == Ops::BUFFER ? &view
+                    : view.op() == Ops::RESHAPE && view.src(0).op() == Ops::BUFFER ? &view.src(0)
+                                                                                   : nullptr;
+  if (!base || view->refs.load() != 1 || (*base)->refs.load() != 1) return false;
+  TensorMeta& m = graph::meta(*base);
+  std::lock_guard lock(m.mu);
+  return !m.buffer || m.buffer.use_count() == 1;
+}
+}  // namespace detail
+
+inline void Tensor::own_memory() {
+  if (detail::sole_view(uop())) return;  // from_vector, from_blob, a load: no copy
+  // an assign into a new buffer: the value is computed straight into it when it is still lazy,
+  // copied when it is in memory that equal graphs may share
+  Tensor fresh = Tensor::empty(shape(), dtype(), device());
+  fresh.assign(*this);
+  set_uop(fresh.realize().uop());  // under the lock other threads read it with
 }
 
 inline Tensor& Tensor::assign(const Tensor& value) {
   // this tensor must name memory of its own, in its own shape
   if (!graph::base_buffer(uop())) {
     realize();
-    if (!graph::base_buffer(uop())) d_->uop = contiguous().realize().uop();
+    if (!graph::base_buffer(uop())) set_uop(contiguous().realize().uop());
   }
   if (value.defined() && value.device() != device())
     throw DeviceError(detail::cat("assign: the value is on ", value.device(), ", the tensor on ", device()));
   Tensor v = broadcast_to(value.cast(dtype()), cshape());
-  d_->uop = UOp(Ops::ASSIGN, dtype(), {uop(), v.uop()});
+  set_uop(UOp(Ops::ASSIGN, dtype(), {uop(), v.uop()}));
   return *this;
 }
 
@@ -9069,7 +9487,11 @@ template <class A, class B> Tensor Tensor::linspace(A start, B stop, int64_t ste
 // steps, a pad-reshape-shrink for steps above 1, and a reshape. Integer tensor indices select
 // with a one-hot mask (the index compared against an arange) and a sum over the indexed axes,
 // so gathering is a kernel like any other, with no host loop. Out-of-range values in an index
-// tensor are MASKED: they match no position, so a read gives 0 and a write writes nothing.
+// tensor are MASKED by default: they match no position, so a read gives 0 and a write writes
+// nothing. CHECK_OOB=1 makes them an IndexError instead (as PyTorch): before the op is built, a
+// small kernel finds the first offending element of the index into a one-element buffer, and
+// only that number comes back to the host. It realizes the index tensor there and then (a sync
+// point per indexing op), which is why it is a knob and not the default.
 
 
 namespace tinyt::inline v0 {
@@ -9096,6 +9518,46 @@ struct ParsedIndex {
   std::vector<int64_t> view_shape;
   std::vector<std::pair<size_t, Tensor>> tensors;
 };
+
+// The dtype an index is compared in: wide enough for the index and for every position of x.
+inline DType index_compare_dtype(DType dt) {
+  if (dt.itemsize() < 4) return dtypes::int32;
+  if (dt == dtypes::uint32) return dtypes::int64;
+  return dt;
+}
+
+/// Whether index tensors are checked for out-of-range values (CHECK_OOB=1).
+inline bool check_oob() { return getenv_int("CHECK_OOB", 0) != 0; }
+
+/// The number held by a 1-element integer tensor, as text (uint64 values past int64 included).
+inline std::string int_text(const Tensor& t) {
+  if (t.dtype().is_unsigned()) return std::to_string(t.cast(dtypes::uint64).item<uint64_t>());
+  return std::to_string(t.cast(dtypes::int64).item<int64_t>());
+}
+
+/// With CHECK_OOB=1, an IndexError from `op` when a value of `idx` is outside [-size, size)
+/// (`wrap`: negative values count from the end) or [0, size), naming the axis, the value and
+/// where it sits in the index.
+inline void check_index_values(const Tensor& idx, int64_t size, bool wrap, const char* op, size_t axis) {
+  if (!check_oob() || idx.numel() == 0) return;
+  const std::vector<int64_t> shape = dims_of(idx);
+  const int64_t n = idx.numel();
+  Tensor(idx).realize();  // once: the check and the op both read it
+  Tensor i = idx.reshape({n}).cast(index_compare_dtype(idx.dtype()));  // holds -size and size
+  const DType dt = i.dtype();
+  const std::string dev = i.device();
+  Tensor bad = i.ge(scalar_of(dt, size, dev));
+  if (!dt.is_unsigned()) bad = bad.logical_or(i.lt(scalar_of(dt, wrap ? -size : 0, dev)));
+  // the first offending position, or n when there is none
+  const Tensor at = Tensor::arange(int64_t{0}, n).cast(dtypes::int64).to(dev);
+  const int64_t first = bad.where(at, scalar_of(dtypes::int64, n, dev)).min().item<int64_t>();
+  if (first == n) return;
+  std::vector<int64_t> where(shape.size());
+  for (size_t d = shape.size(), rest = static_cast<size_t>(first); d-- > 0;)
+    where[d] = static_cast<int64_t>(rest % static_cast<size_t>(shape[d])), rest /= static_cast<size_t>(shape[d]);
+  throw IndexError(cat(op, ": index ", int_text(i[{first}]), " is out of range for axis ", axis, " with size ", size,
+                       " (element ", shape_str(where), " of the index tensor of shape ", shape_str(shape), ")"));
+}
 
 /// Python's slice.indices(size) followed by the length of the range.
 inline DimSelect resolve_slice(const Slice& s, int64_t size) {
@@ -9167,6 +9629,7 @@ inline ParsedIndex parse_index(const std::vector<int64_t>& shape, const std::vec
             "data)");
       if (!t.dtype().is_int())
         throw DTypeError(cat("index: tensor indices must be integers, not ", t.dtype().name()));
+      check_index_values(t, shape[dim], true, "index", dim);
       p.tensors.emplace_back(p.view_shape.size(), t);
       keep_all();
     }
@@ -9261,13 +9724,6 @@ struct TensorSelect {
   Tensor mask;                  // bshape + x.shape[dims[0]:] (1 on the dims not indexed)
   bool to_front = false;        // the index dims are not adjacent: the result has bshape first
 };
-
-// The dtype an index is compared in: wide enough for the index and for every position of x.
-inline DType index_compare_dtype(DType dt) {
-  if (dt.itemsize() < 4) return dtypes::int32;
-  if (dt == dtypes::uint32) return dtypes::int64;
-  return dt;
-}
 
 /// `idx == arange(n)` along a new last axis, with idx a tensor of integers; negative values
 /// count from the end when `wrap` is set. Values out of range match nothing.
@@ -9427,7 +9883,7 @@ inline TensorRef& TensorRef::operator=(const Tensor& value) {
 }
 
 /// out[i][j] = self[index[i][j]][j] for dim 0, and so on (PyTorch's gather). Index values out of
-/// range, negative ones included, are masked: they read 0.
+/// range, negative ones included, are masked: they read 0; with CHECK_OOB=1 they are an IndexError.
 inline Tensor Tensor::gather(int dim, const Tensor& index) const {
   if (!index.defined()) throw Error("gather: the index is the empty Tensor() handle");
   if (!index.dtype().is_int())
@@ -9449,6 +9905,7 @@ inline Tensor Tensor::gather(int dim, const Tensor& index) const {
   }
   // x[..., 1 (dim d), ..., n]: the candidates of every output element along the last axis
   Tensor x = shrink(keep).unsqueeze(-1).transpose(-1, static_cast<int>(d));
+  detail::check_index_values(index, s[d], false, "gather", d);
   Tensor hit = detail::one_hot_mask(index.to(device()), s[d], false);
   return hit.where(x, detail::scalar_of(dtype(), 0, device())).sum(-1).cast(dtype());
 }
@@ -9985,16 +10442,23 @@ inline Tensor max_over(const Tensor& t, std::vector<int> axes, bool keepdim) {
 }
 }  // namespace detail
 
-inline Tensor Tensor::var(std::vector<int> axes, bool keepdim, double correction) const {
-  const auto s = cshape();
+namespace detail {
+// The variance in the dtype statistics compute in (float32 for float16), before the one rounding
+// to the result's dtype: std takes its square root first, as PyTorch does.
+inline Tensor var_in_acc(const Tensor& t, const std::vector<int>& axes, bool keepdim, double correction) {
+  const auto s = graph::concrete_shape(t.uop());
   int64_t n = 1;
   for (int a : axes)
     n *= s.empty() ? 1 : s[static_cast<size_t>(normalize_axis(a, s.size(), "var"))];
-  Tensor x = cast(least_upper_float(dtype()));
+  Tensor x = t.cast(stats_acc_dtype(t.dtype()));
   Tensor squares = x.sub(x.mean(axes, true)).square();
   // as PyTorch: n <= correction divides by 0 (inf, or NaN for 0/0)
-  return squares.sum(std::move(axes), keepdim)
-      .div(std::max(0.0, static_cast<double>(n) - correction));
+  return squares.sum(axes, keepdim).div(std::max(0.0, static_cast<double>(n) - correction));
+}
+}  // namespace detail
+
+inline Tensor Tensor::var(std::vector<int> axes, bool keepdim, double correction) const {
+  return detail::var_in_acc(*this, axes, keepdim, correction).cast(least_upper_float(dtype()));
 }
 inline Tensor Tensor::var(int axis, bool keepdim, double correction) const {
   return var(std::vector<int>{axis}, keepdim, correction);
@@ -10003,13 +10467,13 @@ inline Tensor Tensor::var(bool keepdim, double correction) const {
   return var(detail::all_axes(ndim()), keepdim, correction);
 }
 inline Tensor Tensor::std(std::vector<int> axes, bool keepdim, double correction) const {
-  return var(std::move(axes), keepdim, correction).sqrt();
+  return detail::var_in_acc(*this, axes, keepdim, correction).sqrt().cast(least_upper_float(dtype()));
 }
 inline Tensor Tensor::std(int axis, bool keepdim, double correction) const {
-  return var(axis, keepdim, correction).sqrt();
+  return std(std::vector<int>{axis}, keepdim, correction);
 }
 inline Tensor Tensor::std(bool keepdim, double correction) const {
-  return var(keepdim, correction).sqrt();
+  return std(detail::all_axes(ndim()), keepdim, correction);
 }
 
 /// The first index of the largest value (of a NaN, if there is one, as PyTorch), as int32.
@@ -10048,26 +10512,28 @@ inline Shape drop_axis(std::vector<int64_t> s, int axis) {
 }
 }  // namespace detail
 
+// logsumexp, softmax and log_softmax compute in float32 for float16 and bfloat16 (the sum of
+// exponentials would lose what float16 cannot hold) and round once at the end.
 inline Tensor Tensor::logsumexp(int axis, bool keepdim) const {
   const int ax = normalize_axis(axis, ndim(), "logsumexp");
-  Tensor x = cast(least_upper_float(dtype()));
+  Tensor x = cast(detail::stats_acc_dtype(dtype()));
   Tensor m = detail::max_over(x, {ax}, true);
   m = m.isinf().where(0.0, m);  // an infinite max would give inf - inf; as PyTorch, shift by 0 then
-  Tensor r = x.sub(m).exp().sum(ax, true).log().add(m);
+  Tensor r = x.sub(m).exp().sum(ax, true).log().add(m).cast(least_upper_float(dtype()));
   return keepdim ? r : r.reshape(detail::drop_axis(r.cshape(), ax));
 }
 
 inline Tensor Tensor::softmax(int axis) const {
   const int ax = normalize_axis(axis, ndim(), "softmax");
-  Tensor x = cast(least_upper_float(dtype()));
+  Tensor x = cast(detail::stats_acc_dtype(dtype()));
   Tensor e = x.sub(detail::max_over(x, {ax}, true)).exp();
-  return e.div(e.sum(ax, true));
+  return e.div(e.sum(ax, true)).cast(least_upper_float(dtype()));
 }
 inline Tensor Tensor::log_softmax(int axis) const {
   const int ax = normalize_axis(axis, ndim(), "log_softmax");
-  Tensor x = cast(least_upper_float(dtype()));
+  Tensor x = cast(detail::stats_acc_dtype(dtype()));
   Tensor shifted = x.sub(detail::max_over(x, {ax}, true));
-  return shifted.sub(shifted.exp().sum(ax, true).log());
+  return shifted.sub(shifted.exp().sum(ax, true).log()).cast(least_upper_float(dtype()));
 }
 
 // -- sliding windows -------------------------------------------------------------------------
@@ -10339,19 +10805,20 @@ inline Tensor Tensor::avg_pool2d(IntOrVec kernel, IntOrVec stride, IntOrVec dila
   };
   if (count_include_pad) return windows(*this).mean(detail::last_axes(2));
   // divide by how many of each window's elements are not padding
-  Tensor x = cast(least_upper_float(dtype()));
+  Tensor x = cast(detail::stats_acc_dtype(dtype()));  // float16 sums and divides in float32, as mean
   return windows(x)
       .sum(detail::last_axes(2))
-      .div(windows(Tensor::ones_like(x)).sum(detail::last_axes(2)));
+      .div(windows(Tensor::ones_like(x)).sum(detail::last_axes(2)))
+      .cast(least_upper_float(dtype()));
 }
 
 // -- normalization ---------------------------------------------------------------------------
 
 inline Tensor Tensor::layernorm(int axis, double eps) const {
   const int ax = normalize_axis(axis, ndim(), "layernorm");
-  Tensor x = cast(least_upper_float(dtype()));
+  Tensor x = cast(detail::stats_acc_dtype(dtype()));  // float16 normalizes in float32, as PyTorch
   Tensor centered = x.sub(x.mean(ax, true));
-  return centered.mul(centered.square().mean(ax, true).add(eps).rsqrt());
+  return centered.mul(centered.square().mean(ax, true).add(eps).rsqrt()).cast(least_upper_float(dtype()));
 }
 
 inline Tensor Tensor::batchnorm(const Tensor& weight, const Tensor& bias, const Tensor& mean,
@@ -10657,45 +11124,46 @@ inline const std::array<Rule, op_count>& rules() {
   return table;
 }
 
-// An op that stopped the gradient on its way from the loss to `target`, for the error message.
-inline std::string blocker(const std::vector<UOp>& blocked, const UOp& target) {
-  for (const UOp& b : blocked)
-    for (const UOp& u : toposort(b))
-      if (u == target) return op_name(b.op());
-  return "";
-}
-
-struct Result {
-  std::unordered_map<const UOpNode*, Tensor> grads;
-  std::vector<UOp> blocked;  // nodes reached by a gradient that has no rule for them
-};
-
 // d(root)/d(node) for every node between root and a target, starting from d(root)/d(root) = seed.
-inline Result backpropagate(const UOp& root, const Tensor& seed, const std::unordered_set<const UOpNode*>& targets) {
+// A gradient flows only through floating-point nodes other than DETACH: an integer or bool value
+// (a cast to int, a comparison, argmax, a where's condition) is flat almost everywhere, so a
+// target reached only that way gets zeros, as in PyTorch and tinygrad. A floating-point op with
+// no rule on the way to a target is an error, not a silent zero.
+inline std::unordered_map<const UOpNode*, Tensor> backpropagate(const UOp& root, const Tensor& seed,
+                                                                const std::vector<Tensor>& targets) {
+  using tinyt::detail::cat;
+  std::unordered_set<const UOpNode*> wanted;
+  for (const Tensor& t : targets) wanted.insert(t.uop().get());
   const std::vector<UOp> order = toposort(root);
-  std::unordered_set<const UOpNode*> leads_to_target;
+  // `through`: a gradient reaching the node flows on to a target below it
+  std::unordered_set<const UOpNode*> through;
+  auto leads = [&](const UOp& u) { return wanted.count(u.get()) || through.count(u.get()); };
   for (const UOp& u : order)
-    if (targets.count(u.get()) || std::any_of(u.src().begin(), u.src().end(), [&](const UOp& s) { return leads_to_target.count(s.get()); }))
-      leads_to_target.insert(u.get());
-  Result r;
-  r.grads.emplace(root.get(), seed);
+    if (u.dtype().is_float() && u.op() != Ops::DETACH && std::any_of(u.src().begin(), u.src().end(), leads))
+      through.insert(u.get());
+  std::unordered_map<const UOpNode*, Tensor> grads;
+  grads.emplace(root.get(), seed);
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const UOp& node = *it;
-    auto g = r.grads.find(node.get());
-    if (g == r.grads.end() || node.src().empty() || !leads_to_target.count(node.get())) continue;
+    auto g = grads.find(node.get());
+    if (g == grads.end() || !through.count(node.get())) continue;
     const Rule rule = rules()[static_cast<size_t>(node.op())];
-    if (node.op() == Ops::DETACH) continue;  // cut on purpose: the targets under it get zeros
-    if (!rule || !node.dtype().is_float()) { r.blocked.push_back(node); continue; }
+    if (!rule) {
+      const std::vector<UOp> below = toposort(node);
+      size_t i = 0;
+      while (i + 1 < targets.size() && std::find(below.begin(), below.end(), targets[i].uop()) == below.end()) ++i;
+      throw Error(cat("gradient: the loss depends on target ", i, " (shape ", targets[i].shape(), ") through ",
+                      op_name(node.op()), ", which has no gradient rule"));
+    }
     const std::vector<Tensor> src_grads = rule(g->second, node);
     for (size_t i = 0; i < src_grads.size(); ++i) {
       const UOp& s = node.src(i);
-      if (!src_grads[i].defined() || !leads_to_target.count(s.get())) continue;
-      if (!s.dtype().is_float()) { r.blocked.push_back(s); continue; }  // a comparison, an integer
-      auto [slot, fresh] = r.grads.try_emplace(s.get(), src_grads[i]);
+      if (!src_grads[i].defined() || !leads(s)) continue;
+      auto [slot, fresh] = grads.try_emplace(s.get(), src_grads[i]);
       if (!fresh) slot->second = slot->second.add(src_grads[i]);
     }
   }
-  return r;
+  return grads;
 }
 }  // namespace gradient_detail
 
@@ -10711,24 +11179,15 @@ inline std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& targets, 
     throw ShapeError(cat("gradient: the seed has shape ", start.shape(), " but the loss has shape ", shape()));
   }
   start = start.cast(dtype());
-  std::unordered_set<const UOpNode*> wanted;
-  for (size_t i = 0; i < targets.size(); ++i) {
+  for (size_t i = 0; i < targets.size(); ++i)
     if (!targets[i].dtype().is_float())
       throw DTypeError(cat("gradient: target ", i, " is ", targets[i].dtype().name(), "; only floating-point tensors have gradients"));
-    wanted.insert(targets[i].uop().get());
-  }
-  const gradient_detail::Result r = gradient_detail::backpropagate(uop(), start, wanted);
+  const auto grads = gradient_detail::backpropagate(uop(), start, targets);
   std::vector<Tensor> out;
-  for (size_t i = 0; i < targets.size(); ++i) {
-    const UOp& t = targets[i].uop();
-    if (auto g = r.grads.find(t.get()); g != r.grads.end()) {
-      out.push_back(g->second);
-      continue;
-    }
-    if (std::string op = gradient_detail::blocker(r.blocked, t); !op.empty())
-      throw Error(cat("gradient: the loss depends on target ", i, " (shape ", targets[i].shape(), ") only through ", op,
-                      ", which has no derivative"));
-    out.push_back(Tensor::zeros(targets[i].shape(), targets[i].dtype(), targets[i].device()));  // unused (or detached)
+  for (const Tensor& t : targets) {
+    auto g = grads.find(t.uop().get());
+    // unused, detached, or reached only through integer or bool values
+    out.push_back(g != grads.end() ? g->second : Tensor::zeros(t.shape(), t.dtype(), t.device()));
   }
   return out;
 }
@@ -10739,7 +11198,7 @@ inline const Tensor& Tensor::backward(const Tensor& seed) const {
   for (const UOp& u : nodes) in_graph.insert(u.get());
   std::vector<Tensor> targets;
   for (const auto& d : live_tensors().snapshot())
-    if (d->requires_grad.value_or(false) && in_graph.count(d->uop.get())) targets.push_back(Tensor(d));
+    if (auto [u, wants_grad] = shared_fields(*d); wants_grad && in_graph.count(u.get())) targets.push_back(Tensor(d));
   if (targets.empty())
     throw Error(tinyt::detail::cat("backward: nothing in the graph of this ", shape(), " tensor requires grad",
                                    " (set requires_grad(true) on the parameters before building the loss, and call backward before realizing it)"));
@@ -10754,6 +11213,14 @@ inline const Tensor& Tensor::backward(const Tensor& seed) const {
 inline Tensor& Tensor::requires_grad(bool on) {
   if (on && !dtype().is_float())
     throw DTypeError(tinyt::detail::cat("requires_grad: a ", dtype().name(), " tensor cannot require grad; only floating-point ones can"));
+  if (on && !requires_grad()) {
+    // Gradients are found by graph node, and equal lazy graphs are one node (w1 = zeros(3) and
+    // w2 = zeros(3) would get the sum of both gradients): a parameter is memory of its own. Not
+    // a new name for shared memory: the scheduler orders the kernels that read and overwrite
+    // memory by BUFFER node, and an optimizer step would write one in place.
+    own_memory();  // realizes, so it runs before the lock below is taken
+  }
+  std::unique_lock lock(data_mu());  // read by other threads' backward
   d_->requires_grad = on;
   return *this;
 }
@@ -10965,15 +11432,6 @@ inline int64_t checked_size(int64_t n, const char* layer, const char* what) {
   if (n < 0) throw ShapeError(cat(layer, ": ", what, " must not be negative, got ", n));
   return n;
 }
-/// `init` in memory of its own. Equal constants are one hash-consed graph (a BatchNorm's bias and
-/// running_mean are both zeros(C)), and gradients are found by graph node: without a buffer each,
-/// the bias would also receive whatever reached running_mean's node, and the optimizer refuses
-/// params that share memory.
-inline Tensor owned(const Tensor& init) {
-  Tensor t = Tensor::empty(init.shape(), init.dtype());
-  t.assign(init);
-  return t.realize();
-}
 /// Uniform in +-1/sqrt(fan_in) (PyTorch's Linear and Conv init); an empty fan gives zeros.
 inline Tensor uniform_fan_in(Shape shape, int64_t fan_in) {
   const double bound = fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.0;
@@ -11088,13 +11546,13 @@ struct BatchNorm {
         eps(eps_),
         momentum(momentum_),
         track_running_stats(track_running_stats_) {
-    if (affine) weight = layer_detail::owned(Tensor::ones({sz})), bias = layer_detail::owned(Tensor::zeros({sz}));
+    if (affine) weight = Tensor::ones({sz}), bias = Tensor::zeros({sz});
     if (track_running_stats) {
-      running_mean = layer_detail::owned(Tensor::zeros({sz}));
-      running_var = layer_detail::owned(Tensor::ones({sz}));
+      running_mean = Tensor::zeros({sz});
+      running_var = Tensor::ones({sz});
       running_mean.requires_grad(false), running_var.requires_grad(false);
     }
-    num_batches_tracked = layer_detail::owned(Tensor::zeros({1}, dtypes::int64));
+    num_batches_tracked = Tensor::zeros({1}, dtypes::int64);
     num_batches_tracked.requires_grad(false);
   }
   Tensor operator()(const Tensor& x) const;
@@ -11151,7 +11609,7 @@ struct LayerNorm {
     for (int64_t d : normalized_shape)
       layer_detail::checked_size(d, "LayerNorm", "normalized_shape");
     if (elementwise_affine)
-      weight = layer_detail::owned(Tensor::ones(Shape(normalized_shape))), bias = layer_detail::owned(Tensor::zeros(Shape(normalized_shape)));
+      weight = Tensor::ones(Shape(normalized_shape)), bias = Tensor::zeros(Shape(normalized_shape));
   }
   /// `LayerNorm({2, 3})`: without this, the braces could also make a LayerNorm(2, 3) to copy.
   LayerNorm(std::initializer_list<int64_t> normalized_shape_, double eps_ = 1e-5,
@@ -11181,7 +11639,7 @@ struct RMSNorm {
   /// weight ones(dim) when `elementwise_affine`.
   RMSNorm(int64_t dim_, double eps_ = 1e-6, bool elementwise_affine = true)
       : dim(layer_detail::checked_size(dim_, "RMSNorm", "dim")), eps(eps_) {
-    if (elementwise_affine) weight = layer_detail::owned(Tensor::ones({dim}));
+    if (elementwise_affine) weight = Tensor::ones({dim});
   }
   /// x / sqrt(mean(x^2) + eps) computed in float32 at least, back in x's dtype, times weight.
   Tensor operator()(const Tensor& x) const {
@@ -11206,7 +11664,7 @@ struct GroupNorm {
     if (num_groups < 1 || num_channels < 0 || num_channels % num_groups)
       throw ShapeError(layer_detail::cat("GroupNorm: ", num_channels,
                                          " channels do not divide into ", num_groups, " groups"));
-    if (affine) weight = layer_detail::owned(Tensor::ones({num_channels})), bias = layer_detail::owned(Tensor::zeros({num_channels}));
+    if (affine) weight = Tensor::ones({num_channels}), bias = Tensor::zeros({num_channels});
   }
   Tensor operator()(const Tensor& x) const {
     const auto s = layer_detail::channels_first(x, num_channels, "GroupNorm");
@@ -11311,7 +11769,7 @@ class Optimizer {
   virtual std::vector<Tensor> updated(const std::vector<Tensor>& grads) = 0;
   /// A state tensor in memory of its own, filled with `value`, listed in state().
   Tensor new_state(const Shape& shape, DType dtype, double value);
-  /// Realizes the params and the state: called last by each optimizer's constructor.
+  /// Realizes the params, the buffers and the state: called last by each optimizer's constructor.
   void finish_init();
   /// Throws unless lo <= value (and value < hi when hi is given): PyTorch's argument checks.
   void check_arg(const char* what, double value, double lo, double hi = INFINITY) const;
@@ -11441,19 +11899,10 @@ inline Tensor Optimizer::new_state(const Shape& shape, DType dtype, double value
 
 inline void Optimizer::finish_init() {
   std::vector<Tensor> all = params_;
-  all.insert(all.end(), state_.begin(), state_.end());
+  // the buffers too: a layer's running statistics start lazy, and an assign into a lazy tensor
+  // realizes it first, on its own
+  for (const auto* list : {&buffers_, &state_}) all.insert(all.end(), list->begin(), list->end());
   realize_tensors(all);
-  // distinct params built from equal lazy graphs may share memory after realizing; one update
-  // would then overwrite the other's
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const UOp bi = graph::base_buffer(params_[i].uop());
-    for (size_t j = 0; bi && j < i; ++j)
-      if (const UOp bj = graph::base_buffer(params_[j].uop());
-          bj && graph::buffer_of(bi) == graph::buffer_of(bj))
-        throw Error(tinyt::detail::cat(
-            name_, ": params ", j, " and ", i, " (shape ", params_[i].shape(),
-            ") share memory; give each its own (from_vector, or empty + assign)"));
-  }
 }
 
 inline std::vector<Tensor> Optimizer::schedule_step() {
@@ -11717,6 +12166,8 @@ class OutFile {
 namespace tinyt::inline v0 {
 namespace nn::json {
 
+struct Member;
+
 /// One parsed JSON value. Objects keep their members in the order of the text.
 struct Value {
   enum class Kind { null, boolean, number, string, array, object };
@@ -11724,15 +12175,14 @@ struct Value {
   bool boolean = false;
   std::string text;          // string: the decoded UTF-8; number: the literal as written
   std::vector<Value> items;  // array
-  std::vector<std::pair<std::string, Value>> members;  // object
+  // object. A struct of its own, not std::pair<std::string, Value>: a pair of the incomplete
+  // Value is instantiated while Value is being defined, and libstdc++'s pair then asks whether
+  // Value is default-constructible, which needs the pair complete (clang rejects the cycle).
+  std::vector<Member> members;
   size_t offset = 0;  // byte offset of the value in the parsed text, for error messages
 
   /// The member named `key` of an object, or nullptr.
-  const Value* find(std::string_view key) const {
-    for (const auto& [k, v] : members)
-      if (k == key) return &v;
-    return nullptr;
-  }
+  const Value* find(std::string_view key) const;
   /// The value of a number written as a non-negative integer that fits uint64_t (no sign,
   /// fraction or exponent), else nothing: sizes and offsets must not round through a double.
   std::optional<uint64_t> as_uint() const {
@@ -11747,6 +12197,18 @@ struct Value {
     return v;
   }
 };
+
+/// One `"key": value` of an object.
+struct Member {
+  std::string key;
+  Value value;
+};
+
+inline const Value* Value::find(std::string_view key) const {
+  for (const Member& m : members)
+    if (m.key == key) return &m.value;
+  return nullptr;
+}
 
 /// The name of a kind, for messages ("expected an object, found an array").
 inline const char* kind_name(Value::Kind k) {
@@ -11935,7 +12397,7 @@ class Parser {
       expect(':');
       skip_space();
       Value member = value(depth + 1);
-      v.members.emplace_back(std::move(key), std::move(member));
+      v.members.push_back({std::move(key), std::move(member)});
       skip_space();
       if (peek() == ',') {
         ++i_;
@@ -12206,8 +12668,10 @@ inline SafeEntry parse_entry(const std::string& name, const json::Value& v,
     if (key == "dtype") {
       if (field.kind != json::Value::Kind::string)
         throw Error(cat(context, ": dtype must be a string, found ", json::kind_name(field.kind)));
+      // a reference of its own: clang 14 cannot capture a structured binding (C++20's P1091)
+      const std::string& text = field.text;
       const auto* it = std::find_if(std::begin(safe_dtypes), std::end(safe_dtypes),
-                                    [&](const SafeDType& d) { return field.text == d.name; });
+                                    [&](const SafeDType& d) { return text == d.name; });
       if (it == std::end(safe_dtypes)) {
         std::string known;
         for (const SafeDType& d : safe_dtypes) known += cat(" ", d.name);
