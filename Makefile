@@ -56,17 +56,12 @@ bench:
 bench-quick: bench
 	@set -e; for b in $(BENCHMARKS); do echo "== $$b --quick"; build/benchmarks/$$b --quick; done
 
-# TINYT_THREADS=1: with LLVM-compiled kernels on the thread pool, LeakSanitizer's own tracer
-# crashes at exit ("Tracer caught signal 11", "assign: a step is one kernel writing the tensor's
-# own memory", 5 runs of 5; not with 1 thread or CPU_LLVM=0). Not understood yet (a bug of ours,
-# or the tracer meeting LLVM's threads); one thread keeps leak checking on meanwhile.
-SANITIZE_ENV = TINYT_THREADS=1
 
 sanitize:
 	tools/setup.sh
 	$(CMAKE_CONFIGURE) -DTINYT_SANITIZE=ON -S . -B build-asan
 	cmake --build build-asan -j$(JOBS)
-	$(SANITIZE_ENV) ctest --test-dir build-asan --output-on-failure -j$(JOBS)
+	ctest --test-dir build-asan --output-on-failure -j$(JOBS)
 
 # The ASan/UBSan build of the fast tests (SANITIZE_FAST) and of the single-header test, as CI
 # runs it, in build-asan-fast/.
@@ -75,7 +70,7 @@ sanitize-fast:
 	$(CMAKE_CONFIGURE) -DTINYT_SANITIZE=ON -DTINYT_TEST_FILES='$(SANITIZE_FAST)' \
 	    -S . -B build-asan-fast
 	cmake --build build-asan-fast -j$(JOBS) --target tinyt_tests tinyt_single_include_test
-	$(SANITIZE_ENV) ctest --test-dir build-asan-fast --output-on-failure -j$(JOBS)
+	ctest --test-dir build-asan-fast --output-on-failure -j$(JOBS)
 
 amalgamate:
 	python3 tools/amalgamate.py
