@@ -27,7 +27,7 @@ double test_accuracy(const FashionNet& model, const nn::datasets::Mnist& data) {
     const int64_t stop = std::min(n, start + chunk);
     const Tensor x = pixels(data.X_test[{Slice(start, stop)}]);
     const Tensor y = data.Y_test[{Slice(start, stop)}].cast(dtypes::int32);
-    right += model(x).argmax(1).eq(y).cast(dtypes::int32).sum().item<int32_t>();
+    right += model(x).argmax(1).eq(y).sum().item<int64_t>();  // a count is int64, as in PyTorch
   }
   return 100.0 * static_cast<double>(right) / static_cast<double>(n);
 }
