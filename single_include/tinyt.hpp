@@ -916,6 +916,8 @@ requires(std::is_same_v<A, UOp> || std::is_same_v<B, UOp>) UOp operator/(const A
 
 /// Every node reachable from `root`, sources before users (iterative: deep graphs are fine).
 inline std::vector<UOp> toposort(const UOp& root);
+/// Whether `node` is `root` or reachable from it (`root` is computed from `node`).
+inline bool depends_on(const UOp& root, const UOp& node);
 /// `root` with every node found in `map` replaced by its value (rebuilt bottom-up, shared once).
 inline UOp substitute(const UOp& root, const std::unordered_map<const UOpNode*, UOp>& map);
 /// A listing of the graph, one node per line with its numbered sources (what DEBUG prints).
@@ -1162,6 +1164,12 @@ inline std::vector<UOp> toposort(const UOp& root) {
     }
   }
   return order;
+}
+
+inline bool depends_on(const UOp& root, const UOp& node) {
+  for (const UOp& x : toposort(root))
+    if (x == node) return true;
+  return false;
 }
 
 inline UOp substitute(const UOp& root, const std::unordered_map<const UOpNode*, UOp>& map) {
@@ -3931,7 +3939,7 @@ class Lowerer {
 
 #include <set>
 
-// ---- tinyt/codegen/reduce_collapse.hpp ----
+// ---- tinyt/schedule/reduce_collapse.hpp ----
 // Reduce collapse: sums over a range that can be counted instead of looped. A sum of a value
 // that does not depend on the range is value * length; a sum of `where(bounds on r, x, 0)` is x
 // times the number of r inside the bounds; a sum of `where(r == e, x(r), 0)` is x(e) where e is
@@ -3939,14 +3947,9 @@ class Lowerer {
 
 
 namespace tinyt::inline v0 {
-namespace codegen {
+namespace schedule {
 
 namespace detail {
-inline bool depends_on(const UOp& u, const UOp& r) {
-  for (const UOp& x : toposort(u))
-    if (x == r) return true;
-  return false;
-}
 
 // clause as `coef*r + rest (<, ==) 0`, with coef +-1; false if it is not of that form
 struct RangeClause {
@@ -4088,9 +4091,9 @@ inline const PatternMatcher& reduce_collapse() {
   return pm;
 }
 
-}  // namespace codegen
+}  // namespace schedule
 }  // namespace tinyt::inline v0
-// ---- end tinyt/codegen/reduce_collapse.hpp ----
+// ---- end tinyt/schedule/reduce_collapse.hpp ----
 
 namespace tinyt::inline v0 {
 namespace schedule {
@@ -4396,7 +4399,7 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool m
     UOp value = lw.lower(value_node, out_idx, UOp::const_(dtypes::bool_, true));
     UOp store_index = simplify(flatten(out_idx, shape));
     UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, out.dtype(), {out, store_index}), value});
-    UOp ast = graph_rewrite(UOp(Ops::SINK, dtypes::void_, {store}), symbolic() + codegen::reduce_collapse() + gated_load_rules());
+    UOp ast = graph_rewrite(UOp(Ops::SINK, dtypes::void_, {store}), symbolic() + reduce_collapse() + gated_load_rules());
     return std::make_pair(Kernel{ast, lw.buffers(), point, view}, store_index);
   };
   for (const UOp& point : points) {
@@ -6294,7 +6297,7 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
     std::vector<size_t> reuse;
     for (size_t a : loops)
       for (const detail::Access& x : acc)
-        if (!x.store && stride(x, a) == 0 && detail::depends_on(x.index, ax[reduces.back()])) {
+        if (!x.store && stride(x, a) == 0 && depends_on(x.index, ax[reduces.back()])) {
           reuse.push_back(a);
           break;
         }

@@ -439,6 +439,8 @@ requires(std::is_same_v<A, UOp> || std::is_same_v<B, UOp>) UOp operator/(const A
 
 /// Every node reachable from `root`, sources before users (iterative: deep graphs are fine).
 inline std::vector<UOp> toposort(const UOp& root);
+/// Whether `node` is `root` or reachable from it (`root` is computed from `node`).
+inline bool depends_on(const UOp& root, const UOp& node);
 /// `root` with every node found in `map` replaced by its value (rebuilt bottom-up, shared once).
 inline UOp substitute(const UOp& root, const std::unordered_map<const UOpNode*, UOp>& map);
 /// A listing of the graph, one node per line with its numbered sources (what DEBUG prints).

@@ -230,6 +230,12 @@ inline std::vector<UOp> toposort(const UOp& root) {
   return order;
 }
 
+inline bool depends_on(const UOp& root, const UOp& node) {
+  for (const UOp& x : toposort(root))
+    if (x == node) return true;
+  return false;
+}
+
 inline UOp substitute(const UOp& root, const std::unordered_map<const UOpNode*, UOp>& map) {
   std::unordered_map<const UOpNode*, UOp> done;
   for (const UOp& u : toposort(root)) {

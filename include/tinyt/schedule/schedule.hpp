@@ -6,8 +6,8 @@
 #include <set>
 #include <unordered_set>
 
-#include "../codegen/reduce_collapse.hpp"
 #include "lower.hpp"
+#include "reduce_collapse.hpp"
 
 namespace tinyt::inline v0 {
 namespace schedule {
@@ -313,7 +313,7 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool m
     UOp value = lw.lower(value_node, out_idx, UOp::const_(dtypes::bool_, true));
     UOp store_index = simplify(flatten(out_idx, shape));
     UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, out.dtype(), {out, store_index}), value});
-    UOp ast = graph_rewrite(UOp(Ops::SINK, dtypes::void_, {store}), symbolic() + codegen::reduce_collapse() + gated_load_rules());
+    UOp ast = graph_rewrite(UOp(Ops::SINK, dtypes::void_, {store}), symbolic() + reduce_collapse() + gated_load_rules());
     return std::make_pair(Kernel{ast, lw.buffers(), point, view}, store_index);
   };
   for (const UOp& point : points) {

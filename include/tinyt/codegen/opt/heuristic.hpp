@@ -65,7 +65,7 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
     std::vector<size_t> reuse;
     for (size_t a : loops)
       for (const detail::Access& x : acc)
-        if (!x.store && stride(x, a) == 0 && detail::depends_on(x.index, ax[reduces.back()])) {
+        if (!x.store && stride(x, a) == 0 && depends_on(x.index, ax[reduces.back()])) {
           reuse.push_back(a);
           break;
         }

@@ -11,7 +11,8 @@
 
 #include <optional>
 
-#include "../reduce_collapse.hpp"
+#include "../../schedule/lower.hpp"
+#include "../../valid.hpp"
 #include "../../symbolic.hpp"
 
 namespace tinyt::inline v0 {

@@ -5,17 +5,12 @@
 #pragma once
 
 #include "../valid.hpp"
-#include "../schedule/lower.hpp"
+#include "lower.hpp"
 
 namespace tinyt::inline v0 {
-namespace codegen {
+namespace schedule {
 
 namespace detail {
-inline bool depends_on(const UOp& u, const UOp& r) {
-  for (const UOp& x : toposort(u))
-    if (x == r) return true;
-  return false;
-}
 
 // clause as `coef*r + rest (<, ==) 0`, with coef +-1; false if it is not of that form
 struct RangeClause {
@@ -157,5 +152,5 @@ inline const PatternMatcher& reduce_collapse() {
   return pm;
 }
 
-}  // namespace codegen
+}  // namespace schedule
 }  // namespace tinyt::inline v0
