@@ -1,47 +1,24 @@
 // tinyt: tinygrad's deep-learning compiler as a header-only C++20 library.
-// This is the one include; it pulls in every public header.
+// This is the one include. It declares the public API; the engine's definitions come with it in
+// the one file that defines TINYT_IMPLEMENTATION (or in the tinyt::tinyt library), or in every
+// file with TINYT_HEADER_ONLY (tinyt/config.hpp).
 #pragma once
 
-// the IR: dtypes, UOps, the rewrite engine, the symbolic engine
+#include "tinyt/config.hpp"
+
+// the IR a tensor is made of: dtypes, UOps, shapes
 #include "tinyt/error.hpp"
 #include "tinyt/dtype.hpp"
 #include "tinyt/uop.hpp"
-#include "tinyt/pattern.hpp"
-#include "tinyt/alu.hpp"
-#include "tinyt/bounds.hpp"
-#include "tinyt/linear.hpp"
-#include "tinyt/symbolic.hpp"
-#include "tinyt/valid.hpp"
 #include "tinyt/shape.hpp"
 
-// devices and backends
+// settings, counters, devices
 #include "tinyt/helpers.hpp"
 #include "tinyt/device.hpp"
-#include "tinyt/backend/dlopen.hpp"
-#include "tinyt/backend/cpu_cc.hpp"
 
-// the pipeline: tensor graph -> schedule -> codegen -> renderer -> run
-#include "tinyt/graph.hpp"
-#include "tinyt/schedule/lower.hpp"
-#include "tinyt/schedule/schedule.hpp"
-#include "tinyt/codegen/linearize.hpp"
-#include "tinyt/renderer/cstyle.hpp"
-#include "tinyt/realize.hpp"
-
-// the Tensor front end
+// the Tensor front end and its expression templates
 #include "tinyt/tensor.hpp"
-#include "tinyt/ops/movement.hpp"
-#include "tinyt/ops/elementwise.hpp"
 #include "tinyt/expr.hpp"
-#include "tinyt/ops/reduce.hpp"
-#include "tinyt/ops/creation.hpp"
-#include "tinyt/ops/assign.hpp"
-#include "tinyt/ops/combine.hpp"
-#include "tinyt/ops/indexing.hpp"
-#include "tinyt/ops/random.hpp"
-#include "tinyt/ops/linalg.hpp"
-#include "tinyt/ops/nn.hpp"
-#include "tinyt/gradient.hpp"
 
 // nn: reflection over models (state dicts), layers, optimizers; files: safetensors, datasets
 #include "tinyt/nn/state.hpp"
@@ -49,3 +26,18 @@
 #include "tinyt/nn/optim.hpp"
 #include "tinyt/nn/safetensors.hpp"
 #include "tinyt/nn/datasets.hpp"
+
+#if TINYT_DEFINES_ENGINE
+#include "tinyt/implementation.hpp"
+#else
+namespace tinyt::inline v0::link_check {
+// Defined where the implementation is compiled (config.hpp). Every file that includes tinyt.hpp
+// calls it from a cold function of its own, so a program without the implementation fails to link
+// with its name in the first error, and one with two implementations fails with "multiple
+// definition" of it.
+int define_TINYT_IMPLEMENTATION_in_exactly_one_file_or_link_tinyt();
+[[gnu::used, gnu::cold]] static int implementation_is_linked() {
+  return define_TINYT_IMPLEMENTATION_in_exactly_one_file_or_link_tinyt();
+}
+}  // namespace tinyt::inline v0::link_check
+#endif

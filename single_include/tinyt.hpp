@@ -4,15 +4,56 @@
 #pragma once
 // ---- tinyt.hpp ----
 // tinyt: tinygrad's deep-learning compiler as a header-only C++20 library.
-// This is the one include; it pulls in every public header.
+// This is the one include. It declares the public API; the engine's definitions come with it in
+// the one file that defines TINYT_IMPLEMENTATION (or in the tinyt::tinyt library), or in every
+// file with TINYT_HEADER_ONLY (tinyt/config.hpp).
 
-// the IR: dtypes, UOps, the rewrite engine, the symbolic engine
+// ---- tinyt/config.hpp ----
+// How tinyt's definitions reach a program. The public headers declare the engine; its
+// definitions (scheduler, codegen, renderers, backends, the bodies of Tensor's methods) are
+// compiled in one of two ways:
+//  - compiled (the default): in exactly one translation unit, the one that defines
+//    TINYT_IMPLEMENTATION before including tinyt.hpp, or in the library that the CMake target
+//    tinyt::tinyt builds (src/tinyt.cpp); every other file parses only the declarations;
+//  - TINYT_HEADER_ONLY: inline in every translation unit that includes tinyt.hpp (one-file
+//    programs; every file pays for compiling the whole engine).
+
+#if defined(TINYT_HEADER_ONLY) && defined(TINYT_IMPLEMENTATION)
+#error "tinyt: define TINYT_HEADER_ONLY (everything inline) or TINYT_IMPLEMENTATION (the one file that compiles tinyt), not both"
+#endif
+
+/// Marks the definition of a function that the public headers declare: inline in header-only
+/// mode, an ordinary (exported) definition in the implementation file.
+#ifdef TINYT_HEADER_ONLY
+#define TINYT_INLINE inline
+#else
+#define TINYT_INLINE
+#endif
+
+/// Whether this translation unit compiles tinyt's definitions.
+#if defined(TINYT_HEADER_ONLY) || defined(TINYT_IMPLEMENTATION)
+#define TINYT_DEFINES_ENGINE 1
+#else
+#define TINYT_DEFINES_ENGINE 0
+#endif
+
+#ifdef TINYT_IMPLEMENTATION
+namespace tinyt::inline v0::link_check {
+// The symbol tinyt.hpp's link check refers to (see there), defined first in the file so that a
+// second definition is the first error the linker reports.
+[[gnu::cold]] int define_TINYT_IMPLEMENTATION_in_exactly_one_file_or_link_tinyt() { return 1; }
+}  // namespace tinyt::inline v0::link_check
+#endif
+// ---- end tinyt/config.hpp ----
+
+// the IR a tensor is made of: dtypes, UOps, shapes
 // ---- tinyt/error.hpp ----
 // The typed error hierarchy: every misuse of tinyt throws one of these.
 
 #include <sstream>
 #include <stdexcept>
 #include <string>
+
 
 namespace tinyt::inline v0 {
 
@@ -771,8 +812,10 @@ struct UOpNode {
 };
 
 namespace detail {
-inline UOpNode* intern(Ops op, DType dtype, std::vector<UOp>&& src, Arg&& arg);
-inline void release(const UOpNode* n);
+UOpNode* intern(Ops op, DType dtype, std::vector<UOp>&& src, Arg&& arg);
+void release(const UOpNode* n);
+/// How many UOps are alive now (for tests of freeing and interning).
+size_t live_uop_count();
 inline void acquire(const UOpNode* n) { n->refs.fetch_add(1, std::memory_order_relaxed); }
 }  // namespace detail
 
@@ -915,19 +958,19 @@ requires(std::is_same_v<A, UOp> || std::is_same_v<B, UOp>) UOp operator/(const A
 // -- graph walks ----------------------------------------------------------------------------
 
 /// Every node reachable from `root`, sources before users (iterative: deep graphs are fine).
-inline std::vector<UOp> toposort(const UOp& root);
+std::vector<UOp> toposort(const UOp& root);
 /// Whether `node` is `root` or reachable from it (`root` is computed from `node`).
-inline bool depends_on(const UOp& root, const UOp& node);
+bool depends_on(const UOp& root, const UOp& node);
 /// `root` with every node found in `map` replaced by its value (rebuilt bottom-up, shared once).
-inline UOp substitute(const UOp& root, const std::unordered_map<const UOpNode*, UOp>& map);
+UOp substitute(const UOp& root, const std::unordered_map<const UOpNode*, UOp>& map);
 /// A listing of the graph, one node per line with its numbered sources (what DEBUG prints).
-inline std::string to_string(const UOp& root);
+std::string to_string(const UOp& root);
 /// An infix rendering for small expressions, e.g. "((x*4)+y)" (index math in tests and logs).
-inline std::string expr_string(const UOp& root);
+std::string expr_string(const UOp& root);
 inline std::ostream& operator<<(std::ostream& os, const UOp& u) { return os << expr_string(u); }
 
 /// Deterministic structural order: op, then dtype, then arg, then sources. Puts constants last.
-inline bool structural_less(const UOp& a, const UOp& b);
+bool structural_less(const UOp& a, const UOp& b);
 
 }  // namespace tinyt::inline v0
 
@@ -935,368 +978,1637 @@ template <> struct std::hash<tinyt::UOp> {
   size_t operator()(const tinyt::UOp& u) const { return std::hash<const void*>{}(u.get()); }
 };
 
-// ---- tinyt/uop_impl.hpp ----
-// Out-of-line parts of uop.hpp: the intern table, constants, builders, walks and printers.
+// ---- end tinyt/uop.hpp ----
+// ---- tinyt/shape.hpp ----
+// Shapes: `sint` (a concrete size or a symbolic one over Variables) and `Shape`, a list of them.
 
-#include <unordered_set>
+#include <numeric>
 
 
 namespace tinyt::inline v0 {
 
-inline UOpNode::~UOpNode() { delete extra.load(std::memory_order_acquire); }
+/// A size: an int64_t, or a symbolic index expression over Variables.
+class sint {
+ public:
+  sint() = default;
+  template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+  sint(I v) : v_(static_cast<int64_t>(v)) {}  // NOLINT: sizes are written as plain numbers
+  /// A symbolic size; folds to a number when the expression is constant.
+  sint(const UOp& u);  // NOLINT
 
-namespace detail {
+  bool is_int() const { return std::holds_alternative<int64_t>(v_); }
+  /// The concrete value; a symbolic size is an error here.
+  int64_t as_int() const {
+    if (const int64_t* i = std::get_if<int64_t>(&v_)) return *i;
+    throw ShapeError(detail::cat("sint: ", *this, " is symbolic where a concrete size is needed"));
+  }
+  /// The size as an index UOp.
+  UOp as_uop() const {
+    return is_int() ? UOp::const_(dtypes::index, std::get<int64_t>(v_)) : std::get<UOp>(v_);
+  }
 
-// The intern table is sharded by hash so threads building different graphs rarely contend.
-struct InternShard {
-  std::mutex mu;
-  std::unordered_multimap<size_t, UOpNode*> nodes;
+  friend bool operator==(const sint& a, const sint& b) {
+    if (a.is_int() && b.is_int()) return a.as_int() == b.as_int();
+    return a.as_uop() == b.as_uop();
+  }
+  friend sint operator+(const sint& a, const sint& b) {
+    return a.is_int() && b.is_int() ? sint(a.as_int() + b.as_int()) : sint(a.as_uop() + b.as_uop());
+  }
+  friend sint operator-(const sint& a, const sint& b) {
+    return a.is_int() && b.is_int() ? sint(a.as_int() - b.as_int()) : sint(a.as_uop() - b.as_uop());
+  }
+  friend sint operator*(const sint& a, const sint& b) {
+    return a.is_int() && b.is_int() ? sint(a.as_int() * b.as_int()) : sint(a.as_uop() * b.as_uop());
+  }
+  friend std::ostream& operator<<(std::ostream& os, const sint& s) {
+    if (s.is_int()) return os << std::get<int64_t>(s.v_);
+    return os << std::get<UOp>(s.v_);
+  }
+
+ private:
+  std::variant<int64_t, UOp> v_ = int64_t{0};
 };
-struct InternTable {
-  static constexpr size_t shard_count = 64;
-  InternShard shards[shard_count];
-  InternShard& shard(size_t hash) { return shards[(hash >> 7) % shard_count]; }
+
+/// A tensor's shape: one sint per dimension.
+class Shape {
+ public:
+  Shape() = default;
+  Shape(std::initializer_list<sint> dims) : d_(dims) {}
+  Shape(std::vector<sint> dims) : d_(std::move(dims)) {}                     // NOLINT
+  Shape(const std::vector<int64_t>& dims) : d_(dims.begin(), dims.end()) {}  // NOLINT
+
+  size_t size() const { return d_.size(); }
+  bool empty() const { return d_.empty(); }
+  const sint& operator[](size_t i) const { return d_.at(i); }
+  sint& operator[](size_t i) { return d_.at(i); }
+  auto begin() const { return d_.begin(); }
+  auto end() const { return d_.end(); }
+  void push_back(sint s) { d_.push_back(std::move(s)); }
+  const std::vector<sint>& dims() const { return d_; }
+  bool is_concrete() const {
+    return std::all_of(d_.begin(), d_.end(), [](const sint& s) { return s.is_int(); });
+  }
+  /// Every dimension as a number (all must be concrete).
+  std::vector<int64_t> to_vector() const {
+    std::vector<int64_t> out;
+    for (const sint& s : d_) out.push_back(s.as_int());
+    return out;
+  }
+  /// The number of elements.
+  sint numel() const {
+    sint n = 1;
+    for (const sint& s : d_) n = n * s;
+    return n;
+  }
+  friend bool operator==(const Shape& a, const Shape& b) { return a.d_ == b.d_; }
+  friend std::ostream& operator<<(std::ostream& os, const Shape& s) {
+    os << '(';
+    for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
+    return os << (s.size() == 1 ? ",)" : ")");
+  }
+
+ private:
+  std::vector<sint> d_;
 };
-// Never destroyed: UOps held by static objects may be released after any static destructor.
-inline InternTable& intern_table() {
-  static auto* table = new InternTable;
-  return *table;
-}
 
-/// How many UOps are alive now (for tests of freeing and interning).
-inline size_t live_uop_count() {
-  size_t n = 0;
-  for (InternShard& s : intern_table().shards) {
-    std::lock_guard lock(s.mu);
-    n += s.nodes.size();
-  }
-  return n;
-}
+/// Shape as text, "(3, 4)", for error messages.
+inline std::string to_string(const Shape& s) { return detail::cat(s); }
 
-inline size_t node_hash(Ops op, DType dtype, const std::vector<UOp>& src, const Arg& arg) {
-  uint64_t h = 0x9e3779b97f4a7c15ULL ^ static_cast<uint64_t>(op);
-  auto mix = [&h](uint64_t x) { h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
-  mix(dtype.hash());
-  mix(arg.hash());
-  for (const UOp& s : src) mix(s->hash);
-  return static_cast<size_t>(h);
-}
-
-// Takes a reference unless the node is already dying (count 0): a dying node is never revived.
-inline bool try_acquire(const UOpNode* n) {
-  uint32_t r = n->refs.load(std::memory_order_relaxed);
-  while (r != 0)
-    if (n->refs.compare_exchange_weak(r, r + 1, std::memory_order_acquire)) return true;
-  return false;
-}
-
-inline UOpNode* intern(Ops op, DType dtype, std::vector<UOp>&& src, Arg&& arg) {
-  for (const UOp& s : src)
-    if (!s) throw InternalError(detail::cat("UOp(", op_name(op), "): a source is the empty UOp"));
-  const size_t h = node_hash(op, dtype, src, arg);
-  InternShard& shard = intern_table().shard(h);
-  std::lock_guard lock(shard.mu);
-  for (auto [it, end] = shard.nodes.equal_range(h); it != end; ++it) {
-    UOpNode* n = it->second;
-    if (n->op == op && n->dtype == dtype && n->src == src && n->arg == arg && try_acquire(n))
-      return n;
-  }
-  auto* n = new UOpNode{op, dtype, std::move(src), std::move(arg), h};
-  shard.nodes.emplace(h, n);
-  return n;
-}
-
-// Frees a node whose count reached zero, and the sources that die with it, with a worklist
-// instead of recursion so a 10^6-node chain is freed without overflowing the stack. The worklist
-// lives on the stack of the outermost release of this thread; a release it causes (a node's arg
-// holding UOps) adds to it. No thread_local object with a destructor: a static UOp released at
-// exit runs after the main thread's thread_locals are destroyed.
-inline void release(const UOpNode* node) {
-  if (node->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-  thread_local std::vector<UOpNode*>* draining = nullptr;
-  if (draining) {
-    draining->push_back(const_cast<UOpNode*>(node));
-    return;
-  }
-  std::vector<UOpNode*> dying{const_cast<UOpNode*>(node)};
-  draining = &dying;
-  while (!dying.empty()) {
-    UOpNode* d = dying.back();
-    dying.pop_back();
-    {
-      InternShard& shard = intern_table().shard(d->hash);
-      std::lock_guard lock(shard.mu);
-      for (auto [it, end] = shard.nodes.equal_range(d->hash); it != end; ++it)
-        if (it->second == d) {
-          shard.nodes.erase(it);
-          break;
-        }
-    }
-    for (UOp& s : d->src) {
-      const UOpNode* c = std::exchange(s.n_, nullptr);
-      if (c->refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
-        dying.push_back(const_cast<UOpNode*>(c));
-    }
-    delete d;
-  }
-  draining = nullptr;
-}
-
-inline size_t arity(Ops op) {
-  switch (op_kind(op)) {
-    case OpKind::unary:
-    case OpKind::cast:
-      return 1;
-    case OpKind::binary:
-      return 2;
-    case OpKind::ternary:
-      return 3;
-    default:
-      return 0;
-  }
-}
-}  // namespace detail
-
-// -- constants --------------------------------------------------------------------------------
-
-inline UOp UOp::const_(DType dt, i128 v) {
-  const DType s = dt.scalar();
-  if (dt.is_ptr() || s.is_void())
-    throw DTypeError(detail::cat("UOp.const: no constants of ", dt.name()));
-  if (s.is_float()) return const_(dt, static_cast<double>(v));
-  if (s.is_bool()) return UOp(Ops::CONST, dt, {}, Arg(v != 0));
-  if (s.is_index() && (v < dtypes::min_int(s) || v > dtypes::max_int(s)))
-    throw InternalError("UOp.const: index constant out of the int64 range");
-  // uint64 values above INT64_MAX are kept as their two's complement bits; const_int reads them
-  // back
-  return UOp(Ops::CONST, dt, {}, Arg(static_cast<int64_t>(static_cast<uint64_t>(wrap_int(v, s)))));
-}
-
-inline UOp UOp::const_(DType dt, double v) {
-  const DType s = dt.scalar();
-  if (dt.is_ptr() || s.is_void())
-    throw DTypeError(detail::cat("UOp.const: no constants of ", dt.name()));
-  if (s.is_float()) return UOp(Ops::CONST, dt, {}, Arg(round_float(v, s)));
-  if (s.is_bool()) return UOp(Ops::CONST, dt, {}, Arg(v != 0));
-  // float -> int truncates toward zero like C; NaN and values past 2^126 have no C meaning
-  if (!(std::fabs(v) < 0x1p126))
-    throw DTypeError(detail::cat("UOp.const: ", v, " does not convert to ", dt.name()));
-  return const_(dt, static_cast<i128>(std::trunc(v)));
-}
-
-inline i128 UOp::const_int() const {
-  if (op() != Ops::CONST)
-    throw InternalError(detail::cat("const_int of a non-constant ", op_name(op())));
-  if (arg().is<bool>()) return arg().get<bool>();
-  if (!arg().is<int64_t>())
-    throw InternalError(detail::cat("const_int of the float constant ", arg()));
-  const int64_t x = arg().as_int();
-  return dtype().scalar() == dtypes::uint64 ? static_cast<i128>(static_cast<uint64_t>(x)) : x;
-}
-
-inline double UOp::const_float() const {
-  if (op() == Ops::CONST && arg().is<double>()) return arg().get<double>();
-  return static_cast<double>(const_int());
-}
-
-inline UOp UOp::variable(const std::string& name, int64_t min, int64_t max, DType dtype) {
-  if (min > max)
-    throw Error(detail::cat("Variable('", name, "', ", min, ", ", max, "): min > max"));
-  if (!dtype.is_int())
-    throw DTypeError(
-        detail::cat("Variable('", name, "'): ", dtype.name(), " is not an integer dtype"));
-  return UOp(Ops::DEFINE_VAR, dtype, {}, Arg{name, min, max});
-}
-
-inline UOp UOp::bind(int64_t value) const {
-  if (op() != Ops::DEFINE_VAR)
-    throw Error(detail::cat("bind: ", op_name(op()), " is not a Variable"));
-  if (value < arg()[1].as_int() || value > arg()[2].as_int())
-    throw IndexError(detail::cat("bind: ", value, " is outside the range [", arg()[1].as_int(),
-                                 ", ", arg()[2].as_int(), "] of Variable '",
-                                 arg()[0].get<std::string>(), "'"));
-  return UOp(Ops::BIND, dtype(), {*this, const_like(value)});
-}
-
-// -- math builders ----------------------------------------------------------------------------
-
-inline UOp UOp::alu(Ops op, std::vector<UOp> others) const {
-  std::vector<UOp> src{*this};
-  src.insert(src.end(), others.begin(), others.end());
-  if (detail::arity(op) != src.size())
-    throw InternalError(detail::cat("alu: ", op_name(op), " takes ", detail::arity(op),
-                                    " sources, got ", src.size()));
-  DType out = dtype();
-  if (op == Ops::WHERE) {
-    if (!src[0].dtype().scalar().is_bool())
-      throw DTypeError(
-          detail::cat("where: the condition is ", src[0].dtype().name(), ", not bool"));
-    if (src[1].dtype() != src[2].dtype())
-      throw DTypeError(detail::cat("where: branches differ, ", src[1].dtype().name(), " vs ",
-                                   src[2].dtype().name()));
-    out = src[1].dtype();
-  } else {
-    for (const UOp& s : src)
-      if (s.dtype() != dtype())
-        throw DTypeError(detail::cat(op_name(op), ": operands differ, ", dtype().name(), " vs ",
-                                     s.dtype().name()));
-    if (GroupOp::Comparison.contains(op)) out = DType(dtypes::bool_).vec(dtype().count());
-  }
-  return UOp(op, out, std::move(src));
-}
-
-// -- graph walks ------------------------------------------------------------------------------
-
-inline std::vector<UOp> toposort(const UOp& root) {
-  std::vector<UOp> order;
-  if (!root) return order;
-  // handles point into their users' src vectors, which live as long as root does
-  std::unordered_set<const UOpNode*> seen{root.get()};
-  std::vector<std::pair<const UOp*, size_t>> stack{{&root, 0}};
-  while (!stack.empty()) {
-    auto& [u, next] = stack.back();
-    if (next < u->get()->src.size()) {
-      const UOp* s = &(*u)->src[next++];
-      if (seen.insert(s->get()).second) stack.emplace_back(s, 0);
-    } else {
-      order.push_back(*u);
-      stack.pop_back();
-    }
-  }
-  return order;
-}
-
-inline bool depends_on(const UOp& root, const UOp& node) {
-  for (const UOp& x : toposort(root))
-    if (x == node) return true;
-  return false;
-}
-
-inline UOp substitute(const UOp& root, const std::unordered_map<const UOpNode*, UOp>& map) {
-  std::unordered_map<const UOpNode*, UOp> done;
-  for (const UOp& u : toposort(root)) {
-    if (auto it = map.find(u.get()); it != map.end()) {
-      done[u.get()] = it->second;
-      continue;
-    }
-    std::vector<UOp> src;
-    bool changed = false;
-    for (const UOp& s : u.src()) {
-      src.push_back(done.at(s.get()));
-      changed |= !(src.back() == s);
-    }
-    done[u.get()] = changed ? u.replace(std::move(src)) : u;
-  }
-  return done.at(root.get());
-}
-
-inline std::string to_string(const UOp& root) {
-  std::unordered_map<const UOpNode*, size_t> id;
-  std::ostringstream out;
-  for (const UOp& u : toposort(root)) {
-    id[u.get()] = id.size();
-    std::string line = detail::cat(std::string(id[u.get()] < 10    ? "  "
-                                               : id[u.get()] < 100 ? " "
-                                                                   : ""),
-                                   id[u.get()], " ", op_name(u.op()));
-    line.resize(std::max<size_t>(line.size(), 20), ' ');
-    line += ": " + u.dtype().name();
-    line.resize(std::max<size_t>(line.size(), 38), ' ');
-    std::string srcs = "[";
-    for (size_t i = 0; i < u.src().size(); ++i)
-      srcs += (i ? ", " : "") + std::to_string(id.at(u.src(i).get()));
-    out << line << srcs << "]  " << u.arg() << '\n';
-  }
-  return out.str();
-}
-
-namespace detail {
-inline const char* infix_symbol(Ops op) {
-  switch (op) {
-    case Ops::ADD:
-      return "+";
-    case Ops::MUL:
-      return "*";
-    case Ops::IDIV:
-      return "//";
-    case Ops::FDIV:
-      return "/";
-    case Ops::MOD:
-      return "%";
-    case Ops::CMPLT:
-      return "<";
-    case Ops::CMPNE:
-      return "!=";
-    case Ops::CMPEQ:
-      return "==";
-    case Ops::AND:
-      return "&";
-    case Ops::OR:
-      return "|";
-    case Ops::XOR:
-      return "^";
-    case Ops::SHL:
-      return "<<";
-    case Ops::SHR:
-      return ">>";
-    case Ops::SUB:
-      return "-";
-    default:
-      return nullptr;
-  }
-}
-}  // namespace detail
-
-inline std::string expr_string(const UOp& root) {
-  if (!root) return "UOp()";
-  std::unordered_map<const UOpNode*, std::string> text;
-  for (const UOp& u : toposort(root)) {
-    std::vector<const std::string*> s;
-    for (const UOp& x : u.src()) s.push_back(&text.at(x.get()));
-    std::string& t = text[u.get()];
-    if (u.op() == Ops::CONST)
-      t = u.arg().is<int64_t>() ? detail::cat(static_cast<long long>(u.const_int()))
-                                : detail::cat(u.arg());
-    else if (u.op() == Ops::DEFINE_VAR)
-      t = u.arg()[0].get<std::string>();
-    else if (u.op() == Ops::RANGE)
-      t = detail::cat("r", u.arg().is<Arg::Tuple>() ? u.arg()[0] : u.arg());
-    else if (const char* sym = detail::infix_symbol(u.op()); sym && s.size() == 2)
-      t = "(" + *s[0] + sym + *s[1] + ")";
-    else if (u.op() == Ops::CAST)
-      t = detail::cat("(", u.dtype().name(), ")", *s[0]);
-    else {
-      t = u.op() == Ops::MAX ? "max(" : std::string(op_name(u.op())) + "(";
-      for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + *s[i];
-      if (!u.arg().is_none() && s.empty()) t += detail::cat(u.arg());
-      t += ")";
-    }
-  }
-  return text.at(root.get());
-}
-
-namespace detail {
-inline int structural_compare(const UOp& a, const UOp& b, int depth) {
-  if (a == b) return 0;
-  if (a.op() != b.op()) return a.op() < b.op() ? -1 : 1;
-  if (a.dtype() != b.dtype()) return a.dtype() < b.dtype() ? -1 : 1;
-  if (!(a.arg() == b.arg())) return a.arg() < b.arg() ? -1 : 1;
-  if (a.src().size() != b.src().size()) return a.src().size() < b.src().size() ? -1 : 1;
-  if (depth > 32)
-    return a->hash != b->hash ? (a->hash < b->hash ? -1 : 1) : (a.get() < b.get() ? -1 : 1);
-  for (size_t i = 0; i < a.src().size(); ++i)
-    if (int c = structural_compare(a.src(i), b.src(i), depth + 1)) return c;
-  return 0;
-}
-}  // namespace detail
-
-inline bool structural_less(const UOp& a, const UOp& b) {
-  return detail::structural_compare(a, b, 0) < 0;
+/// A negative axis counted from the end, checked against ndim.
+inline int normalize_axis(int axis, size_t ndim, const char* op) {
+  const int n = static_cast<int>(ndim);
+  if (axis < -std::max(n, 1) || axis >= std::max(n, 1))
+    throw IndexError(
+        detail::cat(op, ": axis ", axis, " is out of range for ", ndim, " dimensions"));
+  return axis < 0 ? axis + std::max(n, 1) : axis;
 }
 
 }  // namespace tinyt::inline v0
-// ---- end tinyt/uop_impl.hpp ----
-// ---- end tinyt/uop.hpp ----
+// ---- end tinyt/shape.hpp ----
+
+// settings, counters, devices
+// ---- tinyt/helpers.hpp ----
+// Knobs and counters: environment variables with tinygrad's names (DEBUG, BEAM, NOOPT, ...),
+// scoped overrides of them in code (Context), and GlobalCounters.
+
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <optional>
+
+
+namespace tinyt::inline v0 {
+
+/// Overrides knobs for a scope of this thread: `Context ctx{{"BEAM", 2}, {"DEV", "CPU"}};`
+/// (innermost wins). Each thread has its own scopes: with one stack for all, a scope could close
+/// under another thread's and leave its setting behind, and each thread would see the others'.
+class Context {
+ public:
+  using Value = std::variant<int64_t, std::string>;
+  struct Setting {
+    std::string name;
+    Value value;
+    Setting(std::string n, int64_t v) : name(std::move(n)), value(v) {}
+    Setting(std::string n, int v) : name(std::move(n)), value(static_cast<int64_t>(v)) {}
+    Setting(std::string n, std::string v) : name(std::move(n)), value(std::move(v)) {}
+    Setting(std::string n, const char* v) : name(std::move(n)), value(std::string(v)) {}
+  };
+  Context(std::initializer_list<Setting> settings) {
+    stack().emplace_back(settings.begin(), settings.end());
+    depth_ = stack().size();
+  }
+  ~Context() {
+    if (stack().size() == depth_) stack().pop_back();
+  }
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  /// The knob's value as text: this thread's innermost Context that sets it, else the environment.
+  static std::optional<std::string> lookup(const std::string& name) {
+    for (auto it = stack().rbegin(); it != stack().rend(); ++it)
+      for (const Setting& s : *it)
+        if (s.name == name)
+          return std::holds_alternative<int64_t>(s.value) ? std::to_string(std::get<int64_t>(s.value))
+                                                            : std::get<std::string>(s.value);
+    if (const char* v = std::getenv(name.c_str())) return std::string(v);
+    return std::nullopt;
+  }
+
+ private:
+  static std::vector<std::vector<Setting>>& stack() {
+    static thread_local std::vector<std::vector<Setting>> s;
+    return s;
+  }
+  size_t depth_ = 0;
+};
+
+/// An integer knob (DEBUG=2), or `fallback` when unset; a non-number is an Error.
+inline int64_t getenv_int(const std::string& name, int64_t fallback = 0) {
+  auto v = Context::lookup(name);
+  if (!v || v->empty()) return fallback;
+  char* end = nullptr;
+  const long long n = std::strtoll(v->c_str(), &end, 10);
+  if (*end != '\0') throw Error(detail::cat("the setting ", name, "='", *v, "' is not a number"));
+  return n;
+}
+inline std::string getenv_str(const std::string& name, const std::string& fallback = "") {
+  return Context::lookup(name).value_or(fallback);
+}
+/// The DEBUG level (0 when unset).
+inline int debug_level() { return static_cast<int>(getenv_int("DEBUG", 0)); }
+
+/// Counters of the work done since the last reset (tests use kernel_count to check fusion).
+/// global_ops and global_mem add up each launched kernel's estimates (engine/estimates.hpp).
+struct GlobalCounters {
+  static inline std::atomic<int64_t> kernel_count{0};
+  static inline std::atomic<int64_t> global_ops{0};
+  static inline std::atomic<int64_t> global_mem{0};
+  static inline std::atomic<double> time_sum_s{0.0};
+  static inline std::atomic<int64_t> compile_count{0};  // kernels compiled (not found in a cache)
+  static inline std::atomic<int64_t> mem_used{0};       // bytes of device memory allocated now (not reset)
+  static void reset() { kernel_count = 0, global_ops = 0, global_mem = 0, time_sum_s = 0.0, compile_count = 0; }
+};
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/helpers.hpp ----
+// ---- tinyt/device.hpp ----
+// Device names and the default device.
+
+#include <cctype>
+
+
+namespace tinyt::inline v0 {
+
+/// Device names and the default device.
+struct Device {
+  /// The device names tinyt knows, whether or not they can run here.
+  static const std::vector<std::string>& known() {
+    static const std::vector<std::string> names{"CPU", "CL", "CUDA"};
+    return names;
+  }
+  /// "cpu", "CPU:0" -> "CPU"; an unknown name is a DeviceError.
+  static std::string canonicalize(const std::string& name) {
+    std::string s = name.empty() ? default_device() : name;
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
+    if (s.size() > 2 && s.compare(s.size() - 2, 2, ":0") == 0) s.resize(s.size() - 2);
+    if (std::find(known().begin(), known().end(), s) == known().end())
+      throw DeviceError(detail::cat("unknown device '", name, "'; tinyt knows CPU, CL and CUDA"));
+    return s;
+  }
+  /// The devices that can run here.
+  static std::vector<std::string> list() { return {"CPU"}; }
+  /// Throws DeviceError unless `name` can run here.
+  static void require(const std::string& name) {
+    const std::string d = canonicalize(name);
+    const auto ok = list();
+    if (std::find(ok.begin(), ok.end(), d) == ok.end())
+      throw DeviceError(detail::cat("device ", d, " cannot run here: no backend for it in this build (Device::list() has CPU)"));
+  }
+  /// The default device: $DEV if set, else CPU.
+  static std::string default_device() {
+    const char* dev = std::getenv("DEV");
+    return dev && *dev ? canonicalize(dev) : "CPU";
+  }
+};
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/device.hpp ----
+
+// the Tensor front end and its expression templates
+// ---- tinyt/tensor.hpp ----
+// Tensor: a cheap, shared handle to a lazy value, a node of the UOp graph. Building never
+// computes; realize() or a read runs the kernels. The methods are declared here, with the
+// templates that forward to them; the op families are defined in ops/*.hpp as compositions of a
+// few primitive UOps, compiled with the engine (config.hpp).
+
+#include <memory>
+#include <shared_mutex>
+
+
+namespace tinyt::inline v0 {
+
+/// Absent part of a slice (`Slice(None, 3)`).
+struct NoneType {};
+inline constexpr NoneType None{};
+
+/// An optional integer that can be written `3` or `None`.
+struct OptInt {
+  std::optional<int64_t> v;
+  OptInt(NoneType) {}  // NOLINT
+  template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
+  OptInt(I i) : v(static_cast<int64_t>(i)) {}  // NOLINT
+};
+/// `start:stop:step` in an index; `Slice()` is `:`.
+struct Slice {
+  std::optional<int64_t> start, stop, step;
+  Slice() = default;
+  Slice(OptInt start_, OptInt stop_, OptInt step_ = 1) : start(start_.v), stop(stop_.v), step(step_.v) {}
+};
+/// A new size-1 axis in an index.
+struct NewAxisT {};
+inline constexpr NewAxisT NewAxis{};
+/// "Every remaining axis" in an index.
+struct EllipsisT {};
+inline constexpr EllipsisT Ellipsis{};
+
+/// Sizes that may be one int for every dim or a list (stride, padding, dilation).
+struct IntOrVec {
+  std::vector<int64_t> v;
+  IntOrVec() = default;
+  template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
+  IntOrVec(I i) : v{static_cast<int64_t>(i)} {}  // NOLINT
+  IntOrVec(std::vector<int64_t> x) : v(std::move(x)) {}  // NOLINT
+  IntOrVec(std::initializer_list<int64_t> x) : v(x) {}  // NOLINT
+  bool empty() const { return v.empty(); }
+};
+
+class Tensor;
+class TensorRef;
+class Index;
+
+/// A lazy n-dimensional array.
+class Tensor {
+ public:
+  /// The empty handle (an absent optional tensor).
+  Tensor() = default;
+  /// 0-d constants on the default device; a C++ scalar is "weak" in arithmetic (takes the
+  /// other side's dtype where it fits). double gives float32, like a Python float.
+  Tensor(float v) : Tensor(scalar(dtypes::float32, v)) {}             // NOLINT
+  Tensor(double v) : Tensor(scalar(dtypes::float32, v)) {}            // NOLINT
+  Tensor(int v) : Tensor(scalar(dtypes::int32, static_cast<int64_t>(v))) {}  // NOLINT
+  Tensor(int64_t v) : Tensor(scalar(dtypes::int64, v)) {}             // NOLINT
+  Tensor(bool v) : Tensor(scalar(dtypes::bool_, static_cast<int64_t>(v))) {}  // NOLINT
+  /// A tensor for a tensor-level UOp (advanced use: the graph is tinyt's IR).
+  explicit Tensor(UOp uop);
+
+  // -- creation (ops/creation.hpp) ------------------------------------------------------------
+  template <class T> static Tensor from_vector(const std::vector<T>& data);
+  template <class T> static Tensor from_vector(const std::vector<T>& data, Shape shape, std::string device = "");
+  static Tensor from_blob(const void* ptr, Shape shape, DType dtype, std::string device = "");
+  static Tensor empty(Shape shape, DType dtype = dtypes::float32, std::string device = "");
+  template <class V> static Tensor full(Shape shape, V value);
+  template <class V> static Tensor full(Shape shape, V value, DType dtype, std::string device = "");
+  static Tensor zeros(Shape shape, DType dtype = dtypes::float32, std::string device = "");
+  static Tensor ones(Shape shape, DType dtype = dtypes::float32, std::string device = "");
+  template <class A> static Tensor arange(A stop);
+  template <class A, class B, class C = int> static Tensor arange(A start, B stop, C step = 1);
+  static Tensor eye(int64_t n, int64_t m = -1, DType dtype = dtypes::float32);
+  template <class A, class B> static Tensor linspace(A start, B stop, int64_t steps, DType dtype = dtypes::default_float);
+  static Tensor zeros_like(const Tensor& t);
+  static Tensor ones_like(const Tensor& t);
+  template <class V> static Tensor full_like(const Tensor& t, V value);
+
+  // -- random (ops/random.hpp): threefry, counter-based and reproducible ------------------------
+  static void manual_seed(uint64_t seed);
+  static Tensor rand(Shape shape, DType dtype = dtypes::float32, std::string device = "");
+  static Tensor randn(Shape shape, DType dtype = dtypes::float32, std::string device = "");
+  static Tensor randint(Shape shape, int64_t low = 0, int64_t high = 10, DType dtype = dtypes::int32);
+  static Tensor uniform(Shape shape, double low = 0.0, double high = 1.0, DType dtype = dtypes::float32);
+  static Tensor normal(Shape shape, double mean = 0.0, double std = 1.0, DType dtype = dtypes::float32);
+  static Tensor rand_like(const Tensor& t);
+  static Tensor randn_like(const Tensor& t);
+  static Tensor kaiming_uniform(Shape shape, double a = 0.01);
+  static Tensor kaiming_normal(Shape shape, double a = 0.01);
+  static Tensor glorot_uniform(Shape shape);
+  static Tensor scaled_uniform(Shape shape);
+
+  // -- properties and reading -----------------------------------------------------------------
+  bool defined() const { return d_ != nullptr; }
+  /// The handle's identity: copies of a tensor share it, separately built tensors never do (not
+  /// even with equal values or graphs); nullptr for the empty handle. For dedup (tied weights).
+  const void* id() const { return d_.get(); }
+  const UOp& uop() const;
+  Shape shape() const;
+  size_t ndim() const { return shape().size(); }
+  int64_t numel() const { return shape().numel().as_int(); }
+  DType dtype() const { return uop().dtype(); }
+  std::string device() const;
+  int64_t element_size() const { return dtype().itemsize(); }
+  int64_t nbytes() const { return numel() * element_size(); }
+  /// Runs the pending graph; afterwards the tensor is a view of memory.
+  Tensor& realize() &;
+  Tensor realize() && { return std::move(realize()); }
+  /// The elements, row-major (realizes). T must be the tensor's dtype.
+  template <class Elem> std::vector<Elem> to_vector() const;
+  /// The one element of a 0-d or 1-element tensor.
+  template <class Elem> Elem item() const;
+
+  // -- elementwise (ops/elementwise.hpp) ------------------------------------------------------
+  Tensor add(const Tensor& o) const;
+  Tensor sub(const Tensor& o) const;
+  Tensor mul(const Tensor& o) const;
+  Tensor div(const Tensor& o) const;
+  Tensor floordiv(const Tensor& o) const;
+  Tensor mod(const Tensor& o) const;
+  Tensor pow(const Tensor& o) const;
+  Tensor maximum(const Tensor& o) const;
+  Tensor minimum(const Tensor& o) const;
+  Tensor where(const Tensor& a, const Tensor& b) const;
+  Tensor eq(const Tensor& o) const;
+  Tensor ne(const Tensor& o) const;
+  Tensor lt(const Tensor& o) const;
+  Tensor le(const Tensor& o) const;
+  Tensor gt(const Tensor& o) const;
+  Tensor ge(const Tensor& o) const;
+  Tensor bitwise_and(const Tensor& o) const;
+  Tensor bitwise_or(const Tensor& o) const;
+  Tensor bitwise_xor(const Tensor& o) const;
+  Tensor lshift(const Tensor& o) const;
+  Tensor rshift(const Tensor& o) const;
+  Tensor logical_and(const Tensor& o) const;
+  Tensor logical_or(const Tensor& o) const;
+  Tensor logical_xor(const Tensor& o) const;
+  Tensor logical_not() const;
+  Tensor bitwise_not() const;
+  Tensor neg() const;
+  Tensor cast(DType dt) const;
+  Tensor bitcast(DType dt) const;
+  Tensor float_() const { return cast(dtypes::float32); }
+  Tensor half() const { return cast(dtypes::float16); }
+  Tensor int_() const { return cast(dtypes::int32); }
+  Tensor bool_() const { return cast(dtypes::bool_); }
+  Tensor exp() const;
+  Tensor exp2() const;
+  Tensor log() const;
+  Tensor log2() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor reciprocal() const;
+  Tensor square() const;
+  Tensor abs() const;
+  Tensor sign() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tan() const;
+  Tensor trunc() const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor round() const;
+  Tensor isnan() const;
+  Tensor isinf() const;
+  Tensor isfinite() const;
+  Tensor relu() const;
+  Tensor relu6() const;
+  Tensor sigmoid() const;
+  Tensor logsigmoid() const;
+  Tensor tanh() const;
+  Tensor gelu() const;
+  Tensor quick_gelu() const;
+  Tensor silu() const;
+  Tensor elu(double alpha = 1.0) const;
+  Tensor leaky_relu(double slope = 0.01) const;
+  Tensor softplus(double beta = 1.0) const;
+  Tensor mish() const;
+  Tensor hardswish() const;
+  Tensor hardsigmoid() const;
+  Tensor hardtanh(double lo = -1.0, double hi = 1.0) const;
+  Tensor erf() const;
+  Tensor clip(const Tensor& lo, const Tensor& hi) const;
+  Tensor lerp(const Tensor& end, const Tensor& weight) const;
+  Tensor masked_fill(const Tensor& mask, const Tensor& value) const;
+
+  // -- reductions (ops/reduce.hpp) ------------------------------------------------------------
+  Tensor sum() const;
+  Tensor sum(int axis, bool keepdim = false) const;
+  Tensor sum(std::vector<int> axes, bool keepdim = false) const;
+  Tensor prod() const;
+  Tensor prod(int axis, bool keepdim = false) const;
+  Tensor prod(std::vector<int> axes, bool keepdim = false) const;
+  Tensor max() const;
+  Tensor max(int axis, bool keepdim = false) const;
+  Tensor max(std::vector<int> axes, bool keepdim = false) const;
+  Tensor min() const;
+  Tensor min(int axis, bool keepdim = false) const;
+  Tensor min(std::vector<int> axes, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(int axis, bool keepdim = false) const;
+  Tensor mean(std::vector<int> axes, bool keepdim = false) const;
+  Tensor any() const;
+  Tensor any(int axis, bool keepdim = false) const;
+  Tensor all() const;
+  Tensor all(int axis, bool keepdim = false) const;
+  Tensor cumsum(int axis = 0) const;
+  Tensor var(bool keepdim = false, double correction = 1) const;
+  Tensor var(int axis, bool keepdim = false, double correction = 1) const;
+  Tensor var(std::vector<int> axes, bool keepdim = false, double correction = 1) const;
+  Tensor std(bool keepdim = false, double correction = 1) const;
+  Tensor std(int axis, bool keepdim = false, double correction = 1) const;
+  Tensor std(std::vector<int> axes, bool keepdim = false, double correction = 1) const;
+  Tensor argmax() const;
+  Tensor argmax(int axis, bool keepdim = false) const;
+  Tensor argmin() const;
+  Tensor argmin(int axis, bool keepdim = false) const;
+  Tensor logsumexp(int axis, bool keepdim = false) const;
+  Tensor softmax(int axis = -1) const;
+  Tensor log_softmax(int axis = -1) const;
+
+  // -- movement (ops/movement.hpp) ------------------------------------------------------------
+  Tensor reshape(Shape shape) const;
+  Tensor view(Shape shape) const { return reshape(std::move(shape)); }
+  Tensor permute(std::vector<int> order) const;
+  Tensor expand(Shape shape) const;
+  Tensor pad(std::vector<std::pair<sint, sint>> padding, double value = 0.0) const;
+  Tensor shrink(std::vector<std::pair<sint, sint>> bounds) const;
+  Tensor flip(std::vector<int> axes) const;
+  Tensor flip(int axis) const { return flip(std::vector<int>{axis}); }
+  Tensor transpose(int d0 = 1, int d1 = 0) const;
+  Tensor T() const { return transpose(); }
+  Tensor flatten(int start = 0, int end = -1) const;
+  Tensor unflatten(int dim, Shape sizes) const;
+  Tensor squeeze(int dim) const;
+  Tensor squeeze() const;
+  Tensor unsqueeze(int dim) const;
+  Tensor contiguous() const;
+  /// The same value with gradient flow cut: d(detach(x))/dx is zero.
+  Tensor detach() const;
+  /// Identity forward; the gradient flowing back through it is made contiguous (realized).
+  Tensor contiguous_backward() const;
+  /// This tensor on another device (a copy; the same tensor when it is there already).
+  Tensor to(const std::string& device) const;
+  Tensor repeat(Shape repeats) const;
+  static Tensor cat(const std::vector<Tensor>& tensors, int dim = 0);
+  static Tensor stack(const std::vector<Tensor>& tensors, int dim = 0);
+  std::vector<Tensor> split(int64_t size, int dim = 0) const;
+  std::vector<Tensor> split(std::vector<int64_t> sizes, int dim = 0) const;
+  std::vector<Tensor> chunk(int64_t n, int dim = 0) const;
+
+  // -- indexing (ops/indexing.hpp) -------------------------------------------------------------
+  /// `t[{1, Slice(0, 4, 2), NewAxis, Ellipsis}]`; assigning to the result writes into `t`. An
+  /// int out of range is an IndexError; a value out of range in an index tensor reads 0 and
+  /// writes nothing, or is an IndexError with CHECK_OOB=1 (ops/indexing.hpp).
+  TensorRef operator[](std::initializer_list<Index> index) const;
+  TensorRef operator[](std::vector<Index> index) const;
+  /// PyTorch's gather; an index value out of range reads 0, or is an IndexError with CHECK_OOB=1.
+  Tensor gather(int dim, const Tensor& index) const;
+  Tensor one_hot(int64_t num_classes) const;
+  /// Stores `value` into this tensor's memory (broadcast to its shape), or into fresh memory when
+  /// another tensor views that memory too; copies of this handle see the new value, tensors
+  /// built from the old value keep it.
+  Tensor& assign(const Tensor& value);
+
+  // -- linear algebra and nn functional (ops/linalg.hpp, ops/nn.hpp) ------------------------------
+  Tensor matmul(const Tensor& w) const;
+  Tensor dot(const Tensor& w) const { return matmul(w); }
+  Tensor linear(const Tensor& w, const Tensor& b = {}) const;
+  static Tensor einsum(const std::string& formula, const std::vector<Tensor>& operands);
+  Tensor conv2d(const Tensor& w, const Tensor& b = {}, int64_t groups = 1, IntOrVec stride = 1, IntOrVec dilation = 1,
+                IntOrVec padding = 0) const;
+  Tensor conv_transpose2d(const Tensor& w, const Tensor& b = {}, int64_t groups = 1, IntOrVec stride = 1,
+                          IntOrVec dilation = 1, IntOrVec padding = 0, IntOrVec output_padding = 0) const;
+  Tensor max_pool2d(IntOrVec kernel = 2, IntOrVec stride = {}, IntOrVec dilation = 1, IntOrVec padding = 0) const;
+  Tensor avg_pool2d(IntOrVec kernel = 2, IntOrVec stride = {}, IntOrVec dilation = 1, IntOrVec padding = 0,
+                    bool count_include_pad = true) const;
+  Tensor layernorm(int axis = -1, double eps = 1e-5) const;
+  Tensor batchnorm(const Tensor& weight, const Tensor& bias, const Tensor& mean, const Tensor& invstd) const;
+  Tensor dropout(double p = 0.5) const;
+  Tensor scaled_dot_product_attention(const Tensor& k, const Tensor& v, const Tensor& mask = {}, bool is_causal = false) const;
+  /// Cross entropy of logits against class probabilities (same shape) or class indices.
+  Tensor cross_entropy(const Tensor& target, double label_smoothing = 0.0) const;
+  Tensor sparse_categorical_crossentropy(const Tensor& labels, int64_t ignore_index = -1, double label_smoothing = 0.0) const;
+  /// Binary cross entropy of probabilities in (0, 1).
+  Tensor binary_crossentropy(const Tensor& target) const;
+  Tensor binary_crossentropy_logits(const Tensor& target) const;
+
+  // -- gradients (gradient.hpp) -----------------------------------------------------------------
+  /// d(this)/d(target) for each target, as lazy tensors. `seed` is d(loss)/d(this); it may be
+  /// omitted only for a scalar. A target this does not use, or uses only through values without a
+  /// derivative (detach, integer or bool values: casts, comparisons, argmax), gets zeros; a
+  /// floating-point op with no gradient rule on the way to a target is an Error naming it. Targets
+  /// are found by graph node: equal lazy graphs are one node unless each requires grad.
+  std::vector<Tensor> gradient(const std::vector<Tensor>& targets, const Tensor& seed = {}) const;
+  /// Adds d(this)/d(t) to t.grad() for every live tensor t with requires_grad set in this graph.
+  const Tensor& backward(const Tensor& seed = {}) const;
+  /// Whether backward() computes this tensor's gradient (PyTorch's requires_grad).
+  bool requires_grad() const { return d_ && d_->requires_grad.value_or(false); }
+  /// Sets requires_grad; floating-point tensors only. Returns this tensor. Turning it on makes the
+  /// tensor a parameter of its own, as in PyTorch: realized into memory of its own (so equal
+  /// values never merge two parameters); graphs built before do not reach it.
+  Tensor& requires_grad(bool on);
+  /// requires_grad as set: empty when never set (an optimizer then turns it on, as in tinygrad).
+  std::optional<bool> requires_grad_setting() const { return d_ ? d_->requires_grad : std::nullopt; }
+  /// The gradient accumulated by backward(); the empty handle when there is none.
+  Tensor grad() const { return d_ && d_->grad ? Tensor(d_->grad) : Tensor(); }
+  /// Replaces the accumulated gradient (the empty handle clears it, as zero_grad does).
+  void set_grad(const Tensor& g) { uop(), d_->grad = g.d_; }
+
+  /// True while a Tensor::Train scope is open (dropout and batchnorm behave as in training).
+  static inline thread_local bool training = false;
+  /// Training mode for a scope: `{ Tensor::Train train; ... }` (Train(false) turns it off).
+  class Train {
+   public:
+    explicit Train(bool on = true) : previous_(training) { training = on; }
+    ~Train() { training = previous_; }
+    Train(const Train&) = delete;
+    Train& operator=(const Train&) = delete;
+
+   private:
+    bool previous_;
+  };
+
+  /// The shape both operands broadcast to (NumPy rules); ShapeError naming both otherwise.
+  static std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b, const char* op);
+
+  friend std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+ private:
+  struct Data {
+    UOp uop;
+    bool weak = false;  // a C++ scalar: adopts the other operand's dtype in arithmetic
+    UOp exact{};        // a C++ double: its unrounded value (a float64 CONST), which arithmetic uses
+    std::optional<bool> requires_grad{};
+    std::shared_ptr<Data> grad{};
+  };
+  explicit Tensor(std::shared_ptr<Data> d) : d_(std::move(d)) {}
+  static Tensor scalar(DType dt, double v);
+  static Tensor scalar(DType dt, int64_t v);
+  bool weak() const { return d_ && d_->weak; }
+  /// Puts this tensor's value in memory that no other tensor or graph names (a parameter).
+  void own_memory();
+  Tensor binary(Ops op, const Tensor& o, const char* name, bool to_float = false) const;
+  Tensor unary(Ops op) const;
+  Tensor reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const;
+  std::vector<int64_t> cshape() const;
+  /// Realizes the tensor and copies its bytes (`nbytes` of them) to host memory at `dst`.
+  void copyout(void* dst, size_t nbytes) const;
+  static Tensor full_value(const Shape& shape, double value, DType dtype, const std::string& device);
+  static Tensor full_value(const Shape& shape, i128 value, DType dtype, const std::string& device);
+  static Tensor arange_values(double start, double step, int64_t count, DType dtype);
+  static Tensor linspace_values(double start, double stop, int64_t steps, DType dtype);
+  static Tensor from_elements(const void* data, size_t count, const Shape& shape, DType dtype, std::string device);
+  friend Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& shape);
+  friend struct TensorAccess;
+
+  // The fields of Data that other threads read through the registry (uop, requires_grad) are
+  // written under this lock and read there under it, shared: a realize or backward in one thread
+  // looks at every live tensor, also those of threads realizing graphs of their own.
+  static std::shared_mutex& data_mu() {
+    static auto* m = new std::shared_mutex;  // never destroyed, like the registry
+    return *m;
+  }
+  void set_uop(UOp u) {
+    std::unique_lock lock(data_mu());
+    d_->uop = std::move(u);
+  }
+  static std::pair<UOp, bool> shared_fields(const Data& d) {
+    std::shared_lock lock(data_mu());
+    return {d.uop, d.requires_grad.value_or(false)};
+  }
+
+  // Every live tensor, so that overwriting memory in place (assign) can first compute what
+  // other tensors still need from it.
+  class Registry {
+   public:
+    void add(const std::shared_ptr<Data>& d) {
+      std::lock_guard lock(mu_);
+      if (all_.size() >= 2 * compacted_size_ + 1024) {
+        std::erase_if(all_, [](const std::weak_ptr<Data>& w) { return w.expired(); });
+        compacted_size_ = all_.size();
+      }
+      all_.push_back(d);
+    }
+    std::vector<std::shared_ptr<Data>> snapshot() {
+      std::lock_guard lock(mu_);
+      std::vector<std::shared_ptr<Data>> out;
+      for (const auto& w : all_)
+        if (auto d = w.lock()) out.push_back(std::move(d));
+      return out;
+    }
+
+   private:
+    std::mutex mu_;
+    std::vector<std::weak_ptr<Data>> all_;
+    size_t compacted_size_ = 0;
+  };
+  static Registry& live_tensors() {
+    static auto* r = new Registry;  // never destroyed: tensors may die during static teardown
+    return *r;
+  }
+  friend void realize_tensors(const std::vector<Tensor>& tensors);
+
+  std::shared_ptr<Data> d_;
+};
+
+/// One entry of an index: an integer, a Slice, NewAxis, Ellipsis, or an integer Tensor.
+class Index {
+ public:
+  template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+  Index(I i) : value(static_cast<int64_t>(i)) {}  // NOLINT
+  Index(Slice s) : value(s) {}                    // NOLINT
+  Index(NewAxisT n) : value(n) {}                 // NOLINT
+  Index(EllipsisT e) : value(e) {}                // NOLINT
+  Index(Tensor t) : value(std::move(t)) {}        // NOLINT
+  std::variant<int64_t, Slice, NewAxisT, EllipsisT, Tensor> value;
+};
+
+/// What indexing returns: a Tensor that remembers its base, so `t[{...}] = value` writes into t.
+class TensorRef : public Tensor {
+ public:
+  TensorRef(Tensor value, Tensor base, std::vector<Index> index)
+      : Tensor(std::move(value)), base_(std::move(base)), index_(std::move(index)) {}
+  TensorRef(const TensorRef&) = default;
+  /// Writes `value` (broadcast) into the indexed part of the base.
+  TensorRef& operator=(const Tensor& value);
+  TensorRef& operator=(const TensorRef& value) { return *this = static_cast<const Tensor&>(value); }
+  template <class S, std::enable_if_t<std::is_arithmetic_v<S>, int> = 0>
+  TensorRef& operator=(S value) { return *this = Tensor(value); }
+  /// Indexing a reference: a write through the result reaches this reference's base too.
+  TensorRef operator[](std::initializer_list<Index> index) const { return (*this)[std::vector<Index>(index)]; }
+  TensorRef operator[](std::vector<Index> index) const {
+    TensorRef r = Tensor::operator[](std::move(index));
+    r.parent_ = std::make_shared<TensorRef>(*this);
+    return r;
+  }
+
+ private:
+  Tensor base_;
+  std::vector<Index> index_;
+  std::shared_ptr<TensorRef> parent_;  // set when base_ is itself a reference's value
+};
+
+/// Computes several tensors in one schedule (what realize() does for one).
+void realize_tensors(const std::vector<Tensor>& tensors);
+/// `t` broadcast to `shape` (NumPy rules); ShapeError when it does not broadcast.
+Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& shape);
+/// Floor division, Python's `//`.
+Tensor floordiv(const Tensor& a, const Tensor& b);
+
+inline const UOp& Tensor::uop() const {
+  if (!d_) throw Error("Tensor: this is the empty Tensor() handle; it holds no value");
+  return d_->uop;
+}
+
+// -- creation templates: checked here, built by the non-template functions they call ---------
+
+namespace detail {
+/// The dtype of a C++ fill value: integers give the default int, floats the default float.
+template <class V> constexpr DType default_dtype_of() {
+  if constexpr (std::is_same_v<V, bool>) return dtypes::bool_;
+  else if constexpr (std::is_integral_v<V>) return dtypes::default_int;
+  else return dtypes::default_float;
+}
+}  // namespace detail
+
+template <class Elem> Tensor Tensor::from_vector(const std::vector<Elem>& data, Shape shape, std::string device) {
+  static_assert(has_dtype_v<Elem>, "Tensor::from_vector: the element type has no tinyt dtype");
+  if constexpr (std::is_same_v<Elem, bool>) {  // vector<bool> has no data()
+    std::vector<uint8_t> bytes(data.begin(), data.end());
+    return from_elements(bytes.data(), bytes.size(), shape, dtypes::bool_, std::move(device));
+  } else {
+    return from_elements(data.data(), data.size(), shape, dtype_of<Elem>(), std::move(device));
+  }
+}
+template <class Elem> Tensor Tensor::from_vector(const std::vector<Elem>& data) {
+  return from_vector(data, Shape{static_cast<int64_t>(data.size())});
+}
+
+template <class V> Tensor Tensor::full(Shape shape, V value, DType dtype, std::string device) {
+  static_assert(std::is_arithmetic_v<V>, "Tensor::full takes a number");
+  if constexpr (std::is_floating_point_v<V>) return full_value(shape, static_cast<double>(value), dtype, device);
+  else return full_value(shape, static_cast<i128>(value), dtype, device);
+}
+template <class V> Tensor Tensor::full(Shape shape, V value) {
+  return full(std::move(shape), value, detail::default_dtype_of<V>());
+}
+template <class V> Tensor Tensor::full_like(const Tensor& t, V value) { return full(t.shape(), value, t.dtype(), t.device()); }
+
+template <class A, class B, class C> Tensor Tensor::arange(A start, B stop, C step) {
+  static_assert(std::is_arithmetic_v<A> && std::is_arithmetic_v<B> && std::is_arithmetic_v<C>, "arange takes numbers");
+  constexpr bool all_int = std::is_integral_v<A> && std::is_integral_v<B> && std::is_integral_v<C>;
+  if (step == 0) throw Error("arange: step must not be 0");
+  const double n = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
+  return arange_values(static_cast<double>(start), static_cast<double>(step), n > 0 ? static_cast<int64_t>(n) : 0,
+                       all_int ? dtypes::default_int : dtypes::default_float);
+}
+template <class A> Tensor Tensor::arange(A stop) { return arange(A{0}, stop, 1); }
+
+/// `steps` evenly spaced values from start to stop (both included).
+template <class A, class B> Tensor Tensor::linspace(A start, B stop, int64_t steps, DType dtype) {
+  static_assert(std::is_arithmetic_v<A> && std::is_arithmetic_v<B>, "Tensor::linspace takes numbers");
+  return linspace_values(static_cast<double>(start), static_cast<double>(stop), steps, dtype);
+}
+
+// -- reading ---------------------------------------------------------------------------------
+
+template <class Elem> std::vector<Elem> Tensor::to_vector() const {
+  static_assert(has_dtype_v<Elem>, "Tensor::to_vector<T>: T has no tinyt dtype");
+  if (dtype_of<Elem>() != dtype())
+    throw DTypeError(detail::cat("to_vector<", dtype_of<Elem>().name(), ">: the tensor is ", dtype().name()));
+  const auto n = static_cast<size_t>(numel());
+  if constexpr (std::is_same_v<Elem, bool>) {  // vector<bool> packs bits
+    std::vector<uint8_t> bytes(n);
+    copyout(bytes.data(), n);
+    return std::vector<bool>(bytes.begin(), bytes.end());
+  } else {
+    std::vector<Elem> out(n);
+    copyout(out.data(), n * sizeof(Elem));
+    return out;
+  }
+}
+
+template <class Elem> Elem Tensor::item() const {
+  if (numel() != 1) throw ShapeError(detail::cat("item: the tensor has shape ", shape(), ", not one element"));
+  return to_vector<Elem>()[0];
+}
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/tensor.hpp ----
+// ---- tinyt/expr.hpp ----
+// Expression templates: `a * b + c` (tensors, expressions, C++ scalars) is a type that holds its
+// operands by value (so `auto e = a + b;` cannot dangle) and describes the computation; turning
+// it into a Tensor lowers the whole expression to UOps in one pass, with no Tensor per
+// intermediate. An expression converts implicitly to Tensor and has every Tensor method.
+
+
+namespace tinyt::inline v0 {
+
+namespace detail {
+/// A value in the middle of lowering an expression: a tensor-level UOp, whether it is a weak C++
+/// scalar, and for a C++ double its unrounded value (a float64 CONST): it takes the dtype of the
+/// tensor it meets, float64 included, rounded once from the double.
+struct Operand {
+  UOp u;
+  bool weak = false;
+  UOp exact{};
+};
+// the steps of lowering, defined with the elementwise ops (ops/elementwise.hpp)
+Operand operand_of(const Tensor& t);
+Tensor to_tensor(Operand o);
+/// `a <op> b` with tinygrad's promotion (weak scalars adopt the other side's dtype where it
+/// fits), NumPy broadcasting, and device checks.
+Operand binary_operand(Ops op, Operand a, Operand b, const char* name, bool to_float);
+/// -x as x * -1 (a constant is negated now; the weak flag stays).
+Operand negate(const Operand& x);
+std::vector<int64_t> concrete_shape(const Tensor& t);
+}  // namespace detail
+
+/// Every const Tensor method an expression forwards (names only; overloads come along).
+#define TINYT_TENSOR_METHODS(X)                                                                        \
+  X(shape) X(ndim) X(numel) X(dtype) X(device) X(element_size) X(nbytes) X(add) X(sub) X(mul) X(div)   \
+  X(floordiv) X(mod) X(pow) X(maximum) X(minimum) X(where) X(eq) X(ne) X(lt) X(le) X(gt) X(ge)         \
+  X(bitwise_and) X(bitwise_or) X(bitwise_xor) X(lshift) X(rshift) X(logical_and) X(logical_or)         \
+  X(logical_xor) X(logical_not) X(bitwise_not) X(neg) X(cast) X(bitcast) X(float_) X(half) X(int_)     \
+  X(bool_) X(exp) X(exp2) X(log) X(log2) X(sqrt) X(rsqrt) X(reciprocal) X(square) X(abs) X(sign) X(sin) \
+  X(cos) X(tan) X(trunc) X(floor) X(ceil) X(round) X(isnan) X(isinf) X(isfinite) X(relu) X(relu6)      \
+  X(sigmoid) X(logsigmoid) X(tanh) X(gelu) X(quick_gelu) X(silu) X(elu) X(leaky_relu) X(softplus)      \
+  X(mish) X(hardswish) X(hardsigmoid) X(hardtanh) X(erf) X(clip) X(lerp) X(masked_fill) X(sum) X(prod) \
+  X(max) X(min) X(mean) X(any) X(all) X(cumsum) X(var) X(std) X(argmax) X(argmin) X(logsumexp)         \
+  X(softmax) X(log_softmax) X(reshape) X(view) X(permute) X(expand) X(pad) X(shrink) X(flip)           \
+  X(transpose) X(T) X(flatten) X(unflatten) X(squeeze) X(unsqueeze) X(contiguous) X(detach) X(repeat)  \
+  X(split) X(chunk) X(gather) X(one_hot) X(matmul) X(dot) X(linear) X(conv2d) X(conv_transpose2d)      \
+  X(max_pool2d) X(avg_pool2d) X(layernorm) X(batchnorm) X(dropout) X(scaled_dot_product_attention)     \
+  X(cross_entropy) X(sparse_categorical_crossentropy) X(binary_crossentropy)                           \
+  X(binary_crossentropy_logits) X(contiguous_backward)
+
+/// The Tensor methods of an expression type D (which provides `Tensor tensor() const`).
+template <class D> class ExprMethods {
+ public:
+  operator Tensor() const { return self().tensor(); }  // NOLINT: expressions are tensors
+#define TINYT_FORWARD(name) \
+  template <class... A> decltype(auto) name(A&&... a) const { return self().tensor().name(std::forward<A>(a)...); }
+  TINYT_TENSOR_METHODS(TINYT_FORWARD)
+#undef TINYT_FORWARD
+  template <class Elem> std::vector<Elem> to_vector() const { return self().tensor().template to_vector<Elem>(); }
+  template <class Elem> Elem item() const { return self().tensor().template item<Elem>(); }
+  Tensor realize() const { return self().tensor().realize(); }
+  std::vector<Tensor> gradient(const std::vector<Tensor>& targets, const Tensor& seed = {}) const {
+    return self().tensor().gradient(targets, seed);
+  }
+  /// backward() of the expression's value, which is returned (an expression has no grad of its own).
+  Tensor backward(const Tensor& seed = {}) const {
+    Tensor t = self().tensor();
+    t.backward(seed);
+    return t;
+  }
+  TensorRef operator[](std::initializer_list<Index> index) const { return self().tensor()[index]; }
+  friend std::ostream& operator<<(std::ostream& os, const ExprMethods& e) { return os << e.self().tensor(); }
+
+ private:
+  const D& self() const { return static_cast<const D&>(*this); }
+};
+
+template <class T> struct is_expr : std::false_type {};
+/// Tensors, expressions and C++ scalars: what an expression may hold.
+template <class T>
+concept ExprOperand = std::is_arithmetic_v<T> || std::is_base_of_v<Tensor, T> || is_expr<T>::value;
+
+namespace detail {
+template <class E> Operand to_operand(const E& e);
+template <class E> std::vector<int64_t> shape_of(const E& e) {
+  if constexpr (std::is_arithmetic_v<E>) return {};
+  else if constexpr (std::is_base_of_v<Tensor, E>) return concrete_shape(e);
+  else return e.result_shape();
+}
+}  // namespace detail
+
+/// A binary elementwise op over two operands, lowered when it becomes a Tensor.
+template <class L, class R> class BinaryExpr : public ExprMethods<BinaryExpr<L, R>> {
+ public:
+  BinaryExpr(Ops op, const char* name, L l, R r, bool to_float = false, bool negate_right = false)
+      : op_(op), name_(name), to_float_(to_float), negate_right_(negate_right), l_(std::move(l)), r_(std::move(r)),
+        // shapes are checked when the expression is built, not when it runs
+        shape_(Tensor::broadcast_shape(detail::shape_of(l_), detail::shape_of(r_), name)) {}
+
+  const std::vector<int64_t>& result_shape() const { return shape_; }
+
+  /// The expression as a UOp operand: one pass over the tree, no Tensor per node.
+  detail::Operand operand() const {
+    detail::Operand b = detail::to_operand(r_);
+    if (negate_right_) b = detail::negate(b);
+    return detail::binary_operand(op_, detail::to_operand(l_), b, name_, to_float_);
+  }
+  Tensor tensor() const { return detail::to_tensor(operand()); }
+
+ private:
+  Ops op_;
+  const char* name_;
+  bool to_float_, negate_right_;
+  L l_;
+  R r_;
+  std::vector<int64_t> shape_;
+};
+template <class L, class R> struct is_expr<BinaryExpr<L, R>> : std::true_type {};
+
+namespace detail {
+template <class E> Operand to_operand(const E& e) {
+  if constexpr (std::is_arithmetic_v<E>) return to_operand(Tensor(e));
+  else if constexpr (std::is_base_of_v<Tensor, E>) return operand_of(e);
+  else return e.operand();
+}
+template <class A, class B> auto make_binary(Ops op, const char* name, const A& a, const B& b, bool to_float = false,
+                                             bool negate_right = false) {
+  // scalars are stored as their own type; tensors and expressions by value
+  using LA = std::conditional_t<std::is_base_of_v<Tensor, A>, Tensor, A>;
+  using LB = std::conditional_t<std::is_base_of_v<Tensor, B>, Tensor, B>;
+  return BinaryExpr<LA, LB>(op, name, LA(a), LB(b), to_float, negate_right);
+}
+}  // namespace detail
+
+#define TINYT_EXPR_BINARY(sym, OP, name, ...)                                                  \
+  template <ExprOperand A, ExprOperand B>                                                      \
+    requires(!std::is_arithmetic_v<A> || !std::is_arithmetic_v<B>)                            \
+  auto operator sym(const A& a, const B& b) { return detail::make_binary(Ops::OP, name, a, b __VA_OPT__(, ) __VA_ARGS__); }
+TINYT_EXPR_BINARY(+, ADD, "add")
+TINYT_EXPR_BINARY(-, ADD, "sub", false, true)
+TINYT_EXPR_BINARY(*, MUL, "mul")
+TINYT_EXPR_BINARY(/, FDIV, "div", true)
+TINYT_EXPR_BINARY(<, CMPLT, "lt")
+TINYT_EXPR_BINARY(==, CMPEQ, "eq")
+TINYT_EXPR_BINARY(!=, CMPNE, "ne")
+#undef TINYT_EXPR_BINARY
+// the rest go through Tensor methods (they are compositions of several ops)
+#define TINYT_TENSOR_BINARY(sym, method)                                                       \
+  template <ExprOperand A, ExprOperand B>                                                      \
+    requires(!std::is_arithmetic_v<A> || !std::is_arithmetic_v<B>)                            \
+  Tensor operator sym(const A& a, const B& b) { return Tensor(a).method(Tensor(b)); }
+TINYT_TENSOR_BINARY(>, gt)
+TINYT_TENSOR_BINARY(<=, le)
+TINYT_TENSOR_BINARY(>=, ge)
+TINYT_TENSOR_BINARY(%, mod)
+TINYT_TENSOR_BINARY(&, bitwise_and)
+TINYT_TENSOR_BINARY(|, bitwise_or)
+TINYT_TENSOR_BINARY(^, bitwise_xor)
+TINYT_TENSOR_BINARY(<<, lshift)
+TINYT_TENSOR_BINARY(>>, rshift)
+#undef TINYT_TENSOR_BINARY
+template <ExprOperand A> requires(!std::is_arithmetic_v<A>) Tensor operator-(const A& a) { return Tensor(a).neg(); }
+template <ExprOperand A> requires(!std::is_arithmetic_v<A>) Tensor operator~(const A& a) { return Tensor(a).bitwise_not(); }
+template <ExprOperand A> requires(!std::is_arithmetic_v<A>) Tensor operator!(const A& a) { return Tensor(a).logical_not(); }
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/expr.hpp ----
+
+// nn: reflection over models (state dicts), layers, optimizers; files: safetensors, datasets
+// ---- tinyt/nn/state.hpp ----
+// Reflection over models (tinygrad's nn.state): which tensors an object holds and under which
+// dotted names. C++ cannot list a struct's members, so a struct names them once, with
+// TINYT_PARAMETERS or as a Boost.Hana Struct; Tensor members, std::vector, std::array,
+// std::map<std::string, T> and std::optional nest to any depth.
+
+#include <set>
+
+#include <boost/hana/accessors.hpp>
+#include <boost/hana/concept/struct.hpp>
+#include <boost/hana/core/tag_of.hpp>
+#include <boost/hana/first.hpp>
+#include <boost/hana/for_each.hpp>
+#include <boost/hana/second.hpp>
+#include <boost/hana/string.hpp>
+#include <boost/hana/tuple.hpp>
+
+
+// -- TINYT_PARAMETERS --------------------------------------------------------------------------
+// A preprocessor loop (C++20 __VA_OPT__): each step of the loop takes one rescan, and the
+// nested TINYT_PP_EXPAND levels give over 340 of them (so many members).
+#define TINYT_PP_PARENS ()
+#define TINYT_PP_EXPAND(...) \
+  TINYT_PP_EXPAND4(TINYT_PP_EXPAND4(TINYT_PP_EXPAND4(TINYT_PP_EXPAND4(__VA_ARGS__))))
+#define TINYT_PP_EXPAND4(...) \
+  TINYT_PP_EXPAND3(TINYT_PP_EXPAND3(TINYT_PP_EXPAND3(TINYT_PP_EXPAND3(__VA_ARGS__))))
+#define TINYT_PP_EXPAND3(...) \
+  TINYT_PP_EXPAND2(TINYT_PP_EXPAND2(TINYT_PP_EXPAND2(TINYT_PP_EXPAND2(__VA_ARGS__))))
+#define TINYT_PP_EXPAND2(...) \
+  TINYT_PP_EXPAND1(TINYT_PP_EXPAND1(TINYT_PP_EXPAND1(TINYT_PP_EXPAND1(__VA_ARGS__))))
+#define TINYT_PP_EXPAND1(...) __VA_ARGS__
+/// m(data, x) for each x, separated by commas.
+#define TINYT_PP_FOR_EACH(m, data, ...) \
+  __VA_OPT__(TINYT_PP_EXPAND(TINYT_PP_FOR_EACH_STEP(m, data, __VA_ARGS__)))
+#define TINYT_PP_FOR_EACH_STEP(m, data, x, ...) \
+  m(data, x) __VA_OPT__(, TINYT_PP_FOR_EACH_AGAIN TINYT_PP_PARENS(m, data, __VA_ARGS__))
+#define TINYT_PP_FOR_EACH_AGAIN() TINYT_PP_FOR_EACH_STEP
+// (name, accessor) as Boost.Hana's accessors give them; the accessor takes `const Type&`, so a
+// misspelt member fails here and not at the first get_state_dict.
+#define TINYT_PP_MEMBER(Type, m) \
+  ::boost::hana::make_pair(      \
+      #m, [](const Type& tinyt_obj) -> const auto& { return tinyt_obj.m; })
+
+/// Registers the members of `Type` that hold tensors (Tensor, layers, containers of them), in
+/// order, for nn::state. Write it after the struct, at namespace scope in the struct's namespace.
+#define TINYT_PARAMETERS(Type, ...)                                                          \
+  [[maybe_unused]] inline auto tinyt_parameters_of(const Type*) {                            \
+    return ::boost::hana::make_tuple(TINYT_PP_FOR_EACH(TINYT_PP_MEMBER, Type, __VA_ARGS__)); \
+  }                                                                                          \
+  static_assert(true, "TINYT_PARAMETERS needs a ';' after it")
+
+namespace tinyt::inline v0::nn::state {
+
+namespace detail {
+namespace hana = boost::hana;
+
+template <class T> inline constexpr bool dependent_false = false;
+template <class T> struct is_sequence : std::false_type {};
+template <class T, class A> struct is_sequence<std::vector<T, A>> : std::true_type {};
+template <class T, size_t N> struct is_sequence<std::array<T, N>> : std::true_type {};
+template <class T> struct is_string_map : std::false_type {};
+template <class T, class C, class A>
+struct is_string_map<std::map<std::string, T, C, A>> : std::true_type {};
+template <class T> struct is_optional : std::false_type {};
+template <class T> struct is_optional<std::optional<T>> : std::true_type {};
+
+/// A struct registered with TINYT_PARAMETERS: the hook is found by argument-dependent lookup.
+template <class T>
+concept has_hook = requires(const T* p) {
+  tinyt_parameters_of(p);
+};
+template <class T>
+concept reflected = has_hook<T> || hana::Struct<T>::value;
+/// Configuration members of a Hana struct (sizes, flags, names) hold no tensors; they are skipped.
+template <class T>
+concept plain_data = std::is_arithmetic_v<T> || std::is_enum_v<T> || std::is_same_v<T, std::string>;
+
+/// The (name, accessor) pairs of a reflected struct.
+template <class T> auto members() {
+  if constexpr (has_hook<T>)
+    return tinyt_parameters_of(static_cast<const T*>(nullptr));
+  else
+    return hana::accessors<T>();
+}
+inline std::string name_of(const char* name) { return name; }
+template <class S>
+requires std::is_same_v<hana::tag_of_t<S>, hana::string_tag> std::string name_of(const S& name) {
+  return hana::to<const char*>(name);
+}
+inline std::string join(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
+/// Calls emit(key, tensor) for every defined tensor under `value`, keys prefixed by `key`.
+template <class T, class Emit> void walk(const T& value, const std::string& key, Emit& emit) {
+  if constexpr (std::is_base_of_v<Tensor, T>) {
+    if (value.defined()) emit(key, static_cast<const Tensor&>(value));
+  } else if constexpr (is_sequence<T>::value) {
+    size_t i = 0;
+    for (const auto& item : value) walk(item, join(key, std::to_string(i++)), emit);
+  } else if constexpr (is_string_map<T>::value) {
+    for (const auto& [name, item] : value) walk(item, join(key, name), emit);
+  } else if constexpr (is_optional<T>::value) {
+    if (value) walk(*value, key, emit);
+  } else if constexpr (reflected<T>) {
+    hana::for_each(members<T>(), [&](const auto& member) {
+      walk(hana::second(member)(value), join(key, name_of(hana::first(member))), emit);
+    });
+  } else if constexpr (!plain_data<T>) {
+    static_assert(dependent_false<T>,
+                  "tinyt::nn::state: this member type holds no tensors tinyt can find: register "
+                  "the struct with TINYT_PARAMETERS(Type, members...) or make it a Boost.Hana "
+                  "Struct, or leave the member out of TINYT_PARAMETERS");
+  }
+}
+}  // namespace detail
+
+/// Every tensor in `obj` by dotted name ("l1.weight", "layers.0.bias"); empty handles are skipped.
+template <class T> std::map<std::string, Tensor> get_state_dict(const T& obj) {
+  std::map<std::string, Tensor> out;
+  auto emit = [&](const std::string& key, const Tensor& t) { out.emplace(key, t); };
+  detail::walk(obj, "", emit);
+  return out;
+}
+
+/// The tensors of get_state_dict in its order, each once (a tensor tied to two names is one).
+template <class T> std::vector<Tensor> get_parameters(const T& obj) {
+  std::vector<Tensor> out;
+  std::set<const void*> seen;
+  for (const auto& [key, t] : get_state_dict(obj))
+    if (seen.insert(t.id()).second) out.push_back(t);
+  return out;
+}
+
+/// Copies the values of `state_dict` (as they are at the call) into the tensors of `obj`, by name,
+/// and realizes them. Every name is checked before anything is written: a shape or dtype that
+/// differs (ShapeError, DTypeError), and when `strict`, a name missing from either side (Error),
+/// leave obj unchanged.
+template <class T>
+void load_state_dict(T& obj, const std::map<std::string, Tensor>& state_dict, bool strict = true) {
+  using tinyt::detail::cat;
+  const auto model = get_state_dict(obj);
+  auto list = [](const std::vector<std::string>& keys) {
+    std::string s;
+    for (const auto& k : keys) s += (s.empty() ? "'" : ", '") + k + "'";
+    return s;
+  };
+  std::vector<std::string> missing, unexpected;
+  for (const auto& [key, t] : model)
+    if (!state_dict.count(key)) missing.push_back(key);
+  for (const auto& [key, t] : state_dict)
+    if (!model.count(key)) unexpected.push_back(key);
+  if (strict && !missing.empty())
+    throw Error(cat("load_state_dict: the state dict has no tensor for ", list(missing)));
+  if (strict && !unexpected.empty())
+    throw Error(cat("load_state_dict: the model has no tensor named ", list(unexpected)));
+  std::vector<std::pair<Tensor, Tensor>> copies;  // (the model's tensor, its new value)
+  for (const auto& [key, dst] : model) {
+    auto it = state_dict.find(key);
+    if (it == state_dict.end()) continue;
+    const Tensor& src = it->second;
+    if (!src.defined())
+      throw Error(cat("load_state_dict: '", key, "' is the empty Tensor() in the state dict"));
+    if (src.shape() != dst.shape())
+      throw ShapeError(cat("load_state_dict: '", key, "' has shape ", dst.shape(),
+                           " in the model but ", src.shape(), " in the state dict"));
+    if (src.dtype() != dst.dtype())
+      throw DTypeError(cat("load_state_dict: '", key, "' is ", dst.dtype().name(),
+                           " in the model but ", src.dtype().name(), " in the state dict"));
+    // a new handle on the value as it is now: a state dict taken from this very model keeps its
+    // values while the model's tensors are overwritten
+    copies.emplace_back(dst, Tensor(src.uop()));
+  }
+  std::set<const void*> seen;
+  for (auto& [dst, value] : copies) {
+    if (!seen.insert(dst.id()).second) continue;  // a tied tensor takes its first name's value
+    Tensor handle = dst;  // a copy of the handle: the object's member sees the assign
+    // one realize per tensor: with values that read other targets' memory (a swap), assigns
+    // realized together make a cycle the engine does not break (it copies out what a pending
+    // value needs only before one realize)
+    handle.assign(value.to(dst.device())).realize();
+  }
+}
+
+}  // namespace tinyt::inline v0::nn::state
+// ---- end tinyt/nn/state.hpp ----
+// ---- tinyt/nn/layers.hpp ----
+// The nn layers (tinygrad's nn): structs of Tensor handles with tinygrad's constructor arguments,
+// PyTorch's initialization and numerics, each registered with TINYT_PARAMETERS so that
+// get_state_dict names their tensors as PyTorch and tinygrad do ("weight", "running_mean", ...).
+// A layer is const to call: its tensors are handles, so BatchNorm's running-stat update (an
+// assign) reaches the layer's own tensors through copies.
+
+
+
+namespace tinyt::inline v0::nn {
+
+namespace layer_detail {
+using tinyt::detail::cat;
+
+inline int64_t checked_size(int64_t n, const char* layer, const char* what) {
+  if (n < 0) throw ShapeError(cat(layer, ": ", what, " must not be negative, got ", n));
+  return n;
+}
+/// Uniform in +-1/sqrt(fan_in) (PyTorch's Linear and Conv init); an empty fan gives zeros.
+inline Tensor uniform_fan_in(Shape shape, int64_t fan_in) {
+  const double bound = fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.0;
+  return Tensor::uniform(std::move(shape), -bound, bound);
+}
+/// The dtype a normalization computes in: float32 at least, as PyTorch does for half inputs.
+inline DType compute_dtype(const Tensor& x) {
+  return least_upper_dtype({x.dtype(), dtypes::float32});
+}
+/// y back in x's dtype when x is floating point (PyTorch returns the input's dtype).
+inline Tensor like_input(const Tensor& y, const Tensor& x) {
+  return x.dtype().is_float() ? y.cast(x.dtype()) : y;
+}
+/// v (C,) shaped (1, C, 1, ...) to broadcast against an (N, C, ...) input of `ndim` dims.
+inline Tensor per_channel(const Tensor& v, size_t ndim) {
+  std::vector<int64_t> s(ndim, 1);
+  s[1] = -1;
+  return v.reshape(Shape(s));
+}
+/// The input's concrete shape, which must be (N, C, ...) with C == channels.
+inline std::vector<int64_t> channels_first(const Tensor& x, int64_t channels, const char* layer) {
+  const auto s = x.shape().to_vector();
+  if (s.size() < 2 || s[1] != channels)
+    throw ShapeError(
+        cat(layer, ": input of shape ", x.shape(), " is not (N, ", channels, ", ...)"));
+  return s;
+}
+}  // namespace layer_detail
+
+// -- Linear ------------------------------------------------------------------------------------
+
+/// y = x W^T + b, with W of shape (out_features, in_features) as PyTorch stores it.
+struct Linear {
+  Tensor weight, bias;
+  /// W and b uniform in +-1/sqrt(in_features); no bias when `with_bias` is false.
+  Linear(int64_t in_features, int64_t out_features, bool with_bias = true) {
+    layer_detail::checked_size(in_features, "Linear", "in_features");
+    layer_detail::checked_size(out_features, "Linear", "out_features");
+    weight = layer_detail::uniform_fan_in({out_features, in_features}, in_features);
+    if (with_bias) bias = layer_detail::uniform_fan_in({out_features}, in_features);
+  }
+  /// x (..., in_features) -> (..., out_features).
+  Tensor operator()(const Tensor& x) const {
+    const sint in = weight.shape()[1];
+    if (x.ndim() == 0 || !(x.shape()[x.ndim() - 1] == in))
+      throw ShapeError(layer_detail::cat("Linear: input of shape ", x.shape(),
+                                         " does not end in in_features = ", in));
+    return x.linear(weight.T(), bias);
+  }
+};
+TINYT_PARAMETERS(Linear, weight, bias);
+
+// -- Conv2d ------------------------------------------------------------------------------------
+
+/// Cross-correlation of (N, in_channels, H, W) with out_channels kernels, as PyTorch's Conv2d.
+struct Conv2d {
+  Tensor weight, bias;
+  std::vector<int64_t> kernel_size;
+  IntOrVec stride, padding, dilation;
+  int64_t groups;
+  /// kernel_size is one int (square) or one per spatial dim; weight (out, in/groups, k...) and
+  /// bias (out) uniform in +-1/sqrt(in/groups * prod(k)), as PyTorch.
+  Conv2d(int64_t in_channels, int64_t out_channels, IntOrVec kernel_size_, IntOrVec stride_ = 1,
+         IntOrVec padding_ = 0, IntOrVec dilation_ = 1, int64_t groups_ = 1, bool with_bias = true)
+      : kernel_size(kernel_size_.v.size() == 1
+                        ? std::vector<int64_t>{kernel_size_.v[0], kernel_size_.v[0]}
+                        : kernel_size_.v),
+        stride(std::move(stride_)),
+        padding(std::move(padding_)),
+        dilation(std::move(dilation_)),
+        groups(groups_) {
+    using layer_detail::cat;
+    layer_detail::checked_size(in_channels, "Conv2d", "in_channels");
+    layer_detail::checked_size(out_channels, "Conv2d", "out_channels");
+    if (groups < 1) throw ShapeError(cat("Conv2d: groups must be positive, got ", groups));
+    if (in_channels % groups || out_channels % groups)
+      throw ShapeError(cat("Conv2d: in_channels (", in_channels, ") and out_channels (",
+                           out_channels, ") must both divide into ", groups, " groups"));
+    if (kernel_size.empty()) throw ShapeError("Conv2d: kernel_size needs at least one value");
+    std::vector<int64_t> w{out_channels, in_channels / groups};
+    int64_t fan_in = in_channels / groups;
+    for (int64_t k : kernel_size) {
+      if (k < 1) throw ShapeError(cat("Conv2d: kernel size ", k, " must be positive"));
+      w.push_back(k), fan_in *= k;
+    }
+    weight = layer_detail::uniform_fan_in(Shape(w), fan_in);
+    if (with_bias) bias = layer_detail::uniform_fan_in({out_channels}, fan_in);
+  }
+  /// x (N, in_channels, H, W) or unbatched (in_channels, H, W).
+  Tensor operator()(const Tensor& x) const {
+    return x.conv2d(weight, bias, groups, stride, dilation, padding);
+  }
+};
+TINYT_PARAMETERS(Conv2d, weight, bias);
+
+// -- BatchNorm ---------------------------------------------------------------------------------
+
+/// Batch normalization over every dim but the channels (dim 1) of an (N, C, ...) input.
+/// Training (Tensor::training) uses the batch's statistics and moves the running ones toward them;
+/// eval uses the running ones. The update is an assign, computed when the running stats are
+/// realized or read (an optimizer's step realizes them).
+struct BatchNorm {
+  Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+  int64_t num_features;
+  double eps, momentum;
+  bool track_running_stats;
+  /// weight ones and bias zeros when `affine`; running_mean zeros, running_var ones (no gradient)
+  /// when `track_running_stats`; num_batches_tracked int64 zeros(1).
+  BatchNorm(int64_t sz, double eps_ = 1e-5, bool affine = true, bool track_running_stats_ = true,
+            double momentum_ = 0.1)
+      : num_features(layer_detail::checked_size(sz, "BatchNorm", "sz")),
+        eps(eps_),
+        momentum(momentum_),
+        track_running_stats(track_running_stats_) {
+    if (affine) weight = Tensor::ones({sz}), bias = Tensor::zeros({sz});
+    if (track_running_stats) {
+      running_mean = Tensor::zeros({sz});
+      running_var = Tensor::ones({sz});
+      running_mean.requires_grad(false), running_var.requires_grad(false);
+    }
+    num_batches_tracked = Tensor::zeros({1}, dtypes::int64);
+    num_batches_tracked.requires_grad(false);
+  }
+  Tensor operator()(const Tensor& x) const;
+};
+TINYT_PARAMETERS(BatchNorm, weight, bias, running_mean, running_var, num_batches_tracked);
+/// tinygrad's names for the same layer: the statistics are over every dim but dim 1.
+using BatchNorm2d = BatchNorm;
+using BatchNorm3d = BatchNorm;
+
+inline Tensor BatchNorm::operator()(const Tensor& x) const {
+  using layer_detail::cat;
+  const auto s = layer_detail::channels_first(x, num_features, "BatchNorm");
+  Tensor xf = x.cast(layer_detail::compute_dtype(x));
+  if (!Tensor::training && track_running_stats) {
+    Tensor invstd = running_var.add(eps).rsqrt();
+    return layer_detail::like_input(xf.batchnorm(weight, bias, running_mean, invstd), x);
+  }
+  // the batch's statistics: over every dim but the channels
+  const int64_t n = x.numel() / std::max<int64_t>(num_features, 1);
+  if (n < 2)  // as PyTorch: the unbiased variance needs two values
+    throw ShapeError(cat("BatchNorm: input of shape ", x.shape(),
+                         " has less than 2 values per channel to take batch statistics from"));
+  std::vector<int> axes{0};
+  for (int a = 2; a < static_cast<int>(s.size()); ++a) axes.push_back(a);
+  Tensor mean = xf.mean(axes);
+  // the mean is detached in the variance: d(var)/d(mean) is 0, so the gradient is the same and
+  // its graph smaller
+  Tensor var = xf.sub(layer_detail::per_channel(mean.detach(), s.size())).square().mean(axes);
+  if (Tensor::training && track_running_stats) {
+    // as PyTorch: the running variance is the unbiased one
+    const double unbias = static_cast<double>(n) / static_cast<double>(n - 1);
+    Tensor rm = running_mean, rv = running_var, count = num_batches_tracked;
+    rm.assign(rm.mul(1.0 - momentum).add(mean.detach().cast(rm.dtype()).mul(momentum)));
+    rv.assign(rv.mul(1.0 - momentum).add(var.detach().cast(rv.dtype()).mul(momentum * unbias)));
+    count.assign(count.add(1));
+  }
+  return layer_detail::like_input(xf.batchnorm(weight, bias, mean, var.add(eps).rsqrt()), x);
+}
+
+// -- LayerNorm, RMSNorm, GroupNorm ---------------------------------------------------------------
+
+/// Normalization over the last dims (normalized_shape), then an elementwise affine transform.
+struct LayerNorm {
+  Tensor weight, bias;
+  std::vector<int64_t> normalized_shape;
+  double eps;
+  bool elementwise_affine;
+  /// normalized_shape is one int or the trailing dims; weight ones and bias zeros of that shape.
+  LayerNorm(IntOrVec normalized_shape_, double eps_ = 1e-5, bool elementwise_affine_ = true)
+      : normalized_shape(std::move(normalized_shape_.v)),
+        eps(eps_),
+        elementwise_affine(elementwise_affine_) {
+    if (normalized_shape.empty()) throw ShapeError("LayerNorm: normalized_shape is empty");
+    for (int64_t d : normalized_shape)
+      layer_detail::checked_size(d, "LayerNorm", "normalized_shape");
+    if (elementwise_affine)
+      weight = Tensor::ones(Shape(normalized_shape)), bias = Tensor::zeros(Shape(normalized_shape));
+  }
+  /// `LayerNorm({2, 3})`: without this, the braces could also make a LayerNorm(2, 3) to copy.
+  LayerNorm(std::initializer_list<int64_t> normalized_shape_, double eps_ = 1e-5,
+            bool elementwise_affine_ = true)
+      : LayerNorm(IntOrVec(normalized_shape_), eps_, elementwise_affine_) {}
+  Tensor operator()(const Tensor& x) const {
+    const auto s = x.shape().to_vector();
+    const size_t k = normalized_shape.size();
+    if (s.size() < k || !std::equal(normalized_shape.begin(), normalized_shape.end(),
+                                    s.end() - static_cast<std::ptrdiff_t>(k)))
+      throw ShapeError(layer_detail::cat("LayerNorm: input of shape ", x.shape(),
+                                         " does not end in ", Shape(normalized_shape)));
+    // the trailing dims as one, so the functional layernorm (one fused kernel) does the work
+    Tensor xf = x.cast(layer_detail::compute_dtype(x));
+    Tensor y = xf.flatten(static_cast<int>(s.size() - k)).layernorm(-1, eps).reshape(Shape(s));
+    if (elementwise_affine) y = y.mul(weight).add(bias);
+    return layer_detail::like_input(y, x);
+  }
+};
+TINYT_PARAMETERS(LayerNorm, weight, bias);
+
+/// Root-mean-square normalization over the last dim (no centering), then a learned scale.
+struct RMSNorm {
+  Tensor weight;
+  int64_t dim;
+  double eps;
+  /// weight ones(dim) when `elementwise_affine`.
+  RMSNorm(int64_t dim_, double eps_ = 1e-6, bool elementwise_affine = true)
+      : dim(layer_detail::checked_size(dim_, "RMSNorm", "dim")), eps(eps_) {
+    if (elementwise_affine) weight = Tensor::ones({dim});
+  }
+  /// x / sqrt(mean(x^2) + eps) computed in float32 at least, back in x's dtype, times weight.
+  Tensor operator()(const Tensor& x) const {
+    if (x.ndim() == 0 || !(x.shape()[x.ndim() - 1] == dim))
+      throw ShapeError(
+          layer_detail::cat("RMSNorm: input of shape ", x.shape(), " does not end in dim = ", dim));
+    Tensor xf = x.cast(layer_detail::compute_dtype(x));
+    Tensor y = layer_detail::like_input(xf.mul(xf.square().mean(-1, true).add(eps).rsqrt()), x);
+    return weight.defined() ? y.mul(weight) : y;
+  }
+};
+TINYT_PARAMETERS(RMSNorm, weight);
+
+/// Normalization over groups of channels of an (N, C, ...) input, then a per-channel affine.
+struct GroupNorm {
+  Tensor weight, bias;
+  int64_t num_groups, num_channels;
+  double eps;
+  /// weight ones and bias zeros of (num_channels) when `affine`; the groups must divide C.
+  GroupNorm(int64_t num_groups_, int64_t num_channels_, double eps_ = 1e-5, bool affine = true)
+      : num_groups(num_groups_), num_channels(num_channels_), eps(eps_) {
+    if (num_groups < 1 || num_channels < 0 || num_channels % num_groups)
+      throw ShapeError(layer_detail::cat("GroupNorm: ", num_channels,
+                                         " channels do not divide into ", num_groups, " groups"));
+    if (affine) weight = Tensor::ones({num_channels}), bias = Tensor::zeros({num_channels});
+  }
+  Tensor operator()(const Tensor& x) const {
+    const auto s = layer_detail::channels_first(x, num_channels, "GroupNorm");
+    int64_t per_group = num_channels / num_groups;
+    for (size_t a = 2; a < s.size(); ++a) per_group *= s[a];
+    Tensor xf = x.cast(layer_detail::compute_dtype(x));
+    Tensor y = xf.reshape({s[0], num_groups, per_group}).layernorm(-1, eps).reshape(Shape(s));
+    if (weight.defined())
+      y = y.mul(layer_detail::per_channel(weight, s.size()))
+              .add(layer_detail::per_channel(bias, s.size()));
+    return layer_detail::like_input(y, x);
+  }
+};
+TINYT_PARAMETERS(GroupNorm, weight, bias);
+
+// -- Embedding ---------------------------------------------------------------------------------
+
+/// A table of vocab_size rows of embed_size: integer indices (...) -> rows (..., embed_size).
+/// Built from differentiable ops (a comparison with arange selects the row), so the gradient
+/// reaches weight. An index outside [0, vocab_size) selects no row and gives zeros, as tinygrad:
+/// checking would read the indices, a sync in the middle of a lazy graph.
+struct Embedding {
+  Tensor weight;
+  int64_t vocab_size, embed_size;
+  /// weight glorot_uniform (vocab_size, embed_size).
+  Embedding(int64_t vocab_size_, int64_t embed_size_)
+      : vocab_size(layer_detail::checked_size(vocab_size_, "Embedding", "vocab_size")),
+        embed_size(layer_detail::checked_size(embed_size_, "Embedding", "embed_size")) {
+    weight = Tensor::glorot_uniform({vocab_size, embed_size});
+  }
+  Tensor operator()(const Tensor& idx) const {
+    if (!idx.dtype().is_int())
+      throw DTypeError(layer_detail::cat("Embedding: indices must be integers, not ",
+                                         idx.dtype().name(), " (shape ", idx.shape(), ")"));
+    auto out = idx.shape().to_vector();
+    out.push_back(embed_size);
+    if (idx.numel() == 0 || vocab_size == 0) return Tensor::zeros(Shape(out), weight.dtype());
+    // (..., V, 1): whether index i is row v, compared in int64 so that no index type wraps;
+    // where, not a multiply, so an inf in another row does not become NaN
+    Tensor rows = Tensor::arange(vocab_size).cast(dtypes::int64);
+    Tensor hit = idx.cast(dtypes::int64).unsqueeze(-1).eq(rows).unsqueeze(-1);
+    return hit.where(weight, 0.0).sum(-2).cast(weight.dtype());
+  }
+};
+TINYT_PARAMETERS(Embedding, weight);
+
+}  // namespace tinyt::inline v0::nn
+// ---- end tinyt/nn/layers.hpp ----
+// ---- tinyt/nn/optim.hpp ----
+// Optimizers: SGD, Adam, AdamW and LAMB, with PyTorch's update formulas (LAMB as tinygrad's).
+//
+// An update is a graph like any other: each step assigns new values lazily into the params and
+// the optimizer's own state, then realizes all of it in one schedule. The learning rate, the
+// moments and the powers of beta are tensors in memory, so from the second step on a step finds
+// every kernel in the cache and compiles nothing, even after the learning rate is changed.
+
+
+
+namespace tinyt::inline v0::nn::optim {
+
+/// Base of the optimizers: the params it updates, the buffers it realizes with them, and lr.
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+  Optimizer(Optimizer&&) = default;
+  Optimizer& operator=(Optimizer&&) = default;
+
+  /// Clears the gradient of every param (PyTorch's zero_grad with set_to_none).
+  void zero_grad() {
+    for (Tensor& p : params_) p.set_grad({});
+  }
+  /// Updates every param from its grad(), in one schedule.
+  void step() { realize_tensors(schedule_step()); }
+  /// Assigns the update lazily and returns what step() realizes; realize it with the loss
+  /// (`realize_tensors`) to compute both in one schedule.
+  std::vector<Tensor> schedule_step();
+
+  /// The params step() updates: requires_grad set or never set, duplicates removed, in order.
+  const std::vector<Tensor>& params() const { return params_; }
+  /// The params given with requires_grad(false): never updated, realized at every step so that
+  /// values assigned to them during the forward pass (running statistics) do not pile up.
+  const std::vector<Tensor>& buffers() const { return buffers_; }
+  /// The optimizer's own state in memory: lr, then momentum, moments, powers of beta.
+  const std::vector<Tensor>& state() const { return state_; }
+
+  /// Sets the learning rate. The value is copied in from the host, so no kernel is compiled
+  /// for it (`lr.assign(0.01)` works too, but compiles a kernel storing that constant).
+  void set_lr(double value) {
+    check_arg("lr", value, 0.0);
+    lr.assign(Tensor::from_vector(std::vector<double>{value}, Shape{}, lr.device())).realize();
+  }
+
+  /// The learning rate, a 0-d tensor in memory that every step reads, so changing it
+  /// recompiles none of the step's kernels.
+  Tensor lr;
+
+ protected:
+  Optimizer(std::string name, const std::vector<Tensor>& params, double lr);
+  /// The new value of every param, given its grad; assigns the optimizer's state on the way.
+  virtual std::vector<Tensor> updated(const std::vector<Tensor>& grads) = 0;
+  /// A state tensor in memory of its own, filled with `value`, listed in state().
+  Tensor new_state(const Shape& shape, DType dtype, double value);
+  /// Realizes the params, the buffers and the state: called last by each optimizer's constructor.
+  void finish_init();
+  /// Throws unless lo <= value (and value < hi when hi is given): PyTorch's argument checks.
+  void check_arg(const char* what, double value, double lo, double hi = INFINITY) const;
+
+  std::string name_;
+  std::vector<Tensor> params_, buffers_, state_;
+};
+
+/// Stochastic gradient descent, as torch.optim.SGD (weight decay is added to the gradient).
+class SGD : public Optimizer {
+ public:
+  explicit SGD(const std::vector<Tensor>& params, double lr = 0.001, double momentum = 0.0,
+               double weight_decay = 0.0, bool nesterov = false);
+
+ protected:
+  std::vector<Tensor> updated(const std::vector<Tensor>& grads) override;
+
+ private:
+  double momentum_, wd_;
+  bool nesterov_;
+  std::vector<Tensor> velocity_;
+};
+
+namespace detail {
+/// Adam, AdamW and LAMB: bias-corrected first and second moments of the gradient; they differ
+/// only in how weight decay enters and in LAMB's trust ratio.
+class Moments : public Optimizer {
+ protected:
+  enum class Kind { adam, adamw, lamb };
+  Moments(const char* name, Kind kind, const std::vector<Tensor>& params, double lr, double b1,
+          double b2, double eps, double weight_decay);
+  std::vector<Tensor> updated(const std::vector<Tensor>& grads) override;
+
+ private:
+  Kind kind_;
+  double b1_, b2_, eps_, wd_;
+  Tensor b1_t_, b2_t_;  // beta^t, in float64 like PyTorch's Python floats
+  std::vector<Tensor> m_, v_;
+};
+}  // namespace detail
+
+/// Adam, as torch.optim.Adam: weight decay is added to the gradient (L2).
+class Adam : public detail::Moments {
+ public:
+  explicit Adam(const std::vector<Tensor>& params, double lr = 0.001, double b1 = 0.9,
+                double b2 = 0.999, double eps = 1e-8, double weight_decay = 0.0)
+      : Moments("Adam", Kind::adam, params, lr, b1, b2, eps, weight_decay) {}
+};
+/// AdamW, as torch.optim.AdamW: decoupled weight decay, p -= lr * weight_decay * p.
+class AdamW : public detail::Moments {
+ public:
+  explicit AdamW(const std::vector<Tensor>& params, double lr = 0.001, double b1 = 0.9,
+                 double b2 = 0.999, double eps = 1e-8, double weight_decay = 0.01)
+      : Moments("AdamW", Kind::adamw, params, lr, b1, b2, eps, weight_decay) {}
+};
+/// LAMB, as tinygrad's: the Adam step plus weight decay, scaled per param by ||p|| / ||step||.
+class LAMB : public detail::Moments {
+ public:
+  explicit LAMB(const std::vector<Tensor>& params, double lr = 0.001, double b1 = 0.9,
+                double b2 = 0.999, double eps = 1e-6, double weight_decay = 0.0)
+      : Moments("LAMB", Kind::lamb, params, lr, b1, b2, eps, weight_decay) {}
+};
+
+}  // namespace tinyt::inline v0::nn::optim
+// ---- end tinyt/nn/optim.hpp ----
+// ---- tinyt/nn/safetensors.hpp ----
+// safetensors files (Hugging Face's format, tinygrad's nn.state.safe_save / safe_load): an
+// 8-byte little-endian header length N, N bytes of JSON header
+//   {"__metadata__": {"k": "v"}, "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [b, e]}}
+// then the data, each tensor row-major and little-endian at [b, e) after the header.
+// Loading checks everything the reference implementation checks before reading any data: the
+// header fits in the file, is strict JSON, and the tensors tile the data exactly (sorted by
+// offset, each starting where the previous one ends, sized by dtype and shape, the last ending at
+// the end of the file), so a file can neither send a read out of bounds nor hide extra bytes.
+
+
+
+namespace tinyt::inline v0::nn::state {
+
+/// Writes `tensors` (realized first) and the string pairs in `metadata` to `path` as a
+/// safetensors file, byte-identical to what Hugging Face's writer makes of the same input (with
+/// several metadata pairs, up to their order, which that writer leaves to a hash map).
+void safe_save(const std::map<std::string, Tensor>& tensors, const std::string& path,
+               const std::map<std::string, std::string>& metadata = {});
+
+/// The tensors of the safetensors file at `path`, with its dtypes and shapes, on the default
+/// device. Error naming the file and the problem for anything malformed (DTypeError for a dtype
+/// tinyt does not have).
+std::map<std::string, Tensor> safe_load(const std::string& path);
+
+/// The `__metadata__` string pairs of the safetensors file at `path` (empty when it has none);
+/// the whole header is checked as safe_load checks it, but no tensor data is read.
+std::map<std::string, std::string> safe_load_metadata(const std::string& path);
+
+}  // namespace tinyt::inline v0::nn::state
+// ---- end tinyt/nn/safetensors.hpp ----
+// ---- tinyt/nn/datasets.hpp ----
+// Datasets from local files: the IDX format of MNIST and Fashion-MNIST (plain or gzip'd), and
+// fashion_mnist() as tinygrad's nn.datasets.mnist(fashion=True) gives it. gzip is read through
+// zlib opened with dlopen, like every runtime library tinyt uses: nothing to link, and a missing
+// libz is a DeviceError saying so.
+//
+// IDX: a 4-byte magic (0, 0, element type, number of dims), each dim a big-endian uint32, then
+// the elements, row-major and big-endian. Every size is checked before memory is allocated for
+// it, and gzip data is inflated only as far as it really goes, so a file that lies about its dims
+// can neither read out of bounds nor make us allocate what it does not hold.
+
+
+
+namespace tinyt::inline v0::nn::datasets {
+
+/// A dataset split into training and test sets: images X and labels Y.
+struct Mnist {
+  Tensor X_train, Y_train, X_test, Y_test;
+};
+
+/// The tensor in the IDX file at `path` (gzip'd when the name ends in ".gz"): the file's shape,
+/// and its element type as uint8, int8, int16, int32, float32 or float64. Error naming the file
+/// for a bad magic, an unknown type, dims that disagree with the data, truncated or corrupt gzip;
+/// DeviceError when a .gz file needs a zlib that cannot be opened.
+Tensor load_idx(const std::string& path);
+
+/// Fashion-MNIST from the four .gz IDX files in `dir` (default: $FASHION_MNIST_DIR, else
+/// /usr/share/datasets/fashion-mnist): X uint8 of shape (N, 1, 28, 28), Y uint8 labels 0..9 of
+/// shape (N), N = 60000 for training and 10000 for test, as tinygrad's nn.datasets.mnist gives.
+Mnist fashion_mnist(std::string dir = "");
+
+}  // namespace tinyt::inline v0::nn::datasets
+// ---- end tinyt/nn/datasets.hpp ----
+
+#if TINYT_DEFINES_ENGINE
+// ---- tinyt/implementation.hpp ----
+// The definitions of everything tinyt.hpp declares. tinyt.hpp includes this where
+// TINYT_IMPLEMENTATION (one file of a program, or the tinyt::tinyt library) or TINYT_HEADER_ONLY
+// is defined; nothing else includes it.
+
+#if !TINYT_DEFINES_ENGINE
+#error "tinyt/implementation.hpp is compiled where TINYT_IMPLEMENTATION or TINYT_HEADER_ONLY is defined; include <tinyt.hpp>"
+#endif
+
+// ---- tinyt/internals.hpp ----
+// The compiler behind the public API: the rewrite and symbolic engines, the tensor graph, the
+// scheduler, codegen, renderers, backends and the realize loop. For white-box tests and tools;
+// a program needs only tinyt.hpp. Every function here is inline, so any file may include this
+// (it costs what header-only mode costs); the definitions of what tinyt.hpp declares are not
+// here but in implementation.hpp.
+
+
+// the IR's engines: rewrite rules, constant folding, bounds, the symbolic simplifier
 // ---- tinyt/pattern.hpp ----
 // The rewrite engine: UPat patterns, PatternMatcher rule tables and graph_rewrite, the one
 // driver every stage of the pipeline runs its rules with.
@@ -1306,9 +2618,8 @@ inline bool structural_less(const UOp& a, const UOp& b) {
 //   }};
 //   UOp out = graph_rewrite(sink, pm);
 
-#include <memory>
-#include <optional>
 #include <typeinfo>
+#include <unordered_set>
 
 
 namespace tinyt::inline v0 {
@@ -1854,7 +3165,6 @@ inline UOp fold_constants(Ops op, DType dtype, const std::vector<UOp>& src) {
 // value of the variables. The rules of symbolic.hpp decide with these, so they must be sound:
 // where an op may overflow its dtype, the bounds are the dtype's whole range.
 
-#include <cstdlib>
 
 
 namespace tinyt::inline v0 {
@@ -2505,7 +3815,6 @@ inline UOp simplify(const UOp& u) { return graph_rewrite(u, symbolic()); }
 // variables (and on whole sub-expressions) let idx simplify further, and clauses that other
 // clauses imply can be dropped.
 
-#include <map>
 
 
 namespace tinyt::inline v0 {
@@ -2671,208 +3980,12 @@ inline UOp simplify_valid(const UOp& valid) {
 }  // namespace tinyt::inline v0
 // ---- end tinyt/valid.hpp ----
 // ---- end tinyt/symbolic.hpp ----
-// ---- tinyt/shape.hpp ----
-// Shapes: `sint` (a concrete size or a symbolic one over Variables) and `Shape`, a list of them.
 
-#include <numeric>
+// the pipeline: tensor graph -> schedule -> codegen -> renderer -> run
+// ---- tinyt/buffer.hpp ----
+// Buffer, a block of device memory, and the host allocator behind it. A backend knows how to
+// allocate, copy, compile and launch; nothing here knows about tensors.
 
-
-namespace tinyt::inline v0 {
-
-/// A size: an int64_t, or a symbolic index expression over Variables.
-class sint {
- public:
-  sint() = default;
-  template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
-  sint(I v) : v_(static_cast<int64_t>(v)) {}  // NOLINT: sizes are written as plain numbers
-  /// A symbolic size; folds to a number when the expression is constant.
-  sint(const UOp& u) {  // NOLINT
-    if (!u.dtype().scalar().is_int())
-      throw DTypeError(detail::cat("sint: ", u.dtype().name(), " is not an integer"));
-    UOp s = simplify(u.cast(dtypes::index));
-    if (s.is_const())
-      v_ = static_cast<int64_t>(s.const_int());
-    else
-      v_ = s;
-  }
-
-  bool is_int() const { return std::holds_alternative<int64_t>(v_); }
-  /// The concrete value; a symbolic size is an error here.
-  int64_t as_int() const {
-    if (const int64_t* i = std::get_if<int64_t>(&v_)) return *i;
-    throw ShapeError(detail::cat("sint: ", *this, " is symbolic where a concrete size is needed"));
-  }
-  /// The size as an index UOp.
-  UOp as_uop() const {
-    return is_int() ? UOp::const_(dtypes::index, std::get<int64_t>(v_)) : std::get<UOp>(v_);
-  }
-
-  friend bool operator==(const sint& a, const sint& b) {
-    if (a.is_int() && b.is_int()) return a.as_int() == b.as_int();
-    return a.as_uop() == b.as_uop();
-  }
-  friend sint operator+(const sint& a, const sint& b) {
-    return a.is_int() && b.is_int() ? sint(a.as_int() + b.as_int()) : sint(a.as_uop() + b.as_uop());
-  }
-  friend sint operator-(const sint& a, const sint& b) {
-    return a.is_int() && b.is_int() ? sint(a.as_int() - b.as_int()) : sint(a.as_uop() - b.as_uop());
-  }
-  friend sint operator*(const sint& a, const sint& b) {
-    return a.is_int() && b.is_int() ? sint(a.as_int() * b.as_int()) : sint(a.as_uop() * b.as_uop());
-  }
-  friend std::ostream& operator<<(std::ostream& os, const sint& s) {
-    if (s.is_int()) return os << std::get<int64_t>(s.v_);
-    return os << std::get<UOp>(s.v_);
-  }
-
- private:
-  std::variant<int64_t, UOp> v_ = int64_t{0};
-};
-
-/// A tensor's shape: one sint per dimension.
-class Shape {
- public:
-  Shape() = default;
-  Shape(std::initializer_list<sint> dims) : d_(dims) {}
-  Shape(std::vector<sint> dims) : d_(std::move(dims)) {}                     // NOLINT
-  Shape(const std::vector<int64_t>& dims) : d_(dims.begin(), dims.end()) {}  // NOLINT
-
-  size_t size() const { return d_.size(); }
-  bool empty() const { return d_.empty(); }
-  const sint& operator[](size_t i) const { return d_.at(i); }
-  sint& operator[](size_t i) { return d_.at(i); }
-  auto begin() const { return d_.begin(); }
-  auto end() const { return d_.end(); }
-  void push_back(sint s) { d_.push_back(std::move(s)); }
-  const std::vector<sint>& dims() const { return d_; }
-  bool is_concrete() const {
-    return std::all_of(d_.begin(), d_.end(), [](const sint& s) { return s.is_int(); });
-  }
-  /// Every dimension as a number (all must be concrete).
-  std::vector<int64_t> to_vector() const {
-    std::vector<int64_t> out;
-    for (const sint& s : d_) out.push_back(s.as_int());
-    return out;
-  }
-  /// The number of elements.
-  sint numel() const {
-    sint n = 1;
-    for (const sint& s : d_) n = n * s;
-    return n;
-  }
-  friend bool operator==(const Shape& a, const Shape& b) { return a.d_ == b.d_; }
-  friend std::ostream& operator<<(std::ostream& os, const Shape& s) {
-    os << '(';
-    for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
-    return os << (s.size() == 1 ? ",)" : ")");
-  }
-
- private:
-  std::vector<sint> d_;
-};
-
-/// Shape as text, "(3, 4)", for error messages.
-inline std::string to_string(const Shape& s) { return detail::cat(s); }
-
-/// A negative axis counted from the end, checked against ndim.
-inline int normalize_axis(int axis, size_t ndim, const char* op) {
-  const int n = static_cast<int>(ndim);
-  if (axis < -std::max(n, 1) || axis >= std::max(n, 1))
-    throw IndexError(
-        detail::cat(op, ": axis ", axis, " is out of range for ", ndim, " dimensions"));
-  return axis < 0 ? axis + std::max(n, 1) : axis;
-}
-
-}  // namespace tinyt::inline v0
-// ---- end tinyt/shape.hpp ----
-
-// devices and backends
-// ---- tinyt/helpers.hpp ----
-// Knobs and counters: environment variables with tinygrad's names (DEBUG, BEAM, NOOPT, ...),
-// scoped overrides of them in code (Context), and GlobalCounters.
-
-#include <chrono>
-
-
-namespace tinyt::inline v0 {
-
-/// Overrides knobs for a scope of this thread: `Context ctx{{"BEAM", 2}, {"DEV", "CPU"}};`
-/// (innermost wins). Each thread has its own scopes: with one stack for all, a scope could close
-/// under another thread's and leave its setting behind, and each thread would see the others'.
-class Context {
- public:
-  using Value = std::variant<int64_t, std::string>;
-  struct Setting {
-    std::string name;
-    Value value;
-    Setting(std::string n, int64_t v) : name(std::move(n)), value(v) {}
-    Setting(std::string n, int v) : name(std::move(n)), value(static_cast<int64_t>(v)) {}
-    Setting(std::string n, std::string v) : name(std::move(n)), value(std::move(v)) {}
-    Setting(std::string n, const char* v) : name(std::move(n)), value(std::string(v)) {}
-  };
-  Context(std::initializer_list<Setting> settings) {
-    stack().emplace_back(settings.begin(), settings.end());
-    depth_ = stack().size();
-  }
-  ~Context() {
-    if (stack().size() == depth_) stack().pop_back();
-  }
-  Context(const Context&) = delete;
-  Context& operator=(const Context&) = delete;
-
-  /// The knob's value as text: this thread's innermost Context that sets it, else the environment.
-  static std::optional<std::string> lookup(const std::string& name) {
-    for (auto it = stack().rbegin(); it != stack().rend(); ++it)
-      for (const Setting& s : *it)
-        if (s.name == name)
-          return std::holds_alternative<int64_t>(s.value) ? std::to_string(std::get<int64_t>(s.value))
-                                                            : std::get<std::string>(s.value);
-    if (const char* v = std::getenv(name.c_str())) return std::string(v);
-    return std::nullopt;
-  }
-
- private:
-  static std::vector<std::vector<Setting>>& stack() {
-    static thread_local std::vector<std::vector<Setting>> s;
-    return s;
-  }
-  size_t depth_ = 0;
-};
-
-/// An integer knob (DEBUG=2), or `fallback` when unset; a non-number is an Error.
-inline int64_t getenv_int(const std::string& name, int64_t fallback = 0) {
-  auto v = Context::lookup(name);
-  if (!v || v->empty()) return fallback;
-  char* end = nullptr;
-  const long long n = std::strtoll(v->c_str(), &end, 10);
-  if (*end != '\0') throw Error(detail::cat("the setting ", name, "='", *v, "' is not a number"));
-  return n;
-}
-inline std::string getenv_str(const std::string& name, const std::string& fallback = "") {
-  return Context::lookup(name).value_or(fallback);
-}
-/// The DEBUG level (0 when unset).
-inline int debug_level() { return static_cast<int>(getenv_int("DEBUG", 0)); }
-
-/// Counters of the work done since the last reset (tests use kernel_count to check fusion).
-/// global_ops and global_mem add up each launched kernel's estimates (engine/estimates.hpp).
-struct GlobalCounters {
-  static inline std::atomic<int64_t> kernel_count{0};
-  static inline std::atomic<int64_t> global_ops{0};
-  static inline std::atomic<int64_t> global_mem{0};
-  static inline std::atomic<double> time_sum_s{0.0};
-  static inline std::atomic<int64_t> compile_count{0};  // kernels compiled (not found in a cache)
-  static inline std::atomic<int64_t> mem_used{0};       // bytes of device memory allocated now (not reset)
-  static void reset() { kernel_count = 0, global_ops = 0, global_mem = 0, time_sum_s = 0.0, compile_count = 0; }
-};
-
-}  // namespace tinyt::inline v0
-// ---- end tinyt/helpers.hpp ----
-// ---- tinyt/device.hpp ----
-// Devices and their memory: names, the default device, and Buffer, a block of device memory.
-// A backend knows how to allocate, copy, compile and launch; nothing here knows about tensors.
-
-#include <cctype>
 
 
 namespace tinyt::inline v0 {
@@ -2933,38 +4046,6 @@ inline HostAllocator& host_allocator() {
 }
 }  // namespace detail
 
-/// Device names and the default device.
-struct Device {
-  /// The device names tinyt knows, whether or not they can run here.
-  static const std::vector<std::string>& known() {
-    static const std::vector<std::string> names{"CPU", "CL", "CUDA"};
-    return names;
-  }
-  /// "cpu", "CPU:0" -> "CPU"; an unknown name is a DeviceError.
-  static std::string canonicalize(const std::string& name) {
-    std::string s = name.empty() ? default_device() : name;
-    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
-    if (s.size() > 2 && s.compare(s.size() - 2, 2, ":0") == 0) s.resize(s.size() - 2);
-    if (std::find(known().begin(), known().end(), s) == known().end())
-      throw DeviceError(detail::cat("unknown device '", name, "'; tinyt knows CPU, CL and CUDA"));
-    return s;
-  }
-  /// The devices that can run here.
-  static std::vector<std::string> list() { return {"CPU"}; }
-  /// Throws DeviceError unless `name` can run here.
-  static void require(const std::string& name) {
-    const std::string d = canonicalize(name);
-    const auto ok = list();
-    if (std::find(ok.begin(), ok.end(), d) == ok.end())
-      throw DeviceError(detail::cat("device ", d, " cannot run here: no backend for it in this build (Device::list() has CPU)"));
-  }
-  /// The default device: $DEV if set, else CPU.
-  static std::string default_device() {
-    const char* dev = std::getenv("DEV");
-    return dev && *dev ? canonicalize(dev) : "CPU";
-  }
-};
-
 /// A block of device memory holding `size` elements of `dtype`. Allocated on first use.
 class Buffer {
  public:
@@ -3021,506 +4102,7 @@ class Buffer {
 };
 
 }  // namespace tinyt::inline v0
-// ---- end tinyt/device.hpp ----
-// ---- tinyt/backend/dlopen.hpp ----
-// Shared libraries opened at run time (dlopen): how tinyt reaches libLLVM (the ORC JIT of
-// cpu_llvm.hpp) and the kernels the system C compiler builds (cpu_cc.hpp) with nothing to link.
-// These two CPU backends are all there is today; OpenCL and CUDA backends, whose vendor runtimes
-// would be opened the same way, do not exist yet (a later issue adds them). A library that is
-// missing is a DeviceError that says what was tried, never a link failure or a crash.
-
-#include <dlfcn.h>
-
-
-
-namespace tinyt::inline v0 {
-namespace backend {
-
-namespace detail {
-using ::tinyt::detail::cat;
-
-/// The loader's message for the last failed dl* call on this thread.
-inline std::string last_dlerror() {
-  const char* message = dlerror();
-  return message ? message : "unknown error";
-}
-}  // namespace detail
-
-/// An open shared library, closed (dlclose) with its owner. Movable, not copyable.
-class Library {
- public:
-  /// Opens `path` (a file path, or a name the dynamic loader searches for); DeviceError on failure.
-  explicit Library(const std::string& path, int flags = RTLD_NOW | RTLD_LOCAL) : path_(path) {
-    handle_ = dlopen(path.c_str(), flags);
-    if (!handle_)
-      throw DeviceError(
-          detail::cat("tinyt: cannot open library '", path, "': ", detail::last_dlerror()));
-  }
-
-  /// Opens the first of `candidates` that loads; DeviceError listing every path tried and why.
-  static Library open_first(const std::vector<std::string>& candidates,
-                            int flags = RTLD_NOW | RTLD_LOCAL) {
-    std::string tried;
-    for (const std::string& path : candidates) {
-      if (void* handle = dlopen(path.c_str(), flags)) return Library(handle, path);
-      tried += detail::cat("\n  ", path, ": ", detail::last_dlerror());
-    }
-    throw DeviceError(detail::cat(
-        "tinyt: cannot open a shared library; tried ", candidates.size(),
-        candidates.size() == 1 ? " path:" : " paths:", tried.empty() ? " (none given)" : tried));
-  }
-
-  Library(const Library&) = delete;
-  Library& operator=(const Library&) = delete;
-  Library(Library&& other) noexcept
-      : handle_(std::exchange(other.handle_, nullptr)), path_(std::move(other.path_)) {}
-  Library& operator=(Library&& other) noexcept {
-    if (this != &other) {
-      close();
-      handle_ = std::exchange(other.handle_, nullptr);
-      path_ = std::move(other.path_);
-    }
-    return *this;
-  }
-  ~Library() { close(); }
-
-  /// The symbol `name` as a `Fn*` (a function type, e.g. `symbol<int(void*)>("f")`, or an object
-  /// type); DeviceError naming the library and the symbol when it is missing.
-  template <class Fn> Fn* symbol(const char* name) const {
-    if (Fn* found = try_symbol<Fn>(name)) return found;
-    throw DeviceError(detail::cat("tinyt: library '", path_, "' has no symbol '", name,
-                                  "': ", detail::last_dlerror()));
-  }
-
-  /// The symbol `name` as a `Fn*`, or nullptr when the library does not have it (optional APIs).
-  template <class Fn> Fn* try_symbol(const char* name) const {
-    static_assert(!std::is_pointer_v<Fn>,
-                  "tinyt::backend::Library::symbol: Fn is the function type, not a pointer: "
-                  "write symbol<int(void*)>(name), which returns int (*)(void*)");
-    if (!handle_)
-      throw DeviceError(detail::cat("tinyt: symbol '", name, "' looked up in a closed Library"));
-    dlerror();  // clear a stale error so the one reported is this lookup's
-    void* address = dlsym(handle_, name);
-    if constexpr (std::is_function_v<Fn>)
-      return std::bit_cast<Fn*>(address);
-    else
-      return static_cast<Fn*>(address);
-  }
-
-  /// The path or name the library was opened with.
-  const std::string& path() const noexcept { return path_; }
-  /// The dlopen handle (nullptr once moved from).
-  void* handle() const noexcept { return handle_; }
-
- private:
-  Library(void* handle, std::string path) : handle_(handle), path_(std::move(path)) {}
-  void close() noexcept {
-    if (handle_) dlclose(std::exchange(handle_, nullptr));
-  }
-
-  void* handle_ = nullptr;
-  std::string path_;
-};
-
-}  // namespace backend
-}  // namespace tinyt::inline v0
-// ---- end tinyt/backend/dlopen.hpp ----
-// ---- tinyt/backend/cpu_cc.hpp ----
-// CPU backend through the system C compiler: C source → shared object in an on-disk cache → dlopen.
-//
-// Kernel convention: one C function per kernel,
-//   void NAME(void** bufs, const long long* vars, int core_id, int core_count);
-// bufs are the kernel's buffers in order, vars the values of its symbolic variables in order, and
-// core_id/core_count split the outer loop across threads (a single thread passes 0 and 1).
-
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
-
-// ---- tinyt/backend/subprocess.hpp ----
-// Running a program without a shell: PATH lookup as execvp does it, and posix_spawn with its
-// stdout and stderr captured. The backends use it to run compilers and ask their versions.
-
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-
-
-
-extern char** environ;  // the environment a child inherits (POSIX; not declared by every header)
-
-namespace tinyt::inline v0 {
-namespace backend {
-namespace detail {
-using ::tinyt::detail::cat;
-
-/// A command line split on white space (no shell quoting), as CC="ccache gcc" is meant.
-inline std::vector<std::string> split_words(std::string_view text) {
-  std::vector<std::string> words;
-  std::istringstream in{std::string(text)};
-  for (std::string word; in >> word;) words.push_back(word);
-  return words;
-}
-
-/// argv as one line, for messages.
-inline std::string join(const std::vector<std::string>& words) {
-  std::string out;
-  for (const std::string& word : words) out += (out.empty() ? "" : " ") + word;
-  return out;
-}
-
-inline bool is_file(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/// `name` resolved like execvp does (PATH search unless it has a '/'); "" when not found.
-inline std::string find_program(const std::string& name) {
-  auto runnable = [](const std::string& path) {
-    return is_file(path) && access(path.c_str(), X_OK) == 0;
-  };
-  if (name.find('/') != std::string::npos) return runnable(name) ? name : "";
-  const char* env = std::getenv("PATH");
-  std::string_view dirs = env ? env : "/usr/local/bin:/usr/bin:/bin";
-  for (size_t start = 0; start <= dirs.size();) {
-    size_t end = std::min(dirs.find(':', start), dirs.size());
-    std::string dir(dirs.substr(start, end - start));
-    std::string path = (dir.empty() ? "." : dir) + "/" + name;
-    if (runnable(path)) return path;
-    start = end + 1;
-  }
-  return "";
-}
-
-/// How a child ended: spawn_error is an errno when it could not start; else status is waitpid's.
-struct ProcessResult {
-  int spawn_error = 0, status = 0;
-  std::string output;  // stdout and stderr, interleaved as written
-  bool ok() const { return spawn_error == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0; }
-  std::string describe() const {
-    if (WIFSIGNALED(status)) return cat("killed by signal ", WTERMSIG(status));
-    return cat("exit status ", WEXITSTATUS(status));
-  }
-};
-
-/// Runs argv (argv[0] a path, no shell) with stdin from /dev/null, capturing stdout and stderr.
-inline ProcessResult run_process(const std::vector<std::string>& argv) {
-  int pipe_fds[2];  // close-on-exec, so children spawned by other threads do not hold it open
-  if (pipe2(pipe_fds, O_CLOEXEC) != 0)
-    throw DeviceError(cat("tinyt: cannot create a pipe: ", std::strerror(errno)));
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
-  std::vector<char*> args;
-  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  ProcessResult result;
-  pid_t pid = 0;
-  result.spawn_error = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(pipe_fds[1]);
-  char buffer[4096];
-  for (ssize_t n; result.spawn_error == 0 && (n = ::read(pipe_fds[0], buffer, sizeof buffer)) != 0;)
-    if (n > 0)
-      result.output.append(buffer, static_cast<size_t>(n));
-    else if (errno != EINTR)
-      break;
-  ::close(pipe_fds[0]);
-  while (result.spawn_error == 0 && waitpid(pid, &result.status, 0) < 0)
-    if (errno != EINTR) throw DeviceError(cat("tinyt: waitpid failed: ", std::strerror(errno)));
-  return result;
-}
-
-}  // namespace detail
-}  // namespace backend
-}  // namespace tinyt::inline v0
-// ---- end tinyt/backend/subprocess.hpp ----
-
-namespace tinyt::inline v0 {
-namespace backend {
-
-namespace detail {
-using ::tinyt::detail::cat;
-
-/// A deterministic 128-bit hash: FNV-1a-64 and a rotate-multiply lane, each finished with
-/// murmur3's fmix64. A cache key, not a cryptographic hash: the cache also compares the source.
-class Hash128 {
- public:
-  Hash128& update(std::string_view data) {
-    for (char ch : data) {
-      const uint64_t c = static_cast<unsigned char>(ch);
-      a_ = (a_ ^ c) * 0x100000001b3ULL;
-      b_ = std::rotl(b_ ^ c, 23) * 0x9e3779b97f4a7c15ULL;
-    }
-    size_ += data.size();
-    return *this;
-  }
-  /// 32 lowercase hex digits.
-  std::string hex() const {
-    const uint64_t hi = fmix(a_ ^ size_), lo = fmix(b_ + hi * 0xc2b2ae3d27d4eb4fULL);
-    char out[33];
-    std::snprintf(out, sizeof out, "%016llx%016llx", static_cast<unsigned long long>(hi),
-                  static_cast<unsigned long long>(lo));
-    return out;
-  }
-
- private:
-  static uint64_t fmix(uint64_t k) {
-    k = (k ^ (k >> 33)) * 0xff51afd7ed558ccdULL;
-    k = (k ^ (k >> 33)) * 0xc4ceb9fe1a85ec53ULL;
-    return k ^ (k >> 33);
-  }
-  uint64_t a_ = 0xcbf29ce484222325ULL, b_ = 0x6a09e667f3bcc909ULL, size_ = 0;
-};
-
-inline std::optional<std::string> read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-/// The source with line numbers, as quoted in a CompileError.
-inline std::string number_lines(std::string_view src) {
-  std::string out;
-  for (size_t start = 0, line = 1; start < src.size(); ++line) {
-    size_t end = std::min(src.find('\n', start), src.size());
-    char prefix[24];
-    std::snprintf(prefix, sizeof prefix, "%4zu | ", line);
-    out.append(prefix).append(src.substr(start, end - start)).append("\n");
-    start = end + 1;
-  }
-  return out;
-}
-
-/// The host CPU's model and feature flags, hashed: -march=native code is only valid on a CPU
-/// like the one it was built on, so a cache shared between machines must tell them apart.
-inline std::string host_cpu_id() {
-  std::ifstream in("/proc/cpuinfo");
-  Hash128 hash;
-  for (std::string line; std::getline(in, line) && !line.empty();)
-    for (const char* field : {"model name", "flags", "Features", "CPU implementer", "CPU part"})
-      if (line.starts_with(field)) hash.update(line).update("\n");
-  return hash.hex().substr(0, 16);
-}
-
-/// Removes the temporary files of a compile unless it was published.
-struct TempFiles {
-  std::vector<std::string> paths;
-  bool published = false;
-  ~TempFiles() {
-    if (!published)
-      for (const std::string& path : paths) ::unlink(path.c_str());
-  }
-};
-}  // namespace detail
-
-/// Compiles C translation units to shared objects, cached on disk by a hash of compiler and source.
-class CCompiler {
- public:
-  /// What every kernel is compiled with. No -ffast-math: NaN and inf follow IEEE, as elsewhere.
-  /// -ffp-contract=off: a multiply feeding an add is never fused on the compiler's own account
-  /// (whether it can depends on the CPU); kernels ask for fused multiply-adds with fma().
-  /// -fwrapv: signed integers wrap, as in LLVM IR and PyTorch; without it GCC may assume they do
-  /// not overflow, and folds (a + b) < a to b < 0.
-  /// Not -fvect-cost-model=dynamic: with it GCC 12 vectorizes a gated load (a pad) into loads
-  /// of memory the gate excludes (tests/test_backend_llvm.cpp's guard-page test faults).
-  static constexpr std::string_view flags =
-      "-O2 -march=native -fPIC -shared -fno-math-errno "
-      "-ffp-contract=off -fwrapv -x c";
-  /// Linked after the source, so kernels that call libm resolve it themselves.
-  static constexpr std::string_view libs = "-lm";
-
-  /// The compiler from $CC (default `cc`) and the cache dir from the environment, read now.
-  CCompiler() : CCompiler(env("CC").value_or("cc"), default_cache_dir()) {}
-  /// `command`: a program and optional arguments, split on spaces (like `ccache gcc`).
-  CCompiler(std::string_view command, std::filesystem::path cache_dir)
-      : command_(detail::split_words(command)), dir_(std::move(cache_dir)) {
-    if (command_.empty()) command_ = {"cc"};
-  }
-  CCompiler(const CCompiler&) = delete;
-  CCompiler& operator=(const CCompiler&) = delete;
-
-  /// $TINYT_CACHE_DIR, else $XDG_CACHE_HOME/tinyt, else $HOME/.cache/tinyt, else /tmp/tinyt-<uid>.
-  static std::filesystem::path default_cache_dir() {
-    if (auto dir = env("TINYT_CACHE_DIR")) return *dir;
-    if (auto dir = env("XDG_CACHE_HOME")) return std::filesystem::path(*dir) / "tinyt";
-    if (auto dir = env("HOME")) return std::filesystem::path(*dir) / ".cache" / "tinyt";
-    return private_tmp_dir();
-  }
-
-  const std::filesystem::path& cache_dir() const noexcept { return dir_; }
-  /// Whether the compiler program can be found.
-  bool available() const { return !detail::find_program(command_.front()).empty(); }
-
-  /// Compiler path and arguments, the first line of its --version, the flags and the host CPU;
-  /// part of every key, so a different compiler never reuses another's objects. Computed once.
-  std::string identity() const { return resolve().identity; }
-
-  /// The cache key of `src`: 32 hex digits.
-  std::string key(std::string_view src) const {
-    return detail::Hash128().update(identity()).update(std::string_view("", 1)).update(src).hex();
-  }
-
-  /// The path of `src` compiled to a shared object, from the cache when it is there.
-  std::string compile(const std::string& src) const {
-    const Resolved& compiler = resolve();
-    const std::string key = this->key(src);
-    ensure_dir();
-    const std::string so = (dir_ / (key + ".so")).string(), stored = (dir_ / (key + ".c")).string();
-    if (detail::is_file(so) && detail::read_file(stored) == src) {
-      ++hits_;
-      return so;
-    }
-    // Build under a unique name beside the entry and publish with rename(2) only on success: a
-    // failed or killed compile leaves no entry, and concurrent compiles each publish a whole file.
-    std::string tmp = (dir_ / (key + ".tmp.XXXXXX")).string();
-    int fd = ::mkstemp(tmp.data());
-    if (fd < 0) throw cache_error("cannot create a file in", errno);
-    detail::TempFiles temps{{tmp, tmp + ".so"}};
-    FILE* file = ::fdopen(fd, "w");
-    bool written = file && ::fchmod(fd, 0644) == 0 &&
-                   std::fwrite(src.data(), 1, src.size(), file) == src.size();
-    int write_errno = errno;
-    if ((file ? std::fclose(file) : ::close(fd)) != 0 || !written)
-      throw cache_error("cannot write a source file in", write_errno);
-    std::vector<std::string> argv = compiler.argv, flag_words = detail::split_words(flags);
-    argv.insert(argv.end(), flag_words.begin(), flag_words.end());
-    argv.insert(argv.end(), {tmp, "-o", tmp + ".so", std::string(libs)});
-    detail::ProcessResult run = detail::run_process(argv);
-    if (run.spawn_error) throw missing_compiler(std::strerror(run.spawn_error));
-    if (!run.ok() || !detail::is_file(tmp + ".so"))
-      throw CompileError(detail::cat("tinyt: the C compiler failed (", run.describe(),
-                                     "): ", detail::join(argv), "\n", run.output, "source:\n",
-                                     detail::number_lines(src)));
-    if (std::rename((tmp + ".so").c_str(), so.c_str()) != 0 ||
-        std::rename(tmp.c_str(), stored.c_str()) != 0)
-      throw cache_error("cannot rename a compiled kernel into", errno);
-    temps.published = true;
-    ++compiles_;
-    return so;
-  }
-
-  /// How many compiles ran the compiler, and how many were answered from the cache (for tests).
-  uint64_t compiles() const noexcept { return compiles_; }
-  uint64_t cache_hits() const noexcept { return hits_; }
-
- private:
-  struct Resolved {
-    std::vector<std::string> argv;  // the program's full path, then the arguments from CC
-    std::string identity;
-  };
-
-  static std::optional<std::string> env(const char* name) {
-    const char* value = std::getenv(name);
-    return value && *value ? std::optional<std::string>(value) : std::nullopt;
-  }
-  static std::filesystem::path private_tmp_dir() {
-    return detail::cat("/tmp/tinyt-", static_cast<unsigned long>(::getuid()));
-  }
-
-  /// Finds the compiler and asks its version, once; DeviceError when it cannot be run.
-  const Resolved& resolve() const {
-    std::lock_guard lock(mutex_);
-    if (resolved_.identity.empty()) {
-      std::vector<std::string> argv = command_;
-      argv.front() = detail::find_program(command_.front());
-      if (argv.front().empty()) throw missing_compiler("not found");
-      argv.push_back("--version");
-      detail::ProcessResult version = detail::run_process(argv);
-      if (version.spawn_error) throw missing_compiler(std::strerror(version.spawn_error));
-      argv.pop_back();
-      std::string first_line = version.output.substr(0, version.output.find('\n'));
-      resolved_.identity = detail::cat(detail::join(argv), " | ", first_line, " | ", flags, " ",
-                                       libs, " | cpu ", detail::host_cpu_id());
-      resolved_.argv = std::move(argv);
-    }
-    return resolved_;  // never changes once set, so the reference outlives the lock safely
-  }
-
-  void ensure_dir() const {
-    if (dir_ == private_tmp_dir()) {
-      // Anyone can create a directory in /tmp: only use one that is ours and private to us.
-      ::mkdir(dir_.c_str(), 0700);
-      struct stat st;
-      if (::lstat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid() ||
-          (st.st_mode & 077) != 0)
-        throw DeviceError(detail::cat("tinyt: the kernel cache '", dir_.string(),
-                                      "' is not a private directory owned by this user; set "
-                                      "TINYT_CACHE_DIR to a directory of your own"));
-      return;
-    }
-    std::error_code error;
-    std::filesystem::create_directories(dir_, error);
-    if (error) throw cache_error("cannot create", error.value());
-  }
-
-  DeviceError cache_error(const char* what, int error) const {
-    return DeviceError(detail::cat("tinyt: ", what, " the kernel cache directory '", dir_.string(),
-                                   "': ", std::strerror(error),
-                                   " (set TINYT_CACHE_DIR to a writable directory)"));
-  }
-  DeviceError missing_compiler(const char* why) const {
-    return DeviceError(detail::cat("tinyt: CPU_CC backend: C compiler '", command_.front(),
-                                   "' cannot be run (", why,
-                                   "); set CC to a C compiler, or use the CPU_LLVM backend"));
-  }
-
-  std::vector<std::string> command_;
-  std::filesystem::path dir_;
-  mutable std::mutex mutex_;
-  mutable Resolved resolved_;
-  mutable std::atomic<uint64_t> compiles_{0}, hits_{0};
-};
-
-/// The process-wide compiler the engine uses; reads the environment at first use.
-inline CCompiler& default_cc() {
-  static CCompiler compiler;
-  return compiler;
-}
-
-/// A compiled kernel, loaded: a shared object and its function, callable as the convention says.
-class CProgram {
- public:
-  using Function = void(void** bufs, const long long* vars, int core_id, int core_count);
-  static_assert(sizeof(long long) == sizeof(int64_t),
-                "tinyt: the C convention needs 64-bit long long");
-
-  /// Opens `so_path` (the same path may be open in several CPrograms) and finds `function_name`.
-  CProgram(const std::string& so_path, const std::string& function_name)
-      : library_(so_path),
-        function_(library_.symbol<Function>(function_name.c_str())),
-        name_(function_name) {}
-
-  /// Runs the kernel on `bufs` with the values `vars` (may be null when it has none).
-  void operator()(void* const* bufs, const int64_t* vars, int core_id = 0,
-                  int core_count = 1) const {
-    function_(const_cast<void**>(bufs), reinterpret_cast<const long long*>(vars), core_id,
-              core_count);
-  }
-
-  const std::string& name() const noexcept { return name_; }
-  const std::string& path() const noexcept { return library_.path(); }
-  /// The kernel's function, valid while this CProgram lives.
-  Function* function() const noexcept { return function_; }
-
- private:
-  Library library_;
-  Function* function_;
-  std::string name_;
-};
-
-}  // namespace backend
-}  // namespace tinyt::inline v0
-// ---- end tinyt/backend/cpu_cc.hpp ----
-
-// the pipeline: tensor graph -> schedule -> codegen -> renderer -> run
+// ---- end tinyt/buffer.hpp ----
 // ---- tinyt/graph.hpp ----
 // The tensor-level graph: what each UOp means before scheduling. A tensor is a UOp; its shape
 // and device are derived from the graph (and cached on the node), and a node that has been
@@ -3937,7 +4519,7 @@ class Lowerer {
 // The scheduler: decides which nodes of a tensor graph are computed into memory (realization
 // points), lowers each into a kernel, and orders the kernels by what they read and write.
 
-#include <set>
+#include <unordered_set>
 
 // ---- tinyt/schedule/reduce_collapse.hpp ----
 // Reduce collapse: sums over a range that can be counted instead of looped. A sum of a value
@@ -4493,6 +5075,7 @@ void plan_memory(std::vector<Kernel>& kernels, const std::vector<UOp>& roots, Re
 // kernel's float16/bfloat16 arithmetic is lowered to float32 first (narrow_floats.hpp), so a
 // program holds narrow floats only in memory, constants and casts.
 
+#include <unordered_set>
 
 // ---- tinyt/codegen/narrow_floats.hpp ----
 // float16 and bfloat16 arithmetic, defined once for every renderer and every host: an op on
@@ -5014,6 +5597,7 @@ inline Program linearize(const UOp& ast, std::string name) {
 // stored as its 16 bits. The kernels are compiled with -ffp-contract=off: a fused multiply-add is
 // MULACC (C's fma), where codegen chose it.
 
+#include <cstdio>
 
 
 namespace tinyt::inline v0 {
@@ -5303,7 +5887,508 @@ inline std::string render_c(const codegen::Program& p) { return CRenderer().rend
 #include <iomanip>
 #include <iostream>
 #include <thread>
+#include <tuple>
 
+// ---- tinyt/backend/cpu_cc.hpp ----
+// CPU backend through the system C compiler: C source → shared object in an on-disk cache → dlopen.
+//
+// Kernel convention: one C function per kernel,
+//   void NAME(void** bufs, const long long* vars, int core_id, int core_count);
+// bufs are the kernel's buffers in order, vars the values of its symbolic variables in order, and
+// core_id/core_count split the outer loop across threads (a single thread passes 0 and 1).
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+// ---- tinyt/backend/dlopen.hpp ----
+// Shared libraries opened at run time (dlopen): how tinyt reaches libLLVM (the ORC JIT of
+// cpu_llvm.hpp) and the kernels the system C compiler builds (cpu_cc.hpp) with nothing to link.
+// These two CPU backends are all there is today; OpenCL and CUDA backends, whose vendor runtimes
+// would be opened the same way, do not exist yet (a later issue adds them). A library that is
+// missing is a DeviceError that says what was tried, never a link failure or a crash.
+
+#include <dlfcn.h>
+
+
+
+namespace tinyt::inline v0 {
+namespace backend {
+
+namespace detail {
+using ::tinyt::detail::cat;
+
+/// The loader's message for the last failed dl* call on this thread.
+inline std::string last_dlerror() {
+  const char* message = dlerror();
+  return message ? message : "unknown error";
+}
+}  // namespace detail
+
+/// An open shared library, closed (dlclose) with its owner. Movable, not copyable.
+class Library {
+ public:
+  /// Opens `path` (a file path, or a name the dynamic loader searches for); DeviceError on failure.
+  explicit Library(const std::string& path, int flags = RTLD_NOW | RTLD_LOCAL) : path_(path) {
+    handle_ = dlopen(path.c_str(), flags);
+    if (!handle_)
+      throw DeviceError(
+          detail::cat("tinyt: cannot open library '", path, "': ", detail::last_dlerror()));
+  }
+
+  /// Opens the first of `candidates` that loads; DeviceError listing every path tried and why.
+  static Library open_first(const std::vector<std::string>& candidates,
+                            int flags = RTLD_NOW | RTLD_LOCAL) {
+    std::string tried;
+    for (const std::string& path : candidates) {
+      if (void* handle = dlopen(path.c_str(), flags)) return Library(handle, path);
+      tried += detail::cat("\n  ", path, ": ", detail::last_dlerror());
+    }
+    throw DeviceError(detail::cat(
+        "tinyt: cannot open a shared library; tried ", candidates.size(),
+        candidates.size() == 1 ? " path:" : " paths:", tried.empty() ? " (none given)" : tried));
+  }
+
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+  Library(Library&& other) noexcept
+      : handle_(std::exchange(other.handle_, nullptr)), path_(std::move(other.path_)) {}
+  Library& operator=(Library&& other) noexcept {
+    if (this != &other) {
+      close();
+      handle_ = std::exchange(other.handle_, nullptr);
+      path_ = std::move(other.path_);
+    }
+    return *this;
+  }
+  ~Library() { close(); }
+
+  /// The symbol `name` as a `Fn*` (a function type, e.g. `symbol<int(void*)>("f")`, or an object
+  /// type); DeviceError naming the library and the symbol when it is missing.
+  template <class Fn> Fn* symbol(const char* name) const {
+    if (Fn* found = try_symbol<Fn>(name)) return found;
+    throw DeviceError(detail::cat("tinyt: library '", path_, "' has no symbol '", name,
+                                  "': ", detail::last_dlerror()));
+  }
+
+  /// The symbol `name` as a `Fn*`, or nullptr when the library does not have it (optional APIs).
+  template <class Fn> Fn* try_symbol(const char* name) const {
+    static_assert(!std::is_pointer_v<Fn>,
+                  "tinyt::backend::Library::symbol: Fn is the function type, not a pointer: "
+                  "write symbol<int(void*)>(name), which returns int (*)(void*)");
+    if (!handle_)
+      throw DeviceError(detail::cat("tinyt: symbol '", name, "' looked up in a closed Library"));
+    dlerror();  // clear a stale error so the one reported is this lookup's
+    void* address = dlsym(handle_, name);
+    if constexpr (std::is_function_v<Fn>)
+      return std::bit_cast<Fn*>(address);
+    else
+      return static_cast<Fn*>(address);
+  }
+
+  /// The path or name the library was opened with.
+  const std::string& path() const noexcept { return path_; }
+  /// The dlopen handle (nullptr once moved from).
+  void* handle() const noexcept { return handle_; }
+
+ private:
+  Library(void* handle, std::string path) : handle_(handle), path_(std::move(path)) {}
+  void close() noexcept {
+    if (handle_) dlclose(std::exchange(handle_, nullptr));
+  }
+
+  void* handle_ = nullptr;
+  std::string path_;
+};
+
+}  // namespace backend
+}  // namespace tinyt::inline v0
+// ---- end tinyt/backend/dlopen.hpp ----
+// ---- tinyt/backend/subprocess.hpp ----
+// Running a program without a shell: PATH lookup as execvp does it, and posix_spawn with its
+// stdout and stderr captured. The backends use it to run compilers and ask their versions.
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+
+extern char** environ;  // the environment a child inherits (POSIX; not declared by every header)
+
+namespace tinyt::inline v0 {
+namespace backend {
+namespace detail {
+using ::tinyt::detail::cat;
+
+/// A command line split on white space (no shell quoting), as CC="ccache gcc" is meant.
+inline std::vector<std::string> split_words(std::string_view text) {
+  std::vector<std::string> words;
+  std::istringstream in{std::string(text)};
+  for (std::string word; in >> word;) words.push_back(word);
+  return words;
+}
+
+/// argv as one line, for messages.
+inline std::string join(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& word : words) out += (out.empty() ? "" : " ") + word;
+  return out;
+}
+
+inline bool is_file(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/// `name` resolved like execvp does (PATH search unless it has a '/'); "" when not found.
+inline std::string find_program(const std::string& name) {
+  auto runnable = [](const std::string& path) {
+    return is_file(path) && access(path.c_str(), X_OK) == 0;
+  };
+  if (name.find('/') != std::string::npos) return runnable(name) ? name : "";
+  const char* env = std::getenv("PATH");
+  std::string_view dirs = env ? env : "/usr/local/bin:/usr/bin:/bin";
+  for (size_t start = 0; start <= dirs.size();) {
+    size_t end = std::min(dirs.find(':', start), dirs.size());
+    std::string dir(dirs.substr(start, end - start));
+    std::string path = (dir.empty() ? "." : dir) + "/" + name;
+    if (runnable(path)) return path;
+    start = end + 1;
+  }
+  return "";
+}
+
+/// How a child ended: spawn_error is an errno when it could not start; else status is waitpid's.
+struct ProcessResult {
+  int spawn_error = 0, status = 0;
+  std::string output;  // stdout and stderr, interleaved as written
+  bool ok() const { return spawn_error == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+  std::string describe() const {
+    if (WIFSIGNALED(status)) return cat("killed by signal ", WTERMSIG(status));
+    return cat("exit status ", WEXITSTATUS(status));
+  }
+};
+
+/// Runs argv (argv[0] a path, no shell) with stdin from /dev/null, capturing stdout and stderr.
+inline ProcessResult run_process(const std::vector<std::string>& argv) {
+  int pipe_fds[2];  // close-on-exec, so children spawned by other threads do not hold it open
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0)
+    throw DeviceError(cat("tinyt: cannot create a pipe: ", std::strerror(errno)));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  ProcessResult result;
+  pid_t pid = 0;
+  result.spawn_error = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(pipe_fds[1]);
+  char buffer[4096];
+  for (ssize_t n; result.spawn_error == 0 && (n = ::read(pipe_fds[0], buffer, sizeof buffer)) != 0;)
+    if (n > 0)
+      result.output.append(buffer, static_cast<size_t>(n));
+    else if (errno != EINTR)
+      break;
+  ::close(pipe_fds[0]);
+  while (result.spawn_error == 0 && waitpid(pid, &result.status, 0) < 0)
+    if (errno != EINTR) throw DeviceError(cat("tinyt: waitpid failed: ", std::strerror(errno)));
+  return result;
+}
+
+}  // namespace detail
+}  // namespace backend
+}  // namespace tinyt::inline v0
+// ---- end tinyt/backend/subprocess.hpp ----
+
+namespace tinyt::inline v0 {
+namespace backend {
+
+namespace detail {
+using ::tinyt::detail::cat;
+
+/// A deterministic 128-bit hash: FNV-1a-64 and a rotate-multiply lane, each finished with
+/// murmur3's fmix64. A cache key, not a cryptographic hash: the cache also compares the source.
+class Hash128 {
+ public:
+  Hash128& update(std::string_view data) {
+    for (char ch : data) {
+      const uint64_t c = static_cast<unsigned char>(ch);
+      a_ = (a_ ^ c) * 0x100000001b3ULL;
+      b_ = std::rotl(b_ ^ c, 23) * 0x9e3779b97f4a7c15ULL;
+    }
+    size_ += data.size();
+    return *this;
+  }
+  /// 32 lowercase hex digits.
+  std::string hex() const {
+    const uint64_t hi = fmix(a_ ^ size_), lo = fmix(b_ + hi * 0xc2b2ae3d27d4eb4fULL);
+    char out[33];
+    std::snprintf(out, sizeof out, "%016llx%016llx", static_cast<unsigned long long>(hi),
+                  static_cast<unsigned long long>(lo));
+    return out;
+  }
+
+ private:
+  static uint64_t fmix(uint64_t k) {
+    k = (k ^ (k >> 33)) * 0xff51afd7ed558ccdULL;
+    k = (k ^ (k >> 33)) * 0xc4ceb9fe1a85ec53ULL;
+    return k ^ (k >> 33);
+  }
+  uint64_t a_ = 0xcbf29ce484222325ULL, b_ = 0x6a09e667f3bcc909ULL, size_ = 0;
+};
+
+inline std::optional<std::string> read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// The source with line numbers, as quoted in a CompileError.
+inline std::string number_lines(std::string_view src) {
+  std::string out;
+  for (size_t start = 0, line = 1; start < src.size(); ++line) {
+    size_t end = std::min(src.find('\n', start), src.size());
+    char prefix[24];
+    std::snprintf(prefix, sizeof prefix, "%4zu | ", line);
+    out.append(prefix).append(src.substr(start, end - start)).append("\n");
+    start = end + 1;
+  }
+  return out;
+}
+
+/// The host CPU's model and feature flags, hashed: -march=native code is only valid on a CPU
+/// like the one it was built on, so a cache shared between machines must tell them apart.
+inline std::string host_cpu_id() {
+  std::ifstream in("/proc/cpuinfo");
+  Hash128 hash;
+  for (std::string line; std::getline(in, line) && !line.empty();)
+    for (const char* field : {"model name", "flags", "Features", "CPU implementer", "CPU part"})
+      if (line.starts_with(field)) hash.update(line).update("\n");
+  return hash.hex().substr(0, 16);
+}
+
+/// Removes the temporary files of a compile unless it was published.
+struct TempFiles {
+  std::vector<std::string> paths;
+  bool published = false;
+  ~TempFiles() {
+    if (!published)
+      for (const std::string& path : paths) ::unlink(path.c_str());
+  }
+};
+}  // namespace detail
+
+/// Compiles C translation units to shared objects, cached on disk by a hash of compiler and source.
+class CCompiler {
+ public:
+  /// What every kernel is compiled with. No -ffast-math: NaN and inf follow IEEE, as elsewhere.
+  /// -ffp-contract=off: a multiply feeding an add is never fused on the compiler's own account
+  /// (whether it can depends on the CPU); kernels ask for fused multiply-adds with fma().
+  /// -fwrapv: signed integers wrap, as in LLVM IR and PyTorch; without it GCC may assume they do
+  /// not overflow, and folds (a + b) < a to b < 0.
+  /// Not -fvect-cost-model=dynamic: with it GCC 12 vectorizes a gated load (a pad) into loads
+  /// of memory the gate excludes (tests/test_backend_llvm.cpp's guard-page test faults).
+  static constexpr std::string_view flags =
+      "-O2 -march=native -fPIC -shared -fno-math-errno "
+      "-ffp-contract=off -fwrapv -x c";
+  /// Linked after the source, so kernels that call libm resolve it themselves.
+  static constexpr std::string_view libs = "-lm";
+
+  /// The compiler from $CC (default `cc`) and the cache dir from the environment, read now.
+  CCompiler() : CCompiler(env("CC").value_or("cc"), default_cache_dir()) {}
+  /// `command`: a program and optional arguments, split on spaces (like `ccache gcc`).
+  CCompiler(std::string_view command, std::filesystem::path cache_dir)
+      : command_(detail::split_words(command)), dir_(std::move(cache_dir)) {
+    if (command_.empty()) command_ = {"cc"};
+  }
+  CCompiler(const CCompiler&) = delete;
+  CCompiler& operator=(const CCompiler&) = delete;
+
+  /// $TINYT_CACHE_DIR, else $XDG_CACHE_HOME/tinyt, else $HOME/.cache/tinyt, else /tmp/tinyt-<uid>.
+  static std::filesystem::path default_cache_dir() {
+    if (auto dir = env("TINYT_CACHE_DIR")) return *dir;
+    if (auto dir = env("XDG_CACHE_HOME")) return std::filesystem::path(*dir) / "tinyt";
+    if (auto dir = env("HOME")) return std::filesystem::path(*dir) / ".cache" / "tinyt";
+    return private_tmp_dir();
+  }
+
+  const std::filesystem::path& cache_dir() const noexcept { return dir_; }
+  /// Whether the compiler program can be found.
+  bool available() const { return !detail::find_program(command_.front()).empty(); }
+
+  /// Compiler path and arguments, the first line of its --version, the flags and the host CPU;
+  /// part of every key, so a different compiler never reuses another's objects. Computed once.
+  std::string identity() const { return resolve().identity; }
+
+  /// The cache key of `src`: 32 hex digits.
+  std::string key(std::string_view src) const {
+    return detail::Hash128().update(identity()).update(std::string_view("", 1)).update(src).hex();
+  }
+
+  /// The path of `src` compiled to a shared object, from the cache when it is there.
+  std::string compile(const std::string& src) const {
+    const Resolved& compiler = resolve();
+    const std::string key = this->key(src);
+    ensure_dir();
+    const std::string so = (dir_ / (key + ".so")).string(), stored = (dir_ / (key + ".c")).string();
+    if (detail::is_file(so) && detail::read_file(stored) == src) {
+      ++hits_;
+      return so;
+    }
+    // Build under a unique name beside the entry and publish with rename(2) only on success: a
+    // failed or killed compile leaves no entry, and concurrent compiles each publish a whole file.
+    std::string tmp = (dir_ / (key + ".tmp.XXXXXX")).string();
+    int fd = ::mkstemp(tmp.data());
+    if (fd < 0) throw cache_error("cannot create a file in", errno);
+    detail::TempFiles temps{{tmp, tmp + ".so"}};
+    FILE* file = ::fdopen(fd, "w");
+    bool written = file && ::fchmod(fd, 0644) == 0 &&
+                   std::fwrite(src.data(), 1, src.size(), file) == src.size();
+    int write_errno = errno;
+    if ((file ? std::fclose(file) : ::close(fd)) != 0 || !written)
+      throw cache_error("cannot write a source file in", write_errno);
+    std::vector<std::string> argv = compiler.argv, flag_words = detail::split_words(flags);
+    argv.insert(argv.end(), flag_words.begin(), flag_words.end());
+    argv.insert(argv.end(), {tmp, "-o", tmp + ".so", std::string(libs)});
+    detail::ProcessResult run = detail::run_process(argv);
+    if (run.spawn_error) throw missing_compiler(std::strerror(run.spawn_error));
+    if (!run.ok() || !detail::is_file(tmp + ".so"))
+      throw CompileError(detail::cat("tinyt: the C compiler failed (", run.describe(),
+                                     "): ", detail::join(argv), "\n", run.output, "source:\n",
+                                     detail::number_lines(src)));
+    if (std::rename((tmp + ".so").c_str(), so.c_str()) != 0 ||
+        std::rename(tmp.c_str(), stored.c_str()) != 0)
+      throw cache_error("cannot rename a compiled kernel into", errno);
+    temps.published = true;
+    ++compiles_;
+    return so;
+  }
+
+  /// How many compiles ran the compiler, and how many were answered from the cache (for tests).
+  uint64_t compiles() const noexcept { return compiles_; }
+  uint64_t cache_hits() const noexcept { return hits_; }
+
+ private:
+  struct Resolved {
+    std::vector<std::string> argv;  // the program's full path, then the arguments from CC
+    std::string identity;
+  };
+
+  static std::optional<std::string> env(const char* name) {
+    const char* value = std::getenv(name);
+    return value && *value ? std::optional<std::string>(value) : std::nullopt;
+  }
+  static std::filesystem::path private_tmp_dir() {
+    return detail::cat("/tmp/tinyt-", static_cast<unsigned long>(::getuid()));
+  }
+
+  /// Finds the compiler and asks its version, once; DeviceError when it cannot be run.
+  const Resolved& resolve() const {
+    std::lock_guard lock(mutex_);
+    if (resolved_.identity.empty()) {
+      std::vector<std::string> argv = command_;
+      argv.front() = detail::find_program(command_.front());
+      if (argv.front().empty()) throw missing_compiler("not found");
+      argv.push_back("--version");
+      detail::ProcessResult version = detail::run_process(argv);
+      if (version.spawn_error) throw missing_compiler(std::strerror(version.spawn_error));
+      argv.pop_back();
+      std::string first_line = version.output.substr(0, version.output.find('\n'));
+      resolved_.identity = detail::cat(detail::join(argv), " | ", first_line, " | ", flags, " ",
+                                       libs, " | cpu ", detail::host_cpu_id());
+      resolved_.argv = std::move(argv);
+    }
+    return resolved_;  // never changes once set, so the reference outlives the lock safely
+  }
+
+  void ensure_dir() const {
+    if (dir_ == private_tmp_dir()) {
+      // Anyone can create a directory in /tmp: only use one that is ours and private to us.
+      ::mkdir(dir_.c_str(), 0700);
+      struct stat st;
+      if (::lstat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid() ||
+          (st.st_mode & 077) != 0)
+        throw DeviceError(detail::cat("tinyt: the kernel cache '", dir_.string(),
+                                      "' is not a private directory owned by this user; set "
+                                      "TINYT_CACHE_DIR to a directory of your own"));
+      return;
+    }
+    std::error_code error;
+    std::filesystem::create_directories(dir_, error);
+    if (error) throw cache_error("cannot create", error.value());
+  }
+
+  DeviceError cache_error(const char* what, int error) const {
+    return DeviceError(detail::cat("tinyt: ", what, " the kernel cache directory '", dir_.string(),
+                                   "': ", std::strerror(error),
+                                   " (set TINYT_CACHE_DIR to a writable directory)"));
+  }
+  DeviceError missing_compiler(const char* why) const {
+    return DeviceError(detail::cat("tinyt: CPU_CC backend: C compiler '", command_.front(),
+                                   "' cannot be run (", why,
+                                   "); set CC to a C compiler, or use the CPU_LLVM backend"));
+  }
+
+  std::vector<std::string> command_;
+  std::filesystem::path dir_;
+  mutable std::mutex mutex_;
+  mutable Resolved resolved_;
+  mutable std::atomic<uint64_t> compiles_{0}, hits_{0};
+};
+
+/// The process-wide compiler the engine uses; reads the environment at first use.
+inline CCompiler& default_cc() {
+  static CCompiler compiler;
+  return compiler;
+}
+
+/// A compiled kernel, loaded: a shared object and its function, callable as the convention says.
+class CProgram {
+ public:
+  using Function = void(void** bufs, const long long* vars, int core_id, int core_count);
+  static_assert(sizeof(long long) == sizeof(int64_t),
+                "tinyt: the C convention needs 64-bit long long");
+
+  /// Opens `so_path` (the same path may be open in several CPrograms) and finds `function_name`.
+  CProgram(const std::string& so_path, const std::string& function_name)
+      : library_(so_path),
+        function_(library_.symbol<Function>(function_name.c_str())),
+        name_(function_name) {}
+
+  /// Runs the kernel on `bufs` with the values `vars` (may be null when it has none).
+  void operator()(void* const* bufs, const int64_t* vars, int core_id = 0,
+                  int core_count = 1) const {
+    function_(const_cast<void**>(bufs), reinterpret_cast<const long long*>(vars), core_id,
+              core_count);
+  }
+
+  const std::string& name() const noexcept { return name_; }
+  const std::string& path() const noexcept { return library_.path(); }
+  /// The kernel's function, valid while this CProgram lives.
+  Function* function() const noexcept { return function_; }
+
+ private:
+  Library library_;
+  Function* function_;
+  std::string name_;
+};
+
+}  // namespace backend
+}  // namespace tinyt::inline v0
+// ---- end tinyt/backend/cpu_cc.hpp ----
 // ---- tinyt/backend/cpu_llvm.hpp ----
 // CPU backend through LLVM: IR text -> optimized in memory -> machine code in this process (ORC
 // LLJIT), with no compiler program and nothing linked at build time. libLLVM is opened with
@@ -5319,6 +6404,7 @@ inline std::string render_c(const codegen::Program& p) { return CRenderer().rend
 // arithmetic is IEEE's whatever vector instructions the target has (tests/test_backends_agree.cpp
 // checks it at each x86-64 level the host runs). llvm_jit() keeps one JIT per target.
 
+#include <dlfcn.h>
 
 
 
@@ -5739,6 +6825,7 @@ inline SimdRegisters host_simd() {
 // launched back to back do not pay a wake-up each.
 
 #include <condition_variable>
+#include <thread>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -6479,6 +7566,8 @@ inline std::optional<std::vector<Opt>> deserialize_opts(const std::string& text)
 // - lds: the bytes of every load and store of a buffer, times the trip counts around it (the
 //   traffic the kernel asks of its caches; a matmul reads A and B N and M times over).
 
+#include <iomanip>
+#include <unordered_set>
 
 
 namespace tinyt::inline v0 {
@@ -6592,6 +7681,7 @@ inline std::string kernel_line(const std::string& device, int64_t number, const 
 // flag, so nothing is contracted into an FMA; a fused multiply-add is MULACC (llvm.fma), where
 // codegen chose it.
 
+#include <cstdio>
 
 
 namespace tinyt::inline v0 {
@@ -7588,2352 +8678,10 @@ inline void realize_uops(const std::vector<UOp>& roots) { run_schedule(schedule:
 }  // namespace tinyt::inline v0
 // ---- end tinyt/realize.hpp ----
 
-// the Tensor front end
-// ---- tinyt/tensor.hpp ----
-// Tensor: a cheap, shared handle to a lazy value, a node of the UOp graph. Building never
-// computes; realize() or a read runs the kernels. The methods are declared here; the op
-// families are defined in ops/*.hpp as compositions of a few primitive UOps.
-
-#include <shared_mutex>
-
-
-namespace tinyt::inline v0 {
-
-/// Absent part of a slice (`Slice(None, 3)`).
-struct NoneType {};
-inline constexpr NoneType None{};
-
-/// An optional integer that can be written `3` or `None`.
-struct OptInt {
-  std::optional<int64_t> v;
-  OptInt(NoneType) {}  // NOLINT
-  template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
-  OptInt(I i) : v(static_cast<int64_t>(i)) {}  // NOLINT
-};
-/// `start:stop:step` in an index; `Slice()` is `:`.
-struct Slice {
-  std::optional<int64_t> start, stop, step;
-  Slice() = default;
-  Slice(OptInt start_, OptInt stop_, OptInt step_ = 1) : start(start_.v), stop(stop_.v), step(step_.v) {}
-};
-/// A new size-1 axis in an index.
-struct NewAxisT {};
-inline constexpr NewAxisT NewAxis{};
-/// "Every remaining axis" in an index.
-struct EllipsisT {};
-inline constexpr EllipsisT Ellipsis{};
-
-/// Sizes that may be one int for every dim or a list (stride, padding, dilation).
-struct IntOrVec {
-  std::vector<int64_t> v;
-  IntOrVec() = default;
-  template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
-  IntOrVec(I i) : v{static_cast<int64_t>(i)} {}  // NOLINT
-  IntOrVec(std::vector<int64_t> x) : v(std::move(x)) {}  // NOLINT
-  IntOrVec(std::initializer_list<int64_t> x) : v(x) {}  // NOLINT
-  bool empty() const { return v.empty(); }
-};
-
-class Tensor;
-class TensorRef;
-class Index;
-
-/// A lazy n-dimensional array.
-class Tensor {
- public:
-  /// The empty handle (an absent optional tensor).
-  Tensor() = default;
-  /// 0-d constants on the default device; a C++ scalar is "weak" in arithmetic (takes the
-  /// other side's dtype where it fits). double gives float32, like a Python float.
-  Tensor(float v) : Tensor(scalar(dtypes::float32, v)) {}             // NOLINT
-  Tensor(double v) : Tensor(scalar(dtypes::float32, v)) {}            // NOLINT
-  Tensor(int v) : Tensor(scalar(dtypes::int32, static_cast<int64_t>(v))) {}  // NOLINT
-  Tensor(int64_t v) : Tensor(scalar(dtypes::int64, v)) {}             // NOLINT
-  Tensor(bool v) : Tensor(scalar(dtypes::bool_, static_cast<int64_t>(v))) {}  // NOLINT
-  /// A tensor for a tensor-level UOp (advanced use: the graph is tinyt's IR).
-  explicit Tensor(UOp uop) : d_(std::make_shared<Data>(Data{std::move(uop)})) { live_tensors().add(d_); }
-
-  // -- creation (ops/creation.hpp) ------------------------------------------------------------
-  template <class T> static Tensor from_vector(const std::vector<T>& data);
-  template <class T> static Tensor from_vector(const std::vector<T>& data, Shape shape, std::string device = "");
-  static Tensor from_blob(const void* ptr, Shape shape, DType dtype, std::string device = "");
-  static Tensor empty(Shape shape, DType dtype = dtypes::float32, std::string device = "");
-  template <class V> static Tensor full(Shape shape, V value);
-  template <class V> static Tensor full(Shape shape, V value, DType dtype, std::string device = "");
-  static Tensor zeros(Shape shape, DType dtype = dtypes::float32, std::string device = "");
-  static Tensor ones(Shape shape, DType dtype = dtypes::float32, std::string device = "");
-  template <class A> static Tensor arange(A stop);
-  template <class A, class B, class C = int> static Tensor arange(A start, B stop, C step = 1);
-  static Tensor eye(int64_t n, int64_t m = -1, DType dtype = dtypes::float32);
-  template <class A, class B> static Tensor linspace(A start, B stop, int64_t steps, DType dtype = dtypes::default_float);
-  static Tensor zeros_like(const Tensor& t);
-  static Tensor ones_like(const Tensor& t);
-  template <class V> static Tensor full_like(const Tensor& t, V value);
-
-  // -- random (ops/random.hpp): threefry, counter-based and reproducible ------------------------
-  static void manual_seed(uint64_t seed);
-  static Tensor rand(Shape shape, DType dtype = dtypes::float32, std::string device = "");
-  static Tensor randn(Shape shape, DType dtype = dtypes::float32, std::string device = "");
-  static Tensor randint(Shape shape, int64_t low = 0, int64_t high = 10, DType dtype = dtypes::int32);
-  static Tensor uniform(Shape shape, double low = 0.0, double high = 1.0, DType dtype = dtypes::float32);
-  static Tensor normal(Shape shape, double mean = 0.0, double std = 1.0, DType dtype = dtypes::float32);
-  static Tensor rand_like(const Tensor& t);
-  static Tensor randn_like(const Tensor& t);
-  static Tensor kaiming_uniform(Shape shape, double a = 0.01);
-  static Tensor kaiming_normal(Shape shape, double a = 0.01);
-  static Tensor glorot_uniform(Shape shape);
-  static Tensor scaled_uniform(Shape shape);
-
-  // -- properties and reading -----------------------------------------------------------------
-  bool defined() const { return d_ != nullptr; }
-  /// The handle's identity: copies of a tensor share it, separately built tensors never do (not
-  /// even with equal values or graphs); nullptr for the empty handle. For dedup (tied weights).
-  const void* id() const { return d_.get(); }
-  const UOp& uop() const;
-  Shape shape() const { return graph::shape_of(uop()); }
-  size_t ndim() const { return shape().size(); }
-  int64_t numel() const { return shape().numel().as_int(); }
-  DType dtype() const { return uop().dtype(); }
-  std::string device() const { return graph::device_of(uop()); }
-  int64_t element_size() const { return dtype().itemsize(); }
-  int64_t nbytes() const { return numel() * element_size(); }
-  /// Runs the pending graph; afterwards the tensor is a view of memory.
-  Tensor& realize() &;
-  Tensor realize() && { return std::move(realize()); }
-  /// The elements, row-major (realizes). T must be the tensor's dtype.
-  template <class Elem> std::vector<Elem> to_vector() const;
-  /// The one element of a 0-d or 1-element tensor.
-  template <class Elem> Elem item() const;
-
-  // -- elementwise (ops/elementwise.hpp) ------------------------------------------------------
-  Tensor add(const Tensor& o) const;
-  Tensor sub(const Tensor& o) const;
-  Tensor mul(const Tensor& o) const;
-  Tensor div(const Tensor& o) const;
-  Tensor floordiv(const Tensor& o) const;
-  Tensor mod(const Tensor& o) const;
-  Tensor pow(const Tensor& o) const;
-  Tensor maximum(const Tensor& o) const;
-  Tensor minimum(const Tensor& o) const;
-  Tensor where(const Tensor& a, const Tensor& b) const;
-  Tensor eq(const Tensor& o) const;
-  Tensor ne(const Tensor& o) const;
-  Tensor lt(const Tensor& o) const;
-  Tensor le(const Tensor& o) const;
-  Tensor gt(const Tensor& o) const;
-  Tensor ge(const Tensor& o) const;
-  Tensor bitwise_and(const Tensor& o) const;
-  Tensor bitwise_or(const Tensor& o) const;
-  Tensor bitwise_xor(const Tensor& o) const;
-  Tensor lshift(const Tensor& o) const;
-  Tensor rshift(const Tensor& o) const;
-  Tensor logical_and(const Tensor& o) const;
-  Tensor logical_or(const Tensor& o) const;
-  Tensor logical_xor(const Tensor& o) const;
-  Tensor logical_not() const;
-  Tensor bitwise_not() const;
-  Tensor neg() const;
-  Tensor cast(DType dt) const;
-  Tensor bitcast(DType dt) const;
-  Tensor float_() const { return cast(dtypes::float32); }
-  Tensor half() const { return cast(dtypes::float16); }
-  Tensor int_() const { return cast(dtypes::int32); }
-  Tensor bool_() const { return cast(dtypes::bool_); }
-  Tensor exp() const;
-  Tensor exp2() const;
-  Tensor log() const;
-  Tensor log2() const;
-  Tensor sqrt() const;
-  Tensor rsqrt() const;
-  Tensor reciprocal() const;
-  Tensor square() const;
-  Tensor abs() const;
-  Tensor sign() const;
-  Tensor sin() const;
-  Tensor cos() const;
-  Tensor tan() const;
-  Tensor trunc() const;
-  Tensor floor() const;
-  Tensor ceil() const;
-  Tensor round() const;
-  Tensor isnan() const;
-  Tensor isinf() const;
-  Tensor isfinite() const;
-  Tensor relu() const;
-  Tensor relu6() const;
-  Tensor sigmoid() const;
-  Tensor logsigmoid() const;
-  Tensor tanh() const;
-  Tensor gelu() const;
-  Tensor quick_gelu() const;
-  Tensor silu() const;
-  Tensor elu(double alpha = 1.0) const;
-  Tensor leaky_relu(double slope = 0.01) const;
-  Tensor softplus(double beta = 1.0) const;
-  Tensor mish() const;
-  Tensor hardswish() const;
-  Tensor hardsigmoid() const;
-  Tensor hardtanh(double lo = -1.0, double hi = 1.0) const;
-  Tensor erf() const;
-  Tensor clip(const Tensor& lo, const Tensor& hi) const;
-  Tensor lerp(const Tensor& end, const Tensor& weight) const;
-  Tensor masked_fill(const Tensor& mask, const Tensor& value) const;
-
-  // -- reductions (ops/reduce.hpp) ------------------------------------------------------------
-  Tensor sum() const;
-  Tensor sum(int axis, bool keepdim = false) const;
-  Tensor sum(std::vector<int> axes, bool keepdim = false) const;
-  Tensor prod() const;
-  Tensor prod(int axis, bool keepdim = false) const;
-  Tensor prod(std::vector<int> axes, bool keepdim = false) const;
-  Tensor max() const;
-  Tensor max(int axis, bool keepdim = false) const;
-  Tensor max(std::vector<int> axes, bool keepdim = false) const;
-  Tensor min() const;
-  Tensor min(int axis, bool keepdim = false) const;
-  Tensor min(std::vector<int> axes, bool keepdim = false) const;
-  Tensor mean() const;
-  Tensor mean(int axis, bool keepdim = false) const;
-  Tensor mean(std::vector<int> axes, bool keepdim = false) const;
-  Tensor any() const;
-  Tensor any(int axis, bool keepdim = false) const;
-  Tensor all() const;
-  Tensor all(int axis, bool keepdim = false) const;
-  Tensor cumsum(int axis = 0) const;
-  Tensor var(bool keepdim = false, double correction = 1) const;
-  Tensor var(int axis, bool keepdim = false, double correction = 1) const;
-  Tensor var(std::vector<int> axes, bool keepdim = false, double correction = 1) const;
-  Tensor std(bool keepdim = false, double correction = 1) const;
-  Tensor std(int axis, bool keepdim = false, double correction = 1) const;
-  Tensor std(std::vector<int> axes, bool keepdim = false, double correction = 1) const;
-  Tensor argmax() const;
-  Tensor argmax(int axis, bool keepdim = false) const;
-  Tensor argmin() const;
-  Tensor argmin(int axis, bool keepdim = false) const;
-  Tensor logsumexp(int axis, bool keepdim = false) const;
-  Tensor softmax(int axis = -1) const;
-  Tensor log_softmax(int axis = -1) const;
-
-  // -- movement (ops/movement.hpp) ------------------------------------------------------------
-  Tensor reshape(Shape shape) const;
-  Tensor view(Shape shape) const { return reshape(std::move(shape)); }
-  Tensor permute(std::vector<int> order) const;
-  Tensor expand(Shape shape) const;
-  Tensor pad(std::vector<std::pair<sint, sint>> padding, double value = 0.0) const;
-  Tensor shrink(std::vector<std::pair<sint, sint>> bounds) const;
-  Tensor flip(std::vector<int> axes) const;
-  Tensor flip(int axis) const { return flip(std::vector<int>{axis}); }
-  Tensor transpose(int d0 = 1, int d1 = 0) const;
-  Tensor T() const { return transpose(); }
-  Tensor flatten(int start = 0, int end = -1) const;
-  Tensor unflatten(int dim, Shape sizes) const;
-  Tensor squeeze(int dim) const;
-  Tensor squeeze() const;
-  Tensor unsqueeze(int dim) const;
-  Tensor contiguous() const;
-  /// The same value with gradient flow cut: d(detach(x))/dx is zero.
-  Tensor detach() const;
-  /// Identity forward; the gradient flowing back through it is made contiguous (realized).
-  Tensor contiguous_backward() const;
-  /// This tensor on another device (a copy; the same tensor when it is there already).
-  Tensor to(const std::string& device) const;
-  Tensor repeat(Shape repeats) const;
-  static Tensor cat(const std::vector<Tensor>& tensors, int dim = 0);
-  static Tensor stack(const std::vector<Tensor>& tensors, int dim = 0);
-  std::vector<Tensor> split(int64_t size, int dim = 0) const;
-  std::vector<Tensor> split(std::vector<int64_t> sizes, int dim = 0) const;
-  std::vector<Tensor> chunk(int64_t n, int dim = 0) const;
-
-  // -- indexing (ops/indexing.hpp) -------------------------------------------------------------
-  /// `t[{1, Slice(0, 4, 2), NewAxis, Ellipsis}]`; assigning to the result writes into `t`. An
-  /// int out of range is an IndexError; a value out of range in an index tensor reads 0 and
-  /// writes nothing, or is an IndexError with CHECK_OOB=1 (ops/indexing.hpp).
-  TensorRef operator[](std::initializer_list<Index> index) const;
-  TensorRef operator[](std::vector<Index> index) const;
-  /// PyTorch's gather; an index value out of range reads 0, or is an IndexError with CHECK_OOB=1.
-  Tensor gather(int dim, const Tensor& index) const;
-  Tensor one_hot(int64_t num_classes) const;
-  /// Stores `value` into this tensor's memory (broadcast to its shape), or into fresh memory when
-  /// another tensor views that memory too; copies of this handle see the new value, tensors
-  /// built from the old value keep it.
-  Tensor& assign(const Tensor& value);
-
-  // -- linear algebra and nn functional (ops/linalg.hpp, ops/nn.hpp) ------------------------------
-  Tensor matmul(const Tensor& w) const;
-  Tensor dot(const Tensor& w) const { return matmul(w); }
-  Tensor linear(const Tensor& w, const Tensor& b = {}) const;
-  static Tensor einsum(const std::string& formula, const std::vector<Tensor>& operands);
-  Tensor conv2d(const Tensor& w, const Tensor& b = {}, int64_t groups = 1, IntOrVec stride = 1, IntOrVec dilation = 1,
-                IntOrVec padding = 0) const;
-  Tensor conv_transpose2d(const Tensor& w, const Tensor& b = {}, int64_t groups = 1, IntOrVec stride = 1,
-                          IntOrVec dilation = 1, IntOrVec padding = 0, IntOrVec output_padding = 0) const;
-  Tensor max_pool2d(IntOrVec kernel = 2, IntOrVec stride = {}, IntOrVec dilation = 1, IntOrVec padding = 0) const;
-  Tensor avg_pool2d(IntOrVec kernel = 2, IntOrVec stride = {}, IntOrVec dilation = 1, IntOrVec padding = 0,
-                    bool count_include_pad = true) const;
-  Tensor layernorm(int axis = -1, double eps = 1e-5) const;
-  Tensor batchnorm(const Tensor& weight, const Tensor& bias, const Tensor& mean, const Tensor& invstd) const;
-  Tensor dropout(double p = 0.5) const;
-  Tensor scaled_dot_product_attention(const Tensor& k, const Tensor& v, const Tensor& mask = {}, bool is_causal = false) const;
-  /// Cross entropy of logits against class probabilities (same shape) or class indices.
-  Tensor cross_entropy(const Tensor& target, double label_smoothing = 0.0) const;
-  Tensor sparse_categorical_crossentropy(const Tensor& labels, int64_t ignore_index = -1, double label_smoothing = 0.0) const;
-  /// Binary cross entropy of probabilities in (0, 1).
-  Tensor binary_crossentropy(const Tensor& target) const;
-  Tensor binary_crossentropy_logits(const Tensor& target) const;
-
-  // -- gradients (gradient.hpp) -----------------------------------------------------------------
-  /// d(this)/d(target) for each target, as lazy tensors. `seed` is d(loss)/d(this); it may be
-  /// omitted only for a scalar. A target this does not use, or uses only through values without a
-  /// derivative (detach, integer or bool values: casts, comparisons, argmax), gets zeros; a
-  /// floating-point op with no gradient rule on the way to a target is an Error naming it. Targets
-  /// are found by graph node: equal lazy graphs are one node unless each requires grad.
-  std::vector<Tensor> gradient(const std::vector<Tensor>& targets, const Tensor& seed = {}) const;
-  /// Adds d(this)/d(t) to t.grad() for every live tensor t with requires_grad set in this graph.
-  const Tensor& backward(const Tensor& seed = {}) const;
-  /// Whether backward() computes this tensor's gradient (PyTorch's requires_grad).
-  bool requires_grad() const { return d_ && d_->requires_grad.value_or(false); }
-  /// Sets requires_grad; floating-point tensors only. Returns this tensor. Turning it on makes the
-  /// tensor a parameter of its own, as in PyTorch: realized into memory of its own (so equal
-  /// values never merge two parameters); graphs built before do not reach it.
-  Tensor& requires_grad(bool on);
-  /// requires_grad as set: empty when never set (an optimizer then turns it on, as in tinygrad).
-  std::optional<bool> requires_grad_setting() const { return d_ ? d_->requires_grad : std::nullopt; }
-  /// The gradient accumulated by backward(); the empty handle when there is none.
-  Tensor grad() const { return d_ && d_->grad ? Tensor(d_->grad) : Tensor(); }
-  /// Replaces the accumulated gradient (the empty handle clears it, as zero_grad does).
-  void set_grad(const Tensor& g) { uop(), d_->grad = g.d_; }
-
-  /// True while a Tensor::Train scope is open (dropout and batchnorm behave as in training).
-  static inline thread_local bool training = false;
-  /// Training mode for a scope: `{ Tensor::Train train; ... }` (Train(false) turns it off).
-  class Train {
-   public:
-    explicit Train(bool on = true) : previous_(training) { training = on; }
-    ~Train() { training = previous_; }
-    Train(const Train&) = delete;
-    Train& operator=(const Train&) = delete;
-
-   private:
-    bool previous_;
-  };
-
-  /// The shape both operands broadcast to (NumPy rules); ShapeError naming both otherwise.
-  static std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b, const char* op);
-
-  friend std::ostream& operator<<(std::ostream& os, const Tensor& t);
-
- private:
-  struct Data {
-    UOp uop;
-    bool weak = false;  // a C++ scalar: adopts the other operand's dtype in arithmetic
-    UOp exact{};        // a C++ double: its unrounded value (a float64 CONST), which arithmetic uses
-    std::optional<bool> requires_grad{};
-    std::shared_ptr<Data> grad{};
-  };
-  explicit Tensor(std::shared_ptr<Data> d) : d_(std::move(d)) {}
-  static Tensor scalar(DType dt, double v);
-  static Tensor scalar(DType dt, int64_t v);
-  bool weak() const { return d_ && d_->weak; }
-  /// Puts this tensor's value in memory that no other tensor or graph names (a parameter).
-  void own_memory();
-  Tensor binary(Ops op, const Tensor& o, const char* name, bool to_float = false) const;
-  Tensor unary(Ops op) const;
-  Tensor reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const;
-  std::vector<int64_t> cshape() const { return graph::concrete_shape(uop()); }
-  friend Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& shape);
-  friend struct TensorAccess;
-
-  // The fields of Data that other threads read through the registry (uop, requires_grad) are
-  // written under this lock and read there under it, shared: a realize or backward in one thread
-  // looks at every live tensor, also those of threads realizing graphs of their own.
-  static std::shared_mutex& data_mu() {
-    static auto* m = new std::shared_mutex;  // never destroyed, like the registry
-    return *m;
-  }
-  void set_uop(UOp u) {
-    std::unique_lock lock(data_mu());
-    d_->uop = std::move(u);
-  }
-  static std::pair<UOp, bool> shared_fields(const Data& d) {
-    std::shared_lock lock(data_mu());
-    return {d.uop, d.requires_grad.value_or(false)};
-  }
-
-  // Every live tensor, so that overwriting memory in place (assign) can first compute what
-  // other tensors still need from it.
-  class Registry {
-   public:
-    void add(const std::shared_ptr<Data>& d) {
-      std::lock_guard lock(mu_);
-      if (all_.size() >= 2 * compacted_size_ + 1024) {
-        std::erase_if(all_, [](const std::weak_ptr<Data>& w) { return w.expired(); });
-        compacted_size_ = all_.size();
-      }
-      all_.push_back(d);
-    }
-    std::vector<std::shared_ptr<Data>> snapshot() {
-      std::lock_guard lock(mu_);
-      std::vector<std::shared_ptr<Data>> out;
-      for (const auto& w : all_)
-        if (auto d = w.lock()) out.push_back(std::move(d));
-      return out;
-    }
-
-   private:
-    std::mutex mu_;
-    std::vector<std::weak_ptr<Data>> all_;
-    size_t compacted_size_ = 0;
-  };
-  static Registry& live_tensors() {
-    static auto* r = new Registry;  // never destroyed: tensors may die during static teardown
-    return *r;
-  }
-  friend void realize_tensors(const std::vector<Tensor>& tensors);
-
-  std::shared_ptr<Data> d_;
-};
-
-/// One entry of an index: an integer, a Slice, NewAxis, Ellipsis, or an integer Tensor.
-class Index {
- public:
-  template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
-  Index(I i) : value(static_cast<int64_t>(i)) {}  // NOLINT
-  Index(Slice s) : value(s) {}                    // NOLINT
-  Index(NewAxisT n) : value(n) {}                 // NOLINT
-  Index(EllipsisT e) : value(e) {}                // NOLINT
-  Index(Tensor t) : value(std::move(t)) {}        // NOLINT
-  std::variant<int64_t, Slice, NewAxisT, EllipsisT, Tensor> value;
-};
-
-/// What indexing returns: a Tensor that remembers its base, so `t[{...}] = value` writes into t.
-class TensorRef : public Tensor {
- public:
-  TensorRef(Tensor value, Tensor base, std::vector<Index> index)
-      : Tensor(std::move(value)), base_(std::move(base)), index_(std::move(index)) {}
-  TensorRef(const TensorRef&) = default;
-  /// Writes `value` (broadcast) into the indexed part of the base.
-  TensorRef& operator=(const Tensor& value);
-  TensorRef& operator=(const TensorRef& value) { return *this = static_cast<const Tensor&>(value); }
-  template <class S, std::enable_if_t<std::is_arithmetic_v<S>, int> = 0>
-  TensorRef& operator=(S value) { return *this = Tensor(value); }
-  /// Indexing a reference: a write through the result reaches this reference's base too.
-  TensorRef operator[](std::initializer_list<Index> index) const { return (*this)[std::vector<Index>(index)]; }
-  TensorRef operator[](std::vector<Index> index) const {
-    TensorRef r = Tensor::operator[](std::move(index));
-    r.parent_ = std::make_shared<TensorRef>(*this);
-    return r;
-  }
-
- private:
-  Tensor base_;
-  std::vector<Index> index_;
-  std::shared_ptr<TensorRef> parent_;  // set when base_ is itself a reference's value
-};
-
-/// Computes several tensors in one schedule (what realize() does for one).
-void realize_tensors(const std::vector<Tensor>& tensors);
-
-// -- core -------------------------------------------------------------------------------------
-
-inline const UOp& Tensor::uop() const {
-  if (!d_) throw Error("Tensor: this is the empty Tensor() handle; it holds no value");
-  return d_->uop;
-}
-
-inline Tensor Tensor::scalar(DType dt, double v) {
-  Tensor t(graph::const_(dt, v, Device::default_device()));
-  t.d_->weak = true;
-  t.d_->exact = UOp::const_(dtypes::float64, v);
-  return t;
-}
-inline Tensor Tensor::scalar(DType dt, int64_t v) {
-  Tensor t(graph::const_(dt, v, Device::default_device()));
-  t.d_->weak = true;
-  return t;
-}
-
-inline Tensor& Tensor::realize() & {
-  realize_tensors({*this});
-  return *this;
-}
-
-template <class Elem> std::vector<Elem> Tensor::to_vector() const {
-  static_assert(has_dtype_v<Elem>, "Tensor::to_vector<T>: T has no tinyt dtype");
-  if (dtype_of<Elem>() != dtype())
-    throw DTypeError(detail::cat("to_vector<", dtype_of<Elem>().name(), ">: the tensor is ", dtype().name()));
-  Tensor t = *this;
-  t.realize();  // t shares this tensor's data, so this tensor is realized too
-  const UOp& view = t.uop();
-  auto memory = graph::buffer_of(view.op() == Ops::BUFFER ? view : view.src(0));
-  const auto n = static_cast<size_t>(t.numel());
-  if constexpr (std::is_same_v<Elem, bool>) {  // vector<bool> packs bits
-    std::vector<uint8_t> bytes(n);
-    if (n) std::memcpy(bytes.data(), memory->ptr(), n);
-    return std::vector<bool>(bytes.begin(), bytes.end());
-  } else {
-    std::vector<Elem> out(n);
-    if (n) std::memcpy(out.data(), memory->ptr(), n * sizeof(Elem));
-    return out;
-  }
-}
-
-template <class Elem> Elem Tensor::item() const {
-  if (numel() != 1) throw ShapeError(detail::cat("item: the tensor has shape ", shape(), ", not one element"));
-  return to_vector<Elem>()[0];
-}
-
-}  // namespace tinyt::inline v0
-// ---- end tinyt/tensor.hpp ----
-// ---- tinyt/ops/movement.hpp ----
-// Movement: views that never copy. Each checks its arguments against the shape and builds one
-// of the six movement UOps (or none, when it would change nothing).
-
-
-namespace tinyt::inline v0 {
-
-namespace detail {
-inline std::string shape_str(const std::vector<int64_t>& s) { return to_string(Shape(s)); }
-}  // namespace detail
-
-inline std::vector<int64_t> Tensor::broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
-                                                    const char* op) {
-  const size_t n = std::max(a.size(), b.size());
-  std::vector<int64_t> out(n);
-  for (size_t i = 0; i < n; ++i) {
-    const int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
-    const int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    if (x != y && x != 1 && y != 1)
-      throw ShapeError(detail::cat(op, ": cannot broadcast ", detail::shape_str(a), " with ", detail::shape_str(b)));
-    out[i] = x == 1 ? y : x;
-  }
-  return out;
-}
-
-/// `t` broadcast to `shape` (which it must broadcast to): a reshape adding leading 1s, an expand.
-inline Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s = t.cshape();
-  if (s == shape) return t;
-  if (s.size() > shape.size())
-    throw ShapeError(detail::cat("expand: cannot broadcast ", detail::shape_str(s), " to ", detail::shape_str(shape)));
-  s.insert(s.begin(), shape.size() - s.size(), 1);
-  for (size_t i = 0; i < s.size(); ++i)
-    if (s[i] != shape[i] && s[i] != 1)
-      throw ShapeError(detail::cat("expand: cannot broadcast ", detail::shape_str(t.cshape()), " to ", detail::shape_str(shape)));
-  return Tensor(graph::expand(graph::reshape(t.uop(), s), shape));
-}
-
-inline Tensor Tensor::reshape(Shape shape) const {
-  const std::vector<int64_t> old = cshape();
-  std::vector<int64_t> s;
-  int64_t known = 1, infer = -1;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    const int64_t d = shape[i].as_int();
-    if (d == -1) {
-      if (infer >= 0) throw ShapeError(detail::cat("reshape: more than one -1 in ", shape));
-      infer = static_cast<int64_t>(i);
-    } else if (d < 0) {
-      throw ShapeError(detail::cat("reshape: negative size in ", shape));
-    } else {
-      known *= d;
-    }
-    s.push_back(d);
-  }
-  const int64_t n = numel();
-  if (infer >= 0) {
-    if (known == 0 || n % known != 0)
-      throw ShapeError(detail::cat("reshape: cannot reshape ", detail::shape_str(old), " to ", shape));
-    s[static_cast<size_t>(infer)] = n / known;
-  } else if (known != n) {
-    throw ShapeError(detail::cat("reshape: cannot reshape ", detail::shape_str(old), " (", n, " elements) to ", shape));
-  }
-  return Tensor(graph::reshape(uop(), s));
-}
-
-inline Tensor Tensor::permute(std::vector<int> order) const {
-  const std::vector<int64_t> s = cshape();
-  if (order.size() != s.size())
-    throw ShapeError(detail::cat("permute: ", order.size(), " axes for shape ", detail::shape_str(s)));
-  std::vector<int64_t> perm;
-  std::vector<bool> seen(s.size(), false);
-  for (int a : order) {
-    const int ax = normalize_axis(a, s.size(), "permute");
-    if (seen[static_cast<size_t>(ax)]) throw ShapeError(detail::cat("permute: axis ", a, " repeats"));
-    seen[static_cast<size_t>(ax)] = true;
-    perm.push_back(ax);
-  }
-  return Tensor(graph::permute(uop(), perm));
-}
-
-inline Tensor Tensor::expand(Shape shape) const {
-  std::vector<int64_t> target;
-  const std::vector<int64_t> s = cshape();
-  for (size_t i = 0; i < shape.size(); ++i) {
-    int64_t d = shape[i].as_int();
-    // -1 keeps the size of the matching dim (aligned from the right)
-    if (d == -1 && i + s.size() >= shape.size()) d = s[i + s.size() - shape.size()];
-    target.push_back(d);
-  }
-  return broadcast_to(*this, target);
-}
-
-inline Tensor Tensor::pad(std::vector<std::pair<sint, sint>> padding, double value) const {
-  const std::vector<int64_t> s = cshape();
-  if (padding.size() != s.size())
-    throw ShapeError(detail::cat("pad: ", padding.size(), " (before, after) pairs for shape ", detail::shape_str(s)));
-  std::vector<std::pair<int64_t, int64_t>> grow, cut;
-  bool negative = false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const int64_t b = padding[i].first.as_int(), a = padding[i].second.as_int();
-    if (b + a + s[i] < 0) throw ShapeError(detail::cat("pad: padding (", b, ", ", a, ") removes more than dim ", i, " has"));
-    negative |= b < 0 || a < 0;
-    grow.emplace_back(std::max<int64_t>(b, 0), std::max<int64_t>(a, 0));
-    cut.emplace_back(-std::min<int64_t>(b, 0), s[i] + std::min<int64_t>(a, 0));
-  }
-  // negative padding crops (as PyTorch's)
-  Tensor x = negative ? Tensor(graph::shrink(uop(), cut)) : *this;
-  Tensor padded(graph::pad(x.uop(), grow));
-  if (value == 0.0) return padded;
-  // pads fill with 0: a non-zero value is selected where a padded mask of ones is false
-  Tensor mask(graph::pad(graph::expand(graph::reshape(graph::const_(dtypes::bool_, true, device()), std::vector<int64_t>(s.size(), 1)), x.cshape()), grow));
-  return mask.where(padded, Tensor::full(Shape(padded.cshape()), value, dtype(), device()));
-}
-
-inline Tensor Tensor::shrink(std::vector<std::pair<sint, sint>> bounds) const {
-  const std::vector<int64_t> s = cshape();
-  if (bounds.size() != s.size())
-    throw ShapeError(detail::cat("shrink: ", bounds.size(), " (start, end) pairs for shape ", detail::shape_str(s)));
-  std::vector<std::pair<int64_t, int64_t>> p;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const int64_t b = bounds[i].first.as_int(), e = bounds[i].second.as_int();
-    if (b < 0 || e < b || e > s[i])
-      throw ShapeError(detail::cat("shrink: (", b, ", ", e, ") is outside dim ", i, " of shape ", detail::shape_str(s)));
-    p.emplace_back(b, e);
-  }
-  return Tensor(graph::shrink(uop(), p));
-}
-
-inline Tensor Tensor::flip(std::vector<int> axes) const {
-  std::vector<bool> f(ndim(), false);
-  for (int a : axes) {
-    const auto ax = static_cast<size_t>(normalize_axis(a, ndim(), "flip"));
-    if (f[ax]) throw ShapeError(detail::cat("flip: axis ", a, " repeats"));
-    f[ax] = true;
-  }
-  return Tensor(graph::flip(uop(), f));
-}
-
-inline Tensor Tensor::transpose(int d0, int d1) const {
-  std::vector<int> order(ndim());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::swap(order[static_cast<size_t>(normalize_axis(d0, ndim(), "transpose"))],
-            order[static_cast<size_t>(normalize_axis(d1, ndim(), "transpose"))]);
-  return permute(order);
-}
-
-inline Tensor Tensor::flatten(int start, int end) const {
-  if (ndim() == 0) return reshape({1});
-  const auto s = cshape();
-  const auto a = static_cast<size_t>(normalize_axis(start, s.size(), "flatten"));
-  const auto b = static_cast<size_t>(normalize_axis(end, s.size(), "flatten"));
-  if (a > b) throw ShapeError(detail::cat("flatten: start ", start, " comes after end ", end));
-  std::vector<int64_t> out(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(a));
-  int64_t n = 1;
-  for (size_t i = a; i <= b; ++i) n *= s[i];
-  out.push_back(n);
-  out.insert(out.end(), s.begin() + static_cast<std::ptrdiff_t>(b) + 1, s.end());
-  return reshape(Shape(out));
-}
-
-inline Tensor Tensor::unflatten(int dim, Shape sizes) const {
-  auto s = cshape();
-  const auto d = static_cast<size_t>(normalize_axis(dim, s.size(), "unflatten"));
-  std::vector<sint> out(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(d));
-  for (const sint& x : sizes) out.push_back(x);
-  out.insert(out.end(), s.begin() + static_cast<std::ptrdiff_t>(d) + 1, s.end());
-  return reshape(Shape(out));
-}
-
-inline Tensor Tensor::squeeze(int dim) const {
-  auto s = cshape();
-  if (s.empty()) return *this;
-  const auto d = static_cast<size_t>(normalize_axis(dim, s.size(), "squeeze"));
-  if (s[d] != 1) return *this;
-  s.erase(s.begin() + static_cast<std::ptrdiff_t>(d));
-  return reshape(Shape(s));
-}
-inline Tensor Tensor::squeeze() const {
-  auto s = cshape();
-  std::erase(s, 1);
-  return reshape(Shape(s));
-}
-inline Tensor Tensor::unsqueeze(int dim) const {
-  auto s = cshape();
-  const auto d = static_cast<size_t>(normalize_axis(dim, s.size() + 1, "unsqueeze"));
-  s.insert(s.begin() + static_cast<std::ptrdiff_t>(d), 1);
-  return reshape(Shape(s));
-}
-
-inline Tensor Tensor::to(const std::string& device) const {
-  const std::string d = Device::canonicalize(device);
-  if (d == this->device()) return *this;
-  return Tensor(UOp(Ops::COPY, dtype(), {uop(), graph::device_uop(d)}));
-}
-inline Tensor Tensor::contiguous() const { return Tensor(UOp(Ops::CONTIGUOUS, dtype(), {uop()})); }
-inline Tensor Tensor::contiguous_backward() const { return Tensor(UOp(Ops::CONTIGUOUS_BACKWARD, dtype(), {uop()})); }
-inline Tensor Tensor::detach() const { return Tensor(UOp(Ops::DETACH, dtype(), {uop()})); }
-
-}  // namespace tinyt::inline v0
-// ---- end tinyt/ops/movement.hpp ----
-// ---- tinyt/ops/elementwise.hpp ----
-// Elementwise ops: broadcasting, dtype promotion, and the math functions, each a composition of
-// the ALU UOps (EXP2, LOG2, SIN, SQRT, RECIPROCAL, TRUNC, ADD, MUL, MAX, CMPLT, WHERE, ...).
-
-#include <numbers>
-
-
-namespace tinyt::inline v0 {
-
-/// Lets the elementwise machinery see a tensor's weak flag and build tensors from UOps.
-struct TensorAccess {
-  static bool weak(const Tensor& t) { return t.weak(); }
-  static UOp exact(const Tensor& t) { return t.d_ ? t.d_->exact : UOp(); }
-  static Tensor make(UOp u, bool weak, UOp exact) {
-    Tensor t(std::move(u));
-    t.d_->weak = weak;
-    t.d_->exact = std::move(exact);
-    return t;
-  }
-};
-
-namespace detail {
-/// A value in the middle of lowering an expression: a tensor-level UOp, whether it is a weak C++
-/// scalar, and for a C++ double its unrounded value (a float64 CONST): it takes the dtype of the
-/// tensor it meets, float64 included, rounded once from the double.
-struct Operand {
-  UOp u;
-  bool weak = false;
-  UOp exact{};
-};
-inline Operand operand_of(const Tensor& t) { return {t.uop(), TensorAccess::weak(t), TensorAccess::exact(t)}; }
-inline Tensor to_tensor(Operand o) { return TensorAccess::make(std::move(o.u), o.weak, std::move(o.exact)); }
-
-inline Operand cast_operand(const Operand& x, DType dt) {
-  if (dt == x.u.dtype()) return x;
-  if (dt.is_ptr() || dt.is_void() || dt.is_index() || dt.count() != 1)
-    throw DTypeError(cat("cast: cannot cast to ", dt.name()));
-  if (x.u.op() == Ops::CONST) {  // a constant converts now (C's conversion rules)
-    UOp c = x.u.arg().is<double>() ? UOp::const_(dtypes::float64, x.u.arg().get<double>())
-                                   : UOp(Ops::CONST, x.u.dtype(), {}, x.u.arg());
-    if (UOp folded = fold_constants(Ops::CAST, dt, {c})) return {UOp(Ops::CONST, dt, x.u.src(), folded.arg()), x.weak};
-  }
-  return {x.u.cast(dt), false};
-}
-/// x in the dtype an op computes in: a C++ double rounds from its own value, not from float32's.
-inline Operand promote_operand(const Operand& x, DType dt) {
-  if (x.exact && dt.is_float() && dt != x.u.dtype())
-    return {UOp(Ops::CONST, dt, x.u.src(), UOp::const_(dt, x.exact.const_float()).arg()), x.weak, x.exact};
-  return cast_operand(x, dt);
-}
-/// t converted to `dt` as an op converts its operands (a C++ double from its own value), no
-/// longer weak.
-inline Tensor promoted(const Tensor& t, DType dt) { return to_tensor({promote_operand(operand_of(t), dt).u, false}); }
-
-inline UOp broadcast_uop(const UOp& u, const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s = graph::concrete_shape(u);
-  if (s == shape) return u;
-  s.insert(s.begin(), shape.size() - s.size(), 1);
-  return graph::expand(graph::reshape(u, s), shape);
-}
-
-/// `a <op> b` with tinygrad's promotion (weak scalars adopt the other side's dtype where it
-/// fits), NumPy broadcasting, and device checks.
-inline Operand binary_operand(Ops op, Operand a, Operand b, const char* name, bool to_float) {
-  const DType da = a.u.dtype(), db = b.u.dtype();
-  DType dt = a.weak && !b.weak   ? weak_promote(db, da)
-             : b.weak && !a.weak ? weak_promote(da, db)
-                                 : least_upper_dtype({da, db});
-  if (to_float) dt = least_upper_float(dt);
-  a = promote_operand(a, dt), b = promote_operand(b, dt);
-  // a C++ scalar lives where the tensor it meets lives
-  auto move_scalar = [](const Operand& s, const Operand& to) {
-    const std::string& dev = graph::device_of(to.u);
-    if (!s.weak || s.u.op() != Ops::CONST || graph::device_of(s.u) == dev) return s;
-    return Operand{UOp(Ops::CONST, s.u.dtype(), {graph::device_uop(dev)}, s.u.arg()), true, s.exact};
-  };
-  a = move_scalar(a, b), b = move_scalar(b, a);
-  if (graph::device_of(a.u) != graph::device_of(b.u))
-    throw DeviceError(cat(name, ": operands are on ", graph::device_of(a.u), " and ", graph::device_of(b.u)));
-  const auto shape = Tensor::broadcast_shape(graph::concrete_shape(a.u), graph::concrete_shape(b.u), name);
-  return {broadcast_uop(a.u, shape).alu(op, {broadcast_uop(b.u, shape)}), false};
-}
-/// -x as x * -1 (a constant is negated now; the weak flag stays).
-inline Operand negate(const Operand& x) {
-  const DType dt = x.u.dtype();
-  if (dt.is_bool()) throw DTypeError("sub: subtracting bool tensors is not supported; use logical_xor");
-  if (x.u.op() == Ops::CONST) {
-    const UOp value = -UOp(Ops::CONST, dt, {}, x.u.arg());
-    return {UOp(Ops::CONST, dt, x.u.src(), value.arg()), x.weak, x.exact ? UOp::const_(dtypes::float64, -x.exact.const_float()) : UOp()};
-  }
-  const UOp minus_one = graph::const_(dt, -1, graph::device_of(x.u));
-  return {x.u.alu(Ops::MUL, {broadcast_uop(minus_one, graph::concrete_shape(x.u))}), x.weak};
-}
-}  // namespace detail
-
-// an explicit cast converts the value the tensor holds (a C++ double is float32 by then)
-inline Tensor Tensor::cast(DType dt) const { return detail::to_tensor(detail::cast_operand({uop(), weak()}, dt)); }
-
-inline Tensor Tensor::bitcast(DType dt) const {
-  if (dt.itemsize() != dtype().itemsize())
-    throw DTypeError(detail::cat("bitcast: ", dtype().name(), " and ", dt.name(), " differ in size"));
-  return Tensor(uop().bitcast(dt));
-}
-
-inline Tensor Tensor::binary(Ops op, const Tensor& o, const char* name, bool to_float) const {
-  return detail::to_tensor(detail::binary_operand(op, detail::operand_of(*this), detail::operand_of(o), name, to_float));
-}
-
-inline Tensor Tensor::unary(Ops op) const {
-  Tensor x = cast(least_upper_float(dtype()));
-  return Tensor(x.uop().alu(op));
-}
-
-inline Tensor Tensor::add(const Tensor& o) const { return binary(Ops::ADD, o, "add"); }
-inline Tensor Tensor::mul(const Tensor& o) const { return binary(Ops::MUL, o, "mul"); }
-inline Tensor Tensor::sub(const Tensor& o) const {
-  return detail::to_tensor(detail::binary_operand(Ops::ADD, detail::operand_of(*this), detail::negate(detail::operand_of(o)), "sub", false));
-}
-inline Tensor Tensor::neg() const {
-  if (dtype().is_bool()) return logical_not();
-  return detail::to_tensor(detail::negate(detail::operand_of(*this)));  // -scalar stays a weak scalar
-}
-/// True division: integers divide as the default float.
-inline Tensor Tensor::div(const Tensor& o) const { return binary(Ops::FDIV, o, "div", true); }
-inline Tensor Tensor::maximum(const Tensor& o) const { return binary(Ops::MAX, o, "maximum"); }
-inline Tensor Tensor::minimum(const Tensor& o) const {
-  // min(a, b) = -max(-a, -b); integers use ~, which reverses order without overflow
-  if (dtype().is_float() || o.dtype().is_float()) return neg().maximum(o.neg()).neg();
-  return bitwise_not().maximum(o.bitwise_not()).bitwise_not();
-}
-inline Tensor Tensor::eq(const Tensor& o) const { return binary(Ops::CMPEQ, o, "eq"); }
-inline Tensor Tensor::ne(const Tensor& o) const { return binary(Ops::CMPNE, o, "ne"); }
-inline Tensor Tensor::lt(const Tensor& o) const { return binary(Ops::CMPLT, o, "lt"); }
-inline Tensor Tensor::gt(const Tensor& o) const { return o.binary(Ops::CMPLT, *this, "gt"); }
-inline Tensor Tensor::le(const Tensor& o) const { return lt(o).logical_or(eq(o)); }  // false with NaN
-inline Tensor Tensor::ge(const Tensor& o) const { return gt(o).logical_or(eq(o)); }
-
-namespace detail {
-inline void require_int_or_bool(const Tensor& t, const char* op) {
-  if (t.dtype().is_float()) throw DTypeError(cat(op, ": needs integer or bool tensors, not ", t.dtype().name()));
-}
-}  // namespace detail
-inline Tensor Tensor::bitwise_and(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_and"), detail::require_int_or_bool(o, "bitwise_and"); return binary(Ops::AND, o, "bitwise_and"); }
-inline Tensor Tensor::bitwise_or(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_or"), detail::require_int_or_bool(o, "bitwise_or"); return binary(Ops::OR, o, "bitwise_or"); }
-inline Tensor Tensor::bitwise_xor(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_xor"), detail::require_int_or_bool(o, "bitwise_xor"); return binary(Ops::XOR, o, "bitwise_xor"); }
-namespace detail {
-// Shifts as PyTorch defines them: by a negative amount or by the width or more, every bit is
-// shifted out (<< gives 0, >> gives 0 or, for a negative signed value, -1). The kernel only ever
-// shifts by less than the width: C and LLVM leave wider shifts undefined.
-struct ShiftOperands {
-  Tensor x, amount, in_range;  // in the promoted dtype; whether 0 <= amount < bits
-  int64_t bits;
-};
-inline ShiftOperands shift_operands(const Tensor& x, const Tensor& amount, const char* op) {
-  require_int_or_bool(x, op);
-  const DType dt = x.add(amount).dtype();
-  const Tensor a = promoted(amount, dt);
-  const int64_t bits = dt.is_bool() ? 1 : 8 * dt.itemsize();
-  return {x.cast(dt), a, a.ge(0).logical_and(a.lt(bits)), bits};
-}
-}  // namespace detail
-inline Tensor Tensor::lshift(const Tensor& o) const {
-  const auto [x, amount, in_range, bits] = detail::shift_operands(*this, o, "lshift");
-  if (x.dtype().is_bool()) return x.logical_and(in_range);  // one bit: kept by a shift of 0 only
-  return in_range.where(x.binary(Ops::SHL, amount.bitwise_and(bits - 1), "lshift"), 0);
-}
-inline Tensor Tensor::rshift(const Tensor& o) const {
-  const auto [x, amount, in_range, bits] = detail::shift_operands(*this, o, "rshift");
-  if (x.dtype().is_bool()) return x.logical_and(in_range);
-  if (x.dtype().is_unsigned()) return in_range.where(x.binary(Ops::SHR, amount.bitwise_and(bits - 1), "rshift"), 0);
-  return x.binary(Ops::SHR, in_range.where(amount, bits - 1), "rshift");  // the sign fills every bit
-}
-inline Tensor Tensor::bitwise_not() const {
-  detail::require_int_or_bool(*this, "bitwise_not");
-  if (dtype().is_bool()) return logical_not();
-  if (weak() && uop().op() == Ops::CONST) {  // ~scalar stays a weak scalar, so min(int8, 5) stays int8
-    const UOp c(Ops::CONST, dtype(), {}, uop().arg());
-    return detail::to_tensor({UOp(Ops::CONST, dtype(), uop().src(), fold_constants(Ops::XOR, dtype(), {c, c.const_like(-1)}).arg()), true});
-  }
-  return bitwise_xor(Tensor(graph::const_(dtype(), -1, device())));
-}
-inline Tensor Tensor::logical_not() const { return cast(dtypes::bool_).ne(Tensor(true)); }
-inline Tensor Tensor::logical_and(const Tensor& o) const { return cast(dtypes::bool_).binary(Ops::AND, o.cast(dtypes::bool_), "logical_and"); }
-inline Tensor Tensor::logical_or(const Tensor& o) const { return cast(dtypes::bool_).binary(Ops::OR, o.cast(dtypes::bool_), "logical_or"); }
-inline Tensor Tensor::logical_xor(const Tensor& o) const { return cast(dtypes::bool_).binary(Ops::XOR, o.cast(dtypes::bool_), "logical_xor"); }
-
-inline Tensor Tensor::where(const Tensor& a, const Tensor& b) const {
-  // the branches promote together; the condition is any dtype read as bool
-  DType dt = a.weak() && !b.weak()   ? weak_promote(b.dtype(), a.dtype())
-             : b.weak() && !a.weak() ? weak_promote(a.dtype(), b.dtype())
-                                     : least_upper_dtype({a.dtype(), b.dtype()});
-  Tensor c = cast(dtypes::bool_);
-  Tensor x = detail::promoted(a, dt), y = detail::promoted(b, dt);
-  auto shape = broadcast_shape(broadcast_shape(c.cshape(), x.cshape(), "where"), y.cshape(), "where");
-  return Tensor(broadcast_to(c, shape).uop().where(broadcast_to(x, shape).uop(), broadcast_to(y, shape).uop()));
-}
-
-/// Floor division (Python's //): rounds toward negative infinity.
-inline Tensor Tensor::floordiv(const Tensor& o) const {
-  Tensor a = *this;
-  if (dtype().is_float() || o.dtype().is_float()) return div(o).floor();
-  Tensor q = a.binary(Ops::IDIV, o, "floordiv"), r = a.binary(Ops::MOD, o, "floordiv");
-  // C truncates: step down one where the remainder is non-zero and the signs differ
-  Tensor fix = r.ne(0).logical_and(r.lt(0).ne(o.lt(0)));
-  return q.sub(fix.cast(q.dtype()));
-}
-/// Remainder with the sign of the divisor (Python's %, PyTorch's remainder).
-inline Tensor Tensor::mod(const Tensor& o) const {
-  if (dtype().is_float() || o.dtype().is_float()) return sub(floordiv(o).mul(o));
-  Tensor r = binary(Ops::MOD, o, "mod");
-  Tensor fix = r.ne(0).logical_and(r.lt(0).ne(o.lt(0)));
-  return fix.where(r.add(o), r);
-}
-inline Tensor Tensor::pow(const Tensor& o) const {
-  if (dtype().is_float() || o.dtype().is_float()) return binary(Ops::POW, o, "pow", true);
-  // integers, as PyTorch: exact and wrapping, by squaring and multiplying over the exponent's
-  // bits; a negative exponent truncates 1/x^n (1 for 1, -1 or 1 for -1, else 0)
-  const DType dt = binary(Ops::ADD, o, "pow").dtype();
-  const Tensor base = cast(dt), exponent = detail::promoted(o, dt);
-  if (dt.is_bool()) return base.logical_or(exponent.logical_not());
-  Tensor result = Tensor::full_like(base, 1), square = base;
-  if (exponent.uop().op() == Ops::CONST) {  // a known exponent: only its bits
-    i128 e = exponent.uop().const_int();
-    if (e < 0) return base.eq(1).where(1, base.eq(-1).where(e % 2 ? -1 : 1, 0)).cast(dt);
-    for (; e > 0; e >>= 1) {
-      if (e & 1) result = result.mul(square);
-      if (e > 1) square = square.mul(square);
-    }
-    return result;
-  }
-  const int64_t bits = 8 * dt.itemsize() - (dt.is_unsigned() ? 0 : 1);  // a negative one is below
-  for (int64_t i = 0; i < bits; ++i) {
-    const Tensor bit_set = exponent.bitwise_and(Tensor(static_cast<int64_t>(uint64_t{1} << i))).ne(0);
-    result = bit_set.where(result.mul(square), result);
-    if (i + 1 < bits) square = square.mul(square);
-  }
-  if (dt.is_unsigned()) return result;
-  const Tensor odd = exponent.bitwise_and(1).ne(0);
-  const Tensor negative_power = base.eq(1).where(1, base.eq(-1).where(odd.where(-1, 1), 0)).cast(dt);
-  return exponent.lt(0).where(negative_power, result);
-}
-
-// -- math functions ------------------------------------------------------------------------------
-inline Tensor Tensor::exp2() const { return unary(Ops::EXP2); }
-inline Tensor Tensor::log2() const { return unary(Ops::LOG2); }
-inline Tensor Tensor::exp() const { return cast(least_upper_float(dtype())).mul(1.0 / std::numbers::ln2).exp2(); }
-inline Tensor Tensor::log() const { return log2().mul(std::numbers::ln2); }
-inline Tensor Tensor::sqrt() const { return unary(Ops::SQRT); }
-inline Tensor Tensor::reciprocal() const { return unary(Ops::RECIPROCAL); }
-inline Tensor Tensor::rsqrt() const { return sqrt().reciprocal(); }
-inline Tensor Tensor::sin() const { return unary(Ops::SIN); }
-inline Tensor Tensor::cos() const { return cast(least_upper_float(dtype())).neg().add(std::numbers::pi / 2).sin(); }
-inline Tensor Tensor::tan() const { return sin().div(cos()); }
-inline Tensor Tensor::square() const { return mul(*this); }
-inline Tensor Tensor::abs() const { return dtype().is_bool() ? *this : lt(0).where(neg(), *this); }
-inline Tensor Tensor::sign() const {
-  // NaN stays NaN (x*0), like PyTorch
-  Tensor s = ne(0).where(lt(0).where(-1, 1), 0).cast(dtype());
-  return dtype().is_float() ? s.add(mul(0)) : s;
-}
-inline Tensor Tensor::trunc() const { return dtype().is_float() ? Tensor(uop().alu(Ops::TRUNC)) : *this; }
-inline Tensor Tensor::floor() const {
-  if (!dtype().is_float()) return *this;
-  Tensor t = trunc();
-  return lt(t).where(t.sub(1), t);
-}
-inline Tensor Tensor::ceil() const {
-  if (!dtype().is_float()) return *this;
-  Tensor t = trunc();
-  return gt(t).where(t.add(1), t);
-}
-/// Rounds half to even, like PyTorch.
-inline Tensor Tensor::round() const {
-  if (!dtype().is_float()) return *this;
-  Tensor f = floor(), d = sub(f);
-  Tensor even = f.sub(f.mul(0.5).floor().mul(2)).eq(0);
-  return d.gt(0.5).where(f.add(1), d.lt(0.5).where(f, even.where(f, f.add(1))));
-}
-inline Tensor Tensor::isnan() const { return ne(*this); }
-inline Tensor Tensor::isinf() const { return dtype().is_float() ? eq(INFINITY).logical_or(eq(-INFINITY)) : Tensor::full_like(*this, false).cast(dtypes::bool_); }
-inline Tensor Tensor::isfinite() const { return isnan().logical_or(isinf()).logical_not(); }
-
-inline Tensor Tensor::relu() const { return maximum(0); }
-inline Tensor Tensor::relu6() const { return relu().minimum(6); }
-inline Tensor Tensor::sigmoid() const { return neg().exp().add(1).reciprocal(); }
-inline Tensor Tensor::logsigmoid() const { return neg().softplus().neg(); }
-inline Tensor Tensor::tanh() const { return mul(2).sigmoid().mul(2).sub(1); }
-/// The exact GELU, x * Phi(x), as PyTorch's default.
-inline Tensor Tensor::gelu() const { return mul(0.5).mul(mul(1.0 / std::numbers::sqrt2).erf().add(1)); }
-inline Tensor Tensor::quick_gelu() const { return mul(mul(1.702).sigmoid()); }
-inline Tensor Tensor::silu() const { return mul(sigmoid()); }
-inline Tensor Tensor::elu(double alpha) const { return gt(0).where(*this, exp().sub(1).mul(alpha)); }
-inline Tensor Tensor::leaky_relu(double slope) const { return lt(0).where(mul(slope), *this); }
-/// log(1 + exp(beta x)) / beta, linear above beta x > 20 like PyTorch.
-inline Tensor Tensor::softplus(double beta) const {
-  Tensor bx = mul(beta);
-  // log1p(exp(-|bx|)) + max(bx, 0) is stable on both sides
-  Tensor stable = bx.abs().neg().exp().add(1).log().add(bx.relu()).div(beta);
-  return bx.gt(20).where(*this, stable);
-}
-inline Tensor Tensor::mish() const { return mul(softplus().tanh()); }
-inline Tensor Tensor::hardsigmoid() const { return add(3).relu6().div(6); }
-inline Tensor Tensor::hardswish() const { return mul(hardsigmoid()); }
-inline Tensor Tensor::hardtanh(double lo, double hi) const { return clip(lo, hi); }
-/// erf by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7).
-inline Tensor Tensor::erf() const {
-  Tensor x = cast(least_upper_float(dtype()));
-  Tensor a = x.abs(), t = a.mul(0.3275911).add(1).reciprocal();
-  Tensor poly = t.mul(1.061405429).add(-1.453152027).mul(t).add(1.421413741).mul(t).add(-0.284496736).mul(t).add(0.254829592).mul(t);
-  Tensor y = poly.mul(a.square().neg().exp()).neg().add(1);
-  return x.lt(0).where(y.neg(), y);
-}
-inline Tensor Tensor::clip(const Tensor& lo, const Tensor& hi) const { return maximum(lo).minimum(hi); }
-inline Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const { return add(end.sub(*this).mul(weight)); }
-inline Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const { return mask.where(value, *this); }
-
-/// Floor division, Python's `//`.
-inline Tensor floordiv(const Tensor& a, const Tensor& b) { return a.floordiv(b); }
-
-}  // namespace tinyt::inline v0
-// ---- end tinyt/ops/elementwise.hpp ----
-// ---- tinyt/expr.hpp ----
-// Expression templates: `a * b + c` (tensors, expressions, C++ scalars) is a type that holds its
-// operands by value (so `auto e = a + b;` cannot dangle) and describes the computation; turning
-// it into a Tensor lowers the whole expression to UOps in one pass, with no Tensor per
-// intermediate. An expression converts implicitly to Tensor and has every Tensor method.
-
-
-namespace tinyt::inline v0 {
-
-/// Every const Tensor method an expression forwards (names only; overloads come along).
-#define TINYT_TENSOR_METHODS(X)                                                                        \
-  X(shape) X(ndim) X(numel) X(dtype) X(device) X(element_size) X(nbytes) X(add) X(sub) X(mul) X(div)   \
-  X(floordiv) X(mod) X(pow) X(maximum) X(minimum) X(where) X(eq) X(ne) X(lt) X(le) X(gt) X(ge)         \
-  X(bitwise_and) X(bitwise_or) X(bitwise_xor) X(lshift) X(rshift) X(logical_and) X(logical_or)         \
-  X(logical_xor) X(logical_not) X(bitwise_not) X(neg) X(cast) X(bitcast) X(float_) X(half) X(int_)     \
-  X(bool_) X(exp) X(exp2) X(log) X(log2) X(sqrt) X(rsqrt) X(reciprocal) X(square) X(abs) X(sign) X(sin) \
-  X(cos) X(tan) X(trunc) X(floor) X(ceil) X(round) X(isnan) X(isinf) X(isfinite) X(relu) X(relu6)      \
-  X(sigmoid) X(logsigmoid) X(tanh) X(gelu) X(quick_gelu) X(silu) X(elu) X(leaky_relu) X(softplus)      \
-  X(mish) X(hardswish) X(hardsigmoid) X(hardtanh) X(erf) X(clip) X(lerp) X(masked_fill) X(sum) X(prod) \
-  X(max) X(min) X(mean) X(any) X(all) X(cumsum) X(var) X(std) X(argmax) X(argmin) X(logsumexp)         \
-  X(softmax) X(log_softmax) X(reshape) X(view) X(permute) X(expand) X(pad) X(shrink) X(flip)           \
-  X(transpose) X(T) X(flatten) X(unflatten) X(squeeze) X(unsqueeze) X(contiguous) X(detach) X(repeat)  \
-  X(split) X(chunk) X(gather) X(one_hot) X(matmul) X(dot) X(linear) X(conv2d) X(conv_transpose2d)      \
-  X(max_pool2d) X(avg_pool2d) X(layernorm) X(batchnorm) X(dropout) X(scaled_dot_product_attention)     \
-  X(cross_entropy) X(sparse_categorical_crossentropy) X(binary_crossentropy)                           \
-  X(binary_crossentropy_logits) X(contiguous_backward)
-
-/// The Tensor methods of an expression type D (which provides `Tensor tensor() const`).
-template <class D> class ExprMethods {
- public:
-  operator Tensor() const { return self().tensor(); }  // NOLINT: expressions are tensors
-#define TINYT_FORWARD(name) \
-  template <class... A> decltype(auto) name(A&&... a) const { return self().tensor().name(std::forward<A>(a)...); }
-  TINYT_TENSOR_METHODS(TINYT_FORWARD)
-#undef TINYT_FORWARD
-  template <class Elem> std::vector<Elem> to_vector() const { return self().tensor().template to_vector<Elem>(); }
-  template <class Elem> Elem item() const { return self().tensor().template item<Elem>(); }
-  Tensor realize() const { return self().tensor().realize(); }
-  std::vector<Tensor> gradient(const std::vector<Tensor>& targets, const Tensor& seed = {}) const {
-    return self().tensor().gradient(targets, seed);
-  }
-  /// backward() of the expression's value, which is returned (an expression has no grad of its own).
-  Tensor backward(const Tensor& seed = {}) const {
-    Tensor t = self().tensor();
-    t.backward(seed);
-    return t;
-  }
-  TensorRef operator[](std::initializer_list<Index> index) const { return self().tensor()[index]; }
-  friend std::ostream& operator<<(std::ostream& os, const ExprMethods& e) { return os << e.self().tensor(); }
-
- private:
-  const D& self() const { return static_cast<const D&>(*this); }
-};
-
-template <class T> struct is_expr : std::false_type {};
-/// Tensors, expressions and C++ scalars: what an expression may hold.
-template <class T>
-concept ExprOperand = std::is_arithmetic_v<T> || std::is_base_of_v<Tensor, T> || is_expr<T>::value;
-
-namespace detail {
-template <class E> Operand to_operand(const E& e);
-template <class E> std::vector<int64_t> shape_of(const E& e) {
-  if constexpr (std::is_arithmetic_v<E>) return {};
-  else if constexpr (std::is_base_of_v<Tensor, E>) return graph::concrete_shape(e.uop());
-  else return e.result_shape();
-}
-}  // namespace detail
-
-/// A binary elementwise op over two operands, lowered when it becomes a Tensor.
-template <class L, class R> class BinaryExpr : public ExprMethods<BinaryExpr<L, R>> {
- public:
-  BinaryExpr(Ops op, const char* name, L l, R r, bool to_float = false, bool negate_right = false)
-      : op_(op), name_(name), to_float_(to_float), negate_right_(negate_right), l_(std::move(l)), r_(std::move(r)),
-        // shapes are checked when the expression is built, not when it runs
-        shape_(Tensor::broadcast_shape(detail::shape_of(l_), detail::shape_of(r_), name)) {}
-
-  const std::vector<int64_t>& result_shape() const { return shape_; }
-
-  /// The expression as a UOp operand: one pass over the tree, no Tensor per node.
-  detail::Operand operand() const {
-    detail::Operand b = detail::to_operand(r_);
-    if (negate_right_) b = detail::negate(b);
-    return detail::binary_operand(op_, detail::to_operand(l_), b, name_, to_float_);
-  }
-  Tensor tensor() const { return detail::to_tensor(operand()); }
-
- private:
-  Ops op_;
-  const char* name_;
-  bool to_float_, negate_right_;
-  L l_;
-  R r_;
-  std::vector<int64_t> shape_;
-};
-template <class L, class R> struct is_expr<BinaryExpr<L, R>> : std::true_type {};
-
-namespace detail {
-template <class E> Operand to_operand(const E& e) {
-  if constexpr (std::is_arithmetic_v<E>) return to_operand(Tensor(e));
-  else if constexpr (std::is_base_of_v<Tensor, E>) return operand_of(e);
-  else return e.operand();
-}
-template <class A, class B> auto make_binary(Ops op, const char* name, const A& a, const B& b, bool to_float = false,
-                                             bool negate_right = false) {
-  // scalars are stored as their own type; tensors and expressions by value
-  using LA = std::conditional_t<std::is_base_of_v<Tensor, A>, Tensor, A>;
-  using LB = std::conditional_t<std::is_base_of_v<Tensor, B>, Tensor, B>;
-  return BinaryExpr<LA, LB>(op, name, LA(a), LB(b), to_float, negate_right);
-}
-}  // namespace detail
-
-#define TINYT_EXPR_BINARY(sym, OP, name, ...)                                                  \
-  template <ExprOperand A, ExprOperand B>                                                      \
-    requires(!std::is_arithmetic_v<A> || !std::is_arithmetic_v<B>)                            \
-  auto operator sym(const A& a, const B& b) { return detail::make_binary(Ops::OP, name, a, b __VA_OPT__(, ) __VA_ARGS__); }
-TINYT_EXPR_BINARY(+, ADD, "add")
-TINYT_EXPR_BINARY(-, ADD, "sub", false, true)
-TINYT_EXPR_BINARY(*, MUL, "mul")
-TINYT_EXPR_BINARY(/, FDIV, "div", true)
-TINYT_EXPR_BINARY(<, CMPLT, "lt")
-TINYT_EXPR_BINARY(==, CMPEQ, "eq")
-TINYT_EXPR_BINARY(!=, CMPNE, "ne")
-#undef TINYT_EXPR_BINARY
-// the rest go through Tensor methods (they are compositions of several ops)
-#define TINYT_TENSOR_BINARY(sym, method)                                                       \
-  template <ExprOperand A, ExprOperand B>                                                      \
-    requires(!std::is_arithmetic_v<A> || !std::is_arithmetic_v<B>)                            \
-  Tensor operator sym(const A& a, const B& b) { return Tensor(a).method(Tensor(b)); }
-TINYT_TENSOR_BINARY(>, gt)
-TINYT_TENSOR_BINARY(<=, le)
-TINYT_TENSOR_BINARY(>=, ge)
-TINYT_TENSOR_BINARY(%, mod)
-TINYT_TENSOR_BINARY(&, bitwise_and)
-TINYT_TENSOR_BINARY(|, bitwise_or)
-TINYT_TENSOR_BINARY(^, bitwise_xor)
-TINYT_TENSOR_BINARY(<<, lshift)
-TINYT_TENSOR_BINARY(>>, rshift)
-#undef TINYT_TENSOR_BINARY
-template <ExprOperand A> requires(!std::is_arithmetic_v<A>) Tensor operator-(const A& a) { return Tensor(a).neg(); }
-template <ExprOperand A> requires(!std::is_arithmetic_v<A>) Tensor operator~(const A& a) { return Tensor(a).bitwise_not(); }
-template <ExprOperand A> requires(!std::is_arithmetic_v<A>) Tensor operator!(const A& a) { return Tensor(a).logical_not(); }
-
-}  // namespace tinyt::inline v0
-// ---- end tinyt/expr.hpp ----
-// ---- tinyt/ops/reduce.hpp ----
-// Reductions: sum, prod, max over axes with REDUCE_AXIS; min, mean, any, all built on them.
-
-
-namespace tinyt::inline v0 {
-
-namespace detail {
-// The dtype a sum or product accumulates in. Where tinygrad (small ints in the default int,
-// unsigned in uint32) and PyTorch differ, this follows PyTorch: bool and every integer dtype add
-// up in int64 and the result stays int64, so an int32 sum of two 2^30s does not wrap; uint64 stays
-// uint64 (PyTorch returns the same bits as int64, where sums past 2^63 read as negative).
-// float16 and bfloat16 add up in float32 and the result is rounded once, back to their dtype.
-inline DType sum_acc_dtype(DType dt) {
-  if (dt == dtypes::uint64) return dt;
-  if (dt.is_int() || dt.is_bool()) return dtypes::int64;
-  return least_upper_dtype({dt, dtypes::float32});
-}
-// The dtype a sum or product returns: a float keeps its own, an integer is its accumulator's.
-inline DType sum_out_dtype(DType dt) { return dt.is_float() ? dt : sum_acc_dtype(dt); }
-// The dtype the float statistics (mean, var, softmax, logsumexp, layernorm) compute in, as
-// PyTorch's CPU kernels: float32 for float16, bfloat16 and integers, float64 for float64. Their
-// result is then rounded once to least_upper_float of the input.
-inline DType stats_acc_dtype(DType dt) { return least_upper_dtype({least_upper_float(dt), dtypes::float32}); }
-// max and min have no identity: reducing a dim of size 0 is an error, as in PyTorch (other
-// dims may be 0: the result is then empty)
-inline void check_nonempty_reduce(const Tensor& t, const std::vector<int>& axes, const char* op) {
-  const auto s = t.shape().to_vector();
-  for (int a : axes)
-    if (!s.empty() && s[static_cast<size_t>(normalize_axis(a, s.size(), op))] == 0)
-      throw ShapeError(cat(op, ": cannot reduce dim ", a, " of size 0 in shape ", t.shape()));
-}
-inline std::vector<int> all_axes(size_t n) {
-  std::vector<int> axes(n);
-  for (size_t i = 0; i < n; ++i) axes[i] = static_cast<int>(i);
-  return axes;
-}
-
-// A reduction of many elements into few runs as two (tinygrad's split_reduceop): the first
-// reduces contiguous chunks of its largest axis into parts, which threads can share, and the
-// second reduces the parts. Off with SPLIT_REDUCEOP=0.
-inline UOp split_reduce(const Tensor& x, Ops op, const std::vector<int64_t>& axes) {
-  const std::vector<int64_t> s = graph::concrete_shape(x.uop());
-  int64_t in = 1, reduced = 1;
-  for (int64_t d : s) in *= d;
-  for (int64_t a : axes) reduced *= s[static_cast<size_t>(a)];
-  if (reduced < 32768 || in == 0 || !getenv_int("SPLIT_REDUCEOP", 1)) return graph::reduce(x.uop(), op, axes);
-  const int64_t a = *std::max_element(axes.begin(), axes.end(), [&](int64_t p, int64_t q) { return s[size_t(p)] < s[size_t(q)]; });
-  int64_t parts = 0;
-  for (int64_t d = 256; d >= 8 && !parts; d /= 2)
-    if (s[size_t(a)] % d == 0 && s[size_t(a)] / d >= 256) parts = d;
-  // a reduction that reads no memory (an arange) is counted, not looped: splitting would hide that
-  const auto nodes = toposort(x.uop());
-  const bool reads_memory = std::any_of(nodes.begin(), nodes.end(), [](const UOp& u) { return u.op() == Ops::BUFFER; });
-  if (!parts || !reads_memory) return graph::reduce(x.uop(), op, axes);
-  // axis a becomes (parts, chunk); the first reduction keeps the parts
-  std::vector<int64_t> split_shape(s.begin(), s.begin() + a), first_axes;
-  split_shape.insert(split_shape.end(), {parts, s[size_t(a)] / parts});
-  split_shape.insert(split_shape.end(), s.begin() + a + 1, s.end());
-  for (int64_t b : axes) first_axes.push_back(b < a ? b : b + 1);
-  const Tensor chunks(graph::reduce(x.reshape(Shape(split_shape)).uop(), op, first_axes));
-  std::vector<int64_t> out = s;
-  for (int64_t b : axes) out[size_t(b)] = 1;
-  return Tensor(graph::reduce(chunks.contiguous().uop(), op, {a})).reshape(Shape(out)).uop();
-}
-}  // namespace detail
-
-inline Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const {
-  const auto s = cshape();
-  std::vector<int64_t> ax;
-  for (int a : axes) {
-    const int64_t n = normalize_axis(a, s.size(), name);
-    if (std::find(ax.begin(), ax.end(), n) != ax.end()) throw IndexError(detail::cat(name, ": axis ", a, " repeats"));
-    if (!s.empty()) ax.push_back(n);
-  }
-  std::sort(ax.begin(), ax.end());
-  Tensor r(detail::split_reduce(*this, op, ax));
-  if (keepdim) return r;
-  std::vector<int64_t> out;
-  for (size_t i = 0; i < s.size(); ++i)
-    if (std::find(ax.begin(), ax.end(), static_cast<int64_t>(i)) == ax.end()) out.push_back(s[i]);
-  return r.reshape(Shape(out));
-}
-
-inline Tensor Tensor::sum(std::vector<int> axes, bool keepdim) const {
-  return cast(detail::sum_acc_dtype(dtype())).reduce(Ops::ADD, std::move(axes), keepdim, "sum").cast(detail::sum_out_dtype(dtype()));
-}
-inline Tensor Tensor::sum(int axis, bool keepdim) const { return sum(std::vector<int>{axis}, keepdim); }
-inline Tensor Tensor::sum() const { return sum(detail::all_axes(ndim()), false); }
-
-// As PyTorch: integers multiply in int64, floats in their own dtype (PyTorch's CPU prod of
-// float16 rounds every step: 300 * 300 * 2^-10 is inf there, not 87.875).
-inline Tensor Tensor::prod(std::vector<int> axes, bool keepdim) const {
-  return cast(detail::sum_out_dtype(dtype())).reduce(Ops::MUL, std::move(axes), keepdim, "prod");
-}
-inline Tensor Tensor::prod(int axis, bool keepdim) const { return prod(std::vector<int>{axis}, keepdim); }
-inline Tensor Tensor::prod() const { return prod(detail::all_axes(ndim()), false); }
-
-inline Tensor Tensor::max(std::vector<int> axes, bool keepdim) const {
-  detail::check_nonempty_reduce(*this, axes, "max");
-  return reduce(Ops::MAX, std::move(axes), keepdim, "max");
-}
-inline Tensor Tensor::max(int axis, bool keepdim) const { return max(std::vector<int>{axis}, keepdim); }
-inline Tensor Tensor::max() const { return max(detail::all_axes(ndim()), false); }
-
-inline Tensor Tensor::min(std::vector<int> axes, bool keepdim) const {
-  detail::check_nonempty_reduce(*this, axes, "min");
-  if (dtype().is_float()) return neg().reduce(Ops::MAX, std::move(axes), keepdim, "min").neg();
-  return bitwise_not().reduce(Ops::MAX, std::move(axes), keepdim, "min").bitwise_not();
-}
-inline Tensor Tensor::min(int axis, bool keepdim) const { return min(std::vector<int>{axis}, keepdim); }
-inline Tensor Tensor::min() const { return min(detail::all_axes(ndim()), false); }
-
-inline Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
-  const auto s = cshape();
-  int64_t n = 1;
-  for (int a : axes) n *= s.empty() ? 1 : s[static_cast<size_t>(normalize_axis(a, s.size(), "mean"))];
-  // summed and divided in float32 for float16 (three 40000s have a float16 mean, not their sum)
-  const DType acc = detail::stats_acc_dtype(dtype());
-  Tensor total = cast(acc).reduce(Ops::ADD, std::move(axes), keepdim, "mean");
-  // an empty mean is NaN, as 0/0
-  return total.div(Tensor(graph::const_(acc, static_cast<double>(n), device()))).cast(least_upper_float(dtype()));
-}
-inline Tensor Tensor::mean(int axis, bool keepdim) const { return mean(std::vector<int>{axis}, keepdim); }
-inline Tensor Tensor::mean() const { return mean(detail::all_axes(ndim()), false); }
-
-inline Tensor Tensor::any(int axis, bool keepdim) const { return cast(dtypes::bool_).reduce(Ops::MAX, {axis}, keepdim, "any"); }
-inline Tensor Tensor::any() const { return cast(dtypes::bool_).reduce(Ops::MAX, detail::all_axes(ndim()), false, "any"); }
-inline Tensor Tensor::all(int axis, bool keepdim) const { return logical_not().any(axis, keepdim).logical_not(); }
-inline Tensor Tensor::all() const { return logical_not().any().logical_not(); }
-
-namespace detail {
-/// Running sums along the last axis of x (rows, n), in x's own dtype: a sliding window of x padded
-/// with n-1 zeros in front, taken as a view (no copy) and summed, so it is one kernel.
-inline Tensor running_sums(const Tensor& x) {
-  const std::vector<int64_t> s = graph::concrete_shape(x.uop());
-  const int64_t rows = s[0], n = s[1], L = 2 * n - 1;
-  if (n <= 1) return x;
-  // W[i][k] = xp[i + k] for xp = x padded in front by n-1: repeat xp n times, flatten, pad each
-  // row by one element, and row i starts i further in
-  Tensor xp = x.pad({{0, 0}, {n - 1, 0}});
-  Tensor w = xp.unsqueeze(1).expand({rows, n, L}).reshape({rows, n * L}).pad({{0, 0}, {0, n}}).reshape({rows, n, L + 1}).shrink({{0, rows}, {0, n}, {0, n}});
-  return Tensor(split_reduce(w, Ops::ADD, {2})).reshape({rows, n});
-}
-}  // namespace detail
-
-/// Running sums along an axis, accumulated and returned in the dtypes sum uses.
-inline Tensor Tensor::cumsum(int axis) const {
-  if (ndim() == 0) return cast(detail::sum_out_dtype(dtype()));
-  const int ax = normalize_axis(axis, ndim(), "cumsum");
-  std::vector<int> order;
-  for (int i = 0; i < static_cast<int>(ndim()); ++i)
-    if (i != ax) order.push_back(i);
-  order.push_back(ax);
-  Tensor x = permute(order);
-  const auto s = x.cshape();
-  const int64_t n = s.back(), rows = numel() / std::max<int64_t>(n, 1);
-  Tensor acc = x.reshape({rows, n}).cast(detail::sum_acc_dtype(dtype()));
-  Tensor summed = detail::running_sums(acc).cast(detail::sum_out_dtype(dtype())).reshape(Shape(s));
-  std::vector<int> inverse(order.size());
-  for (size_t i = 0; i < order.size(); ++i) inverse[static_cast<size_t>(order[i])] = static_cast<int>(i);
-  return summed.permute(inverse);
-}
-
-}  // namespace tinyt::inline v0
-// ---- end tinyt/ops/reduce.hpp ----
-// ---- tinyt/ops/creation.hpp ----
-// Creation: tensors from host data, constants, ranges, and printing.
-
-
-
-namespace tinyt::inline v0 {
-
-namespace detail {
-inline std::vector<int64_t> checked_shape(const Shape& shape, const char* op) {
-  std::vector<int64_t> s = shape.to_vector();
-  for (int64_t d : s)
-    if (d < 0) throw ShapeError(cat(op, ": negative size in shape ", shape));
-  return s;
-}
-inline int64_t product(const std::vector<int64_t>& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
-// A dtype for a C++ value used as a fill: integers give the default int, floats the default float.
-template <class V> constexpr DType default_dtype_of() {
-  if constexpr (std::is_same_v<V, bool>) return dtypes::bool_;
-  else if constexpr (std::is_integral_v<V>) return dtypes::default_int;
-  else return dtypes::default_float;
-}
-}  // namespace detail
-
-inline Tensor Tensor::from_blob(const void* ptr, Shape shape, DType dtype, std::string device) {
-  const auto s = detail::checked_shape(shape, "from_blob");
-  const int64_t n = detail::product(s);
-  if (!ptr && n) throw Error("from_blob: null data pointer");
-  UOp buf = graph::new_buffer(device.empty() ? Device::default_device() : device, n, dtype);
-  graph::buffer_of(buf)->copyin(ptr, static_cast<size_t>(n * dtype.itemsize()));
-  return Tensor(graph::reshape(buf, s));
-}
-template <class Elem> Tensor Tensor::from_vector(const std::vector<Elem>& data, Shape shape, std::string device) {
-  static_assert(has_dtype_v<Elem>, "Tensor::from_vector: the element type has no tinyt dtype");
-  const auto s = detail::checked_shape(shape, "from_vector");
-  if (detail::product(s) != static_cast<int64_t>(data.size()))
-    throw ShapeError(detail::cat("from_vector: ", data.size(), " values do not fill shape ", shape));
-  if constexpr (std::is_same_v<Elem, bool>) {  // vector<bool> has no data()
-    std::vector<uint8_t> bytes(data.begin(), data.end());
-    return from_blob(bytes.data(), shape, dtypes::bool_, std::move(device));
-  } else {
-    return from_blob(data.data(), shape, dtype_of<Elem>(), std::move(device));
-  }
-}
-template <class Elem> Tensor Tensor::from_vector(const std::vector<Elem>& data) {
-  return from_vector(data, Shape{static_cast<int64_t>(data.size())});
-}
-
-inline Tensor Tensor::empty(Shape shape, DType dtype, std::string device) {
-  const auto s = detail::checked_shape(shape, "empty");
-  return Tensor(graph::reshape(graph::new_buffer(device.empty() ? Device::default_device() : device, detail::product(s), dtype), s));
-}
-template <class V> Tensor Tensor::full(Shape shape, V value, DType dtype, std::string device) {
-  const auto s = detail::checked_shape(shape, "full");
-  const std::string dev = device.empty() ? Device::default_device() : Device::canonicalize(device);
-  UOp c = graph::const_(dtype, value, dev);
-  return Tensor(graph::expand(graph::reshape(c, std::vector<int64_t>(s.size(), 1)), s));
-}
-template <class V> Tensor Tensor::full(Shape shape, V value) {
-  return full(std::move(shape), value, detail::default_dtype_of<V>());
-}
-inline Tensor Tensor::zeros(Shape shape, DType dtype, std::string device) { return full(std::move(shape), 0, dtype, std::move(device)); }
-inline Tensor Tensor::ones(Shape shape, DType dtype, std::string device) { return full(std::move(shape), 1, dtype, std::move(device)); }
-inline Tensor Tensor::zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype(), t.device()); }
-inline Tensor Tensor::ones_like(const Tensor& t) { return ones(t.shape(), t.dtype(), t.device()); }
-template <class V> Tensor Tensor::full_like(const Tensor& t, V value) { return full(t.shape(), value, t.dtype(), t.device()); }
-
-template <class A, class B, class C> Tensor Tensor::arange(A start, B stop, C step) {
-  static_assert(std::is_arithmetic_v<A> && std::is_arithmetic_v<B> && std::is_arithmetic_v<C>, "arange takes numbers");
-  constexpr bool all_int = std::is_integral_v<A> && std::is_integral_v<B> && std::is_integral_v<C>;
-  const DType dt = all_int ? dtypes::default_int : dtypes::default_float;
-  if (step == 0) throw Error("arange: step must not be 0");
-  const double n = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
-  const int64_t count = n > 0 ? static_cast<int64_t>(n) : 0;
-  // start + step * i: i counted by a cumulative sum of ones, as tinygrad does (in dt: an int64
-  // cumsum cast back to int32 would hide the count from the reduce collapse)
-  return detail::running_sums(Tensor::full(Shape{1, count}, step, dt)).reshape({count}).add(Tensor(graph::const_(dt, static_cast<double>(start) - static_cast<double>(step), Device::default_device())));
-}
-template <class A> Tensor Tensor::arange(A stop) { return arange(A{0}, stop, 1); }
-
-inline Tensor Tensor::eye(int64_t n, int64_t m, DType dtype) {
-  if (m < 0) m = n;
-  if (n < 0) throw ShapeError(detail::cat("eye: negative size ", n));
-  // ones on a diagonal: a (n, m+1) view of a flat (n*(m+1)) pattern whose first column is 1
-  Tensor row = Tensor::full(Shape{1}, 1, dtype).pad({{0, m}});
-  return row.expand({n, m + 1}).flatten().shrink({{0, n * m}}).reshape({n, m});
-}
-
-// -- printing ----------------------------------------------------------------------------------
-namespace detail {
-template <class T> void print_element(std::ostream& os, const T& x) {
-  if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, half_t> || std::is_same_v<T, bfloat16_t>) {
-    // NumPy's style: integral floats keep a trailing point ("2.")
-    const double d = static_cast<double>(static_cast<float>(x));
-    if (std::isfinite(d) && d == std::trunc(d) && std::fabs(d) < 1e16) os << static_cast<long long>(d) << '.';
-    else os << d;
-  } else {
-    os << +x;
-  }
-}
-template <class T> void print_values(std::ostream& os, const std::vector<T>& v, const std::vector<int64_t>& shape) {
-  if (shape.empty()) {
-    print_element(os, static_cast<T>(v[0]));
-    return;
-  }
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t i = shape.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * shape[i];
-  std::function<void(size_t, int64_t)> rec = [&](size_t dim, int64_t offset) {
-    os << '[';
-    for (int64_t i = 0; i < shape[dim]; ++i) {
-      if (i) os << (dim + 1 == shape.size() ? " " : "\n" + std::string(dim + 1, ' '));
-      if (dim + 1 == shape.size()) print_element(os, static_cast<T>(v[static_cast<size_t>(offset + i)]));
-      else rec(dim + 1, offset + i * strides[dim]);
-    }
-    os << ']';
-  };
-  rec(0, 0);
-}
-}  // namespace detail
-
-inline std::ostream& operator<<(std::ostream& os, const Tensor& t) {
-  if (!t.defined()) return os << "Tensor()";
-  const auto s = t.cshape();
-  os << "Tensor(";
-  switch (t.dtype().scalar_type()) {
-    case ScalarType::bool_: detail::print_values(os, t.to_vector<bool>(), s); break;
-    case ScalarType::int8: detail::print_values(os, t.to_vector<int8_t>(), s); break;
-    case ScalarType::uint8: detail::print_values(os, t.to_vector<uint8_t>(), s); break;
-    case ScalarType::int16: detail::print_values(os, t.to_vector<int16_t>(), s); break;
-    case ScalarType::uint16: detail::print_values(os, t.to_vector<uint16_t>(), s); break;
-    case ScalarType::int32: detail::print_values(os, t.to_vector<int32_t>(), s); break;
-    case ScalarType::uint32: detail::print_values(os, t.to_vector<uint32_t>(), s); break;
-    case ScalarType::int64: detail::print_values(os, t.to_vector<int64_t>(), s); break;
-    case ScalarType::uint64: detail::print_values(os, t.to_vector<uint64_t>(), s); break;
-    case ScalarType::float16: detail::print_values(os, t.to_vector<half_t>(), s); break;
-    case ScalarType::bfloat16: detail::print_values(os, t.to_vector<bfloat16_t>(), s); break;
-    case ScalarType::float32: detail::print_values(os, t.to_vector<float>(), s); break;
-    case ScalarType::float64: detail::print_values(os, t.to_vector<double>(), s); break;
-    default: os << "?";
-  }
-  return os << ", dtype=" << t.dtype().name() << ", device=" << t.device() << ")";
-}
-
-}  // namespace tinyt::inline v0
-// ---- end tinyt/ops/creation.hpp ----
-// ---- tinyt/ops/assign.hpp ----
-// Realizing tensors, and assign: a store into a tensor's existing memory.
-//
-// A tensor's value is fixed when it is built (as in JAX). Memory is overwritten in place only
-// when no other tensor names it: an assign into memory that another live tensor views (tensors
-// of equal lazy graphs share the memory they were computed into) or assigns into as well
-// writes fresh memory instead, which costs nothing more than writing in place. Every other
-// live tensor that still reads memory overwritten in place is computed in the same schedule,
-// before the overwrite.
-
-
-
-namespace tinyt::inline v0 {
-
-namespace detail {
-// The memory a value is a view of (a realized value, through movement ops), else null. A tensor
-// with such a value names that memory: overwriting it in place would change the tensor.
-inline const Buffer* viewed_memory(UOp u) {
-  for (;;) {
-    if (u.op() == Ops::BUFFER) return graph::buffer_of(u).get();
-    const UOp view = graph::realized(u);
-    if (!view && !GroupOp::Movement.contains(u.op())) return nullptr;
-    u = view && !(view == u) ? view : u.src(0);
-  }
-}
-
-// Which of `roots` read memory in `overwritten` (or a value held there), other than through the
-// `assigns` that overwrite it: those give the new value.
-inline std::vector<bool> read_overwritten(const std::vector<UOp>& roots,
-                                          const std::unordered_set<const Buffer*>& overwritten,
-                                          const std::unordered_set<const UOpNode*>& assigns) {
-  enum : char { visiting, no, yes };
-  std::unordered_map<const UOpNode*, char> state;
-  std::vector<std::pair<UOp, bool>> stack;  // (node, its sources are done)
-  std::vector<bool> out;
-  for (const UOp& root : roots) {
-    stack.emplace_back(root, false);
-    while (!stack.empty()) {
-      auto [u, sources_done] = std::move(stack.back());
-      stack.pop_back();
-      if (sources_done) {
-        auto is_yes = [&](const UOp& s) { return state.at(s.get()) == yes; };
-        state[u.get()] = std::any_of(u.src().begin(), u.src().end(), is_yes) ? yes : no;
-        continue;
-      }
-      if (!state.try_emplace(u.get(), visiting).second) continue;
-      if (assigns.count(u.get())) {
-        state[u.get()] = no;
-      } else if (u.op() == Ops::BUFFER || graph::realized(u)) {
-        const Buffer* memory = viewed_memory(u);
-        state[u.get()] = memory && overwritten.count(memory) ? yes : no;
-      } else {
-        stack.emplace_back(u, true);
-        for (const UOp& s : u.src()) stack.emplace_back(s, false);
-      }
-    }
-    out.push_back(state.at(root.get()) == yes);
-  }
-  return out;
-}
-
-// How a schedule that assigns keeps every other value intact.
-struct AssignPlan {
-  std::vector<std::pair<UOp, UOp>> rewritten;  // (a node, the same with the moved assigns)
-  std::vector<size_t> joined;                  // the live tensors (indices) that join the schedule
-};
-
-// Decides which assigns that `roots` need write in place and which write fresh memory (those
-// into memory another tensor names), and which `live` tensors must be computed in the same
-// schedule because they read memory overwritten in place (`is_root[i]`: live[i] is a root; `live`
-// holds the live tensors' UOps). The joined tensors are appended to `roots`, and the roots are
-// rewritten to the moved assigns.
-inline AssignPlan plan_assigns(std::vector<UOp>& roots, const std::vector<UOp>& live,
-                               std::vector<bool> is_root) {
-  // who names each memory: a live tensor viewing it, or a pending assign into it
-  std::unordered_map<const Buffer*, std::vector<const void*>> claims;
-  for (const UOp& u : live) {
-    if (const Buffer* memory = viewed_memory(u)) {
-      claims[memory].push_back(&u);
-    } else if (u.op() == Ops::ASSIGN) {
-      if (const UOp target = graph::base_buffer(u.src(0)))
-        claims[graph::buffer_of(target).get()].push_back(u.get());
-    }
-  }
-  std::unordered_set<const Buffer*> overwritten;
-  std::unordered_set<const UOpNode*> assigns, moved;
-  AssignPlan plan;
-  for (bool joined = true; joined;) {
-    for (const UOp& u : schedule::detail::pending_graph(roots)) {
-      if (u.op() != Ops::ASSIGN || graph::realized(u) || !assigns.insert(u.get()).second) continue;
-      const UOp target = graph::base_buffer(u.src(0));
-      if (!target) continue;  // an assign into an assign's result writes where that one does
-      const Buffer* memory = graph::buffer_of(target).get();
-      std::vector<const void*>& claim = claims[memory];
-      if (std::all_of(claim.begin(), claim.end(), [&](const void* c) { return c == u.get(); })) {
-        if (claim.empty()) claim.push_back(u.get());
-        overwritten.insert(memory);
-      } else {
-        std::erase(claim, static_cast<const void*>(u.get()));
-        moved.insert(u.get());
-      }
-    }
-    std::vector<UOp> others;
-    std::vector<size_t> index;
-    for (size_t i = 0; i < live.size(); ++i)
-      if (!is_root[i]) others.push_back(live[i]), index.push_back(i);
-    const std::vector<bool> reads = overwritten.empty()
-                                        ? std::vector<bool>(others.size())
-                                        : read_overwritten(others, overwritten, assigns);
-    joined = false;
-    for (size_t k = 0; k < others.size(); ++k) {
-      if (!reads[k]) continue;
-      is_root[index[k]] = joined = true;
-      plan.joined.push_back(index[k]);
-      roots.push_back(others[k]);
-    }
-  }
-  if (moved.empty()) return plan;
-  std::unordered_map<const UOpNode*, UOp> rewritten;
-  for (const UOp& u : schedule::detail::pending_graph(roots)) {
-    std::vector<UOp> src;
-    bool changed = false;
-    for (const UOp& s : u.src()) {
-      auto it = rewritten.find(s.get());
-      src.push_back(it == rewritten.end() ? s : it->second);
-      changed |= it != rewritten.end();
-    }
-    if (moved.count(u.get())) {
-      // the same value into fresh memory of the target's size
-      const int64_t size = graph::base_buffer(u.src(0)).arg().as_int();
-      const UOp fresh = graph::new_buffer(graph::device_of(u), size, u.dtype());
-      src[0] = graph::reshape(fresh, graph::concrete_shape(u));
-    } else if (!changed) {
-      continue;
-    }
-    rewritten.emplace(u.get(), u.replace(std::move(src)));
-    plan.rewritten.emplace_back(u, rewritten.at(u.get()));
-  }
-  for (UOp& r : roots)
-    if (auto it = rewritten.find(r.get()); it != rewritten.end()) r = it->second;
-  return plan;
-}
-}  // namespace detail
-
-inline void realize_tensors(const std::vector<Tensor>& tensors) {
-  std::vector<Tensor> roots;  // one handle per tensor
-  std::unordered_set<const void*> root_ids;
-  std::vector<UOp> uops;
-  for (const Tensor& t : tensors)
-    if (root_ids.insert(t.id()).second) roots.push_back(t), uops.push_back(t.uop());
-  auto pending_assigns = [&] {
-    const std::vector<UOp> pending = schedule::detail::pending_graph(uops);
-    return std::any_of(pending.begin(), pending.end(), [](const UOp& u) { return u.op() == Ops::ASSIGN && !graph::realized(u); });
-  };
-  // A schedule that overwrites memory in place runs alone. Its plan looks at every live tensor,
-  // and another thread's tensor may name the same memory (equal graphs are one node: two
-  // threads' zeros(n).contiguous() can be one realized buffer): that tensor must be made before
-  // the plan, which then sees it, or after the overwrite, which makes it compute anew.
-  static auto* in_place = new std::shared_mutex;  // never destroyed, like the registry
-  std::unique_lock<std::shared_mutex> alone(*in_place, std::defer_lock);
-  std::shared_lock<std::shared_mutex> together(*in_place);
-  bool assigns = pending_assigns();
-  if (assigns) together.unlock(), alone.lock(), assigns = pending_assigns();
-  std::vector<Tensor> live;      // every live tensor, taken when needed
-  std::vector<UOp> live_uops;    // ... and its UOp, read once (other threads may update theirs)
-  auto take_live = [&] {
-    for (auto& d : Tensor::live_tensors().snapshot()) {
-      live_uops.push_back(Tensor::shared_fields(*d).first);
-      live.push_back(Tensor(std::move(d)));
-    }
-  };
-  std::vector<bool> is_root;
-  auto mark_roots = [&] {
-    for (const Tensor& t : live) is_root.push_back(root_ids.count(t.id()) > 0);
-  };
-  detail::AssignPlan plan;
-  if (assigns) {
-    take_live(), mark_roots();
-    plan = detail::plan_assigns(uops, live_uops, is_root);
-    for (size_t i : plan.joined) roots.push_back(live[i]), is_root[i] = true;
-  }
-  std::vector<schedule::Kernel> kernels = schedule::cached_schedule(uops);
-  if (kernels.size() > 1) {
-    // an intermediate no other live tensor can reach is not kept, and its memory is reused
-    if (!assigns) take_live(), mark_roots();
-    std::unordered_set<const UOpNode*> reachable;  // every node the other live tensors reach
-    std::vector<UOp> stack;
-    for (size_t i = 0; i < live.size(); ++i)
-      if (!is_root[i]) stack.push_back(live_uops[i]);
-    while (!stack.empty()) {
-      UOp u = std::move(stack.back());
-      stack.pop_back();
-      if (!reachable.insert(u.get()).second) continue;
-      if (UOp view = graph::realized(u); view && !(view == u)) stack.push_back(view);
-      for (const UOp& x : u.src()) stack.push_back(x);
-    }
-    schedule::plan_memory(kernels, uops,
-                          [&](const UOp& node) { return reachable.count(node.get()) > 0; });
-  }
-  run_schedule(kernels);
-  // other graphs that hold a rewritten node find its value where the rewritten one put it
-  for (const auto& [old, now] : plan.rewritten)
-    if (UOp view = graph::realized(now)) graph::set_realized(old, view);
-  for (size_t i = 0; i < roots.size(); ++i)
-    if (UOp view = graph::realized(uops[i])) roots[i].set_uop(view);
-}
-
-namespace detail {
-// Whether `view` (a tensor's value) is memory nobody else can name: no other tensor, graph or
-// remembered value holds the view or its BUFFER node, and no other BUFFER node names the bytes
-// (counted by references; one held somewhere unexpected only costs a copy).
-inline bool sole_view(const UOp& view) {
-  const UOp* base = view.op() == Ops::BUFFER ? &view
-                    : view.op() == Ops::RESHAPE && view.src(0).op() == Ops::BUFFER ? &view.src(0)
-                                                                                   : nullptr;
-  if (!base || view->refs.load() != 1 || (*base)->refs.load() != 1) return false;
-  TensorMeta& m = graph::meta(*base);
-  std::lock_guard lock(m.mu);
-  return !m.buffer || m.buffer.use_count() == 1;
-}
-}  // namespace detail
-
-inline void Tensor::own_memory() {
-  if (detail::sole_view(uop())) return;  // from_vector, from_blob, a load: no copy
-  // an assign into a new buffer: the value is computed straight into it when it is still lazy,
-  // copied when it is in memory that equal graphs may share
-  Tensor fresh = Tensor::empty(shape(), dtype(), device());
-  fresh.assign(*this);
-  set_uop(fresh.realize().uop());  // under the lock other threads read it with
-}
-
-inline Tensor& Tensor::assign(const Tensor& value) {
-  // this tensor must name memory of its own, in its own shape
-  if (!graph::base_buffer(uop())) {
-    realize();
-    if (!graph::base_buffer(uop())) set_uop(contiguous().realize().uop());
-  }
-  if (value.defined() && value.device() != device())
-    throw DeviceError(detail::cat("assign: the value is on ", value.device(), ", the tensor on ", device()));
-  Tensor v = broadcast_to(value.cast(dtype()), cshape());
-  set_uop(UOp(Ops::ASSIGN, dtype(), {uop(), v.uop()}));
-  return *this;
-}
-
-}  // namespace tinyt::inline v0
-// ---- end tinyt/ops/assign.hpp ----
-// ---- tinyt/ops/combine.hpp ----
-// Combining and splitting: cat, stack, split, chunk, repeat, and linspace. Each is a view or a
-// sum of padded views, so it fuses into whatever consumes it.
-
-
-namespace tinyt::inline v0 {
-
-namespace detail {
-// The promoted dtype of several tensors, which must all be defined.
-inline DType common_dtype(const std::vector<Tensor>& ts) {
-  DType dt = ts[0].dtype();
-  for (const Tensor& t : ts) dt = least_upper_dtype({dt, t.dtype()});
-  return dt;
-}
-inline std::string shapes_str(const std::vector<Tensor>& ts) {
-  std::string s;
-  for (size_t i = 0; i < ts.size(); ++i) s += (i ? ", " : "") + to_string(ts[i].shape());
-  return s;
-}
-inline void check_tensors(const std::vector<Tensor>& ts, const char* op) {
-  if (ts.empty()) throw Error(cat(op, ": needs at least one tensor"));
-  for (size_t i = 0; i < ts.size(); ++i)
-    if (!ts[i].defined()) throw Error(cat(op, ": tensor ", i, " is the empty Tensor() handle"));
-  for (const Tensor& t : ts)
-    if (t.device() != ts[0].device())
-      throw DeviceError(cat(op, ": tensors are on ", ts[0].device(), " and ", t.device()));
-}
-}  // namespace detail
-
-/// Joins tensors along `dim`: each is padded to the full length there, and each position selects
-/// the piece whose range holds it (one kernel). A select rather than a sum of the padded pieces
-/// keeps -0.0 and works for bools; the kernels are the same size.
-inline Tensor Tensor::cat(const std::vector<Tensor>& tensors, int dim) {
-  detail::check_tensors(tensors, "cat");
-  const auto s0 = tensors[0].cshape();
-  if (s0.empty())
-    throw ShapeError(
-        "cat: zero-dimensional tensors cannot be concatenated (unsqueeze them or use stack)");
-  const auto d = static_cast<size_t>(normalize_axis(dim, s0.size(), "cat"));
-  int64_t total = 0;
-  for (const Tensor& t : tensors) {
-    auto s = t.cshape();
-    bool fits = s.size() == s0.size();
-    for (size_t i = 0; fits && i < s.size(); ++i) fits = i == d || s[i] == s0[i];
-    if (!fits)
-      throw ShapeError(
-          detail::cat("cat: shapes ", detail::shapes_str(tensors), " differ outside dim ", dim));
-    total += s[d];
-  }
-  const DType dt = detail::common_dtype(tensors);
-  if (tensors.size() == 1) return tensors[0].cast(dt);
-  Tensor out;
-  int64_t offset = 0;
-  for (const Tensor& t : tensors) {
-    const int64_t n = t.cshape()[d];
-    std::vector<std::pair<sint, sint>> p(s0.size(), {0, 0});
-    p[d] = {offset, total - offset - n};
-    offset += n;
-    Tensor piece = t.cast(dt).pad(p);
-    Tensor mask = Tensor::full(t.shape(), true, dtypes::bool_, t.device()).pad(p);
-    out = !out.defined() ? piece : mask.where(piece, out);
-  }
-  return out;
-}
-
-/// Joins equally shaped tensors along a new axis `dim`.
-inline Tensor Tensor::stack(const std::vector<Tensor>& tensors, int dim) {
-  detail::check_tensors(tensors, "stack");
-  for (const Tensor& t : tensors)
-    if (!(t.shape() == tensors[0].shape()))
-      throw ShapeError(detail::cat("stack: every tensor must have the same shape, got ",
-                                   detail::shapes_str(tensors)));
-  const int d = normalize_axis(dim, tensors[0].ndim() + 1, "stack");
-  std::vector<Tensor> parts;
-  for (const Tensor& t : tensors) parts.push_back(t.unsqueeze(d));
-  return cat(parts, d);
-}
-
-/// Views of consecutive pieces of `dim` with the given lengths (which must add up to its size).
-inline std::vector<Tensor> Tensor::split(std::vector<int64_t> sizes, int dim) const {
-  const auto s = cshape();
-  if (s.empty()) throw ShapeError("split: a zero-dimensional tensor cannot be split");
-  const auto d = static_cast<size_t>(normalize_axis(dim, s.size(), "split"));
-  int64_t total = 0;
-  for (int64_t n : sizes) {
-    if (n < 0)
-      throw ShapeError(detail::cat("split: negative size ", n, " in ", to_string(Shape(sizes))));
-    total += n;
-  }
-  if (total != s[d])
-    throw ShapeError(detail::cat("split: sizes ", to_string(Shape(sizes)), " add up to ", total,
-                                 ", not to size ", s[d], " of dim ", dim, " in shape ",
-                                 detail::shape_str(s)));
-  std::vector<Tensor> out;
-  int64_t offset = 0;
-  for (int64_t n : sizes) {
-    std::vector<std::pair<sint, sint>> b;
-    for (int64_t x : s) b.emplace_back(0, x);
-    b[d] = {offset, offset + n};
-    offset += n;
-    out.push_back(shrink(b));
-  }
-  return out;
-}
-
-/// Views of `size`-long pieces of `dim` (the last may be shorter), as PyTorch's split.
-inline std::vector<Tensor> Tensor::split(int64_t size, int dim) const {
-  const auto s = cshape();
-  if (s.empty()) throw ShapeError("split: a zero-dimensional tensor cannot be split");
-  const int64_t n = s[static_cast<size_t>(normalize_axis(dim, s.size(), "split"))];
-  if (size < 0 || (size == 0 && n != 0))
-    throw ShapeError(detail::cat("split: piece size ", size, " must be positive (dim ", dim,
-                                 " has size ", n, ")"));
-  std::vector<int64_t> sizes;
-  for (int64_t at = 0; at < n; at += size) sizes.push_back(std::min(size, n - at));
-  if (sizes.empty()) sizes.push_back(0);  // an empty dim gives one empty piece
-  return split(sizes, dim);
-}
-
-/// At most n pieces of `dim`, each ceil(size / n) long but the last (PyTorch's chunk).
-inline std::vector<Tensor> Tensor::chunk(int64_t n, int dim) const {
-  if (n <= 0) throw Error(detail::cat("chunk: the number of chunks must be positive, got ", n));
-  const auto s = cshape();
-  if (s.empty()) throw ShapeError("chunk: a zero-dimensional tensor cannot be chunked");
-  const int64_t size = s[static_cast<size_t>(normalize_axis(dim, s.size(), "chunk"))];
-  if (size == 0)
-    return split(std::vector<int64_t>(static_cast<size_t>(n), 0),
-                 dim);  // n empty pieces, as PyTorch
-  return split((size + n - 1) / n, dim);
-}
-
-/// Tiles the tensor `repeats[i]` times along each dim (PyTorch's Tensor.repeat); extra leading
-/// repeats add dims. A view: an expand between two reshapes.
-inline Tensor Tensor::repeat(Shape repeats) const {
-  const std::vector<int64_t> r = repeats.to_vector();
-  auto s = cshape();
-  if (r.size() < s.size())
-    throw ShapeError(detail::cat("repeat: ", r.size(), " repeats for a tensor of shape ",
-                                 detail::shape_str(s), "; need at least one per dim"));
-  for (int64_t x : r)
-    if (x < 0) throw ShapeError(detail::cat("repeat: negative count in ", repeats));
-  s.insert(s.begin(), r.size() - s.size(), 1);
-  std::vector<int64_t> unsqueezed, expanded, out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    unsqueezed.insert(unsqueezed.end(), {1, s[i]});
-    expanded.insert(expanded.end(), {r[i], s[i]});
-    out.push_back(r[i] * s[i]);
-  }
-  return reshape(Shape(unsqueezed)).expand(Shape(expanded)).reshape(Shape(out));
-}
-
-/// `steps` evenly spaced values from start to stop (both included). As PyTorch, the first half
-/// counts up from start and the second half down from stop, so both ends are exact.
-template <class A, class B> Tensor Tensor::linspace(A start, B stop, int64_t steps, DType dtype) {
-  static_assert(std::is_arithmetic_v<A> && std::is_arithmetic_v<B>,
-                "Tensor::linspace takes numbers");
-  if (steps < 0)
-    throw Error(detail::cat("linspace: the number of steps must be non-negative, got ", steps));
-  if (dtype.is_bool()) throw DTypeError("linspace: bool is not supported");
-  const double a = static_cast<double>(start), b = static_cast<double>(stop);
-  if (steps == 1) return Tensor::full(Shape{1}, a, dtype);
-  // float32 and smaller floats compute in float32 (as PyTorch computes in the output type)
-  const DType acc =
-      dtype == dtypes::float64 || !dtype.is_float() ? dtypes::float64 : dtypes::float32;
-  const double step = steps > 1 ? (b - a) / static_cast<double>(steps - 1) : 0.0;
-  Tensor i = Tensor::arange(steps).cast(acc);
-  auto c = [&](double v) { return Tensor::full(Shape{}, v, acc); };
-  Tensor up = i.mul(c(step)).add(c(a));
-  Tensor down = c(b).sub(c(static_cast<double>(steps - 1)).sub(i).mul(c(step)));
-  return i.lt(c(static_cast<double>(steps / 2))).where(up, down).cast(dtype);
-}
-
-}  // namespace tinyt::inline v0
-// ---- end tinyt/ops/combine.hpp ----
-// ---- tinyt/ops/indexing.hpp ----
-// Indexing: t[{...}] (NumPy/PyTorch basic and advanced indexing), assignment through it, gather
-// and one_hot.
-//
-// Basic indexing (ints, slices, NewAxis, Ellipsis) is a pure view: a shrink, a flip for negative
-// steps, a pad-reshape-shrink for steps above 1, and a reshape. Integer tensor indices select
-// with a one-hot mask (the index compared against an arange) and a sum over the indexed axes,
-// so gathering is a kernel like any other, with no host loop. Out-of-range values in an index
-// tensor are MASKED by default: they match no position, so a read gives 0 and a write writes
-// nothing. CHECK_OOB=1 makes them an IndexError instead (as PyTorch): before the op is built, a
-// small kernel finds the first offending element of the index into a one-element buffer, and
-// only that number comes back to the host. It realizes the index tensor there and then (a sync
-// point per indexing op), which is why it is a knob and not the default.
-
-
-namespace tinyt::inline v0 {
-
-namespace detail {
-
-/// A scalar of exactly `dt` (not weak), for selects and sums that must keep a dtype.
-template <class V> Tensor scalar_of(DType dt, V v, const std::string& device) {
-  return Tensor(graph::const_(dt, v, device));
-}
-
-/// A tensor's shape as numbers (indexing needs concrete shapes).
-inline std::vector<int64_t> dims_of(const Tensor& t) { return graph::concrete_shape(t.uop()); }
-
-/// What an index does to one dim of the base: it keeps `count` elements start, start+step, ...
-struct DimSelect {
-  int64_t start = 0, step = 1, count = 0;
-};
-
-/// An index resolved against a shape: per base dim what it keeps; the shape of the view (ints
-/// dropped, NewAxis added); and the tensor indices with the view dim each applies to.
-struct ParsedIndex {
-  std::vector<DimSelect> dims;
-  std::vector<int64_t> view_shape;
-  std::vector<std::pair<size_t, Tensor>> tensors;
-};
-
-// The dtype an index is compared in: wide enough for the index and for every position of x.
-inline DType index_compare_dtype(DType dt) {
-  if (dt.itemsize() < 4) return dtypes::int32;
-  if (dt == dtypes::uint32) return dtypes::int64;
-  return dt;
-}
-
-/// Whether index tensors are checked for out-of-range values (CHECK_OOB=1).
-inline bool check_oob() { return getenv_int("CHECK_OOB", 0) != 0; }
-
-/// The number held by a 1-element integer tensor, as text (uint64 values past int64 included).
-inline std::string int_text(const Tensor& t) {
-  if (t.dtype().is_unsigned()) return std::to_string(t.cast(dtypes::uint64).item<uint64_t>());
-  return std::to_string(t.cast(dtypes::int64).item<int64_t>());
-}
-
-/// With CHECK_OOB=1, an IndexError from `op` when a value of `idx` is outside [-size, size)
-/// (`wrap`: negative values count from the end) or [0, size), naming the axis, the value and
-/// where it sits in the index.
-inline void check_index_values(const Tensor& idx, int64_t size, bool wrap, const char* op, size_t axis) {
-  if (!check_oob() || idx.numel() == 0) return;
-  const std::vector<int64_t> shape = dims_of(idx);
-  const int64_t n = idx.numel();
-  Tensor(idx).realize();  // once: the check and the op both read it
-  Tensor i = idx.reshape({n}).cast(index_compare_dtype(idx.dtype()));  // holds -size and size
-  const DType dt = i.dtype();
-  const std::string dev = i.device();
-  Tensor bad = i.ge(scalar_of(dt, size, dev));
-  if (!dt.is_unsigned()) bad = bad.logical_or(i.lt(scalar_of(dt, wrap ? -size : 0, dev)));
-  // the first offending position, or n when there is none
-  const Tensor at = Tensor::arange(int64_t{0}, n).cast(dtypes::int64).to(dev);
-  const int64_t first = bad.where(at, scalar_of(dtypes::int64, n, dev)).min().item<int64_t>();
-  if (first == n) return;
-  std::vector<int64_t> where(shape.size());
-  for (size_t d = shape.size(), rest = static_cast<size_t>(first); d-- > 0;)
-    where[d] = static_cast<int64_t>(rest % static_cast<size_t>(shape[d])), rest /= static_cast<size_t>(shape[d]);
-  throw IndexError(cat(op, ": index ", int_text(i[{first}]), " is out of range for axis ", axis, " with size ", size,
-                       " (element ", shape_str(where), " of the index tensor of shape ", shape_str(shape), ")"));
-}
-
-/// Python's slice.indices(size) followed by the length of the range.
-inline DimSelect resolve_slice(const Slice& s, int64_t size) {
-  const int64_t step = s.step.value_or(1);
-  if (step == 0) throw Error("index: a slice step cannot be 0");
-  const int64_t lower = step > 0 ? 0 : -1, upper = step > 0 ? size : size - 1;
-  auto clamp = [&](std::optional<int64_t> v, int64_t fallback) {
-    if (!v) return fallback;
-    int64_t x = *v;
-    if (x < 0)
-      x = std::max(x + size, lower);
-    else
-      x = std::min(x, upper);
-    return x;
-  };
-  const int64_t start = clamp(s.start, step > 0 ? lower : upper),
-                stop = clamp(s.stop, step > 0 ? upper : lower);
-  const int64_t diff = step > 0 ? stop - start : start - stop;
-  // |step| may be INT64_MIN's magnitude: a count from (diff - 1) / |step| cannot overflow
-  const uint64_t k =
-      step > 0 ? static_cast<uint64_t>(step) : uint64_t{0} - static_cast<uint64_t>(step);
-  const int64_t count =
-      diff > 0 ? static_cast<int64_t>(static_cast<uint64_t>(diff - 1) / k) + 1 : 0;
-  // one element or none: the step no longer matters
-  if (count <= 1) return {count ? start : 0, 1, count};
-  return {start, step, count};
-}
-
-inline ParsedIndex parse_index(const std::vector<int64_t>& shape, const std::vector<Index>& index) {
-  size_t ellipses = 0, consuming = 0;
-  for (const Index& i : index) {
-    if (std::holds_alternative<EllipsisT>(i.value))
-      ++ellipses;
-    else if (!std::holds_alternative<NewAxisT>(i.value))
-      ++consuming;
-  }
-  if (ellipses > 1) throw IndexError(cat("index: at most one Ellipsis is allowed, got ", ellipses));
-  if (consuming > shape.size())
-    throw IndexError(
-        cat("index: too many indices (", consuming, ") for a tensor of shape ", shape_str(shape)));
-  ParsedIndex p;
-  size_t dim = 0;
-  auto keep_all = [&] {
-    p.dims.push_back({0, 1, shape[dim]});
-    p.view_shape.push_back(shape[dim++]);
-  };
-  for (const Index& entry : index) {
-    if (std::holds_alternative<EllipsisT>(entry.value)) {
-      for (size_t n = shape.size() - consuming; n > 0; --n) keep_all();
-    } else if (std::holds_alternative<NewAxisT>(entry.value)) {
-      p.view_shape.push_back(1);
-    } else if (const int64_t* i = std::get_if<int64_t>(&entry.value)) {
-      const int64_t size = shape[dim];
-      if (*i < -size || *i >= size)
-        throw IndexError(cat("index: index ", *i, " is out of range for axis ", dim, " with size ",
-                             size, " (shape ", shape_str(shape), ")"));
-      p.dims.push_back({*i < 0 ? *i + size : *i, 1, 1});
-      ++dim;
-    } else if (const Slice* s = std::get_if<Slice>(&entry.value)) {
-      p.dims.push_back(resolve_slice(*s, shape[dim]));
-      p.view_shape.push_back(p.dims.back().count);
-      ++dim;
-    } else {
-      const Tensor& t = std::get<Tensor>(entry.value);
-      if (!t.defined()) throw Error("index: an index is the empty Tensor() handle");
-      if (t.dtype().is_bool())
-        throw DTypeError(
-            "index: boolean mask indices are not supported (the result's shape would depend on the "
-            "data)");
-      if (!t.dtype().is_int())
-        throw DTypeError(cat("index: tensor indices must be integers, not ", t.dtype().name()));
-      check_index_values(t, shape[dim], true, "index", dim);
-      p.tensors.emplace_back(p.view_shape.size(), t);
-      keep_all();
-    }
-  }
-  while (dim < shape.size()) keep_all();  // fewer indices than dims: the rest is `:`
-  return p;
-}
-
-/// Whether some dim steps by more than one element.
-inline bool any_stride(const ParsedIndex& p) {
-  return std::any_of(p.dims.begin(), p.dims.end(),
-                     [](const DimSelect& d) { return d.step != 1 && d.step != -1; });
-}
-inline uint64_t abs_step(const DimSelect& d) {
-  return d.step > 0 ? static_cast<uint64_t>(d.step) : uint64_t{0} - static_cast<uint64_t>(d.step);
-}
-// The base range [lo, hi) a dim reads (flipped when the step is negative), extended to a whole
-// number of steps when the base is long enough, which spares the pad of the strided view.
-inline std::pair<int64_t, int64_t> dim_range(const DimSelect& d, int64_t size) {
-  if (d.count == 0) return {0, 0};
-  const auto k = static_cast<int64_t>(abs_step(d));
-  const int64_t span = (d.count - 1) * k + 1;  // within size: the last element is in range
-  if (d.step > 0) return {d.start, d.start + (d.start + d.count * k <= size ? d.count * k : span)};
-  return {d.start + 1 - (d.start + 1 - d.count * k >= 0 ? d.count * k : span), d.start + 1};
-}
-
-/// The basic part of an index applied to t: a view of shape p.view_shape.
-inline Tensor basic_view(const Tensor& t, const ParsedIndex& p) {
-  const auto s = dims_of(t);
-  std::vector<std::pair<sint, sint>> bounds;
-  std::vector<int> flips;
-  for (size_t i = 0; i < s.size(); ++i) {
-    auto [lo, hi] = dim_range(p.dims[i], s[i]);
-    bounds.emplace_back(lo, hi);
-    if (p.dims[i].step < 0) flips.push_back(static_cast<int>(i));
-  }
-  Tensor x = t.shrink(bounds).flip(flips);
-  if (any_stride(p)) {
-    // a step k: pad to count * k, view as (count, k), keep column 0
-    std::vector<std::pair<sint, sint>> pad, keep;
-    std::vector<int64_t> split, counts;
-    const auto xs = dims_of(x);
-    for (size_t i = 0; i < s.size(); ++i) {
-      const auto k = static_cast<int64_t>(abs_step(p.dims[i])), n = p.dims[i].count;
-      pad.emplace_back(0, n * k - xs[i]);
-      split.insert(split.end(), {n, k});
-      keep.emplace_back(0, n), keep.emplace_back(0, 1);
-      counts.push_back(n);
-    }
-    x = x.pad(pad).reshape(Shape(split)).shrink(keep).reshape(Shape(counts));
-  }
-  return x.reshape(Shape(p.view_shape));
-}
-
-/// The inverse of basic_view: v (of the view's shape) placed where the view reads the base,
-/// zero (false) everywhere else.
-inline Tensor basic_unview(const Tensor& v, const ParsedIndex& p,
-                           const std::vector<int64_t>& base) {
-  std::vector<int64_t> counts;
-  for (const DimSelect& d : p.dims) counts.push_back(d.count);
-  Tensor x = v.reshape(Shape(counts));
-  std::vector<std::pair<sint, sint>> outer;
-  std::vector<int> flips;
-  std::vector<int64_t> lengths;
-  for (size_t i = 0; i < base.size(); ++i) {
-    auto [lo, hi] = dim_range(p.dims[i], base[i]);
-    outer.emplace_back(lo, base[i] - hi);
-    lengths.push_back(hi - lo);
-    if (p.dims[i].step < 0) flips.push_back(static_cast<int>(i));
-  }
-  if (any_stride(p)) {
-    // each element becomes a row (value, 0, ..., 0) of k, flattened and cut to the range length
-    std::vector<int64_t> col, flat;
-    std::vector<std::pair<sint, sint>> widen, cut;
-    for (size_t i = 0; i < base.size(); ++i) {
-      const auto k = static_cast<int64_t>(abs_step(p.dims[i])), n = p.dims[i].count;
-      col.insert(col.end(), {n, 1});
-      widen.emplace_back(0, 0), widen.emplace_back(0, k - 1);
-      flat.push_back(n * k);
-      cut.emplace_back(0, lengths[i]);
-    }
-    x = x.reshape(Shape(col)).pad(widen).reshape(Shape(flat)).shrink(cut);
-  }
-  return x.flip(flips).pad(outer);
-}
-
-/// The tensor-index part of an index, applied to x (the basic view): the broadcast shape of the
-/// index tensors, and the mask of which x element each index position selects.
-struct TensorSelect {
-  std::vector<int64_t> bshape;  // the index tensors broadcast together
-  std::vector<size_t> dims;     // x dims indexed by tensors, ascending
-  Tensor mask;                  // bshape + x.shape[dims[0]:] (1 on the dims not indexed)
-  bool to_front = false;        // the index dims are not adjacent: the result has bshape first
-};
-
-/// `idx == arange(n)` along a new last axis, with idx a tensor of integers; negative values
-/// count from the end when `wrap` is set. Values out of range match nothing.
-inline Tensor one_hot_mask(Tensor idx, int64_t n, bool wrap) {
-  idx = idx.cast(index_compare_dtype(idx.dtype()));
-  const DType dt = idx.dtype();
-  const std::string dev = idx.device();
-  if (wrap && !dt.is_unsigned())
-    idx =
-        idx.add(idx.lt(scalar_of(dt, 0, dev)).where(scalar_of(dt, n, dev), scalar_of(dt, 0, dev)));
-  Tensor positions = Tensor::arange(n).cast(dt).to(dev);
-  return idx.unsqueeze(-1).eq(positions);
-}
-
-inline TensorSelect tensor_select(const Tensor& x, const ParsedIndex& p) {
-  TensorSelect sel;
-  const auto xs = dims_of(x);
-  std::vector<int64_t> b;
-  for (const auto& [d, t] : p.tensors) {
-    sel.dims.push_back(d);
-    try {
-      b = Tensor::broadcast_shape(b, dims_of(t), "index");
-    } catch (const ShapeError&) {
-      std::vector<Tensor> ts;
-      for (const auto& e : p.tensors) ts.push_back(e.second);
-      throw ShapeError(
-          cat("index: the index tensors of shapes ", shapes_str(ts), " do not broadcast together"));
-    }
-  }
-  sel.bshape = b;
-  const size_t first = sel.dims.front(), tail = xs.size() - first;
-  for (size_t i = 1; i < sel.dims.size(); ++i) sel.to_front |= sel.dims[i] != sel.dims[i - 1] + 1;
-  sel.to_front &= first != 0;
-  for (const auto& [d, t] : p.tensors) {
-    // the one-hot of the index (over bshape) along x's dim d
-    Tensor hit = one_hot_mask(broadcast_to(t.to(x.device()), b), xs[d], true);
-    std::vector<int64_t> placed = b;
-    placed.insert(placed.end(), d - first, 1);
-    placed.push_back(xs[d]);
-    placed.insert(placed.end(), tail - (d - first) - 1, 1);
-    hit = hit.reshape(Shape(placed));
-    sel.mask = sel.mask.defined() ? sel.mask.logical_and(hit) : hit;
-  }
-  return sel;
-}
-
-// x with bshape's dims (as 1s) inserted before dim `first`: it lines up with the mask.
-inline Tensor align_to_mask(const Tensor& x, const TensorSelect& sel) {
-  auto s = dims_of(x);
-  s.insert(s.begin() + static_cast<std::ptrdiff_t>(sel.dims.front()), sel.bshape.size(), 1);
-  return x.reshape(Shape(s));
-}
-inline std::vector<int> reduce_axes(const TensorSelect& sel) {
-  std::vector<int> axes;
-  for (size_t d : sel.dims) axes.push_back(static_cast<int>(d + sel.bshape.size()));
-  return axes;
-}
-// The permutation that moves bshape's dims (at `first`) to the front, or back when `inverse`.
-inline std::vector<int> front_order(size_t first, size_t nb, size_t ndim, bool inverse) {
-  std::vector<int> order;
-  for (size_t i = 0; i < ndim; ++i) {
-    const size_t j = inverse ? (i < first        ? i + nb
-                                : i < first + nb ? i - first
-                                                 : i)
-                             : (i < nb           ? first + i
-                                : i < first + nb ? i - nb
-                                                 : i);
-    order.push_back(static_cast<int>(j));
-  }
-  return order;
-}
-
-/// Selects x's elements at the index tensors (PyTorch's advanced indexing).
-inline Tensor tensor_get(const Tensor& x, const TensorSelect& sel) {
-  Tensor picked = sel.mask.where(align_to_mask(x, sel), scalar_of(x.dtype(), 0, x.device()));
-  Tensor r =
-      picked.sum(reduce_axes(sel)).cast(x.dtype());  // one term is non-zero: the sum is exact
-  if (!sel.to_front) return r;
-  return r.permute(front_order(sel.dims.front(), sel.bshape.size(), r.ndim(), false));
-}
-
-/// x with `value` (broadcast to the shape tensor_get gives) written at the index tensors. Where
-/// an index repeats, the last occurrence wins.
-inline Tensor tensor_set(const Tensor& x, const Tensor& value, const TensorSelect& sel) {
-  const size_t first = sel.dims.front(), nb = sel.bshape.size();
-  int64_t bn = 1;
-  for (int64_t d : sel.bshape) bn *= d;
-  if (bn == 0 || x.numel() == 0) return x;
-  Tensor v = value;
-  if (sel.to_front) v = v.permute(front_order(first, nb, v.ndim(), true));
-  for (int a : reduce_axes(sel)) v = v.unsqueeze(a);
-  // each x element takes the value of the last index position (in row-major order) that hits it
-  std::vector<int64_t> pos_shape = sel.bshape;
-  pos_shape.insert(pos_shape.end(), x.ndim() - first, 1);
-  Tensor pos = Tensor::arange(bn).reshape(Shape(pos_shape)).to(x.device());
-  std::vector<int> b_axes;
-  for (size_t i = 0; i < nb; ++i) b_axes.push_back(static_cast<int>(i));
-  Tensor last = sel.mask.where(pos, scalar_of(dtypes::int32, -1, x.device())).max(b_axes, true);
-  Tensor take = pos.eq(last);
-  std::vector<int> v_axes;
-  for (size_t i = 0; i < nb; ++i) v_axes.push_back(static_cast<int>(first + i));
-  Tensor written = take.where(v, scalar_of(x.dtype(), 0, x.device())).sum(v_axes).cast(x.dtype());
-  std::vector<int64_t> hit_shape = dims_of(last);
-  hit_shape.erase(hit_shape.begin(), hit_shape.begin() + static_cast<std::ptrdiff_t>(nb));
-  return last.reshape(Shape(hit_shape))
-      .ge(scalar_of(dtypes::int32, 0, x.device()))
-      .where(written, x);
-}
-
-/// value (cast to dt) broadcast to `shape`; leading 1s beyond the shape's rank are dropped, as
-/// NumPy does for assignment.
-inline Tensor value_for(const Tensor& value, const std::vector<int64_t>& shape, DType dt) {
-  if (!value.defined()) throw Error("index assignment: the value is the empty Tensor() handle");
-  auto vs = dims_of(value);
-  while (vs.size() > shape.size() && vs.front() == 1) vs.erase(vs.begin());
-  bool fits = vs.size() <= shape.size();
-  for (size_t i = 0; fits && i < vs.size(); ++i)
-    fits = vs[i] == 1 || vs[i] == shape[shape.size() - vs.size() + i];
-  if (!fits)
-    throw ShapeError(cat("index assignment: a value of shape ", value.shape(),
-                         " cannot be broadcast to the indexed shape ", shape_str(shape)));
-  return broadcast_to(value.cast(dt).reshape(Shape(vs)), shape);
-}
-
-}  // namespace detail
-
-inline TensorRef Tensor::operator[](std::vector<Index> index) const {
-  const detail::ParsedIndex p = detail::parse_index(cshape(), index);
-  Tensor x = detail::basic_view(*this, p);
-  if (!p.tensors.empty()) x = detail::tensor_get(x, detail::tensor_select(x, p));
-  return TensorRef(x, *this, std::move(index));
-}
-inline TensorRef Tensor::operator[](std::initializer_list<Index> index) const {
-  return (*this)[std::vector<Index>(index)];
-}
-
-/// Writes the value into the base: the new base is a select between the value, mapped back
-/// through the index, and the old base; then it is assigned to the base's memory.
-inline TensorRef& TensorRef::operator=(const Tensor& value) {
-  const auto base = detail::dims_of(base_);
-  const detail::ParsedIndex p = detail::parse_index(base, index_);
-  Tensor x = detail::basic_view(base_, p);
-  Tensor updated;
-  if (p.tensors.empty()) {
-    updated = detail::value_for(value, detail::dims_of(x), base_.dtype());
-  } else {
-    const detail::TensorSelect sel = detail::tensor_select(x, p);
-    Tensor v = detail::value_for(value, detail::dims_of(detail::tensor_get(x, sel)), base_.dtype());
-    updated = detail::tensor_set(x, v, sel);
-  }
-  Tensor region = detail::basic_unview(
-      Tensor::full(Shape(detail::dims_of(x)), true, dtypes::bool_, base_.device()), p, base);
-  base_.assign(region.where(detail::basic_unview(updated, p, base), base_));
-  if (parent_) *parent_ = base_;  // t[a][b] = v: the new t[a] is written into t as well
-  Tensor::operator=(static_cast<const Tensor&>(base_[index_]));
-  return *this;
-}
-
-/// out[i][j] = self[index[i][j]][j] for dim 0, and so on (PyTorch's gather). Index values out of
-/// range, negative ones included, are masked: they read 0; with CHECK_OOB=1 they are an IndexError.
-inline Tensor Tensor::gather(int dim, const Tensor& index) const {
-  if (!index.defined()) throw Error("gather: the index is the empty Tensor() handle");
-  if (!index.dtype().is_int())
-    throw DTypeError(
-        detail::cat("gather: the index must be an integer tensor, not ", index.dtype().name()));
-  const auto s = cshape(), is = detail::dims_of(index);
-  if (s.size() != is.size())
-    throw ShapeError(detail::cat("gather: the index has shape ", index.shape(),
-                                 " but the tensor has shape ", shape(),
-                                 "; they need the same number of dims"));
-  if (s.empty()) return reshape({1}).gather(0, index.reshape({1})).reshape({});
-  const auto d = static_cast<size_t>(normalize_axis(dim, s.size(), "gather"));
-  std::vector<std::pair<sint, sint>> keep;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (i != d && is[i] > s[i])
-      throw ShapeError(detail::cat("gather: index shape ", index.shape(), " exceeds tensor shape ",
-                                   shape(), " in dim ", i));
-    keep.emplace_back(0, i == d ? s[i] : is[i]);
-  }
-  // x[..., 1 (dim d), ..., n]: the candidates of every output element along the last axis
-  Tensor x = shrink(keep).unsqueeze(-1).transpose(-1, static_cast<int>(d));
-  detail::check_index_values(index, s[d], false, "gather", d);
-  Tensor hit = detail::one_hot_mask(index.to(device()), s[d], false);
-  return hit.where(x, detail::scalar_of(dtype(), 0, device())).sum(-1).cast(dtype());
-}
-
-/// int32 one-hot vectors along a new last axis; num_classes -1 takes the maximum value + 1
-/// (which reads the tensor). Values out of range give a row of zeros.
-inline Tensor Tensor::one_hot(int64_t num_classes) const {
-  if (!dtype().is_int())
-    throw DTypeError(detail::cat("one_hot: needs an integer tensor, not ", dtype().name()));
-  if (num_classes == -1) num_classes = numel() ? max().cast(dtypes::int64).item<int64_t>() + 1 : 0;
-  if (num_classes < 0)
-    throw Error(detail::cat("one_hot: num_classes must be -1 or non-negative, got ", num_classes));
-  return detail::one_hot_mask(*this, num_classes, false).cast(dtypes::int32);
-}
-
-}  // namespace tinyt::inline v0
-// ---- end tinyt/ops/indexing.hpp ----
-// ---- tinyt/ops/random.hpp ----
-// Random numbers, counter-based: element i of a call is the Threefry-2x32 encryption (Salmon et
-// al., "Parallel random numbers: as easy as 1, 2, 3", SC'11) of the counter (i mod 2^32, i >> 32)
-// under a key for that call. A random tensor is then a pure function of (seed, call number,
-// index): any kernel can recompute it and get the same bits, so it needs no buffer of state and
-// fuses into the kernels that use it. The cipher is built from tensor ops on uint32 (wrapping
-// add, xor, shifts); the key is read from a 2-word buffer, so every call reuses one compiled
-// kernel.
+// the random cipher under Tensor::rand and friends
+// ---- tinyt/ops/threefry.hpp ----
+// The Threefry-2x32 cipher (Salmon et al., SC'11) that random numbers are made from, on host
+// words and on uint32 tensors alike, and the key of each random call (ops/random.hpp).
 
 
 
@@ -10025,2028 +8773,21 @@ inline std::array<Tensor, 2> random_words(int64_t n, const std::string& device) 
   Tensor lo = i.cast(dtypes::uint32), hi = i.rshift(32).cast(dtypes::uint32);
   return threefry2x32(lo, hi, key[0], key[1]);
 }
-
-/// Floats uniform in [0, 1) from random words, as float32: the top m bits become the mantissa of
-/// a float in [1, 2), minus 1. m is the mantissa width of `dt` (at most float32's 23), so the
-/// values are exact in `dt` and a cast to it cannot round up to 1.
-inline Tensor unit_float(const Tensor& bits, DType dt) {
-  const uint32_t m = dt == dtypes::float16 ? 10 : dt == dtypes::bfloat16 ? 7 : 23;
-  Tensor mantissa = bits.rshift(tf_word(32 - m, bits)).lshift(tf_word(23 - m, bits));
-  return mantissa.bitwise_or(tf_word(0x3F800000, bits)).bitcast(dtypes::float32).sub(1.0);
-}
-
-/// The device a random op runs on ("" is the default).
-inline std::string random_device(const std::string& device) {
-  return device.empty() ? Device::default_device() : Device::canonicalize(device);
-}
-inline void random_require_float(DType dt, const char* op) {
-  if (!dt.is_float()) throw DTypeError(cat(op, ": needs a float dtype, not ", dt.name()));
-}
-inline void random_require_finite(double v, const char* what, const char* op) {
-  if (!std::isfinite(v)) throw Error(cat(op, ": ", what, " must be finite, not ", v));
-}
-/// A float scalar of dtype `dt` on `device` (not weak, so float64 keeps its precision).
-inline Tensor random_float_const(double v, DType dt, const std::string& device) {
-  return Tensor(graph::const_(dt, v, device));
-}
-/// float64 stays float64; narrower floats compute in float32 and are cast at the end.
-inline DType random_compute_dtype(DType dt) {
-  return dt == dtypes::float64 ? dtypes::float64 : dtypes::float32;
-}
-
-/// floor(b * r / 2^64) for a 64-bit random word b = (hi, lo) and a host constant r: the high half
-/// of the 128-bit product from 32-bit halves in uint64 arithmetic, exact (so the result is < r).
-inline Tensor mulhi64(const Tensor& b_hi, const Tensor& b_lo, uint64_t r) {
-  auto u64 = [&](uint64_t v) { return Tensor(graph::const_(dtypes::uint64, v, b_hi.device())); };
-  const Tensor bh = b_hi.cast(dtypes::uint64), bl = b_lo.cast(dtypes::uint64),
-               mask = u64(0xffffffffu), k32 = u64(32);
-  const Tensor rh = u64(r >> 32), rl = u64(r & 0xffffffffu);
-  const Tensor ll = bl.mul(rl), lh = bl.mul(rh), hl = bh.mul(rl), hh = bh.mul(rh);
-  const Tensor mid = ll.rshift(k32).add(lh.bitwise_and(mask)).add(hl.bitwise_and(mask));
-  return hh.add(lh.rshift(k32)).add(hl.rshift(k32)).add(mid.rshift(k32));
-}
-
-inline double random_fan(const std::vector<int64_t>& s, size_t from) {
-  double p = 1;
-  for (size_t i = from; i < s.size(); ++i) p *= static_cast<double>(s[i]);
-  return p;
-}
-
 }  // namespace detail
-
-/// Sets the seed of the random ops and restarts their sequence.
-inline void Tensor::manual_seed(uint64_t seed) {
-  detail::RandomState& st = detail::random_state();
-  std::lock_guard lock(st.mu);
-  st.seed = seed, st.calls = 0;
-}
-
-/// Uniform in [0, 1).
-inline Tensor Tensor::rand(Shape shape, DType dtype, std::string device) {
-  detail::random_require_float(dtype, "rand");
-  const auto s = detail::checked_shape(shape, "rand");
-  const auto words = detail::random_words(detail::product(s), detail::random_device(device));
-  return detail::unit_float(words[0], dtype).cast(dtype).reshape(Shape(s));
-}
-
-/// Standard normal, by Box-Muller from the two words of each block.
-inline Tensor Tensor::randn(Shape shape, DType dtype, std::string device) {
-  detail::random_require_float(dtype, "randn");
-  const auto s = detail::checked_shape(shape, "randn");
-  const auto words = detail::random_words(detail::product(s), detail::random_device(device));
-  Tensor u1 = detail::unit_float(words[0], dtypes::float32),
-         u2 = detail::unit_float(words[1], dtypes::float32);
-  // 1 - u2 is in (0, 1], so the log is finite
-  Tensor radius = u2.neg().add(1.0).log().mul(-2.0).sqrt();
-  return u1.mul(2 * std::numbers::pi).cos().mul(radius).cast(dtype).reshape(Shape(s));
-}
-
-/// Integers uniform in [low, high): floor(u * (high - low)) + low for a 64-bit uniform u, in
-/// exact integer arithmetic.
-inline Tensor Tensor::randint(Shape shape, int64_t low, int64_t high, DType dtype) {
-  if (!dtype.is_int() || dtype.is_index())
-    throw DTypeError(detail::cat("randint: needs an integer dtype, not ", dtype.name()));
-  if (high <= low)
-    throw Error(detail::cat("randint: high (", high, ") must be greater than low (", low, ")"));
-  if (low < dtypes::min_int(dtype) || high - 1 > dtypes::max_int(dtype))
-    throw Error(
-        detail::cat("randint: the range [", low, ", ", high, ") does not fit ", dtype.name()));
-  const auto s = detail::checked_shape(shape, "randint");
-  const std::string dev = Device::default_device();
-  const auto words = detail::random_words(detail::product(s), dev);
-  const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
-  // unsigned addition wraps, so low + offset is exact for any int64 low
-  Tensor offset = detail::mulhi64(words[0], words[1], range);
-  Tensor value = offset.add(Tensor(graph::const_(dtypes::uint64, static_cast<uint64_t>(low), dev)))
-                     .bitcast(dtypes::int64);
-  return value.cast(dtype).reshape(Shape(s));
-}
-
-/// Uniform in [low, high).
-inline Tensor Tensor::uniform(Shape shape, double low, double high, DType dtype) {
-  detail::random_require_float(dtype, "uniform");
-  detail::random_require_finite(low, "low", "uniform");
-  detail::random_require_finite(high, "high", "uniform");
-  if (low > high)
-    throw Error(detail::cat("uniform: low (", low, ") is greater than high (", high, ")"));
-  detail::random_require_finite(high - low, "high - low", "uniform");
-  const DType dt = detail::random_compute_dtype(dtype);
-  Tensor u = rand(std::move(shape), dtypes::float32).cast(dt);
-  const std::string dev = u.device();
-  return u.mul(detail::random_float_const(high - low, dt, dev))
-      .add(detail::random_float_const(low, dt, dev))
-      .cast(dtype);
-}
-
-/// Normal with the given mean and standard deviation.
-inline Tensor Tensor::normal(Shape shape, double mean, double std, DType dtype) {
-  detail::random_require_float(dtype, "normal");
-  detail::random_require_finite(mean, "mean", "normal");
-  detail::random_require_finite(std, "std", "normal");
-  if (std < 0) throw Error(detail::cat("normal: std (", std, ") must not be negative"));
-  const DType dt = detail::random_compute_dtype(dtype);
-  Tensor z = randn(std::move(shape), dtypes::float32).cast(dt);
-  const std::string dev = z.device();
-  return z.mul(detail::random_float_const(std, dt, dev))
-      .add(detail::random_float_const(mean, dt, dev))
-      .cast(dtype);
-}
-
-inline Tensor Tensor::rand_like(const Tensor& t) { return rand(t.shape(), t.dtype(), t.device()); }
-inline Tensor Tensor::randn_like(const Tensor& t) {
-  return randn(t.shape(), t.dtype(), t.device());
-}
-
-// The initializers (tinygrad's): the fan-in is the product of every dim after the first. A shape
-// with no elements has no values to scale, so a zero fan gives a zero bound rather than infinity.
-
-/// Uniform in +-sqrt(3) * gain / sqrt(fan_in), gain = sqrt(2 / (1 + a^2)) (leaky ReLU slope a).
-inline Tensor Tensor::kaiming_uniform(Shape shape, double a) {
-  const auto s = detail::checked_shape(shape, "kaiming_uniform");
-  const double fan_in = detail::random_fan(s, 1);
-  const double bound =
-      fan_in > 0 ? std::sqrt(3.0) * std::sqrt(2.0 / (1 + a * a)) / std::sqrt(fan_in) : 0.0;
-  return uniform(Shape(s), -bound, bound);
-}
-
-/// Normal with std gain / sqrt(fan_in), gain = sqrt(2 / (1 + a^2)).
-inline Tensor Tensor::kaiming_normal(Shape shape, double a) {
-  const auto s = detail::checked_shape(shape, "kaiming_normal");
-  const double fan_in = detail::random_fan(s, 1);
-  const double std = fan_in > 0 ? std::sqrt(2.0 / (1 + a * a)) / std::sqrt(fan_in) : 0.0;
-  return normal(Shape(s), 0.0, std);
-}
-
-/// Uniform in +-sqrt(6 / (shape[0] + fan_in)) (Glorot and Bengio).
-inline Tensor Tensor::glorot_uniform(Shape shape) {
-  const auto s = detail::checked_shape(shape, "glorot_uniform");
-  if (s.empty()) throw ShapeError("glorot_uniform: needs at least one dim, the shape is ()");
-  const double fans = static_cast<double>(s[0]) + detail::random_fan(s, 1);
-  return uniform(Shape(s), -1.0, 1.0).mul(fans > 0 ? std::sqrt(6.0 / fans) : 0.0);
-}
-
-/// Uniform in +-1 / sqrt(numel).
-inline Tensor Tensor::scaled_uniform(Shape shape) {
-  const auto s = detail::checked_shape(shape, "scaled_uniform");
-  const double n = detail::random_fan(s, 0);
-  return uniform(Shape(s), -1.0, 1.0).mul(n > 0 ? 1.0 / std::sqrt(n) : 0.0);
-}
 
 }  // namespace tinyt::inline v0
-// ---- end tinyt/ops/random.hpp ----
-// ---- tinyt/ops/linalg.hpp ----
-// Linear algebra: matmul, linear and einsum, each a broadcast multiply followed by a sum over
-// the contracted axes (tinygrad's way), so the product is never materialized and a matmul with
-// its bias and activation is one kernel.
+// ---- end tinyt/ops/threefry.hpp ----
 
-
-
-namespace tinyt::inline v0 {
-
-/// torch.matmul's semantics: 1-D operands are vectors, more dims are batches that broadcast.
-inline Tensor Tensor::matmul(const Tensor& w) const {
-  const auto xs = cshape(), ws = w.cshape();
-  auto fail = [&](const char* why) {
-    return ShapeError(detail::cat("matmul: cannot multiply ", detail::shape_str(xs), " by ",
-                                  detail::shape_str(ws), why));
-  };
-  if (xs.empty() || ws.empty()) throw fail(" (both operands need at least one dimension)");
-  const size_t wk = ws.size() >= 2 ? ws.size() - 2 : 0;  // w's contracted dim
-  if (xs.back() != ws[wk]) throw fail("");
-  if (xs.size() > 2 && ws.size() > 2) {
-    try {
-      broadcast_shape({xs.begin(), xs.end() - 2}, {ws.begin(), ws.end() - 2}, "matmul");
-    } catch (const ShapeError&) {
-      throw fail(" (the batch dims do not broadcast)");
-    }
-  }
-  // x (..., n, k) -> (..., n, 1, k) and w (..., k, m) -> (..., 1, m, k): the product is
-  // (..., n, m, k), summed over k
-  const bool matrices = xs.size() >= 2 && ws.size() >= 2;
-  Tensor x = matrices ? unsqueeze(-2) : *this, y = w;
-  if (ws.size() >= 2) y = (matrices ? y.unsqueeze(-3) : y).transpose(-1, -2);
-  return x.mul(y).sum(-1).cast(least_upper_dtype({dtype(), w.dtype()}));
-}
-
-/// x.matmul(w) + b, with w of shape (in, out) (a 1-D w scales elementwise, as tinygrad).
-inline Tensor Tensor::linear(const Tensor& w, const Tensor& b) const {
-  Tensor y = w.ndim() == 1 ? mul(w) : matmul(w);
-  return b.defined() ? y.add(b) : y;
-}
-
-namespace detail {
-// Einsum labels: letters are their character code; the dims an ellipsis covers are
-// kEllipsisLabel + j, j counted over the widest ellipsis, so they align from the right.
-inline constexpr int kEllipsisLabel = 1000;
-
-inline std::string einsum_label_name(int label) {
-  if (label < kEllipsisLabel) return std::string(1, static_cast<char>(label));
-  return cat("... dim ", label - kEllipsisLabel);
-}
-
-/// The labels of one einsum term ("ij", "b...i"); `ellipsis` is set to where "..." was (or -1).
-inline std::vector<int> einsum_term(const std::string& term, const std::string& formula,
-                                    int64_t& ellipsis) {
-  std::vector<int> labels;
-  ellipsis = -1;
-  for (size_t i = 0; i < term.size(); ++i) {
-    const char c = term[i];
-    if (std::isalpha(static_cast<unsigned char>(c))) {
-      labels.push_back(c);
-    } else if (c == '.' && term.compare(i, 3, "...") == 0) {
-      if (ellipsis >= 0)
-        throw Error(cat("einsum: more than one '...' in a term of \"", formula, "\""));
-      ellipsis = static_cast<int64_t>(labels.size());
-      i += 2;
-    } else {
-      throw Error(cat("einsum: invalid character '", c, "' in \"", formula, "\""));
-    }
-  }
-  return labels;
-}
-
-/// The diagonal over the last two dims of x (which must be equal): (..., n, n) -> (..., n).
-inline Tensor diagonal_last2(const Tensor& x) {
-  auto s = x.shape().to_vector();
-  const int64_t n = s.back();
-  s.pop_back(), s.pop_back();
-  std::vector<std::pair<sint, sint>> pad(s.size(), {0, 0}), cut;
-  for (int64_t d : s) cut.emplace_back(0, d);
-  // rows of n+1 over the flat n*n (+n) elements: row i starts at i*(n+1), on the diagonal
-  auto flat = s, rows = s;
-  flat.push_back(n * n), rows.push_back(n), rows.push_back(n + 1);
-  pad.emplace_back(0, n), cut.emplace_back(0, n), cut.emplace_back(0, 1);
-  auto out = s;
-  out.push_back(n);
-  return x.reshape(Shape(flat)).pad(pad).reshape(Shape(rows)).shrink(cut).reshape(Shape(out));
-}
-}  // namespace detail
-
-/// Einstein summation: "ij,jk->ik", the implicit form "ij,jk", "...", repeated labels within
-/// an operand (diagonals, traces), and size-1 dims that broadcast.
-inline Tensor Tensor::einsum(const std::string& formula, const std::vector<Tensor>& operands) {
-  using detail::cat;
-  std::string f;
-  for (char c : formula)
-    if (!std::isspace(static_cast<unsigned char>(c))) f += c;
-  const size_t arrow = f.find("->");
-  const std::string lhs = f.substr(0, arrow);
-  if (arrow != std::string::npos && f.find("->", arrow + 2) != std::string::npos)
-    throw Error(cat("einsum: more than one '->' in \"", formula, "\""));
-  std::vector<std::string> terms;
-  for (size_t start = 0;;) {
-    const size_t comma = lhs.find(',', start);
-    terms.push_back(lhs.substr(start, comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  if (operands.empty()) throw Error(cat("einsum: no operands for \"", formula, "\""));
-  if (terms.size() != operands.size())
-    throw Error(cat("einsum: \"", formula, "\" has ", terms.size(), " input terms for ",
-                    operands.size(), " operands"));
-
-  // labels per operand, with ellipsis dims given their own labels
-  std::vector<std::vector<int>> labels(operands.size());
-  std::vector<int64_t> ell_dims(operands.size(), 0);
-  int64_t widest = 0;
-  for (size_t i = 0; i < terms.size(); ++i) {
-    int64_t at = -1;
-    labels[i] = detail::einsum_term(terms[i], formula, at);
-    const auto nd = static_cast<int64_t>(operands[i].ndim()),
-               nl = static_cast<int64_t>(labels[i].size());
-    if (at < 0 ? nl != nd : nl > nd)
-      throw ShapeError(cat("einsum: term \"", terms[i], "\" of \"", formula,
-                           "\" does not fit operand ", i, " of shape ", operands[i].shape()));
-    if (at >= 0) {
-      ell_dims[i] = nd - nl, widest = std::max(widest, nd - nl);
-      // placeholders -1, -2, ...: numbered once the widest ellipsis is known
-      for (int64_t j = 0; j < ell_dims[i]; ++j)
-        labels[i].insert(labels[i].begin() + at + j, static_cast<int>(-1 - j));
-    }
-  }
-  for (size_t i = 0; i < labels.size(); ++i)
-    for (int& l : labels[i])
-      if (l < 0) l = static_cast<int>(detail::kEllipsisLabel + widest - ell_dims[i] + (-1 - l));
-
-  // the output labels
-  std::vector<int> out;
-  std::map<int, int> count;
-  for (const auto& ls : labels)
-    for (int l : ls) ++count[l];
-  if (arrow == std::string::npos) {
-    for (int64_t j = 0; j < widest; ++j)
-      out.push_back(static_cast<int>(detail::kEllipsisLabel + j));
-    for (auto [l, n] : count)
-      if (l < detail::kEllipsisLabel && n == 1) out.push_back(l);
-  } else {
-    int64_t at = -1;
-    const std::string rhs = f.substr(arrow + 2);
-    out = detail::einsum_term(rhs, formula, at);
-    std::set<int> seen;
-    for (int l : out) {
-      if (!count.contains(l))
-        throw Error(cat("einsum: output label '", static_cast<char>(l), "' of \"", formula,
-                        "\" is in no input"));
-      if (!seen.insert(l).second)
-        throw Error(
-            cat("einsum: output label '", static_cast<char>(l), "' repeats in \"", formula, "\""));
-    }
-    if (at >= 0)
-      for (int64_t j = widest - 1; j >= 0; --j)
-        out.insert(out.begin() + at, static_cast<int>(detail::kEllipsisLabel + j));
-  }
-
-  // diagonals first, then the sizes of each label across operands (1 broadcasts)
-  std::vector<Tensor> xs = operands;
-  std::map<int, int64_t> size;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    auto& ls = labels[i];
-    for (;;) {  // a label twice in one operand: keep the diagonal, as one dim at the end
-      size_t p = 0, q = 0;
-      for (size_t a = 0; a < ls.size() && q == 0; ++a)
-        for (size_t c = a + 1; c < ls.size() && q == 0; ++c)
-          if (ls[a] == ls[c]) p = a, q = c;
-      if (q == 0) break;
-      const auto s = xs[i].shape().to_vector();
-      if (s[p] != s[q])
-        throw ShapeError(cat("einsum: label '", detail::einsum_label_name(ls[p]), "' of \"",
-                             formula, "\" has sizes ", s[p], " and ", s[q], " in operand ", i,
-                             " of shape ", operands[i].shape()));
-      std::vector<int> order;
-      for (size_t a = 0; a < ls.size(); ++a)
-        if (a != p && a != q) order.push_back(static_cast<int>(a));
-      order.push_back(static_cast<int>(p)), order.push_back(static_cast<int>(q));
-      xs[i] = detail::diagonal_last2(xs[i].permute(order));
-      const int l = ls[p];
-      ls.erase(ls.begin() + static_cast<std::ptrdiff_t>(q));
-      ls.erase(ls.begin() + static_cast<std::ptrdiff_t>(p));
-      ls.push_back(l);
-    }
-    const auto s = xs[i].shape().to_vector();
-    for (size_t a = 0; a < ls.size(); ++a) {
-      auto [it, fresh] = size.try_emplace(ls[a], s[a]);
-      if (fresh || it->second == s[a] || s[a] == 1) continue;
-      if (it->second != 1)
-        throw ShapeError(cat("einsum: label '", detail::einsum_label_name(ls[a]), "' of \"",
-                             formula, "\" has sizes ", it->second, " and ", s[a], " (operand ", i,
-                             " has shape ", operands[i].shape(), ")"));
-      it->second = s[a];
-    }
-  }
-
-  // every operand as a view over all labels (output ones first), multiplied and summed
-  std::vector<int> all = out;
-  for (auto [l, n] : size)
-    if (std::find(out.begin(), out.end(), l) == out.end()) all.push_back(l);
-  Tensor product;
-  DType dt = xs[0].dtype();
-  for (size_t i = 0; i < xs.size(); ++i) {
-    std::vector<int> order;
-    std::vector<int64_t> view;
-    const auto s = xs[i].shape().to_vector();
-    for (int l : all) {
-      auto it = std::find(labels[i].begin(), labels[i].end(), l);
-      if (it == labels[i].end()) {
-        view.push_back(1);
-      } else {
-        order.push_back(static_cast<int>(it - labels[i].begin()));
-        view.push_back(s[static_cast<size_t>(order.back())]);
-      }
-    }
-    Tensor v = xs[i].permute(order).reshape(Shape(view));
-    product = i == 0 ? v : product.mul(v);
-    dt = least_upper_dtype({dt, xs[i].dtype()});
-  }
-  std::vector<int> summed;
-  for (size_t a = out.size(); a < all.size(); ++a) summed.push_back(static_cast<int>(a));
-  return (summed.empty() ? product : product.sum(summed)).cast(dt);
-}
-
-}  // namespace tinyt::inline v0
-// ---- end tinyt/ops/linalg.hpp ----
-// ---- tinyt/ops/nn.hpp ----
-// nn functional: the statistical reductions (var, std, argmax, logsumexp, softmax), convolution
-// and pooling as views of sliding windows followed by a reduce (tinygrad's way: windows are
-// built from pad/reshape/expand/permute, nothing is copied), normalization, attention and the
-// losses. Numerics follow PyTorch.
-
-
-
-namespace tinyt::inline v0 {
-
-// -- statistics ------------------------------------------------------------------------------
-
-namespace detail {
-/// t.max, except that reducing an axis of size 0 gives a placeholder 0 instead of throwing:
-/// softmax, logsumexp and argmax of an empty axis then give empty results, as in PyTorch.
-inline Tensor max_over(const Tensor& t, std::vector<int> axes, bool keepdim) {
-  if (t.numel() != 0) return t.max(std::move(axes), keepdim);
-  return Tensor::zeros_like(t).sum(std::move(axes), keepdim).cast(t.dtype());
-}
-}  // namespace detail
-
-namespace detail {
-// The variance in the dtype statistics compute in (float32 for float16), before the one rounding
-// to the result's dtype: std takes its square root first, as PyTorch does.
-inline Tensor var_in_acc(const Tensor& t, const std::vector<int>& axes, bool keepdim, double correction) {
-  const auto s = graph::concrete_shape(t.uop());
-  int64_t n = 1;
-  for (int a : axes)
-    n *= s.empty() ? 1 : s[static_cast<size_t>(normalize_axis(a, s.size(), "var"))];
-  Tensor x = t.cast(stats_acc_dtype(t.dtype()));
-  Tensor squares = x.sub(x.mean(axes, true)).square();
-  // as PyTorch: n <= correction divides by 0 (inf, or NaN for 0/0)
-  return squares.sum(axes, keepdim).div(std::max(0.0, static_cast<double>(n) - correction));
-}
-}  // namespace detail
-
-inline Tensor Tensor::var(std::vector<int> axes, bool keepdim, double correction) const {
-  return detail::var_in_acc(*this, axes, keepdim, correction).cast(least_upper_float(dtype()));
-}
-inline Tensor Tensor::var(int axis, bool keepdim, double correction) const {
-  return var(std::vector<int>{axis}, keepdim, correction);
-}
-inline Tensor Tensor::var(bool keepdim, double correction) const {
-  return var(detail::all_axes(ndim()), keepdim, correction);
-}
-inline Tensor Tensor::std(std::vector<int> axes, bool keepdim, double correction) const {
-  return detail::var_in_acc(*this, axes, keepdim, correction).sqrt().cast(least_upper_float(dtype()));
-}
-inline Tensor Tensor::std(int axis, bool keepdim, double correction) const {
-  return std(std::vector<int>{axis}, keepdim, correction);
-}
-inline Tensor Tensor::std(bool keepdim, double correction) const {
-  return std(detail::all_axes(ndim()), keepdim, correction);
-}
-
-/// The first index of the largest value (of a NaN, if there is one, as PyTorch), as int32.
-inline Tensor Tensor::argmax(int axis, bool keepdim) const {
-  if (ndim() == 0) {
-    normalize_axis(axis, 0, "argmax");
-    return Tensor(graph::const_(dtypes::int32, 0, device()));
-  }
-  const int ax = normalize_axis(axis, ndim(), "argmax");
-  const auto s = cshape();
-  const int64_t n = s[static_cast<size_t>(ax)];
-  if (n == 0)
-    throw ShapeError(detail::cat("argmax: axis ", axis, " of shape ", shape(), " is empty"));
-  Tensor hit = eq(detail::max_over(*this, {ax}, true));
-  if (dtype().is_float()) hit = hit.logical_or(isnan());  // max is NaN then, and equals nothing
-  // n - i for index i: the largest marked value is the first hit
-  std::vector<int64_t> col(s.size() - static_cast<size_t>(ax), 1);
-  col[0] = n;
-  Tensor reversed = Tensor::arange(n, int64_t{0}, -1).reshape(Shape(col));
-  Tensor first = detail::max_over(hit.where(reversed, 0), {ax}, keepdim);
-  return Tensor(graph::const_(dtypes::int32, n, device())).sub(first).cast(dtypes::int32);
-}
-inline Tensor Tensor::argmax() const { return flatten().argmax(0); }
-inline Tensor Tensor::argmin(int axis, bool keepdim) const {
-  // an order-reversing map: -x for floats (NaN stays NaN), ~x for integers, !x for bools
-  if (dtype().is_float()) return neg().argmax(axis, keepdim);
-  return bitwise_not().argmax(axis, keepdim);
-}
-inline Tensor Tensor::argmin() const { return flatten().argmin(0); }
-
-namespace detail {
-/// The shape without `axis` (which a keepdim reduce left as 1).
-inline Shape drop_axis(std::vector<int64_t> s, int axis) {
-  if (!s.empty()) s.erase(s.begin() + axis);
-  return Shape(s);
-}
-}  // namespace detail
-
-// logsumexp, softmax and log_softmax compute in float32 for float16 and bfloat16 (the sum of
-// exponentials would lose what float16 cannot hold) and round once at the end.
-inline Tensor Tensor::logsumexp(int axis, bool keepdim) const {
-  const int ax = normalize_axis(axis, ndim(), "logsumexp");
-  Tensor x = cast(detail::stats_acc_dtype(dtype()));
-  Tensor m = detail::max_over(x, {ax}, true);
-  m = m.isinf().where(0.0, m);  // an infinite max would give inf - inf; as PyTorch, shift by 0 then
-  Tensor r = x.sub(m).exp().sum(ax, true).log().add(m).cast(least_upper_float(dtype()));
-  return keepdim ? r : r.reshape(detail::drop_axis(r.cshape(), ax));
-}
-
-inline Tensor Tensor::softmax(int axis) const {
-  const int ax = normalize_axis(axis, ndim(), "softmax");
-  Tensor x = cast(detail::stats_acc_dtype(dtype()));
-  Tensor e = x.sub(detail::max_over(x, {ax}, true)).exp();
-  return e.div(e.sum(ax, true)).cast(least_upper_float(dtype()));
-}
-inline Tensor Tensor::log_softmax(int axis) const {
-  const int ax = normalize_axis(axis, ndim(), "log_softmax");
-  Tensor x = cast(detail::stats_acc_dtype(dtype()));
-  Tensor shifted = x.sub(detail::max_over(x, {ax}, true));
-  return shifted.sub(shifted.exp().sum(ax, true).log()).cast(least_upper_float(dtype()));
-}
-
-// -- sliding windows -------------------------------------------------------------------------
-
-namespace detail {
-/// One size per spatial dim from an int or a list ("stride", "dilation", ...).
-inline std::vector<int64_t> per_dim(const IntOrVec& v, size_t dims, const char* op,
-                                    const char* what) {
-  if (v.v.size() == 1) return std::vector<int64_t>(dims, v.v[0]);
-  if (v.v.size() != dims)
-    throw ShapeError(cat(op, ": ", what, " needs 1 or ", dims, " values, got ", v.v.size()));
-  return v.v;
-}
-/// (before, after) padding per spatial dim from an int, one per dim, or 2 per dim given as
-/// (left, right, top, bottom): the last dim first, as tinygrad and PyTorch's F.pad.
-inline std::vector<std::pair<int64_t, int64_t>> pool_pads(const IntOrVec& p, size_t dims,
-                                                          const char* op) {
-  std::vector<std::pair<int64_t, int64_t>> out(dims);
-  if (p.v.size() == 2 * dims) {
-    for (size_t i = 0; i < dims; ++i) out[dims - 1 - i] = {p.v[2 * i], p.v[2 * i + 1]};
-    return out;
-  }
-  if (p.v.size() != 1 && p.v.size() != dims)
-    throw ShapeError(
-        cat(op, ": padding needs 1, ", dims, " or ", 2 * dims, " values, got ", p.v.size()));
-  for (size_t i = 0; i < dims; ++i)
-    out[i] = {p.v[p.v.size() == 1 ? 0 : i], p.v[p.v.size() == 1 ? 0 : i]};
-  return out;
-}
-/// x padded on its last dims only.
-inline Tensor pad_last(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& p,
-                       double value = 0.0) {
-  std::vector<std::pair<sint, sint>> all(x.ndim() - p.size(), {0, 0});
-  for (auto [b, a] : p) all.emplace_back(b, a);
-  return x.pad(all, value);
-}
-
-/// Sliding windows over the last k.size() dims: (..., i...) -> (..., o..., k...) where
-/// out[..., o, j] = x[..., o*stride + j*dilation]. Views only.
-inline Tensor sliding_windows(const Tensor& x, const std::vector<int64_t>& k,
-                              const std::vector<int64_t>& stride,
-                              const std::vector<int64_t>& dilation, const char* op) {
-  using Dims = std::vector<int64_t>;
-  // s with dim `at` replaced by `mid`
-  auto replace = [](const Dims& s, size_t at, std::initializer_list<int64_t> mid) {
-    Dims r(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(at));
-    r.insert(r.end(), mid);
-    r.insert(r.end(), s.begin() + static_cast<std::ptrdiff_t>(at) + 1, s.end());
-    return Shape(r);
-  };
-  auto pad_end = [](const Tensor& t, size_t axis, int64_t n) {
-    std::vector<std::pair<sint, sint>> p(t.ndim(), {0, 0});
-    p[axis] = {0, n};
-    return t.pad(p);
-  };
-  auto keep_first = [](const Tensor& t, size_t axis, int64_t n) {
-    std::vector<std::pair<sint, sint>> p;
-    for (const sint& d : t.shape()) p.emplace_back(0, d);
-    p[axis] = {0, n};
-    return t.shrink(p);
-  };
-  const size_t dims = k.size(), lead = x.ndim() - dims;
-  Tensor y = x;
-  for (size_t j = 0; j < dims; ++j) {
-    // the dim at `at` (size i) becomes (o, k)
-    const size_t at = lead + 2 * j;
-    const Dims s = y.shape().to_vector();
-    const int64_t i = s[at], kk = k[j], st = stride[j], d = dilation[j];
-    if (kk < 1 || st < 1 || d < 1)
-      throw ShapeError(
-          cat(op, ": kernel ", kk, ", stride ", st, " and dilation ", d, " must be positive"));
-    const int64_t span = d * (kk - 1) + 1;
-    if (span > i)
-      throw ShapeError(cat(op, ": the kernel (", kk, " with dilation ", d,
-                           ") is larger than the input (", i, ") in shape ", x.shape()));
-    const int64_t o = (i - span) / st + 1;
-    if (d == 1 && kk <= st) {
-      // windows that do not overlap: (o*s) -> (o, s), keep the first k of each
-      y = o * st > i ? pad_end(y, at, o * st - i) : keep_first(y, at, o * st);
-      y = keep_first(y.reshape(replace(s, at, {o, st})), at + 1, kk);
-      continue;
-    }
-    // k copies of the row (k, i), padded to rows of R, laid out again as rows of R + d: row r
-    // then starts r*d further into the data. Of each row, every st-th of the first o*st.
-    const int64_t rows = std::max(i, o * st - d);
-    y = y.reshape(replace(s, at, {1, i})).expand(replace(s, at, {kk, i}));
-    if (rows > i) y = pad_end(y, at + 1, rows - i);
-    y = pad_end(y.reshape(replace(s, at, {kk * rows})), at, kk * d)
-            .reshape(replace(s, at, {kk, rows + d}));
-    y = keep_first(y, at + 1, o * st).reshape(replace(s, at, {kk, o, st}));
-    y = keep_first(y, at + 2, 1).reshape(replace(s, at, {kk, o}));
-    std::vector<int> order;
-    for (size_t a = 0; a < y.ndim(); ++a) order.push_back(static_cast<int>(a));
-    std::swap(order[at], order[at + 1]);
-    y = y.permute(order);
-  }
-  // (..., o0, k0, o1, k1) -> (..., o0, o1, k0, k1)
-  std::vector<int> order;
-  for (size_t a = 0; a < lead; ++a) order.push_back(static_cast<int>(a));
-  for (size_t j = 0; j < dims; ++j) order.push_back(static_cast<int>(lead + 2 * j));
-  for (size_t j = 0; j < dims; ++j) order.push_back(static_cast<int>(lead + 2 * j + 1));
-  return y.permute(order);
-}
-
-inline std::vector<int> last_axes(size_t n) {
-  std::vector<int> axes;
-  for (size_t j = 0; j < n; ++j) axes.push_back(-1 - static_cast<int>(j));
-  return axes;
-}
-}  // namespace detail
-
-/// Cross-correlation over the spatial dims of x (N, Cin, ...) with w (Cout, Cin/groups, k...);
-/// an unbatched x (Cin, ...) works too. Any number of spatial dims, as tinygrad.
-inline Tensor Tensor::conv2d(const Tensor& w, const Tensor& b, int64_t groups, IntOrVec stride,
-                             IntOrVec dilation, IntOrVec padding) const {
-  const auto xs = cshape(), ws = w.cshape();
-  auto fail = [&](const std::string& why) {
-    return ShapeError(detail::cat("conv2d: input ", detail::shape_str(xs), " does not fit weight ",
-                                  detail::shape_str(ws), ": ", why));
-  };
-  if (ws.size() < 3) throw fail("the weight needs (cout, cin/groups, kernel...) dims");
-  if (xs.size() == ws.size() - 1)  // unbatched
-    return unsqueeze(0).conv2d(w, b, groups, stride, dilation, padding).squeeze(0);
-  if (xs.size() != ws.size()) throw fail("they need the same number of dims");
-  const size_t dims = ws.size() - 2;
-  const int64_t cout = ws[0], cin = ws[1], bs = xs[0];
-  if (groups < 1) throw fail(detail::cat("groups must be positive, got ", groups));
-  if (cin * groups != xs[1])
-    throw fail(detail::cat(groups, " group(s) of ", cin, " input channels"));
-  if (cout % groups != 0)
-    throw fail(detail::cat(cout, " output channels do not split into ", groups, " groups"));
-  if (b.defined() && b.cshape() != std::vector<int64_t>{cout})
-    throw fail(detail::cat("the bias has shape ", b.shape(), ", not (", cout, ",)"));
-  const std::vector<int64_t> k(ws.begin() + 2, ws.end());
-  Tensor x = detail::pad_last(*this, detail::pool_pads(padding, dims, "conv2d"));
-  x = detail::sliding_windows(x, k, detail::per_dim(stride, dims, "conv2d", "stride"),
-                              detail::per_dim(dilation, dims, "conv2d", "dilation"), "conv2d");
-  // x (bs, groups*cin, o..., k...) against w (groups, cout/groups, cin, k...): broadcast to
-  // (bs, groups, cout/groups, o..., cin, k...) and sum over cin and k
-  const auto ps = x.cshape();
-  const std::vector<int64_t> o(ps.begin() + 2, ps.begin() + 2 + static_cast<std::ptrdiff_t>(dims));
-  std::vector<int64_t> xv{bs, groups, cin, 1};
-  xv.insert(xv.end(), ps.begin() + 2, ps.end());
-  std::vector<int> order{0, 1, 3};
-  for (size_t j = 0; j < dims; ++j) order.push_back(static_cast<int>(4 + j));
-  order.push_back(2);
-  for (size_t j = 0; j < dims; ++j) order.push_back(static_cast<int>(4 + dims + j));
-  std::vector<int64_t> wv{1, groups, cout / groups};
-  wv.insert(wv.end(), dims, 1);
-  wv.push_back(cin);
-  wv.insert(wv.end(), k.begin(), k.end());
-  std::vector<int64_t> out{bs, cout};
-  out.insert(out.end(), o.begin(), o.end());
-  Tensor y = x.reshape(Shape(xv)).permute(order).mul(w.reshape(Shape(wv)));
-  y = y.sum(detail::last_axes(dims + 1))
-          .reshape(Shape(out))
-          .cast(least_upper_dtype({dtype(), w.dtype()}));
-  if (!b.defined()) return y;
-  std::vector<int64_t> bv{1, cout};
-  bv.insert(bv.end(), dims, 1);
-  return y.add(b.reshape(Shape(bv)));
-}
-
-/// The gradient of conv2d with respect to its input, as PyTorch's: w is (Cin, Cout/groups, k...).
-/// A conv2d of the input with zeros inserted between elements (stride), padded by
-/// dilation*(k-1) - padding, against the flipped weight with its channel axes swapped.
-inline Tensor Tensor::conv_transpose2d(const Tensor& w, const Tensor& b, int64_t groups,
-                                       IntOrVec stride, IntOrVec dilation, IntOrVec padding,
-                                       IntOrVec output_padding) const {
-  const auto xs = cshape(), ws = w.cshape();
-  auto fail = [&](const std::string& why) {
-    return ShapeError(detail::cat("conv_transpose2d: input ", detail::shape_str(xs),
-                                  " does not fit weight ", detail::shape_str(ws), ": ", why));
-  };
-  if (ws.size() < 3) throw fail("the weight needs (cin, cout/groups, kernel...) dims");
-  if (xs.size() == ws.size() - 1)
-    return unsqueeze(0)
-        .conv_transpose2d(w, b, groups, stride, dilation, padding, output_padding)
-        .squeeze(0);
-  if (xs.size() != ws.size()) throw fail("they need the same number of dims");
-  if (groups < 1) throw fail(detail::cat("groups must be positive, got ", groups));
-  if (ws[0] != xs[1] || ws[0] % groups != 0)
-    throw fail(
-        detail::cat("the weight's ", ws[0], " input channels in ", groups, " group(s) vs ", xs[1]));
-  const size_t dims = ws.size() - 2;
-  const auto st = detail::per_dim(stride, dims, "conv_transpose2d", "stride");
-  const auto dil = detail::per_dim(dilation, dims, "conv_transpose2d", "dilation");
-  const auto outpad = detail::per_dim(output_padding, dims, "conv_transpose2d", "output_padding");
-  const auto pads = detail::pool_pads(padding, dims, "conv_transpose2d");
-  // the weight as conv2d's: (cin, cout/g, k...) split into groups, in and out swapped, kernel
-  // flipped, groups merged into (cout, cin/g, k...)
-  std::vector<int> swap_io{0, 2, 1}, flip_k;
-  for (size_t j = 0; j < dims; ++j)
-    swap_io.push_back(static_cast<int>(3 + j)), flip_k.push_back(static_cast<int>(3 + j));
-  std::vector<int64_t> split{groups, ws[0] / groups};
-  split.insert(split.end(), ws.begin() + 1, ws.end());
-  Tensor wt = w.reshape(Shape(split)).permute(swap_io).flip(flip_k).flatten(0, 1);
-  // zeros between input elements: (i) -> (i, 1) -> (i, s) -> (i*s) -> the first (i-1)*s+1
-  Tensor x = *this;
-  for (size_t j = 0; j < dims; ++j) {
-    if (st[j] < 1) throw fail(detail::cat("stride must be positive, got ", st[j]));
-    if (st[j] == 1) continue;
-    auto s = x.cshape();
-    const size_t at = 2 + j;
-    const int64_t i = s[at];
-    std::vector<int64_t> two(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(at));
-    two.push_back(i), two.push_back(1);
-    two.insert(two.end(), s.begin() + static_cast<std::ptrdiff_t>(at) + 1, s.end());
-    std::vector<std::pair<sint, sint>> p(two.size(), {0, 0});
-    p[at + 1] = {0, st[j] - 1};
-    std::vector<int64_t> flat = s;
-    flat[at] = i * st[j];
-    std::vector<std::pair<sint, sint>> cut;
-    for (size_t a = 0; a < flat.size(); ++a)
-      cut.emplace_back(0, a == at ? std::max<int64_t>(0, (i - 1) * st[j] + 1) : flat[a]);
-    x = x.reshape(Shape(two)).pad(p).reshape(Shape(flat)).shrink(cut);
-  }
-  std::vector<int64_t> conv_pads;  // (left, right, top, bottom) order: last dim first
-  for (size_t j = dims; j-- > 0;) {
-    if (outpad[j] < 0 || (outpad[j] >= st[j] && outpad[j] >= dil[j]))
-      throw fail(detail::cat("output_padding ", outpad[j],
-                             " must be smaller than the stride or the dilation"));
-    const int64_t edge = dil[j] * (ws[2 + j] - 1);
-    conv_pads.push_back(edge - pads[j].first);
-    conv_pads.push_back(edge - pads[j].second + outpad[j]);
-  }
-  return x.conv2d(wt, b, groups, 1, dil, conv_pads);
-}
-
-namespace detail {
-/// The window setup both 2-d pools share: kernel, stride (default: the kernel), dilation, pads.
-struct Pool2d {
-  std::vector<int64_t> k, s, d;
-  std::vector<std::pair<int64_t, int64_t>> pads;
-  Pool2d(const Tensor& x, const IntOrVec& kernel, const IntOrVec& stride, const IntOrVec& dilation,
-         const IntOrVec& padding, const char* op, bool pad_vs_dilated_kernel)
-      : k(per_dim(kernel, 2, op, "kernel")),
-        s(stride.empty() ? k : per_dim(stride, 2, op, "stride")),
-        d(per_dim(dilation, 2, op, "dilation")),
-        pads(pool_pads(padding, 2, op)) {
-    if (x.ndim() < 2) throw ShapeError(cat(op, ": needs at least 2 dims, got shape ", x.shape()));
-    for (size_t j = 0; j < 2; ++j) {
-      // as PyTorch: the padding is at most half the (dilated, for max) kernel
-      const int64_t span = pad_vs_dilated_kernel ? d[j] * (k[j] - 1) + 1 : k[j];
-      for (int64_t p : {pads[j].first, pads[j].second})
-        if (p < 0 || 2 * p > span)
-          throw ShapeError(
-              cat(op, ": padding ", p, " must be between 0 and half the kernel size ", span));
-    }
-  }
-};
-}  // namespace detail
-
-inline Tensor Tensor::max_pool2d(IntOrVec kernel, IntOrVec stride, IntOrVec dilation,
-                                 IntOrVec padding) const {
-  detail::Pool2d p(*this, kernel, stride, dilation, padding, "max_pool2d", true);
-  const double lowest =
-      dtype().is_float() ? -INFINITY : static_cast<double>(dtypes::min_int(dtype()));
-  Tensor x = detail::pad_last(*this, p.pads, lowest);
-  return detail::max_over(detail::sliding_windows(x, p.k, p.s, p.d, "max_pool2d"),
-                          detail::last_axes(2), false);
-}
-
-inline Tensor Tensor::avg_pool2d(IntOrVec kernel, IntOrVec stride, IntOrVec dilation,
-                                 IntOrVec padding, bool count_include_pad) const {
-  detail::Pool2d p(*this, kernel, stride, dilation, padding, "avg_pool2d", false);
-  auto windows = [&](const Tensor& t) {
-    return detail::sliding_windows(detail::pad_last(t, p.pads), p.k, p.s, p.d, "avg_pool2d");
-  };
-  if (count_include_pad) return windows(*this).mean(detail::last_axes(2));
-  // divide by how many of each window's elements are not padding
-  Tensor x = cast(detail::stats_acc_dtype(dtype()));  // float16 sums and divides in float32, as mean
-  return windows(x)
-      .sum(detail::last_axes(2))
-      .div(windows(Tensor::ones_like(x)).sum(detail::last_axes(2)))
-      .cast(least_upper_float(dtype()));
-}
-
-// -- normalization ---------------------------------------------------------------------------
-
-inline Tensor Tensor::layernorm(int axis, double eps) const {
-  const int ax = normalize_axis(axis, ndim(), "layernorm");
-  Tensor x = cast(detail::stats_acc_dtype(dtype()));  // float16 normalizes in float32, as PyTorch
-  Tensor centered = x.sub(x.mean(ax, true));
-  return centered.mul(centered.square().mean(ax, true).add(eps).rsqrt()).cast(least_upper_float(dtype()));
-}
-
-inline Tensor Tensor::batchnorm(const Tensor& weight, const Tensor& bias, const Tensor& mean,
-                                const Tensor& invstd) const {
-  const auto s = cshape();
-  if (s.size() < 2)
-    throw ShapeError(detail::cat("batchnorm: needs (N, C, ...) input, got shape ", shape()));
-  std::vector<int64_t> per_channel(s.size(), 1);
-  per_channel[1] = s[1];
-  auto channel = [&](const Tensor& t, const char* what) {
-    if (t.numel() != s[1])
-      throw ShapeError(detail::cat("batchnorm: ", what, " of shape ", t.shape(), " does not match ",
-                                   s[1], " channels of input ", shape()));
-    return t.reshape(Shape(per_channel));
-  };
-  Tensor x = sub(channel(mean, "mean"));
-  if (weight.defined()) x = x.mul(channel(weight, "weight"));
-  x = x.mul(channel(invstd, "invstd"));
-  return bias.defined() ? x.add(channel(bias, "bias")) : x;
-}
-
-// -- attention -------------------------------------------------------------------------------
-
-inline Tensor Tensor::scaled_dot_product_attention(const Tensor& k, const Tensor& v,
-                                                   const Tensor& mask, bool is_causal) const {
-  if (ndim() < 2 || k.ndim() < 2 || v.ndim() < 2)
-    throw ShapeError(detail::cat("scaled_dot_product_attention: query ", shape(), ", key ",
-                                 k.shape(), " and value ", v.shape(), " need at least 2 dims"));
-  if (is_causal && mask.defined())
-    throw Error("scaled_dot_product_attention: give a mask or is_causal, not both");
-  const DType dt = least_upper_dtype({dtype(), k.dtype(), dtypes::float32});
-  const auto qs = cshape(), ks = k.cshape();
-  const int64_t L = qs[qs.size() - 2], S = ks[ks.size() - 2];
-  Tensor scores = cast(dt)
-                      .matmul(k.cast(dt).transpose(-1, -2))
-                      .mul(1.0 / std::sqrt(static_cast<double>(qs.back())));
-  Tensor keep = mask;
-  if (is_causal)  // query i sees keys j <= i
-    keep = Tensor::arange(S).reshape({1, S}).le(Tensor::arange(L).reshape({L, 1}));
-  if (keep.defined())
-    scores = scores.add(keep.dtype().is_bool() ? keep.where(0.0, -INFINITY) : keep);
-  return scores.softmax(-1).cast(dtype()).matmul(v);
-}
-
-// -- losses ----------------------------------------------------------------------------------
-
-inline Tensor Tensor::cross_entropy(const Tensor& target, double label_smoothing) const {
-  if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0))
-    throw Error(
-        detail::cat("cross_entropy: label_smoothing ", label_smoothing, " is not in [0, 1]"));
-  const auto xs = cshape(), ts = target.cshape();
-  if (xs.empty()) throw ShapeError("cross_entropy: the input needs a class dim, got a 0-d tensor");
-  const int ax = xs.size() >= 2 ? 1 : 0;  // PyTorch: (N, C, ...) or unbatched (C,)
-  const int64_t classes = xs[static_cast<size_t>(ax)];
-  Tensor logp = log_softmax(ax);
-  const double eps = label_smoothing / static_cast<double>(classes);
-  if (ts == xs) {  // class probabilities
-    if (!target.dtype().is_float())
-      throw DTypeError(
-          detail::cat("cross_entropy: a target of class probabilities must be float, not ",
-                      target.dtype().name()));
-    return logp.mul(target.mul(1.0 - label_smoothing).add(eps)).sum(ax).neg().mean();
-  }
-  if (ts != detail::drop_axis(xs, ax).to_vector())
-    throw ShapeError(detail::cat("cross_entropy: target of shape ", target.shape(),
-                                 " fits neither input ", shape(),
-                                 " (probabilities) nor its shape without the class dim (indices)"));
-  if (!target.dtype().is_int())
-    throw DTypeError(
-        detail::cat("cross_entropy: class indices must be integers, not ", target.dtype().name()));
-  // one-hot along the class axis, smoothed; PyTorch's ignore_index -100 drops a sample
-  std::vector<int64_t> cls(xs.size() - static_cast<size_t>(ax), 1);
-  cls[0] = classes;
-  Tensor t = target.unsqueeze(ax);
-  Tensor y =
-      t.eq(Tensor::arange(classes).reshape(Shape(cls))).where(1.0 - label_smoothing + eps, eps);
-  Tensor keep = target.ne(-100);
-  Tensor loss = keep.where(logp.mul(y).sum(ax).neg(), 0.0);
-  return loss.sum().div(keep.sum().cast(loss.dtype()));
-}
-
-/// Cross entropy of logits (..., C) against integer labels (...), averaged over the labels that
-/// are not ignore_index.
-inline Tensor Tensor::sparse_categorical_crossentropy(const Tensor& labels, int64_t ignore_index,
-                                                      double label_smoothing) const {
-  if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0))
-    throw Error(detail::cat("sparse_categorical_crossentropy: label_smoothing ", label_smoothing,
-                            " is not in [0, 1]"));
-  const auto xs = cshape();
-  if (xs.empty() || labels.cshape() != std::vector<int64_t>(xs.begin(), xs.end() - 1))
-    throw ShapeError(detail::cat("sparse_categorical_crossentropy: labels of shape ",
-                                 labels.shape(), " do not fit logits of shape ", shape(),
-                                 " (expected its shape without the last dim)"));
-  if (!labels.dtype().is_int())
-    throw DTypeError(detail::cat("sparse_categorical_crossentropy: labels must be integers, not ",
-                                 labels.dtype().name()));
-  const int64_t classes = xs.back();
-  Tensor logp = log_softmax(-1);
-  Tensor keep = labels.ne(Tensor(ignore_index).cast(labels.dtype()));
-  Tensor hit = labels.unsqueeze(-1).eq(Tensor::arange(classes));
-  // (1 - ls) * log p[label] + ls * mean(log p)
-  Tensor picked = hit.where(logp, 0.0)
-                      .sum(-1)
-                      .mul(1.0 - label_smoothing)
-                      .add(logp.mean(-1).mul(label_smoothing));
-  Tensor loss = keep.where(picked, 0.0).sum().neg();
-  return loss.div(keep.sum().cast(loss.dtype()));
-}
-
-namespace detail {
-inline void same_shape(const Tensor& x, const Tensor& target, const char* op) {
-  if (x.shape() != target.shape())
-    throw ShapeError(
-        cat(op, ": target of shape ", target.shape(), " differs from input ", x.shape()));
-}
-}  // namespace detail
-
-inline Tensor Tensor::binary_crossentropy(const Tensor& target) const {
-  detail::same_shape(*this, target, "binary_crossentropy");
-  // log is clamped at -100, as PyTorch, so p = 0 or 1 gives a finite loss
-  Tensor p = cast(least_upper_float(dtype()));
-  Tensor lp = p.log().maximum(-100.0), lq = p.neg().add(1).log().maximum(-100.0);
-  return target.mul(lp).add(target.neg().add(1).mul(lq)).neg().mean();
-}
-
-inline Tensor Tensor::binary_crossentropy_logits(const Tensor& target) const {
-  detail::same_shape(*this, target, "binary_crossentropy_logits");
-  // max(x, 0) - x*t + log(1 + exp(-|x|))
-  Tensor x = cast(least_upper_float(dtype()));
-  return x.relu().sub(x.mul(target)).add(x.abs().neg().exp().add(1).log()).mean();
-}
-
-// -- dropout ---------------------------------------------------------------------------------
-
-inline Tensor Tensor::dropout(double p) const {
-  if (!(p >= 0.0 && p <= 1.0))
-    throw Error(detail::cat("dropout: probability ", p, " is not in [0, 1]"));
-  if (!Tensor::training || p == 0.0) return *this;
-  if (!dtype().is_float())
-    throw DTypeError(detail::cat("dropout: needs a float tensor, not ", dtype().name()));
-  if (p == 1.0) return Tensor::zeros_like(*this);
-  return Tensor::rand_like(*this).ge(p).where(mul(1.0 / (1.0 - p)), 0.0);
-}
-
-}  // namespace tinyt::inline v0
-// ---- end tinyt/ops/nn.hpp ----
-// ---- tinyt/gradient.hpp ----
-// Gradients as more graph: each primitive op has a rule that builds the gradient of its sources
-// from the gradient of its output, and a reverse walk over the tensor-level graph applies them.
-// The backward pass is then ordinary lazy tensors, scheduled and fused with everything else.
-
-
-
-namespace tinyt::inline v0 {
-
-namespace gradient_detail {
-using tinyt::detail::cat;
-
-// One rule: (gradient of the output, the node) -> gradients of its sources; an empty handle
-// where none flows (a condition, an integer operand).
-using Rule = std::vector<Tensor> (*)(const Tensor& grad, const UOp& node);
-
-inline Tensor src(const UOp& node, size_t i) { return Tensor(node.src(i)); }
-inline std::vector<int64_t> shape_of(const UOp& u) { return graph::concrete_shape(u); }
-
-// Whether u is the constant 0, possibly broadcast.
-inline bool is_zero(const UOp& u) {
-  const UOp* x = &u;
-  while (x->op() == Ops::EXPAND || x->op() == Ops::RESHAPE) x = &x->src(0);
-  return x->op() == Ops::CONST && x->const_float() == 0.0;
-}
-
-// grad * derivative, with a gradient masked by where(c, g, 0) kept masked outside the product:
-// where(c, g * d, 0) instead of where(c, g, 0) * d, so an inf or NaN derivative in the branch
-// a where did not take (log or sqrt at 0, say) gives 0, not NaN.
-template <class F> Tensor chain(const Tensor& grad, F&& times_derivative) {
-  const UOp& g = grad.uop();
-  if (g.op() == Ops::WHERE && is_zero(g.src(2))) return Tensor(g.src(0)).where(chain(Tensor(g.src(1)), times_derivative), 0);
-  if (g.op() == Ops::WHERE && is_zero(g.src(1))) return Tensor(g.src(0)).where(0, chain(Tensor(g.src(2)), times_derivative));
-  return times_derivative(grad);
-}
-
-// The sum of `grad` over the axes an EXPAND broadcast, back to the shape before it.
-inline Tensor unbroadcast(const Tensor& grad, const std::vector<int64_t>& shape) {
-  const std::vector<int64_t> big = shape_of(grad.uop());
-  std::vector<int> axes;
-  for (size_t i = 0; i < shape.size(); ++i)
-    if (shape[i] != big[i]) axes.push_back(static_cast<int>(i));
-  if (axes.empty()) return grad;
-  return grad.sum(axes, true).cast(grad.dtype());
-}
-
-inline std::vector<Tensor> max_grad(const Tensor& g, const Tensor& a, const Tensor& b) {
-  // ties split the gradient evenly, as PyTorch's maximum does
-  const Tensor half = g.mul(0.5);
-  return {a.gt(b).where(g, a.eq(b).where(half, 0)), b.gt(a).where(g, a.eq(b).where(half, 0))};
-}
-
-inline std::vector<Tensor> reduce_grad(const Tensor& g, const UOp& node) {
-  const Tensor x = src(node, 0), out(node);
-  const std::vector<int64_t> in_shape = shape_of(node.src(0));
-  const Ops op = node.arg()[0].get<Ops>();
-  if (op == Ops::ADD) return {g.expand(Shape(in_shape))};
-  if (op == Ops::MAX) {
-    // every element equal to the max shares its gradient, as tinygrad (and PyTorch's amax) do
-    std::vector<int> axes;
-    for (int64_t a : node.arg()[1].ints()) axes.push_back(static_cast<int>(a));
-    const Tensor is_max = x.eq(out.expand(Shape(in_shape))).cast(x.dtype());
-    const Tensor share = is_max.div(is_max.sum(axes, true).cast(x.dtype()).expand(Shape(in_shape)));
-    return {share.mul(g.expand(Shape(in_shape)))};
-  }
-  if (op == Ops::MUL) return {g.mul(out).expand(Shape(in_shape)).div(x)};  // the product of the others
-  return {Tensor()};
-}
-
-// clang-format off
-inline const std::vector<std::pair<Ops, Rule>>& rule_list() {
-  static const std::vector<std::pair<Ops, Rule>> rules = {
-    // x + y -> g, g;  x - y -> g, -g;  -x -> -g
-    {Ops::ADD, [](const Tensor& g, const UOp&) { return std::vector{g, g}; }},
-    {Ops::SUB, [](const Tensor& g, const UOp&) { return std::vector{g, g.neg()}; }},
-    {Ops::NEG, [](const Tensor& g, const UOp&) { return std::vector{g.neg()}; }},
-    // x * y -> g y, g x
-    {Ops::MUL, [](const Tensor& g, const UOp& n) {
-      return std::vector{chain(g, [&](const Tensor& h) { return h.mul(src(n, 1)); }),
-                         chain(g, [&](const Tensor& h) { return h.mul(src(n, 0)); })}; }},
-    // x / y -> g / y, -(g / y) * (x / y)
-    {Ops::FDIV, [](const Tensor& g, const UOp& n) {
-      return std::vector{chain(g, [&](const Tensor& h) { return h.div(src(n, 1)); }),
-                         chain(g, [&](const Tensor& h) { return h.div(src(n, 1)).mul(Tensor(n)).neg(); })}; }},
-    // 1/x -> -g / x^2
-    {Ops::RECIPROCAL, [](const Tensor& g, const UOp& n) {
-      return std::vector{chain(g, [&](const Tensor& h) { return h.mul(Tensor(n)).mul(Tensor(n)).neg(); })}; }},
-    // sqrt(x) -> g / (2 sqrt(x))
-    {Ops::SQRT, [](const Tensor& g, const UOp& n) {
-      return std::vector{chain(g, [&](const Tensor& h) { return h.div(Tensor(n).mul(2)); })}; }},
-    // 2^x -> g 2^x ln 2
-    {Ops::EXP2, [](const Tensor& g, const UOp& n) {
-      return std::vector{chain(g, [&](const Tensor& h) { return h.mul(Tensor(n)).mul(std::numbers::ln2); })}; }},
-    // log2(x) -> g / (x ln 2)
-    {Ops::LOG2, [](const Tensor& g, const UOp& n) {
-      return std::vector{chain(g, [&](const Tensor& h) { return h.div(src(n, 0).mul(std::numbers::ln2)); })}; }},
-    // sin(x) -> g cos(x)
-    {Ops::SIN, [](const Tensor& g, const UOp& n) {
-      return std::vector{chain(g, [&](const Tensor& h) { return h.mul(src(n, 0).cos()); })}; }},
-    // b^e -> g e b^(e-1), g b^e ln b (0 where b == 0 and e >= 0, as PyTorch)
-    {Ops::POW, [](const Tensor& g, const UOp& n) {
-      const Tensor b = src(n, 0), e = src(n, 1), out(n);
-      return std::vector{
-          chain(g, [&](const Tensor& h) { return h.mul(e.eq(0).where(0, e.mul(b.pow(e.sub(1))))); }),
-          chain(g, [&](const Tensor& h) { return h.mul(b.eq(0).logical_and(e.ge(0)).where(0, out.mul(b.log()))); })}; }},
-    // max(x, y): to the larger, split on ties
-    {Ops::MAX, [](const Tensor& g, const UOp& n) { return max_grad(g, src(n, 0), src(n, 1)); }},
-    // where(c, x, y) -> -, where(c, g, 0), where(c, 0, g)
-    {Ops::WHERE, [](const Tensor& g, const UOp& n) {
-      const Tensor c = src(n, 0);
-      return std::vector{Tensor(), c.where(g, 0), c.where(0, g)}; }},
-    // trunc is flat almost everywhere (PyTorch gives 0 too)
-    {Ops::TRUNC, [](const Tensor& g, const UOp&) { return std::vector{Tensor::zeros_like(g)}; }},
-    // cast(x) -> cast(g) back
-    {Ops::CAST, [](const Tensor& g, const UOp& n) { return std::vector{g.cast(n.src(0).dtype())}; }},
-    {Ops::REDUCE_AXIS, [](const Tensor& g, const UOp& n) { return reduce_grad(g, n); }},
-    // movement: the inverse movement of the gradient
-    {Ops::RESHAPE, [](const Tensor& g, const UOp& n) { return std::vector{Tensor(graph::reshape(g.uop(), shape_of(n.src(0))))}; }},
-    {Ops::EXPAND, [](const Tensor& g, const UOp& n) { return std::vector{unbroadcast(g, shape_of(n.src(0)))}; }},
-    {Ops::PERMUTE, [](const Tensor& g, const UOp& n) {
-      const std::vector<int64_t> order = n.arg().ints();
-      std::vector<int64_t> inverse(order.size());
-      for (size_t i = 0; i < order.size(); ++i) inverse[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
-      return std::vector{Tensor(graph::permute(g.uop(), inverse))}; }},
-    {Ops::PAD, [](const Tensor& g, const UOp& n) {
-      const std::vector<int64_t> in = shape_of(n.src(0));
-      std::vector<std::pair<int64_t, int64_t>> keep;
-      for (size_t i = 0; i < in.size(); ++i) {
-        const int64_t before = n.arg()[i][0].as_int();
-        keep.emplace_back(before, before + in[i]);
-      }
-      return std::vector{Tensor(graph::shrink(g.uop(), keep))}; }},
-    {Ops::SHRINK, [](const Tensor& g, const UOp& n) {
-      const std::vector<int64_t> in = shape_of(n.src(0));
-      std::vector<std::pair<int64_t, int64_t>> around;
-      for (size_t i = 0; i < in.size(); ++i) around.emplace_back(n.arg()[i][0].as_int(), in[i] - n.arg()[i][1].as_int());
-      return std::vector{Tensor(graph::pad(g.uop(), around))}; }},
-    {Ops::FLIP, [](const Tensor& g, const UOp& n) {
-      std::vector<bool> axes;
-      for (const Arg& a : n.arg().tuple()) axes.push_back(a.get<bool>());
-      return std::vector{Tensor(graph::flip(g.uop(), axes))}; }},
-    // identities for the gradient; contiguous_backward realizes it
-    {Ops::CONTIGUOUS, [](const Tensor& g, const UOp&) { return std::vector{g}; }},
-    {Ops::CONTIGUOUS_BACKWARD, [](const Tensor& g, const UOp&) { return std::vector{g.contiguous()}; }},
-    {Ops::COPY, [](const Tensor& g, const UOp& n) { return std::vector{g.to(graph::device_of(n.src(0))), Tensor()}; }},
-  };
-  return rules;
-}
-// clang-format on
-
-inline const std::array<Rule, op_count>& rules() {
-  static const std::array<Rule, op_count> table = [] {
-    std::array<Rule, op_count> t{};
-    for (const auto& [op, rule] : rule_list()) t[static_cast<size_t>(op)] = rule;
-    return t;
-  }();
-  return table;
-}
-
-// d(root)/d(node) for every node between root and a target, starting from d(root)/d(root) = seed.
-// A gradient flows only through floating-point nodes other than DETACH: an integer or bool value
-// (a cast to int, a comparison, argmax, a where's condition) is flat almost everywhere, so a
-// target reached only that way gets zeros, as in PyTorch and tinygrad. A floating-point op with
-// no rule on the way to a target is an error, not a silent zero.
-inline std::unordered_map<const UOpNode*, Tensor> backpropagate(const UOp& root, const Tensor& seed,
-                                                                const std::vector<Tensor>& targets) {
-  using tinyt::detail::cat;
-  std::unordered_set<const UOpNode*> wanted;
-  for (const Tensor& t : targets) wanted.insert(t.uop().get());
-  const std::vector<UOp> order = toposort(root);
-  // `through`: a gradient reaching the node flows on to a target below it
-  std::unordered_set<const UOpNode*> through;
-  auto leads = [&](const UOp& u) { return wanted.count(u.get()) || through.count(u.get()); };
-  for (const UOp& u : order)
-    if (u.dtype().is_float() && u.op() != Ops::DETACH && std::any_of(u.src().begin(), u.src().end(), leads))
-      through.insert(u.get());
-  std::unordered_map<const UOpNode*, Tensor> grads;
-  grads.emplace(root.get(), seed);
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    const UOp& node = *it;
-    auto g = grads.find(node.get());
-    if (g == grads.end() || !through.count(node.get())) continue;
-    const Rule rule = rules()[static_cast<size_t>(node.op())];
-    if (!rule) {
-      const std::vector<UOp> below = toposort(node);
-      size_t i = 0;
-      while (i + 1 < targets.size() && std::find(below.begin(), below.end(), targets[i].uop()) == below.end()) ++i;
-      throw Error(cat("gradient: the loss depends on target ", i, " (shape ", targets[i].shape(), ") through ",
-                      op_name(node.op()), ", which has no gradient rule"));
-    }
-    const std::vector<Tensor> src_grads = rule(g->second, node);
-    for (size_t i = 0; i < src_grads.size(); ++i) {
-      const UOp& s = node.src(i);
-      if (!src_grads[i].defined() || !leads(s)) continue;
-      auto [slot, fresh] = grads.try_emplace(s.get(), src_grads[i]);
-      if (!fresh) slot->second = slot->second.add(src_grads[i]);
-    }
-  }
-  return grads;
-}
-}  // namespace gradient_detail
-
-inline std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& targets, const Tensor& seed) const {
-  using tinyt::detail::cat;
-  if (!dtype().is_float()) throw DTypeError(cat("gradient: the loss is ", dtype().name(), "; only floating-point values have gradients"));
-  Tensor start = seed;
-  if (!start.defined()) {
-    if (numel() != 1)
-      throw ShapeError(cat("gradient: the loss has shape ", shape(), "; only a scalar has an implicit seed (pass one of shape ", shape(), ")"));
-    start = Tensor::ones_like(*this);
-  } else if (start.shape() != shape()) {
-    throw ShapeError(cat("gradient: the seed has shape ", start.shape(), " but the loss has shape ", shape()));
-  }
-  start = start.cast(dtype());
-  for (size_t i = 0; i < targets.size(); ++i)
-    if (!targets[i].dtype().is_float())
-      throw DTypeError(cat("gradient: target ", i, " is ", targets[i].dtype().name(), "; only floating-point tensors have gradients"));
-  const auto grads = gradient_detail::backpropagate(uop(), start, targets);
-  std::vector<Tensor> out;
-  for (const Tensor& t : targets) {
-    auto g = grads.find(t.uop().get());
-    // unused, detached, or reached only through integer or bool values
-    out.push_back(g != grads.end() ? g->second : Tensor::zeros(t.shape(), t.dtype(), t.device()));
-  }
-  return out;
-}
-
-inline const Tensor& Tensor::backward(const Tensor& seed) const {
-  const std::vector<UOp> nodes = toposort(uop());
-  std::unordered_set<const UOpNode*> in_graph;
-  for (const UOp& u : nodes) in_graph.insert(u.get());
-  std::vector<Tensor> targets;
-  for (const auto& d : live_tensors().snapshot())
-    if (auto [u, wants_grad] = shared_fields(*d); wants_grad && in_graph.count(u.get())) targets.push_back(Tensor(d));
-  if (targets.empty())
-    throw Error(tinyt::detail::cat("backward: nothing in the graph of this ", shape(), " tensor requires grad",
-                                   " (set requires_grad(true) on the parameters before building the loss, and call backward before realizing it)"));
-  const std::vector<Tensor> grads = gradient(targets, seed);
-  for (size_t i = 0; i < targets.size(); ++i) {
-    const Tensor old = targets[i].grad();
-    targets[i].set_grad(old.defined() ? old.add(grads[i]) : grads[i]);
-  }
-  return *this;
-}
-
-inline Tensor& Tensor::requires_grad(bool on) {
-  if (on && !dtype().is_float())
-    throw DTypeError(tinyt::detail::cat("requires_grad: a ", dtype().name(), " tensor cannot require grad; only floating-point ones can"));
-  if (on && !requires_grad()) {
-    // Gradients are found by graph node, and equal lazy graphs are one node (w1 = zeros(3) and
-    // w2 = zeros(3) would get the sum of both gradients): a parameter is memory of its own. Not
-    // a new name for shared memory: the scheduler orders the kernels that read and overwrite
-    // memory by BUFFER node, and an optimizer step would write one in place.
-    own_memory();  // realizes, so it runs before the lock below is taken
-  }
-  std::unique_lock lock(data_mu());  // read by other threads' backward
-  d_->requires_grad = on;
-  return *this;
-}
-
-}  // namespace tinyt::inline v0
-// ---- end tinyt/gradient.hpp ----
-
-// nn: reflection over models (state dicts), layers, optimizers; files: safetensors, datasets
-// ---- tinyt/nn/state.hpp ----
-// Reflection over models (tinygrad's nn.state): which tensors an object holds and under which
-// dotted names. C++ cannot list a struct's members, so a struct names them once, with
-// TINYT_PARAMETERS or as a Boost.Hana Struct; Tensor members, std::vector, std::array,
-// std::map<std::string, T> and std::optional nest to any depth.
-
-
-#include <boost/hana/accessors.hpp>
-#include <boost/hana/concept/struct.hpp>
-#include <boost/hana/core/tag_of.hpp>
-#include <boost/hana/first.hpp>
-#include <boost/hana/for_each.hpp>
-#include <boost/hana/second.hpp>
-#include <boost/hana/string.hpp>
-#include <boost/hana/tuple.hpp>
-
-
-// -- TINYT_PARAMETERS --------------------------------------------------------------------------
-// A preprocessor loop (C++20 __VA_OPT__): each step of the loop takes one rescan, and the
-// nested TINYT_PP_EXPAND levels give over 340 of them (so many members).
-#define TINYT_PP_PARENS ()
-#define TINYT_PP_EXPAND(...) \
-  TINYT_PP_EXPAND4(TINYT_PP_EXPAND4(TINYT_PP_EXPAND4(TINYT_PP_EXPAND4(__VA_ARGS__))))
-#define TINYT_PP_EXPAND4(...) \
-  TINYT_PP_EXPAND3(TINYT_PP_EXPAND3(TINYT_PP_EXPAND3(TINYT_PP_EXPAND3(__VA_ARGS__))))
-#define TINYT_PP_EXPAND3(...) \
-  TINYT_PP_EXPAND2(TINYT_PP_EXPAND2(TINYT_PP_EXPAND2(TINYT_PP_EXPAND2(__VA_ARGS__))))
-#define TINYT_PP_EXPAND2(...) \
-  TINYT_PP_EXPAND1(TINYT_PP_EXPAND1(TINYT_PP_EXPAND1(TINYT_PP_EXPAND1(__VA_ARGS__))))
-#define TINYT_PP_EXPAND1(...) __VA_ARGS__
-/// m(data, x) for each x, separated by commas.
-#define TINYT_PP_FOR_EACH(m, data, ...) \
-  __VA_OPT__(TINYT_PP_EXPAND(TINYT_PP_FOR_EACH_STEP(m, data, __VA_ARGS__)))
-#define TINYT_PP_FOR_EACH_STEP(m, data, x, ...) \
-  m(data, x) __VA_OPT__(, TINYT_PP_FOR_EACH_AGAIN TINYT_PP_PARENS(m, data, __VA_ARGS__))
-#define TINYT_PP_FOR_EACH_AGAIN() TINYT_PP_FOR_EACH_STEP
-// (name, accessor) as Boost.Hana's accessors give them; the accessor takes `const Type&`, so a
-// misspelt member fails here and not at the first get_state_dict.
-#define TINYT_PP_MEMBER(Type, m) \
-  ::boost::hana::make_pair(      \
-      #m, [](const Type& tinyt_obj) -> const auto& { return tinyt_obj.m; })
-
-/// Registers the members of `Type` that hold tensors (Tensor, layers, containers of them), in
-/// order, for nn::state. Write it after the struct, at namespace scope in the struct's namespace.
-#define TINYT_PARAMETERS(Type, ...)                                                          \
-  [[maybe_unused]] inline auto tinyt_parameters_of(const Type*) {                            \
-    return ::boost::hana::make_tuple(TINYT_PP_FOR_EACH(TINYT_PP_MEMBER, Type, __VA_ARGS__)); \
-  }                                                                                          \
-  static_assert(true, "TINYT_PARAMETERS needs a ';' after it")
-
-namespace tinyt::inline v0::nn::state {
-
-namespace detail {
-namespace hana = boost::hana;
-
-template <class T> inline constexpr bool dependent_false = false;
-template <class T> struct is_sequence : std::false_type {};
-template <class T, class A> struct is_sequence<std::vector<T, A>> : std::true_type {};
-template <class T, size_t N> struct is_sequence<std::array<T, N>> : std::true_type {};
-template <class T> struct is_string_map : std::false_type {};
-template <class T, class C, class A>
-struct is_string_map<std::map<std::string, T, C, A>> : std::true_type {};
-template <class T> struct is_optional : std::false_type {};
-template <class T> struct is_optional<std::optional<T>> : std::true_type {};
-
-/// A struct registered with TINYT_PARAMETERS: the hook is found by argument-dependent lookup.
-template <class T>
-concept has_hook = requires(const T* p) {
-  tinyt_parameters_of(p);
-};
-template <class T>
-concept reflected = has_hook<T> || hana::Struct<T>::value;
-/// Configuration members of a Hana struct (sizes, flags, names) hold no tensors; they are skipped.
-template <class T>
-concept plain_data = std::is_arithmetic_v<T> || std::is_enum_v<T> || std::is_same_v<T, std::string>;
-
-/// The (name, accessor) pairs of a reflected struct.
-template <class T> auto members() {
-  if constexpr (has_hook<T>)
-    return tinyt_parameters_of(static_cast<const T*>(nullptr));
-  else
-    return hana::accessors<T>();
-}
-inline std::string name_of(const char* name) { return name; }
-template <class S>
-requires std::is_same_v<hana::tag_of_t<S>, hana::string_tag> std::string name_of(const S& name) {
-  return hana::to<const char*>(name);
-}
-inline std::string join(const std::string& prefix, const std::string& name) {
-  return prefix.empty() ? name : prefix + "." + name;
-}
-
-/// Calls emit(key, tensor) for every defined tensor under `value`, keys prefixed by `key`.
-template <class T, class Emit> void walk(const T& value, const std::string& key, Emit& emit) {
-  if constexpr (std::is_base_of_v<Tensor, T>) {
-    if (value.defined()) emit(key, static_cast<const Tensor&>(value));
-  } else if constexpr (is_sequence<T>::value) {
-    size_t i = 0;
-    for (const auto& item : value) walk(item, join(key, std::to_string(i++)), emit);
-  } else if constexpr (is_string_map<T>::value) {
-    for (const auto& [name, item] : value) walk(item, join(key, name), emit);
-  } else if constexpr (is_optional<T>::value) {
-    if (value) walk(*value, key, emit);
-  } else if constexpr (reflected<T>) {
-    hana::for_each(members<T>(), [&](const auto& member) {
-      walk(hana::second(member)(value), join(key, name_of(hana::first(member))), emit);
-    });
-  } else if constexpr (!plain_data<T>) {
-    static_assert(dependent_false<T>,
-                  "tinyt::nn::state: this member type holds no tensors tinyt can find: register "
-                  "the struct with TINYT_PARAMETERS(Type, members...) or make it a Boost.Hana "
-                  "Struct, or leave the member out of TINYT_PARAMETERS");
-  }
-}
-}  // namespace detail
-
-/// Every tensor in `obj` by dotted name ("l1.weight", "layers.0.bias"); empty handles are skipped.
-template <class T> std::map<std::string, Tensor> get_state_dict(const T& obj) {
-  std::map<std::string, Tensor> out;
-  auto emit = [&](const std::string& key, const Tensor& t) { out.emplace(key, t); };
-  detail::walk(obj, "", emit);
-  return out;
-}
-
-/// The tensors of get_state_dict in its order, each once (a tensor tied to two names is one).
-template <class T> std::vector<Tensor> get_parameters(const T& obj) {
-  std::vector<Tensor> out;
-  std::set<const void*> seen;
-  for (const auto& [key, t] : get_state_dict(obj))
-    if (seen.insert(t.id()).second) out.push_back(t);
-  return out;
-}
-
-/// Copies the values of `state_dict` (as they are at the call) into the tensors of `obj`, by name,
-/// and realizes them. Every name is checked before anything is written: a shape or dtype that
-/// differs (ShapeError, DTypeError), and when `strict`, a name missing from either side (Error),
-/// leave obj unchanged.
-template <class T>
-void load_state_dict(T& obj, const std::map<std::string, Tensor>& state_dict, bool strict = true) {
-  using tinyt::detail::cat;
-  const auto model = get_state_dict(obj);
-  auto list = [](const std::vector<std::string>& keys) {
-    std::string s;
-    for (const auto& k : keys) s += (s.empty() ? "'" : ", '") + k + "'";
-    return s;
-  };
-  std::vector<std::string> missing, unexpected;
-  for (const auto& [key, t] : model)
-    if (!state_dict.count(key)) missing.push_back(key);
-  for (const auto& [key, t] : state_dict)
-    if (!model.count(key)) unexpected.push_back(key);
-  if (strict && !missing.empty())
-    throw Error(cat("load_state_dict: the state dict has no tensor for ", list(missing)));
-  if (strict && !unexpected.empty())
-    throw Error(cat("load_state_dict: the model has no tensor named ", list(unexpected)));
-  std::vector<std::pair<Tensor, Tensor>> copies;  // (the model's tensor, its new value)
-  for (const auto& [key, dst] : model) {
-    auto it = state_dict.find(key);
-    if (it == state_dict.end()) continue;
-    const Tensor& src = it->second;
-    if (!src.defined())
-      throw Error(cat("load_state_dict: '", key, "' is the empty Tensor() in the state dict"));
-    if (src.shape() != dst.shape())
-      throw ShapeError(cat("load_state_dict: '", key, "' has shape ", dst.shape(),
-                           " in the model but ", src.shape(), " in the state dict"));
-    if (src.dtype() != dst.dtype())
-      throw DTypeError(cat("load_state_dict: '", key, "' is ", dst.dtype().name(),
-                           " in the model but ", src.dtype().name(), " in the state dict"));
-    // a new handle on the value as it is now: a state dict taken from this very model keeps its
-    // values while the model's tensors are overwritten
-    copies.emplace_back(dst, Tensor(src.uop()));
-  }
-  std::set<const void*> seen;
-  for (auto& [dst, value] : copies) {
-    if (!seen.insert(dst.id()).second) continue;  // a tied tensor takes its first name's value
-    Tensor handle = dst;  // a copy of the handle: the object's member sees the assign
-    // one realize per tensor: with values that read other targets' memory (a swap), assigns
-    // realized together make a cycle the engine does not break (it copies out what a pending
-    // value needs only before one realize)
-    handle.assign(value.to(dst.device())).realize();
-  }
-}
-
-}  // namespace tinyt::inline v0::nn::state
-// ---- end tinyt/nn/state.hpp ----
-// ---- tinyt/nn/layers.hpp ----
-// The nn layers (tinygrad's nn): structs of Tensor handles with tinygrad's constructor arguments,
-// PyTorch's initialization and numerics, each registered with TINYT_PARAMETERS so that
-// get_state_dict names their tensors as PyTorch and tinygrad do ("weight", "running_mean", ...).
-// A layer is const to call: its tensors are handles, so BatchNorm's running-stat update (an
-// assign) reaches the layer's own tensors through copies.
-
-
-
-namespace tinyt::inline v0::nn {
-
-namespace layer_detail {
-using tinyt::detail::cat;
-
-inline int64_t checked_size(int64_t n, const char* layer, const char* what) {
-  if (n < 0) throw ShapeError(cat(layer, ": ", what, " must not be negative, got ", n));
-  return n;
-}
-/// Uniform in +-1/sqrt(fan_in) (PyTorch's Linear and Conv init); an empty fan gives zeros.
-inline Tensor uniform_fan_in(Shape shape, int64_t fan_in) {
-  const double bound = fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.0;
-  return Tensor::uniform(std::move(shape), -bound, bound);
-}
-/// The dtype a normalization computes in: float32 at least, as PyTorch does for half inputs.
-inline DType compute_dtype(const Tensor& x) {
-  return least_upper_dtype({x.dtype(), dtypes::float32});
-}
-/// y back in x's dtype when x is floating point (PyTorch returns the input's dtype).
-inline Tensor like_input(const Tensor& y, const Tensor& x) {
-  return x.dtype().is_float() ? y.cast(x.dtype()) : y;
-}
-/// v (C,) shaped (1, C, 1, ...) to broadcast against an (N, C, ...) input of `ndim` dims.
-inline Tensor per_channel(const Tensor& v, size_t ndim) {
-  std::vector<int64_t> s(ndim, 1);
-  s[1] = -1;
-  return v.reshape(Shape(s));
-}
-/// The input's concrete shape, which must be (N, C, ...) with C == channels.
-inline std::vector<int64_t> channels_first(const Tensor& x, int64_t channels, const char* layer) {
-  const auto s = x.shape().to_vector();
-  if (s.size() < 2 || s[1] != channels)
-    throw ShapeError(
-        cat(layer, ": input of shape ", x.shape(), " is not (N, ", channels, ", ...)"));
-  return s;
-}
-}  // namespace layer_detail
-
-// -- Linear ------------------------------------------------------------------------------------
-
-/// y = x W^T + b, with W of shape (out_features, in_features) as PyTorch stores it.
-struct Linear {
-  Tensor weight, bias;
-  /// W and b uniform in +-1/sqrt(in_features); no bias when `with_bias` is false.
-  Linear(int64_t in_features, int64_t out_features, bool with_bias = true) {
-    layer_detail::checked_size(in_features, "Linear", "in_features");
-    layer_detail::checked_size(out_features, "Linear", "out_features");
-    weight = layer_detail::uniform_fan_in({out_features, in_features}, in_features);
-    if (with_bias) bias = layer_detail::uniform_fan_in({out_features}, in_features);
-  }
-  /// x (..., in_features) -> (..., out_features).
-  Tensor operator()(const Tensor& x) const {
-    const sint in = weight.shape()[1];
-    if (x.ndim() == 0 || !(x.shape()[x.ndim() - 1] == in))
-      throw ShapeError(layer_detail::cat("Linear: input of shape ", x.shape(),
-                                         " does not end in in_features = ", in));
-    return x.linear(weight.T(), bias);
-  }
-};
-TINYT_PARAMETERS(Linear, weight, bias);
-
-// -- Conv2d ------------------------------------------------------------------------------------
-
-/// Cross-correlation of (N, in_channels, H, W) with out_channels kernels, as PyTorch's Conv2d.
-struct Conv2d {
-  Tensor weight, bias;
-  std::vector<int64_t> kernel_size;
-  IntOrVec stride, padding, dilation;
-  int64_t groups;
-  /// kernel_size is one int (square) or one per spatial dim; weight (out, in/groups, k...) and
-  /// bias (out) uniform in +-1/sqrt(in/groups * prod(k)), as PyTorch.
-  Conv2d(int64_t in_channels, int64_t out_channels, IntOrVec kernel_size_, IntOrVec stride_ = 1,
-         IntOrVec padding_ = 0, IntOrVec dilation_ = 1, int64_t groups_ = 1, bool with_bias = true)
-      : kernel_size(kernel_size_.v.size() == 1
-                        ? std::vector<int64_t>{kernel_size_.v[0], kernel_size_.v[0]}
-                        : kernel_size_.v),
-        stride(std::move(stride_)),
-        padding(std::move(padding_)),
-        dilation(std::move(dilation_)),
-        groups(groups_) {
-    using layer_detail::cat;
-    layer_detail::checked_size(in_channels, "Conv2d", "in_channels");
-    layer_detail::checked_size(out_channels, "Conv2d", "out_channels");
-    if (groups < 1) throw ShapeError(cat("Conv2d: groups must be positive, got ", groups));
-    if (in_channels % groups || out_channels % groups)
-      throw ShapeError(cat("Conv2d: in_channels (", in_channels, ") and out_channels (",
-                           out_channels, ") must both divide into ", groups, " groups"));
-    if (kernel_size.empty()) throw ShapeError("Conv2d: kernel_size needs at least one value");
-    std::vector<int64_t> w{out_channels, in_channels / groups};
-    int64_t fan_in = in_channels / groups;
-    for (int64_t k : kernel_size) {
-      if (k < 1) throw ShapeError(cat("Conv2d: kernel size ", k, " must be positive"));
-      w.push_back(k), fan_in *= k;
-    }
-    weight = layer_detail::uniform_fan_in(Shape(w), fan_in);
-    if (with_bias) bias = layer_detail::uniform_fan_in({out_channels}, fan_in);
-  }
-  /// x (N, in_channels, H, W) or unbatched (in_channels, H, W).
-  Tensor operator()(const Tensor& x) const {
-    return x.conv2d(weight, bias, groups, stride, dilation, padding);
-  }
-};
-TINYT_PARAMETERS(Conv2d, weight, bias);
-
-// -- BatchNorm ---------------------------------------------------------------------------------
-
-/// Batch normalization over every dim but the channels (dim 1) of an (N, C, ...) input.
-/// Training (Tensor::training) uses the batch's statistics and moves the running ones toward them;
-/// eval uses the running ones. The update is an assign, computed when the running stats are
-/// realized or read (an optimizer's step realizes them).
-struct BatchNorm {
-  Tensor weight, bias, running_mean, running_var, num_batches_tracked;
-  int64_t num_features;
-  double eps, momentum;
-  bool track_running_stats;
-  /// weight ones and bias zeros when `affine`; running_mean zeros, running_var ones (no gradient)
-  /// when `track_running_stats`; num_batches_tracked int64 zeros(1).
-  BatchNorm(int64_t sz, double eps_ = 1e-5, bool affine = true, bool track_running_stats_ = true,
-            double momentum_ = 0.1)
-      : num_features(layer_detail::checked_size(sz, "BatchNorm", "sz")),
-        eps(eps_),
-        momentum(momentum_),
-        track_running_stats(track_running_stats_) {
-    if (affine) weight = Tensor::ones({sz}), bias = Tensor::zeros({sz});
-    if (track_running_stats) {
-      running_mean = Tensor::zeros({sz});
-      running_var = Tensor::ones({sz});
-      running_mean.requires_grad(false), running_var.requires_grad(false);
-    }
-    num_batches_tracked = Tensor::zeros({1}, dtypes::int64);
-    num_batches_tracked.requires_grad(false);
-  }
-  Tensor operator()(const Tensor& x) const;
-};
-TINYT_PARAMETERS(BatchNorm, weight, bias, running_mean, running_var, num_batches_tracked);
-/// tinygrad's names for the same layer: the statistics are over every dim but dim 1.
-using BatchNorm2d = BatchNorm;
-using BatchNorm3d = BatchNorm;
-
-inline Tensor BatchNorm::operator()(const Tensor& x) const {
-  using layer_detail::cat;
-  const auto s = layer_detail::channels_first(x, num_features, "BatchNorm");
-  Tensor xf = x.cast(layer_detail::compute_dtype(x));
-  if (!Tensor::training && track_running_stats) {
-    Tensor invstd = running_var.add(eps).rsqrt();
-    return layer_detail::like_input(xf.batchnorm(weight, bias, running_mean, invstd), x);
-  }
-  // the batch's statistics: over every dim but the channels
-  const int64_t n = x.numel() / std::max<int64_t>(num_features, 1);
-  if (n < 2)  // as PyTorch: the unbiased variance needs two values
-    throw ShapeError(cat("BatchNorm: input of shape ", x.shape(),
-                         " has less than 2 values per channel to take batch statistics from"));
-  std::vector<int> axes{0};
-  for (int a = 2; a < static_cast<int>(s.size()); ++a) axes.push_back(a);
-  Tensor mean = xf.mean(axes);
-  // the mean is detached in the variance: d(var)/d(mean) is 0, so the gradient is the same and
-  // its graph smaller
-  Tensor var = xf.sub(layer_detail::per_channel(mean.detach(), s.size())).square().mean(axes);
-  if (Tensor::training && track_running_stats) {
-    // as PyTorch: the running variance is the unbiased one
-    const double unbias = static_cast<double>(n) / static_cast<double>(n - 1);
-    Tensor rm = running_mean, rv = running_var, count = num_batches_tracked;
-    rm.assign(rm.mul(1.0 - momentum).add(mean.detach().cast(rm.dtype()).mul(momentum)));
-    rv.assign(rv.mul(1.0 - momentum).add(var.detach().cast(rv.dtype()).mul(momentum * unbias)));
-    count.assign(count.add(1));
-  }
-  return layer_detail::like_input(xf.batchnorm(weight, bias, mean, var.add(eps).rsqrt()), x);
-}
-
-// -- LayerNorm, RMSNorm, GroupNorm ---------------------------------------------------------------
-
-/// Normalization over the last dims (normalized_shape), then an elementwise affine transform.
-struct LayerNorm {
-  Tensor weight, bias;
-  std::vector<int64_t> normalized_shape;
-  double eps;
-  bool elementwise_affine;
-  /// normalized_shape is one int or the trailing dims; weight ones and bias zeros of that shape.
-  LayerNorm(IntOrVec normalized_shape_, double eps_ = 1e-5, bool elementwise_affine_ = true)
-      : normalized_shape(std::move(normalized_shape_.v)),
-        eps(eps_),
-        elementwise_affine(elementwise_affine_) {
-    if (normalized_shape.empty()) throw ShapeError("LayerNorm: normalized_shape is empty");
-    for (int64_t d : normalized_shape)
-      layer_detail::checked_size(d, "LayerNorm", "normalized_shape");
-    if (elementwise_affine)
-      weight = Tensor::ones(Shape(normalized_shape)), bias = Tensor::zeros(Shape(normalized_shape));
-  }
-  /// `LayerNorm({2, 3})`: without this, the braces could also make a LayerNorm(2, 3) to copy.
-  LayerNorm(std::initializer_list<int64_t> normalized_shape_, double eps_ = 1e-5,
-            bool elementwise_affine_ = true)
-      : LayerNorm(IntOrVec(normalized_shape_), eps_, elementwise_affine_) {}
-  Tensor operator()(const Tensor& x) const {
-    const auto s = x.shape().to_vector();
-    const size_t k = normalized_shape.size();
-    if (s.size() < k || !std::equal(normalized_shape.begin(), normalized_shape.end(),
-                                    s.end() - static_cast<std::ptrdiff_t>(k)))
-      throw ShapeError(layer_detail::cat("LayerNorm: input of shape ", x.shape(),
-                                         " does not end in ", Shape(normalized_shape)));
-    // the trailing dims as one, so the functional layernorm (one fused kernel) does the work
-    Tensor xf = x.cast(layer_detail::compute_dtype(x));
-    Tensor y = xf.flatten(static_cast<int>(s.size() - k)).layernorm(-1, eps).reshape(Shape(s));
-    if (elementwise_affine) y = y.mul(weight).add(bias);
-    return layer_detail::like_input(y, x);
-  }
-};
-TINYT_PARAMETERS(LayerNorm, weight, bias);
-
-/// Root-mean-square normalization over the last dim (no centering), then a learned scale.
-struct RMSNorm {
-  Tensor weight;
-  int64_t dim;
-  double eps;
-  /// weight ones(dim) when `elementwise_affine`.
-  RMSNorm(int64_t dim_, double eps_ = 1e-6, bool elementwise_affine = true)
-      : dim(layer_detail::checked_size(dim_, "RMSNorm", "dim")), eps(eps_) {
-    if (elementwise_affine) weight = Tensor::ones({dim});
-  }
-  /// x / sqrt(mean(x^2) + eps) computed in float32 at least, back in x's dtype, times weight.
-  Tensor operator()(const Tensor& x) const {
-    if (x.ndim() == 0 || !(x.shape()[x.ndim() - 1] == dim))
-      throw ShapeError(
-          layer_detail::cat("RMSNorm: input of shape ", x.shape(), " does not end in dim = ", dim));
-    Tensor xf = x.cast(layer_detail::compute_dtype(x));
-    Tensor y = layer_detail::like_input(xf.mul(xf.square().mean(-1, true).add(eps).rsqrt()), x);
-    return weight.defined() ? y.mul(weight) : y;
-  }
-};
-TINYT_PARAMETERS(RMSNorm, weight);
-
-/// Normalization over groups of channels of an (N, C, ...) input, then a per-channel affine.
-struct GroupNorm {
-  Tensor weight, bias;
-  int64_t num_groups, num_channels;
-  double eps;
-  /// weight ones and bias zeros of (num_channels) when `affine`; the groups must divide C.
-  GroupNorm(int64_t num_groups_, int64_t num_channels_, double eps_ = 1e-5, bool affine = true)
-      : num_groups(num_groups_), num_channels(num_channels_), eps(eps_) {
-    if (num_groups < 1 || num_channels < 0 || num_channels % num_groups)
-      throw ShapeError(layer_detail::cat("GroupNorm: ", num_channels,
-                                         " channels do not divide into ", num_groups, " groups"));
-    if (affine) weight = Tensor::ones({num_channels}), bias = Tensor::zeros({num_channels});
-  }
-  Tensor operator()(const Tensor& x) const {
-    const auto s = layer_detail::channels_first(x, num_channels, "GroupNorm");
-    int64_t per_group = num_channels / num_groups;
-    for (size_t a = 2; a < s.size(); ++a) per_group *= s[a];
-    Tensor xf = x.cast(layer_detail::compute_dtype(x));
-    Tensor y = xf.reshape({s[0], num_groups, per_group}).layernorm(-1, eps).reshape(Shape(s));
-    if (weight.defined())
-      y = y.mul(layer_detail::per_channel(weight, s.size()))
-              .add(layer_detail::per_channel(bias, s.size()));
-    return layer_detail::like_input(y, x);
-  }
-};
-TINYT_PARAMETERS(GroupNorm, weight, bias);
-
-// -- Embedding ---------------------------------------------------------------------------------
-
-/// A table of vocab_size rows of embed_size: integer indices (...) -> rows (..., embed_size).
-/// Built from differentiable ops (a comparison with arange selects the row), so the gradient
-/// reaches weight. An index outside [0, vocab_size) selects no row and gives zeros, as tinygrad:
-/// checking would read the indices, a sync in the middle of a lazy graph.
-struct Embedding {
-  Tensor weight;
-  int64_t vocab_size, embed_size;
-  /// weight glorot_uniform (vocab_size, embed_size).
-  Embedding(int64_t vocab_size_, int64_t embed_size_)
-      : vocab_size(layer_detail::checked_size(vocab_size_, "Embedding", "vocab_size")),
-        embed_size(layer_detail::checked_size(embed_size_, "Embedding", "embed_size")) {
-    weight = Tensor::glorot_uniform({vocab_size, embed_size});
-  }
-  Tensor operator()(const Tensor& idx) const {
-    if (!idx.dtype().is_int())
-      throw DTypeError(layer_detail::cat("Embedding: indices must be integers, not ",
-                                         idx.dtype().name(), " (shape ", idx.shape(), ")"));
-    auto out = idx.shape().to_vector();
-    out.push_back(embed_size);
-    if (idx.numel() == 0 || vocab_size == 0) return Tensor::zeros(Shape(out), weight.dtype());
-    // (..., V, 1): whether index i is row v, compared in int64 so that no index type wraps;
-    // where, not a multiply, so an inf in another row does not become NaN
-    Tensor rows = Tensor::arange(vocab_size).cast(dtypes::int64);
-    Tensor hit = idx.cast(dtypes::int64).unsqueeze(-1).eq(rows).unsqueeze(-1);
-    return hit.where(weight, 0.0).sum(-2).cast(weight.dtype());
-  }
-};
-TINYT_PARAMETERS(Embedding, weight);
-
-}  // namespace tinyt::inline v0::nn
-// ---- end tinyt/nn/layers.hpp ----
-// ---- tinyt/nn/optim.hpp ----
-// Optimizers: SGD, Adam, AdamW and LAMB, with PyTorch's update formulas (LAMB as tinygrad's).
-//
-// An update is a graph like any other: each step assigns new values lazily into the params and
-// the optimizer's own state, then realizes all of it in one schedule. The learning rate, the
-// moments and the powers of beta are tensors in memory, so from the second step on a step finds
-// every kernel in the cache and compiles nothing, even after the learning rate is changed.
-
-
-
-namespace tinyt::inline v0::nn::optim {
-
-/// Base of the optimizers: the params it updates, the buffers it realizes with them, and lr.
-class Optimizer {
- public:
-  virtual ~Optimizer() = default;
-  Optimizer(const Optimizer&) = delete;
-  Optimizer& operator=(const Optimizer&) = delete;
-  Optimizer(Optimizer&&) = default;
-  Optimizer& operator=(Optimizer&&) = default;
-
-  /// Clears the gradient of every param (PyTorch's zero_grad with set_to_none).
-  void zero_grad() {
-    for (Tensor& p : params_) p.set_grad({});
-  }
-  /// Updates every param from its grad(), in one schedule.
-  void step() { realize_tensors(schedule_step()); }
-  /// Assigns the update lazily and returns what step() realizes; realize it with the loss
-  /// (`realize_tensors`) to compute both in one schedule.
-  std::vector<Tensor> schedule_step();
-
-  /// The params step() updates: requires_grad set or never set, duplicates removed, in order.
-  const std::vector<Tensor>& params() const { return params_; }
-  /// The params given with requires_grad(false): never updated, realized at every step so that
-  /// values assigned to them during the forward pass (running statistics) do not pile up.
-  const std::vector<Tensor>& buffers() const { return buffers_; }
-  /// The optimizer's own state in memory: lr, then momentum, moments, powers of beta.
-  const std::vector<Tensor>& state() const { return state_; }
-
-  /// Sets the learning rate. The value is copied in from the host, so no kernel is compiled
-  /// for it (`lr.assign(0.01)` works too, but compiles a kernel storing that constant).
-  void set_lr(double value) {
-    check_arg("lr", value, 0.0);
-    lr.assign(Tensor::from_vector(std::vector<double>{value}, Shape{}, lr.device())).realize();
-  }
-
-  /// The learning rate, a 0-d tensor in memory that every step reads, so changing it
-  /// recompiles none of the step's kernels.
-  Tensor lr;
-
- protected:
-  Optimizer(std::string name, const std::vector<Tensor>& params, double lr);
-  /// The new value of every param, given its grad; assigns the optimizer's state on the way.
-  virtual std::vector<Tensor> updated(const std::vector<Tensor>& grads) = 0;
-  /// A state tensor in memory of its own, filled with `value`, listed in state().
-  Tensor new_state(const Shape& shape, DType dtype, double value);
-  /// Realizes the params, the buffers and the state: called last by each optimizer's constructor.
-  void finish_init();
-  /// Throws unless lo <= value (and value < hi when hi is given): PyTorch's argument checks.
-  void check_arg(const char* what, double value, double lo, double hi = INFINITY) const;
-
-  std::string name_;
-  std::vector<Tensor> params_, buffers_, state_;
-};
-
-/// Stochastic gradient descent, as torch.optim.SGD (weight decay is added to the gradient).
-class SGD : public Optimizer {
- public:
-  explicit SGD(const std::vector<Tensor>& params, double lr = 0.001, double momentum = 0.0,
-               double weight_decay = 0.0, bool nesterov = false);
-
- protected:
-  std::vector<Tensor> updated(const std::vector<Tensor>& grads) override;
-
- private:
-  double momentum_, wd_;
-  bool nesterov_;
-  std::vector<Tensor> velocity_;
-};
-
-namespace detail {
-/// Adam, AdamW and LAMB: bias-corrected first and second moments of the gradient; they differ
-/// only in how weight decay enters and in LAMB's trust ratio.
-class Moments : public Optimizer {
- protected:
-  enum class Kind { adam, adamw, lamb };
-  Moments(const char* name, Kind kind, const std::vector<Tensor>& params, double lr, double b1,
-          double b2, double eps, double weight_decay);
-  std::vector<Tensor> updated(const std::vector<Tensor>& grads) override;
-
- private:
-  Kind kind_;
-  double b1_, b2_, eps_, wd_;
-  Tensor b1_t_, b2_t_;  // beta^t, in float64 like PyTorch's Python floats
-  std::vector<Tensor> m_, v_;
-};
-}  // namespace detail
-
-/// Adam, as torch.optim.Adam: weight decay is added to the gradient (L2).
-class Adam : public detail::Moments {
- public:
-  explicit Adam(const std::vector<Tensor>& params, double lr = 0.001, double b1 = 0.9,
-                double b2 = 0.999, double eps = 1e-8, double weight_decay = 0.0)
-      : Moments("Adam", Kind::adam, params, lr, b1, b2, eps, weight_decay) {}
-};
-/// AdamW, as torch.optim.AdamW: decoupled weight decay, p -= lr * weight_decay * p.
-class AdamW : public detail::Moments {
- public:
-  explicit AdamW(const std::vector<Tensor>& params, double lr = 0.001, double b1 = 0.9,
-                 double b2 = 0.999, double eps = 1e-8, double weight_decay = 0.01)
-      : Moments("AdamW", Kind::adamw, params, lr, b1, b2, eps, weight_decay) {}
-};
-/// LAMB, as tinygrad's: the Adam step plus weight decay, scaled per param by ||p|| / ||step||.
-class LAMB : public detail::Moments {
- public:
-  explicit LAMB(const std::vector<Tensor>& params, double lr = 0.001, double b1 = 0.9,
-                double b2 = 0.999, double eps = 1e-6, double weight_decay = 0.0)
-      : Moments("LAMB", Kind::lamb, params, lr, b1, b2, eps, weight_decay) {}
-};
-
-// -- Optimizer --------------------------------------------------------------------------------
-
-inline Optimizer::Optimizer(std::string name, const std::vector<Tensor>& params, double lr_value)
-    : name_(std::move(name)) {
-  check_arg("lr", lr_value, 0.0);
-  for (size_t i = 0; i < params.size(); ++i)
-    if (!params[i].defined())
-      throw Error(tinyt::detail::cat(name_, ": param ", i, " is the empty Tensor() handle"));
-  // Tensors compare by value, not by identity, so copies of one tensor are found through its
-  // grad, which copies share: mark each tensor's grad in turn; one already marked is a copy.
-  std::vector<Tensor> saved;
-  for (const Tensor& p : params) saved.push_back(p.grad());
-  for (Tensor p : params) p.set_grad({});
-  std::vector<size_t> kept;
-  for (size_t i = 0; i < params.size(); ++i) {
-    Tensor p = params[i];
-    if (p.grad().defined()) continue;
-    p.set_grad(Tensor(0.0f));
-    kept.push_back(i);
-  }
-  for (size_t i = 0; i < params.size(); ++i) Tensor(params[i]).set_grad(saved[i]);
-
-  bool any_float64 = false;
-  for (size_t i : kept) {
-    Tensor p = params[i];
-    if (p.requires_grad_setting() == std::optional<bool>(false)) {
-      buffers_.push_back(p);
-      continue;
-    }
-    if (!p.dtype().is_float())
-      throw DTypeError(tinyt::detail::cat(name_, ": param ", i, " of shape ", p.shape(), " is ",
-                                          p.dtype().name(),
-                                          "; only floating-point tensors can be trained"));
-    if (!p.requires_grad_setting())
-      p.requires_grad(true);  // as tinygrad: handing it over means training it
-    any_float64 = any_float64 || p.dtype() == dtypes::float64;
-    params_.push_back(p);
-  }
-  if (params_.empty()) throw Error(tinyt::detail::cat(name_, ": got no param to train"));
-  const std::string device = params_[0].device();
-  for (size_t i = 1; i < params_.size(); ++i)
-    if (params_[i].device() != device)
-      throw DeviceError(
-          tinyt::detail::cat(name_, ": params are on ", device, " and ", params_[i].device()));
-  // float32 at least, so a float16 model still steps with its learning rate as given
-  const DType lr_dtype = any_float64 ? dtypes::float64 : dtypes::float32;
-  lr = Tensor::empty({}, lr_dtype, device);
-  lr.assign(lr_value);  // rounded once from the double
-  state_.push_back(lr);
-}
-
-inline void Optimizer::check_arg(const char* what, double value, double lo, double hi) const {
-  if (!(value >= lo && value < hi))
-    throw Error(tinyt::detail::cat(name_, ": invalid ", what, " ", value, " (must be >= ", lo,
-                                   std::isinf(hi) ? "" : tinyt::detail::cat(" and < ", hi), ")"));
-}
-
-inline Tensor Optimizer::new_state(const Shape& shape, DType dtype, double value) {
-  Tensor t = Tensor::empty(shape, dtype, params_[0].device());
-  t.assign(value);
-  state_.push_back(t);
-  return t;
-}
-
-inline void Optimizer::finish_init() {
-  std::vector<Tensor> all = params_;
-  // the buffers too: a layer's running statistics start lazy, and an assign into a lazy tensor
-  // realizes it first, on its own
-  for (const auto* list : {&buffers_, &state_}) all.insert(all.end(), list->begin(), list->end());
-  realize_tensors(all);
-}
-
-inline std::vector<Tensor> Optimizer::schedule_step() {
-  std::vector<Tensor> grads;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const Tensor& p = params_[i];
-    Tensor g = p.grad();
-    if (!g.defined())
-      throw Error(tinyt::detail::cat(
-          name_, ".step: param ", i, " of shape ", p.shape(),
-          " has no grad (not used by the loss, or no backward() since zero_grad())"));
-    if (g.shape() != p.shape())
-      throw ShapeError(tinyt::detail::cat(name_, ".step: the grad of param ", i, " has shape ",
-                                          g.shape(), ", the param ", p.shape()));
-    if (!g.dtype().is_float())
-      throw DTypeError(tinyt::detail::cat(name_, ".step: the grad of param ", i, " of shape ",
-                                          p.shape(), " is ", g.dtype().name()));
-    if (g.device() != p.device())
-      throw DeviceError(tinyt::detail::cat(name_, ".step: the grad of param ", i, " of shape ",
-                                           p.shape(), " is on ", g.device(), ", the param on ",
-                                           p.device()));
-    grads.push_back(g);
-  }
-  std::vector<Tensor> next = updated(grads);
-  for (size_t i = 0; i < params_.size(); ++i) params_[i].assign(next[i]);
-  // the grads go in too: they may still be lazy and read the params' old values
-  std::vector<Tensor> out = state_;
-  for (const auto* list : {&params_, &buffers_, &grads})
-    out.insert(out.end(), list->begin(), list->end());
-  return out;
-}
-
-// -- SGD ----------------------------------------------------------------------------------------
-
-inline SGD::SGD(const std::vector<Tensor>& params, double lr_value, double momentum,
-                double weight_decay, bool nesterov)
-    : Optimizer("SGD", params, lr_value),
-      momentum_(momentum),
-      wd_(weight_decay),
-      nesterov_(nesterov) {
-  check_arg("momentum", momentum, 0.0);
-  check_arg("weight_decay", weight_decay, 0.0);
-  if (nesterov && momentum <= 0.0) throw Error("SGD: nesterov momentum needs a momentum > 0");
-  if (momentum != 0.0)
-    for (const Tensor& p : params_) velocity_.push_back(new_state(p.shape(), p.dtype(), 0.0));
-  finish_init();
-}
-
-inline std::vector<Tensor> SGD::updated(const std::vector<Tensor>& grads) {
-  std::vector<Tensor> out;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    Tensor p = params_[i].detach(), g = grads[i];
-    if (wd_ != 0.0) g = g + p * wd_;
-    if (momentum_ != 0.0) {
-      // the velocity starts at zero, so the first step sets it to g, as PyTorch's first step does
-      velocity_[i].assign(velocity_[i] * momentum_ + g);
-      g = nesterov_ ? Tensor(g + velocity_[i] * momentum_) : velocity_[i];
-    }
-    out.push_back(p - lr * g);
-  }
-  return out;
-}
-
-// -- Adam, AdamW, LAMB ------------------------------------------------------------------------
-
-namespace detail {
-inline Moments::Moments(const char* name, Kind kind, const std::vector<Tensor>& params,
-                        double lr_value, double b1, double b2, double eps, double weight_decay)
-    : Optimizer(name, params, lr_value),
-      kind_(kind),
-      b1_(b1),
-      b2_(b2),
-      eps_(eps),
-      wd_(weight_decay) {
-  check_arg("b1", b1, 0.0, 1.0);
-  check_arg("b2", b2, 0.0, 1.0);
-  check_arg("eps", eps, 0.0);
-  check_arg("weight_decay", weight_decay, 0.0);
-  b1_t_ = new_state({}, dtypes::float64, 1.0);
-  b2_t_ = new_state({}, dtypes::float64, 1.0);
-  for (const Tensor& p : params_) {
-    m_.push_back(new_state(p.shape(), p.dtype(), 0.0));
-    v_.push_back(new_state(p.shape(), p.dtype(), 0.0));
-  }
-  finish_init();
-}
-
-inline std::vector<Tensor> Moments::updated(const std::vector<Tensor>& grads) {
-  b1_t_.assign(b1_t_ * b1_);
-  b2_t_.assign(b2_t_ * b2_);
-  // the bias corrections in float64, as PyTorch computes them on Python floats, then in lr's
-  // dtype (float32, or float64 for float64 params)
-  const DType dt = lr.dtype();
-  const Tensor lr64 = lr.cast(dtypes::float64);
-  const Tensor bc1 = (1.0 - b1_t_).cast(dt), bc2 = (1.0 - b2_t_).cast(dt);
-  const Tensor step_size = (lr64 / (1.0 - b1_t_)).cast(dt);
-  const Tensor bc2_sqrt = (1.0 - b2_t_).sqrt().cast(dt);
-  const Tensor decay = (1.0 - lr64 * wd_).cast(dt);
-  std::vector<Tensor> out;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    Tensor p = params_[i].detach(), g = grads[i];
-    if (kind_ == Kind::adam && wd_ != 0.0) g = g + p * wd_;
-    // PyTorch's lerp_(g, 1 - b1), which rounds differently above and below a weight of 0.5
-    const double w = 1.0 - b1_;
-    m_[i].assign(w < 0.5 ? Tensor(m_[i] + (g - m_[i]) * w) : Tensor(g - (g - m_[i]) * (1.0 - w)));
-    v_[i].assign(v_[i] * b2_ + g * (1.0 - b2_) * g);
-    if (kind_ == Kind::lamb) {
-      Tensor up = (m_[i] / bc1) / ((v_[i] / bc2).sqrt() + eps_);
-      if (wd_ != 0.0) up = up + p * wd_;
-      Tensor r1 = p.square().sum().sqrt(), r2 = up.square().sum().sqrt();
-      Tensor trust = (r1 > 0).where((r2 > 0).where(r1 / r2, 1.0), 1.0);
-      out.push_back(p - lr * trust * up);
-      continue;
-    }
-    if (kind_ == Kind::adamw && wd_ != 0.0) p = p * decay;
-    out.push_back(p - step_size * (m_[i] / (v_[i].sqrt() / bc2_sqrt + eps_)));
-  }
-  return out;
-}
-}  // namespace detail
-
-}  // namespace tinyt::inline v0::nn::optim
-// ---- end tinyt/nn/optim.hpp ----
-// ---- tinyt/nn/safetensors.hpp ----
-// safetensors files (Hugging Face's format, tinygrad's nn.state.safe_save / safe_load): an
-// 8-byte little-endian header length N, N bytes of JSON header
-//   {"__metadata__": {"k": "v"}, "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [b, e]}}
-// then the data, each tensor row-major and little-endian at [b, e) after the header.
-// Loading checks everything the reference implementation checks before reading any data: the
-// header fits in the file, is strict JSON, and the tensors tile the data exactly (sorted by
-// offset, each starting where the previous one ends, sized by dtype and shape, the last ending at
-// the end of the file), so a file can neither send a read out of bounds nor hide extra bytes.
-
-
-
+// file formats behind nn::state and nn::datasets
 // ---- tinyt/nn/file_io.hpp ----
 // Binary files for the loaders (safetensors, datasets): a reader whose every failure is an Error
 // naming the file, a checked writer, and byte-order conversion. The files may come from anyone,
 // so sizes are checked before anything is read or allocated.
 
+#include <sys/stat.h>
 
+#include <cerrno>
+#include <cstdio>
 
 
 namespace tinyt::inline v0 {
@@ -12164,6 +8905,7 @@ class OutFile {
 // only, no duplicate keys, nothing but whitespace after the value, and a depth limit so a
 // header of nested brackets cannot overflow the stack.
 
+#include <unordered_set>
 
 
 namespace tinyt::inline v0 {
@@ -12576,6 +9318,3532 @@ inline Value parse(std::string_view text, const std::string& context, size_t max
 }  // namespace nn::json
 }  // namespace tinyt::inline v0
 // ---- end tinyt/nn/json.hpp ----
+// ---- end tinyt/internals.hpp ----
+
+// the IR and tensors
+// ---- tinyt/uop_impl.hpp ----
+// Out-of-line parts of uop.hpp: the intern table, constants, builders, walks and printers.
+
+#include <unordered_set>
+
+
+namespace tinyt::inline v0 {
+
+TINYT_INLINE UOpNode::~UOpNode() { delete extra.load(std::memory_order_acquire); }
+
+namespace detail {
+
+// The intern table is sharded by hash so threads building different graphs rarely contend.
+struct InternShard {
+  std::mutex mu;
+  std::unordered_multimap<size_t, UOpNode*> nodes;
+};
+struct InternTable {
+  static constexpr size_t shard_count = 64;
+  InternShard shards[shard_count];
+  InternShard& shard(size_t hash) { return shards[(hash >> 7) % shard_count]; }
+};
+// Never destroyed: UOps held by static objects may be released after any static destructor.
+inline InternTable& intern_table() {
+  static auto* table = new InternTable;
+  return *table;
+}
+
+TINYT_INLINE size_t live_uop_count() {
+  size_t n = 0;
+  for (InternShard& s : intern_table().shards) {
+    std::lock_guard lock(s.mu);
+    n += s.nodes.size();
+  }
+  return n;
+}
+
+inline size_t node_hash(Ops op, DType dtype, const std::vector<UOp>& src, const Arg& arg) {
+  uint64_t h = 0x9e3779b97f4a7c15ULL ^ static_cast<uint64_t>(op);
+  auto mix = [&h](uint64_t x) { h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  mix(dtype.hash());
+  mix(arg.hash());
+  for (const UOp& s : src) mix(s->hash);
+  return static_cast<size_t>(h);
+}
+
+// Takes a reference unless the node is already dying (count 0): a dying node is never revived.
+inline bool try_acquire(const UOpNode* n) {
+  uint32_t r = n->refs.load(std::memory_order_relaxed);
+  while (r != 0)
+    if (n->refs.compare_exchange_weak(r, r + 1, std::memory_order_acquire)) return true;
+  return false;
+}
+
+TINYT_INLINE UOpNode* intern(Ops op, DType dtype, std::vector<UOp>&& src, Arg&& arg) {
+  for (const UOp& s : src)
+    if (!s) throw InternalError(detail::cat("UOp(", op_name(op), "): a source is the empty UOp"));
+  const size_t h = node_hash(op, dtype, src, arg);
+  InternShard& shard = intern_table().shard(h);
+  std::lock_guard lock(shard.mu);
+  for (auto [it, end] = shard.nodes.equal_range(h); it != end; ++it) {
+    UOpNode* n = it->second;
+    if (n->op == op && n->dtype == dtype && n->src == src && n->arg == arg && try_acquire(n))
+      return n;
+  }
+  auto* n = new UOpNode{op, dtype, std::move(src), std::move(arg), h};
+  shard.nodes.emplace(h, n);
+  return n;
+}
+
+// Frees a node whose count reached zero, and the sources that die with it, with a worklist
+// instead of recursion so a 10^6-node chain is freed without overflowing the stack. The worklist
+// lives on the stack of the outermost release of this thread; a release it causes (a node's arg
+// holding UOps) adds to it. No thread_local object with a destructor: a static UOp released at
+// exit runs after the main thread's thread_locals are destroyed.
+TINYT_INLINE void release(const UOpNode* node) {
+  if (node->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  thread_local std::vector<UOpNode*>* draining = nullptr;
+  if (draining) {
+    draining->push_back(const_cast<UOpNode*>(node));
+    return;
+  }
+  std::vector<UOpNode*> dying{const_cast<UOpNode*>(node)};
+  draining = &dying;
+  while (!dying.empty()) {
+    UOpNode* d = dying.back();
+    dying.pop_back();
+    {
+      InternShard& shard = intern_table().shard(d->hash);
+      std::lock_guard lock(shard.mu);
+      for (auto [it, end] = shard.nodes.equal_range(d->hash); it != end; ++it)
+        if (it->second == d) {
+          shard.nodes.erase(it);
+          break;
+        }
+    }
+    for (UOp& s : d->src) {
+      const UOpNode* c = std::exchange(s.n_, nullptr);
+      if (c->refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
+        dying.push_back(const_cast<UOpNode*>(c));
+    }
+    delete d;
+  }
+  draining = nullptr;
+}
+
+inline size_t arity(Ops op) {
+  switch (op_kind(op)) {
+    case OpKind::unary:
+    case OpKind::cast:
+      return 1;
+    case OpKind::binary:
+      return 2;
+    case OpKind::ternary:
+      return 3;
+    default:
+      return 0;
+  }
+}
+}  // namespace detail
+
+// -- constants --------------------------------------------------------------------------------
+
+TINYT_INLINE UOp UOp::const_(DType dt, i128 v) {
+  const DType s = dt.scalar();
+  if (dt.is_ptr() || s.is_void())
+    throw DTypeError(detail::cat("UOp.const: no constants of ", dt.name()));
+  if (s.is_float()) return const_(dt, static_cast<double>(v));
+  if (s.is_bool()) return UOp(Ops::CONST, dt, {}, Arg(v != 0));
+  if (s.is_index() && (v < dtypes::min_int(s) || v > dtypes::max_int(s)))
+    throw InternalError("UOp.const: index constant out of the int64 range");
+  // uint64 values above INT64_MAX are kept as their two's complement bits; const_int reads them
+  // back
+  return UOp(Ops::CONST, dt, {}, Arg(static_cast<int64_t>(static_cast<uint64_t>(wrap_int(v, s)))));
+}
+
+TINYT_INLINE UOp UOp::const_(DType dt, double v) {
+  const DType s = dt.scalar();
+  if (dt.is_ptr() || s.is_void())
+    throw DTypeError(detail::cat("UOp.const: no constants of ", dt.name()));
+  if (s.is_float()) return UOp(Ops::CONST, dt, {}, Arg(round_float(v, s)));
+  if (s.is_bool()) return UOp(Ops::CONST, dt, {}, Arg(v != 0));
+  // float -> int truncates toward zero like C; NaN and values past 2^126 have no C meaning
+  if (!(std::fabs(v) < 0x1p126))
+    throw DTypeError(detail::cat("UOp.const: ", v, " does not convert to ", dt.name()));
+  return const_(dt, static_cast<i128>(std::trunc(v)));
+}
+
+TINYT_INLINE i128 UOp::const_int() const {
+  if (op() != Ops::CONST)
+    throw InternalError(detail::cat("const_int of a non-constant ", op_name(op())));
+  if (arg().is<bool>()) return arg().get<bool>();
+  if (!arg().is<int64_t>())
+    throw InternalError(detail::cat("const_int of the float constant ", arg()));
+  const int64_t x = arg().as_int();
+  return dtype().scalar() == dtypes::uint64 ? static_cast<i128>(static_cast<uint64_t>(x)) : x;
+}
+
+TINYT_INLINE double UOp::const_float() const {
+  if (op() == Ops::CONST && arg().is<double>()) return arg().get<double>();
+  return static_cast<double>(const_int());
+}
+
+TINYT_INLINE UOp UOp::variable(const std::string& name, int64_t min, int64_t max, DType dtype) {
+  if (min > max)
+    throw Error(detail::cat("Variable('", name, "', ", min, ", ", max, "): min > max"));
+  if (!dtype.is_int())
+    throw DTypeError(
+        detail::cat("Variable('", name, "'): ", dtype.name(), " is not an integer dtype"));
+  return UOp(Ops::DEFINE_VAR, dtype, {}, Arg{name, min, max});
+}
+
+TINYT_INLINE UOp UOp::bind(int64_t value) const {
+  if (op() != Ops::DEFINE_VAR)
+    throw Error(detail::cat("bind: ", op_name(op()), " is not a Variable"));
+  if (value < arg()[1].as_int() || value > arg()[2].as_int())
+    throw IndexError(detail::cat("bind: ", value, " is outside the range [", arg()[1].as_int(),
+                                 ", ", arg()[2].as_int(), "] of Variable '",
+                                 arg()[0].get<std::string>(), "'"));
+  return UOp(Ops::BIND, dtype(), {*this, const_like(value)});
+}
+
+// -- math builders ----------------------------------------------------------------------------
+
+TINYT_INLINE UOp UOp::alu(Ops op, std::vector<UOp> others) const {
+  std::vector<UOp> src{*this};
+  src.insert(src.end(), others.begin(), others.end());
+  if (detail::arity(op) != src.size())
+    throw InternalError(detail::cat("alu: ", op_name(op), " takes ", detail::arity(op),
+                                    " sources, got ", src.size()));
+  DType out = dtype();
+  if (op == Ops::WHERE) {
+    if (!src[0].dtype().scalar().is_bool())
+      throw DTypeError(
+          detail::cat("where: the condition is ", src[0].dtype().name(), ", not bool"));
+    if (src[1].dtype() != src[2].dtype())
+      throw DTypeError(detail::cat("where: branches differ, ", src[1].dtype().name(), " vs ",
+                                   src[2].dtype().name()));
+    out = src[1].dtype();
+  } else {
+    for (const UOp& s : src)
+      if (s.dtype() != dtype())
+        throw DTypeError(detail::cat(op_name(op), ": operands differ, ", dtype().name(), " vs ",
+                                     s.dtype().name()));
+    if (GroupOp::Comparison.contains(op)) out = DType(dtypes::bool_).vec(dtype().count());
+  }
+  return UOp(op, out, std::move(src));
+}
+
+// -- graph walks ------------------------------------------------------------------------------
+
+TINYT_INLINE std::vector<UOp> toposort(const UOp& root) {
+  std::vector<UOp> order;
+  if (!root) return order;
+  // handles point into their users' src vectors, which live as long as root does
+  std::unordered_set<const UOpNode*> seen{root.get()};
+  std::vector<std::pair<const UOp*, size_t>> stack{{&root, 0}};
+  while (!stack.empty()) {
+    auto& [u, next] = stack.back();
+    if (next < u->get()->src.size()) {
+      const UOp* s = &(*u)->src[next++];
+      if (seen.insert(s->get()).second) stack.emplace_back(s, 0);
+    } else {
+      order.push_back(*u);
+      stack.pop_back();
+    }
+  }
+  return order;
+}
+
+TINYT_INLINE bool depends_on(const UOp& root, const UOp& node) {
+  for (const UOp& x : toposort(root))
+    if (x == node) return true;
+  return false;
+}
+
+TINYT_INLINE UOp substitute(const UOp& root, const std::unordered_map<const UOpNode*, UOp>& map) {
+  std::unordered_map<const UOpNode*, UOp> done;
+  for (const UOp& u : toposort(root)) {
+    if (auto it = map.find(u.get()); it != map.end()) {
+      done[u.get()] = it->second;
+      continue;
+    }
+    std::vector<UOp> src;
+    bool changed = false;
+    for (const UOp& s : u.src()) {
+      src.push_back(done.at(s.get()));
+      changed |= !(src.back() == s);
+    }
+    done[u.get()] = changed ? u.replace(std::move(src)) : u;
+  }
+  return done.at(root.get());
+}
+
+TINYT_INLINE std::string to_string(const UOp& root) {
+  std::unordered_map<const UOpNode*, size_t> id;
+  std::ostringstream out;
+  for (const UOp& u : toposort(root)) {
+    id[u.get()] = id.size();
+    std::string line = detail::cat(std::string(id[u.get()] < 10    ? "  "
+                                               : id[u.get()] < 100 ? " "
+                                                                   : ""),
+                                   id[u.get()], " ", op_name(u.op()));
+    line.resize(std::max<size_t>(line.size(), 20), ' ');
+    line += ": " + u.dtype().name();
+    line.resize(std::max<size_t>(line.size(), 38), ' ');
+    std::string srcs = "[";
+    for (size_t i = 0; i < u.src().size(); ++i)
+      srcs += (i ? ", " : "") + std::to_string(id.at(u.src(i).get()));
+    out << line << srcs << "]  " << u.arg() << '\n';
+  }
+  return out.str();
+}
+
+namespace detail {
+inline const char* infix_symbol(Ops op) {
+  switch (op) {
+    case Ops::ADD:
+      return "+";
+    case Ops::MUL:
+      return "*";
+    case Ops::IDIV:
+      return "//";
+    case Ops::FDIV:
+      return "/";
+    case Ops::MOD:
+      return "%";
+    case Ops::CMPLT:
+      return "<";
+    case Ops::CMPNE:
+      return "!=";
+    case Ops::CMPEQ:
+      return "==";
+    case Ops::AND:
+      return "&";
+    case Ops::OR:
+      return "|";
+    case Ops::XOR:
+      return "^";
+    case Ops::SHL:
+      return "<<";
+    case Ops::SHR:
+      return ">>";
+    case Ops::SUB:
+      return "-";
+    default:
+      return nullptr;
+  }
+}
+}  // namespace detail
+
+TINYT_INLINE std::string expr_string(const UOp& root) {
+  if (!root) return "UOp()";
+  std::unordered_map<const UOpNode*, std::string> text;
+  for (const UOp& u : toposort(root)) {
+    std::vector<const std::string*> s;
+    for (const UOp& x : u.src()) s.push_back(&text.at(x.get()));
+    std::string& t = text[u.get()];
+    if (u.op() == Ops::CONST)
+      t = u.arg().is<int64_t>() ? detail::cat(static_cast<long long>(u.const_int()))
+                                : detail::cat(u.arg());
+    else if (u.op() == Ops::DEFINE_VAR)
+      t = u.arg()[0].get<std::string>();
+    else if (u.op() == Ops::RANGE)
+      t = detail::cat("r", u.arg().is<Arg::Tuple>() ? u.arg()[0] : u.arg());
+    else if (const char* sym = detail::infix_symbol(u.op()); sym && s.size() == 2)
+      t = "(" + *s[0] + sym + *s[1] + ")";
+    else if (u.op() == Ops::CAST)
+      t = detail::cat("(", u.dtype().name(), ")", *s[0]);
+    else {
+      t = u.op() == Ops::MAX ? "max(" : std::string(op_name(u.op())) + "(";
+      for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + *s[i];
+      if (!u.arg().is_none() && s.empty()) t += detail::cat(u.arg());
+      t += ")";
+    }
+  }
+  return text.at(root.get());
+}
+
+namespace detail {
+inline int structural_compare(const UOp& a, const UOp& b, int depth) {
+  if (a == b) return 0;
+  if (a.op() != b.op()) return a.op() < b.op() ? -1 : 1;
+  if (a.dtype() != b.dtype()) return a.dtype() < b.dtype() ? -1 : 1;
+  if (!(a.arg() == b.arg())) return a.arg() < b.arg() ? -1 : 1;
+  if (a.src().size() != b.src().size()) return a.src().size() < b.src().size() ? -1 : 1;
+  if (depth > 32)
+    return a->hash != b->hash ? (a->hash < b->hash ? -1 : 1) : (a.get() < b.get() ? -1 : 1);
+  for (size_t i = 0; i < a.src().size(); ++i)
+    if (int c = structural_compare(a.src(i), b.src(i), depth + 1)) return c;
+  return 0;
+}
+}  // namespace detail
+
+TINYT_INLINE bool structural_less(const UOp& a, const UOp& b) {
+  return detail::structural_compare(a, b, 0) < 0;
+}
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/uop_impl.hpp ----
+// ---- tinyt/shape_impl.hpp ----
+// Out-of-line parts of shape.hpp: a symbolic size is simplified when it is made.
+
+
+namespace tinyt::inline v0 {
+
+TINYT_INLINE sint::sint(const UOp& u) {
+  if (!u.dtype().scalar().is_int())
+    throw DTypeError(detail::cat("sint: ", u.dtype().name(), " is not an integer"));
+  UOp s = simplify(u.cast(dtypes::index));
+  if (s.is_const())
+    v_ = static_cast<int64_t>(s.const_int());
+  else
+    v_ = s;
+}
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/shape_impl.hpp ----
+// ---- tinyt/tensor_impl.hpp ----
+// Out-of-line parts of tensor.hpp: a Tensor's node, its shape and device, reading it back.
+
+
+
+namespace tinyt::inline v0 {
+
+TINYT_INLINE Tensor::Tensor(UOp uop) : d_(std::make_shared<Data>(Data{std::move(uop)})) { live_tensors().add(d_); }
+
+TINYT_INLINE Shape Tensor::shape() const { return graph::shape_of(uop()); }
+TINYT_INLINE std::string Tensor::device() const { return graph::device_of(uop()); }
+TINYT_INLINE std::vector<int64_t> Tensor::cshape() const { return graph::concrete_shape(uop()); }
+
+TINYT_INLINE Tensor Tensor::scalar(DType dt, double v) {
+  Tensor t(graph::const_(dt, v, Device::default_device()));
+  t.d_->weak = true;
+  t.d_->exact = UOp::const_(dtypes::float64, v);
+  return t;
+}
+TINYT_INLINE Tensor Tensor::scalar(DType dt, int64_t v) {
+  Tensor t(graph::const_(dt, v, Device::default_device()));
+  t.d_->weak = true;
+  return t;
+}
+
+TINYT_INLINE Tensor& Tensor::realize() & {
+  realize_tensors({*this});
+  return *this;
+}
+
+TINYT_INLINE void Tensor::copyout(void* dst, size_t nbytes) const {
+  Tensor t = *this;
+  t.realize();  // t shares this tensor's data, so this tensor is realized too
+  const UOp& view = t.uop();
+  graph::buffer_of(view.op() == Ops::BUFFER ? view : view.src(0))->copyout(dst, nbytes);
+}
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/tensor_impl.hpp ----
+
+// the op families of Tensor and their gradients
+// ---- tinyt/ops/movement.hpp ----
+// Movement: views that never copy. Each checks its arguments against the shape and builds one
+// of the six movement UOps (or none, when it would change nothing).
+
+
+namespace tinyt::inline v0 {
+
+namespace detail {
+inline std::string shape_str(const std::vector<int64_t>& s) { return to_string(Shape(s)); }
+}  // namespace detail
+
+TINYT_INLINE std::vector<int64_t> Tensor::broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                                                    const char* op) {
+  const size_t n = std::max(a.size(), b.size());
+  std::vector<int64_t> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (x != y && x != 1 && y != 1)
+      throw ShapeError(detail::cat(op, ": cannot broadcast ", detail::shape_str(a), " with ", detail::shape_str(b)));
+    out[i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+/// `t` broadcast to `shape` (which it must broadcast to): a reshape adding leading 1s, an expand.
+TINYT_INLINE Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s = t.cshape();
+  if (s == shape) return t;
+  if (s.size() > shape.size())
+    throw ShapeError(detail::cat("expand: cannot broadcast ", detail::shape_str(s), " to ", detail::shape_str(shape)));
+  s.insert(s.begin(), shape.size() - s.size(), 1);
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s[i] != shape[i] && s[i] != 1)
+      throw ShapeError(detail::cat("expand: cannot broadcast ", detail::shape_str(t.cshape()), " to ", detail::shape_str(shape)));
+  return Tensor(graph::expand(graph::reshape(t.uop(), s), shape));
+}
+
+TINYT_INLINE Tensor Tensor::reshape(Shape shape) const {
+  const std::vector<int64_t> old = cshape();
+  std::vector<int64_t> s;
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const int64_t d = shape[i].as_int();
+    if (d == -1) {
+      if (infer >= 0) throw ShapeError(detail::cat("reshape: more than one -1 in ", shape));
+      infer = static_cast<int64_t>(i);
+    } else if (d < 0) {
+      throw ShapeError(detail::cat("reshape: negative size in ", shape));
+    } else {
+      known *= d;
+    }
+    s.push_back(d);
+  }
+  const int64_t n = numel();
+  if (infer >= 0) {
+    if (known == 0 || n % known != 0)
+      throw ShapeError(detail::cat("reshape: cannot reshape ", detail::shape_str(old), " to ", shape));
+    s[static_cast<size_t>(infer)] = n / known;
+  } else if (known != n) {
+    throw ShapeError(detail::cat("reshape: cannot reshape ", detail::shape_str(old), " (", n, " elements) to ", shape));
+  }
+  return Tensor(graph::reshape(uop(), s));
+}
+
+TINYT_INLINE Tensor Tensor::permute(std::vector<int> order) const {
+  const std::vector<int64_t> s = cshape();
+  if (order.size() != s.size())
+    throw ShapeError(detail::cat("permute: ", order.size(), " axes for shape ", detail::shape_str(s)));
+  std::vector<int64_t> perm;
+  std::vector<bool> seen(s.size(), false);
+  for (int a : order) {
+    const int ax = normalize_axis(a, s.size(), "permute");
+    if (seen[static_cast<size_t>(ax)]) throw ShapeError(detail::cat("permute: axis ", a, " repeats"));
+    seen[static_cast<size_t>(ax)] = true;
+    perm.push_back(ax);
+  }
+  return Tensor(graph::permute(uop(), perm));
+}
+
+TINYT_INLINE Tensor Tensor::expand(Shape shape) const {
+  std::vector<int64_t> target;
+  const std::vector<int64_t> s = cshape();
+  for (size_t i = 0; i < shape.size(); ++i) {
+    int64_t d = shape[i].as_int();
+    // -1 keeps the size of the matching dim (aligned from the right)
+    if (d == -1 && i + s.size() >= shape.size()) d = s[i + s.size() - shape.size()];
+    target.push_back(d);
+  }
+  return broadcast_to(*this, target);
+}
+
+TINYT_INLINE Tensor Tensor::pad(std::vector<std::pair<sint, sint>> padding, double value) const {
+  const std::vector<int64_t> s = cshape();
+  if (padding.size() != s.size())
+    throw ShapeError(detail::cat("pad: ", padding.size(), " (before, after) pairs for shape ", detail::shape_str(s)));
+  std::vector<std::pair<int64_t, int64_t>> grow, cut;
+  bool negative = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const int64_t b = padding[i].first.as_int(), a = padding[i].second.as_int();
+    if (b + a + s[i] < 0) throw ShapeError(detail::cat("pad: padding (", b, ", ", a, ") removes more than dim ", i, " has"));
+    negative |= b < 0 || a < 0;
+    grow.emplace_back(std::max<int64_t>(b, 0), std::max<int64_t>(a, 0));
+    cut.emplace_back(-std::min<int64_t>(b, 0), s[i] + std::min<int64_t>(a, 0));
+  }
+  // negative padding crops (as PyTorch's)
+  Tensor x = negative ? Tensor(graph::shrink(uop(), cut)) : *this;
+  Tensor padded(graph::pad(x.uop(), grow));
+  if (value == 0.0) return padded;
+  // pads fill with 0: a non-zero value is selected where a padded mask of ones is false
+  Tensor mask(graph::pad(graph::expand(graph::reshape(graph::const_(dtypes::bool_, true, device()), std::vector<int64_t>(s.size(), 1)), x.cshape()), grow));
+  return mask.where(padded, Tensor::full(Shape(padded.cshape()), value, dtype(), device()));
+}
+
+TINYT_INLINE Tensor Tensor::shrink(std::vector<std::pair<sint, sint>> bounds) const {
+  const std::vector<int64_t> s = cshape();
+  if (bounds.size() != s.size())
+    throw ShapeError(detail::cat("shrink: ", bounds.size(), " (start, end) pairs for shape ", detail::shape_str(s)));
+  std::vector<std::pair<int64_t, int64_t>> p;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const int64_t b = bounds[i].first.as_int(), e = bounds[i].second.as_int();
+    if (b < 0 || e < b || e > s[i])
+      throw ShapeError(detail::cat("shrink: (", b, ", ", e, ") is outside dim ", i, " of shape ", detail::shape_str(s)));
+    p.emplace_back(b, e);
+  }
+  return Tensor(graph::shrink(uop(), p));
+}
+
+TINYT_INLINE Tensor Tensor::flip(std::vector<int> axes) const {
+  std::vector<bool> f(ndim(), false);
+  for (int a : axes) {
+    const auto ax = static_cast<size_t>(normalize_axis(a, ndim(), "flip"));
+    if (f[ax]) throw ShapeError(detail::cat("flip: axis ", a, " repeats"));
+    f[ax] = true;
+  }
+  return Tensor(graph::flip(uop(), f));
+}
+
+TINYT_INLINE Tensor Tensor::transpose(int d0, int d1) const {
+  std::vector<int> order(ndim());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::swap(order[static_cast<size_t>(normalize_axis(d0, ndim(), "transpose"))],
+            order[static_cast<size_t>(normalize_axis(d1, ndim(), "transpose"))]);
+  return permute(order);
+}
+
+TINYT_INLINE Tensor Tensor::flatten(int start, int end) const {
+  if (ndim() == 0) return reshape({1});
+  const auto s = cshape();
+  const auto a = static_cast<size_t>(normalize_axis(start, s.size(), "flatten"));
+  const auto b = static_cast<size_t>(normalize_axis(end, s.size(), "flatten"));
+  if (a > b) throw ShapeError(detail::cat("flatten: start ", start, " comes after end ", end));
+  std::vector<int64_t> out(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(a));
+  int64_t n = 1;
+  for (size_t i = a; i <= b; ++i) n *= s[i];
+  out.push_back(n);
+  out.insert(out.end(), s.begin() + static_cast<std::ptrdiff_t>(b) + 1, s.end());
+  return reshape(Shape(out));
+}
+
+TINYT_INLINE Tensor Tensor::unflatten(int dim, Shape sizes) const {
+  auto s = cshape();
+  const auto d = static_cast<size_t>(normalize_axis(dim, s.size(), "unflatten"));
+  std::vector<sint> out(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(d));
+  for (const sint& x : sizes) out.push_back(x);
+  out.insert(out.end(), s.begin() + static_cast<std::ptrdiff_t>(d) + 1, s.end());
+  return reshape(Shape(out));
+}
+
+TINYT_INLINE Tensor Tensor::squeeze(int dim) const {
+  auto s = cshape();
+  if (s.empty()) return *this;
+  const auto d = static_cast<size_t>(normalize_axis(dim, s.size(), "squeeze"));
+  if (s[d] != 1) return *this;
+  s.erase(s.begin() + static_cast<std::ptrdiff_t>(d));
+  return reshape(Shape(s));
+}
+TINYT_INLINE Tensor Tensor::squeeze() const {
+  auto s = cshape();
+  std::erase(s, 1);
+  return reshape(Shape(s));
+}
+TINYT_INLINE Tensor Tensor::unsqueeze(int dim) const {
+  auto s = cshape();
+  const auto d = static_cast<size_t>(normalize_axis(dim, s.size() + 1, "unsqueeze"));
+  s.insert(s.begin() + static_cast<std::ptrdiff_t>(d), 1);
+  return reshape(Shape(s));
+}
+
+TINYT_INLINE Tensor Tensor::to(const std::string& device) const {
+  const std::string d = Device::canonicalize(device);
+  if (d == this->device()) return *this;
+  return Tensor(UOp(Ops::COPY, dtype(), {uop(), graph::device_uop(d)}));
+}
+TINYT_INLINE Tensor Tensor::contiguous() const { return Tensor(UOp(Ops::CONTIGUOUS, dtype(), {uop()})); }
+TINYT_INLINE Tensor Tensor::contiguous_backward() const { return Tensor(UOp(Ops::CONTIGUOUS_BACKWARD, dtype(), {uop()})); }
+TINYT_INLINE Tensor Tensor::detach() const { return Tensor(UOp(Ops::DETACH, dtype(), {uop()})); }
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/ops/movement.hpp ----
+// ---- tinyt/ops/elementwise.hpp ----
+// Elementwise ops: broadcasting, dtype promotion, and the math functions, each a composition of
+// the ALU UOps (EXP2, LOG2, SIN, SQRT, RECIPROCAL, TRUNC, ADD, MUL, MAX, CMPLT, WHERE, ...).
+
+#include <numbers>
+
+
+namespace tinyt::inline v0 {
+
+/// Lets the elementwise machinery see a tensor's weak flag and build tensors from UOps.
+struct TensorAccess {
+  static bool weak(const Tensor& t) { return t.weak(); }
+  static UOp exact(const Tensor& t) { return t.d_ ? t.d_->exact : UOp(); }
+  static Tensor make(UOp u, bool weak, UOp exact) {
+    Tensor t(std::move(u));
+    t.d_->weak = weak;
+    t.d_->exact = std::move(exact);
+    return t;
+  }
+};
+
+namespace detail {
+TINYT_INLINE Operand operand_of(const Tensor& t) { return {t.uop(), TensorAccess::weak(t), TensorAccess::exact(t)}; }
+TINYT_INLINE Tensor to_tensor(Operand o) { return TensorAccess::make(std::move(o.u), o.weak, std::move(o.exact)); }
+TINYT_INLINE std::vector<int64_t> concrete_shape(const Tensor& t) { return graph::concrete_shape(t.uop()); }
+
+inline Operand cast_operand(const Operand& x, DType dt) {
+  if (dt == x.u.dtype()) return x;
+  if (dt.is_ptr() || dt.is_void() || dt.is_index() || dt.count() != 1)
+    throw DTypeError(cat("cast: cannot cast to ", dt.name()));
+  if (x.u.op() == Ops::CONST) {  // a constant converts now (C's conversion rules)
+    UOp c = x.u.arg().is<double>() ? UOp::const_(dtypes::float64, x.u.arg().get<double>())
+                                   : UOp(Ops::CONST, x.u.dtype(), {}, x.u.arg());
+    if (UOp folded = fold_constants(Ops::CAST, dt, {c})) return {UOp(Ops::CONST, dt, x.u.src(), folded.arg()), x.weak};
+  }
+  return {x.u.cast(dt), false};
+}
+/// x in the dtype an op computes in: a C++ double rounds from its own value, not from float32's.
+inline Operand promote_operand(const Operand& x, DType dt) {
+  if (x.exact && dt.is_float() && dt != x.u.dtype())
+    return {UOp(Ops::CONST, dt, x.u.src(), UOp::const_(dt, x.exact.const_float()).arg()), x.weak, x.exact};
+  return cast_operand(x, dt);
+}
+/// t converted to `dt` as an op converts its operands (a C++ double from its own value), no
+/// longer weak.
+inline Tensor promoted(const Tensor& t, DType dt) { return to_tensor({promote_operand(operand_of(t), dt).u, false}); }
+
+inline UOp broadcast_uop(const UOp& u, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s = graph::concrete_shape(u);
+  if (s == shape) return u;
+  s.insert(s.begin(), shape.size() - s.size(), 1);
+  return graph::expand(graph::reshape(u, s), shape);
+}
+
+/// `a <op> b` with tinygrad's promotion (weak scalars adopt the other side's dtype where it
+/// fits), NumPy broadcasting, and device checks.
+TINYT_INLINE Operand binary_operand(Ops op, Operand a, Operand b, const char* name, bool to_float) {
+  const DType da = a.u.dtype(), db = b.u.dtype();
+  DType dt = a.weak && !b.weak   ? weak_promote(db, da)
+             : b.weak && !a.weak ? weak_promote(da, db)
+                                 : least_upper_dtype({da, db});
+  if (to_float) dt = least_upper_float(dt);
+  a = promote_operand(a, dt), b = promote_operand(b, dt);
+  // a C++ scalar lives where the tensor it meets lives
+  auto move_scalar = [](const Operand& s, const Operand& to) {
+    const std::string& dev = graph::device_of(to.u);
+    if (!s.weak || s.u.op() != Ops::CONST || graph::device_of(s.u) == dev) return s;
+    return Operand{UOp(Ops::CONST, s.u.dtype(), {graph::device_uop(dev)}, s.u.arg()), true, s.exact};
+  };
+  a = move_scalar(a, b), b = move_scalar(b, a);
+  if (graph::device_of(a.u) != graph::device_of(b.u))
+    throw DeviceError(cat(name, ": operands are on ", graph::device_of(a.u), " and ", graph::device_of(b.u)));
+  const auto shape = Tensor::broadcast_shape(graph::concrete_shape(a.u), graph::concrete_shape(b.u), name);
+  return {broadcast_uop(a.u, shape).alu(op, {broadcast_uop(b.u, shape)}), false};
+}
+/// -x as x * -1 (a constant is negated now; the weak flag stays).
+TINYT_INLINE Operand negate(const Operand& x) {
+  const DType dt = x.u.dtype();
+  if (dt.is_bool()) throw DTypeError("sub: subtracting bool tensors is not supported; use logical_xor");
+  if (x.u.op() == Ops::CONST) {
+    const UOp value = -UOp(Ops::CONST, dt, {}, x.u.arg());
+    return {UOp(Ops::CONST, dt, x.u.src(), value.arg()), x.weak, x.exact ? UOp::const_(dtypes::float64, -x.exact.const_float()) : UOp()};
+  }
+  const UOp minus_one = graph::const_(dt, -1, graph::device_of(x.u));
+  return {x.u.alu(Ops::MUL, {broadcast_uop(minus_one, graph::concrete_shape(x.u))}), x.weak};
+}
+}  // namespace detail
+
+// an explicit cast converts the value the tensor holds (a C++ double is float32 by then)
+TINYT_INLINE Tensor Tensor::cast(DType dt) const { return detail::to_tensor(detail::cast_operand({uop(), weak()}, dt)); }
+
+TINYT_INLINE Tensor Tensor::bitcast(DType dt) const {
+  if (dt.itemsize() != dtype().itemsize())
+    throw DTypeError(detail::cat("bitcast: ", dtype().name(), " and ", dt.name(), " differ in size"));
+  return Tensor(uop().bitcast(dt));
+}
+
+TINYT_INLINE Tensor Tensor::binary(Ops op, const Tensor& o, const char* name, bool to_float) const {
+  return detail::to_tensor(detail::binary_operand(op, detail::operand_of(*this), detail::operand_of(o), name, to_float));
+}
+
+TINYT_INLINE Tensor Tensor::unary(Ops op) const {
+  Tensor x = cast(least_upper_float(dtype()));
+  return Tensor(x.uop().alu(op));
+}
+
+TINYT_INLINE Tensor Tensor::add(const Tensor& o) const { return binary(Ops::ADD, o, "add"); }
+TINYT_INLINE Tensor Tensor::mul(const Tensor& o) const { return binary(Ops::MUL, o, "mul"); }
+TINYT_INLINE Tensor Tensor::sub(const Tensor& o) const {
+  return detail::to_tensor(detail::binary_operand(Ops::ADD, detail::operand_of(*this), detail::negate(detail::operand_of(o)), "sub", false));
+}
+TINYT_INLINE Tensor Tensor::neg() const {
+  if (dtype().is_bool()) return logical_not();
+  return detail::to_tensor(detail::negate(detail::operand_of(*this)));  // -scalar stays a weak scalar
+}
+/// True division: integers divide as the default float.
+TINYT_INLINE Tensor Tensor::div(const Tensor& o) const { return binary(Ops::FDIV, o, "div", true); }
+TINYT_INLINE Tensor Tensor::maximum(const Tensor& o) const { return binary(Ops::MAX, o, "maximum"); }
+TINYT_INLINE Tensor Tensor::minimum(const Tensor& o) const {
+  // min(a, b) = -max(-a, -b); integers use ~, which reverses order without overflow
+  if (dtype().is_float() || o.dtype().is_float()) return neg().maximum(o.neg()).neg();
+  return bitwise_not().maximum(o.bitwise_not()).bitwise_not();
+}
+TINYT_INLINE Tensor Tensor::eq(const Tensor& o) const { return binary(Ops::CMPEQ, o, "eq"); }
+TINYT_INLINE Tensor Tensor::ne(const Tensor& o) const { return binary(Ops::CMPNE, o, "ne"); }
+TINYT_INLINE Tensor Tensor::lt(const Tensor& o) const { return binary(Ops::CMPLT, o, "lt"); }
+TINYT_INLINE Tensor Tensor::gt(const Tensor& o) const { return o.binary(Ops::CMPLT, *this, "gt"); }
+TINYT_INLINE Tensor Tensor::le(const Tensor& o) const { return lt(o).logical_or(eq(o)); }  // false with NaN
+TINYT_INLINE Tensor Tensor::ge(const Tensor& o) const { return gt(o).logical_or(eq(o)); }
+
+namespace detail {
+inline void require_int_or_bool(const Tensor& t, const char* op) {
+  if (t.dtype().is_float()) throw DTypeError(cat(op, ": needs integer or bool tensors, not ", t.dtype().name()));
+}
+}  // namespace detail
+TINYT_INLINE Tensor Tensor::bitwise_and(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_and"), detail::require_int_or_bool(o, "bitwise_and"); return binary(Ops::AND, o, "bitwise_and"); }
+TINYT_INLINE Tensor Tensor::bitwise_or(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_or"), detail::require_int_or_bool(o, "bitwise_or"); return binary(Ops::OR, o, "bitwise_or"); }
+TINYT_INLINE Tensor Tensor::bitwise_xor(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_xor"), detail::require_int_or_bool(o, "bitwise_xor"); return binary(Ops::XOR, o, "bitwise_xor"); }
+namespace detail {
+// Shifts as PyTorch defines them: by a negative amount or by the width or more, every bit is
+// shifted out (<< gives 0, >> gives 0 or, for a negative signed value, -1). The kernel only ever
+// shifts by less than the width: C and LLVM leave wider shifts undefined.
+struct ShiftOperands {
+  Tensor x, amount, in_range;  // in the promoted dtype; whether 0 <= amount < bits
+  int64_t bits;
+};
+inline ShiftOperands shift_operands(const Tensor& x, const Tensor& amount, const char* op) {
+  require_int_or_bool(x, op);
+  const DType dt = x.add(amount).dtype();
+  const Tensor a = promoted(amount, dt);
+  const int64_t bits = dt.is_bool() ? 1 : 8 * dt.itemsize();
+  return {x.cast(dt), a, a.ge(0).logical_and(a.lt(bits)), bits};
+}
+}  // namespace detail
+TINYT_INLINE Tensor Tensor::lshift(const Tensor& o) const {
+  const auto [x, amount, in_range, bits] = detail::shift_operands(*this, o, "lshift");
+  if (x.dtype().is_bool()) return x.logical_and(in_range);  // one bit: kept by a shift of 0 only
+  return in_range.where(x.binary(Ops::SHL, amount.bitwise_and(bits - 1), "lshift"), 0);
+}
+TINYT_INLINE Tensor Tensor::rshift(const Tensor& o) const {
+  const auto [x, amount, in_range, bits] = detail::shift_operands(*this, o, "rshift");
+  if (x.dtype().is_bool()) return x.logical_and(in_range);
+  if (x.dtype().is_unsigned()) return in_range.where(x.binary(Ops::SHR, amount.bitwise_and(bits - 1), "rshift"), 0);
+  return x.binary(Ops::SHR, in_range.where(amount, bits - 1), "rshift");  // the sign fills every bit
+}
+TINYT_INLINE Tensor Tensor::bitwise_not() const {
+  detail::require_int_or_bool(*this, "bitwise_not");
+  if (dtype().is_bool()) return logical_not();
+  if (weak() && uop().op() == Ops::CONST) {  // ~scalar stays a weak scalar, so min(int8, 5) stays int8
+    const UOp c(Ops::CONST, dtype(), {}, uop().arg());
+    return detail::to_tensor({UOp(Ops::CONST, dtype(), uop().src(), fold_constants(Ops::XOR, dtype(), {c, c.const_like(-1)}).arg()), true});
+  }
+  return bitwise_xor(Tensor(graph::const_(dtype(), -1, device())));
+}
+TINYT_INLINE Tensor Tensor::logical_not() const { return cast(dtypes::bool_).ne(Tensor(true)); }
+TINYT_INLINE Tensor Tensor::logical_and(const Tensor& o) const { return cast(dtypes::bool_).binary(Ops::AND, o.cast(dtypes::bool_), "logical_and"); }
+TINYT_INLINE Tensor Tensor::logical_or(const Tensor& o) const { return cast(dtypes::bool_).binary(Ops::OR, o.cast(dtypes::bool_), "logical_or"); }
+TINYT_INLINE Tensor Tensor::logical_xor(const Tensor& o) const { return cast(dtypes::bool_).binary(Ops::XOR, o.cast(dtypes::bool_), "logical_xor"); }
+
+TINYT_INLINE Tensor Tensor::where(const Tensor& a, const Tensor& b) const {
+  // the branches promote together; the condition is any dtype read as bool
+  DType dt = a.weak() && !b.weak()   ? weak_promote(b.dtype(), a.dtype())
+             : b.weak() && !a.weak() ? weak_promote(a.dtype(), b.dtype())
+                                     : least_upper_dtype({a.dtype(), b.dtype()});
+  Tensor c = cast(dtypes::bool_);
+  Tensor x = detail::promoted(a, dt), y = detail::promoted(b, dt);
+  auto shape = broadcast_shape(broadcast_shape(c.cshape(), x.cshape(), "where"), y.cshape(), "where");
+  return Tensor(broadcast_to(c, shape).uop().where(broadcast_to(x, shape).uop(), broadcast_to(y, shape).uop()));
+}
+
+/// Floor division (Python's //): rounds toward negative infinity.
+TINYT_INLINE Tensor Tensor::floordiv(const Tensor& o) const {
+  Tensor a = *this;
+  if (dtype().is_float() || o.dtype().is_float()) return div(o).floor();
+  Tensor q = a.binary(Ops::IDIV, o, "floordiv"), r = a.binary(Ops::MOD, o, "floordiv");
+  // C truncates: step down one where the remainder is non-zero and the signs differ
+  Tensor fix = r.ne(0).logical_and(r.lt(0).ne(o.lt(0)));
+  return q.sub(fix.cast(q.dtype()));
+}
+/// Remainder with the sign of the divisor (Python's %, PyTorch's remainder).
+TINYT_INLINE Tensor Tensor::mod(const Tensor& o) const {
+  if (dtype().is_float() || o.dtype().is_float()) return sub(floordiv(o).mul(o));
+  Tensor r = binary(Ops::MOD, o, "mod");
+  Tensor fix = r.ne(0).logical_and(r.lt(0).ne(o.lt(0)));
+  return fix.where(r.add(o), r);
+}
+TINYT_INLINE Tensor Tensor::pow(const Tensor& o) const {
+  if (dtype().is_float() || o.dtype().is_float()) return binary(Ops::POW, o, "pow", true);
+  // integers, as PyTorch: exact and wrapping, by squaring and multiplying over the exponent's
+  // bits; a negative exponent truncates 1/x^n (1 for 1, -1 or 1 for -1, else 0)
+  const DType dt = binary(Ops::ADD, o, "pow").dtype();
+  const Tensor base = cast(dt), exponent = detail::promoted(o, dt);
+  if (dt.is_bool()) return base.logical_or(exponent.logical_not());
+  Tensor result = Tensor::full_like(base, 1), square = base;
+  if (exponent.uop().op() == Ops::CONST) {  // a known exponent: only its bits
+    i128 e = exponent.uop().const_int();
+    if (e < 0) return base.eq(1).where(1, base.eq(-1).where(e % 2 ? -1 : 1, 0)).cast(dt);
+    for (; e > 0; e >>= 1) {
+      if (e & 1) result = result.mul(square);
+      if (e > 1) square = square.mul(square);
+    }
+    return result;
+  }
+  const int64_t bits = 8 * dt.itemsize() - (dt.is_unsigned() ? 0 : 1);  // a negative one is below
+  for (int64_t i = 0; i < bits; ++i) {
+    const Tensor bit_set = exponent.bitwise_and(Tensor(static_cast<int64_t>(uint64_t{1} << i))).ne(0);
+    result = bit_set.where(result.mul(square), result);
+    if (i + 1 < bits) square = square.mul(square);
+  }
+  if (dt.is_unsigned()) return result;
+  const Tensor odd = exponent.bitwise_and(1).ne(0);
+  const Tensor negative_power = base.eq(1).where(1, base.eq(-1).where(odd.where(-1, 1), 0)).cast(dt);
+  return exponent.lt(0).where(negative_power, result);
+}
+
+// -- math functions ------------------------------------------------------------------------------
+TINYT_INLINE Tensor Tensor::exp2() const { return unary(Ops::EXP2); }
+TINYT_INLINE Tensor Tensor::log2() const { return unary(Ops::LOG2); }
+TINYT_INLINE Tensor Tensor::exp() const { return cast(least_upper_float(dtype())).mul(1.0 / std::numbers::ln2).exp2(); }
+TINYT_INLINE Tensor Tensor::log() const { return log2().mul(std::numbers::ln2); }
+TINYT_INLINE Tensor Tensor::sqrt() const { return unary(Ops::SQRT); }
+TINYT_INLINE Tensor Tensor::reciprocal() const { return unary(Ops::RECIPROCAL); }
+TINYT_INLINE Tensor Tensor::rsqrt() const { return sqrt().reciprocal(); }
+TINYT_INLINE Tensor Tensor::sin() const { return unary(Ops::SIN); }
+TINYT_INLINE Tensor Tensor::cos() const { return cast(least_upper_float(dtype())).neg().add(std::numbers::pi / 2).sin(); }
+TINYT_INLINE Tensor Tensor::tan() const { return sin().div(cos()); }
+TINYT_INLINE Tensor Tensor::square() const { return mul(*this); }
+TINYT_INLINE Tensor Tensor::abs() const { return dtype().is_bool() ? *this : lt(0).where(neg(), *this); }
+TINYT_INLINE Tensor Tensor::sign() const {
+  // NaN stays NaN (x*0), like PyTorch
+  Tensor s = ne(0).where(lt(0).where(-1, 1), 0).cast(dtype());
+  return dtype().is_float() ? s.add(mul(0)) : s;
+}
+TINYT_INLINE Tensor Tensor::trunc() const { return dtype().is_float() ? Tensor(uop().alu(Ops::TRUNC)) : *this; }
+TINYT_INLINE Tensor Tensor::floor() const {
+  if (!dtype().is_float()) return *this;
+  Tensor t = trunc();
+  return lt(t).where(t.sub(1), t);
+}
+TINYT_INLINE Tensor Tensor::ceil() const {
+  if (!dtype().is_float()) return *this;
+  Tensor t = trunc();
+  return gt(t).where(t.add(1), t);
+}
+/// Rounds half to even, like PyTorch.
+TINYT_INLINE Tensor Tensor::round() const {
+  if (!dtype().is_float()) return *this;
+  Tensor f = floor(), d = sub(f);
+  Tensor even = f.sub(f.mul(0.5).floor().mul(2)).eq(0);
+  return d.gt(0.5).where(f.add(1), d.lt(0.5).where(f, even.where(f, f.add(1))));
+}
+TINYT_INLINE Tensor Tensor::isnan() const { return ne(*this); }
+TINYT_INLINE Tensor Tensor::isinf() const { return dtype().is_float() ? eq(INFINITY).logical_or(eq(-INFINITY)) : Tensor::full_like(*this, false).cast(dtypes::bool_); }
+TINYT_INLINE Tensor Tensor::isfinite() const { return isnan().logical_or(isinf()).logical_not(); }
+
+TINYT_INLINE Tensor Tensor::relu() const { return maximum(0); }
+TINYT_INLINE Tensor Tensor::relu6() const { return relu().minimum(6); }
+TINYT_INLINE Tensor Tensor::sigmoid() const { return neg().exp().add(1).reciprocal(); }
+TINYT_INLINE Tensor Tensor::logsigmoid() const { return neg().softplus().neg(); }
+TINYT_INLINE Tensor Tensor::tanh() const { return mul(2).sigmoid().mul(2).sub(1); }
+/// The exact GELU, x * Phi(x), as PyTorch's default.
+TINYT_INLINE Tensor Tensor::gelu() const { return mul(0.5).mul(mul(1.0 / std::numbers::sqrt2).erf().add(1)); }
+TINYT_INLINE Tensor Tensor::quick_gelu() const { return mul(mul(1.702).sigmoid()); }
+TINYT_INLINE Tensor Tensor::silu() const { return mul(sigmoid()); }
+TINYT_INLINE Tensor Tensor::elu(double alpha) const { return gt(0).where(*this, exp().sub(1).mul(alpha)); }
+TINYT_INLINE Tensor Tensor::leaky_relu(double slope) const { return lt(0).where(mul(slope), *this); }
+/// log(1 + exp(beta x)) / beta, linear above beta x > 20 like PyTorch.
+TINYT_INLINE Tensor Tensor::softplus(double beta) const {
+  Tensor bx = mul(beta);
+  // log1p(exp(-|bx|)) + max(bx, 0) is stable on both sides
+  Tensor stable = bx.abs().neg().exp().add(1).log().add(bx.relu()).div(beta);
+  return bx.gt(20).where(*this, stable);
+}
+TINYT_INLINE Tensor Tensor::mish() const { return mul(softplus().tanh()); }
+TINYT_INLINE Tensor Tensor::hardsigmoid() const { return add(3).relu6().div(6); }
+TINYT_INLINE Tensor Tensor::hardswish() const { return mul(hardsigmoid()); }
+TINYT_INLINE Tensor Tensor::hardtanh(double lo, double hi) const { return clip(lo, hi); }
+/// erf by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7).
+TINYT_INLINE Tensor Tensor::erf() const {
+  Tensor x = cast(least_upper_float(dtype()));
+  Tensor a = x.abs(), t = a.mul(0.3275911).add(1).reciprocal();
+  Tensor poly = t.mul(1.061405429).add(-1.453152027).mul(t).add(1.421413741).mul(t).add(-0.284496736).mul(t).add(0.254829592).mul(t);
+  Tensor y = poly.mul(a.square().neg().exp()).neg().add(1);
+  return x.lt(0).where(y.neg(), y);
+}
+TINYT_INLINE Tensor Tensor::clip(const Tensor& lo, const Tensor& hi) const { return maximum(lo).minimum(hi); }
+TINYT_INLINE Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const { return add(end.sub(*this).mul(weight)); }
+TINYT_INLINE Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const { return mask.where(value, *this); }
+
+/// Floor division, Python's `//`.
+TINYT_INLINE Tensor floordiv(const Tensor& a, const Tensor& b) { return a.floordiv(b); }
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/ops/elementwise.hpp ----
+// ---- tinyt/ops/reduce.hpp ----
+// Reductions: sum, prod, max over axes with REDUCE_AXIS; min, mean, any, all built on them.
+
+
+namespace tinyt::inline v0 {
+
+namespace detail {
+// The dtype a sum or product accumulates in. Where tinygrad (small ints in the default int,
+// unsigned in uint32) and PyTorch differ, this follows PyTorch: bool and every integer dtype add
+// up in int64 and the result stays int64, so an int32 sum of two 2^30s does not wrap; uint64 stays
+// uint64 (PyTorch returns the same bits as int64, where sums past 2^63 read as negative).
+// float16 and bfloat16 add up in float32 and the result is rounded once, back to their dtype.
+inline DType sum_acc_dtype(DType dt) {
+  if (dt == dtypes::uint64) return dt;
+  if (dt.is_int() || dt.is_bool()) return dtypes::int64;
+  return least_upper_dtype({dt, dtypes::float32});
+}
+// The dtype a sum or product returns: a float keeps its own, an integer is its accumulator's.
+inline DType sum_out_dtype(DType dt) { return dt.is_float() ? dt : sum_acc_dtype(dt); }
+// The dtype the float statistics (mean, var, softmax, logsumexp, layernorm) compute in, as
+// PyTorch's CPU kernels: float32 for float16, bfloat16 and integers, float64 for float64. Their
+// result is then rounded once to least_upper_float of the input.
+inline DType stats_acc_dtype(DType dt) { return least_upper_dtype({least_upper_float(dt), dtypes::float32}); }
+// max and min have no identity: reducing a dim of size 0 is an error, as in PyTorch (other
+// dims may be 0: the result is then empty)
+inline void check_nonempty_reduce(const Tensor& t, const std::vector<int>& axes, const char* op) {
+  const auto s = t.shape().to_vector();
+  for (int a : axes)
+    if (!s.empty() && s[static_cast<size_t>(normalize_axis(a, s.size(), op))] == 0)
+      throw ShapeError(cat(op, ": cannot reduce dim ", a, " of size 0 in shape ", t.shape()));
+}
+inline std::vector<int> all_axes(size_t n) {
+  std::vector<int> axes(n);
+  for (size_t i = 0; i < n; ++i) axes[i] = static_cast<int>(i);
+  return axes;
+}
+
+// A reduction of many elements into few runs as two (tinygrad's split_reduceop): the first
+// reduces contiguous chunks of its largest axis into parts, which threads can share, and the
+// second reduces the parts. Off with SPLIT_REDUCEOP=0.
+inline UOp split_reduce(const Tensor& x, Ops op, const std::vector<int64_t>& axes) {
+  const std::vector<int64_t> s = graph::concrete_shape(x.uop());
+  int64_t in = 1, reduced = 1;
+  for (int64_t d : s) in *= d;
+  for (int64_t a : axes) reduced *= s[static_cast<size_t>(a)];
+  if (reduced < 32768 || in == 0 || !getenv_int("SPLIT_REDUCEOP", 1)) return graph::reduce(x.uop(), op, axes);
+  const int64_t a = *std::max_element(axes.begin(), axes.end(), [&](int64_t p, int64_t q) { return s[size_t(p)] < s[size_t(q)]; });
+  int64_t parts = 0;
+  for (int64_t d = 256; d >= 8 && !parts; d /= 2)
+    if (s[size_t(a)] % d == 0 && s[size_t(a)] / d >= 256) parts = d;
+  // a reduction that reads no memory (an arange) is counted, not looped: splitting would hide that
+  const auto nodes = toposort(x.uop());
+  const bool reads_memory = std::any_of(nodes.begin(), nodes.end(), [](const UOp& u) { return u.op() == Ops::BUFFER; });
+  if (!parts || !reads_memory) return graph::reduce(x.uop(), op, axes);
+  // axis a becomes (parts, chunk); the first reduction keeps the parts
+  std::vector<int64_t> split_shape(s.begin(), s.begin() + a), first_axes;
+  split_shape.insert(split_shape.end(), {parts, s[size_t(a)] / parts});
+  split_shape.insert(split_shape.end(), s.begin() + a + 1, s.end());
+  for (int64_t b : axes) first_axes.push_back(b < a ? b : b + 1);
+  const Tensor chunks(graph::reduce(x.reshape(Shape(split_shape)).uop(), op, first_axes));
+  std::vector<int64_t> out = s;
+  for (int64_t b : axes) out[size_t(b)] = 1;
+  return Tensor(graph::reduce(chunks.contiguous().uop(), op, {a})).reshape(Shape(out)).uop();
+}
+}  // namespace detail
+
+TINYT_INLINE Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const {
+  const auto s = cshape();
+  std::vector<int64_t> ax;
+  for (int a : axes) {
+    const int64_t n = normalize_axis(a, s.size(), name);
+    if (std::find(ax.begin(), ax.end(), n) != ax.end()) throw IndexError(detail::cat(name, ": axis ", a, " repeats"));
+    if (!s.empty()) ax.push_back(n);
+  }
+  std::sort(ax.begin(), ax.end());
+  Tensor r(detail::split_reduce(*this, op, ax));
+  if (keepdim) return r;
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (std::find(ax.begin(), ax.end(), static_cast<int64_t>(i)) == ax.end()) out.push_back(s[i]);
+  return r.reshape(Shape(out));
+}
+
+TINYT_INLINE Tensor Tensor::sum(std::vector<int> axes, bool keepdim) const {
+  return cast(detail::sum_acc_dtype(dtype())).reduce(Ops::ADD, std::move(axes), keepdim, "sum").cast(detail::sum_out_dtype(dtype()));
+}
+TINYT_INLINE Tensor Tensor::sum(int axis, bool keepdim) const { return sum(std::vector<int>{axis}, keepdim); }
+TINYT_INLINE Tensor Tensor::sum() const { return sum(detail::all_axes(ndim()), false); }
+
+// As PyTorch: integers multiply in int64, floats in their own dtype (PyTorch's CPU prod of
+// float16 rounds every step: 300 * 300 * 2^-10 is inf there, not 87.875).
+TINYT_INLINE Tensor Tensor::prod(std::vector<int> axes, bool keepdim) const {
+  return cast(detail::sum_out_dtype(dtype())).reduce(Ops::MUL, std::move(axes), keepdim, "prod");
+}
+TINYT_INLINE Tensor Tensor::prod(int axis, bool keepdim) const { return prod(std::vector<int>{axis}, keepdim); }
+TINYT_INLINE Tensor Tensor::prod() const { return prod(detail::all_axes(ndim()), false); }
+
+TINYT_INLINE Tensor Tensor::max(std::vector<int> axes, bool keepdim) const {
+  detail::check_nonempty_reduce(*this, axes, "max");
+  return reduce(Ops::MAX, std::move(axes), keepdim, "max");
+}
+TINYT_INLINE Tensor Tensor::max(int axis, bool keepdim) const { return max(std::vector<int>{axis}, keepdim); }
+TINYT_INLINE Tensor Tensor::max() const { return max(detail::all_axes(ndim()), false); }
+
+TINYT_INLINE Tensor Tensor::min(std::vector<int> axes, bool keepdim) const {
+  detail::check_nonempty_reduce(*this, axes, "min");
+  if (dtype().is_float()) return neg().reduce(Ops::MAX, std::move(axes), keepdim, "min").neg();
+  return bitwise_not().reduce(Ops::MAX, std::move(axes), keepdim, "min").bitwise_not();
+}
+TINYT_INLINE Tensor Tensor::min(int axis, bool keepdim) const { return min(std::vector<int>{axis}, keepdim); }
+TINYT_INLINE Tensor Tensor::min() const { return min(detail::all_axes(ndim()), false); }
+
+TINYT_INLINE Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
+  const auto s = cshape();
+  int64_t n = 1;
+  for (int a : axes) n *= s.empty() ? 1 : s[static_cast<size_t>(normalize_axis(a, s.size(), "mean"))];
+  // summed and divided in float32 for float16 (three 40000s have a float16 mean, not their sum)
+  const DType acc = detail::stats_acc_dtype(dtype());
+  Tensor total = cast(acc).reduce(Ops::ADD, std::move(axes), keepdim, "mean");
+  // an empty mean is NaN, as 0/0
+  return total.div(Tensor(graph::const_(acc, static_cast<double>(n), device()))).cast(least_upper_float(dtype()));
+}
+TINYT_INLINE Tensor Tensor::mean(int axis, bool keepdim) const { return mean(std::vector<int>{axis}, keepdim); }
+TINYT_INLINE Tensor Tensor::mean() const { return mean(detail::all_axes(ndim()), false); }
+
+TINYT_INLINE Tensor Tensor::any(int axis, bool keepdim) const { return cast(dtypes::bool_).reduce(Ops::MAX, {axis}, keepdim, "any"); }
+TINYT_INLINE Tensor Tensor::any() const { return cast(dtypes::bool_).reduce(Ops::MAX, detail::all_axes(ndim()), false, "any"); }
+TINYT_INLINE Tensor Tensor::all(int axis, bool keepdim) const { return logical_not().any(axis, keepdim).logical_not(); }
+TINYT_INLINE Tensor Tensor::all() const { return logical_not().any().logical_not(); }
+
+namespace detail {
+/// Running sums along the last axis of x (rows, n), in x's own dtype: a sliding window of x padded
+/// with n-1 zeros in front, taken as a view (no copy) and summed, so it is one kernel.
+inline Tensor running_sums(const Tensor& x) {
+  const std::vector<int64_t> s = graph::concrete_shape(x.uop());
+  const int64_t rows = s[0], n = s[1], L = 2 * n - 1;
+  if (n <= 1) return x;
+  // W[i][k] = xp[i + k] for xp = x padded in front by n-1: repeat xp n times, flatten, pad each
+  // row by one element, and row i starts i further in
+  Tensor xp = x.pad({{0, 0}, {n - 1, 0}});
+  Tensor w = xp.unsqueeze(1).expand({rows, n, L}).reshape({rows, n * L}).pad({{0, 0}, {0, n}}).reshape({rows, n, L + 1}).shrink({{0, rows}, {0, n}, {0, n}});
+  return Tensor(split_reduce(w, Ops::ADD, {2})).reshape({rows, n});
+}
+}  // namespace detail
+
+/// Running sums along an axis, accumulated and returned in the dtypes sum uses.
+TINYT_INLINE Tensor Tensor::cumsum(int axis) const {
+  if (ndim() == 0) return cast(detail::sum_out_dtype(dtype()));
+  const int ax = normalize_axis(axis, ndim(), "cumsum");
+  std::vector<int> order;
+  for (int i = 0; i < static_cast<int>(ndim()); ++i)
+    if (i != ax) order.push_back(i);
+  order.push_back(ax);
+  Tensor x = permute(order);
+  const auto s = x.cshape();
+  const int64_t n = s.back(), rows = numel() / std::max<int64_t>(n, 1);
+  Tensor acc = x.reshape({rows, n}).cast(detail::sum_acc_dtype(dtype()));
+  Tensor summed = detail::running_sums(acc).cast(detail::sum_out_dtype(dtype())).reshape(Shape(s));
+  std::vector<int> inverse(order.size());
+  for (size_t i = 0; i < order.size(); ++i) inverse[static_cast<size_t>(order[i])] = static_cast<int>(i);
+  return summed.permute(inverse);
+}
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/ops/reduce.hpp ----
+// ---- tinyt/ops/creation.hpp ----
+// Creation: tensors from host data, constants, ranges, and printing.
+
+#include <iomanip>
+
+
+namespace tinyt::inline v0 {
+
+namespace detail {
+inline std::vector<int64_t> checked_shape(const Shape& shape, const char* op) {
+  std::vector<int64_t> s = shape.to_vector();
+  for (int64_t d : s)
+    if (d < 0) throw ShapeError(cat(op, ": negative size in shape ", shape));
+  return s;
+}
+inline int64_t product(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+}  // namespace detail
+
+TINYT_INLINE Tensor Tensor::from_elements(const void* data, size_t count, const Shape& shape, DType dtype,
+                                          std::string device) {
+  const auto s = detail::checked_shape(shape, "from_vector");
+  if (detail::product(s) != static_cast<int64_t>(count))
+    throw ShapeError(detail::cat("from_vector: ", count, " values do not fill shape ", shape));
+  return from_blob(data, shape, dtype, std::move(device));
+}
+TINYT_INLINE Tensor Tensor::from_blob(const void* ptr, Shape shape, DType dtype, std::string device) {
+  const auto s = detail::checked_shape(shape, "from_blob");
+  const int64_t n = detail::product(s);
+  if (!ptr && n) throw Error("from_blob: null data pointer");
+  UOp buf = graph::new_buffer(device.empty() ? Device::default_device() : device, n, dtype);
+  graph::buffer_of(buf)->copyin(ptr, static_cast<size_t>(n * dtype.itemsize()));
+  return Tensor(graph::reshape(buf, s));
+}
+
+TINYT_INLINE Tensor Tensor::empty(Shape shape, DType dtype, std::string device) {
+  const auto s = detail::checked_shape(shape, "empty");
+  return Tensor(graph::reshape(graph::new_buffer(device.empty() ? Device::default_device() : device, detail::product(s), dtype), s));
+}
+namespace detail {
+template <class V> Tensor full_of(const Shape& shape, V value, DType dtype, const std::string& device) {
+  const auto s = checked_shape(shape, "full");
+  const std::string dev = device.empty() ? Device::default_device() : Device::canonicalize(device);
+  UOp c = graph::const_(dtype, value, dev);
+  return Tensor(graph::expand(graph::reshape(c, std::vector<int64_t>(s.size(), 1)), s));
+}
+}  // namespace detail
+TINYT_INLINE Tensor Tensor::full_value(const Shape& shape, double value, DType dtype, const std::string& device) {
+  return detail::full_of(shape, value, dtype, device);
+}
+TINYT_INLINE Tensor Tensor::full_value(const Shape& shape, i128 value, DType dtype, const std::string& device) {
+  return detail::full_of(shape, value, dtype, device);
+}
+TINYT_INLINE Tensor Tensor::zeros(Shape shape, DType dtype, std::string device) { return full(std::move(shape), 0, dtype, std::move(device)); }
+TINYT_INLINE Tensor Tensor::ones(Shape shape, DType dtype, std::string device) { return full(std::move(shape), 1, dtype, std::move(device)); }
+TINYT_INLINE Tensor Tensor::zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype(), t.device()); }
+TINYT_INLINE Tensor Tensor::ones_like(const Tensor& t) { return ones(t.shape(), t.dtype(), t.device()); }
+
+
+TINYT_INLINE Tensor Tensor::arange_values(double start, double step, int64_t count, DType dtype) {
+  // start + step * i: i counted by a cumulative sum of ones, as tinygrad does (in dtype: an int64
+  // cumsum cast back to int32 would hide the count from the reduce collapse)
+  return detail::running_sums(Tensor::full(Shape{1, count}, step, dtype))
+      .reshape({count})
+      .add(Tensor(graph::const_(dtype, start - step, Device::default_device())));
+}
+
+TINYT_INLINE Tensor Tensor::eye(int64_t n, int64_t m, DType dtype) {
+  if (m < 0) m = n;
+  if (n < 0) throw ShapeError(detail::cat("eye: negative size ", n));
+  // ones on a diagonal: a (n, m+1) view of a flat (n*(m+1)) pattern whose first column is 1
+  Tensor row = Tensor::full(Shape{1}, 1, dtype).pad({{0, m}});
+  return row.expand({n, m + 1}).flatten().shrink({{0, n * m}}).reshape({n, m});
+}
+
+// -- printing ----------------------------------------------------------------------------------
+namespace detail {
+template <class T> void print_element(std::ostream& os, const T& x) {
+  if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, half_t> || std::is_same_v<T, bfloat16_t>) {
+    // NumPy's style: integral floats keep a trailing point ("2.")
+    const double d = static_cast<double>(static_cast<float>(x));
+    if (std::isfinite(d) && d == std::trunc(d) && std::fabs(d) < 1e16) os << static_cast<long long>(d) << '.';
+    else os << d;
+  } else {
+    os << +x;
+  }
+}
+template <class T> void print_values(std::ostream& os, const std::vector<T>& v, const std::vector<int64_t>& shape) {
+  if (shape.empty()) {
+    print_element(os, static_cast<T>(v[0]));
+    return;
+  }
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t i = shape.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * shape[i];
+  std::function<void(size_t, int64_t)> rec = [&](size_t dim, int64_t offset) {
+    os << '[';
+    for (int64_t i = 0; i < shape[dim]; ++i) {
+      if (i) os << (dim + 1 == shape.size() ? " " : "\n" + std::string(dim + 1, ' '));
+      if (dim + 1 == shape.size()) print_element(os, static_cast<T>(v[static_cast<size_t>(offset + i)]));
+      else rec(dim + 1, offset + i * strides[dim]);
+    }
+    os << ']';
+  };
+  rec(0, 0);
+}
+}  // namespace detail
+
+TINYT_INLINE std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+  if (!t.defined()) return os << "Tensor()";
+  const auto s = t.cshape();
+  os << "Tensor(";
+  switch (t.dtype().scalar_type()) {
+    case ScalarType::bool_: detail::print_values(os, t.to_vector<bool>(), s); break;
+    case ScalarType::int8: detail::print_values(os, t.to_vector<int8_t>(), s); break;
+    case ScalarType::uint8: detail::print_values(os, t.to_vector<uint8_t>(), s); break;
+    case ScalarType::int16: detail::print_values(os, t.to_vector<int16_t>(), s); break;
+    case ScalarType::uint16: detail::print_values(os, t.to_vector<uint16_t>(), s); break;
+    case ScalarType::int32: detail::print_values(os, t.to_vector<int32_t>(), s); break;
+    case ScalarType::uint32: detail::print_values(os, t.to_vector<uint32_t>(), s); break;
+    case ScalarType::int64: detail::print_values(os, t.to_vector<int64_t>(), s); break;
+    case ScalarType::uint64: detail::print_values(os, t.to_vector<uint64_t>(), s); break;
+    case ScalarType::float16: detail::print_values(os, t.to_vector<half_t>(), s); break;
+    case ScalarType::bfloat16: detail::print_values(os, t.to_vector<bfloat16_t>(), s); break;
+    case ScalarType::float32: detail::print_values(os, t.to_vector<float>(), s); break;
+    case ScalarType::float64: detail::print_values(os, t.to_vector<double>(), s); break;
+    default: os << "?";
+  }
+  return os << ", dtype=" << t.dtype().name() << ", device=" << t.device() << ")";
+}
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/ops/creation.hpp ----
+// ---- tinyt/ops/assign.hpp ----
+// Realizing tensors, and assign: a store into a tensor's existing memory.
+//
+// A tensor's value is fixed when it is built (as in JAX). Memory is overwritten in place only
+// when no other tensor names it: an assign into memory that another live tensor views (tensors
+// of equal lazy graphs share the memory they were computed into) or assigns into as well
+// writes fresh memory instead, which costs nothing more than writing in place. Every other
+// live tensor that still reads memory overwritten in place is computed in the same schedule,
+// before the overwrite.
+
+#include <unordered_set>
+
+
+namespace tinyt::inline v0 {
+
+namespace detail {
+// The memory a value is a view of (a realized value, through movement ops), else null. A tensor
+// with such a value names that memory: overwriting it in place would change the tensor.
+inline const Buffer* viewed_memory(UOp u) {
+  for (;;) {
+    if (u.op() == Ops::BUFFER) return graph::buffer_of(u).get();
+    const UOp view = graph::realized(u);
+    if (!view && !GroupOp::Movement.contains(u.op())) return nullptr;
+    u = view && !(view == u) ? view : u.src(0);
+  }
+}
+
+// Which of `roots` read memory in `overwritten` (or a value held there), other than through the
+// `assigns` that overwrite it: those give the new value.
+inline std::vector<bool> read_overwritten(const std::vector<UOp>& roots,
+                                          const std::unordered_set<const Buffer*>& overwritten,
+                                          const std::unordered_set<const UOpNode*>& assigns) {
+  enum : char { visiting, no, yes };
+  std::unordered_map<const UOpNode*, char> state;
+  std::vector<std::pair<UOp, bool>> stack;  // (node, its sources are done)
+  std::vector<bool> out;
+  for (const UOp& root : roots) {
+    stack.emplace_back(root, false);
+    while (!stack.empty()) {
+      auto [u, sources_done] = std::move(stack.back());
+      stack.pop_back();
+      if (sources_done) {
+        auto is_yes = [&](const UOp& s) { return state.at(s.get()) == yes; };
+        state[u.get()] = std::any_of(u.src().begin(), u.src().end(), is_yes) ? yes : no;
+        continue;
+      }
+      if (!state.try_emplace(u.get(), visiting).second) continue;
+      if (assigns.count(u.get())) {
+        state[u.get()] = no;
+      } else if (u.op() == Ops::BUFFER || graph::realized(u)) {
+        const Buffer* memory = viewed_memory(u);
+        state[u.get()] = memory && overwritten.count(memory) ? yes : no;
+      } else {
+        stack.emplace_back(u, true);
+        for (const UOp& s : u.src()) stack.emplace_back(s, false);
+      }
+    }
+    out.push_back(state.at(root.get()) == yes);
+  }
+  return out;
+}
+
+// How a schedule that assigns keeps every other value intact.
+struct AssignPlan {
+  std::vector<std::pair<UOp, UOp>> rewritten;  // (a node, the same with the moved assigns)
+  std::vector<size_t> joined;                  // the live tensors (indices) that join the schedule
+};
+
+// Decides which assigns that `roots` need write in place and which write fresh memory (those
+// into memory another tensor names), and which `live` tensors must be computed in the same
+// schedule because they read memory overwritten in place (`is_root[i]`: live[i] is a root; `live`
+// holds the live tensors' UOps). The joined tensors are appended to `roots`, and the roots are
+// rewritten to the moved assigns.
+inline AssignPlan plan_assigns(std::vector<UOp>& roots, const std::vector<UOp>& live,
+                               std::vector<bool> is_root) {
+  // who names each memory: a live tensor viewing it, or a pending assign into it
+  std::unordered_map<const Buffer*, std::vector<const void*>> claims;
+  for (const UOp& u : live) {
+    if (const Buffer* memory = viewed_memory(u)) {
+      claims[memory].push_back(&u);
+    } else if (u.op() == Ops::ASSIGN) {
+      if (const UOp target = graph::base_buffer(u.src(0)))
+        claims[graph::buffer_of(target).get()].push_back(u.get());
+    }
+  }
+  std::unordered_set<const Buffer*> overwritten;
+  std::unordered_set<const UOpNode*> assigns, moved;
+  AssignPlan plan;
+  for (bool joined = true; joined;) {
+    for (const UOp& u : schedule::detail::pending_graph(roots)) {
+      if (u.op() != Ops::ASSIGN || graph::realized(u) || !assigns.insert(u.get()).second) continue;
+      const UOp target = graph::base_buffer(u.src(0));
+      if (!target) continue;  // an assign into an assign's result writes where that one does
+      const Buffer* memory = graph::buffer_of(target).get();
+      std::vector<const void*>& claim = claims[memory];
+      if (std::all_of(claim.begin(), claim.end(), [&](const void* c) { return c == u.get(); })) {
+        if (claim.empty()) claim.push_back(u.get());
+        overwritten.insert(memory);
+      } else {
+        std::erase(claim, static_cast<const void*>(u.get()));
+        moved.insert(u.get());
+      }
+    }
+    std::vector<UOp> others;
+    std::vector<size_t> index;
+    for (size_t i = 0; i < live.size(); ++i)
+      if (!is_root[i]) others.push_back(live[i]), index.push_back(i);
+    const std::vector<bool> reads = overwritten.empty()
+                                        ? std::vector<bool>(others.size())
+                                        : read_overwritten(others, overwritten, assigns);
+    joined = false;
+    for (size_t k = 0; k < others.size(); ++k) {
+      if (!reads[k]) continue;
+      is_root[index[k]] = joined = true;
+      plan.joined.push_back(index[k]);
+      roots.push_back(others[k]);
+    }
+  }
+  if (moved.empty()) return plan;
+  std::unordered_map<const UOpNode*, UOp> rewritten;
+  for (const UOp& u : schedule::detail::pending_graph(roots)) {
+    std::vector<UOp> src;
+    bool changed = false;
+    for (const UOp& s : u.src()) {
+      auto it = rewritten.find(s.get());
+      src.push_back(it == rewritten.end() ? s : it->second);
+      changed |= it != rewritten.end();
+    }
+    if (moved.count(u.get())) {
+      // the same value into fresh memory of the target's size
+      const int64_t size = graph::base_buffer(u.src(0)).arg().as_int();
+      const UOp fresh = graph::new_buffer(graph::device_of(u), size, u.dtype());
+      src[0] = graph::reshape(fresh, graph::concrete_shape(u));
+    } else if (!changed) {
+      continue;
+    }
+    rewritten.emplace(u.get(), u.replace(std::move(src)));
+    plan.rewritten.emplace_back(u, rewritten.at(u.get()));
+  }
+  for (UOp& r : roots)
+    if (auto it = rewritten.find(r.get()); it != rewritten.end()) r = it->second;
+  return plan;
+}
+}  // namespace detail
+
+TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
+  std::vector<Tensor> roots;  // one handle per tensor
+  std::unordered_set<const void*> root_ids;
+  std::vector<UOp> uops;
+  for (const Tensor& t : tensors)
+    if (root_ids.insert(t.id()).second) roots.push_back(t), uops.push_back(t.uop());
+  auto pending_assigns = [&] {
+    const std::vector<UOp> pending = schedule::detail::pending_graph(uops);
+    return std::any_of(pending.begin(), pending.end(), [](const UOp& u) { return u.op() == Ops::ASSIGN && !graph::realized(u); });
+  };
+  // A schedule that overwrites memory in place runs alone. Its plan looks at every live tensor,
+  // and another thread's tensor may name the same memory (equal graphs are one node: two
+  // threads' zeros(n).contiguous() can be one realized buffer): that tensor must be made before
+  // the plan, which then sees it, or after the overwrite, which makes it compute anew.
+  static auto* in_place = new std::shared_mutex;  // never destroyed, like the registry
+  std::unique_lock<std::shared_mutex> alone(*in_place, std::defer_lock);
+  std::shared_lock<std::shared_mutex> together(*in_place);
+  bool assigns = pending_assigns();
+  if (assigns) together.unlock(), alone.lock(), assigns = pending_assigns();
+  std::vector<Tensor> live;      // every live tensor, taken when needed
+  std::vector<UOp> live_uops;    // ... and its UOp, read once (other threads may update theirs)
+  auto take_live = [&] {
+    for (auto& d : Tensor::live_tensors().snapshot()) {
+      live_uops.push_back(Tensor::shared_fields(*d).first);
+      live.push_back(Tensor(std::move(d)));
+    }
+  };
+  std::vector<bool> is_root;
+  auto mark_roots = [&] {
+    for (const Tensor& t : live) is_root.push_back(root_ids.count(t.id()) > 0);
+  };
+  detail::AssignPlan plan;
+  if (assigns) {
+    take_live(), mark_roots();
+    plan = detail::plan_assigns(uops, live_uops, is_root);
+    for (size_t i : plan.joined) roots.push_back(live[i]), is_root[i] = true;
+  }
+  std::vector<schedule::Kernel> kernels = schedule::cached_schedule(uops);
+  if (kernels.size() > 1) {
+    // an intermediate no other live tensor can reach is not kept, and its memory is reused
+    if (!assigns) take_live(), mark_roots();
+    std::unordered_set<const UOpNode*> reachable;  // every node the other live tensors reach
+    std::vector<UOp> stack;
+    for (size_t i = 0; i < live.size(); ++i)
+      if (!is_root[i]) stack.push_back(live_uops[i]);
+    while (!stack.empty()) {
+      UOp u = std::move(stack.back());
+      stack.pop_back();
+      if (!reachable.insert(u.get()).second) continue;
+      if (UOp view = graph::realized(u); view && !(view == u)) stack.push_back(view);
+      for (const UOp& x : u.src()) stack.push_back(x);
+    }
+    schedule::plan_memory(kernels, uops,
+                          [&](const UOp& node) { return reachable.count(node.get()) > 0; });
+  }
+  run_schedule(kernels);
+  // other graphs that hold a rewritten node find its value where the rewritten one put it
+  for (const auto& [old, now] : plan.rewritten)
+    if (UOp view = graph::realized(now)) graph::set_realized(old, view);
+  for (size_t i = 0; i < roots.size(); ++i)
+    if (UOp view = graph::realized(uops[i])) roots[i].set_uop(view);
+}
+
+namespace detail {
+// Whether `view` (a tensor's value) is memory nobody else can name: no other tensor, graph or
+// remembered value holds the view or its BUFFER node, and no other BUFFER node names the bytes
+// (counted by references; one held somewhere unexpected only costs a copy).
+inline bool sole_view(const UOp& view) {
+  const UOp* base = view.op() == Ops::BUFFER ? &view
+                    : view.op() == Ops::RESHAPE && view.src(0).op() == Ops::BUFFER ? &view.src(0)
+                                                                                   : nullptr;
+  if (!base || view->refs.load() != 1 || (*base)->refs.load() != 1) return false;
+  TensorMeta& m = graph::meta(*base);
+  std::lock_guard lock(m.mu);
+  return !m.buffer || m.buffer.use_count() == 1;
+}
+}  // namespace detail
+
+TINYT_INLINE void Tensor::own_memory() {
+  if (detail::sole_view(uop())) return;  // from_vector, from_blob, a load: no copy
+  // an assign into a new buffer: the value is computed straight into it when it is still lazy,
+  // copied when it is in memory that equal graphs may share
+  Tensor fresh = Tensor::empty(shape(), dtype(), device());
+  fresh.assign(*this);
+  set_uop(fresh.realize().uop());  // under the lock other threads read it with
+}
+
+TINYT_INLINE Tensor& Tensor::assign(const Tensor& value) {
+  // this tensor must name memory of its own, in its own shape
+  if (!graph::base_buffer(uop())) {
+    realize();
+    if (!graph::base_buffer(uop())) set_uop(contiguous().realize().uop());
+  }
+  if (value.defined() && value.device() != device())
+    throw DeviceError(detail::cat("assign: the value is on ", value.device(), ", the tensor on ", device()));
+  Tensor v = broadcast_to(value.cast(dtype()), cshape());
+  set_uop(UOp(Ops::ASSIGN, dtype(), {uop(), v.uop()}));
+  return *this;
+}
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/ops/assign.hpp ----
+// ---- tinyt/ops/combine.hpp ----
+// Combining and splitting: cat, stack, split, chunk, repeat, and linspace. Each is a view or a
+// sum of padded views, so it fuses into whatever consumes it.
+
+
+namespace tinyt::inline v0 {
+
+namespace detail {
+// The promoted dtype of several tensors, which must all be defined.
+inline DType common_dtype(const std::vector<Tensor>& ts) {
+  DType dt = ts[0].dtype();
+  for (const Tensor& t : ts) dt = least_upper_dtype({dt, t.dtype()});
+  return dt;
+}
+inline std::string shapes_str(const std::vector<Tensor>& ts) {
+  std::string s;
+  for (size_t i = 0; i < ts.size(); ++i) s += (i ? ", " : "") + to_string(ts[i].shape());
+  return s;
+}
+inline void check_tensors(const std::vector<Tensor>& ts, const char* op) {
+  if (ts.empty()) throw Error(cat(op, ": needs at least one tensor"));
+  for (size_t i = 0; i < ts.size(); ++i)
+    if (!ts[i].defined()) throw Error(cat(op, ": tensor ", i, " is the empty Tensor() handle"));
+  for (const Tensor& t : ts)
+    if (t.device() != ts[0].device())
+      throw DeviceError(cat(op, ": tensors are on ", ts[0].device(), " and ", t.device()));
+}
+}  // namespace detail
+
+/// Joins tensors along `dim`: each is padded to the full length there, and each position selects
+/// the piece whose range holds it (one kernel). A select rather than a sum of the padded pieces
+/// keeps -0.0 and works for bools; the kernels are the same size.
+TINYT_INLINE Tensor Tensor::cat(const std::vector<Tensor>& tensors, int dim) {
+  detail::check_tensors(tensors, "cat");
+  const auto s0 = tensors[0].cshape();
+  if (s0.empty())
+    throw ShapeError(
+        "cat: zero-dimensional tensors cannot be concatenated (unsqueeze them or use stack)");
+  const auto d = static_cast<size_t>(normalize_axis(dim, s0.size(), "cat"));
+  int64_t total = 0;
+  for (const Tensor& t : tensors) {
+    auto s = t.cshape();
+    bool fits = s.size() == s0.size();
+    for (size_t i = 0; fits && i < s.size(); ++i) fits = i == d || s[i] == s0[i];
+    if (!fits)
+      throw ShapeError(
+          detail::cat("cat: shapes ", detail::shapes_str(tensors), " differ outside dim ", dim));
+    total += s[d];
+  }
+  const DType dt = detail::common_dtype(tensors);
+  if (tensors.size() == 1) return tensors[0].cast(dt);
+  Tensor out;
+  int64_t offset = 0;
+  for (const Tensor& t : tensors) {
+    const int64_t n = t.cshape()[d];
+    std::vector<std::pair<sint, sint>> p(s0.size(), {0, 0});
+    p[d] = {offset, total - offset - n};
+    offset += n;
+    Tensor piece = t.cast(dt).pad(p);
+    Tensor mask = Tensor::full(t.shape(), true, dtypes::bool_, t.device()).pad(p);
+    out = !out.defined() ? piece : mask.where(piece, out);
+  }
+  return out;
+}
+
+/// Joins equally shaped tensors along a new axis `dim`.
+TINYT_INLINE Tensor Tensor::stack(const std::vector<Tensor>& tensors, int dim) {
+  detail::check_tensors(tensors, "stack");
+  for (const Tensor& t : tensors)
+    if (!(t.shape() == tensors[0].shape()))
+      throw ShapeError(detail::cat("stack: every tensor must have the same shape, got ",
+                                   detail::shapes_str(tensors)));
+  const int d = normalize_axis(dim, tensors[0].ndim() + 1, "stack");
+  std::vector<Tensor> parts;
+  for (const Tensor& t : tensors) parts.push_back(t.unsqueeze(d));
+  return cat(parts, d);
+}
+
+/// Views of consecutive pieces of `dim` with the given lengths (which must add up to its size).
+TINYT_INLINE std::vector<Tensor> Tensor::split(std::vector<int64_t> sizes, int dim) const {
+  const auto s = cshape();
+  if (s.empty()) throw ShapeError("split: a zero-dimensional tensor cannot be split");
+  const auto d = static_cast<size_t>(normalize_axis(dim, s.size(), "split"));
+  int64_t total = 0;
+  for (int64_t n : sizes) {
+    if (n < 0)
+      throw ShapeError(detail::cat("split: negative size ", n, " in ", to_string(Shape(sizes))));
+    total += n;
+  }
+  if (total != s[d])
+    throw ShapeError(detail::cat("split: sizes ", to_string(Shape(sizes)), " add up to ", total,
+                                 ", not to size ", s[d], " of dim ", dim, " in shape ",
+                                 detail::shape_str(s)));
+  std::vector<Tensor> out;
+  int64_t offset = 0;
+  for (int64_t n : sizes) {
+    std::vector<std::pair<sint, sint>> b;
+    for (int64_t x : s) b.emplace_back(0, x);
+    b[d] = {offset, offset + n};
+    offset += n;
+    out.push_back(shrink(b));
+  }
+  return out;
+}
+
+/// Views of `size`-long pieces of `dim` (the last may be shorter), as PyTorch's split.
+TINYT_INLINE std::vector<Tensor> Tensor::split(int64_t size, int dim) const {
+  const auto s = cshape();
+  if (s.empty()) throw ShapeError("split: a zero-dimensional tensor cannot be split");
+  const int64_t n = s[static_cast<size_t>(normalize_axis(dim, s.size(), "split"))];
+  if (size < 0 || (size == 0 && n != 0))
+    throw ShapeError(detail::cat("split: piece size ", size, " must be positive (dim ", dim,
+                                 " has size ", n, ")"));
+  std::vector<int64_t> sizes;
+  for (int64_t at = 0; at < n; at += size) sizes.push_back(std::min(size, n - at));
+  if (sizes.empty()) sizes.push_back(0);  // an empty dim gives one empty piece
+  return split(sizes, dim);
+}
+
+/// At most n pieces of `dim`, each ceil(size / n) long but the last (PyTorch's chunk).
+TINYT_INLINE std::vector<Tensor> Tensor::chunk(int64_t n, int dim) const {
+  if (n <= 0) throw Error(detail::cat("chunk: the number of chunks must be positive, got ", n));
+  const auto s = cshape();
+  if (s.empty()) throw ShapeError("chunk: a zero-dimensional tensor cannot be chunked");
+  const int64_t size = s[static_cast<size_t>(normalize_axis(dim, s.size(), "chunk"))];
+  if (size == 0)
+    return split(std::vector<int64_t>(static_cast<size_t>(n), 0),
+                 dim);  // n empty pieces, as PyTorch
+  return split((size + n - 1) / n, dim);
+}
+
+/// Tiles the tensor `repeats[i]` times along each dim (PyTorch's Tensor.repeat); extra leading
+/// repeats add dims. A view: an expand between two reshapes.
+TINYT_INLINE Tensor Tensor::repeat(Shape repeats) const {
+  const std::vector<int64_t> r = repeats.to_vector();
+  auto s = cshape();
+  if (r.size() < s.size())
+    throw ShapeError(detail::cat("repeat: ", r.size(), " repeats for a tensor of shape ",
+                                 detail::shape_str(s), "; need at least one per dim"));
+  for (int64_t x : r)
+    if (x < 0) throw ShapeError(detail::cat("repeat: negative count in ", repeats));
+  s.insert(s.begin(), r.size() - s.size(), 1);
+  std::vector<int64_t> unsqueezed, expanded, out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsqueezed.insert(unsqueezed.end(), {1, s[i]});
+    expanded.insert(expanded.end(), {r[i], s[i]});
+    out.push_back(r[i] * s[i]);
+  }
+  return reshape(Shape(unsqueezed)).expand(Shape(expanded)).reshape(Shape(out));
+}
+
+/// `steps` evenly spaced values from start to stop (both included). As PyTorch, the first half
+/// counts up from start and the second half down from stop, so both ends are exact.
+TINYT_INLINE Tensor Tensor::linspace_values(double a, double b, int64_t steps, DType dtype) {
+  if (steps < 0)
+    throw Error(detail::cat("linspace: the number of steps must be non-negative, got ", steps));
+  if (dtype.is_bool()) throw DTypeError("linspace: bool is not supported");
+  if (steps == 1) return Tensor::full(Shape{1}, a, dtype);
+  // float32 and smaller floats compute in float32 (as PyTorch computes in the output type)
+  const DType acc =
+      dtype == dtypes::float64 || !dtype.is_float() ? dtypes::float64 : dtypes::float32;
+  const double step = steps > 1 ? (b - a) / static_cast<double>(steps - 1) : 0.0;
+  Tensor i = Tensor::arange(steps).cast(acc);
+  auto c = [&](double v) { return Tensor::full(Shape{}, v, acc); };
+  Tensor up = i.mul(c(step)).add(c(a));
+  Tensor down = c(b).sub(c(static_cast<double>(steps - 1)).sub(i).mul(c(step)));
+  return i.lt(c(static_cast<double>(steps / 2))).where(up, down).cast(dtype);
+}
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/ops/combine.hpp ----
+// ---- tinyt/ops/indexing.hpp ----
+// Indexing: t[{...}] (NumPy/PyTorch basic and advanced indexing), assignment through it, gather
+// and one_hot.
+//
+// Basic indexing (ints, slices, NewAxis, Ellipsis) is a pure view: a shrink, a flip for negative
+// steps, a pad-reshape-shrink for steps above 1, and a reshape. Integer tensor indices select
+// with a one-hot mask (the index compared against an arange) and a sum over the indexed axes,
+// so gathering is a kernel like any other, with no host loop. Out-of-range values in an index
+// tensor are MASKED by default: they match no position, so a read gives 0 and a write writes
+// nothing. CHECK_OOB=1 makes them an IndexError instead (as PyTorch): before the op is built, a
+// small kernel finds the first offending element of the index into a one-element buffer, and
+// only that number comes back to the host. It realizes the index tensor there and then (a sync
+// point per indexing op), which is why it is a knob and not the default.
+
+
+namespace tinyt::inline v0 {
+
+namespace detail {
+
+/// A scalar of exactly `dt` (not weak), for selects and sums that must keep a dtype.
+template <class V> Tensor scalar_of(DType dt, V v, const std::string& device) {
+  return Tensor(graph::const_(dt, v, device));
+}
+
+/// A tensor's shape as numbers (indexing needs concrete shapes).
+inline std::vector<int64_t> dims_of(const Tensor& t) { return graph::concrete_shape(t.uop()); }
+
+/// What an index does to one dim of the base: it keeps `count` elements start, start+step, ...
+struct DimSelect {
+  int64_t start = 0, step = 1, count = 0;
+};
+
+/// An index resolved against a shape: per base dim what it keeps; the shape of the view (ints
+/// dropped, NewAxis added); and the tensor indices with the view dim each applies to.
+struct ParsedIndex {
+  std::vector<DimSelect> dims;
+  std::vector<int64_t> view_shape;
+  std::vector<std::pair<size_t, Tensor>> tensors;
+};
+
+// The dtype an index is compared in: wide enough for the index and for every position of x.
+inline DType index_compare_dtype(DType dt) {
+  if (dt.itemsize() < 4) return dtypes::int32;
+  if (dt == dtypes::uint32) return dtypes::int64;
+  return dt;
+}
+
+/// Whether index tensors are checked for out-of-range values (CHECK_OOB=1).
+inline bool check_oob() { return getenv_int("CHECK_OOB", 0) != 0; }
+
+/// The number held by a 1-element integer tensor, as text (uint64 values past int64 included).
+inline std::string int_text(const Tensor& t) {
+  if (t.dtype().is_unsigned()) return std::to_string(t.cast(dtypes::uint64).item<uint64_t>());
+  return std::to_string(t.cast(dtypes::int64).item<int64_t>());
+}
+
+/// With CHECK_OOB=1, an IndexError from `op` when a value of `idx` is outside [-size, size)
+/// (`wrap`: negative values count from the end) or [0, size), naming the axis, the value and
+/// where it sits in the index.
+inline void check_index_values(const Tensor& idx, int64_t size, bool wrap, const char* op, size_t axis) {
+  if (!check_oob() || idx.numel() == 0) return;
+  const std::vector<int64_t> shape = dims_of(idx);
+  const int64_t n = idx.numel();
+  Tensor(idx).realize();  // once: the check and the op both read it
+  Tensor i = idx.reshape({n}).cast(index_compare_dtype(idx.dtype()));  // holds -size and size
+  const DType dt = i.dtype();
+  const std::string dev = i.device();
+  Tensor bad = i.ge(scalar_of(dt, size, dev));
+  if (!dt.is_unsigned()) bad = bad.logical_or(i.lt(scalar_of(dt, wrap ? -size : 0, dev)));
+  // the first offending position, or n when there is none
+  const Tensor at = Tensor::arange(int64_t{0}, n).cast(dtypes::int64).to(dev);
+  const int64_t first = bad.where(at, scalar_of(dtypes::int64, n, dev)).min().item<int64_t>();
+  if (first == n) return;
+  std::vector<int64_t> where(shape.size());
+  for (size_t d = shape.size(), rest = static_cast<size_t>(first); d-- > 0;)
+    where[d] = static_cast<int64_t>(rest % static_cast<size_t>(shape[d])), rest /= static_cast<size_t>(shape[d]);
+  throw IndexError(cat(op, ": index ", int_text(i[{first}]), " is out of range for axis ", axis, " with size ", size,
+                       " (element ", shape_str(where), " of the index tensor of shape ", shape_str(shape), ")"));
+}
+
+/// Python's slice.indices(size) followed by the length of the range.
+inline DimSelect resolve_slice(const Slice& s, int64_t size) {
+  const int64_t step = s.step.value_or(1);
+  if (step == 0) throw Error("index: a slice step cannot be 0");
+  const int64_t lower = step > 0 ? 0 : -1, upper = step > 0 ? size : size - 1;
+  auto clamp = [&](std::optional<int64_t> v, int64_t fallback) {
+    if (!v) return fallback;
+    int64_t x = *v;
+    if (x < 0)
+      x = std::max(x + size, lower);
+    else
+      x = std::min(x, upper);
+    return x;
+  };
+  const int64_t start = clamp(s.start, step > 0 ? lower : upper),
+                stop = clamp(s.stop, step > 0 ? upper : lower);
+  const int64_t diff = step > 0 ? stop - start : start - stop;
+  // |step| may be INT64_MIN's magnitude: a count from (diff - 1) / |step| cannot overflow
+  const uint64_t k =
+      step > 0 ? static_cast<uint64_t>(step) : uint64_t{0} - static_cast<uint64_t>(step);
+  const int64_t count =
+      diff > 0 ? static_cast<int64_t>(static_cast<uint64_t>(diff - 1) / k) + 1 : 0;
+  // one element or none: the step no longer matters
+  if (count <= 1) return {count ? start : 0, 1, count};
+  return {start, step, count};
+}
+
+inline ParsedIndex parse_index(const std::vector<int64_t>& shape, const std::vector<Index>& index) {
+  size_t ellipses = 0, consuming = 0;
+  for (const Index& i : index) {
+    if (std::holds_alternative<EllipsisT>(i.value))
+      ++ellipses;
+    else if (!std::holds_alternative<NewAxisT>(i.value))
+      ++consuming;
+  }
+  if (ellipses > 1) throw IndexError(cat("index: at most one Ellipsis is allowed, got ", ellipses));
+  if (consuming > shape.size())
+    throw IndexError(
+        cat("index: too many indices (", consuming, ") for a tensor of shape ", shape_str(shape)));
+  ParsedIndex p;
+  size_t dim = 0;
+  auto keep_all = [&] {
+    p.dims.push_back({0, 1, shape[dim]});
+    p.view_shape.push_back(shape[dim++]);
+  };
+  for (const Index& entry : index) {
+    if (std::holds_alternative<EllipsisT>(entry.value)) {
+      for (size_t n = shape.size() - consuming; n > 0; --n) keep_all();
+    } else if (std::holds_alternative<NewAxisT>(entry.value)) {
+      p.view_shape.push_back(1);
+    } else if (const int64_t* i = std::get_if<int64_t>(&entry.value)) {
+      const int64_t size = shape[dim];
+      if (*i < -size || *i >= size)
+        throw IndexError(cat("index: index ", *i, " is out of range for axis ", dim, " with size ",
+                             size, " (shape ", shape_str(shape), ")"));
+      p.dims.push_back({*i < 0 ? *i + size : *i, 1, 1});
+      ++dim;
+    } else if (const Slice* s = std::get_if<Slice>(&entry.value)) {
+      p.dims.push_back(resolve_slice(*s, shape[dim]));
+      p.view_shape.push_back(p.dims.back().count);
+      ++dim;
+    } else {
+      const Tensor& t = std::get<Tensor>(entry.value);
+      if (!t.defined()) throw Error("index: an index is the empty Tensor() handle");
+      if (t.dtype().is_bool())
+        throw DTypeError(
+            "index: boolean mask indices are not supported (the result's shape would depend on the "
+            "data)");
+      if (!t.dtype().is_int())
+        throw DTypeError(cat("index: tensor indices must be integers, not ", t.dtype().name()));
+      check_index_values(t, shape[dim], true, "index", dim);
+      p.tensors.emplace_back(p.view_shape.size(), t);
+      keep_all();
+    }
+  }
+  while (dim < shape.size()) keep_all();  // fewer indices than dims: the rest is `:`
+  return p;
+}
+
+/// Whether some dim steps by more than one element.
+inline bool any_stride(const ParsedIndex& p) {
+  return std::any_of(p.dims.begin(), p.dims.end(),
+                     [](const DimSelect& d) { return d.step != 1 && d.step != -1; });
+}
+inline uint64_t abs_step(const DimSelect& d) {
+  return d.step > 0 ? static_cast<uint64_t>(d.step) : uint64_t{0} - static_cast<uint64_t>(d.step);
+}
+// The base range [lo, hi) a dim reads (flipped when the step is negative), extended to a whole
+// number of steps when the base is long enough, which spares the pad of the strided view.
+inline std::pair<int64_t, int64_t> dim_range(const DimSelect& d, int64_t size) {
+  if (d.count == 0) return {0, 0};
+  const auto k = static_cast<int64_t>(abs_step(d));
+  const int64_t span = (d.count - 1) * k + 1;  // within size: the last element is in range
+  if (d.step > 0) return {d.start, d.start + (d.start + d.count * k <= size ? d.count * k : span)};
+  return {d.start + 1 - (d.start + 1 - d.count * k >= 0 ? d.count * k : span), d.start + 1};
+}
+
+/// The basic part of an index applied to t: a view of shape p.view_shape.
+inline Tensor basic_view(const Tensor& t, const ParsedIndex& p) {
+  const auto s = dims_of(t);
+  std::vector<std::pair<sint, sint>> bounds;
+  std::vector<int> flips;
+  for (size_t i = 0; i < s.size(); ++i) {
+    auto [lo, hi] = dim_range(p.dims[i], s[i]);
+    bounds.emplace_back(lo, hi);
+    if (p.dims[i].step < 0) flips.push_back(static_cast<int>(i));
+  }
+  Tensor x = t.shrink(bounds).flip(flips);
+  if (any_stride(p)) {
+    // a step k: pad to count * k, view as (count, k), keep column 0
+    std::vector<std::pair<sint, sint>> pad, keep;
+    std::vector<int64_t> split, counts;
+    const auto xs = dims_of(x);
+    for (size_t i = 0; i < s.size(); ++i) {
+      const auto k = static_cast<int64_t>(abs_step(p.dims[i])), n = p.dims[i].count;
+      pad.emplace_back(0, n * k - xs[i]);
+      split.insert(split.end(), {n, k});
+      keep.emplace_back(0, n), keep.emplace_back(0, 1);
+      counts.push_back(n);
+    }
+    x = x.pad(pad).reshape(Shape(split)).shrink(keep).reshape(Shape(counts));
+  }
+  return x.reshape(Shape(p.view_shape));
+}
+
+/// The inverse of basic_view: v (of the view's shape) placed where the view reads the base,
+/// zero (false) everywhere else.
+inline Tensor basic_unview(const Tensor& v, const ParsedIndex& p,
+                           const std::vector<int64_t>& base) {
+  std::vector<int64_t> counts;
+  for (const DimSelect& d : p.dims) counts.push_back(d.count);
+  Tensor x = v.reshape(Shape(counts));
+  std::vector<std::pair<sint, sint>> outer;
+  std::vector<int> flips;
+  std::vector<int64_t> lengths;
+  for (size_t i = 0; i < base.size(); ++i) {
+    auto [lo, hi] = dim_range(p.dims[i], base[i]);
+    outer.emplace_back(lo, base[i] - hi);
+    lengths.push_back(hi - lo);
+    if (p.dims[i].step < 0) flips.push_back(static_cast<int>(i));
+  }
+  if (any_stride(p)) {
+    // each element becomes a row (value, 0, ..., 0) of k, flattened and cut to the range length
+    std::vector<int64_t> col, flat;
+    std::vector<std::pair<sint, sint>> widen, cut;
+    for (size_t i = 0; i < base.size(); ++i) {
+      const auto k = static_cast<int64_t>(abs_step(p.dims[i])), n = p.dims[i].count;
+      col.insert(col.end(), {n, 1});
+      widen.emplace_back(0, 0), widen.emplace_back(0, k - 1);
+      flat.push_back(n * k);
+      cut.emplace_back(0, lengths[i]);
+    }
+    x = x.reshape(Shape(col)).pad(widen).reshape(Shape(flat)).shrink(cut);
+  }
+  return x.flip(flips).pad(outer);
+}
+
+/// The tensor-index part of an index, applied to x (the basic view): the broadcast shape of the
+/// index tensors, and the mask of which x element each index position selects.
+struct TensorSelect {
+  std::vector<int64_t> bshape;  // the index tensors broadcast together
+  std::vector<size_t> dims;     // x dims indexed by tensors, ascending
+  Tensor mask;                  // bshape + x.shape[dims[0]:] (1 on the dims not indexed)
+  bool to_front = false;        // the index dims are not adjacent: the result has bshape first
+};
+
+/// `idx == arange(n)` along a new last axis, with idx a tensor of integers; negative values
+/// count from the end when `wrap` is set. Values out of range match nothing.
+inline Tensor one_hot_mask(Tensor idx, int64_t n, bool wrap) {
+  idx = idx.cast(index_compare_dtype(idx.dtype()));
+  const DType dt = idx.dtype();
+  const std::string dev = idx.device();
+  if (wrap && !dt.is_unsigned())
+    idx =
+        idx.add(idx.lt(scalar_of(dt, 0, dev)).where(scalar_of(dt, n, dev), scalar_of(dt, 0, dev)));
+  Tensor positions = Tensor::arange(n).cast(dt).to(dev);
+  return idx.unsqueeze(-1).eq(positions);
+}
+
+inline TensorSelect tensor_select(const Tensor& x, const ParsedIndex& p) {
+  TensorSelect sel;
+  const auto xs = dims_of(x);
+  std::vector<int64_t> b;
+  for (const auto& [d, t] : p.tensors) {
+    sel.dims.push_back(d);
+    try {
+      b = Tensor::broadcast_shape(b, dims_of(t), "index");
+    } catch (const ShapeError&) {
+      std::vector<Tensor> ts;
+      for (const auto& e : p.tensors) ts.push_back(e.second);
+      throw ShapeError(
+          cat("index: the index tensors of shapes ", shapes_str(ts), " do not broadcast together"));
+    }
+  }
+  sel.bshape = b;
+  const size_t first = sel.dims.front(), tail = xs.size() - first;
+  for (size_t i = 1; i < sel.dims.size(); ++i) sel.to_front |= sel.dims[i] != sel.dims[i - 1] + 1;
+  sel.to_front &= first != 0;
+  for (const auto& [d, t] : p.tensors) {
+    // the one-hot of the index (over bshape) along x's dim d
+    Tensor hit = one_hot_mask(broadcast_to(t.to(x.device()), b), xs[d], true);
+    std::vector<int64_t> placed = b;
+    placed.insert(placed.end(), d - first, 1);
+    placed.push_back(xs[d]);
+    placed.insert(placed.end(), tail - (d - first) - 1, 1);
+    hit = hit.reshape(Shape(placed));
+    sel.mask = sel.mask.defined() ? sel.mask.logical_and(hit) : hit;
+  }
+  return sel;
+}
+
+// x with bshape's dims (as 1s) inserted before dim `first`: it lines up with the mask.
+inline Tensor align_to_mask(const Tensor& x, const TensorSelect& sel) {
+  auto s = dims_of(x);
+  s.insert(s.begin() + static_cast<std::ptrdiff_t>(sel.dims.front()), sel.bshape.size(), 1);
+  return x.reshape(Shape(s));
+}
+inline std::vector<int> reduce_axes(const TensorSelect& sel) {
+  std::vector<int> axes;
+  for (size_t d : sel.dims) axes.push_back(static_cast<int>(d + sel.bshape.size()));
+  return axes;
+}
+// The permutation that moves bshape's dims (at `first`) to the front, or back when `inverse`.
+inline std::vector<int> front_order(size_t first, size_t nb, size_t ndim, bool inverse) {
+  std::vector<int> order;
+  for (size_t i = 0; i < ndim; ++i) {
+    const size_t j = inverse ? (i < first        ? i + nb
+                                : i < first + nb ? i - first
+                                                 : i)
+                             : (i < nb           ? first + i
+                                : i < first + nb ? i - nb
+                                                 : i);
+    order.push_back(static_cast<int>(j));
+  }
+  return order;
+}
+
+/// Selects x's elements at the index tensors (PyTorch's advanced indexing).
+inline Tensor tensor_get(const Tensor& x, const TensorSelect& sel) {
+  Tensor picked = sel.mask.where(align_to_mask(x, sel), scalar_of(x.dtype(), 0, x.device()));
+  Tensor r =
+      picked.sum(reduce_axes(sel)).cast(x.dtype());  // one term is non-zero: the sum is exact
+  if (!sel.to_front) return r;
+  return r.permute(front_order(sel.dims.front(), sel.bshape.size(), r.ndim(), false));
+}
+
+/// x with `value` (broadcast to the shape tensor_get gives) written at the index tensors. Where
+/// an index repeats, the last occurrence wins.
+inline Tensor tensor_set(const Tensor& x, const Tensor& value, const TensorSelect& sel) {
+  const size_t first = sel.dims.front(), nb = sel.bshape.size();
+  int64_t bn = 1;
+  for (int64_t d : sel.bshape) bn *= d;
+  if (bn == 0 || x.numel() == 0) return x;
+  Tensor v = value;
+  if (sel.to_front) v = v.permute(front_order(first, nb, v.ndim(), true));
+  for (int a : reduce_axes(sel)) v = v.unsqueeze(a);
+  // each x element takes the value of the last index position (in row-major order) that hits it
+  std::vector<int64_t> pos_shape = sel.bshape;
+  pos_shape.insert(pos_shape.end(), x.ndim() - first, 1);
+  Tensor pos = Tensor::arange(bn).reshape(Shape(pos_shape)).to(x.device());
+  std::vector<int> b_axes;
+  for (size_t i = 0; i < nb; ++i) b_axes.push_back(static_cast<int>(i));
+  Tensor last = sel.mask.where(pos, scalar_of(dtypes::int32, -1, x.device())).max(b_axes, true);
+  Tensor take = pos.eq(last);
+  std::vector<int> v_axes;
+  for (size_t i = 0; i < nb; ++i) v_axes.push_back(static_cast<int>(first + i));
+  Tensor written = take.where(v, scalar_of(x.dtype(), 0, x.device())).sum(v_axes).cast(x.dtype());
+  std::vector<int64_t> hit_shape = dims_of(last);
+  hit_shape.erase(hit_shape.begin(), hit_shape.begin() + static_cast<std::ptrdiff_t>(nb));
+  return last.reshape(Shape(hit_shape))
+      .ge(scalar_of(dtypes::int32, 0, x.device()))
+      .where(written, x);
+}
+
+/// value (cast to dt) broadcast to `shape`; leading 1s beyond the shape's rank are dropped, as
+/// NumPy does for assignment.
+inline Tensor value_for(const Tensor& value, const std::vector<int64_t>& shape, DType dt) {
+  if (!value.defined()) throw Error("index assignment: the value is the empty Tensor() handle");
+  auto vs = dims_of(value);
+  while (vs.size() > shape.size() && vs.front() == 1) vs.erase(vs.begin());
+  bool fits = vs.size() <= shape.size();
+  for (size_t i = 0; fits && i < vs.size(); ++i)
+    fits = vs[i] == 1 || vs[i] == shape[shape.size() - vs.size() + i];
+  if (!fits)
+    throw ShapeError(cat("index assignment: a value of shape ", value.shape(),
+                         " cannot be broadcast to the indexed shape ", shape_str(shape)));
+  return broadcast_to(value.cast(dt).reshape(Shape(vs)), shape);
+}
+
+}  // namespace detail
+
+TINYT_INLINE TensorRef Tensor::operator[](std::vector<Index> index) const {
+  const detail::ParsedIndex p = detail::parse_index(cshape(), index);
+  Tensor x = detail::basic_view(*this, p);
+  if (!p.tensors.empty()) x = detail::tensor_get(x, detail::tensor_select(x, p));
+  return TensorRef(x, *this, std::move(index));
+}
+TINYT_INLINE TensorRef Tensor::operator[](std::initializer_list<Index> index) const {
+  return (*this)[std::vector<Index>(index)];
+}
+
+/// Writes the value into the base: the new base is a select between the value, mapped back
+/// through the index, and the old base; then it is assigned to the base's memory.
+TINYT_INLINE TensorRef& TensorRef::operator=(const Tensor& value) {
+  const auto base = detail::dims_of(base_);
+  const detail::ParsedIndex p = detail::parse_index(base, index_);
+  Tensor x = detail::basic_view(base_, p);
+  Tensor updated;
+  if (p.tensors.empty()) {
+    updated = detail::value_for(value, detail::dims_of(x), base_.dtype());
+  } else {
+    const detail::TensorSelect sel = detail::tensor_select(x, p);
+    Tensor v = detail::value_for(value, detail::dims_of(detail::tensor_get(x, sel)), base_.dtype());
+    updated = detail::tensor_set(x, v, sel);
+  }
+  Tensor region = detail::basic_unview(
+      Tensor::full(Shape(detail::dims_of(x)), true, dtypes::bool_, base_.device()), p, base);
+  base_.assign(region.where(detail::basic_unview(updated, p, base), base_));
+  if (parent_) *parent_ = base_;  // t[a][b] = v: the new t[a] is written into t as well
+  Tensor::operator=(static_cast<const Tensor&>(base_[index_]));
+  return *this;
+}
+
+/// out[i][j] = self[index[i][j]][j] for dim 0, and so on (PyTorch's gather). Index values out of
+/// range, negative ones included, are masked: they read 0; with CHECK_OOB=1 they are an IndexError.
+TINYT_INLINE Tensor Tensor::gather(int dim, const Tensor& index) const {
+  if (!index.defined()) throw Error("gather: the index is the empty Tensor() handle");
+  if (!index.dtype().is_int())
+    throw DTypeError(
+        detail::cat("gather: the index must be an integer tensor, not ", index.dtype().name()));
+  const auto s = cshape(), is = detail::dims_of(index);
+  if (s.size() != is.size())
+    throw ShapeError(detail::cat("gather: the index has shape ", index.shape(),
+                                 " but the tensor has shape ", shape(),
+                                 "; they need the same number of dims"));
+  if (s.empty()) return reshape({1}).gather(0, index.reshape({1})).reshape({});
+  const auto d = static_cast<size_t>(normalize_axis(dim, s.size(), "gather"));
+  std::vector<std::pair<sint, sint>> keep;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i != d && is[i] > s[i])
+      throw ShapeError(detail::cat("gather: index shape ", index.shape(), " exceeds tensor shape ",
+                                   shape(), " in dim ", i));
+    keep.emplace_back(0, i == d ? s[i] : is[i]);
+  }
+  // x[..., 1 (dim d), ..., n]: the candidates of every output element along the last axis
+  Tensor x = shrink(keep).unsqueeze(-1).transpose(-1, static_cast<int>(d));
+  detail::check_index_values(index, s[d], false, "gather", d);
+  Tensor hit = detail::one_hot_mask(index.to(device()), s[d], false);
+  return hit.where(x, detail::scalar_of(dtype(), 0, device())).sum(-1).cast(dtype());
+}
+
+/// int32 one-hot vectors along a new last axis; num_classes -1 takes the maximum value + 1
+/// (which reads the tensor). Values out of range give a row of zeros.
+TINYT_INLINE Tensor Tensor::one_hot(int64_t num_classes) const {
+  if (!dtype().is_int())
+    throw DTypeError(detail::cat("one_hot: needs an integer tensor, not ", dtype().name()));
+  if (num_classes == -1) num_classes = numel() ? max().cast(dtypes::int64).item<int64_t>() + 1 : 0;
+  if (num_classes < 0)
+    throw Error(detail::cat("one_hot: num_classes must be -1 or non-negative, got ", num_classes));
+  return detail::one_hot_mask(*this, num_classes, false).cast(dtypes::int32);
+}
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/ops/indexing.hpp ----
+// ---- tinyt/ops/random.hpp ----
+// Random numbers, counter-based: element i of a call is the Threefry-2x32 encryption (Salmon et
+// al., "Parallel random numbers: as easy as 1, 2, 3", SC'11) of the counter (i mod 2^32, i >> 32)
+// under a key for that call. A random tensor is then a pure function of (seed, call number,
+// index): any kernel can recompute it and get the same bits, so it needs no buffer of state and
+// fuses into the kernels that use it. The cipher is built from tensor ops on uint32 (wrapping
+// add, xor, shifts); the key is read from a 2-word buffer, so every call reuses one compiled
+// kernel.
+
+#include <numbers>
+
+
+namespace tinyt::inline v0 {
+
+namespace detail {
+
+/// Floats uniform in [0, 1) from random words, as float32: the top m bits become the mantissa of
+/// a float in [1, 2), minus 1. m is the mantissa width of `dt` (at most float32's 23), so the
+/// values are exact in `dt` and a cast to it cannot round up to 1.
+inline Tensor unit_float(const Tensor& bits, DType dt) {
+  const uint32_t m = dt == dtypes::float16 ? 10 : dt == dtypes::bfloat16 ? 7 : 23;
+  Tensor mantissa = bits.rshift(tf_word(32 - m, bits)).lshift(tf_word(23 - m, bits));
+  return mantissa.bitwise_or(tf_word(0x3F800000, bits)).bitcast(dtypes::float32).sub(1.0);
+}
+
+/// The device a random op runs on ("" is the default).
+inline std::string random_device(const std::string& device) {
+  return device.empty() ? Device::default_device() : Device::canonicalize(device);
+}
+inline void random_require_float(DType dt, const char* op) {
+  if (!dt.is_float()) throw DTypeError(cat(op, ": needs a float dtype, not ", dt.name()));
+}
+inline void random_require_finite(double v, const char* what, const char* op) {
+  if (!std::isfinite(v)) throw Error(cat(op, ": ", what, " must be finite, not ", v));
+}
+/// A float scalar of dtype `dt` on `device` (not weak, so float64 keeps its precision).
+inline Tensor random_float_const(double v, DType dt, const std::string& device) {
+  return Tensor(graph::const_(dt, v, device));
+}
+/// float64 stays float64; narrower floats compute in float32 and are cast at the end.
+inline DType random_compute_dtype(DType dt) {
+  return dt == dtypes::float64 ? dtypes::float64 : dtypes::float32;
+}
+
+/// floor(b * r / 2^64) for a 64-bit random word b = (hi, lo) and a host constant r: the high half
+/// of the 128-bit product from 32-bit halves in uint64 arithmetic, exact (so the result is < r).
+inline Tensor mulhi64(const Tensor& b_hi, const Tensor& b_lo, uint64_t r) {
+  auto u64 = [&](uint64_t v) { return Tensor(graph::const_(dtypes::uint64, v, b_hi.device())); };
+  const Tensor bh = b_hi.cast(dtypes::uint64), bl = b_lo.cast(dtypes::uint64),
+               mask = u64(0xffffffffu), k32 = u64(32);
+  const Tensor rh = u64(r >> 32), rl = u64(r & 0xffffffffu);
+  const Tensor ll = bl.mul(rl), lh = bl.mul(rh), hl = bh.mul(rl), hh = bh.mul(rh);
+  const Tensor mid = ll.rshift(k32).add(lh.bitwise_and(mask)).add(hl.bitwise_and(mask));
+  return hh.add(lh.rshift(k32)).add(hl.rshift(k32)).add(mid.rshift(k32));
+}
+
+inline double random_fan(const std::vector<int64_t>& s, size_t from) {
+  double p = 1;
+  for (size_t i = from; i < s.size(); ++i) p *= static_cast<double>(s[i]);
+  return p;
+}
+
+}  // namespace detail
+
+/// Sets the seed of the random ops and restarts their sequence.
+TINYT_INLINE void Tensor::manual_seed(uint64_t seed) {
+  detail::RandomState& st = detail::random_state();
+  std::lock_guard lock(st.mu);
+  st.seed = seed, st.calls = 0;
+}
+
+/// Uniform in [0, 1).
+TINYT_INLINE Tensor Tensor::rand(Shape shape, DType dtype, std::string device) {
+  detail::random_require_float(dtype, "rand");
+  const auto s = detail::checked_shape(shape, "rand");
+  const auto words = detail::random_words(detail::product(s), detail::random_device(device));
+  return detail::unit_float(words[0], dtype).cast(dtype).reshape(Shape(s));
+}
+
+/// Standard normal, by Box-Muller from the two words of each block.
+TINYT_INLINE Tensor Tensor::randn(Shape shape, DType dtype, std::string device) {
+  detail::random_require_float(dtype, "randn");
+  const auto s = detail::checked_shape(shape, "randn");
+  const auto words = detail::random_words(detail::product(s), detail::random_device(device));
+  Tensor u1 = detail::unit_float(words[0], dtypes::float32),
+         u2 = detail::unit_float(words[1], dtypes::float32);
+  // 1 - u2 is in (0, 1], so the log is finite
+  Tensor radius = u2.neg().add(1.0).log().mul(-2.0).sqrt();
+  return u1.mul(2 * std::numbers::pi).cos().mul(radius).cast(dtype).reshape(Shape(s));
+}
+
+/// Integers uniform in [low, high): floor(u * (high - low)) + low for a 64-bit uniform u, in
+/// exact integer arithmetic.
+TINYT_INLINE Tensor Tensor::randint(Shape shape, int64_t low, int64_t high, DType dtype) {
+  if (!dtype.is_int() || dtype.is_index())
+    throw DTypeError(detail::cat("randint: needs an integer dtype, not ", dtype.name()));
+  if (high <= low)
+    throw Error(detail::cat("randint: high (", high, ") must be greater than low (", low, ")"));
+  if (low < dtypes::min_int(dtype) || high - 1 > dtypes::max_int(dtype))
+    throw Error(
+        detail::cat("randint: the range [", low, ", ", high, ") does not fit ", dtype.name()));
+  const auto s = detail::checked_shape(shape, "randint");
+  const std::string dev = Device::default_device();
+  const auto words = detail::random_words(detail::product(s), dev);
+  const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
+  // unsigned addition wraps, so low + offset is exact for any int64 low
+  Tensor offset = detail::mulhi64(words[0], words[1], range);
+  Tensor value = offset.add(Tensor(graph::const_(dtypes::uint64, static_cast<uint64_t>(low), dev)))
+                     .bitcast(dtypes::int64);
+  return value.cast(dtype).reshape(Shape(s));
+}
+
+/// Uniform in [low, high).
+TINYT_INLINE Tensor Tensor::uniform(Shape shape, double low, double high, DType dtype) {
+  detail::random_require_float(dtype, "uniform");
+  detail::random_require_finite(low, "low", "uniform");
+  detail::random_require_finite(high, "high", "uniform");
+  if (low > high)
+    throw Error(detail::cat("uniform: low (", low, ") is greater than high (", high, ")"));
+  detail::random_require_finite(high - low, "high - low", "uniform");
+  const DType dt = detail::random_compute_dtype(dtype);
+  Tensor u = rand(std::move(shape), dtypes::float32).cast(dt);
+  const std::string dev = u.device();
+  return u.mul(detail::random_float_const(high - low, dt, dev))
+      .add(detail::random_float_const(low, dt, dev))
+      .cast(dtype);
+}
+
+/// Normal with the given mean and standard deviation.
+TINYT_INLINE Tensor Tensor::normal(Shape shape, double mean, double std, DType dtype) {
+  detail::random_require_float(dtype, "normal");
+  detail::random_require_finite(mean, "mean", "normal");
+  detail::random_require_finite(std, "std", "normal");
+  if (std < 0) throw Error(detail::cat("normal: std (", std, ") must not be negative"));
+  const DType dt = detail::random_compute_dtype(dtype);
+  Tensor z = randn(std::move(shape), dtypes::float32).cast(dt);
+  const std::string dev = z.device();
+  return z.mul(detail::random_float_const(std, dt, dev))
+      .add(detail::random_float_const(mean, dt, dev))
+      .cast(dtype);
+}
+
+TINYT_INLINE Tensor Tensor::rand_like(const Tensor& t) { return rand(t.shape(), t.dtype(), t.device()); }
+TINYT_INLINE Tensor Tensor::randn_like(const Tensor& t) {
+  return randn(t.shape(), t.dtype(), t.device());
+}
+
+// The initializers (tinygrad's): the fan-in is the product of every dim after the first. A shape
+// with no elements has no values to scale, so a zero fan gives a zero bound rather than infinity.
+
+/// Uniform in +-sqrt(3) * gain / sqrt(fan_in), gain = sqrt(2 / (1 + a^2)) (leaky ReLU slope a).
+TINYT_INLINE Tensor Tensor::kaiming_uniform(Shape shape, double a) {
+  const auto s = detail::checked_shape(shape, "kaiming_uniform");
+  const double fan_in = detail::random_fan(s, 1);
+  const double bound =
+      fan_in > 0 ? std::sqrt(3.0) * std::sqrt(2.0 / (1 + a * a)) / std::sqrt(fan_in) : 0.0;
+  return uniform(Shape(s), -bound, bound);
+}
+
+/// Normal with std gain / sqrt(fan_in), gain = sqrt(2 / (1 + a^2)).
+TINYT_INLINE Tensor Tensor::kaiming_normal(Shape shape, double a) {
+  const auto s = detail::checked_shape(shape, "kaiming_normal");
+  const double fan_in = detail::random_fan(s, 1);
+  const double std = fan_in > 0 ? std::sqrt(2.0 / (1 + a * a)) / std::sqrt(fan_in) : 0.0;
+  return normal(Shape(s), 0.0, std);
+}
+
+/// Uniform in +-sqrt(6 / (shape[0] + fan_in)) (Glorot and Bengio).
+TINYT_INLINE Tensor Tensor::glorot_uniform(Shape shape) {
+  const auto s = detail::checked_shape(shape, "glorot_uniform");
+  if (s.empty()) throw ShapeError("glorot_uniform: needs at least one dim, the shape is ()");
+  const double fans = static_cast<double>(s[0]) + detail::random_fan(s, 1);
+  return uniform(Shape(s), -1.0, 1.0).mul(fans > 0 ? std::sqrt(6.0 / fans) : 0.0);
+}
+
+/// Uniform in +-1 / sqrt(numel).
+TINYT_INLINE Tensor Tensor::scaled_uniform(Shape shape) {
+  const auto s = detail::checked_shape(shape, "scaled_uniform");
+  const double n = detail::random_fan(s, 0);
+  return uniform(Shape(s), -1.0, 1.0).mul(n > 0 ? 1.0 / std::sqrt(n) : 0.0);
+}
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/ops/random.hpp ----
+// ---- tinyt/ops/linalg.hpp ----
+// Linear algebra: matmul, linear and einsum, each a broadcast multiply followed by a sum over
+// the contracted axes (tinygrad's way), so the product is never materialized and a matmul with
+// its bias and activation is one kernel.
+
+
+
+namespace tinyt::inline v0 {
+
+/// torch.matmul's semantics: 1-D operands are vectors, more dims are batches that broadcast.
+TINYT_INLINE Tensor Tensor::matmul(const Tensor& w) const {
+  const auto xs = cshape(), ws = w.cshape();
+  auto fail = [&](const char* why) {
+    return ShapeError(detail::cat("matmul: cannot multiply ", detail::shape_str(xs), " by ",
+                                  detail::shape_str(ws), why));
+  };
+  if (xs.empty() || ws.empty()) throw fail(" (both operands need at least one dimension)");
+  const size_t wk = ws.size() >= 2 ? ws.size() - 2 : 0;  // w's contracted dim
+  if (xs.back() != ws[wk]) throw fail("");
+  if (xs.size() > 2 && ws.size() > 2) {
+    try {
+      broadcast_shape({xs.begin(), xs.end() - 2}, {ws.begin(), ws.end() - 2}, "matmul");
+    } catch (const ShapeError&) {
+      throw fail(" (the batch dims do not broadcast)");
+    }
+  }
+  // x (..., n, k) -> (..., n, 1, k) and w (..., k, m) -> (..., 1, m, k): the product is
+  // (..., n, m, k), summed over k
+  const bool matrices = xs.size() >= 2 && ws.size() >= 2;
+  Tensor x = matrices ? unsqueeze(-2) : *this, y = w;
+  if (ws.size() >= 2) y = (matrices ? y.unsqueeze(-3) : y).transpose(-1, -2);
+  return x.mul(y).sum(-1).cast(least_upper_dtype({dtype(), w.dtype()}));
+}
+
+/// x.matmul(w) + b, with w of shape (in, out) (a 1-D w scales elementwise, as tinygrad).
+TINYT_INLINE Tensor Tensor::linear(const Tensor& w, const Tensor& b) const {
+  Tensor y = w.ndim() == 1 ? mul(w) : matmul(w);
+  return b.defined() ? y.add(b) : y;
+}
+
+namespace detail {
+// Einsum labels: letters are their character code; the dims an ellipsis covers are
+// kEllipsisLabel + j, j counted over the widest ellipsis, so they align from the right.
+inline constexpr int kEllipsisLabel = 1000;
+
+inline std::string einsum_label_name(int label) {
+  if (label < kEllipsisLabel) return std::string(1, static_cast<char>(label));
+  return cat("... dim ", label - kEllipsisLabel);
+}
+
+/// The labels of one einsum term ("ij", "b...i"); `ellipsis` is set to where "..." was (or -1).
+inline std::vector<int> einsum_term(const std::string& term, const std::string& formula,
+                                    int64_t& ellipsis) {
+  std::vector<int> labels;
+  ellipsis = -1;
+  for (size_t i = 0; i < term.size(); ++i) {
+    const char c = term[i];
+    if (std::isalpha(static_cast<unsigned char>(c))) {
+      labels.push_back(c);
+    } else if (c == '.' && term.compare(i, 3, "...") == 0) {
+      if (ellipsis >= 0)
+        throw Error(cat("einsum: more than one '...' in a term of \"", formula, "\""));
+      ellipsis = static_cast<int64_t>(labels.size());
+      i += 2;
+    } else {
+      throw Error(cat("einsum: invalid character '", c, "' in \"", formula, "\""));
+    }
+  }
+  return labels;
+}
+
+/// The diagonal over the last two dims of x (which must be equal): (..., n, n) -> (..., n).
+inline Tensor diagonal_last2(const Tensor& x) {
+  auto s = x.shape().to_vector();
+  const int64_t n = s.back();
+  s.pop_back(), s.pop_back();
+  std::vector<std::pair<sint, sint>> pad(s.size(), {0, 0}), cut;
+  for (int64_t d : s) cut.emplace_back(0, d);
+  // rows of n+1 over the flat n*n (+n) elements: row i starts at i*(n+1), on the diagonal
+  auto flat = s, rows = s;
+  flat.push_back(n * n), rows.push_back(n), rows.push_back(n + 1);
+  pad.emplace_back(0, n), cut.emplace_back(0, n), cut.emplace_back(0, 1);
+  auto out = s;
+  out.push_back(n);
+  return x.reshape(Shape(flat)).pad(pad).reshape(Shape(rows)).shrink(cut).reshape(Shape(out));
+}
+}  // namespace detail
+
+/// Einstein summation: "ij,jk->ik", the implicit form "ij,jk", "...", repeated labels within
+/// an operand (diagonals, traces), and size-1 dims that broadcast.
+TINYT_INLINE Tensor Tensor::einsum(const std::string& formula, const std::vector<Tensor>& operands) {
+  using detail::cat;
+  std::string f;
+  for (char c : formula)
+    if (!std::isspace(static_cast<unsigned char>(c))) f += c;
+  const size_t arrow = f.find("->");
+  const std::string lhs = f.substr(0, arrow);
+  if (arrow != std::string::npos && f.find("->", arrow + 2) != std::string::npos)
+    throw Error(cat("einsum: more than one '->' in \"", formula, "\""));
+  std::vector<std::string> terms;
+  for (size_t start = 0;;) {
+    const size_t comma = lhs.find(',', start);
+    terms.push_back(lhs.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (operands.empty()) throw Error(cat("einsum: no operands for \"", formula, "\""));
+  if (terms.size() != operands.size())
+    throw Error(cat("einsum: \"", formula, "\" has ", terms.size(), " input terms for ",
+                    operands.size(), " operands"));
+
+  // labels per operand, with ellipsis dims given their own labels
+  std::vector<std::vector<int>> labels(operands.size());
+  std::vector<int64_t> ell_dims(operands.size(), 0);
+  int64_t widest = 0;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    int64_t at = -1;
+    labels[i] = detail::einsum_term(terms[i], formula, at);
+    const auto nd = static_cast<int64_t>(operands[i].ndim()),
+               nl = static_cast<int64_t>(labels[i].size());
+    if (at < 0 ? nl != nd : nl > nd)
+      throw ShapeError(cat("einsum: term \"", terms[i], "\" of \"", formula,
+                           "\" does not fit operand ", i, " of shape ", operands[i].shape()));
+    if (at >= 0) {
+      ell_dims[i] = nd - nl, widest = std::max(widest, nd - nl);
+      // placeholders -1, -2, ...: numbered once the widest ellipsis is known
+      for (int64_t j = 0; j < ell_dims[i]; ++j)
+        labels[i].insert(labels[i].begin() + at + j, static_cast<int>(-1 - j));
+    }
+  }
+  for (size_t i = 0; i < labels.size(); ++i)
+    for (int& l : labels[i])
+      if (l < 0) l = static_cast<int>(detail::kEllipsisLabel + widest - ell_dims[i] + (-1 - l));
+
+  // the output labels
+  std::vector<int> out;
+  std::map<int, int> count;
+  for (const auto& ls : labels)
+    for (int l : ls) ++count[l];
+  if (arrow == std::string::npos) {
+    for (int64_t j = 0; j < widest; ++j)
+      out.push_back(static_cast<int>(detail::kEllipsisLabel + j));
+    for (auto [l, n] : count)
+      if (l < detail::kEllipsisLabel && n == 1) out.push_back(l);
+  } else {
+    int64_t at = -1;
+    const std::string rhs = f.substr(arrow + 2);
+    out = detail::einsum_term(rhs, formula, at);
+    std::set<int> seen;
+    for (int l : out) {
+      if (!count.contains(l))
+        throw Error(cat("einsum: output label '", static_cast<char>(l), "' of \"", formula,
+                        "\" is in no input"));
+      if (!seen.insert(l).second)
+        throw Error(
+            cat("einsum: output label '", static_cast<char>(l), "' repeats in \"", formula, "\""));
+    }
+    if (at >= 0)
+      for (int64_t j = widest - 1; j >= 0; --j)
+        out.insert(out.begin() + at, static_cast<int>(detail::kEllipsisLabel + j));
+  }
+
+  // diagonals first, then the sizes of each label across operands (1 broadcasts)
+  std::vector<Tensor> xs = operands;
+  std::map<int, int64_t> size;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    auto& ls = labels[i];
+    for (;;) {  // a label twice in one operand: keep the diagonal, as one dim at the end
+      size_t p = 0, q = 0;
+      for (size_t a = 0; a < ls.size() && q == 0; ++a)
+        for (size_t c = a + 1; c < ls.size() && q == 0; ++c)
+          if (ls[a] == ls[c]) p = a, q = c;
+      if (q == 0) break;
+      const auto s = xs[i].shape().to_vector();
+      if (s[p] != s[q])
+        throw ShapeError(cat("einsum: label '", detail::einsum_label_name(ls[p]), "' of \"",
+                             formula, "\" has sizes ", s[p], " and ", s[q], " in operand ", i,
+                             " of shape ", operands[i].shape()));
+      std::vector<int> order;
+      for (size_t a = 0; a < ls.size(); ++a)
+        if (a != p && a != q) order.push_back(static_cast<int>(a));
+      order.push_back(static_cast<int>(p)), order.push_back(static_cast<int>(q));
+      xs[i] = detail::diagonal_last2(xs[i].permute(order));
+      const int l = ls[p];
+      ls.erase(ls.begin() + static_cast<std::ptrdiff_t>(q));
+      ls.erase(ls.begin() + static_cast<std::ptrdiff_t>(p));
+      ls.push_back(l);
+    }
+    const auto s = xs[i].shape().to_vector();
+    for (size_t a = 0; a < ls.size(); ++a) {
+      auto [it, fresh] = size.try_emplace(ls[a], s[a]);
+      if (fresh || it->second == s[a] || s[a] == 1) continue;
+      if (it->second != 1)
+        throw ShapeError(cat("einsum: label '", detail::einsum_label_name(ls[a]), "' of \"",
+                             formula, "\" has sizes ", it->second, " and ", s[a], " (operand ", i,
+                             " has shape ", operands[i].shape(), ")"));
+      it->second = s[a];
+    }
+  }
+
+  // every operand as a view over all labels (output ones first), multiplied and summed
+  std::vector<int> all = out;
+  for (auto [l, n] : size)
+    if (std::find(out.begin(), out.end(), l) == out.end()) all.push_back(l);
+  Tensor product;
+  DType dt = xs[0].dtype();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    std::vector<int> order;
+    std::vector<int64_t> view;
+    const auto s = xs[i].shape().to_vector();
+    for (int l : all) {
+      auto it = std::find(labels[i].begin(), labels[i].end(), l);
+      if (it == labels[i].end()) {
+        view.push_back(1);
+      } else {
+        order.push_back(static_cast<int>(it - labels[i].begin()));
+        view.push_back(s[static_cast<size_t>(order.back())]);
+      }
+    }
+    Tensor v = xs[i].permute(order).reshape(Shape(view));
+    product = i == 0 ? v : product.mul(v);
+    dt = least_upper_dtype({dt, xs[i].dtype()});
+  }
+  std::vector<int> summed;
+  for (size_t a = out.size(); a < all.size(); ++a) summed.push_back(static_cast<int>(a));
+  return (summed.empty() ? product : product.sum(summed)).cast(dt);
+}
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/ops/linalg.hpp ----
+// ---- tinyt/ops/nn.hpp ----
+// nn functional: the statistical reductions (var, std, argmax, logsumexp, softmax), convolution
+// and pooling as views of sliding windows followed by a reduce (tinygrad's way: windows are
+// built from pad/reshape/expand/permute, nothing is copied), normalization, attention and the
+// losses. Numerics follow PyTorch.
+
+
+
+namespace tinyt::inline v0 {
+
+// -- statistics ------------------------------------------------------------------------------
+
+namespace detail {
+/// t.max, except that reducing an axis of size 0 gives a placeholder 0 instead of throwing:
+/// softmax, logsumexp and argmax of an empty axis then give empty results, as in PyTorch.
+inline Tensor max_over(const Tensor& t, std::vector<int> axes, bool keepdim) {
+  if (t.numel() != 0) return t.max(std::move(axes), keepdim);
+  return Tensor::zeros_like(t).sum(std::move(axes), keepdim).cast(t.dtype());
+}
+}  // namespace detail
+
+namespace detail {
+// The variance in the dtype statistics compute in (float32 for float16), before the one rounding
+// to the result's dtype: std takes its square root first, as PyTorch does.
+inline Tensor var_in_acc(const Tensor& t, const std::vector<int>& axes, bool keepdim, double correction) {
+  const auto s = graph::concrete_shape(t.uop());
+  int64_t n = 1;
+  for (int a : axes)
+    n *= s.empty() ? 1 : s[static_cast<size_t>(normalize_axis(a, s.size(), "var"))];
+  Tensor x = t.cast(stats_acc_dtype(t.dtype()));
+  Tensor squares = x.sub(x.mean(axes, true)).square();
+  // as PyTorch: n <= correction divides by 0 (inf, or NaN for 0/0)
+  return squares.sum(axes, keepdim).div(std::max(0.0, static_cast<double>(n) - correction));
+}
+}  // namespace detail
+
+TINYT_INLINE Tensor Tensor::var(std::vector<int> axes, bool keepdim, double correction) const {
+  return detail::var_in_acc(*this, axes, keepdim, correction).cast(least_upper_float(dtype()));
+}
+TINYT_INLINE Tensor Tensor::var(int axis, bool keepdim, double correction) const {
+  return var(std::vector<int>{axis}, keepdim, correction);
+}
+TINYT_INLINE Tensor Tensor::var(bool keepdim, double correction) const {
+  return var(detail::all_axes(ndim()), keepdim, correction);
+}
+TINYT_INLINE Tensor Tensor::std(std::vector<int> axes, bool keepdim, double correction) const {
+  return detail::var_in_acc(*this, axes, keepdim, correction).sqrt().cast(least_upper_float(dtype()));
+}
+TINYT_INLINE Tensor Tensor::std(int axis, bool keepdim, double correction) const {
+  return std(std::vector<int>{axis}, keepdim, correction);
+}
+TINYT_INLINE Tensor Tensor::std(bool keepdim, double correction) const {
+  return std(detail::all_axes(ndim()), keepdim, correction);
+}
+
+/// The first index of the largest value (of a NaN, if there is one, as PyTorch), as int32.
+TINYT_INLINE Tensor Tensor::argmax(int axis, bool keepdim) const {
+  if (ndim() == 0) {
+    normalize_axis(axis, 0, "argmax");
+    return Tensor(graph::const_(dtypes::int32, 0, device()));
+  }
+  const int ax = normalize_axis(axis, ndim(), "argmax");
+  const auto s = cshape();
+  const int64_t n = s[static_cast<size_t>(ax)];
+  if (n == 0)
+    throw ShapeError(detail::cat("argmax: axis ", axis, " of shape ", shape(), " is empty"));
+  Tensor hit = eq(detail::max_over(*this, {ax}, true));
+  if (dtype().is_float()) hit = hit.logical_or(isnan());  // max is NaN then, and equals nothing
+  // n - i for index i: the largest marked value is the first hit
+  std::vector<int64_t> col(s.size() - static_cast<size_t>(ax), 1);
+  col[0] = n;
+  Tensor reversed = Tensor::arange(n, int64_t{0}, -1).reshape(Shape(col));
+  Tensor first = detail::max_over(hit.where(reversed, 0), {ax}, keepdim);
+  return Tensor(graph::const_(dtypes::int32, n, device())).sub(first).cast(dtypes::int32);
+}
+TINYT_INLINE Tensor Tensor::argmax() const { return flatten().argmax(0); }
+TINYT_INLINE Tensor Tensor::argmin(int axis, bool keepdim) const {
+  // an order-reversing map: -x for floats (NaN stays NaN), ~x for integers, !x for bools
+  if (dtype().is_float()) return neg().argmax(axis, keepdim);
+  return bitwise_not().argmax(axis, keepdim);
+}
+TINYT_INLINE Tensor Tensor::argmin() const { return flatten().argmin(0); }
+
+namespace detail {
+/// The shape without `axis` (which a keepdim reduce left as 1).
+inline Shape drop_axis(std::vector<int64_t> s, int axis) {
+  if (!s.empty()) s.erase(s.begin() + axis);
+  return Shape(s);
+}
+}  // namespace detail
+
+// logsumexp, softmax and log_softmax compute in float32 for float16 and bfloat16 (the sum of
+// exponentials would lose what float16 cannot hold) and round once at the end.
+TINYT_INLINE Tensor Tensor::logsumexp(int axis, bool keepdim) const {
+  const int ax = normalize_axis(axis, ndim(), "logsumexp");
+  Tensor x = cast(detail::stats_acc_dtype(dtype()));
+  Tensor m = detail::max_over(x, {ax}, true);
+  m = m.isinf().where(0.0, m);  // an infinite max would give inf - inf; as PyTorch, shift by 0 then
+  Tensor r = x.sub(m).exp().sum(ax, true).log().add(m).cast(least_upper_float(dtype()));
+  return keepdim ? r : r.reshape(detail::drop_axis(r.cshape(), ax));
+}
+
+TINYT_INLINE Tensor Tensor::softmax(int axis) const {
+  const int ax = normalize_axis(axis, ndim(), "softmax");
+  Tensor x = cast(detail::stats_acc_dtype(dtype()));
+  Tensor e = x.sub(detail::max_over(x, {ax}, true)).exp();
+  return e.div(e.sum(ax, true)).cast(least_upper_float(dtype()));
+}
+TINYT_INLINE Tensor Tensor::log_softmax(int axis) const {
+  const int ax = normalize_axis(axis, ndim(), "log_softmax");
+  Tensor x = cast(detail::stats_acc_dtype(dtype()));
+  Tensor shifted = x.sub(detail::max_over(x, {ax}, true));
+  return shifted.sub(shifted.exp().sum(ax, true).log()).cast(least_upper_float(dtype()));
+}
+
+// -- sliding windows -------------------------------------------------------------------------
+
+namespace detail {
+/// One size per spatial dim from an int or a list ("stride", "dilation", ...).
+inline std::vector<int64_t> per_dim(const IntOrVec& v, size_t dims, const char* op,
+                                    const char* what) {
+  if (v.v.size() == 1) return std::vector<int64_t>(dims, v.v[0]);
+  if (v.v.size() != dims)
+    throw ShapeError(cat(op, ": ", what, " needs 1 or ", dims, " values, got ", v.v.size()));
+  return v.v;
+}
+/// (before, after) padding per spatial dim from an int, one per dim, or 2 per dim given as
+/// (left, right, top, bottom): the last dim first, as tinygrad and PyTorch's F.pad.
+inline std::vector<std::pair<int64_t, int64_t>> pool_pads(const IntOrVec& p, size_t dims,
+                                                          const char* op) {
+  std::vector<std::pair<int64_t, int64_t>> out(dims);
+  if (p.v.size() == 2 * dims) {
+    for (size_t i = 0; i < dims; ++i) out[dims - 1 - i] = {p.v[2 * i], p.v[2 * i + 1]};
+    return out;
+  }
+  if (p.v.size() != 1 && p.v.size() != dims)
+    throw ShapeError(
+        cat(op, ": padding needs 1, ", dims, " or ", 2 * dims, " values, got ", p.v.size()));
+  for (size_t i = 0; i < dims; ++i)
+    out[i] = {p.v[p.v.size() == 1 ? 0 : i], p.v[p.v.size() == 1 ? 0 : i]};
+  return out;
+}
+/// x padded on its last dims only.
+inline Tensor pad_last(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& p,
+                       double value = 0.0) {
+  std::vector<std::pair<sint, sint>> all(x.ndim() - p.size(), {0, 0});
+  for (auto [b, a] : p) all.emplace_back(b, a);
+  return x.pad(all, value);
+}
+
+/// Sliding windows over the last k.size() dims: (..., i...) -> (..., o..., k...) where
+/// out[..., o, j] = x[..., o*stride + j*dilation]. Views only.
+inline Tensor sliding_windows(const Tensor& x, const std::vector<int64_t>& k,
+                              const std::vector<int64_t>& stride,
+                              const std::vector<int64_t>& dilation, const char* op) {
+  using Dims = std::vector<int64_t>;
+  // s with dim `at` replaced by `mid`
+  auto replace = [](const Dims& s, size_t at, std::initializer_list<int64_t> mid) {
+    Dims r(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(at));
+    r.insert(r.end(), mid);
+    r.insert(r.end(), s.begin() + static_cast<std::ptrdiff_t>(at) + 1, s.end());
+    return Shape(r);
+  };
+  auto pad_end = [](const Tensor& t, size_t axis, int64_t n) {
+    std::vector<std::pair<sint, sint>> p(t.ndim(), {0, 0});
+    p[axis] = {0, n};
+    return t.pad(p);
+  };
+  auto keep_first = [](const Tensor& t, size_t axis, int64_t n) {
+    std::vector<std::pair<sint, sint>> p;
+    for (const sint& d : t.shape()) p.emplace_back(0, d);
+    p[axis] = {0, n};
+    return t.shrink(p);
+  };
+  const size_t dims = k.size(), lead = x.ndim() - dims;
+  Tensor y = x;
+  for (size_t j = 0; j < dims; ++j) {
+    // the dim at `at` (size i) becomes (o, k)
+    const size_t at = lead + 2 * j;
+    const Dims s = y.shape().to_vector();
+    const int64_t i = s[at], kk = k[j], st = stride[j], d = dilation[j];
+    if (kk < 1 || st < 1 || d < 1)
+      throw ShapeError(
+          cat(op, ": kernel ", kk, ", stride ", st, " and dilation ", d, " must be positive"));
+    const int64_t span = d * (kk - 1) + 1;
+    if (span > i)
+      throw ShapeError(cat(op, ": the kernel (", kk, " with dilation ", d,
+                           ") is larger than the input (", i, ") in shape ", x.shape()));
+    const int64_t o = (i - span) / st + 1;
+    if (d == 1 && kk <= st) {
+      // windows that do not overlap: (o*s) -> (o, s), keep the first k of each
+      y = o * st > i ? pad_end(y, at, o * st - i) : keep_first(y, at, o * st);
+      y = keep_first(y.reshape(replace(s, at, {o, st})), at + 1, kk);
+      continue;
+    }
+    // k copies of the row (k, i), padded to rows of R, laid out again as rows of R + d: row r
+    // then starts r*d further into the data. Of each row, every st-th of the first o*st.
+    const int64_t rows = std::max(i, o * st - d);
+    y = y.reshape(replace(s, at, {1, i})).expand(replace(s, at, {kk, i}));
+    if (rows > i) y = pad_end(y, at + 1, rows - i);
+    y = pad_end(y.reshape(replace(s, at, {kk * rows})), at, kk * d)
+            .reshape(replace(s, at, {kk, rows + d}));
+    y = keep_first(y, at + 1, o * st).reshape(replace(s, at, {kk, o, st}));
+    y = keep_first(y, at + 2, 1).reshape(replace(s, at, {kk, o}));
+    std::vector<int> order;
+    for (size_t a = 0; a < y.ndim(); ++a) order.push_back(static_cast<int>(a));
+    std::swap(order[at], order[at + 1]);
+    y = y.permute(order);
+  }
+  // (..., o0, k0, o1, k1) -> (..., o0, o1, k0, k1)
+  std::vector<int> order;
+  for (size_t a = 0; a < lead; ++a) order.push_back(static_cast<int>(a));
+  for (size_t j = 0; j < dims; ++j) order.push_back(static_cast<int>(lead + 2 * j));
+  for (size_t j = 0; j < dims; ++j) order.push_back(static_cast<int>(lead + 2 * j + 1));
+  return y.permute(order);
+}
+
+inline std::vector<int> last_axes(size_t n) {
+  std::vector<int> axes;
+  for (size_t j = 0; j < n; ++j) axes.push_back(-1 - static_cast<int>(j));
+  return axes;
+}
+}  // namespace detail
+
+/// Cross-correlation over the spatial dims of x (N, Cin, ...) with w (Cout, Cin/groups, k...);
+/// an unbatched x (Cin, ...) works too. Any number of spatial dims, as tinygrad.
+TINYT_INLINE Tensor Tensor::conv2d(const Tensor& w, const Tensor& b, int64_t groups, IntOrVec stride,
+                             IntOrVec dilation, IntOrVec padding) const {
+  const auto xs = cshape(), ws = w.cshape();
+  auto fail = [&](const std::string& why) {
+    return ShapeError(detail::cat("conv2d: input ", detail::shape_str(xs), " does not fit weight ",
+                                  detail::shape_str(ws), ": ", why));
+  };
+  if (ws.size() < 3) throw fail("the weight needs (cout, cin/groups, kernel...) dims");
+  if (xs.size() == ws.size() - 1)  // unbatched
+    return unsqueeze(0).conv2d(w, b, groups, stride, dilation, padding).squeeze(0);
+  if (xs.size() != ws.size()) throw fail("they need the same number of dims");
+  const size_t dims = ws.size() - 2;
+  const int64_t cout = ws[0], cin = ws[1], bs = xs[0];
+  if (groups < 1) throw fail(detail::cat("groups must be positive, got ", groups));
+  if (cin * groups != xs[1])
+    throw fail(detail::cat(groups, " group(s) of ", cin, " input channels"));
+  if (cout % groups != 0)
+    throw fail(detail::cat(cout, " output channels do not split into ", groups, " groups"));
+  if (b.defined() && b.cshape() != std::vector<int64_t>{cout})
+    throw fail(detail::cat("the bias has shape ", b.shape(), ", not (", cout, ",)"));
+  const std::vector<int64_t> k(ws.begin() + 2, ws.end());
+  Tensor x = detail::pad_last(*this, detail::pool_pads(padding, dims, "conv2d"));
+  x = detail::sliding_windows(x, k, detail::per_dim(stride, dims, "conv2d", "stride"),
+                              detail::per_dim(dilation, dims, "conv2d", "dilation"), "conv2d");
+  // x (bs, groups*cin, o..., k...) against w (groups, cout/groups, cin, k...): broadcast to
+  // (bs, groups, cout/groups, o..., cin, k...) and sum over cin and k
+  const auto ps = x.cshape();
+  const std::vector<int64_t> o(ps.begin() + 2, ps.begin() + 2 + static_cast<std::ptrdiff_t>(dims));
+  std::vector<int64_t> xv{bs, groups, cin, 1};
+  xv.insert(xv.end(), ps.begin() + 2, ps.end());
+  std::vector<int> order{0, 1, 3};
+  for (size_t j = 0; j < dims; ++j) order.push_back(static_cast<int>(4 + j));
+  order.push_back(2);
+  for (size_t j = 0; j < dims; ++j) order.push_back(static_cast<int>(4 + dims + j));
+  std::vector<int64_t> wv{1, groups, cout / groups};
+  wv.insert(wv.end(), dims, 1);
+  wv.push_back(cin);
+  wv.insert(wv.end(), k.begin(), k.end());
+  std::vector<int64_t> out{bs, cout};
+  out.insert(out.end(), o.begin(), o.end());
+  Tensor y = x.reshape(Shape(xv)).permute(order).mul(w.reshape(Shape(wv)));
+  y = y.sum(detail::last_axes(dims + 1))
+          .reshape(Shape(out))
+          .cast(least_upper_dtype({dtype(), w.dtype()}));
+  if (!b.defined()) return y;
+  std::vector<int64_t> bv{1, cout};
+  bv.insert(bv.end(), dims, 1);
+  return y.add(b.reshape(Shape(bv)));
+}
+
+/// The gradient of conv2d with respect to its input, as PyTorch's: w is (Cin, Cout/groups, k...).
+/// A conv2d of the input with zeros inserted between elements (stride), padded by
+/// dilation*(k-1) - padding, against the flipped weight with its channel axes swapped.
+TINYT_INLINE Tensor Tensor::conv_transpose2d(const Tensor& w, const Tensor& b, int64_t groups,
+                                       IntOrVec stride, IntOrVec dilation, IntOrVec padding,
+                                       IntOrVec output_padding) const {
+  const auto xs = cshape(), ws = w.cshape();
+  auto fail = [&](const std::string& why) {
+    return ShapeError(detail::cat("conv_transpose2d: input ", detail::shape_str(xs),
+                                  " does not fit weight ", detail::shape_str(ws), ": ", why));
+  };
+  if (ws.size() < 3) throw fail("the weight needs (cin, cout/groups, kernel...) dims");
+  if (xs.size() == ws.size() - 1)
+    return unsqueeze(0)
+        .conv_transpose2d(w, b, groups, stride, dilation, padding, output_padding)
+        .squeeze(0);
+  if (xs.size() != ws.size()) throw fail("they need the same number of dims");
+  if (groups < 1) throw fail(detail::cat("groups must be positive, got ", groups));
+  if (ws[0] != xs[1] || ws[0] % groups != 0)
+    throw fail(
+        detail::cat("the weight's ", ws[0], " input channels in ", groups, " group(s) vs ", xs[1]));
+  const size_t dims = ws.size() - 2;
+  const auto st = detail::per_dim(stride, dims, "conv_transpose2d", "stride");
+  const auto dil = detail::per_dim(dilation, dims, "conv_transpose2d", "dilation");
+  const auto outpad = detail::per_dim(output_padding, dims, "conv_transpose2d", "output_padding");
+  const auto pads = detail::pool_pads(padding, dims, "conv_transpose2d");
+  // the weight as conv2d's: (cin, cout/g, k...) split into groups, in and out swapped, kernel
+  // flipped, groups merged into (cout, cin/g, k...)
+  std::vector<int> swap_io{0, 2, 1}, flip_k;
+  for (size_t j = 0; j < dims; ++j)
+    swap_io.push_back(static_cast<int>(3 + j)), flip_k.push_back(static_cast<int>(3 + j));
+  std::vector<int64_t> split{groups, ws[0] / groups};
+  split.insert(split.end(), ws.begin() + 1, ws.end());
+  Tensor wt = w.reshape(Shape(split)).permute(swap_io).flip(flip_k).flatten(0, 1);
+  // zeros between input elements: (i) -> (i, 1) -> (i, s) -> (i*s) -> the first (i-1)*s+1
+  Tensor x = *this;
+  for (size_t j = 0; j < dims; ++j) {
+    if (st[j] < 1) throw fail(detail::cat("stride must be positive, got ", st[j]));
+    if (st[j] == 1) continue;
+    auto s = x.cshape();
+    const size_t at = 2 + j;
+    const int64_t i = s[at];
+    std::vector<int64_t> two(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(at));
+    two.push_back(i), two.push_back(1);
+    two.insert(two.end(), s.begin() + static_cast<std::ptrdiff_t>(at) + 1, s.end());
+    std::vector<std::pair<sint, sint>> p(two.size(), {0, 0});
+    p[at + 1] = {0, st[j] - 1};
+    std::vector<int64_t> flat = s;
+    flat[at] = i * st[j];
+    std::vector<std::pair<sint, sint>> cut;
+    for (size_t a = 0; a < flat.size(); ++a)
+      cut.emplace_back(0, a == at ? std::max<int64_t>(0, (i - 1) * st[j] + 1) : flat[a]);
+    x = x.reshape(Shape(two)).pad(p).reshape(Shape(flat)).shrink(cut);
+  }
+  std::vector<int64_t> conv_pads;  // (left, right, top, bottom) order: last dim first
+  for (size_t j = dims; j-- > 0;) {
+    if (outpad[j] < 0 || (outpad[j] >= st[j] && outpad[j] >= dil[j]))
+      throw fail(detail::cat("output_padding ", outpad[j],
+                             " must be smaller than the stride or the dilation"));
+    const int64_t edge = dil[j] * (ws[2 + j] - 1);
+    conv_pads.push_back(edge - pads[j].first);
+    conv_pads.push_back(edge - pads[j].second + outpad[j]);
+  }
+  return x.conv2d(wt, b, groups, 1, dil, conv_pads);
+}
+
+namespace detail {
+/// The window setup both 2-d pools share: kernel, stride (default: the kernel), dilation, pads.
+struct Pool2d {
+  std::vector<int64_t> k, s, d;
+  std::vector<std::pair<int64_t, int64_t>> pads;
+  Pool2d(const Tensor& x, const IntOrVec& kernel, const IntOrVec& stride, const IntOrVec& dilation,
+         const IntOrVec& padding, const char* op, bool pad_vs_dilated_kernel)
+      : k(per_dim(kernel, 2, op, "kernel")),
+        s(stride.empty() ? k : per_dim(stride, 2, op, "stride")),
+        d(per_dim(dilation, 2, op, "dilation")),
+        pads(pool_pads(padding, 2, op)) {
+    if (x.ndim() < 2) throw ShapeError(cat(op, ": needs at least 2 dims, got shape ", x.shape()));
+    for (size_t j = 0; j < 2; ++j) {
+      // as PyTorch: the padding is at most half the (dilated, for max) kernel
+      const int64_t span = pad_vs_dilated_kernel ? d[j] * (k[j] - 1) + 1 : k[j];
+      for (int64_t p : {pads[j].first, pads[j].second})
+        if (p < 0 || 2 * p > span)
+          throw ShapeError(
+              cat(op, ": padding ", p, " must be between 0 and half the kernel size ", span));
+    }
+  }
+};
+}  // namespace detail
+
+TINYT_INLINE Tensor Tensor::max_pool2d(IntOrVec kernel, IntOrVec stride, IntOrVec dilation,
+                                 IntOrVec padding) const {
+  detail::Pool2d p(*this, kernel, stride, dilation, padding, "max_pool2d", true);
+  const double lowest =
+      dtype().is_float() ? -INFINITY : static_cast<double>(dtypes::min_int(dtype()));
+  Tensor x = detail::pad_last(*this, p.pads, lowest);
+  return detail::max_over(detail::sliding_windows(x, p.k, p.s, p.d, "max_pool2d"),
+                          detail::last_axes(2), false);
+}
+
+TINYT_INLINE Tensor Tensor::avg_pool2d(IntOrVec kernel, IntOrVec stride, IntOrVec dilation,
+                                 IntOrVec padding, bool count_include_pad) const {
+  detail::Pool2d p(*this, kernel, stride, dilation, padding, "avg_pool2d", false);
+  auto windows = [&](const Tensor& t) {
+    return detail::sliding_windows(detail::pad_last(t, p.pads), p.k, p.s, p.d, "avg_pool2d");
+  };
+  if (count_include_pad) return windows(*this).mean(detail::last_axes(2));
+  // divide by how many of each window's elements are not padding
+  Tensor x = cast(detail::stats_acc_dtype(dtype()));  // float16 sums and divides in float32, as mean
+  return windows(x)
+      .sum(detail::last_axes(2))
+      .div(windows(Tensor::ones_like(x)).sum(detail::last_axes(2)))
+      .cast(least_upper_float(dtype()));
+}
+
+// -- normalization ---------------------------------------------------------------------------
+
+TINYT_INLINE Tensor Tensor::layernorm(int axis, double eps) const {
+  const int ax = normalize_axis(axis, ndim(), "layernorm");
+  Tensor x = cast(detail::stats_acc_dtype(dtype()));  // float16 normalizes in float32, as PyTorch
+  Tensor centered = x.sub(x.mean(ax, true));
+  return centered.mul(centered.square().mean(ax, true).add(eps).rsqrt()).cast(least_upper_float(dtype()));
+}
+
+TINYT_INLINE Tensor Tensor::batchnorm(const Tensor& weight, const Tensor& bias, const Tensor& mean,
+                                const Tensor& invstd) const {
+  const auto s = cshape();
+  if (s.size() < 2)
+    throw ShapeError(detail::cat("batchnorm: needs (N, C, ...) input, got shape ", shape()));
+  std::vector<int64_t> per_channel(s.size(), 1);
+  per_channel[1] = s[1];
+  auto channel = [&](const Tensor& t, const char* what) {
+    if (t.numel() != s[1])
+      throw ShapeError(detail::cat("batchnorm: ", what, " of shape ", t.shape(), " does not match ",
+                                   s[1], " channels of input ", shape()));
+    return t.reshape(Shape(per_channel));
+  };
+  Tensor x = sub(channel(mean, "mean"));
+  if (weight.defined()) x = x.mul(channel(weight, "weight"));
+  x = x.mul(channel(invstd, "invstd"));
+  return bias.defined() ? x.add(channel(bias, "bias")) : x;
+}
+
+// -- attention -------------------------------------------------------------------------------
+
+TINYT_INLINE Tensor Tensor::scaled_dot_product_attention(const Tensor& k, const Tensor& v,
+                                                   const Tensor& mask, bool is_causal) const {
+  if (ndim() < 2 || k.ndim() < 2 || v.ndim() < 2)
+    throw ShapeError(detail::cat("scaled_dot_product_attention: query ", shape(), ", key ",
+                                 k.shape(), " and value ", v.shape(), " need at least 2 dims"));
+  if (is_causal && mask.defined())
+    throw Error("scaled_dot_product_attention: give a mask or is_causal, not both");
+  const DType dt = least_upper_dtype({dtype(), k.dtype(), dtypes::float32});
+  const auto qs = cshape(), ks = k.cshape();
+  const int64_t L = qs[qs.size() - 2], S = ks[ks.size() - 2];
+  Tensor scores = cast(dt)
+                      .matmul(k.cast(dt).transpose(-1, -2))
+                      .mul(1.0 / std::sqrt(static_cast<double>(qs.back())));
+  Tensor keep = mask;
+  if (is_causal)  // query i sees keys j <= i
+    keep = Tensor::arange(S).reshape({1, S}).le(Tensor::arange(L).reshape({L, 1}));
+  if (keep.defined())
+    scores = scores.add(keep.dtype().is_bool() ? keep.where(0.0, -INFINITY) : keep);
+  return scores.softmax(-1).cast(dtype()).matmul(v);
+}
+
+// -- losses ----------------------------------------------------------------------------------
+
+TINYT_INLINE Tensor Tensor::cross_entropy(const Tensor& target, double label_smoothing) const {
+  if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0))
+    throw Error(
+        detail::cat("cross_entropy: label_smoothing ", label_smoothing, " is not in [0, 1]"));
+  const auto xs = cshape(), ts = target.cshape();
+  if (xs.empty()) throw ShapeError("cross_entropy: the input needs a class dim, got a 0-d tensor");
+  const int ax = xs.size() >= 2 ? 1 : 0;  // PyTorch: (N, C, ...) or unbatched (C,)
+  const int64_t classes = xs[static_cast<size_t>(ax)];
+  Tensor logp = log_softmax(ax);
+  const double eps = label_smoothing / static_cast<double>(classes);
+  if (ts == xs) {  // class probabilities
+    if (!target.dtype().is_float())
+      throw DTypeError(
+          detail::cat("cross_entropy: a target of class probabilities must be float, not ",
+                      target.dtype().name()));
+    return logp.mul(target.mul(1.0 - label_smoothing).add(eps)).sum(ax).neg().mean();
+  }
+  if (ts != detail::drop_axis(xs, ax).to_vector())
+    throw ShapeError(detail::cat("cross_entropy: target of shape ", target.shape(),
+                                 " fits neither input ", shape(),
+                                 " (probabilities) nor its shape without the class dim (indices)"));
+  if (!target.dtype().is_int())
+    throw DTypeError(
+        detail::cat("cross_entropy: class indices must be integers, not ", target.dtype().name()));
+  // one-hot along the class axis, smoothed; PyTorch's ignore_index -100 drops a sample
+  std::vector<int64_t> cls(xs.size() - static_cast<size_t>(ax), 1);
+  cls[0] = classes;
+  Tensor t = target.unsqueeze(ax);
+  Tensor y =
+      t.eq(Tensor::arange(classes).reshape(Shape(cls))).where(1.0 - label_smoothing + eps, eps);
+  Tensor keep = target.ne(-100);
+  Tensor loss = keep.where(logp.mul(y).sum(ax).neg(), 0.0);
+  return loss.sum().div(keep.sum().cast(loss.dtype()));
+}
+
+/// Cross entropy of logits (..., C) against integer labels (...), averaged over the labels that
+/// are not ignore_index.
+TINYT_INLINE Tensor Tensor::sparse_categorical_crossentropy(const Tensor& labels, int64_t ignore_index,
+                                                      double label_smoothing) const {
+  if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0))
+    throw Error(detail::cat("sparse_categorical_crossentropy: label_smoothing ", label_smoothing,
+                            " is not in [0, 1]"));
+  const auto xs = cshape();
+  if (xs.empty() || labels.cshape() != std::vector<int64_t>(xs.begin(), xs.end() - 1))
+    throw ShapeError(detail::cat("sparse_categorical_crossentropy: labels of shape ",
+                                 labels.shape(), " do not fit logits of shape ", shape(),
+                                 " (expected its shape without the last dim)"));
+  if (!labels.dtype().is_int())
+    throw DTypeError(detail::cat("sparse_categorical_crossentropy: labels must be integers, not ",
+                                 labels.dtype().name()));
+  const int64_t classes = xs.back();
+  Tensor logp = log_softmax(-1);
+  Tensor keep = labels.ne(Tensor(ignore_index).cast(labels.dtype()));
+  Tensor hit = labels.unsqueeze(-1).eq(Tensor::arange(classes));
+  // (1 - ls) * log p[label] + ls * mean(log p)
+  Tensor picked = hit.where(logp, 0.0)
+                      .sum(-1)
+                      .mul(1.0 - label_smoothing)
+                      .add(logp.mean(-1).mul(label_smoothing));
+  Tensor loss = keep.where(picked, 0.0).sum().neg();
+  return loss.div(keep.sum().cast(loss.dtype()));
+}
+
+namespace detail {
+inline void same_shape(const Tensor& x, const Tensor& target, const char* op) {
+  if (x.shape() != target.shape())
+    throw ShapeError(
+        cat(op, ": target of shape ", target.shape(), " differs from input ", x.shape()));
+}
+}  // namespace detail
+
+TINYT_INLINE Tensor Tensor::binary_crossentropy(const Tensor& target) const {
+  detail::same_shape(*this, target, "binary_crossentropy");
+  // log is clamped at -100, as PyTorch, so p = 0 or 1 gives a finite loss
+  Tensor p = cast(least_upper_float(dtype()));
+  Tensor lp = p.log().maximum(-100.0), lq = p.neg().add(1).log().maximum(-100.0);
+  return target.mul(lp).add(target.neg().add(1).mul(lq)).neg().mean();
+}
+
+TINYT_INLINE Tensor Tensor::binary_crossentropy_logits(const Tensor& target) const {
+  detail::same_shape(*this, target, "binary_crossentropy_logits");
+  // max(x, 0) - x*t + log(1 + exp(-|x|))
+  Tensor x = cast(least_upper_float(dtype()));
+  return x.relu().sub(x.mul(target)).add(x.abs().neg().exp().add(1).log()).mean();
+}
+
+// -- dropout ---------------------------------------------------------------------------------
+
+TINYT_INLINE Tensor Tensor::dropout(double p) const {
+  if (!(p >= 0.0 && p <= 1.0))
+    throw Error(detail::cat("dropout: probability ", p, " is not in [0, 1]"));
+  if (!Tensor::training || p == 0.0) return *this;
+  if (!dtype().is_float())
+    throw DTypeError(detail::cat("dropout: needs a float tensor, not ", dtype().name()));
+  if (p == 1.0) return Tensor::zeros_like(*this);
+  return Tensor::rand_like(*this).ge(p).where(mul(1.0 / (1.0 - p)), 0.0);
+}
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/ops/nn.hpp ----
+// ---- tinyt/gradient.hpp ----
+// Gradients as more graph: each primitive op has a rule that builds the gradient of its sources
+// from the gradient of its output, and a reverse walk over the tensor-level graph applies them.
+// The backward pass is then ordinary lazy tensors, scheduled and fused with everything else.
+
+#include <numbers>
+#include <unordered_set>
+
+
+namespace tinyt::inline v0 {
+
+namespace gradient_detail {
+using tinyt::detail::cat;
+
+// One rule: (gradient of the output, the node) -> gradients of its sources; an empty handle
+// where none flows (a condition, an integer operand).
+using Rule = std::vector<Tensor> (*)(const Tensor& grad, const UOp& node);
+
+inline Tensor src(const UOp& node, size_t i) { return Tensor(node.src(i)); }
+inline std::vector<int64_t> shape_of(const UOp& u) { return graph::concrete_shape(u); }
+
+// Whether u is the constant 0, possibly broadcast.
+inline bool is_zero(const UOp& u) {
+  const UOp* x = &u;
+  while (x->op() == Ops::EXPAND || x->op() == Ops::RESHAPE) x = &x->src(0);
+  return x->op() == Ops::CONST && x->const_float() == 0.0;
+}
+
+// grad * derivative, with a gradient masked by where(c, g, 0) kept masked outside the product:
+// where(c, g * d, 0) instead of where(c, g, 0) * d, so an inf or NaN derivative in the branch
+// a where did not take (log or sqrt at 0, say) gives 0, not NaN.
+template <class F> Tensor chain(const Tensor& grad, F&& times_derivative) {
+  const UOp& g = grad.uop();
+  if (g.op() == Ops::WHERE && is_zero(g.src(2))) return Tensor(g.src(0)).where(chain(Tensor(g.src(1)), times_derivative), 0);
+  if (g.op() == Ops::WHERE && is_zero(g.src(1))) return Tensor(g.src(0)).where(0, chain(Tensor(g.src(2)), times_derivative));
+  return times_derivative(grad);
+}
+
+// The sum of `grad` over the axes an EXPAND broadcast, back to the shape before it.
+inline Tensor unbroadcast(const Tensor& grad, const std::vector<int64_t>& shape) {
+  const std::vector<int64_t> big = shape_of(grad.uop());
+  std::vector<int> axes;
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] != big[i]) axes.push_back(static_cast<int>(i));
+  if (axes.empty()) return grad;
+  return grad.sum(axes, true).cast(grad.dtype());
+}
+
+inline std::vector<Tensor> max_grad(const Tensor& g, const Tensor& a, const Tensor& b) {
+  // ties split the gradient evenly, as PyTorch's maximum does
+  const Tensor half = g.mul(0.5);
+  return {a.gt(b).where(g, a.eq(b).where(half, 0)), b.gt(a).where(g, a.eq(b).where(half, 0))};
+}
+
+inline std::vector<Tensor> reduce_grad(const Tensor& g, const UOp& node) {
+  const Tensor x = src(node, 0), out(node);
+  const std::vector<int64_t> in_shape = shape_of(node.src(0));
+  const Ops op = node.arg()[0].get<Ops>();
+  if (op == Ops::ADD) return {g.expand(Shape(in_shape))};
+  if (op == Ops::MAX) {
+    // every element equal to the max shares its gradient, as tinygrad (and PyTorch's amax) do
+    std::vector<int> axes;
+    for (int64_t a : node.arg()[1].ints()) axes.push_back(static_cast<int>(a));
+    const Tensor is_max = x.eq(out.expand(Shape(in_shape))).cast(x.dtype());
+    const Tensor share = is_max.div(is_max.sum(axes, true).cast(x.dtype()).expand(Shape(in_shape)));
+    return {share.mul(g.expand(Shape(in_shape)))};
+  }
+  if (op == Ops::MUL) return {g.mul(out).expand(Shape(in_shape)).div(x)};  // the product of the others
+  return {Tensor()};
+}
+
+// clang-format off
+inline const std::vector<std::pair<Ops, Rule>>& rule_list() {
+  static const std::vector<std::pair<Ops, Rule>> rules = {
+    // x + y -> g, g;  x - y -> g, -g;  -x -> -g
+    {Ops::ADD, [](const Tensor& g, const UOp&) { return std::vector{g, g}; }},
+    {Ops::SUB, [](const Tensor& g, const UOp&) { return std::vector{g, g.neg()}; }},
+    {Ops::NEG, [](const Tensor& g, const UOp&) { return std::vector{g.neg()}; }},
+    // x * y -> g y, g x
+    {Ops::MUL, [](const Tensor& g, const UOp& n) {
+      return std::vector{chain(g, [&](const Tensor& h) { return h.mul(src(n, 1)); }),
+                         chain(g, [&](const Tensor& h) { return h.mul(src(n, 0)); })}; }},
+    // x / y -> g / y, -(g / y) * (x / y)
+    {Ops::FDIV, [](const Tensor& g, const UOp& n) {
+      return std::vector{chain(g, [&](const Tensor& h) { return h.div(src(n, 1)); }),
+                         chain(g, [&](const Tensor& h) { return h.div(src(n, 1)).mul(Tensor(n)).neg(); })}; }},
+    // 1/x -> -g / x^2
+    {Ops::RECIPROCAL, [](const Tensor& g, const UOp& n) {
+      return std::vector{chain(g, [&](const Tensor& h) { return h.mul(Tensor(n)).mul(Tensor(n)).neg(); })}; }},
+    // sqrt(x) -> g / (2 sqrt(x))
+    {Ops::SQRT, [](const Tensor& g, const UOp& n) {
+      return std::vector{chain(g, [&](const Tensor& h) { return h.div(Tensor(n).mul(2)); })}; }},
+    // 2^x -> g 2^x ln 2
+    {Ops::EXP2, [](const Tensor& g, const UOp& n) {
+      return std::vector{chain(g, [&](const Tensor& h) { return h.mul(Tensor(n)).mul(std::numbers::ln2); })}; }},
+    // log2(x) -> g / (x ln 2)
+    {Ops::LOG2, [](const Tensor& g, const UOp& n) {
+      return std::vector{chain(g, [&](const Tensor& h) { return h.div(src(n, 0).mul(std::numbers::ln2)); })}; }},
+    // sin(x) -> g cos(x)
+    {Ops::SIN, [](const Tensor& g, const UOp& n) {
+      return std::vector{chain(g, [&](const Tensor& h) { return h.mul(src(n, 0).cos()); })}; }},
+    // b^e -> g e b^(e-1), g b^e ln b (0 where b == 0 and e >= 0, as PyTorch)
+    {Ops::POW, [](const Tensor& g, const UOp& n) {
+      const Tensor b = src(n, 0), e = src(n, 1), out(n);
+      return std::vector{
+          chain(g, [&](const Tensor& h) { return h.mul(e.eq(0).where(0, e.mul(b.pow(e.sub(1))))); }),
+          chain(g, [&](const Tensor& h) { return h.mul(b.eq(0).logical_and(e.ge(0)).where(0, out.mul(b.log()))); })}; }},
+    // max(x, y): to the larger, split on ties
+    {Ops::MAX, [](const Tensor& g, const UOp& n) { return max_grad(g, src(n, 0), src(n, 1)); }},
+    // where(c, x, y) -> -, where(c, g, 0), where(c, 0, g)
+    {Ops::WHERE, [](const Tensor& g, const UOp& n) {
+      const Tensor c = src(n, 0);
+      return std::vector{Tensor(), c.where(g, 0), c.where(0, g)}; }},
+    // trunc is flat almost everywhere (PyTorch gives 0 too)
+    {Ops::TRUNC, [](const Tensor& g, const UOp&) { return std::vector{Tensor::zeros_like(g)}; }},
+    // cast(x) -> cast(g) back
+    {Ops::CAST, [](const Tensor& g, const UOp& n) { return std::vector{g.cast(n.src(0).dtype())}; }},
+    {Ops::REDUCE_AXIS, [](const Tensor& g, const UOp& n) { return reduce_grad(g, n); }},
+    // movement: the inverse movement of the gradient
+    {Ops::RESHAPE, [](const Tensor& g, const UOp& n) { return std::vector{Tensor(graph::reshape(g.uop(), shape_of(n.src(0))))}; }},
+    {Ops::EXPAND, [](const Tensor& g, const UOp& n) { return std::vector{unbroadcast(g, shape_of(n.src(0)))}; }},
+    {Ops::PERMUTE, [](const Tensor& g, const UOp& n) {
+      const std::vector<int64_t> order = n.arg().ints();
+      std::vector<int64_t> inverse(order.size());
+      for (size_t i = 0; i < order.size(); ++i) inverse[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
+      return std::vector{Tensor(graph::permute(g.uop(), inverse))}; }},
+    {Ops::PAD, [](const Tensor& g, const UOp& n) {
+      const std::vector<int64_t> in = shape_of(n.src(0));
+      std::vector<std::pair<int64_t, int64_t>> keep;
+      for (size_t i = 0; i < in.size(); ++i) {
+        const int64_t before = n.arg()[i][0].as_int();
+        keep.emplace_back(before, before + in[i]);
+      }
+      return std::vector{Tensor(graph::shrink(g.uop(), keep))}; }},
+    {Ops::SHRINK, [](const Tensor& g, const UOp& n) {
+      const std::vector<int64_t> in = shape_of(n.src(0));
+      std::vector<std::pair<int64_t, int64_t>> around;
+      for (size_t i = 0; i < in.size(); ++i) around.emplace_back(n.arg()[i][0].as_int(), in[i] - n.arg()[i][1].as_int());
+      return std::vector{Tensor(graph::pad(g.uop(), around))}; }},
+    {Ops::FLIP, [](const Tensor& g, const UOp& n) {
+      std::vector<bool> axes;
+      for (const Arg& a : n.arg().tuple()) axes.push_back(a.get<bool>());
+      return std::vector{Tensor(graph::flip(g.uop(), axes))}; }},
+    // identities for the gradient; contiguous_backward realizes it
+    {Ops::CONTIGUOUS, [](const Tensor& g, const UOp&) { return std::vector{g}; }},
+    {Ops::CONTIGUOUS_BACKWARD, [](const Tensor& g, const UOp&) { return std::vector{g.contiguous()}; }},
+    {Ops::COPY, [](const Tensor& g, const UOp& n) { return std::vector{g.to(graph::device_of(n.src(0))), Tensor()}; }},
+  };
+  return rules;
+}
+// clang-format on
+
+inline const std::array<Rule, op_count>& rules() {
+  static const std::array<Rule, op_count> table = [] {
+    std::array<Rule, op_count> t{};
+    for (const auto& [op, rule] : rule_list()) t[static_cast<size_t>(op)] = rule;
+    return t;
+  }();
+  return table;
+}
+
+// d(root)/d(node) for every node between root and a target, starting from d(root)/d(root) = seed.
+// A gradient flows only through floating-point nodes other than DETACH: an integer or bool value
+// (a cast to int, a comparison, argmax, a where's condition) is flat almost everywhere, so a
+// target reached only that way gets zeros, as in PyTorch and tinygrad. A floating-point op with
+// no rule on the way to a target is an error, not a silent zero.
+inline std::unordered_map<const UOpNode*, Tensor> backpropagate(const UOp& root, const Tensor& seed,
+                                                                const std::vector<Tensor>& targets) {
+  using tinyt::detail::cat;
+  std::unordered_set<const UOpNode*> wanted;
+  for (const Tensor& t : targets) wanted.insert(t.uop().get());
+  const std::vector<UOp> order = toposort(root);
+  // `through`: a gradient reaching the node flows on to a target below it
+  std::unordered_set<const UOpNode*> through;
+  auto leads = [&](const UOp& u) { return wanted.count(u.get()) || through.count(u.get()); };
+  for (const UOp& u : order)
+    if (u.dtype().is_float() && u.op() != Ops::DETACH && std::any_of(u.src().begin(), u.src().end(), leads))
+      through.insert(u.get());
+  std::unordered_map<const UOpNode*, Tensor> grads;
+  grads.emplace(root.get(), seed);
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const UOp& node = *it;
+    auto g = grads.find(node.get());
+    if (g == grads.end() || !through.count(node.get())) continue;
+    const Rule rule = rules()[static_cast<size_t>(node.op())];
+    if (!rule) {
+      const std::vector<UOp> below = toposort(node);
+      size_t i = 0;
+      while (i + 1 < targets.size() && std::find(below.begin(), below.end(), targets[i].uop()) == below.end()) ++i;
+      throw Error(cat("gradient: the loss depends on target ", i, " (shape ", targets[i].shape(), ") through ",
+                      op_name(node.op()), ", which has no gradient rule"));
+    }
+    const std::vector<Tensor> src_grads = rule(g->second, node);
+    for (size_t i = 0; i < src_grads.size(); ++i) {
+      const UOp& s = node.src(i);
+      if (!src_grads[i].defined() || !leads(s)) continue;
+      auto [slot, fresh] = grads.try_emplace(s.get(), src_grads[i]);
+      if (!fresh) slot->second = slot->second.add(src_grads[i]);
+    }
+  }
+  return grads;
+}
+}  // namespace gradient_detail
+
+TINYT_INLINE std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& targets, const Tensor& seed) const {
+  using tinyt::detail::cat;
+  if (!dtype().is_float()) throw DTypeError(cat("gradient: the loss is ", dtype().name(), "; only floating-point values have gradients"));
+  Tensor start = seed;
+  if (!start.defined()) {
+    if (numel() != 1)
+      throw ShapeError(cat("gradient: the loss has shape ", shape(), "; only a scalar has an implicit seed (pass one of shape ", shape(), ")"));
+    start = Tensor::ones_like(*this);
+  } else if (start.shape() != shape()) {
+    throw ShapeError(cat("gradient: the seed has shape ", start.shape(), " but the loss has shape ", shape()));
+  }
+  start = start.cast(dtype());
+  for (size_t i = 0; i < targets.size(); ++i)
+    if (!targets[i].dtype().is_float())
+      throw DTypeError(cat("gradient: target ", i, " is ", targets[i].dtype().name(), "; only floating-point tensors have gradients"));
+  const auto grads = gradient_detail::backpropagate(uop(), start, targets);
+  std::vector<Tensor> out;
+  for (const Tensor& t : targets) {
+    auto g = grads.find(t.uop().get());
+    // unused, detached, or reached only through integer or bool values
+    out.push_back(g != grads.end() ? g->second : Tensor::zeros(t.shape(), t.dtype(), t.device()));
+  }
+  return out;
+}
+
+TINYT_INLINE const Tensor& Tensor::backward(const Tensor& seed) const {
+  const std::vector<UOp> nodes = toposort(uop());
+  std::unordered_set<const UOpNode*> in_graph;
+  for (const UOp& u : nodes) in_graph.insert(u.get());
+  std::vector<Tensor> targets;
+  for (const auto& d : live_tensors().snapshot())
+    if (auto [u, wants_grad] = shared_fields(*d); wants_grad && in_graph.count(u.get())) targets.push_back(Tensor(d));
+  if (targets.empty())
+    throw Error(tinyt::detail::cat("backward: nothing in the graph of this ", shape(), " tensor requires grad",
+                                   " (set requires_grad(true) on the parameters before building the loss, and call backward before realizing it)"));
+  const std::vector<Tensor> grads = gradient(targets, seed);
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const Tensor old = targets[i].grad();
+    targets[i].set_grad(old.defined() ? old.add(grads[i]) : grads[i]);
+  }
+  return *this;
+}
+
+TINYT_INLINE Tensor& Tensor::requires_grad(bool on) {
+  if (on && !dtype().is_float())
+    throw DTypeError(tinyt::detail::cat("requires_grad: a ", dtype().name(), " tensor cannot require grad; only floating-point ones can"));
+  if (on && !requires_grad()) {
+    // Gradients are found by graph node, and equal lazy graphs are one node (w1 = zeros(3) and
+    // w2 = zeros(3) would get the sum of both gradients): a parameter is memory of its own. Not
+    // a new name for shared memory: the scheduler orders the kernels that read and overwrite
+    // memory by BUFFER node, and an optimizer step would write one in place.
+    own_memory();  // realizes, so it runs before the lock below is taken
+  }
+  std::unique_lock lock(data_mu());  // read by other threads' backward
+  d_->requires_grad = on;
+  return *this;
+}
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/gradient.hpp ----
+
+// nn
+// ---- tinyt/nn/optim_impl.hpp ----
+// Definitions of optim.hpp, compiled with the engine (config.hpp).
+
+
+namespace tinyt::inline v0::nn::optim {
+
+// -- Optimizer --------------------------------------------------------------------------------
+
+TINYT_INLINE Optimizer::Optimizer(std::string name, const std::vector<Tensor>& params, double lr_value)
+    : name_(std::move(name)) {
+  check_arg("lr", lr_value, 0.0);
+  for (size_t i = 0; i < params.size(); ++i)
+    if (!params[i].defined())
+      throw Error(tinyt::detail::cat(name_, ": param ", i, " is the empty Tensor() handle"));
+  // Tensors compare by value, not by identity, so copies of one tensor are found through its
+  // grad, which copies share: mark each tensor's grad in turn; one already marked is a copy.
+  std::vector<Tensor> saved;
+  for (const Tensor& p : params) saved.push_back(p.grad());
+  for (Tensor p : params) p.set_grad({});
+  std::vector<size_t> kept;
+  for (size_t i = 0; i < params.size(); ++i) {
+    Tensor p = params[i];
+    if (p.grad().defined()) continue;
+    p.set_grad(Tensor(0.0f));
+    kept.push_back(i);
+  }
+  for (size_t i = 0; i < params.size(); ++i) Tensor(params[i]).set_grad(saved[i]);
+
+  bool any_float64 = false;
+  for (size_t i : kept) {
+    Tensor p = params[i];
+    if (p.requires_grad_setting() == std::optional<bool>(false)) {
+      buffers_.push_back(p);
+      continue;
+    }
+    if (!p.dtype().is_float())
+      throw DTypeError(tinyt::detail::cat(name_, ": param ", i, " of shape ", p.shape(), " is ",
+                                          p.dtype().name(),
+                                          "; only floating-point tensors can be trained"));
+    if (!p.requires_grad_setting())
+      p.requires_grad(true);  // as tinygrad: handing it over means training it
+    any_float64 = any_float64 || p.dtype() == dtypes::float64;
+    params_.push_back(p);
+  }
+  if (params_.empty()) throw Error(tinyt::detail::cat(name_, ": got no param to train"));
+  const std::string device = params_[0].device();
+  for (size_t i = 1; i < params_.size(); ++i)
+    if (params_[i].device() != device)
+      throw DeviceError(
+          tinyt::detail::cat(name_, ": params are on ", device, " and ", params_[i].device()));
+  // float32 at least, so a float16 model still steps with its learning rate as given
+  const DType lr_dtype = any_float64 ? dtypes::float64 : dtypes::float32;
+  lr = Tensor::empty({}, lr_dtype, device);
+  lr.assign(lr_value);  // rounded once from the double
+  state_.push_back(lr);
+}
+
+TINYT_INLINE void Optimizer::check_arg(const char* what, double value, double lo, double hi) const {
+  if (!(value >= lo && value < hi))
+    throw Error(tinyt::detail::cat(name_, ": invalid ", what, " ", value, " (must be >= ", lo,
+                                   std::isinf(hi) ? "" : tinyt::detail::cat(" and < ", hi), ")"));
+}
+
+TINYT_INLINE Tensor Optimizer::new_state(const Shape& shape, DType dtype, double value) {
+  Tensor t = Tensor::empty(shape, dtype, params_[0].device());
+  t.assign(value);
+  state_.push_back(t);
+  return t;
+}
+
+TINYT_INLINE void Optimizer::finish_init() {
+  std::vector<Tensor> all = params_;
+  // the buffers too: a layer's running statistics start lazy, and an assign into a lazy tensor
+  // realizes it first, on its own
+  for (const auto* list : {&buffers_, &state_}) all.insert(all.end(), list->begin(), list->end());
+  realize_tensors(all);
+}
+
+TINYT_INLINE std::vector<Tensor> Optimizer::schedule_step() {
+  std::vector<Tensor> grads;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Tensor& p = params_[i];
+    Tensor g = p.grad();
+    if (!g.defined())
+      throw Error(tinyt::detail::cat(
+          name_, ".step: param ", i, " of shape ", p.shape(),
+          " has no grad (not used by the loss, or no backward() since zero_grad())"));
+    if (g.shape() != p.shape())
+      throw ShapeError(tinyt::detail::cat(name_, ".step: the grad of param ", i, " has shape ",
+                                          g.shape(), ", the param ", p.shape()));
+    if (!g.dtype().is_float())
+      throw DTypeError(tinyt::detail::cat(name_, ".step: the grad of param ", i, " of shape ",
+                                          p.shape(), " is ", g.dtype().name()));
+    if (g.device() != p.device())
+      throw DeviceError(tinyt::detail::cat(name_, ".step: the grad of param ", i, " of shape ",
+                                           p.shape(), " is on ", g.device(), ", the param on ",
+                                           p.device()));
+    grads.push_back(g);
+  }
+  std::vector<Tensor> next = updated(grads);
+  for (size_t i = 0; i < params_.size(); ++i) params_[i].assign(next[i]);
+  // the grads go in too: they may still be lazy and read the params' old values
+  std::vector<Tensor> out = state_;
+  for (const auto* list : {&params_, &buffers_, &grads})
+    out.insert(out.end(), list->begin(), list->end());
+  return out;
+}
+
+// -- SGD ----------------------------------------------------------------------------------------
+
+TINYT_INLINE SGD::SGD(const std::vector<Tensor>& params, double lr_value, double momentum,
+                double weight_decay, bool nesterov)
+    : Optimizer("SGD", params, lr_value),
+      momentum_(momentum),
+      wd_(weight_decay),
+      nesterov_(nesterov) {
+  check_arg("momentum", momentum, 0.0);
+  check_arg("weight_decay", weight_decay, 0.0);
+  if (nesterov && momentum <= 0.0) throw Error("SGD: nesterov momentum needs a momentum > 0");
+  if (momentum != 0.0)
+    for (const Tensor& p : params_) velocity_.push_back(new_state(p.shape(), p.dtype(), 0.0));
+  finish_init();
+}
+
+TINYT_INLINE std::vector<Tensor> SGD::updated(const std::vector<Tensor>& grads) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor p = params_[i].detach(), g = grads[i];
+    if (wd_ != 0.0) g = g + p * wd_;
+    if (momentum_ != 0.0) {
+      // the velocity starts at zero, so the first step sets it to g, as PyTorch's first step does
+      velocity_[i].assign(velocity_[i] * momentum_ + g);
+      g = nesterov_ ? Tensor(g + velocity_[i] * momentum_) : velocity_[i];
+    }
+    out.push_back(p - lr * g);
+  }
+  return out;
+}
+
+// -- Adam, AdamW, LAMB ------------------------------------------------------------------------
+
+namespace detail {
+TINYT_INLINE Moments::Moments(const char* name, Kind kind, const std::vector<Tensor>& params,
+                        double lr_value, double b1, double b2, double eps, double weight_decay)
+    : Optimizer(name, params, lr_value),
+      kind_(kind),
+      b1_(b1),
+      b2_(b2),
+      eps_(eps),
+      wd_(weight_decay) {
+  check_arg("b1", b1, 0.0, 1.0);
+  check_arg("b2", b2, 0.0, 1.0);
+  check_arg("eps", eps, 0.0);
+  check_arg("weight_decay", weight_decay, 0.0);
+  b1_t_ = new_state({}, dtypes::float64, 1.0);
+  b2_t_ = new_state({}, dtypes::float64, 1.0);
+  for (const Tensor& p : params_) {
+    m_.push_back(new_state(p.shape(), p.dtype(), 0.0));
+    v_.push_back(new_state(p.shape(), p.dtype(), 0.0));
+  }
+  finish_init();
+}
+
+TINYT_INLINE std::vector<Tensor> Moments::updated(const std::vector<Tensor>& grads) {
+  b1_t_.assign(b1_t_ * b1_);
+  b2_t_.assign(b2_t_ * b2_);
+  // the bias corrections in float64, as PyTorch computes them on Python floats, then in lr's
+  // dtype (float32, or float64 for float64 params)
+  const DType dt = lr.dtype();
+  const Tensor lr64 = lr.cast(dtypes::float64);
+  const Tensor bc1 = (1.0 - b1_t_).cast(dt), bc2 = (1.0 - b2_t_).cast(dt);
+  const Tensor step_size = (lr64 / (1.0 - b1_t_)).cast(dt);
+  const Tensor bc2_sqrt = (1.0 - b2_t_).sqrt().cast(dt);
+  const Tensor decay = (1.0 - lr64 * wd_).cast(dt);
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor p = params_[i].detach(), g = grads[i];
+    if (kind_ == Kind::adam && wd_ != 0.0) g = g + p * wd_;
+    // PyTorch's lerp_(g, 1 - b1), which rounds differently above and below a weight of 0.5
+    const double w = 1.0 - b1_;
+    m_[i].assign(w < 0.5 ? Tensor(m_[i] + (g - m_[i]) * w) : Tensor(g - (g - m_[i]) * (1.0 - w)));
+    v_[i].assign(v_[i] * b2_ + g * (1.0 - b2_) * g);
+    if (kind_ == Kind::lamb) {
+      Tensor up = (m_[i] / bc1) / ((v_[i] / bc2).sqrt() + eps_);
+      if (wd_ != 0.0) up = up + p * wd_;
+      Tensor r1 = p.square().sum().sqrt(), r2 = up.square().sum().sqrt();
+      Tensor trust = (r1 > 0).where((r2 > 0).where(r1 / r2, 1.0), 1.0);
+      out.push_back(p - lr * trust * up);
+      continue;
+    }
+    if (kind_ == Kind::adamw && wd_ != 0.0) p = p * decay;
+    out.push_back(p - step_size * (m_[i] / (v_[i].sqrt() / bc2_sqrt + eps_)));
+  }
+  return out;
+}
+}  // namespace detail
+
+}  // namespace tinyt::inline v0::nn::optim
+// ---- end tinyt/nn/optim_impl.hpp ----
+// ---- tinyt/nn/safetensors_impl.hpp ----
+// Definitions of safetensors.hpp, compiled with the engine (config.hpp).
+
+
+
 
 namespace tinyt::inline v0 {
 namespace nn::state {
@@ -12802,8 +13070,8 @@ inline SafeHeader read_header(io::InFile& f, const char* op) {
 /// Writes `tensors` (realized first) and the string pairs in `metadata` to `path` as a
 /// safetensors file, byte-identical to what Hugging Face's writer makes of the same input (with
 /// several metadata pairs, up to their order, which that writer leaves to a hash map).
-inline void safe_save(const std::map<std::string, Tensor>& tensors, const std::string& path,
-                      const std::map<std::string, std::string>& metadata = {}) {
+TINYT_INLINE void safe_save(const std::map<std::string, Tensor>& tensors, const std::string& path,
+                            const std::map<std::string, std::string>& metadata) {
   using detail::cat;
   using json::quote;
   const std::string file = io::where("safe_save", path);
@@ -12875,7 +13143,7 @@ inline void safe_save(const std::map<std::string, Tensor>& tensors, const std::s
 /// The tensors of the safetensors file at `path`, with its dtypes and shapes, on the default
 /// device. Error naming the file and the problem for anything malformed (DTypeError for a dtype
 /// tinyt does not have).
-inline std::map<std::string, Tensor> safe_load(const std::string& path) {
+TINYT_INLINE std::map<std::string, Tensor> safe_load(const std::string& path) {
   using detail::cat;
   io::InFile f(path, "safe_load");
   const detail::SafeHeader h = detail::read_header(f, "safe_load");
@@ -12901,26 +13169,19 @@ inline std::map<std::string, Tensor> safe_load(const std::string& path) {
 
 /// The `__metadata__` string pairs of the safetensors file at `path` (empty when it has none);
 /// the whole header is checked as safe_load checks it, but no tensor data is read.
-inline std::map<std::string, std::string> safe_load_metadata(const std::string& path) {
+TINYT_INLINE std::map<std::string, std::string> safe_load_metadata(const std::string& path) {
   io::InFile f(path, "safe_load_metadata");
   return detail::read_header(f, "safe_load_metadata").metadata;
 }
 
 }  // namespace nn::state
 }  // namespace tinyt::inline v0
-// ---- end tinyt/nn/safetensors.hpp ----
-// ---- tinyt/nn/datasets.hpp ----
-// Datasets from local files: the IDX format of MNIST and Fashion-MNIST (plain or gzip'd), and
-// fashion_mnist() as tinygrad's nn.datasets.mnist(fashion=True) gives it. gzip is read through
-// zlib opened with dlopen, like every runtime library tinyt uses: nothing to link, and a missing
-// libz is a DeviceError saying so.
-//
-// IDX: a 4-byte magic (0, 0, element type, number of dims), each dim a big-endian uint32, then
-// the elements, row-major and big-endian. Every size is checked before memory is allocated for
-// it, and gzip data is inflated only as far as it really goes, so a file that lies about its dims
-// can neither read out of bounds nor make us allocate what it does not hold.
+// ---- end tinyt/nn/safetensors_impl.hpp ----
+// ---- tinyt/nn/datasets_impl.hpp ----
+// Definitions of datasets.hpp, compiled with the engine (config.hpp).
 
 #include <climits>
+#include <filesystem>
 
 
 namespace tinyt::inline v0 {
@@ -13046,7 +13307,7 @@ inline std::string hex_byte(unsigned v) {
 /// and its element type as uint8, int8, int16, int32, float32 or float64. Error naming the file
 /// for a bad magic, an unknown type, dims that disagree with the data, truncated or corrupt gzip;
 /// DeviceError when a .gz file needs a zlib that cannot be opened.
-inline Tensor load_idx(const std::string& path) {
+TINYT_INLINE Tensor load_idx(const std::string& path) {
   using detail::cat;
   detail::Source src(path, "load_idx");
   const std::string& file = src.file();
@@ -13114,15 +13375,11 @@ inline Tensor load_idx(const std::string& path) {
   return Tensor::from_blob(data.data(), Shape(dims), dt);
 }
 
-/// A dataset split into training and test sets: images X and labels Y.
-struct Mnist {
-  Tensor X_train, Y_train, X_test, Y_test;
-};
 
 /// Fashion-MNIST from the four .gz IDX files in `dir` (default: $FASHION_MNIST_DIR, else
 /// /usr/share/datasets/fashion-mnist): X uint8 of shape (N, 1, 28, 28), Y uint8 labels 0..9 of
 /// shape (N), N = 60000 for training and 10000 for test, as tinygrad's nn.datasets.mnist gives.
-inline Mnist fashion_mnist(std::string dir = "") {
+TINYT_INLINE Mnist fashion_mnist(std::string dir) {
   using detail::cat;
   if (dir.empty()) {
     const char* env = std::getenv("FASHION_MNIST_DIR");
@@ -13166,5 +13423,18 @@ inline Mnist fashion_mnist(std::string dir = "") {
 
 }  // namespace nn::datasets
 }  // namespace tinyt::inline v0
-// ---- end tinyt/nn/datasets.hpp ----
+// ---- end tinyt/nn/datasets_impl.hpp ----
+// ---- end tinyt/implementation.hpp ----
+#else
+namespace tinyt::inline v0::link_check {
+// Defined where the implementation is compiled (config.hpp). Every file that includes tinyt.hpp
+// calls it from a cold function of its own, so a program without the implementation fails to link
+// with its name in the first error, and one with two implementations fails with "multiple
+// definition" of it.
+int define_TINYT_IMPLEMENTATION_in_exactly_one_file_or_link_tinyt();
+[[gnu::used, gnu::cold]] static int implementation_is_linked() {
+  return define_TINYT_IMPLEMENTATION_in_exactly_one_file_or_link_tinyt();
+}
+}  // namespace tinyt::inline v0::link_check
+#endif
 // ---- end tinyt.hpp ----

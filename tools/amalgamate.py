@@ -27,6 +27,7 @@ HEADER = """\
 class Amalgamator:
     def __init__(self):
         self.inlined = set()  # project headers already emitted
+        self.conditional = set()  # ... of those, the ones first emitted under an #if (the engine)
         self.system = set()  # system include lines emitted outside any #if
         self.depth = 0  # preprocessor conditional depth in the output
         self.raw = None  # closing delimiter of a raw string literal that spans lines
@@ -75,10 +76,12 @@ class Amalgamator:
             if target is None:
                 self.out.append(line)  # not ours (or missing): leave it to the compiler
                 return
-            if self.depth:
-                sys.exit(f"{path}:{lineno}: project header included under #if; "
-                         "amalgamate.py inlines each header once and cannot do this")
+            if target in self.conditional and not self.depth:
+                sys.exit(f"{path}:{lineno}: {target.name} was inlined under an #if, and is "
+                         "needed unconditionally here; amalgamate.py inlines each header once")
             if target not in self.inlined:
+                if self.depth:
+                    self.conditional.add(target)
                 self.emit_file(target)
             return
         if SYSTEM_INCLUDE.match(line):

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "config.hpp"
+
 namespace tinyt::inline v0 {
 
 /// Base of every error tinyt throws; the message names the operation and the values involved.

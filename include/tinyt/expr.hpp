@@ -4,9 +4,29 @@
 // intermediate. An expression converts implicitly to Tensor and has every Tensor method.
 #pragma once
 
-#include "ops/elementwise.hpp"
+#include "tensor.hpp"
 
 namespace tinyt::inline v0 {
+
+namespace detail {
+/// A value in the middle of lowering an expression: a tensor-level UOp, whether it is a weak C++
+/// scalar, and for a C++ double its unrounded value (a float64 CONST): it takes the dtype of the
+/// tensor it meets, float64 included, rounded once from the double.
+struct Operand {
+  UOp u;
+  bool weak = false;
+  UOp exact{};
+};
+// the steps of lowering, defined with the elementwise ops (ops/elementwise.hpp)
+Operand operand_of(const Tensor& t);
+Tensor to_tensor(Operand o);
+/// `a <op> b` with tinygrad's promotion (weak scalars adopt the other side's dtype where it
+/// fits), NumPy broadcasting, and device checks.
+Operand binary_operand(Ops op, Operand a, Operand b, const char* name, bool to_float);
+/// -x as x * -1 (a constant is negated now; the weak flag stays).
+Operand negate(const Operand& x);
+std::vector<int64_t> concrete_shape(const Tensor& t);
+}  // namespace detail
 
 /// Every const Tensor method an expression forwards (names only; overloads come along).
 #define TINYT_TENSOR_METHODS(X)                                                                        \
@@ -62,7 +82,7 @@ namespace detail {
 template <class E> Operand to_operand(const E& e);
 template <class E> std::vector<int64_t> shape_of(const E& e) {
   if constexpr (std::is_arithmetic_v<E>) return {};
-  else if constexpr (std::is_base_of_v<Tensor, E>) return graph::concrete_shape(e.uop());
+  else if constexpr (std::is_base_of_v<Tensor, E>) return concrete_shape(e);
   else return e.result_shape();
 }
 }  // namespace detail

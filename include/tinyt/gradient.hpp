@@ -207,7 +207,7 @@ inline std::unordered_map<const UOpNode*, Tensor> backpropagate(const UOp& root,
 }
 }  // namespace gradient_detail
 
-inline std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& targets, const Tensor& seed) const {
+TINYT_INLINE std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& targets, const Tensor& seed) const {
   using tinyt::detail::cat;
   if (!dtype().is_float()) throw DTypeError(cat("gradient: the loss is ", dtype().name(), "; only floating-point values have gradients"));
   Tensor start = seed;
@@ -232,7 +232,7 @@ inline std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& targets, 
   return out;
 }
 
-inline const Tensor& Tensor::backward(const Tensor& seed) const {
+TINYT_INLINE const Tensor& Tensor::backward(const Tensor& seed) const {
   const std::vector<UOp> nodes = toposort(uop());
   std::unordered_set<const UOpNode*> in_graph;
   for (const UOp& u : nodes) in_graph.insert(u.get());
@@ -250,7 +250,7 @@ inline const Tensor& Tensor::backward(const Tensor& seed) const {
   return *this;
 }
 
-inline Tensor& Tensor::requires_grad(bool on) {
+TINYT_INLINE Tensor& Tensor::requires_grad(bool on) {
   if (on && !dtype().is_float())
     throw DTypeError(tinyt::detail::cat("requires_grad: a ", dtype().name(), " tensor cannot require grad; only floating-point ones can"));
   if (on && !requires_grad()) {

@@ -13,7 +13,7 @@
 #include <memory>
 #include <mutex>
 
-#include "device.hpp"
+#include "buffer.hpp"
 #include "shape.hpp"
 
 namespace tinyt::inline v0 {

@@ -6,7 +6,7 @@
 #include <variant>
 #include <vector>
 
-#include "symbolic.hpp"
+#include "uop.hpp"
 
 namespace tinyt::inline v0 {
 
@@ -17,15 +17,7 @@ class sint {
   template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
   sint(I v) : v_(static_cast<int64_t>(v)) {}  // NOLINT: sizes are written as plain numbers
   /// A symbolic size; folds to a number when the expression is constant.
-  sint(const UOp& u) {  // NOLINT
-    if (!u.dtype().scalar().is_int())
-      throw DTypeError(detail::cat("sint: ", u.dtype().name(), " is not an integer"));
-    UOp s = simplify(u.cast(dtypes::index));
-    if (s.is_const())
-      v_ = static_cast<int64_t>(s.const_int());
-    else
-      v_ = s;
-  }
+  sint(const UOp& u);  // NOLINT
 
   bool is_int() const { return std::holds_alternative<int64_t>(v_); }
   /// The concrete value; a symbolic size is an error here.

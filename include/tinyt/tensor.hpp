@@ -1,6 +1,7 @@
 // Tensor: a cheap, shared handle to a lazy value, a node of the UOp graph. Building never
-// computes; realize() or a read runs the kernels. The methods are declared here; the op
-// families are defined in ops/*.hpp as compositions of a few primitive UOps.
+// computes; realize() or a read runs the kernels. The methods are declared here, with the
+// templates that forward to them; the op families are defined in ops/*.hpp as compositions of a
+// few primitive UOps, compiled with the engine (config.hpp).
 #pragma once
 
 #include <memory>
@@ -9,9 +10,10 @@
 #include <shared_mutex>
 #include <vector>
 
-#include "graph.hpp"
+#include "device.hpp"
+#include "dtype.hpp"
 #include "helpers.hpp"
-#include "realize.hpp"
+#include "shape.hpp"
 
 namespace tinyt::inline v0 {
 
@@ -67,7 +69,7 @@ class Tensor {
   Tensor(int64_t v) : Tensor(scalar(dtypes::int64, v)) {}             // NOLINT
   Tensor(bool v) : Tensor(scalar(dtypes::bool_, static_cast<int64_t>(v))) {}  // NOLINT
   /// A tensor for a tensor-level UOp (advanced use: the graph is tinyt's IR).
-  explicit Tensor(UOp uop) : d_(std::make_shared<Data>(Data{std::move(uop)})) { live_tensors().add(d_); }
+  explicit Tensor(UOp uop);
 
   // -- creation (ops/creation.hpp) ------------------------------------------------------------
   template <class T> static Tensor from_vector(const std::vector<T>& data);
@@ -106,11 +108,11 @@ class Tensor {
   /// even with equal values or graphs); nullptr for the empty handle. For dedup (tied weights).
   const void* id() const { return d_.get(); }
   const UOp& uop() const;
-  Shape shape() const { return graph::shape_of(uop()); }
+  Shape shape() const;
   size_t ndim() const { return shape().size(); }
   int64_t numel() const { return shape().numel().as_int(); }
   DType dtype() const { return uop().dtype(); }
-  std::string device() const { return graph::device_of(uop()); }
+  std::string device() const;
   int64_t element_size() const { return dtype().itemsize(); }
   int64_t nbytes() const { return numel() * element_size(); }
   /// Runs the pending graph; afterwards the tensor is a view of memory.
@@ -355,7 +357,14 @@ class Tensor {
   Tensor binary(Ops op, const Tensor& o, const char* name, bool to_float = false) const;
   Tensor unary(Ops op) const;
   Tensor reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const;
-  std::vector<int64_t> cshape() const { return graph::concrete_shape(uop()); }
+  std::vector<int64_t> cshape() const;
+  /// Realizes the tensor and copies its bytes (`nbytes` of them) to host memory at `dst`.
+  void copyout(void* dst, size_t nbytes) const;
+  static Tensor full_value(const Shape& shape, double value, DType dtype, const std::string& device);
+  static Tensor full_value(const Shape& shape, i128 value, DType dtype, const std::string& device);
+  static Tensor arange_values(double start, double step, int64_t count, DType dtype);
+  static Tensor linspace_values(double start, double stop, int64_t steps, DType dtype);
+  static Tensor from_elements(const void* data, size_t count, const Shape& shape, DType dtype, std::string device);
   friend Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& shape);
   friend struct TensorAccess;
 
@@ -448,47 +457,80 @@ class TensorRef : public Tensor {
 
 /// Computes several tensors in one schedule (what realize() does for one).
 void realize_tensors(const std::vector<Tensor>& tensors);
-
-// -- core -------------------------------------------------------------------------------------
+/// `t` broadcast to `shape` (NumPy rules); ShapeError when it does not broadcast.
+Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& shape);
+/// Floor division, Python's `//`.
+Tensor floordiv(const Tensor& a, const Tensor& b);
 
 inline const UOp& Tensor::uop() const {
   if (!d_) throw Error("Tensor: this is the empty Tensor() handle; it holds no value");
   return d_->uop;
 }
 
-inline Tensor Tensor::scalar(DType dt, double v) {
-  Tensor t(graph::const_(dt, v, Device::default_device()));
-  t.d_->weak = true;
-  t.d_->exact = UOp::const_(dtypes::float64, v);
-  return t;
+// -- creation templates: checked here, built by the non-template functions they call ---------
+
+namespace detail {
+/// The dtype of a C++ fill value: integers give the default int, floats the default float.
+template <class V> constexpr DType default_dtype_of() {
+  if constexpr (std::is_same_v<V, bool>) return dtypes::bool_;
+  else if constexpr (std::is_integral_v<V>) return dtypes::default_int;
+  else return dtypes::default_float;
 }
-inline Tensor Tensor::scalar(DType dt, int64_t v) {
-  Tensor t(graph::const_(dt, v, Device::default_device()));
-  t.d_->weak = true;
-  return t;
+}  // namespace detail
+
+template <class Elem> Tensor Tensor::from_vector(const std::vector<Elem>& data, Shape shape, std::string device) {
+  static_assert(has_dtype_v<Elem>, "Tensor::from_vector: the element type has no tinyt dtype");
+  if constexpr (std::is_same_v<Elem, bool>) {  // vector<bool> has no data()
+    std::vector<uint8_t> bytes(data.begin(), data.end());
+    return from_elements(bytes.data(), bytes.size(), shape, dtypes::bool_, std::move(device));
+  } else {
+    return from_elements(data.data(), data.size(), shape, dtype_of<Elem>(), std::move(device));
+  }
+}
+template <class Elem> Tensor Tensor::from_vector(const std::vector<Elem>& data) {
+  return from_vector(data, Shape{static_cast<int64_t>(data.size())});
 }
 
-inline Tensor& Tensor::realize() & {
-  realize_tensors({*this});
-  return *this;
+template <class V> Tensor Tensor::full(Shape shape, V value, DType dtype, std::string device) {
+  static_assert(std::is_arithmetic_v<V>, "Tensor::full takes a number");
+  if constexpr (std::is_floating_point_v<V>) return full_value(shape, static_cast<double>(value), dtype, device);
+  else return full_value(shape, static_cast<i128>(value), dtype, device);
 }
+template <class V> Tensor Tensor::full(Shape shape, V value) {
+  return full(std::move(shape), value, detail::default_dtype_of<V>());
+}
+template <class V> Tensor Tensor::full_like(const Tensor& t, V value) { return full(t.shape(), value, t.dtype(), t.device()); }
+
+template <class A, class B, class C> Tensor Tensor::arange(A start, B stop, C step) {
+  static_assert(std::is_arithmetic_v<A> && std::is_arithmetic_v<B> && std::is_arithmetic_v<C>, "arange takes numbers");
+  constexpr bool all_int = std::is_integral_v<A> && std::is_integral_v<B> && std::is_integral_v<C>;
+  if (step == 0) throw Error("arange: step must not be 0");
+  const double n = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
+  return arange_values(static_cast<double>(start), static_cast<double>(step), n > 0 ? static_cast<int64_t>(n) : 0,
+                       all_int ? dtypes::default_int : dtypes::default_float);
+}
+template <class A> Tensor Tensor::arange(A stop) { return arange(A{0}, stop, 1); }
+
+/// `steps` evenly spaced values from start to stop (both included).
+template <class A, class B> Tensor Tensor::linspace(A start, B stop, int64_t steps, DType dtype) {
+  static_assert(std::is_arithmetic_v<A> && std::is_arithmetic_v<B>, "Tensor::linspace takes numbers");
+  return linspace_values(static_cast<double>(start), static_cast<double>(stop), steps, dtype);
+}
+
+// -- reading ---------------------------------------------------------------------------------
 
 template <class Elem> std::vector<Elem> Tensor::to_vector() const {
   static_assert(has_dtype_v<Elem>, "Tensor::to_vector<T>: T has no tinyt dtype");
   if (dtype_of<Elem>() != dtype())
     throw DTypeError(detail::cat("to_vector<", dtype_of<Elem>().name(), ">: the tensor is ", dtype().name()));
-  Tensor t = *this;
-  t.realize();  // t shares this tensor's data, so this tensor is realized too
-  const UOp& view = t.uop();
-  auto memory = graph::buffer_of(view.op() == Ops::BUFFER ? view : view.src(0));
-  const auto n = static_cast<size_t>(t.numel());
+  const auto n = static_cast<size_t>(numel());
   if constexpr (std::is_same_v<Elem, bool>) {  // vector<bool> packs bits
     std::vector<uint8_t> bytes(n);
-    if (n) std::memcpy(bytes.data(), memory->ptr(), n);
+    copyout(bytes.data(), n);
     return std::vector<bool>(bytes.begin(), bytes.end());
   } else {
     std::vector<Elem> out(n);
-    if (n) std::memcpy(out.data(), memory->ptr(), n * sizeof(Elem));
+    copyout(out.data(), n * sizeof(Elem));
     return out;
   }
 }

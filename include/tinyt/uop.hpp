@@ -294,8 +294,10 @@ struct UOpNode {
 };
 
 namespace detail {
-inline UOpNode* intern(Ops op, DType dtype, std::vector<UOp>&& src, Arg&& arg);
-inline void release(const UOpNode* n);
+UOpNode* intern(Ops op, DType dtype, std::vector<UOp>&& src, Arg&& arg);
+void release(const UOpNode* n);
+/// How many UOps are alive now (for tests of freeing and interning).
+size_t live_uop_count();
 inline void acquire(const UOpNode* n) { n->refs.fetch_add(1, std::memory_order_relaxed); }
 }  // namespace detail
 
@@ -438,19 +440,19 @@ requires(std::is_same_v<A, UOp> || std::is_same_v<B, UOp>) UOp operator/(const A
 // -- graph walks ----------------------------------------------------------------------------
 
 /// Every node reachable from `root`, sources before users (iterative: deep graphs are fine).
-inline std::vector<UOp> toposort(const UOp& root);
+std::vector<UOp> toposort(const UOp& root);
 /// Whether `node` is `root` or reachable from it (`root` is computed from `node`).
-inline bool depends_on(const UOp& root, const UOp& node);
+bool depends_on(const UOp& root, const UOp& node);
 /// `root` with every node found in `map` replaced by its value (rebuilt bottom-up, shared once).
-inline UOp substitute(const UOp& root, const std::unordered_map<const UOpNode*, UOp>& map);
+UOp substitute(const UOp& root, const std::unordered_map<const UOpNode*, UOp>& map);
 /// A listing of the graph, one node per line with its numbered sources (what DEBUG prints).
-inline std::string to_string(const UOp& root);
+std::string to_string(const UOp& root);
 /// An infix rendering for small expressions, e.g. "((x*4)+y)" (index math in tests and logs).
-inline std::string expr_string(const UOp& root);
+std::string expr_string(const UOp& root);
 inline std::ostream& operator<<(std::ostream& os, const UOp& u) { return os << expr_string(u); }
 
 /// Deterministic structural order: op, then dtype, then arg, then sources. Puts constants last.
-inline bool structural_less(const UOp& a, const UOp& b);
+bool structural_less(const UOp& a, const UOp& b);
 
 }  // namespace tinyt::inline v0
 
@@ -458,4 +460,3 @@ template <> struct std::hash<tinyt::UOp> {
   size_t operator()(const tinyt::UOp& u) const { return std::hash<const void*>{}(u.get()); }
 };
 
-#include "uop_impl.hpp"

@@ -7,7 +7,7 @@
 
 namespace tinyt::inline v0 {
 
-inline UOpNode::~UOpNode() { delete extra.load(std::memory_order_acquire); }
+TINYT_INLINE UOpNode::~UOpNode() { delete extra.load(std::memory_order_acquire); }
 
 namespace detail {
 
@@ -27,8 +27,7 @@ inline InternTable& intern_table() {
   return *table;
 }
 
-/// How many UOps are alive now (for tests of freeing and interning).
-inline size_t live_uop_count() {
+TINYT_INLINE size_t live_uop_count() {
   size_t n = 0;
   for (InternShard& s : intern_table().shards) {
     std::lock_guard lock(s.mu);
@@ -54,7 +53,7 @@ inline bool try_acquire(const UOpNode* n) {
   return false;
 }
 
-inline UOpNode* intern(Ops op, DType dtype, std::vector<UOp>&& src, Arg&& arg) {
+TINYT_INLINE UOpNode* intern(Ops op, DType dtype, std::vector<UOp>&& src, Arg&& arg) {
   for (const UOp& s : src)
     if (!s) throw InternalError(detail::cat("UOp(", op_name(op), "): a source is the empty UOp"));
   const size_t h = node_hash(op, dtype, src, arg);
@@ -75,7 +74,7 @@ inline UOpNode* intern(Ops op, DType dtype, std::vector<UOp>&& src, Arg&& arg) {
 // lives on the stack of the outermost release of this thread; a release it causes (a node's arg
 // holding UOps) adds to it. No thread_local object with a destructor: a static UOp released at
 // exit runs after the main thread's thread_locals are destroyed.
-inline void release(const UOpNode* node) {
+TINYT_INLINE void release(const UOpNode* node) {
   if (node->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   thread_local std::vector<UOpNode*>* draining = nullptr;
   if (draining) {
@@ -123,7 +122,7 @@ inline size_t arity(Ops op) {
 
 // -- constants --------------------------------------------------------------------------------
 
-inline UOp UOp::const_(DType dt, i128 v) {
+TINYT_INLINE UOp UOp::const_(DType dt, i128 v) {
   const DType s = dt.scalar();
   if (dt.is_ptr() || s.is_void())
     throw DTypeError(detail::cat("UOp.const: no constants of ", dt.name()));
@@ -136,7 +135,7 @@ inline UOp UOp::const_(DType dt, i128 v) {
   return UOp(Ops::CONST, dt, {}, Arg(static_cast<int64_t>(static_cast<uint64_t>(wrap_int(v, s)))));
 }
 
-inline UOp UOp::const_(DType dt, double v) {
+TINYT_INLINE UOp UOp::const_(DType dt, double v) {
   const DType s = dt.scalar();
   if (dt.is_ptr() || s.is_void())
     throw DTypeError(detail::cat("UOp.const: no constants of ", dt.name()));
@@ -148,7 +147,7 @@ inline UOp UOp::const_(DType dt, double v) {
   return const_(dt, static_cast<i128>(std::trunc(v)));
 }
 
-inline i128 UOp::const_int() const {
+TINYT_INLINE i128 UOp::const_int() const {
   if (op() != Ops::CONST)
     throw InternalError(detail::cat("const_int of a non-constant ", op_name(op())));
   if (arg().is<bool>()) return arg().get<bool>();
@@ -158,12 +157,12 @@ inline i128 UOp::const_int() const {
   return dtype().scalar() == dtypes::uint64 ? static_cast<i128>(static_cast<uint64_t>(x)) : x;
 }
 
-inline double UOp::const_float() const {
+TINYT_INLINE double UOp::const_float() const {
   if (op() == Ops::CONST && arg().is<double>()) return arg().get<double>();
   return static_cast<double>(const_int());
 }
 
-inline UOp UOp::variable(const std::string& name, int64_t min, int64_t max, DType dtype) {
+TINYT_INLINE UOp UOp::variable(const std::string& name, int64_t min, int64_t max, DType dtype) {
   if (min > max)
     throw Error(detail::cat("Variable('", name, "', ", min, ", ", max, "): min > max"));
   if (!dtype.is_int())
@@ -172,7 +171,7 @@ inline UOp UOp::variable(const std::string& name, int64_t min, int64_t max, DTyp
   return UOp(Ops::DEFINE_VAR, dtype, {}, Arg{name, min, max});
 }
 
-inline UOp UOp::bind(int64_t value) const {
+TINYT_INLINE UOp UOp::bind(int64_t value) const {
   if (op() != Ops::DEFINE_VAR)
     throw Error(detail::cat("bind: ", op_name(op()), " is not a Variable"));
   if (value < arg()[1].as_int() || value > arg()[2].as_int())
@@ -184,7 +183,7 @@ inline UOp UOp::bind(int64_t value) const {
 
 // -- math builders ----------------------------------------------------------------------------
 
-inline UOp UOp::alu(Ops op, std::vector<UOp> others) const {
+TINYT_INLINE UOp UOp::alu(Ops op, std::vector<UOp> others) const {
   std::vector<UOp> src{*this};
   src.insert(src.end(), others.begin(), others.end());
   if (detail::arity(op) != src.size())
@@ -211,7 +210,7 @@ inline UOp UOp::alu(Ops op, std::vector<UOp> others) const {
 
 // -- graph walks ------------------------------------------------------------------------------
 
-inline std::vector<UOp> toposort(const UOp& root) {
+TINYT_INLINE std::vector<UOp> toposort(const UOp& root) {
   std::vector<UOp> order;
   if (!root) return order;
   // handles point into their users' src vectors, which live as long as root does
@@ -230,13 +229,13 @@ inline std::vector<UOp> toposort(const UOp& root) {
   return order;
 }
 
-inline bool depends_on(const UOp& root, const UOp& node) {
+TINYT_INLINE bool depends_on(const UOp& root, const UOp& node) {
   for (const UOp& x : toposort(root))
     if (x == node) return true;
   return false;
 }
 
-inline UOp substitute(const UOp& root, const std::unordered_map<const UOpNode*, UOp>& map) {
+TINYT_INLINE UOp substitute(const UOp& root, const std::unordered_map<const UOpNode*, UOp>& map) {
   std::unordered_map<const UOpNode*, UOp> done;
   for (const UOp& u : toposort(root)) {
     if (auto it = map.find(u.get()); it != map.end()) {
@@ -254,7 +253,7 @@ inline UOp substitute(const UOp& root, const std::unordered_map<const UOpNode*, 
   return done.at(root.get());
 }
 
-inline std::string to_string(const UOp& root) {
+TINYT_INLINE std::string to_string(const UOp& root) {
   std::unordered_map<const UOpNode*, size_t> id;
   std::ostringstream out;
   for (const UOp& u : toposort(root)) {
@@ -311,7 +310,7 @@ inline const char* infix_symbol(Ops op) {
 }
 }  // namespace detail
 
-inline std::string expr_string(const UOp& root) {
+TINYT_INLINE std::string expr_string(const UOp& root) {
   if (!root) return "UOp()";
   std::unordered_map<const UOpNode*, std::string> text;
   for (const UOp& u : toposort(root)) {
@@ -354,7 +353,7 @@ inline int structural_compare(const UOp& a, const UOp& b, int depth) {
 }
 }  // namespace detail
 
-inline bool structural_less(const UOp& a, const UOp& b) {
+TINYT_INLINE bool structural_less(const UOp& a, const UOp& b) {
   return detail::structural_compare(a, b, 0) < 0;
 }
 

@@ -1,5 +1,7 @@
 // Built with single_include/ as the only tinyt include path: proves the amalgamation stands alone,
 // from the graph to a compiled kernel on both CPU compilers, not only that it parses.
+// this file is the program's implementation file: it sees the whole engine (cpu_compiler below)
+#define TINYT_IMPLEMENTATION
 #include <tinyt.hpp>
 
 #include <doctest/doctest.h>

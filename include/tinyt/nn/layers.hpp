@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "../ops/nn.hpp"
+#include "../tensor.hpp"
 #include "state.hpp"
 
 namespace tinyt::inline v0::nn {

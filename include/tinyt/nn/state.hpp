@@ -22,7 +22,7 @@
 #include <boost/hana/string.hpp>
 #include <boost/hana/tuple.hpp>
 
-#include "../ops/assign.hpp"
+#include "../tensor.hpp"
 
 // -- TINYT_PARAMETERS --------------------------------------------------------------------------
 // A preprocessor loop (C++20 __VA_OPT__): each step of the loop takes one rescan, and the

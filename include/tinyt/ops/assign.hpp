@@ -11,6 +11,7 @@
 #include <shared_mutex>
 #include <unordered_set>
 
+#include "../realize.hpp"
 #include "movement.hpp"
 
 namespace tinyt::inline v0 {
@@ -145,7 +146,7 @@ inline AssignPlan plan_assigns(std::vector<UOp>& roots, const std::vector<UOp>& 
 }
 }  // namespace detail
 
-inline void realize_tensors(const std::vector<Tensor>& tensors) {
+TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
   std::vector<Tensor> roots;  // one handle per tensor
   std::unordered_set<const void*> root_ids;
   std::vector<UOp> uops;
@@ -223,7 +224,7 @@ inline bool sole_view(const UOp& view) {
 }
 }  // namespace detail
 
-inline void Tensor::own_memory() {
+TINYT_INLINE void Tensor::own_memory() {
   if (detail::sole_view(uop())) return;  // from_vector, from_blob, a load: no copy
   // an assign into a new buffer: the value is computed straight into it when it is still lazy,
   // copied when it is in memory that equal graphs may share
@@ -232,7 +233,7 @@ inline void Tensor::own_memory() {
   set_uop(fresh.realize().uop());  // under the lock other threads read it with
 }
 
-inline Tensor& Tensor::assign(const Tensor& value) {
+TINYT_INLINE Tensor& Tensor::assign(const Tensor& value) {
   // this tensor must name memory of its own, in its own shape
   if (!graph::base_buffer(uop())) {
     realize();

@@ -31,7 +31,7 @@ inline void check_tensors(const std::vector<Tensor>& ts, const char* op) {
 /// Joins tensors along `dim`: each is padded to the full length there, and each position selects
 /// the piece whose range holds it (one kernel). A select rather than a sum of the padded pieces
 /// keeps -0.0 and works for bools; the kernels are the same size.
-inline Tensor Tensor::cat(const std::vector<Tensor>& tensors, int dim) {
+TINYT_INLINE Tensor Tensor::cat(const std::vector<Tensor>& tensors, int dim) {
   detail::check_tensors(tensors, "cat");
   const auto s0 = tensors[0].cshape();
   if (s0.empty())
@@ -65,7 +65,7 @@ inline Tensor Tensor::cat(const std::vector<Tensor>& tensors, int dim) {
 }
 
 /// Joins equally shaped tensors along a new axis `dim`.
-inline Tensor Tensor::stack(const std::vector<Tensor>& tensors, int dim) {
+TINYT_INLINE Tensor Tensor::stack(const std::vector<Tensor>& tensors, int dim) {
   detail::check_tensors(tensors, "stack");
   for (const Tensor& t : tensors)
     if (!(t.shape() == tensors[0].shape()))
@@ -78,7 +78,7 @@ inline Tensor Tensor::stack(const std::vector<Tensor>& tensors, int dim) {
 }
 
 /// Views of consecutive pieces of `dim` with the given lengths (which must add up to its size).
-inline std::vector<Tensor> Tensor::split(std::vector<int64_t> sizes, int dim) const {
+TINYT_INLINE std::vector<Tensor> Tensor::split(std::vector<int64_t> sizes, int dim) const {
   const auto s = cshape();
   if (s.empty()) throw ShapeError("split: a zero-dimensional tensor cannot be split");
   const auto d = static_cast<size_t>(normalize_axis(dim, s.size(), "split"));
@@ -105,7 +105,7 @@ inline std::vector<Tensor> Tensor::split(std::vector<int64_t> sizes, int dim) co
 }
 
 /// Views of `size`-long pieces of `dim` (the last may be shorter), as PyTorch's split.
-inline std::vector<Tensor> Tensor::split(int64_t size, int dim) const {
+TINYT_INLINE std::vector<Tensor> Tensor::split(int64_t size, int dim) const {
   const auto s = cshape();
   if (s.empty()) throw ShapeError("split: a zero-dimensional tensor cannot be split");
   const int64_t n = s[static_cast<size_t>(normalize_axis(dim, s.size(), "split"))];
@@ -119,7 +119,7 @@ inline std::vector<Tensor> Tensor::split(int64_t size, int dim) const {
 }
 
 /// At most n pieces of `dim`, each ceil(size / n) long but the last (PyTorch's chunk).
-inline std::vector<Tensor> Tensor::chunk(int64_t n, int dim) const {
+TINYT_INLINE std::vector<Tensor> Tensor::chunk(int64_t n, int dim) const {
   if (n <= 0) throw Error(detail::cat("chunk: the number of chunks must be positive, got ", n));
   const auto s = cshape();
   if (s.empty()) throw ShapeError("chunk: a zero-dimensional tensor cannot be chunked");
@@ -132,7 +132,7 @@ inline std::vector<Tensor> Tensor::chunk(int64_t n, int dim) const {
 
 /// Tiles the tensor `repeats[i]` times along each dim (PyTorch's Tensor.repeat); extra leading
 /// repeats add dims. A view: an expand between two reshapes.
-inline Tensor Tensor::repeat(Shape repeats) const {
+TINYT_INLINE Tensor Tensor::repeat(Shape repeats) const {
   const std::vector<int64_t> r = repeats.to_vector();
   auto s = cshape();
   if (r.size() < s.size())
@@ -152,13 +152,10 @@ inline Tensor Tensor::repeat(Shape repeats) const {
 
 /// `steps` evenly spaced values from start to stop (both included). As PyTorch, the first half
 /// counts up from start and the second half down from stop, so both ends are exact.
-template <class A, class B> Tensor Tensor::linspace(A start, B stop, int64_t steps, DType dtype) {
-  static_assert(std::is_arithmetic_v<A> && std::is_arithmetic_v<B>,
-                "Tensor::linspace takes numbers");
+TINYT_INLINE Tensor Tensor::linspace_values(double a, double b, int64_t steps, DType dtype) {
   if (steps < 0)
     throw Error(detail::cat("linspace: the number of steps must be non-negative, got ", steps));
   if (dtype.is_bool()) throw DTypeError("linspace: bool is not supported");
-  const double a = static_cast<double>(start), b = static_cast<double>(stop);
   if (steps == 1) return Tensor::full(Shape{1}, a, dtype);
   // float32 and smaller floats compute in float32 (as PyTorch computes in the output type)
   const DType acc =

@@ -4,6 +4,8 @@
 
 #include <numbers>
 
+#include "../alu.hpp"
+#include "../expr.hpp"
 #include "movement.hpp"
 
 namespace tinyt::inline v0 {
@@ -21,16 +23,9 @@ struct TensorAccess {
 };
 
 namespace detail {
-/// A value in the middle of lowering an expression: a tensor-level UOp, whether it is a weak C++
-/// scalar, and for a C++ double its unrounded value (a float64 CONST): it takes the dtype of the
-/// tensor it meets, float64 included, rounded once from the double.
-struct Operand {
-  UOp u;
-  bool weak = false;
-  UOp exact{};
-};
-inline Operand operand_of(const Tensor& t) { return {t.uop(), TensorAccess::weak(t), TensorAccess::exact(t)}; }
-inline Tensor to_tensor(Operand o) { return TensorAccess::make(std::move(o.u), o.weak, std::move(o.exact)); }
+TINYT_INLINE Operand operand_of(const Tensor& t) { return {t.uop(), TensorAccess::weak(t), TensorAccess::exact(t)}; }
+TINYT_INLINE Tensor to_tensor(Operand o) { return TensorAccess::make(std::move(o.u), o.weak, std::move(o.exact)); }
+TINYT_INLINE std::vector<int64_t> concrete_shape(const Tensor& t) { return graph::concrete_shape(t.uop()); }
 
 inline Operand cast_operand(const Operand& x, DType dt) {
   if (dt == x.u.dtype()) return x;
@@ -62,7 +57,7 @@ inline UOp broadcast_uop(const UOp& u, const std::vector<int64_t>& shape) {
 
 /// `a <op> b` with tinygrad's promotion (weak scalars adopt the other side's dtype where it
 /// fits), NumPy broadcasting, and device checks.
-inline Operand binary_operand(Ops op, Operand a, Operand b, const char* name, bool to_float) {
+TINYT_INLINE Operand binary_operand(Ops op, Operand a, Operand b, const char* name, bool to_float) {
   const DType da = a.u.dtype(), db = b.u.dtype();
   DType dt = a.weak && !b.weak   ? weak_promote(db, da)
              : b.weak && !a.weak ? weak_promote(da, db)
@@ -82,7 +77,7 @@ inline Operand binary_operand(Ops op, Operand a, Operand b, const char* name, bo
   return {broadcast_uop(a.u, shape).alu(op, {broadcast_uop(b.u, shape)}), false};
 }
 /// -x as x * -1 (a constant is negated now; the weak flag stays).
-inline Operand negate(const Operand& x) {
+TINYT_INLINE Operand negate(const Operand& x) {
   const DType dt = x.u.dtype();
   if (dt.is_bool()) throw DTypeError("sub: subtracting bool tensors is not supported; use logical_xor");
   if (x.u.op() == Ops::CONST) {
@@ -95,55 +90,55 @@ inline Operand negate(const Operand& x) {
 }  // namespace detail
 
 // an explicit cast converts the value the tensor holds (a C++ double is float32 by then)
-inline Tensor Tensor::cast(DType dt) const { return detail::to_tensor(detail::cast_operand({uop(), weak()}, dt)); }
+TINYT_INLINE Tensor Tensor::cast(DType dt) const { return detail::to_tensor(detail::cast_operand({uop(), weak()}, dt)); }
 
-inline Tensor Tensor::bitcast(DType dt) const {
+TINYT_INLINE Tensor Tensor::bitcast(DType dt) const {
   if (dt.itemsize() != dtype().itemsize())
     throw DTypeError(detail::cat("bitcast: ", dtype().name(), " and ", dt.name(), " differ in size"));
   return Tensor(uop().bitcast(dt));
 }
 
-inline Tensor Tensor::binary(Ops op, const Tensor& o, const char* name, bool to_float) const {
+TINYT_INLINE Tensor Tensor::binary(Ops op, const Tensor& o, const char* name, bool to_float) const {
   return detail::to_tensor(detail::binary_operand(op, detail::operand_of(*this), detail::operand_of(o), name, to_float));
 }
 
-inline Tensor Tensor::unary(Ops op) const {
+TINYT_INLINE Tensor Tensor::unary(Ops op) const {
   Tensor x = cast(least_upper_float(dtype()));
   return Tensor(x.uop().alu(op));
 }
 
-inline Tensor Tensor::add(const Tensor& o) const { return binary(Ops::ADD, o, "add"); }
-inline Tensor Tensor::mul(const Tensor& o) const { return binary(Ops::MUL, o, "mul"); }
-inline Tensor Tensor::sub(const Tensor& o) const {
+TINYT_INLINE Tensor Tensor::add(const Tensor& o) const { return binary(Ops::ADD, o, "add"); }
+TINYT_INLINE Tensor Tensor::mul(const Tensor& o) const { return binary(Ops::MUL, o, "mul"); }
+TINYT_INLINE Tensor Tensor::sub(const Tensor& o) const {
   return detail::to_tensor(detail::binary_operand(Ops::ADD, detail::operand_of(*this), detail::negate(detail::operand_of(o)), "sub", false));
 }
-inline Tensor Tensor::neg() const {
+TINYT_INLINE Tensor Tensor::neg() const {
   if (dtype().is_bool()) return logical_not();
   return detail::to_tensor(detail::negate(detail::operand_of(*this)));  // -scalar stays a weak scalar
 }
 /// True division: integers divide as the default float.
-inline Tensor Tensor::div(const Tensor& o) const { return binary(Ops::FDIV, o, "div", true); }
-inline Tensor Tensor::maximum(const Tensor& o) const { return binary(Ops::MAX, o, "maximum"); }
-inline Tensor Tensor::minimum(const Tensor& o) const {
+TINYT_INLINE Tensor Tensor::div(const Tensor& o) const { return binary(Ops::FDIV, o, "div", true); }
+TINYT_INLINE Tensor Tensor::maximum(const Tensor& o) const { return binary(Ops::MAX, o, "maximum"); }
+TINYT_INLINE Tensor Tensor::minimum(const Tensor& o) const {
   // min(a, b) = -max(-a, -b); integers use ~, which reverses order without overflow
   if (dtype().is_float() || o.dtype().is_float()) return neg().maximum(o.neg()).neg();
   return bitwise_not().maximum(o.bitwise_not()).bitwise_not();
 }
-inline Tensor Tensor::eq(const Tensor& o) const { return binary(Ops::CMPEQ, o, "eq"); }
-inline Tensor Tensor::ne(const Tensor& o) const { return binary(Ops::CMPNE, o, "ne"); }
-inline Tensor Tensor::lt(const Tensor& o) const { return binary(Ops::CMPLT, o, "lt"); }
-inline Tensor Tensor::gt(const Tensor& o) const { return o.binary(Ops::CMPLT, *this, "gt"); }
-inline Tensor Tensor::le(const Tensor& o) const { return lt(o).logical_or(eq(o)); }  // false with NaN
-inline Tensor Tensor::ge(const Tensor& o) const { return gt(o).logical_or(eq(o)); }
+TINYT_INLINE Tensor Tensor::eq(const Tensor& o) const { return binary(Ops::CMPEQ, o, "eq"); }
+TINYT_INLINE Tensor Tensor::ne(const Tensor& o) const { return binary(Ops::CMPNE, o, "ne"); }
+TINYT_INLINE Tensor Tensor::lt(const Tensor& o) const { return binary(Ops::CMPLT, o, "lt"); }
+TINYT_INLINE Tensor Tensor::gt(const Tensor& o) const { return o.binary(Ops::CMPLT, *this, "gt"); }
+TINYT_INLINE Tensor Tensor::le(const Tensor& o) const { return lt(o).logical_or(eq(o)); }  // false with NaN
+TINYT_INLINE Tensor Tensor::ge(const Tensor& o) const { return gt(o).logical_or(eq(o)); }
 
 namespace detail {
 inline void require_int_or_bool(const Tensor& t, const char* op) {
   if (t.dtype().is_float()) throw DTypeError(cat(op, ": needs integer or bool tensors, not ", t.dtype().name()));
 }
 }  // namespace detail
-inline Tensor Tensor::bitwise_and(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_and"), detail::require_int_or_bool(o, "bitwise_and"); return binary(Ops::AND, o, "bitwise_and"); }
-inline Tensor Tensor::bitwise_or(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_or"), detail::require_int_or_bool(o, "bitwise_or"); return binary(Ops::OR, o, "bitwise_or"); }
-inline Tensor Tensor::bitwise_xor(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_xor"), detail::require_int_or_bool(o, "bitwise_xor"); return binary(Ops::XOR, o, "bitwise_xor"); }
+TINYT_INLINE Tensor Tensor::bitwise_and(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_and"), detail::require_int_or_bool(o, "bitwise_and"); return binary(Ops::AND, o, "bitwise_and"); }
+TINYT_INLINE Tensor Tensor::bitwise_or(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_or"), detail::require_int_or_bool(o, "bitwise_or"); return binary(Ops::OR, o, "bitwise_or"); }
+TINYT_INLINE Tensor Tensor::bitwise_xor(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_xor"), detail::require_int_or_bool(o, "bitwise_xor"); return binary(Ops::XOR, o, "bitwise_xor"); }
 namespace detail {
 // Shifts as PyTorch defines them: by a negative amount or by the width or more, every bit is
 // shifted out (<< gives 0, >> gives 0 or, for a negative signed value, -1). The kernel only ever
@@ -160,18 +155,18 @@ inline ShiftOperands shift_operands(const Tensor& x, const Tensor& amount, const
   return {x.cast(dt), a, a.ge(0).logical_and(a.lt(bits)), bits};
 }
 }  // namespace detail
-inline Tensor Tensor::lshift(const Tensor& o) const {
+TINYT_INLINE Tensor Tensor::lshift(const Tensor& o) const {
   const auto [x, amount, in_range, bits] = detail::shift_operands(*this, o, "lshift");
   if (x.dtype().is_bool()) return x.logical_and(in_range);  // one bit: kept by a shift of 0 only
   return in_range.where(x.binary(Ops::SHL, amount.bitwise_and(bits - 1), "lshift"), 0);
 }
-inline Tensor Tensor::rshift(const Tensor& o) const {
+TINYT_INLINE Tensor Tensor::rshift(const Tensor& o) const {
   const auto [x, amount, in_range, bits] = detail::shift_operands(*this, o, "rshift");
   if (x.dtype().is_bool()) return x.logical_and(in_range);
   if (x.dtype().is_unsigned()) return in_range.where(x.binary(Ops::SHR, amount.bitwise_and(bits - 1), "rshift"), 0);
   return x.binary(Ops::SHR, in_range.where(amount, bits - 1), "rshift");  // the sign fills every bit
 }
-inline Tensor Tensor::bitwise_not() const {
+TINYT_INLINE Tensor Tensor::bitwise_not() const {
   detail::require_int_or_bool(*this, "bitwise_not");
   if (dtype().is_bool()) return logical_not();
   if (weak() && uop().op() == Ops::CONST) {  // ~scalar stays a weak scalar, so min(int8, 5) stays int8
@@ -180,12 +175,12 @@ inline Tensor Tensor::bitwise_not() const {
   }
   return bitwise_xor(Tensor(graph::const_(dtype(), -1, device())));
 }
-inline Tensor Tensor::logical_not() const { return cast(dtypes::bool_).ne(Tensor(true)); }
-inline Tensor Tensor::logical_and(const Tensor& o) const { return cast(dtypes::bool_).binary(Ops::AND, o.cast(dtypes::bool_), "logical_and"); }
-inline Tensor Tensor::logical_or(const Tensor& o) const { return cast(dtypes::bool_).binary(Ops::OR, o.cast(dtypes::bool_), "logical_or"); }
-inline Tensor Tensor::logical_xor(const Tensor& o) const { return cast(dtypes::bool_).binary(Ops::XOR, o.cast(dtypes::bool_), "logical_xor"); }
+TINYT_INLINE Tensor Tensor::logical_not() const { return cast(dtypes::bool_).ne(Tensor(true)); }
+TINYT_INLINE Tensor Tensor::logical_and(const Tensor& o) const { return cast(dtypes::bool_).binary(Ops::AND, o.cast(dtypes::bool_), "logical_and"); }
+TINYT_INLINE Tensor Tensor::logical_or(const Tensor& o) const { return cast(dtypes::bool_).binary(Ops::OR, o.cast(dtypes::bool_), "logical_or"); }
+TINYT_INLINE Tensor Tensor::logical_xor(const Tensor& o) const { return cast(dtypes::bool_).binary(Ops::XOR, o.cast(dtypes::bool_), "logical_xor"); }
 
-inline Tensor Tensor::where(const Tensor& a, const Tensor& b) const {
+TINYT_INLINE Tensor Tensor::where(const Tensor& a, const Tensor& b) const {
   // the branches promote together; the condition is any dtype read as bool
   DType dt = a.weak() && !b.weak()   ? weak_promote(b.dtype(), a.dtype())
              : b.weak() && !a.weak() ? weak_promote(a.dtype(), b.dtype())
@@ -197,7 +192,7 @@ inline Tensor Tensor::where(const Tensor& a, const Tensor& b) const {
 }
 
 /// Floor division (Python's //): rounds toward negative infinity.
-inline Tensor Tensor::floordiv(const Tensor& o) const {
+TINYT_INLINE Tensor Tensor::floordiv(const Tensor& o) const {
   Tensor a = *this;
   if (dtype().is_float() || o.dtype().is_float()) return div(o).floor();
   Tensor q = a.binary(Ops::IDIV, o, "floordiv"), r = a.binary(Ops::MOD, o, "floordiv");
@@ -206,13 +201,13 @@ inline Tensor Tensor::floordiv(const Tensor& o) const {
   return q.sub(fix.cast(q.dtype()));
 }
 /// Remainder with the sign of the divisor (Python's %, PyTorch's remainder).
-inline Tensor Tensor::mod(const Tensor& o) const {
+TINYT_INLINE Tensor Tensor::mod(const Tensor& o) const {
   if (dtype().is_float() || o.dtype().is_float()) return sub(floordiv(o).mul(o));
   Tensor r = binary(Ops::MOD, o, "mod");
   Tensor fix = r.ne(0).logical_and(r.lt(0).ne(o.lt(0)));
   return fix.where(r.add(o), r);
 }
-inline Tensor Tensor::pow(const Tensor& o) const {
+TINYT_INLINE Tensor Tensor::pow(const Tensor& o) const {
   if (dtype().is_float() || o.dtype().is_float()) return binary(Ops::POW, o, "pow", true);
   // integers, as PyTorch: exact and wrapping, by squaring and multiplying over the exponent's
   // bits; a negative exponent truncates 1/x^n (1 for 1, -1 or 1 for -1, else 0)
@@ -242,80 +237,80 @@ inline Tensor Tensor::pow(const Tensor& o) const {
 }
 
 // -- math functions ------------------------------------------------------------------------------
-inline Tensor Tensor::exp2() const { return unary(Ops::EXP2); }
-inline Tensor Tensor::log2() const { return unary(Ops::LOG2); }
-inline Tensor Tensor::exp() const { return cast(least_upper_float(dtype())).mul(1.0 / std::numbers::ln2).exp2(); }
-inline Tensor Tensor::log() const { return log2().mul(std::numbers::ln2); }
-inline Tensor Tensor::sqrt() const { return unary(Ops::SQRT); }
-inline Tensor Tensor::reciprocal() const { return unary(Ops::RECIPROCAL); }
-inline Tensor Tensor::rsqrt() const { return sqrt().reciprocal(); }
-inline Tensor Tensor::sin() const { return unary(Ops::SIN); }
-inline Tensor Tensor::cos() const { return cast(least_upper_float(dtype())).neg().add(std::numbers::pi / 2).sin(); }
-inline Tensor Tensor::tan() const { return sin().div(cos()); }
-inline Tensor Tensor::square() const { return mul(*this); }
-inline Tensor Tensor::abs() const { return dtype().is_bool() ? *this : lt(0).where(neg(), *this); }
-inline Tensor Tensor::sign() const {
+TINYT_INLINE Tensor Tensor::exp2() const { return unary(Ops::EXP2); }
+TINYT_INLINE Tensor Tensor::log2() const { return unary(Ops::LOG2); }
+TINYT_INLINE Tensor Tensor::exp() const { return cast(least_upper_float(dtype())).mul(1.0 / std::numbers::ln2).exp2(); }
+TINYT_INLINE Tensor Tensor::log() const { return log2().mul(std::numbers::ln2); }
+TINYT_INLINE Tensor Tensor::sqrt() const { return unary(Ops::SQRT); }
+TINYT_INLINE Tensor Tensor::reciprocal() const { return unary(Ops::RECIPROCAL); }
+TINYT_INLINE Tensor Tensor::rsqrt() const { return sqrt().reciprocal(); }
+TINYT_INLINE Tensor Tensor::sin() const { return unary(Ops::SIN); }
+TINYT_INLINE Tensor Tensor::cos() const { return cast(least_upper_float(dtype())).neg().add(std::numbers::pi / 2).sin(); }
+TINYT_INLINE Tensor Tensor::tan() const { return sin().div(cos()); }
+TINYT_INLINE Tensor Tensor::square() const { return mul(*this); }
+TINYT_INLINE Tensor Tensor::abs() const { return dtype().is_bool() ? *this : lt(0).where(neg(), *this); }
+TINYT_INLINE Tensor Tensor::sign() const {
   // NaN stays NaN (x*0), like PyTorch
   Tensor s = ne(0).where(lt(0).where(-1, 1), 0).cast(dtype());
   return dtype().is_float() ? s.add(mul(0)) : s;
 }
-inline Tensor Tensor::trunc() const { return dtype().is_float() ? Tensor(uop().alu(Ops::TRUNC)) : *this; }
-inline Tensor Tensor::floor() const {
+TINYT_INLINE Tensor Tensor::trunc() const { return dtype().is_float() ? Tensor(uop().alu(Ops::TRUNC)) : *this; }
+TINYT_INLINE Tensor Tensor::floor() const {
   if (!dtype().is_float()) return *this;
   Tensor t = trunc();
   return lt(t).where(t.sub(1), t);
 }
-inline Tensor Tensor::ceil() const {
+TINYT_INLINE Tensor Tensor::ceil() const {
   if (!dtype().is_float()) return *this;
   Tensor t = trunc();
   return gt(t).where(t.add(1), t);
 }
 /// Rounds half to even, like PyTorch.
-inline Tensor Tensor::round() const {
+TINYT_INLINE Tensor Tensor::round() const {
   if (!dtype().is_float()) return *this;
   Tensor f = floor(), d = sub(f);
   Tensor even = f.sub(f.mul(0.5).floor().mul(2)).eq(0);
   return d.gt(0.5).where(f.add(1), d.lt(0.5).where(f, even.where(f, f.add(1))));
 }
-inline Tensor Tensor::isnan() const { return ne(*this); }
-inline Tensor Tensor::isinf() const { return dtype().is_float() ? eq(INFINITY).logical_or(eq(-INFINITY)) : Tensor::full_like(*this, false).cast(dtypes::bool_); }
-inline Tensor Tensor::isfinite() const { return isnan().logical_or(isinf()).logical_not(); }
+TINYT_INLINE Tensor Tensor::isnan() const { return ne(*this); }
+TINYT_INLINE Tensor Tensor::isinf() const { return dtype().is_float() ? eq(INFINITY).logical_or(eq(-INFINITY)) : Tensor::full_like(*this, false).cast(dtypes::bool_); }
+TINYT_INLINE Tensor Tensor::isfinite() const { return isnan().logical_or(isinf()).logical_not(); }
 
-inline Tensor Tensor::relu() const { return maximum(0); }
-inline Tensor Tensor::relu6() const { return relu().minimum(6); }
-inline Tensor Tensor::sigmoid() const { return neg().exp().add(1).reciprocal(); }
-inline Tensor Tensor::logsigmoid() const { return neg().softplus().neg(); }
-inline Tensor Tensor::tanh() const { return mul(2).sigmoid().mul(2).sub(1); }
+TINYT_INLINE Tensor Tensor::relu() const { return maximum(0); }
+TINYT_INLINE Tensor Tensor::relu6() const { return relu().minimum(6); }
+TINYT_INLINE Tensor Tensor::sigmoid() const { return neg().exp().add(1).reciprocal(); }
+TINYT_INLINE Tensor Tensor::logsigmoid() const { return neg().softplus().neg(); }
+TINYT_INLINE Tensor Tensor::tanh() const { return mul(2).sigmoid().mul(2).sub(1); }
 /// The exact GELU, x * Phi(x), as PyTorch's default.
-inline Tensor Tensor::gelu() const { return mul(0.5).mul(mul(1.0 / std::numbers::sqrt2).erf().add(1)); }
-inline Tensor Tensor::quick_gelu() const { return mul(mul(1.702).sigmoid()); }
-inline Tensor Tensor::silu() const { return mul(sigmoid()); }
-inline Tensor Tensor::elu(double alpha) const { return gt(0).where(*this, exp().sub(1).mul(alpha)); }
-inline Tensor Tensor::leaky_relu(double slope) const { return lt(0).where(mul(slope), *this); }
+TINYT_INLINE Tensor Tensor::gelu() const { return mul(0.5).mul(mul(1.0 / std::numbers::sqrt2).erf().add(1)); }
+TINYT_INLINE Tensor Tensor::quick_gelu() const { return mul(mul(1.702).sigmoid()); }
+TINYT_INLINE Tensor Tensor::silu() const { return mul(sigmoid()); }
+TINYT_INLINE Tensor Tensor::elu(double alpha) const { return gt(0).where(*this, exp().sub(1).mul(alpha)); }
+TINYT_INLINE Tensor Tensor::leaky_relu(double slope) const { return lt(0).where(mul(slope), *this); }
 /// log(1 + exp(beta x)) / beta, linear above beta x > 20 like PyTorch.
-inline Tensor Tensor::softplus(double beta) const {
+TINYT_INLINE Tensor Tensor::softplus(double beta) const {
   Tensor bx = mul(beta);
   // log1p(exp(-|bx|)) + max(bx, 0) is stable on both sides
   Tensor stable = bx.abs().neg().exp().add(1).log().add(bx.relu()).div(beta);
   return bx.gt(20).where(*this, stable);
 }
-inline Tensor Tensor::mish() const { return mul(softplus().tanh()); }
-inline Tensor Tensor::hardsigmoid() const { return add(3).relu6().div(6); }
-inline Tensor Tensor::hardswish() const { return mul(hardsigmoid()); }
-inline Tensor Tensor::hardtanh(double lo, double hi) const { return clip(lo, hi); }
+TINYT_INLINE Tensor Tensor::mish() const { return mul(softplus().tanh()); }
+TINYT_INLINE Tensor Tensor::hardsigmoid() const { return add(3).relu6().div(6); }
+TINYT_INLINE Tensor Tensor::hardswish() const { return mul(hardsigmoid()); }
+TINYT_INLINE Tensor Tensor::hardtanh(double lo, double hi) const { return clip(lo, hi); }
 /// erf by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7).
-inline Tensor Tensor::erf() const {
+TINYT_INLINE Tensor Tensor::erf() const {
   Tensor x = cast(least_upper_float(dtype()));
   Tensor a = x.abs(), t = a.mul(0.3275911).add(1).reciprocal();
   Tensor poly = t.mul(1.061405429).add(-1.453152027).mul(t).add(1.421413741).mul(t).add(-0.284496736).mul(t).add(0.254829592).mul(t);
   Tensor y = poly.mul(a.square().neg().exp()).neg().add(1);
   return x.lt(0).where(y.neg(), y);
 }
-inline Tensor Tensor::clip(const Tensor& lo, const Tensor& hi) const { return maximum(lo).minimum(hi); }
-inline Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const { return add(end.sub(*this).mul(weight)); }
-inline Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const { return mask.where(value, *this); }
+TINYT_INLINE Tensor Tensor::clip(const Tensor& lo, const Tensor& hi) const { return maximum(lo).minimum(hi); }
+TINYT_INLINE Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const { return add(end.sub(*this).mul(weight)); }
+TINYT_INLINE Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const { return mask.where(value, *this); }
 
 /// Floor division, Python's `//`.
-inline Tensor floordiv(const Tensor& a, const Tensor& b) { return a.floordiv(b); }
+TINYT_INLINE Tensor floordiv(const Tensor& a, const Tensor& b) { return a.floordiv(b); }
 
 }  // namespace tinyt::inline v0

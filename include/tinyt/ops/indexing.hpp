@@ -370,19 +370,19 @@ inline Tensor value_for(const Tensor& value, const std::vector<int64_t>& shape, 
 
 }  // namespace detail
 
-inline TensorRef Tensor::operator[](std::vector<Index> index) const {
+TINYT_INLINE TensorRef Tensor::operator[](std::vector<Index> index) const {
   const detail::ParsedIndex p = detail::parse_index(cshape(), index);
   Tensor x = detail::basic_view(*this, p);
   if (!p.tensors.empty()) x = detail::tensor_get(x, detail::tensor_select(x, p));
   return TensorRef(x, *this, std::move(index));
 }
-inline TensorRef Tensor::operator[](std::initializer_list<Index> index) const {
+TINYT_INLINE TensorRef Tensor::operator[](std::initializer_list<Index> index) const {
   return (*this)[std::vector<Index>(index)];
 }
 
 /// Writes the value into the base: the new base is a select between the value, mapped back
 /// through the index, and the old base; then it is assigned to the base's memory.
-inline TensorRef& TensorRef::operator=(const Tensor& value) {
+TINYT_INLINE TensorRef& TensorRef::operator=(const Tensor& value) {
   const auto base = detail::dims_of(base_);
   const detail::ParsedIndex p = detail::parse_index(base, index_);
   Tensor x = detail::basic_view(base_, p);
@@ -404,7 +404,7 @@ inline TensorRef& TensorRef::operator=(const Tensor& value) {
 
 /// out[i][j] = self[index[i][j]][j] for dim 0, and so on (PyTorch's gather). Index values out of
 /// range, negative ones included, are masked: they read 0; with CHECK_OOB=1 they are an IndexError.
-inline Tensor Tensor::gather(int dim, const Tensor& index) const {
+TINYT_INLINE Tensor Tensor::gather(int dim, const Tensor& index) const {
   if (!index.defined()) throw Error("gather: the index is the empty Tensor() handle");
   if (!index.dtype().is_int())
     throw DTypeError(
@@ -432,7 +432,7 @@ inline Tensor Tensor::gather(int dim, const Tensor& index) const {
 
 /// int32 one-hot vectors along a new last axis; num_classes -1 takes the maximum value + 1
 /// (which reads the tensor). Values out of range give a row of zeros.
-inline Tensor Tensor::one_hot(int64_t num_classes) const {
+TINYT_INLINE Tensor Tensor::one_hot(int64_t num_classes) const {
   if (!dtype().is_int())
     throw DTypeError(detail::cat("one_hot: needs an integer tensor, not ", dtype().name()));
   if (num_classes == -1) num_classes = numel() ? max().cast(dtypes::int64).item<int64_t>() + 1 : 0;

@@ -12,7 +12,7 @@
 namespace tinyt::inline v0 {
 
 /// torch.matmul's semantics: 1-D operands are vectors, more dims are batches that broadcast.
-inline Tensor Tensor::matmul(const Tensor& w) const {
+TINYT_INLINE Tensor Tensor::matmul(const Tensor& w) const {
   const auto xs = cshape(), ws = w.cshape();
   auto fail = [&](const char* why) {
     return ShapeError(detail::cat("matmul: cannot multiply ", detail::shape_str(xs), " by ",
@@ -37,7 +37,7 @@ inline Tensor Tensor::matmul(const Tensor& w) const {
 }
 
 /// x.matmul(w) + b, with w of shape (in, out) (a 1-D w scales elementwise, as tinygrad).
-inline Tensor Tensor::linear(const Tensor& w, const Tensor& b) const {
+TINYT_INLINE Tensor Tensor::linear(const Tensor& w, const Tensor& b) const {
   Tensor y = w.ndim() == 1 ? mul(w) : matmul(w);
   return b.defined() ? y.add(b) : y;
 }
@@ -92,7 +92,7 @@ inline Tensor diagonal_last2(const Tensor& x) {
 
 /// Einstein summation: "ij,jk->ik", the implicit form "ij,jk", "...", repeated labels within
 /// an operand (diagonals, traces), and size-1 dims that broadcast.
-inline Tensor Tensor::einsum(const std::string& formula, const std::vector<Tensor>& operands) {
+TINYT_INLINE Tensor Tensor::einsum(const std::string& formula, const std::vector<Tensor>& operands) {
   using detail::cat;
   std::string f;
   for (char c : formula)

@@ -2,6 +2,7 @@
 // of the six movement UOps (or none, when it would change nothing).
 #pragma once
 
+#include "../graph.hpp"
 #include "../tensor.hpp"
 
 namespace tinyt::inline v0 {
@@ -10,7 +11,7 @@ namespace detail {
 inline std::string shape_str(const std::vector<int64_t>& s) { return to_string(Shape(s)); }
 }  // namespace detail
 
-inline std::vector<int64_t> Tensor::broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+TINYT_INLINE std::vector<int64_t> Tensor::broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
                                                     const char* op) {
   const size_t n = std::max(a.size(), b.size());
   std::vector<int64_t> out(n);
@@ -25,7 +26,7 @@ inline std::vector<int64_t> Tensor::broadcast_shape(const std::vector<int64_t>& 
 }
 
 /// `t` broadcast to `shape` (which it must broadcast to): a reshape adding leading 1s, an expand.
-inline Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& shape) {
+TINYT_INLINE Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& shape) {
   std::vector<int64_t> s = t.cshape();
   if (s == shape) return t;
   if (s.size() > shape.size())
@@ -37,7 +38,7 @@ inline Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& shape) {
   return Tensor(graph::expand(graph::reshape(t.uop(), s), shape));
 }
 
-inline Tensor Tensor::reshape(Shape shape) const {
+TINYT_INLINE Tensor Tensor::reshape(Shape shape) const {
   const std::vector<int64_t> old = cshape();
   std::vector<int64_t> s;
   int64_t known = 1, infer = -1;
@@ -64,7 +65,7 @@ inline Tensor Tensor::reshape(Shape shape) const {
   return Tensor(graph::reshape(uop(), s));
 }
 
-inline Tensor Tensor::permute(std::vector<int> order) const {
+TINYT_INLINE Tensor Tensor::permute(std::vector<int> order) const {
   const std::vector<int64_t> s = cshape();
   if (order.size() != s.size())
     throw ShapeError(detail::cat("permute: ", order.size(), " axes for shape ", detail::shape_str(s)));
@@ -79,7 +80,7 @@ inline Tensor Tensor::permute(std::vector<int> order) const {
   return Tensor(graph::permute(uop(), perm));
 }
 
-inline Tensor Tensor::expand(Shape shape) const {
+TINYT_INLINE Tensor Tensor::expand(Shape shape) const {
   std::vector<int64_t> target;
   const std::vector<int64_t> s = cshape();
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -91,7 +92,7 @@ inline Tensor Tensor::expand(Shape shape) const {
   return broadcast_to(*this, target);
 }
 
-inline Tensor Tensor::pad(std::vector<std::pair<sint, sint>> padding, double value) const {
+TINYT_INLINE Tensor Tensor::pad(std::vector<std::pair<sint, sint>> padding, double value) const {
   const std::vector<int64_t> s = cshape();
   if (padding.size() != s.size())
     throw ShapeError(detail::cat("pad: ", padding.size(), " (before, after) pairs for shape ", detail::shape_str(s)));
@@ -113,7 +114,7 @@ inline Tensor Tensor::pad(std::vector<std::pair<sint, sint>> padding, double val
   return mask.where(padded, Tensor::full(Shape(padded.cshape()), value, dtype(), device()));
 }
 
-inline Tensor Tensor::shrink(std::vector<std::pair<sint, sint>> bounds) const {
+TINYT_INLINE Tensor Tensor::shrink(std::vector<std::pair<sint, sint>> bounds) const {
   const std::vector<int64_t> s = cshape();
   if (bounds.size() != s.size())
     throw ShapeError(detail::cat("shrink: ", bounds.size(), " (start, end) pairs for shape ", detail::shape_str(s)));
@@ -127,7 +128,7 @@ inline Tensor Tensor::shrink(std::vector<std::pair<sint, sint>> bounds) const {
   return Tensor(graph::shrink(uop(), p));
 }
 
-inline Tensor Tensor::flip(std::vector<int> axes) const {
+TINYT_INLINE Tensor Tensor::flip(std::vector<int> axes) const {
   std::vector<bool> f(ndim(), false);
   for (int a : axes) {
     const auto ax = static_cast<size_t>(normalize_axis(a, ndim(), "flip"));
@@ -137,7 +138,7 @@ inline Tensor Tensor::flip(std::vector<int> axes) const {
   return Tensor(graph::flip(uop(), f));
 }
 
-inline Tensor Tensor::transpose(int d0, int d1) const {
+TINYT_INLINE Tensor Tensor::transpose(int d0, int d1) const {
   std::vector<int> order(ndim());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
   std::swap(order[static_cast<size_t>(normalize_axis(d0, ndim(), "transpose"))],
@@ -145,7 +146,7 @@ inline Tensor Tensor::transpose(int d0, int d1) const {
   return permute(order);
 }
 
-inline Tensor Tensor::flatten(int start, int end) const {
+TINYT_INLINE Tensor Tensor::flatten(int start, int end) const {
   if (ndim() == 0) return reshape({1});
   const auto s = cshape();
   const auto a = static_cast<size_t>(normalize_axis(start, s.size(), "flatten"));
@@ -159,7 +160,7 @@ inline Tensor Tensor::flatten(int start, int end) const {
   return reshape(Shape(out));
 }
 
-inline Tensor Tensor::unflatten(int dim, Shape sizes) const {
+TINYT_INLINE Tensor Tensor::unflatten(int dim, Shape sizes) const {
   auto s = cshape();
   const auto d = static_cast<size_t>(normalize_axis(dim, s.size(), "unflatten"));
   std::vector<sint> out(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(d));
@@ -168,7 +169,7 @@ inline Tensor Tensor::unflatten(int dim, Shape sizes) const {
   return reshape(Shape(out));
 }
 
-inline Tensor Tensor::squeeze(int dim) const {
+TINYT_INLINE Tensor Tensor::squeeze(int dim) const {
   auto s = cshape();
   if (s.empty()) return *this;
   const auto d = static_cast<size_t>(normalize_axis(dim, s.size(), "squeeze"));
@@ -176,25 +177,25 @@ inline Tensor Tensor::squeeze(int dim) const {
   s.erase(s.begin() + static_cast<std::ptrdiff_t>(d));
   return reshape(Shape(s));
 }
-inline Tensor Tensor::squeeze() const {
+TINYT_INLINE Tensor Tensor::squeeze() const {
   auto s = cshape();
   std::erase(s, 1);
   return reshape(Shape(s));
 }
-inline Tensor Tensor::unsqueeze(int dim) const {
+TINYT_INLINE Tensor Tensor::unsqueeze(int dim) const {
   auto s = cshape();
   const auto d = static_cast<size_t>(normalize_axis(dim, s.size() + 1, "unsqueeze"));
   s.insert(s.begin() + static_cast<std::ptrdiff_t>(d), 1);
   return reshape(Shape(s));
 }
 
-inline Tensor Tensor::to(const std::string& device) const {
+TINYT_INLINE Tensor Tensor::to(const std::string& device) const {
   const std::string d = Device::canonicalize(device);
   if (d == this->device()) return *this;
   return Tensor(UOp(Ops::COPY, dtype(), {uop(), graph::device_uop(d)}));
 }
-inline Tensor Tensor::contiguous() const { return Tensor(UOp(Ops::CONTIGUOUS, dtype(), {uop()})); }
-inline Tensor Tensor::contiguous_backward() const { return Tensor(UOp(Ops::CONTIGUOUS_BACKWARD, dtype(), {uop()})); }
-inline Tensor Tensor::detach() const { return Tensor(UOp(Ops::DETACH, dtype(), {uop()})); }
+TINYT_INLINE Tensor Tensor::contiguous() const { return Tensor(UOp(Ops::CONTIGUOUS, dtype(), {uop()})); }
+TINYT_INLINE Tensor Tensor::contiguous_backward() const { return Tensor(UOp(Ops::CONTIGUOUS_BACKWARD, dtype(), {uop()})); }
+TINYT_INLINE Tensor Tensor::detach() const { return Tensor(UOp(Ops::DETACH, dtype(), {uop()})); }
 
 }  // namespace tinyt::inline v0

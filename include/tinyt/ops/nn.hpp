@@ -36,27 +36,27 @@ inline Tensor var_in_acc(const Tensor& t, const std::vector<int>& axes, bool kee
 }
 }  // namespace detail
 
-inline Tensor Tensor::var(std::vector<int> axes, bool keepdim, double correction) const {
+TINYT_INLINE Tensor Tensor::var(std::vector<int> axes, bool keepdim, double correction) const {
   return detail::var_in_acc(*this, axes, keepdim, correction).cast(least_upper_float(dtype()));
 }
-inline Tensor Tensor::var(int axis, bool keepdim, double correction) const {
+TINYT_INLINE Tensor Tensor::var(int axis, bool keepdim, double correction) const {
   return var(std::vector<int>{axis}, keepdim, correction);
 }
-inline Tensor Tensor::var(bool keepdim, double correction) const {
+TINYT_INLINE Tensor Tensor::var(bool keepdim, double correction) const {
   return var(detail::all_axes(ndim()), keepdim, correction);
 }
-inline Tensor Tensor::std(std::vector<int> axes, bool keepdim, double correction) const {
+TINYT_INLINE Tensor Tensor::std(std::vector<int> axes, bool keepdim, double correction) const {
   return detail::var_in_acc(*this, axes, keepdim, correction).sqrt().cast(least_upper_float(dtype()));
 }
-inline Tensor Tensor::std(int axis, bool keepdim, double correction) const {
+TINYT_INLINE Tensor Tensor::std(int axis, bool keepdim, double correction) const {
   return std(std::vector<int>{axis}, keepdim, correction);
 }
-inline Tensor Tensor::std(bool keepdim, double correction) const {
+TINYT_INLINE Tensor Tensor::std(bool keepdim, double correction) const {
   return std(detail::all_axes(ndim()), keepdim, correction);
 }
 
 /// The first index of the largest value (of a NaN, if there is one, as PyTorch), as int32.
-inline Tensor Tensor::argmax(int axis, bool keepdim) const {
+TINYT_INLINE Tensor Tensor::argmax(int axis, bool keepdim) const {
   if (ndim() == 0) {
     normalize_axis(axis, 0, "argmax");
     return Tensor(graph::const_(dtypes::int32, 0, device()));
@@ -75,13 +75,13 @@ inline Tensor Tensor::argmax(int axis, bool keepdim) const {
   Tensor first = detail::max_over(hit.where(reversed, 0), {ax}, keepdim);
   return Tensor(graph::const_(dtypes::int32, n, device())).sub(first).cast(dtypes::int32);
 }
-inline Tensor Tensor::argmax() const { return flatten().argmax(0); }
-inline Tensor Tensor::argmin(int axis, bool keepdim) const {
+TINYT_INLINE Tensor Tensor::argmax() const { return flatten().argmax(0); }
+TINYT_INLINE Tensor Tensor::argmin(int axis, bool keepdim) const {
   // an order-reversing map: -x for floats (NaN stays NaN), ~x for integers, !x for bools
   if (dtype().is_float()) return neg().argmax(axis, keepdim);
   return bitwise_not().argmax(axis, keepdim);
 }
-inline Tensor Tensor::argmin() const { return flatten().argmin(0); }
+TINYT_INLINE Tensor Tensor::argmin() const { return flatten().argmin(0); }
 
 namespace detail {
 /// The shape without `axis` (which a keepdim reduce left as 1).
@@ -93,7 +93,7 @@ inline Shape drop_axis(std::vector<int64_t> s, int axis) {
 
 // logsumexp, softmax and log_softmax compute in float32 for float16 and bfloat16 (the sum of
 // exponentials would lose what float16 cannot hold) and round once at the end.
-inline Tensor Tensor::logsumexp(int axis, bool keepdim) const {
+TINYT_INLINE Tensor Tensor::logsumexp(int axis, bool keepdim) const {
   const int ax = normalize_axis(axis, ndim(), "logsumexp");
   Tensor x = cast(detail::stats_acc_dtype(dtype()));
   Tensor m = detail::max_over(x, {ax}, true);
@@ -102,13 +102,13 @@ inline Tensor Tensor::logsumexp(int axis, bool keepdim) const {
   return keepdim ? r : r.reshape(detail::drop_axis(r.cshape(), ax));
 }
 
-inline Tensor Tensor::softmax(int axis) const {
+TINYT_INLINE Tensor Tensor::softmax(int axis) const {
   const int ax = normalize_axis(axis, ndim(), "softmax");
   Tensor x = cast(detail::stats_acc_dtype(dtype()));
   Tensor e = x.sub(detail::max_over(x, {ax}, true)).exp();
   return e.div(e.sum(ax, true)).cast(least_upper_float(dtype()));
 }
-inline Tensor Tensor::log_softmax(int axis) const {
+TINYT_INLINE Tensor Tensor::log_softmax(int axis) const {
   const int ax = normalize_axis(axis, ndim(), "log_softmax");
   Tensor x = cast(detail::stats_acc_dtype(dtype()));
   Tensor shifted = x.sub(detail::max_over(x, {ax}, true));
@@ -226,7 +226,7 @@ inline std::vector<int> last_axes(size_t n) {
 
 /// Cross-correlation over the spatial dims of x (N, Cin, ...) with w (Cout, Cin/groups, k...);
 /// an unbatched x (Cin, ...) works too. Any number of spatial dims, as tinygrad.
-inline Tensor Tensor::conv2d(const Tensor& w, const Tensor& b, int64_t groups, IntOrVec stride,
+TINYT_INLINE Tensor Tensor::conv2d(const Tensor& w, const Tensor& b, int64_t groups, IntOrVec stride,
                              IntOrVec dilation, IntOrVec padding) const {
   const auto xs = cshape(), ws = w.cshape();
   auto fail = [&](const std::string& why) {
@@ -279,7 +279,7 @@ inline Tensor Tensor::conv2d(const Tensor& w, const Tensor& b, int64_t groups, I
 /// The gradient of conv2d with respect to its input, as PyTorch's: w is (Cin, Cout/groups, k...).
 /// A conv2d of the input with zeros inserted between elements (stride), padded by
 /// dilation*(k-1) - padding, against the flipped weight with its channel axes swapped.
-inline Tensor Tensor::conv_transpose2d(const Tensor& w, const Tensor& b, int64_t groups,
+TINYT_INLINE Tensor Tensor::conv_transpose2d(const Tensor& w, const Tensor& b, int64_t groups,
                                        IntOrVec stride, IntOrVec dilation, IntOrVec padding,
                                        IntOrVec output_padding) const {
   const auto xs = cshape(), ws = w.cshape();
@@ -366,7 +366,7 @@ struct Pool2d {
 };
 }  // namespace detail
 
-inline Tensor Tensor::max_pool2d(IntOrVec kernel, IntOrVec stride, IntOrVec dilation,
+TINYT_INLINE Tensor Tensor::max_pool2d(IntOrVec kernel, IntOrVec stride, IntOrVec dilation,
                                  IntOrVec padding) const {
   detail::Pool2d p(*this, kernel, stride, dilation, padding, "max_pool2d", true);
   const double lowest =
@@ -376,7 +376,7 @@ inline Tensor Tensor::max_pool2d(IntOrVec kernel, IntOrVec stride, IntOrVec dila
                           detail::last_axes(2), false);
 }
 
-inline Tensor Tensor::avg_pool2d(IntOrVec kernel, IntOrVec stride, IntOrVec dilation,
+TINYT_INLINE Tensor Tensor::avg_pool2d(IntOrVec kernel, IntOrVec stride, IntOrVec dilation,
                                  IntOrVec padding, bool count_include_pad) const {
   detail::Pool2d p(*this, kernel, stride, dilation, padding, "avg_pool2d", false);
   auto windows = [&](const Tensor& t) {
@@ -393,14 +393,14 @@ inline Tensor Tensor::avg_pool2d(IntOrVec kernel, IntOrVec stride, IntOrVec dila
 
 // -- normalization ---------------------------------------------------------------------------
 
-inline Tensor Tensor::layernorm(int axis, double eps) const {
+TINYT_INLINE Tensor Tensor::layernorm(int axis, double eps) const {
   const int ax = normalize_axis(axis, ndim(), "layernorm");
   Tensor x = cast(detail::stats_acc_dtype(dtype()));  // float16 normalizes in float32, as PyTorch
   Tensor centered = x.sub(x.mean(ax, true));
   return centered.mul(centered.square().mean(ax, true).add(eps).rsqrt()).cast(least_upper_float(dtype()));
 }
 
-inline Tensor Tensor::batchnorm(const Tensor& weight, const Tensor& bias, const Tensor& mean,
+TINYT_INLINE Tensor Tensor::batchnorm(const Tensor& weight, const Tensor& bias, const Tensor& mean,
                                 const Tensor& invstd) const {
   const auto s = cshape();
   if (s.size() < 2)
@@ -421,7 +421,7 @@ inline Tensor Tensor::batchnorm(const Tensor& weight, const Tensor& bias, const 
 
 // -- attention -------------------------------------------------------------------------------
 
-inline Tensor Tensor::scaled_dot_product_attention(const Tensor& k, const Tensor& v,
+TINYT_INLINE Tensor Tensor::scaled_dot_product_attention(const Tensor& k, const Tensor& v,
                                                    const Tensor& mask, bool is_causal) const {
   if (ndim() < 2 || k.ndim() < 2 || v.ndim() < 2)
     throw ShapeError(detail::cat("scaled_dot_product_attention: query ", shape(), ", key ",
@@ -444,7 +444,7 @@ inline Tensor Tensor::scaled_dot_product_attention(const Tensor& k, const Tensor
 
 // -- losses ----------------------------------------------------------------------------------
 
-inline Tensor Tensor::cross_entropy(const Tensor& target, double label_smoothing) const {
+TINYT_INLINE Tensor Tensor::cross_entropy(const Tensor& target, double label_smoothing) const {
   if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0))
     throw Error(
         detail::cat("cross_entropy: label_smoothing ", label_smoothing, " is not in [0, 1]"));
@@ -481,7 +481,7 @@ inline Tensor Tensor::cross_entropy(const Tensor& target, double label_smoothing
 
 /// Cross entropy of logits (..., C) against integer labels (...), averaged over the labels that
 /// are not ignore_index.
-inline Tensor Tensor::sparse_categorical_crossentropy(const Tensor& labels, int64_t ignore_index,
+TINYT_INLINE Tensor Tensor::sparse_categorical_crossentropy(const Tensor& labels, int64_t ignore_index,
                                                       double label_smoothing) const {
   if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0))
     throw Error(detail::cat("sparse_categorical_crossentropy: label_smoothing ", label_smoothing,
@@ -515,7 +515,7 @@ inline void same_shape(const Tensor& x, const Tensor& target, const char* op) {
 }
 }  // namespace detail
 
-inline Tensor Tensor::binary_crossentropy(const Tensor& target) const {
+TINYT_INLINE Tensor Tensor::binary_crossentropy(const Tensor& target) const {
   detail::same_shape(*this, target, "binary_crossentropy");
   // log is clamped at -100, as PyTorch, so p = 0 or 1 gives a finite loss
   Tensor p = cast(least_upper_float(dtype()));
@@ -523,7 +523,7 @@ inline Tensor Tensor::binary_crossentropy(const Tensor& target) const {
   return target.mul(lp).add(target.neg().add(1).mul(lq)).neg().mean();
 }
 
-inline Tensor Tensor::binary_crossentropy_logits(const Tensor& target) const {
+TINYT_INLINE Tensor Tensor::binary_crossentropy_logits(const Tensor& target) const {
   detail::same_shape(*this, target, "binary_crossentropy_logits");
   // max(x, 0) - x*t + log(1 + exp(-|x|))
   Tensor x = cast(least_upper_float(dtype()));
@@ -532,7 +532,7 @@ inline Tensor Tensor::binary_crossentropy_logits(const Tensor& target) const {
 
 // -- dropout ---------------------------------------------------------------------------------
 
-inline Tensor Tensor::dropout(double p) const {
+TINYT_INLINE Tensor Tensor::dropout(double p) const {
   if (!(p >= 0.0 && p <= 1.0))
     throw Error(detail::cat("dropout: probability ", p, " is not in [0, 1]"));
   if (!Tensor::training || p == 0.0) return *this;

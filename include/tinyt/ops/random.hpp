@@ -12,95 +12,11 @@
 #include <numbers>
 
 #include "creation.hpp"
+#include "threefry.hpp"
 
 namespace tinyt::inline v0 {
 
 namespace detail {
-
-// The word operations Threefry needs, for host words and for uint32 tensors alike.
-inline uint32_t tf_word(uint32_t v, uint32_t) { return v; }
-inline Tensor tf_word(uint32_t v, const Tensor& like) {
-  return Tensor(graph::const_(dtypes::uint32, v, like.device()));
-}
-inline uint32_t tf_add(uint32_t a, uint32_t b) { return a + b; }
-inline Tensor tf_add(const Tensor& a, const Tensor& b) { return a.add(b); }
-inline uint32_t tf_xor(uint32_t a, uint32_t b) { return a ^ b; }
-inline Tensor tf_xor(const Tensor& a, const Tensor& b) { return a.bitwise_xor(b); }
-inline uint32_t tf_rotl(uint32_t x, uint32_t r) { return x << r | x >> (32 - r); }
-inline Tensor tf_rotl(const Tensor& x, uint32_t r) {
-  return x.lshift(tf_word(r, x)).bitwise_or(x.rshift(tf_word(32 - r, x)));
-}
-
-/// Threefry-2x32 with 20 rounds: the block (x0, x1) encrypted under the key (k0, k1).
-template <class W> std::array<W, 2> threefry2x32_rounds(W x0, W x1, const W& k0, const W& k1) {
-  static constexpr uint32_t rotations[8] = {13, 15, 26, 6, 17, 29, 16, 24};
-  const W ks[3] = {k0, k1, tf_xor(tf_xor(k0, k1), tf_word(0x1BD11BDA, k0))};
-  x0 = tf_add(x0, ks[0]), x1 = tf_add(x1, ks[1]);
-  for (uint32_t r = 0; r < 20; ++r) {
-    x0 = tf_add(x0, x1);
-    x1 = tf_xor(tf_rotl(x1, rotations[r % 8]), x0);
-    // after every fourth round, key injection s: the key schedule rotated by s, plus s
-    if (r % 4 == 3) {
-      const uint32_t s = r / 4 + 1;
-      x0 = tf_add(x0, ks[s % 3]);
-      x1 = tf_add(x1, tf_add(ks[(s + 1) % 3], tf_word(s, k0)));
-    }
-  }
-  return {x0, x1};
-}
-
-/// Threefry-2x32-20 of one block on the host.
-inline std::array<uint32_t, 2> threefry2x32(uint32_t x0, uint32_t x1, uint32_t k0, uint32_t k1) {
-  return threefry2x32_rounds<uint32_t>(x0, x1, k0, k1);
-}
-/// Threefry-2x32-20 of uint32 tensors (broadcast together), as tensor ops.
-inline std::array<Tensor, 2> threefry2x32(const Tensor& x0, const Tensor& x1, const Tensor& k0,
-                                          const Tensor& k1) {
-  for (const Tensor* t : {&x0, &x1, &k0, &k1})
-    if (t->dtype() != dtypes::uint32)
-      throw DTypeError(
-          cat("threefry2x32: the counter and key words must be uint32, not ", t->dtype().name()));
-  // the ops broadcast; checking first names this op in the error
-  Tensor::broadcast_shape(
-      Tensor::broadcast_shape(x0.shape().to_vector(), x1.shape().to_vector(), "threefry2x32"),
-      Tensor::broadcast_shape(k0.shape().to_vector(), k1.shape().to_vector(), "threefry2x32"),
-      "threefry2x32");
-  return threefry2x32_rounds<Tensor>(x0, x1, k0, k1);
-}
-/// Threefry-2x32-20 of uint32 tensors under a host key, which the kernel reads from memory (so
-/// the kernel is the same for every key).
-inline std::array<Tensor, 2> threefry2x32(const Tensor& x0, const Tensor& x1, uint32_t k0,
-                                          uint32_t k1) {
-  Tensor key = Tensor::from_vector(std::vector<uint32_t>{k0, k1}, Shape{2}, x0.device());
-  return threefry2x32(x0, x1, key.shrink({{0, 1}}).reshape({}), key.shrink({{1, 2}}).reshape({}));
-}
-
-struct RandomState {
-  std::mutex mu;
-  uint64_t seed = 0, calls = 0;
-};
-inline RandomState& random_state() {
-  static RandomState s;
-  return s;
-}
-/// The key of the next random call: the call number encrypted under the seed, so that each
-/// (seed, call) pair has its own key and all 64 bits of both count.
-inline std::array<uint32_t, 2> next_random_key() {
-  RandomState& st = random_state();
-  std::lock_guard lock(st.mu);
-  const uint64_t call = st.calls++;
-  return threefry2x32(static_cast<uint32_t>(call), static_cast<uint32_t>(call >> 32),
-                      static_cast<uint32_t>(st.seed), static_cast<uint32_t>(st.seed >> 32));
-}
-
-/// Two random words per element for n elements (one Threefry block each) from the next call's key.
-inline std::array<Tensor, 2> random_words(int64_t n, const std::string& device) {
-  const auto key = next_random_key();
-  // the element index, counted as arange counts (a cumulative sum), 64 bits wide
-  Tensor i = Tensor::full(Shape{n}, 1, dtypes::int64, device).cumsum().sub(1);
-  Tensor lo = i.cast(dtypes::uint32), hi = i.rshift(32).cast(dtypes::uint32);
-  return threefry2x32(lo, hi, key[0], key[1]);
-}
 
 /// Floats uniform in [0, 1) from random words, as float32: the top m bits become the mantissa of
 /// a float in [1, 2), minus 1. m is the mantissa width of `dt` (at most float32's 23), so the
@@ -151,14 +67,14 @@ inline double random_fan(const std::vector<int64_t>& s, size_t from) {
 }  // namespace detail
 
 /// Sets the seed of the random ops and restarts their sequence.
-inline void Tensor::manual_seed(uint64_t seed) {
+TINYT_INLINE void Tensor::manual_seed(uint64_t seed) {
   detail::RandomState& st = detail::random_state();
   std::lock_guard lock(st.mu);
   st.seed = seed, st.calls = 0;
 }
 
 /// Uniform in [0, 1).
-inline Tensor Tensor::rand(Shape shape, DType dtype, std::string device) {
+TINYT_INLINE Tensor Tensor::rand(Shape shape, DType dtype, std::string device) {
   detail::random_require_float(dtype, "rand");
   const auto s = detail::checked_shape(shape, "rand");
   const auto words = detail::random_words(detail::product(s), detail::random_device(device));
@@ -166,7 +82,7 @@ inline Tensor Tensor::rand(Shape shape, DType dtype, std::string device) {
 }
 
 /// Standard normal, by Box-Muller from the two words of each block.
-inline Tensor Tensor::randn(Shape shape, DType dtype, std::string device) {
+TINYT_INLINE Tensor Tensor::randn(Shape shape, DType dtype, std::string device) {
   detail::random_require_float(dtype, "randn");
   const auto s = detail::checked_shape(shape, "randn");
   const auto words = detail::random_words(detail::product(s), detail::random_device(device));
@@ -179,7 +95,7 @@ inline Tensor Tensor::randn(Shape shape, DType dtype, std::string device) {
 
 /// Integers uniform in [low, high): floor(u * (high - low)) + low for a 64-bit uniform u, in
 /// exact integer arithmetic.
-inline Tensor Tensor::randint(Shape shape, int64_t low, int64_t high, DType dtype) {
+TINYT_INLINE Tensor Tensor::randint(Shape shape, int64_t low, int64_t high, DType dtype) {
   if (!dtype.is_int() || dtype.is_index())
     throw DTypeError(detail::cat("randint: needs an integer dtype, not ", dtype.name()));
   if (high <= low)
@@ -199,7 +115,7 @@ inline Tensor Tensor::randint(Shape shape, int64_t low, int64_t high, DType dtyp
 }
 
 /// Uniform in [low, high).
-inline Tensor Tensor::uniform(Shape shape, double low, double high, DType dtype) {
+TINYT_INLINE Tensor Tensor::uniform(Shape shape, double low, double high, DType dtype) {
   detail::random_require_float(dtype, "uniform");
   detail::random_require_finite(low, "low", "uniform");
   detail::random_require_finite(high, "high", "uniform");
@@ -215,7 +131,7 @@ inline Tensor Tensor::uniform(Shape shape, double low, double high, DType dtype)
 }
 
 /// Normal with the given mean and standard deviation.
-inline Tensor Tensor::normal(Shape shape, double mean, double std, DType dtype) {
+TINYT_INLINE Tensor Tensor::normal(Shape shape, double mean, double std, DType dtype) {
   detail::random_require_float(dtype, "normal");
   detail::random_require_finite(mean, "mean", "normal");
   detail::random_require_finite(std, "std", "normal");
@@ -228,8 +144,8 @@ inline Tensor Tensor::normal(Shape shape, double mean, double std, DType dtype) 
       .cast(dtype);
 }
 
-inline Tensor Tensor::rand_like(const Tensor& t) { return rand(t.shape(), t.dtype(), t.device()); }
-inline Tensor Tensor::randn_like(const Tensor& t) {
+TINYT_INLINE Tensor Tensor::rand_like(const Tensor& t) { return rand(t.shape(), t.dtype(), t.device()); }
+TINYT_INLINE Tensor Tensor::randn_like(const Tensor& t) {
   return randn(t.shape(), t.dtype(), t.device());
 }
 
@@ -237,7 +153,7 @@ inline Tensor Tensor::randn_like(const Tensor& t) {
 // with no elements has no values to scale, so a zero fan gives a zero bound rather than infinity.
 
 /// Uniform in +-sqrt(3) * gain / sqrt(fan_in), gain = sqrt(2 / (1 + a^2)) (leaky ReLU slope a).
-inline Tensor Tensor::kaiming_uniform(Shape shape, double a) {
+TINYT_INLINE Tensor Tensor::kaiming_uniform(Shape shape, double a) {
   const auto s = detail::checked_shape(shape, "kaiming_uniform");
   const double fan_in = detail::random_fan(s, 1);
   const double bound =
@@ -246,7 +162,7 @@ inline Tensor Tensor::kaiming_uniform(Shape shape, double a) {
 }
 
 /// Normal with std gain / sqrt(fan_in), gain = sqrt(2 / (1 + a^2)).
-inline Tensor Tensor::kaiming_normal(Shape shape, double a) {
+TINYT_INLINE Tensor Tensor::kaiming_normal(Shape shape, double a) {
   const auto s = detail::checked_shape(shape, "kaiming_normal");
   const double fan_in = detail::random_fan(s, 1);
   const double std = fan_in > 0 ? std::sqrt(2.0 / (1 + a * a)) / std::sqrt(fan_in) : 0.0;
@@ -254,7 +170,7 @@ inline Tensor Tensor::kaiming_normal(Shape shape, double a) {
 }
 
 /// Uniform in +-sqrt(6 / (shape[0] + fan_in)) (Glorot and Bengio).
-inline Tensor Tensor::glorot_uniform(Shape shape) {
+TINYT_INLINE Tensor Tensor::glorot_uniform(Shape shape) {
   const auto s = detail::checked_shape(shape, "glorot_uniform");
   if (s.empty()) throw ShapeError("glorot_uniform: needs at least one dim, the shape is ()");
   const double fans = static_cast<double>(s[0]) + detail::random_fan(s, 1);
@@ -262,7 +178,7 @@ inline Tensor Tensor::glorot_uniform(Shape shape) {
 }
 
 /// Uniform in +-1 / sqrt(numel).
-inline Tensor Tensor::scaled_uniform(Shape shape) {
+TINYT_INLINE Tensor Tensor::scaled_uniform(Shape shape) {
   const auto s = detail::checked_shape(shape, "scaled_uniform");
   const double n = detail::random_fan(s, 0);
   return uniform(Shape(s), -1.0, 1.0).mul(n > 0 ? 1.0 / std::sqrt(n) : 0.0);

@@ -66,7 +66,7 @@ inline UOp split_reduce(const Tensor& x, Ops op, const std::vector<int64_t>& axe
 }
 }  // namespace detail
 
-inline Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const {
+TINYT_INLINE Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const {
   const auto s = cshape();
   std::vector<int64_t> ax;
   for (int a : axes) {
@@ -83,36 +83,36 @@ inline Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim, const 
   return r.reshape(Shape(out));
 }
 
-inline Tensor Tensor::sum(std::vector<int> axes, bool keepdim) const {
+TINYT_INLINE Tensor Tensor::sum(std::vector<int> axes, bool keepdim) const {
   return cast(detail::sum_acc_dtype(dtype())).reduce(Ops::ADD, std::move(axes), keepdim, "sum").cast(detail::sum_out_dtype(dtype()));
 }
-inline Tensor Tensor::sum(int axis, bool keepdim) const { return sum(std::vector<int>{axis}, keepdim); }
-inline Tensor Tensor::sum() const { return sum(detail::all_axes(ndim()), false); }
+TINYT_INLINE Tensor Tensor::sum(int axis, bool keepdim) const { return sum(std::vector<int>{axis}, keepdim); }
+TINYT_INLINE Tensor Tensor::sum() const { return sum(detail::all_axes(ndim()), false); }
 
 // As PyTorch: integers multiply in int64, floats in their own dtype (PyTorch's CPU prod of
 // float16 rounds every step: 300 * 300 * 2^-10 is inf there, not 87.875).
-inline Tensor Tensor::prod(std::vector<int> axes, bool keepdim) const {
+TINYT_INLINE Tensor Tensor::prod(std::vector<int> axes, bool keepdim) const {
   return cast(detail::sum_out_dtype(dtype())).reduce(Ops::MUL, std::move(axes), keepdim, "prod");
 }
-inline Tensor Tensor::prod(int axis, bool keepdim) const { return prod(std::vector<int>{axis}, keepdim); }
-inline Tensor Tensor::prod() const { return prod(detail::all_axes(ndim()), false); }
+TINYT_INLINE Tensor Tensor::prod(int axis, bool keepdim) const { return prod(std::vector<int>{axis}, keepdim); }
+TINYT_INLINE Tensor Tensor::prod() const { return prod(detail::all_axes(ndim()), false); }
 
-inline Tensor Tensor::max(std::vector<int> axes, bool keepdim) const {
+TINYT_INLINE Tensor Tensor::max(std::vector<int> axes, bool keepdim) const {
   detail::check_nonempty_reduce(*this, axes, "max");
   return reduce(Ops::MAX, std::move(axes), keepdim, "max");
 }
-inline Tensor Tensor::max(int axis, bool keepdim) const { return max(std::vector<int>{axis}, keepdim); }
-inline Tensor Tensor::max() const { return max(detail::all_axes(ndim()), false); }
+TINYT_INLINE Tensor Tensor::max(int axis, bool keepdim) const { return max(std::vector<int>{axis}, keepdim); }
+TINYT_INLINE Tensor Tensor::max() const { return max(detail::all_axes(ndim()), false); }
 
-inline Tensor Tensor::min(std::vector<int> axes, bool keepdim) const {
+TINYT_INLINE Tensor Tensor::min(std::vector<int> axes, bool keepdim) const {
   detail::check_nonempty_reduce(*this, axes, "min");
   if (dtype().is_float()) return neg().reduce(Ops::MAX, std::move(axes), keepdim, "min").neg();
   return bitwise_not().reduce(Ops::MAX, std::move(axes), keepdim, "min").bitwise_not();
 }
-inline Tensor Tensor::min(int axis, bool keepdim) const { return min(std::vector<int>{axis}, keepdim); }
-inline Tensor Tensor::min() const { return min(detail::all_axes(ndim()), false); }
+TINYT_INLINE Tensor Tensor::min(int axis, bool keepdim) const { return min(std::vector<int>{axis}, keepdim); }
+TINYT_INLINE Tensor Tensor::min() const { return min(detail::all_axes(ndim()), false); }
 
-inline Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
+TINYT_INLINE Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
   const auto s = cshape();
   int64_t n = 1;
   for (int a : axes) n *= s.empty() ? 1 : s[static_cast<size_t>(normalize_axis(a, s.size(), "mean"))];
@@ -122,13 +122,13 @@ inline Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
   // an empty mean is NaN, as 0/0
   return total.div(Tensor(graph::const_(acc, static_cast<double>(n), device()))).cast(least_upper_float(dtype()));
 }
-inline Tensor Tensor::mean(int axis, bool keepdim) const { return mean(std::vector<int>{axis}, keepdim); }
-inline Tensor Tensor::mean() const { return mean(detail::all_axes(ndim()), false); }
+TINYT_INLINE Tensor Tensor::mean(int axis, bool keepdim) const { return mean(std::vector<int>{axis}, keepdim); }
+TINYT_INLINE Tensor Tensor::mean() const { return mean(detail::all_axes(ndim()), false); }
 
-inline Tensor Tensor::any(int axis, bool keepdim) const { return cast(dtypes::bool_).reduce(Ops::MAX, {axis}, keepdim, "any"); }
-inline Tensor Tensor::any() const { return cast(dtypes::bool_).reduce(Ops::MAX, detail::all_axes(ndim()), false, "any"); }
-inline Tensor Tensor::all(int axis, bool keepdim) const { return logical_not().any(axis, keepdim).logical_not(); }
-inline Tensor Tensor::all() const { return logical_not().any().logical_not(); }
+TINYT_INLINE Tensor Tensor::any(int axis, bool keepdim) const { return cast(dtypes::bool_).reduce(Ops::MAX, {axis}, keepdim, "any"); }
+TINYT_INLINE Tensor Tensor::any() const { return cast(dtypes::bool_).reduce(Ops::MAX, detail::all_axes(ndim()), false, "any"); }
+TINYT_INLINE Tensor Tensor::all(int axis, bool keepdim) const { return logical_not().any(axis, keepdim).logical_not(); }
+TINYT_INLINE Tensor Tensor::all() const { return logical_not().any().logical_not(); }
 
 namespace detail {
 /// Running sums along the last axis of x (rows, n), in x's own dtype: a sliding window of x padded
@@ -146,7 +146,7 @@ inline Tensor running_sums(const Tensor& x) {
 }  // namespace detail
 
 /// Running sums along an axis, accumulated and returned in the dtypes sum uses.
-inline Tensor Tensor::cumsum(int axis) const {
+TINYT_INLINE Tensor Tensor::cumsum(int axis) const {
   if (ndim() == 0) return cast(detail::sum_out_dtype(dtype()));
   const int ax = normalize_axis(axis, ndim(), "cumsum");
   std::vector<int> order;
