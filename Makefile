@@ -63,14 +63,17 @@ sanitize:
 	cmake --build build-asan -j$(JOBS)
 	ctest --test-dir build-asan --output-on-failure -j$(JOBS)
 
-# The ASan/UBSan build of the fast tests (SANITIZE_FAST) and of the single-header test, as CI
-# runs it, in build-asan-fast/.
+# The ASan/UBSan build of the fast tests (SANITIZE_FAST), the single-header test and the program
+# of tests/modes linked with the library, as CI runs it, in build-asan-fast/. The same program in
+# the other two modes is left out: each compiles the whole engine again, for the same code.
 sanitize-fast:
 	tools/setup.sh
 	$(CMAKE_CONFIGURE) -DTINYT_SANITIZE=ON -DTINYT_TEST_FILES='$(SANITIZE_FAST)' \
 	    -S . -B build-asan-fast
-	cmake --build build-asan-fast -j$(JOBS) --target tinyt_tests tinyt_single_include_test
-	ctest --test-dir build-asan-fast --output-on-failure -j$(JOBS)
+	cmake --build build-asan-fast -j$(JOBS) \
+	    --target tinyt_tests tinyt_single_include_test tinyt_mode_compiled
+	ctest --test-dir build-asan-fast --output-on-failure -j$(JOBS) \
+	    -E '^mode_(header_only|single_header)$$'
 
 amalgamate:
 	python3 tools/amalgamate.py

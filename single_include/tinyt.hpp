@@ -1091,7 +1091,6 @@ inline int normalize_axis(int axis, size_t ndim, const char* op) {
 // Knobs and counters: environment variables with tinygrad's names (DEBUG, BEAM, NOOPT, ...),
 // scoped overrides of them in code (Context), and GlobalCounters.
 
-#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -1222,7 +1221,6 @@ struct Device {
 // few primitive UOps, compiled with the engine (config.hpp).
 
 #include <memory>
-#include <shared_mutex>
 
 
 namespace tinyt::inline v0 {
@@ -1579,50 +1577,14 @@ class Tensor {
   friend struct TensorAccess;
 
   // The fields of Data that other threads read through the registry (uop, requires_grad) are
-  // written under this lock and read there under it, shared: a realize or backward in one thread
-  // looks at every live tensor, also those of threads realizing graphs of their own.
-  static std::shared_mutex& data_mu() {
-    static auto* m = new std::shared_mutex;  // never destroyed, like the registry
-    return *m;
-  }
-  void set_uop(UOp u) {
-    std::unique_lock lock(data_mu());
-    d_->uop = std::move(u);
-  }
-  static std::pair<UOp, bool> shared_fields(const Data& d) {
-    std::shared_lock lock(data_mu());
-    return {d.uop, d.requires_grad.value_or(false)};
-  }
-
+  // written under a lock (tensor_impl.hpp) and read there under it, shared: a realize or backward
+  // in one thread looks at every live tensor, also those of threads realizing graphs of their own.
+  void set_uop(UOp u);
+  static std::pair<UOp, bool> shared_fields(const Data& d);
   // Every live tensor, so that overwriting memory in place (assign) can first compute what
   // other tensors still need from it.
-  class Registry {
-   public:
-    void add(const std::shared_ptr<Data>& d) {
-      std::lock_guard lock(mu_);
-      if (all_.size() >= 2 * compacted_size_ + 1024) {
-        std::erase_if(all_, [](const std::weak_ptr<Data>& w) { return w.expired(); });
-        compacted_size_ = all_.size();
-      }
-      all_.push_back(d);
-    }
-    std::vector<std::shared_ptr<Data>> snapshot() {
-      std::lock_guard lock(mu_);
-      std::vector<std::shared_ptr<Data>> out;
-      for (const auto& w : all_)
-        if (auto d = w.lock()) out.push_back(std::move(d));
-      return out;
-    }
-
-   private:
-    std::mutex mu_;
-    std::vector<std::weak_ptr<Data>> all_;
-    size_t compacted_size_ = 0;
-  };
-  static Registry& live_tensors() {
-    static auto* r = new Registry;  // never destroyed: tensors may die during static teardown
-    return *r;
-  }
+  class Registry;
+  static Registry& live_tensors();
   friend void realize_tensors(const std::vector<Tensor>& tensors);
 
   std::shared_ptr<Data> d_;
@@ -5884,6 +5846,7 @@ inline std::string render_c(const codegen::Program& p) { return CRenderer().rend
 // computed value now lives. DEBUG=1 prints the schedule, 2 a line per kernel with its time and
 // rates (engine/estimates.hpp), 4 the generated source.
 
+#include <chrono>
 #include <iomanip>
 #include <iostream>
 #include <thread>
@@ -9702,9 +9665,55 @@ TINYT_INLINE sint::sint(const UOp& u) {
 // ---- tinyt/tensor_impl.hpp ----
 // Out-of-line parts of tensor.hpp: a Tensor's node, its shape and device, reading it back.
 
+#include <shared_mutex>
 
 
 namespace tinyt::inline v0 {
+
+namespace detail {
+// Guards the fields of every tensor's Data that other threads read (Tensor::set_uop).
+inline std::shared_mutex& tensor_data_mutex() {
+  static auto* m = new std::shared_mutex;  // never destroyed, like the registry
+  return *m;
+}
+}  // namespace detail
+
+TINYT_INLINE void Tensor::set_uop(UOp u) {
+  std::unique_lock lock(detail::tensor_data_mutex());
+  d_->uop = std::move(u);
+}
+TINYT_INLINE std::pair<UOp, bool> Tensor::shared_fields(const Data& d) {
+  std::shared_lock lock(detail::tensor_data_mutex());
+  return {d.uop, d.requires_grad.value_or(false)};
+}
+
+class Tensor::Registry {
+ public:
+  void add(const std::shared_ptr<Data>& d) {
+    std::lock_guard lock(mu_);
+    if (all_.size() >= 2 * compacted_size_ + 1024) {
+      std::erase_if(all_, [](const std::weak_ptr<Data>& w) { return w.expired(); });
+      compacted_size_ = all_.size();
+    }
+    all_.push_back(d);
+  }
+  std::vector<std::shared_ptr<Data>> snapshot() {
+    std::lock_guard lock(mu_);
+    std::vector<std::shared_ptr<Data>> out;
+    for (const auto& w : all_)
+      if (auto d = w.lock()) out.push_back(std::move(d));
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::weak_ptr<Data>> all_;
+  size_t compacted_size_ = 0;
+};
+TINYT_INLINE Tensor::Registry& Tensor::live_tensors() {
+  static auto* r = new Registry;  // never destroyed: tensors may die during static teardown
+  return *r;
+}
 
 TINYT_INLINE Tensor::Tensor(UOp uop) : d_(std::make_shared<Data>(Data{std::move(uop)})) { live_tensors().add(d_); }
 
@@ -10564,6 +10573,7 @@ TINYT_INLINE std::ostream& operator<<(std::ostream& os, const Tensor& t) {
 // live tensor that still reads memory overwritten in place is computed in the same schedule,
 // before the overwrite.
 
+#include <shared_mutex>
 #include <unordered_set>
 
 
@@ -12631,7 +12641,7 @@ TINYT_INLINE Tensor& Tensor::requires_grad(bool on) {
     // memory by BUFFER node, and an optimizer step would write one in place.
     own_memory();  // realizes, so it runs before the lock below is taken
   }
-  std::unique_lock lock(data_mu());  // read by other threads' backward
+  std::unique_lock lock(detail::tensor_data_mutex());  // read by other threads' backward
   d_->requires_grad = on;
   return *this;
 }

@@ -260,7 +260,7 @@ TINYT_INLINE Tensor& Tensor::requires_grad(bool on) {
     // memory by BUFFER node, and an optimizer step would write one in place.
     own_memory();  // realizes, so it runs before the lock below is taken
   }
-  std::unique_lock lock(data_mu());  // read by other threads' backward
+  std::unique_lock lock(detail::tensor_data_mutex());  // read by other threads' backward
   d_->requires_grad = on;
   return *this;
 }

@@ -3,10 +3,8 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <cstdlib>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <variant>

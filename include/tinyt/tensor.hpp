@@ -7,7 +7,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
-#include <shared_mutex>
+#include <utility>
 #include <vector>
 
 #include "device.hpp"
@@ -369,50 +369,14 @@ class Tensor {
   friend struct TensorAccess;
 
   // The fields of Data that other threads read through the registry (uop, requires_grad) are
-  // written under this lock and read there under it, shared: a realize or backward in one thread
-  // looks at every live tensor, also those of threads realizing graphs of their own.
-  static std::shared_mutex& data_mu() {
-    static auto* m = new std::shared_mutex;  // never destroyed, like the registry
-    return *m;
-  }
-  void set_uop(UOp u) {
-    std::unique_lock lock(data_mu());
-    d_->uop = std::move(u);
-  }
-  static std::pair<UOp, bool> shared_fields(const Data& d) {
-    std::shared_lock lock(data_mu());
-    return {d.uop, d.requires_grad.value_or(false)};
-  }
-
+  // written under a lock (tensor_impl.hpp) and read there under it, shared: a realize or backward
+  // in one thread looks at every live tensor, also those of threads realizing graphs of their own.
+  void set_uop(UOp u);
+  static std::pair<UOp, bool> shared_fields(const Data& d);
   // Every live tensor, so that overwriting memory in place (assign) can first compute what
   // other tensors still need from it.
-  class Registry {
-   public:
-    void add(const std::shared_ptr<Data>& d) {
-      std::lock_guard lock(mu_);
-      if (all_.size() >= 2 * compacted_size_ + 1024) {
-        std::erase_if(all_, [](const std::weak_ptr<Data>& w) { return w.expired(); });
-        compacted_size_ = all_.size();
-      }
-      all_.push_back(d);
-    }
-    std::vector<std::shared_ptr<Data>> snapshot() {
-      std::lock_guard lock(mu_);
-      std::vector<std::shared_ptr<Data>> out;
-      for (const auto& w : all_)
-        if (auto d = w.lock()) out.push_back(std::move(d));
-      return out;
-    }
-
-   private:
-    std::mutex mu_;
-    std::vector<std::weak_ptr<Data>> all_;
-    size_t compacted_size_ = 0;
-  };
-  static Registry& live_tensors() {
-    static auto* r = new Registry;  // never destroyed: tensors may die during static teardown
-    return *r;
-  }
+  class Registry;
+  static Registry& live_tensors();
   friend void realize_tensors(const std::vector<Tensor>& tensors);
 
   std::shared_ptr<Data> d_;

@@ -1,12 +1,58 @@
 // Out-of-line parts of tensor.hpp: a Tensor's node, its shape and device, reading it back.
 #pragma once
 
-#include <cstring>
+#include <mutex>
+#include <shared_mutex>
 
 #include "graph.hpp"
 #include "tensor.hpp"
 
 namespace tinyt::inline v0 {
+
+namespace detail {
+// Guards the fields of every tensor's Data that other threads read (Tensor::set_uop).
+inline std::shared_mutex& tensor_data_mutex() {
+  static auto* m = new std::shared_mutex;  // never destroyed, like the registry
+  return *m;
+}
+}  // namespace detail
+
+TINYT_INLINE void Tensor::set_uop(UOp u) {
+  std::unique_lock lock(detail::tensor_data_mutex());
+  d_->uop = std::move(u);
+}
+TINYT_INLINE std::pair<UOp, bool> Tensor::shared_fields(const Data& d) {
+  std::shared_lock lock(detail::tensor_data_mutex());
+  return {d.uop, d.requires_grad.value_or(false)};
+}
+
+class Tensor::Registry {
+ public:
+  void add(const std::shared_ptr<Data>& d) {
+    std::lock_guard lock(mu_);
+    if (all_.size() >= 2 * compacted_size_ + 1024) {
+      std::erase_if(all_, [](const std::weak_ptr<Data>& w) { return w.expired(); });
+      compacted_size_ = all_.size();
+    }
+    all_.push_back(d);
+  }
+  std::vector<std::shared_ptr<Data>> snapshot() {
+    std::lock_guard lock(mu_);
+    std::vector<std::shared_ptr<Data>> out;
+    for (const auto& w : all_)
+      if (auto d = w.lock()) out.push_back(std::move(d));
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::weak_ptr<Data>> all_;
+  size_t compacted_size_ = 0;
+};
+TINYT_INLINE Tensor::Registry& Tensor::live_tensors() {
+  static auto* r = new Registry;  // never destroyed: tensors may die during static teardown
+  return *r;
+}
 
 TINYT_INLINE Tensor::Tensor(UOp uop) : d_(std::make_shared<Data>(Data{std::move(uop)})) { live_tensors().add(d_); }
 
