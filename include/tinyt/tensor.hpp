@@ -360,6 +360,7 @@ class Tensor {
   std::vector<int64_t> cshape() const;
   /// Realizes the tensor and copies its bytes (`nbytes` of them) to host memory at `dst`.
   void copyout(void* dst, size_t nbytes) const;
+  // the non-template halves of the creation templates (ops/creation.hpp, ops/combine.hpp)
   static Tensor full_value(const Shape& shape, double value, DType dtype, const std::string& device);
   static Tensor full_value(const Shape& shape, i128 value, DType dtype, const std::string& device);
   static Tensor arange_values(double start, double step, int64_t count, DType dtype);
