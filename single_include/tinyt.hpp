@@ -1568,6 +1568,7 @@ class Tensor {
   std::vector<int64_t> cshape() const;
   /// Realizes the tensor and copies its bytes (`nbytes` of them) to host memory at `dst`.
   void copyout(void* dst, size_t nbytes) const;
+  // the non-template halves of the creation templates (ops/creation.hpp, ops/combine.hpp)
   static Tensor full_value(const Shape& shape, double value, DType dtype, const std::string& device);
   static Tensor full_value(const Shape& shape, i128 value, DType dtype, const std::string& device);
   static Tensor arange_values(double start, double step, int64_t count, DType dtype);
@@ -1740,6 +1741,7 @@ Tensor to_tensor(Operand o);
 Operand binary_operand(Ops op, Operand a, Operand b, const char* name, bool to_float);
 /// -x as x * -1 (a constant is negated now; the weak flag stays).
 Operand negate(const Operand& x);
+/// The tensor's shape, every dim concrete.
 std::vector<int64_t> concrete_shape(const Tensor& t);
 }  // namespace detail
 
