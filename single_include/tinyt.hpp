@@ -2572,6 +2572,72 @@ Mnist fashion_mnist(std::string dir = "");
 // here but in implementation.hpp.
 
 
+// utilities every stage may use
+// ---- tinyt/support.hpp ----
+// Small utilities below every stage: a stable hash for cache keys, reading a whole file, and
+// numbering the lines of a source for an error message.
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+namespace tinyt::inline v0::detail {
+
+/// A deterministic 128-bit hash: FNV-1a-64 and a rotate-multiply lane, each finished with
+/// murmur3's fmix64. A cache key, not a cryptographic hash: the cache also compares the source.
+class Hash128 {
+ public:
+  Hash128& update(std::string_view data) {
+    for (char ch : data) {
+      const uint64_t c = static_cast<unsigned char>(ch);
+      a_ = (a_ ^ c) * 0x100000001b3ULL;
+      b_ = std::rotl(b_ ^ c, 23) * 0x9e3779b97f4a7c15ULL;
+    }
+    size_ += data.size();
+    return *this;
+  }
+  /// 32 lowercase hex digits.
+  std::string hex() const {
+    const uint64_t hi = fmix(a_ ^ size_), lo = fmix(b_ + hi * 0xc2b2ae3d27d4eb4fULL);
+    char out[33];
+    std::snprintf(out, sizeof out, "%016llx%016llx", static_cast<unsigned long long>(hi),
+                  static_cast<unsigned long long>(lo));
+    return out;
+  }
+
+ private:
+  static uint64_t fmix(uint64_t k) {
+    k = (k ^ (k >> 33)) * 0xff51afd7ed558ccdULL;
+    k = (k ^ (k >> 33)) * 0xc4ceb9fe1a85ec53ULL;
+    return k ^ (k >> 33);
+  }
+  uint64_t a_ = 0xcbf29ce484222325ULL, b_ = 0x6a09e667f3bcc909ULL, size_ = 0;
+};
+
+/// The whole file, or nothing when it cannot be read.
+inline std::optional<std::string> read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// The source with line numbers, as quoted in a CompileError.
+inline std::string number_lines(std::string_view src) {
+  std::string out;
+  for (size_t start = 0, line = 1; start < src.size(); ++line) {
+    size_t end = std::min(src.find('\n', start), src.size());
+    char prefix[24];
+    std::snprintf(prefix, sizeof prefix, "%4zu | ", line);
+    out.append(prefix).append(src.substr(start, end - start)).append("\n");
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace tinyt::inline v0::detail
+// ---- end tinyt/support.hpp ----
+
 // the IR's engines: rewrite rules, constant folding, bounds, the symbolic simplifier
 // ---- tinyt/pattern.hpp ----
 // The rewrite engine: UPat patterns, PatternMatcher rule tables and graph_rewrite, the one
@@ -5869,7 +5935,6 @@ inline std::string render_c(const codegen::Program& p) { return CRenderer().rend
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 
 // ---- tinyt/backend/dlopen.hpp ----
 // Shared libraries opened at run time (dlopen): how tinyt reaches libLLVM (the ORC JIT of
@@ -6084,55 +6149,9 @@ namespace backend {
 namespace detail {
 using ::tinyt::detail::cat;
 
-/// A deterministic 128-bit hash: FNV-1a-64 and a rotate-multiply lane, each finished with
-/// murmur3's fmix64. A cache key, not a cryptographic hash: the cache also compares the source.
-class Hash128 {
- public:
-  Hash128& update(std::string_view data) {
-    for (char ch : data) {
-      const uint64_t c = static_cast<unsigned char>(ch);
-      a_ = (a_ ^ c) * 0x100000001b3ULL;
-      b_ = std::rotl(b_ ^ c, 23) * 0x9e3779b97f4a7c15ULL;
-    }
-    size_ += data.size();
-    return *this;
-  }
-  /// 32 lowercase hex digits.
-  std::string hex() const {
-    const uint64_t hi = fmix(a_ ^ size_), lo = fmix(b_ + hi * 0xc2b2ae3d27d4eb4fULL);
-    char out[33];
-    std::snprintf(out, sizeof out, "%016llx%016llx", static_cast<unsigned long long>(hi),
-                  static_cast<unsigned long long>(lo));
-    return out;
-  }
-
- private:
-  static uint64_t fmix(uint64_t k) {
-    k = (k ^ (k >> 33)) * 0xff51afd7ed558ccdULL;
-    k = (k ^ (k >> 33)) * 0xc4ceb9fe1a85ec53ULL;
-    return k ^ (k >> 33);
-  }
-  uint64_t a_ = 0xcbf29ce484222325ULL, b_ = 0x6a09e667f3bcc909ULL, size_ = 0;
-};
-
-inline std::optional<std::string> read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-/// The source with line numbers, as quoted in a CompileError.
-inline std::string number_lines(std::string_view src) {
-  std::string out;
-  for (size_t start = 0, line = 1; start < src.size(); ++line) {
-    size_t end = std::min(src.find('\n', start), src.size());
-    char prefix[24];
-    std::snprintf(prefix, sizeof prefix, "%4zu | ", line);
-    out.append(prefix).append(src.substr(start, end - start)).append("\n");
-    start = end + 1;
-  }
-  return out;
-}
+using ::tinyt::detail::Hash128;
+using ::tinyt::detail::number_lines;
+using ::tinyt::detail::read_file;
 
 /// The host CPU's model and feature flags, hashed: -march=native code is only valid on a CPU
 /// like the one it was built on, so a cache shared between machines must tell them apart.
@@ -6638,10 +6657,10 @@ class LLVMJit {
     if (api_.LLVMParseIRInContext(api_.LLVMOrcThreadSafeContextGetContext(context), buffer, &module,
                                   &error))
       throw CompileError(cat("tinyt: LLVM cannot parse the IR of kernel '", name,
-                             "': ", api_.take(error), "\nIR:\n", detail::number_lines(ir)));
+                             "': ", api_.take(error), "\nIR:\n", ::tinyt::detail::number_lines(ir)));
     if (api_.LLVMVerifyModule(module, llvm_c::ReturnStatusAction, &error))
       throw CompileError(cat("tinyt: the IR of kernel '", name, "' is invalid: ", api_.take(error),
-                             "IR:\n", detail::number_lines(ir)));
+                             "IR:\n", ::tinyt::detail::number_lines(ir)));
     api_.take(error);
     llvm_c::ValueRef function = api_.LLVMGetNamedFunction(module, name.c_str());
     if (!function) throw CompileError(cat("tinyt: the LLVM module has no function '", name, "'"));
@@ -8547,13 +8566,13 @@ inline double time_candidate(const UOp& ast, const std::vector<codegen::Opt>& op
 // BEAM's choice for a kernel, from the on-disk cache when it searched this kernel before with
 // the same width, threads and compiler.
 inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
-  const std::string key = backend::detail::Hash128()
+  const std::string key = detail::Hash128()
                               .update(to_string(ast))
                               .update(cat("|beam ", settings.beam, " threads ", settings.threads, " transcendental ", settings.transcendental, "|"))
                               .update(compiler_identity(settings.compiler, settings.llvm_target))
                               .hex();
   const std::filesystem::path dir = backend::CCompiler::default_cache_dir() / "beam", file = dir / (key + ".opts");
-  if (auto text = backend::detail::read_file(file))
+  if (auto text = detail::read_file(file))
     if (auto opts = codegen::deserialize_opts(*text)) return *opts;
   const auto start = std::chrono::steady_clock::now();
   std::vector<codegen::Opt> opts = codegen::beam_search(ast, settings.beam, settings.threads, [&](const std::vector<codegen::Opt>& o) {

@@ -7,6 +7,9 @@
 
 #include "../tinyt.hpp"
 
+// utilities every stage may use
+#include "support.hpp"
+
 // the IR's engines: rewrite rules, constant folding, bounds, the symbolic simplifier
 #include "pattern.hpp"
 #include "alu.hpp"

@@ -24,6 +24,7 @@
 #include "renderer/cstyle.hpp"
 #include "renderer/llvmir.hpp"
 #include "schedule/cache.hpp"
+#include "support.hpp"
 
 namespace tinyt::inline v0 {
 
@@ -161,13 +162,13 @@ inline double time_candidate(const UOp& ast, const std::vector<codegen::Opt>& op
 // BEAM's choice for a kernel, from the on-disk cache when it searched this kernel before with
 // the same width, threads and compiler.
 inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
-  const std::string key = backend::detail::Hash128()
+  const std::string key = detail::Hash128()
                               .update(to_string(ast))
                               .update(cat("|beam ", settings.beam, " threads ", settings.threads, " transcendental ", settings.transcendental, "|"))
                               .update(compiler_identity(settings.compiler, settings.llvm_target))
                               .hex();
   const std::filesystem::path dir = backend::CCompiler::default_cache_dir() / "beam", file = dir / (key + ".opts");
-  if (auto text = backend::detail::read_file(file))
+  if (auto text = detail::read_file(file))
     if (auto opts = codegen::deserialize_opts(*text)) return *opts;
   const auto start = std::chrono::steady_clock::now();
   std::vector<codegen::Opt> opts = codegen::beam_search(ast, settings.beam, settings.threads, [&](const std::vector<codegen::Opt>& o) {

@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <bit>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -19,7 +18,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -27,6 +25,7 @@
 #include <vector>
 
 #include "../error.hpp"
+#include "../support.hpp"
 #include "dlopen.hpp"
 #include "subprocess.hpp"
 
@@ -36,55 +35,9 @@ namespace backend {
 namespace detail {
 using ::tinyt::detail::cat;
 
-/// A deterministic 128-bit hash: FNV-1a-64 and a rotate-multiply lane, each finished with
-/// murmur3's fmix64. A cache key, not a cryptographic hash: the cache also compares the source.
-class Hash128 {
- public:
-  Hash128& update(std::string_view data) {
-    for (char ch : data) {
-      const uint64_t c = static_cast<unsigned char>(ch);
-      a_ = (a_ ^ c) * 0x100000001b3ULL;
-      b_ = std::rotl(b_ ^ c, 23) * 0x9e3779b97f4a7c15ULL;
-    }
-    size_ += data.size();
-    return *this;
-  }
-  /// 32 lowercase hex digits.
-  std::string hex() const {
-    const uint64_t hi = fmix(a_ ^ size_), lo = fmix(b_ + hi * 0xc2b2ae3d27d4eb4fULL);
-    char out[33];
-    std::snprintf(out, sizeof out, "%016llx%016llx", static_cast<unsigned long long>(hi),
-                  static_cast<unsigned long long>(lo));
-    return out;
-  }
-
- private:
-  static uint64_t fmix(uint64_t k) {
-    k = (k ^ (k >> 33)) * 0xff51afd7ed558ccdULL;
-    k = (k ^ (k >> 33)) * 0xc4ceb9fe1a85ec53ULL;
-    return k ^ (k >> 33);
-  }
-  uint64_t a_ = 0xcbf29ce484222325ULL, b_ = 0x6a09e667f3bcc909ULL, size_ = 0;
-};
-
-inline std::optional<std::string> read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-/// The source with line numbers, as quoted in a CompileError.
-inline std::string number_lines(std::string_view src) {
-  std::string out;
-  for (size_t start = 0, line = 1; start < src.size(); ++line) {
-    size_t end = std::min(src.find('\n', start), src.size());
-    char prefix[24];
-    std::snprintf(prefix, sizeof prefix, "%4zu | ", line);
-    out.append(prefix).append(src.substr(start, end - start)).append("\n");
-    start = end + 1;
-  }
-  return out;
-}
+using ::tinyt::detail::Hash128;
+using ::tinyt::detail::number_lines;
+using ::tinyt::detail::read_file;
 
 /// The host CPU's model and feature flags, hashed: -march=native code is only valid on a CPU
 /// like the one it was built on, so a cache shared between machines must tell them apart.

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "../error.hpp"
-#include "cpu_cc.hpp"
+#include "../support.hpp"
 #include "dlopen.hpp"
 
 namespace tinyt::inline v0 {
@@ -298,10 +298,10 @@ class LLVMJit {
     if (api_.LLVMParseIRInContext(api_.LLVMOrcThreadSafeContextGetContext(context), buffer, &module,
                                   &error))
       throw CompileError(cat("tinyt: LLVM cannot parse the IR of kernel '", name,
-                             "': ", api_.take(error), "\nIR:\n", detail::number_lines(ir)));
+                             "': ", api_.take(error), "\nIR:\n", ::tinyt::detail::number_lines(ir)));
     if (api_.LLVMVerifyModule(module, llvm_c::ReturnStatusAction, &error))
       throw CompileError(cat("tinyt: the IR of kernel '", name, "' is invalid: ", api_.take(error),
-                             "IR:\n", detail::number_lines(ir)));
+                             "IR:\n", ::tinyt::detail::number_lines(ir)));
     api_.take(error);
     llvm_c::ValueRef function = api_.LLVMGetNamedFunction(module, name.c_str());
     if (!function) throw CompileError(cat("tinyt: the LLVM module has no function '", name, "'"));
