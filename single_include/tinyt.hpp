@@ -3838,7 +3838,7 @@ inline const PatternMatcher& symbolic() {
 inline UOp simplify(const UOp& u) { return graph_rewrite(u, symbolic()); }
 
 }  // namespace tinyt::inline v0
-
+// ---- end tinyt/symbolic.hpp ----
 // ---- tinyt/valid.hpp ----
 // Simplification under a validity mask. A padded load reads `valid ? buf[idx] : 0`; inside it,
 // idx only needs to be right where `valid` holds, so the bounds that valid's clauses put on
@@ -4009,7 +4009,6 @@ inline UOp simplify_valid(const UOp& valid) {
 
 }  // namespace tinyt::inline v0
 // ---- end tinyt/valid.hpp ----
-// ---- end tinyt/symbolic.hpp ----
 
 // the pipeline: tensor graph -> schedule -> codegen -> renderer -> run
 // ---- tinyt/buffer.hpp ----

@@ -257,5 +257,3 @@ inline const PatternMatcher& symbolic() {
 inline UOp simplify(const UOp& u) { return graph_rewrite(u, symbolic()); }
 
 }  // namespace tinyt::inline v0
-
-#include "valid.hpp"

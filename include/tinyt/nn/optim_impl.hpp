@@ -1,6 +1,7 @@
 // Definitions of optim.hpp, compiled with the engine (config.hpp).
 #pragma once
 
+#include "../expr.hpp"
 #include "optim.hpp"
 
 namespace tinyt::inline v0::nn::optim {

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "../graph.hpp"
-#include "../tensor.hpp"
+#include "../tensor_impl.hpp"
 
 namespace tinyt::inline v0 {
 

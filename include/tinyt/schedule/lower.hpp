@@ -8,6 +8,8 @@
 #include <tuple>
 
 #include "../graph.hpp"
+#include "../symbolic.hpp"
+#include "../valid.hpp"
 
 namespace tinyt::inline v0 {
 namespace schedule {
