@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include <tinyt.hpp>
 #include <tinyt/internals.hpp>
 
 namespace tinyt_test {

@@ -1,6 +1,7 @@
 // dtype.hpp: names, sizes, the C++ type table, the promotion lattice, and host conversions.
 #include <doctest/doctest.h>
 
+#include <tinyt.hpp>
 #include <tinyt/internals.hpp>
 
 using namespace tinyt;

@@ -2,6 +2,7 @@
 // the same graph as the Tensor methods, and have every Tensor method.
 #include <doctest/doctest.h>
 
+#include <tinyt.hpp>
 #include <tinyt/internals.hpp>
 
 using namespace tinyt;

@@ -2,6 +2,7 @@
 // fixed point, memoization, depth and error behaviour.
 #include <doctest/doctest.h>
 
+#include <tinyt.hpp>
 #include <tinyt/internals.hpp>
 
 using namespace tinyt;

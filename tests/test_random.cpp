@@ -9,6 +9,7 @@
 #include <set>
 #include <tuple>
 
+#include <tinyt.hpp>
 #include <tinyt/internals.hpp>
 
 using namespace tinyt;

@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 
+#include <tinyt.hpp>
 #include <tinyt/internals.hpp>
 
 using namespace tinyt;

@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include <tinyt.hpp>
 #include <tinyt/internals.hpp>
 
 using namespace tinyt;

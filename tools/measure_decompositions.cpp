@@ -4,7 +4,8 @@
 // function's largest error in ulps with the input that gives it. The claims at the top of
 // decompositions.hpp come from here; tests/test_decompositions.cpp checks 2^20 inputs per run.
 //
-//   g++ -std=c++20 -O2 -Iinclude tools/measure_decompositions.cpp -ldl -lpthread -o /tmp/measure
+//   g++ -std=c++20 -O2 -DTINYT_HEADER_ONLY -Iinclude tools/measure_decompositions.cpp
+//       -ldl -lpthread -o /tmp/measure        (one command; header-only: one file, no library)
 //   /tmp/measure [exp2|log2|sin|all] [stride] [threads]
 //
 // stride 1 (the default) runs every input: a few minutes per function on one core, mostly the

@@ -2,10 +2,8 @@
 // scheduler, codegen, renderers, backends and the realize loop. For white-box tests and tools;
 // a program needs only tinyt.hpp. Every function here is inline, so any file may include this
 // (it costs what header-only mode costs); the definitions of what tinyt.hpp declares are not
-// here but in implementation.hpp.
+// here but in implementation.hpp. Include tinyt.hpp first for the public API.
 #pragma once
-
-#include "../tinyt.hpp"
 
 // utilities every stage may use
 #include "support.hpp"
