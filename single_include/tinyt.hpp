@@ -1264,6 +1264,11 @@ class Tensor;
 class TensorRef;
 class Index;
 
+namespace detail {
+/// The tensor's shape, every dim concrete (tensor_impl.hpp).
+std::vector<int64_t> concrete_shape(const Tensor& t);
+}  // namespace detail
+
 /// A lazy n-dimensional array.
 class Tensor {
  public:
@@ -1565,7 +1570,7 @@ class Tensor {
   Tensor binary(Ops op, const Tensor& o, const char* name, bool to_float = false) const;
   Tensor unary(Ops op) const;
   Tensor reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const;
-  std::vector<int64_t> cshape() const;
+  std::vector<int64_t> cshape() const { return detail::concrete_shape(*this); }
   /// Realizes the tensor and copies its bytes (`nbytes` of them) to host memory at `dst`.
   void copyout(void* dst, size_t nbytes) const;
   // the non-template halves of the creation templates (ops/creation.hpp, ops/combine.hpp)
@@ -1741,8 +1746,6 @@ Tensor to_tensor(Operand o);
 Operand binary_operand(Ops op, Operand a, Operand b, const char* name, bool to_float);
 /// -x as x * -1 (a constant is negated now; the weak flag stays).
 Operand negate(const Operand& x);
-/// The tensor's shape, every dim concrete.
-std::vector<int64_t> concrete_shape(const Tensor& t);
 }  // namespace detail
 
 /// Every const Tensor method an expression forwards (names only; overloads come along).
@@ -9738,7 +9741,7 @@ TINYT_INLINE Tensor::Tensor(UOp uop) : d_(std::make_shared<Data>(Data{std::move(
 
 TINYT_INLINE Shape Tensor::shape() const { return graph::shape_of(uop()); }
 TINYT_INLINE std::string Tensor::device() const { return graph::device_of(uop()); }
-TINYT_INLINE std::vector<int64_t> Tensor::cshape() const { return graph::concrete_shape(uop()); }
+TINYT_INLINE std::vector<int64_t> detail::concrete_shape(const Tensor& t) { return graph::concrete_shape(t.uop()); }
 
 TINYT_INLINE Tensor Tensor::scalar(DType dt, double v) {
   Tensor t(graph::const_(dt, v, Device::default_device()));
@@ -9992,7 +9995,6 @@ struct TensorAccess {
 namespace detail {
 TINYT_INLINE Operand operand_of(const Tensor& t) { return {t.uop(), TensorAccess::weak(t), TensorAccess::exact(t)}; }
 TINYT_INLINE Tensor to_tensor(Operand o) { return TensorAccess::make(std::move(o.u), o.weak, std::move(o.exact)); }
-TINYT_INLINE std::vector<int64_t> concrete_shape(const Tensor& t) { return graph::concrete_shape(t.uop()); }
 
 inline Operand cast_operand(const Operand& x, DType dt) {
   if (dt == x.u.dtype()) return x;
@@ -10022,8 +10024,6 @@ inline UOp broadcast_uop(const UOp& u, const std::vector<int64_t>& shape) {
   return graph::expand(graph::reshape(u, s), shape);
 }
 
-/// `a <op> b` with tinygrad's promotion (weak scalars adopt the other side's dtype where it
-/// fits), NumPy broadcasting, and device checks.
 TINYT_INLINE Operand binary_operand(Ops op, Operand a, Operand b, const char* name, bool to_float) {
   const DType da = a.u.dtype(), db = b.u.dtype();
   DType dt = a.weak && !b.weak   ? weak_promote(db, da)
@@ -10043,7 +10043,6 @@ TINYT_INLINE Operand binary_operand(Ops op, Operand a, Operand b, const char* na
   const auto shape = Tensor::broadcast_shape(graph::concrete_shape(a.u), graph::concrete_shape(b.u), name);
   return {broadcast_uop(a.u, shape).alu(op, {broadcast_uop(b.u, shape)}), false};
 }
-/// -x as x * -1 (a constant is negated now; the weak flag stays).
 TINYT_INLINE Operand negate(const Operand& x) {
   const DType dt = x.u.dtype();
   if (dt.is_bool()) throw DTypeError("sub: subtracting bool tensors is not supported; use logical_xor");

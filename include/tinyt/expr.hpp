@@ -25,8 +25,6 @@ Tensor to_tensor(Operand o);
 Operand binary_operand(Ops op, Operand a, Operand b, const char* name, bool to_float);
 /// -x as x * -1 (a constant is negated now; the weak flag stays).
 Operand negate(const Operand& x);
-/// The tensor's shape, every dim concrete.
-std::vector<int64_t> concrete_shape(const Tensor& t);
 }  // namespace detail
 
 /// Every const Tensor method an expression forwards (names only; overloads come along).

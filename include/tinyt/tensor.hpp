@@ -56,6 +56,11 @@ class Tensor;
 class TensorRef;
 class Index;
 
+namespace detail {
+/// The tensor's shape, every dim concrete (tensor_impl.hpp).
+std::vector<int64_t> concrete_shape(const Tensor& t);
+}  // namespace detail
+
 /// A lazy n-dimensional array.
 class Tensor {
  public:
@@ -357,7 +362,7 @@ class Tensor {
   Tensor binary(Ops op, const Tensor& o, const char* name, bool to_float = false) const;
   Tensor unary(Ops op) const;
   Tensor reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const;
-  std::vector<int64_t> cshape() const;
+  std::vector<int64_t> cshape() const { return detail::concrete_shape(*this); }
   /// Realizes the tensor and copies its bytes (`nbytes` of them) to host memory at `dst`.
   void copyout(void* dst, size_t nbytes) const;
   // the non-template halves of the creation templates (ops/creation.hpp, ops/combine.hpp)

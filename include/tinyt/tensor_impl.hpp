@@ -58,7 +58,7 @@ TINYT_INLINE Tensor::Tensor(UOp uop) : d_(std::make_shared<Data>(Data{std::move(
 
 TINYT_INLINE Shape Tensor::shape() const { return graph::shape_of(uop()); }
 TINYT_INLINE std::string Tensor::device() const { return graph::device_of(uop()); }
-TINYT_INLINE std::vector<int64_t> Tensor::cshape() const { return graph::concrete_shape(uop()); }
+TINYT_INLINE std::vector<int64_t> detail::concrete_shape(const Tensor& t) { return graph::concrete_shape(t.uop()); }
 
 TINYT_INLINE Tensor Tensor::scalar(DType dt, double v) {
   Tensor t(graph::const_(dt, v, Device::default_device()));

@@ -25,7 +25,6 @@ struct TensorAccess {
 namespace detail {
 TINYT_INLINE Operand operand_of(const Tensor& t) { return {t.uop(), TensorAccess::weak(t), TensorAccess::exact(t)}; }
 TINYT_INLINE Tensor to_tensor(Operand o) { return TensorAccess::make(std::move(o.u), o.weak, std::move(o.exact)); }
-TINYT_INLINE std::vector<int64_t> concrete_shape(const Tensor& t) { return graph::concrete_shape(t.uop()); }
 
 inline Operand cast_operand(const Operand& x, DType dt) {
   if (dt == x.u.dtype()) return x;
@@ -55,8 +54,6 @@ inline UOp broadcast_uop(const UOp& u, const std::vector<int64_t>& shape) {
   return graph::expand(graph::reshape(u, s), shape);
 }
 
-/// `a <op> b` with tinygrad's promotion (weak scalars adopt the other side's dtype where it
-/// fits), NumPy broadcasting, and device checks.
 TINYT_INLINE Operand binary_operand(Ops op, Operand a, Operand b, const char* name, bool to_float) {
   const DType da = a.u.dtype(), db = b.u.dtype();
   DType dt = a.weak && !b.weak   ? weak_promote(db, da)
@@ -76,7 +73,6 @@ TINYT_INLINE Operand binary_operand(Ops op, Operand a, Operand b, const char* na
   const auto shape = Tensor::broadcast_shape(graph::concrete_shape(a.u), graph::concrete_shape(b.u), name);
   return {broadcast_uop(a.u, shape).alu(op, {broadcast_uop(b.u, shape)}), false};
 }
-/// -x as x * -1 (a constant is negated now; the weak flag stays).
 TINYT_INLINE Operand negate(const Operand& x) {
   const DType dt = x.u.dtype();
   if (dt.is_bool()) throw DTypeError("sub: subtracting bool tensors is not supported; use logical_xor");
