@@ -1171,42 +1171,58 @@ struct GlobalCounters {
 }  // namespace tinyt::inline v0
 // ---- end tinyt/helpers.hpp ----
 // ---- tinyt/device.hpp ----
-// Device names and the default device.
+// Device names and the default device. The devices themselves (memory, compilers, launching)
+// are the backends' (include/tinyt/backend/); this header only names them.
 
 #include <cctype>
 
 
 namespace tinyt::inline v0 {
 
-/// Device names and the default device.
+/// Device names and the default device. A name is a kind ("CPU", "CL", "CUDA"), optionally with
+/// an index ("CL:1"); index 0 is the kind alone.
 struct Device {
-  /// The device names tinyt knows, whether or not they can run here.
+  /// The device kinds tinyt knows, whether or not they can run here.
   static const std::vector<std::string>& known() {
     static const std::vector<std::string> names{"CPU", "CL", "CUDA"};
     return names;
   }
-  /// "cpu", "CPU:0" -> "CPU"; an unknown name is a DeviceError.
+  /// The device new tensors go to: $DEV when the program started ("CPU" if unset); assignable.
+  static inline std::string DEFAULT = [] {
+    const char* dev = std::getenv("DEV");
+    std::string s = dev && *dev ? dev : "CPU";
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
+    return s;
+  }();
+  /// "cpu", "CPU:0" -> "CPU"; "cl:1" -> "CL:1"; an unknown kind or a bad index is a DeviceError.
   static std::string canonicalize(const std::string& name) {
     std::string s = name.empty() ? default_device() : name;
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
-    if (s.size() > 2 && s.compare(s.size() - 2, 2, ":0") == 0) s.resize(s.size() - 2);
-    if (std::find(known().begin(), known().end(), s) == known().end())
-      throw DeviceError(detail::cat("unknown device '", name, "'; tinyt knows CPU, CL and CUDA"));
-    return s;
+    std::string kind = s, index;
+    if (const size_t colon = s.find(':'); colon != std::string::npos) kind = s.substr(0, colon), index = s.substr(colon + 1);
+    if (std::find(known().begin(), known().end(), kind) == known().end())
+      throw DeviceError(detail::cat("unknown device '", name, "'; tinyt knows CPU, CL and CUDA (with an index: CL:1)"));
+    if (s.find(':') != std::string::npos &&
+        (index.empty() || index.size() > 4 || !std::all_of(index.begin(), index.end(), [](unsigned char c) { return std::isdigit(c); })))
+      throw DeviceError(detail::cat("device '", name, "': the index after ':' must be a number"));
+    const int n = index.empty() ? 0 : std::stoi(index);
+    return n == 0 ? kind : detail::cat(kind, ":", n);
   }
-  /// The devices that can run here.
-  static std::vector<std::string> list() { return {"CPU"}; }
-  /// Throws DeviceError unless `name` can run here.
-  static void require(const std::string& name) {
-    const std::string d = canonicalize(name);
-    const auto ok = list();
-    if (std::find(ok.begin(), ok.end(), d) == ok.end())
-      throw DeviceError(detail::cat("device ", d, " cannot run here: no backend for it in this build (Device::list() has CPU)"));
+  /// The kind of a canonical name ("CL:1" -> "CL") and its index (1).
+  static std::string kind(const std::string& canonical) { return canonical.substr(0, canonical.find(':')); }
+  static int index(const std::string& canonical) {
+    const size_t colon = canonical.find(':');
+    return colon == std::string::npos ? 0 : std::stoi(canonical.substr(colon + 1));
   }
-  /// The default device: $DEV if set, else CPU.
+  /// The devices that can run here (each kind's first device that opens), CPU first.
+  static std::vector<std::string> list();
+  /// Throws DeviceError unless `name` can run here, saying why not (the libraries tried).
+  static void require(const std::string& name);
+  /// The default device: DEV set by a Context, else DEFAULT.
   static std::string default_device() {
-    const char* dev = std::getenv("DEV");
-    return dev && *dev ? canonicalize(dev) : "CPU";
+    const char* env = std::getenv("DEV");
+    if (auto dev = Context::lookup("DEV"); dev && !dev->empty() && !(env && *dev == env)) return canonicalize(*dev);
+    return canonicalize(DEFAULT);
   }
 };
 
@@ -4014,1912 +4030,199 @@ inline UOp simplify_valid(const UOp& valid) {
 
 // the pipeline: tensor graph -> schedule -> codegen -> renderer -> run
 // ---- tinyt/buffer.hpp ----
-// Buffer, a block of device memory, and the host allocator behind it. A backend knows how to
-// allocate, copy, compile and launch; nothing here knows about tensors.
+// Buffer, a block of device memory, allocated on first use by its device's allocator
+// (backend/compiled.hpp). Nothing here knows about tensors.
 
+
+// ---- tinyt/backend/devices.hpp ----
+// The devices tinyt builds in (CPU, CL, CUDA), registered by kind, and the one lookup from a
+// device name to its parts. A program may register more kinds with register_device.
+
+// ---- tinyt/backend/compiled.hpp ----
+// What a device is made of, as in tinygrad's `Compiled`: an allocator (memory and copies), a
+// compiler (source -> binary, cached on disk by a key naming the device, the compiler and its
+// version), a program loader (binary -> a launchable kernel) and the source language its
+// renderer writes. Backends (cpu.hpp, opencl.hpp, cuda.hpp) implement these parts and register a
+// factory by device kind; the engine reaches every device through this header alone. Nothing
+// here knows about tensors.
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
 
 
 namespace tinyt::inline v0 {
+namespace backend {
+
+/// The source a device's compiler takes.
+enum class Language { c, llvm_ir, opencl, cuda };
+
+/// A launch's work: global[d] work-items in all along dimension d, in groups of local[d].
+/// (Both are counts of work-items, as OpenCL's global/local work sizes; CUDA's grid is global/local.)
+struct LaunchDims {
+  std::array<int64_t, 3> global{1, 1, 1}, local{1, 1, 1};
+};
+
+/// Device memory: opaque handles (a pointer on the CPU, a cl_mem, a CUdeviceptr), allocated,
+/// freed and copied to and from the host. Copies are complete when they return.
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  /// `nbytes` of device memory; OutOfMemoryError naming the device and size when there is none.
+  virtual void* alloc(size_t nbytes) = 0;
+  virtual void free(void* handle, size_t nbytes) = 0;
+  /// Host memory `src` into device memory `dst`.
+  virtual void copyin(void* dst, const void* src, size_t nbytes) = 0;
+  /// Device memory `src` into host memory `dst`, after every launch before it finished.
+  virtual void copyout(void* dst, void* src, size_t nbytes) = 0;
+  /// Copies device memory of this device to `dst` of this device.
+  virtual void copy(void* dst, void* src, size_t nbytes) = 0;
+  /// A host pointer to the memory when the device can give one (the CPU), else null.
+  virtual void* host_pointer(void* /*handle*/) { return nullptr; }
+};
+
+/// A kernel loaded on a device, ready to launch.
+class Program {
+ public:
+  virtual ~Program() = default;
+  /// Runs on `bufs` (device handles, by DEFINE_GLOBAL index) with the symbolic variables' values
+  /// `vars`; when `timed`, waits for it and returns its time in seconds (else may return 0 at once).
+  virtual double launch(void* const* bufs, const std::vector<int64_t>& vars, const LaunchDims& dims, bool timed) = 0;
+};
+
+/// Turns source into a binary the device loads.
+class Compiler {
+ public:
+  virtual ~Compiler() = default;
+  /// The device, the compiler and its version and options: part of every cache key.
+  virtual std::string identity() const = 0;
+  /// The binary of `source`; CompileError quoting the numbered source and the log on failure.
+  virtual std::string compile(const std::string& source, const std::string& name) = 0;
+  /// Whether binaries may be kept on disk (a binary that is a path or an address may not).
+  virtual bool disk_cacheable() const { return true; }
+};
+
+/// What the code generator must know about a device.
+struct Target {
+  Language language = Language::c;
+  bool gpu = false;             // output ranges become work-items (global/local ids), not loops
+  int64_t threads = 1;          // CPU threads a kernel may be split across
+  int64_t max_local = 1;        // work-items in a work-group at most
+  int64_t vector_bytes = 16;    // a register's width, for upcasts
+  int64_t vector_count = 16;    // registers
+  bool half = false;            // computes in half precision (cl_khr_fp16 / CUDA): unused so far
+};
+
+/// One device: its parts.
+class Device {
+ public:
+  virtual ~Device() = default;
+  /// "CPU", "CL:1", "CUDA".
+  virtual const std::string& name() const = 0;
+  virtual Allocator& allocator() = 0;
+  virtual Compiler& compiler() = 0;
+  virtual Target target() const = 0;
+  /// Loads a binary from this device's compiler; `name` is the kernel's function.
+  virtual std::unique_ptr<Program> load(const std::string& binary, const std::string& name) = 0;
+  /// Waits until every launch and copy issued so far finished.
+  virtual void synchronize() {}
+};
+
+/// Makes the device of a kind ("CL") with an index (the 1 of "CL:1"); DeviceError when it cannot
+/// be opened (naming the libraries tried) or has no such index.
+using DeviceFactory = std::function<std::unique_ptr<Device>(int index)>;
 
 namespace detail {
-// Host memory, 64-byte aligned, with freed blocks kept by size for reuse (tinygrad's LRU
-// allocator): a training step frees and allocates the same sizes every time.
-class HostAllocator {
- public:
-  void* alloc(size_t nbytes) {
-    const size_t n = round_up(nbytes);
-    {
-      std::lock_guard lock(mu_);
-      if (auto it = free_.find(n); it != free_.end() && !it->second.empty()) {
-        void* p = it->second.back();
-        it->second.pop_back();
-        cached_bytes_ -= n;
-        return p;
-      }
-    }
-    void* p = std::aligned_alloc(64, n);
-    if (!p) {
-      release_cache();
-      p = std::aligned_alloc(64, n);
-    }
-    if (!p) throw OutOfMemoryError(detail::cat("CPU: cannot allocate ", nbytes, " bytes"));
-    return p;
-  }
-  void free(void* p, size_t nbytes) {
-    const size_t n = round_up(nbytes);
-    std::lock_guard lock(mu_);
-    if (cached_bytes_ + n > cache_limit) {
-      std::free(p);
-      return;
-    }
-    free_[n].push_back(p);
-    cached_bytes_ += n;
-  }
-  void release_cache() {
-    std::lock_guard lock(mu_);
-    for (auto& [n, blocks] : free_)
-      for (void* p : blocks) std::free(p);
-    free_.clear();
-    cached_bytes_ = 0;
-  }
-  ~HostAllocator() { release_cache(); }
-
- private:
-  static size_t round_up(size_t n) { return std::max<size_t>(64, (n + 63) / 64 * 64); }
-  static constexpr size_t cache_limit = size_t{1} << 30;
-  std::mutex mu_;
-  std::map<size_t, std::vector<void*>> free_;
-  size_t cached_bytes_ = 0;
-};
-inline HostAllocator& host_allocator() {
-  static HostAllocator a;
-  return a;
+inline std::map<std::string, DeviceFactory>& factories() {
+  static auto* map = new std::map<std::string, DeviceFactory>;  // never destroyed: buffers free at exit
+  return *map;
+}
+inline std::mutex& devices_mutex() {
+  static auto* mu = new std::mutex;
+  return *mu;
 }
 }  // namespace detail
 
-/// A block of device memory holding `size` elements of `dtype`. Allocated on first use.
-class Buffer {
- public:
-  Buffer(std::string device, size_t size, DType dtype)
-      : device_(Device::canonicalize(device)), size_(size), dtype_(dtype) {}
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  ~Buffer() {
-    if (void* p = ptr_.load()) {
-      detail::host_allocator().free(p, nbytes());
-      GlobalCounters::mem_used -= static_cast<int64_t>(nbytes());
-    }
-  }
-
-  const std::string& device() const { return device_; }
-  size_t size() const { return size_; }
-  DType dtype() const { return dtype_; }
-  size_t nbytes() const { return size_ * static_cast<size_t>(dtype_.itemsize()); }
-  bool allocated() const { return ptr_.load() != nullptr; }
-  /// Bumped each time the memory is overwritten in place: values computed into it before are gone.
-  uint64_t version() const { return version_.load(std::memory_order_acquire); }
-  void overwritten() { version_.fetch_add(1, std::memory_order_acq_rel); }
-
-  /// The memory, allocated now if it was not yet.
-  void* ptr() {
-    if (void* p = ptr_.load(std::memory_order_acquire)) return p;
-    Device::require(device_);
-    // not std::call_once: glibc's wakes waiters with a system call every time, even with none
-    std::lock_guard lock(alloc_mu_);
-    if (!ptr_.load(std::memory_order_relaxed)) {
-      ptr_.store(detail::host_allocator().alloc(nbytes()), std::memory_order_release);
-      GlobalCounters::mem_used += static_cast<int64_t>(nbytes());
-    }
-    return ptr_.load(std::memory_order_relaxed);
-  }
-  void copyin(const void* src, size_t n) {
-    if (n != nbytes())
-      throw Error(detail::cat("Buffer.copyin: ", n, " bytes into a buffer of ", nbytes()));
-    if (n) std::memcpy(ptr(), src, n);
-  }
-  void copyout(void* dst, size_t n) {
-    if (n != nbytes())
-      throw Error(detail::cat("Buffer.copyout: ", n, " bytes from a buffer of ", nbytes()));
-    if (n) std::memcpy(dst, ptr(), n);
-  }
-
- private:
-  std::string device_;
-  size_t size_;
-  DType dtype_;
-  std::atomic<void*> ptr_{nullptr};
-  std::mutex alloc_mu_;
-  std::atomic<uint64_t> version_{0};
-};
-
-}  // namespace tinyt::inline v0
-// ---- end tinyt/buffer.hpp ----
-// ---- tinyt/graph.hpp ----
-// The tensor-level graph: what each UOp means before scheduling. A tensor is a UOp; its shape
-// and device are derived from the graph (and cached on the node), and a node that has been
-// computed remembers the buffer that holds its value.
-//
-// Conventions (tinygrad's): BUFFER(UNIQUE, DEVICE) arg=size is realized memory of shape
-// (size,); CONST(DEVICE) is a scalar of shape (); movement ops carry their new shape (RESHAPE,
-// EXPAND), permutation (PERMUTE), (before, after) pairs (PAD), (start, end) pairs (SHRINK) or
-// flipped-or-not flags (FLIP) in their arg; REDUCE_AXIS arg=(op, axes) keeps reduced dims as 1;
-// ALU ops take sources of equal shape; COPY(x, DEVICE); ASSIGN(target, value).
-
-
-
-namespace tinyt::inline v0 {
-
-/// What the tensor level knows about a node: shape, device, and where its value lives.
-struct TensorMeta : UOpNode::Extra {
-  Shape shape;
-  std::string device;
-  std::mutex mu;
-  std::shared_ptr<Buffer> buffer;  // BUFFER nodes: the memory
-  UOp realized;                    // computed nodes: a view of the buffer holding the value
-  uint64_t realized_version = 0;   // ... while that memory is at this version
-};
-
-namespace graph {
-namespace detail {
-using tinyt::detail::cat;
-
-inline std::vector<int64_t> ints(const Arg& a) { return a.ints(); }
-inline std::vector<std::pair<int64_t, int64_t>> pairs(const Arg& a) {
-  std::vector<std::pair<int64_t, int64_t>> out;
-  for (const Arg& p : a.tuple()) out.emplace_back(p[0].as_int(), p[1].as_int());
-  return out;
-}
-
-inline TensorMeta* compute_meta(const UOp& u, const std::vector<const TensorMeta*>& s) {
-  auto m = std::make_unique<TensorMeta>();
-  auto dev_of_srcs = [&]() -> std::string {
-    for (const TensorMeta* x : s)
-      if (x && !x->device.empty()) return x->device;
-    return "";
-  };
-  switch (u.op()) {
-    case Ops::BUFFER: m->shape = Shape{u.arg().as_int()}, m->device = u.src(1).arg().get<std::string>(); break;
-    case Ops::CONST: m->device = u.src().empty() ? "" : u.src(0).arg().get<std::string>(); break;
-    case Ops::DEVICE: case Ops::UNIQUE: break;
-    case Ops::RESHAPE: case Ops::EXPAND: m->shape = Shape(ints(u.arg())), m->device = s[0]->device; break;
-    case Ops::PERMUTE: {
-      for (int64_t a : ints(u.arg())) m->shape.push_back(s[0]->shape[static_cast<size_t>(a)]);
-      m->device = s[0]->device;
-      break;
-    }
-    case Ops::PAD: {
-      auto p = pairs(u.arg());
-      for (size_t i = 0; i < p.size(); ++i) m->shape.push_back(s[0]->shape[i] + p[i].first + p[i].second);
-      m->device = s[0]->device;
-      break;
-    }
-    case Ops::SHRINK:
-      for (auto [b, e] : pairs(u.arg())) m->shape.push_back(e - b);
-      m->device = s[0]->device;
-      break;
-    case Ops::REDUCE_AXIS: {
-      m->shape = s[0]->shape;
-      for (int64_t a : ints(u.arg()[1])) m->shape[static_cast<size_t>(a)] = 1;
-      m->device = s[0]->device;
-      break;
-    }
-    case Ops::COPY: m->shape = s[0]->shape, m->device = u.src(1).arg().get<std::string>(); break;
-    default:
-      // elementwise and the identity-like ops: the shape of the first shaped source
-      for (const TensorMeta* x : s)
-        if (x) { m->shape = x->shape; break; }
-      if (u.op() == Ops::WHERE) m->shape = s[1]->shape;
-      m->device = dev_of_srcs();
-  }
-  return m.release();
-}
-}  // namespace detail
-
-/// The tensor-level information of a node, derived once and cached on it.
-inline TensorMeta& meta(const UOp& root) {
-  auto cached = [](const UOp& u) { return static_cast<TensorMeta*>(u->extra.load(std::memory_order_acquire)); };
-  if (TensorMeta* m = cached(root)) return *m;
-  std::vector<const UOp*> stack{&root};
-  while (!stack.empty()) {
-    const UOp& u = *stack.back();
-    if (cached(u)) { stack.pop_back(); continue; }
-    const size_t before = stack.size();
-    for (const UOp& x : u.src())
-      if (!cached(x)) stack.push_back(&x);
-    if (stack.size() != before) continue;
-    std::vector<const TensorMeta*> s;
-    for (const UOp& x : u.src()) s.push_back(cached(x));
-    UOpNode::Extra* expected = nullptr;
-    TensorMeta* m = detail::compute_meta(u, s);
-    if (!u->extra.compare_exchange_strong(expected, m, std::memory_order_acq_rel)) delete m;  // another thread won
-    stack.pop_back();
-  }
-  return *cached(root);
-}
-inline const Shape& shape_of(const UOp& u) { return meta(u).shape; }
-inline const std::string& device_of(const UOp& u) { return meta(u).device; }
-inline std::vector<int64_t> concrete_shape(const UOp& u) { return shape_of(u).to_vector(); }
-
-inline std::shared_ptr<Buffer> buffer_of(const UOp& b);
-inline UOp base_buffer(const UOp& view);
-
-/// The buffer holding u's value when it has been computed (a view of it), else the empty UOp.
-/// A value whose memory has since been overwritten in place is forgotten.
-inline UOp realized(const UOp& u) {
-  if (u.op() == Ops::BUFFER) return u;
-  TensorMeta& m = meta(u);
-  UOp view;
-  uint64_t version;
-  {
-    std::lock_guard lock(m.mu);
-    view = m.realized, version = m.realized_version;
-  }
-  if (view && buffer_of(base_buffer(view))->version() != version) {
-    std::lock_guard lock(m.mu);
-    m.realized = UOp();
-    return {};
-  }
-  return view;
-}
-inline void set_realized(const UOp& u, const UOp& view) {
-  const uint64_t version = buffer_of(base_buffer(view))->version();
-  TensorMeta& m = meta(u);
-  std::lock_guard lock(m.mu);
-  m.realized = view, m.realized_version = version;
-}
-/// The memory of a BUFFER node (created, not yet allocated, on first use).
-inline std::shared_ptr<Buffer> buffer_of(const UOp& b) {
-  TINYT_ASSERT(b.op() == Ops::BUFFER, "buffer_of a ", op_name(b.op()));
-  TensorMeta& m = meta(b);
-  std::lock_guard lock(m.mu);
-  if (!m.buffer) m.buffer = std::make_shared<Buffer>(m.device, static_cast<size_t>(b.arg().as_int()), b.dtype());
-  return m.buffer;
-}
-
-// -- builders ---------------------------------------------------------------------------------
-
-inline UOp device_uop(const std::string& device);
-inline UOp new_buffer(const std::string& device, int64_t size, DType dtype);
-/// A new BUFFER node for the memory of `b`: the same bytes under a new identity, so graphs built
-/// after the memory is overwritten in place never equal graphs built before.
-inline UOp alias_buffer(const UOp& b) {
-  UOp alias = new_buffer(b.src(1).arg().get<std::string>(), b.arg().as_int(), b.dtype());
-  TensorMeta& m = meta(alias);
-  std::shared_ptr<Buffer> memory = buffer_of(b);
-  std::lock_guard lock(m.mu);
-  m.buffer = std::move(memory);
-  return alias;
-}
-/// The BUFFER node under a contiguous view of memory (BUFFER or RESHAPE(BUFFER)), else empty.
-inline UOp base_buffer(const UOp& view) {
-  if (view.op() == Ops::BUFFER) return view;
-  if (view.op() == Ops::RESHAPE && view.src(0).op() == Ops::BUFFER) return view.src(0);
-  return {};
-}
-
-
-inline UOp device_uop(const std::string& device) { return UOp(Ops::DEVICE, dtypes::void_, {}, Device::canonicalize(device)); }
-
-/// Fresh memory for `size` elements: a new BUFFER node (never equal to another).
-inline UOp new_buffer(const std::string& device, int64_t size, DType dtype) {
-  static std::atomic<int64_t> next_unique{0};
-  UOp unique(Ops::UNIQUE, dtypes::void_, {}, next_unique++);
-  return UOp(Ops::BUFFER, dtype, {unique, device_uop(device)}, size);
-}
-/// A scalar constant on a device (shape ()).
-template <class T> UOp const_(DType dtype, T value, const std::string& device) {
-  UOp c = UOp::const_(dtype, value);
-  return UOp(Ops::CONST, dtype, {device_uop(device)}, c.arg());
-}
-
-inline Arg shape_arg(const std::vector<int64_t>& s) { return Arg(s); }
-inline UOp reshape(const UOp& x, const std::vector<int64_t>& shape) {
-  if (concrete_shape(x) == shape) return x;
-  return UOp(Ops::RESHAPE, x.dtype(), {x}, shape_arg(shape));
-}
-inline UOp expand(const UOp& x, const std::vector<int64_t>& shape) {
-  if (concrete_shape(x) == shape) return x;
-  return UOp(Ops::EXPAND, x.dtype(), {x}, shape_arg(shape));
-}
-inline UOp permute(const UOp& x, const std::vector<int64_t>& perm) {
-  bool identity = true;
-  for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
-  return identity ? x : UOp(Ops::PERMUTE, x.dtype(), {x}, shape_arg(perm));
-}
-inline Arg pairs_arg(const std::vector<std::pair<int64_t, int64_t>>& p) {
-  Arg::Tuple t;
-  for (auto [a, b] : p) t.push_back(Arg{a, b});
-  return Arg(t);
-}
-inline UOp pad(const UOp& x, const std::vector<std::pair<int64_t, int64_t>>& p) {
-  if (std::all_of(p.begin(), p.end(), [](auto q) { return q.first == 0 && q.second == 0; })) return x;
-  return UOp(Ops::PAD, x.dtype(), {x}, pairs_arg(p));
-}
-inline UOp shrink(const UOp& x, const std::vector<std::pair<int64_t, int64_t>>& p) {
-  auto s = concrete_shape(x);
-  bool identity = true;
-  for (size_t i = 0; i < p.size(); ++i) identity &= p[i].first == 0 && p[i].second == s[i];
-  return identity ? x : UOp(Ops::SHRINK, x.dtype(), {x}, pairs_arg(p));
-}
-inline UOp flip(const UOp& x, const std::vector<bool>& axes) {
-  if (std::none_of(axes.begin(), axes.end(), [](bool b) { return b; })) return x;
-  Arg::Tuple t(axes.begin(), axes.end());
-  return UOp(Ops::FLIP, x.dtype(), {x}, Arg(t));
-}
-/// A reduction over `axes` (kept as size-1 dims).
-inline UOp reduce(const UOp& x, Ops op, const std::vector<int64_t>& axes) {
-  if (axes.empty()) return x;
-  return UOp(Ops::REDUCE_AXIS, x.dtype(), {x}, Arg{op, Arg(axes)});
-}
-
-}  // namespace graph
-}  // namespace tinyt::inline v0
-// ---- end tinyt/graph.hpp ----
-// ---- tinyt/schedule/lower.hpp ----
-// Lowering one kernel: the tensor-level graph below a realized node becomes scalar code over
-// RANGEs. Movement ops never copy: each turns the index of its output into the index of its
-// input, so a chain of views becomes one index expression, simplified by the symbolic engine.
-// A pad becomes a validity mask: loads under it are gated, and its value is a WHERE.
-
-#include <tuple>
-
-
-namespace tinyt::inline v0 {
-namespace schedule {
-
-/// Kernel-level conventions: DEFINE_GLOBAL(arg=i) is buffer i (0 is the output); RANGE(end)
-/// arg=(axis, kind) (kinds below; the lowerer makes loops and reductions, kernel opts the rest);
-/// INDEX(buf, i[, gate]);
-/// LOAD(INDEX) reads 0 where the gate is false; STORE(INDEX, value); REDUCE(value, ranges...)
-/// arg=op accumulates over its ranges; SINK(stores...) is the kernel.
-enum class RangeKind : int64_t {
-  loop = 0,    // an output loop
-  reduce = 1,  // a loop a REDUCE accumulates over
-  thread = 2,  // not a loop: its value is the thread's core_id, one thread per value
-  local = 3,   // an inner output loop (a cache tile)
-  upcast = 4,  // output copies in registers, expanded before rendering
-  unroll = 5,  // reduce accumulators in registers, expanded before rendering
-};
-
-inline UOp range(int64_t end, int64_t axis, RangeKind kind) {
-  return UOp(Ops::RANGE, dtypes::index, {UOp::const_(dtypes::index, end)}, Arg{axis, static_cast<int64_t>(kind)});
-}
-inline UOp index_const(int64_t v) { return UOp::const_(dtypes::index, v); }
-
-/// Row-major offset of an index into a shape.
-inline UOp flatten(const std::vector<UOp>& idx, const std::vector<int64_t>& shape) {
-  UOp flat = index_const(0);
-  int64_t stride = 1;
-  for (size_t i = shape.size(); i-- > 0;) {
-    if (shape[i] != 1) flat = flat + idx[i] * stride;
-    stride *= shape[i];
-  }
-  return flat;
-}
-/// The index into `shape` of a row-major offset.
-inline std::vector<UOp> unflatten(const UOp& flat, const std::vector<int64_t>& shape) {
-  std::vector<UOp> idx(shape.size());
-  int64_t stride = 1;
-  for (size_t i = shape.size(); i-- > 0;) {
-    idx[i] = shape[i] == 1 ? index_const(0) : flat.idiv(stride) % shape[i];
-    stride *= shape[i];
-  }
-  return idx;
-}
-
-/// Kernel rules about gated loads: a load that reads 0 where its gate is false needs no select
-/// that does the same (where(g, load gated by g, 0) is the load).
-inline const PatternMatcher& gated_load_rules() {
-  static const PatternMatcher pm{{
-      {UPat::var("g").where(UPat(Ops::LOAD, {UPat(Ops::INDEX, {UPat::var(), UPat::var(), UPat::var("g")})}).named("ld"),
-                            UPat::cnst(0)),
-       [](auto& m) { return m["ld"]; }},
-  }};
-  return pm;
-}
-
-/// Lowers the graph of one kernel; `is_input` says which tensor-level nodes are read from
-/// memory (already computed) rather than computed here.
-class Lowerer {
- public:
-  using InputFn = std::function<UOp(const UOp&)>;  // the buffer view holding a node, or empty
-
-  explicit Lowerer(InputFn input_view) : input_view_(std::move(input_view)) {}
-
-  /// The BUFFER nodes the kernel touches, in DEFINE_GLOBAL order.
-  const std::vector<UOp>& buffers() const { return bufs_; }
-  /// DEFINE_GLOBAL for a buffer (numbered in order of first use; call for the output first).
-  UOp global(const UOp& buffer) {
-    auto [it, fresh] = buf_index_.try_emplace(buffer.get(), static_cast<int64_t>(bufs_.size()));
-    if (fresh) bufs_.push_back(buffer);
-    return UOp(Ops::DEFINE_GLOBAL, buffer.dtype().ptr(buffer.arg().as_int()), {}, it->second);
-  }
-  UOp new_range(int64_t end, RangeKind kind) { return range(end, next_axis_++, kind); }
-
-  /// The value of tensor-level node `u` at index `idx` (one index per dim), where `valid` holds.
-  UOp lower(const UOp& u, const std::vector<UOp>& idx, const UOp& valid) {
-    Key key{u.get(), {}, valid.get()};
-    for (const UOp& i : idx) key.idx.push_back(i.get());
-    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
-    UOp out = lower_uncached(u, idx, valid);
-    memo_.emplace(std::move(key), out);
-    keep_.push_back(u), keep_.insert(keep_.end(), idx.begin(), idx.end()), keep_.push_back(valid);
-    return out;
-  }
-
-  /// A load of buffer element `flat` where `valid` holds (0 elsewhere), its index simplified.
-  UOp load(const UOp& buffer, const UOp& flat, const UOp& valid) {
-    UOp gate = simplify_valid(valid);
-    if (gate.is_const() && !gate.const_int()) return UOp::const_(buffer.dtype(), 0);
-    UOp g = global(buffer);
-    if (gate.is_const()) return UOp(Ops::LOAD, buffer.dtype(), {UOp(Ops::INDEX, g.dtype(), {g, simplify(flat)})});
-    UOp i = uop_given_valid(gate, flat);
-    return UOp(Ops::LOAD, buffer.dtype(), {UOp(Ops::INDEX, g.dtype(), {g, i, gate})});
-  }
-
- private:
-  struct Key {
-    const UOpNode* u;
-    std::vector<const UOpNode*> idx;
-    const UOpNode* valid;
-    bool operator<(const Key& o) const { return std::tie(u, idx, valid) < std::tie(o.u, o.idx, o.valid); }
-  };
-
-  UOp lower_uncached(const UOp& u, const std::vector<UOp>& idx, const UOp& valid) {
-    if (u.op() == Ops::BUFFER) return load(u, idx[0], valid);
-    if (UOp view = input_view_(u)) return lower(view, idx, valid);
-    const std::vector<int64_t> in = u.src().empty() ? std::vector<int64_t>{} : graph::concrete_shape(u.src(0));
-    switch (u.op()) {
-      case Ops::CONST: return UOp(Ops::CONST, u.dtype(), {}, u.arg());
-      case Ops::RESHAPE: return lower(u.src(0), unflatten(flatten(idx, graph::concrete_shape(u)), in), valid);
-      case Ops::PERMUTE: {
-        std::vector<UOp> src_idx(idx.size());
-        const auto perm = u.arg().ints();
-        for (size_t i = 0; i < perm.size(); ++i) src_idx[static_cast<size_t>(perm[i])] = idx[i];
-        return lower(u.src(0), src_idx, valid);
-      }
-      case Ops::EXPAND: {
-        std::vector<UOp> src_idx = idx;
-        for (size_t i = 0; i < in.size(); ++i)
-          if (in[i] == 1) src_idx[i] = index_const(0);
-        return lower(u.src(0), src_idx, valid);
-      }
-      case Ops::SHRINK: {
-        std::vector<UOp> src_idx = idx;
-        for (size_t i = 0; i < in.size(); ++i) src_idx[i] = idx[i] + u.arg()[i][0].as_int();
-        return lower(u.src(0), src_idx, valid);
-      }
-      case Ops::FLIP: {
-        std::vector<UOp> src_idx = idx;
-        for (size_t i = 0; i < in.size(); ++i)
-          if (u.arg()[i].get<bool>()) src_idx[i] = index_const(in[i] - 1) - idx[i];
-        return lower(u.src(0), src_idx, valid);
-      }
-      case Ops::PAD: {
-        std::vector<UOp> src_idx = idx;
-        UOp inside = UOp::const_(dtypes::bool_, true);
-        for (size_t i = 0; i < in.size(); ++i) {
-          const int64_t before = u.arg()[i][0].as_int();
-          if (before == 0 && u.arg()[i][1].as_int() == 0) continue;
-          src_idx[i] = idx[i] - before;
-          inside = inside & idx[i].lt(before).logical_not() & idx[i].lt(before + in[i]);
-        }
-        inside = simplify(inside);
-        UOp value = lower(u.src(0), src_idx, simplify(valid & inside));
-        // the padded region is 0 whatever the value computes there (exp(0) is not 0)
-        return inside.where(value, UOp::const_(u.dtype(), 0));
-      }
-      case Ops::REDUCE_AXIS: {
-        std::vector<UOp> src_idx = idx, ranges;
-        for (int64_t a : u.arg()[1].ints()) {
-          const auto ax = static_cast<size_t>(a);
-          if (in[ax] == 1) continue;
-          ranges.push_back(new_range(in[ax], RangeKind::reduce));
-          src_idx[ax] = ranges.back();
-        }
-        UOp value = lower(u.src(0), src_idx, valid);
-        if (ranges.empty()) return value;
-        std::vector<UOp> src{value};
-        src.insert(src.end(), ranges.begin(), ranges.end());
-        return UOp(Ops::REDUCE, u.dtype(), std::move(src), u.arg()[0]);
-      }
-      case Ops::CONTIGUOUS: case Ops::DETACH: case Ops::CONTIGUOUS_BACKWARD:
-        return lower(u.src(0), idx, valid);
-      default: break;
-    }
-    if (GroupOp::ALU.contains(u.op()) || u.op() == Ops::CAST || u.op() == Ops::BITCAST) {
-      std::vector<UOp> src;
-      for (const UOp& s : u.src()) src.push_back(lower(s, idx, valid));
-      return UOp(u.op(), u.dtype(), std::move(src), u.arg());
-    }
-    throw InternalError(tinyt::detail::cat("lower: no lowering for ", op_name(u.op()), " (it should have been realized)"));
-  }
-
-  InputFn input_view_;
-  std::vector<UOp> bufs_;
-  std::unordered_map<const UOpNode*, int64_t> buf_index_;
-  int64_t next_axis_ = 0;
-  std::map<Key, UOp> memo_;
-  std::vector<UOp> keep_;  // keeps the nodes behind memo keys alive
-};
-
-}  // namespace schedule
-}  // namespace tinyt::inline v0
-// ---- end tinyt/schedule/lower.hpp ----
-// ---- tinyt/schedule/schedule.hpp ----
-// The scheduler: decides which nodes of a tensor graph are computed into memory (realization
-// points), lowers each into a kernel, and orders the kernels by what they read and write.
-
-#include <unordered_set>
-
-// ---- tinyt/schedule/reduce_collapse.hpp ----
-// Reduce collapse: sums over a range that can be counted instead of looped. A sum of a value
-// that does not depend on the range is value * length; a sum of `where(bounds on r, x, 0)` is x
-// times the number of r inside the bounds; a sum of `where(r == e, x(r), 0)` is x(e) where e is
-// in range. This is what makes arange (a cumulative sum of ones) and one-hot gathers O(n).
-
-
-namespace tinyt::inline v0 {
-namespace schedule {
-
-namespace detail {
-
-// clause as `coef*r + rest (<, ==) 0`, with coef +-1; false if it is not of that form
-struct RangeClause {
-  Ops cmp;
-  bool negated;
-  i128 coef;
-  UOp rest;
-};
-inline std::optional<RangeClause> read_clause(UOp clause, const UOp& r) {
-  bool negated = false;
-  if (clause.op() == Ops::CMPNE && clause.src(1).is_const() && clause.src(1).dtype().is_bool() && clause.src(1).const_int() == 1)
-    clause = clause.src(0), negated = true;
-  if (clause.op() != Ops::CMPLT && clause.op() != Ops::CMPEQ) return std::nullopt;
-  // an integer comparison with the range cast to the integer's dtype (an index tensor compared
-  // with an arange) compares the same numbers as index values, when the cast cannot wrap
-  std::function<UOp(const UOp&)> as_index = [&](const UOp& v) -> UOp {
-    if (v.dtype().is_index()) return v;
-    if (!v.dtype().is_int() || v.dtype().is_bool() || v.dtype().count() != 1) return {};
-    if (!depends_on(v, r)) return v.cast(dtypes::index);
-    if (v.op() != Ops::CAST) return {};
-    const UOp& x = v.src(0);
-    if (x.dtype().is_index())  // index -> int: exact when every value fits
-      return vmin(x) >= dtypes::min_int(v.dtype()) && vmax(x) <= dtypes::max_int(v.dtype()) ? x : UOp{};
-    const bool widening = x.dtype().is_int() && !x.dtype().is_bool() && dtypes::min_int(x.dtype()) >= dtypes::min_int(v.dtype()) &&
-                          dtypes::max_int(x.dtype()) <= dtypes::max_int(v.dtype());
-    return widening ? as_index(x) : UOp{};
-  };
-  const UOp lhs = as_index(clause.src(0)), rhs = as_index(clause.src(1));
-  if (!lhs || !rhs) return std::nullopt;
-  Linear L = linear_form(lhs - rhs);
-  i128 coef = 0;
-  Linear rest = L;
-  rest.terms.clear();
-  for (const auto& t : L.terms) {
-    if (t.atom == r) coef = t.coef;
-    else if (depends_on(t.atom, r)) return std::nullopt;
-    else rest.terms.push_back(t);
-  }
-  if (coef != 1 && coef != -1) return std::nullopt;
-  return RangeClause{clause.op(), negated, coef, rest.build()};
-}
-
-// The reduce with range r removed, or empty when r cannot be counted away.
-inline UOp collapse_range(const UOp& value, const UOp& r) {
-  const UOp end = r.src(0);
-  if (!depends_on(value, r)) return value * end.cast(value.dtype());
-  // sums distribute: over a + b, and over c * x or where(c, x, 0) with c free of r
-  if (value.op() == Ops::ADD) {
-    UOp a = collapse_range(value.src(0), r), b = a ? collapse_range(value.src(1), r) : UOp{};
-    return a && b ? a + b : UOp{};
-  }
-  if (value.op() == Ops::MUL)
-    for (int i = 0; i < 2; ++i)
-      if (!depends_on(value.src(i), r))
-        if (UOp rest = collapse_range(value.src(1 - i), r)) return value.src(i) * rest;
-  // cast(where(c, x, 0)) is where(c, cast(x), 0): a gather of small ints summed in a wider int
-  if (value.op() == Ops::CAST && value.src(0).op() == Ops::WHERE) {
-    const UOp& w = value.src(0);
-    auto cast = [&](const UOp& x) { return x.is_const() ? UOp::const_(value.dtype(), x.const_float()) : x.cast(value.dtype()); };
-    return collapse_range(w.src(0).where(cast(w.src(1)), cast(w.src(2))), r);
-  }
-  if (value.op() != Ops::WHERE) return {};
-  if (!depends_on(value.src(0), r) && value.src(2).is_const() && value.src(2).const_float() == 0)
-    if (UOp inner = collapse_range(value.src(1), r)) return value.src(0).where(inner, value.src(2));
-  const bool then_zero = value.src(1).is_const() && value.src(1).const_float() == 0;
-  const bool else_zero = value.src(2).is_const() && value.src(2).const_float() == 0;
-  if (!then_zero && !else_zero) return {};
-  const UOp x = else_zero ? value.src(1) : value.src(2);
-  std::vector<UOp> clauses = tinyt::detail::and_clauses(value.src(0));
-  if (then_zero) {  // where(c, 0, x) is where(!c, x, 0): only a single clause negates simply
-    if (clauses.size() != 1) return {};
-    clauses[0] = clauses[0].logical_not();
-  }
-  UOp keep = UOp::const_(dtypes::bool_, true), lo = schedule::index_const(0), hi = end - 1;
-  std::optional<UOp> equal_to;
-  for (const UOp& c : clauses) {
-    if (!depends_on(c, r)) { keep = keep & c; continue; }
-    auto rc = read_clause(c, r);
-    if (!rc) return {};
-    // coef*r + rest (<, ==) 0 bounds r by b = -rest (coef 1) or rest (coef -1):
-    //   r + rest < 0: r <= b-1     -r + rest < 0: r >= b+1
-    //   !(r + rest < 0): r >= b    !(-r + rest < 0): r <= b       ==: r == b
-    const UOp b = rc->coef == 1 ? -rc->rest : rc->rest;
-    if (rc->cmp == Ops::CMPEQ) {
-      if (rc->negated || equal_to) return {};
-      equal_to = b;
-    } else if (rc->coef == 1 && !rc->negated) {
-      hi = hi.minimum(b - 1);
-    } else if (rc->coef == -1 && rc->negated) {
-      hi = hi.minimum(b);
-    } else if (rc->coef == -1) {
-      lo = lo.maximum(b + 1);
-    } else {
-      lo = lo.maximum(b);
-    }
-  }
-  if (equal_to) {
-    const UOp e = *equal_to;
-    const UOp inside = keep & e.lt(lo).logical_not() & e.lt(hi + 1);
-    // x read at e: every load whose address moves with r is gated by `inside` too, so an index
-    // outside the range (or an empty table) reads nothing, not memory past the buffer
-    std::unordered_map<const UOpNode*, UOp> at_e{{r.get(), e}};
-    for (const UOp& u : toposort(x)) {
-      if (u.op() != Ops::INDEX || !depends_on(u, r)) continue;
-      UOp gate = u.src().size() > 2 ? substitute(u.src(2), {{r.get(), e}}) & inside : inside;
-      at_e[u.get()] = UOp(Ops::INDEX, u.dtype(), {u.src(0), substitute(u.src(1), {{r.get(), e}}), gate}, u.arg());
-    }
-    return inside.where(substitute(x, at_e), UOp::const_(x.dtype(), 0));
-  }
-  if (depends_on(x, r)) return {};
-  const UOp count = (hi - lo + 1).maximum(0);
-  return keep.where(x * count.cast(x.dtype()), UOp::const_(x.dtype(), 0));
-}
-}  // namespace detail
-
-/// Rules that remove countable ranges from ADD reductions.
-inline const PatternMatcher& reduce_collapse() {
-  static const PatternMatcher pm{{
-      {UPat(Ops::REDUCE).named("red"),
-       [](auto& m) {
-         const UOp& red = m["red"];
-         if (red.arg().template get<Ops>() != Ops::ADD) return UOp{};
-         // a sum over an empty range is 0: its value must not be read (a load there is out of
-         // bounds, and 0 * NaN is not 0)
-         for (size_t i = 1; i < red.src().size(); ++i)
-           if (red.src(i).src(0).is_const() && red.src(i).src(0).const_int() == 0) return UOp::const_(red.dtype(), 0);
-         UOp value = red.src(0);
-         std::vector<UOp> left;
-         for (size_t i = 1; i < red.src().size(); ++i) {
-           if (UOp c = detail::collapse_range(value, red.src(i))) value = simplify(c);
-           else left.push_back(red.src(i));
-         }
-         if (left.size() + 1 == red.src().size()) return UOp{};
-         if (left.empty()) return value;
-         left.insert(left.begin(), value);
-         return UOp(Ops::REDUCE, red.dtype(), std::move(left), red.arg());
-       }},
-  }};
-  return pm;
-}
-
-}  // namespace schedule
-}  // namespace tinyt::inline v0
-// ---- end tinyt/schedule/reduce_collapse.hpp ----
-
-namespace tinyt::inline v0 {
-namespace schedule {
-
-/// One kernel to run: its AST and the buffers bound to its DEFINE_GLOBALs (output first).
-struct Kernel {
-  UOp ast;
-  std::vector<UOp> buffers;  // BUFFER nodes
-  UOp computes;              // the tensor-level node whose value the kernel writes
-  UOp view;                  // where that value lives afterwards (a view of buffers[0])
-  bool in_place = false;     // writes existing memory (an assign)
-  bool temporary = false;    // its memory is reused after its last reader: the value is not kept
-};
-
-namespace detail {
-using tinyt::detail::cat;
-/// Where memory holds a node's value (a view), or empty: graph::realized, unless the scheduler
-/// must recompute it because that memory is overwritten in this schedule.
-using Known = std::function<UOp(const UOp&)>;
-
-// A node that needs no kernel: memory already holds it in its own shape.
-inline bool is_materialized(const UOp& u, const Known& known = graph::realized) {
-  if (u.op() == Ops::BUFFER || known(u)) return true;
-  return u.op() == Ops::RESHAPE && u.src(0).op() == Ops::BUFFER;
-}
-
-// The nodes below the roots that the kernels compute (stopping at what memory already holds).
-inline std::vector<UOp> pending_graph(const std::vector<UOp>& roots, const Known& known = graph::realized) {
-  std::vector<UOp> order;
-  std::unordered_set<const UOpNode*> seen;
-  std::vector<std::pair<const UOp*, bool>> stack;
-  for (const UOp& r : roots) stack.push_back({&r, false});
-  while (!stack.empty()) {
-    auto [u, expanded] = stack.back();
-    stack.pop_back();
-    if (expanded) { order.push_back(*u); continue; }
-    if (!seen.insert(u->get()).second) continue;
-    stack.push_back({u, true});
-    if (known(*u) || u->op() == Ops::BUFFER) continue;
-    for (const UOp& s : (*u)->src) stack.push_back({&s, false});
-  }
-  return order;
-}
-
-// For an EXPAND on a path from a reduction, the first broadcast axis of the path after it when
-// every axis it broadcasts comes after every axis of size > 1 it keeps (a row maximum broadcast
-// along its row), and nothing when not. `from` is the path's first broadcast axis before it (-1: none).
-// The kernel's loops then run the kept axes outside the broadcast ones, and the linearizer
-// computes the reduction once per outer iteration, between them.
-inline std::optional<int64_t> trailing_broadcast(const UOp& expand, int64_t from) {
-  const std::vector<int64_t> in = graph::concrete_shape(expand.src(0)), out = graph::concrete_shape(expand);
-  int64_t first_broadcast = static_cast<int64_t>(out.size()), last_kept = -1;
-  for (size_t a = 0; a < out.size(); ++a) {
-    if (in[a] == 1 && out[a] != 1) first_broadcast = std::min(first_broadcast, static_cast<int64_t>(a));
-    else if (out[a] != 1 && (from < 0 || static_cast<int64_t>(a) < from)) last_kept = static_cast<int64_t>(a);
-  }
-  if (last_kept > first_broadcast) return std::nullopt;
-  return from < 0 ? first_broadcast : std::min(from, first_broadcast);
-}
-
-// Ops whose kernel loops over their output as their source's does (elementwise).
-inline bool keeps_loop_order(Ops op) {
-  return GroupOp::ALU.contains(op) || op == Ops::CAST || op == Ops::BITCAST || op == Ops::CONTIGUOUS ||
-         op == Ops::DETACH || op == Ops::CONTIGUOUS_BACKWARD;
-}
-
-// Realization points: roots, explicit ones, copies, and reductions whose result would be
-// recomputed (broadcast back other than along trailing axes, or read by several consumers).
-inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const std::vector<UOp>& order,
-                                           const Known& known) {
-  std::unordered_map<const UOpNode*, std::vector<const UOpNode*>> consumers;
-  for (const UOp& u : order)
-    if (!known(u) && u.op() != Ops::BUFFER)
-      for (const UOp& s : u.src()) consumers[s.get()].push_back(u.get());
-  std::unordered_set<const UOpNode*> points;
-  for (const UOp& r : roots)
-    if (!is_materialized(r, known)) points.insert(r.get());
-  for (const UOp& u : order) {
-    if (known(u) || u.op() == Ops::BUFFER) continue;
-    if (u.op() == Ops::CONTIGUOUS || u.op() == Ops::COPY || u.op() == Ops::ASSIGN) points.insert(u.get());
-    if (u.op() == Ops::COPY && !is_materialized(u.src(0), known)) points.insert(u.src(0).get());
-  }
-  // A reduction is realized when it has several consumers, or when a path from it to the next
-  // realization point broadcasts it in a way the consuming kernel would recompute it for: an
-  // EXPAND that is not trailing, or a movement op or a reduction over kept axes after one.
-  // It stays in the kernel when it reads no memory (an arange, cheap and usually counted away).
-  auto reads_memory = [&](const UOp& r) {
-    for (const UOp& x : toposort(r))
-      if (x.op() == Ops::BUFFER || known(x)) return true;
-    return false;
-  };
-  std::unordered_map<const UOpNode*, const UOp*> node;
-  for (const UOp& u : order) node[u.get()] = &u;
-  auto recomputed_downstream = [&](const std::unordered_set<const UOpNode*>& first) {
-    // (node, first broadcast axis on the path so far; -1 before any EXPAND)
-    std::vector<std::pair<const UOpNode*, int64_t>> stack;
-    for (const UOpNode* c : first) stack.emplace_back(c, -1);
-    std::set<std::pair<const UOpNode*, int64_t>> seen;
-    while (!stack.empty()) {
-      auto [c, from] = stack.back();
-      stack.pop_back();
-      if (!seen.insert({c, from}).second) continue;
-      if (c->op == Ops::EXPAND) {
-        const std::optional<int64_t> next = trailing_broadcast(*node.at(c), from);
-        if (!next) return true;
-        from = *next;
-      } else if (from >= 0 && c->op == Ops::REDUCE_AXIS) {
-        for (int64_t a : node.at(c)->arg()[1].ints())
-          if (a < from) return true;
-        continue;  // a reduction of broadcast axes only: judged on its own
-      } else if (from >= 0 && !keeps_loop_order(c->op)) {
-        return true;
-      }
-      if (points.count(c)) continue;
-      for (const UOpNode* cc : consumers[c]) stack.emplace_back(cc, from);
-    }
-    return false;
-  };
-  for (const UOp& u : order) {
-    if (u.op() != Ops::REDUCE_AXIS || points.count(u.get()) || !reads_memory(u)) continue;
-    const std::unordered_set<const UOpNode*> distinct(consumers[u.get()].begin(), consumers[u.get()].end());
-    if (distinct.size() > 1 || recomputed_downstream(distinct)) points.insert(u.get());
-  }
-  // An elementwise value broadcast into a reduction (the gradient flowing into a conv's backward,
-  // the input of a conv) would be recomputed once per element of the broadcast: it is realized
-  // first, as tinygrad's "realize before expand" does, unless it is cheap to recompute (one
-  // input, a few ops: a mean's scaling, a negated max). Values computed from a reduction that
-  // stays in its kernel are left alone (the linearizer computes those once per row).
-  auto worth_realizing = [&](const UOp& x) {
-    std::vector<const UOp*> stack{&x};
-    std::unordered_set<const UOpNode*> seen;
-    int inputs = 0, ops = 0;
-    while (!stack.empty()) {
-      const UOp* u = stack.back();
-      stack.pop_back();
-      if (!seen.insert(u->get()).second) continue;
-      if (known(*u) || u->op() == Ops::BUFFER || (u != &x && points.count(u->get()))) { ++inputs; continue; }
-      if (u->op() == Ops::REDUCE_AXIS) return false;
-      ops += GroupOp::ALU.contains(u->op());
-      for (const UOp& s : u->src()) stack.push_back(&s);
-    }
-    return inputs >= 2 || ops >= 4;
-  };
-  auto broadcast_into_reduce = [&](const UOp& x) {
-    std::vector<std::pair<const UOpNode*, bool>> stack;  // (consumer, after an enlarging EXPAND)
-    for (const UOpNode* c : consumers[x.get()]) stack.emplace_back(c, false);
-    std::set<std::pair<const UOpNode*, bool>> seen;
-    while (!stack.empty()) {
-      auto [c, expanded] = stack.back();
-      stack.pop_back();
-      if (!seen.insert({c, expanded}).second) continue;
-      if (c->op == Ops::REDUCE_AXIS) {
-        if (expanded) return true;
-        continue;
-      }
-      if (c->op == Ops::EXPAND) {
-        const UOp& e = *node.at(c);
-        if (graph::shape_of(e).is_concrete() && graph::shape_of(e.src(0)).is_concrete())
-          expanded |= graph::shape_of(e).numel().as_int() > graph::shape_of(e.src(0)).numel().as_int();
-      } else if (!GroupOp::Movement.contains(c->op) && (!expanded || !keeps_loop_order(c->op))) {
-        continue;  // before the broadcast only movement ops lead on; an elementwise op is its own candidate
-      }
-      if (points.count(c)) continue;
-      for (const UOpNode* cc : consumers[c]) stack.emplace_back(cc, expanded);
-    }
-    return false;
-  };
-  for (const UOp& u : order) {
-    if (known(u) || points.count(u.get()) || !keeps_loop_order(u.op()) || u.op() == Ops::CONTIGUOUS) continue;
-    if (!graph::shape_of(u).is_concrete() || !reads_memory(u) || !worth_realizing(u)) continue;
-    if (broadcast_into_reduce(u)) points.insert(u.get());
-  }
-  std::vector<UOp> out;
-  for (const UOp& u : order)
-    if (points.count(u.get())) out.push_back(u);
-  return out;
-}
-
-inline std::string kernel_name(const UOp& ast) {
-  std::vector<std::pair<int64_t, int64_t>> axes;  // (axis, size)
-  bool reduces = false;
-  for (const UOp& u : toposort(ast))
-    if (u.op() == Ops::RANGE) {
-      axes.emplace_back(u.arg()[0].as_int(), static_cast<int64_t>(u.src(0).const_int()));
-      reduces |= u.arg()[1].as_int() == static_cast<int64_t>(RangeKind::reduce);
-    }
-  std::sort(axes.begin(), axes.end());
-  std::string name = reduces ? "r" : "E";
-  for (auto [axis, size] : axes) name += "_" + std::to_string(size);
-  return name;
-}
-
-// Orders kernels so that each runs after the kernels whose output it reads, and before any
-// kernel that overwrites (assigns into) memory it reads. Ties keep the original order. A cycle
-// (a kernel that reads memory both before and after an assign overwrites it, or two assigns
-// that each read what the other overwrites) is broken by copying that memory aside first
-// (`copy_aside(buffer)` is the kernel that does it): the readers that must run after the
-// overwrite read the copy.
-template <class CopyAside>
-std::vector<Kernel> order_kernels(std::vector<Kernel> kernels, CopyAside copy_aside) {
-  auto reads = [&](size_t k, const UOpNode* b) {
-    for (size_t i = 1; i < kernels[k].buffers.size(); ++i)
-      if (kernels[k].buffers[i].get() == b) return true;
-    return false;
-  };
-  for (;;) {
-    const size_t n = kernels.size();
-    std::vector<std::vector<size_t>> after(n);  // after[j]: kernels that must run after j
-    std::vector<size_t> pending(n, 0);
-    for (size_t j = 0; j < n; ++j)
-      for (size_t k = 0; k < n; ++k) {
-        if (j == k) continue;
-        // raw: k reads what j computes (readers name an in-place result by its new alias, the
-        // view, others by the buffer; an assign into that result reads it too); war: j reads
-        // memory that k overwrites
-        const UOpNode* computed = graph::base_buffer(kernels[j].view).get();
-        const UOpNode* target = kernels[k].in_place ? kernels[k].buffers[0].get() : nullptr;
-        const bool raw = reads(k, computed) || (target && target == computed);
-        const bool war = target && reads(j, target);
-        if (raw || war) after[j].push_back(k), ++pending[k];
-      }
-    std::vector<size_t> order;
-    std::vector<bool> done(n, false);
-    while (order.size() < n) {
-      size_t pick = n;
-      for (size_t k = 0; k < n && pick == n; ++k)
-        if (!done[k] && pending[k] == 0) pick = k;
-      if (pick == n) break;
-      done[pick] = true;
-      for (size_t k : after[pick]) --pending[k];
-      order.push_back(pick);
-    }
-    if (order.size() == n) {
-      std::vector<Kernel> out;
-      for (size_t k : order) out.push_back(std::move(kernels[k]));
-      return out;
-    }
-    // a cycle: an assign whose target a kernel that must run after it reads
-    bool broken = false;
-    for (size_t k = 0; k < n && !broken; ++k) {
-      if (done[k] || !kernels[k].in_place) continue;
-      std::vector<bool> later(n, false);  // what must run after k
-      std::vector<size_t> stack{k};
-      while (!stack.empty()) {
-        const size_t j = stack.back();
-        stack.pop_back();
-        for (size_t x : after[j])
-          if (!later[x]) later[x] = true, stack.push_back(x);
-      }
-      const UOp target = kernels[k].buffers[0];
-      std::vector<size_t> readers;  // of the memory before k overwrites it, that must run after k
-      for (size_t j = 0; j < n; ++j)
-        if (j != k && later[j] && reads(j, target.get())) readers.push_back(j);
-      if (readers.empty()) continue;
-      Kernel copy = copy_aside(target);
-      for (size_t j : readers)
-        for (size_t i = 1; i < kernels[j].buffers.size(); ++i)
-          if (kernels[j].buffers[i] == target) kernels[j].buffers[i] = copy.buffers[0];
-      kernels.push_back(std::move(copy));
-      broken = true;
-    }
-    TINYT_ASSERT(broken, "the schedule has a cycle no copy breaks");
-  }
-}
-
-// True when every load of `buffer` in the kernel reads the element the kernel stores to.
-inline bool reads_only_own_element(const UOp& ast, int64_t global_index, const UOp& store_index) {
-  for (const UOp& u : toposort(ast)) {
-    if (u.op() != Ops::LOAD) continue;
-    const UOp& idx = u.src(0);
-    if (idx.src(0).op() == Ops::DEFINE_GLOBAL && idx.src(0).arg().as_int() == global_index &&
-        !(idx.src(1) == store_index && idx.src().size() == 2))
-      return false;
-  }
+/// Registers the factory of a device kind; returns true (for static initializers).
+inline bool register_device(const std::string& kind, DeviceFactory factory) {
+  std::lock_guard lock(detail::devices_mutex());
+  detail::factories()[kind] = std::move(factory);
   return true;
 }
 
-}  // namespace detail
-
-/// The kernels that compute `roots`, in an order that respects what each reads and writes.
-/// `memory_only`: trust no computed value, only BUFFERs (for graphs whose nodes are shared with
-/// other graphs that computed them, like the schedule cache's normalized ones).
-inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool memory_only = false) {
-  const detail::Known buffers_only = [](const UOp& u) { return u.op() == Ops::BUFFER ? u : UOp{}; };
-  // a value held in memory that an assign here overwrites is read before the overwrite (or
-  // from a copy made before it, when its reader must also run after it)
-  const detail::Known known = memory_only ? buffers_only : detail::Known(graph::realized);
-  const std::vector<UOp> order = detail::pending_graph(roots, known);
-  const std::vector<UOp> points = detail::realization_points(roots, order, known);
-  std::unordered_map<const UOpNode*, UOp> computed;  // realization point -> view of its buffer
-  auto input_view = [&](const UOp& u) -> UOp {
-    if (auto it = computed.find(u.get()); it != computed.end()) return it->second;
-    return known(u);
-  };
-  std::vector<Kernel> kernels;
-  // one kernel storing `value_node` (at the point's shape) into `out_buffer`
-  auto make_kernel = [&](const UOp& point, const UOp& value_node, const UOp& out_buffer, const UOp& view) {
-    const std::vector<int64_t> shape = graph::concrete_shape(point);
-    Lowerer lw(input_view);
-    UOp out = lw.global(out_buffer);
-    std::vector<UOp> out_idx;
-    for (int64_t d : shape) out_idx.push_back(d == 1 ? index_const(0) : lw.new_range(d, RangeKind::loop));
-    UOp value = lw.lower(value_node, out_idx, UOp::const_(dtypes::bool_, true));
-    UOp store_index = simplify(flatten(out_idx, shape));
-    UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, out.dtype(), {out, store_index}), value});
-    UOp ast = graph_rewrite(UOp(Ops::SINK, dtypes::void_, {store}), symbolic() + reduce_collapse() + gated_load_rules());
-    return std::make_pair(Kernel{ast, lw.buffers(), point, view}, store_index);
-  };
-  for (const UOp& point : points) {
-    const std::vector<int64_t> shape = graph::concrete_shape(point);
-    int64_t numel = 1;
-    for (int64_t d : shape) numel *= d;
-    if (point.op() == Ops::ASSIGN) {
-      // a store into the target's memory; the tensor then names that memory anew
-      const UOp target = graph::base_buffer(input_view(point.src(0)) ? input_view(point.src(0)) : point.src(0));
-      TINYT_ASSERT(target, "assign: the target is not a contiguous buffer");
-      const UOp view = graph::reshape(graph::alias_buffer(target), shape);
-      auto [kernel, store_index] = make_kernel(point, point.src(1), target, view);
-      if (!detail::reads_only_own_element(kernel.ast, 0, store_index)) {
-        // the value reads the target elsewhere than where it writes: compute it aside first
-        const UOp temp = graph::new_buffer(graph::device_of(point), numel, point.dtype());
-        auto [first, unused] = make_kernel(point.src(1), point.src(1), temp, graph::reshape(temp, shape));
-        kernels.push_back(first);
-        computed[point.src(1).get()] = first.view;
-        kernel = make_kernel(point, point.src(1), target, view).first;
-      }
-      kernel.in_place = true;
-      kernels.push_back(kernel);
-      computed[point.get()] = view;
-      continue;
-    }
-    const UOp out_buffer = graph::new_buffer(graph::device_of(point), numel, point.dtype());
-    const UOp value_node = point.op() == Ops::CONTIGUOUS || point.op() == Ops::COPY ? point.src(0) : point;
-    Kernel kernel = make_kernel(point, value_node, out_buffer, graph::reshape(out_buffer, shape)).first;
-    computed[point.get()] = kernel.view;
-    kernels.push_back(std::move(kernel));
-  }
-  // a copy of memory an assign overwrites, for the readers that must run after it
-  auto copy_aside = [&](const UOp& buffer) {
-    const UOp copy =
-        graph::new_buffer(graph::device_of(buffer), buffer.arg().as_int(), buffer.dtype());
-    Kernel kernel = make_kernel(buffer, buffer, copy, copy).first;
-    kernel.temporary = true;  // it holds no tensor's value
-    return kernel;
-  };
-  return detail::order_kernels(std::move(kernels), copy_aside);
-}
-
-/// Reuses memory within a schedule: the buffer of an intermediate nobody outside the schedule
-/// can reach (`reachable_outside` says who can) is handed to a later kernel of the same size
-/// once its last reader has run. Such intermediates are temporary: their values are not kept.
-template <class ReachableOutside>
-void plan_memory(std::vector<Kernel>& kernels, const std::vector<UOp>& roots, ReachableOutside reachable_outside) {
-  std::unordered_set<const UOpNode*> root_set;
-  for (const UOp& r : roots) root_set.insert(r.get());
-  std::unordered_map<const UOpNode*, size_t> last_read;  // buffer -> last kernel reading it
-  for (size_t i = 0; i < kernels.size(); ++i)
-    for (size_t j = 1; j < kernels[i].buffers.size(); ++j) last_read[kernels[i].buffers[j].get()] = i;
-  std::vector<std::pair<size_t, std::shared_ptr<Buffer>>> free_after;  // (kernel, memory)
-  std::vector<std::shared_ptr<Buffer>> pool;
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    for (auto it = free_after.begin(); it != free_after.end();) {
-      if (it->first < i) pool.push_back(it->second), it = free_after.erase(it);
-      else ++it;
-    }
-    Kernel& k = kernels[i];
-    if (k.in_place || root_set.count(k.computes.get()) || reachable_outside(k.computes)) continue;
-    const UOp& out = k.buffers[0];
-    const auto reads = last_read.find(out.get());
-    if (reads == last_read.end()) continue;
-    const size_t bytes = static_cast<size_t>(out.arg().as_int()) * static_cast<size_t>(out.dtype().itemsize());
-    auto fit = std::find_if(pool.begin(), pool.end(), [&](const std::shared_ptr<Buffer>& b) {
-      return b->nbytes() == bytes && b->device() == graph::device_of(out);
-    });
-    std::shared_ptr<Buffer> memory;
-    if (fit != pool.end()) {
-      memory = *fit;
-      pool.erase(fit);
-      TensorMeta& m = graph::meta(out);
-      std::lock_guard lock(m.mu);
-      m.buffer = memory;
-    } else {
-      memory = graph::buffer_of(out);
-    }
-    k.temporary = true;
-    free_after.emplace_back(reads->second, memory);
-  }
-}
-
-}  // namespace schedule
-}  // namespace tinyt::inline v0
-// ---- end tinyt/schedule/schedule.hpp ----
-// ---- tinyt/codegen/linearize.hpp ----
-// Linearizing a kernel: its AST (a DAG over RANGEs) becomes a flat list of UOps in program
-// order, with loops opened (RANGE) and closed (END), and each REDUCE turned into an accumulator
-// (DEFINE_REG) that is initialized before its loops, updated inside, and read after them. The
-// kernel's float16/bfloat16 arithmetic is lowered to float32 first (narrow_floats.hpp), so a
-// program holds narrow floats only in memory, constants and casts.
-
-#include <unordered_set>
-
-// ---- tinyt/codegen/narrow_floats.hpp ----
-// float16 and bfloat16 arithmetic, defined once for every renderer and every host: an op on
-// half values is computed in float32 and rounded to the narrow type where the graph says the
-// value is narrow, as PyTorch's CPU kernels compute it. These rules rewrite a kernel so that
-// narrow floats appear only in memory (loads, stores), in constants and in casts; every
-// arithmetic op, comparison and reduction is float32.
-//
-// Why here and not in the renderers: a renderer that leaves half arithmetic to its compiler
-// gets whatever the host does with it. GCC on a CPU with AVX512-FP16 computes _Float16 natively
-// and, with contraction allowed, fuses a rounded product and a sum into one half FMA (one
-// rounding, not two), so the C path and the LLVM path disagreed by an ulp on such hosts.
-//
-// A narrow REDUCE becomes a float32 REDUCE rounded once at the end: the graph names only its
-// result, so the running value has no narrow type to be rounded to (PyTorch's CPU reductions of
-// half values accumulate in float as well).
-
-
-namespace tinyt::inline v0 {
-namespace codegen {
-
-namespace detail {
-inline bool is_narrow_float(DType dt) {
-  const DType s = dt.scalar();
-  return s == dtypes::float16 || s == dtypes::bfloat16;
-}
-/// float32 with the lanes of `dt`.
-inline DType widened(DType dt) {
-  return dt.count() > 1 ? dtypes::float32.vec(dt.count()) : dtypes::float32;
-}
-
-/// `u` computed in float32 from its narrow sources widened, rounded back when its result is narrow;
-/// null when neither its result nor a source is a narrow float.
-inline UOp in_float32(const UOp& u) {
-  bool narrow = is_narrow_float(u.dtype());
-  std::vector<UOp> src;
-  for (const UOp& s : u.src()) {
-    narrow |= is_narrow_float(s.dtype());
-    src.push_back(is_narrow_float(s.dtype()) ? s.cast(widened(s.dtype())) : s);
-  }
-  if (!narrow) return {};
-  const DType dt = is_narrow_float(u.dtype()) ? widened(u.dtype()) : u.dtype();
-  return UOp(u.op(), dt, std::move(src), u.arg()).cast(u.dtype());
-}
-}  // namespace detail
-
-/// Rules that leave no float16 or bfloat16 arithmetic in a kernel (see the top of this file).
-inline const PatternMatcher& narrow_float_rules() {
-  static const PatternMatcher pm{{
-      // an op of narrow values -> the op in float32, rounded back
-      {UPat(GroupOp::ALU).named("u"), [](auto& m) { return detail::in_float32(m["u"]); }},
-      // a narrow reduction -> a float32 reduction of the widened values, rounded once
-      {UPat(Ops::REDUCE).named("u"),
-       [](auto& m) {
-         const UOp& u = m["u"];
-         if (!detail::is_narrow_float(u.dtype())) return UOp{};
-         std::vector<UOp> src(u.src().begin(), u.src().end());
-         src[0] = src[0].cast(detail::widened(src[0].dtype()));
-         return UOp(Ops::REDUCE, detail::widened(u.dtype()), std::move(src), u.arg())
-             .cast(u.dtype());
-       }},
-      // a narrow constant widened -> the float32 constant (every narrow value is a float32 one)
-      {UPat(Ops::CAST, {UPat::cvar("c")}).named("u"),
-       [](auto& m) {
-         const UOp &u = m["u"], &c = m["c"];
-         if (!detail::is_narrow_float(c.dtype()) || u.dtype() != detail::widened(c.dtype()))
-           return UOp{};
-         return UOp::const_(u.dtype(), c.const_float());
-       }},
-  }};
-  return pm;
-}
-
-/// The kernel with its narrow float arithmetic computed in float32.
-inline UOp lower_narrow_floats(const UOp& ast) { return graph_rewrite(ast, narrow_float_rules()); }
-
-}  // namespace codegen
-}  // namespace tinyt::inline v0
-// ---- end tinyt/codegen/narrow_floats.hpp ----
-// ---- tinyt/codegen/opt/opt.hpp ----
-// Kernel optimizations as in tinygrad: each Opt splits one range of a kernel's AST, and what the
-// new range becomes (a thread, a cache tile, registers) decides how the kernel runs. Opts name
-// axes by their position in `axes(ast)`, so a list of opts is a replayable recipe (BEAM caches it).
-//   UPCAST(axis, n)  output axis → n copies of the work, in registers (expanded before rendering)
-//   UNROLL(axis, n)  reduce axis → n accumulators, combined after the loop (expanded)
-//   LOCAL(axis, n)   output axis → an inner loop of n (cache tiling: outer loops walk tiles)
-//   THREAD(axis, n)  output axis → n parts run by n threads, one part each
-//   PADTO(axis, n)   axis → rounded up to a multiple of n, the extra iterations masked off
-// An amount of 0 means the whole axis.
-
-
-
-namespace tinyt::inline v0 {
-namespace codegen {
-
-enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, PADTO };
-
-inline const char* opt_op_name(OptOp op) {
-  static constexpr const char* names[] = {"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO"};
-  return names[static_cast<int>(op)];
-}
-
-/// One optimization: `op` applied to the `axis`-th entry of `axes(ast)`.
-struct Opt {
-  OptOp op;
-  int64_t axis;
-  int64_t amount;
-  bool operator==(const Opt&) const = default;
-  std::string str() const { return tinyt::detail::cat(opt_op_name(op), "(", axis, ",", amount, ")"); }
-};
-
-inline std::string to_string(const std::vector<Opt>& opts) {
-  std::string s;
-  for (const Opt& o : opts) s += (s.empty() ? "" : " ") + o.str();
-  return s.empty() ? "none" : s;
-}
-
-/// An opt that does not apply to a kernel (wrong axis kind, amount that does not divide, ...).
-struct OptError : Error {
-  using Error::Error;
-};
-
-using schedule::RangeKind;
-
-inline RangeKind range_kind(const UOp& r) { return static_cast<RangeKind>(r.arg()[1].as_int()); }
-inline int64_t range_size(const UOp& r) { return static_cast<int64_t>(r.src(0).const_int()); }
-
-/// Where a range's loop goes: threads outermost, then output loops, then tiles, then reductions.
-inline int range_rank(RangeKind k) {
-  switch (k) {
-    case RangeKind::thread: return 0;
-    case RangeKind::loop: return 1;
-    case RangeKind::local: return 2;
-    case RangeKind::reduce: return 3;
-    default: return 4;
-  }
-}
-inline bool range_before(const UOp& a, const UOp& b) {
-  return std::pair(range_rank(range_kind(a)), a.arg()[0].as_int()) < std::pair(range_rank(range_kind(b)), b.arg()[0].as_int());
-}
-
-/// The ranges an opt can name: every loop, tile and reduce range in loop order (threads and
-/// register ranges are final).
-inline std::vector<UOp> axes(const UOp& ast) {
-  std::vector<UOp> out;
-  for (const UOp& u : toposort(ast))
-    if (u.op() == Ops::RANGE && (range_kind(u) == RangeKind::loop || range_kind(u) == RangeKind::reduce ||
-                                 range_kind(u) == RangeKind::local))
-      out.push_back(u);
-  std::sort(out.begin(), out.end(), range_before);
+/// The kinds registered in this program, sorted.
+inline std::vector<std::string> registered_kinds() {
+  std::lock_guard lock(detail::devices_mutex());
+  std::vector<std::string> out;
+  for (const auto& [kind, factory] : detail::factories()) out.push_back(kind);
   return out;
 }
 
-/// All ranges of a kernel, any kind, in loop order.
-inline std::vector<UOp> all_ranges(const UOp& ast) {
-  std::vector<UOp> out;
-  for (const UOp& u : toposort(ast))
-    if (u.op() == Ops::RANGE) out.push_back(u);
-  std::sort(out.begin(), out.end(), range_before);
-  return out;
-}
-
-/// The rules every kernel AST is kept simplified with.
-inline const PatternMatcher& kernel_rules() {
-  static const PatternMatcher pm = symbolic() + schedule::gated_load_rules();
-  return pm;
-}
-
-namespace detail {
-/// The element stride of `range` in the address `idx` (its value at range=1 minus at range=0,
-/// every other range at 0); empty when that is not a constant.
-inline std::optional<int64_t> stride_of(const UOp& idx, const UOp& range, const std::vector<UOp>& ranges) {
-  std::unordered_map<const UOpNode*, UOp> at0, at1;
-  for (const UOp& r : ranges) at0[r.get()] = at1[r.get()] = schedule::index_const(0);
-  at1[range.get()] = schedule::index_const(1);
-  const UOp a = simplify(substitute(idx, at0)), b = simplify(substitute(idx, at1));
-  if (!a.is_const() || !b.is_const()) return std::nullopt;
-  return static_cast<int64_t>(b.const_int() - a.const_int());
-}
-
-inline int64_t next_axis_id(const UOp& ast) {
-  int64_t next = 0;
-  for (const UOp& r : all_ranges(ast)) next = std::max(next, r.arg()[0].as_int() + 1);
-  return next;
-}
-
-// Rebuilds `ast` with range `r` replaced by `value`; in REDUCE range lists r becomes `ranges`.
-inline UOp replace_range(const UOp& ast, const UOp& r, const UOp& value, const std::vector<UOp>& ranges) {
-  std::unordered_map<const UOpNode*, UOp> done;
-  for (const UOp& u : toposort(ast)) {
-    if (u == r) {
-      done[u.get()] = value;
-      continue;
-    }
-    std::vector<UOp> src;
-    for (size_t i = 0; i < u.src().size(); ++i) {
-      if (u.op() == Ops::REDUCE && i > 0 && u.src(i) == r) src.insert(src.end(), ranges.begin(), ranges.end());
-      else src.push_back(done.at(u.src(i).get()));
-    }
-    done[u.get()] = u.replace(std::move(src));
-  }
-  return graph_rewrite(done.at(ast.get()), kernel_rules());
-}
-
-// Splits `r` (size n) into a range of `amount` of kind `kind` and the rest; the new range is the
-// inner part (varies fastest) unless `outer`. A rest of size 1 disappears.
-inline UOp split_range(const UOp& ast, const UOp& r, int64_t amount, RangeKind kind, bool outer) {
-  const int64_t n = range_size(r), rest_size = n / amount;
-  const UOp fresh = schedule::range(amount, next_axis_id(ast), kind);
-  const UOp rest = schedule::range(rest_size, r.arg()[0].as_int(), range_kind(r));
-  if (rest_size == 1) return replace_range(ast, r, fresh, {fresh});
-  if (outer) return replace_range(ast, r, fresh * rest_size + rest, {fresh, rest});
-  return replace_range(ast, r, rest * amount + fresh, {rest, fresh});
-}
-
-// Whether a reduce value is 0 wherever the loads that depend on `r` read 0 (their gate is false),
-// so padding a reduce axis adds only zeros to a sum.
-inline bool zero_where_masked(const UOp& v, const UOp& r) {
-  switch (v.op()) {
-    case Ops::LOAD: return v.src(0).src().size() > 2 && depends_on(v.src(0).src(2), r);
-    case Ops::MUL: return zero_where_masked(v.src(0), r) || zero_where_masked(v.src(1), r);
-    case Ops::ADD: case Ops::WHERE: {
-      const size_t first = v.op() == Ops::WHERE ? 1 : 0;
-      return zero_where_masked(v.src(first), r) && zero_where_masked(v.src(first + 1), r);
-    }
-    case Ops::CAST: case Ops::NEG: return zero_where_masked(v.src(0), r);
-    default: return false;
+/// The open device `kind` with `index`, opened at first use and kept for the process.
+inline Device& open_device(const std::string& kind, int index) {
+  static auto* open = new std::map<std::pair<std::string, int>, std::unique_ptr<Device>>;
+  static auto* failed = new std::map<std::pair<std::string, int>, std::string>;
+  std::lock_guard lock(detail::devices_mutex());
+  const auto key = std::pair(kind, index);
+  if (auto it = open->find(key); it != open->end()) return *it->second;
+  if (auto it = failed->find(key); it != failed->end()) throw DeviceError(it->second);
+  auto f = detail::factories().find(kind);
+  if (f == detail::factories().end())
+    throw DeviceError(::tinyt::detail::cat("device ", kind, ": no backend for it in this build"));
+  try {
+    return *open->emplace(key, f->second(index)).first->second;
+  } catch (const Error& e) {
+    failed->emplace(key, e.what());  // trying again would open the libraries again, and fail again
+    throw;
   }
 }
 
-// PADTO: `r` grows to a multiple of amount; every memory access that depends on it is masked
-// to the old size.
-inline UOp pad_range(const UOp& ast, const UOp& r, int64_t amount) {
-  const int64_t n = range_size(r), padded = (n + amount - 1) / amount * amount;
-  if (padded == n) throw OptError(tinyt::detail::cat("PADTO: axis of size ", n, " is already a multiple of ", amount));
-  if (padded > n * 2) throw OptError(tinyt::detail::cat("PADTO: padding ", n, " to ", padded, " more than doubles it"));
-  const UOp grown = schedule::range(padded, r.arg()[0].as_int(), range_kind(r));
-  const UOp inside = grown.lt(n);
-  // mask every INDEX whose address depends on the range
-  std::unordered_map<const UOpNode*, UOp> done;
-  for (const UOp& u : toposort(ast)) {
-    if (u == r) {
-      done[u.get()] = grown;
-      continue;
-    }
-    std::vector<UOp> src;
-    for (const UOp& s : u.src()) src.push_back(done.at(s.get()));
-    UOp out = u.replace(std::move(src));
-    if (u.op() == Ops::INDEX && u.src(0).op() == Ops::DEFINE_GLOBAL && depends_on(u.src(1), r)) {
-      std::vector<UOp> s = out.src();
-      if (s.size() > 2) s[2] = s[2] & inside;
-      else s.push_back(inside);
-      out = out.replace(std::move(s));
-    }
-    if (u.op() == Ops::REDUCE && std::find(u.src().begin() + 1, u.src().end(), r) != u.src().end() &&
-        !(u.arg().get<Ops>() == Ops::ADD && zero_where_masked(out.src(0), grown)))
-      throw OptError("PADTO: the padded iterations of this reduction would change its result");
-    done[u.get()] = std::move(out);
-  }
-  return graph_rewrite(done.at(ast.get()), kernel_rules());
-}
-}  // namespace detail
-
-/// The kernel AST with `opt` applied; OptError when it does not apply.
-inline UOp apply_opt(const UOp& ast, const Opt& opt) {
-  using tinyt::detail::cat;
-  const std::vector<UOp> ax = axes(ast);
-  if (opt.axis < 0 || opt.axis >= static_cast<int64_t>(ax.size()))
-    throw OptError(cat(opt.str(), ": the kernel has ", ax.size(), " axes"));
-  const UOp& r = ax[static_cast<size_t>(opt.axis)];
-  const int64_t n = range_size(r), amount = opt.amount == 0 ? n : opt.amount;
-  const RangeKind kind = range_kind(r);
-  if (opt.op == OptOp::PADTO) {
-    if (amount <= 1) throw OptError(cat(opt.str(), ": the amount must be above 1"));
-    return detail::pad_range(ast, r, amount);
-  }
-  if (amount <= 1 || n % amount != 0) throw OptError(cat(opt.str(), ": ", amount, " does not divide the axis size ", n));
-  const bool reduce = kind == RangeKind::reduce;
-  switch (opt.op) {
-    case OptOp::UPCAST:
-      if (reduce) throw OptError(cat(opt.str(), ": UPCAST applies to output axes; UNROLL splits reductions"));
-      if (amount > 64) throw OptError(cat(opt.str(), ": more than 64 copies"));
-      return detail::split_range(ast, r, amount, RangeKind::upcast, false);
-    case OptOp::UNROLL:
-      if (!reduce) throw OptError(cat(opt.str(), ": UNROLL applies to reduce axes"));
-      if (amount > 64) throw OptError(cat(opt.str(), ": more than 64 accumulators"));
-      return detail::split_range(ast, r, amount, RangeKind::unroll, false);
-    case OptOp::LOCAL:
-      if (kind != RangeKind::loop) throw OptError(cat(opt.str(), ": LOCAL applies to output loops"));
-      return detail::split_range(ast, r, amount, RangeKind::local, false);
-    case OptOp::THREAD:
-      if (kind != RangeKind::loop) throw OptError(cat(opt.str(), ": THREAD applies to output loops"));
-      for (const UOp& x : all_ranges(ast))
-        if (range_kind(x) == RangeKind::thread) throw OptError(cat(opt.str(), ": the kernel is already threaded"));
-      return detail::split_range(ast, r, amount, RangeKind::thread, true);
-    default: break;
-  }
-  throw OptError(cat(opt.str(), ": unknown opt"));
+/// The folder binaries are cached in: $TINYT_CACHE_DIR, else $XDG_CACHE_HOME/tinyt, else
+/// $HOME/.cache/tinyt, else a folder of this user's in /tmp.
+inline std::filesystem::path cache_dir() {
+  if (const char* dir = std::getenv("TINYT_CACHE_DIR"); dir && *dir) return dir;
+  if (const char* dir = std::getenv("XDG_CACHE_HOME"); dir && *dir) return std::filesystem::path(dir) / "tinyt";
+  if (const char* dir = std::getenv("HOME"); dir && *dir) return std::filesystem::path(dir) / ".cache" / "tinyt";
+  return std::filesystem::temp_directory_path() / ::tinyt::detail::cat("tinyt-", ::getuid());
 }
 
-/// The kernel AST with `opts` applied in order.
-inline UOp apply_opts(UOp ast, const std::vector<Opt>& opts) {
-  for (const Opt& o : opts) ast = apply_opt(ast, o);
-  return ast;
+/// `compiler.compile(source)`, from the disk cache when this compiler built this source before
+/// (keyed by the compiler's identity and the source; the source is stored beside the binary and
+/// compared, so a hash collision recompiles). A cache that cannot be written costs a compile.
+inline std::string cached_compile(Compiler& compiler, const std::string& source, const std::string& name) {
+  if (!compiler.disk_cacheable() || getenv_int("DISABLE_COMPILER_CACHE", 0)) return compiler.compile(source, name);
+  const std::string key = ::tinyt::detail::Hash128().update(compiler.identity()).update(std::string_view("", 1)).update(source).hex();
+  const std::filesystem::path dir = cache_dir() / "binaries", bin = dir / (key + ".bin"), src = dir / (key + ".src");
+  if (auto stored = ::tinyt::detail::read_file(src); stored && *stored == source)
+    if (auto binary = ::tinyt::detail::read_file(bin)) return *binary;
+  std::string binary = compiler.compile(source, name);
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) return binary;
+  // written under names of this process and thread, then renamed: readers see whole files
+  const std::string tmp = ::tinyt::detail::cat(".tmp", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
+  const auto write = [&](const std::filesystem::path& path, const std::string& text) {
+    std::ofstream(path.string() + tmp, std::ios::binary) << text;
+    std::filesystem::rename(path.string() + tmp, path, error);
+  };
+  write(bin, binary);  // the binary first: a source without its binary is a miss
+  write(src, source);
+  return binary;
 }
 
-}  // namespace codegen
+}  // namespace backend
 }  // namespace tinyt::inline v0
-// ---- end tinyt/codegen/opt/opt.hpp ----
-
-namespace tinyt::inline v0 {
-namespace codegen {
-
-/// A linearized kernel: ops in program order; every source of an op comes earlier in the list.
-struct Program {
-  std::string name;
-  std::vector<UOp> ops;
-  std::vector<DType> globals;  // pointer dtypes of the DEFINE_GLOBALs, by index
-  int64_t threads = 1;         // how many threads run it (core_id 0..threads-1)
-  std::vector<Opt> opts;       // the opts it was built with
-};
-
-namespace detail {
-inline UOp identity_element(Ops op, DType dt) {
-  switch (op) {
-    case Ops::ADD: return UOp::const_(dt, 0);
-    case Ops::MUL: return UOp::const_(dt, 1);
-    case Ops::MAX:
-      if (dt.scalar().is_float()) return UOp::const_(dt, -INFINITY);
-      return UOp::const_(dt, dtypes::min_int(dt));
-    default: throw InternalError(tinyt::detail::cat("no identity element for reduce op ", op_name(op)));
-  }
-}
-
-// For every node of the kernel, the RANGEs it depends on that are still open where it is used
-// (a REDUCE closes its own), in loop order.
-using FreeRanges = std::unordered_map<const UOpNode*, std::vector<UOp>>;
-inline FreeRanges free_ranges(const UOp& ast) {
-  FreeRanges free;
-  for (const UOp& u : toposort(ast)) {
-    std::vector<UOp> r;
-    if (u.op() == Ops::RANGE) r.push_back(u);
-    for (size_t i = 0; i < u.src().size(); ++i) {
-      if (u.op() == Ops::REDUCE && i > 0) break;
-      for (const UOp& x : free.at(u.src(i).get()))
-        if (std::find(r.begin(), r.end(), x) == r.end()) r.push_back(x);
-    }
-    if (u.op() == Ops::REDUCE)
-      std::erase_if(r, [&](const UOp& x) { return std::find(u.src().begin() + 1, u.src().end(), x) != u.src().end(); });
-    std::sort(r.begin(), r.end(), range_before);
-    free[u.get()] = std::move(r);
-  }
-  return free;
-}
-
-class Linearizer {
- public:
-  std::vector<UOp> ops;
-
-  explicit Linearizer(const UOp& ast) : free_(free_ranges(ast)) {
-    for (const UOp& u : toposort(ast))
-      if (u.op() == Ops::REDUCE) reduces_.push_back(u);
-  }
-
-  /// Emits the stores in order; consecutive stores share the loops they have in common.
-  void emit_stores(const std::vector<UOp>& stores) {
-    for (const UOp& store : stores) {
-      const std::vector<UOp>& loops = free_.at(store.get());
-      size_t common = 0;
-      while (common < loops_.size() && common < loops.size() && loops_[common] == loops[common]) ++common;
-      while (loops_.size() > common) close(loops_.back(), ops.back()), loops_.pop_back();
-      std::vector<UOp> needed;  // the store's reductions, inner ones first
-      for (const UOp& u : toposort(store))
-        if (u.op() == Ops::REDUCE) needed.push_back(u);
-      hoist_reduces(needed);
-      for (size_t i = common; i < loops.size(); ++i) open(loops[i]), loops_.push_back(loops[i]), hoist_reduces(needed);
-      emit(store);
-    }
-    while (!loops_.empty()) close(loops_.back(), ops.back()), loops_.pop_back();
-  }
-
- private:
-  FreeRanges free_;
-  std::vector<UOp> reduces_;  // every REDUCE of the kernel
-  std::unordered_set<const UOpNode*> reduced_;  // the REDUCEs already emitted
-  std::vector<UOp> loops_;    // the loops the stores have open
-  std::vector<std::unordered_map<const UOpNode*, UOp>> scopes_{1};
-  int64_t accumulators_ = 0;
-
-  UOp push(UOp u) {
-    ops.push_back(u);
-    return u;
-  }
-  UOp lookup(const UOp& u) const {
-    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
-      if (auto f = it->find(u.get()); f != it->end()) return f->second;
-    return {};
-  }
-  void open(const UOp& r) {
-    emit(r.src(0));  // the loop bound
-    push(r);
-    scopes_.emplace_back();
-    scopes_.back()[r.get()] = r;
-  }
-  UOp close(const UOp& r, const UOp& last) {
-    scopes_.pop_back();
-    return push(UOp(Ops::END, dtypes::void_, {r, last}));
-  }
-
-  UOp emit(const UOp& u) {
-    if (UOp found = lookup(u)) return found;
-    if (u.op() == Ops::RANGE) throw InternalError("linearize: a RANGE is used outside its loop");
-    if (u.op() == Ops::REDUCE) {
-      emit_reduces(u);
-      return lookup(u);
-    }
-    std::vector<UOp> src;
-    for (const UOp& s : u.src()) src.push_back(emit(s));
-    UOp out = push(u.replace(std::move(src)));
-    scopes_.back()[u.get()] = out;
-    return out;
-  }
-
-  // Emits, in the loops open now, each of a store's REDUCEs not yet emitted that needs no other
-  // loop: a reduction broadcast along inner loops (a softmax's row maximum) is computed once per
-  // outer iteration, not once per element.
-  void hoist_reduces(const std::vector<UOp>& needed) {
-    for (const UOp& r : needed) {
-      const auto& need = free_.at(r.get());
-      if (!reduced_.count(r.get()) && std::all_of(need.begin(), need.end(), [&](const UOp& x) { return bool(lookup(x)); }))
-        emit(r);
-    }
-  }
-
-  // The REDUCEs that can share u's loops: same ranges, everything else they need already open,
-  // and not nested in one another. Expanded registers make many of them (a register tile).
-  std::vector<UOp> siblings(const UOp& u) const {
-    std::vector<UOp> out{u};
-    for (const UOp& r : reduces_) {
-      if (r == u || reduced_.count(r.get()) || r.src().size() != u.src().size() ||
-          !std::equal(r.src().begin() + 1, r.src().end(), u.src().begin() + 1))
-        continue;
-      const auto& need = free_.at(r.get());
-      if (!std::all_of(need.begin(), need.end(), [&](const UOp& x) { return bool(lookup(x)); })) continue;
-      if (depends_on(r, u) || depends_on(u, r)) continue;
-      out.push_back(r);
-    }
-    return out;
-  }
-
-  // acc = identity; for (ranges) acc = acc <op> value; then the value is acc — for u and its
-  // siblings together, in one loop nest
-  void emit_reduces(const UOp& u) {
-    const std::vector<UOp> group = siblings(u);
-    std::vector<UOp> slots;
-    for (const UOp& r : group) {
-      reduced_.insert(r.get());
-      UOp acc = push(UOp(Ops::DEFINE_REG, r.dtype().ptr(1, AddrSpace::reg), {}, accumulators_++));
-      slots.push_back(push(UOp(Ops::INDEX, acc.dtype(), {acc, schedule::index_const(0)})));
-      push(UOp(Ops::STORE, dtypes::void_, {slots.back(), push(identity_element(r.arg().get<Ops>(), r.dtype()))}));
-    }
-    std::vector<UOp> ranges(u.src().begin() + 1, u.src().end());
-    std::sort(ranges.begin(), ranges.end(), range_before);
-    for (const UOp& r : ranges) open(r);
-    // a float sum of products accumulates with fused multiply-adds (MULACC), the one place
-    // codegen asks for FMA: matmul and conv accumulation. Nowhere else is a*b+c fused, by us or
-    // by a compiler, so a result does not depend on the CPU or the compiler.
-    std::vector<std::vector<UOp>> values;
-    for (const UOp& r : group) {
-      const UOp& x = r.src(0);
-      const bool fused = r.arg().get<Ops>() == Ops::ADD && x.op() == Ops::MUL && x.dtype().is_float();
-      values.push_back(fused ? std::vector<UOp>{emit(x.src(0)), emit(x.src(1))} : std::vector<UOp>{emit(x)});
-    }
-    UOp last;
-    for (size_t i = 0; i < group.size(); ++i) {
-      // the loads carry what they must come after, so the in-loop and the final read differ
-      UOp current = push(UOp(Ops::LOAD, group[i].dtype(), {slots[i], ranges.back()}));
-      UOp next = values[i].size() == 2 ? UOp(Ops::MULACC, current.dtype(), {values[i][0], values[i][1], current})
-                                       : current.alu(group[i].arg().get<Ops>(), {values[i][0]});
-      last = push(UOp(Ops::STORE, dtypes::void_, {slots[i], push(next)}));
-    }
-    for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) last = close(*it, last);
-    for (size_t i = 0; i < group.size(); ++i) scopes_.back()[group[i].get()] = push(UOp(Ops::LOAD, group[i].dtype(), {slots[i], last}));
-  }
-};
-}  // namespace detail
-
-/// The program of a kernel AST (a SINK of STOREs).
-inline Program linearize(const UOp& ast, std::string name) {
-  TINYT_ASSERT(ast.op() == Ops::SINK, "linearize takes a SINK, not ", op_name(ast.op()));
-  const UOp lowered = lower_narrow_floats(ast);
-  detail::Linearizer lin(lowered);
-  lin.emit_stores(lowered.src());
-  Program p{std::move(name), std::move(lin.ops), {}, 1, {}};
-  for (const UOp& u : toposort(lowered)) {
-    if (u.op() == Ops::RANGE && range_kind(u) == RangeKind::thread) p.threads = range_size(u);
-    if (u.op() == Ops::DEFINE_GLOBAL) {
-      const auto i = static_cast<size_t>(u.arg().as_int());
-      if (p.globals.size() <= i) p.globals.resize(i + 1);
-      p.globals[i] = u.dtype();
-    }
-  }
-  return p;
-}
-
-}  // namespace codegen
-}  // namespace tinyt::inline v0
-// ---- end tinyt/codegen/linearize.hpp ----
-// ---- tinyt/renderer/cstyle.hpp ----
-// The C-style renderer: a linearized kernel as C source, one statement per value that is used
-// more than once (or must stay in order), everything else inlined into its one use.
-//
-// The function it renders is `void NAME(void** bufs, const long long* vars, int core_id,
-// int core_count)`: bufs are the kernel's buffers by DEFINE_GLOBAL index.
-//
-// float16 and bfloat16 arithmetic reaches the renderer already lowered to float32
-// (codegen/narrow_floats.hpp): `_Float16` appears only in memory, constants and casts, so the C
-// compiler never computes in half, whatever the host supports. bfloat16 is held in a float and
-// stored as its 16 bits. The kernels are compiled with -ffp-contract=off: a fused multiply-add is
-// MULACC (C's fma), where codegen chose it.
-
-#include <cstdio>
-
-
-namespace tinyt::inline v0 {
-namespace renderer {
-
-namespace detail {
-using tinyt::detail::cat;
-
-// index arithmetic is int where its bounds provably fit, long long otherwise
-inline bool fits_int32(const UOp& u) {
-  const Bounds b = bounds(u);
-  return b.lo >= INT32_MIN && b.hi <= INT32_MAX;
-}
-
-inline std::string c_type(DType dt) {
-  switch (dt.scalar_type()) {
-    case ScalarType::bool_: return "bool";
-    case ScalarType::int8: return "signed char";
-    case ScalarType::uint8: return "unsigned char";
-    case ScalarType::int16: return "short";
-    case ScalarType::uint16: return "unsigned short";
-    case ScalarType::int32: return "int";
-    case ScalarType::uint32: return "unsigned int";
-    case ScalarType::int64: return "long long";
-    case ScalarType::uint64: return "unsigned long long";
-    case ScalarType::float16: return "_Float16";
-    case ScalarType::bfloat16: return "float";  // a float holding a bfloat16 value
-    case ScalarType::float32: return "float";
-    case ScalarType::float64: return "double";
-    case ScalarType::index: return "long long";
-    default: throw CompileError(cat("C renderer: no C type for ", dt.name()));
-  }
-}
-
-// bfloat16 lives in memory as its 16 bits; C has no arithmetic type for it before C23
-inline std::string memory_type(DType dt) { return dt.scalar() == dtypes::bfloat16 ? "unsigned short" : c_type(dt); }
-inline constexpr const char* bfloat16_helpers =
-    "static inline float tinyt_bf16_to_f32(unsigned short b) {\n"
-    "  union { unsigned int u; float f; } v; v.u = (unsigned int)b << 16; return v.f;\n}\n"
-    "static inline unsigned short tinyt_f32_to_bf16(float f) {\n"
-    "  union { unsigned int u; float f; } v; v.f = f;\n"
-    "  if (f != f) return (unsigned short)((v.u >> 16) | 0x40u);  /* NaN stays NaN */\n"
-    "  return (unsigned short)((v.u + 0x7fffu + ((v.u >> 16) & 1u)) >> 16);  /* nearest even */\n}\n"
-    "static inline float tinyt_bf16_round(float f) { return tinyt_bf16_to_f32(tinyt_f32_to_bf16(f)); }\n\n";
-
-inline std::string float_literal(double v, DType dt) {
-  const bool f32 = dt.scalar() != dtypes::float64;
-  std::string s;
-  if (std::isnan(v)) s = "NAN";
-  else if (std::isinf(v)) s = v > 0 ? "INFINITY" : "-INFINITY";
-  else {
-    char buf[40];
-    std::snprintf(buf, sizeof buf, f32 ? "%.9g" : "%.17g", v);
-    s = buf;
-    if (s.find_first_of(".en") == std::string::npos) s += ".0";
-    if (f32) s += "f";
-  }
-  if (dt.scalar() == dtypes::float16) return "((_Float16)" + s + ")";
-  if (dt.scalar() == dtypes::float64 && (std::isnan(v) || std::isinf(v))) return "((double)" + s + ")";
-  return s;
-}
-
-inline std::string literal(const UOp& c, bool as_int32) {
-  const DType dt = c.dtype().scalar();
-  if (dt.is_float()) return float_literal(c.const_float(), dt);
-  if (dt.is_bool()) return c.const_int() ? "1" : "0";
-  const i128 v = c.const_int();
-  if (dt.is_index() && as_int32) return cat(static_cast<long long>(v));
-  if (dt.is_unsigned()) return cat(static_cast<unsigned long long>(v), dt.itemsize() == 8 ? "ULL" : "u");
-  if (v == dtypes::min_int(dt)) return cat("(", static_cast<long long>(v + 1), dt.itemsize() == 8 ? "LL" : "", "-1)");
-  return cat(static_cast<long long>(v), dt.itemsize() == 8 || dt.is_index() ? "LL" : "");
-}
-
-inline const char* math_fn(Ops op) {
-  switch (op) {
-    case Ops::EXP2: return "exp2";
-    case Ops::LOG2: return "log2";
-    case Ops::SIN: return "sin";
-    case Ops::SQRT: return "sqrt";
-    case Ops::TRUNC: return "trunc";
-    case Ops::POW: return "pow";
-    default: return nullptr;
-  }
-}
-}  // namespace detail
-
-/// Renders a program as a C function.
-class CRenderer {
- public:
-  std::string render(const codegen::Program& p) {
-    for (const UOp& u : p.ops) {
-      // an op that spells an operand more than once (NaN-aware max, guarded division) needs it named
-      const int n = repeats_operands(u) ? 2 : 1;
-      for (const UOp& s : u.src()) uses_[s.get()] += n;
-    }
-    body_ << "void " << p.name << "(void** bufs, const long long* vars, int core_id, int core_count) {\n";
-    body_ << "  (void)vars; (void)core_id; (void)core_count;\n";
-    bool bf16 = false;
-    for (const UOp& u : p.ops) bf16 |= u.dtype().scalar() == dtypes::bfloat16;
-    for (size_t i = 0; i < p.globals.size(); ++i) {
-      const std::string t = detail::memory_type(p.globals[i].base());
-      body_ << "  " << t << "* restrict data" << i << " = (" << t << "*)bufs[" << i << "];\n";
-    }
-    for (const UOp& u : p.ops) line(u);
-    body_ << "}\n";
-    return std::string("#include <math.h>\n#include <stdbool.h>\n\n") + (bf16 ? detail::bfloat16_helpers : "") + body_.str();
-  }
-
- private:
-  std::unordered_map<const UOpNode*, std::string> name_;
-  std::unordered_map<const UOpNode*, int> uses_;
-  std::ostringstream body_;
-  int depth_ = 1;
-  int counter_ = 0;
-
-  std::string type_of(const UOp& u) {
-    if (u.dtype().is_index()) return detail::fits_int32(u) ? "int" : "long long";
-    return detail::c_type(u.dtype());
-  }
-  const std::string& ref(const UOp& u) { return name_.at(u.get()); }
-  void out(const std::string& s) { body_ << std::string(static_cast<size_t>(depth_) * 2, ' ') << s << "\n"; }
-  // a value used once becomes part of its user's expression; others get a named variable
-  void define(const UOp& u, const std::string& expr, const char* prefix) {
-    if (uses_[u.get()] <= 1 && u.op() != Ops::LOAD) {
-      name_[u.get()] = expr;
-      return;
-    }
-    const std::string n = prefix + std::to_string(counter_++);
-    out(type_of(u) + " " + n + " = " + expr + ";");
-    name_[u.get()] = n;
-  }
-  // an operand, cast to the type the op computes in when index math widens
-  std::string operand(const UOp& s, const UOp& user) {
-    if (s.dtype().is_index() && user.dtype().is_index() && type_of(user) != type_of(s)) return "((long long)" + ref(s) + ")";
-    return ref(s);
-  }
-
-  void line(const UOp& u) {
-    const auto& s = u.src();
-    switch (u.op()) {
-      case Ops::DEFINE_GLOBAL: name_[u.get()] = "data" + std::to_string(u.arg().as_int()); return;
-      case Ops::CONST: name_[u.get()] = detail::literal(u, u.dtype().is_index() && detail::fits_int32(u)); return;
-      case Ops::RANGE: {
-        const std::string n = "ridx" + std::to_string(u.arg()[0].as_int());
-        const std::string t = type_of(u);
-        if (codegen::range_kind(u) == codegen::RangeKind::thread) {  // one thread runs each value
-          out(t + " " + n + " = core_id;");
-          name_[u.get()] = n;
-          return;
-        }
-        out("for (" + t + " " + n + " = 0; " + n + " < " + ref(s[0]) + "; " + n + "++) {");
-        name_[u.get()] = n;
-        ++depth_;
-        return;
-      }
-      case Ops::END:
-        if (codegen::range_kind(s[0]) == codegen::RangeKind::thread) return;
-        --depth_;
-        out("}");
-        return;
-      case Ops::DEFINE_REG: {
-        const std::string n = "acc" + std::to_string(u.arg().as_int());
-        out(detail::c_type(u.dtype().base()) + " " + n + ";");
-        name_[u.get()] = n;
-        return;
-      }
-      case Ops::INDEX:
-        if (s[0].op() == Ops::DEFINE_REG) name_[u.get()] = ref(s[0]);
-        else name_[u.get()] = ref(s[0]) + "[" + ref(s[1]) + "]";
-        return;
-      case Ops::LOAD: {
-        const UOp& idx = s[0];
-        if (idx.src(0).op() == Ops::DEFINE_REG) { name_[u.get()] = ref(idx); return; }
-        std::string e = ref(idx);
-        if (u.dtype().scalar() == dtypes::bfloat16) e = "tinyt_bf16_to_f32(" + e + ")";
-        if (idx.src().size() > 2) e = "(" + ref(idx.src(2)) + " ? " + e + " : " + detail::literal(UOp::const_(u.dtype(), 0), false) + ")";
-        define(u, e, "val");
-        return;
-      }
-      case Ops::STORE: {
-        const bool bf16_memory = s[0].src(0).op() == Ops::DEFINE_GLOBAL && s[1].dtype().scalar() == dtypes::bfloat16;
-        const std::string assign = ref(s[0]) + " = " + (bf16_memory ? "tinyt_f32_to_bf16(" + ref(s[1]) + ")" : ref(s[1])) + ";";
-        out(s[0].src().size() > 2 ? "if (" + ref(s[0].src(2)) + ") " + assign : assign);
-        return;
-      }
-      default: break;
-    }
-    std::string e = expr(u);
-    if (computed_wider(u)) e = "((" + type_of(u) + ")" + e + ")";
-    define(u, e, "alu");
-  }
-
-  // C computes bool and integers narrower than int in int, wrapping only where a value is
-  // stored: inlined into a bigger expression, 100 + 100 in int8 would stay 200. A cast after
-  // each such op wraps where LLVM's i1/i8/i16 instructions do, as PyTorch computes.
-  static bool computed_wider(const UOp& u) {
-    const DType dt = u.dtype().scalar();
-    const bool narrow = dt.is_bool() || (dt.is_int() && !dt.is_index() && dt.itemsize() < 4);
-    const bool arithmetic = (infix_symbol(u.op()) && !GroupOp::Comparison.contains(u.op())) || u.op() == Ops::NEG ||
-                            u.op() == Ops::RECIPROCAL;
-    return narrow && arithmetic;
-  }
-
-  std::string expr(const UOp& u) {
-    const auto& s = u.src();
-    auto a = [&](size_t i) { return operand(s[i], u); };
-    const DType dt = u.dtype().scalar();
-    const bool is_float = s.empty() ? false : s[0].dtype().scalar().is_float();
-    if (GroupOp::ALU.contains(u.op()))
-      for (const UOp& x : s)
-        if (x.dtype().scalar() == dtypes::float16 || x.dtype().scalar() == dtypes::bfloat16)
-          throw InternalError(detail::cat("C renderer: ", op_name(u.op()), " of ", x.dtype().name(), " was not lowered to float32"));
-    if (const char* sym = infix_symbol(u.op()); sym && s.size() == 2) {
-      if ((u.op() == Ops::IDIV || u.op() == Ops::MOD) && !(s[1].is_const() && s[1].const_int() > 0)) {
-        // C traps on x/0 and INT_MIN/-1; a kernel must not crash the process. An unsigned divisor
-        // is never -1: UINT_MAX == -1 would hold in C, and x / UINT_MAX is not -x.
-        if (dt.is_unsigned()) return "(" + a(1) + " == 0 ? 0 : " + a(0) + sym + a(1) + ")";
-        return "(" + a(1) + " == 0 ? 0 : (" + a(1) + " == -1 ? " + (u.op() == Ops::MOD ? std::string("0") : "-" + a(0)) + " : " + a(0) + " " + sym + " " + a(1) + "))";
-      }
-      return "(" + a(0) + sym + a(1) + ")";
-    }
-    switch (u.op()) {
-      case Ops::NEG: return "(-" + a(0) + ")";
-      case Ops::MAX:
-        if (is_float) return "((" + a(0) + " != " + a(0) + " || " + a(0) + " > " + a(1) + ") ? " + a(0) + " : " + a(1) + ")";
-        return "(" + a(0) + " > " + a(1) + " ? " + a(0) + " : " + a(1) + ")";
-      case Ops::WHERE: return "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")";
-      case Ops::RECIPROCAL: return "(" + detail::float_literal(1.0, dt) + " / " + a(0) + ")";
-      case Ops::MULACC: return std::string(dt == dtypes::float64 ? "fma(" : "fmaf(") + a(0) + ", " + a(1) + ", " + a(2) + ")";
-      case Ops::CAST:
-        if (dt.is_bool()) return "(" + a(0) + " != 0)";
-        if (dt == dtypes::bfloat16 && s[0].dtype().scalar() != dtypes::bfloat16) return "tinyt_bf16_round((float)" + a(0) + ")";
-        return "((" + type_of(u) + ")" + a(0) + ")";
-      case Ops::BITCAST: {
-        // bfloat16 values are floats here: bitcasts go through their 16 bits
-        const bool from_bf16 = s[0].dtype().scalar() == dtypes::bfloat16, to_bf16 = dt == dtypes::bfloat16;
-        const std::string from = from_bf16 ? "tinyt_f32_to_bf16(" + a(0) + ")" : a(0);
-        const std::string bits = "((union { " + detail::memory_type(s[0].dtype()) + " from; " + detail::memory_type(u.dtype()) +
-                                 " to; }){.from = " + from + "}).to";
-        return to_bf16 ? "tinyt_bf16_to_f32(" + bits + ")" : bits;
-      }
-      default: break;
-    }
-    if (const char* fn = detail::math_fn(u.op()))  // float64 uses the double functions
-      return std::string(fn) + (dt == dtypes::float64 ? "" : "f") + "(" + a(0) + (s.size() > 1 ? ", " + a(1) : "") + ")";
-    throw CompileError(detail::cat("C renderer: cannot render ", op_name(u.op()), " of ", u.dtype().name()));
-  }
-
-  static bool repeats_operands(const UOp& u) {
-    if (u.op() == Ops::MAX) return true;
-    return (u.op() == Ops::IDIV || u.op() == Ops::MOD) && !(u.src(1).is_const() && u.src(1).const_int() > 0);
-  }
-
-  static const char* infix_symbol(Ops op) {
-    switch (op) {
-      case Ops::ADD: return " + ";
-      case Ops::SUB: return " - ";
-      case Ops::MUL: return " * ";
-      case Ops::FDIV: return " / ";
-      case Ops::IDIV: return " / ";
-      case Ops::MOD: return " % ";
-      case Ops::CMPLT: return " < ";
-      case Ops::CMPNE: return " != ";
-      case Ops::CMPEQ: return " == ";
-      case Ops::AND: return " & ";
-      case Ops::OR: return " | ";
-      case Ops::XOR: return " ^ ";
-      case Ops::SHL: return " << ";
-      case Ops::SHR: return " >> ";
-      default: return nullptr;
-    }
-  }
-};
-
-/// C source for a program.
-inline std::string render_c(const codegen::Program& p) { return CRenderer().render(p); }
-
-}  // namespace renderer
-}  // namespace tinyt::inline v0
-// ---- end tinyt/renderer/cstyle.hpp ----
-// ---- tinyt/realize.hpp ----
-// The realize engine: schedules a graph, compiles each kernel once (cached by its AST, so a step
-// seen before goes straight to launching), runs the kernels in order, and records where each
-// computed value now lives. DEBUG=1 prints the schedule, 2 a line per kernel with its time and
-// rates (engine/estimates.hpp), 4 the generated source.
+// ---- end tinyt/backend/compiled.hpp ----
+// ---- tinyt/backend/cpu.hpp ----
+// The CPU as a device: host memory (64-byte aligned, freed blocks reused by size), and kernels
+// compiled by LLVM's ORC JIT (the default) or the system C compiler (CPU_LLVM=0, or when libLLVM
+// cannot be opened). A kernel launch on the CPU is `global[0]` calls of the kernel function,
+// one per thread of the pool, each told its core_id.
 
 #include <chrono>
-#include <iomanip>
 #include <iostream>
-#include <thread>
-#include <tuple>
 
 // ---- tinyt/backend/cpu_cc.hpp ----
 // CPU backend through the system C compiler: C source → shared object in an on-disk cache → dlopen.
@@ -6924,6 +5227,3301 @@ class ThreadPool {
 }  // namespace backend
 }  // namespace tinyt::inline v0
 // ---- end tinyt/backend/threadpool.hpp ----
+
+namespace tinyt::inline v0 {
+
+/// What turns CPU kernels into machine code: LLVM's ORC JIT (the default), or the system C
+/// compiler (CPU_LLVM=0, or when libLLVM cannot be opened).
+enum class CpuCompiler { llvm, cc };
+
+namespace detail {
+// Whether libLLVM opened, tried once; why not, when it did not.
+inline const std::string& llvm_unavailable_reason() {
+  static const std::string reason = [] {
+    try {
+      backend::default_llvm();
+      return std::string();
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+  }();
+  return reason;
+}
+}  // namespace detail
+
+/// The CPU compiler to use now.
+inline CpuCompiler cpu_compiler() {
+  if (!getenv_int("CPU_LLVM", 1)) return CpuCompiler::cc;
+  if (detail::llvm_unavailable_reason().empty()) return CpuCompiler::llvm;
+  static std::once_flag noted;
+  if (debug_level() >= 1)
+    std::call_once(noted, [] { std::cerr << "tinyt: using the C compiler, LLVM is unavailable: " << detail::llvm_unavailable_reason() << "\n"; });
+  return CpuCompiler::cc;
+}
+/// The CPU LLVM compiles for: TINYT_LLVM_CPU ("x86-64-v3", "skylake,+avx512f"), else "host".
+inline std::string llvm_cpu() { return getenv_str("TINYT_LLVM_CPU", "host"); }
+
+namespace backend {
+
+/// Host memory, 64-byte aligned (a handle is the pointer itself), with freed blocks kept by size
+/// for reuse (tinygrad's LRU allocator): a training step frees and allocates the same sizes every time.
+class HostMemory final : public Allocator {
+ public:
+  void* alloc(size_t nbytes) override {
+    const size_t n = round_up(nbytes);
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = free_.find(n); it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_bytes_ -= n;
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(64, n);
+    if (!p) {
+      release_cache();
+      p = std::aligned_alloc(64, n);
+    }
+    if (!p) throw OutOfMemoryError(tinyt::detail::cat("CPU: cannot allocate ", nbytes, " bytes"));
+    return p;
+  }
+  void free(void* p, size_t nbytes) override {
+    const size_t n = round_up(nbytes);
+    std::lock_guard lock(mu_);
+    if (cached_bytes_ + n > cache_limit) {
+      std::free(p);
+      return;
+    }
+    free_[n].push_back(p);
+    cached_bytes_ += n;
+  }
+  void release_cache() {
+    std::lock_guard lock(mu_);
+    for (auto& [n, blocks] : free_)
+      for (void* p : blocks) std::free(p);
+    free_.clear();
+    cached_bytes_ = 0;
+  }
+  ~HostMemory() override { release_cache(); }
+  void copyin(void* dst, const void* src, size_t n) override { if (n) std::memcpy(dst, src, n); }
+  void copyout(void* dst, void* src, size_t n) override { if (n) std::memcpy(dst, src, n); }
+  void copy(void* dst, void* src, size_t n) override { if (n) std::memmove(dst, src, n); }
+  void* host_pointer(void* handle) override { return handle; }
+
+ private:
+  static size_t round_up(size_t n) { return std::max<size_t>(64, (n + 63) / 64 * 64); }
+  static constexpr size_t cache_limit = size_t{1} << 30;
+  std::mutex mu_;
+  std::map<size_t, std::vector<void*>> free_;
+  size_t cached_bytes_ = 0;
+};
+
+/// A CPU kernel: its function, and what keeps the code alive (the C compiler's shared object;
+/// LLVM's JIT keeps its own code for the process).
+class CpuProgram final : public Program {
+ public:
+  CpuProgram(LLVMJit::Function* fn, std::unique_ptr<CProgram> library) : fn_(fn), library_(std::move(library)) {}
+  double launch(void* const* bufs, const std::vector<int64_t>& vars, const LaunchDims& dims, bool timed) override {
+    const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    auto** b = const_cast<void**>(bufs);
+    const auto* v = vars.empty() ? nullptr : reinterpret_cast<const long long*>(vars.data());
+    if (const int threads = static_cast<int>(dims.global[0]); threads > 1)
+      ThreadPool::instance().run(threads, [&](int i) { fn_(b, v, i, threads); });
+    else
+      fn_(b, v, 0, 1);
+    return timed ? std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() : 0.0;
+  }
+
+ private:
+  LLVMJit::Function* fn_;
+  std::unique_ptr<CProgram> library_;
+};
+
+/// The CPU compiler chosen when the CPU device is asked for its parts: LLVM IR is JIT-compiled
+/// when loaded (the binary is the IR); C becomes a shared object in the C compiler's own cache
+/// (the binary is its path).
+class CpuCompilerPart final : public Compiler {
+ public:
+  CpuCompilerPart(CpuCompiler which, std::string llvm_target) : which_(which), llvm_target_(std::move(llvm_target)) {}
+  std::string identity() const override {
+    return which_ == CpuCompiler::llvm ? llvm_jit(llvm_target_).identity() : default_cc().identity();
+  }
+  std::string compile(const std::string& source, const std::string&) override {
+    if (which_ == CpuCompiler::llvm) return source;
+    try {
+      return default_cc().compile(source);
+    } catch (const DeviceError& e) {
+      if (tinyt::detail::llvm_unavailable_reason().empty()) throw;
+      throw DeviceError(tinyt::detail::cat("tinyt: no CPU compiler can be used.\n", tinyt::detail::llvm_unavailable_reason(), "\n", e.what()));
+    }
+  }
+  bool disk_cacheable() const override { return false; }  // the C compiler caches; the JIT has no binary
+  CpuCompiler which() const { return which_; }
+  const std::string& llvm_target() const { return llvm_target_; }
+
+ private:
+  CpuCompiler which_;
+  std::string llvm_target_;
+};
+
+/// The CPU device. Its compiler follows CPU_LLVM and TINYT_LLVM_CPU as they are when asked.
+class CpuDevice final : public Device {
+ public:
+  const std::string& name() const override { return name_; }
+  Allocator& allocator() override { return memory_; }
+  Compiler& compiler() override {
+    const CpuCompiler which = cpu_compiler();
+    const std::string target = which == CpuCompiler::llvm ? llvm_cpu() : "";
+    std::lock_guard lock(mu_);
+    for (const auto& c : compilers_)
+      if (c->which() == which && c->llvm_target() == target) return *c;
+    return *compilers_.emplace_back(std::make_unique<CpuCompilerPart>(which, target));
+  }
+  Target target() const override {
+    static const SimdRegisters simd = host_simd();
+    Target t;
+    t.language = cpu_compiler() == CpuCompiler::llvm ? Language::llvm_ir : Language::c;
+    t.threads = ThreadPool::instance().size();
+    t.vector_bytes = simd.bytes, t.vector_count = simd.count;
+    return t;
+  }
+  std::unique_ptr<Program> load(const std::string& binary, const std::string& name) override {
+    if (binary.starts_with("; tinyt kernel"))  // LLVM IR, JIT-compiled now (the JIT keeps the code)
+      return std::make_unique<CpuProgram>(llvm_jit(llvm_cpu()).compile(binary, name), nullptr);
+    auto library = std::make_unique<CProgram>(binary, name);
+    LLVMJit::Function* fn = library->function();
+    return std::make_unique<CpuProgram>(fn, std::move(library));
+  }
+
+ private:
+  std::string name_ = "CPU";
+  HostMemory memory_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<CpuCompilerPart>> compilers_;
+};
+
+/// The CPU device (there is one: "CPU:1" is a DeviceError).
+inline std::unique_ptr<Device> open_cpu(int index) {
+  if (index != 0) throw DeviceError(tinyt::detail::cat("device CPU:", index, ": there is one CPU device, CPU"));
+  return std::make_unique<CpuDevice>();
+}
+
+}  // namespace backend
+}  // namespace tinyt::inline v0
+// ---- end tinyt/backend/cpu.hpp ----
+// ---- tinyt/backend/cuda.hpp ----
+// CUDA backend: kernels in CUDA C++ are compiled by NVRTC to PTX, which the driver (libcuda)
+// loads and finishes for the GPU it runs on. Both libraries are opened with dlopen at first use
+// and reached only through the two tables below: building tinyt needs no CUDA header or library,
+// and a machine without a GPU still compiles kernels (CudaCompiler("sm_90"), as tests do).
+//
+// The driver keeps a current context per thread, and kernels may launch from several threads
+// (the engine's, BEAM's), so every part makes the device's primary context current on the calling
+// thread before it calls the driver. Everything runs on the legacy default stream: launches and
+// copies happen in the order they were issued, whichever thread issued them.
+
+#include <dlfcn.h>
+
+#include <filesystem>
+
+
+namespace tinyt::inline v0 {
+namespace backend {
+
+/// The NVRTC and driver API types and constants this backend uses (values of nvrtc.h and cuda.h),
+/// declared here: no CUDA header is needed.
+namespace cuda_c {
+using nvrtcResult = int;
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;  // 64 bits on every platform (cuda.h's CUdeviceptr_v2)
+#define TINYT_CUDA_OPAQUE(handle) \
+  struct handle##_st;             \
+  using handle = handle##_st*;
+TINYT_CUDA_OPAQUE(nvrtcProgram)
+TINYT_CUDA_OPAQUE(CUcontext)
+TINYT_CUDA_OPAQUE(CUmodule)
+TINYT_CUDA_OPAQUE(CUfunction)
+TINYT_CUDA_OPAQUE(CUstream)  // null: the legacy default stream
+TINYT_CUDA_OPAQUE(CUevent)
+#undef TINYT_CUDA_OPAQUE
+inline constexpr nvrtcResult NVRTC_SUCCESS = 0;
+inline constexpr CUresult CUDA_SUCCESS = 0, CUDA_ERROR_OUT_OF_MEMORY = 2,
+                          CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222;
+inline constexpr int CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
+                     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+                     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+inline constexpr unsigned CU_EVENT_DEFAULT = 0;
+}  // namespace cuda_c
+
+// clang-format off
+/// Every NVRTC function used: X(required, name, signature). All exist since NVRTC 7.
+#define TINYT_NVRTC_API(X)                                                                          \
+  X(1, nvrtcVersion, nvrtcResult(int*, int*))                                                       \
+  X(1, nvrtcCreateProgram, nvrtcResult(nvrtcProgram*, const char*, const char*, int,                \
+                                       const char* const*, const char* const*))                     \
+  X(1, nvrtcCompileProgram, nvrtcResult(nvrtcProgram, int, const char* const*))                     \
+  X(1, nvrtcGetProgramLogSize, nvrtcResult(nvrtcProgram, size_t*))                                  \
+  X(1, nvrtcGetProgramLog, nvrtcResult(nvrtcProgram, char*))                                        \
+  X(1, nvrtcGetPTXSize, nvrtcResult(nvrtcProgram, size_t*))                                         \
+  X(1, nvrtcGetPTX, nvrtcResult(nvrtcProgram, char*))                                               \
+  X(1, nvrtcDestroyProgram, nvrtcResult(nvrtcProgram*))                                             \
+  X(1, nvrtcGetErrorString, const char*(nvrtcResult))
+
+/// Every driver function used, by the symbol the driver exports: the _v2 names are the 64-bit
+/// CUdeviceptr versions cuda.h's macros pick (the unsuffixed ones take 32-bit pointers).
+#define TINYT_CUDA_DRIVER_API(X)                                                                    \
+  X(1, cuInit, CUresult(unsigned))                                                                  \
+  X(1, cuDriverGetVersion, CUresult(int*))                                                          \
+  X(1, cuGetErrorString, CUresult(CUresult, const char**))                                          \
+  X(1, cuDeviceGetCount, CUresult(int*))                                                            \
+  X(1, cuDeviceGet, CUresult(CUdevice*, int))                                                       \
+  X(1, cuDeviceGetName, CUresult(char*, int, CUdevice))                                             \
+  X(1, cuDeviceGetAttribute, CUresult(int*, int, CUdevice))                                         \
+  X(1, cuDevicePrimaryCtxRetain, CUresult(CUcontext*, CUdevice))                                    \
+  X(1, cuCtxSetCurrent, CUresult(CUcontext))                                                        \
+  X(1, cuCtxSynchronize, CUresult())                                                                \
+  X(1, cuMemAlloc_v2, CUresult(CUdeviceptr*, size_t))                                               \
+  X(1, cuMemFree_v2, CUresult(CUdeviceptr))                                                         \
+  X(1, cuMemcpyHtoD_v2, CUresult(CUdeviceptr, const void*, size_t))                                 \
+  X(1, cuMemcpyDtoH_v2, CUresult(void*, CUdeviceptr, size_t))                                       \
+  X(1, cuMemcpyDtoD_v2, CUresult(CUdeviceptr, CUdeviceptr, size_t))                                 \
+  X(1, cuModuleLoadData, CUresult(CUmodule*, const void*))                                          \
+  X(1, cuModuleGetFunction, CUresult(CUfunction*, CUmodule, const char*))                           \
+  X(1, cuModuleUnload, CUresult(CUmodule))                                                          \
+  X(1, cuLaunchKernel, CUresult(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,       \
+                                unsigned, unsigned, CUstream, void**, void**))                      \
+  X(1, cuEventCreate, CUresult(CUevent*, unsigned))                                                 \
+  X(1, cuEventRecord, CUresult(CUevent, CUstream))                                                  \
+  X(1, cuEventSynchronize, CUresult(CUevent))                                                       \
+  X(1, cuEventDestroy_v2, CUresult(CUevent))                                                        \
+  X(1, cuEventElapsedTime, CUresult(float*, CUevent, CUevent))                                      \
+  /* CUDA 12.8 and later; the one cuda.h names since */                                             \
+  X(0, cuEventElapsedTime_v2, CUresult(float*, CUevent, CUevent))
+// clang-format on
+
+namespace cuda_c {
+#define TINYT_CUDA_FIELD(required, name, ...) std::add_pointer_t<__VA_ARGS__> name = nullptr;
+#define TINYT_CUDA_BIND(required, name, ...) \
+  name = required ? lib.symbol<__VA_ARGS__>(#name) : lib.try_symbol<__VA_ARGS__>(#name);
+
+/// NVRTC, opened, with the table's functions.
+struct Nvrtc {
+  Library lib;
+  TINYT_NVRTC_API(TINYT_CUDA_FIELD)
+  explicit Nvrtc(Library opened) : lib(std::move(opened)) { TINYT_NVRTC_API(TINYT_CUDA_BIND) }
+};
+
+/// The CUDA driver, opened, with the table's functions.
+struct Driver {
+  Library lib;
+  TINYT_CUDA_DRIVER_API(TINYT_CUDA_FIELD)
+  explicit Driver(Library opened) : lib(std::move(opened)) {
+    TINYT_CUDA_DRIVER_API(TINYT_CUDA_BIND);
+  }
+  /// "out of memory (CUresult 2)".
+  std::string error(CUresult result) const {
+    const char* text = nullptr;
+    if (cuGetErrorString(result, &text) != CUDA_SUCCESS || !text) text = "unknown error";
+    return detail::cat(text, " (CUresult ", result, ")");
+  }
+};
+#undef TINYT_CUDA_FIELD
+#undef TINYT_CUDA_BIND
+
+/// The first of `candidates` that opens; DeviceError saying which library CUDA needs, and each path
+/// tried.
+inline Library open_library(const char* what, const std::vector<std::string>& candidates) {
+  try {
+    return Library::open_first(candidates);
+  } catch (const DeviceError& e) {
+    std::string_view why = e.what();
+    if (why.starts_with("tinyt: ")) why.remove_prefix(7);
+    throw DeviceError(detail::cat("tinyt: CUDA needs ", what, ": ", why));
+  }
+}
+
+/// The process-wide NVRTC, opened at first use (reading CUDA_PATH then) and never closed.
+inline const Nvrtc& nvrtc() {
+  static const Nvrtc* loaded = [] {
+    std::vector<std::string> candidates;
+    if (const char* root = std::getenv("CUDA_PATH"); root && *root)
+      candidates = {std::string(root) + "/lib64/libnvrtc.so",
+                    std::string(root) + "/lib/libnvrtc.so"};
+    candidates.insert(candidates.end(), {"/usr/local/cuda/lib64/libnvrtc.so", "libnvrtc.so.13",
+                                         "libnvrtc.so.12", "libnvrtc.so"});
+    return new Nvrtc(open_library("NVRTC (libnvrtc)", candidates));
+  }();
+  return *loaded;
+}
+
+/// The process-wide driver, opened and initialized at first use and never closed (buffers and
+/// modules may be freed while the process exits).
+inline const Driver& driver() {
+  static const Driver* loaded = [] {
+    auto* api =
+        new Driver(open_library("the NVIDIA driver (libcuda)", {"libcuda.so.1", "libcuda.so"}));
+    if (const CUresult r = api->cuInit(0); r != CUDA_SUCCESS) {
+      const std::string message = detail::cat("tinyt: CUDA: the driver (", api->lib.path(),
+                                              ") cannot start: cuInit: ", api->error(r));
+      delete api;
+      throw DeviceError(message);
+    }
+    return api;
+  }();
+  return *loaded;
+}
+
+/// The folder of CUDA headers that belongs to the NVRTC loaded (the toolkit's include/, beside its
+/// lib/), else $CUDA_PATH/include, else /usr/local/cuda/include: the first with cuda_fp16.h, or "".
+inline std::string toolkit_include_dir(const Nvrtc& api) {
+  std::vector<std::filesystem::path> candidates;
+  if (Dl_info info{}; dladdr(std::bit_cast<void*>(api.nvrtcVersion), &info) && info.dli_fname)
+    candidates.push_back(std::filesystem::path(info.dli_fname).parent_path().parent_path() /
+                         "include");
+  if (const char* root = std::getenv("CUDA_PATH"); root && *root)
+    candidates.push_back(std::filesystem::path(root) / "include");
+  candidates.push_back("/usr/local/cuda/include");
+  std::error_code error;
+  for (const auto& dir : candidates)
+    if (std::filesystem::exists(dir / "cuda_fp16.h", error)) return dir.string();
+  return "";
+}
+
+/// The options of every compile but the architecture. --fmad=false: a multiply feeding an add is
+/// not fused on the compiler's own account (kernels write fma() where they mean one), so results
+/// round as the other backends' do. The toolkit's headers let a kernel include <cuda_fp16.h>.
+inline const std::vector<std::string>& nvrtc_options() {
+  static const std::vector<std::string> options = [] {
+    std::vector<std::string> out{"--fmad=false", "-default-device", "--std=c++17"};
+    if (std::string dir = toolkit_include_dir(nvrtc()); !dir.empty()) out.push_back("-I" + dir);
+    return out;
+  }();
+  return options;
+}
+
+/// The number of parameters of kernel `name` in `ptx` (its `.entry name(...)` list), or -1.
+inline int ptx_param_count(std::string_view ptx, std::string_view name) {
+  const size_t entry = ptx.find(detail::cat(".entry ", name, "("));
+  if (entry == std::string_view::npos) return -1;
+  const size_t end = ptx.find(')', entry);
+  int count = 0;
+  for (size_t at = ptx.find(".param", entry); at < end; at = ptx.find(".param", at + 1)) ++count;
+  return count;
+}
+
+/// A device's primary context, with what its allocator and programs need to call the driver.
+struct Context {
+  const Driver* api;
+  CUcontext context;
+  std::string device;  // "CUDA:1", for messages
+
+  /// DeviceError naming the device, the call and the driver's message unless `result` is success.
+  void check(CUresult result, std::string_view call) const {
+    if (result != CUDA_SUCCESS)
+      throw DeviceError(detail::cat("tinyt: ", device, ": ", call, ": ", api->error(result)));
+  }
+  /// Makes the context current on this thread (the driver's current context is per thread).
+  void enter() const { check(api->cuCtxSetCurrent(context), "cuCtxSetCurrent"); }
+  /// Calls `fn(args...)` (the driver function `name`) in the context, and checks its result.
+  template <class Fn, class... Args> void call(std::string_view name, Fn* fn, Args... args) const {
+    enter();
+    check(fn(args...), name);
+  }
+};
+
+/// The CUdeviceptr a buffer handle holds.
+inline CUdeviceptr deviceptr(const void* handle) {
+  return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(handle));
+}
+}  // namespace cuda_c
+
+/// "13.0": the version of the NVRTC loaded.
+inline std::string nvrtc_version() {
+  const cuda_c::Nvrtc& api = cuda_c::nvrtc();
+  int major = 0, minor = 0;
+  api.nvrtcVersion(&major, &minor);
+  return detail::cat(major, ".", minor);
+}
+
+/// The PTX of kernel `name` in CUDA C++ `source`, for `arch` ("sm_90": PTX for compute_90, which
+/// the driver compiles for any GPU at least that new). CompileError with NVRTC's log and the
+/// numbered source when it does not compile.
+inline std::string nvrtc_compile(const std::string& source, const std::string& arch,
+                                 const std::string& name) {
+  const cuda_c::Nvrtc& api = cuda_c::nvrtc();
+  const auto check = [&](cuda_c::nvrtcResult r, const char* call) {
+    if (r != cuda_c::NVRTC_SUCCESS)
+      throw CompileError(detail::cat("tinyt: NVRTC: ", call, " for kernel '", name,
+                                     "': ", api.nvrtcGetErrorString(r)));
+  };
+  cuda_c::nvrtcProgram program = nullptr;
+  const std::string file = name + ".cu";  // how the log names the source
+  check(api.nvrtcCreateProgram(&program, source.c_str(), file.c_str(), 0, nullptr, nullptr),
+        "nvrtcCreateProgram");
+  const auto destroy = [&api](cuda_c::nvrtcProgram p) { api.nvrtcDestroyProgram(&p); };
+  const std::unique_ptr<cuda_c::nvrtcProgram_st, decltype(destroy)> owner(program, destroy);
+
+  const std::string gpu =
+      "--gpu-architecture=" + (arch.starts_with("sm_") ? "compute_" + arch.substr(3) : arch);
+  std::vector<const char*> options{gpu.c_str()};
+  for (const std::string& option : cuda_c::nvrtc_options()) options.push_back(option.c_str());
+  const auto status =
+      api.nvrtcCompileProgram(program, static_cast<int>(options.size()), options.data());
+  if (status != cuda_c::NVRTC_SUCCESS) {
+    size_t size = 0;
+    std::string log;
+    if (api.nvrtcGetProgramLogSize(program, &size) == cuda_c::NVRTC_SUCCESS && size > 1) {
+      log.resize(size);
+      api.nvrtcGetProgramLog(program, log.data());
+      log.resize(size - 1);  // the size counts the terminating NUL
+    }
+    throw CompileError(detail::cat("tinyt: NVRTC cannot compile kernel '", name, "' for ", arch,
+                                   ": ", api.nvrtcGetErrorString(status), "\n", log, "source:\n",
+                                   ::tinyt::detail::number_lines(source)));
+  }
+  size_t size = 0;
+  check(api.nvrtcGetPTXSize(program, &size), "nvrtcGetPTXSize");
+  std::string ptx(size, '\0');
+  check(api.nvrtcGetPTX(program, ptx.data()), "nvrtcGetPTX");
+  ptx.resize(size ? size - 1 : 0);  // the size counts the terminating NUL; std::string has its own
+  return ptx;
+}
+
+/// Compiles CUDA C++ to PTX for one architecture; needs NVRTC, not a GPU.
+class CudaCompiler : public Compiler {
+ public:
+  /// For `arch` ("sm_80", "sm_90").
+  explicit CudaCompiler(std::string arch) : arch_(std::move(arch)) {}
+  std::string identity() const override {
+    std::string options;
+    for (const std::string& option : cuda_c::nvrtc_options())
+      options += (options.empty() ? "" : " ") + option;
+    return detail::cat("CUDA | NVRTC ", nvrtc_version(), " | ", arch_, " | ", options);
+  }
+  std::string compile(const std::string& source, const std::string& name) override {
+    return nvrtc_compile(source, arch_, name);
+  }
+  const std::string& arch() const noexcept { return arch_; }
+
+ private:
+  std::string arch_;
+};
+
+/// GPU memory: handles are CUdeviceptrs. Copies block until the host side is done with its memory,
+/// and are ordered after every launch and copy before them (one stream).
+class CudaAllocator : public Allocator {
+ public:
+  explicit CudaAllocator(std::shared_ptr<const cuda_c::Context> context)
+      : ctx_(std::move(context)) {}
+
+  void* alloc(size_t nbytes) override {
+    ctx_->enter();
+    cuda_c::CUdeviceptr ptr = 0;
+    // cuMemAlloc refuses zero bytes; a zero-byte buffer still needs a handle of its own
+    const cuda_c::CUresult r = ctx_->api->cuMemAlloc_v2(&ptr, std::max<size_t>(nbytes, 1));
+    if (r == cuda_c::CUDA_ERROR_OUT_OF_MEMORY)
+      throw OutOfMemoryError(
+          detail::cat("tinyt: ", ctx_->device, ": out of memory allocating ", nbytes, " bytes"));
+    ctx_->check(r, "cuMemAlloc");
+    return reinterpret_cast<void*>(static_cast<uintptr_t>(ptr));
+  }
+  // Errors are ignored: this runs in destructors, also after the driver shut down at exit, and a
+  // failed free (after a faulting kernel) is reported by the next call anyway.
+  void free(void* handle, size_t /*nbytes*/) override {
+    if (ctx_->api->cuCtxSetCurrent(ctx_->context) == cuda_c::CUDA_SUCCESS)
+      ctx_->api->cuMemFree_v2(cuda_c::deviceptr(handle));
+  }
+  // (nothing to copy is no call: the driver need not accept zero bytes)
+  void copyin(void* dst, const void* src, size_t nbytes) override {
+    if (nbytes)
+      ctx_->call("cuMemcpyHtoD", ctx_->api->cuMemcpyHtoD_v2, cuda_c::deviceptr(dst), src, nbytes);
+  }
+  void copyout(void* dst, void* src, size_t nbytes) override {
+    if (nbytes)
+      ctx_->call("cuMemcpyDtoH", ctx_->api->cuMemcpyDtoH_v2, dst, cuda_c::deviceptr(src), nbytes);
+  }
+  void copy(void* dst, void* src, size_t nbytes) override {
+    if (nbytes)
+      ctx_->call("cuMemcpyDtoD", ctx_->api->cuMemcpyDtoD_v2, cuda_c::deviceptr(dst),
+                 cuda_c::deviceptr(src), nbytes);
+  }
+
+ private:
+  std::shared_ptr<const cuda_c::Context> ctx_;
+};
+
+/// A kernel loaded from PTX. Its parameters are the buffers (pointers), then the variables (ints).
+class CudaProgram : public Program {
+ public:
+  CudaProgram(std::shared_ptr<const cuda_c::Context> context, const std::string& ptx,
+              const std::string& name)
+      : ctx_(std::move(context)), name_(name), params_(cuda_c::ptx_param_count(ptx, name)) {
+    // the count tells launch how many of its handles are buffers (Program::launch has no count)
+    if (params_ < 0)
+      throw DeviceError(
+          detail::cat("tinyt: ", ctx_->device, ": the PTX has no kernel '", name, "'"));
+    const cuda_c::Driver& api = *ctx_->api;
+    ctx_->enter();
+    if (const auto r = api.cuModuleLoadData(&module_, ptx.c_str())) {
+      // the usual cause: PTX of an NVRTC newer than the driver, which names its PTX version
+      int version = 0;
+      api.cuDriverGetVersion(&version);
+      ctx_->check(r, detail::cat("cuModuleLoadData (PTX of NVRTC ", nvrtc_version(),
+                                 ", driver of CUDA ", version / 1000, ".", version % 1000 / 10,
+                                 r == cuda_c::CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+                                     ? "; set CUDA_PATH to a toolkit no newer than the driver)"
+                                     : ")"));
+    }
+    if (const auto r = api.cuModuleGetFunction(&function_, module_, name.c_str())) {
+      api.cuModuleUnload(module_);
+      ctx_->check(r, detail::cat("cuModuleGetFunction '", name, "'"));
+    }
+  }
+  CudaProgram(const CudaProgram&) = delete;
+  CudaProgram& operator=(const CudaProgram&) = delete;
+  ~CudaProgram() override {  // errors ignored, as in CudaAllocator::free
+    if (ctx_->api->cuCtxSetCurrent(ctx_->context) == cuda_c::CUDA_SUCCESS)
+      ctx_->api->cuModuleUnload(module_);
+  }
+
+  double launch(void* const* bufs, const std::vector<int64_t>& vars, const LaunchDims& dims,
+                bool timed) override {
+    const cuda_c::Driver& api = *ctx_->api;
+    TINYT_ASSERT(vars.size() <= static_cast<size_t>(params_), "kernel ", name_, " takes ", params_,
+                 " parameters, given ", vars.size(), " variables");
+    // cuLaunchKernel reads each argument through a pointer to it
+    std::vector<cuda_c::CUdeviceptr> pointers(params_ - vars.size());
+    std::vector<int32_t> ints(vars.size());
+    std::vector<void*> args;
+    for (size_t i = 0; i < pointers.size(); ++i)
+      args.push_back(&(pointers[i] = cuda_c::deviceptr(bufs[i])));
+    for (size_t i = 0; i < vars.size(); ++i) {
+      TINYT_ASSERT(vars[i] == static_cast<int32_t>(vars[i]), "variable ", i, " = ", vars[i],
+                   " does not fit an int");
+      args.push_back(&(ints[i] = static_cast<int32_t>(vars[i])));
+    }
+    unsigned grid[3], block[3];
+    for (int d = 0; d < 3; ++d) {
+      TINYT_ASSERT(dims.local[d] > 0 && dims.global[d] % dims.local[d] == 0, "global size ",
+                   dims.global[d], " is not a multiple of local size ", dims.local[d]);
+      grid[d] = static_cast<unsigned>(dims.global[d] / dims.local[d]);
+      block[d] = static_cast<unsigned>(dims.local[d]);
+    }
+    const auto run = [&] {
+      ctx_->call("cuLaunchKernel", api.cuLaunchKernel, function_, grid[0], grid[1], grid[2],
+                 block[0], block[1], block[2], 0u, cuda_c::CUstream{}, args.data(), nullptr);
+    };
+    if (!timed) {
+      run();
+      return 0;
+    }
+    const auto destroy = [&api](cuda_c::CUevent e) { api.cuEventDestroy_v2(e); };
+    using Event = std::unique_ptr<cuda_c::CUevent_st, decltype(destroy)>;
+    const auto event = [&] {
+      cuda_c::CUevent e = nullptr;
+      ctx_->call("cuEventCreate", api.cuEventCreate, &e, cuda_c::CU_EVENT_DEFAULT);
+      return Event(e, destroy);
+    };
+    const Event start = event(), end = event();
+    ctx_->call("cuEventRecord", api.cuEventRecord, start.get(), cuda_c::CUstream{});
+    run();
+    ctx_->call("cuEventRecord", api.cuEventRecord, end.get(), cuda_c::CUstream{});
+    ctx_->call("cuEventSynchronize", api.cuEventSynchronize, end.get());
+    float ms = 0;
+    const auto elapsed =
+        api.cuEventElapsedTime_v2 ? api.cuEventElapsedTime_v2 : api.cuEventElapsedTime;
+    ctx_->check(elapsed(&ms, start.get(), end.get()), "cuEventElapsedTime");
+    return ms * 1e-3;
+  }
+
+ private:
+  std::shared_ptr<const cuda_c::Context> ctx_;
+  std::string name_;
+  int params_;
+  cuda_c::CUmodule module_ = nullptr;
+  cuda_c::CUfunction function_ = nullptr;
+};
+
+/// An NVIDIA GPU through the CUDA driver, in its primary context (shared with any other user of
+/// the driver in this process).
+class CudaDevice : public Device {
+ public:
+  /// The GPU with driver ordinal `index`; DeviceError when the driver is missing or cannot start,
+  /// or there is no such GPU.
+  explicit CudaDevice(int index) : name_(index == 0 ? "CUDA" : detail::cat("CUDA:", index)) {
+    const cuda_c::Driver& api = cuda_c::driver();
+    const cuda_c::Context probe{&api, nullptr, name_};  // check() before there is a context
+    int count = 0;
+    probe.check(api.cuDeviceGetCount(&count), "cuDeviceGetCount");
+    if (count == 0)
+      throw DeviceError(
+          detail::cat("tinyt: ", name_, ": the NVIDIA driver (", api.lib.path(), ") sees no GPU"));
+    if (index < 0 || index >= count)
+      throw DeviceError(detail::cat("tinyt: ", name_, ": no such GPU; the driver sees ", count,
+                                    " (CUDA to CUDA:", count - 1, ")"));
+    cuda_c::CUdevice device = 0;
+    probe.check(api.cuDeviceGet(&device, index), "cuDeviceGet");
+    char gpu[256] = {};
+    probe.check(api.cuDeviceGetName(gpu, sizeof gpu - 1, device), "cuDeviceGetName");
+    gpu_ = gpu;
+    const auto attribute = [&](int which) {
+      int value = 0;
+      probe.check(api.cuDeviceGetAttribute(&value, which, device), "cuDeviceGetAttribute");
+      return value;
+    };
+    const int major = attribute(cuda_c::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    const int minor = attribute(cuda_c::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    max_threads_ = attribute(cuda_c::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+    cuda_c::CUcontext context = nullptr;
+    // retained for the process: the primary context lives as long as one user holds it
+    probe.check(api.cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain");
+    ctx_ = std::make_shared<const cuda_c::Context>(cuda_c::Context{&api, context, name_});
+    allocator_ = std::make_unique<CudaAllocator>(ctx_);
+    compiler_ = std::make_unique<CudaCompiler>(detail::cat("sm_", major, minor));
+  }
+
+  const std::string& name() const override { return name_; }
+  /// The GPU's name as the driver gives it ("NVIDIA H100 80GB HBM3").
+  const std::string& gpu() const noexcept { return gpu_; }
+  Allocator& allocator() override { return *allocator_; }
+  Compiler& compiler() override { return *compiler_; }
+  Target target() const override {
+    Target t;
+    t.language = Language::cuda;
+    t.gpu = true;
+    // 256 threads a block launch whatever a kernel's register count (65536 registers / 256 = 256,
+    // and a thread has at most 255); at 1024, a kernel using over 64 could not launch
+    t.max_local = std::min(max_threads_, 256);
+    t.half = true;
+    return t;
+  }
+  std::unique_ptr<Program> load(const std::string& binary, const std::string& name) override {
+    return std::make_unique<CudaProgram>(ctx_, binary, name);
+  }
+  void synchronize() override { ctx_->call("cuCtxSynchronize", ctx_->api->cuCtxSynchronize); }
+
+ private:
+  std::string name_, gpu_;
+  int max_threads_ = 0;
+  std::shared_ptr<const cuda_c::Context> ctx_;
+  std::unique_ptr<CudaAllocator> allocator_;
+  std::unique_ptr<CudaCompiler> compiler_;
+};
+
+/// The CUDA device with driver ordinal `index` (a DeviceFactory).
+inline std::unique_ptr<Device> open_cuda(int index) { return std::make_unique<CudaDevice>(index); }
+
+}  // namespace backend
+}  // namespace tinyt::inline v0
+// ---- end tinyt/backend/cuda.hpp ----
+// ---- tinyt/backend/opencl.hpp ----
+// OpenCL backend: OpenCL C source -> a program binary (the driver's compiler) -> kernels launched
+// on an in-order queue. The ICD loader (libOpenCL) is opened with dlopen at first use
+// ($OPENCL_LIBRARY, then libOpenCL.so.1, libOpenCL.so) and reached only through the entry points
+// bound from one table below: no OpenCL header or library is needed to build.
+//
+// Devices are numbered across every platform in order, all device types: CL:N is the N-th.
+// Kernels take their buffers (cl_mem) first, then each symbolic variable as a 32-bit int.
+
+#include <dlfcn.h>
+
+
+
+namespace tinyt::inline v0 {
+namespace backend {
+
+/// The OpenCL C API as this backend uses it: types and constants declared here with the values of
+/// the Khronos headers (CL/cl.h), the bound entry points, and small helpers over them.
+namespace opencl_c {
+#define TINYT_CL_OPAQUE(name) \
+  struct Opaque_##name;       \
+  using cl_##name = Opaque_##name*;
+TINYT_CL_OPAQUE(platform_id)
+TINYT_CL_OPAQUE(device_id)
+TINYT_CL_OPAQUE(context)
+TINYT_CL_OPAQUE(command_queue)
+TINYT_CL_OPAQUE(mem)
+TINYT_CL_OPAQUE(program)
+TINYT_CL_OPAQUE(kernel)
+TINYT_CL_OPAQUE(event)
+#undef TINYT_CL_OPAQUE
+using cl_int = int32_t;
+using cl_uint = uint32_t;   // also cl_bool and every *_info enum
+using cl_ulong = uint64_t;  // also every bitfield: device types, memory flags, queue properties
+using ContextNotify = void (*)(const char* error, const void* info, size_t size, void* user);
+using BuildNotify = void (*)(cl_program program, void* user);
+
+inline constexpr cl_int CL_SUCCESS = 0, CL_DEVICE_NOT_FOUND = -1,
+                        CL_MEM_OBJECT_ALLOCATION_FAILURE = -4, CL_OUT_OF_RESOURCES = -5,
+                        CL_INVALID_BUFFER_SIZE = -61, CL_PLATFORM_NOT_FOUND_KHR = -1001;
+inline constexpr cl_uint CL_TRUE = 1;
+inline constexpr cl_ulong CL_DEVICE_TYPE_ALL = 0xFFFFFFFF, CL_MEM_READ_WRITE = 1 << 0,
+                          CL_QUEUE_PROFILING_ENABLE = 1 << 1;
+inline constexpr cl_uint CL_PLATFORM_VERSION = 0x0901, CL_PLATFORM_NAME = 0x0902,
+                         CL_DEVICE_MAX_WORK_GROUP_SIZE = 0x1004, CL_DEVICE_NAME = 0x102B,
+                         CL_DRIVER_VERSION = 0x102D, CL_DEVICE_VERSION = 0x102F,
+                         CL_DEVICE_EXTENSIONS = 0x1030, CL_PROGRAM_BINARY_SIZES = 0x1165,
+                         CL_PROGRAM_BINARIES = 0x1166, CL_PROGRAM_BUILD_LOG = 0x1183,
+                         CL_KERNEL_NUM_ARGS = 0x1191, CL_PROFILING_COMMAND_START = 0x1282,
+                         CL_PROFILING_COMMAND_END = 0x1283;
+
+/// "CL_INVALID_VALUE (-30)", or "CL error N" for a code not in the table.
+inline std::string error_name(cl_int code) {
+  // clang-format off
+  static constexpr std::pair<cl_int, const char*> names[] = {
+      {-1, "CL_DEVICE_NOT_FOUND"}, {-2, "CL_DEVICE_NOT_AVAILABLE"},
+      {-3, "CL_COMPILER_NOT_AVAILABLE"}, {-4, "CL_MEM_OBJECT_ALLOCATION_FAILURE"},
+      {-5, "CL_OUT_OF_RESOURCES"}, {-6, "CL_OUT_OF_HOST_MEMORY"},
+      {-7, "CL_PROFILING_INFO_NOT_AVAILABLE"}, {-11, "CL_BUILD_PROGRAM_FAILURE"},
+      {-14, "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST"}, {-30, "CL_INVALID_VALUE"},
+      {-32, "CL_INVALID_PLATFORM"}, {-33, "CL_INVALID_DEVICE"}, {-34, "CL_INVALID_CONTEXT"},
+      {-35, "CL_INVALID_QUEUE_PROPERTIES"}, {-36, "CL_INVALID_COMMAND_QUEUE"},
+      {-38, "CL_INVALID_MEM_OBJECT"}, {-42, "CL_INVALID_BINARY"}, {-43, "CL_INVALID_BUILD_OPTIONS"},
+      {-44, "CL_INVALID_PROGRAM"}, {-45, "CL_INVALID_PROGRAM_EXECUTABLE"},
+      {-46, "CL_INVALID_KERNEL_NAME"}, {-48, "CL_INVALID_KERNEL"}, {-49, "CL_INVALID_ARG_INDEX"},
+      {-50, "CL_INVALID_ARG_VALUE"}, {-51, "CL_INVALID_ARG_SIZE"}, {-52, "CL_INVALID_KERNEL_ARGS"},
+      {-53, "CL_INVALID_WORK_DIMENSION"}, {-54, "CL_INVALID_WORK_GROUP_SIZE"},
+      {-55, "CL_INVALID_WORK_ITEM_SIZE"}, {-58, "CL_INVALID_EVENT"}, {-59, "CL_INVALID_OPERATION"},
+      {-61, "CL_INVALID_BUFFER_SIZE"}, {-63, "CL_INVALID_GLOBAL_WORK_SIZE"},
+      {-1001, "CL_PLATFORM_NOT_FOUND_KHR"}};
+  // clang-format on
+  for (const auto& [value, name] : names)
+    if (value == code) return ::tinyt::detail::cat(name, " (", code, ")");
+  return ::tinyt::detail::cat("CL error ", code);
+}
+}  // namespace opencl_c
+
+// clang-format off
+/// Every OpenCL function used: X(name, signature). All are in OpenCL 1.1, which every ICD loader
+/// exports, so none is optional (hence clCreateCommandQueue, not 2.0's ...WithProperties).
+#define TINYT_OPENCL_API(X)                                                                                  \
+  X(clGetPlatformIDs, cl_int(cl_uint, cl_platform_id*, cl_uint*))                                            \
+  X(clGetPlatformInfo, cl_int(cl_platform_id, cl_uint, size_t, void*, size_t*))                              \
+  X(clGetDeviceIDs, cl_int(cl_platform_id, cl_ulong, cl_uint, cl_device_id*, cl_uint*))                      \
+  X(clGetDeviceInfo, cl_int(cl_device_id, cl_uint, size_t, void*, size_t*))                                  \
+  X(clCreateContext, cl_context(const intptr_t*, cl_uint, const cl_device_id*, ContextNotify, void*, cl_int*)) \
+  X(clReleaseContext, cl_int(cl_context))                                                                    \
+  X(clCreateCommandQueue, cl_command_queue(cl_context, cl_device_id, cl_ulong, cl_int*))                    \
+  X(clReleaseCommandQueue, cl_int(cl_command_queue))                                                         \
+  X(clCreateBuffer, cl_mem(cl_context, cl_ulong, size_t, void*, cl_int*))                                    \
+  X(clReleaseMemObject, cl_int(cl_mem))                                                                      \
+  X(clEnqueueWriteBuffer, cl_int(cl_command_queue, cl_mem, cl_uint, size_t, size_t, const void*, cl_uint,    \
+                                 const cl_event*, cl_event*))                                                \
+  X(clEnqueueReadBuffer, cl_int(cl_command_queue, cl_mem, cl_uint, size_t, size_t, void*, cl_uint,           \
+                                const cl_event*, cl_event*))                                                 \
+  X(clEnqueueCopyBuffer, cl_int(cl_command_queue, cl_mem, cl_mem, size_t, size_t, size_t, cl_uint,           \
+                                const cl_event*, cl_event*))                                                 \
+  X(clCreateProgramWithSource, cl_program(cl_context, cl_uint, const char**, const size_t*, cl_int*))       \
+  X(clCreateProgramWithBinary, cl_program(cl_context, cl_uint, const cl_device_id*, const size_t*,          \
+                                          const unsigned char**, cl_int*, cl_int*))                          \
+  X(clBuildProgram, cl_int(cl_program, cl_uint, const cl_device_id*, const char*, BuildNotify, void*))       \
+  X(clGetProgramBuildInfo, cl_int(cl_program, cl_device_id, cl_uint, size_t, void*, size_t*))               \
+  X(clGetProgramInfo, cl_int(cl_program, cl_uint, size_t, void*, size_t*))                                  \
+  X(clReleaseProgram, cl_int(cl_program))                                                                    \
+  X(clCreateKernel, cl_kernel(cl_program, const char*, cl_int*))                                             \
+  X(clGetKernelInfo, cl_int(cl_kernel, cl_uint, size_t, void*, size_t*))                                     \
+  X(clSetKernelArg, cl_int(cl_kernel, cl_uint, size_t, const void*))                                         \
+  X(clReleaseKernel, cl_int(cl_kernel))                                                                      \
+  X(clEnqueueNDRangeKernel, cl_int(cl_command_queue, cl_kernel, cl_uint, const size_t*, const size_t*,       \
+                                   const size_t*, cl_uint, const cl_event*, cl_event*))                      \
+  X(clFinish, cl_int(cl_command_queue))                                                                      \
+  X(clWaitForEvents, cl_int(cl_uint, const cl_event*))                                                       \
+  X(clGetEventProfilingInfo, cl_int(cl_event, cl_uint, size_t, void*, size_t*))                              \
+  X(clReleaseEvent, cl_int(cl_event))
+// clang-format on
+
+namespace opencl_c {
+/// Pointers to the table's functions, looked up in the opened ICD loader.
+struct Api {
+  Library lib;
+#define TINYT_OPENCL_FIELD(name, ...) std::add_pointer_t<__VA_ARGS__> name = nullptr;
+  TINYT_OPENCL_API(TINYT_OPENCL_FIELD)
+#undef TINYT_OPENCL_FIELD
+  explicit Api(Library opened) : lib(std::move(opened)) {
+#define TINYT_OPENCL_BIND(name, ...) name = lib.symbol<__VA_ARGS__>(#name);
+    TINYT_OPENCL_API(TINYT_OPENCL_BIND)
+#undef TINYT_OPENCL_BIND
+  }
+};
+
+/// The process-wide API, its loader opened at first use (a failure is retried at the next use).
+/// Never unloaded: drivers keep threads and exit handlers that must outlive every device.
+inline const Api& api() {
+  static const Api* bound = [] {
+    std::vector<std::string> candidates;
+    if (const char* path = std::getenv("OPENCL_LIBRARY"); path && *path) candidates.push_back(path);
+    candidates.insert(candidates.end(), {"libOpenCL.so.1", "libOpenCL.so"});
+    return new Api(Library::open_first(candidates, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE));
+  }();
+  return *bound;
+}
+
+/// DeviceError naming `call` and the error, unless `code` is CL_SUCCESS.
+inline void check(cl_int code, const char* call) {
+  if (code != CL_SUCCESS)
+    throw DeviceError(::tinyt::detail::cat("tinyt: OpenCL ", call, " failed: ", error_name(code)));
+}
+/// Calls `fn` of the API with the arguments given; DeviceError naming `fn` when it fails.
+#define TINYT_CL_CHECK(fn, ...) \
+  ::tinyt::backend::opencl_c::check(::tinyt::backend::opencl_c::api().fn(__VA_ARGS__), #fn)
+
+/// An OpenCL object released with its owner: `Owned<cl_kernel>{kernel, api().clReleaseKernel}`.
+template <class T> using Owned = std::unique_ptr<std::remove_pointer_t<T>, cl_int (*)(T)>;
+
+/// A string-valued query `get(args..., size, value, size_ret)`, asked for its size first.
+template <class Get, class... Args>
+std::string info_string(const char* call, Get get, Args... args) {
+  size_t size = 0;
+  check(get(args..., 0, nullptr, &size), call);
+  std::string out(size, '\0');
+  check(get(args..., size, out.data(), nullptr), call);
+  while (!out.empty() && out.back() == '\0') out.pop_back();
+  return out;
+}
+inline std::string device_info(cl_device_id device, cl_uint param) {
+  return info_string("clGetDeviceInfo", api().clGetDeviceInfo, device, param);
+}
+
+/// Every device of every platform, in the order CL:N counts them.
+inline std::vector<std::pair<cl_platform_id, cl_device_id>> all_devices() {
+  cl_uint count = 0;
+  cl_int code = api().clGetPlatformIDs(0, nullptr, &count);
+  if (code == CL_PLATFORM_NOT_FOUND_KHR) return {};  // the loader found no driver installed
+  check(code, "clGetPlatformIDs");
+  std::vector<cl_platform_id> platforms(count);
+  TINYT_CL_CHECK(clGetPlatformIDs, count, platforms.data(), nullptr);
+  std::vector<std::pair<cl_platform_id, cl_device_id>> out;
+  for (cl_platform_id platform : platforms) {
+    code = api().clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, nullptr, &count);
+    if (code == CL_DEVICE_NOT_FOUND) continue;
+    check(code, "clGetDeviceIDs");
+    std::vector<cl_device_id> devices(count);
+    TINYT_CL_CHECK(clGetDeviceIDs, platform, CL_DEVICE_TYPE_ALL, count, devices.data(), nullptr);
+    for (cl_device_id device : devices) out.emplace_back(platform, device);
+  }
+  return out;
+}
+
+/// One device's context and in-order queue, shared by the device and the programs loaded on it.
+/// In order, each command sees every one before it done: copies and launches need no events.
+struct Queue {
+  std::string name;  // "CL", "CL:1"
+  cl_device_id device = nullptr;
+  Owned<cl_context> context{nullptr, api().clReleaseContext};
+  Owned<cl_command_queue> queue{nullptr, api().clReleaseCommandQueue};
+};
+}  // namespace opencl_c
+
+/// OpenCL memory: one cl_mem per allocation, which is the handle.
+class OpenCLAllocator final : public Allocator {
+ public:
+  explicit OpenCLAllocator(std::shared_ptr<const opencl_c::Queue> q) : q_(std::move(q)) {}
+
+  void* alloc(size_t nbytes) override {
+    using namespace opencl_c;
+    cl_int code = CL_SUCCESS;
+    // OpenCL has no zero-byte buffer: every allocation gets at least a byte
+    cl_mem mem = api().clCreateBuffer(q_->context.get(), CL_MEM_READ_WRITE,
+                                      std::max<size_t>(nbytes, 1), nullptr, &code);
+    // CL_INVALID_BUFFER_SIZE: more than CL_DEVICE_MAX_MEM_ALLOC_SIZE, which is out of memory too
+    if (code == CL_MEM_OBJECT_ALLOCATION_FAILURE || code == CL_OUT_OF_RESOURCES ||
+        code == CL_INVALID_BUFFER_SIZE)
+      throw OutOfMemoryError(detail::cat("tinyt: ", q_->name, " cannot allocate ", nbytes,
+                                         " bytes: ", error_name(code)));
+    check(code, "clCreateBuffer");
+    return mem;
+  }
+  // OpenCL deletes a released buffer only once the queued commands that use it are done
+  void free(void* handle, size_t) override { opencl_c::api().clReleaseMemObject(mem(handle)); }
+  void copyin(void* dst, const void* src, size_t nbytes) override {
+    if (nbytes == 0) return;
+    TINYT_CL_CHECK(clEnqueueWriteBuffer, q_->queue.get(), mem(dst), opencl_c::CL_TRUE, 0, nbytes,
+                   src, 0, nullptr, nullptr);
+  }
+  void copyout(void* dst, void* src, size_t nbytes) override {
+    if (nbytes == 0) return;
+    TINYT_CL_CHECK(clEnqueueReadBuffer, q_->queue.get(), mem(src), opencl_c::CL_TRUE, 0, nbytes,
+                   dst, 0, nullptr, nullptr);
+  }
+  // not waited for: every later launch or copy on the in-order queue sees it done
+  void copy(void* dst, void* src, size_t nbytes) override {
+    if (nbytes == 0) return;
+    TINYT_CL_CHECK(clEnqueueCopyBuffer, q_->queue.get(), mem(src), mem(dst), 0, 0, nbytes, 0,
+                   nullptr, nullptr);
+  }
+
+ private:
+  static opencl_c::cl_mem mem(void* handle) { return static_cast<opencl_c::cl_mem>(handle); }
+  std::shared_ptr<const opencl_c::Queue> q_;
+};
+
+/// OpenCL C source -> the driver's program binary for one device.
+class OpenCLCompiler final : public Compiler {
+ public:
+  /// IEEE-exact division and square root, as on the CPU (the renderer turns contraction off).
+  static constexpr const char* options = "-cl-fp32-correctly-rounded-divide-sqrt";
+
+  OpenCLCompiler(std::shared_ptr<const opencl_c::Queue> q, std::string identity)
+      : q_(std::move(q)), identity_(std::move(identity)) {}
+  std::string identity() const override { return identity_; }
+
+  std::string compile(const std::string& source, const std::string& name) override {
+    using namespace opencl_c;
+    const char* text = source.c_str();
+    const size_t size = source.size();
+    cl_int code = CL_SUCCESS;
+    Owned<cl_program> program{
+        api().clCreateProgramWithSource(q_->context.get(), 1, &text, &size, &code),
+        api().clReleaseProgram};
+    check(code, "clCreateProgramWithSource");
+    build(*q_, program.get(), name, "\nsource:\n" + ::tinyt::detail::number_lines(source));
+    size_t binary_size = 0;  // one device, so one binary
+    TINYT_CL_CHECK(clGetProgramInfo, program.get(), CL_PROGRAM_BINARY_SIZES, sizeof binary_size,
+                   &binary_size, nullptr);
+    if (binary_size == 0)
+      throw CompileError(
+          detail::cat("tinyt: ", q_->name, " gave no binary for kernel '", name, "'"));
+    std::string binary(binary_size, '\0');
+    auto* bytes = reinterpret_cast<unsigned char*>(binary.data());
+    TINYT_CL_CHECK(clGetProgramInfo, program.get(), CL_PROGRAM_BINARIES, sizeof bytes, &bytes,
+                   nullptr);
+    return binary;
+  }
+
+  /// Builds `program` (from source or binary) for the queue's device; CompileError with the build
+  /// log, then `more` (the numbered source).
+  static void build(const opencl_c::Queue& q, opencl_c::cl_program program, const std::string& name,
+                    const std::string& more) {
+    using namespace opencl_c;
+    const cl_int code = api().clBuildProgram(program, 1, &q.device, options, nullptr, nullptr);
+    if (code == CL_SUCCESS) return;
+    std::string log;
+    try {
+      log = info_string("clGetProgramBuildInfo", api().clGetProgramBuildInfo, program, q.device,
+                        CL_PROGRAM_BUILD_LOG);
+    } catch (const DeviceError& e) {
+      log = e.what();  // no log: the build's failure is still the error to report
+    }
+    throw CompileError(detail::cat("tinyt: ", q.name, " cannot build kernel '", name,
+                                   "': ", error_name(code), "\nlog:\n", log, more));
+  }
+
+ private:
+  std::shared_ptr<const opencl_c::Queue> q_;
+  std::string identity_;
+};
+
+/// A kernel loaded on one device. Its arguments are the buffers, then one 32-bit int per
+/// variable: the kernel's argument count tells how many buffers a launch passes.
+class OpenCLProgram final : public Program {
+ public:
+  OpenCLProgram(std::shared_ptr<const opencl_c::Queue> q, const std::string& binary,
+                const std::string& name)
+      : q_(std::move(q)) {
+    using namespace opencl_c;
+    const size_t size = binary.size();
+    const auto* bytes = reinterpret_cast<const unsigned char*>(binary.data());
+    cl_int status = CL_SUCCESS, code = CL_SUCCESS;
+    program_.reset(api().clCreateProgramWithBinary(q_->context.get(), 1, &q_->device, &size, &bytes,
+                                                   &status, &code));
+    check(code != CL_SUCCESS ? code : status, "clCreateProgramWithBinary");
+    OpenCLCompiler::build(*q_, program_.get(), name, "");
+    kernel_.reset(api().clCreateKernel(program_.get(), name.c_str(), &code));
+    check(code, "clCreateKernel");
+    TINYT_CL_CHECK(clGetKernelInfo, kernel_.get(), CL_KERNEL_NUM_ARGS, sizeof args_, &args_,
+                   nullptr);
+  }
+
+  double launch(void* const* bufs, const std::vector<int64_t>& vars, const LaunchDims& dims,
+                bool timed) override {
+    using namespace opencl_c;
+    if (vars.size() > args_)
+      throw DeviceError(detail::cat("tinyt: ", q_->name, ": a kernel of ", args_,
+                                    " arguments launched with ", vars.size(), " variables"));
+    const cl_uint nbufs = args_ - static_cast<cl_uint>(vars.size());
+    size_t global[3], local[3];
+    for (int d = 0; d < 3; ++d) {
+      global[d] = static_cast<size_t>(dims.global[d]);
+      local[d] = static_cast<size_t>(dims.local[d]);
+    }
+    cl_event raw = nullptr;
+    {
+      // arguments are the kernel's state until an enqueue copies them: one launch at a time
+      std::lock_guard lock(mutex_);
+      for (cl_uint i = 0; i < nbufs; ++i)
+        TINYT_CL_CHECK(clSetKernelArg, kernel_.get(), i, sizeof(cl_mem), &bufs[i]);
+      for (size_t i = 0; i < vars.size(); ++i) {
+        if (vars[i] < std::numeric_limits<int32_t>::min() ||
+            vars[i] > std::numeric_limits<int32_t>::max())
+          throw DeviceError(detail::cat("tinyt: ", q_->name, ": variable ", i, " = ", vars[i],
+                                        " does not fit the kernel's 32-bit int"));
+        const auto value = static_cast<int32_t>(vars[i]);
+        TINYT_CL_CHECK(clSetKernelArg, kernel_.get(), nbufs + static_cast<cl_uint>(i), sizeof value,
+                       &value);
+      }
+      TINYT_CL_CHECK(clEnqueueNDRangeKernel, q_->queue.get(), kernel_.get(), 3, nullptr, global,
+                     local, 0, nullptr, timed ? &raw : nullptr);
+    }
+    if (!timed) return 0;
+    Owned<cl_event> event{raw, api().clReleaseEvent};
+    TINYT_CL_CHECK(clWaitForEvents, 1, &raw);
+    cl_ulong start = 0, end = 0;  // nanoseconds, by the device's clock
+    TINYT_CL_CHECK(clGetEventProfilingInfo, raw, CL_PROFILING_COMMAND_START, sizeof start, &start,
+                   nullptr);
+    TINYT_CL_CHECK(clGetEventProfilingInfo, raw, CL_PROFILING_COMMAND_END, sizeof end, &end,
+                   nullptr);
+    return static_cast<double>(end - start) * 1e-9;
+  }
+
+ private:
+  std::shared_ptr<const opencl_c::Queue> q_;  // first: the queue outlives the kernel on it
+  opencl_c::Owned<opencl_c::cl_program> program_{nullptr, opencl_c::api().clReleaseProgram};
+  opencl_c::Owned<opencl_c::cl_kernel> kernel_{nullptr, opencl_c::api().clReleaseKernel};
+  opencl_c::cl_uint args_ = 0;
+  std::mutex mutex_;
+};
+
+/// One OpenCL device, "CL" (index 0) or "CL:N": a context, and an in-order queue with profiling.
+class OpenCLDevice final : public Device {
+ public:
+  /// DeviceError when the loader cannot be opened (naming each path tried) or there is no device
+  /// `index` (naming those there are).
+  explicit OpenCLDevice(int index) {
+    using namespace opencl_c;
+    const auto devices = all_devices();
+    if (index < 0 || static_cast<size_t>(index) >= devices.size()) {
+      std::string listing;
+      for (size_t i = 0; i < devices.size(); ++i)
+        listing += detail::cat("\n  CL:", i, ": ", device_info(devices[i].second, CL_DEVICE_NAME));
+      throw DeviceError(detail::cat("tinyt: no OpenCL device CL:", index, " (", devices.size(),
+                                    devices.size() == 1 ? " device" : " devices", " found)",
+                                    listing));
+    }
+    // not a structured binding: clang before 16 cannot capture one in the lambda below
+    const cl_platform_id platform = devices[static_cast<size_t>(index)].first;
+    const cl_device_id device = devices[static_cast<size_t>(index)].second;
+    auto q = std::make_shared<opencl_c::Queue>();
+    q->name = index == 0 ? "CL" : detail::cat("CL:", index);
+    q->device = device;
+    cl_int code = CL_SUCCESS;
+    q->context.reset(api().clCreateContext(nullptr, 1, &device, nullptr, nullptr, &code));
+    check(code, "clCreateContext");
+    // profiling always on: a timed launch (BEAM search) needs it, and it costs little
+    q->queue.reset(
+        api().clCreateCommandQueue(q->context.get(), device, CL_QUEUE_PROFILING_ENABLE, &code));
+    check(code, "clCreateCommandQueue");
+    q_ = std::move(q);
+
+    size_t max_group = 1;
+    TINYT_CL_CHECK(clGetDeviceInfo, device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof max_group,
+                   &max_group, nullptr);
+    target_.language = Language::opencl;
+    target_.gpu = true;
+    target_.max_local = std::min<int64_t>(static_cast<int64_t>(max_group), 256);
+    target_.half =
+        device_info(device, CL_DEVICE_EXTENSIONS).find("cl_khr_fp16") != std::string::npos;
+
+    const auto platform_info = [platform](cl_uint param) {
+      return info_string("clGetPlatformInfo", api().clGetPlatformInfo, platform, param);
+    };
+    allocator_ = std::make_unique<OpenCLAllocator>(q_);
+    compiler_ = std::make_unique<OpenCLCompiler>(
+        q_,
+        detail::cat("OpenCL | ", platform_info(CL_PLATFORM_NAME), " ",
+                    platform_info(CL_PLATFORM_VERSION), " | ", device_info(device, CL_DEVICE_NAME),
+                    " | ", device_info(device, CL_DEVICE_VERSION), " | ",
+                    device_info(device, CL_DRIVER_VERSION), " | ", OpenCLCompiler::options));
+  }
+
+  const std::string& name() const override { return q_->name; }
+  Allocator& allocator() override { return *allocator_; }
+  Compiler& compiler() override { return *compiler_; }
+  Target target() const override { return target_; }
+  std::unique_ptr<Program> load(const std::string& binary, const std::string& name) override {
+    return std::make_unique<OpenCLProgram>(q_, binary, name);
+  }
+  void synchronize() override { TINYT_CL_CHECK(clFinish, q_->queue.get()); }
+
+ private:
+  std::shared_ptr<const opencl_c::Queue> q_;
+  Target target_;
+  std::unique_ptr<OpenCLAllocator> allocator_;
+  std::unique_ptr<OpenCLCompiler> compiler_;
+};
+
+/// The OpenCL device CL:`index`, for register_device("CL", open_opencl).
+inline std::unique_ptr<Device> open_opencl(int index) {
+  return std::make_unique<OpenCLDevice>(index);
+}
+
+}  // namespace backend
+}  // namespace tinyt::inline v0
+
+#undef TINYT_OPENCL_API
+#undef TINYT_CL_CHECK
+// ---- end tinyt/backend/opencl.hpp ----
+
+namespace tinyt::inline v0 {
+namespace backend {
+
+/// The device named `name` ("CPU", "cl:1"), opened at first use; DeviceError when it cannot be.
+inline Device& device(const std::string& name) {
+  static const bool builtin = register_device("CPU", open_cpu) && register_device("CL", open_opencl) &&
+                              register_device("CUDA", open_cuda);
+  (void)builtin;
+  const std::string canonical = ::tinyt::Device::canonicalize(name);
+  return open_device(::tinyt::Device::kind(canonical), ::tinyt::Device::index(canonical));
+}
+
+}  // namespace backend
+}  // namespace tinyt::inline v0
+// ---- end tinyt/backend/devices.hpp ----
+
+namespace tinyt::inline v0 {
+
+
+/// A block of device memory holding `size` elements of `dtype`. Allocated on first use.
+class Buffer {
+ public:
+  Buffer(std::string device, size_t size, DType dtype)
+      : device_(Device::canonicalize(device)), size_(size), dtype_(dtype) {}
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() {
+    if (void* p = ptr_.load()) {
+      allocator_->free(p, nbytes());
+      GlobalCounters::mem_used -= static_cast<int64_t>(nbytes());
+    }
+  }
+
+  const std::string& device() const { return device_; }
+  size_t size() const { return size_; }
+  DType dtype() const { return dtype_; }
+  size_t nbytes() const { return size_ * static_cast<size_t>(dtype_.itemsize()); }
+  bool allocated() const { return ptr_.load() != nullptr; }
+  /// Bumped each time the memory is overwritten in place: values computed into it before are gone.
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
+  void overwritten() { version_.fetch_add(1, std::memory_order_acq_rel); }
+
+  /// The memory's device handle (a host pointer on the CPU), allocated now if it was not yet.
+  void* ptr() {
+    if (void* p = ptr_.load(std::memory_order_acquire)) return p;
+    // not std::call_once: glibc's wakes waiters with a system call every time, even with none
+    std::lock_guard lock(alloc_mu_);
+    if (!ptr_.load(std::memory_order_relaxed)) {
+      backend::Allocator& a = backend::device(device_).allocator();
+      void* p = a.alloc(nbytes());
+      allocator_ = &a;  // devices live as long as the process
+      ptr_.store(p, std::memory_order_release);
+      GlobalCounters::mem_used += static_cast<int64_t>(nbytes());
+    }
+    return ptr_.load(std::memory_order_relaxed);
+  }
+  /// The memory as a host pointer; a DeviceError on a device whose memory the host cannot address.
+  void* host_ptr() {
+    void* handle = ptr();
+    if (void* p = allocator_->host_pointer(handle)) return p;
+    throw DeviceError(detail::cat("Buffer: the memory of ", device_, " is not addressable from the host; copy it out"));
+  }
+  /// The device this memory lives on.
+  backend::Device& backend() const { return backend::device(device_); }
+  void copyin(const void* src, size_t n) {
+    if (n != nbytes())
+      throw Error(detail::cat("Buffer.copyin: ", n, " bytes into a buffer of ", nbytes()));
+    void* handle = ptr();
+    if (n) allocator_->copyin(handle, src, n);
+  }
+  void copyout(void* dst, size_t n) {
+    if (n != nbytes())
+      throw Error(detail::cat("Buffer.copyout: ", n, " bytes from a buffer of ", nbytes()));
+    void* handle = ptr();
+    if (n) allocator_->copyout(dst, handle, n);
+  }
+
+ private:
+  std::string device_;
+  size_t size_;
+  DType dtype_;
+  std::atomic<void*> ptr_{nullptr};
+  backend::Allocator* allocator_ = nullptr;  // set with ptr_, before it is published
+  std::mutex alloc_mu_;
+  std::atomic<uint64_t> version_{0};
+};
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/buffer.hpp ----
+// ---- tinyt/graph.hpp ----
+// The tensor-level graph: what each UOp means before scheduling. A tensor is a UOp; its shape
+// and device are derived from the graph (and cached on the node), and a node that has been
+// computed remembers the buffer that holds its value.
+//
+// Conventions (tinygrad's): BUFFER(UNIQUE, DEVICE) arg=size is realized memory of shape
+// (size,); CONST(DEVICE) is a scalar of shape (); movement ops carry their new shape (RESHAPE,
+// EXPAND), permutation (PERMUTE), (before, after) pairs (PAD), (start, end) pairs (SHRINK) or
+// flipped-or-not flags (FLIP) in their arg; REDUCE_AXIS arg=(op, axes) keeps reduced dims as 1;
+// ALU ops take sources of equal shape; COPY(x, DEVICE); ASSIGN(target, value).
+
+
+
+namespace tinyt::inline v0 {
+
+/// What the tensor level knows about a node: shape, device, and where its value lives.
+struct TensorMeta : UOpNode::Extra {
+  Shape shape;
+  std::string device;
+  std::mutex mu;
+  std::shared_ptr<Buffer> buffer;  // BUFFER nodes: the memory
+  UOp realized;                    // computed nodes: a view of the buffer holding the value
+  uint64_t realized_version = 0;   // ... while that memory is at this version
+};
+
+namespace graph {
+namespace detail {
+using tinyt::detail::cat;
+
+inline std::vector<int64_t> ints(const Arg& a) { return a.ints(); }
+inline std::vector<std::pair<int64_t, int64_t>> pairs(const Arg& a) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const Arg& p : a.tuple()) out.emplace_back(p[0].as_int(), p[1].as_int());
+  return out;
+}
+
+inline TensorMeta* compute_meta(const UOp& u, const std::vector<const TensorMeta*>& s) {
+  auto m = std::make_unique<TensorMeta>();
+  auto dev_of_srcs = [&]() -> std::string {
+    for (const TensorMeta* x : s)
+      if (x && !x->device.empty()) return x->device;
+    return "";
+  };
+  switch (u.op()) {
+    case Ops::BUFFER: m->shape = Shape{u.arg().as_int()}, m->device = u.src(1).arg().get<std::string>(); break;
+    case Ops::CONST: m->device = u.src().empty() ? "" : u.src(0).arg().get<std::string>(); break;
+    case Ops::DEVICE: case Ops::UNIQUE: break;
+    case Ops::RESHAPE: case Ops::EXPAND: m->shape = Shape(ints(u.arg())), m->device = s[0]->device; break;
+    case Ops::PERMUTE: {
+      for (int64_t a : ints(u.arg())) m->shape.push_back(s[0]->shape[static_cast<size_t>(a)]);
+      m->device = s[0]->device;
+      break;
+    }
+    case Ops::PAD: {
+      auto p = pairs(u.arg());
+      for (size_t i = 0; i < p.size(); ++i) m->shape.push_back(s[0]->shape[i] + p[i].first + p[i].second);
+      m->device = s[0]->device;
+      break;
+    }
+    case Ops::SHRINK:
+      for (auto [b, e] : pairs(u.arg())) m->shape.push_back(e - b);
+      m->device = s[0]->device;
+      break;
+    case Ops::REDUCE_AXIS: {
+      m->shape = s[0]->shape;
+      for (int64_t a : ints(u.arg()[1])) m->shape[static_cast<size_t>(a)] = 1;
+      m->device = s[0]->device;
+      break;
+    }
+    case Ops::COPY: m->shape = s[0]->shape, m->device = u.src(1).arg().get<std::string>(); break;
+    default:
+      // elementwise and the identity-like ops: the shape of the first shaped source
+      for (const TensorMeta* x : s)
+        if (x) { m->shape = x->shape; break; }
+      if (u.op() == Ops::WHERE) m->shape = s[1]->shape;
+      m->device = dev_of_srcs();
+  }
+  return m.release();
+}
+}  // namespace detail
+
+/// The tensor-level information of a node, derived once and cached on it.
+inline TensorMeta& meta(const UOp& root) {
+  auto cached = [](const UOp& u) { return static_cast<TensorMeta*>(u->extra.load(std::memory_order_acquire)); };
+  if (TensorMeta* m = cached(root)) return *m;
+  std::vector<const UOp*> stack{&root};
+  while (!stack.empty()) {
+    const UOp& u = *stack.back();
+    if (cached(u)) { stack.pop_back(); continue; }
+    const size_t before = stack.size();
+    for (const UOp& x : u.src())
+      if (!cached(x)) stack.push_back(&x);
+    if (stack.size() != before) continue;
+    std::vector<const TensorMeta*> s;
+    for (const UOp& x : u.src()) s.push_back(cached(x));
+    UOpNode::Extra* expected = nullptr;
+    TensorMeta* m = detail::compute_meta(u, s);
+    if (!u->extra.compare_exchange_strong(expected, m, std::memory_order_acq_rel)) delete m;  // another thread won
+    stack.pop_back();
+  }
+  return *cached(root);
+}
+inline const Shape& shape_of(const UOp& u) { return meta(u).shape; }
+inline const std::string& device_of(const UOp& u) { return meta(u).device; }
+inline std::vector<int64_t> concrete_shape(const UOp& u) { return shape_of(u).to_vector(); }
+
+inline std::shared_ptr<Buffer> buffer_of(const UOp& b);
+inline UOp base_buffer(const UOp& view);
+
+/// The buffer holding u's value when it has been computed (a view of it), else the empty UOp.
+/// A value whose memory has since been overwritten in place is forgotten.
+inline UOp realized(const UOp& u) {
+  if (u.op() == Ops::BUFFER) return u;
+  TensorMeta& m = meta(u);
+  UOp view;
+  uint64_t version;
+  {
+    std::lock_guard lock(m.mu);
+    view = m.realized, version = m.realized_version;
+  }
+  if (view && buffer_of(base_buffer(view))->version() != version) {
+    std::lock_guard lock(m.mu);
+    m.realized = UOp();
+    return {};
+  }
+  return view;
+}
+inline void set_realized(const UOp& u, const UOp& view) {
+  const uint64_t version = buffer_of(base_buffer(view))->version();
+  TensorMeta& m = meta(u);
+  std::lock_guard lock(m.mu);
+  m.realized = view, m.realized_version = version;
+}
+/// The memory of a BUFFER node (created, not yet allocated, on first use).
+inline std::shared_ptr<Buffer> buffer_of(const UOp& b) {
+  TINYT_ASSERT(b.op() == Ops::BUFFER, "buffer_of a ", op_name(b.op()));
+  TensorMeta& m = meta(b);
+  std::lock_guard lock(m.mu);
+  if (!m.buffer) m.buffer = std::make_shared<Buffer>(m.device, static_cast<size_t>(b.arg().as_int()), b.dtype());
+  return m.buffer;
+}
+
+// -- builders ---------------------------------------------------------------------------------
+
+inline UOp device_uop(const std::string& device);
+inline UOp new_buffer(const std::string& device, int64_t size, DType dtype);
+/// A new BUFFER node for the memory of `b`: the same bytes under a new identity, so graphs built
+/// after the memory is overwritten in place never equal graphs built before.
+inline UOp alias_buffer(const UOp& b) {
+  UOp alias = new_buffer(b.src(1).arg().get<std::string>(), b.arg().as_int(), b.dtype());
+  TensorMeta& m = meta(alias);
+  std::shared_ptr<Buffer> memory = buffer_of(b);
+  std::lock_guard lock(m.mu);
+  m.buffer = std::move(memory);
+  return alias;
+}
+/// The BUFFER node under a contiguous view of memory (BUFFER or RESHAPE(BUFFER)), else empty.
+inline UOp base_buffer(const UOp& view) {
+  if (view.op() == Ops::BUFFER) return view;
+  if (view.op() == Ops::RESHAPE && view.src(0).op() == Ops::BUFFER) return view.src(0);
+  return {};
+}
+
+
+inline UOp device_uop(const std::string& device) { return UOp(Ops::DEVICE, dtypes::void_, {}, Device::canonicalize(device)); }
+
+/// Fresh memory for `size` elements: a new BUFFER node (never equal to another).
+inline UOp new_buffer(const std::string& device, int64_t size, DType dtype) {
+  static std::atomic<int64_t> next_unique{0};
+  UOp unique(Ops::UNIQUE, dtypes::void_, {}, next_unique++);
+  return UOp(Ops::BUFFER, dtype, {unique, device_uop(device)}, size);
+}
+/// A scalar constant on a device (shape ()).
+template <class T> UOp const_(DType dtype, T value, const std::string& device) {
+  UOp c = UOp::const_(dtype, value);
+  return UOp(Ops::CONST, dtype, {device_uop(device)}, c.arg());
+}
+
+inline Arg shape_arg(const std::vector<int64_t>& s) { return Arg(s); }
+inline UOp reshape(const UOp& x, const std::vector<int64_t>& shape) {
+  if (concrete_shape(x) == shape) return x;
+  return UOp(Ops::RESHAPE, x.dtype(), {x}, shape_arg(shape));
+}
+inline UOp expand(const UOp& x, const std::vector<int64_t>& shape) {
+  if (concrete_shape(x) == shape) return x;
+  return UOp(Ops::EXPAND, x.dtype(), {x}, shape_arg(shape));
+}
+inline UOp permute(const UOp& x, const std::vector<int64_t>& perm) {
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
+  return identity ? x : UOp(Ops::PERMUTE, x.dtype(), {x}, shape_arg(perm));
+}
+inline Arg pairs_arg(const std::vector<std::pair<int64_t, int64_t>>& p) {
+  Arg::Tuple t;
+  for (auto [a, b] : p) t.push_back(Arg{a, b});
+  return Arg(t);
+}
+inline UOp pad(const UOp& x, const std::vector<std::pair<int64_t, int64_t>>& p) {
+  if (std::all_of(p.begin(), p.end(), [](auto q) { return q.first == 0 && q.second == 0; })) return x;
+  return UOp(Ops::PAD, x.dtype(), {x}, pairs_arg(p));
+}
+inline UOp shrink(const UOp& x, const std::vector<std::pair<int64_t, int64_t>>& p) {
+  auto s = concrete_shape(x);
+  bool identity = true;
+  for (size_t i = 0; i < p.size(); ++i) identity &= p[i].first == 0 && p[i].second == s[i];
+  return identity ? x : UOp(Ops::SHRINK, x.dtype(), {x}, pairs_arg(p));
+}
+inline UOp flip(const UOp& x, const std::vector<bool>& axes) {
+  if (std::none_of(axes.begin(), axes.end(), [](bool b) { return b; })) return x;
+  Arg::Tuple t(axes.begin(), axes.end());
+  return UOp(Ops::FLIP, x.dtype(), {x}, Arg(t));
+}
+/// A reduction over `axes` (kept as size-1 dims).
+inline UOp reduce(const UOp& x, Ops op, const std::vector<int64_t>& axes) {
+  if (axes.empty()) return x;
+  return UOp(Ops::REDUCE_AXIS, x.dtype(), {x}, Arg{op, Arg(axes)});
+}
+
+}  // namespace graph
+}  // namespace tinyt::inline v0
+// ---- end tinyt/graph.hpp ----
+// ---- tinyt/schedule/lower.hpp ----
+// Lowering one kernel: the tensor-level graph below a realized node becomes scalar code over
+// RANGEs. Movement ops never copy: each turns the index of its output into the index of its
+// input, so a chain of views becomes one index expression, simplified by the symbolic engine.
+// A pad becomes a validity mask: loads under it are gated, and its value is a WHERE.
+
+#include <tuple>
+
+
+namespace tinyt::inline v0 {
+namespace schedule {
+
+/// Kernel-level conventions: DEFINE_GLOBAL(arg=i) is buffer i (0 is the output); RANGE(end)
+/// arg=(axis, kind) (kinds below; the lowerer makes loops and reductions, kernel opts the rest);
+/// INDEX(buf, i[, gate]);
+/// LOAD(INDEX) reads 0 where the gate is false; STORE(INDEX, value); REDUCE(value, ranges...)
+/// arg=op accumulates over its ranges; SINK(stores...) is the kernel.
+enum class RangeKind : int64_t {
+  loop = 0,    // an output loop
+  reduce = 1,  // a loop a REDUCE accumulates over
+  thread = 2,  // not a loop: its value is the thread's core_id, one thread per value
+  local = 3,   // an inner output loop (a cache tile)
+  upcast = 4,  // output copies in registers, expanded before rendering
+  unroll = 5,  // reduce accumulators in registers, expanded before rendering
+  global = 6,  // not a loop: its value is a GPU work-item's index along one launch dimension
+};
+
+inline UOp range(int64_t end, int64_t axis, RangeKind kind) {
+  return UOp(Ops::RANGE, dtypes::index, {UOp::const_(dtypes::index, end)}, Arg{axis, static_cast<int64_t>(kind)});
+}
+inline UOp index_const(int64_t v) { return UOp::const_(dtypes::index, v); }
+
+/// Row-major offset of an index into a shape.
+inline UOp flatten(const std::vector<UOp>& idx, const std::vector<int64_t>& shape) {
+  UOp flat = index_const(0);
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] != 1) flat = flat + idx[i] * stride;
+    stride *= shape[i];
+  }
+  return flat;
+}
+/// The index into `shape` of a row-major offset.
+inline std::vector<UOp> unflatten(const UOp& flat, const std::vector<int64_t>& shape) {
+  std::vector<UOp> idx(shape.size());
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    idx[i] = shape[i] == 1 ? index_const(0) : flat.idiv(stride) % shape[i];
+    stride *= shape[i];
+  }
+  return idx;
+}
+
+/// Kernel rules about gated loads: a load that reads 0 where its gate is false needs no select
+/// that does the same (where(g, load gated by g, 0) is the load).
+inline const PatternMatcher& gated_load_rules() {
+  static const PatternMatcher pm{{
+      {UPat::var("g").where(UPat(Ops::LOAD, {UPat(Ops::INDEX, {UPat::var(), UPat::var(), UPat::var("g")})}).named("ld"),
+                            UPat::cnst(0)),
+       [](auto& m) { return m["ld"]; }},
+  }};
+  return pm;
+}
+
+/// Lowers the graph of one kernel; `is_input` says which tensor-level nodes are read from
+/// memory (already computed) rather than computed here.
+class Lowerer {
+ public:
+  using InputFn = std::function<UOp(const UOp&)>;  // the buffer view holding a node, or empty
+
+  explicit Lowerer(InputFn input_view) : input_view_(std::move(input_view)) {}
+
+  /// The BUFFER nodes the kernel touches, in DEFINE_GLOBAL order.
+  const std::vector<UOp>& buffers() const { return bufs_; }
+  /// DEFINE_GLOBAL for a buffer (numbered in order of first use; call for the output first).
+  UOp global(const UOp& buffer) {
+    auto [it, fresh] = buf_index_.try_emplace(buffer.get(), static_cast<int64_t>(bufs_.size()));
+    if (fresh) bufs_.push_back(buffer);
+    return UOp(Ops::DEFINE_GLOBAL, buffer.dtype().ptr(buffer.arg().as_int()), {}, it->second);
+  }
+  UOp new_range(int64_t end, RangeKind kind) { return range(end, next_axis_++, kind); }
+
+  /// The value of tensor-level node `u` at index `idx` (one index per dim), where `valid` holds.
+  UOp lower(const UOp& u, const std::vector<UOp>& idx, const UOp& valid) {
+    Key key{u.get(), {}, valid.get()};
+    for (const UOp& i : idx) key.idx.push_back(i.get());
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    UOp out = lower_uncached(u, idx, valid);
+    memo_.emplace(std::move(key), out);
+    keep_.push_back(u), keep_.insert(keep_.end(), idx.begin(), idx.end()), keep_.push_back(valid);
+    return out;
+  }
+
+  /// A load of buffer element `flat` where `valid` holds (0 elsewhere), its index simplified.
+  UOp load(const UOp& buffer, const UOp& flat, const UOp& valid) {
+    UOp gate = simplify_valid(valid);
+    if (gate.is_const() && !gate.const_int()) return UOp::const_(buffer.dtype(), 0);
+    UOp g = global(buffer);
+    if (gate.is_const()) return UOp(Ops::LOAD, buffer.dtype(), {UOp(Ops::INDEX, g.dtype(), {g, simplify(flat)})});
+    UOp i = uop_given_valid(gate, flat);
+    return UOp(Ops::LOAD, buffer.dtype(), {UOp(Ops::INDEX, g.dtype(), {g, i, gate})});
+  }
+
+ private:
+  struct Key {
+    const UOpNode* u;
+    std::vector<const UOpNode*> idx;
+    const UOpNode* valid;
+    bool operator<(const Key& o) const { return std::tie(u, idx, valid) < std::tie(o.u, o.idx, o.valid); }
+  };
+
+  UOp lower_uncached(const UOp& u, const std::vector<UOp>& idx, const UOp& valid) {
+    if (u.op() == Ops::BUFFER) return load(u, idx[0], valid);
+    if (UOp view = input_view_(u)) return lower(view, idx, valid);
+    const std::vector<int64_t> in = u.src().empty() ? std::vector<int64_t>{} : graph::concrete_shape(u.src(0));
+    switch (u.op()) {
+      case Ops::CONST: return UOp(Ops::CONST, u.dtype(), {}, u.arg());
+      case Ops::RESHAPE: return lower(u.src(0), unflatten(flatten(idx, graph::concrete_shape(u)), in), valid);
+      case Ops::PERMUTE: {
+        std::vector<UOp> src_idx(idx.size());
+        const auto perm = u.arg().ints();
+        for (size_t i = 0; i < perm.size(); ++i) src_idx[static_cast<size_t>(perm[i])] = idx[i];
+        return lower(u.src(0), src_idx, valid);
+      }
+      case Ops::EXPAND: {
+        std::vector<UOp> src_idx = idx;
+        for (size_t i = 0; i < in.size(); ++i)
+          if (in[i] == 1) src_idx[i] = index_const(0);
+        return lower(u.src(0), src_idx, valid);
+      }
+      case Ops::SHRINK: {
+        std::vector<UOp> src_idx = idx;
+        for (size_t i = 0; i < in.size(); ++i) src_idx[i] = idx[i] + u.arg()[i][0].as_int();
+        return lower(u.src(0), src_idx, valid);
+      }
+      case Ops::FLIP: {
+        std::vector<UOp> src_idx = idx;
+        for (size_t i = 0; i < in.size(); ++i)
+          if (u.arg()[i].get<bool>()) src_idx[i] = index_const(in[i] - 1) - idx[i];
+        return lower(u.src(0), src_idx, valid);
+      }
+      case Ops::PAD: {
+        std::vector<UOp> src_idx = idx;
+        UOp inside = UOp::const_(dtypes::bool_, true);
+        for (size_t i = 0; i < in.size(); ++i) {
+          const int64_t before = u.arg()[i][0].as_int();
+          if (before == 0 && u.arg()[i][1].as_int() == 0) continue;
+          src_idx[i] = idx[i] - before;
+          inside = inside & idx[i].lt(before).logical_not() & idx[i].lt(before + in[i]);
+        }
+        inside = simplify(inside);
+        UOp value = lower(u.src(0), src_idx, simplify(valid & inside));
+        // the padded region is 0 whatever the value computes there (exp(0) is not 0)
+        return inside.where(value, UOp::const_(u.dtype(), 0));
+      }
+      case Ops::REDUCE_AXIS: {
+        std::vector<UOp> src_idx = idx, ranges;
+        for (int64_t a : u.arg()[1].ints()) {
+          const auto ax = static_cast<size_t>(a);
+          if (in[ax] == 1) continue;
+          ranges.push_back(new_range(in[ax], RangeKind::reduce));
+          src_idx[ax] = ranges.back();
+        }
+        UOp value = lower(u.src(0), src_idx, valid);
+        if (ranges.empty()) return value;
+        std::vector<UOp> src{value};
+        src.insert(src.end(), ranges.begin(), ranges.end());
+        return UOp(Ops::REDUCE, u.dtype(), std::move(src), u.arg()[0]);
+      }
+      case Ops::CONTIGUOUS: case Ops::DETACH: case Ops::CONTIGUOUS_BACKWARD:
+        return lower(u.src(0), idx, valid);
+      default: break;
+    }
+    if (GroupOp::ALU.contains(u.op()) || u.op() == Ops::CAST || u.op() == Ops::BITCAST) {
+      std::vector<UOp> src;
+      for (const UOp& s : u.src()) src.push_back(lower(s, idx, valid));
+      return UOp(u.op(), u.dtype(), std::move(src), u.arg());
+    }
+    throw InternalError(tinyt::detail::cat("lower: no lowering for ", op_name(u.op()), " (it should have been realized)"));
+  }
+
+  InputFn input_view_;
+  std::vector<UOp> bufs_;
+  std::unordered_map<const UOpNode*, int64_t> buf_index_;
+  int64_t next_axis_ = 0;
+  std::map<Key, UOp> memo_;
+  std::vector<UOp> keep_;  // keeps the nodes behind memo keys alive
+};
+
+}  // namespace schedule
+}  // namespace tinyt::inline v0
+// ---- end tinyt/schedule/lower.hpp ----
+// ---- tinyt/schedule/schedule.hpp ----
+// The scheduler: decides which nodes of a tensor graph are computed into memory (realization
+// points), lowers each into a kernel, and orders the kernels by what they read and write.
+
+#include <unordered_set>
+
+// ---- tinyt/schedule/reduce_collapse.hpp ----
+// Reduce collapse: sums over a range that can be counted instead of looped. A sum of a value
+// that does not depend on the range is value * length; a sum of `where(bounds on r, x, 0)` is x
+// times the number of r inside the bounds; a sum of `where(r == e, x(r), 0)` is x(e) where e is
+// in range. This is what makes arange (a cumulative sum of ones) and one-hot gathers O(n).
+
+
+namespace tinyt::inline v0 {
+namespace schedule {
+
+namespace detail {
+
+// clause as `coef*r + rest (<, ==) 0`, with coef +-1; false if it is not of that form
+struct RangeClause {
+  Ops cmp;
+  bool negated;
+  i128 coef;
+  UOp rest;
+};
+inline std::optional<RangeClause> read_clause(UOp clause, const UOp& r) {
+  bool negated = false;
+  if (clause.op() == Ops::CMPNE && clause.src(1).is_const() && clause.src(1).dtype().is_bool() && clause.src(1).const_int() == 1)
+    clause = clause.src(0), negated = true;
+  if (clause.op() != Ops::CMPLT && clause.op() != Ops::CMPEQ) return std::nullopt;
+  // an integer comparison with the range cast to the integer's dtype (an index tensor compared
+  // with an arange) compares the same numbers as index values, when the cast cannot wrap
+  std::function<UOp(const UOp&)> as_index = [&](const UOp& v) -> UOp {
+    if (v.dtype().is_index()) return v;
+    if (!v.dtype().is_int() || v.dtype().is_bool() || v.dtype().count() != 1) return {};
+    if (!depends_on(v, r)) return v.cast(dtypes::index);
+    if (v.op() != Ops::CAST) return {};
+    const UOp& x = v.src(0);
+    if (x.dtype().is_index())  // index -> int: exact when every value fits
+      return vmin(x) >= dtypes::min_int(v.dtype()) && vmax(x) <= dtypes::max_int(v.dtype()) ? x : UOp{};
+    const bool widening = x.dtype().is_int() && !x.dtype().is_bool() && dtypes::min_int(x.dtype()) >= dtypes::min_int(v.dtype()) &&
+                          dtypes::max_int(x.dtype()) <= dtypes::max_int(v.dtype());
+    return widening ? as_index(x) : UOp{};
+  };
+  const UOp lhs = as_index(clause.src(0)), rhs = as_index(clause.src(1));
+  if (!lhs || !rhs) return std::nullopt;
+  Linear L = linear_form(lhs - rhs);
+  i128 coef = 0;
+  Linear rest = L;
+  rest.terms.clear();
+  for (const auto& t : L.terms) {
+    if (t.atom == r) coef = t.coef;
+    else if (depends_on(t.atom, r)) return std::nullopt;
+    else rest.terms.push_back(t);
+  }
+  if (coef != 1 && coef != -1) return std::nullopt;
+  return RangeClause{clause.op(), negated, coef, rest.build()};
+}
+
+// The reduce with range r removed, or empty when r cannot be counted away.
+inline UOp collapse_range(const UOp& value, const UOp& r) {
+  const UOp end = r.src(0);
+  if (!depends_on(value, r)) return value * end.cast(value.dtype());
+  // sums distribute: over a + b, and over c * x or where(c, x, 0) with c free of r
+  if (value.op() == Ops::ADD) {
+    UOp a = collapse_range(value.src(0), r), b = a ? collapse_range(value.src(1), r) : UOp{};
+    return a && b ? a + b : UOp{};
+  }
+  if (value.op() == Ops::MUL)
+    for (int i = 0; i < 2; ++i)
+      if (!depends_on(value.src(i), r))
+        if (UOp rest = collapse_range(value.src(1 - i), r)) return value.src(i) * rest;
+  // cast(where(c, x, 0)) is where(c, cast(x), 0): a gather of small ints summed in a wider int
+  if (value.op() == Ops::CAST && value.src(0).op() == Ops::WHERE) {
+    const UOp& w = value.src(0);
+    auto cast = [&](const UOp& x) { return x.is_const() ? UOp::const_(value.dtype(), x.const_float()) : x.cast(value.dtype()); };
+    return collapse_range(w.src(0).where(cast(w.src(1)), cast(w.src(2))), r);
+  }
+  if (value.op() != Ops::WHERE) return {};
+  if (!depends_on(value.src(0), r) && value.src(2).is_const() && value.src(2).const_float() == 0)
+    if (UOp inner = collapse_range(value.src(1), r)) return value.src(0).where(inner, value.src(2));
+  const bool then_zero = value.src(1).is_const() && value.src(1).const_float() == 0;
+  const bool else_zero = value.src(2).is_const() && value.src(2).const_float() == 0;
+  if (!then_zero && !else_zero) return {};
+  const UOp x = else_zero ? value.src(1) : value.src(2);
+  std::vector<UOp> clauses = tinyt::detail::and_clauses(value.src(0));
+  if (then_zero) {  // where(c, 0, x) is where(!c, x, 0): only a single clause negates simply
+    if (clauses.size() != 1) return {};
+    clauses[0] = clauses[0].logical_not();
+  }
+  UOp keep = UOp::const_(dtypes::bool_, true), lo = schedule::index_const(0), hi = end - 1;
+  std::optional<UOp> equal_to;
+  for (const UOp& c : clauses) {
+    if (!depends_on(c, r)) { keep = keep & c; continue; }
+    auto rc = read_clause(c, r);
+    if (!rc) return {};
+    // coef*r + rest (<, ==) 0 bounds r by b = -rest (coef 1) or rest (coef -1):
+    //   r + rest < 0: r <= b-1     -r + rest < 0: r >= b+1
+    //   !(r + rest < 0): r >= b    !(-r + rest < 0): r <= b       ==: r == b
+    const UOp b = rc->coef == 1 ? -rc->rest : rc->rest;
+    if (rc->cmp == Ops::CMPEQ) {
+      if (rc->negated || equal_to) return {};
+      equal_to = b;
+    } else if (rc->coef == 1 && !rc->negated) {
+      hi = hi.minimum(b - 1);
+    } else if (rc->coef == -1 && rc->negated) {
+      hi = hi.minimum(b);
+    } else if (rc->coef == -1) {
+      lo = lo.maximum(b + 1);
+    } else {
+      lo = lo.maximum(b);
+    }
+  }
+  if (equal_to) {
+    const UOp e = *equal_to;
+    const UOp inside = keep & e.lt(lo).logical_not() & e.lt(hi + 1);
+    // x read at e: every load whose address moves with r is gated by `inside` too, so an index
+    // outside the range (or an empty table) reads nothing, not memory past the buffer
+    std::unordered_map<const UOpNode*, UOp> at_e{{r.get(), e}};
+    for (const UOp& u : toposort(x)) {
+      if (u.op() != Ops::INDEX || !depends_on(u, r)) continue;
+      UOp gate = u.src().size() > 2 ? substitute(u.src(2), {{r.get(), e}}) & inside : inside;
+      at_e[u.get()] = UOp(Ops::INDEX, u.dtype(), {u.src(0), substitute(u.src(1), {{r.get(), e}}), gate}, u.arg());
+    }
+    return inside.where(substitute(x, at_e), UOp::const_(x.dtype(), 0));
+  }
+  if (depends_on(x, r)) return {};
+  const UOp count = (hi - lo + 1).maximum(0);
+  return keep.where(x * count.cast(x.dtype()), UOp::const_(x.dtype(), 0));
+}
+}  // namespace detail
+
+/// Rules that remove countable ranges from ADD reductions.
+inline const PatternMatcher& reduce_collapse() {
+  static const PatternMatcher pm{{
+      {UPat(Ops::REDUCE).named("red"),
+       [](auto& m) {
+         const UOp& red = m["red"];
+         if (red.arg().template get<Ops>() != Ops::ADD) return UOp{};
+         // a sum over an empty range is 0: its value must not be read (a load there is out of
+         // bounds, and 0 * NaN is not 0)
+         for (size_t i = 1; i < red.src().size(); ++i)
+           if (red.src(i).src(0).is_const() && red.src(i).src(0).const_int() == 0) return UOp::const_(red.dtype(), 0);
+         UOp value = red.src(0);
+         std::vector<UOp> left;
+         for (size_t i = 1; i < red.src().size(); ++i) {
+           if (UOp c = detail::collapse_range(value, red.src(i))) value = simplify(c);
+           else left.push_back(red.src(i));
+         }
+         if (left.size() + 1 == red.src().size()) return UOp{};
+         if (left.empty()) return value;
+         left.insert(left.begin(), value);
+         return UOp(Ops::REDUCE, red.dtype(), std::move(left), red.arg());
+       }},
+  }};
+  return pm;
+}
+
+}  // namespace schedule
+}  // namespace tinyt::inline v0
+// ---- end tinyt/schedule/reduce_collapse.hpp ----
+
+namespace tinyt::inline v0 {
+namespace schedule {
+
+/// One kernel to run: its AST and the buffers bound to its DEFINE_GLOBALs (output first). A copy
+/// between devices is a Kernel whose AST is a COPY (buffers: destination, source): the engine
+/// runs it with the devices' allocators.
+struct Kernel {
+  UOp ast;
+  std::vector<UOp> buffers;  // BUFFER nodes
+  UOp computes;              // the tensor-level node whose value the kernel writes
+  UOp view;                  // where that value lives afterwards (a view of buffers[0])
+  bool in_place = false;     // writes existing memory (an assign)
+  bool temporary = false;    // its memory is reused after its last reader: the value is not kept
+};
+
+namespace detail {
+using tinyt::detail::cat;
+/// Where memory holds a node's value (a view), or empty: graph::realized, unless the scheduler
+/// must recompute it because that memory is overwritten in this schedule.
+using Known = std::function<UOp(const UOp&)>;
+
+// A node that needs no kernel: memory already holds it in its own shape.
+inline bool is_materialized(const UOp& u, const Known& known = graph::realized) {
+  if (u.op() == Ops::BUFFER || known(u)) return true;
+  return u.op() == Ops::RESHAPE && u.src(0).op() == Ops::BUFFER;
+}
+
+// The nodes below the roots that the kernels compute (stopping at what memory already holds).
+inline std::vector<UOp> pending_graph(const std::vector<UOp>& roots, const Known& known = graph::realized) {
+  std::vector<UOp> order;
+  std::unordered_set<const UOpNode*> seen;
+  std::vector<std::pair<const UOp*, bool>> stack;
+  for (const UOp& r : roots) stack.push_back({&r, false});
+  while (!stack.empty()) {
+    auto [u, expanded] = stack.back();
+    stack.pop_back();
+    if (expanded) { order.push_back(*u); continue; }
+    if (!seen.insert(u->get()).second) continue;
+    stack.push_back({u, true});
+    if (known(*u) || u->op() == Ops::BUFFER) continue;
+    for (const UOp& s : (*u)->src) stack.push_back({&s, false});
+  }
+  return order;
+}
+
+// For an EXPAND on a path from a reduction, the first broadcast axis of the path after it when
+// every axis it broadcasts comes after every axis of size > 1 it keeps (a row maximum broadcast
+// along its row), and nothing when not. `from` is the path's first broadcast axis before it (-1: none).
+// The kernel's loops then run the kept axes outside the broadcast ones, and the linearizer
+// computes the reduction once per outer iteration, between them.
+inline std::optional<int64_t> trailing_broadcast(const UOp& expand, int64_t from) {
+  const std::vector<int64_t> in = graph::concrete_shape(expand.src(0)), out = graph::concrete_shape(expand);
+  int64_t first_broadcast = static_cast<int64_t>(out.size()), last_kept = -1;
+  for (size_t a = 0; a < out.size(); ++a) {
+    if (in[a] == 1 && out[a] != 1) first_broadcast = std::min(first_broadcast, static_cast<int64_t>(a));
+    else if (out[a] != 1 && (from < 0 || static_cast<int64_t>(a) < from)) last_kept = static_cast<int64_t>(a);
+  }
+  if (last_kept > first_broadcast) return std::nullopt;
+  return from < 0 ? first_broadcast : std::min(from, first_broadcast);
+}
+
+// Ops whose kernel loops over their output as their source's does (elementwise).
+inline bool keeps_loop_order(Ops op) {
+  return GroupOp::ALU.contains(op) || op == Ops::CAST || op == Ops::BITCAST || op == Ops::CONTIGUOUS ||
+         op == Ops::DETACH || op == Ops::CONTIGUOUS_BACKWARD;
+}
+
+// Realization points: roots, explicit ones, copies, and reductions whose result would be
+// recomputed (broadcast back other than along trailing axes, or read by several consumers).
+inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const std::vector<UOp>& order,
+                                           const Known& known) {
+  std::unordered_map<const UOpNode*, std::vector<const UOpNode*>> consumers;
+  for (const UOp& u : order)
+    if (!known(u) && u.op() != Ops::BUFFER)
+      for (const UOp& s : u.src()) consumers[s.get()].push_back(u.get());
+  std::unordered_set<const UOpNode*> points;
+  for (const UOp& r : roots)
+    if (!is_materialized(r, known)) points.insert(r.get());
+  for (const UOp& u : order) {
+    if (known(u) || u.op() == Ops::BUFFER) continue;
+    if (u.op() == Ops::CONTIGUOUS || u.op() == Ops::COPY || u.op() == Ops::ASSIGN) points.insert(u.get());
+    if (u.op() == Ops::COPY && !is_materialized(u.src(0), known)) points.insert(u.src(0).get());
+  }
+  // A reduction is realized when it has several consumers, or when a path from it to the next
+  // realization point broadcasts it in a way the consuming kernel would recompute it for: an
+  // EXPAND that is not trailing, or a movement op or a reduction over kept axes after one.
+  // It stays in the kernel when it reads no memory (an arange, cheap and usually counted away).
+  auto reads_memory = [&](const UOp& r) {
+    for (const UOp& x : toposort(r))
+      if (x.op() == Ops::BUFFER || known(x)) return true;
+    return false;
+  };
+  std::unordered_map<const UOpNode*, const UOp*> node;
+  for (const UOp& u : order) node[u.get()] = &u;
+  auto recomputed_downstream = [&](const std::unordered_set<const UOpNode*>& first) {
+    // (node, first broadcast axis on the path so far; -1 before any EXPAND)
+    std::vector<std::pair<const UOpNode*, int64_t>> stack;
+    for (const UOpNode* c : first) stack.emplace_back(c, -1);
+    std::set<std::pair<const UOpNode*, int64_t>> seen;
+    while (!stack.empty()) {
+      auto [c, from] = stack.back();
+      stack.pop_back();
+      if (!seen.insert({c, from}).second) continue;
+      if (c->op == Ops::EXPAND) {
+        const std::optional<int64_t> next = trailing_broadcast(*node.at(c), from);
+        if (!next) return true;
+        from = *next;
+      } else if (from >= 0 && c->op == Ops::REDUCE_AXIS) {
+        for (int64_t a : node.at(c)->arg()[1].ints())
+          if (a < from) return true;
+        continue;  // a reduction of broadcast axes only: judged on its own
+      } else if (from >= 0 && !keeps_loop_order(c->op)) {
+        return true;
+      }
+      if (points.count(c)) continue;
+      for (const UOpNode* cc : consumers[c]) stack.emplace_back(cc, from);
+    }
+    return false;
+  };
+  for (const UOp& u : order) {
+    if (u.op() != Ops::REDUCE_AXIS || points.count(u.get()) || !reads_memory(u)) continue;
+    const std::unordered_set<const UOpNode*> distinct(consumers[u.get()].begin(), consumers[u.get()].end());
+    if (distinct.size() > 1 || recomputed_downstream(distinct)) points.insert(u.get());
+  }
+  // An elementwise value broadcast into a reduction (the gradient flowing into a conv's backward,
+  // the input of a conv) would be recomputed once per element of the broadcast: it is realized
+  // first, as tinygrad's "realize before expand" does, unless it is cheap to recompute (one
+  // input, a few ops: a mean's scaling, a negated max). Values computed from a reduction that
+  // stays in its kernel are left alone (the linearizer computes those once per row).
+  auto worth_realizing = [&](const UOp& x) {
+    std::vector<const UOp*> stack{&x};
+    std::unordered_set<const UOpNode*> seen;
+    int inputs = 0, ops = 0;
+    while (!stack.empty()) {
+      const UOp* u = stack.back();
+      stack.pop_back();
+      if (!seen.insert(u->get()).second) continue;
+      if (known(*u) || u->op() == Ops::BUFFER || (u != &x && points.count(u->get()))) { ++inputs; continue; }
+      if (u->op() == Ops::REDUCE_AXIS) return false;
+      ops += GroupOp::ALU.contains(u->op());
+      for (const UOp& s : u->src()) stack.push_back(&s);
+    }
+    return inputs >= 2 || ops >= 4;
+  };
+  auto broadcast_into_reduce = [&](const UOp& x) {
+    std::vector<std::pair<const UOpNode*, bool>> stack;  // (consumer, after an enlarging EXPAND)
+    for (const UOpNode* c : consumers[x.get()]) stack.emplace_back(c, false);
+    std::set<std::pair<const UOpNode*, bool>> seen;
+    while (!stack.empty()) {
+      auto [c, expanded] = stack.back();
+      stack.pop_back();
+      if (!seen.insert({c, expanded}).second) continue;
+      if (c->op == Ops::REDUCE_AXIS) {
+        if (expanded) return true;
+        continue;
+      }
+      if (c->op == Ops::EXPAND) {
+        const UOp& e = *node.at(c);
+        if (graph::shape_of(e).is_concrete() && graph::shape_of(e.src(0)).is_concrete())
+          expanded |= graph::shape_of(e).numel().as_int() > graph::shape_of(e.src(0)).numel().as_int();
+      } else if (!GroupOp::Movement.contains(c->op) && (!expanded || !keeps_loop_order(c->op))) {
+        continue;  // before the broadcast only movement ops lead on; an elementwise op is its own candidate
+      }
+      if (points.count(c)) continue;
+      for (const UOpNode* cc : consumers[c]) stack.emplace_back(cc, expanded);
+    }
+    return false;
+  };
+  for (const UOp& u : order) {
+    if (known(u) || points.count(u.get()) || !keeps_loop_order(u.op()) || u.op() == Ops::CONTIGUOUS) continue;
+    if (!graph::shape_of(u).is_concrete() || !reads_memory(u) || !worth_realizing(u)) continue;
+    if (broadcast_into_reduce(u)) points.insert(u.get());
+  }
+  std::vector<UOp> out;
+  for (const UOp& u : order)
+    if (points.count(u.get())) out.push_back(u);
+  return out;
+}
+
+inline std::string kernel_name(const UOp& ast) {
+  std::vector<std::pair<int64_t, int64_t>> axes;  // (axis, size)
+  bool reduces = false;
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::RANGE) {
+      axes.emplace_back(u.arg()[0].as_int(), static_cast<int64_t>(u.src(0).const_int()));
+      reduces |= u.arg()[1].as_int() == static_cast<int64_t>(RangeKind::reduce);
+    }
+  std::sort(axes.begin(), axes.end());
+  std::string name = reduces ? "r" : "E";
+  for (auto [axis, size] : axes) name += "_" + std::to_string(size);
+  return name;
+}
+
+// Orders kernels so that each runs after the kernels whose output it reads, and before any
+// kernel that overwrites (assigns into) memory it reads. Ties keep the original order. A cycle
+// (a kernel that reads memory both before and after an assign overwrites it, or two assigns
+// that each read what the other overwrites) is broken by copying that memory aside first
+// (`copy_aside(buffer)` is the kernel that does it): the readers that must run after the
+// overwrite read the copy.
+template <class CopyAside>
+std::vector<Kernel> order_kernels(std::vector<Kernel> kernels, CopyAside copy_aside) {
+  auto reads = [&](size_t k, const UOpNode* b) {
+    for (size_t i = 1; i < kernels[k].buffers.size(); ++i)
+      if (kernels[k].buffers[i].get() == b) return true;
+    return false;
+  };
+  for (;;) {
+    const size_t n = kernels.size();
+    std::vector<std::vector<size_t>> after(n);  // after[j]: kernels that must run after j
+    std::vector<size_t> pending(n, 0);
+    for (size_t j = 0; j < n; ++j)
+      for (size_t k = 0; k < n; ++k) {
+        if (j == k) continue;
+        // raw: k reads what j computes (readers name an in-place result by its new alias, the
+        // view, others by the buffer; an assign into that result reads it too); war: j reads
+        // memory that k overwrites
+        const UOpNode* computed = graph::base_buffer(kernels[j].view).get();
+        const UOpNode* target = kernels[k].in_place ? kernels[k].buffers[0].get() : nullptr;
+        const bool raw = reads(k, computed) || (target && target == computed);
+        const bool war = target && reads(j, target);
+        if (raw || war) after[j].push_back(k), ++pending[k];
+      }
+    std::vector<size_t> order;
+    std::vector<bool> done(n, false);
+    while (order.size() < n) {
+      size_t pick = n;
+      for (size_t k = 0; k < n && pick == n; ++k)
+        if (!done[k] && pending[k] == 0) pick = k;
+      if (pick == n) break;
+      done[pick] = true;
+      for (size_t k : after[pick]) --pending[k];
+      order.push_back(pick);
+    }
+    if (order.size() == n) {
+      std::vector<Kernel> out;
+      for (size_t k : order) out.push_back(std::move(kernels[k]));
+      return out;
+    }
+    // a cycle: an assign whose target a kernel that must run after it reads
+    bool broken = false;
+    for (size_t k = 0; k < n && !broken; ++k) {
+      if (done[k] || !kernels[k].in_place) continue;
+      std::vector<bool> later(n, false);  // what must run after k
+      std::vector<size_t> stack{k};
+      while (!stack.empty()) {
+        const size_t j = stack.back();
+        stack.pop_back();
+        for (size_t x : after[j])
+          if (!later[x]) later[x] = true, stack.push_back(x);
+      }
+      const UOp target = kernels[k].buffers[0];
+      std::vector<size_t> readers;  // of the memory before k overwrites it, that must run after k
+      for (size_t j = 0; j < n; ++j)
+        if (j != k && later[j] && reads(j, target.get())) readers.push_back(j);
+      if (readers.empty()) continue;
+      Kernel copy = copy_aside(target);
+      for (size_t j : readers)
+        for (size_t i = 1; i < kernels[j].buffers.size(); ++i)
+          if (kernels[j].buffers[i] == target) kernels[j].buffers[i] = copy.buffers[0];
+      kernels.push_back(std::move(copy));
+      broken = true;
+    }
+    TINYT_ASSERT(broken, "the schedule has a cycle no copy breaks");
+  }
+}
+
+// True when every load of `buffer` in the kernel reads the element the kernel stores to.
+inline bool reads_only_own_element(const UOp& ast, int64_t global_index, const UOp& store_index) {
+  for (const UOp& u : toposort(ast)) {
+    if (u.op() != Ops::LOAD) continue;
+    const UOp& idx = u.src(0);
+    if (idx.src(0).op() == Ops::DEFINE_GLOBAL && idx.src(0).arg().as_int() == global_index &&
+        !(idx.src(1) == store_index && idx.src().size() == 2))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace detail
+
+/// The kernels that compute `roots`, in an order that respects what each reads and writes.
+/// `memory_only`: trust no computed value, only BUFFERs (for graphs whose nodes are shared with
+/// other graphs that computed them, like the schedule cache's normalized ones).
+inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool memory_only = false) {
+  const detail::Known buffers_only = [](const UOp& u) { return u.op() == Ops::BUFFER ? u : UOp{}; };
+  // a value held in memory that an assign here overwrites is read before the overwrite (or
+  // from a copy made before it, when its reader must also run after it)
+  const detail::Known known = memory_only ? buffers_only : detail::Known(graph::realized);
+  const std::vector<UOp> order = detail::pending_graph(roots, known);
+  const std::vector<UOp> points = detail::realization_points(roots, order, known);
+  std::unordered_map<const UOpNode*, UOp> computed;  // realization point -> view of its buffer
+  auto input_view = [&](const UOp& u) -> UOp {
+    if (auto it = computed.find(u.get()); it != computed.end()) return it->second;
+    return known(u);
+  };
+  std::vector<Kernel> kernels;
+  // one kernel storing `value_node` (at the point's shape) into `out_buffer`
+  auto make_kernel = [&](const UOp& point, const UOp& value_node, const UOp& out_buffer, const UOp& view) {
+    const std::vector<int64_t> shape = graph::concrete_shape(point);
+    Lowerer lw(input_view);
+    UOp out = lw.global(out_buffer);
+    std::vector<UOp> out_idx;
+    for (int64_t d : shape) out_idx.push_back(d == 1 ? index_const(0) : lw.new_range(d, RangeKind::loop));
+    UOp value = lw.lower(value_node, out_idx, UOp::const_(dtypes::bool_, true));
+    UOp store_index = simplify(flatten(out_idx, shape));
+    UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, out.dtype(), {out, store_index}), value});
+    UOp ast = graph_rewrite(UOp(Ops::SINK, dtypes::void_, {store}), symbolic() + reduce_collapse() + gated_load_rules());
+    return std::make_pair(Kernel{ast, lw.buffers(), point, view}, store_index);
+  };
+  for (const UOp& point : points) {
+    const std::vector<int64_t> shape = graph::concrete_shape(point);
+    int64_t numel = 1;
+    for (int64_t d : shape) numel *= d;
+    if (point.op() == Ops::ASSIGN) {
+      // a store into the target's memory; the tensor then names that memory anew
+      const UOp target = graph::base_buffer(input_view(point.src(0)) ? input_view(point.src(0)) : point.src(0));
+      TINYT_ASSERT(target, "assign: the target is not a contiguous buffer");
+      const UOp view = graph::reshape(graph::alias_buffer(target), shape);
+      auto [kernel, store_index] = make_kernel(point, point.src(1), target, view);
+      if (!detail::reads_only_own_element(kernel.ast, 0, store_index)) {
+        // the value reads the target elsewhere than where it writes: compute it aside first
+        const UOp temp = graph::new_buffer(graph::device_of(point), numel, point.dtype());
+        auto [first, unused] = make_kernel(point.src(1), point.src(1), temp, graph::reshape(temp, shape));
+        kernels.push_back(first);
+        computed[point.src(1).get()] = first.view;
+        kernel = make_kernel(point, point.src(1), target, view).first;
+      }
+      kernel.in_place = true;
+      kernels.push_back(kernel);
+      computed[point.get()] = view;
+      continue;
+    }
+    const UOp out_buffer = graph::new_buffer(graph::device_of(point), numel, point.dtype());
+    if (point.op() == Ops::COPY && graph::device_of(point.src(0)) != graph::device_of(point)) {
+      // the source is in memory in its own shape (realization_points made sure): copy its bytes
+      const UOp& from = point.src(0);
+      const UOp source = graph::base_buffer(from.op() == Ops::BUFFER ? from : input_view(from) ? input_view(from) : from);
+      TINYT_ASSERT(source && source.arg().as_int() == numel, "copy: the source is not a whole contiguous buffer");
+      Kernel kernel{UOp(Ops::COPY, point.dtype(), {}, numel), {out_buffer, source}, point, graph::reshape(out_buffer, shape)};
+      computed[point.get()] = kernel.view;
+      kernels.push_back(std::move(kernel));
+      continue;
+    }
+    const UOp value_node = point.op() == Ops::CONTIGUOUS || point.op() == Ops::COPY ? point.src(0) : point;
+    Kernel kernel = make_kernel(point, value_node, out_buffer, graph::reshape(out_buffer, shape)).first;
+    computed[point.get()] = kernel.view;
+    kernels.push_back(std::move(kernel));
+  }
+  // a copy of memory an assign overwrites, for the readers that must run after it
+  auto copy_aside = [&](const UOp& buffer) {
+    const UOp copy =
+        graph::new_buffer(graph::device_of(buffer), buffer.arg().as_int(), buffer.dtype());
+    Kernel kernel = make_kernel(buffer, buffer, copy, copy).first;
+    kernel.temporary = true;  // it holds no tensor's value
+    return kernel;
+  };
+  return detail::order_kernels(std::move(kernels), copy_aside);
+}
+
+/// Reuses memory within a schedule: the buffer of an intermediate nobody outside the schedule
+/// can reach (`reachable_outside` says who can) is handed to a later kernel of the same size
+/// once its last reader has run. Such intermediates are temporary: their values are not kept.
+template <class ReachableOutside>
+void plan_memory(std::vector<Kernel>& kernels, const std::vector<UOp>& roots, ReachableOutside reachable_outside) {
+  std::unordered_set<const UOpNode*> root_set;
+  for (const UOp& r : roots) root_set.insert(r.get());
+  std::unordered_map<const UOpNode*, size_t> last_read;  // buffer -> last kernel reading it
+  for (size_t i = 0; i < kernels.size(); ++i)
+    for (size_t j = 1; j < kernels[i].buffers.size(); ++j) last_read[kernels[i].buffers[j].get()] = i;
+  std::vector<std::pair<size_t, std::shared_ptr<Buffer>>> free_after;  // (kernel, memory)
+  std::vector<std::shared_ptr<Buffer>> pool;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    for (auto it = free_after.begin(); it != free_after.end();) {
+      if (it->first < i) pool.push_back(it->second), it = free_after.erase(it);
+      else ++it;
+    }
+    Kernel& k = kernels[i];
+    if (k.in_place || root_set.count(k.computes.get()) || reachable_outside(k.computes)) continue;
+    const UOp& out = k.buffers[0];
+    const auto reads = last_read.find(out.get());
+    if (reads == last_read.end()) continue;
+    const size_t bytes = static_cast<size_t>(out.arg().as_int()) * static_cast<size_t>(out.dtype().itemsize());
+    auto fit = std::find_if(pool.begin(), pool.end(), [&](const std::shared_ptr<Buffer>& b) {
+      return b->nbytes() == bytes && b->device() == graph::device_of(out);
+    });
+    std::shared_ptr<Buffer> memory;
+    if (fit != pool.end()) {
+      memory = *fit;
+      pool.erase(fit);
+      TensorMeta& m = graph::meta(out);
+      std::lock_guard lock(m.mu);
+      m.buffer = memory;
+    } else {
+      memory = graph::buffer_of(out);
+    }
+    k.temporary = true;
+    free_after.emplace_back(reads->second, memory);
+  }
+}
+
+}  // namespace schedule
+}  // namespace tinyt::inline v0
+// ---- end tinyt/schedule/schedule.hpp ----
+// ---- tinyt/codegen/linearize.hpp ----
+// Linearizing a kernel: its AST (a DAG over RANGEs) becomes a flat list of UOps in program
+// order, with loops opened (RANGE) and closed (END), and each REDUCE turned into an accumulator
+// (DEFINE_REG) that is initialized before its loops, updated inside, and read after them. The
+// kernel's float16/bfloat16 arithmetic is lowered to float32 first (narrow_floats.hpp), so a
+// program holds narrow floats only in memory, constants and casts.
+
+#include <unordered_set>
+
+// ---- tinyt/codegen/narrow_floats.hpp ----
+// float16 and bfloat16 arithmetic, defined once for every renderer and every host: an op on
+// half values is computed in float32 and rounded to the narrow type where the graph says the
+// value is narrow, as PyTorch's CPU kernels compute it. These rules rewrite a kernel so that
+// narrow floats appear only in memory (loads, stores), in constants and in casts; every
+// arithmetic op, comparison and reduction is float32.
+//
+// Why here and not in the renderers: a renderer that leaves half arithmetic to its compiler
+// gets whatever the host does with it. GCC on a CPU with AVX512-FP16 computes _Float16 natively
+// and, with contraction allowed, fuses a rounded product and a sum into one half FMA (one
+// rounding, not two), so the C path and the LLVM path disagreed by an ulp on such hosts.
+//
+// A narrow REDUCE becomes a float32 REDUCE rounded once at the end: the graph names only its
+// result, so the running value has no narrow type to be rounded to (PyTorch's CPU reductions of
+// half values accumulate in float as well).
+
+
+namespace tinyt::inline v0 {
+namespace codegen {
+
+namespace detail {
+inline bool is_narrow_float(DType dt) {
+  const DType s = dt.scalar();
+  return s == dtypes::float16 || s == dtypes::bfloat16;
+}
+/// float32 with the lanes of `dt`.
+inline DType widened(DType dt) {
+  return dt.count() > 1 ? dtypes::float32.vec(dt.count()) : dtypes::float32;
+}
+
+/// `u` computed in float32 from its narrow sources widened, rounded back when its result is narrow;
+/// null when neither its result nor a source is a narrow float.
+inline UOp in_float32(const UOp& u) {
+  bool narrow = is_narrow_float(u.dtype());
+  std::vector<UOp> src;
+  for (const UOp& s : u.src()) {
+    narrow |= is_narrow_float(s.dtype());
+    src.push_back(is_narrow_float(s.dtype()) ? s.cast(widened(s.dtype())) : s);
+  }
+  if (!narrow) return {};
+  const DType dt = is_narrow_float(u.dtype()) ? widened(u.dtype()) : u.dtype();
+  return UOp(u.op(), dt, std::move(src), u.arg()).cast(u.dtype());
+}
+}  // namespace detail
+
+/// Rules that leave no float16 or bfloat16 arithmetic in a kernel (see the top of this file).
+inline const PatternMatcher& narrow_float_rules() {
+  static const PatternMatcher pm{{
+      // an op of narrow values -> the op in float32, rounded back
+      {UPat(GroupOp::ALU).named("u"), [](auto& m) { return detail::in_float32(m["u"]); }},
+      // a narrow reduction -> a float32 reduction of the widened values, rounded once
+      {UPat(Ops::REDUCE).named("u"),
+       [](auto& m) {
+         const UOp& u = m["u"];
+         if (!detail::is_narrow_float(u.dtype())) return UOp{};
+         std::vector<UOp> src(u.src().begin(), u.src().end());
+         src[0] = src[0].cast(detail::widened(src[0].dtype()));
+         return UOp(Ops::REDUCE, detail::widened(u.dtype()), std::move(src), u.arg())
+             .cast(u.dtype());
+       }},
+      // a narrow constant widened -> the float32 constant (every narrow value is a float32 one)
+      {UPat(Ops::CAST, {UPat::cvar("c")}).named("u"),
+       [](auto& m) {
+         const UOp &u = m["u"], &c = m["c"];
+         if (!detail::is_narrow_float(c.dtype()) || u.dtype() != detail::widened(c.dtype()))
+           return UOp{};
+         return UOp::const_(u.dtype(), c.const_float());
+       }},
+  }};
+  return pm;
+}
+
+/// The kernel with its narrow float arithmetic computed in float32.
+inline UOp lower_narrow_floats(const UOp& ast) { return graph_rewrite(ast, narrow_float_rules()); }
+
+}  // namespace codegen
+}  // namespace tinyt::inline v0
+// ---- end tinyt/codegen/narrow_floats.hpp ----
+// ---- tinyt/codegen/opt/opt.hpp ----
+// Kernel optimizations as in tinygrad: each Opt splits one range of a kernel's AST, and what the
+// new range becomes (a thread, a cache tile, registers) decides how the kernel runs. Opts name
+// axes by their position in `axes(ast)`, so a list of opts is a replayable recipe (BEAM caches it).
+//   UPCAST(axis, n)  output axis → n copies of the work, in registers (expanded before rendering)
+//   UNROLL(axis, n)  reduce axis → n accumulators, combined after the loop (expanded)
+//   LOCAL(axis, n)   output axis → an inner loop of n (cache tiling: outer loops walk tiles)
+//   THREAD(axis, n)  output axis → n parts run by n threads, one part each
+//   PADTO(axis, n)   axis → rounded up to a multiple of n, the extra iterations masked off
+// An amount of 0 means the whole axis.
+
+
+
+namespace tinyt::inline v0 {
+namespace codegen {
+
+enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, PADTO };
+
+inline const char* opt_op_name(OptOp op) {
+  static constexpr const char* names[] = {"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO"};
+  return names[static_cast<int>(op)];
+}
+
+/// One optimization: `op` applied to the `axis`-th entry of `axes(ast)`.
+struct Opt {
+  OptOp op;
+  int64_t axis;
+  int64_t amount;
+  bool operator==(const Opt&) const = default;
+  std::string str() const { return tinyt::detail::cat(opt_op_name(op), "(", axis, ",", amount, ")"); }
+};
+
+inline std::string to_string(const std::vector<Opt>& opts) {
+  std::string s;
+  for (const Opt& o : opts) s += (s.empty() ? "" : " ") + o.str();
+  return s.empty() ? "none" : s;
+}
+
+/// An opt that does not apply to a kernel (wrong axis kind, amount that does not divide, ...).
+struct OptError : Error {
+  using Error::Error;
+};
+
+using schedule::RangeKind;
+
+inline RangeKind range_kind(const UOp& r) { return static_cast<RangeKind>(r.arg()[1].as_int()); }
+inline int64_t range_size(const UOp& r) { return static_cast<int64_t>(r.src(0).const_int()); }
+
+/// Where a range's loop goes: threads outermost, then output loops, then tiles, then reductions.
+inline int range_rank(RangeKind k) {
+  switch (k) {
+    case RangeKind::thread:
+    case RangeKind::global: return 0;
+    case RangeKind::loop: return 1;
+    case RangeKind::local: return 2;
+    case RangeKind::reduce: return 3;
+    default: return 4;
+  }
+}
+inline bool range_before(const UOp& a, const UOp& b) {
+  return std::pair(range_rank(range_kind(a)), a.arg()[0].as_int()) < std::pair(range_rank(range_kind(b)), b.arg()[0].as_int());
+}
+
+/// The ranges an opt can name: every loop, tile and reduce range in loop order (threads and
+/// register ranges are final).
+inline std::vector<UOp> axes(const UOp& ast) {
+  std::vector<UOp> out;
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::RANGE && (range_kind(u) == RangeKind::loop || range_kind(u) == RangeKind::reduce ||
+                                 range_kind(u) == RangeKind::local))
+      out.push_back(u);
+  std::sort(out.begin(), out.end(), range_before);
+  return out;
+}
+
+/// All ranges of a kernel, any kind, in loop order.
+inline std::vector<UOp> all_ranges(const UOp& ast) {
+  std::vector<UOp> out;
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::RANGE) out.push_back(u);
+  std::sort(out.begin(), out.end(), range_before);
+  return out;
+}
+
+/// The rules every kernel AST is kept simplified with.
+inline const PatternMatcher& kernel_rules() {
+  static const PatternMatcher pm = symbolic() + schedule::gated_load_rules();
+  return pm;
+}
+
+namespace detail {
+/// The element stride of `range` in the address `idx` (its value at range=1 minus at range=0,
+/// every other range at 0); empty when that is not a constant.
+inline std::optional<int64_t> stride_of(const UOp& idx, const UOp& range, const std::vector<UOp>& ranges) {
+  std::unordered_map<const UOpNode*, UOp> at0, at1;
+  for (const UOp& r : ranges) at0[r.get()] = at1[r.get()] = schedule::index_const(0);
+  at1[range.get()] = schedule::index_const(1);
+  const UOp a = simplify(substitute(idx, at0)), b = simplify(substitute(idx, at1));
+  if (!a.is_const() || !b.is_const()) return std::nullopt;
+  return static_cast<int64_t>(b.const_int() - a.const_int());
+}
+
+inline int64_t next_axis_id(const UOp& ast) {
+  int64_t next = 0;
+  for (const UOp& r : all_ranges(ast)) next = std::max(next, r.arg()[0].as_int() + 1);
+  return next;
+}
+
+// Rebuilds `ast` with range `r` replaced by `value`; in REDUCE range lists r becomes `ranges`.
+inline UOp replace_range(const UOp& ast, const UOp& r, const UOp& value, const std::vector<UOp>& ranges) {
+  std::unordered_map<const UOpNode*, UOp> done;
+  for (const UOp& u : toposort(ast)) {
+    if (u == r) {
+      done[u.get()] = value;
+      continue;
+    }
+    std::vector<UOp> src;
+    for (size_t i = 0; i < u.src().size(); ++i) {
+      if (u.op() == Ops::REDUCE && i > 0 && u.src(i) == r) src.insert(src.end(), ranges.begin(), ranges.end());
+      else src.push_back(done.at(u.src(i).get()));
+    }
+    done[u.get()] = u.replace(std::move(src));
+  }
+  return graph_rewrite(done.at(ast.get()), kernel_rules());
+}
+
+// Splits `r` (size n) into a range of `amount` of kind `kind` and the rest; the new range is the
+// inner part (varies fastest) unless `outer`. A rest of size 1 disappears.
+inline UOp split_range(const UOp& ast, const UOp& r, int64_t amount, RangeKind kind, bool outer) {
+  const int64_t n = range_size(r), rest_size = n / amount;
+  const UOp fresh = schedule::range(amount, next_axis_id(ast), kind);
+  const UOp rest = schedule::range(rest_size, r.arg()[0].as_int(), range_kind(r));
+  if (rest_size == 1) return replace_range(ast, r, fresh, {fresh});
+  if (outer) return replace_range(ast, r, fresh * rest_size + rest, {fresh, rest});
+  return replace_range(ast, r, rest * amount + fresh, {rest, fresh});
+}
+
+// Whether a reduce value is 0 wherever the loads that depend on `r` read 0 (their gate is false),
+// so padding a reduce axis adds only zeros to a sum.
+inline bool zero_where_masked(const UOp& v, const UOp& r) {
+  switch (v.op()) {
+    case Ops::LOAD: return v.src(0).src().size() > 2 && depends_on(v.src(0).src(2), r);
+    case Ops::MUL: return zero_where_masked(v.src(0), r) || zero_where_masked(v.src(1), r);
+    case Ops::ADD: case Ops::WHERE: {
+      const size_t first = v.op() == Ops::WHERE ? 1 : 0;
+      return zero_where_masked(v.src(first), r) && zero_where_masked(v.src(first + 1), r);
+    }
+    case Ops::CAST: case Ops::NEG: return zero_where_masked(v.src(0), r);
+    default: return false;
+  }
+}
+
+// PADTO: `r` grows to a multiple of amount; every memory access that depends on it is masked
+// to the old size.
+inline UOp pad_range(const UOp& ast, const UOp& r, int64_t amount) {
+  const int64_t n = range_size(r), padded = (n + amount - 1) / amount * amount;
+  if (padded == n) throw OptError(tinyt::detail::cat("PADTO: axis of size ", n, " is already a multiple of ", amount));
+  if (padded > n * 2) throw OptError(tinyt::detail::cat("PADTO: padding ", n, " to ", padded, " more than doubles it"));
+  const UOp grown = schedule::range(padded, r.arg()[0].as_int(), range_kind(r));
+  const UOp inside = grown.lt(n);
+  // mask every INDEX whose address depends on the range
+  std::unordered_map<const UOpNode*, UOp> done;
+  for (const UOp& u : toposort(ast)) {
+    if (u == r) {
+      done[u.get()] = grown;
+      continue;
+    }
+    std::vector<UOp> src;
+    for (const UOp& s : u.src()) src.push_back(done.at(s.get()));
+    UOp out = u.replace(std::move(src));
+    if (u.op() == Ops::INDEX && u.src(0).op() == Ops::DEFINE_GLOBAL && depends_on(u.src(1), r)) {
+      std::vector<UOp> s = out.src();
+      if (s.size() > 2) s[2] = s[2] & inside;
+      else s.push_back(inside);
+      out = out.replace(std::move(s));
+    }
+    if (u.op() == Ops::REDUCE && std::find(u.src().begin() + 1, u.src().end(), r) != u.src().end() &&
+        !(u.arg().get<Ops>() == Ops::ADD && zero_where_masked(out.src(0), grown)))
+      throw OptError("PADTO: the padded iterations of this reduction would change its result");
+    done[u.get()] = std::move(out);
+  }
+  return graph_rewrite(done.at(ast.get()), kernel_rules());
+}
+}  // namespace detail
+
+/// The kernel AST with `opt` applied; OptError when it does not apply.
+inline UOp apply_opt(const UOp& ast, const Opt& opt) {
+  using tinyt::detail::cat;
+  const std::vector<UOp> ax = axes(ast);
+  if (opt.axis < 0 || opt.axis >= static_cast<int64_t>(ax.size()))
+    throw OptError(cat(opt.str(), ": the kernel has ", ax.size(), " axes"));
+  const UOp& r = ax[static_cast<size_t>(opt.axis)];
+  const int64_t n = range_size(r), amount = opt.amount == 0 ? n : opt.amount;
+  const RangeKind kind = range_kind(r);
+  if (opt.op == OptOp::PADTO) {
+    if (amount <= 1) throw OptError(cat(opt.str(), ": the amount must be above 1"));
+    return detail::pad_range(ast, r, amount);
+  }
+  if (amount <= 1 || n % amount != 0) throw OptError(cat(opt.str(), ": ", amount, " does not divide the axis size ", n));
+  const bool reduce = kind == RangeKind::reduce;
+  switch (opt.op) {
+    case OptOp::UPCAST:
+      if (reduce) throw OptError(cat(opt.str(), ": UPCAST applies to output axes; UNROLL splits reductions"));
+      if (amount > 64) throw OptError(cat(opt.str(), ": more than 64 copies"));
+      return detail::split_range(ast, r, amount, RangeKind::upcast, false);
+    case OptOp::UNROLL:
+      if (!reduce) throw OptError(cat(opt.str(), ": UNROLL applies to reduce axes"));
+      if (amount > 64) throw OptError(cat(opt.str(), ": more than 64 accumulators"));
+      return detail::split_range(ast, r, amount, RangeKind::unroll, false);
+    case OptOp::LOCAL:
+      if (kind != RangeKind::loop) throw OptError(cat(opt.str(), ": LOCAL applies to output loops"));
+      return detail::split_range(ast, r, amount, RangeKind::local, false);
+    case OptOp::THREAD:
+      if (kind != RangeKind::loop) throw OptError(cat(opt.str(), ": THREAD applies to output loops"));
+      for (const UOp& x : all_ranges(ast))
+        if (range_kind(x) == RangeKind::thread) throw OptError(cat(opt.str(), ": the kernel is already threaded"));
+      return detail::split_range(ast, r, amount, RangeKind::thread, true);
+    default: break;
+  }
+  throw OptError(cat(opt.str(), ": unknown opt"));
+}
+
+/// The kernel AST with `opts` applied in order.
+inline UOp apply_opts(UOp ast, const std::vector<Opt>& opts) {
+  for (const Opt& o : opts) ast = apply_opt(ast, o);
+  return ast;
+}
+
+}  // namespace codegen
+}  // namespace tinyt::inline v0
+// ---- end tinyt/codegen/opt/opt.hpp ----
+
+namespace tinyt::inline v0 {
+namespace codegen {
+
+/// A linearized kernel: ops in program order; every source of an op comes earlier in the list.
+struct Program {
+  std::string name;
+  std::vector<UOp> ops;
+  std::vector<DType> globals;  // pointer dtypes of the DEFINE_GLOBALs, by index
+  int64_t threads = 1;         // how many threads run it (core_id 0..threads-1)
+  std::vector<Opt> opts;       // the opts it was built with
+  // GPUs: the axis (RANGE id) each launch dimension runs, dimension 0 first, and the launch's
+  // work-items along each dimension, in all and per work-group
+  std::vector<int64_t> global_axes;
+  std::array<int64_t, 3> global_size{1, 1, 1}, local_size{1, 1, 1};
+  std::vector<UOp> vars;       // the symbolic variables it takes, in order (DEFINE_VAR)
+};
+
+namespace detail {
+inline UOp identity_element(Ops op, DType dt) {
+  switch (op) {
+    case Ops::ADD: return UOp::const_(dt, 0);
+    case Ops::MUL: return UOp::const_(dt, 1);
+    case Ops::MAX:
+      if (dt.scalar().is_float()) return UOp::const_(dt, -INFINITY);
+      return UOp::const_(dt, dtypes::min_int(dt));
+    default: throw InternalError(tinyt::detail::cat("no identity element for reduce op ", op_name(op)));
+  }
+}
+
+// For every node of the kernel, the RANGEs it depends on that are still open where it is used
+// (a REDUCE closes its own), in loop order.
+using FreeRanges = std::unordered_map<const UOpNode*, std::vector<UOp>>;
+inline FreeRanges free_ranges(const UOp& ast) {
+  FreeRanges free;
+  for (const UOp& u : toposort(ast)) {
+    std::vector<UOp> r;
+    if (u.op() == Ops::RANGE) r.push_back(u);
+    for (size_t i = 0; i < u.src().size(); ++i) {
+      if (u.op() == Ops::REDUCE && i > 0) break;
+      for (const UOp& x : free.at(u.src(i).get()))
+        if (std::find(r.begin(), r.end(), x) == r.end()) r.push_back(x);
+    }
+    if (u.op() == Ops::REDUCE)
+      std::erase_if(r, [&](const UOp& x) { return std::find(u.src().begin() + 1, u.src().end(), x) != u.src().end(); });
+    std::sort(r.begin(), r.end(), range_before);
+    free[u.get()] = std::move(r);
+  }
+  return free;
+}
+
+class Linearizer {
+ public:
+  std::vector<UOp> ops;
+
+  explicit Linearizer(const UOp& ast) : free_(free_ranges(ast)) {
+    for (const UOp& u : toposort(ast))
+      if (u.op() == Ops::REDUCE) reduces_.push_back(u);
+  }
+
+  /// Emits the stores in order; consecutive stores share the loops they have in common.
+  void emit_stores(const std::vector<UOp>& stores) {
+    for (const UOp& store : stores) {
+      const std::vector<UOp>& loops = free_.at(store.get());
+      size_t common = 0;
+      while (common < loops_.size() && common < loops.size() && loops_[common] == loops[common]) ++common;
+      while (loops_.size() > common) close(loops_.back(), ops.back()), loops_.pop_back();
+      std::vector<UOp> needed;  // the store's reductions, inner ones first
+      for (const UOp& u : toposort(store))
+        if (u.op() == Ops::REDUCE) needed.push_back(u);
+      hoist_reduces(needed);
+      for (size_t i = common; i < loops.size(); ++i) open(loops[i]), loops_.push_back(loops[i]), hoist_reduces(needed);
+      emit(store);
+    }
+    while (!loops_.empty()) close(loops_.back(), ops.back()), loops_.pop_back();
+  }
+
+ private:
+  FreeRanges free_;
+  std::vector<UOp> reduces_;  // every REDUCE of the kernel
+  std::unordered_set<const UOpNode*> reduced_;  // the REDUCEs already emitted
+  std::vector<UOp> loops_;    // the loops the stores have open
+  std::vector<std::unordered_map<const UOpNode*, UOp>> scopes_{1};
+  int64_t accumulators_ = 0;
+
+  UOp push(UOp u) {
+    ops.push_back(u);
+    return u;
+  }
+  UOp lookup(const UOp& u) const {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
+      if (auto f = it->find(u.get()); f != it->end()) return f->second;
+    return {};
+  }
+  void open(const UOp& r) {
+    emit(r.src(0));  // the loop bound
+    push(r);
+    scopes_.emplace_back();
+    scopes_.back()[r.get()] = r;
+  }
+  UOp close(const UOp& r, const UOp& last) {
+    scopes_.pop_back();
+    return push(UOp(Ops::END, dtypes::void_, {r, last}));
+  }
+
+  UOp emit(const UOp& u) {
+    if (UOp found = lookup(u)) return found;
+    if (u.op() == Ops::RANGE) throw InternalError("linearize: a RANGE is used outside its loop");
+    if (u.op() == Ops::REDUCE) {
+      emit_reduces(u);
+      return lookup(u);
+    }
+    std::vector<UOp> src;
+    for (const UOp& s : u.src()) src.push_back(emit(s));
+    UOp out = push(u.replace(std::move(src)));
+    scopes_.back()[u.get()] = out;
+    return out;
+  }
+
+  // Emits, in the loops open now, each of a store's REDUCEs not yet emitted that needs no other
+  // loop: a reduction broadcast along inner loops (a softmax's row maximum) is computed once per
+  // outer iteration, not once per element.
+  void hoist_reduces(const std::vector<UOp>& needed) {
+    for (const UOp& r : needed) {
+      const auto& need = free_.at(r.get());
+      if (!reduced_.count(r.get()) && std::all_of(need.begin(), need.end(), [&](const UOp& x) { return bool(lookup(x)); }))
+        emit(r);
+    }
+  }
+
+  // The REDUCEs that can share u's loops: same ranges, everything else they need already open,
+  // and not nested in one another. Expanded registers make many of them (a register tile).
+  std::vector<UOp> siblings(const UOp& u) const {
+    std::vector<UOp> out{u};
+    for (const UOp& r : reduces_) {
+      if (r == u || reduced_.count(r.get()) || r.src().size() != u.src().size() ||
+          !std::equal(r.src().begin() + 1, r.src().end(), u.src().begin() + 1))
+        continue;
+      const auto& need = free_.at(r.get());
+      if (!std::all_of(need.begin(), need.end(), [&](const UOp& x) { return bool(lookup(x)); })) continue;
+      if (depends_on(r, u) || depends_on(u, r)) continue;
+      out.push_back(r);
+    }
+    return out;
+  }
+
+  // acc = identity; for (ranges) acc = acc <op> value; then the value is acc — for u and its
+  // siblings together, in one loop nest
+  void emit_reduces(const UOp& u) {
+    const std::vector<UOp> group = siblings(u);
+    std::vector<UOp> slots;
+    for (const UOp& r : group) {
+      reduced_.insert(r.get());
+      UOp acc = push(UOp(Ops::DEFINE_REG, r.dtype().ptr(1, AddrSpace::reg), {}, accumulators_++));
+      slots.push_back(push(UOp(Ops::INDEX, acc.dtype(), {acc, schedule::index_const(0)})));
+      push(UOp(Ops::STORE, dtypes::void_, {slots.back(), push(identity_element(r.arg().get<Ops>(), r.dtype()))}));
+    }
+    std::vector<UOp> ranges(u.src().begin() + 1, u.src().end());
+    std::sort(ranges.begin(), ranges.end(), range_before);
+    for (const UOp& r : ranges) open(r);
+    // a float sum of products accumulates with fused multiply-adds (MULACC), the one place
+    // codegen asks for FMA: matmul and conv accumulation. Nowhere else is a*b+c fused, by us or
+    // by a compiler, so a result does not depend on the CPU or the compiler.
+    std::vector<std::vector<UOp>> values;
+    for (const UOp& r : group) {
+      const UOp& x = r.src(0);
+      const bool fused = r.arg().get<Ops>() == Ops::ADD && x.op() == Ops::MUL && x.dtype().is_float();
+      values.push_back(fused ? std::vector<UOp>{emit(x.src(0)), emit(x.src(1))} : std::vector<UOp>{emit(x)});
+    }
+    UOp last;
+    for (size_t i = 0; i < group.size(); ++i) {
+      // the loads carry what they must come after, so the in-loop and the final read differ
+      UOp current = push(UOp(Ops::LOAD, group[i].dtype(), {slots[i], ranges.back()}));
+      UOp next = values[i].size() == 2 ? UOp(Ops::MULACC, current.dtype(), {values[i][0], values[i][1], current})
+                                       : current.alu(group[i].arg().get<Ops>(), {values[i][0]});
+      last = push(UOp(Ops::STORE, dtypes::void_, {slots[i], push(next)}));
+    }
+    for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) last = close(*it, last);
+    for (size_t i = 0; i < group.size(); ++i) scopes_.back()[group[i].get()] = push(UOp(Ops::LOAD, group[i].dtype(), {slots[i], last}));
+  }
+};
+}  // namespace detail
+
+/// The program of a kernel AST (a SINK of STOREs).
+inline Program linearize(const UOp& ast, std::string name) {
+  TINYT_ASSERT(ast.op() == Ops::SINK, "linearize takes a SINK, not ", op_name(ast.op()));
+  const UOp lowered = lower_narrow_floats(ast);
+  detail::Linearizer lin(lowered);
+  lin.emit_stores(lowered.src());
+  Program p{std::move(name), std::move(lin.ops), {}, 1, {}, {}, {1, 1, 1}, {1, 1, 1}, {}};
+  for (const UOp& u : toposort(lowered)) {
+    if (u.op() == Ops::RANGE && range_kind(u) == RangeKind::thread) p.threads = range_size(u);
+    if (u.op() == Ops::RANGE && range_kind(u) == RangeKind::global) {
+      // innermost (fastest-varying memory) first: neighbouring work-items read neighbouring elements
+      const size_t dim = static_cast<size_t>(u.arg()[2].as_int());
+      if (p.global_axes.size() <= dim) p.global_axes.resize(dim + 1, -1);
+      p.global_axes[dim] = u.arg()[0].as_int();
+      p.global_size[dim] = range_size(u);
+    }
+    if (u.op() == Ops::DEFINE_GLOBAL) {
+      const auto i = static_cast<size_t>(u.arg().as_int());
+      if (p.globals.size() <= i) p.globals.resize(i + 1);
+      p.globals[i] = u.dtype();
+    }
+  }
+  return p;
+}
+
+}  // namespace codegen
+}  // namespace tinyt::inline v0
+// ---- end tinyt/codegen/linearize.hpp ----
+// ---- tinyt/renderer/cstyle.hpp ----
+// The C-style renderer: a linearized kernel as source in C, OpenCL C or CUDA C++, one
+// statement per value that is used more than once (or must stay in order), everything else
+// inlined into its one use. The three languages share everything here (statement forms, integer
+// widening, NaN-propagating max, division that never traps) and differ only in the dialect hooks
+// at the bottom of CStyleRenderer: type names, the kernel's signature, how a work-item finds its
+// index, how narrow floats are read and written, literal suffixes, math function names.
+//
+// The C kernel is `void NAME(void** bufs, const long long* vars, int core_id, int core_count)`:
+// bufs are its buffers by DEFINE_GLOBAL index. An OpenCL or CUDA kernel takes its buffers as
+// parameters `data0, data1, ...` in that order; its RANGEs of kind `global` are work-item ids.
+//
+// float16 and bfloat16 arithmetic reaches the renderer already lowered to float32
+// (codegen/narrow_floats.hpp): narrow floats appear only in memory, constants and casts, so no
+// compiler computes in half, whatever the device supports. C keeps float16 as `_Float16`; every
+// other narrow float is held in a float register and converted where it is loaded, stored or
+// rounded (OpenCL reads and writes halves with the core vload_half/vstore_half, so no device
+// needs cl_khr_fp16). Kernels are compiled without contraction (-ffp-contract=off, OpenCL's
+// FP_CONTRACT OFF, NVRTC's --fmad=false): a fused multiply-add is MULACC, where codegen chose it.
+
+#include <cstdio>
+
+
+namespace tinyt::inline v0 {
+namespace renderer {
+
+namespace detail {
+using tinyt::detail::cat;
+
+// index arithmetic is int where its bounds provably fit, 64-bit otherwise
+inline bool fits_int32(const UOp& u) {
+  const Bounds b = bounds(u);
+  return b.lo >= INT32_MIN && b.hi <= INT32_MAX;
+}
+
+// the digits of a float constant; `f32` adds the f suffix
+inline std::string float_digits(double v, bool f32) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, f32 ? "%.9g" : "%.17g", v);
+  std::string s = buf;
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return f32 ? s + "f" : s;
+}
+
+inline const char* math_fn(Ops op) {
+  switch (op) {
+    case Ops::EXP2: return "exp2";
+    case Ops::LOG2: return "log2";
+    case Ops::SIN: return "sin";
+    case Ops::SQRT: return "sqrt";
+    case Ops::TRUNC: return "trunc";
+    case Ops::POW: return "pow";
+    default: return nullptr;
+  }
+}
+
+inline const char* infix_symbol(Ops op) {
+  switch (op) {
+    case Ops::ADD: return " + ";
+    case Ops::SUB: return " - ";
+    case Ops::MUL: return " * ";
+    case Ops::FDIV: return " / ";
+    case Ops::IDIV: return " / ";
+    case Ops::MOD: return " % ";
+    case Ops::CMPLT: return " < ";
+    case Ops::CMPNE: return " != ";
+    case Ops::CMPEQ: return " == ";
+    case Ops::AND: return " & ";
+    case Ops::OR: return " | ";
+    case Ops::XOR: return " ^ ";
+    case Ops::SHL: return " << ";
+    case Ops::SHR: return " >> ";
+    default: return nullptr;
+  }
+}
+
+// Rounding a float to bfloat16 (nearest even; NaN stays NaN), as bit operations every dialect
+// spells the same once it can move a float's bits to an unsigned int and back.
+inline std::string bfloat16_helpers(const std::string& fn, const std::string& to_bits, const std::string& from_bits,
+                                    const std::string& u16, const std::string& u32) {
+  return cat(fn, "float tinyt_bf16_to_f32(", u16, " b) { return ", from_bits, "((", u32, ")b << 16); }\n",
+             fn, u16, " tinyt_f32_to_bf16(float f) {\n  ", u32, " u = ", to_bits, "(f);\n",
+             "  if (f != f) return (", u16, ")((u >> 16) | 0x40u);  /* NaN stays NaN */\n",
+             "  return (", u16, ")((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);  /* nearest even */\n}\n",
+             fn, "float tinyt_bf16_round(float f) { return tinyt_bf16_to_f32(tinyt_f32_to_bf16(f)); }\n\n");
+}
+}  // namespace detail
+
+/// What a kernel's source needs beyond the language: which types it touches.
+struct SourceFeatures {
+  bool float16 = false, bfloat16 = false, float64 = false;
+};
+
+// C moves a float's bits through a union
+inline constexpr const char* c_bfloat16_helpers =
+    "static inline float tinyt_bf16_to_f32(unsigned short b) {\n"
+    "  union { unsigned int u; float f; } v; v.u = (unsigned int)b << 16; return v.f;\n}\n"
+    "static inline unsigned short tinyt_f32_to_bf16(float f) {\n"
+    "  union { unsigned int u; float f; } v; v.f = f;\n"
+    "  if (f != f) return (unsigned short)((v.u >> 16) | 0x40u);  /* NaN stays NaN */\n"
+    "  return (unsigned short)((v.u + 0x7fffu + ((v.u >> 16) & 1u)) >> 16);  /* nearest even */\n}\n"
+    "static inline float tinyt_bf16_round(float f) { return tinyt_bf16_to_f32(tinyt_f32_to_bf16(f)); }\n\n";
+
+/// Renders a program in a C-like language; the dialects below override the hooks.
+class CStyleRenderer {
+ public:
+  virtual ~CStyleRenderer() = default;
+
+  std::string render(const codegen::Program& p) {
+    program_ = &p;
+    for (const UOp& u : p.ops) {
+      // an op that spells an operand more than once (NaN-aware max, guarded division) needs it named
+      const int n = repeats_operands(u) ? 2 : 1;
+      for (const UOp& s : u.src()) uses_[s.get()] += n;
+    }
+    SourceFeatures features;
+    for (const UOp& u : p.ops) {
+      const DType dt = u.dtype().scalar();
+      features.float16 |= dt == dtypes::float16;
+      features.bfloat16 |= dt == dtypes::bfloat16;
+      features.float64 |= dt == dtypes::float64;
+    }
+    open_kernel(p);
+    for (const UOp& u : p.ops) line(u);
+    body_ << "}\n";
+    return preamble(features) + body_.str();
+  }
+
+ protected:
+  std::ostringstream body_;
+  const codegen::Program* program_ = nullptr;
+
+  // ---- dialect hooks; the defaults are C's ----
+
+  /// The type a scalar value of `dt` has in registers.
+  virtual std::string scalar_type(DType dt) const {
+    switch (dt.scalar_type()) {
+      case ScalarType::bool_: return "bool";
+      case ScalarType::int8: return "signed char";
+      case ScalarType::uint8: return "unsigned char";
+      case ScalarType::int16: return "short";
+      case ScalarType::uint16: return "unsigned short";
+      case ScalarType::int32: return "int";
+      case ScalarType::uint32: return "unsigned int";
+      case ScalarType::int64: return "long long";
+      case ScalarType::uint64: return "unsigned long long";
+      case ScalarType::float16: return held_in_float(dt) ? "float" : "_Float16";
+      case ScalarType::bfloat16: return "float";  // a float holding a bfloat16 value
+      case ScalarType::float32: return "float";
+      case ScalarType::float64: return "double";
+      case ScalarType::index: return scalar_type(dtypes::int64);
+      default: throw CompileError(detail::cat(language(), " renderer: no type for ", dt.name()));
+    }
+  }
+  /// The language's name, for messages.
+  virtual const char* language() const { return "C"; }
+  /// Whether a narrow float is held in a float register (converted at loads, stores, casts).
+  virtual bool held_in_float(DType dt) const { return dt.scalar() == dtypes::bfloat16; }
+  /// The element type of a buffer of `dt` in memory.
+  virtual std::string memory_type(DType dt) const {
+    if (dt.scalar() == dtypes::bfloat16) return "unsigned short";  // its 16 bits: C has no bfloat16 before C23
+    return scalar_type(dt);
+  }
+  /// The suffix of a 64-bit integer literal ("LL"; OpenCL's long is "L").
+  virtual const char* int64_suffix() const { return "LL"; }
+  /// What comes before the kernel: includes, pragmas, helper functions.
+  virtual std::string preamble(const SourceFeatures& f) const {
+    return std::string("#include <math.h>\n#include <stdbool.h>\n\n") + (f.bfloat16 ? c_bfloat16_helpers : "");
+  }
+  /// Writes the kernel's signature and its opening lines.
+  virtual void open_kernel(const codegen::Program& p) {
+    body_ << "void " << p.name << "(void** bufs, const long long* vars, int core_id, int core_count) {\n";
+    body_ << "  (void)vars; (void)core_id; (void)core_count;\n";
+    for (size_t i = 0; i < p.globals.size(); ++i) {
+      const std::string t = memory_type(p.globals[i].base());
+      body_ << "  " << t << "* restrict data" << i << " = (" << t << "*)bufs[" << i << "];\n";
+    }
+  }
+  /// The index of this work-item along launch dimension `dim` (GPU dialects).
+  virtual std::string work_item(int dim) const {
+    throw CompileError(detail::cat(language(), " renderer: no work-items (launch dimension ", dim, ")"));
+  }
+  /// A value of `dt` read from `buf[idx]`, as a register value.
+  virtual std::string load_memory(DType dt, const std::string& buf, const std::string& idx) const {
+    const std::string e = buf + "[" + idx + "]";
+    return dt.scalar() == dtypes::bfloat16 ? "tinyt_bf16_to_f32(" + e + ")" : e;
+  }
+  /// The statement writing register value `v` of `dt` to `buf[idx]` (no semicolon).
+  virtual std::string store_memory(DType dt, const std::string& buf, const std::string& idx, const std::string& v) const {
+    return buf + "[" + idx + "] = " + (dt.scalar() == dtypes::bfloat16 ? "tinyt_f32_to_bf16(" + v + ")" : v);
+  }
+  /// A float value rounded to the narrow float `dt` held in a float.
+  virtual std::string round_narrow(DType dt, const std::string& v) const {
+    if (dt.scalar() == dtypes::bfloat16) return "tinyt_bf16_round((float)" + v + ")";
+    throw CompileError(detail::cat(language(), " renderer: no rounding to ", dt.name()));
+  }
+  /// The 16 bits of a narrow float held in a float, and back.
+  virtual std::string narrow_bits(DType dt, const std::string& v) const {
+    if (dt.scalar() == dtypes::bfloat16) return "tinyt_f32_to_bf16(" + v + ")";
+    throw CompileError(detail::cat(language(), " renderer: no bits of ", dt.name()));
+  }
+  virtual std::string narrow_from_bits(DType dt, const std::string& bits) const {
+    if (dt.scalar() == dtypes::bfloat16) return "tinyt_bf16_to_f32(" + bits + ")";
+    throw CompileError(detail::cat(language(), " renderer: no ", dt.name(), " from bits"));
+  }
+  /// `v`, of memory type `from`, reinterpreted as memory type `to` (equal sizes).
+  virtual std::string bitcast(const std::string& from, const std::string& to, const std::string& v) const {
+    return "((union { " + from + " from; " + to + " to; }){.from = " + v + "}).to";
+  }
+  /// The name of a math function for `dt` (C: expf for float, exp for double).
+  virtual std::string math_function(const std::string& name, DType dt) const {
+    return dt.scalar() == dtypes::float64 ? name : name + "f";
+  }
+  /// NaN and the infinities of `dt` (float or double).
+  virtual std::string special_float(double v, DType dt) const {
+    const std::string s = std::isnan(v) ? "NAN" : v > 0 ? "INFINITY" : "-INFINITY";
+    return dt.scalar() == dtypes::float64 ? "((double)" + s + ")" : s;
+  }
+
+  std::string float_literal(double v, DType dt) const {
+    const DType s = dt.scalar();
+    if (std::isnan(v) || std::isinf(v)) return special_float(v, s);
+    const std::string digits = detail::float_digits(v, s != dtypes::float64);
+    return s == dtypes::float16 && !held_in_float(s) ? "((" + scalar_type(s) + ")" + digits + ")" : digits;
+  }
+  std::string literal(const UOp& c, bool as_int32) const {
+    const DType dt = c.dtype().scalar();
+    if (dt.is_float()) return float_literal(c.const_float(), dt);
+    if (dt.is_bool()) return c.const_int() ? "1" : "0";
+    const i128 v = c.const_int();
+    const std::string wide = int64_suffix();
+    if (dt.is_index() && as_int32) return detail::cat(static_cast<long long>(v));
+    if (dt.is_unsigned()) return detail::cat(static_cast<unsigned long long>(v), dt.itemsize() == 8 ? "U" + wide : "u");
+    if (v == dtypes::min_int(dt)) return detail::cat("(", static_cast<long long>(v + 1), dt.itemsize() == 8 ? wide : "", "-1)");
+    return detail::cat(static_cast<long long>(v), dt.itemsize() == 8 || dt.is_index() ? wide : "");
+  }
+
+ private:
+  std::unordered_map<const UOpNode*, std::string> name_;
+  std::unordered_map<const UOpNode*, std::pair<std::string, std::string>> address_;  // INDEX -> (buffer, index)
+  std::unordered_map<const UOpNode*, int> uses_;
+  int depth_ = 1;
+  int counter_ = 0;
+
+  std::string type_of(const UOp& u) const {
+    if (u.dtype().is_index()) return detail::fits_int32(u) ? "int" : scalar_type(dtypes::int64);
+    return scalar_type(u.dtype());
+  }
+  const std::string& ref(const UOp& u) { return name_.at(u.get()); }
+  void out(const std::string& s) { body_ << std::string(static_cast<size_t>(depth_) * 2, ' ') << s << "\n"; }
+  // a value used once becomes part of its user's expression; others get a named variable
+  void define(const UOp& u, const std::string& expr, const char* prefix) {
+    if (uses_[u.get()] <= 1 && u.op() != Ops::LOAD) {
+      name_[u.get()] = expr;
+      return;
+    }
+    const std::string n = prefix + std::to_string(counter_++);
+    out(type_of(u) + " " + n + " = " + expr + ";");
+    name_[u.get()] = n;
+  }
+  // an operand, cast to the type the op computes in when index math widens
+  std::string operand(const UOp& s, const UOp& user) {
+    if (s.dtype().is_index() && user.dtype().is_index() && type_of(user) != type_of(s))
+      return "((" + scalar_type(dtypes::int64) + ")" + ref(s) + ")";
+    return ref(s);
+  }
+  // the launch dimension a work-item range runs along
+  int work_item_dim(const UOp& range) const {
+    const auto& axes = program_->global_axes;
+    const auto it = std::find(axes.begin(), axes.end(), range.arg()[0].as_int());
+    if (it == axes.end()) throw InternalError(detail::cat(language(), " renderer: a work-item range with no launch dimension"));
+    return static_cast<int>(it - axes.begin());
+  }
+
+  void line(const UOp& u) {
+    const auto& s = u.src();
+    switch (u.op()) {
+      case Ops::DEFINE_GLOBAL: name_[u.get()] = "data" + std::to_string(u.arg().as_int()); return;
+      case Ops::CONST: name_[u.get()] = literal(u, u.dtype().is_index() && detail::fits_int32(u)); return;
+      case Ops::RANGE: {
+        const std::string n = "ridx" + std::to_string(u.arg()[0].as_int());
+        const std::string t = type_of(u);
+        name_[u.get()] = n;
+        switch (codegen::range_kind(u)) {
+          case codegen::RangeKind::thread: out(t + " " + n + " = core_id;"); return;  // one thread runs each value
+          case codegen::RangeKind::global: out(t + " " + n + " = " + work_item(work_item_dim(u)) + ";"); return;
+          default: break;
+        }
+        out("for (" + t + " " + n + " = 0; " + n + " < " + ref(s[0]) + "; " + n + "++) {");
+        ++depth_;
+        return;
+      }
+      case Ops::END:
+        if (codegen::range_kind(s[0]) == codegen::RangeKind::thread || codegen::range_kind(s[0]) == codegen::RangeKind::global) return;
+        --depth_;
+        out("}");
+        return;
+      case Ops::DEFINE_REG: {
+        const std::string n = "acc" + std::to_string(u.arg().as_int());
+        out(scalar_type(u.dtype().base()) + " " + n + ";");
+        name_[u.get()] = n;
+        return;
+      }
+      case Ops::INDEX:
+        if (s[0].op() == Ops::DEFINE_REG) {
+          name_[u.get()] = ref(s[0]);
+        } else {
+          address_[u.get()] = {ref(s[0]), ref(s[1])};
+          name_[u.get()] = ref(s[0]) + "[" + ref(s[1]) + "]";
+        }
+        return;
+      case Ops::LOAD: {
+        const UOp& idx = s[0];
+        if (idx.src(0).op() == Ops::DEFINE_REG) { name_[u.get()] = ref(idx); return; }
+        const auto& [buf, i] = address_.at(idx.get());
+        std::string e = load_memory(u.dtype(), buf, i);
+        if (idx.src().size() > 2) e = "(" + ref(idx.src(2)) + " ? " + e + " : " + literal(UOp::const_(u.dtype(), 0), false) + ")";
+        define(u, e, "val");
+        return;
+      }
+      case Ops::STORE: {
+        std::string assign;
+        if (s[0].src(0).op() == Ops::DEFINE_GLOBAL) {
+          const auto& [buf, i] = address_.at(s[0].get());
+          assign = store_memory(s[1].dtype(), buf, i, ref(s[1])) + ";";
+        } else {
+          assign = ref(s[0]) + " = " + ref(s[1]) + ";";
+        }
+        out(s[0].src().size() > 2 ? "if (" + ref(s[0].src(2)) + ") " + assign : assign);
+        return;
+      }
+      default: break;
+    }
+    std::string e = expr(u);
+    if (computed_wider(u)) e = "((" + type_of(u) + ")" + e + ")";
+    define(u, e, "alu");
+  }
+
+  // C computes bool and integers narrower than int in int, wrapping only where a value is
+  // stored: inlined into a bigger expression, 100 + 100 in int8 would stay 200. A cast after
+  // each such op wraps where LLVM's i1/i8/i16 instructions do, as PyTorch computes.
+  static bool computed_wider(const UOp& u) {
+    const DType dt = u.dtype().scalar();
+    const bool narrow = dt.is_bool() || (dt.is_int() && !dt.is_index() && dt.itemsize() < 4);
+    const bool arithmetic = (detail::infix_symbol(u.op()) && !GroupOp::Comparison.contains(u.op())) ||
+                            u.op() == Ops::NEG || u.op() == Ops::RECIPROCAL;
+    return narrow && arithmetic;
+  }
+
+  std::string expr(const UOp& u) {
+    const auto& s = u.src();
+    auto a = [&](size_t i) { return operand(s[i], u); };
+    const DType dt = u.dtype().scalar();
+    const bool is_float = s.empty() ? false : s[0].dtype().scalar().is_float();
+    if (GroupOp::ALU.contains(u.op()))
+      for (const UOp& x : s)
+        if (x.dtype().scalar() == dtypes::float16 || x.dtype().scalar() == dtypes::bfloat16)
+          throw InternalError(detail::cat(language(), " renderer: ", op_name(u.op()), " of ", x.dtype().name(), " was not lowered to float32"));
+    if (const char* sym = detail::infix_symbol(u.op()); sym && s.size() == 2) {
+      if ((u.op() == Ops::IDIV || u.op() == Ops::MOD) && !(s[1].is_const() && s[1].const_int() > 0)) {
+        // C traps on x/0 and INT_MIN/-1; a kernel must not crash the process. An unsigned divisor
+        // is never -1: UINT_MAX == -1 would hold in C, and x / UINT_MAX is not -x.
+        if (dt.is_unsigned()) return "(" + a(1) + " == 0 ? 0 : " + a(0) + sym + a(1) + ")";
+        return "(" + a(1) + " == 0 ? 0 : (" + a(1) + " == -1 ? " + (u.op() == Ops::MOD ? std::string("0") : "-" + a(0)) + " : " + a(0) + " " + sym + " " + a(1) + "))";
+      }
+      return "(" + a(0) + sym + a(1) + ")";
+    }
+    switch (u.op()) {
+      case Ops::NEG: return "(-" + a(0) + ")";
+      case Ops::MAX:
+        if (is_float) return "((" + a(0) + " != " + a(0) + " || " + a(0) + " > " + a(1) + ") ? " + a(0) + " : " + a(1) + ")";
+        return "(" + a(0) + " > " + a(1) + " ? " + a(0) + " : " + a(1) + ")";
+      case Ops::WHERE: return "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")";
+      case Ops::RECIPROCAL: return "(" + float_literal(1.0, dt) + " / " + a(0) + ")";
+      case Ops::MULACC: return math_function("fma", dt) + "(" + a(0) + ", " + a(1) + ", " + a(2) + ")";
+      case Ops::CAST:
+        if (dt.is_bool()) return "(" + a(0) + " != 0)";
+        if (held_in_float(dt) && s[0].dtype().scalar() != dt) return round_narrow(dt, a(0));
+        return "((" + type_of(u) + ")" + a(0) + ")";
+      case Ops::BITCAST: {
+        // narrow floats held in floats are bitcast through their 16 bits
+        const DType from_dt = s[0].dtype().scalar();
+        const std::string from = held_in_float(from_dt) ? narrow_bits(from_dt, a(0)) : a(0);
+        const std::string bits = bitcast(memory_type(s[0].dtype()), memory_type(u.dtype()), from);
+        return held_in_float(dt) ? narrow_from_bits(dt, bits) : bits;
+      }
+      default: break;
+    }
+    if (const char* fn = detail::math_fn(u.op()))
+      return math_function(fn, dt) + "(" + a(0) + (s.size() > 1 ? ", " + a(1) : "") + ")";
+    throw CompileError(detail::cat(language(), " renderer: cannot render ", op_name(u.op()), " of ", u.dtype().name()));
+  }
+
+  static bool repeats_operands(const UOp& u) {
+    if (u.op() == Ops::MAX) return true;
+    return (u.op() == Ops::IDIV || u.op() == Ops::MOD) && !(u.src(1).is_const() && u.src(1).const_int() > 0);
+  }
+};
+
+/// C, for the CPU: the base's defaults.
+class CRenderer : public CStyleRenderer {};
+
+/// OpenCL C: buffers as `__global` kernel parameters, halves through vload_half/vstore_half.
+class OpenCLRenderer : public CStyleRenderer {
+ protected:
+  const char* language() const override { return "OpenCL"; }
+  std::string scalar_type(DType dt) const override {
+    switch (dt.scalar_type()) {
+      case ScalarType::int8: return "char";
+      case ScalarType::uint8: return "uchar";
+      case ScalarType::uint16: return "ushort";
+      case ScalarType::uint32: return "uint";
+      case ScalarType::int64: return "long";
+      case ScalarType::uint64: return "ulong";
+      default: return CStyleRenderer::scalar_type(dt);
+    }
+  }
+  bool held_in_float(DType dt) const override { return dt.scalar() == dtypes::bfloat16 || dt.scalar() == dtypes::float16; }
+  std::string memory_type(DType dt) const override {
+    switch (dt.scalar_type()) {
+      case ScalarType::bool_: return "uchar";  // bool may not be in a kernel's buffer
+      case ScalarType::float16: return "half";  // a pointer to halves needs no cl_khr_fp16
+      case ScalarType::bfloat16: return "ushort";
+      default: return scalar_type(dt);
+    }
+  }
+  const char* int64_suffix() const override { return "L"; }
+  std::string preamble(const SourceFeatures& f) const override {
+    std::string s = "#pragma OPENCL FP_CONTRACT OFF\n";
+    if (f.float64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+    s += "\n";
+    if (f.bfloat16) s += detail::bfloat16_helpers("", "as_uint", "as_float", "ushort", "uint");
+    if (f.float16)
+      s += "ushort tinyt_f32_to_f16(float f) { ushort h; vstore_half(f, 0, (__private half*)&h); return h; }\n"
+           "float tinyt_f16_to_f32(ushort h) { return vload_half(0, (__private const half*)&h); }\n"
+           "float tinyt_f16_round(float f) { return tinyt_f16_to_f32(tinyt_f32_to_f16(f)); }\n\n";
+    return s;
+  }
+  void open_kernel(const codegen::Program& p) override {
+    body_ << "__kernel void " << p.name << "(";
+    for (size_t i = 0; i < p.globals.size(); ++i)
+      body_ << (i ? ", " : "") << "__global " << memory_type(p.globals[i].base()) << "* restrict data" << i;
+    body_ << ") {\n";
+  }
+  std::string work_item(int dim) const override { return detail::cat("(int)get_global_id(", dim, ")"); }
+  std::string load_memory(DType dt, const std::string& buf, const std::string& idx) const override {
+    if (dt.scalar() == dtypes::float16) return "vload_half(" + idx + ", " + buf + ")";
+    return CStyleRenderer::load_memory(dt, buf, idx);
+  }
+  std::string store_memory(DType dt, const std::string& buf, const std::string& idx, const std::string& v) const override {
+    if (dt.scalar() == dtypes::float16) return "vstore_half(" + v + ", " + idx + ", " + buf + ")";
+    return CStyleRenderer::store_memory(dt, buf, idx, v);
+  }
+  std::string round_narrow(DType dt, const std::string& v) const override {
+    if (dt.scalar() == dtypes::float16) return "tinyt_f16_round((float)" + v + ")";
+    return CStyleRenderer::round_narrow(dt, v);
+  }
+  std::string narrow_bits(DType dt, const std::string& v) const override {
+    if (dt.scalar() == dtypes::float16) return "tinyt_f32_to_f16(" + v + ")";
+    return CStyleRenderer::narrow_bits(dt, v);
+  }
+  std::string narrow_from_bits(DType dt, const std::string& bits) const override {
+    if (dt.scalar() == dtypes::float16) return "tinyt_f16_to_f32(" + bits + ")";
+    return CStyleRenderer::narrow_from_bits(dt, bits);
+  }
+  std::string bitcast(const std::string&, const std::string& to, const std::string& v) const override {
+    return "as_" + to + "(" + v + ")";
+  }
+  std::string math_function(const std::string& name, DType) const override { return name; }  // overloaded
+};
+
+/// CUDA C++ for NVRTC: `extern "C" __global__` kernels; halves as their bits, converted in PTX.
+class CUDARenderer : public CStyleRenderer {
+ public:
+  /// `max_local`: the most work-items a launch groups (its __launch_bounds__).
+  explicit CUDARenderer(int64_t max_local = 256) : max_local_(max_local) {}
+
+ protected:
+  const char* language() const override { return "CUDA"; }
+  bool held_in_float(DType dt) const override { return dt.scalar() == dtypes::bfloat16 || dt.scalar() == dtypes::float16; }
+  std::string memory_type(DType dt) const override {
+    if (dt.scalar() == dtypes::float16) return "unsigned short";
+    return CStyleRenderer::memory_type(dt);
+  }
+  std::string preamble(const SourceFeatures& f) const override {
+    // NVRTC compiles without the toolkit's headers: the few macros and helpers are defined here
+    std::string s =
+        "#define INFINITY __int_as_float(0x7f800000)\n#define NAN __int_as_float(0x7fffffff)\n"
+        "template <class To, class From> __device__ inline To tinyt_bitcast(From x) {\n"
+        "  union { From from; To to; } u; u.from = x; return u.to;\n}\n\n";
+    if (f.bfloat16) s += detail::bfloat16_helpers("__device__ inline ", "__float_as_uint", "__uint_as_float", "unsigned short", "unsigned int");
+    if (f.float16)
+      s += "__device__ inline unsigned short tinyt_f32_to_f16(float f) {\n"
+           "  unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h;\n}\n"
+           "__device__ inline float tinyt_f16_to_f32(unsigned short h) {\n"
+           "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f;\n}\n"
+           "__device__ inline float tinyt_f16_round(float f) { return tinyt_f16_to_f32(tinyt_f32_to_f16(f)); }\n\n";
+    return s;
+  }
+  void open_kernel(const codegen::Program& p) override {
+    body_ << "extern \"C\" __global__ void __launch_bounds__(" << max_local_ << ") " << p.name << "(";
+    for (size_t i = 0; i < p.globals.size(); ++i)
+      body_ << (i ? ", " : "") << memory_type(p.globals[i].base()) << "* __restrict__ data" << i;
+    body_ << ") {\n";
+  }
+  std::string work_item(int dim) const override {
+    const char* d = dim == 0 ? "x" : dim == 1 ? "y" : "z";
+    return detail::cat("(int)(blockIdx.", d, " * blockDim.", d, " + threadIdx.", d, ")");
+  }
+  std::string load_memory(DType dt, const std::string& buf, const std::string& idx) const override {
+    if (dt.scalar() == dtypes::float16) return "tinyt_f16_to_f32(" + buf + "[" + idx + "])";
+    return CStyleRenderer::load_memory(dt, buf, idx);
+  }
+  std::string store_memory(DType dt, const std::string& buf, const std::string& idx, const std::string& v) const override {
+    if (dt.scalar() == dtypes::float16) return buf + "[" + idx + "] = tinyt_f32_to_f16(" + v + ")";
+    return CStyleRenderer::store_memory(dt, buf, idx, v);
+  }
+  std::string round_narrow(DType dt, const std::string& v) const override {
+    if (dt.scalar() == dtypes::float16) return "tinyt_f16_round((float)" + v + ")";
+    return CStyleRenderer::round_narrow(dt, v);
+  }
+  std::string narrow_bits(DType dt, const std::string& v) const override {
+    if (dt.scalar() == dtypes::float16) return "tinyt_f32_to_f16(" + v + ")";
+    return CStyleRenderer::narrow_bits(dt, v);
+  }
+  std::string narrow_from_bits(DType dt, const std::string& bits) const override {
+    if (dt.scalar() == dtypes::float16) return "tinyt_f16_to_f32(" + bits + ")";
+    return CStyleRenderer::narrow_from_bits(dt, bits);
+  }
+  std::string bitcast(const std::string& from, const std::string& to, const std::string& v) const override {
+    return "tinyt_bitcast<" + to + ", " + from + ">(" + v + ")";
+  }
+
+ private:
+  int64_t max_local_;
+};
+
+/// C source for a program.
+inline std::string render_c(const codegen::Program& p) { return CRenderer().render(p); }
+/// OpenCL C source for a program.
+inline std::string render_opencl(const codegen::Program& p) { return OpenCLRenderer().render(p); }
+/// CUDA C++ source for a program.
+inline std::string render_cuda(const codegen::Program& p, int64_t max_local = 256) { return CUDARenderer(max_local).render(p); }
+
+}  // namespace renderer
+}  // namespace tinyt::inline v0
+// ---- end tinyt/renderer/cstyle.hpp ----
+// ---- tinyt/engine/realize.hpp ----
+// The engine: a schedule becomes a list of exec items, each a runner (a compiled kernel, or a
+// copy between buffers), the buffers it runs on and the values of its symbolic variables; running
+// the list launches them in order on their devices. Kernels are compiled once per device and
+// settings, cached by their AST (ASTs are interned, so a step seen before goes straight to
+// launching). TinyJit records and replays such a list.
+//
+// DEBUG=1 prints the schedule, 2 a line per launch with its time and rates (estimates.hpp),
+// 3 each kernel's opts, 4 the generated source, 5 the AST, 6 the linearized ops.
+
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+#include <thread>
+#include <tuple>
+
 // ---- tinyt/codegen/decompositions.hpp ----
 // Decompositions: EXP2, LOG2 and SIN rewritten into ALU ops, bit casts and integer shifts, so a
 // kernel that uses them has no libm call left and the C compiler can vectorize it.
@@ -7533,121 +9131,56 @@ inline std::optional<std::vector<Opt>> deserialize_opts(const std::string& text)
 }  // namespace codegen
 }  // namespace tinyt::inline v0
 // ---- end tinyt/codegen/opt/search.hpp ----
-// ---- tinyt/engine/estimates.hpp ----
-// What a kernel costs, estimated once from its linearized program (as tinygrad's Estimates):
-// the arithmetic it does, the memory it touches, and the bytes its loads and stores move. The
-// engine adds them to GlobalCounters at each launch and prints them at DEBUG>=2 as rates.
-//
-// What counts, exactly:
-// - ops: every ALU op (unary, binary, ternary) once per lane, times the trip counts of the loops
-//   around it (a thread loop counts its whole size: the threads together run all of it); MULACC
-//   counts 2. Address and mask arithmetic (what an INDEX's address and gate are computed from)
-//   is not counted, nor casts, loads and stores: a matmul is 2*M*N*K, an elementwise add one op
-//   per element. The transcendental decompositions count as the ops they became.
-// - mem: for each buffer, the bytes of the span of elements the kernel can address in it (from
-//   the bounds of its index, clipped to the buffer), once for its loads and once for its stores:
-//   a matmul is the sizes of A, B and C; a buffer read and written in place counts twice; a
-//   broadcast input counts once, not once per use.
-// - lds: the bytes of every load and store of a buffer, times the trip counts around it (the
-//   traffic the kernel asks of its caches; a matmul reads A and B N and M times over).
+// ---- tinyt/codegen/work_items.hpp ----
+// Kernels for GPUs: a kernel's output loops become work-items. Up to three loops, innermost
+// first, become the launch's dimensions 0, 1, 2 (RANGEs of kind `global`, whose value is the
+// work-item's index), so neighbouring work-items touch neighbouring memory; loops further out stay
+// loops inside each work-item. Work-groups are sized to divide each dimension exactly, so no
+// work-item falls outside the kernel's range and none needs a bounds check.
 
-#include <iomanip>
-#include <unordered_set>
 
 
 namespace tinyt::inline v0 {
-namespace engine {
+namespace codegen {
 
-/// A kernel's work: ops (flops and integer ops), mem (bytes of the buffers it touches), lds
-/// (bytes its loads and stores move).
-struct Estimates {
-  int64_t ops = 0, mem = 0, lds = 0;
-};
+/// CUDA's grid allows 65535 blocks along y and z: a dimension that large stays on x or a loop.
+inline constexpr int64_t max_outer_dimension = 65535;
 
-namespace detail {
-// The nodes an address or a mask is computed from: arithmetic there is indexing, not work.
-inline std::unordered_set<const UOpNode*> indexing_nodes(const std::vector<UOp>& ops) {
-  std::unordered_set<const UOpNode*> seen;
-  std::vector<UOp> stack;
-  for (const UOp& u : ops) {
-    if (u.op() == Ops::INDEX)
-      for (size_t i = 1; i < u.src().size(); ++i) stack.push_back(u.src(i));
-    if (u.op() == Ops::IF) stack.push_back(u.src(0));
+/// The AST with up to three output loops as work-item ranges (RANGE arg: axis, kind, dimension).
+inline UOp map_work_items(const UOp& ast) {
+  std::vector<UOp> loops;
+  for (const UOp& r : all_ranges(ast))
+    if (range_kind(r) == RangeKind::loop) loops.push_back(r);
+  std::unordered_map<const UOpNode*, UOp> work_items;
+  int64_t dim = 0;
+  for (auto it = loops.rbegin(); it != loops.rend() && dim < 3; ++it) {
+    if (dim > 0 && range_size(*it) > max_outer_dimension) break;  // this and the outer loops stay loops
+    work_items[it->get()] = UOp(Ops::RANGE, dtypes::index, {it->src(0)},
+                                Arg{it->arg()[0].as_int(), static_cast<int64_t>(RangeKind::global), dim});
+    ++dim;
   }
-  while (!stack.empty()) {
-    UOp u = std::move(stack.back());
-    stack.pop_back();
-    if (!seen.insert(u.get()).second) continue;
-    for (const UOp& s : u.src()) stack.push_back(s);
-  }
-  return seen;
-}
-inline bool is_alu(Ops op) {
-  const OpKind k = op_kind(op);
-  return k == OpKind::unary || k == OpKind::binary || k == OpKind::ternary;
-}
-}  // namespace detail
-
-/// The estimates of a linearized program.
-inline Estimates estimate(const codegen::Program& p) {
-  Estimates e;
-  const std::unordered_set<const UOpNode*> indexing = detail::indexing_nodes(p.ops);
-  int64_t mult = 1;
-  std::vector<int64_t> outer;  // the multiplier outside each open loop
-  // (global, is store) -> the lowest and highest element addressed
-  std::map<std::pair<int64_t, bool>, std::pair<i128, i128>> spans;
-  std::map<int64_t, int64_t> sizes;  // global -> its elements
-  for (const UOp& u : p.ops) {
-    if (u.op() == Ops::RANGE) {
-      outer.push_back(mult);
-      mult *= codegen::range_size(u);
-    } else if (u.op() == Ops::END) {
-      mult = outer.back();
-      outer.pop_back();
-    } else if (u.op() == Ops::LOAD || u.op() == Ops::STORE) {
-      const UOp& idx = u.src(0);
-      if (idx.op() != Ops::INDEX || idx.src(0).op() != Ops::DEFINE_GLOBAL) continue;  // a register
-      const DType value = u.op() == Ops::LOAD ? u.dtype() : u.src(1).dtype();
-      e.lds += mult * value.itemsize() * value.count();
-      const UOp& g = idx.src(0);
-      const int64_t n = g.arg().as_int();
-      sizes[n] = g.dtype().size();
-      const bool scalar_address = idx.src(1).dtype().count() == 1;  // else: the whole buffer
-      const i128 lo = scalar_address ? vmin(idx.src(1)) : 0;
-      const i128 hi = scalar_address ? vmax(idx.src(1)) + value.count() - 1 : g.dtype().size() - 1;
-      auto [it, fresh] = spans.try_emplace({n, u.op() == Ops::STORE}, lo, hi);
-      if (!fresh) it->second = {std::min(it->second.first, lo), std::max(it->second.second, hi)};
-    } else if (detail::is_alu(u.op()) && !indexing.count(u.get())) {
-      e.ops += mult * (u.op() == Ops::MULACC ? 2 : 1) * u.dtype().count();
-    }
-  }
-  for (const auto& [key, span] : spans) {
-    const DType dt = p.globals.at(static_cast<size_t>(key.first)).base();
-    const i128 size = sizes.at(key.first);
-    const i128 elements = std::min(size, std::min(span.second, size - 1) - std::max<i128>(span.first, 0) + 1);
-    e.mem += static_cast<int64_t>(std::max<i128>(elements, 0)) * dt.itemsize();
-  }
-  return e;
+  return work_items.empty() ? ast : substitute(ast, work_items);
 }
 
-/// The DEBUG>=2 line of a launch, as tinygrad prints it: device, kernel number, name, buffers,
-/// memory in use; its time and the running total; then GFLOPS and GB/s (mem|lds) at that time.
-inline std::string kernel_line(const std::string& device, int64_t number, const std::string& name, size_t buffers,
-                               const Estimates& e, double seconds) {
-  const double t = std::max(seconds, 1e-20) * 1e9;
-  std::ostringstream os;
-  os << std::fixed << "*** " << std::left << std::setw(7) << device.substr(0, 7) << std::right << std::setw(5) << number
-     << " " << std::left << std::setw(46) << name << std::right << " arg " << std::setw(2) << buffers << " mem "
-     << std::setprecision(2) << std::setw(6) << static_cast<double>(GlobalCounters::mem_used.load()) / 1e9 << " GB tm "
-     << std::setw(9) << seconds * 1e6 << "us/" << std::setw(9) << GlobalCounters::time_sum_s.load() * 1e3 << "ms ("
-     << std::setw(9) << static_cast<double>(e.ops) / t << " GFLOPS " << std::setprecision(1) << std::setw(6)
-     << static_cast<double>(e.mem) / t << "|" << std::left << std::setw(7) << static_cast<double>(e.lds) / t << " GB/s)";
-  return os.str();
+/// Work-group sizes for a program's launch: per dimension, from 0, the largest divisor of its
+/// size that keeps the group within `max_local` work-items.
+inline std::array<int64_t, 3> local_sizes(const std::array<int64_t, 3>& global, int64_t max_local) {
+  std::array<int64_t, 3> local{1, 1, 1};
+  int64_t left = std::max<int64_t>(max_local, 1);
+  for (size_t d = 0; d < 3; ++d) {
+    for (int64_t l = std::min(global[d], left); l >= 1; --l)
+      if (global[d] % l == 0) {
+        local[d] = l;
+        break;
+      }
+    left /= local[d];
+  }
+  return local;
 }
 
-}  // namespace engine
+}  // namespace codegen
 }  // namespace tinyt::inline v0
-// ---- end tinyt/engine/estimates.hpp ----
+// ---- end tinyt/codegen/work_items.hpp ----
 // ---- tinyt/renderer/llvmir.hpp ----
 // The LLVM IR renderer: a linearized kernel as a textual LLVM IR module that LLVM 14 through 20
 // all parse. Pointers are written typed (`float*`): LLVM 14 needs them, and LLVM 17+ reads them
@@ -8430,112 +9963,288 @@ inline std::pair<int64_t, int64_t> schedule_cache_counts() {
 }  // namespace schedule
 }  // namespace tinyt::inline v0
 // ---- end tinyt/schedule/cache.hpp ----
+// ---- tinyt/engine/estimates.hpp ----
+// What a kernel costs, estimated once from its linearized program (as tinygrad's Estimates):
+// the arithmetic it does, the memory it touches, and the bytes its loads and stores move. The
+// engine adds them to GlobalCounters at each launch and prints them at DEBUG>=2 as rates.
+//
+// What counts, exactly:
+// - ops: every ALU op (unary, binary, ternary) once per lane, times the trip counts of the loops
+//   around it (a thread loop counts its whole size: the threads together run all of it); MULACC
+//   counts 2. Address and mask arithmetic (what an INDEX's address and gate are computed from)
+//   is not counted, nor casts, loads and stores: a matmul is 2*M*N*K, an elementwise add one op
+//   per element. The transcendental decompositions count as the ops they became.
+// - mem: for each buffer, the bytes of the span of elements the kernel can address in it (from
+//   the bounds of its index, clipped to the buffer), once for its loads and once for its stores:
+//   a matmul is the sizes of A, B and C; a buffer read and written in place counts twice; a
+//   broadcast input counts once, not once per use.
+// - lds: the bytes of every load and store of a buffer, times the trip counts around it (the
+//   traffic the kernel asks of its caches; a matmul reads A and B N and M times over).
+
+#include <iomanip>
+#include <unordered_set>
+
 
 namespace tinyt::inline v0 {
+namespace engine {
 
-/// What turns CPU kernels into machine code: LLVM's ORC JIT (the default), or the system C
-/// compiler (CPU_LLVM=0, or when libLLVM cannot be opened).
-enum class CpuCompiler { llvm, cc };
+/// A kernel's work: ops (flops and integer ops), mem (bytes of the buffers it touches), lds
+/// (bytes its loads and stores move).
+struct Estimates {
+  int64_t ops = 0, mem = 0, lds = 0;
+};
 
 namespace detail {
-// Whether libLLVM opened, tried once; why not, when it did not.
-inline const std::string& llvm_unavailable_reason() {
-  static const std::string reason = [] {
-    try {
-      backend::default_llvm();
-      return std::string();
-    } catch (const std::exception& e) {
-      return std::string(e.what());
-    }
-  }();
-  return reason;
+// The nodes an address or a mask is computed from: arithmetic there is indexing, not work.
+inline std::unordered_set<const UOpNode*> indexing_nodes(const std::vector<UOp>& ops) {
+  std::unordered_set<const UOpNode*> seen;
+  std::vector<UOp> stack;
+  for (const UOp& u : ops) {
+    if (u.op() == Ops::INDEX)
+      for (size_t i = 1; i < u.src().size(); ++i) stack.push_back(u.src(i));
+    if (u.op() == Ops::IF) stack.push_back(u.src(0));
+  }
+  while (!stack.empty()) {
+    UOp u = std::move(stack.back());
+    stack.pop_back();
+    if (!seen.insert(u.get()).second) continue;
+    for (const UOp& s : u.src()) stack.push_back(s);
+  }
+  return seen;
+}
+inline bool is_alu(Ops op) {
+  const OpKind k = op_kind(op);
+  return k == OpKind::unary || k == OpKind::binary || k == OpKind::ternary;
 }
 }  // namespace detail
 
-/// The CPU compiler to use now.
-inline CpuCompiler cpu_compiler() {
-  if (!getenv_int("CPU_LLVM", 1)) return CpuCompiler::cc;
-  if (detail::llvm_unavailable_reason().empty()) return CpuCompiler::llvm;
-  static std::once_flag noted;
-  if (debug_level() >= 1)
-    std::call_once(noted, [] { std::cerr << "tinyt: using the C compiler, LLVM is unavailable: " << detail::llvm_unavailable_reason() << "\n"; });
-  return CpuCompiler::cc;
-}
-/// The CPU LLVM compiles for: TINYT_LLVM_CPU ("x86-64-v3", "skylake,+avx512f"), else "host".
-inline std::string llvm_cpu() { return getenv_str("TINYT_LLVM_CPU", "host"); }
-/// The identity of a CPU compiler (version, flags, target CPU): part of every on-disk cache key.
-inline std::string compiler_identity(CpuCompiler c, const std::string& llvm_target = llvm_cpu()) {
-  return c == CpuCompiler::llvm ? backend::llvm_jit(llvm_target).identity() : backend::default_cc().identity();
+/// The estimates of a linearized program.
+inline Estimates estimate(const codegen::Program& p) {
+  Estimates e;
+  const std::unordered_set<const UOpNode*> indexing = detail::indexing_nodes(p.ops);
+  int64_t mult = 1;
+  std::vector<int64_t> outer;  // the multiplier outside each open loop
+  // (global, is store) -> the lowest and highest element addressed
+  std::map<std::pair<int64_t, bool>, std::pair<i128, i128>> spans;
+  std::map<int64_t, int64_t> sizes;  // global -> its elements
+  for (const UOp& u : p.ops) {
+    if (u.op() == Ops::RANGE) {
+      outer.push_back(mult);
+      mult *= codegen::range_size(u);
+    } else if (u.op() == Ops::END) {
+      mult = outer.back();
+      outer.pop_back();
+    } else if (u.op() == Ops::LOAD || u.op() == Ops::STORE) {
+      const UOp& idx = u.src(0);
+      if (idx.op() != Ops::INDEX || idx.src(0).op() != Ops::DEFINE_GLOBAL) continue;  // a register
+      const DType value = u.op() == Ops::LOAD ? u.dtype() : u.src(1).dtype();
+      e.lds += mult * value.itemsize() * value.count();
+      const UOp& g = idx.src(0);
+      const int64_t n = g.arg().as_int();
+      sizes[n] = g.dtype().size();
+      const bool scalar_address = idx.src(1).dtype().count() == 1;  // else: the whole buffer
+      const i128 lo = scalar_address ? vmin(idx.src(1)) : 0;
+      const i128 hi = scalar_address ? vmax(idx.src(1)) + value.count() - 1 : g.dtype().size() - 1;
+      auto [it, fresh] = spans.try_emplace({n, u.op() == Ops::STORE}, lo, hi);
+      if (!fresh) it->second = {std::min(it->second.first, lo), std::max(it->second.second, hi)};
+    } else if (detail::is_alu(u.op()) && !indexing.count(u.get())) {
+      e.ops += mult * (u.op() == Ops::MULACC ? 2 : 1) * u.dtype().count();
+    }
+  }
+  for (const auto& [key, span] : spans) {
+    const DType dt = p.globals.at(static_cast<size_t>(key.first)).base();
+    const i128 size = sizes.at(key.first);
+    const i128 elements = std::min(size, std::min(span.second, size - 1) - std::max<i128>(span.first, 0) + 1);
+    e.mem += static_cast<int64_t>(std::max<i128>(elements, 0)) * dt.itemsize();
+  }
+  return e;
 }
 
-/// A kernel ready to launch.
+/// The DEBUG>=2 line of a launch, as tinygrad prints it: device, kernel number, name, buffers,
+/// memory in use; its time and the running total; then GFLOPS and GB/s (mem|lds) at that time.
+inline std::string kernel_line(const std::string& device, int64_t number, const std::string& name, size_t buffers,
+                               const Estimates& e, double seconds) {
+  const double t = std::max(seconds, 1e-20) * 1e9;
+  std::ostringstream os;
+  os << std::fixed << "*** " << std::left << std::setw(7) << device.substr(0, 7) << std::right << std::setw(5) << number
+     << " " << std::left << std::setw(46) << name << std::right << " arg " << std::setw(2) << buffers << " mem "
+     << std::setprecision(2) << std::setw(6) << static_cast<double>(GlobalCounters::mem_used.load()) / 1e9 << " GB tm "
+     << std::setw(9) << seconds * 1e6 << "us/" << std::setw(9) << GlobalCounters::time_sum_s.load() * 1e3 << "ms ("
+     << std::setw(9) << static_cast<double>(e.ops) / t << " GFLOPS " << std::setprecision(1) << std::setw(6)
+     << static_cast<double>(e.mem) / t << "|" << std::left << std::setw(7) << static_cast<double>(e.lds) / t << " GB/s)";
+  return os.str();
+}
+
+}  // namespace engine
+}  // namespace tinyt::inline v0
+// ---- end tinyt/engine/estimates.hpp ----
+
+namespace tinyt::inline v0 {
+namespace engine {
+
+/// How kernels are optimized and compiled now for one device: NOOPT, BEAM, TRANSCENDENTAL, what
+/// the code generator must know of the device, and its compiler's identity. Read once per
+/// schedule and device; part of the kernel cache's key.
+struct OptSettings {
+  std::string device;
+  int64_t noopt = 0, beam = 0, transcendental = 1;
+  backend::Target target;
+  std::string compiler;
+  static OptSettings current(const std::string& device) {
+    backend::Device& d = backend::device(device);
+    return {d.name(), getenv_int("NOOPT", 0), getenv_int("BEAM", 0), getenv_int("TRANSCENDENTAL", 1), d.target(),
+            d.compiler().identity()};
+  }
+  auto key() const {
+    return std::tuple(device, noopt, beam, transcendental, target.language, target.threads, target.max_local, compiler);
+  }
+};
+
+/// A kernel compiled for a device, ready to launch.
 struct CompiledKernel {
   codegen::Program program;
-  std::string source;  // LLVM IR or C
-  CpuCompiler compiler;
-  engine::Estimates estimates;  // what one launch costs, counted once here
-  backend::LLVMJit::Function* function = nullptr;
-  std::unique_ptr<backend::CProgram> library;  // the C path's shared object, which holds `function`
+  std::string source;  // C, LLVM IR, OpenCL C or CUDA C++
+  std::string device;
+  backend::Language language = backend::Language::c;
+  Estimates estimates;  // what one launch costs, counted once here
+  std::unique_ptr<backend::Program> runtime;
+
+  /// The launch: the work-items of a GPU kernel, the threads of a CPU one.
+  backend::LaunchDims dims() const {
+    if (program.global_axes.empty()) return {{program.threads, 1, 1}, {1, 1, 1}};
+    return {program.global_size, program.local_size};
+  }
 };
 
-/// Compiles a kernel AST with `opts` applied (its registers expanded) for the CPU.
+/// The source of a program in the language a device's compiler takes.
+inline std::string render(const codegen::Program& p, const backend::Target& target) {
+  switch (target.language) {
+    case backend::Language::c: return renderer::render_c(p);
+    case backend::Language::llvm_ir: return renderer::render_llvm(p);
+    case backend::Language::opencl: return renderer::render_opencl(p);
+    case backend::Language::cuda: return renderer::render_cuda(p, target.max_local);
+  }
+  throw InternalError("render: unknown language");
+}
+
+/// The program of a kernel AST with `opts` applied, lowered for `target` (registers expanded,
+/// transcendentals decomposed unless TRANSCENDENTAL=0, division made safe, work-items on a GPU).
+inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> opts, const backend::Target& target,
+                                     bool transcendental) {
+  UOp expanded = codegen::expand_registers(codegen::apply_opts(ast, opts));
+  if (transcendental)
+    expanded = graph_rewrite(graph_rewrite(expanded, codegen::transcendental_rules()), codegen::kernel_rules());
+  expanded = graph_rewrite(expanded, codegen::division_rules());  // for every renderer: x/0 is 0
+  if (target.gpu) expanded = codegen::map_work_items(expanded);
+  codegen::Program p = codegen::linearize(expanded, schedule::detail::kernel_name(ast));
+  p.opts = std::move(opts);
+  if (target.gpu) p.local_size = codegen::local_sizes(p.global_size, target.max_local);
+  return p;
+}
+
+/// Compiles a kernel AST with `opts` applied for the device of `settings`.
 inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vector<codegen::Opt> opts,
-                                                      CpuCompiler compiler = cpu_compiler(),
-                                                      const std::string& llvm_target = llvm_cpu()) {
+                                                      const OptSettings& settings) {
   auto k = std::make_shared<CompiledKernel>();
   ++GlobalCounters::compile_count;
-  UOp expanded = codegen::expand_registers(codegen::apply_opts(ast, opts));
-  // TRANSCENDENTAL=0 keeps the libm calls; 1 (default) decomposes them so the kernel vectorizes
-  if (getenv_int("TRANSCENDENTAL", 1))
-    expanded = graph_rewrite(graph_rewrite(expanded, codegen::transcendental_rules()), codegen::kernel_rules());
-  expanded = graph_rewrite(expanded, codegen::division_rules());  // for both renderers: x/0 is 0
-  k->program = codegen::linearize(expanded, schedule::detail::kernel_name(ast));
-  k->program.opts = std::move(opts);
-  k->estimates = engine::estimate(k->program);
-  k->compiler = compiler;
-  if (compiler == CpuCompiler::llvm) {
-    k->source = renderer::render_llvm(k->program);
-    if (debug_level() >= 4) std::cerr << k->source << "\n";
-    k->function = backend::llvm_jit(llvm_target).compile(k->source, k->program.name);
-    return k;
-  }
-  k->source = renderer::render_c(k->program);
+  k->program = lower_kernel(ast, std::move(opts), settings.target, settings.transcendental);
+  k->estimates = estimate(k->program);
+  k->device = settings.device;
+  k->language = settings.target.language;
+  k->source = render(k->program, settings.target);
   if (debug_level() >= 4) std::cerr << k->source << "\n";
-  try {
-    k->library = std::make_unique<backend::CProgram>(backend::default_cc().compile(k->source), k->program.name);
-  } catch (const DeviceError& e) {
-    if (detail::llvm_unavailable_reason().empty()) throw;
-    throw DeviceError(detail::cat("tinyt: no CPU compiler can be used.\n", detail::llvm_unavailable_reason(), "\n", e.what()));
-  }
-  k->function = k->library->function();
+  backend::Device& d = backend::device(settings.device);
+  k->runtime = d.load(backend::cached_compile(d.compiler(), k->source, k->program.name), k->program.name);
   return k;
 }
-
-/// Runs a compiled kernel on its buffers, split over as many threads as its program says.
-inline void launch(const CompiledKernel& k, void* const* bufs) {
-  auto* fn = k.function;
-  auto** b = const_cast<void**>(bufs);
-  if (const int threads = static_cast<int>(k.program.threads); threads > 1)
-    backend::ThreadPool::instance().run(threads, [&](int i) { fn(b, nullptr, i, threads); });
-  else
-    fn(b, nullptr, 0, 1);
+/// Compiles a kernel AST with `opts` for a device as the settings are now (the CPU by default).
+inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vector<codegen::Opt> opts,
+                                                      const std::string& device = "CPU") {
+  return compile_kernel(ast, std::move(opts), OptSettings::current(device));
 }
 
-namespace detail {
-// How kernels are optimized and compiled now: NOOPT, BEAM, the thread count, TRANSCENDENTAL,
-// the compiler and LLVM's target CPU (empty for the C compiler), read once per schedule.
-struct OptSettings {
-  int64_t noopt, beam, threads, transcendental;
-  CpuCompiler compiler;
-  std::string llvm_target;
-  bool operator==(const OptSettings&) const = default;
-  static OptSettings current() {
-    const CpuCompiler compiler = cpu_compiler();
-    return {getenv_int("NOOPT", 0), getenv_int("BEAM", 0), backend::ThreadPool::instance().size(),
-            getenv_int("TRANSCENDENTAL", 1), compiler, compiler == CpuCompiler::llvm ? llvm_cpu() : ""};
-  }
+/// Launches a compiled kernel on device handles (host pointers on the CPU) and waits for it;
+/// returns its time in seconds.
+inline double launch(const CompiledKernel& k, void* const* handles, const std::vector<int64_t>& vars = {}) {
+  return k.runtime->launch(handles, vars, k.dims(), true);
+}
+
+/// What an exec item runs: a compiled kernel, or a copy.
+class Runner {
+ public:
+  virtual ~Runner() = default;
+  /// Runs on `bufs` (output first) with the variables' values `vars`; when `timed`, waits and
+  /// returns the seconds it took (else may return 0 at once).
+  virtual double run(const std::vector<Buffer*>& bufs, const std::vector<int64_t>& vars, bool timed) = 0;
+  /// Its name in DEBUG lines.
+  virtual const std::string& name() const = 0;
+  /// What one run costs.
+  virtual Estimates estimates() const = 0;
 };
 
+/// Runs a compiled kernel.
+class CompiledRunner final : public Runner {
+ public:
+  explicit CompiledRunner(std::shared_ptr<CompiledKernel> kernel) : kernel_(std::move(kernel)) {}
+  double run(const std::vector<Buffer*>& bufs, const std::vector<int64_t>& vars, bool timed) override {
+    std::vector<void*> handles;
+    handles.reserve(bufs.size());
+    for (Buffer* b : bufs) handles.push_back(b->ptr());
+    return kernel_->runtime->launch(handles.data(), vars, kernel_->dims(), timed);
+  }
+  const std::string& name() const override { return kernel_->program.name; }
+  Estimates estimates() const override { return kernel_->estimates; }
+  const CompiledKernel& kernel() const { return *kernel_; }
+
+ private:
+  std::shared_ptr<CompiledKernel> kernel_;
+};
+
+/// Copies bufs[1] into bufs[0] (equal sizes): within a device by its allocator, between devices
+/// through the host (straight into or out of host-addressable memory, else through a staging copy).
+class BufferCopy final : public Runner {
+ public:
+  BufferCopy(size_t nbytes, const std::string& from, const std::string& to)
+      : nbytes_(nbytes), name_(tinyt::detail::cat("copy ", nbytes, ", ", to, " <- ", from)) {}
+  double run(const std::vector<Buffer*>& bufs, const std::vector<int64_t>&, bool timed) override {
+    Buffer& dst = *bufs.at(0);
+    Buffer& src = *bufs.at(1);
+    if (dst.nbytes() != nbytes_ || src.nbytes() != nbytes_)
+      throw InternalError(tinyt::detail::cat(name_, ": the buffers have ", dst.nbytes(), " and ", src.nbytes(), " bytes"));
+    const auto start = std::chrono::steady_clock::now();
+    backend::Allocator& to = dst.backend().allocator();
+    backend::Allocator& from = src.backend().allocator();
+    if (dst.device() == src.device()) {
+      to.copy(dst.ptr(), src.ptr(), nbytes_);
+      if (timed) dst.backend().synchronize();
+    } else if (void* host = to.host_pointer(dst.ptr())) {
+      from.copyout(host, src.ptr(), nbytes_);
+    } else if (void* host = from.host_pointer(src.ptr())) {
+      to.copyin(dst.ptr(), host, nbytes_);
+    } else {
+      std::vector<char> staging(nbytes_);
+      from.copyout(staging.data(), src.ptr(), nbytes_);
+      to.copyin(dst.ptr(), staging.data(), nbytes_);
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  const std::string& name() const override { return name_; }
+  Estimates estimates() const override { return {0, static_cast<int64_t>(2 * nbytes_), static_cast<int64_t>(2 * nbytes_)}; }
+
+ private:
+  size_t nbytes_;
+  std::string name_;
+};
+
+/// One step of a schedule ready to run: a runner, its buffers (output first), its variables.
+struct ExecItem {
+  std::shared_ptr<Runner> runner;
+  std::vector<std::shared_ptr<Buffer>> buffers;
+  std::vector<int64_t> vars;
+  std::string device;  // where it runs (a copy: where it copies to)
+};
+
+namespace detail {
 // Seconds of the fastest of a few runs of `ast` with `opts`, on scratch copies of its buffers
 // (a candidate must not touch real data: the kernel may write in place); infinity when the
 // candidate does not compile.
@@ -8543,40 +10252,38 @@ inline double time_candidate(const UOp& ast, const std::vector<codegen::Opt>& op
                              const OptSettings& settings) {
   std::shared_ptr<CompiledKernel> k;
   try {
-    k = compile_kernel(ast, opts, settings.compiler, settings.llvm_target);
+    k = compile_kernel(ast, opts, settings);
   } catch (const CompileError&) {
     return INFINITY;
   }
   std::vector<std::unique_ptr<Buffer>> scratch;
-  std::vector<void*> ptrs;
+  std::vector<void*> handles;
   for (size_t i = 0; i < buffers.size(); ++i) {
     const std::shared_ptr<Buffer>& real = graph::buffer_of(buffers[i]);
     scratch.push_back(std::make_unique<Buffer>(real->device(), real->size(), real->dtype()));
-    if (i > 0) std::memcpy(scratch.back()->ptr(), real->ptr(), real->nbytes());
-    ptrs.push_back(scratch.back()->ptr());
+    if (i > 0 && real->nbytes()) real->backend().allocator().copy(scratch.back()->ptr(), real->ptr(), real->nbytes());
+    handles.push_back(scratch.back()->ptr());
   }
   double best = INFINITY;
-  for (int run = 0; run < 3; ++run) {
-    const auto start = std::chrono::steady_clock::now();
-    launch(*k, ptrs.data());
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
+  for (int run = 0; run < 3; ++run) best = std::min(best, launch(*k, handles.data()));
   return best;
 }
 
 // BEAM's choice for a kernel, from the on-disk cache when it searched this kernel before with
-// the same width, threads and compiler.
+// the same width on the same device and compiler.
 inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
-  const std::string key = detail::Hash128()
+  const std::string key = tinyt::detail::Hash128()
                               .update(to_string(ast))
-                              .update(cat("|beam ", settings.beam, " threads ", settings.threads, " transcendental ", settings.transcendental, "|"))
-                              .update(compiler_identity(settings.compiler, settings.llvm_target))
+                              .update(tinyt::detail::cat("|beam ", settings.beam, " threads ", settings.target.threads,
+                                                         " transcendental ", settings.transcendental, " device ",
+                                                         settings.device, "|"))
+                              .update(settings.compiler)
                               .hex();
-  const std::filesystem::path dir = backend::CCompiler::default_cache_dir() / "beam", file = dir / (key + ".opts");
-  if (auto text = detail::read_file(file))
+  const std::filesystem::path dir = backend::cache_dir() / "beam", file = dir / (key + ".opts");
+  if (auto text = tinyt::detail::read_file(file))
     if (auto opts = codegen::deserialize_opts(*text)) return *opts;
   const auto start = std::chrono::steady_clock::now();
-  std::vector<codegen::Opt> opts = codegen::beam_search(ast, settings.beam, settings.threads, [&](const std::vector<codegen::Opt>& o) {
+  std::vector<codegen::Opt> opts = codegen::beam_search(ast, settings.beam, settings.target.threads, [&](const std::vector<codegen::Opt>& o) {
     return time_candidate(ast, o, buffers, settings);
   });
   if (debug_level() >= 1)
@@ -8585,7 +10292,7 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   // a name of this process and thread: two threads may finish searching the same kernel at once
-  const std::string tmp = cat(file.string(), ".tmp", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
+  const std::string tmp = tinyt::detail::cat(file.string(), ".tmp", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
   if (!error && std::ofstream(tmp) << codegen::serialize(opts)) std::filesystem::rename(tmp, file, error);
   return opts;  // a cache that cannot be written costs a search next time, nothing else
 }
@@ -8593,75 +10300,113 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
 inline std::vector<codegen::Opt> choose_opts(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
   if (settings.noopt) return {};
   if (settings.beam > 0) return beam_opts(ast, buffers, settings);
-  static const backend::SimdRegisters simd = backend::host_simd();
-  return codegen::hand_coded_opts(ast, {settings.threads, simd.bytes, simd.count});
+  return codegen::hand_coded_opts(ast, {settings.target.threads, settings.target.vector_bytes, settings.target.vector_count});
 }
 
-// Compiled kernels by AST and opt settings. ASTs are interned, so a kernel seen before is one
+// Compiled kernels by AST and settings. ASTs are interned, so a kernel seen before is one
 // lookup; the map holds its AST so the key stays valid.
 class KernelCache {
  public:
   std::shared_ptr<CompiledKernel> get(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
-    const Key key{ast.get(), settings.noopt, settings.beam, settings.threads, settings.transcendental, settings.compiler, settings.llvm_target};
+    const Key key{ast.get(), settings.key()};
     {
       std::lock_guard lock(mu_);
       if (auto it = map_.find(key); it != map_.end()) return it->second.second;
     }
-    std::shared_ptr<CompiledKernel> k = compile_kernel(ast, choose_opts(ast, buffers, settings), settings.compiler, settings.llvm_target);
+    std::shared_ptr<CompiledKernel> k = compile_kernel(ast, choose_opts(ast, buffers, settings), settings);
     std::lock_guard lock(mu_);
     return map_.try_emplace(key, ast, k).first->second.second;
   }
 
  private:
-  using Key = std::tuple<const UOpNode*, int64_t, int64_t, int64_t, int64_t, CpuCompiler, std::string>;
+  using Key = std::pair<const UOpNode*, decltype(std::declval<OptSettings>().key())>;
   std::mutex mu_;
   std::map<Key, std::pair<UOp, std::shared_ptr<CompiledKernel>>> map_;
 };
-inline KernelCache& kernel_cache() {
-  static auto* cache = new KernelCache;  // never destroyed: kernels may run during static teardown
-  return *cache;
-}
 }  // namespace detail
 
-/// Runs a schedule: compiles (or finds) each kernel and launches it on its buffers.
-inline void run_schedule(const std::vector<schedule::Kernel>& kernels) {
+inline detail::KernelCache& kernel_cache() {
+  static auto* cache = new detail::KernelCache;  // never destroyed: kernels may run during static teardown
+  return *cache;
+}
+
+/// The exec items of a schedule: each kernel compiled (or found) for its device, each copy a BufferCopy.
+inline std::vector<ExecItem> lower_schedule(const std::vector<schedule::Kernel>& kernels) {
+  std::vector<ExecItem> items;
+  std::vector<OptSettings> settings;  // per device, read once
+  auto settings_for = [&](const std::string& device) -> const OptSettings& {
+    for (const OptSettings& s : settings)
+      if (s.device == device) return s;
+    return settings.emplace_back(OptSettings::current(device));
+  };
+  for (const schedule::Kernel& k : kernels) {
+    ExecItem item;
+    for (const UOp& b : k.buffers) item.buffers.push_back(graph::buffer_of(b));
+    item.device = item.buffers[0]->device();
+    if (k.ast.op() == Ops::COPY) {
+      item.runner = std::make_shared<BufferCopy>(item.buffers[0]->nbytes(), item.buffers[1]->device(), item.device);
+    } else {
+      for (const auto& b : item.buffers)
+        if (b->device() != item.device)
+          throw DeviceError(tinyt::detail::cat(schedule::detail::kernel_name(k.ast), ": a kernel on ", item.device,
+                                               " reads a buffer on ", b->device(), "; move it with .to(\"", item.device, "\")"));
+      const std::shared_ptr<CompiledKernel> ck = kernel_cache().get(k.ast, k.buffers, settings_for(item.device));
+      if (debug_level() >= 3) std::cerr << "  " << ck->program.name << " opts: " << codegen::to_string(ck->program.opts) << "\n";
+      if (debug_level() >= 5) std::cerr << to_string(k.ast);
+      if (debug_level() >= 6)
+        for (const UOp& u : ck->program.ops) std::cerr << "    " << op_name(u.op()) << " " << u.dtype().name() << "\n";
+      item.runner = std::make_shared<CompiledRunner>(ck);
+    }
+    items.push_back(std::move(item));
+  }
+  return items;
+}
+
+/// Runs one exec item: launches it, counts it, prints its DEBUG line.
+inline void run_item(const ExecItem& item) {
   const int debug = debug_level();
-  if (debug >= 1 && !kernels.empty()) {
+  std::vector<Buffer*> bufs;
+  bufs.reserve(item.buffers.size());
+  for (const auto& b : item.buffers) bufs.push_back(b.get());
+  // the CPU runs kernels synchronously: its time is free to take
+  const bool timed = debug >= 2 || item.device == "CPU";
+  const double seconds = item.runner->run(bufs, item.vars, timed);
+  const int64_t number = ++GlobalCounters::kernel_count;
+  const Estimates e = item.runner->estimates();
+  GlobalCounters::global_ops += e.ops;
+  GlobalCounters::global_mem += e.mem;
+  GlobalCounters::time_sum_s += seconds;
+  if (debug >= 2) std::cerr << kernel_line(item.device, number, item.runner->name(), bufs.size(), e, seconds) << "\n";
+}
+
+/// Runs a schedule: compiles (or finds) each kernel, launches each in order, and records where
+/// each computed value now lives.
+inline void run_schedule(const std::vector<schedule::Kernel>& kernels) {
+  if (debug_level() >= 1 && !kernels.empty()) {
     size_t bytes = 0;
     for (const schedule::Kernel& k : kernels) bytes += graph::buffer_of(k.buffers[0])->nbytes();
     std::cerr << "schedule: " << kernels.size() << " kernel(s), " << std::fixed << std::setprecision(2)
               << static_cast<double>(bytes) / 1e6 << " MB written\n";
   }
-  const detail::OptSettings settings = detail::OptSettings::current();
-  for (const schedule::Kernel& k : kernels) {
-    for (const UOp& b : k.buffers) Device::require(graph::device_of(b));
-    std::shared_ptr<CompiledKernel> ck = detail::kernel_cache().get(k.ast, k.buffers, settings);
-    if (debug >= 3) std::cerr << "  " << ck->program.name << " opts: " << codegen::to_string(ck->program.opts) << "\n";
-    if (debug >= 5) std::cerr << to_string(k.ast);
-    if (debug >= 6)
-      for (const UOp& u : ck->program.ops) std::cerr << "    " << op_name(u.op()) << " " << u.dtype().name() << "\n";
-    std::vector<void*> ptrs;
-    for (const UOp& b : k.buffers) ptrs.push_back(graph::buffer_of(b)->ptr());
-    const auto start = std::chrono::steady_clock::now();
-    launch(*ck, ptrs.data());
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const int64_t number = ++GlobalCounters::kernel_count;
-    GlobalCounters::global_ops += ck->estimates.ops;
-    GlobalCounters::global_mem += ck->estimates.mem;
-    GlobalCounters::time_sum_s += seconds;
-    if (debug >= 2)
-      std::cerr << engine::kernel_line(graph::device_of(k.buffers[0]), number, ck->program.name, k.buffers.size(),
-                                       ck->estimates, seconds) << "\n";
+  const std::vector<ExecItem> items = lower_schedule(kernels);
+  for (size_t i = 0; i < items.size(); ++i) {
+    run_item(items[i]);
+    const schedule::Kernel& k = kernels[i];
     if (k.in_place) graph::buffer_of(k.buffers[0])->overwritten();
     if (!k.temporary) graph::set_realized(k.computes, k.view);
   }
 }
 
-/// Computes the roots (and what they need); afterwards each root has a realized view.
-inline void realize_uops(const std::vector<UOp>& roots) { run_schedule(schedule::create_schedule(roots)); }
+}  // namespace engine
+
+// the engine's entry points, where the rest of tinyt and the tests name them
+using engine::compile_kernel;
+using engine::CompiledKernel;
+using engine::launch;
+using engine::run_schedule;
 
 }  // namespace tinyt::inline v0
-// ---- end tinyt/realize.hpp ----
+// ---- end tinyt/engine/realize.hpp ----
 
 // the random cipher under Tensor::rand and friends
 // ---- tinyt/ops/threefry.hpp ----
@@ -9769,6 +11514,31 @@ TINYT_INLINE void Tensor::copyout(void* dst, size_t nbytes) const {
 
 }  // namespace tinyt::inline v0
 // ---- end tinyt/tensor_impl.hpp ----
+// ---- tinyt/device_impl.hpp ----
+// What can run here: the device names of device.hpp, asked of the backends.
+
+
+namespace tinyt::inline v0 {
+
+TINYT_INLINE std::vector<std::string> Device::list() {
+  std::vector<std::string> out;
+  for (const std::string& kind : known()) {
+    try {
+      backend::device(kind);
+      out.push_back(kind);
+    } catch (const Error&) {
+      // not here: require() says why
+    }
+  }
+  return out;
+}
+
+TINYT_INLINE void Device::require(const std::string& name) {
+  backend::device(canonicalize(name));  // opens it, or throws DeviceError saying why not
+}
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/device_impl.hpp ----
 
 // the op families of Tensor and their gradients
 // ---- tinyt/ops/movement.hpp ----
@@ -10581,8 +12351,9 @@ TINYT_INLINE std::ostream& operator<<(std::ostream& os, const Tensor& t) {
 
 }  // namespace tinyt::inline v0
 // ---- end tinyt/ops/creation.hpp ----
-// ---- tinyt/ops/assign.hpp ----
-// Realizing tensors, and assign: a store into a tensor's existing memory.
+// ---- tinyt/engine/tensors_impl.hpp ----
+// Realizing tensors: the entry from tensors to the engine. It plans the assigns a schedule makes,
+// schedules, plans memory, and runs the exec items.
 //
 // A tensor's value is fixed when it is built (as in JAX). Memory is overwritten in place only
 // when no other tensor names it: an assign into memory that another live tensor views (tensors
@@ -10789,6 +12560,15 @@ TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
   for (size_t i = 0; i < roots.size(); ++i)
     if (UOp view = graph::realized(uops[i])) roots[i].set_uop(view);
 }
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/engine/tensors_impl.hpp ----
+// ---- tinyt/ops/assign.hpp ----
+// assign: a store into a tensor's existing memory (see engine/tensors_impl.hpp for how a
+// schedule that assigns keeps every other tensor's value intact).
+
+
+namespace tinyt::inline v0 {
 
 namespace detail {
 // Whether `view` (a tensor's value) is memory nobody else can name: no other tensor, graph or

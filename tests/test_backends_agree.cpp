@@ -686,18 +686,23 @@ TEST_CASE(
   const std::vector<schedule::Kernel> kernels =
       schedule::create_schedule({Tensor(x * 3 + 1).uop()});
   REQUIRE(kernels.size() == 1);
-  auto settings = detail::OptSettings::current();
-  settings.compiler = CpuCompiler::llvm;
-  const auto by_llvm = detail::kernel_cache().get(kernels[0].ast, kernels[0].buffers, settings);
-  settings.compiler = CpuCompiler::cc;
-  const auto by_cc = detail::kernel_cache().get(kernels[0].ast, kernels[0].buffers, settings);
-  CHECK(by_llvm->compiler == CpuCompiler::llvm);
-  CHECK(by_cc->compiler == CpuCompiler::cc);
+  const auto compiled_now = [&] { return engine::kernel_cache().get(kernels[0].ast, kernels[0].buffers, engine::OptSettings::current("CPU")); };
+  std::shared_ptr<engine::CompiledKernel> by_llvm, by_cc;
+  {
+    Context llvm{{"CPU_LLVM", 1}};
+    by_llvm = compiled_now();
+  }
+  {
+    Context cc{{"CPU_LLVM", 0}};
+    by_cc = compiled_now();
+  }
+  CHECK(by_llvm->language == backend::Language::llvm_ir);
+  CHECK(by_cc->language == backend::Language::c);
   CHECK(by_llvm != by_cc);
   CHECK(by_cc->source.starts_with("#include"));          // C
   CHECK(by_llvm->source.starts_with("; tinyt kernel"));  // LLVM IR
-  settings.compiler = CpuCompiler::llvm;
-  CHECK(detail::kernel_cache().get(kernels[0].ast, kernels[0].buffers, settings) == by_llvm);
+  Context llvm{{"CPU_LLVM", 1}};
+  CHECK(compiled_now() == by_llvm);
 }
 
 // -- the same bits whatever x86-64 CPU runs the kernels ----------------------------------------

@@ -131,9 +131,7 @@ std::string kernel_source(const Tensor& t) {
   const std::vector<schedule::Kernel> kernels = schedule::create_schedule({t.uop()});
   REQUIRE(!kernels.empty());
   const schedule::Kernel& k = kernels.back();
-  return tinyt::detail::kernel_cache()
-      .get(k.ast, k.buffers, tinyt::detail::OptSettings::current())
-      ->source;
+  return engine::kernel_cache().get(k.ast, k.buffers, engine::OptSettings::current("CPU"))->source;
 }
 }  // namespace
 

@@ -274,12 +274,55 @@ TEST_CASE("tensor: printing is NumPy-like") {
 TEST_CASE("tensor: devices") {
   Tensor a = Tensor::ones({2});
   CHECK(a.to("cpu").uop() == a.uop());
-  CHECK(Device::list() == std::vector<std::string>{"CPU"});
+  const std::vector<std::string> here = Device::list();
+  REQUIRE(!here.empty());
+  CHECK(here[0] == "CPU");
   CHECK_THROWS_AS(a.to("TPU"), DeviceError);
-  // a device tinyt knows but cannot run here fails when the work would run, with a clear error
-  Tensor on_cl = a.to("CL");
-  CHECK(on_cl.device() == "CL");
-  CHECK_THROWS_AS(on_cl.realize(), DeviceError);
+  CHECK_THROWS_AS(a.to("CL:x"), DeviceError);
+  CHECK(Device::canonicalize("cl:0") == "CL");
+  CHECK(Device::canonicalize("cuda:1") == "CUDA:1");
+  for (const std::string& kind : Device::known()) {
+    INFO("device ", kind);
+    Tensor there = Tensor(a * 3).to(kind);
+    CHECK(there.device() == kind);
+    if (std::find(here.begin(), here.end(), kind) != here.end()) {
+      CHECK(there.to_vector<float>() == std::vector<float>{3, 3});
+      continue;
+    }
+    // a device tinyt knows but cannot run here fails when the work would run, saying why
+    try {
+      there.realize();
+      FAIL("realizing on ", kind, " should have thrown");
+    } catch (const DeviceError& e) {
+      CHECK(std::string(e.what()).find("tried") != std::string::npos);  // the libraries it tried
+    }
+  }
+  // a device that does not exist: CPU:1
+  CHECK_THROWS_AS(a.to("CPU:1").realize(), DeviceError);
+}
+
+TEST_CASE("tensor: a copy between devices is one scheduled copy, and ops across devices throw") {
+  const std::vector<std::string> here = Device::list();
+  const std::string other = here.size() > 1 ? here[1] : "CPU";  // CL where PoCL is installed
+  INFO("other device ", other);
+  Tensor a = Tensor::from_vector(std::vector<float>{0, 1, 2, 3, 4, 5}, {2, 3}, "CPU");
+  GlobalCounters::reset();
+  Tensor moved = a.T().to(other).realize();  // a transposed view: made contiguous on the CPU, then copied
+  CHECK(GlobalCounters::kernel_count == (other == "CPU" ? 1 : 2));
+  CHECK(moved.to_vector<float>() == std::vector<float>{0, 3, 1, 4, 2, 5});
+  Tensor back = Tensor(moved * 2).to("CPU");
+  CHECK(back.device() == "CPU");
+  CHECK(back.to_vector<float>() == std::vector<float>{0, 6, 2, 8, 4, 10});
+  if (other != "CPU") {
+    try {
+      Tensor mixed = moved + a.T();  // built when the expression becomes a Tensor
+      FAIL("an op across devices should have thrown");
+    } catch (const DeviceError& e) {
+      const std::string what = e.what();
+      CHECK(what.find(other) != std::string::npos);
+      CHECK(what.find("CPU") != std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("tensor: index math past 2^31 elements is rendered in 64 bits") {

@@ -1,4 +1,5 @@
-// Device names and the default device.
+// Device names and the default device. The devices themselves (memory, compilers, launching)
+// are the backends' (include/tinyt/backend/); this header only names them.
 #pragma once
 
 #include <algorithm>
@@ -7,39 +8,56 @@
 #include <string>
 #include <vector>
 
+#include "config.hpp"
 #include "error.hpp"
+#include "helpers.hpp"
 
 namespace tinyt::inline v0 {
 
-/// Device names and the default device.
+/// Device names and the default device. A name is a kind ("CPU", "CL", "CUDA"), optionally with
+/// an index ("CL:1"); index 0 is the kind alone.
 struct Device {
-  /// The device names tinyt knows, whether or not they can run here.
+  /// The device kinds tinyt knows, whether or not they can run here.
   static const std::vector<std::string>& known() {
     static const std::vector<std::string> names{"CPU", "CL", "CUDA"};
     return names;
   }
-  /// "cpu", "CPU:0" -> "CPU"; an unknown name is a DeviceError.
+  /// The device new tensors go to: $DEV when the program started ("CPU" if unset); assignable.
+  static inline std::string DEFAULT = [] {
+    const char* dev = std::getenv("DEV");
+    std::string s = dev && *dev ? dev : "CPU";
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
+    return s;
+  }();
+  /// "cpu", "CPU:0" -> "CPU"; "cl:1" -> "CL:1"; an unknown kind or a bad index is a DeviceError.
   static std::string canonicalize(const std::string& name) {
     std::string s = name.empty() ? default_device() : name;
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
-    if (s.size() > 2 && s.compare(s.size() - 2, 2, ":0") == 0) s.resize(s.size() - 2);
-    if (std::find(known().begin(), known().end(), s) == known().end())
-      throw DeviceError(detail::cat("unknown device '", name, "'; tinyt knows CPU, CL and CUDA"));
-    return s;
+    std::string kind = s, index;
+    if (const size_t colon = s.find(':'); colon != std::string::npos) kind = s.substr(0, colon), index = s.substr(colon + 1);
+    if (std::find(known().begin(), known().end(), kind) == known().end())
+      throw DeviceError(detail::cat("unknown device '", name, "'; tinyt knows CPU, CL and CUDA (with an index: CL:1)"));
+    if (s.find(':') != std::string::npos &&
+        (index.empty() || index.size() > 4 || !std::all_of(index.begin(), index.end(), [](unsigned char c) { return std::isdigit(c); })))
+      throw DeviceError(detail::cat("device '", name, "': the index after ':' must be a number"));
+    const int n = index.empty() ? 0 : std::stoi(index);
+    return n == 0 ? kind : detail::cat(kind, ":", n);
   }
-  /// The devices that can run here.
-  static std::vector<std::string> list() { return {"CPU"}; }
-  /// Throws DeviceError unless `name` can run here.
-  static void require(const std::string& name) {
-    const std::string d = canonicalize(name);
-    const auto ok = list();
-    if (std::find(ok.begin(), ok.end(), d) == ok.end())
-      throw DeviceError(detail::cat("device ", d, " cannot run here: no backend for it in this build (Device::list() has CPU)"));
+  /// The kind of a canonical name ("CL:1" -> "CL") and its index (1).
+  static std::string kind(const std::string& canonical) { return canonical.substr(0, canonical.find(':')); }
+  static int index(const std::string& canonical) {
+    const size_t colon = canonical.find(':');
+    return colon == std::string::npos ? 0 : std::stoi(canonical.substr(colon + 1));
   }
-  /// The default device: $DEV if set, else CPU.
+  /// The devices that can run here (each kind's first device that opens), CPU first.
+  static std::vector<std::string> list();
+  /// Throws DeviceError unless `name` can run here, saying why not (the libraries tried).
+  static void require(const std::string& name);
+  /// The default device: DEV set by a Context, else DEFAULT.
   static std::string default_device() {
-    const char* dev = std::getenv("DEV");
-    return dev && *dev ? canonicalize(dev) : "CPU";
+    const char* env = std::getenv("DEV");
+    if (auto dev = Context::lookup("DEV"); dev && !dev->empty() && !(env && *dev == env)) return canonicalize(*dev);
+    return canonicalize(DEFAULT);
   }
 };
 

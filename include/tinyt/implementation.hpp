@@ -14,12 +14,14 @@
 #include "uop_impl.hpp"
 #include "shape_impl.hpp"
 #include "tensor_impl.hpp"
+#include "device_impl.hpp"
 
 // the op families of Tensor and their gradients
 #include "ops/movement.hpp"
 #include "ops/elementwise.hpp"
 #include "ops/reduce.hpp"
 #include "ops/creation.hpp"
+#include "engine/tensors_impl.hpp"
 #include "ops/assign.hpp"
 #include "ops/combine.hpp"
 #include "ops/indexing.hpp"

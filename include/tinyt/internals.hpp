@@ -23,7 +23,7 @@
 #include "schedule/schedule.hpp"
 #include "codegen/linearize.hpp"
 #include "renderer/cstyle.hpp"
-#include "realize.hpp"
+#include "engine/realize.hpp"
 
 // the random cipher under Tensor::rand and friends
 #include "ops/threefry.hpp"

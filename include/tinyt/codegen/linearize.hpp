@@ -5,6 +5,7 @@
 // program holds narrow floats only in memory, constants and casts.
 #pragma once
 
+#include <array>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -21,6 +22,11 @@ struct Program {
   std::vector<DType> globals;  // pointer dtypes of the DEFINE_GLOBALs, by index
   int64_t threads = 1;         // how many threads run it (core_id 0..threads-1)
   std::vector<Opt> opts;       // the opts it was built with
+  // GPUs: the axis (RANGE id) each launch dimension runs, dimension 0 first, and the launch's
+  // work-items along each dimension, in all and per work-group
+  std::vector<int64_t> global_axes;
+  std::array<int64_t, 3> global_size{1, 1, 1}, local_size{1, 1, 1};
+  std::vector<UOp> vars;       // the symbolic variables it takes, in order (DEFINE_VAR)
 };
 
 namespace detail {
@@ -194,9 +200,16 @@ inline Program linearize(const UOp& ast, std::string name) {
   const UOp lowered = lower_narrow_floats(ast);
   detail::Linearizer lin(lowered);
   lin.emit_stores(lowered.src());
-  Program p{std::move(name), std::move(lin.ops), {}, 1, {}};
+  Program p{std::move(name), std::move(lin.ops), {}, 1, {}, {}, {1, 1, 1}, {1, 1, 1}, {}};
   for (const UOp& u : toposort(lowered)) {
     if (u.op() == Ops::RANGE && range_kind(u) == RangeKind::thread) p.threads = range_size(u);
+    if (u.op() == Ops::RANGE && range_kind(u) == RangeKind::global) {
+      // innermost (fastest-varying memory) first: neighbouring work-items read neighbouring elements
+      const size_t dim = static_cast<size_t>(u.arg()[2].as_int());
+      if (p.global_axes.size() <= dim) p.global_axes.resize(dim + 1, -1);
+      p.global_axes[dim] = u.arg()[0].as_int();
+      p.global_size[dim] = range_size(u);
+    }
     if (u.op() == Ops::DEFINE_GLOBAL) {
       const auto i = static_cast<size_t>(u.arg().as_int());
       if (p.globals.size() <= i) p.globals.resize(i + 1);

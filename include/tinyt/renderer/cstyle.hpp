@@ -1,14 +1,21 @@
-// The C-style renderer: a linearized kernel as C source, one statement per value that is used
-// more than once (or must stay in order), everything else inlined into its one use.
+// The C-style renderer: a linearized kernel as source in C, OpenCL C or CUDA C++, one
+// statement per value that is used more than once (or must stay in order), everything else
+// inlined into its one use. The three languages share everything here (statement forms, integer
+// widening, NaN-propagating max, division that never traps) and differ only in the dialect hooks
+// at the bottom of CStyleRenderer: type names, the kernel's signature, how a work-item finds its
+// index, how narrow floats are read and written, literal suffixes, math function names.
 //
-// The function it renders is `void NAME(void** bufs, const long long* vars, int core_id,
-// int core_count)`: bufs are the kernel's buffers by DEFINE_GLOBAL index.
+// The C kernel is `void NAME(void** bufs, const long long* vars, int core_id, int core_count)`:
+// bufs are its buffers by DEFINE_GLOBAL index. An OpenCL or CUDA kernel takes its buffers as
+// parameters `data0, data1, ...` in that order; its RANGEs of kind `global` are work-item ids.
 //
 // float16 and bfloat16 arithmetic reaches the renderer already lowered to float32
-// (codegen/narrow_floats.hpp): `_Float16` appears only in memory, constants and casts, so the C
-// compiler never computes in half, whatever the host supports. bfloat16 is held in a float and
-// stored as its 16 bits. The kernels are compiled with -ffp-contract=off: a fused multiply-add is
-// MULACC (C's fma), where codegen chose it.
+// (codegen/narrow_floats.hpp): narrow floats appear only in memory, constants and casts, so no
+// compiler computes in half, whatever the device supports. C keeps float16 as `_Float16`; every
+// other narrow float is held in a float register and converted where it is loaded, stored or
+// rounded (OpenCL reads and writes halves with the core vload_half/vstore_half, so no device
+// needs cl_khr_fp16). Kernels are compiled without contraction (-ffp-contract=off, OpenCL's
+// FP_CONTRACT OFF, NVRTC's --fmad=false): a fused multiply-add is MULACC, where codegen chose it.
 #pragma once
 
 #include <cstdio>
@@ -24,69 +31,19 @@ namespace renderer {
 namespace detail {
 using tinyt::detail::cat;
 
-// index arithmetic is int where its bounds provably fit, long long otherwise
+// index arithmetic is int where its bounds provably fit, 64-bit otherwise
 inline bool fits_int32(const UOp& u) {
   const Bounds b = bounds(u);
   return b.lo >= INT32_MIN && b.hi <= INT32_MAX;
 }
 
-inline std::string c_type(DType dt) {
-  switch (dt.scalar_type()) {
-    case ScalarType::bool_: return "bool";
-    case ScalarType::int8: return "signed char";
-    case ScalarType::uint8: return "unsigned char";
-    case ScalarType::int16: return "short";
-    case ScalarType::uint16: return "unsigned short";
-    case ScalarType::int32: return "int";
-    case ScalarType::uint32: return "unsigned int";
-    case ScalarType::int64: return "long long";
-    case ScalarType::uint64: return "unsigned long long";
-    case ScalarType::float16: return "_Float16";
-    case ScalarType::bfloat16: return "float";  // a float holding a bfloat16 value
-    case ScalarType::float32: return "float";
-    case ScalarType::float64: return "double";
-    case ScalarType::index: return "long long";
-    default: throw CompileError(cat("C renderer: no C type for ", dt.name()));
-  }
-}
-
-// bfloat16 lives in memory as its 16 bits; C has no arithmetic type for it before C23
-inline std::string memory_type(DType dt) { return dt.scalar() == dtypes::bfloat16 ? "unsigned short" : c_type(dt); }
-inline constexpr const char* bfloat16_helpers =
-    "static inline float tinyt_bf16_to_f32(unsigned short b) {\n"
-    "  union { unsigned int u; float f; } v; v.u = (unsigned int)b << 16; return v.f;\n}\n"
-    "static inline unsigned short tinyt_f32_to_bf16(float f) {\n"
-    "  union { unsigned int u; float f; } v; v.f = f;\n"
-    "  if (f != f) return (unsigned short)((v.u >> 16) | 0x40u);  /* NaN stays NaN */\n"
-    "  return (unsigned short)((v.u + 0x7fffu + ((v.u >> 16) & 1u)) >> 16);  /* nearest even */\n}\n"
-    "static inline float tinyt_bf16_round(float f) { return tinyt_bf16_to_f32(tinyt_f32_to_bf16(f)); }\n\n";
-
-inline std::string float_literal(double v, DType dt) {
-  const bool f32 = dt.scalar() != dtypes::float64;
-  std::string s;
-  if (std::isnan(v)) s = "NAN";
-  else if (std::isinf(v)) s = v > 0 ? "INFINITY" : "-INFINITY";
-  else {
-    char buf[40];
-    std::snprintf(buf, sizeof buf, f32 ? "%.9g" : "%.17g", v);
-    s = buf;
-    if (s.find_first_of(".en") == std::string::npos) s += ".0";
-    if (f32) s += "f";
-  }
-  if (dt.scalar() == dtypes::float16) return "((_Float16)" + s + ")";
-  if (dt.scalar() == dtypes::float64 && (std::isnan(v) || std::isinf(v))) return "((double)" + s + ")";
-  return s;
-}
-
-inline std::string literal(const UOp& c, bool as_int32) {
-  const DType dt = c.dtype().scalar();
-  if (dt.is_float()) return float_literal(c.const_float(), dt);
-  if (dt.is_bool()) return c.const_int() ? "1" : "0";
-  const i128 v = c.const_int();
-  if (dt.is_index() && as_int32) return cat(static_cast<long long>(v));
-  if (dt.is_unsigned()) return cat(static_cast<unsigned long long>(v), dt.itemsize() == 8 ? "ULL" : "u");
-  if (v == dtypes::min_int(dt)) return cat("(", static_cast<long long>(v + 1), dt.itemsize() == 8 ? "LL" : "", "-1)");
-  return cat(static_cast<long long>(v), dt.itemsize() == 8 || dt.is_index() ? "LL" : "");
+// the digits of a float constant; `f32` adds the f suffix
+inline std::string float_digits(double v, bool f32) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, f32 ? "%.9g" : "%.17g", v);
+  std::string s = buf;
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return f32 ? s + "f" : s;
 }
 
 inline const char* math_fn(Ops op) {
@@ -100,40 +57,198 @@ inline const char* math_fn(Ops op) {
     default: return nullptr;
   }
 }
+
+inline const char* infix_symbol(Ops op) {
+  switch (op) {
+    case Ops::ADD: return " + ";
+    case Ops::SUB: return " - ";
+    case Ops::MUL: return " * ";
+    case Ops::FDIV: return " / ";
+    case Ops::IDIV: return " / ";
+    case Ops::MOD: return " % ";
+    case Ops::CMPLT: return " < ";
+    case Ops::CMPNE: return " != ";
+    case Ops::CMPEQ: return " == ";
+    case Ops::AND: return " & ";
+    case Ops::OR: return " | ";
+    case Ops::XOR: return " ^ ";
+    case Ops::SHL: return " << ";
+    case Ops::SHR: return " >> ";
+    default: return nullptr;
+  }
+}
+
+// Rounding a float to bfloat16 (nearest even; NaN stays NaN), as bit operations every dialect
+// spells the same once it can move a float's bits to an unsigned int and back.
+inline std::string bfloat16_helpers(const std::string& fn, const std::string& to_bits, const std::string& from_bits,
+                                    const std::string& u16, const std::string& u32) {
+  return cat(fn, "float tinyt_bf16_to_f32(", u16, " b) { return ", from_bits, "((", u32, ")b << 16); }\n",
+             fn, u16, " tinyt_f32_to_bf16(float f) {\n  ", u32, " u = ", to_bits, "(f);\n",
+             "  if (f != f) return (", u16, ")((u >> 16) | 0x40u);  /* NaN stays NaN */\n",
+             "  return (", u16, ")((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);  /* nearest even */\n}\n",
+             fn, "float tinyt_bf16_round(float f) { return tinyt_bf16_to_f32(tinyt_f32_to_bf16(f)); }\n\n");
+}
 }  // namespace detail
 
-/// Renders a program as a C function.
-class CRenderer {
+/// What a kernel's source needs beyond the language: which types it touches.
+struct SourceFeatures {
+  bool float16 = false, bfloat16 = false, float64 = false;
+};
+
+// C moves a float's bits through a union
+inline constexpr const char* c_bfloat16_helpers =
+    "static inline float tinyt_bf16_to_f32(unsigned short b) {\n"
+    "  union { unsigned int u; float f; } v; v.u = (unsigned int)b << 16; return v.f;\n}\n"
+    "static inline unsigned short tinyt_f32_to_bf16(float f) {\n"
+    "  union { unsigned int u; float f; } v; v.f = f;\n"
+    "  if (f != f) return (unsigned short)((v.u >> 16) | 0x40u);  /* NaN stays NaN */\n"
+    "  return (unsigned short)((v.u + 0x7fffu + ((v.u >> 16) & 1u)) >> 16);  /* nearest even */\n}\n"
+    "static inline float tinyt_bf16_round(float f) { return tinyt_bf16_to_f32(tinyt_f32_to_bf16(f)); }\n\n";
+
+/// Renders a program in a C-like language; the dialects below override the hooks.
+class CStyleRenderer {
  public:
+  virtual ~CStyleRenderer() = default;
+
   std::string render(const codegen::Program& p) {
+    program_ = &p;
     for (const UOp& u : p.ops) {
       // an op that spells an operand more than once (NaN-aware max, guarded division) needs it named
       const int n = repeats_operands(u) ? 2 : 1;
       for (const UOp& s : u.src()) uses_[s.get()] += n;
     }
-    body_ << "void " << p.name << "(void** bufs, const long long* vars, int core_id, int core_count) {\n";
-    body_ << "  (void)vars; (void)core_id; (void)core_count;\n";
-    bool bf16 = false;
-    for (const UOp& u : p.ops) bf16 |= u.dtype().scalar() == dtypes::bfloat16;
-    for (size_t i = 0; i < p.globals.size(); ++i) {
-      const std::string t = detail::memory_type(p.globals[i].base());
-      body_ << "  " << t << "* restrict data" << i << " = (" << t << "*)bufs[" << i << "];\n";
+    SourceFeatures features;
+    for (const UOp& u : p.ops) {
+      const DType dt = u.dtype().scalar();
+      features.float16 |= dt == dtypes::float16;
+      features.bfloat16 |= dt == dtypes::bfloat16;
+      features.float64 |= dt == dtypes::float64;
     }
+    open_kernel(p);
     for (const UOp& u : p.ops) line(u);
     body_ << "}\n";
-    return std::string("#include <math.h>\n#include <stdbool.h>\n\n") + (bf16 ? detail::bfloat16_helpers : "") + body_.str();
+    return preamble(features) + body_.str();
+  }
+
+ protected:
+  std::ostringstream body_;
+  const codegen::Program* program_ = nullptr;
+
+  // ---- dialect hooks; the defaults are C's ----
+
+  /// The type a scalar value of `dt` has in registers.
+  virtual std::string scalar_type(DType dt) const {
+    switch (dt.scalar_type()) {
+      case ScalarType::bool_: return "bool";
+      case ScalarType::int8: return "signed char";
+      case ScalarType::uint8: return "unsigned char";
+      case ScalarType::int16: return "short";
+      case ScalarType::uint16: return "unsigned short";
+      case ScalarType::int32: return "int";
+      case ScalarType::uint32: return "unsigned int";
+      case ScalarType::int64: return "long long";
+      case ScalarType::uint64: return "unsigned long long";
+      case ScalarType::float16: return held_in_float(dt) ? "float" : "_Float16";
+      case ScalarType::bfloat16: return "float";  // a float holding a bfloat16 value
+      case ScalarType::float32: return "float";
+      case ScalarType::float64: return "double";
+      case ScalarType::index: return scalar_type(dtypes::int64);
+      default: throw CompileError(detail::cat(language(), " renderer: no type for ", dt.name()));
+    }
+  }
+  /// The language's name, for messages.
+  virtual const char* language() const { return "C"; }
+  /// Whether a narrow float is held in a float register (converted at loads, stores, casts).
+  virtual bool held_in_float(DType dt) const { return dt.scalar() == dtypes::bfloat16; }
+  /// The element type of a buffer of `dt` in memory.
+  virtual std::string memory_type(DType dt) const {
+    if (dt.scalar() == dtypes::bfloat16) return "unsigned short";  // its 16 bits: C has no bfloat16 before C23
+    return scalar_type(dt);
+  }
+  /// The suffix of a 64-bit integer literal ("LL"; OpenCL's long is "L").
+  virtual const char* int64_suffix() const { return "LL"; }
+  /// What comes before the kernel: includes, pragmas, helper functions.
+  virtual std::string preamble(const SourceFeatures& f) const {
+    return std::string("#include <math.h>\n#include <stdbool.h>\n\n") + (f.bfloat16 ? c_bfloat16_helpers : "");
+  }
+  /// Writes the kernel's signature and its opening lines.
+  virtual void open_kernel(const codegen::Program& p) {
+    body_ << "void " << p.name << "(void** bufs, const long long* vars, int core_id, int core_count) {\n";
+    body_ << "  (void)vars; (void)core_id; (void)core_count;\n";
+    for (size_t i = 0; i < p.globals.size(); ++i) {
+      const std::string t = memory_type(p.globals[i].base());
+      body_ << "  " << t << "* restrict data" << i << " = (" << t << "*)bufs[" << i << "];\n";
+    }
+  }
+  /// The index of this work-item along launch dimension `dim` (GPU dialects).
+  virtual std::string work_item(int dim) const {
+    throw CompileError(detail::cat(language(), " renderer: no work-items (launch dimension ", dim, ")"));
+  }
+  /// A value of `dt` read from `buf[idx]`, as a register value.
+  virtual std::string load_memory(DType dt, const std::string& buf, const std::string& idx) const {
+    const std::string e = buf + "[" + idx + "]";
+    return dt.scalar() == dtypes::bfloat16 ? "tinyt_bf16_to_f32(" + e + ")" : e;
+  }
+  /// The statement writing register value `v` of `dt` to `buf[idx]` (no semicolon).
+  virtual std::string store_memory(DType dt, const std::string& buf, const std::string& idx, const std::string& v) const {
+    return buf + "[" + idx + "] = " + (dt.scalar() == dtypes::bfloat16 ? "tinyt_f32_to_bf16(" + v + ")" : v);
+  }
+  /// A float value rounded to the narrow float `dt` held in a float.
+  virtual std::string round_narrow(DType dt, const std::string& v) const {
+    if (dt.scalar() == dtypes::bfloat16) return "tinyt_bf16_round((float)" + v + ")";
+    throw CompileError(detail::cat(language(), " renderer: no rounding to ", dt.name()));
+  }
+  /// The 16 bits of a narrow float held in a float, and back.
+  virtual std::string narrow_bits(DType dt, const std::string& v) const {
+    if (dt.scalar() == dtypes::bfloat16) return "tinyt_f32_to_bf16(" + v + ")";
+    throw CompileError(detail::cat(language(), " renderer: no bits of ", dt.name()));
+  }
+  virtual std::string narrow_from_bits(DType dt, const std::string& bits) const {
+    if (dt.scalar() == dtypes::bfloat16) return "tinyt_bf16_to_f32(" + bits + ")";
+    throw CompileError(detail::cat(language(), " renderer: no ", dt.name(), " from bits"));
+  }
+  /// `v`, of memory type `from`, reinterpreted as memory type `to` (equal sizes).
+  virtual std::string bitcast(const std::string& from, const std::string& to, const std::string& v) const {
+    return "((union { " + from + " from; " + to + " to; }){.from = " + v + "}).to";
+  }
+  /// The name of a math function for `dt` (C: expf for float, exp for double).
+  virtual std::string math_function(const std::string& name, DType dt) const {
+    return dt.scalar() == dtypes::float64 ? name : name + "f";
+  }
+  /// NaN and the infinities of `dt` (float or double).
+  virtual std::string special_float(double v, DType dt) const {
+    const std::string s = std::isnan(v) ? "NAN" : v > 0 ? "INFINITY" : "-INFINITY";
+    return dt.scalar() == dtypes::float64 ? "((double)" + s + ")" : s;
+  }
+
+  std::string float_literal(double v, DType dt) const {
+    const DType s = dt.scalar();
+    if (std::isnan(v) || std::isinf(v)) return special_float(v, s);
+    const std::string digits = detail::float_digits(v, s != dtypes::float64);
+    return s == dtypes::float16 && !held_in_float(s) ? "((" + scalar_type(s) + ")" + digits + ")" : digits;
+  }
+  std::string literal(const UOp& c, bool as_int32) const {
+    const DType dt = c.dtype().scalar();
+    if (dt.is_float()) return float_literal(c.const_float(), dt);
+    if (dt.is_bool()) return c.const_int() ? "1" : "0";
+    const i128 v = c.const_int();
+    const std::string wide = int64_suffix();
+    if (dt.is_index() && as_int32) return detail::cat(static_cast<long long>(v));
+    if (dt.is_unsigned()) return detail::cat(static_cast<unsigned long long>(v), dt.itemsize() == 8 ? "U" + wide : "u");
+    if (v == dtypes::min_int(dt)) return detail::cat("(", static_cast<long long>(v + 1), dt.itemsize() == 8 ? wide : "", "-1)");
+    return detail::cat(static_cast<long long>(v), dt.itemsize() == 8 || dt.is_index() ? wide : "");
   }
 
  private:
   std::unordered_map<const UOpNode*, std::string> name_;
+  std::unordered_map<const UOpNode*, std::pair<std::string, std::string>> address_;  // INDEX -> (buffer, index)
   std::unordered_map<const UOpNode*, int> uses_;
-  std::ostringstream body_;
   int depth_ = 1;
   int counter_ = 0;
 
-  std::string type_of(const UOp& u) {
-    if (u.dtype().is_index()) return detail::fits_int32(u) ? "int" : "long long";
-    return detail::c_type(u.dtype());
+  std::string type_of(const UOp& u) const {
+    if (u.dtype().is_index()) return detail::fits_int32(u) ? "int" : scalar_type(dtypes::int64);
+    return scalar_type(u.dtype());
   }
   const std::string& ref(const UOp& u) { return name_.at(u.get()); }
   void out(const std::string& s) { body_ << std::string(static_cast<size_t>(depth_) * 2, ' ') << s << "\n"; }
@@ -149,55 +264,72 @@ class CRenderer {
   }
   // an operand, cast to the type the op computes in when index math widens
   std::string operand(const UOp& s, const UOp& user) {
-    if (s.dtype().is_index() && user.dtype().is_index() && type_of(user) != type_of(s)) return "((long long)" + ref(s) + ")";
+    if (s.dtype().is_index() && user.dtype().is_index() && type_of(user) != type_of(s))
+      return "((" + scalar_type(dtypes::int64) + ")" + ref(s) + ")";
     return ref(s);
+  }
+  // the launch dimension a work-item range runs along
+  int work_item_dim(const UOp& range) const {
+    const auto& axes = program_->global_axes;
+    const auto it = std::find(axes.begin(), axes.end(), range.arg()[0].as_int());
+    if (it == axes.end()) throw InternalError(detail::cat(language(), " renderer: a work-item range with no launch dimension"));
+    return static_cast<int>(it - axes.begin());
   }
 
   void line(const UOp& u) {
     const auto& s = u.src();
     switch (u.op()) {
       case Ops::DEFINE_GLOBAL: name_[u.get()] = "data" + std::to_string(u.arg().as_int()); return;
-      case Ops::CONST: name_[u.get()] = detail::literal(u, u.dtype().is_index() && detail::fits_int32(u)); return;
+      case Ops::CONST: name_[u.get()] = literal(u, u.dtype().is_index() && detail::fits_int32(u)); return;
       case Ops::RANGE: {
         const std::string n = "ridx" + std::to_string(u.arg()[0].as_int());
         const std::string t = type_of(u);
-        if (codegen::range_kind(u) == codegen::RangeKind::thread) {  // one thread runs each value
-          out(t + " " + n + " = core_id;");
-          name_[u.get()] = n;
-          return;
+        name_[u.get()] = n;
+        switch (codegen::range_kind(u)) {
+          case codegen::RangeKind::thread: out(t + " " + n + " = core_id;"); return;  // one thread runs each value
+          case codegen::RangeKind::global: out(t + " " + n + " = " + work_item(work_item_dim(u)) + ";"); return;
+          default: break;
         }
         out("for (" + t + " " + n + " = 0; " + n + " < " + ref(s[0]) + "; " + n + "++) {");
-        name_[u.get()] = n;
         ++depth_;
         return;
       }
       case Ops::END:
-        if (codegen::range_kind(s[0]) == codegen::RangeKind::thread) return;
+        if (codegen::range_kind(s[0]) == codegen::RangeKind::thread || codegen::range_kind(s[0]) == codegen::RangeKind::global) return;
         --depth_;
         out("}");
         return;
       case Ops::DEFINE_REG: {
         const std::string n = "acc" + std::to_string(u.arg().as_int());
-        out(detail::c_type(u.dtype().base()) + " " + n + ";");
+        out(scalar_type(u.dtype().base()) + " " + n + ";");
         name_[u.get()] = n;
         return;
       }
       case Ops::INDEX:
-        if (s[0].op() == Ops::DEFINE_REG) name_[u.get()] = ref(s[0]);
-        else name_[u.get()] = ref(s[0]) + "[" + ref(s[1]) + "]";
+        if (s[0].op() == Ops::DEFINE_REG) {
+          name_[u.get()] = ref(s[0]);
+        } else {
+          address_[u.get()] = {ref(s[0]), ref(s[1])};
+          name_[u.get()] = ref(s[0]) + "[" + ref(s[1]) + "]";
+        }
         return;
       case Ops::LOAD: {
         const UOp& idx = s[0];
         if (idx.src(0).op() == Ops::DEFINE_REG) { name_[u.get()] = ref(idx); return; }
-        std::string e = ref(idx);
-        if (u.dtype().scalar() == dtypes::bfloat16) e = "tinyt_bf16_to_f32(" + e + ")";
-        if (idx.src().size() > 2) e = "(" + ref(idx.src(2)) + " ? " + e + " : " + detail::literal(UOp::const_(u.dtype(), 0), false) + ")";
+        const auto& [buf, i] = address_.at(idx.get());
+        std::string e = load_memory(u.dtype(), buf, i);
+        if (idx.src().size() > 2) e = "(" + ref(idx.src(2)) + " ? " + e + " : " + literal(UOp::const_(u.dtype(), 0), false) + ")";
         define(u, e, "val");
         return;
       }
       case Ops::STORE: {
-        const bool bf16_memory = s[0].src(0).op() == Ops::DEFINE_GLOBAL && s[1].dtype().scalar() == dtypes::bfloat16;
-        const std::string assign = ref(s[0]) + " = " + (bf16_memory ? "tinyt_f32_to_bf16(" + ref(s[1]) + ")" : ref(s[1])) + ";";
+        std::string assign;
+        if (s[0].src(0).op() == Ops::DEFINE_GLOBAL) {
+          const auto& [buf, i] = address_.at(s[0].get());
+          assign = store_memory(s[1].dtype(), buf, i, ref(s[1])) + ";";
+        } else {
+          assign = ref(s[0]) + " = " + ref(s[1]) + ";";
+        }
         out(s[0].src().size() > 2 ? "if (" + ref(s[0].src(2)) + ") " + assign : assign);
         return;
       }
@@ -214,8 +346,8 @@ class CRenderer {
   static bool computed_wider(const UOp& u) {
     const DType dt = u.dtype().scalar();
     const bool narrow = dt.is_bool() || (dt.is_int() && !dt.is_index() && dt.itemsize() < 4);
-    const bool arithmetic = (infix_symbol(u.op()) && !GroupOp::Comparison.contains(u.op())) || u.op() == Ops::NEG ||
-                            u.op() == Ops::RECIPROCAL;
+    const bool arithmetic = (detail::infix_symbol(u.op()) && !GroupOp::Comparison.contains(u.op())) ||
+                            u.op() == Ops::NEG || u.op() == Ops::RECIPROCAL;
     return narrow && arithmetic;
   }
 
@@ -227,8 +359,8 @@ class CRenderer {
     if (GroupOp::ALU.contains(u.op()))
       for (const UOp& x : s)
         if (x.dtype().scalar() == dtypes::float16 || x.dtype().scalar() == dtypes::bfloat16)
-          throw InternalError(detail::cat("C renderer: ", op_name(u.op()), " of ", x.dtype().name(), " was not lowered to float32"));
-    if (const char* sym = infix_symbol(u.op()); sym && s.size() == 2) {
+          throw InternalError(detail::cat(language(), " renderer: ", op_name(u.op()), " of ", x.dtype().name(), " was not lowered to float32"));
+    if (const char* sym = detail::infix_symbol(u.op()); sym && s.size() == 2) {
       if ((u.op() == Ops::IDIV || u.op() == Ops::MOD) && !(s[1].is_const() && s[1].const_int() > 0)) {
         // C traps on x/0 and INT_MIN/-1; a kernel must not crash the process. An unsigned divisor
         // is never -1: UINT_MAX == -1 would hold in C, and x / UINT_MAX is not -x.
@@ -243,55 +375,176 @@ class CRenderer {
         if (is_float) return "((" + a(0) + " != " + a(0) + " || " + a(0) + " > " + a(1) + ") ? " + a(0) + " : " + a(1) + ")";
         return "(" + a(0) + " > " + a(1) + " ? " + a(0) + " : " + a(1) + ")";
       case Ops::WHERE: return "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")";
-      case Ops::RECIPROCAL: return "(" + detail::float_literal(1.0, dt) + " / " + a(0) + ")";
-      case Ops::MULACC: return std::string(dt == dtypes::float64 ? "fma(" : "fmaf(") + a(0) + ", " + a(1) + ", " + a(2) + ")";
+      case Ops::RECIPROCAL: return "(" + float_literal(1.0, dt) + " / " + a(0) + ")";
+      case Ops::MULACC: return math_function("fma", dt) + "(" + a(0) + ", " + a(1) + ", " + a(2) + ")";
       case Ops::CAST:
         if (dt.is_bool()) return "(" + a(0) + " != 0)";
-        if (dt == dtypes::bfloat16 && s[0].dtype().scalar() != dtypes::bfloat16) return "tinyt_bf16_round((float)" + a(0) + ")";
+        if (held_in_float(dt) && s[0].dtype().scalar() != dt) return round_narrow(dt, a(0));
         return "((" + type_of(u) + ")" + a(0) + ")";
       case Ops::BITCAST: {
-        // bfloat16 values are floats here: bitcasts go through their 16 bits
-        const bool from_bf16 = s[0].dtype().scalar() == dtypes::bfloat16, to_bf16 = dt == dtypes::bfloat16;
-        const std::string from = from_bf16 ? "tinyt_f32_to_bf16(" + a(0) + ")" : a(0);
-        const std::string bits = "((union { " + detail::memory_type(s[0].dtype()) + " from; " + detail::memory_type(u.dtype()) +
-                                 " to; }){.from = " + from + "}).to";
-        return to_bf16 ? "tinyt_bf16_to_f32(" + bits + ")" : bits;
+        // narrow floats held in floats are bitcast through their 16 bits
+        const DType from_dt = s[0].dtype().scalar();
+        const std::string from = held_in_float(from_dt) ? narrow_bits(from_dt, a(0)) : a(0);
+        const std::string bits = bitcast(memory_type(s[0].dtype()), memory_type(u.dtype()), from);
+        return held_in_float(dt) ? narrow_from_bits(dt, bits) : bits;
       }
       default: break;
     }
-    if (const char* fn = detail::math_fn(u.op()))  // float64 uses the double functions
-      return std::string(fn) + (dt == dtypes::float64 ? "" : "f") + "(" + a(0) + (s.size() > 1 ? ", " + a(1) : "") + ")";
-    throw CompileError(detail::cat("C renderer: cannot render ", op_name(u.op()), " of ", u.dtype().name()));
+    if (const char* fn = detail::math_fn(u.op()))
+      return math_function(fn, dt) + "(" + a(0) + (s.size() > 1 ? ", " + a(1) : "") + ")";
+    throw CompileError(detail::cat(language(), " renderer: cannot render ", op_name(u.op()), " of ", u.dtype().name()));
   }
 
   static bool repeats_operands(const UOp& u) {
     if (u.op() == Ops::MAX) return true;
     return (u.op() == Ops::IDIV || u.op() == Ops::MOD) && !(u.src(1).is_const() && u.src(1).const_int() > 0);
   }
+};
 
-  static const char* infix_symbol(Ops op) {
-    switch (op) {
-      case Ops::ADD: return " + ";
-      case Ops::SUB: return " - ";
-      case Ops::MUL: return " * ";
-      case Ops::FDIV: return " / ";
-      case Ops::IDIV: return " / ";
-      case Ops::MOD: return " % ";
-      case Ops::CMPLT: return " < ";
-      case Ops::CMPNE: return " != ";
-      case Ops::CMPEQ: return " == ";
-      case Ops::AND: return " & ";
-      case Ops::OR: return " | ";
-      case Ops::XOR: return " ^ ";
-      case Ops::SHL: return " << ";
-      case Ops::SHR: return " >> ";
-      default: return nullptr;
+/// C, for the CPU: the base's defaults.
+class CRenderer : public CStyleRenderer {};
+
+/// OpenCL C: buffers as `__global` kernel parameters, halves through vload_half/vstore_half.
+class OpenCLRenderer : public CStyleRenderer {
+ protected:
+  const char* language() const override { return "OpenCL"; }
+  std::string scalar_type(DType dt) const override {
+    switch (dt.scalar_type()) {
+      case ScalarType::int8: return "char";
+      case ScalarType::uint8: return "uchar";
+      case ScalarType::uint16: return "ushort";
+      case ScalarType::uint32: return "uint";
+      case ScalarType::int64: return "long";
+      case ScalarType::uint64: return "ulong";
+      default: return CStyleRenderer::scalar_type(dt);
     }
   }
+  bool held_in_float(DType dt) const override { return dt.scalar() == dtypes::bfloat16 || dt.scalar() == dtypes::float16; }
+  std::string memory_type(DType dt) const override {
+    switch (dt.scalar_type()) {
+      case ScalarType::bool_: return "uchar";  // bool may not be in a kernel's buffer
+      case ScalarType::float16: return "half";  // a pointer to halves needs no cl_khr_fp16
+      case ScalarType::bfloat16: return "ushort";
+      default: return scalar_type(dt);
+    }
+  }
+  const char* int64_suffix() const override { return "L"; }
+  std::string preamble(const SourceFeatures& f) const override {
+    std::string s = "#pragma OPENCL FP_CONTRACT OFF\n";
+    if (f.float64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+    s += "\n";
+    if (f.bfloat16) s += detail::bfloat16_helpers("", "as_uint", "as_float", "ushort", "uint");
+    if (f.float16)
+      s += "ushort tinyt_f32_to_f16(float f) { ushort h; vstore_half(f, 0, (__private half*)&h); return h; }\n"
+           "float tinyt_f16_to_f32(ushort h) { return vload_half(0, (__private const half*)&h); }\n"
+           "float tinyt_f16_round(float f) { return tinyt_f16_to_f32(tinyt_f32_to_f16(f)); }\n\n";
+    return s;
+  }
+  void open_kernel(const codegen::Program& p) override {
+    body_ << "__kernel void " << p.name << "(";
+    for (size_t i = 0; i < p.globals.size(); ++i)
+      body_ << (i ? ", " : "") << "__global " << memory_type(p.globals[i].base()) << "* restrict data" << i;
+    body_ << ") {\n";
+  }
+  std::string work_item(int dim) const override { return detail::cat("(int)get_global_id(", dim, ")"); }
+  std::string load_memory(DType dt, const std::string& buf, const std::string& idx) const override {
+    if (dt.scalar() == dtypes::float16) return "vload_half(" + idx + ", " + buf + ")";
+    return CStyleRenderer::load_memory(dt, buf, idx);
+  }
+  std::string store_memory(DType dt, const std::string& buf, const std::string& idx, const std::string& v) const override {
+    if (dt.scalar() == dtypes::float16) return "vstore_half(" + v + ", " + idx + ", " + buf + ")";
+    return CStyleRenderer::store_memory(dt, buf, idx, v);
+  }
+  std::string round_narrow(DType dt, const std::string& v) const override {
+    if (dt.scalar() == dtypes::float16) return "tinyt_f16_round((float)" + v + ")";
+    return CStyleRenderer::round_narrow(dt, v);
+  }
+  std::string narrow_bits(DType dt, const std::string& v) const override {
+    if (dt.scalar() == dtypes::float16) return "tinyt_f32_to_f16(" + v + ")";
+    return CStyleRenderer::narrow_bits(dt, v);
+  }
+  std::string narrow_from_bits(DType dt, const std::string& bits) const override {
+    if (dt.scalar() == dtypes::float16) return "tinyt_f16_to_f32(" + bits + ")";
+    return CStyleRenderer::narrow_from_bits(dt, bits);
+  }
+  std::string bitcast(const std::string&, const std::string& to, const std::string& v) const override {
+    return "as_" + to + "(" + v + ")";
+  }
+  std::string math_function(const std::string& name, DType) const override { return name; }  // overloaded
+};
+
+/// CUDA C++ for NVRTC: `extern "C" __global__` kernels; halves as their bits, converted in PTX.
+class CUDARenderer : public CStyleRenderer {
+ public:
+  /// `max_local`: the most work-items a launch groups (its __launch_bounds__).
+  explicit CUDARenderer(int64_t max_local = 256) : max_local_(max_local) {}
+
+ protected:
+  const char* language() const override { return "CUDA"; }
+  bool held_in_float(DType dt) const override { return dt.scalar() == dtypes::bfloat16 || dt.scalar() == dtypes::float16; }
+  std::string memory_type(DType dt) const override {
+    if (dt.scalar() == dtypes::float16) return "unsigned short";
+    return CStyleRenderer::memory_type(dt);
+  }
+  std::string preamble(const SourceFeatures& f) const override {
+    // NVRTC compiles without the toolkit's headers: the few macros and helpers are defined here
+    std::string s =
+        "#define INFINITY __int_as_float(0x7f800000)\n#define NAN __int_as_float(0x7fffffff)\n"
+        "template <class To, class From> __device__ inline To tinyt_bitcast(From x) {\n"
+        "  union { From from; To to; } u; u.from = x; return u.to;\n}\n\n";
+    if (f.bfloat16) s += detail::bfloat16_helpers("__device__ inline ", "__float_as_uint", "__uint_as_float", "unsigned short", "unsigned int");
+    if (f.float16)
+      s += "__device__ inline unsigned short tinyt_f32_to_f16(float f) {\n"
+           "  unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h;\n}\n"
+           "__device__ inline float tinyt_f16_to_f32(unsigned short h) {\n"
+           "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f;\n}\n"
+           "__device__ inline float tinyt_f16_round(float f) { return tinyt_f16_to_f32(tinyt_f32_to_f16(f)); }\n\n";
+    return s;
+  }
+  void open_kernel(const codegen::Program& p) override {
+    body_ << "extern \"C\" __global__ void __launch_bounds__(" << max_local_ << ") " << p.name << "(";
+    for (size_t i = 0; i < p.globals.size(); ++i)
+      body_ << (i ? ", " : "") << memory_type(p.globals[i].base()) << "* __restrict__ data" << i;
+    body_ << ") {\n";
+  }
+  std::string work_item(int dim) const override {
+    const char* d = dim == 0 ? "x" : dim == 1 ? "y" : "z";
+    return detail::cat("(int)(blockIdx.", d, " * blockDim.", d, " + threadIdx.", d, ")");
+  }
+  std::string load_memory(DType dt, const std::string& buf, const std::string& idx) const override {
+    if (dt.scalar() == dtypes::float16) return "tinyt_f16_to_f32(" + buf + "[" + idx + "])";
+    return CStyleRenderer::load_memory(dt, buf, idx);
+  }
+  std::string store_memory(DType dt, const std::string& buf, const std::string& idx, const std::string& v) const override {
+    if (dt.scalar() == dtypes::float16) return buf + "[" + idx + "] = tinyt_f32_to_f16(" + v + ")";
+    return CStyleRenderer::store_memory(dt, buf, idx, v);
+  }
+  std::string round_narrow(DType dt, const std::string& v) const override {
+    if (dt.scalar() == dtypes::float16) return "tinyt_f16_round((float)" + v + ")";
+    return CStyleRenderer::round_narrow(dt, v);
+  }
+  std::string narrow_bits(DType dt, const std::string& v) const override {
+    if (dt.scalar() == dtypes::float16) return "tinyt_f32_to_f16(" + v + ")";
+    return CStyleRenderer::narrow_bits(dt, v);
+  }
+  std::string narrow_from_bits(DType dt, const std::string& bits) const override {
+    if (dt.scalar() == dtypes::float16) return "tinyt_f16_to_f32(" + bits + ")";
+    return CStyleRenderer::narrow_from_bits(dt, bits);
+  }
+  std::string bitcast(const std::string& from, const std::string& to, const std::string& v) const override {
+    return "tinyt_bitcast<" + to + ", " + from + ">(" + v + ")";
+  }
+
+ private:
+  int64_t max_local_;
 };
 
 /// C source for a program.
 inline std::string render_c(const codegen::Program& p) { return CRenderer().render(p); }
+/// OpenCL C source for a program.
+inline std::string render_opencl(const codegen::Program& p) { return OpenCLRenderer().render(p); }
+/// CUDA C++ source for a program.
+inline std::string render_cuda(const codegen::Program& p, int64_t max_local = 256) { return CUDARenderer(max_local).render(p); }
 
 }  // namespace renderer
 }  // namespace tinyt::inline v0

@@ -26,6 +26,7 @@ enum class RangeKind : int64_t {
   local = 3,   // an inner output loop (a cache tile)
   upcast = 4,  // output copies in registers, expanded before rendering
   unroll = 5,  // reduce accumulators in registers, expanded before rendering
+  global = 6,  // not a loop: its value is a GPU work-item's index along one launch dimension
 };
 
 inline UOp range(int64_t end, int64_t axis, RangeKind kind) {

@@ -12,7 +12,9 @@
 namespace tinyt::inline v0 {
 namespace schedule {
 
-/// One kernel to run: its AST and the buffers bound to its DEFINE_GLOBALs (output first).
+/// One kernel to run: its AST and the buffers bound to its DEFINE_GLOBALs (output first). A copy
+/// between devices is a Kernel whose AST is a COPY (buffers: destination, source): the engine
+/// runs it with the devices' allocators.
 struct Kernel {
   UOp ast;
   std::vector<UOp> buffers;  // BUFFER nodes
@@ -340,6 +342,16 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool m
       continue;
     }
     const UOp out_buffer = graph::new_buffer(graph::device_of(point), numel, point.dtype());
+    if (point.op() == Ops::COPY && graph::device_of(point.src(0)) != graph::device_of(point)) {
+      // the source is in memory in its own shape (realization_points made sure): copy its bytes
+      const UOp& from = point.src(0);
+      const UOp source = graph::base_buffer(from.op() == Ops::BUFFER ? from : input_view(from) ? input_view(from) : from);
+      TINYT_ASSERT(source && source.arg().as_int() == numel, "copy: the source is not a whole contiguous buffer");
+      Kernel kernel{UOp(Ops::COPY, point.dtype(), {}, numel), {out_buffer, source}, point, graph::reshape(out_buffer, shape)};
+      computed[point.get()] = kernel.view;
+      kernels.push_back(std::move(kernel));
+      continue;
+    }
     const UOp value_node = point.op() == Ops::CONTIGUOUS || point.op() == Ops::COPY ? point.src(0) : point;
     Kernel kernel = make_kernel(point, value_node, out_buffer, graph::reshape(out_buffer, shape)).first;
     computed[point.get()] = kernel.view;

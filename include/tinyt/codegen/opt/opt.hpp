@@ -53,7 +53,8 @@ inline int64_t range_size(const UOp& r) { return static_cast<int64_t>(r.src(0).c
 /// Where a range's loop goes: threads outermost, then output loops, then tiles, then reductions.
 inline int range_rank(RangeKind k) {
   switch (k) {
-    case RangeKind::thread: return 0;
+    case RangeKind::thread:
+    case RangeKind::global: return 0;
     case RangeKind::loop: return 1;
     case RangeKind::local: return 2;
     case RangeKind::reduce: return 3;

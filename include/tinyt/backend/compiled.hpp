@@ -1,0 +1,187 @@
+// What a device is made of, as in tinygrad's `Compiled`: an allocator (memory and copies), a
+// compiler (source -> binary, cached on disk by a key naming the device, the compiler and its
+// version), a program loader (binary -> a launchable kernel) and the source language its
+// renderer writes. Backends (cpu.hpp, opencl.hpp, cuda.hpp) implement these parts and register a
+// factory by device kind; the engine reaches every device through this header alone. Nothing
+// here knows about tensors.
+#pragma once
+
+#include <unistd.h>
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../error.hpp"
+#include "../helpers.hpp"
+#include "../support.hpp"
+
+namespace tinyt::inline v0 {
+namespace backend {
+
+/// The source a device's compiler takes.
+enum class Language { c, llvm_ir, opencl, cuda };
+
+/// A launch's work: global[d] work-items in all along dimension d, in groups of local[d].
+/// (Both are counts of work-items, as OpenCL's global/local work sizes; CUDA's grid is global/local.)
+struct LaunchDims {
+  std::array<int64_t, 3> global{1, 1, 1}, local{1, 1, 1};
+};
+
+/// Device memory: opaque handles (a pointer on the CPU, a cl_mem, a CUdeviceptr), allocated,
+/// freed and copied to and from the host. Copies are complete when they return.
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  /// `nbytes` of device memory; OutOfMemoryError naming the device and size when there is none.
+  virtual void* alloc(size_t nbytes) = 0;
+  virtual void free(void* handle, size_t nbytes) = 0;
+  /// Host memory `src` into device memory `dst`.
+  virtual void copyin(void* dst, const void* src, size_t nbytes) = 0;
+  /// Device memory `src` into host memory `dst`, after every launch before it finished.
+  virtual void copyout(void* dst, void* src, size_t nbytes) = 0;
+  /// Copies device memory of this device to `dst` of this device.
+  virtual void copy(void* dst, void* src, size_t nbytes) = 0;
+  /// A host pointer to the memory when the device can give one (the CPU), else null.
+  virtual void* host_pointer(void* /*handle*/) { return nullptr; }
+};
+
+/// A kernel loaded on a device, ready to launch.
+class Program {
+ public:
+  virtual ~Program() = default;
+  /// Runs on `bufs` (device handles, by DEFINE_GLOBAL index) with the symbolic variables' values
+  /// `vars`; when `timed`, waits for it and returns its time in seconds (else may return 0 at once).
+  virtual double launch(void* const* bufs, const std::vector<int64_t>& vars, const LaunchDims& dims, bool timed) = 0;
+};
+
+/// Turns source into a binary the device loads.
+class Compiler {
+ public:
+  virtual ~Compiler() = default;
+  /// The device, the compiler and its version and options: part of every cache key.
+  virtual std::string identity() const = 0;
+  /// The binary of `source`; CompileError quoting the numbered source and the log on failure.
+  virtual std::string compile(const std::string& source, const std::string& name) = 0;
+  /// Whether binaries may be kept on disk (a binary that is a path or an address may not).
+  virtual bool disk_cacheable() const { return true; }
+};
+
+/// What the code generator must know about a device.
+struct Target {
+  Language language = Language::c;
+  bool gpu = false;             // output ranges become work-items (global/local ids), not loops
+  int64_t threads = 1;          // CPU threads a kernel may be split across
+  int64_t max_local = 1;        // work-items in a work-group at most
+  int64_t vector_bytes = 16;    // a register's width, for upcasts
+  int64_t vector_count = 16;    // registers
+  bool half = false;            // computes in half precision (cl_khr_fp16 / CUDA): unused so far
+};
+
+/// One device: its parts.
+class Device {
+ public:
+  virtual ~Device() = default;
+  /// "CPU", "CL:1", "CUDA".
+  virtual const std::string& name() const = 0;
+  virtual Allocator& allocator() = 0;
+  virtual Compiler& compiler() = 0;
+  virtual Target target() const = 0;
+  /// Loads a binary from this device's compiler; `name` is the kernel's function.
+  virtual std::unique_ptr<Program> load(const std::string& binary, const std::string& name) = 0;
+  /// Waits until every launch and copy issued so far finished.
+  virtual void synchronize() {}
+};
+
+/// Makes the device of a kind ("CL") with an index (the 1 of "CL:1"); DeviceError when it cannot
+/// be opened (naming the libraries tried) or has no such index.
+using DeviceFactory = std::function<std::unique_ptr<Device>(int index)>;
+
+namespace detail {
+inline std::map<std::string, DeviceFactory>& factories() {
+  static auto* map = new std::map<std::string, DeviceFactory>;  // never destroyed: buffers free at exit
+  return *map;
+}
+inline std::mutex& devices_mutex() {
+  static auto* mu = new std::mutex;
+  return *mu;
+}
+}  // namespace detail
+
+/// Registers the factory of a device kind; returns true (for static initializers).
+inline bool register_device(const std::string& kind, DeviceFactory factory) {
+  std::lock_guard lock(detail::devices_mutex());
+  detail::factories()[kind] = std::move(factory);
+  return true;
+}
+
+/// The kinds registered in this program, sorted.
+inline std::vector<std::string> registered_kinds() {
+  std::lock_guard lock(detail::devices_mutex());
+  std::vector<std::string> out;
+  for (const auto& [kind, factory] : detail::factories()) out.push_back(kind);
+  return out;
+}
+
+/// The open device `kind` with `index`, opened at first use and kept for the process.
+inline Device& open_device(const std::string& kind, int index) {
+  static auto* open = new std::map<std::pair<std::string, int>, std::unique_ptr<Device>>;
+  static auto* failed = new std::map<std::pair<std::string, int>, std::string>;
+  std::lock_guard lock(detail::devices_mutex());
+  const auto key = std::pair(kind, index);
+  if (auto it = open->find(key); it != open->end()) return *it->second;
+  if (auto it = failed->find(key); it != failed->end()) throw DeviceError(it->second);
+  auto f = detail::factories().find(kind);
+  if (f == detail::factories().end())
+    throw DeviceError(::tinyt::detail::cat("device ", kind, ": no backend for it in this build"));
+  try {
+    return *open->emplace(key, f->second(index)).first->second;
+  } catch (const Error& e) {
+    failed->emplace(key, e.what());  // trying again would open the libraries again, and fail again
+    throw;
+  }
+}
+
+/// The folder binaries are cached in: $TINYT_CACHE_DIR, else $XDG_CACHE_HOME/tinyt, else
+/// $HOME/.cache/tinyt, else a folder of this user's in /tmp.
+inline std::filesystem::path cache_dir() {
+  if (const char* dir = std::getenv("TINYT_CACHE_DIR"); dir && *dir) return dir;
+  if (const char* dir = std::getenv("XDG_CACHE_HOME"); dir && *dir) return std::filesystem::path(dir) / "tinyt";
+  if (const char* dir = std::getenv("HOME"); dir && *dir) return std::filesystem::path(dir) / ".cache" / "tinyt";
+  return std::filesystem::temp_directory_path() / ::tinyt::detail::cat("tinyt-", ::getuid());
+}
+
+/// `compiler.compile(source)`, from the disk cache when this compiler built this source before
+/// (keyed by the compiler's identity and the source; the source is stored beside the binary and
+/// compared, so a hash collision recompiles). A cache that cannot be written costs a compile.
+inline std::string cached_compile(Compiler& compiler, const std::string& source, const std::string& name) {
+  if (!compiler.disk_cacheable() || getenv_int("DISABLE_COMPILER_CACHE", 0)) return compiler.compile(source, name);
+  const std::string key = ::tinyt::detail::Hash128().update(compiler.identity()).update(std::string_view("", 1)).update(source).hex();
+  const std::filesystem::path dir = cache_dir() / "binaries", bin = dir / (key + ".bin"), src = dir / (key + ".src");
+  if (auto stored = ::tinyt::detail::read_file(src); stored && *stored == source)
+    if (auto binary = ::tinyt::detail::read_file(bin)) return *binary;
+  std::string binary = compiler.compile(source, name);
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) return binary;
+  // written under names of this process and thread, then renamed: readers see whole files
+  const std::string tmp = ::tinyt::detail::cat(".tmp", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
+  const auto write = [&](const std::filesystem::path& path, const std::string& text) {
+    std::ofstream(path.string() + tmp, std::ios::binary) << text;
+    std::filesystem::rename(path.string() + tmp, path, error);
+  };
+  write(bin, binary);  // the binary first: a source without its binary is a miss
+  write(src, source);
+  return binary;
+}
+
+}  // namespace backend
+}  // namespace tinyt::inline v0

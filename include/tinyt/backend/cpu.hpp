@@ -1,0 +1,199 @@
+// The CPU as a device: host memory (64-byte aligned, freed blocks reused by size), and kernels
+// compiled by LLVM's ORC JIT (the default) or the system C compiler (CPU_LLVM=0, or when libLLVM
+// cannot be opened). A kernel launch on the CPU is `global[0]` calls of the kernel function,
+// one per thread of the pool, each told its core_id.
+#pragma once
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <iostream>
+#include <mutex>
+
+#include "compiled.hpp"
+#include "cpu_cc.hpp"
+#include "cpu_llvm.hpp"
+#include "host_simd.hpp"
+#include "threadpool.hpp"
+
+namespace tinyt::inline v0 {
+
+/// What turns CPU kernels into machine code: LLVM's ORC JIT (the default), or the system C
+/// compiler (CPU_LLVM=0, or when libLLVM cannot be opened).
+enum class CpuCompiler { llvm, cc };
+
+namespace detail {
+// Whether libLLVM opened, tried once; why not, when it did not.
+inline const std::string& llvm_unavailable_reason() {
+  static const std::string reason = [] {
+    try {
+      backend::default_llvm();
+      return std::string();
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+  }();
+  return reason;
+}
+}  // namespace detail
+
+/// The CPU compiler to use now.
+inline CpuCompiler cpu_compiler() {
+  if (!getenv_int("CPU_LLVM", 1)) return CpuCompiler::cc;
+  if (detail::llvm_unavailable_reason().empty()) return CpuCompiler::llvm;
+  static std::once_flag noted;
+  if (debug_level() >= 1)
+    std::call_once(noted, [] { std::cerr << "tinyt: using the C compiler, LLVM is unavailable: " << detail::llvm_unavailable_reason() << "\n"; });
+  return CpuCompiler::cc;
+}
+/// The CPU LLVM compiles for: TINYT_LLVM_CPU ("x86-64-v3", "skylake,+avx512f"), else "host".
+inline std::string llvm_cpu() { return getenv_str("TINYT_LLVM_CPU", "host"); }
+
+namespace backend {
+
+/// Host memory, 64-byte aligned (a handle is the pointer itself), with freed blocks kept by size
+/// for reuse (tinygrad's LRU allocator): a training step frees and allocates the same sizes every time.
+class HostMemory final : public Allocator {
+ public:
+  void* alloc(size_t nbytes) override {
+    const size_t n = round_up(nbytes);
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = free_.find(n); it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_bytes_ -= n;
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(64, n);
+    if (!p) {
+      release_cache();
+      p = std::aligned_alloc(64, n);
+    }
+    if (!p) throw OutOfMemoryError(tinyt::detail::cat("CPU: cannot allocate ", nbytes, " bytes"));
+    return p;
+  }
+  void free(void* p, size_t nbytes) override {
+    const size_t n = round_up(nbytes);
+    std::lock_guard lock(mu_);
+    if (cached_bytes_ + n > cache_limit) {
+      std::free(p);
+      return;
+    }
+    free_[n].push_back(p);
+    cached_bytes_ += n;
+  }
+  void release_cache() {
+    std::lock_guard lock(mu_);
+    for (auto& [n, blocks] : free_)
+      for (void* p : blocks) std::free(p);
+    free_.clear();
+    cached_bytes_ = 0;
+  }
+  ~HostMemory() override { release_cache(); }
+  void copyin(void* dst, const void* src, size_t n) override { if (n) std::memcpy(dst, src, n); }
+  void copyout(void* dst, void* src, size_t n) override { if (n) std::memcpy(dst, src, n); }
+  void copy(void* dst, void* src, size_t n) override { if (n) std::memmove(dst, src, n); }
+  void* host_pointer(void* handle) override { return handle; }
+
+ private:
+  static size_t round_up(size_t n) { return std::max<size_t>(64, (n + 63) / 64 * 64); }
+  static constexpr size_t cache_limit = size_t{1} << 30;
+  std::mutex mu_;
+  std::map<size_t, std::vector<void*>> free_;
+  size_t cached_bytes_ = 0;
+};
+
+/// A CPU kernel: its function, and what keeps the code alive (the C compiler's shared object;
+/// LLVM's JIT keeps its own code for the process).
+class CpuProgram final : public Program {
+ public:
+  CpuProgram(LLVMJit::Function* fn, std::unique_ptr<CProgram> library) : fn_(fn), library_(std::move(library)) {}
+  double launch(void* const* bufs, const std::vector<int64_t>& vars, const LaunchDims& dims, bool timed) override {
+    const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    auto** b = const_cast<void**>(bufs);
+    const auto* v = vars.empty() ? nullptr : reinterpret_cast<const long long*>(vars.data());
+    if (const int threads = static_cast<int>(dims.global[0]); threads > 1)
+      ThreadPool::instance().run(threads, [&](int i) { fn_(b, v, i, threads); });
+    else
+      fn_(b, v, 0, 1);
+    return timed ? std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() : 0.0;
+  }
+
+ private:
+  LLVMJit::Function* fn_;
+  std::unique_ptr<CProgram> library_;
+};
+
+/// The CPU compiler chosen when the CPU device is asked for its parts: LLVM IR is JIT-compiled
+/// when loaded (the binary is the IR); C becomes a shared object in the C compiler's own cache
+/// (the binary is its path).
+class CpuCompilerPart final : public Compiler {
+ public:
+  CpuCompilerPart(CpuCompiler which, std::string llvm_target) : which_(which), llvm_target_(std::move(llvm_target)) {}
+  std::string identity() const override {
+    return which_ == CpuCompiler::llvm ? llvm_jit(llvm_target_).identity() : default_cc().identity();
+  }
+  std::string compile(const std::string& source, const std::string&) override {
+    if (which_ == CpuCompiler::llvm) return source;
+    try {
+      return default_cc().compile(source);
+    } catch (const DeviceError& e) {
+      if (tinyt::detail::llvm_unavailable_reason().empty()) throw;
+      throw DeviceError(tinyt::detail::cat("tinyt: no CPU compiler can be used.\n", tinyt::detail::llvm_unavailable_reason(), "\n", e.what()));
+    }
+  }
+  bool disk_cacheable() const override { return false; }  // the C compiler caches; the JIT has no binary
+  CpuCompiler which() const { return which_; }
+  const std::string& llvm_target() const { return llvm_target_; }
+
+ private:
+  CpuCompiler which_;
+  std::string llvm_target_;
+};
+
+/// The CPU device. Its compiler follows CPU_LLVM and TINYT_LLVM_CPU as they are when asked.
+class CpuDevice final : public Device {
+ public:
+  const std::string& name() const override { return name_; }
+  Allocator& allocator() override { return memory_; }
+  Compiler& compiler() override {
+    const CpuCompiler which = cpu_compiler();
+    const std::string target = which == CpuCompiler::llvm ? llvm_cpu() : "";
+    std::lock_guard lock(mu_);
+    for (const auto& c : compilers_)
+      if (c->which() == which && c->llvm_target() == target) return *c;
+    return *compilers_.emplace_back(std::make_unique<CpuCompilerPart>(which, target));
+  }
+  Target target() const override {
+    static const SimdRegisters simd = host_simd();
+    Target t;
+    t.language = cpu_compiler() == CpuCompiler::llvm ? Language::llvm_ir : Language::c;
+    t.threads = ThreadPool::instance().size();
+    t.vector_bytes = simd.bytes, t.vector_count = simd.count;
+    return t;
+  }
+  std::unique_ptr<Program> load(const std::string& binary, const std::string& name) override {
+    if (binary.starts_with("; tinyt kernel"))  // LLVM IR, JIT-compiled now (the JIT keeps the code)
+      return std::make_unique<CpuProgram>(llvm_jit(llvm_cpu()).compile(binary, name), nullptr);
+    auto library = std::make_unique<CProgram>(binary, name);
+    LLVMJit::Function* fn = library->function();
+    return std::make_unique<CpuProgram>(fn, std::move(library));
+  }
+
+ private:
+  std::string name_ = "CPU";
+  HostMemory memory_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<CpuCompilerPart>> compilers_;
+};
+
+/// The CPU device (there is one: "CPU:1" is a DeviceError).
+inline std::unique_ptr<Device> open_cpu(int index) {
+  if (index != 0) throw DeviceError(tinyt::detail::cat("device CPU:", index, ": there is one CPU device, CPU"));
+  return std::make_unique<CpuDevice>();
+}
+
+}  // namespace backend
+}  // namespace tinyt::inline v0

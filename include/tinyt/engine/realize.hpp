@@ -1,0 +1,358 @@
+// The engine: a schedule becomes a list of exec items, each a runner (a compiled kernel, or a
+// copy between buffers), the buffers it runs on and the values of its symbolic variables; running
+// the list launches them in order on their devices. Kernels are compiled once per device and
+// settings, cached by their AST (ASTs are interned, so a step seen before goes straight to
+// launching). TinyJit records and replays such a list.
+//
+// DEBUG=1 prints the schedule, 2 a line per launch with its time and rates (estimates.hpp),
+// 3 each kernel's opts, 4 the generated source, 5 the AST, 6 the linearized ops.
+#pragma once
+
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <thread>
+#include <tuple>
+
+#include "../backend/devices.hpp"
+#include "../buffer.hpp"
+#include "../codegen/decompositions.hpp"
+#include "../codegen/opt/expander.hpp"
+#include "../codegen/opt/heuristic.hpp"
+#include "../codegen/opt/search.hpp"
+#include "../codegen/work_items.hpp"
+#include "../helpers.hpp"
+#include "../renderer/cstyle.hpp"
+#include "../renderer/llvmir.hpp"
+#include "../schedule/cache.hpp"
+#include "../support.hpp"
+#include "estimates.hpp"
+
+namespace tinyt::inline v0 {
+namespace engine {
+
+/// How kernels are optimized and compiled now for one device: NOOPT, BEAM, TRANSCENDENTAL, what
+/// the code generator must know of the device, and its compiler's identity. Read once per
+/// schedule and device; part of the kernel cache's key.
+struct OptSettings {
+  std::string device;
+  int64_t noopt = 0, beam = 0, transcendental = 1;
+  backend::Target target;
+  std::string compiler;
+  static OptSettings current(const std::string& device) {
+    backend::Device& d = backend::device(device);
+    return {d.name(), getenv_int("NOOPT", 0), getenv_int("BEAM", 0), getenv_int("TRANSCENDENTAL", 1), d.target(),
+            d.compiler().identity()};
+  }
+  auto key() const {
+    return std::tuple(device, noopt, beam, transcendental, target.language, target.threads, target.max_local, compiler);
+  }
+};
+
+/// A kernel compiled for a device, ready to launch.
+struct CompiledKernel {
+  codegen::Program program;
+  std::string source;  // C, LLVM IR, OpenCL C or CUDA C++
+  std::string device;
+  backend::Language language = backend::Language::c;
+  Estimates estimates;  // what one launch costs, counted once here
+  std::unique_ptr<backend::Program> runtime;
+
+  /// The launch: the work-items of a GPU kernel, the threads of a CPU one.
+  backend::LaunchDims dims() const {
+    if (program.global_axes.empty()) return {{program.threads, 1, 1}, {1, 1, 1}};
+    return {program.global_size, program.local_size};
+  }
+};
+
+/// The source of a program in the language a device's compiler takes.
+inline std::string render(const codegen::Program& p, const backend::Target& target) {
+  switch (target.language) {
+    case backend::Language::c: return renderer::render_c(p);
+    case backend::Language::llvm_ir: return renderer::render_llvm(p);
+    case backend::Language::opencl: return renderer::render_opencl(p);
+    case backend::Language::cuda: return renderer::render_cuda(p, target.max_local);
+  }
+  throw InternalError("render: unknown language");
+}
+
+/// The program of a kernel AST with `opts` applied, lowered for `target` (registers expanded,
+/// transcendentals decomposed unless TRANSCENDENTAL=0, division made safe, work-items on a GPU).
+inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> opts, const backend::Target& target,
+                                     bool transcendental) {
+  UOp expanded = codegen::expand_registers(codegen::apply_opts(ast, opts));
+  if (transcendental)
+    expanded = graph_rewrite(graph_rewrite(expanded, codegen::transcendental_rules()), codegen::kernel_rules());
+  expanded = graph_rewrite(expanded, codegen::division_rules());  // for every renderer: x/0 is 0
+  if (target.gpu) expanded = codegen::map_work_items(expanded);
+  codegen::Program p = codegen::linearize(expanded, schedule::detail::kernel_name(ast));
+  p.opts = std::move(opts);
+  if (target.gpu) p.local_size = codegen::local_sizes(p.global_size, target.max_local);
+  return p;
+}
+
+/// Compiles a kernel AST with `opts` applied for the device of `settings`.
+inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vector<codegen::Opt> opts,
+                                                      const OptSettings& settings) {
+  auto k = std::make_shared<CompiledKernel>();
+  ++GlobalCounters::compile_count;
+  k->program = lower_kernel(ast, std::move(opts), settings.target, settings.transcendental);
+  k->estimates = estimate(k->program);
+  k->device = settings.device;
+  k->language = settings.target.language;
+  k->source = render(k->program, settings.target);
+  if (debug_level() >= 4) std::cerr << k->source << "\n";
+  backend::Device& d = backend::device(settings.device);
+  k->runtime = d.load(backend::cached_compile(d.compiler(), k->source, k->program.name), k->program.name);
+  return k;
+}
+/// Compiles a kernel AST with `opts` for a device as the settings are now (the CPU by default).
+inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vector<codegen::Opt> opts,
+                                                      const std::string& device = "CPU") {
+  return compile_kernel(ast, std::move(opts), OptSettings::current(device));
+}
+
+/// Launches a compiled kernel on device handles (host pointers on the CPU) and waits for it;
+/// returns its time in seconds.
+inline double launch(const CompiledKernel& k, void* const* handles, const std::vector<int64_t>& vars = {}) {
+  return k.runtime->launch(handles, vars, k.dims(), true);
+}
+
+/// What an exec item runs: a compiled kernel, or a copy.
+class Runner {
+ public:
+  virtual ~Runner() = default;
+  /// Runs on `bufs` (output first) with the variables' values `vars`; when `timed`, waits and
+  /// returns the seconds it took (else may return 0 at once).
+  virtual double run(const std::vector<Buffer*>& bufs, const std::vector<int64_t>& vars, bool timed) = 0;
+  /// Its name in DEBUG lines.
+  virtual const std::string& name() const = 0;
+  /// What one run costs.
+  virtual Estimates estimates() const = 0;
+};
+
+/// Runs a compiled kernel.
+class CompiledRunner final : public Runner {
+ public:
+  explicit CompiledRunner(std::shared_ptr<CompiledKernel> kernel) : kernel_(std::move(kernel)) {}
+  double run(const std::vector<Buffer*>& bufs, const std::vector<int64_t>& vars, bool timed) override {
+    std::vector<void*> handles;
+    handles.reserve(bufs.size());
+    for (Buffer* b : bufs) handles.push_back(b->ptr());
+    return kernel_->runtime->launch(handles.data(), vars, kernel_->dims(), timed);
+  }
+  const std::string& name() const override { return kernel_->program.name; }
+  Estimates estimates() const override { return kernel_->estimates; }
+  const CompiledKernel& kernel() const { return *kernel_; }
+
+ private:
+  std::shared_ptr<CompiledKernel> kernel_;
+};
+
+/// Copies bufs[1] into bufs[0] (equal sizes): within a device by its allocator, between devices
+/// through the host (straight into or out of host-addressable memory, else through a staging copy).
+class BufferCopy final : public Runner {
+ public:
+  BufferCopy(size_t nbytes, const std::string& from, const std::string& to)
+      : nbytes_(nbytes), name_(tinyt::detail::cat("copy ", nbytes, ", ", to, " <- ", from)) {}
+  double run(const std::vector<Buffer*>& bufs, const std::vector<int64_t>&, bool timed) override {
+    Buffer& dst = *bufs.at(0);
+    Buffer& src = *bufs.at(1);
+    if (dst.nbytes() != nbytes_ || src.nbytes() != nbytes_)
+      throw InternalError(tinyt::detail::cat(name_, ": the buffers have ", dst.nbytes(), " and ", src.nbytes(), " bytes"));
+    const auto start = std::chrono::steady_clock::now();
+    backend::Allocator& to = dst.backend().allocator();
+    backend::Allocator& from = src.backend().allocator();
+    if (dst.device() == src.device()) {
+      to.copy(dst.ptr(), src.ptr(), nbytes_);
+      if (timed) dst.backend().synchronize();
+    } else if (void* host = to.host_pointer(dst.ptr())) {
+      from.copyout(host, src.ptr(), nbytes_);
+    } else if (void* host = from.host_pointer(src.ptr())) {
+      to.copyin(dst.ptr(), host, nbytes_);
+    } else {
+      std::vector<char> staging(nbytes_);
+      from.copyout(staging.data(), src.ptr(), nbytes_);
+      to.copyin(dst.ptr(), staging.data(), nbytes_);
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  const std::string& name() const override { return name_; }
+  Estimates estimates() const override { return {0, static_cast<int64_t>(2 * nbytes_), static_cast<int64_t>(2 * nbytes_)}; }
+
+ private:
+  size_t nbytes_;
+  std::string name_;
+};
+
+/// One step of a schedule ready to run: a runner, its buffers (output first), its variables.
+struct ExecItem {
+  std::shared_ptr<Runner> runner;
+  std::vector<std::shared_ptr<Buffer>> buffers;
+  std::vector<int64_t> vars;
+  std::string device;  // where it runs (a copy: where it copies to)
+};
+
+namespace detail {
+// Seconds of the fastest of a few runs of `ast` with `opts`, on scratch copies of its buffers
+// (a candidate must not touch real data: the kernel may write in place); infinity when the
+// candidate does not compile.
+inline double time_candidate(const UOp& ast, const std::vector<codegen::Opt>& opts, const std::vector<UOp>& buffers,
+                             const OptSettings& settings) {
+  std::shared_ptr<CompiledKernel> k;
+  try {
+    k = compile_kernel(ast, opts, settings);
+  } catch (const CompileError&) {
+    return INFINITY;
+  }
+  std::vector<std::unique_ptr<Buffer>> scratch;
+  std::vector<void*> handles;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const std::shared_ptr<Buffer>& real = graph::buffer_of(buffers[i]);
+    scratch.push_back(std::make_unique<Buffer>(real->device(), real->size(), real->dtype()));
+    if (i > 0 && real->nbytes()) real->backend().allocator().copy(scratch.back()->ptr(), real->ptr(), real->nbytes());
+    handles.push_back(scratch.back()->ptr());
+  }
+  double best = INFINITY;
+  for (int run = 0; run < 3; ++run) best = std::min(best, launch(*k, handles.data()));
+  return best;
+}
+
+// BEAM's choice for a kernel, from the on-disk cache when it searched this kernel before with
+// the same width on the same device and compiler.
+inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
+  const std::string key = tinyt::detail::Hash128()
+                              .update(to_string(ast))
+                              .update(tinyt::detail::cat("|beam ", settings.beam, " threads ", settings.target.threads,
+                                                         " transcendental ", settings.transcendental, " device ",
+                                                         settings.device, "|"))
+                              .update(settings.compiler)
+                              .hex();
+  const std::filesystem::path dir = backend::cache_dir() / "beam", file = dir / (key + ".opts");
+  if (auto text = tinyt::detail::read_file(file))
+    if (auto opts = codegen::deserialize_opts(*text)) return *opts;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<codegen::Opt> opts = codegen::beam_search(ast, settings.beam, settings.target.threads, [&](const std::vector<codegen::Opt>& o) {
+    return time_candidate(ast, o, buffers, settings);
+  });
+  if (debug_level() >= 1)
+    std::cerr << "beam: " << schedule::detail::kernel_name(ast) << " -> " << codegen::to_string(opts) << " in "
+              << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << " s\n";
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  // a name of this process and thread: two threads may finish searching the same kernel at once
+  const std::string tmp = tinyt::detail::cat(file.string(), ".tmp", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
+  if (!error && std::ofstream(tmp) << codegen::serialize(opts)) std::filesystem::rename(tmp, file, error);
+  return opts;  // a cache that cannot be written costs a search next time, nothing else
+}
+
+inline std::vector<codegen::Opt> choose_opts(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
+  if (settings.noopt) return {};
+  if (settings.beam > 0) return beam_opts(ast, buffers, settings);
+  return codegen::hand_coded_opts(ast, {settings.target.threads, settings.target.vector_bytes, settings.target.vector_count});
+}
+
+// Compiled kernels by AST and settings. ASTs are interned, so a kernel seen before is one
+// lookup; the map holds its AST so the key stays valid.
+class KernelCache {
+ public:
+  std::shared_ptr<CompiledKernel> get(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
+    const Key key{ast.get(), settings.key()};
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = map_.find(key); it != map_.end()) return it->second.second;
+    }
+    std::shared_ptr<CompiledKernel> k = compile_kernel(ast, choose_opts(ast, buffers, settings), settings);
+    std::lock_guard lock(mu_);
+    return map_.try_emplace(key, ast, k).first->second.second;
+  }
+
+ private:
+  using Key = std::pair<const UOpNode*, decltype(std::declval<OptSettings>().key())>;
+  std::mutex mu_;
+  std::map<Key, std::pair<UOp, std::shared_ptr<CompiledKernel>>> map_;
+};
+}  // namespace detail
+
+inline detail::KernelCache& kernel_cache() {
+  static auto* cache = new detail::KernelCache;  // never destroyed: kernels may run during static teardown
+  return *cache;
+}
+
+/// The exec items of a schedule: each kernel compiled (or found) for its device, each copy a BufferCopy.
+inline std::vector<ExecItem> lower_schedule(const std::vector<schedule::Kernel>& kernels) {
+  std::vector<ExecItem> items;
+  std::vector<OptSettings> settings;  // per device, read once
+  auto settings_for = [&](const std::string& device) -> const OptSettings& {
+    for (const OptSettings& s : settings)
+      if (s.device == device) return s;
+    return settings.emplace_back(OptSettings::current(device));
+  };
+  for (const schedule::Kernel& k : kernels) {
+    ExecItem item;
+    for (const UOp& b : k.buffers) item.buffers.push_back(graph::buffer_of(b));
+    item.device = item.buffers[0]->device();
+    if (k.ast.op() == Ops::COPY) {
+      item.runner = std::make_shared<BufferCopy>(item.buffers[0]->nbytes(), item.buffers[1]->device(), item.device);
+    } else {
+      for (const auto& b : item.buffers)
+        if (b->device() != item.device)
+          throw DeviceError(tinyt::detail::cat(schedule::detail::kernel_name(k.ast), ": a kernel on ", item.device,
+                                               " reads a buffer on ", b->device(), "; move it with .to(\"", item.device, "\")"));
+      const std::shared_ptr<CompiledKernel> ck = kernel_cache().get(k.ast, k.buffers, settings_for(item.device));
+      if (debug_level() >= 3) std::cerr << "  " << ck->program.name << " opts: " << codegen::to_string(ck->program.opts) << "\n";
+      if (debug_level() >= 5) std::cerr << to_string(k.ast);
+      if (debug_level() >= 6)
+        for (const UOp& u : ck->program.ops) std::cerr << "    " << op_name(u.op()) << " " << u.dtype().name() << "\n";
+      item.runner = std::make_shared<CompiledRunner>(ck);
+    }
+    items.push_back(std::move(item));
+  }
+  return items;
+}
+
+/// Runs one exec item: launches it, counts it, prints its DEBUG line.
+inline void run_item(const ExecItem& item) {
+  const int debug = debug_level();
+  std::vector<Buffer*> bufs;
+  bufs.reserve(item.buffers.size());
+  for (const auto& b : item.buffers) bufs.push_back(b.get());
+  // the CPU runs kernels synchronously: its time is free to take
+  const bool timed = debug >= 2 || item.device == "CPU";
+  const double seconds = item.runner->run(bufs, item.vars, timed);
+  const int64_t number = ++GlobalCounters::kernel_count;
+  const Estimates e = item.runner->estimates();
+  GlobalCounters::global_ops += e.ops;
+  GlobalCounters::global_mem += e.mem;
+  GlobalCounters::time_sum_s += seconds;
+  if (debug >= 2) std::cerr << kernel_line(item.device, number, item.runner->name(), bufs.size(), e, seconds) << "\n";
+}
+
+/// Runs a schedule: compiles (or finds) each kernel, launches each in order, and records where
+/// each computed value now lives.
+inline void run_schedule(const std::vector<schedule::Kernel>& kernels) {
+  if (debug_level() >= 1 && !kernels.empty()) {
+    size_t bytes = 0;
+    for (const schedule::Kernel& k : kernels) bytes += graph::buffer_of(k.buffers[0])->nbytes();
+    std::cerr << "schedule: " << kernels.size() << " kernel(s), " << std::fixed << std::setprecision(2)
+              << static_cast<double>(bytes) / 1e6 << " MB written\n";
+  }
+  const std::vector<ExecItem> items = lower_schedule(kernels);
+  for (size_t i = 0; i < items.size(); ++i) {
+    run_item(items[i]);
+    const schedule::Kernel& k = kernels[i];
+    if (k.in_place) graph::buffer_of(k.buffers[0])->overwritten();
+    if (!k.temporary) graph::set_realized(k.computes, k.view);
+  }
+}
+
+}  // namespace engine
+
+// the engine's entry points, where the rest of tinyt and the tests name them
+using engine::compile_kernel;
+using engine::CompiledKernel;
+using engine::launch;
+using engine::run_schedule;
+
+}  // namespace tinyt::inline v0
