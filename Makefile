@@ -14,7 +14,7 @@ BENCHMARKS = $(patsubst benchmarks/%.cpp,bench_%,$(wildcard benchmarks/*.cpp))
 # run kernels through the whole pipeline too. `make sanitize` builds and runs every test.
 SANITIZE_FAST ?= uop;pattern;symbolic;schedule_cache;assign;state_io
 
-.PHONY: test test-clang example example-quick bench bench-quick sanitize sanitize-fast \
+.PHONY: test test-clang test-cuda example example-quick bench bench-quick sanitize sanitize-fast \
         amalgamate format clean
 .DEFAULT_GOAL := test
 
@@ -30,6 +30,14 @@ test-clang:
 	$(CMAKE_CONFIGURE) -DCMAKE_CXX_COMPILER=$(CLANG_CXX) -S . -B build-clang
 	cmake --build build-clang -j$(JOBS)
 	ctest --test-dir build-clang --output-on-failure -j$(JOBS)
+
+# The whole suite on an NVIDIA GPU (DEV=CUDA; needs the driver, libcuda, and NVRTC from the CUDA
+# toolkit). The cl_* runs are left out: they run the CL device.
+test-cuda:
+	tools/setup.sh
+	$(CMAKE_CONFIGURE) -S . -B build
+	cmake --build build -j$(JOBS)
+	DEV=CUDA ctest --test-dir build --output-on-failure -j$(JOBS) -E '^cl_'
 
 example:
 	tools/setup.sh

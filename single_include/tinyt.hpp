@@ -4242,9 +4242,8 @@ inline std::string cached_compile(Compiler& compiler, const std::string& source,
 
 // ---- tinyt/backend/dlopen.hpp ----
 // Shared libraries opened at run time (dlopen): how tinyt reaches libLLVM (the ORC JIT of
-// cpu_llvm.hpp) and the kernels the system C compiler builds (cpu_cc.hpp) with nothing to link.
-// These two CPU backends are all there is today; OpenCL and CUDA backends, whose vendor runtimes
-// would be opened the same way, do not exist yet (a later issue adds them). A library that is
+// cpu_llvm.hpp), the kernels the system C compiler builds (cpu_cc.hpp), the OpenCL ICD loader
+// (opencl.hpp), and NVRTC and the CUDA driver (cuda.hpp), with nothing to link. A library that is
 // missing is a DeviceError that says what was tried, never a link failure or a crash.
 
 #include <dlfcn.h>
@@ -8180,8 +8179,7 @@ class CStyleRenderer {
 
   std::string float_literal(double v, DType dt) const {
     const DType s = dt.scalar();
-    if (std::isnan(v) || std::isinf(v)) return special_float(v, s);
-    const std::string digits = detail::float_digits(v, s != dtypes::float64);
+    const std::string digits = std::isnan(v) || std::isinf(v) ? special_float(v, s) : detail::float_digits(v, s != dtypes::float64);
     return s == dtypes::float16 && !held_in_float(s) ? "((" + scalar_type(s) + ")" + digits + ")" : digits;
   }
   std::string literal(const UOp& c, bool as_int32) const {
@@ -10318,6 +10316,16 @@ class KernelCache {
     return map_.try_emplace(key, ast, k).first->second.second;
   }
 
+  /// Every kernel AST compiled so far, once each (for tools and tests).
+  std::vector<UOp> asts() {
+    std::lock_guard lock(mu_);
+    std::vector<UOp> out;
+    std::unordered_set<const UOpNode*> seen;
+    for (const auto& [key, entry] : map_)
+      if (seen.insert(key.first).second) out.push_back(entry.first);
+    return out;
+  }
+
  private:
   using Key = std::pair<const UOpNode*, decltype(std::declval<OptSettings>().key())>;
   std::mutex mu_;
@@ -11794,6 +11802,13 @@ inline UOp broadcast_uop(const UOp& u, const std::vector<int64_t>& shape) {
   return graph::expand(graph::reshape(u, s), shape);
 }
 
+/// A C++ scalar lives where the tensor it meets lives: a weak constant moved to `device`
+/// (anything else as it is).
+inline Operand scalar_on(const Operand& s, const std::string& device) {
+  if (!s.weak || s.u.op() != Ops::CONST || graph::device_of(s.u) == device) return s;
+  return Operand{UOp(Ops::CONST, s.u.dtype(), {graph::device_uop(device)}, s.u.arg()), true, s.exact};
+}
+
 TINYT_INLINE Operand binary_operand(Ops op, Operand a, Operand b, const char* name, bool to_float) {
   const DType da = a.u.dtype(), db = b.u.dtype();
   DType dt = a.weak && !b.weak   ? weak_promote(db, da)
@@ -11801,13 +11816,7 @@ TINYT_INLINE Operand binary_operand(Ops op, Operand a, Operand b, const char* na
                                  : least_upper_dtype({da, db});
   if (to_float) dt = least_upper_float(dt);
   a = promote_operand(a, dt), b = promote_operand(b, dt);
-  // a C++ scalar lives where the tensor it meets lives
-  auto move_scalar = [](const Operand& s, const Operand& to) {
-    const std::string& dev = graph::device_of(to.u);
-    if (!s.weak || s.u.op() != Ops::CONST || graph::device_of(s.u) == dev) return s;
-    return Operand{UOp(Ops::CONST, s.u.dtype(), {graph::device_uop(dev)}, s.u.arg()), true, s.exact};
-  };
-  a = move_scalar(a, b), b = move_scalar(b, a);
+  a = scalar_on(a, graph::device_of(b.u)), b = scalar_on(b, graph::device_of(a.u));
   if (graph::device_of(a.u) != graph::device_of(b.u))
     throw DeviceError(cat(name, ": operands are on ", graph::device_of(a.u), " and ", graph::device_of(b.u)));
   const auto shape = Tensor::broadcast_shape(graph::concrete_shape(a.u), graph::concrete_shape(b.u), name);
@@ -11886,7 +11895,7 @@ struct ShiftOperands {
 inline ShiftOperands shift_operands(const Tensor& x, const Tensor& amount, const char* op) {
   require_int_or_bool(x, op);
   const DType dt = x.add(amount).dtype();
-  const Tensor a = promoted(amount, dt);
+  const Tensor a = promoted(to_tensor(scalar_on(operand_of(amount), x.device())), dt);
   const int64_t bits = dt.is_bool() ? 1 : 8 * dt.itemsize();
   return {x.cast(dt), a, a.ge(0).logical_and(a.lt(bits)), bits};
 }

@@ -23,7 +23,7 @@ from collections import defaultdict
 STARTS = ("#include <math.h>", "; tinyt kernel", "#pragma OPENCL", "#define INFINITY")
 # what else DEBUG=4 prints on stderr: a line like these ends a source
 DEBUG_LINE = re.compile(r"^(schedule: |\*\*\* |beam: |tinyt: |  \S+ opts: )")
-NAME = re.compile(r"(?:void|define void) (?:__launch_bounds__\(\d+\) )?@?(\w+)\(")
+NAME = re.compile(r"^; tinyt kernel (\w+)|void (?:__launch_bounds__\(\d+\) )?(\w+)\(", re.M)
 
 
 def split_sources(text):
@@ -62,7 +62,7 @@ def load(directory):
         with open(os.path.join(directory, file)) as f:
             src = f.read()
         match = NAME.search(src)
-        by_name[match.group(1) if match else "?"].add(src)
+        by_name[(match.group(1) or match.group(2)) if match else "?"].add(src)
     return by_name
 
 
@@ -76,7 +76,10 @@ def diff(before_dir, after_dir):
         changed += 1
         print(f"== {name}: {len(gone)} source(s) only before, {len(new)} only after")
         if gone and new:
-            sys.stdout.writelines(difflib.unified_diff(gone[0].splitlines(True), new[0].splitlines(True), "before", "after"))
+            # the closest pair: most kernels of a name differ in a few lines
+            a, b = min(((x, y) for x in gone for y in new),
+                       key=lambda p: -difflib.SequenceMatcher(None, p[0], p[1]).quick_ratio())
+            sys.stdout.writelines(difflib.unified_diff(a.splitlines(True), b.splitlines(True), "before", "after"))
     total = sum(len(v) for v in after.values())
     print(f"{changed} kernel name(s) differ; {total} distinct sources after")
     return 1 if changed else 0

@@ -1,7 +1,6 @@
 // Shared libraries opened at run time (dlopen): how tinyt reaches libLLVM (the ORC JIT of
-// cpu_llvm.hpp) and the kernels the system C compiler builds (cpu_cc.hpp) with nothing to link.
-// These two CPU backends are all there is today; OpenCL and CUDA backends, whose vendor runtimes
-// would be opened the same way, do not exist yet (a later issue adds them). A library that is
+// cpu_llvm.hpp), the kernels the system C compiler builds (cpu_cc.hpp), the OpenCL ICD loader
+// (opencl.hpp), and NVRTC and the CUDA driver (cuda.hpp), with nothing to link. A library that is
 // missing is a DeviceError that says what was tried, never a link failure or a crash.
 #pragma once
 

@@ -268,6 +268,16 @@ class KernelCache {
     return map_.try_emplace(key, ast, k).first->second.second;
   }
 
+  /// Every kernel AST compiled so far, once each (for tools and tests).
+  std::vector<UOp> asts() {
+    std::lock_guard lock(mu_);
+    std::vector<UOp> out;
+    std::unordered_set<const UOpNode*> seen;
+    for (const auto& [key, entry] : map_)
+      if (seen.insert(key.first).second) out.push_back(entry.first);
+    return out;
+  }
+
  private:
   using Key = std::pair<const UOpNode*, decltype(std::declval<OptSettings>().key())>;
   std::mutex mu_;

@@ -54,6 +54,13 @@ inline UOp broadcast_uop(const UOp& u, const std::vector<int64_t>& shape) {
   return graph::expand(graph::reshape(u, s), shape);
 }
 
+/// A C++ scalar lives where the tensor it meets lives: a weak constant moved to `device`
+/// (anything else as it is).
+inline Operand scalar_on(const Operand& s, const std::string& device) {
+  if (!s.weak || s.u.op() != Ops::CONST || graph::device_of(s.u) == device) return s;
+  return Operand{UOp(Ops::CONST, s.u.dtype(), {graph::device_uop(device)}, s.u.arg()), true, s.exact};
+}
+
 TINYT_INLINE Operand binary_operand(Ops op, Operand a, Operand b, const char* name, bool to_float) {
   const DType da = a.u.dtype(), db = b.u.dtype();
   DType dt = a.weak && !b.weak   ? weak_promote(db, da)
@@ -61,13 +68,7 @@ TINYT_INLINE Operand binary_operand(Ops op, Operand a, Operand b, const char* na
                                  : least_upper_dtype({da, db});
   if (to_float) dt = least_upper_float(dt);
   a = promote_operand(a, dt), b = promote_operand(b, dt);
-  // a C++ scalar lives where the tensor it meets lives
-  auto move_scalar = [](const Operand& s, const Operand& to) {
-    const std::string& dev = graph::device_of(to.u);
-    if (!s.weak || s.u.op() != Ops::CONST || graph::device_of(s.u) == dev) return s;
-    return Operand{UOp(Ops::CONST, s.u.dtype(), {graph::device_uop(dev)}, s.u.arg()), true, s.exact};
-  };
-  a = move_scalar(a, b), b = move_scalar(b, a);
+  a = scalar_on(a, graph::device_of(b.u)), b = scalar_on(b, graph::device_of(a.u));
   if (graph::device_of(a.u) != graph::device_of(b.u))
     throw DeviceError(cat(name, ": operands are on ", graph::device_of(a.u), " and ", graph::device_of(b.u)));
   const auto shape = Tensor::broadcast_shape(graph::concrete_shape(a.u), graph::concrete_shape(b.u), name);
@@ -146,7 +147,7 @@ struct ShiftOperands {
 inline ShiftOperands shift_operands(const Tensor& x, const Tensor& amount, const char* op) {
   require_int_or_bool(x, op);
   const DType dt = x.add(amount).dtype();
-  const Tensor a = promoted(amount, dt);
+  const Tensor a = promoted(to_tensor(scalar_on(operand_of(amount), x.device())), dt);
   const int64_t bits = dt.is_bool() ? 1 : 8 * dt.itemsize();
   return {x.cast(dt), a, a.ge(0).logical_and(a.lt(bits)), bits};
 }

@@ -223,8 +223,7 @@ class CStyleRenderer {
 
   std::string float_literal(double v, DType dt) const {
     const DType s = dt.scalar();
-    if (std::isnan(v) || std::isinf(v)) return special_float(v, s);
-    const std::string digits = detail::float_digits(v, s != dtypes::float64);
+    const std::string digits = std::isnan(v) || std::isinf(v) ? special_float(v, s) : detail::float_digits(v, s != dtypes::float64);
     return s == dtypes::float16 && !held_in_float(s) ? "((" + scalar_type(s) + ")" + digits + ")" : digits;
   }
   std::string literal(const UOp& c, bool as_int32) const {
