@@ -4089,7 +4089,8 @@ class Program {
   virtual ~Program() = default;
   /// Runs on `bufs` (device handles, by DEFINE_GLOBAL index) with the symbolic variables' values
   /// `vars`; when `timed`, waits for it and returns its time in seconds (else may return 0 at once).
-  virtual double launch(void* const* bufs, const std::vector<int64_t>& vars, const LaunchDims& dims, bool timed) = 0;
+  virtual double launch(const std::vector<void*>& bufs, const std::vector<int64_t>& vars, const LaunchDims& dims,
+                        bool timed) = 0;
 };
 
 /// Turns source into a binary the device loads.
@@ -5321,9 +5322,9 @@ class HostMemory final : public Allocator {
 class CpuProgram final : public Program {
  public:
   CpuProgram(LLVMJit::Function* fn, std::unique_ptr<CProgram> library) : fn_(fn), library_(std::move(library)) {}
-  double launch(void* const* bufs, const std::vector<int64_t>& vars, const LaunchDims& dims, bool timed) override {
+  double launch(const std::vector<void*>& bufs, const std::vector<int64_t>& vars, const LaunchDims& dims, bool timed) override {
     const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    auto** b = const_cast<void**>(bufs);
+    auto** b = const_cast<void**>(bufs.data());
     const auto* v = vars.empty() ? nullptr : reinterpret_cast<const long long*>(vars.data());
     if (const int threads = static_cast<int>(dims.global[0]); threads > 1)
       ThreadPool::instance().run(threads, [&](int i) { fn_(b, v, i, threads); });
@@ -5600,16 +5601,6 @@ inline const std::vector<std::string>& nvrtc_options() {
   return options;
 }
 
-/// The number of parameters of kernel `name` in `ptx` (its `.entry name(...)` list), or -1.
-inline int ptx_param_count(std::string_view ptx, std::string_view name) {
-  const size_t entry = ptx.find(detail::cat(".entry ", name, "("));
-  if (entry == std::string_view::npos) return -1;
-  const size_t end = ptx.find(')', entry);
-  int count = 0;
-  for (size_t at = ptx.find(".param", entry); at < end; at = ptx.find(".param", at + 1)) ++count;
-  return count;
-}
-
 /// A device's primary context, with what its allocator and programs need to call the driver.
 struct Context {
   const Driver* api;
@@ -5756,11 +5747,7 @@ class CudaProgram : public Program {
  public:
   CudaProgram(std::shared_ptr<const cuda_c::Context> context, const std::string& ptx,
               const std::string& name)
-      : ctx_(std::move(context)), name_(name), params_(cuda_c::ptx_param_count(ptx, name)) {
-    // the count tells launch how many of its handles are buffers (Program::launch has no count)
-    if (params_ < 0)
-      throw DeviceError(
-          detail::cat("tinyt: ", ctx_->device, ": the PTX has no kernel '", name, "'"));
+      : ctx_(std::move(context)), name_(name) {
     const cuda_c::Driver& api = *ctx_->api;
     ctx_->enter();
     if (const auto r = api.cuModuleLoadData(&module_, ptx.c_str())) {
@@ -5785,13 +5772,11 @@ class CudaProgram : public Program {
       ctx_->api->cuModuleUnload(module_);
   }
 
-  double launch(void* const* bufs, const std::vector<int64_t>& vars, const LaunchDims& dims,
-                bool timed) override {
+  double launch(const std::vector<void*>& bufs, const std::vector<int64_t>& vars,
+                const LaunchDims& dims, bool timed) override {
     const cuda_c::Driver& api = *ctx_->api;
-    TINYT_ASSERT(vars.size() <= static_cast<size_t>(params_), "kernel ", name_, " takes ", params_,
-                 " parameters, given ", vars.size(), " variables");
     // cuLaunchKernel reads each argument through a pointer to it
-    std::vector<cuda_c::CUdeviceptr> pointers(params_ - vars.size());
+    std::vector<cuda_c::CUdeviceptr> pointers(bufs.size());
     std::vector<int32_t> ints(vars.size());
     std::vector<void*> args;
     for (size_t i = 0; i < pointers.size(); ++i)
@@ -5838,7 +5823,6 @@ class CudaProgram : public Program {
  private:
   std::shared_ptr<const cuda_c::Context> ctx_;
   std::string name_;
-  int params_;
   cuda_c::CUmodule module_ = nullptr;
   cuda_c::CUfunction function_ = nullptr;
 };
@@ -6233,13 +6217,14 @@ class OpenCLProgram final : public Program {
                    nullptr);
   }
 
-  double launch(void* const* bufs, const std::vector<int64_t>& vars, const LaunchDims& dims,
-                bool timed) override {
+  double launch(const std::vector<void*>& bufs, const std::vector<int64_t>& vars,
+                const LaunchDims& dims, bool timed) override {
     using namespace opencl_c;
-    if (vars.size() > args_)
+    if (bufs.size() + vars.size() != args_)
       throw DeviceError(detail::cat("tinyt: ", q_->name, ": a kernel of ", args_,
-                                    " arguments launched with ", vars.size(), " variables"));
-    const cl_uint nbufs = args_ - static_cast<cl_uint>(vars.size());
+                                    " arguments launched with ", bufs.size(), " buffers and ",
+                                    vars.size(), " variables"));
+    const auto nbufs = static_cast<cl_uint>(bufs.size());
     size_t global[3], local[3];
     for (int d = 0; d < 3; ++d) {
       global[d] = static_cast<size_t>(dims.global[d]);
@@ -7952,6 +7937,9 @@ inline Program linearize(const UOp& ast, std::string name) {
       p.globals[i] = u.dtype();
     }
   }
+  // a buffer the kernel binds but never touches (its loads simplified away) is still a parameter
+  for (DType& g : p.globals)
+    if (g == DType()) g = dtypes::uint8.ptr();
   return p;
 }
 
@@ -10163,7 +10151,7 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
 
 /// Launches a compiled kernel on device handles (host pointers on the CPU) and waits for it;
 /// returns its time in seconds.
-inline double launch(const CompiledKernel& k, void* const* handles, const std::vector<int64_t>& vars = {}) {
+inline double launch(const CompiledKernel& k, const std::vector<void*>& handles, const std::vector<int64_t>& vars = {}) {
   return k.runtime->launch(handles, vars, k.dims(), true);
 }
 
@@ -10185,10 +10173,12 @@ class CompiledRunner final : public Runner {
  public:
   explicit CompiledRunner(std::shared_ptr<CompiledKernel> kernel) : kernel_(std::move(kernel)) {}
   double run(const std::vector<Buffer*>& bufs, const std::vector<int64_t>& vars, bool timed) override {
+    // the kernel's parameters: trailing buffers whose every load was simplified away are not among them
+    const size_t params = std::min(bufs.size(), kernel_->program.globals.size());
     std::vector<void*> handles;
-    handles.reserve(bufs.size());
-    for (Buffer* b : bufs) handles.push_back(b->ptr());
-    return kernel_->runtime->launch(handles.data(), vars, kernel_->dims(), timed);
+    handles.reserve(params);
+    for (size_t i = 0; i < params; ++i) handles.push_back(bufs[i]->ptr());
+    return kernel_->runtime->launch(handles, vars, kernel_->dims(), timed);
   }
   const std::string& name() const override { return kernel_->program.name; }
   Estimates estimates() const override { return kernel_->estimates; }
@@ -10256,14 +10246,14 @@ inline double time_candidate(const UOp& ast, const std::vector<codegen::Opt>& op
   }
   std::vector<std::unique_ptr<Buffer>> scratch;
   std::vector<void*> handles;
-  for (size_t i = 0; i < buffers.size(); ++i) {
+  for (size_t i = 0; i < std::min(buffers.size(), k->program.globals.size()); ++i) {
     const std::shared_ptr<Buffer>& real = graph::buffer_of(buffers[i]);
     scratch.push_back(std::make_unique<Buffer>(real->device(), real->size(), real->dtype()));
     if (i > 0 && real->nbytes()) real->backend().allocator().copy(scratch.back()->ptr(), real->ptr(), real->nbytes());
     handles.push_back(scratch.back()->ptr());
   }
   double best = INFINITY;
-  for (int run = 0; run < 3; ++run) best = std::min(best, launch(*k, handles.data()));
+  for (int run = 0; run < 3; ++run) best = std::min(best, launch(*k, handles));
   return best;
 }
 

@@ -60,7 +60,7 @@ void check_variants(const Tensor& t, const std::function<std::vector<std::vector
     for (const std::vector<Opt>& opts : variants(k.ast)) {
       INFO(schedule::detail::kernel_name(k.ast), " with ", codegen::to_string(opts));
       std::memset(out->ptr(), 0x7f, out->nbytes());
-      launch(*compile_kernel(k.ast, opts), ptrs.data());
+      launch(*compile_kernel(k.ast, opts), ptrs);
       if (dt == dtypes::float32) {
         const auto* got = static_cast<const float*>(out->ptr());
         const auto* ref = reinterpret_cast<const float*>(want.data());
@@ -194,6 +194,31 @@ TEST_CASE("opt: BEAM's choice computes what NOOPT computes, and is cached on dis
   CHECK(codegen::deserialize_opts(codegen::serialize({{OptOp::UPCAST, 1, 4}, {OptOp::THREAD, 0, 2}})) ==
         std::vector<Opt>{{OptOp::UPCAST, 1, 4}, {OptOp::THREAD, 0, 2}});
   CHECK_FALSE(codegen::deserialize_opts("UPCAST 1 x;").has_value());
+}
+
+TEST_CASE("opt: BEAM searches on an OpenCL device too, timing candidates there") {
+  const std::vector<std::string> here = Device::list();
+  if (std::find(here.begin(), here.end(), "CL") == here.end()) {
+    MESSAGE("opt: NOT CHECKED, no OpenCL device here");
+    return;
+  }
+  tinyt_test::TempDir dir;
+  tinyt_test::ScopedEnv env;
+  env.set("TINYT_CACHE_DIR", dir.path.string());
+  Tensor a = input({16, 24}, 8).to("CL"), b = input({24, 8}, 9).to("CL");
+  std::vector<float> want, got;
+  {
+    Context c{{"NOOPT", 1}};
+    want = a.matmul(b).to_vector<float>();
+  }
+  {
+    Context c{{"BEAM", 1}};
+    got = a.matmul(b).to_vector<float>();
+  }
+  tinyt_test::check_close(got, std::vector<double>(want.begin(), want.end()), tinyt_test::Tol::exact());
+  size_t cached = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path / "beam")) cached += entry.path().extension() == ".opts";
+  CHECK(cached == 1);  // the matmul's kernel, searched on CL (the copies to CL are not kernels)
 }
 
 TEST_CASE("opt: the thread pool runs every part once, also when two threads launch at once") {

@@ -60,7 +60,8 @@ class Program {
   virtual ~Program() = default;
   /// Runs on `bufs` (device handles, by DEFINE_GLOBAL index) with the symbolic variables' values
   /// `vars`; when `timed`, waits for it and returns its time in seconds (else may return 0 at once).
-  virtual double launch(void* const* bufs, const std::vector<int64_t>& vars, const LaunchDims& dims, bool timed) = 0;
+  virtual double launch(const std::vector<void*>& bufs, const std::vector<int64_t>& vars, const LaunchDims& dims,
+                        bool timed) = 0;
 };
 
 /// Turns source into a binary the device loads.

@@ -110,9 +110,9 @@ class HostMemory final : public Allocator {
 class CpuProgram final : public Program {
  public:
   CpuProgram(LLVMJit::Function* fn, std::unique_ptr<CProgram> library) : fn_(fn), library_(std::move(library)) {}
-  double launch(void* const* bufs, const std::vector<int64_t>& vars, const LaunchDims& dims, bool timed) override {
+  double launch(const std::vector<void*>& bufs, const std::vector<int64_t>& vars, const LaunchDims& dims, bool timed) override {
     const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    auto** b = const_cast<void**>(bufs);
+    auto** b = const_cast<void**>(bufs.data());
     const auto* v = vars.empty() ? nullptr : reinterpret_cast<const long long*>(vars.data());
     if (const int threads = static_cast<int>(dims.global[0]); threads > 1)
       ThreadPool::instance().run(threads, [&](int i) { fn_(b, v, i, threads); });

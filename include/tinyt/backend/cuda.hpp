@@ -203,16 +203,6 @@ inline const std::vector<std::string>& nvrtc_options() {
   return options;
 }
 
-/// The number of parameters of kernel `name` in `ptx` (its `.entry name(...)` list), or -1.
-inline int ptx_param_count(std::string_view ptx, std::string_view name) {
-  const size_t entry = ptx.find(detail::cat(".entry ", name, "("));
-  if (entry == std::string_view::npos) return -1;
-  const size_t end = ptx.find(')', entry);
-  int count = 0;
-  for (size_t at = ptx.find(".param", entry); at < end; at = ptx.find(".param", at + 1)) ++count;
-  return count;
-}
-
 /// A device's primary context, with what its allocator and programs need to call the driver.
 struct Context {
   const Driver* api;
@@ -359,11 +349,7 @@ class CudaProgram : public Program {
  public:
   CudaProgram(std::shared_ptr<const cuda_c::Context> context, const std::string& ptx,
               const std::string& name)
-      : ctx_(std::move(context)), name_(name), params_(cuda_c::ptx_param_count(ptx, name)) {
-    // the count tells launch how many of its handles are buffers (Program::launch has no count)
-    if (params_ < 0)
-      throw DeviceError(
-          detail::cat("tinyt: ", ctx_->device, ": the PTX has no kernel '", name, "'"));
+      : ctx_(std::move(context)), name_(name) {
     const cuda_c::Driver& api = *ctx_->api;
     ctx_->enter();
     if (const auto r = api.cuModuleLoadData(&module_, ptx.c_str())) {
@@ -388,13 +374,11 @@ class CudaProgram : public Program {
       ctx_->api->cuModuleUnload(module_);
   }
 
-  double launch(void* const* bufs, const std::vector<int64_t>& vars, const LaunchDims& dims,
-                bool timed) override {
+  double launch(const std::vector<void*>& bufs, const std::vector<int64_t>& vars,
+                const LaunchDims& dims, bool timed) override {
     const cuda_c::Driver& api = *ctx_->api;
-    TINYT_ASSERT(vars.size() <= static_cast<size_t>(params_), "kernel ", name_, " takes ", params_,
-                 " parameters, given ", vars.size(), " variables");
     // cuLaunchKernel reads each argument through a pointer to it
-    std::vector<cuda_c::CUdeviceptr> pointers(params_ - vars.size());
+    std::vector<cuda_c::CUdeviceptr> pointers(bufs.size());
     std::vector<int32_t> ints(vars.size());
     std::vector<void*> args;
     for (size_t i = 0; i < pointers.size(); ++i)
@@ -441,7 +425,6 @@ class CudaProgram : public Program {
  private:
   std::shared_ptr<const cuda_c::Context> ctx_;
   std::string name_;
-  int params_;
   cuda_c::CUmodule module_ = nullptr;
   cuda_c::CUfunction function_ = nullptr;
 };

@@ -330,13 +330,14 @@ class OpenCLProgram final : public Program {
                    nullptr);
   }
 
-  double launch(void* const* bufs, const std::vector<int64_t>& vars, const LaunchDims& dims,
-                bool timed) override {
+  double launch(const std::vector<void*>& bufs, const std::vector<int64_t>& vars,
+                const LaunchDims& dims, bool timed) override {
     using namespace opencl_c;
-    if (vars.size() > args_)
+    if (bufs.size() + vars.size() != args_)
       throw DeviceError(detail::cat("tinyt: ", q_->name, ": a kernel of ", args_,
-                                    " arguments launched with ", vars.size(), " variables"));
-    const cl_uint nbufs = args_ - static_cast<cl_uint>(vars.size());
+                                    " arguments launched with ", bufs.size(), " buffers and ",
+                                    vars.size(), " variables"));
+    const auto nbufs = static_cast<cl_uint>(bufs.size());
     size_t global[3], local[3];
     for (int d = 0; d < 3; ++d) {
       global[d] = static_cast<size_t>(dims.global[d]);

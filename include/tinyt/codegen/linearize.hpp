@@ -216,6 +216,9 @@ inline Program linearize(const UOp& ast, std::string name) {
       p.globals[i] = u.dtype();
     }
   }
+  // a buffer the kernel binds but never touches (its loads simplified away) is still a parameter
+  for (DType& g : p.globals)
+    if (g == DType()) g = dtypes::uint8.ptr();
   return p;
 }
 

@@ -115,7 +115,7 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
 
 /// Launches a compiled kernel on device handles (host pointers on the CPU) and waits for it;
 /// returns its time in seconds.
-inline double launch(const CompiledKernel& k, void* const* handles, const std::vector<int64_t>& vars = {}) {
+inline double launch(const CompiledKernel& k, const std::vector<void*>& handles, const std::vector<int64_t>& vars = {}) {
   return k.runtime->launch(handles, vars, k.dims(), true);
 }
 
@@ -137,10 +137,12 @@ class CompiledRunner final : public Runner {
  public:
   explicit CompiledRunner(std::shared_ptr<CompiledKernel> kernel) : kernel_(std::move(kernel)) {}
   double run(const std::vector<Buffer*>& bufs, const std::vector<int64_t>& vars, bool timed) override {
+    // the kernel's parameters: trailing buffers whose every load was simplified away are not among them
+    const size_t params = std::min(bufs.size(), kernel_->program.globals.size());
     std::vector<void*> handles;
-    handles.reserve(bufs.size());
-    for (Buffer* b : bufs) handles.push_back(b->ptr());
-    return kernel_->runtime->launch(handles.data(), vars, kernel_->dims(), timed);
+    handles.reserve(params);
+    for (size_t i = 0; i < params; ++i) handles.push_back(bufs[i]->ptr());
+    return kernel_->runtime->launch(handles, vars, kernel_->dims(), timed);
   }
   const std::string& name() const override { return kernel_->program.name; }
   Estimates estimates() const override { return kernel_->estimates; }
@@ -208,14 +210,14 @@ inline double time_candidate(const UOp& ast, const std::vector<codegen::Opt>& op
   }
   std::vector<std::unique_ptr<Buffer>> scratch;
   std::vector<void*> handles;
-  for (size_t i = 0; i < buffers.size(); ++i) {
+  for (size_t i = 0; i < std::min(buffers.size(), k->program.globals.size()); ++i) {
     const std::shared_ptr<Buffer>& real = graph::buffer_of(buffers[i]);
     scratch.push_back(std::make_unique<Buffer>(real->device(), real->size(), real->dtype()));
     if (i > 0 && real->nbytes()) real->backend().allocator().copy(scratch.back()->ptr(), real->ptr(), real->nbytes());
     handles.push_back(scratch.back()->ptr());
   }
   double best = INFINITY;
-  for (int run = 0; run < 3; ++run) best = std::min(best, launch(*k, handles.data()));
+  for (int run = 0; run < 3; ++run) best = std::min(best, launch(*k, handles));
   return best;
 }
 
