@@ -6682,6 +6682,7 @@ enum class RangeKind : int64_t {
   upcast = 4,  // output copies in registers, expanded before rendering
   unroll = 5,  // reduce accumulators in registers, expanded before rendering
   global = 6,  // not a loop: its value is a GPU work-item's index along one launch dimension
+  group = 7,   // a reduce axis split across a GPU work-group: each work-item reduces its part
 };
 
 inline UOp range(int64_t end, int64_t axis, RangeKind kind) {
@@ -7510,6 +7511,8 @@ inline UOp lower_narrow_floats(const UOp& ast) { return graph_rewrite(ast, narro
 //   LOCAL(axis, n)   output axis → an inner loop of n (cache tiling: outer loops walk tiles)
 //   THREAD(axis, n)  output axis → n parts run by n threads, one part each
 //   PADTO(axis, n)   axis → rounded up to a multiple of n, the extra iterations masked off
+//   GROUP(axis, n)   reduce axis → n work-items of a GPU work-group each reduce every n-th
+//                    element; their partial results meet in local memory (work_items.hpp)
 // An amount of 0 means the whole axis.
 
 
@@ -7517,10 +7520,10 @@ inline UOp lower_narrow_floats(const UOp& ast) { return graph_rewrite(ast, narro
 namespace tinyt::inline v0 {
 namespace codegen {
 
-enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, PADTO };
+enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, PADTO, GROUP };
 
 inline const char* opt_op_name(OptOp op) {
-  static constexpr const char* names[] = {"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO"};
+  static constexpr const char* names[] = {"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO", "GROUP"};
   return names[static_cast<int>(op)];
 }
 
@@ -7553,7 +7556,8 @@ inline int64_t range_size(const UOp& r) { return static_cast<int64_t>(r.src(0).c
 inline int range_rank(RangeKind k) {
   switch (k) {
     case RangeKind::thread:
-    case RangeKind::global: return 0;
+    case RangeKind::global:
+    case RangeKind::group: return 0;
     case RangeKind::loop: return 1;
     case RangeKind::local: return 2;
     case RangeKind::reduce: return 3;
@@ -7718,6 +7722,13 @@ inline UOp apply_opt(const UOp& ast, const Opt& opt) {
       for (const UOp& x : all_ranges(ast))
         if (range_kind(x) == RangeKind::thread) throw OptError(cat(opt.str(), ": the kernel is already threaded"));
       return detail::split_range(ast, r, amount, RangeKind::thread, true);
+    case OptOp::GROUP:
+      if (!reduce) throw OptError(cat(opt.str(), ": GROUP applies to reduce axes"));
+      if (amount > 1024) throw OptError(cat(opt.str(), ": a work-group of more than 1024"));
+      for (const UOp& x : all_ranges(ast))
+        if (range_kind(x) == RangeKind::group) throw OptError(cat(opt.str(), ": the kernel is already grouped"));
+      // the work-items are the inner part: neighbours read neighbouring elements
+      return detail::split_range(ast, r, amount, RangeKind::group, false);
     default: break;
   }
   throw OptError(cat(opt.str(), ": unknown opt"));
@@ -7889,6 +7900,11 @@ class Linearizer {
       slots.push_back(push(UOp(Ops::INDEX, acc.dtype(), {acc, schedule::index_const(0)})));
       push(UOp(Ops::STORE, dtypes::void_, {slots.back(), push(identity_element(r.arg().get<Ops>(), r.dtype()))}));
     }
+    // a reduction of partial results in local memory (a GPU work-group's) reads them after the
+    // barrier that publishes them: the barrier, and the stores before it, come before its loops
+    for (const UOp& r : group)
+      for (const UOp& x : toposort(r.src(0)))
+        if (x.op() == Ops::BARRIER) emit(x);
     std::vector<UOp> ranges(u.src().begin() + 1, u.src().end());
     std::sort(ranges.begin(), ranges.end(), range_before);
     for (const UOp& r : ranges) open(r);
@@ -8128,6 +8144,12 @@ class CStyleRenderer {
   virtual std::string work_item(int dim) const {
     throw CompileError(detail::cat(language(), " renderer: no work-items (launch dimension ", dim, ")"));
   }
+  /// The declaration of `size` elements of `type` in a work-group's local memory (GPU dialects).
+  virtual std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const {
+    throw CompileError(detail::cat(language(), " renderer: no local memory (", type, " ", name, "[", size, "])"));
+  }
+  /// The statement that waits for every work-item of the work-group, local memory written.
+  virtual std::string barrier() const { throw CompileError(detail::cat(language(), " renderer: no work-group barrier")); }
   /// A value of `dt` read from `buf[idx]`, as a register value.
   virtual std::string load_memory(DType dt, const std::string& buf, const std::string& idx) const {
     const std::string e = buf + "[" + idx + "]";
@@ -8137,19 +8159,16 @@ class CStyleRenderer {
   virtual std::string store_memory(DType dt, const std::string& buf, const std::string& idx, const std::string& v) const {
     return buf + "[" + idx + "] = " + (dt.scalar() == dtypes::bfloat16 ? "tinyt_f32_to_bf16(" + v + ")" : v);
   }
-  /// A float value rounded to the narrow float `dt` held in a float.
-  virtual std::string round_narrow(DType dt, const std::string& v) const {
-    if (dt.scalar() == dtypes::bfloat16) return "tinyt_bf16_round((float)" + v + ")";
-    throw CompileError(detail::cat(language(), " renderer: no rounding to ", dt.name()));
+  // A narrow float held in a float: rounded to it, and moved to and from its 16 bits, by the
+  // helper functions each dialect's preamble defines (tinyt_f16_* and tinyt_bf16_*).
+  static std::string round_narrow(DType dt, const std::string& v) {
+    return std::string(dt.scalar() == dtypes::bfloat16 ? "tinyt_bf16_round" : "tinyt_f16_round") + "((float)" + v + ")";
   }
-  /// The 16 bits of a narrow float held in a float, and back.
-  virtual std::string narrow_bits(DType dt, const std::string& v) const {
-    if (dt.scalar() == dtypes::bfloat16) return "tinyt_f32_to_bf16(" + v + ")";
-    throw CompileError(detail::cat(language(), " renderer: no bits of ", dt.name()));
+  static std::string narrow_bits(DType dt, const std::string& v) {
+    return std::string(dt.scalar() == dtypes::bfloat16 ? "tinyt_f32_to_bf16(" : "tinyt_f32_to_f16(") + v + ")";
   }
-  virtual std::string narrow_from_bits(DType dt, const std::string& bits) const {
-    if (dt.scalar() == dtypes::bfloat16) return "tinyt_bf16_to_f32(" + bits + ")";
-    throw CompileError(detail::cat(language(), " renderer: no ", dt.name(), " from bits"));
+  static std::string narrow_from_bits(DType dt, const std::string& bits) {
+    return std::string(dt.scalar() == dtypes::bfloat16 ? "tinyt_bf16_to_f32(" : "tinyt_f16_to_f32(") + bits + ")";
   }
   /// `v`, of memory type `from`, reinterpreted as memory type `to` (equal sizes).
   virtual std::string bitcast(const std::string& from, const std::string& to, const std::string& v) const {
@@ -8248,6 +8267,13 @@ class CStyleRenderer {
         name_[u.get()] = n;
         return;
       }
+      case Ops::DEFINE_LOCAL: {
+        const std::string n = "temp" + std::to_string(u.arg().as_int());
+        out(local_buffer(scalar_type(u.dtype().base()), n, u.dtype().size()) + ";");
+        name_[u.get()] = n;
+        return;
+      }
+      case Ops::BARRIER: out(barrier() + ";"); return;
       case Ops::INDEX:
         if (s[0].op() == Ops::DEFINE_REG) {
           name_[u.get()] = ref(s[0]);
@@ -8390,6 +8416,10 @@ class OpenCLRenderer : public CStyleRenderer {
     body_ << ") {\n";
   }
   std::string work_item(int dim) const override { return detail::cat("(int)get_global_id(", dim, ")"); }
+  std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const override {
+    return detail::cat("__local ", type, " ", name, "[", size, "]");
+  }
+  std::string barrier() const override { return "barrier(CLK_LOCAL_MEM_FENCE)"; }
   std::string load_memory(DType dt, const std::string& buf, const std::string& idx) const override {
     if (dt.scalar() == dtypes::float16) return "vload_half(" + idx + ", " + buf + ")";
     return CStyleRenderer::load_memory(dt, buf, idx);
@@ -8397,18 +8427,6 @@ class OpenCLRenderer : public CStyleRenderer {
   std::string store_memory(DType dt, const std::string& buf, const std::string& idx, const std::string& v) const override {
     if (dt.scalar() == dtypes::float16) return "vstore_half(" + v + ", " + idx + ", " + buf + ")";
     return CStyleRenderer::store_memory(dt, buf, idx, v);
-  }
-  std::string round_narrow(DType dt, const std::string& v) const override {
-    if (dt.scalar() == dtypes::float16) return "tinyt_f16_round((float)" + v + ")";
-    return CStyleRenderer::round_narrow(dt, v);
-  }
-  std::string narrow_bits(DType dt, const std::string& v) const override {
-    if (dt.scalar() == dtypes::float16) return "tinyt_f32_to_f16(" + v + ")";
-    return CStyleRenderer::narrow_bits(dt, v);
-  }
-  std::string narrow_from_bits(DType dt, const std::string& bits) const override {
-    if (dt.scalar() == dtypes::float16) return "tinyt_f16_to_f32(" + bits + ")";
-    return CStyleRenderer::narrow_from_bits(dt, bits);
   }
   std::string bitcast(const std::string&, const std::string& to, const std::string& v) const override {
     return "as_" + to + "(" + v + ")";
@@ -8454,6 +8472,10 @@ class CUDARenderer : public CStyleRenderer {
     const char* d = dim == 0 ? "x" : dim == 1 ? "y" : "z";
     return detail::cat("(int)(blockIdx.", d, " * blockDim.", d, " + threadIdx.", d, ")");
   }
+  std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const override {
+    return detail::cat("__shared__ ", type, " ", name, "[", size, "]");
+  }
+  std::string barrier() const override { return "__syncthreads()"; }
   std::string load_memory(DType dt, const std::string& buf, const std::string& idx) const override {
     if (dt.scalar() == dtypes::float16) return "tinyt_f16_to_f32(" + buf + "[" + idx + "])";
     return CStyleRenderer::load_memory(dt, buf, idx);
@@ -8461,18 +8483,6 @@ class CUDARenderer : public CStyleRenderer {
   std::string store_memory(DType dt, const std::string& buf, const std::string& idx, const std::string& v) const override {
     if (dt.scalar() == dtypes::float16) return buf + "[" + idx + "] = tinyt_f32_to_f16(" + v + ")";
     return CStyleRenderer::store_memory(dt, buf, idx, v);
-  }
-  std::string round_narrow(DType dt, const std::string& v) const override {
-    if (dt.scalar() == dtypes::float16) return "tinyt_f16_round((float)" + v + ")";
-    return CStyleRenderer::round_narrow(dt, v);
-  }
-  std::string narrow_bits(DType dt, const std::string& v) const override {
-    if (dt.scalar() == dtypes::float16) return "tinyt_f32_to_f16(" + v + ")";
-    return CStyleRenderer::narrow_bits(dt, v);
-  }
-  std::string narrow_from_bits(DType dt, const std::string& bits) const override {
-    if (dt.scalar() == dtypes::float16) return "tinyt_f16_to_f32(" + bits + ")";
-    return CStyleRenderer::narrow_from_bits(dt, bits);
   }
   std::string bitcast(const std::string& from, const std::string& to, const std::string& v) const override {
     return "tinyt_bitcast<" + to + ", " + from + ">(" + v + ")";
@@ -9107,7 +9117,7 @@ inline std::optional<std::vector<Opt>> deserialize_opts(const std::string& text)
     std::istringstream fields(item);
     int op = -1;
     Opt o{};
-    if (!(fields >> op >> o.axis >> o.amount) || op < 0 || op > static_cast<int>(OptOp::PADTO)) return std::nullopt;
+    if (!(fields >> op >> o.axis >> o.amount) || op < 0 || op > static_cast<int>(OptOp::GROUP)) return std::nullopt;
     o.op = static_cast<OptOp>(op);
     out.push_back(o);
   }
@@ -9123,6 +9133,12 @@ inline std::optional<std::vector<Opt>> deserialize_opts(const std::string& text)
 // work-item's index), so neighbouring work-items touch neighbouring memory; loops further out stay
 // loops inside each work-item. Work-groups are sized to divide each dimension exactly, so no
 // work-item falls outside the kernel's range and none needs a bounds check.
+//
+// A kernel with a GROUP opt has a `group` range, a reduce axis split across the work-items of
+// one work-group: it becomes dimension 0, a whole work-group, and the output loops take
+// dimensions 1 and 2. Each reduction over it is lowered to a partial reduction per work-item,
+// stored to local memory, a barrier, and a reduction of the partials that every work-item
+// computes; the outputs are stored by work-item 0.
 
 
 
@@ -9132,19 +9148,73 @@ namespace codegen {
 /// CUDA's grid allows 65535 blocks along y and z: a dimension that large stays on x or a loop.
 inline constexpr int64_t max_outer_dimension = 65535;
 
-/// The AST with up to three output loops as work-item ranges (RANGE arg: axis, kind, dimension).
+/// The work-group range of a kernel (GROUP), or nothing.
+inline UOp group_range(const UOp& ast) {
+  for (const UOp& r : all_ranges(ast))
+    if (range_kind(r) == RangeKind::group) return r;
+  return {};
+}
+
+/// The AST with each reduction over the work-group range lowered to partials in local memory
+/// (see the top of this file). Narrow floats must be lowered first: partials are float32.
+inline UOp lower_groups(const UOp& ast) {
+  const UOp lane = group_range(ast);
+  if (!lane) return ast;
+  const int64_t n = range_size(lane);
+  int64_t next_axis = detail::next_axis_id(ast), buffers = 0;
+  std::unordered_map<const UOpNode*, UOp> done;
+  for (const UOp& u : toposort(ast)) {
+    std::vector<UOp> src;
+    for (const UOp& s : u.src()) src.push_back(done.at(s.get()));
+    UOp x = u.replace(std::move(src));
+    if (x.op() == Ops::REDUCE && std::find(x.src().begin() + 1, x.src().end(), lane) != x.src().end()) {
+      std::vector<UOp> partial_src{x.src(0)};
+      for (size_t i = 1; i < x.src().size(); ++i)
+        if (!(x.src(i) == lane)) partial_src.push_back(x.src(i));
+      const UOp partial = partial_src.size() == 1 ? x.src(0) : UOp(Ops::REDUCE, x.dtype(), partial_src, x.arg());
+      const UOp local(Ops::DEFINE_LOCAL, x.dtype().ptr(n, AddrSpace::local), {}, buffers++);
+      const UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, local.dtype(), {local, lane}), partial});
+      const UOp barrier(Ops::BARRIER, dtypes::void_, {store});
+      const UOp k = schedule::range(n, next_axis++, RangeKind::reduce);
+      const UOp read(Ops::LOAD, x.dtype(), {UOp(Ops::INDEX, local.dtype(), {local, k}), barrier});
+      x = UOp(Ops::REDUCE, x.dtype(), {read, k}, x.arg());
+    } else if (x.op() == Ops::STORE && x.src(0).src(0).op() == Ops::DEFINE_GLOBAL) {
+      std::vector<UOp> index = x.src(0).src();  // every work-item holds the result: the first stores it
+      const UOp first = lane.eq(schedule::index_const(0));
+      if (index.size() > 2) index[2] = index[2] & first;
+      else index.push_back(first);
+      x = UOp(Ops::STORE, dtypes::void_, {x.src(0).replace(std::move(index)), x.src(1)});
+    }
+    done[u.get()] = x;
+  }
+  return done.at(ast.get());
+}
+
+/// The AST with up to three output loops as work-item ranges (RANGE arg: axis, kind, dimension);
+/// a work-group range takes dimension 0. OptError when a grouped reduction would stay in a loop
+/// (its barrier would be reached a different number of times than the local memory is reused).
 inline UOp map_work_items(const UOp& ast) {
   std::vector<UOp> loops;
-  for (const UOp& r : all_ranges(ast))
+  size_t tiles = 0;
+  for (const UOp& r : all_ranges(ast)) {
     if (range_kind(r) == RangeKind::loop) loops.push_back(r);
+    tiles += range_kind(r) == RangeKind::local;
+  }
+  const UOp lane = group_range(ast);
   std::unordered_map<const UOpNode*, UOp> work_items;
   int64_t dim = 0;
+  auto as_work_item = [&](const UOp& r) {
+    work_items[r.get()] = UOp(Ops::RANGE, dtypes::index, {r.src(0)},
+                              Arg{r.arg()[0].as_int(), static_cast<int64_t>(RangeKind::global), dim++});
+  };
+  if (lane) as_work_item(lane);
   for (auto it = loops.rbegin(); it != loops.rend() && dim < 3; ++it) {
     if (dim > 0 && range_size(*it) > max_outer_dimension) break;  // this and the outer loops stay loops
-    work_items[it->get()] = UOp(Ops::RANGE, dtypes::index, {it->src(0)},
-                                Arg{it->arg()[0].as_int(), static_cast<int64_t>(RangeKind::global), dim});
-    ++dim;
+    as_work_item(*it);
   }
+  if (lane && (static_cast<size_t>(dim) < loops.size() + 1 || tiles > 0))
+    throw OptError(tinyt::detail::cat("GROUP: ", loops.size(), " output loops and ", tiles,
+                                      " tiles; a grouped kernel has 2 launch dimensions for its outputs and no loops around them"));
   return work_items.empty() ? ast : substitute(ast, work_items);
 }
 
@@ -10121,10 +10191,16 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
   if (transcendental)
     expanded = graph_rewrite(graph_rewrite(expanded, codegen::transcendental_rules()), codegen::kernel_rules());
   expanded = graph_rewrite(expanded, codegen::division_rules());  // for every renderer: x/0 is 0
-  if (target.gpu) expanded = codegen::map_work_items(expanded);
+  const UOp lane = codegen::group_range(expanded);
+  if (lane && (!target.gpu || codegen::range_size(lane) > target.max_local))
+    throw codegen::OptError(tinyt::detail::cat("GROUP of ", codegen::range_size(lane), ": the device ",
+                                               target.gpu ? "groups fewer work-items" : "has no work-groups"));
+  if (target.gpu)
+    expanded = codegen::map_work_items(codegen::lower_groups(codegen::lower_narrow_floats(expanded)));
   codegen::Program p = codegen::linearize(expanded, schedule::detail::kernel_name(ast));
   p.opts = std::move(opts);
-  if (target.gpu) p.local_size = codegen::local_sizes(p.global_size, target.max_local);
+  // a grouped kernel's work-group is its dimension 0, whole; otherwise divisors of the sizes
+  if (target.gpu) p.local_size = lane ? std::array<int64_t, 3>{p.global_size[0], 1, 1} : codegen::local_sizes(p.global_size, target.max_local);
   return p;
 }
 
@@ -10243,6 +10319,8 @@ inline double time_candidate(const UOp& ast, const std::vector<codegen::Opt>& op
     k = compile_kernel(ast, opts, settings);
   } catch (const CompileError&) {
     return INFINITY;
+  } catch (const codegen::OptError&) {  // opts this device cannot lower (GROUP on a CPU)
+    return INFINITY;
   }
   std::vector<std::unique_ptr<Buffer>> scratch;
   std::vector<void*> handles;
@@ -10285,9 +10363,38 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
   return opts;  // a cache that cannot be written costs a search next time, nothing else
 }
 
+// A GPU's hand-coded opts: a reduction with few outputs for its length is split across a
+// work-group (GROUP of the largest power of two up to 256 dividing its innermost reduce axis),
+// when its outputs fit the two launch dimensions a grouped kernel has; else the CPU's rules.
+inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target& target) {
+  const std::vector<UOp> ax = codegen::axes(ast);
+  int64_t outputs = 1, loops = 0, reduce_axis = -1, tiles = 0;
+  for (size_t i = 0; i < ax.size(); ++i) {
+    const codegen::RangeKind kind = codegen::range_kind(ax[i]);
+    if (kind == codegen::RangeKind::loop) outputs *= codegen::range_size(ax[i]), ++loops;
+    if (kind == codegen::RangeKind::local) ++tiles;
+    if (kind == codegen::RangeKind::reduce) reduce_axis = static_cast<int64_t>(i);
+  }
+  if (reduce_axis >= 0 && loops <= 2 && tiles == 0 && outputs <= 4096) {
+    const int64_t length = codegen::range_size(ax[static_cast<size_t>(reduce_axis)]);
+    int64_t group = 1;
+    while (group * 2 <= std::min<int64_t>(256, target.max_local) && length % (group * 2) == 0) group *= 2;
+    if (group >= 16 && length >= 4 * group) {
+      try {
+        std::vector<codegen::Opt> opts{{codegen::OptOp::GROUP, reduce_axis, group}};
+        codegen::map_work_items(codegen::apply_opts(ast, opts));  // throws when it cannot launch so
+        return opts;
+      } catch (const codegen::OptError&) {
+      }
+    }
+  }
+  return codegen::hand_coded_opts(ast, {target.threads, target.vector_bytes, target.vector_count});
+}
+
 inline std::vector<codegen::Opt> choose_opts(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
   if (settings.noopt) return {};
   if (settings.beam > 0) return beam_opts(ast, buffers, settings);
+  if (settings.target.gpu) return gpu_opts(ast, settings.target);
   return codegen::hand_coded_opts(ast, {settings.target.threads, settings.target.vector_bytes, settings.target.vector_count});
 }
 

@@ -32,11 +32,10 @@ std::string nvrtc_missing() {
   }
 }
 
-/// The kernel AST as the CUDA device would compile it: its heuristic opts, work-items, CUDA C++.
+/// The kernel AST as the CUDA device would compile it: a GPU's hand-coded opts, work-items, CUDA C++.
 std::string cuda_source(const UOp& ast) {
   const backend::Target t = cuda_target();
-  std::vector<codegen::Opt> opts = codegen::hand_coded_opts(ast, {t.threads, t.vector_bytes, t.vector_count});
-  return engine::render(engine::lower_kernel(ast, std::move(opts), t, true), t);
+  return engine::render(engine::lower_kernel(ast, engine::detail::gpu_opts(ast, t), t, true), t);
 }
 
 /// Compiles each AST for each architecture; returns the failures' messages.
@@ -114,6 +113,10 @@ TEST_CASE("cuda: kernels of every kind compile with NVRTC for sm_80 and sm_90") 
   CHECK(half.find("extern \"C\" __global__ void __launch_bounds__(256)") != std::string::npos);
   CHECK(half.find("cvt.rn.f16.f32") != std::string::npos);
   CHECK(half.find("blockIdx.x * blockDim.x + threadIdx.x") != std::string::npos);
+  // a long reduction is split across a block, its partials meeting in shared memory
+  const std::string sum = cuda_source(schedule::create_schedule({Tensor(Tensor::empty({4, 8192}).sum(1)).uop()}).back().ast);
+  CHECK(sum.find("__shared__ float temp0[256];") != std::string::npos);
+  CHECK(sum.find("__syncthreads();") != std::string::npos);
 }
 
 TEST_CASE("cuda: without a driver, the device is a DeviceError naming the libraries tried") {

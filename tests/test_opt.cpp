@@ -221,6 +221,59 @@ TEST_CASE("opt: BEAM searches on an OpenCL device too, timing candidates there")
   CHECK(cached == 1);  // the matmul's kernel, searched on CL (the copies to CL are not kernels)
 }
 
+TEST_CASE("opt: GROUP splits a reduction across a work-group on OpenCL, and is refused on the CPU") {
+  const Tensor x = input({6, 1024}, 10);  // a grid of 1/8: every sum is exact, in any order
+  const std::vector<std::pair<std::string, Tensor>> cases{
+      {"row sums", x.sum(1)}, {"row maxima", x.max(1)}, {"the whole sum", x.sum()}, {"column sums", x.sum(0)}};
+  for (const auto& [what, t] : cases) {
+    INFO(what);
+    const std::vector<schedule::Kernel> kernels = schedule::create_schedule({t.uop()});
+    REQUIRE(kernels.size() == 1);
+    const UOp& ast = kernels[0].ast;
+    const std::vector<Opt> group{{OptOp::GROUP, static_cast<int64_t>(codegen::axes(ast).size()) - 1, 64}};
+    CHECK_THROWS_AS(compile_kernel(ast, group, "CPU"), codegen::OptError);  // the CPU has no work-groups
+  }
+  const std::vector<std::string> here = Device::list();
+  if (std::find(here.begin(), here.end(), "CL") == here.end()) {
+    MESSAGE("opt: GROUP NOT RUN, no OpenCL device here");
+    return;
+  }
+  for (const auto& [what, t] : cases) {
+    INFO(what);
+    std::vector<float> want;
+    {
+      Context c{{"NOOPT", 1}};
+      want = t.to_vector<float>();
+    }
+    const Tensor on_cl = x.to("CL").realize();
+    const Tensor r = what == "row sums" ? on_cl.sum(1) : what == "row maxima" ? on_cl.max(1) : what == "the whole sum" ? on_cl.sum() : on_cl.sum(0);
+    const std::vector<schedule::Kernel> kernels = schedule::create_schedule({r.uop()});
+    REQUIRE(kernels.size() == 1);
+    const UOp& ast = kernels[0].ast;
+    const int64_t reduce_axis = static_cast<int64_t>(codegen::axes(ast).size()) - 1;
+    for (int64_t size : {16, 64, 256}) {
+      INFO("GROUP of ", size);
+      const std::vector<Opt> group{{OptOp::GROUP, reduce_axis, size}};
+      std::shared_ptr<engine::CompiledKernel> k;
+      try {
+        k = compile_kernel(ast, group, "CL");
+      } catch (const codegen::OptError& e) {
+        // column sums have 1024 outputs in one launch dimension and a reduction of 6: GROUP of
+        // 16 and more does not divide it
+        CHECK(what == "column sums");
+        continue;
+      }
+      CHECK(k->source.find("barrier(CLK_LOCAL_MEM_FENCE)") != std::string::npos);
+      CHECK(k->dims().local[0] == size);
+      Tensor out = Tensor::empty(r.shape(), dtypes::float32, "CL");
+      std::vector<void*> handles{graph::buffer_of(graph::base_buffer(out.realize().uop()))->ptr(),
+                                 graph::buffer_of(kernels[0].buffers[1])->ptr()};
+      launch(*k, handles);
+      CHECK(out.to_vector<float>() == want);
+    }
+  }
+}
+
 TEST_CASE("opt: the thread pool runs every part once, also when two threads launch at once") {
   backend::ThreadPool pool(3);
   CHECK(pool.size() == 3);

@@ -168,6 +168,11 @@ class Linearizer {
       slots.push_back(push(UOp(Ops::INDEX, acc.dtype(), {acc, schedule::index_const(0)})));
       push(UOp(Ops::STORE, dtypes::void_, {slots.back(), push(identity_element(r.arg().get<Ops>(), r.dtype()))}));
     }
+    // a reduction of partial results in local memory (a GPU work-group's) reads them after the
+    // barrier that publishes them: the barrier, and the stores before it, come before its loops
+    for (const UOp& r : group)
+      for (const UOp& x : toposort(r.src(0)))
+        if (x.op() == Ops::BARRIER) emit(x);
     std::vector<UOp> ranges(u.src().begin() + 1, u.src().end());
     std::sort(ranges.begin(), ranges.end(), range_before);
     for (const UOp& r : ranges) open(r);

@@ -3,11 +3,18 @@
 // work-item's index), so neighbouring work-items touch neighbouring memory; loops further out stay
 // loops inside each work-item. Work-groups are sized to divide each dimension exactly, so no
 // work-item falls outside the kernel's range and none needs a bounds check.
+//
+// A kernel with a GROUP opt has a `group` range, a reduce axis split across the work-items of
+// one work-group: it becomes dimension 0, a whole work-group, and the output loops take
+// dimensions 1 and 2. Each reduction over it is lowered to a partial reduction per work-item,
+// stored to local memory, a barrier, and a reduction of the partials that every work-item
+// computes; the outputs are stored by work-item 0.
 #pragma once
 
 #include <array>
 
 #include "linearize.hpp"
+#include "narrow_floats.hpp"
 
 namespace tinyt::inline v0 {
 namespace codegen {
@@ -15,19 +22,73 @@ namespace codegen {
 /// CUDA's grid allows 65535 blocks along y and z: a dimension that large stays on x or a loop.
 inline constexpr int64_t max_outer_dimension = 65535;
 
-/// The AST with up to three output loops as work-item ranges (RANGE arg: axis, kind, dimension).
+/// The work-group range of a kernel (GROUP), or nothing.
+inline UOp group_range(const UOp& ast) {
+  for (const UOp& r : all_ranges(ast))
+    if (range_kind(r) == RangeKind::group) return r;
+  return {};
+}
+
+/// The AST with each reduction over the work-group range lowered to partials in local memory
+/// (see the top of this file). Narrow floats must be lowered first: partials are float32.
+inline UOp lower_groups(const UOp& ast) {
+  const UOp lane = group_range(ast);
+  if (!lane) return ast;
+  const int64_t n = range_size(lane);
+  int64_t next_axis = detail::next_axis_id(ast), buffers = 0;
+  std::unordered_map<const UOpNode*, UOp> done;
+  for (const UOp& u : toposort(ast)) {
+    std::vector<UOp> src;
+    for (const UOp& s : u.src()) src.push_back(done.at(s.get()));
+    UOp x = u.replace(std::move(src));
+    if (x.op() == Ops::REDUCE && std::find(x.src().begin() + 1, x.src().end(), lane) != x.src().end()) {
+      std::vector<UOp> partial_src{x.src(0)};
+      for (size_t i = 1; i < x.src().size(); ++i)
+        if (!(x.src(i) == lane)) partial_src.push_back(x.src(i));
+      const UOp partial = partial_src.size() == 1 ? x.src(0) : UOp(Ops::REDUCE, x.dtype(), partial_src, x.arg());
+      const UOp local(Ops::DEFINE_LOCAL, x.dtype().ptr(n, AddrSpace::local), {}, buffers++);
+      const UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, local.dtype(), {local, lane}), partial});
+      const UOp barrier(Ops::BARRIER, dtypes::void_, {store});
+      const UOp k = schedule::range(n, next_axis++, RangeKind::reduce);
+      const UOp read(Ops::LOAD, x.dtype(), {UOp(Ops::INDEX, local.dtype(), {local, k}), barrier});
+      x = UOp(Ops::REDUCE, x.dtype(), {read, k}, x.arg());
+    } else if (x.op() == Ops::STORE && x.src(0).src(0).op() == Ops::DEFINE_GLOBAL) {
+      std::vector<UOp> index = x.src(0).src();  // every work-item holds the result: the first stores it
+      const UOp first = lane.eq(schedule::index_const(0));
+      if (index.size() > 2) index[2] = index[2] & first;
+      else index.push_back(first);
+      x = UOp(Ops::STORE, dtypes::void_, {x.src(0).replace(std::move(index)), x.src(1)});
+    }
+    done[u.get()] = x;
+  }
+  return done.at(ast.get());
+}
+
+/// The AST with up to three output loops as work-item ranges (RANGE arg: axis, kind, dimension);
+/// a work-group range takes dimension 0. OptError when a grouped reduction would stay in a loop
+/// (its barrier would be reached a different number of times than the local memory is reused).
 inline UOp map_work_items(const UOp& ast) {
   std::vector<UOp> loops;
-  for (const UOp& r : all_ranges(ast))
+  size_t tiles = 0;
+  for (const UOp& r : all_ranges(ast)) {
     if (range_kind(r) == RangeKind::loop) loops.push_back(r);
+    tiles += range_kind(r) == RangeKind::local;
+  }
+  const UOp lane = group_range(ast);
   std::unordered_map<const UOpNode*, UOp> work_items;
   int64_t dim = 0;
+  auto as_work_item = [&](const UOp& r) {
+    work_items[r.get()] = UOp(Ops::RANGE, dtypes::index, {r.src(0)},
+                              Arg{r.arg()[0].as_int(), static_cast<int64_t>(RangeKind::global), dim++});
+  };
+  if (lane) as_work_item(lane);
   for (auto it = loops.rbegin(); it != loops.rend() && dim < 3; ++it) {
     if (dim > 0 && range_size(*it) > max_outer_dimension) break;  // this and the outer loops stay loops
-    work_items[it->get()] = UOp(Ops::RANGE, dtypes::index, {it->src(0)},
-                                Arg{it->arg()[0].as_int(), static_cast<int64_t>(RangeKind::global), dim});
-    ++dim;
+    as_work_item(*it);
   }
+  if (lane && (static_cast<size_t>(dim) < loops.size() + 1 || tiles > 0))
+    throw OptError(tinyt::detail::cat("GROUP: ", loops.size(), " output loops and ", tiles,
+                                      " tiles; a grouped kernel has 2 launch dimensions for its outputs and no loops around them"));
   return work_items.empty() ? ast : substitute(ast, work_items);
 }
 

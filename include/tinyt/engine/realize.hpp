@@ -85,10 +85,16 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
   if (transcendental)
     expanded = graph_rewrite(graph_rewrite(expanded, codegen::transcendental_rules()), codegen::kernel_rules());
   expanded = graph_rewrite(expanded, codegen::division_rules());  // for every renderer: x/0 is 0
-  if (target.gpu) expanded = codegen::map_work_items(expanded);
+  const UOp lane = codegen::group_range(expanded);
+  if (lane && (!target.gpu || codegen::range_size(lane) > target.max_local))
+    throw codegen::OptError(tinyt::detail::cat("GROUP of ", codegen::range_size(lane), ": the device ",
+                                               target.gpu ? "groups fewer work-items" : "has no work-groups"));
+  if (target.gpu)
+    expanded = codegen::map_work_items(codegen::lower_groups(codegen::lower_narrow_floats(expanded)));
   codegen::Program p = codegen::linearize(expanded, schedule::detail::kernel_name(ast));
   p.opts = std::move(opts);
-  if (target.gpu) p.local_size = codegen::local_sizes(p.global_size, target.max_local);
+  // a grouped kernel's work-group is its dimension 0, whole; otherwise divisors of the sizes
+  if (target.gpu) p.local_size = lane ? std::array<int64_t, 3>{p.global_size[0], 1, 1} : codegen::local_sizes(p.global_size, target.max_local);
   return p;
 }
 
@@ -207,6 +213,8 @@ inline double time_candidate(const UOp& ast, const std::vector<codegen::Opt>& op
     k = compile_kernel(ast, opts, settings);
   } catch (const CompileError&) {
     return INFINITY;
+  } catch (const codegen::OptError&) {  // opts this device cannot lower (GROUP on a CPU)
+    return INFINITY;
   }
   std::vector<std::unique_ptr<Buffer>> scratch;
   std::vector<void*> handles;
@@ -249,9 +257,38 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
   return opts;  // a cache that cannot be written costs a search next time, nothing else
 }
 
+// A GPU's hand-coded opts: a reduction with few outputs for its length is split across a
+// work-group (GROUP of the largest power of two up to 256 dividing its innermost reduce axis),
+// when its outputs fit the two launch dimensions a grouped kernel has; else the CPU's rules.
+inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target& target) {
+  const std::vector<UOp> ax = codegen::axes(ast);
+  int64_t outputs = 1, loops = 0, reduce_axis = -1, tiles = 0;
+  for (size_t i = 0; i < ax.size(); ++i) {
+    const codegen::RangeKind kind = codegen::range_kind(ax[i]);
+    if (kind == codegen::RangeKind::loop) outputs *= codegen::range_size(ax[i]), ++loops;
+    if (kind == codegen::RangeKind::local) ++tiles;
+    if (kind == codegen::RangeKind::reduce) reduce_axis = static_cast<int64_t>(i);
+  }
+  if (reduce_axis >= 0 && loops <= 2 && tiles == 0 && outputs <= 4096) {
+    const int64_t length = codegen::range_size(ax[static_cast<size_t>(reduce_axis)]);
+    int64_t group = 1;
+    while (group * 2 <= std::min<int64_t>(256, target.max_local) && length % (group * 2) == 0) group *= 2;
+    if (group >= 16 && length >= 4 * group) {
+      try {
+        std::vector<codegen::Opt> opts{{codegen::OptOp::GROUP, reduce_axis, group}};
+        codegen::map_work_items(codegen::apply_opts(ast, opts));  // throws when it cannot launch so
+        return opts;
+      } catch (const codegen::OptError&) {
+      }
+    }
+  }
+  return codegen::hand_coded_opts(ast, {target.threads, target.vector_bytes, target.vector_count});
+}
+
 inline std::vector<codegen::Opt> choose_opts(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
   if (settings.noopt) return {};
   if (settings.beam > 0) return beam_opts(ast, buffers, settings);
+  if (settings.target.gpu) return gpu_opts(ast, settings.target);
   return codegen::hand_coded_opts(ast, {settings.target.threads, settings.target.vector_bytes, settings.target.vector_count});
 }
 

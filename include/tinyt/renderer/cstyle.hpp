@@ -184,6 +184,12 @@ class CStyleRenderer {
   virtual std::string work_item(int dim) const {
     throw CompileError(detail::cat(language(), " renderer: no work-items (launch dimension ", dim, ")"));
   }
+  /// The declaration of `size` elements of `type` in a work-group's local memory (GPU dialects).
+  virtual std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const {
+    throw CompileError(detail::cat(language(), " renderer: no local memory (", type, " ", name, "[", size, "])"));
+  }
+  /// The statement that waits for every work-item of the work-group, local memory written.
+  virtual std::string barrier() const { throw CompileError(detail::cat(language(), " renderer: no work-group barrier")); }
   /// A value of `dt` read from `buf[idx]`, as a register value.
   virtual std::string load_memory(DType dt, const std::string& buf, const std::string& idx) const {
     const std::string e = buf + "[" + idx + "]";
@@ -193,19 +199,16 @@ class CStyleRenderer {
   virtual std::string store_memory(DType dt, const std::string& buf, const std::string& idx, const std::string& v) const {
     return buf + "[" + idx + "] = " + (dt.scalar() == dtypes::bfloat16 ? "tinyt_f32_to_bf16(" + v + ")" : v);
   }
-  /// A float value rounded to the narrow float `dt` held in a float.
-  virtual std::string round_narrow(DType dt, const std::string& v) const {
-    if (dt.scalar() == dtypes::bfloat16) return "tinyt_bf16_round((float)" + v + ")";
-    throw CompileError(detail::cat(language(), " renderer: no rounding to ", dt.name()));
+  // A narrow float held in a float: rounded to it, and moved to and from its 16 bits, by the
+  // helper functions each dialect's preamble defines (tinyt_f16_* and tinyt_bf16_*).
+  static std::string round_narrow(DType dt, const std::string& v) {
+    return std::string(dt.scalar() == dtypes::bfloat16 ? "tinyt_bf16_round" : "tinyt_f16_round") + "((float)" + v + ")";
   }
-  /// The 16 bits of a narrow float held in a float, and back.
-  virtual std::string narrow_bits(DType dt, const std::string& v) const {
-    if (dt.scalar() == dtypes::bfloat16) return "tinyt_f32_to_bf16(" + v + ")";
-    throw CompileError(detail::cat(language(), " renderer: no bits of ", dt.name()));
+  static std::string narrow_bits(DType dt, const std::string& v) {
+    return std::string(dt.scalar() == dtypes::bfloat16 ? "tinyt_f32_to_bf16(" : "tinyt_f32_to_f16(") + v + ")";
   }
-  virtual std::string narrow_from_bits(DType dt, const std::string& bits) const {
-    if (dt.scalar() == dtypes::bfloat16) return "tinyt_bf16_to_f32(" + bits + ")";
-    throw CompileError(detail::cat(language(), " renderer: no ", dt.name(), " from bits"));
+  static std::string narrow_from_bits(DType dt, const std::string& bits) {
+    return std::string(dt.scalar() == dtypes::bfloat16 ? "tinyt_bf16_to_f32(" : "tinyt_f16_to_f32(") + bits + ")";
   }
   /// `v`, of memory type `from`, reinterpreted as memory type `to` (equal sizes).
   virtual std::string bitcast(const std::string& from, const std::string& to, const std::string& v) const {
@@ -304,6 +307,13 @@ class CStyleRenderer {
         name_[u.get()] = n;
         return;
       }
+      case Ops::DEFINE_LOCAL: {
+        const std::string n = "temp" + std::to_string(u.arg().as_int());
+        out(local_buffer(scalar_type(u.dtype().base()), n, u.dtype().size()) + ";");
+        name_[u.get()] = n;
+        return;
+      }
+      case Ops::BARRIER: out(barrier() + ";"); return;
       case Ops::INDEX:
         if (s[0].op() == Ops::DEFINE_REG) {
           name_[u.get()] = ref(s[0]);
@@ -446,6 +456,10 @@ class OpenCLRenderer : public CStyleRenderer {
     body_ << ") {\n";
   }
   std::string work_item(int dim) const override { return detail::cat("(int)get_global_id(", dim, ")"); }
+  std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const override {
+    return detail::cat("__local ", type, " ", name, "[", size, "]");
+  }
+  std::string barrier() const override { return "barrier(CLK_LOCAL_MEM_FENCE)"; }
   std::string load_memory(DType dt, const std::string& buf, const std::string& idx) const override {
     if (dt.scalar() == dtypes::float16) return "vload_half(" + idx + ", " + buf + ")";
     return CStyleRenderer::load_memory(dt, buf, idx);
@@ -453,18 +467,6 @@ class OpenCLRenderer : public CStyleRenderer {
   std::string store_memory(DType dt, const std::string& buf, const std::string& idx, const std::string& v) const override {
     if (dt.scalar() == dtypes::float16) return "vstore_half(" + v + ", " + idx + ", " + buf + ")";
     return CStyleRenderer::store_memory(dt, buf, idx, v);
-  }
-  std::string round_narrow(DType dt, const std::string& v) const override {
-    if (dt.scalar() == dtypes::float16) return "tinyt_f16_round((float)" + v + ")";
-    return CStyleRenderer::round_narrow(dt, v);
-  }
-  std::string narrow_bits(DType dt, const std::string& v) const override {
-    if (dt.scalar() == dtypes::float16) return "tinyt_f32_to_f16(" + v + ")";
-    return CStyleRenderer::narrow_bits(dt, v);
-  }
-  std::string narrow_from_bits(DType dt, const std::string& bits) const override {
-    if (dt.scalar() == dtypes::float16) return "tinyt_f16_to_f32(" + bits + ")";
-    return CStyleRenderer::narrow_from_bits(dt, bits);
   }
   std::string bitcast(const std::string&, const std::string& to, const std::string& v) const override {
     return "as_" + to + "(" + v + ")";
@@ -510,6 +512,10 @@ class CUDARenderer : public CStyleRenderer {
     const char* d = dim == 0 ? "x" : dim == 1 ? "y" : "z";
     return detail::cat("(int)(blockIdx.", d, " * blockDim.", d, " + threadIdx.", d, ")");
   }
+  std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const override {
+    return detail::cat("__shared__ ", type, " ", name, "[", size, "]");
+  }
+  std::string barrier() const override { return "__syncthreads()"; }
   std::string load_memory(DType dt, const std::string& buf, const std::string& idx) const override {
     if (dt.scalar() == dtypes::float16) return "tinyt_f16_to_f32(" + buf + "[" + idx + "])";
     return CStyleRenderer::load_memory(dt, buf, idx);
@@ -517,18 +523,6 @@ class CUDARenderer : public CStyleRenderer {
   std::string store_memory(DType dt, const std::string& buf, const std::string& idx, const std::string& v) const override {
     if (dt.scalar() == dtypes::float16) return buf + "[" + idx + "] = tinyt_f32_to_f16(" + v + ")";
     return CStyleRenderer::store_memory(dt, buf, idx, v);
-  }
-  std::string round_narrow(DType dt, const std::string& v) const override {
-    if (dt.scalar() == dtypes::float16) return "tinyt_f16_round((float)" + v + ")";
-    return CStyleRenderer::round_narrow(dt, v);
-  }
-  std::string narrow_bits(DType dt, const std::string& v) const override {
-    if (dt.scalar() == dtypes::float16) return "tinyt_f32_to_f16(" + v + ")";
-    return CStyleRenderer::narrow_bits(dt, v);
-  }
-  std::string narrow_from_bits(DType dt, const std::string& bits) const override {
-    if (dt.scalar() == dtypes::float16) return "tinyt_f16_to_f32(" + bits + ")";
-    return CStyleRenderer::narrow_from_bits(dt, bits);
   }
   std::string bitcast(const std::string& from, const std::string& to, const std::string& v) const override {
     return "tinyt_bitcast<" + to + ", " + from + ">(" + v + ")";

@@ -27,6 +27,7 @@ enum class RangeKind : int64_t {
   upcast = 4,  // output copies in registers, expanded before rendering
   unroll = 5,  // reduce accumulators in registers, expanded before rendering
   global = 6,  // not a loop: its value is a GPU work-item's index along one launch dimension
+  group = 7,   // a reduce axis split across a GPU work-group: each work-item reduces its part
 };
 
 inline UOp range(int64_t end, int64_t axis, RangeKind kind) {

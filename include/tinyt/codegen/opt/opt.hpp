@@ -6,6 +6,8 @@
 //   LOCAL(axis, n)   output axis → an inner loop of n (cache tiling: outer loops walk tiles)
 //   THREAD(axis, n)  output axis → n parts run by n threads, one part each
 //   PADTO(axis, n)   axis → rounded up to a multiple of n, the extra iterations masked off
+//   GROUP(axis, n)   reduce axis → n work-items of a GPU work-group each reduce every n-th
+//                    element; their partial results meet in local memory (work_items.hpp)
 // An amount of 0 means the whole axis.
 #pragma once
 
@@ -18,10 +20,10 @@
 namespace tinyt::inline v0 {
 namespace codegen {
 
-enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, PADTO };
+enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, PADTO, GROUP };
 
 inline const char* opt_op_name(OptOp op) {
-  static constexpr const char* names[] = {"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO"};
+  static constexpr const char* names[] = {"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO", "GROUP"};
   return names[static_cast<int>(op)];
 }
 
@@ -54,7 +56,8 @@ inline int64_t range_size(const UOp& r) { return static_cast<int64_t>(r.src(0).c
 inline int range_rank(RangeKind k) {
   switch (k) {
     case RangeKind::thread:
-    case RangeKind::global: return 0;
+    case RangeKind::global:
+    case RangeKind::group: return 0;
     case RangeKind::loop: return 1;
     case RangeKind::local: return 2;
     case RangeKind::reduce: return 3;
@@ -219,6 +222,13 @@ inline UOp apply_opt(const UOp& ast, const Opt& opt) {
       for (const UOp& x : all_ranges(ast))
         if (range_kind(x) == RangeKind::thread) throw OptError(cat(opt.str(), ": the kernel is already threaded"));
       return detail::split_range(ast, r, amount, RangeKind::thread, true);
+    case OptOp::GROUP:
+      if (!reduce) throw OptError(cat(opt.str(), ": GROUP applies to reduce axes"));
+      if (amount > 1024) throw OptError(cat(opt.str(), ": a work-group of more than 1024"));
+      for (const UOp& x : all_ranges(ast))
+        if (range_kind(x) == RangeKind::group) throw OptError(cat(opt.str(), ": the kernel is already grouped"));
+      // the work-items are the inner part: neighbours read neighbouring elements
+      return detail::split_range(ast, r, amount, RangeKind::group, false);
     default: break;
   }
   throw OptError(cat(opt.str(), ": unknown opt"));

@@ -83,7 +83,7 @@ inline std::optional<std::vector<Opt>> deserialize_opts(const std::string& text)
     std::istringstream fields(item);
     int op = -1;
     Opt o{};
-    if (!(fields >> op >> o.axis >> o.amount) || op < 0 || op > static_cast<int>(OptOp::PADTO)) return std::nullopt;
+    if (!(fields >> op >> o.axis >> o.amount) || op < 0 || op > static_cast<int>(OptOp::GROUP)) return std::nullopt;
     o.op = static_cast<OptOp>(op);
     out.push_back(o);
   }
