@@ -4111,6 +4111,7 @@ struct Target {
   bool gpu = false;             // output ranges become work-items (global/local ids), not loops
   int64_t threads = 1;          // CPU threads a kernel may be split across
   int64_t max_local = 1;        // work-items in a work-group at most
+  int64_t compute_units = 1;    // work-groups that run at once (OpenCL compute units, CUDA SMs)
   int64_t vector_bytes = 16;    // a register's width, for upcasts
   int64_t vector_count = 16;    // registers
   bool half = false;            // computes in half precision (cl_khr_fp16 / CUDA): unused so far
@@ -5450,6 +5451,7 @@ inline constexpr nvrtcResult NVRTC_SUCCESS = 0;
 inline constexpr CUresult CUDA_SUCCESS = 0, CUDA_ERROR_OUT_OF_MEMORY = 2,
                           CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222;
 inline constexpr int CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
+                     CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
                      CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
                      CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 inline constexpr unsigned CU_EVENT_DEFAULT = 0;
@@ -5857,6 +5859,7 @@ class CudaDevice : public Device {
     const int major = attribute(cuda_c::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
     const int minor = attribute(cuda_c::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
     max_threads_ = attribute(cuda_c::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+    multiprocessors_ = attribute(cuda_c::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
     cuda_c::CUcontext context = nullptr;
     // retained for the process: the primary context lives as long as one user holds it
     probe.check(api.cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain");
@@ -5877,6 +5880,7 @@ class CudaDevice : public Device {
     // 256 threads a block launch whatever a kernel's register count (65536 registers / 256 = 256,
     // and a thread has at most 255); at 1024, a kernel using over 64 could not launch
     t.max_local = std::min(max_threads_, 256);
+    t.compute_units = multiprocessors_;
     t.half = true;
     return t;
   }
@@ -5888,6 +5892,7 @@ class CudaDevice : public Device {
  private:
   std::string name_, gpu_;
   int max_threads_ = 0;
+  int multiprocessors_ = 1;
   std::shared_ptr<const cuda_c::Context> ctx_;
   std::unique_ptr<CudaAllocator> allocator_;
   std::unique_ptr<CudaCompiler> compiler_;
@@ -5943,6 +5948,7 @@ inline constexpr cl_uint CL_TRUE = 1;
 inline constexpr cl_ulong CL_DEVICE_TYPE_ALL = 0xFFFFFFFF, CL_MEM_READ_WRITE = 1 << 0,
                           CL_QUEUE_PROFILING_ENABLE = 1 << 1;
 inline constexpr cl_uint CL_PLATFORM_VERSION = 0x0901, CL_PLATFORM_NAME = 0x0902,
+                         CL_DEVICE_MAX_COMPUTE_UNITS = 0x1002,
                          CL_DEVICE_MAX_WORK_GROUP_SIZE = 0x1004, CL_DEVICE_NAME = 0x102B,
                          CL_DRIVER_VERSION = 0x102D, CL_DEVICE_VERSION = 0x102F,
                          CL_DEVICE_EXTENSIONS = 0x1030, CL_PROGRAM_BINARY_SIZES = 0x1165,
@@ -6304,6 +6310,9 @@ class OpenCLDevice final : public Device {
     target_.language = Language::opencl;
     target_.gpu = true;
     target_.max_local = std::min<int64_t>(static_cast<int64_t>(max_group), 256);
+    cl_uint units = 1;
+    TINYT_CL_CHECK(clGetDeviceInfo, device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, nullptr);
+    target_.compute_units = units;
     target_.half =
         device_info(device, CL_DEVICE_EXTENSIONS).find("cl_khr_fp16") != std::string::npos;
 
@@ -10363,9 +10372,11 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
   return opts;  // a cache that cannot be written costs a search next time, nothing else
 }
 
-// A GPU's hand-coded opts: a reduction with few outputs for its length is split across a
-// work-group (GROUP of the largest power of two up to 256 dividing its innermost reduce axis),
-// when its outputs fit the two launch dimensions a grouped kernel has; else the CPU's rules.
+// A GPU's hand-coded opts: a reduction with too few outputs to keep the device busy (fewer than
+// 64 work-items per compute unit) is split across a work-group (GROUP of the largest power of two
+// up to 256 dividing its innermost reduce axis), when its outputs fit the two launch dimensions
+// a grouped kernel has; else the CPU's rules. (On PoCL, two compute units, GROUP rarely pays:
+// its work-groups run as loops around each barrier.)
 inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target& target) {
   const std::vector<UOp> ax = codegen::axes(ast);
   int64_t outputs = 1, loops = 0, reduce_axis = -1, tiles = 0;
@@ -10375,7 +10386,7 @@ inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target&
     if (kind == codegen::RangeKind::local) ++tiles;
     if (kind == codegen::RangeKind::reduce) reduce_axis = static_cast<int64_t>(i);
   }
-  if (reduce_axis >= 0 && loops <= 2 && tiles == 0 && outputs <= 4096) {
+  if (reduce_axis >= 0 && loops <= 2 && tiles == 0 && outputs < 64 * target.compute_units) {
     const int64_t length = codegen::range_size(ax[static_cast<size_t>(reduce_axis)]);
     int64_t group = 1;
     while (group * 2 <= std::min<int64_t>(256, target.max_local) && length % (group * 2) == 0) group *= 2;

@@ -18,6 +18,7 @@ backend::Target cuda_target() {
   t.language = backend::Language::cuda;
   t.gpu = true;
   t.max_local = 256;
+  t.compute_units = 132;  // an H100's SMs
   t.half = true;
   return t;
 }

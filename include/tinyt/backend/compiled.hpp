@@ -82,6 +82,7 @@ struct Target {
   bool gpu = false;             // output ranges become work-items (global/local ids), not loops
   int64_t threads = 1;          // CPU threads a kernel may be split across
   int64_t max_local = 1;        // work-items in a work-group at most
+  int64_t compute_units = 1;    // work-groups that run at once (OpenCL compute units, CUDA SMs)
   int64_t vector_bytes = 16;    // a register's width, for upcasts
   int64_t vector_count = 16;    // registers
   bool half = false;            // computes in half precision (cl_khr_fp16 / CUDA): unused so far

@@ -52,6 +52,7 @@ inline constexpr nvrtcResult NVRTC_SUCCESS = 0;
 inline constexpr CUresult CUDA_SUCCESS = 0, CUDA_ERROR_OUT_OF_MEMORY = 2,
                           CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222;
 inline constexpr int CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
+                     CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
                      CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
                      CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 inline constexpr unsigned CU_EVENT_DEFAULT = 0;
@@ -459,6 +460,7 @@ class CudaDevice : public Device {
     const int major = attribute(cuda_c::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
     const int minor = attribute(cuda_c::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
     max_threads_ = attribute(cuda_c::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+    multiprocessors_ = attribute(cuda_c::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
     cuda_c::CUcontext context = nullptr;
     // retained for the process: the primary context lives as long as one user holds it
     probe.check(api.cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain");
@@ -479,6 +481,7 @@ class CudaDevice : public Device {
     // 256 threads a block launch whatever a kernel's register count (65536 registers / 256 = 256,
     // and a thread has at most 255); at 1024, a kernel using over 64 could not launch
     t.max_local = std::min(max_threads_, 256);
+    t.compute_units = multiprocessors_;
     t.half = true;
     return t;
   }
@@ -490,6 +493,7 @@ class CudaDevice : public Device {
  private:
   std::string name_, gpu_;
   int max_threads_ = 0;
+  int multiprocessors_ = 1;
   std::shared_ptr<const cuda_c::Context> ctx_;
   std::unique_ptr<CudaAllocator> allocator_;
   std::unique_ptr<CudaCompiler> compiler_;

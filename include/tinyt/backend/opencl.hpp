@@ -56,6 +56,7 @@ inline constexpr cl_uint CL_TRUE = 1;
 inline constexpr cl_ulong CL_DEVICE_TYPE_ALL = 0xFFFFFFFF, CL_MEM_READ_WRITE = 1 << 0,
                           CL_QUEUE_PROFILING_ENABLE = 1 << 1;
 inline constexpr cl_uint CL_PLATFORM_VERSION = 0x0901, CL_PLATFORM_NAME = 0x0902,
+                         CL_DEVICE_MAX_COMPUTE_UNITS = 0x1002,
                          CL_DEVICE_MAX_WORK_GROUP_SIZE = 0x1004, CL_DEVICE_NAME = 0x102B,
                          CL_DRIVER_VERSION = 0x102D, CL_DEVICE_VERSION = 0x102F,
                          CL_DEVICE_EXTENSIONS = 0x1030, CL_PROGRAM_BINARY_SIZES = 0x1165,
@@ -417,6 +418,9 @@ class OpenCLDevice final : public Device {
     target_.language = Language::opencl;
     target_.gpu = true;
     target_.max_local = std::min<int64_t>(static_cast<int64_t>(max_group), 256);
+    cl_uint units = 1;
+    TINYT_CL_CHECK(clGetDeviceInfo, device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, nullptr);
+    target_.compute_units = units;
     target_.half =
         device_info(device, CL_DEVICE_EXTENSIONS).find("cl_khr_fp16") != std::string::npos;
 

@@ -257,9 +257,11 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
   return opts;  // a cache that cannot be written costs a search next time, nothing else
 }
 
-// A GPU's hand-coded opts: a reduction with few outputs for its length is split across a
-// work-group (GROUP of the largest power of two up to 256 dividing its innermost reduce axis),
-// when its outputs fit the two launch dimensions a grouped kernel has; else the CPU's rules.
+// A GPU's hand-coded opts: a reduction with too few outputs to keep the device busy (fewer than
+// 64 work-items per compute unit) is split across a work-group (GROUP of the largest power of two
+// up to 256 dividing its innermost reduce axis), when its outputs fit the two launch dimensions
+// a grouped kernel has; else the CPU's rules. (On PoCL, two compute units, GROUP rarely pays:
+// its work-groups run as loops around each barrier.)
 inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target& target) {
   const std::vector<UOp> ax = codegen::axes(ast);
   int64_t outputs = 1, loops = 0, reduce_axis = -1, tiles = 0;
@@ -269,7 +271,7 @@ inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target&
     if (kind == codegen::RangeKind::local) ++tiles;
     if (kind == codegen::RangeKind::reduce) reduce_axis = static_cast<int64_t>(i);
   }
-  if (reduce_axis >= 0 && loops <= 2 && tiles == 0 && outputs <= 4096) {
+  if (reduce_axis >= 0 && loops <= 2 && tiles == 0 && outputs < 64 * target.compute_units) {
     const int64_t length = codegen::range_size(ax[static_cast<size_t>(reduce_axis)]);
     int64_t group = 1;
     while (group * 2 <= std::min<int64_t>(256, target.max_local) && length % (group * 2) == 0) group *= 2;
