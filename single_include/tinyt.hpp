@@ -5344,10 +5344,11 @@ class CpuProgram final : public Program {
 /// (the binary is its path).
 class CpuCompilerPart final : public Compiler {
  public:
-  CpuCompilerPart(CpuCompiler which, std::string llvm_target) : which_(which), llvm_target_(std::move(llvm_target)) {}
-  std::string identity() const override {
-    return which_ == CpuCompiler::llvm ? llvm_jit(llvm_target_).identity() : default_cc().identity();
-  }
+  CpuCompilerPart(CpuCompiler which, std::string llvm_target)
+      : which_(which),
+        llvm_target_(std::move(llvm_target)),
+        identity_(which_ == CpuCompiler::llvm ? llvm_jit(llvm_target_).identity() : default_cc().identity()) {}
+  std::string identity() const override { return identity_; }
   std::string compile(const std::string& source, const std::string&) override {
     if (which_ == CpuCompiler::llvm) return source;
     try {
@@ -5364,6 +5365,7 @@ class CpuCompilerPart final : public Compiler {
  private:
   CpuCompiler which_;
   std::string llvm_target_;
+  std::string identity_;  // read once: a compiler's identity does not change while it lives
 };
 
 /// The CPU device. Its compiler follows CPU_LLVM and TINYT_LLVM_CPU as they are when asked.
@@ -5374,10 +5376,16 @@ class CpuDevice final : public Device {
   Compiler& compiler() override {
     const CpuCompiler which = cpu_compiler();
     const std::string target = which == CpuCompiler::llvm ? llvm_cpu() : "";
+    // the one asked for last, without the lock: parts live as long as the device
+    if (CpuCompilerPart* last = last_.load(std::memory_order_acquire); last && last->which() == which && last->llvm_target() == target)
+      return *last;
     std::lock_guard lock(mu_);
+    CpuCompilerPart* found = nullptr;
     for (const auto& c : compilers_)
-      if (c->which() == which && c->llvm_target() == target) return *c;
-    return *compilers_.emplace_back(std::make_unique<CpuCompilerPart>(which, target));
+      if (c->which() == which && c->llvm_target() == target) found = c.get();
+    if (!found) found = compilers_.emplace_back(std::make_unique<CpuCompilerPart>(which, target)).get();
+    last_.store(found, std::memory_order_release);
+    return *found;
   }
   Target target() const override {
     static const SimdRegisters simd = host_simd();
@@ -5400,6 +5408,7 @@ class CpuDevice final : public Device {
   HostMemory memory_;
   std::mutex mu_;
   std::vector<std::unique_ptr<CpuCompilerPart>> compilers_;
+  std::atomic<CpuCompilerPart*> last_{nullptr};
 };
 
 /// The CPU device (there is one: "CPU:1" is a DeviceError).
@@ -6364,8 +6373,15 @@ inline Device& device(const std::string& name) {
   static const bool builtin = register_device("CPU", open_cpu) && register_device("CL", open_opencl) &&
                               register_device("CUDA", open_cuda);
   (void)builtin;
+  // the device this thread asked for last, without parsing or locking: devices live for the
+  // process ("" is the default device, which a Context may change: never remembered)
+  thread_local std::string last_name;
+  thread_local Device* last = nullptr;
+  if (last && !name.empty() && name == last_name) return *last;
   const std::string canonical = ::tinyt::Device::canonicalize(name);
-  return open_device(::tinyt::Device::kind(canonical), ::tinyt::Device::index(canonical));
+  Device& d = open_device(::tinyt::Device::kind(canonical), ::tinyt::Device::index(canonical));
+  if (!name.empty()) last_name = name, last = &d;
+  return d;
 }
 
 }  // namespace backend

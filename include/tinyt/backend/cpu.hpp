@@ -4,6 +4,7 @@
 // one per thread of the pool, each told its core_id.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -131,10 +132,11 @@ class CpuProgram final : public Program {
 /// (the binary is its path).
 class CpuCompilerPart final : public Compiler {
  public:
-  CpuCompilerPart(CpuCompiler which, std::string llvm_target) : which_(which), llvm_target_(std::move(llvm_target)) {}
-  std::string identity() const override {
-    return which_ == CpuCompiler::llvm ? llvm_jit(llvm_target_).identity() : default_cc().identity();
-  }
+  CpuCompilerPart(CpuCompiler which, std::string llvm_target)
+      : which_(which),
+        llvm_target_(std::move(llvm_target)),
+        identity_(which_ == CpuCompiler::llvm ? llvm_jit(llvm_target_).identity() : default_cc().identity()) {}
+  std::string identity() const override { return identity_; }
   std::string compile(const std::string& source, const std::string&) override {
     if (which_ == CpuCompiler::llvm) return source;
     try {
@@ -151,6 +153,7 @@ class CpuCompilerPart final : public Compiler {
  private:
   CpuCompiler which_;
   std::string llvm_target_;
+  std::string identity_;  // read once: a compiler's identity does not change while it lives
 };
 
 /// The CPU device. Its compiler follows CPU_LLVM and TINYT_LLVM_CPU as they are when asked.
@@ -161,10 +164,16 @@ class CpuDevice final : public Device {
   Compiler& compiler() override {
     const CpuCompiler which = cpu_compiler();
     const std::string target = which == CpuCompiler::llvm ? llvm_cpu() : "";
+    // the one asked for last, without the lock: parts live as long as the device
+    if (CpuCompilerPart* last = last_.load(std::memory_order_acquire); last && last->which() == which && last->llvm_target() == target)
+      return *last;
     std::lock_guard lock(mu_);
+    CpuCompilerPart* found = nullptr;
     for (const auto& c : compilers_)
-      if (c->which() == which && c->llvm_target() == target) return *c;
-    return *compilers_.emplace_back(std::make_unique<CpuCompilerPart>(which, target));
+      if (c->which() == which && c->llvm_target() == target) found = c.get();
+    if (!found) found = compilers_.emplace_back(std::make_unique<CpuCompilerPart>(which, target)).get();
+    last_.store(found, std::memory_order_release);
+    return *found;
   }
   Target target() const override {
     static const SimdRegisters simd = host_simd();
@@ -187,6 +196,7 @@ class CpuDevice final : public Device {
   HostMemory memory_;
   std::mutex mu_;
   std::vector<std::unique_ptr<CpuCompilerPart>> compilers_;
+  std::atomic<CpuCompilerPart*> last_{nullptr};
 };
 
 /// The CPU device (there is one: "CPU:1" is a DeviceError).

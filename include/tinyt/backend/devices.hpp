@@ -16,8 +16,15 @@ inline Device& device(const std::string& name) {
   static const bool builtin = register_device("CPU", open_cpu) && register_device("CL", open_opencl) &&
                               register_device("CUDA", open_cuda);
   (void)builtin;
+  // the device this thread asked for last, without parsing or locking: devices live for the
+  // process ("" is the default device, which a Context may change: never remembered)
+  thread_local std::string last_name;
+  thread_local Device* last = nullptr;
+  if (last && !name.empty() && name == last_name) return *last;
   const std::string canonical = ::tinyt::Device::canonicalize(name);
-  return open_device(::tinyt::Device::kind(canonical), ::tinyt::Device::index(canonical));
+  Device& d = open_device(::tinyt::Device::kind(canonical), ::tinyt::Device::index(canonical));
+  if (!name.empty()) last_name = name, last = &d;
+  return d;
 }
 
 }  // namespace backend
