@@ -225,9 +225,10 @@ TEST_CASE("opt: GROUP splits a reduction across a work-group on OpenCL, and is r
   const Tensor x = input({6, 1024}, 10);  // a grid of 1/8: every sum is exact, in any order
   const std::vector<std::pair<std::string, Tensor>> cases{
       {"row sums", x.sum(1)}, {"row maxima", x.max(1)}, {"the whole sum", x.sum()}, {"column sums", x.sum(0)}};
-  for (const auto& [what, t] : cases) {
+  for (const auto& c : cases) {
+    const std::string& what = c.first;  // not a structured binding: clang 14 cannot capture one in INFO
     INFO(what);
-    const std::vector<schedule::Kernel> kernels = schedule::create_schedule({t.uop()});
+    const std::vector<schedule::Kernel> kernels = schedule::create_schedule({c.second.uop()});
     REQUIRE(kernels.size() == 1);
     const UOp& ast = kernels[0].ast;
     const std::vector<Opt> group{{OptOp::GROUP, static_cast<int64_t>(codegen::axes(ast).size()) - 1, 64}};
@@ -238,12 +239,13 @@ TEST_CASE("opt: GROUP splits a reduction across a work-group on OpenCL, and is r
     MESSAGE("opt: GROUP NOT RUN, no OpenCL device here");
     return;
   }
-  for (const auto& [what, t] : cases) {
+  for (const auto& c : cases) {
+    const std::string& what = c.first;
     INFO(what);
     std::vector<float> want;
     {
-      Context c{{"NOOPT", 1}};
-      want = t.to_vector<float>();
+      Context noopt{{"NOOPT", 1}};
+      want = c.second.to_vector<float>();
     }
     const Tensor on_cl = x.to("CL").realize();
     const Tensor r = what == "row sums" ? on_cl.sum(1) : what == "row maxima" ? on_cl.max(1) : what == "the whole sum" ? on_cl.sum() : on_cl.sum(0);
