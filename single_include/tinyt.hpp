@@ -2592,13 +2592,16 @@ Mnist fashion_mnist(std::string dir = "");
 
 // utilities every stage may use
 // ---- tinyt/support.hpp ----
-// Small utilities below every stage: a stable hash for cache keys, reading a whole file, and
-// numbering the lines of a source for an error message.
+// Small utilities below every stage: a stable hash for cache keys, reading and atomically
+// writing a whole file, and numbering the lines of a source for an error message.
+
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <thread>
 
 namespace tinyt::inline v0::detail {
 
@@ -2638,6 +2641,26 @@ inline std::optional<std::string> read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
   return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// Writes `text` to `path` under a name of this process and thread, then renames it: a reader
+/// (another thread or process sharing a cache) sees the old file or the whole new one. False when
+/// it could not be written.
+inline bool write_file_atomically(const std::filesystem::path& path, std::string_view text) {
+  const std::string tmp = path.string() + ".tmp" + std::to_string(::getpid()) + "." +
+                          std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()));
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    if (!(out << text) || !out.flush()) {
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);
+      return false;
+    }
+  }
+  std::error_code error;
+  std::filesystem::rename(tmp, path, error);
+  if (error) std::filesystem::remove(tmp, error);
+  return !error;
 }
 
 /// The source with line numbers, as quoted in a CompileError.
@@ -4046,11 +4069,10 @@ inline UOp simplify_valid(const UOp& valid) {
 // factory by device kind; the engine reaches every device through this header alone. Nothing
 // here knows about tensors.
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <thread>
 
 
 namespace tinyt::inline v0 {
@@ -4181,13 +4203,37 @@ inline Device& open_device(const std::string& kind, int index) {
   }
 }
 
-/// The folder binaries are cached in: $TINYT_CACHE_DIR, else $XDG_CACHE_HOME/tinyt, else
-/// $HOME/.cache/tinyt, else a folder of this user's in /tmp.
+/// tinyt's cache folder (binaries, the C compiler's objects, BEAM's choices), read now:
+/// $TINYT_CACHE_DIR, else $XDG_CACHE_HOME/tinyt, else $HOME/.cache/tinyt, else /tmp/tinyt-<uid>.
 inline std::filesystem::path cache_dir() {
-  if (const char* dir = std::getenv("TINYT_CACHE_DIR"); dir && *dir) return dir;
-  if (const char* dir = std::getenv("XDG_CACHE_HOME"); dir && *dir) return std::filesystem::path(dir) / "tinyt";
-  if (const char* dir = std::getenv("HOME"); dir && *dir) return std::filesystem::path(dir) / ".cache" / "tinyt";
-  return std::filesystem::temp_directory_path() / ::tinyt::detail::cat("tinyt-", ::getuid());
+  const auto set = [](const char* name) -> const char* {
+    const char* value = std::getenv(name);
+    return value && *value ? value : nullptr;
+  };
+  if (const char* dir = set("TINYT_CACHE_DIR")) return dir;
+  if (const char* dir = set("XDG_CACHE_HOME")) return std::filesystem::path(dir) / "tinyt";
+  if (const char* dir = set("HOME")) return std::filesystem::path(dir) / ".cache" / "tinyt";
+  return ::tinyt::detail::cat("/tmp/tinyt-", static_cast<unsigned long>(::getuid()));
+}
+
+/// Makes `dir` (tinyt's cache folder or one below it) exist; empty when it does, else why not.
+/// Under the /tmp fallback the folder must be this user's and private: anyone can create a folder
+/// in /tmp, and binaries found there are loaded and run.
+inline std::string prepare_cache_dir(const std::filesystem::path& dir) {
+  const std::string fallback = ::tinyt::detail::cat("/tmp/tinyt-", static_cast<unsigned long>(::getuid()));
+  const std::string path = dir.lexically_normal().string();
+  if (path.starts_with(fallback) && (path.size() == fallback.size() || path[fallback.size()] == '/')) {
+    ::mkdir(fallback.c_str(), 0700);
+    struct stat st;
+    if (::lstat(fallback.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid() || (st.st_mode & 077) != 0)
+      return ::tinyt::detail::cat("the cache '", fallback,
+                                  "' is not a private directory owned by this user; set TINYT_CACHE_DIR to a directory of your own");
+  }
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) return ::tinyt::detail::cat("cannot create the cache directory '", dir.string(), "': ", error.message(),
+                                         " (set TINYT_CACHE_DIR to a writable directory)");
+  return "";
 }
 
 /// `compiler.compile(source)`, from the disk cache when this compiler built this source before
@@ -4197,20 +4243,12 @@ inline std::string cached_compile(Compiler& compiler, const std::string& source,
   if (!compiler.disk_cacheable() || getenv_int("DISABLE_COMPILER_CACHE", 0)) return compiler.compile(source, name);
   const std::string key = ::tinyt::detail::Hash128().update(compiler.identity()).update(std::string_view("", 1)).update(source).hex();
   const std::filesystem::path dir = cache_dir() / "binaries", bin = dir / (key + ".bin"), src = dir / (key + ".src");
+  if (!prepare_cache_dir(dir).empty()) return compiler.compile(source, name);  // a cache that cannot be used costs a compile
   if (auto stored = ::tinyt::detail::read_file(src); stored && *stored == source)
     if (auto binary = ::tinyt::detail::read_file(bin)) return *binary;
   std::string binary = compiler.compile(source, name);
-  std::error_code error;
-  std::filesystem::create_directories(dir, error);
-  if (error) return binary;
-  // written under names of this process and thread, then renamed: readers see whole files
-  const std::string tmp = ::tinyt::detail::cat(".tmp", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
-  const auto write = [&](const std::filesystem::path& path, const std::string& text) {
-    std::ofstream(path.string() + tmp, std::ios::binary) << text;
-    std::filesystem::rename(path.string() + tmp, path, error);
-  };
-  write(bin, binary);  // the binary first: a source without its binary is a miss
-  write(src, source);
+  // the binary first: a source without its binary is a miss
+  if (::tinyt::detail::write_file_atomically(bin, binary)) ::tinyt::detail::write_file_atomically(src, source);
   return binary;
 }
 
@@ -4506,13 +4544,8 @@ class CCompiler {
   CCompiler(const CCompiler&) = delete;
   CCompiler& operator=(const CCompiler&) = delete;
 
-  /// $TINYT_CACHE_DIR, else $XDG_CACHE_HOME/tinyt, else $HOME/.cache/tinyt, else /tmp/tinyt-<uid>.
-  static std::filesystem::path default_cache_dir() {
-    if (auto dir = env("TINYT_CACHE_DIR")) return *dir;
-    if (auto dir = env("XDG_CACHE_HOME")) return std::filesystem::path(*dir) / "tinyt";
-    if (auto dir = env("HOME")) return std::filesystem::path(*dir) / ".cache" / "tinyt";
-    return private_tmp_dir();
-  }
+  /// tinyt's cache folder (backend::cache_dir(): $TINYT_CACHE_DIR, else $XDG_CACHE_HOME/tinyt, ...).
+  static std::filesystem::path default_cache_dir() { return backend::cache_dir(); }
 
   const std::filesystem::path& cache_dir() const noexcept { return dir_; }
   /// Whether the compiler program can be found.
@@ -4580,9 +4613,6 @@ class CCompiler {
     const char* value = std::getenv(name);
     return value && *value ? std::optional<std::string>(value) : std::nullopt;
   }
-  static std::filesystem::path private_tmp_dir() {
-    return detail::cat("/tmp/tinyt-", static_cast<unsigned long>(::getuid()));
-  }
 
   /// Finds the compiler and asks its version, once; DeviceError when it cannot be run.
   const Resolved& resolve() const {
@@ -4604,20 +4634,8 @@ class CCompiler {
   }
 
   void ensure_dir() const {
-    if (dir_ == private_tmp_dir()) {
-      // Anyone can create a directory in /tmp: only use one that is ours and private to us.
-      ::mkdir(dir_.c_str(), 0700);
-      struct stat st;
-      if (::lstat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid() ||
-          (st.st_mode & 077) != 0)
-        throw DeviceError(detail::cat("tinyt: the kernel cache '", dir_.string(),
-                                      "' is not a private directory owned by this user; set "
-                                      "TINYT_CACHE_DIR to a directory of your own"));
-      return;
-    }
-    std::error_code error;
-    std::filesystem::create_directories(dir_, error);
-    if (error) throw cache_error("cannot create", error.value());
+    if (const std::string problem = prepare_cache_dir(dir_); !problem.empty())
+      throw DeviceError("tinyt: C compiler: " + problem);
   }
 
   DeviceError cache_error(const char* what, int error) const {
@@ -7373,7 +7391,8 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool m
     if (point.op() == Ops::COPY && graph::device_of(point.src(0)) != graph::device_of(point)) {
       // the source is in memory in its own shape (realization_points made sure): copy its bytes
       const UOp& from = point.src(0);
-      const UOp source = graph::base_buffer(from.op() == Ops::BUFFER ? from : input_view(from) ? input_view(from) : from);
+      const UOp view = from.op() == Ops::BUFFER ? UOp{} : input_view(from);
+      const UOp source = graph::base_buffer(view ? view : from);
       TINYT_ASSERT(source && source.arg().as_int() == numel, "copy: the source is not a whole contiguous buffer");
       Kernel kernel{UOp(Ops::COPY, point.dtype(), {}, numel), {out_buffer, source}, point, graph::reshape(out_buffer, shape)};
       computed[point.get()] = kernel.view;
@@ -8540,7 +8559,6 @@ inline std::string render_cuda(const codegen::Program& p, int64_t max_local = 25
 #include <chrono>
 #include <iomanip>
 #include <iostream>
-#include <thread>
 #include <tuple>
 
 // ---- tinyt/codegen/decompositions.hpp ----
@@ -10371,7 +10389,8 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
                               .update(settings.compiler)
                               .hex();
   const std::filesystem::path dir = backend::cache_dir() / "beam", file = dir / (key + ".opts");
-  if (auto text = tinyt::detail::read_file(file))
+  const bool cached = backend::prepare_cache_dir(dir).empty();  // a cache that cannot be trusted is not read
+  if (auto text = cached ? tinyt::detail::read_file(file) : std::nullopt)
     if (auto opts = codegen::deserialize_opts(*text)) return *opts;
   const auto start = std::chrono::steady_clock::now();
   std::vector<codegen::Opt> opts = codegen::beam_search(ast, settings.beam, settings.target.threads, [&](const std::vector<codegen::Opt>& o) {
@@ -10380,11 +10399,8 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
   if (debug_level() >= 1)
     std::cerr << "beam: " << schedule::detail::kernel_name(ast) << " -> " << codegen::to_string(opts) << " in "
               << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << " s\n";
-  std::error_code error;
-  std::filesystem::create_directories(dir, error);
-  // a name of this process and thread: two threads may finish searching the same kernel at once
-  const std::string tmp = tinyt::detail::cat(file.string(), ".tmp", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
-  if (!error && std::ofstream(tmp) << codegen::serialize(opts)) std::filesystem::rename(tmp, file, error);
+  // two threads may finish searching the same kernel at once: each publishes a whole file
+  if (cached) tinyt::detail::write_file_atomically(file, codegen::serialize(opts));
   return opts;  // a cache that cannot be written costs a search next time, nothing else
 }
 
@@ -10462,8 +10478,9 @@ inline detail::KernelCache& kernel_cache() {
   return *cache;
 }
 
-/// The exec items of a schedule: each kernel compiled (or found) for its device, each copy a BufferCopy.
-inline std::vector<ExecItem> lower_schedule(const std::vector<schedule::Kernel>& kernels) {
+/// The exec items of a schedule: each kernel compiled (or found) for its device, each copy a
+/// BufferCopy. `debug`: the DEBUG level, read once by the caller.
+inline std::vector<ExecItem> lower_schedule(const std::vector<schedule::Kernel>& kernels, int debug = debug_level()) {
   std::vector<ExecItem> items;
   std::vector<OptSettings> settings;  // per device, read once
   auto settings_for = [&](const std::string& device) -> const OptSettings& {
@@ -10483,9 +10500,9 @@ inline std::vector<ExecItem> lower_schedule(const std::vector<schedule::Kernel>&
           throw DeviceError(tinyt::detail::cat(schedule::detail::kernel_name(k.ast), ": a kernel on ", item.device,
                                                " reads a buffer on ", b->device(), "; move it with .to(\"", item.device, "\")"));
       const std::shared_ptr<CompiledKernel> ck = kernel_cache().get(k.ast, k.buffers, settings_for(item.device));
-      if (debug_level() >= 3) std::cerr << "  " << ck->program.name << " opts: " << codegen::to_string(ck->program.opts) << "\n";
-      if (debug_level() >= 5) std::cerr << to_string(k.ast);
-      if (debug_level() >= 6)
+      if (debug >= 3) std::cerr << "  " << ck->program.name << " opts: " << codegen::to_string(ck->program.opts) << "\n";
+      if (debug >= 5) std::cerr << to_string(k.ast);
+      if (debug >= 6)
         for (const UOp& u : ck->program.ops) std::cerr << "    " << op_name(u.op()) << " " << u.dtype().name() << "\n";
       item.runner = std::make_shared<CompiledRunner>(ck);
     }
@@ -10494,9 +10511,8 @@ inline std::vector<ExecItem> lower_schedule(const std::vector<schedule::Kernel>&
   return items;
 }
 
-/// Runs one exec item: launches it, counts it, prints its DEBUG line.
-inline void run_item(const ExecItem& item) {
-  const int debug = debug_level();
+/// Runs one exec item: launches it, counts it, prints its DEBUG line (`debug`: the DEBUG level).
+inline void run_item(const ExecItem& item, int debug = debug_level()) {
   std::vector<Buffer*> bufs;
   bufs.reserve(item.buffers.size());
   for (const auto& b : item.buffers) bufs.push_back(b.get());
@@ -10514,15 +10530,16 @@ inline void run_item(const ExecItem& item) {
 /// Runs a schedule: compiles (or finds) each kernel, launches each in order, and records where
 /// each computed value now lives.
 inline void run_schedule(const std::vector<schedule::Kernel>& kernels) {
-  if (debug_level() >= 1 && !kernels.empty()) {
+  const int debug = debug_level();  // once per schedule: a knob read is a getenv
+  if (debug >= 1 && !kernels.empty()) {
     size_t bytes = 0;
     for (const schedule::Kernel& k : kernels) bytes += graph::buffer_of(k.buffers[0])->nbytes();
     std::cerr << "schedule: " << kernels.size() << " kernel(s), " << std::fixed << std::setprecision(2)
               << static_cast<double>(bytes) / 1e6 << " MB written\n";
   }
-  const std::vector<ExecItem> items = lower_schedule(kernels);
+  const std::vector<ExecItem> items = lower_schedule(kernels, debug);
   for (size_t i = 0; i < items.size(); ++i) {
-    run_item(items[i]);
+    run_item(items[i], debug);
     const schedule::Kernel& k = kernels[i];
     if (k.in_place) graph::buffer_of(k.buffers[0])->overwritten();
     if (!k.temporary) graph::set_realized(k.computes, k.view);

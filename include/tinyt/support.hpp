@@ -1,6 +1,8 @@
-// Small utilities below every stage: a stable hash for cache keys, reading a whole file, and
-// numbering the lines of a source for an error message.
+// Small utilities below every stage: a stable hash for cache keys, reading and atomically
+// writing a whole file, and numbering the lines of a source for an error message.
 #pragma once
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -12,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 
 namespace tinyt::inline v0::detail {
 
@@ -51,6 +54,26 @@ inline std::optional<std::string> read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
   return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// Writes `text` to `path` under a name of this process and thread, then renames it: a reader
+/// (another thread or process sharing a cache) sees the old file or the whole new one. False when
+/// it could not be written.
+inline bool write_file_atomically(const std::filesystem::path& path, std::string_view text) {
+  const std::string tmp = path.string() + ".tmp" + std::to_string(::getpid()) + "." +
+                          std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()));
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    if (!(out << text) || !out.flush()) {
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);
+      return false;
+    }
+  }
+  std::error_code error;
+  std::filesystem::rename(tmp, path, error);
+  if (error) std::filesystem::remove(tmp, error);
+  return !error;
 }
 
 /// The source with line numbers, as quoted in a CompileError.

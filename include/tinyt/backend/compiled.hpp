@@ -6,18 +6,17 @@
 // here knows about tensors.
 #pragma once
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "../error.hpp"
@@ -152,13 +151,37 @@ inline Device& open_device(const std::string& kind, int index) {
   }
 }
 
-/// The folder binaries are cached in: $TINYT_CACHE_DIR, else $XDG_CACHE_HOME/tinyt, else
-/// $HOME/.cache/tinyt, else a folder of this user's in /tmp.
+/// tinyt's cache folder (binaries, the C compiler's objects, BEAM's choices), read now:
+/// $TINYT_CACHE_DIR, else $XDG_CACHE_HOME/tinyt, else $HOME/.cache/tinyt, else /tmp/tinyt-<uid>.
 inline std::filesystem::path cache_dir() {
-  if (const char* dir = std::getenv("TINYT_CACHE_DIR"); dir && *dir) return dir;
-  if (const char* dir = std::getenv("XDG_CACHE_HOME"); dir && *dir) return std::filesystem::path(dir) / "tinyt";
-  if (const char* dir = std::getenv("HOME"); dir && *dir) return std::filesystem::path(dir) / ".cache" / "tinyt";
-  return std::filesystem::temp_directory_path() / ::tinyt::detail::cat("tinyt-", ::getuid());
+  const auto set = [](const char* name) -> const char* {
+    const char* value = std::getenv(name);
+    return value && *value ? value : nullptr;
+  };
+  if (const char* dir = set("TINYT_CACHE_DIR")) return dir;
+  if (const char* dir = set("XDG_CACHE_HOME")) return std::filesystem::path(dir) / "tinyt";
+  if (const char* dir = set("HOME")) return std::filesystem::path(dir) / ".cache" / "tinyt";
+  return ::tinyt::detail::cat("/tmp/tinyt-", static_cast<unsigned long>(::getuid()));
+}
+
+/// Makes `dir` (tinyt's cache folder or one below it) exist; empty when it does, else why not.
+/// Under the /tmp fallback the folder must be this user's and private: anyone can create a folder
+/// in /tmp, and binaries found there are loaded and run.
+inline std::string prepare_cache_dir(const std::filesystem::path& dir) {
+  const std::string fallback = ::tinyt::detail::cat("/tmp/tinyt-", static_cast<unsigned long>(::getuid()));
+  const std::string path = dir.lexically_normal().string();
+  if (path.starts_with(fallback) && (path.size() == fallback.size() || path[fallback.size()] == '/')) {
+    ::mkdir(fallback.c_str(), 0700);
+    struct stat st;
+    if (::lstat(fallback.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid() || (st.st_mode & 077) != 0)
+      return ::tinyt::detail::cat("the cache '", fallback,
+                                  "' is not a private directory owned by this user; set TINYT_CACHE_DIR to a directory of your own");
+  }
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) return ::tinyt::detail::cat("cannot create the cache directory '", dir.string(), "': ", error.message(),
+                                         " (set TINYT_CACHE_DIR to a writable directory)");
+  return "";
 }
 
 /// `compiler.compile(source)`, from the disk cache when this compiler built this source before
@@ -168,20 +191,12 @@ inline std::string cached_compile(Compiler& compiler, const std::string& source,
   if (!compiler.disk_cacheable() || getenv_int("DISABLE_COMPILER_CACHE", 0)) return compiler.compile(source, name);
   const std::string key = ::tinyt::detail::Hash128().update(compiler.identity()).update(std::string_view("", 1)).update(source).hex();
   const std::filesystem::path dir = cache_dir() / "binaries", bin = dir / (key + ".bin"), src = dir / (key + ".src");
+  if (!prepare_cache_dir(dir).empty()) return compiler.compile(source, name);  // a cache that cannot be used costs a compile
   if (auto stored = ::tinyt::detail::read_file(src); stored && *stored == source)
     if (auto binary = ::tinyt::detail::read_file(bin)) return *binary;
   std::string binary = compiler.compile(source, name);
-  std::error_code error;
-  std::filesystem::create_directories(dir, error);
-  if (error) return binary;
-  // written under names of this process and thread, then renamed: readers see whole files
-  const std::string tmp = ::tinyt::detail::cat(".tmp", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
-  const auto write = [&](const std::filesystem::path& path, const std::string& text) {
-    std::ofstream(path.string() + tmp, std::ios::binary) << text;
-    std::filesystem::rename(path.string() + tmp, path, error);
-  };
-  write(bin, binary);  // the binary first: a source without its binary is a miss
-  write(src, source);
+  // the binary first: a source without its binary is a miss
+  if (::tinyt::detail::write_file_atomically(bin, binary)) ::tinyt::detail::write_file_atomically(src, source);
   return binary;
 }
 

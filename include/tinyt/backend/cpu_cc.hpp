@@ -26,6 +26,7 @@
 
 #include "../error.hpp"
 #include "../support.hpp"
+#include "compiled.hpp"
 #include "dlopen.hpp"
 #include "subprocess.hpp"
 
@@ -87,13 +88,8 @@ class CCompiler {
   CCompiler(const CCompiler&) = delete;
   CCompiler& operator=(const CCompiler&) = delete;
 
-  /// $TINYT_CACHE_DIR, else $XDG_CACHE_HOME/tinyt, else $HOME/.cache/tinyt, else /tmp/tinyt-<uid>.
-  static std::filesystem::path default_cache_dir() {
-    if (auto dir = env("TINYT_CACHE_DIR")) return *dir;
-    if (auto dir = env("XDG_CACHE_HOME")) return std::filesystem::path(*dir) / "tinyt";
-    if (auto dir = env("HOME")) return std::filesystem::path(*dir) / ".cache" / "tinyt";
-    return private_tmp_dir();
-  }
+  /// tinyt's cache folder (backend::cache_dir(): $TINYT_CACHE_DIR, else $XDG_CACHE_HOME/tinyt, ...).
+  static std::filesystem::path default_cache_dir() { return backend::cache_dir(); }
 
   const std::filesystem::path& cache_dir() const noexcept { return dir_; }
   /// Whether the compiler program can be found.
@@ -161,9 +157,6 @@ class CCompiler {
     const char* value = std::getenv(name);
     return value && *value ? std::optional<std::string>(value) : std::nullopt;
   }
-  static std::filesystem::path private_tmp_dir() {
-    return detail::cat("/tmp/tinyt-", static_cast<unsigned long>(::getuid()));
-  }
 
   /// Finds the compiler and asks its version, once; DeviceError when it cannot be run.
   const Resolved& resolve() const {
@@ -185,20 +178,8 @@ class CCompiler {
   }
 
   void ensure_dir() const {
-    if (dir_ == private_tmp_dir()) {
-      // Anyone can create a directory in /tmp: only use one that is ours and private to us.
-      ::mkdir(dir_.c_str(), 0700);
-      struct stat st;
-      if (::lstat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid() ||
-          (st.st_mode & 077) != 0)
-        throw DeviceError(detail::cat("tinyt: the kernel cache '", dir_.string(),
-                                      "' is not a private directory owned by this user; set "
-                                      "TINYT_CACHE_DIR to a directory of your own"));
-      return;
-    }
-    std::error_code error;
-    std::filesystem::create_directories(dir_, error);
-    if (error) throw cache_error("cannot create", error.value());
+    if (const std::string problem = prepare_cache_dir(dir_); !problem.empty())
+      throw DeviceError("tinyt: C compiler: " + problem);
   }
 
   DeviceError cache_error(const char* what, int error) const {

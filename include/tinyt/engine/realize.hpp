@@ -12,7 +12,6 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
-#include <thread>
 #include <tuple>
 
 #include "../backend/devices.hpp"
@@ -240,7 +239,8 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
                               .update(settings.compiler)
                               .hex();
   const std::filesystem::path dir = backend::cache_dir() / "beam", file = dir / (key + ".opts");
-  if (auto text = tinyt::detail::read_file(file))
+  const bool cached = backend::prepare_cache_dir(dir).empty();  // a cache that cannot be trusted is not read
+  if (auto text = cached ? tinyt::detail::read_file(file) : std::nullopt)
     if (auto opts = codegen::deserialize_opts(*text)) return *opts;
   const auto start = std::chrono::steady_clock::now();
   std::vector<codegen::Opt> opts = codegen::beam_search(ast, settings.beam, settings.target.threads, [&](const std::vector<codegen::Opt>& o) {
@@ -249,11 +249,8 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
   if (debug_level() >= 1)
     std::cerr << "beam: " << schedule::detail::kernel_name(ast) << " -> " << codegen::to_string(opts) << " in "
               << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << " s\n";
-  std::error_code error;
-  std::filesystem::create_directories(dir, error);
-  // a name of this process and thread: two threads may finish searching the same kernel at once
-  const std::string tmp = tinyt::detail::cat(file.string(), ".tmp", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
-  if (!error && std::ofstream(tmp) << codegen::serialize(opts)) std::filesystem::rename(tmp, file, error);
+  // two threads may finish searching the same kernel at once: each publishes a whole file
+  if (cached) tinyt::detail::write_file_atomically(file, codegen::serialize(opts));
   return opts;  // a cache that cannot be written costs a search next time, nothing else
 }
 
@@ -331,8 +328,9 @@ inline detail::KernelCache& kernel_cache() {
   return *cache;
 }
 
-/// The exec items of a schedule: each kernel compiled (or found) for its device, each copy a BufferCopy.
-inline std::vector<ExecItem> lower_schedule(const std::vector<schedule::Kernel>& kernels) {
+/// The exec items of a schedule: each kernel compiled (or found) for its device, each copy a
+/// BufferCopy. `debug`: the DEBUG level, read once by the caller.
+inline std::vector<ExecItem> lower_schedule(const std::vector<schedule::Kernel>& kernels, int debug = debug_level()) {
   std::vector<ExecItem> items;
   std::vector<OptSettings> settings;  // per device, read once
   auto settings_for = [&](const std::string& device) -> const OptSettings& {
@@ -352,9 +350,9 @@ inline std::vector<ExecItem> lower_schedule(const std::vector<schedule::Kernel>&
           throw DeviceError(tinyt::detail::cat(schedule::detail::kernel_name(k.ast), ": a kernel on ", item.device,
                                                " reads a buffer on ", b->device(), "; move it with .to(\"", item.device, "\")"));
       const std::shared_ptr<CompiledKernel> ck = kernel_cache().get(k.ast, k.buffers, settings_for(item.device));
-      if (debug_level() >= 3) std::cerr << "  " << ck->program.name << " opts: " << codegen::to_string(ck->program.opts) << "\n";
-      if (debug_level() >= 5) std::cerr << to_string(k.ast);
-      if (debug_level() >= 6)
+      if (debug >= 3) std::cerr << "  " << ck->program.name << " opts: " << codegen::to_string(ck->program.opts) << "\n";
+      if (debug >= 5) std::cerr << to_string(k.ast);
+      if (debug >= 6)
         for (const UOp& u : ck->program.ops) std::cerr << "    " << op_name(u.op()) << " " << u.dtype().name() << "\n";
       item.runner = std::make_shared<CompiledRunner>(ck);
     }
@@ -363,9 +361,8 @@ inline std::vector<ExecItem> lower_schedule(const std::vector<schedule::Kernel>&
   return items;
 }
 
-/// Runs one exec item: launches it, counts it, prints its DEBUG line.
-inline void run_item(const ExecItem& item) {
-  const int debug = debug_level();
+/// Runs one exec item: launches it, counts it, prints its DEBUG line (`debug`: the DEBUG level).
+inline void run_item(const ExecItem& item, int debug = debug_level()) {
   std::vector<Buffer*> bufs;
   bufs.reserve(item.buffers.size());
   for (const auto& b : item.buffers) bufs.push_back(b.get());
@@ -383,15 +380,16 @@ inline void run_item(const ExecItem& item) {
 /// Runs a schedule: compiles (or finds) each kernel, launches each in order, and records where
 /// each computed value now lives.
 inline void run_schedule(const std::vector<schedule::Kernel>& kernels) {
-  if (debug_level() >= 1 && !kernels.empty()) {
+  const int debug = debug_level();  // once per schedule: a knob read is a getenv
+  if (debug >= 1 && !kernels.empty()) {
     size_t bytes = 0;
     for (const schedule::Kernel& k : kernels) bytes += graph::buffer_of(k.buffers[0])->nbytes();
     std::cerr << "schedule: " << kernels.size() << " kernel(s), " << std::fixed << std::setprecision(2)
               << static_cast<double>(bytes) / 1e6 << " MB written\n";
   }
-  const std::vector<ExecItem> items = lower_schedule(kernels);
+  const std::vector<ExecItem> items = lower_schedule(kernels, debug);
   for (size_t i = 0; i < items.size(); ++i) {
-    run_item(items[i]);
+    run_item(items[i], debug);
     const schedule::Kernel& k = kernels[i];
     if (k.in_place) graph::buffer_of(k.buffers[0])->overwritten();
     if (!k.temporary) graph::set_realized(k.computes, k.view);

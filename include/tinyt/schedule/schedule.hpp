@@ -345,7 +345,8 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool m
     if (point.op() == Ops::COPY && graph::device_of(point.src(0)) != graph::device_of(point)) {
       // the source is in memory in its own shape (realization_points made sure): copy its bytes
       const UOp& from = point.src(0);
-      const UOp source = graph::base_buffer(from.op() == Ops::BUFFER ? from : input_view(from) ? input_view(from) : from);
+      const UOp view = from.op() == Ops::BUFFER ? UOp{} : input_view(from);
+      const UOp source = graph::base_buffer(view ? view : from);
       TINYT_ASSERT(source && source.arg().as_int() == numel, "copy: the source is not a whole contiguous buffer");
       Kernel kernel{UOp(Ops::COPY, point.dtype(), {}, numel), {out_buffer, source}, point, graph::reshape(out_buffer, shape)};
       computed[point.get()] = kernel.view;
