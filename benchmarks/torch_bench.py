@@ -121,6 +121,20 @@ def launch_overhead(reps, budget):
            "us", best, runs)
 
 
+def jit_replay(reps, budget):
+    """A step of 10 small ops (16 floats), eager: what tinyt's 10-kernel step is compared with."""
+    iterations = 2000
+    x = torch.rand(16)
+
+    def loop():
+        for _ in range(iterations):
+            y = x
+            for _ in range(10):
+                y = y + 1
+    best, runs = measure(loop, reps, budget)
+    report("jit_replay_per_kernel", "10-op step, eager, per op", best / iterations / 10 * 1e6, "us", best, runs)
+
+
 def train_step(reps, budget):
     """One training step of examples/fashion_mnist_model.hpp's FashionNet, batch 512, Adam."""
     nn = torch.nn
@@ -154,6 +168,7 @@ WORKLOADS = {
     "conv2d": conv2d,
     "first_call_512": first_call,
     "launch_overhead": launch_overhead,
+    "jit_replay_per_kernel": jit_replay,
     "train_step": train_step,
 }
 

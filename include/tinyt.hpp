@@ -19,6 +19,7 @@
 // the Tensor front end and its expression templates
 #include "tinyt/tensor.hpp"
 #include "tinyt/expr.hpp"
+#include "tinyt/jit.hpp"
 
 // nn: reflection over models (state dicts), layers, optimizers; files: safetensors, datasets
 #include "tinyt/nn/state.hpp"

@@ -661,12 +661,50 @@ inline constexpr OpSet Comparison{Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ};
 inline constexpr OpSet UnsafePad{Ops::RECIPROCAL, Ops::LOG2, Ops::EXP2, Ops::IDIV, Ops::POW};
 }  // namespace GroupOp
 
+struct UOpNode;
+class UOp;
+namespace detail {
+void release(const UOpNode* n);
+void acquire_node(const UOpNode* n);
+size_t hash_of_node(const UOpNode* n);
+std::string text_of_node(const UOpNode* n);
+}  // namespace detail
+
+/// A UOp inside an arg, held by reference: a symbolic size in a movement op's arg. Equal when it
+/// is the same (interned) node; hashed by the node's structural hash, so the same in every run.
+class ArgUOp {
+ public:
+  explicit ArgUOp(const UOpNode* n) : n_(n) {
+    if (n_) detail::acquire_node(n_);
+  }
+  ArgUOp(const ArgUOp& o) : n_(o.n_) {
+    if (n_) detail::acquire_node(n_);
+  }
+  ArgUOp& operator=(const ArgUOp& o) {
+    ArgUOp copy(o);
+    std::swap(n_, copy.n_);
+    return *this;
+  }
+  ~ArgUOp() {
+    if (n_) detail::release(n_);
+  }
+  const UOpNode* node() const { return n_; }
+  friend bool operator==(const ArgUOp& a, const ArgUOp& b) { return a.n_ == b.n_; }
+  friend bool operator<(const ArgUOp& a, const ArgUOp& b) {
+    const size_t ha = detail::hash_of_node(a.n_), hb = detail::hash_of_node(b.n_);
+    return ha != hb ? ha < hb : std::less<const UOpNode*>()(a.n_, b.n_);
+  }
+
+ private:
+  const UOpNode* n_;
+};
+
 /// The arg of a UOp: like a Python value in tinygrad (None, bool, int, float, str, an op, or a
 /// tuple of these). Hashable, comparable, printable; floats compare by bits so NaN == NaN.
 class Arg {
  public:
   using Tuple = std::vector<Arg>;
-  using Value = std::variant<std::monostate, bool, int64_t, double, std::string, Ops, Tuple>;
+  using Value = std::variant<std::monostate, bool, int64_t, double, std::string, Ops, Tuple, ArgUOp>;
 
   Arg() = default;
   Arg(bool b) : v_(b) {}  // NOLINT
@@ -680,6 +718,12 @@ class Arg {
   Arg(std::initializer_list<Arg> t) : v_(Tuple(t)) {}  // NOLINT
   template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
   Arg(const std::vector<I>& v) : v_(Tuple(v.begin(), v.end())) {}  // NOLINT
+  /// A UOp (a symbolic size).
+  Arg(const UOp& u);  // NOLINT
+
+  bool is_uop() const { return std::holds_alternative<ArgUOp>(v_); }
+  /// The UOp held (is_uop()).
+  UOp uop() const;
 
   bool is_none() const { return std::holds_alternative<std::monostate>(v_); }
   template <class T> bool is() const { return std::holds_alternative<T>(v_); }
@@ -743,6 +787,8 @@ class Arg {
             for (char c : x) mix(static_cast<uint8_t>(c));
           else if constexpr (std::is_same_v<T, Tuple>)
             for (const Arg& a : x) mix(a.hash());
+          else if constexpr (std::is_same_v<T, ArgUOp>)
+            mix(detail::hash_of_node(x.node()));
         },
         v_);
     return static_cast<size_t>(h);
@@ -764,7 +810,9 @@ class Arg {
             os << '(';
             for (size_t i = 0; i < x.size(); ++i) os << (i ? ", " : "") << x[i];
             os << (x.size() == 1 ? ",)" : ")");
-          } else
+          } else if constexpr (std::is_same_v<T, ArgUOp>)
+            os << detail::text_of_node(x.node());
+          else
             os << x;
         },
         a.v_);
@@ -813,10 +861,11 @@ struct UOpNode {
 
 namespace detail {
 UOpNode* intern(Ops op, DType dtype, std::vector<UOp>&& src, Arg&& arg);
-void release(const UOpNode* n);
 /// How many UOps are alive now (for tests of freeing and interning).
 size_t live_uop_count();
 inline void acquire(const UOpNode* n) { n->refs.fetch_add(1, std::memory_order_relaxed); }
+inline void acquire_node(const UOpNode* n) { acquire(n); }
+inline size_t hash_of_node(const UOpNode* n) { return n->hash; }
 }  // namespace detail
 
 /// A handle to an interned node: cheap to copy, compared by identity. Constructing one interns
@@ -901,8 +950,14 @@ class UOp {
 
  private:
   friend void detail::release(const UOpNode* n);
+  friend class Arg;
+  friend std::string detail::text_of_node(const UOpNode* n);
+  explicit UOp(const UOpNode* n) : n_(n) { detail::acquire(n_); }
   const UOpNode* n_ = nullptr;
 };
+
+inline Arg::Arg(const UOp& u) : v_(ArgUOp(u.get())) {}
+inline UOp Arg::uop() const { return UOp(get<ArgUOp>().node()); }
 
 template <class T>
 concept UOpOrScalar = std::is_same_v<T, UOp> || std::is_arithmetic_v<T>;
@@ -987,6 +1042,12 @@ template <> struct std::hash<tinyt::UOp> {
 
 namespace tinyt::inline v0 {
 
+/// A ranged integer variable, as tinygrad's `Variable("i", 1, 1024)`; `Variable(...).bind(7)`
+/// gives it a value. A size built from a bound variable compiles once for every value.
+inline UOp Variable(const std::string& name, int64_t min, int64_t max) {
+  return UOp::variable(name, min, max);
+}
+
 /// A size: an int64_t, or a symbolic index expression over Variables.
 class sint {
  public:
@@ -1007,9 +1068,18 @@ class sint {
     return is_int() ? UOp::const_(dtypes::index, std::get<int64_t>(v_)) : std::get<UOp>(v_);
   }
 
+  /// The expression with every bound variable unbound (`i=7` becomes `i`): what kernels take.
+  UOp unbound() const;
+  /// The value under the variables' bindings; a variable that is not bound is an error.
+  int64_t value() const;
+  /// The largest and smallest values over the variables' ranges.
+  int64_t vmax() const;
+  int64_t vmin() const;
+
+  /// Equal as expressions of the variables, whatever they are bound to.
   friend bool operator==(const sint& a, const sint& b) {
-    if (a.is_int() && b.is_int()) return a.as_int() == b.as_int();
-    return a.as_uop() == b.as_uop();
+    if (a.is_int() || b.is_int()) return a.is_int() && b.is_int() && a.as_int() == b.as_int();
+    return a.unbound() == b.unbound();
   }
   friend sint operator+(const sint& a, const sint& b) {
     return a.is_int() && b.is_int() ? sint(a.as_int() + b.as_int()) : sint(a.as_uop() + b.as_uop());
@@ -1020,6 +1090,10 @@ class sint {
   friend sint operator*(const sint& a, const sint& b) {
     return a.is_int() && b.is_int() ? sint(a.as_int() * b.as_int()) : sint(a.as_uop() * b.as_uop());
   }
+  /// Floor division (both non-negative: sizes).
+  friend sint operator/(const sint& a, const sint& b) {
+    return a.is_int() && b.is_int() ? sint(a.as_int() / b.as_int()) : sint(a.as_uop().idiv(b.as_uop()));
+  }
   friend std::ostream& operator<<(std::ostream& os, const sint& s) {
     if (s.is_int()) return os << std::get<int64_t>(s.v_);
     return os << std::get<UOp>(s.v_);
@@ -1028,6 +1102,10 @@ class sint {
  private:
   std::variant<int64_t, UOp> v_ = int64_t{0};
 };
+
+/// A size as an arg entry (an int, or the UOp of a symbolic size), and back.
+inline Arg to_arg(const sint& s) { return s.is_int() ? Arg(s.as_int()) : Arg(s.as_uop()); }
+inline sint arg_sint(const Arg& a) { return a.is_uop() ? sint(a.uop()) : sint(a.as_int()); }
 
 /// A tensor's shape: one sint per dimension.
 class Shape {
@@ -1052,6 +1130,12 @@ class Shape {
   std::vector<int64_t> to_vector() const {
     std::vector<int64_t> out;
     for (const sint& s : d_) out.push_back(s.as_int());
+    return out;
+  }
+  /// Every dimension under the variables' bindings (the shape of the value now).
+  std::vector<int64_t> values() const {
+    std::vector<int64_t> out;
+    for (const sint& s : d_) out.push_back(s.value());
     return out;
   }
   /// The number of elements.
@@ -1165,6 +1249,7 @@ struct GlobalCounters {
   static inline std::atomic<double> time_sum_s{0.0};
   static inline std::atomic<int64_t> compile_count{0};  // kernels compiled (not found in a cache)
   static inline std::atomic<int64_t> mem_used{0};       // bytes of device memory allocated now (not reset)
+  static inline std::atomic<int64_t> allocations{0};    // device allocations made (not reset)
   static void reset() { kernel_count = 0, global_ops = 0, global_mem = 0, time_sum_s = 0.0, compile_count = 0; }
 };
 
@@ -1245,6 +1330,15 @@ namespace tinyt::inline v0 {
 struct NoneType {};
 inline constexpr NoneType None{};
 
+/// An optional size that can be written `3`, `i.bind(3)` (symbolic) or `None`.
+struct OptSize {
+  std::optional<sint> v;
+  OptSize(NoneType) {}  // NOLINT
+  template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
+  OptSize(I i) : v(static_cast<int64_t>(i)) {}  // NOLINT
+  OptSize(const UOp& u) : v(sint(u)) {}          // NOLINT
+  OptSize(sint s) : v(std::move(s)) {}           // NOLINT
+};
 /// An optional integer that can be written `3` or `None`.
 struct OptInt {
   std::optional<int64_t> v;
@@ -1252,11 +1346,12 @@ struct OptInt {
   template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
   OptInt(I i) : v(static_cast<int64_t>(i)) {}  // NOLINT
 };
-/// `start:stop:step` in an index; `Slice()` is `:`.
+/// `start:stop:step` in an index; `Slice()` is `:`. Start and stop may be symbolic (step 1).
 struct Slice {
-  std::optional<int64_t> start, stop, step;
+  std::optional<sint> start, stop;
+  std::optional<int64_t> step;
   Slice() = default;
-  Slice(OptInt start_, OptInt stop_, OptInt step_ = 1) : start(start_.v), stop(stop_.v), step(step_.v) {}
+  Slice(OptSize start_, OptSize stop_, OptInt step_ = 1) : start(start_.v), stop(stop_.v), step(step_.v) {}
 };
 /// A new size-1 axis in an index.
 struct NewAxisT {};
@@ -1279,6 +1374,9 @@ struct IntOrVec {
 class Tensor;
 class TensorRef;
 class Index;
+namespace detail {
+class JitCore;
+}
 
 namespace detail {
 /// The tensor's shape, every dim concrete (tensor_impl.hpp).
@@ -1339,7 +1437,8 @@ class Tensor {
   const UOp& uop() const;
   Shape shape() const;
   size_t ndim() const { return shape().size(); }
-  int64_t numel() const { return shape().numel().as_int(); }
+  /// The number of elements (of a symbolic shape: under its variables' bindings).
+  int64_t numel() const { return shape().numel().value(); }
   DType dtype() const { return uop().dtype(); }
   std::string device() const;
   int64_t element_size() const { return dtype().itemsize(); }
@@ -1565,7 +1664,10 @@ class Tensor {
   };
 
   /// The shape both operands broadcast to (NumPy rules); ShapeError naming both otherwise.
-  static std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b, const char* op);
+  static Shape broadcast_shape(const Shape& a, const Shape& b, const char* op);
+  static std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b, const char* op) {
+    return broadcast_shape(Shape(a), Shape(b), op).to_vector();
+  }
 
   friend std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
@@ -1587,15 +1689,17 @@ class Tensor {
   Tensor unary(Ops op) const;
   Tensor reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const;
   std::vector<int64_t> cshape() const { return detail::concrete_shape(*this); }
+  Tensor reshape_symbolic(const Shape& shape) const;
+  Tensor pad_symbolic(const std::vector<std::pair<sint, sint>>& padding, double value) const;
   /// Realizes the tensor and copies its bytes (`nbytes` of them) to host memory at `dst`.
   void copyout(void* dst, size_t nbytes) const;
   // the non-template halves of the creation templates (ops/creation.hpp, ops/combine.hpp)
   static Tensor full_value(const Shape& shape, double value, DType dtype, const std::string& device);
   static Tensor full_value(const Shape& shape, i128 value, DType dtype, const std::string& device);
-  static Tensor arange_values(double start, double step, int64_t count, DType dtype);
+  static Tensor arange_values(double start, double step, sint count, DType dtype);
   static Tensor linspace_values(double start, double stop, int64_t steps, DType dtype);
   static Tensor from_elements(const void* data, size_t count, const Shape& shape, DType dtype, std::string device);
-  friend Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& shape);
+  friend Tensor broadcast_to(const Tensor& t, const Shape& shape);
   friend struct TensorAccess;
 
   // The fields of Data that other threads read through the registry (uop, requires_grad) are
@@ -1608,6 +1712,7 @@ class Tensor {
   class Registry;
   static Registry& live_tensors();
   friend void realize_tensors(const std::vector<Tensor>& tensors);
+  friend class detail::JitCore;
 
   std::shared_ptr<Data> d_;
 };
@@ -1652,7 +1757,7 @@ class TensorRef : public Tensor {
 /// Computes several tensors in one schedule (what realize() does for one).
 void realize_tensors(const std::vector<Tensor>& tensors);
 /// `t` broadcast to `shape` (NumPy rules); ShapeError when it does not broadcast.
-Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& shape);
+Tensor broadcast_to(const Tensor& t, const Shape& shape);
 /// Floor division, Python's `//`.
 Tensor floordiv(const Tensor& a, const Tensor& b);
 
@@ -1696,14 +1801,25 @@ template <class V> Tensor Tensor::full(Shape shape, V value) {
 template <class V> Tensor Tensor::full_like(const Tensor& t, V value) { return full(t.shape(), value, t.dtype(), t.device()); }
 
 template <class A, class B, class C> Tensor Tensor::arange(A start, B stop, C step) {
-  static_assert(std::is_arithmetic_v<A> && std::is_arithmetic_v<B> && std::is_arithmetic_v<C>, "arange takes numbers");
-  constexpr bool all_int = std::is_integral_v<A> && std::is_integral_v<B> && std::is_integral_v<C>;
-  if (step == 0) throw Error("arange: step must not be 0");
-  const double n = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
-  return arange_values(static_cast<double>(start), static_cast<double>(step), n > 0 ? static_cast<int64_t>(n) : 0,
-                       all_int ? dtypes::default_int : dtypes::default_float);
+  if constexpr (std::is_same_v<B, UOp> || std::is_same_v<B, sint>) {  // arange(0, i.bind(7)): symbolic
+    static_assert(std::is_integral_v<A> && std::is_integral_v<C>, "a symbolic arange counts in integers");
+    if (step != 1 || start != 0) throw Error("arange: a symbolic stop takes start 0 and step 1");
+    return arange_values(0.0, 1.0, sint(stop), dtypes::default_int);
+  } else {
+    static_assert(std::is_arithmetic_v<A> && std::is_arithmetic_v<B> && std::is_arithmetic_v<C>, "arange takes numbers");
+    constexpr bool all_int = std::is_integral_v<A> && std::is_integral_v<B> && std::is_integral_v<C>;
+    if (step == 0) throw Error("arange: step must not be 0");
+    const double n = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
+    return arange_values(static_cast<double>(start), static_cast<double>(step), n > 0 ? static_cast<int64_t>(n) : 0,
+                         all_int ? dtypes::default_int : dtypes::default_float);
+  }
 }
-template <class A> Tensor Tensor::arange(A stop) { return arange(A{0}, stop, 1); }
+template <class A> Tensor Tensor::arange(A stop) {
+  if constexpr (std::is_same_v<A, UOp> || std::is_same_v<A, sint>)
+    return arange(0, stop, 1);
+  else
+    return arange(A{0}, stop, 1);
+}
 
 /// `steps` evenly spaced values from start to stop (both included).
 template <class A, class B> Tensor Tensor::linspace(A start, B stop, int64_t steps, DType dtype) {
@@ -1816,9 +1932,9 @@ concept ExprOperand = std::is_arithmetic_v<T> || std::is_base_of_v<Tensor, T> ||
 
 namespace detail {
 template <class E> Operand to_operand(const E& e);
-template <class E> std::vector<int64_t> shape_of(const E& e) {
+template <class E> Shape shape_of(const E& e) {
   if constexpr (std::is_arithmetic_v<E>) return {};
-  else if constexpr (std::is_base_of_v<Tensor, E>) return concrete_shape(e);
+  else if constexpr (std::is_base_of_v<Tensor, E>) return e.shape();
   else return e.result_shape();
 }
 }  // namespace detail
@@ -1831,7 +1947,7 @@ template <class L, class R> class BinaryExpr : public ExprMethods<BinaryExpr<L, 
         // shapes are checked when the expression is built, not when it runs
         shape_(Tensor::broadcast_shape(detail::shape_of(l_), detail::shape_of(r_), name)) {}
 
-  const std::vector<int64_t>& result_shape() const { return shape_; }
+  const Shape& result_shape() const { return shape_; }
 
   /// The expression as a UOp operand: one pass over the tree, no Tensor per node.
   detail::Operand operand() const {
@@ -1847,7 +1963,7 @@ template <class L, class R> class BinaryExpr : public ExprMethods<BinaryExpr<L, 
   bool to_float_, negate_right_;
   L l_;
   R r_;
-  std::vector<int64_t> shape_;
+  Shape shape_;
 };
 template <class L, class R> struct is_expr<BinaryExpr<L, R>> : std::true_type {};
 
@@ -1899,6 +2015,154 @@ template <ExprOperand A> requires(!std::is_arithmetic_v<A>) Tensor operator!(con
 
 }  // namespace tinyt::inline v0
 // ---- end tinyt/expr.hpp ----
+// ---- tinyt/jit.hpp ----
+// TinyJit: capture the kernels a function launches once, then replay them with new inputs.
+//
+// The first call runs the function as it is (it may realize weights, make optimizer state). The
+// second runs it again and records every exec item it launches, with its buffers; then the
+// intermediate buffers are planned once (memory_plan in engine/jit_impl.hpp), so a replay
+// allocates nothing. Every later call is a replay: the inputs' memory is swapped into its slots,
+// the symbolic variables get the values the arguments bind, and the kernels launch in order;
+// nothing is scheduled or compiled.
+//
+// What a function may do: tensor operations, realizes and assigns (a training step). What it may
+// not: work on the host the kernels do not see (reading an item to branch on, copying new data
+// in with from_vector, building constants that change per call): a replay repeats the kernels of
+// the second call. A replay's outputs are the JIT's own memory, overwritten by the next call, as
+// in tinygrad. JIT=0 turns capture off: every call just runs the function.
+
+#include <tuple>
+
+
+namespace tinyt::inline v0 {
+
+namespace detail {
+/// What TinyJit does with one call.
+enum class JitMode { run, capture, replay };
+
+/// The non-template part of TinyJit (engine/jit_impl.hpp): the captured exec items and memory.
+class JitCore {
+ public:
+  JitCore();
+  ~JitCore();
+  JitCore(const JitCore&) = delete;
+  JitCore& operator=(const JitCore&) = delete;
+
+  /// What the next call does (JIT=0: always run).
+  JitMode next_mode();
+  /// Realizes the inputs of a call (a replay reads their memory; a run realizes them first too).
+  static void realize_inputs(const std::vector<Tensor>& inputs);
+  /// Starts recording the exec items this thread launches.
+  void begin_capture(const std::vector<Tensor>& inputs, const std::vector<UOp>& binds);
+  /// Stops recording once the outputs are realized; plans the intermediate memory.
+  void end_capture(const std::vector<Tensor>& outputs);
+  /// Stops recording after the function threw: the next call captures again.
+  void abort_capture();
+  /// Launches the captured items on these inputs; returns the outputs.
+  std::vector<Tensor> replay(const std::vector<Tensor>& inputs, const std::vector<UOp>& binds);
+  /// How many exec items a replay launches (0 before capture).
+  size_t captured_count() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+// The tensors and bound variables among a call's arguments.
+template <class A> void jit_argument(const A& a, std::vector<Tensor>& inputs, std::vector<UOp>& binds) {
+  using T = std::decay_t<A>;
+  if constexpr (std::is_base_of_v<Tensor, T>) {
+    inputs.push_back(a);
+  } else if constexpr (std::is_same_v<T, UOp>) {
+    if (a.op() != Ops::BIND) throw Error("TinyJit: a UOp argument must be a bound Variable (v.bind(n))");
+    binds.push_back(a);
+  } else if constexpr (std::is_same_v<T, std::vector<Tensor>>) {
+    inputs.insert(inputs.end(), a.begin(), a.end());
+  }
+  // anything else (a number, a flag) is part of the function: a replay repeats its value
+}
+
+// The tensors a function returns, in order, and the same kind of value rebuilt from tensors:
+// a Tensor (or anything that converts to one, an expression), a vector of them, a tuple or pair.
+template <class R> struct JitResult {
+  static_assert(std::is_convertible_v<R, Tensor>,
+                "TinyJit: the function returns void, a Tensor, a vector of Tensors, or a tuple or pair of them");
+  using type = Tensor;
+  static void collect(const R& r, std::vector<Tensor>& out) { out.push_back(Tensor(r)); }
+  static type rebuild(const std::vector<Tensor>& t, size_t& i) { return t.at(i++); }
+};
+template <> struct JitResult<std::vector<Tensor>> {
+  using type = std::vector<Tensor>;
+  static void collect(const std::vector<Tensor>& r, std::vector<Tensor>& out) { out.insert(out.end(), r.begin(), r.end()); }
+  static type rebuild(const std::vector<Tensor>& t, size_t& i) {
+    std::vector<Tensor> r(t.begin() + static_cast<std::ptrdiff_t>(i), t.end());
+    i = t.size();
+    return r;
+  }
+};
+template <class... Ts> struct JitResult<std::tuple<Ts...>> {
+  using type = std::tuple<typename JitResult<Ts>::type...>;
+  static void collect(const std::tuple<Ts...>& r, std::vector<Tensor>& out) {
+    std::apply([&](const auto&... x) { (JitResult<std::decay_t<decltype(x)>>::collect(x, out), ...); }, r);
+  }
+  static type rebuild(const std::vector<Tensor>& t, size_t& i) { return type{JitResult<Ts>::rebuild(t, i)...}; }
+};
+template <class A, class B> struct JitResult<std::pair<A, B>> {
+  using type = std::pair<typename JitResult<A>::type, typename JitResult<B>::type>;
+  static void collect(const std::pair<A, B>& r, std::vector<Tensor>& out) {
+    JitResult<A>::collect(r.first, out), JitResult<B>::collect(r.second, out);
+  }
+  static type rebuild(const std::vector<Tensor>& t, size_t& i) {
+    auto a = JitResult<A>::rebuild(t, i);
+    return {std::move(a), JitResult<B>::rebuild(t, i)};
+  }
+};
+}  // namespace detail
+
+/// `TinyJit step(f)`: `step(args...)` calls f; the second call captures the kernels it launches,
+/// later calls replay them with the new tensor arguments (same number, shapes up to bound
+/// variables, dtypes and devices; a change throws) and the new values of bound-Variable arguments.
+template <class F> class TinyJit {
+ public:
+  explicit TinyJit(F f) : f_(std::move(f)) {}
+
+  template <class... Args> auto operator()(Args&&... args) {
+    using R = std::decay_t<std::invoke_result_t<F&, Args&...>>;
+    std::vector<Tensor> inputs, out;
+    std::vector<UOp> binds;
+    (detail::jit_argument(args, inputs, binds), ...);
+    const detail::JitMode mode = core_->next_mode();
+    if (mode == detail::JitMode::replay) {
+      out = core_->replay(inputs, binds);
+    } else {
+      detail::JitCore::realize_inputs(inputs);
+      if (mode == detail::JitMode::capture) core_->begin_capture(inputs, binds);
+      try {
+        if constexpr (std::is_void_v<R>) f_(args...);
+        else detail::JitResult<R>::collect(f_(args...), out);
+        if (mode == detail::JitMode::capture) core_->end_capture(out);
+        else realize_tensors(out);
+      } catch (...) {
+        if (mode == detail::JitMode::capture) core_->abort_capture();
+        throw;
+      }
+    }
+    if constexpr (!std::is_void_v<R>) {
+      size_t i = 0;
+      return detail::JitResult<R>::rebuild(out, i);
+    }
+  }
+
+  /// How many kernels (and copies) a replay launches; 0 before the capture.
+  size_t captured_count() const { return core_->captured_count(); }
+
+ private:
+  F f_;
+  std::unique_ptr<detail::JitCore> core_ = std::make_unique<detail::JitCore>();
+};
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/jit.hpp ----
 
 // nn: reflection over models (state dicts), layers, optimizers; files: safetensors, datasets
 // ---- tinyt/nn/state.hpp ----
@@ -3636,11 +3900,6 @@ inline UOp canonical_linear(const UOp& u) {
 
 
 namespace tinyt::inline v0 {
-
-/// A ranged integer variable, as tinygrad's `Variable("i", 1, 1024)`.
-inline UOp Variable(const std::string& name, int64_t min, int64_t max) {
-  return UOp::variable(name, min, max);
-}
 
 namespace detail {
 inline bool is_intlike(const UOp& u) { return u.dtype().scalar().is_int(); }
@@ -6443,6 +6702,7 @@ class Buffer {
       allocator_ = &a;  // devices live as long as the process
       ptr_.store(p, std::memory_order_release);
       GlobalCounters::mem_used += static_cast<int64_t>(nbytes());
+      ++GlobalCounters::allocations;
     }
     return ptr_.load(std::memory_order_relaxed);
   }
@@ -6460,8 +6720,9 @@ class Buffer {
     void* handle = ptr();
     if (n) allocator_->copyin(handle, src, n);
   }
+  /// Copies the first `n` bytes out (all of them, or the elements a symbolic shape holds now).
   void copyout(void* dst, size_t n) {
-    if (n != nbytes())
+    if (n > nbytes())
       throw Error(detail::cat("Buffer.copyout: ", n, " bytes from a buffer of ", nbytes()));
     void* handle = ptr();
     if (n) allocator_->copyout(dst, handle, n);
@@ -6509,11 +6770,22 @@ namespace detail {
 using tinyt::detail::cat;
 
 inline std::vector<int64_t> ints(const Arg& a) { return a.ints(); }
-inline std::vector<std::pair<int64_t, int64_t>> pairs(const Arg& a) {
-  std::vector<std::pair<int64_t, int64_t>> out;
-  for (const Arg& p : a.tuple()) out.emplace_back(p[0].as_int(), p[1].as_int());
+}  // namespace detail
+
+/// The sizes in a RESHAPE's or EXPAND's arg.
+inline Shape sizes(const Arg& a) {
+  std::vector<sint> out;
+  for (const Arg& x : a.tuple()) out.push_back(arg_sint(x));
+  return Shape(std::move(out));
+}
+/// The (before, after) or (start, end) pairs in a PAD's or SHRINK's arg.
+inline std::vector<std::pair<sint, sint>> pairs(const Arg& a) {
+  std::vector<std::pair<sint, sint>> out;
+  for (const Arg& p : a.tuple()) out.emplace_back(arg_sint(p[0]), arg_sint(p[1]));
   return out;
 }
+
+namespace detail {
 
 inline TensorMeta* compute_meta(const UOp& u, const std::vector<const TensorMeta*>& s) {
   auto m = std::make_unique<TensorMeta>();
@@ -6526,7 +6798,7 @@ inline TensorMeta* compute_meta(const UOp& u, const std::vector<const TensorMeta
     case Ops::BUFFER: m->shape = Shape{u.arg().as_int()}, m->device = u.src(1).arg().get<std::string>(); break;
     case Ops::CONST: m->device = u.src().empty() ? "" : u.src(0).arg().get<std::string>(); break;
     case Ops::DEVICE: case Ops::UNIQUE: break;
-    case Ops::RESHAPE: case Ops::EXPAND: m->shape = Shape(ints(u.arg())), m->device = s[0]->device; break;
+    case Ops::RESHAPE: case Ops::EXPAND: m->shape = sizes(u.arg()), m->device = s[0]->device; break;
     case Ops::PERMUTE: {
       for (int64_t a : ints(u.arg())) m->shape.push_back(s[0]->shape[static_cast<size_t>(a)]);
       m->device = s[0]->device;
@@ -6539,7 +6811,7 @@ inline TensorMeta* compute_meta(const UOp& u, const std::vector<const TensorMeta
       break;
     }
     case Ops::SHRINK:
-      for (auto [b, e] : pairs(u.arg())) m->shape.push_back(e - b);
+      for (const auto& [b, e] : pairs(u.arg())) m->shape.push_back(e - b);
       m->device = s[0]->device;
       break;
     case Ops::REDUCE_AXIS: {
@@ -6657,35 +6929,45 @@ template <class T> UOp const_(DType dtype, T value, const std::string& device) {
   return UOp(Ops::CONST, dtype, {device_uop(device)}, c.arg());
 }
 
-inline Arg shape_arg(const std::vector<int64_t>& s) { return Arg(s); }
-inline UOp reshape(const UOp& x, const std::vector<int64_t>& shape) {
-  if (concrete_shape(x) == shape) return x;
+inline Arg shape_arg(const Shape& s) {
+  Arg::Tuple t;
+  for (const sint& d : s) t.push_back(to_arg(d));
+  return Arg(t);
+}
+inline UOp reshape(const UOp& x, const Shape& shape) {
+  if (shape_of(x) == shape) return x;
   return UOp(Ops::RESHAPE, x.dtype(), {x}, shape_arg(shape));
 }
-inline UOp expand(const UOp& x, const std::vector<int64_t>& shape) {
-  if (concrete_shape(x) == shape) return x;
+inline UOp expand(const UOp& x, const Shape& shape) {
+  if (shape_of(x) == shape) return x;
   return UOp(Ops::EXPAND, x.dtype(), {x}, shape_arg(shape));
 }
 inline UOp permute(const UOp& x, const std::vector<int64_t>& perm) {
   bool identity = true;
   for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
-  return identity ? x : UOp(Ops::PERMUTE, x.dtype(), {x}, shape_arg(perm));
+  return identity ? x : UOp(Ops::PERMUTE, x.dtype(), {x}, Arg(perm));
 }
-inline Arg pairs_arg(const std::vector<std::pair<int64_t, int64_t>>& p) {
+using SizePairs = std::vector<std::pair<sint, sint>>;
+inline Arg pairs_arg(const SizePairs& p) {
   Arg::Tuple t;
-  for (auto [a, b] : p) t.push_back(Arg{a, b});
+  for (const auto& [a, b] : p) t.push_back(Arg{to_arg(a), to_arg(b)});
   return Arg(t);
 }
-inline UOp pad(const UOp& x, const std::vector<std::pair<int64_t, int64_t>>& p) {
-  if (std::all_of(p.begin(), p.end(), [](auto q) { return q.first == 0 && q.second == 0; })) return x;
+template <class I> SizePairs to_size_pairs(const std::vector<std::pair<I, I>>& p) {
+  return SizePairs(p.begin(), p.end());
+}
+inline UOp pad(const UOp& x, const SizePairs& p) {
+  if (std::all_of(p.begin(), p.end(), [](const auto& q) { return q.first == 0 && q.second == 0; })) return x;
   return UOp(Ops::PAD, x.dtype(), {x}, pairs_arg(p));
 }
-inline UOp shrink(const UOp& x, const std::vector<std::pair<int64_t, int64_t>>& p) {
-  auto s = concrete_shape(x);
+inline UOp pad(const UOp& x, const std::vector<std::pair<int64_t, int64_t>>& p) { return pad(x, to_size_pairs(p)); }
+inline UOp shrink(const UOp& x, const SizePairs& p) {
+  const Shape& s = shape_of(x);
   bool identity = true;
   for (size_t i = 0; i < p.size(); ++i) identity &= p[i].first == 0 && p[i].second == s[i];
   return identity ? x : UOp(Ops::SHRINK, x.dtype(), {x}, pairs_arg(p));
 }
+inline UOp shrink(const UOp& x, const std::vector<std::pair<int64_t, int64_t>>& p) { return shrink(x, to_size_pairs(p)); }
 inline UOp flip(const UOp& x, const std::vector<bool>& axes) {
   if (std::none_of(axes.begin(), axes.end(), [](bool b) { return b; })) return x;
   Arg::Tuple t(axes.begin(), axes.end());
@@ -6706,7 +6988,6 @@ inline UOp reduce(const UOp& x, Ops op, const std::vector<int64_t>& axes) {
 // input, so a chain of views becomes one index expression, simplified by the symbolic engine.
 // A pad becomes a validity mask: loads under it are gated, and its value is a WHERE.
 
-#include <tuple>
 
 
 namespace tinyt::inline v0 {
@@ -6728,30 +7009,75 @@ enum class RangeKind : int64_t {
   group = 7,   // a reduce axis split across a GPU work-group: each work-item reduces its part
 };
 
+inline UOp range(const UOp& end, int64_t axis, RangeKind kind) {
+  return UOp(Ops::RANGE, dtypes::index, {end}, Arg{axis, static_cast<int64_t>(kind)});
+}
 inline UOp range(int64_t end, int64_t axis, RangeKind kind) {
-  return UOp(Ops::RANGE, dtypes::index, {UOp::const_(dtypes::index, end)}, Arg{axis, static_cast<int64_t>(kind)});
+  return range(UOp::const_(dtypes::index, end), axis, kind);
 }
 inline UOp index_const(int64_t v) { return UOp::const_(dtypes::index, v); }
 
-/// Row-major offset of an index into a shape.
-inline UOp flatten(const std::vector<UOp>& idx, const std::vector<int64_t>& shape) {
-  UOp flat = index_const(0);
-  int64_t stride = 1;
+/// Row-major offset of an index into a shape (sizes as index UOps).
+inline UOp flatten(const std::vector<UOp>& idx, const std::vector<UOp>& shape) {
+  UOp flat = index_const(0), stride = index_const(1);
   for (size_t i = shape.size(); i-- > 0;) {
-    if (shape[i] != 1) flat = flat + idx[i] * stride;
-    stride *= shape[i];
+    if (!(shape[i].is_const() && shape[i].const_int() == 1)) flat = flat + idx[i] * stride;
+    stride = stride * shape[i];
   }
   return flat;
 }
 /// The index into `shape` of a row-major offset.
-inline std::vector<UOp> unflatten(const UOp& flat, const std::vector<int64_t>& shape) {
+inline std::vector<UOp> unflatten(const UOp& flat, const std::vector<UOp>& shape) {
   std::vector<UOp> idx(shape.size());
-  int64_t stride = 1;
+  UOp stride = index_const(1);
   for (size_t i = shape.size(); i-- > 0;) {
-    idx[i] = shape[i] == 1 ? index_const(0) : flat.idiv(stride) % shape[i];
-    stride *= shape[i];
+    idx[i] = shape[i].is_const() && shape[i].const_int() == 1 ? index_const(0) : flat.idiv(stride) % shape[i];
+    stride = stride * shape[i];
   }
   return idx;
+}
+
+/// The values bound to the symbolic variables of a kernel, ordered by name (a kernel takes its
+/// variables in that order).
+struct VarVals {
+  std::vector<std::pair<UOp, int64_t>> vals;  // (DEFINE_VAR, value)
+
+  /// Records `var = value`; a variable bound to two values in one schedule is an error.
+  void bind(const UOp& var, int64_t value) {
+    for (const auto& [v, x] : vals)
+      if (v == var) {
+        if (x != value)
+          throw ShapeError(tinyt::detail::cat("Variable '", var.arg()[0].get<std::string>(), "' is bound to ", x,
+                                              " and to ", value, " in one realize"));
+        return;
+      }
+    vals.emplace_back(var, value);
+    std::sort(vals.begin(), vals.end(), [](const auto& a, const auto& b) { return var_order(a.first, b.first); });
+  }
+  void merge(const VarVals& o) {
+    for (const auto& [v, x] : o.vals) bind(v, x);
+  }
+  /// The value of `var`; one not bound is an error naming it.
+  int64_t at(const UOp& var) const {
+    for (const auto& [v, x] : vals)
+      if (v == var) return x;
+    throw ShapeError(tinyt::detail::cat("Variable '", var.arg()[0].get<std::string>(), "' has no value: bind it (",
+                                        var.arg()[0].get<std::string>(), ".bind(n)) in a shape of this computation"));
+  }
+  static bool var_order(const UOp& a, const UOp& b) {
+    return a.arg()[0].get<std::string>() != b.arg()[0].get<std::string>()
+               ? a.arg()[0].get<std::string>() < b.arg()[0].get<std::string>()
+               : structural_less(a, b);
+  }
+};
+
+/// The DEFINE_VARs of a graph, ordered by name.
+inline std::vector<UOp> variables(const UOp& root) {
+  std::vector<UOp> out;
+  for (const UOp& u : toposort(root))
+    if (u.op() == Ops::DEFINE_VAR) out.push_back(u);
+  std::sort(out.begin(), out.end(), VarVals::var_order);
+  return out;
 }
 
 /// Kernel rules about gated loads: a load that reads 0 where its gate is false needs no select
@@ -6781,7 +7107,22 @@ class Lowerer {
     if (fresh) bufs_.push_back(buffer);
     return UOp(Ops::DEFINE_GLOBAL, buffer.dtype().ptr(buffer.arg().as_int()), {}, it->second);
   }
-  UOp new_range(int64_t end, RangeKind kind) { return range(end, next_axis_++, kind); }
+  UOp new_range(const UOp& end, RangeKind kind) { return range(end, next_axis_++, kind); }
+  /// The values the sizes lowered so far bind their variables to.
+  const VarVals& var_vals() const { return vars_; }
+
+  /// A size as an index UOp: a bound variable is unbound (the kernel takes its value).
+  UOp size(const sint& s) {
+    if (s.is_int()) return index_const(s.as_int());
+    for (const UOp& x : toposort(s.as_uop()))
+      if (x.op() == Ops::BIND) vars_.bind(x.src(0), static_cast<int64_t>(x.src(1).const_int()));
+    return s.unbound();
+  }
+  std::vector<UOp> sizes(const Shape& shape) {
+    std::vector<UOp> out;
+    for (const sint& d : shape) out.push_back(size(d));
+    return out;
+  }
 
   /// The value of tensor-level node `u` at index `idx` (one index per dim), where `valid` holds.
   UOp lower(const UOp& u, const std::vector<UOp>& idx, const UOp& valid) {
@@ -6815,10 +7156,11 @@ class Lowerer {
   UOp lower_uncached(const UOp& u, const std::vector<UOp>& idx, const UOp& valid) {
     if (u.op() == Ops::BUFFER) return load(u, idx[0], valid);
     if (UOp view = input_view_(u)) return lower(view, idx, valid);
-    const std::vector<int64_t> in = u.src().empty() ? std::vector<int64_t>{} : graph::concrete_shape(u.src(0));
+    const std::vector<UOp> in = u.src().empty() ? std::vector<UOp>{} : sizes(graph::shape_of(u.src(0)));
+    auto is_one = [](const UOp& d) { return d.is_const() && d.const_int() == 1; };
     switch (u.op()) {
       case Ops::CONST: return UOp(Ops::CONST, u.dtype(), {}, u.arg());
-      case Ops::RESHAPE: return lower(u.src(0), unflatten(flatten(idx, graph::concrete_shape(u)), in), valid);
+      case Ops::RESHAPE: return lower(u.src(0), unflatten(flatten(idx, sizes(graph::shape_of(u))), in), valid);
       case Ops::PERMUTE: {
         std::vector<UOp> src_idx(idx.size());
         const auto perm = u.arg().ints();
@@ -6828,26 +7170,28 @@ class Lowerer {
       case Ops::EXPAND: {
         std::vector<UOp> src_idx = idx;
         for (size_t i = 0; i < in.size(); ++i)
-          if (in[i] == 1) src_idx[i] = index_const(0);
+          if (is_one(in[i])) src_idx[i] = index_const(0);
         return lower(u.src(0), src_idx, valid);
       }
       case Ops::SHRINK: {
         std::vector<UOp> src_idx = idx;
-        for (size_t i = 0; i < in.size(); ++i) src_idx[i] = idx[i] + u.arg()[i][0].as_int();
+        const auto bounds = graph::pairs(u.arg());
+        for (size_t i = 0; i < in.size(); ++i) src_idx[i] = idx[i] + size(bounds[i].first);
         return lower(u.src(0), src_idx, valid);
       }
       case Ops::FLIP: {
         std::vector<UOp> src_idx = idx;
         for (size_t i = 0; i < in.size(); ++i)
-          if (u.arg()[i].get<bool>()) src_idx[i] = index_const(in[i] - 1) - idx[i];
+          if (u.arg()[i].get<bool>()) src_idx[i] = in[i] - 1 - idx[i];
         return lower(u.src(0), src_idx, valid);
       }
       case Ops::PAD: {
         std::vector<UOp> src_idx = idx;
         UOp inside = UOp::const_(dtypes::bool_, true);
+        const auto padding = graph::pairs(u.arg());
         for (size_t i = 0; i < in.size(); ++i) {
-          const int64_t before = u.arg()[i][0].as_int();
-          if (before == 0 && u.arg()[i][1].as_int() == 0) continue;
+          if (padding[i].first == 0 && padding[i].second == 0) continue;
+          const UOp before = size(padding[i].first);
           src_idx[i] = idx[i] - before;
           inside = inside & idx[i].lt(before).logical_not() & idx[i].lt(before + in[i]);
         }
@@ -6860,7 +7204,7 @@ class Lowerer {
         std::vector<UOp> src_idx = idx, ranges;
         for (int64_t a : u.arg()[1].ints()) {
           const auto ax = static_cast<size_t>(a);
-          if (in[ax] == 1) continue;
+          if (is_one(in[ax])) continue;
           ranges.push_back(new_range(in[ax], RangeKind::reduce));
           src_idx[ax] = ranges.back();
         }
@@ -6886,6 +7230,7 @@ class Lowerer {
   std::vector<UOp> bufs_;
   std::unordered_map<const UOpNode*, int64_t> buf_index_;
   int64_t next_axis_ = 0;
+  VarVals vars_;
   std::map<Key, UOp> memo_;
   std::vector<UOp> keep_;  // keeps the nodes behind memo keys alive
 };
@@ -7068,6 +7413,7 @@ struct Kernel {
   UOp view;                  // where that value lives afterwards (a view of buffers[0])
   bool in_place = false;     // writes existing memory (an assign)
   bool temporary = false;    // its memory is reused after its last reader: the value is not kept
+  VarVals var_vals;          // the values of the symbolic variables its AST takes
 };
 
 namespace detail {
@@ -7106,11 +7452,11 @@ inline std::vector<UOp> pending_graph(const std::vector<UOp>& roots, const Known
 // The kernel's loops then run the kept axes outside the broadcast ones, and the linearizer
 // computes the reduction once per outer iteration, between them.
 inline std::optional<int64_t> trailing_broadcast(const UOp& expand, int64_t from) {
-  const std::vector<int64_t> in = graph::concrete_shape(expand.src(0)), out = graph::concrete_shape(expand);
+  const Shape &in = graph::shape_of(expand.src(0)), &out = graph::shape_of(expand);
   int64_t first_broadcast = static_cast<int64_t>(out.size()), last_kept = -1;
   for (size_t a = 0; a < out.size(); ++a) {
-    if (in[a] == 1 && out[a] != 1) first_broadcast = std::min(first_broadcast, static_cast<int64_t>(a));
-    else if (out[a] != 1 && (from < 0 || static_cast<int64_t>(a) < from)) last_kept = static_cast<int64_t>(a);
+    if (in[a] == 1 && !(out[a] == 1)) first_broadcast = std::min(first_broadcast, static_cast<int64_t>(a));
+    else if (!(out[a] == 1) && (from < 0 || static_cast<int64_t>(a) < from)) last_kept = static_cast<int64_t>(a);
   }
   if (last_kept > first_broadcast) return std::nullopt;
   return from < 0 ? first_broadcast : std::min(from, first_broadcast);
@@ -7235,16 +7581,19 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
 }
 
 inline std::string kernel_name(const UOp& ast) {
-  std::vector<std::pair<int64_t, int64_t>> axes;  // (axis, size)
+  std::vector<std::pair<int64_t, std::string>> axes;  // (axis, size)
   bool reduces = false;
   for (const UOp& u : toposort(ast))
     if (u.op() == Ops::RANGE) {
-      axes.emplace_back(u.arg()[0].as_int(), static_cast<int64_t>(u.src(0).const_int()));
+      // a symbolic size is named by its variables ("r_start_pos1_8"): names are identifiers
+      std::string size = u.src(0).is_const() ? std::to_string(static_cast<int64_t>(u.src(0).const_int())) : expr_string(u.src(0));
+      std::erase_if(size, [](char c) { return !std::isalnum(static_cast<unsigned char>(c)) && c != '_'; });
+      axes.emplace_back(u.arg()[0].as_int(), size);
       reduces |= u.arg()[1].as_int() == static_cast<int64_t>(RangeKind::reduce);
     }
   std::sort(axes.begin(), axes.end());
   std::string name = reduces ? "r" : "E";
-  for (auto [axis, size] : axes) name += "_" + std::to_string(size);
+  for (const auto& [axis, size] : axes) name += "_" + size;
   return name;
 }
 
@@ -7353,21 +7702,23 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool m
   std::vector<Kernel> kernels;
   // one kernel storing `value_node` (at the point's shape) into `out_buffer`
   auto make_kernel = [&](const UOp& point, const UOp& value_node, const UOp& out_buffer, const UOp& view) {
-    const std::vector<int64_t> shape = graph::concrete_shape(point);
     Lowerer lw(input_view);
     UOp out = lw.global(out_buffer);
+    const std::vector<UOp> shape = lw.sizes(graph::shape_of(point));
     std::vector<UOp> out_idx;
-    for (int64_t d : shape) out_idx.push_back(d == 1 ? index_const(0) : lw.new_range(d, RangeKind::loop));
+    for (const UOp& d : shape)
+      out_idx.push_back(d.is_const() && d.const_int() == 1 ? index_const(0) : lw.new_range(d, RangeKind::loop));
     UOp value = lw.lower(value_node, out_idx, UOp::const_(dtypes::bool_, true));
     UOp store_index = simplify(flatten(out_idx, shape));
     UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, out.dtype(), {out, store_index}), value});
     UOp ast = graph_rewrite(UOp(Ops::SINK, dtypes::void_, {store}), symbolic() + reduce_collapse() + gated_load_rules());
-    return std::make_pair(Kernel{ast, lw.buffers(), point, view}, store_index);
+    Kernel k{ast, lw.buffers(), point, view, false, false, lw.var_vals()};
+    return std::make_pair(std::move(k), store_index);
   };
   for (const UOp& point : points) {
-    const std::vector<int64_t> shape = graph::concrete_shape(point);
-    int64_t numel = 1;
-    for (int64_t d : shape) numel *= d;
+    // a symbolic shape gets memory for its largest value: the kernel serves every binding
+    const Shape& shape = graph::shape_of(point);
+    const int64_t numel = shape.numel().vmax();
     if (point.op() == Ops::ASSIGN) {
       // a store into the target's memory; the tensor then names that memory anew
       const UOp target = graph::base_buffer(input_view(point.src(0)) ? input_view(point.src(0)) : point.src(0));
@@ -7394,7 +7745,7 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool m
       const UOp view = from.op() == Ops::BUFFER ? UOp{} : input_view(from);
       const UOp source = graph::base_buffer(view ? view : from);
       TINYT_ASSERT(source && source.arg().as_int() == numel, "copy: the source is not a whole contiguous buffer");
-      Kernel kernel{UOp(Ops::COPY, point.dtype(), {}, numel), {out_buffer, source}, point, graph::reshape(out_buffer, shape)};
+      Kernel kernel{UOp(Ops::COPY, point.dtype(), {}, numel), {out_buffer, source}, point, graph::reshape(out_buffer, shape), false, false, {}};
       computed[point.get()] = kernel.view;
       kernels.push_back(std::move(kernel));
       continue;
@@ -7594,7 +7945,11 @@ struct OptError : Error {
 using schedule::RangeKind;
 
 inline RangeKind range_kind(const UOp& r) { return static_cast<RangeKind>(r.arg()[1].as_int()); }
-inline int64_t range_size(const UOp& r) { return static_cast<int64_t>(r.src(0).const_int()); }
+/// A range's length; for a symbolic one (over Variables), the largest it can be.
+inline int64_t range_size(const UOp& r) {
+  return static_cast<int64_t>(r.src(0).is_const() ? r.src(0).const_int() : bounds(r.src(0)).hi);
+}
+inline bool is_symbolic(const UOp& r) { return !r.src(0).is_const(); }
 
 /// Where a range's loop goes: threads outermost, then output loops, then tiles, then reductions.
 inline int range_rank(RangeKind k) {
@@ -7612,13 +7967,13 @@ inline bool range_before(const UOp& a, const UOp& b) {
   return std::pair(range_rank(range_kind(a)), a.arg()[0].as_int()) < std::pair(range_rank(range_kind(b)), b.arg()[0].as_int());
 }
 
-/// The ranges an opt can name: every loop, tile and reduce range in loop order (threads and
-/// register ranges are final).
+/// The ranges an opt can name: every loop, tile and reduce range of a known length, in loop order
+/// (threads and register ranges are final; a symbolic length has no divisors to split by).
 inline std::vector<UOp> axes(const UOp& ast) {
   std::vector<UOp> out;
   for (const UOp& u : toposort(ast))
-    if (u.op() == Ops::RANGE && (range_kind(u) == RangeKind::loop || range_kind(u) == RangeKind::reduce ||
-                                 range_kind(u) == RangeKind::local))
+    if (u.op() == Ops::RANGE && !is_symbolic(u) &&
+        (range_kind(u) == RangeKind::loop || range_kind(u) == RangeKind::reduce || range_kind(u) == RangeKind::local))
       out.push_back(u);
   std::sort(out.begin(), out.end(), range_before);
   return out;
@@ -7847,6 +8202,11 @@ class Linearizer {
       if (u.op() == Ops::REDUCE) reduces_.push_back(u);
   }
 
+  /// Emits the kernel's symbolic variables first, in order, where every loop can read them.
+  void declare(const std::vector<UOp>& vars) {
+    for (const UOp& v : vars) emit(v);
+  }
+
   /// Emits the stores in order; consecutive stores share the loops they have in common.
   void emit_stores(const std::vector<UOp>& stores) {
     for (const UOp& store : stores) {
@@ -7980,8 +8340,10 @@ inline Program linearize(const UOp& ast, std::string name) {
   TINYT_ASSERT(ast.op() == Ops::SINK, "linearize takes a SINK, not ", op_name(ast.op()));
   const UOp lowered = lower_narrow_floats(ast);
   detail::Linearizer lin(lowered);
+  std::vector<UOp> vars = schedule::variables(lowered);
+  lin.declare(vars);
   lin.emit_stores(lowered.src());
-  Program p{std::move(name), std::move(lin.ops), {}, 1, {}, {}, {1, 1, 1}, {1, 1, 1}, {}};
+  Program p{std::move(name), std::move(lin.ops), {}, 1, {}, {}, {1, 1, 1}, {1, 1, 1}, std::move(vars)};
   for (const UOp& u : toposort(lowered)) {
     if (u.op() == Ops::RANGE && range_kind(u) == RangeKind::thread) p.threads = range_size(u);
     if (u.op() == Ops::RANGE && range_kind(u) == RangeKind::global) {
@@ -8184,6 +8546,16 @@ class CStyleRenderer {
       body_ << "  " << t << "* restrict data" << i << " = (" << t << "*)bufs[" << i << "];\n";
     }
   }
+  /// How the kernel reads symbolic variable `k` (C: from the array `vars`); empty where it is a
+  /// parameter of its own (GPU dialects: `int var0` after the buffers).
+  virtual std::string read_variable(size_t k) const { return detail::cat("vars[", k, "]"); }
+  static std::string variable_name(size_t k) { return detail::cat("var", k); }
+  size_t variable_index(const UOp& var) const {
+    const auto& vars = program_->vars;
+    const auto it = std::find(vars.begin(), vars.end(), var);
+    if (it == vars.end()) throw InternalError(detail::cat(language(), " renderer: a variable the program does not list"));
+    return static_cast<size_t>(it - vars.begin());
+  }
   /// The index of this work-item along launch dimension `dim` (GPU dialects).
   virtual std::string work_item(int dim) const {
     throw CompileError(detail::cat(language(), " renderer: no work-items (launch dimension ", dim, ")"));
@@ -8286,6 +8658,12 @@ class CStyleRenderer {
     const auto& s = u.src();
     switch (u.op()) {
       case Ops::DEFINE_GLOBAL: name_[u.get()] = "data" + std::to_string(u.arg().as_int()); return;
+      case Ops::DEFINE_VAR: {
+        const size_t k = variable_index(u);
+        name_[u.get()] = variable_name(k);
+        if (std::string read = read_variable(k); !read.empty()) out("const " + type_of(u) + " " + name_[u.get()] + " = (" + type_of(u) + ")" + read + ";");
+        return;
+      }
       case Ops::CONST: name_[u.get()] = literal(u, u.dtype().is_index() && detail::fits_int32(u)); return;
       case Ops::RANGE: {
         const std::string n = "ridx" + std::to_string(u.arg()[0].as_int());
@@ -8457,8 +8835,10 @@ class OpenCLRenderer : public CStyleRenderer {
     body_ << "__kernel void " << p.name << "(";
     for (size_t i = 0; i < p.globals.size(); ++i)
       body_ << (i ? ", " : "") << "__global " << memory_type(p.globals[i].base()) << "* restrict data" << i;
+    for (size_t k = 0; k < p.vars.size(); ++k) body_ << (k + p.globals.size() ? ", " : "") << "int " << variable_name(k);
     body_ << ") {\n";
   }
+  std::string read_variable(size_t) const override { return ""; }
   std::string work_item(int dim) const override { return detail::cat("(int)get_global_id(", dim, ")"); }
   std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const override {
     return detail::cat("__local ", type, " ", name, "[", size, "]");
@@ -8510,8 +8890,10 @@ class CUDARenderer : public CStyleRenderer {
     body_ << "extern \"C\" __global__ void __launch_bounds__(" << max_local_ << ") " << p.name << "(";
     for (size_t i = 0; i < p.globals.size(); ++i)
       body_ << (i ? ", " : "") << memory_type(p.globals[i].base()) << "* __restrict__ data" << i;
+    for (size_t k = 0; k < p.vars.size(); ++k) body_ << (k + p.globals.size() ? ", " : "") << "int " << variable_name(k);
     body_ << ") {\n";
   }
+  std::string read_variable(size_t) const override { return ""; }
   std::string work_item(int dim) const override {
     const char* d = dim == 0 ? "x" : dim == 1 ? "y" : "z";
     return detail::cat("(int)(blockIdx.", d, " * blockDim.", d, " + threadIdx.", d, ")");
@@ -8559,7 +8941,6 @@ inline std::string render_cuda(const codegen::Program& p, int64_t max_local = 25
 #include <chrono>
 #include <iomanip>
 #include <iostream>
-#include <tuple>
 
 // ---- tinyt/codegen/decompositions.hpp ----
 // Decompositions: EXP2, LOG2 and SIN rewritten into ALU ops, bit casts and integer shifts, so a
@@ -9252,7 +9633,8 @@ inline UOp map_work_items(const UOp& ast) {
   };
   if (lane) as_work_item(lane);
   for (auto it = loops.rbegin(); it != loops.rend() && dim < 3; ++it) {
-    if (dim > 0 && range_size(*it) > max_outer_dimension) break;  // this and the outer loops stay loops
+    // this and the outer loops stay loops (a symbolic one: its launch would change with its value)
+    if (is_symbolic(*it) || (dim > 0 && range_size(*it) > max_outer_dimension)) break;
     as_work_item(*it);
   }
   if (lane && (static_cast<size_t>(dim) < loops.size() + 1 || tiles > 0))
@@ -9443,6 +9825,7 @@ inline constexpr const char* llvm_bf16_helpers =
 class LLVMRenderer {
  public:
   std::string render(const codegen::Program& p) {
+    program_ = &p;
     for (const UOp& u : p.ops) line(u);
     const std::string fn = detail::llvm_quoted(p.name),
                       body = detail::llvm_quoted(p.name + ".body");
@@ -9477,6 +9860,7 @@ class LLVMRenderer {
   }
 
  private:
+  const codegen::Program* program_ = nullptr;
   std::unordered_map<const UOpNode*, std::string> name_;
   std::unordered_map<const UOpNode*, int> loop_;  // RANGE -> its loop's number, -1 for THREAD
   std::ostringstream allocas_, body_;
@@ -9592,6 +9976,12 @@ class LLVMRenderer {
       case Ops::DEFINE_GLOBAL:
         name_[u.get()] = "%data" + std::to_string(u.arg().as_int());
         return;
+      case Ops::DEFINE_VAR: {  // symbolic variable k: vars[k]
+        const auto k = std::find(program_->vars.begin(), program_->vars.end(), u) - program_->vars.begin();
+        const std::string at = emit(detail::cat("getelementptr inbounds i64, i64* %vars, i64 ", k));
+        name_[u.get()] = convert(emit("load i64, i64* " + at + ", align 8"), dtypes::int64, u.dtype());
+        return;
+      }
       case Ops::CONST:
         name_[u.get()] = detail::llvm_literal(u);
         return;
@@ -10252,6 +10642,7 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
                                                       const OptSettings& settings) {
   auto k = std::make_shared<CompiledKernel>();
   ++GlobalCounters::compile_count;
+  const auto start = std::chrono::steady_clock::now();
   k->program = lower_kernel(ast, std::move(opts), settings.target, settings.transcendental);
   k->estimates = estimate(k->program);
   k->device = settings.device;
@@ -10260,6 +10651,9 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
   if (debug_level() >= 4) std::cerr << k->source << "\n";
   backend::Device& d = backend::device(settings.device);
   k->runtime = d.load(backend::cached_compile(d.compiler(), k->source, k->program.name), k->program.name);
+  if (debug_level() >= 2)
+    std::cerr << "compiled " << k->program.name << " for " << settings.device << " in " << std::fixed << std::setprecision(2)
+              << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3 << " ms\n";
   return k;
 }
 /// Compiles a kernel AST with `opts` for a device as the settings are now (the CPU by default).
@@ -10350,6 +10744,19 @@ struct ExecItem {
   std::vector<int64_t> vars;
   std::string device;  // where it runs (a copy: where it copies to)
 };
+
+/// An exec item as TinyJit records it: the item, its kernel's variables (in the order its values
+/// go), and whether it overwrites memory in place.
+struct CapturedItem {
+  ExecItem item;
+  std::vector<UOp> vars;
+  bool in_place = false;
+};
+/// Where this thread's launches are recorded while a TinyJit captures (null: not recording).
+inline std::vector<CapturedItem>*& capture_sink() {
+  thread_local std::vector<CapturedItem>* sink = nullptr;
+  return sink;
+}
 
 namespace detail {
 // Seconds of the fastest of a few runs of `ast` with `opts`, on scratch copies of its buffers
@@ -10505,6 +10912,7 @@ inline std::vector<ExecItem> lower_schedule(const std::vector<schedule::Kernel>&
       if (debug >= 6)
         for (const UOp& u : ck->program.ops) std::cerr << "    " << op_name(u.op()) << " " << u.dtype().name() << "\n";
       item.runner = std::make_shared<CompiledRunner>(ck);
+      for (const UOp& v : ck->program.vars) item.vars.push_back(k.var_vals.at(v));
     }
     items.push_back(std::move(item));
   }
@@ -10538,9 +10946,14 @@ inline void run_schedule(const std::vector<schedule::Kernel>& kernels) {
               << static_cast<double>(bytes) / 1e6 << " MB written\n";
   }
   const std::vector<ExecItem> items = lower_schedule(kernels, debug);
+  std::vector<CapturedItem>* capture = capture_sink();
   for (size_t i = 0; i < items.size(); ++i) {
     run_item(items[i], debug);
     const schedule::Kernel& k = kernels[i];
+    if (capture) {
+      const auto* compiled = dynamic_cast<const CompiledRunner*>(items[i].runner.get());
+      capture->push_back({items[i], compiled ? compiled->kernel().program.vars : std::vector<UOp>{}, k.in_place});
+    }
     if (k.in_place) graph::buffer_of(k.buffers[0])->overwritten();
     if (!k.temporary) graph::set_realized(k.computes, k.view);
   }
@@ -11523,6 +11936,8 @@ TINYT_INLINE std::string expr_string(const UOp& root) {
                                 : detail::cat(u.arg());
     else if (u.op() == Ops::DEFINE_VAR)
       t = u.arg()[0].get<std::string>();
+    else if (u.op() == Ops::BIND && u.src(1).is_const())  // a bound variable: "i=7"
+      t = detail::cat(*s[0], "=", static_cast<long long>(u.src(1).const_int()));
     else if (u.op() == Ops::RANGE)
       t = detail::cat("r", u.arg().is<Arg::Tuple>() ? u.arg()[0] : u.arg());
     else if (const char* sym = detail::infix_symbol(u.op()); sym && s.size() == 2)
@@ -11540,6 +11955,8 @@ TINYT_INLINE std::string expr_string(const UOp& root) {
 }
 
 namespace detail {
+TINYT_INLINE std::string text_of_node(const UOpNode* n) { return expr_string(UOp(n)); }
+
 inline int structural_compare(const UOp& a, const UOp& b, int depth) {
   if (a == b) return 0;
   if (a.op() != b.op()) return a.op() < b.op() ? -1 : 1;
@@ -11575,6 +11992,32 @@ TINYT_INLINE sint::sint(const UOp& u) {
   else
     v_ = s;
 }
+
+namespace detail {
+// `u` with each BIND replaced by its variable (`value`: by its value).
+inline UOp strip_binds(const UOp& u, bool value) {
+  std::unordered_map<const UOpNode*, UOp> map;
+  for (const UOp& x : toposort(u))
+    if (x.op() == Ops::BIND) map.emplace(x.get(), value ? x.src(1) : x.src(0));
+  return map.empty() ? u : simplify(substitute(u, map));
+}
+}  // namespace detail
+
+TINYT_INLINE UOp sint::unbound() const { return is_int() ? as_uop() : detail::strip_binds(std::get<UOp>(v_), false); }
+
+TINYT_INLINE int64_t sint::value() const {
+  if (is_int()) return std::get<int64_t>(v_);
+  const UOp v = detail::strip_binds(std::get<UOp>(v_), true);
+  if (!v.is_const()) {
+    for (const UOp& x : toposort(v))
+      if (x.op() == Ops::DEFINE_VAR)
+        throw ShapeError(detail::cat("the size ", *this, " needs a value of Variable '", x.arg()[0].get<std::string>(),
+                                     "': bind it (", x.arg()[0].get<std::string>(), ".bind(n))"));
+  }
+  return static_cast<int64_t>(v.const_int());
+}
+TINYT_INLINE int64_t sint::vmax() const { return is_int() ? as_int() : static_cast<int64_t>(bounds(as_uop()).hi); }
+TINYT_INLINE int64_t sint::vmin() const { return is_int() ? as_int() : static_cast<int64_t>(bounds(as_uop()).lo); }
 
 }  // namespace tinyt::inline v0
 // ---- end tinyt/shape_impl.hpp ----
@@ -11699,36 +12142,72 @@ namespace tinyt::inline v0 {
 
 namespace detail {
 inline std::string shape_str(const std::vector<int64_t>& s) { return to_string(Shape(s)); }
+
+// Whether two sizes are equal for every value of their variables. The symbolic engine does not
+// put polynomials in one normal form (n*(2n-1)+n and 2*n*n), so sizes that differ as expressions
+// are compared at every corner of the variables' ranges and at their bound values: a product of
+// sizes is a polynomial of low degree in each variable, and these agree there only when equal.
+inline bool same_size(const sint& a, const sint& b) {
+  if (a == b) return true;
+  if (a.is_int() && b.is_int()) return false;
+  std::vector<UOp> vars;
+  std::unordered_map<const UOpNode*, int64_t> bound;
+  for (const sint* s : {&a, &b})
+    if (!s->is_int())
+      for (const UOp& x : toposort(s->as_uop())) {
+        if (x.op() == Ops::BIND) bound[x.src(0).get()] = static_cast<int64_t>(x.src(1).const_int());
+        if (x.op() == Ops::DEFINE_VAR && std::find(vars.begin(), vars.end(), x) == vars.end()) vars.push_back(x);
+      }
+  if (vars.size() > 6) return false;
+  std::vector<std::vector<int64_t>> samples;
+  for (const UOp& v : vars) {
+    const int64_t lo = v.arg()[1].as_int(), hi = v.arg()[2].as_int();
+    std::vector<int64_t> s{lo, hi, lo + (hi - lo) / 2, lo + (hi - lo) / 3};
+    if (auto it = bound.find(v.get()); it != bound.end()) s.push_back(it->second);
+    samples.push_back(s);
+  }
+  std::vector<size_t> at(vars.size(), 0);
+  for (;;) {
+    std::unordered_map<const UOpNode*, UOp> values;
+    for (size_t k = 0; k < vars.size(); ++k) values[vars[k].get()] = UOp::const_(dtypes::index, samples[k][at[k]]);
+    auto eval = [&](const sint& s) { return simplify(substitute(s.unbound(), values)); };
+    if (!(eval(a) == eval(b))) return false;
+    size_t k = 0;
+    while (k < vars.size() && ++at[k] == samples[k].size()) at[k++] = 0;
+    if (k == vars.size()) return true;
+  }
+}
 }  // namespace detail
 
-TINYT_INLINE std::vector<int64_t> Tensor::broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
-                                                    const char* op) {
+TINYT_INLINE Shape Tensor::broadcast_shape(const Shape& a, const Shape& b, const char* op) {
   const size_t n = std::max(a.size(), b.size());
-  std::vector<int64_t> out(n);
+  std::vector<sint> out(n);
   for (size_t i = 0; i < n; ++i) {
-    const int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
-    const int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    if (x != y && x != 1 && y != 1)
-      throw ShapeError(detail::cat(op, ": cannot broadcast ", detail::shape_str(a), " with ", detail::shape_str(b)));
+    const sint x = i < n - a.size() ? sint(1) : a[i - (n - a.size())];
+    const sint y = i < n - b.size() ? sint(1) : b[i - (n - b.size())];
+    if (!(x == y) && !(x == 1) && !(y == 1))
+      throw ShapeError(detail::cat(op, ": cannot broadcast ", a, " with ", b));
     out[i] = x == 1 ? y : x;
   }
-  return out;
+  return Shape(std::move(out));
 }
 
 /// `t` broadcast to `shape` (which it must broadcast to): a reshape adding leading 1s, an expand.
-TINYT_INLINE Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s = t.cshape();
-  if (s == shape) return t;
-  if (s.size() > shape.size())
-    throw ShapeError(detail::cat("expand: cannot broadcast ", detail::shape_str(s), " to ", detail::shape_str(shape)));
-  s.insert(s.begin(), shape.size() - s.size(), 1);
+TINYT_INLINE Tensor broadcast_to(const Tensor& t, const Shape& shape) {
+  const Shape old = t.shape();
+  if (old == shape) return t;
+  if (old.size() > shape.size())
+    throw ShapeError(detail::cat("expand: cannot broadcast ", old, " to ", shape));
+  std::vector<sint> s(shape.size() - old.size(), 1);
+  s.insert(s.end(), old.begin(), old.end());
   for (size_t i = 0; i < s.size(); ++i)
-    if (s[i] != shape[i] && s[i] != 1)
-      throw ShapeError(detail::cat("expand: cannot broadcast ", detail::shape_str(t.cshape()), " to ", detail::shape_str(shape)));
-  return Tensor(graph::expand(graph::reshape(t.uop(), s), shape));
+    if (!(s[i] == shape[i]) && !(s[i] == 1))
+      throw ShapeError(detail::cat("expand: cannot broadcast ", old, " to ", shape));
+  return Tensor(graph::expand(graph::reshape(t.uop(), Shape(s)), shape));
 }
 
 TINYT_INLINE Tensor Tensor::reshape(Shape shape) const {
+  if (!shape.is_concrete() || !this->shape().is_concrete()) return reshape_symbolic(shape);
   const std::vector<int64_t> old = cshape();
   std::vector<int64_t> s;
   int64_t known = 1, infer = -1;
@@ -11755,10 +12234,21 @@ TINYT_INLINE Tensor Tensor::reshape(Shape shape) const {
   return Tensor(graph::reshape(uop(), s));
 }
 
+// A reshape where a size is symbolic: the element counts must be the same expression.
+TINYT_INLINE Tensor Tensor::reshape_symbolic(const Shape& shape) const {
+  for (const sint& d : shape)
+    if (d == -1 || d.vmin() < 0)
+      throw ShapeError(detail::cat("reshape: ", shape, " has a -1 or a negative size (a symbolic reshape names every size)"));
+  if (!detail::same_size(shape.numel(), this->shape().numel()))
+    throw ShapeError(detail::cat("reshape: cannot reshape ", this->shape(), " to ", shape, ": ", this->shape().numel(),
+                                 " and ", shape.numel(), " elements"));
+  return Tensor(graph::reshape(uop(), shape));
+}
+
 TINYT_INLINE Tensor Tensor::permute(std::vector<int> order) const {
-  const std::vector<int64_t> s = cshape();
+  const Shape s = shape();
   if (order.size() != s.size())
-    throw ShapeError(detail::cat("permute: ", order.size(), " axes for shape ", detail::shape_str(s)));
+    throw ShapeError(detail::cat("permute: ", order.size(), " axes for shape ", s));
   std::vector<int64_t> perm;
   std::vector<bool> seen(s.size(), false);
   for (int a : order) {
@@ -11771,18 +12261,20 @@ TINYT_INLINE Tensor Tensor::permute(std::vector<int> order) const {
 }
 
 TINYT_INLINE Tensor Tensor::expand(Shape shape) const {
-  std::vector<int64_t> target;
-  const std::vector<int64_t> s = cshape();
+  std::vector<sint> target;
+  const Shape s = this->shape();
   for (size_t i = 0; i < shape.size(); ++i) {
-    int64_t d = shape[i].as_int();
+    sint d = shape[i];
     // -1 keeps the size of the matching dim (aligned from the right)
     if (d == -1 && i + s.size() >= shape.size()) d = s[i + s.size() - shape.size()];
     target.push_back(d);
   }
-  return broadcast_to(*this, target);
+  return broadcast_to(*this, Shape(target));
 }
 
 TINYT_INLINE Tensor Tensor::pad(std::vector<std::pair<sint, sint>> padding, double value) const {
+  if (!shape().is_concrete() || std::any_of(padding.begin(), padding.end(), [](const auto& p) { return !p.first.is_int() || !p.second.is_int(); }))
+    return pad_symbolic(padding, value);
   const std::vector<int64_t> s = cshape();
   if (padding.size() != s.size())
     throw ShapeError(detail::cat("pad: ", padding.size(), " (before, after) pairs for shape ", detail::shape_str(s)));
@@ -11804,18 +12296,32 @@ TINYT_INLINE Tensor Tensor::pad(std::vector<std::pair<sint, sint>> padding, doub
   return mask.where(padded, Tensor::full(Shape(padded.cshape()), value, dtype(), device()));
 }
 
+// A pad where a size or an amount is symbolic: amounts are never negative, and the value is 0 or
+// selected as for a concrete pad.
+TINYT_INLINE Tensor Tensor::pad_symbolic(const std::vector<std::pair<sint, sint>>& padding, double value) const {
+  const Shape s = shape();
+  if (padding.size() != s.size())
+    throw ShapeError(detail::cat("pad: ", padding.size(), " (before, after) pairs for shape ", s));
+  for (const auto& [b, a] : padding)
+    if (b.vmin() < 0 || a.vmin() < 0)
+      throw ShapeError(detail::cat("pad: padding (", b, ", ", a, ") may be negative; a symbolic pad only grows"));
+  Tensor padded(graph::pad(uop(), padding));
+  if (value == 0.0) return padded;
+  Tensor mask(graph::pad(graph::expand(graph::reshape(graph::const_(dtypes::bool_, true, device()), std::vector<int64_t>(s.size(), 1)), s), padding));
+  return mask.where(padded, Tensor::full(padded.shape(), value, dtype(), device()));
+}
+
 TINYT_INLINE Tensor Tensor::shrink(std::vector<std::pair<sint, sint>> bounds) const {
-  const std::vector<int64_t> s = cshape();
+  const Shape s = shape();
   if (bounds.size() != s.size())
-    throw ShapeError(detail::cat("shrink: ", bounds.size(), " (start, end) pairs for shape ", detail::shape_str(s)));
-  std::vector<std::pair<int64_t, int64_t>> p;
+    throw ShapeError(detail::cat("shrink: ", bounds.size(), " (start, end) pairs for shape ", s));
   for (size_t i = 0; i < s.size(); ++i) {
-    const int64_t b = bounds[i].first.as_int(), e = bounds[i].second.as_int();
-    if (b < 0 || e < b || e > s[i])
-      throw ShapeError(detail::cat("shrink: (", b, ", ", e, ") is outside dim ", i, " of shape ", detail::shape_str(s)));
-    p.emplace_back(b, e);
+    const auto& [b, e] = bounds[i];
+    // a symbolic bound is checked over its variables' ranges; the size it ends at, at its largest
+    if (b.vmin() < 0 || (e - b).vmin() < 0 || e.vmax() > s[i].vmax())
+      throw ShapeError(detail::cat("shrink: (", b, ", ", e, ") is outside dim ", i, " of shape ", s));
   }
-  return Tensor(graph::shrink(uop(), p));
+  return Tensor(graph::shrink(uop(), bounds));
 }
 
 TINYT_INLINE Tensor Tensor::flip(std::vector<int> axes) const {
@@ -11838,20 +12344,20 @@ TINYT_INLINE Tensor Tensor::transpose(int d0, int d1) const {
 
 TINYT_INLINE Tensor Tensor::flatten(int start, int end) const {
   if (ndim() == 0) return reshape({1});
-  const auto s = cshape();
+  const Shape s = shape();
   const auto a = static_cast<size_t>(normalize_axis(start, s.size(), "flatten"));
   const auto b = static_cast<size_t>(normalize_axis(end, s.size(), "flatten"));
   if (a > b) throw ShapeError(detail::cat("flatten: start ", start, " comes after end ", end));
-  std::vector<int64_t> out(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(a));
-  int64_t n = 1;
-  for (size_t i = a; i <= b; ++i) n *= s[i];
+  std::vector<sint> out(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(a));
+  sint n = 1;
+  for (size_t i = a; i <= b; ++i) n = n * s[i];
   out.push_back(n);
   out.insert(out.end(), s.begin() + static_cast<std::ptrdiff_t>(b) + 1, s.end());
   return reshape(Shape(out));
 }
 
 TINYT_INLINE Tensor Tensor::unflatten(int dim, Shape sizes) const {
-  auto s = cshape();
+  const Shape s = shape();
   const auto d = static_cast<size_t>(normalize_axis(dim, s.size(), "unflatten"));
   std::vector<sint> out(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(d));
   for (const sint& x : sizes) out.push_back(x);
@@ -11860,10 +12366,10 @@ TINYT_INLINE Tensor Tensor::unflatten(int dim, Shape sizes) const {
 }
 
 TINYT_INLINE Tensor Tensor::squeeze(int dim) const {
-  auto s = cshape();
+  std::vector<sint> s = shape().dims();
   if (s.empty()) return *this;
   const auto d = static_cast<size_t>(normalize_axis(dim, s.size(), "squeeze"));
-  if (s[d] != 1) return *this;
+  if (!(s[d] == 1)) return *this;
   s.erase(s.begin() + static_cast<std::ptrdiff_t>(d));
   return reshape(Shape(s));
 }
@@ -11873,7 +12379,7 @@ TINYT_INLINE Tensor Tensor::squeeze() const {
   return reshape(Shape(s));
 }
 TINYT_INLINE Tensor Tensor::unsqueeze(int dim) const {
-  auto s = cshape();
+  std::vector<sint> s = shape().dims();
   const auto d = static_cast<size_t>(normalize_axis(dim, s.size() + 1, "unsqueeze"));
   s.insert(s.begin() + static_cast<std::ptrdiff_t>(d), 1);
   return reshape(Shape(s));
@@ -11936,11 +12442,12 @@ inline Operand promote_operand(const Operand& x, DType dt) {
 /// longer weak.
 inline Tensor promoted(const Tensor& t, DType dt) { return to_tensor({promote_operand(operand_of(t), dt).u, false}); }
 
-inline UOp broadcast_uop(const UOp& u, const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s = graph::concrete_shape(u);
-  if (s == shape) return u;
-  s.insert(s.begin(), shape.size() - s.size(), 1);
-  return graph::expand(graph::reshape(u, s), shape);
+inline UOp broadcast_uop(const UOp& u, const Shape& shape) {
+  const Shape& old = graph::shape_of(u);
+  if (old == shape) return u;
+  std::vector<sint> s(shape.size() - old.size(), 1);
+  s.insert(s.end(), old.begin(), old.end());
+  return graph::expand(graph::reshape(u, Shape(s)), shape);
 }
 
 /// A C++ scalar lives where the tensor it meets lives: a weak constant moved to `device`
@@ -11960,7 +12467,7 @@ TINYT_INLINE Operand binary_operand(Ops op, Operand a, Operand b, const char* na
   a = scalar_on(a, graph::device_of(b.u)), b = scalar_on(b, graph::device_of(a.u));
   if (graph::device_of(a.u) != graph::device_of(b.u))
     throw DeviceError(cat(name, ": operands are on ", graph::device_of(a.u), " and ", graph::device_of(b.u)));
-  const auto shape = Tensor::broadcast_shape(graph::concrete_shape(a.u), graph::concrete_shape(b.u), name);
+  const Shape shape = Tensor::broadcast_shape(graph::shape_of(a.u), graph::shape_of(b.u), name);
   return {broadcast_uop(a.u, shape).alu(op, {broadcast_uop(b.u, shape)}), false};
 }
 TINYT_INLINE Operand negate(const Operand& x) {
@@ -11971,7 +12478,7 @@ TINYT_INLINE Operand negate(const Operand& x) {
     return {UOp(Ops::CONST, dt, x.u.src(), value.arg()), x.weak, x.exact ? UOp::const_(dtypes::float64, -x.exact.const_float()) : UOp()};
   }
   const UOp minus_one = graph::const_(dt, -1, graph::device_of(x.u));
-  return {x.u.alu(Ops::MUL, {broadcast_uop(minus_one, graph::concrete_shape(x.u))}), x.weak};
+  return {x.u.alu(Ops::MUL, {broadcast_uop(minus_one, graph::shape_of(x.u))}), x.weak};
 }
 }  // namespace detail
 
@@ -12073,7 +12580,7 @@ TINYT_INLINE Tensor Tensor::where(const Tensor& a, const Tensor& b) const {
                                      : least_upper_dtype({a.dtype(), b.dtype()});
   Tensor c = cast(dtypes::bool_);
   Tensor x = detail::promoted(a, dt), y = detail::promoted(b, dt);
-  auto shape = broadcast_shape(broadcast_shape(c.cshape(), x.cshape(), "where"), y.cshape(), "where");
+  const Shape shape = broadcast_shape(broadcast_shape(c.shape(), x.shape(), "where"), y.shape(), "where");
   return Tensor(broadcast_to(c, shape).uop().where(broadcast_to(x, shape).uop(), broadcast_to(y, shape).uop()));
 }
 
@@ -12227,7 +12734,7 @@ inline DType stats_acc_dtype(DType dt) { return least_upper_dtype({least_upper_f
 // max and min have no identity: reducing a dim of size 0 is an error, as in PyTorch (other
 // dims may be 0: the result is then empty)
 inline void check_nonempty_reduce(const Tensor& t, const std::vector<int>& axes, const char* op) {
-  const auto s = t.shape().to_vector();
+  const Shape s = t.shape();
   for (int a : axes)
     if (!s.empty() && s[static_cast<size_t>(normalize_axis(a, s.size(), op))] == 0)
       throw ShapeError(cat(op, ": cannot reduce dim ", a, " of size 0 in shape ", t.shape()));
@@ -12242,6 +12749,7 @@ inline std::vector<int> all_axes(size_t n) {
 // reduces contiguous chunks of its largest axis into parts, which threads can share, and the
 // second reduces the parts. Off with SPLIT_REDUCEOP=0.
 inline UOp split_reduce(const Tensor& x, Ops op, const std::vector<int64_t>& axes) {
+  if (!graph::shape_of(x.uop()).is_concrete()) return graph::reduce(x.uop(), op, axes);  // nothing to split by
   const std::vector<int64_t> s = graph::concrete_shape(x.uop());
   int64_t in = 1, reduced = 1;
   for (int64_t d : s) in *= d;
@@ -12268,7 +12776,7 @@ inline UOp split_reduce(const Tensor& x, Ops op, const std::vector<int64_t>& axe
 }  // namespace detail
 
 TINYT_INLINE Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const {
-  const auto s = cshape();
+  const Shape s = shape();
   std::vector<int64_t> ax;
   for (int a : axes) {
     const int64_t n = normalize_axis(a, s.size(), name);
@@ -12278,7 +12786,7 @@ TINYT_INLINE Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim, 
   std::sort(ax.begin(), ax.end());
   Tensor r(detail::split_reduce(*this, op, ax));
   if (keepdim) return r;
-  std::vector<int64_t> out;
+  std::vector<sint> out;
   for (size_t i = 0; i < s.size(); ++i)
     if (std::find(ax.begin(), ax.end(), static_cast<int64_t>(i)) == ax.end()) out.push_back(s[i]);
   return r.reshape(Shape(out));
@@ -12335,9 +12843,9 @@ namespace detail {
 /// Running sums along the last axis of x (rows, n), in x's own dtype: a sliding window of x padded
 /// with n-1 zeros in front, taken as a view (no copy) and summed, so it is one kernel.
 inline Tensor running_sums(const Tensor& x) {
-  const std::vector<int64_t> s = graph::concrete_shape(x.uop());
-  const int64_t rows = s[0], n = s[1], L = 2 * n - 1;
-  if (n <= 1) return x;
+  const Shape& s = graph::shape_of(x.uop());
+  const sint rows = s[0], n = s[1], L = n * 2 - 1;
+  if (n.vmax() <= 1) return x;
   // W[i][k] = xp[i + k] for xp = x padded in front by n-1: repeat xp n times, flatten, pad each
   // row by one element, and row i starts i further in
   Tensor xp = x.pad({{0, 0}, {n - 1, 0}});
@@ -12410,10 +12918,11 @@ TINYT_INLINE Tensor Tensor::empty(Shape shape, DType dtype, std::string device) 
 }
 namespace detail {
 template <class V> Tensor full_of(const Shape& shape, V value, DType dtype, const std::string& device) {
-  const auto s = checked_shape(shape, "full");
+  for (const sint& d : shape)
+    if (d.vmin() < 0) throw ShapeError(cat("full: negative size in shape ", shape));
   const std::string dev = device.empty() ? Device::default_device() : Device::canonicalize(device);
   UOp c = graph::const_(dtype, value, dev);
-  return Tensor(graph::expand(graph::reshape(c, std::vector<int64_t>(s.size(), 1)), s));
+  return Tensor(graph::expand(graph::reshape(c, std::vector<int64_t>(shape.size(), 1)), shape));
 }
 }  // namespace detail
 TINYT_INLINE Tensor Tensor::full_value(const Shape& shape, double value, DType dtype, const std::string& device) {
@@ -12428,7 +12937,9 @@ TINYT_INLINE Tensor Tensor::zeros_like(const Tensor& t) { return zeros(t.shape()
 TINYT_INLINE Tensor Tensor::ones_like(const Tensor& t) { return ones(t.shape(), t.dtype(), t.device()); }
 
 
-TINYT_INLINE Tensor Tensor::arange_values(double start, double step, int64_t count, DType dtype) {
+TINYT_INLINE Tensor Tensor::arange_values(double start, double step, sint count, DType dtype) {
+  // a symbolic count: the first `count` of the longest arange it can be (one kernel for all)
+  if (!count.is_int()) return arange_values(start, step, count.vmax(), dtype).shrink({{0, count}});
   // start + step * i: i counted by a cumulative sum of ones, as tinygrad does (in dtype: an int64
   // cumsum cast back to int32 would hide the count from the reduce collapse)
   return detail::running_sums(Tensor::full(Shape{1, count}, step, dtype))
@@ -12654,6 +13165,12 @@ TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
   std::vector<UOp> uops;
   for (const Tensor& t : tensors)
     if (root_ids.insert(t.id()).second) roots.push_back(t), uops.push_back(t.uop());
+  // memory holds them all already (a replayed step's inputs, a tensor read twice): nothing to do
+  if (std::all_of(uops.begin(), uops.end(), [](const UOp& u) { return schedule::detail::is_materialized(u); })) {
+    for (size_t i = 0; i < roots.size(); ++i)
+      if (UOp view = graph::realized(uops[i]); view && !(view == uops[i])) roots[i].set_uop(view);
+    return;
+  }
   auto pending_assigns = [&] {
     const std::vector<UOp> pending = schedule::detail::pending_graph(uops);
     return std::any_of(pending.begin(), pending.end(), [](const UOp& u) { return u.op() == Ops::ASSIGN && !graph::realized(u); });
@@ -12713,6 +13230,240 @@ TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
 
 }  // namespace tinyt::inline v0
 // ---- end tinyt/engine/tensors_impl.hpp ----
+// ---- tinyt/engine/jit_impl.hpp ----
+// TinyJit's engine part (jit.hpp): recording exec items, planning their memory once, replaying.
+
+#include <unordered_set>
+
+
+namespace tinyt::inline v0 {
+namespace detail {
+
+/// One captured exec item: what it runs, on what, and where its inputs and variables go.
+struct JitItem {
+  engine::ExecItem item;
+  std::vector<UOp> vars;                              // the kernel's variables, in its order
+  std::vector<std::pair<size_t, size_t>> input_slots;  // (buffer slot, input number)
+  bool in_place = false;                               // it overwrites memory others may hold views of
+};
+
+struct JitCore::State {
+  int64_t calls = 0;
+  bool enabled = getenv_int("JIT", 1) != 0;
+  bool captured = false;
+  std::vector<engine::CapturedItem> recording;
+  std::vector<std::shared_ptr<Buffer>> capture_inputs;  // the memory of the capture's inputs
+  std::vector<JitItem> items;
+  // what the capture was called with: each input's shape, dtype and device
+  std::vector<Shape> shapes;
+  std::vector<DType> dtypes;
+  std::vector<std::string> devices;
+  std::vector<UOp> outputs;  // where each output's value lives (views of the JIT's memory)
+};
+
+TINYT_INLINE JitCore::JitCore() : s_(std::make_unique<State>()) {}
+TINYT_INLINE JitCore::~JitCore() = default;
+TINYT_INLINE size_t JitCore::captured_count() const { return s_->items.size(); }
+
+TINYT_INLINE JitMode JitCore::next_mode() {
+  const int64_t call = s_->calls++;
+  if (!s_->enabled || call == 0) return JitMode::run;
+  return s_->captured ? JitMode::replay : JitMode::capture;
+}
+
+TINYT_INLINE void JitCore::realize_inputs(const std::vector<Tensor>& inputs) { realize_tensors(inputs); }
+
+namespace jit {
+// The memory holding a realized input: its whole buffer, in the input's own (row-major) layout.
+inline std::shared_ptr<Buffer> input_memory(const Tensor& t, size_t k) {
+  const UOp base = graph::base_buffer(t.uop());
+  if (!base)
+    throw ShapeError(cat("TinyJit: input ", k, " of shape ", t.shape(),
+                         " is a view of other memory; pass t.contiguous() so the replay can read it"));
+  return graph::buffer_of(base);
+}
+
+// The values the bound variables among the arguments and in the inputs' shapes give.
+inline schedule::VarVals bound_values(const std::vector<Tensor>& inputs, const std::vector<UOp>& binds) {
+  schedule::VarVals vals;
+  auto add = [&](const UOp& root) {
+    for (const UOp& x : toposort(root))
+      if (x.op() == Ops::BIND) vals.bind(x.src(0), static_cast<int64_t>(x.src(1).const_int()));
+  };
+  for (const UOp& b : binds) add(b);
+  for (const Tensor& t : inputs)
+    for (const sint& d : t.shape())
+      if (!d.is_int()) add(d.as_uop());
+  return vals;
+}
+
+// The memory every node reachable from `roots` holds or reads (through realized values).
+inline std::unordered_set<const Buffer*> reachable_memory(const std::vector<UOp>& roots) {
+  std::unordered_set<const Buffer*> out;
+  std::unordered_set<const UOpNode*> seen;
+  std::vector<UOp> stack(roots.begin(), roots.end());
+  while (!stack.empty()) {
+    UOp u = std::move(stack.back());
+    stack.pop_back();
+    if (!u || !seen.insert(u.get()).second) continue;
+    if (u.op() == Ops::BUFFER) out.insert(graph::buffer_of(u).get());
+    if (UOp view = graph::realized(u); view && !(view == u)) stack.push_back(view);
+    for (const UOp& x : u.src()) stack.push_back(x);
+  }
+  return out;
+}
+
+// Gives the intermediate buffers of the items (`intermediate` says which) shared memory: a buffer
+// takes the memory of an earlier one of the same size and device whose last use has passed. A
+// buffer an item reads before any item writes it holds a value from before the step: it keeps
+// its memory. Returns how many buffers there were and how many memories they share.
+inline std::pair<size_t, size_t> plan_memory(std::vector<JitItem>& items,
+                                             const std::function<bool(const Buffer*)>& intermediate) {
+  std::unordered_map<const Buffer*, size_t> first, last;
+  std::unordered_set<const Buffer*> read_first;
+  for (size_t i = 0; i < items.size(); ++i)
+    for (size_t j = 0; j < items[i].item.buffers.size(); ++j) {
+      const Buffer* b = items[i].item.buffers[j].get();
+      if (!b) continue;
+      if (first.emplace(b, i).second && j != 0) read_first.insert(b);
+      last[b] = i;
+    }
+  std::unordered_map<const Buffer*, std::shared_ptr<Buffer>> assigned;
+  std::vector<std::shared_ptr<Buffer>> pool;  // memory whose last use has passed
+  std::vector<std::pair<size_t, std::shared_ptr<Buffer>>> in_use;  // (last use, memory)
+  size_t planned = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    for (std::shared_ptr<Buffer>& b : items[i].item.buffers) {
+      if (!b || !intermediate(b.get()) || read_first.count(b.get())) continue;
+      auto [it, fresh] = assigned.try_emplace(b.get());
+      if (fresh) {
+        ++planned;
+        auto fit = std::find_if(pool.begin(), pool.end(), [&](const std::shared_ptr<Buffer>& m) {
+          return m->nbytes() == b->nbytes() && m->device() == b->device();
+        });
+        if (fit != pool.end()) {
+          it->second = *fit;
+          pool.erase(fit);
+        } else {
+          it->second = b;
+        }
+        in_use.emplace_back(last.at(b.get()), it->second);
+      }
+      b = it->second;
+    }
+    for (auto u = in_use.begin(); u != in_use.end();) {
+      if (u->first <= i) pool.push_back(u->second), u = in_use.erase(u);
+      else ++u;
+    }
+  }
+  std::unordered_set<const Buffer*> memories;
+  for (const auto& [b, m] : assigned) memories.insert(m.get());
+  return {planned, memories.size()};
+}
+
+// A view of the JIT's memory with its bound variables bound to this call's values.
+inline UOp rebind(const UOp& view, const schedule::VarVals& vals) {
+  if (view.op() != Ops::RESHAPE || graph::shape_of(view).is_concrete()) return view;
+  std::vector<sint> dims;
+  for (const sint& d : graph::shape_of(view)) {
+    if (d.is_int()) {
+      dims.push_back(d);
+      continue;
+    }
+    std::unordered_map<const UOpNode*, UOp> map;
+    for (const UOp& x : toposort(d.as_uop()))
+      if (x.op() == Ops::BIND) map.emplace(x.get(), x.src(0).bind(vals.at(x.src(0))));
+    dims.push_back(sint(substitute(d.as_uop(), map)));
+  }
+  return UOp(Ops::RESHAPE, view.dtype(), {view.src(0)}, graph::shape_arg(Shape(dims)));
+}
+}  // namespace jit
+
+TINYT_INLINE void JitCore::begin_capture(const std::vector<Tensor>& inputs, const std::vector<UOp>& binds) {
+  (void)jit::bound_values(inputs, binds);  // two bindings of one variable: an error now, not at replay
+  s_->capture_inputs.clear();
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    s_->capture_inputs.push_back(jit::input_memory(inputs[k], k));
+    s_->shapes.push_back(inputs[k].shape());
+    s_->dtypes.push_back(inputs[k].dtype());
+    s_->devices.push_back(inputs[k].device());
+  }
+  s_->recording.clear();
+  engine::capture_sink() = &s_->recording;
+}
+
+TINYT_INLINE void JitCore::abort_capture() {
+  engine::capture_sink() = nullptr;
+  s_->recording.clear();
+  s_->capture_inputs.clear();
+  s_->shapes.clear(), s_->dtypes.clear(), s_->devices.clear();
+  s_->calls = 1;  // the next call captures again
+}
+
+TINYT_INLINE void JitCore::end_capture(const std::vector<Tensor>& outputs) {
+  try {
+    realize_tensors(outputs);  // the outputs are part of the step: their kernels are captured too
+  } catch (...) {
+    abort_capture();
+    throw;
+  }
+  engine::capture_sink() = nullptr;
+  for (engine::CapturedItem& c : s_->recording) {
+    JitItem item{std::move(c.item), std::move(c.vars), {}, c.in_place};
+    for (size_t j = 0; j < item.item.buffers.size(); ++j)
+      for (size_t k = 0; k < s_->capture_inputs.size(); ++k)
+        if (item.item.buffers[j] == s_->capture_inputs[k]) {
+          item.input_slots.emplace_back(j, k);
+          item.item.buffers[j] = nullptr;  // filled at each replay
+        }
+    s_->items.push_back(std::move(item));
+  }
+  s_->recording.clear();
+  s_->capture_inputs.clear();
+  for (const Tensor& t : outputs) s_->outputs.push_back(t.uop());
+  // what outlives the step keeps its memory: the outputs, and whatever a live tensor can reach
+  std::vector<UOp> roots = s_->outputs;
+  for (auto& d : Tensor::live_tensors().snapshot()) roots.push_back(Tensor::shared_fields(*d).first);
+  const std::unordered_set<const Buffer*> kept = jit::reachable_memory(roots);
+  const auto [buffers, memories] = jit::plan_memory(s_->items, [&](const Buffer* b) { return !kept.count(b); });
+  s_->captured = true;
+  if (debug_level() >= 1)
+    std::cerr << "TinyJit: captured " << s_->items.size() << " exec item(s); " << buffers
+              << " intermediate buffer(s) share " << memories << " memories\n";
+}
+
+TINYT_INLINE std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& inputs, const std::vector<UOp>& binds) {
+  if (inputs.size() != s_->shapes.size())
+    throw ShapeError(cat("TinyJit: called with ", inputs.size(), " tensor(s); it was captured with ", s_->shapes.size()));
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (!inputs[k].defined()) throw Error(cat("TinyJit: input ", k, " is the empty Tensor() handle"));
+    if (!(inputs[k].shape() == s_->shapes[k]))
+      throw ShapeError(cat("TinyJit: input ", k, " has shape ", inputs[k].shape(), "; it was captured with ", s_->shapes[k]));
+    if (inputs[k].dtype() != s_->dtypes[k])
+      throw DTypeError(cat("TinyJit: input ", k, " is ", inputs[k].dtype().name(), "; it was captured with ", s_->dtypes[k].name()));
+    if (inputs[k].device() != s_->devices[k])
+      throw DeviceError(cat("TinyJit: input ", k, " is on ", inputs[k].device(), "; it was captured on ", s_->devices[k]));
+  }
+  realize_tensors(inputs);
+  std::vector<std::shared_ptr<Buffer>> memory;
+  for (size_t k = 0; k < inputs.size(); ++k) memory.push_back(jit::input_memory(inputs[k], k));
+  const schedule::VarVals vals = jit::bound_values(inputs, binds);
+  const int debug = debug_level();
+  for (JitItem& j : s_->items) {
+    for (const auto& [slot, k] : j.input_slots) j.item.buffers[slot] = memory[k];
+    for (size_t v = 0; v < j.vars.size(); ++v) j.item.vars[v] = vals.at(j.vars[v]);
+    engine::run_item(j.item, debug);
+    if (j.in_place) j.item.buffers[0]->overwritten();
+    for (const auto& [slot, k] : j.input_slots) j.item.buffers[slot] = nullptr;
+  }
+  std::vector<Tensor> out;
+  for (const UOp& view : s_->outputs) out.emplace_back(jit::rebind(view, vals));
+  return out;
+}
+
+}  // namespace detail
+}  // namespace tinyt::inline v0
+// ---- end tinyt/engine/jit_impl.hpp ----
 // ---- tinyt/ops/assign.hpp ----
 // assign: a store into a tensor's existing memory (see engine/tensors_impl.hpp for how a
 // schedule that assigns keeps every other tensor's value intact).
@@ -12752,7 +13503,7 @@ TINYT_INLINE Tensor& Tensor::assign(const Tensor& value) {
   }
   if (value.defined() && value.device() != device())
     throw DeviceError(detail::cat("assign: the value is on ", value.device(), ", the tensor on ", device()));
-  Tensor v = broadcast_to(value.cast(dtype()), cshape());
+  Tensor v = broadcast_to(value.cast(dtype()), shape());
   set_uop(UOp(Ops::ASSIGN, dtype(), {uop(), v.uop()}));
   return *this;
 }
@@ -12793,30 +13544,30 @@ inline void check_tensors(const std::vector<Tensor>& ts, const char* op) {
 /// keeps -0.0 and works for bools; the kernels are the same size.
 TINYT_INLINE Tensor Tensor::cat(const std::vector<Tensor>& tensors, int dim) {
   detail::check_tensors(tensors, "cat");
-  const auto s0 = tensors[0].cshape();
+  const Shape s0 = tensors[0].shape();
   if (s0.empty())
     throw ShapeError(
         "cat: zero-dimensional tensors cannot be concatenated (unsqueeze them or use stack)");
   const auto d = static_cast<size_t>(normalize_axis(dim, s0.size(), "cat"));
-  int64_t total = 0;
+  sint total = 0;
   for (const Tensor& t : tensors) {
-    auto s = t.cshape();
+    const Shape s = t.shape();
     bool fits = s.size() == s0.size();
     for (size_t i = 0; fits && i < s.size(); ++i) fits = i == d || s[i] == s0[i];
     if (!fits)
       throw ShapeError(
           detail::cat("cat: shapes ", detail::shapes_str(tensors), " differ outside dim ", dim));
-    total += s[d];
+    total = total + s[d];
   }
   const DType dt = detail::common_dtype(tensors);
   if (tensors.size() == 1) return tensors[0].cast(dt);
   Tensor out;
-  int64_t offset = 0;
+  sint offset = 0;
   for (const Tensor& t : tensors) {
-    const int64_t n = t.cshape()[d];
+    const sint n = t.shape()[d];
     std::vector<std::pair<sint, sint>> p(s0.size(), {0, 0});
     p[d] = {offset, total - offset - n};
-    offset += n;
+    offset = offset + n;
     Tensor piece = t.cast(dt).pad(p);
     Tensor mask = Tensor::full(t.shape(), true, dtypes::bool_, t.device()).pad(p);
     out = !out.defined() ? piece : mask.where(piece, out);
@@ -12958,15 +13709,18 @@ template <class V> Tensor scalar_of(DType dt, V v, const std::string& device) {
 inline std::vector<int64_t> dims_of(const Tensor& t) { return graph::concrete_shape(t.uop()); }
 
 /// What an index does to one dim of the base: it keeps `count` elements start, start+step, ...
+/// (start and count may be symbolic where step is 1).
 struct DimSelect {
-  int64_t start = 0, step = 1, count = 0;
+  sint start = 0;
+  int64_t step = 1;
+  sint count = 0;
 };
 
 /// An index resolved against a shape: per base dim what it keeps; the shape of the view (ints
 /// dropped, NewAxis added); and the tensor indices with the view dim each applies to.
 struct ParsedIndex {
   std::vector<DimSelect> dims;
-  std::vector<int64_t> view_shape;
+  std::vector<sint> view_shape;
   std::vector<std::pair<size_t, Tensor>> tensors;
 };
 
@@ -13010,8 +13764,29 @@ inline void check_index_values(const Tensor& idx, int64_t size, bool wrap, const
                        " (element ", shape_str(where), " of the index tensor of shape ", shape_str(shape), ")"));
 }
 
+/// A slice where a bound or the size is symbolic: step 1, bounds within the dim (a negative
+/// concrete bound counts from the end), no clamping.
+inline DimSelect resolve_symbolic_slice(const Slice& s, const sint& size) {
+  if (s.step.value_or(1) != 1) throw IndexError(cat("index: a symbolic slice takes step 1, not ", *s.step));
+  auto bound = [&](const std::optional<sint>& v, const sint& fallback) {
+    if (!v) return fallback;
+    return v->is_int() && v->as_int() < 0 ? *v + size : *v;
+  };
+  const sint start = bound(s.start, 0), stop = bound(s.stop, size);
+  if (start.vmin() < 0 || (stop - start).vmin() < 0 || stop.vmax() > size.vmax())
+    throw IndexError(cat("index: the slice ", start, ":", stop, " may leave the dim of size ", size));
+  return {start, 1, stop - start};
+}
+
 /// Python's slice.indices(size) followed by the length of the range.
-inline DimSelect resolve_slice(const Slice& s, int64_t size) {
+inline DimSelect resolve_slice(const Slice& slice, const sint& symbolic_size) {
+  if (!symbolic_size.is_int() || (slice.start && !slice.start->is_int()) || (slice.stop && !slice.stop->is_int()))
+    return resolve_symbolic_slice(slice, symbolic_size);
+  const int64_t size = symbolic_size.as_int();
+  struct {
+    std::optional<int64_t> start, stop, step;
+  } s{slice.start ? std::optional(slice.start->as_int()) : std::nullopt,
+      slice.stop ? std::optional(slice.stop->as_int()) : std::nullopt, slice.step};
   const int64_t step = s.step.value_or(1);
   if (step == 0) throw Error("index: a slice step cannot be 0");
   const int64_t lower = step > 0 ? 0 : -1, upper = step > 0 ? size : size - 1;
@@ -13037,7 +13812,7 @@ inline DimSelect resolve_slice(const Slice& s, int64_t size) {
   return {start, step, count};
 }
 
-inline ParsedIndex parse_index(const std::vector<int64_t>& shape, const std::vector<Index>& index) {
+inline ParsedIndex parse_index(const Shape& shape, const std::vector<Index>& index) {
   size_t ellipses = 0, consuming = 0;
   for (const Index& i : index) {
     if (std::holds_alternative<EllipsisT>(i.value))
@@ -13048,7 +13823,7 @@ inline ParsedIndex parse_index(const std::vector<int64_t>& shape, const std::vec
   if (ellipses > 1) throw IndexError(cat("index: at most one Ellipsis is allowed, got ", ellipses));
   if (consuming > shape.size())
     throw IndexError(
-        cat("index: too many indices (", consuming, ") for a tensor of shape ", shape_str(shape)));
+        cat("index: too many indices (", consuming, ") for a tensor of shape ", shape));
   ParsedIndex p;
   size_t dim = 0;
   auto keep_all = [&] {
@@ -13061,11 +13836,11 @@ inline ParsedIndex parse_index(const std::vector<int64_t>& shape, const std::vec
     } else if (std::holds_alternative<NewAxisT>(entry.value)) {
       p.view_shape.push_back(1);
     } else if (const int64_t* i = std::get_if<int64_t>(&entry.value)) {
-      const int64_t size = shape[dim];
-      if (*i < -size || *i >= size)
+      const sint& size = shape[dim];  // symbolic: the index must be in range at its smallest
+      if (*i < -size.vmin() || *i >= size.vmin())
         throw IndexError(cat("index: index ", *i, " is out of range for axis ", dim, " with size ",
-                             size, " (shape ", shape_str(shape), ")"));
-      p.dims.push_back({*i < 0 ? *i + size : *i, 1, 1});
+                             size, " (shape ", shape, ")"));
+      p.dims.push_back({*i < 0 ? size + *i : sint(*i), 1, 1});
       ++dim;
     } else if (const Slice* s = std::get_if<Slice>(&entry.value)) {
       p.dims.push_back(resolve_slice(*s, shape[dim]));
@@ -13080,7 +13855,7 @@ inline ParsedIndex parse_index(const std::vector<int64_t>& shape, const std::vec
             "data)");
       if (!t.dtype().is_int())
         throw DTypeError(cat("index: tensor indices must be integers, not ", t.dtype().name()));
-      check_index_values(t, shape[dim], true, "index", dim);
+      check_index_values(t, shape[dim].as_int(), true, "index", dim);
       p.tensors.emplace_back(p.view_shape.size(), t);
       keep_all();
     }
@@ -13099,17 +13874,20 @@ inline uint64_t abs_step(const DimSelect& d) {
 }
 // The base range [lo, hi) a dim reads (flipped when the step is negative), extended to a whole
 // number of steps when the base is long enough, which spares the pad of the strided view.
-inline std::pair<int64_t, int64_t> dim_range(const DimSelect& d, int64_t size) {
+inline std::pair<sint, sint> dim_range(const DimSelect& d, const sint& symbolic_size) {
   if (d.count == 0) return {0, 0};
+  if (d.step == 1) return {d.start, d.start + d.count};
+  if (d.step == -1) return {d.start + 1 - d.count, d.start + 1};
+  const int64_t size = symbolic_size.as_int(), start = d.start.as_int(), count = d.count.as_int();
   const auto k = static_cast<int64_t>(abs_step(d));
-  const int64_t span = (d.count - 1) * k + 1;  // within size: the last element is in range
-  if (d.step > 0) return {d.start, d.start + (d.start + d.count * k <= size ? d.count * k : span)};
-  return {d.start + 1 - (d.start + 1 - d.count * k >= 0 ? d.count * k : span), d.start + 1};
+  const int64_t span = (count - 1) * k + 1;  // within size: the last element is in range
+  if (d.step > 0) return {start, start + (start + count * k <= size ? count * k : span)};
+  return {start + 1 - (start + 1 - count * k >= 0 ? count * k : span), start + 1};
 }
 
 /// The basic part of an index applied to t: a view of shape p.view_shape.
 inline Tensor basic_view(const Tensor& t, const ParsedIndex& p) {
-  const auto s = dims_of(t);
+  const Shape s = t.shape();
   std::vector<std::pair<sint, sint>> bounds;
   std::vector<int> flips;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -13124,7 +13902,7 @@ inline Tensor basic_view(const Tensor& t, const ParsedIndex& p) {
     std::vector<int64_t> split, counts;
     const auto xs = dims_of(x);
     for (size_t i = 0; i < s.size(); ++i) {
-      const auto k = static_cast<int64_t>(abs_step(p.dims[i])), n = p.dims[i].count;
+      const auto k = static_cast<int64_t>(abs_step(p.dims[i])), n = p.dims[i].count.as_int();
       pad.emplace_back(0, n * k - xs[i]);
       split.insert(split.end(), {n, k});
       keep.emplace_back(0, n), keep.emplace_back(0, 1);
@@ -13137,14 +13915,13 @@ inline Tensor basic_view(const Tensor& t, const ParsedIndex& p) {
 
 /// The inverse of basic_view: v (of the view's shape) placed where the view reads the base,
 /// zero (false) everywhere else.
-inline Tensor basic_unview(const Tensor& v, const ParsedIndex& p,
-                           const std::vector<int64_t>& base) {
-  std::vector<int64_t> counts;
+inline Tensor basic_unview(const Tensor& v, const ParsedIndex& p, const Shape& base) {
+  std::vector<sint> counts;
   for (const DimSelect& d : p.dims) counts.push_back(d.count);
   Tensor x = v.reshape(Shape(counts));
   std::vector<std::pair<sint, sint>> outer;
   std::vector<int> flips;
-  std::vector<int64_t> lengths;
+  std::vector<sint> lengths;
   for (size_t i = 0; i < base.size(); ++i) {
     auto [lo, hi] = dim_range(p.dims[i], base[i]);
     outer.emplace_back(lo, base[i] - hi);
@@ -13156,11 +13933,11 @@ inline Tensor basic_unview(const Tensor& v, const ParsedIndex& p,
     std::vector<int64_t> col, flat;
     std::vector<std::pair<sint, sint>> widen, cut;
     for (size_t i = 0; i < base.size(); ++i) {
-      const auto k = static_cast<int64_t>(abs_step(p.dims[i])), n = p.dims[i].count;
+      const auto k = static_cast<int64_t>(abs_step(p.dims[i])), n = p.dims[i].count.as_int();
       col.insert(col.end(), {n, 1});
       widen.emplace_back(0, 0), widen.emplace_back(0, k - 1);
       flat.push_back(n * k);
-      cut.emplace_back(0, lengths[i]);
+      cut.emplace_back(0, lengths[i].as_int());
     }
     x = x.reshape(Shape(col)).pad(widen).reshape(Shape(flat)).shrink(cut);
   }
@@ -13286,23 +14063,23 @@ inline Tensor tensor_set(const Tensor& x, const Tensor& value, const TensorSelec
 
 /// value (cast to dt) broadcast to `shape`; leading 1s beyond the shape's rank are dropped, as
 /// NumPy does for assignment.
-inline Tensor value_for(const Tensor& value, const std::vector<int64_t>& shape, DType dt) {
+inline Tensor value_for(const Tensor& value, const Shape& shape, DType dt) {
   if (!value.defined()) throw Error("index assignment: the value is the empty Tensor() handle");
-  auto vs = dims_of(value);
+  std::vector<sint> vs = value.shape().dims();
   while (vs.size() > shape.size() && vs.front() == 1) vs.erase(vs.begin());
   bool fits = vs.size() <= shape.size();
   for (size_t i = 0; fits && i < vs.size(); ++i)
     fits = vs[i] == 1 || vs[i] == shape[shape.size() - vs.size() + i];
   if (!fits)
     throw ShapeError(cat("index assignment: a value of shape ", value.shape(),
-                         " cannot be broadcast to the indexed shape ", shape_str(shape)));
+                         " cannot be broadcast to the indexed shape ", shape));
   return broadcast_to(value.cast(dt).reshape(Shape(vs)), shape);
 }
 
 }  // namespace detail
 
 TINYT_INLINE TensorRef Tensor::operator[](std::vector<Index> index) const {
-  const detail::ParsedIndex p = detail::parse_index(cshape(), index);
+  const detail::ParsedIndex p = detail::parse_index(shape(), index);
   Tensor x = detail::basic_view(*this, p);
   if (!p.tensors.empty()) x = detail::tensor_get(x, detail::tensor_select(x, p));
   return TensorRef(x, *this, std::move(index));
@@ -13314,19 +14091,19 @@ TINYT_INLINE TensorRef Tensor::operator[](std::initializer_list<Index> index) co
 /// Writes the value into the base: the new base is a select between the value, mapped back
 /// through the index, and the old base; then it is assigned to the base's memory.
 TINYT_INLINE TensorRef& TensorRef::operator=(const Tensor& value) {
-  const auto base = detail::dims_of(base_);
+  const Shape base = base_.shape();
   const detail::ParsedIndex p = detail::parse_index(base, index_);
   Tensor x = detail::basic_view(base_, p);
   Tensor updated;
   if (p.tensors.empty()) {
-    updated = detail::value_for(value, detail::dims_of(x), base_.dtype());
+    updated = detail::value_for(value, x.shape(), base_.dtype());
   } else {
     const detail::TensorSelect sel = detail::tensor_select(x, p);
-    Tensor v = detail::value_for(value, detail::dims_of(detail::tensor_get(x, sel)), base_.dtype());
+    Tensor v = detail::value_for(value, detail::tensor_get(x, sel).shape(), base_.dtype());
     updated = detail::tensor_set(x, v, sel);
   }
   Tensor region = detail::basic_unview(
-      Tensor::full(Shape(detail::dims_of(x)), true, dtypes::bool_, base_.device()), p, base);
+      Tensor::full(x.shape(), true, dtypes::bool_, base_.device()), p, base);
   base_.assign(region.where(detail::basic_unview(updated, p, base), base_));
   if (parent_) *parent_ = base_;  // t[a][b] = v: the new t[a] is written into t as well
   Tensor::operator=(static_cast<const Tensor&>(base_[index_]));
@@ -13569,17 +14346,16 @@ namespace tinyt::inline v0 {
 
 /// torch.matmul's semantics: 1-D operands are vectors, more dims are batches that broadcast.
 TINYT_INLINE Tensor Tensor::matmul(const Tensor& w) const {
-  const auto xs = cshape(), ws = w.cshape();
+  const std::vector<sint> xs = shape().dims(), ws = w.shape().dims();
   auto fail = [&](const char* why) {
-    return ShapeError(detail::cat("matmul: cannot multiply ", detail::shape_str(xs), " by ",
-                                  detail::shape_str(ws), why));
+    return ShapeError(detail::cat("matmul: cannot multiply ", Shape(xs), " by ", Shape(ws), why));
   };
   if (xs.empty() || ws.empty()) throw fail(" (both operands need at least one dimension)");
   const size_t wk = ws.size() >= 2 ? ws.size() - 2 : 0;  // w's contracted dim
-  if (xs.back() != ws[wk]) throw fail("");
+  if (!(xs.back() == ws[wk])) throw fail("");
   if (xs.size() > 2 && ws.size() > 2) {
     try {
-      broadcast_shape({xs.begin(), xs.end() - 2}, {ws.begin(), ws.end() - 2}, "matmul");
+      broadcast_shape(Shape(std::vector<sint>(xs.begin(), xs.end() - 2)), Shape(std::vector<sint>(ws.begin(), ws.end() - 2)), "matmul");
     } catch (const ShapeError&) {
       throw fail(" (the batch dims do not broadcast)");
     }
@@ -14351,7 +15127,7 @@ using tinyt::detail::cat;
 using Rule = std::vector<Tensor> (*)(const Tensor& grad, const UOp& node);
 
 inline Tensor src(const UOp& node, size_t i) { return Tensor(node.src(i)); }
-inline std::vector<int64_t> shape_of(const UOp& u) { return graph::concrete_shape(u); }
+inline const Shape& shape_of(const UOp& u) { return graph::shape_of(u); }
 
 // Whether u is the constant 0, possibly broadcast.
 inline bool is_zero(const UOp& u) {
@@ -14371,8 +15147,8 @@ template <class F> Tensor chain(const Tensor& grad, F&& times_derivative) {
 }
 
 // The sum of `grad` over the axes an EXPAND broadcast, back to the shape before it.
-inline Tensor unbroadcast(const Tensor& grad, const std::vector<int64_t>& shape) {
-  const std::vector<int64_t> big = shape_of(grad.uop());
+inline Tensor unbroadcast(const Tensor& grad, const Shape& shape) {
+  const Shape& big = shape_of(grad.uop());
   std::vector<int> axes;
   for (size_t i = 0; i < shape.size(); ++i)
     if (shape[i] != big[i]) axes.push_back(static_cast<int>(i));
@@ -14388,7 +15164,7 @@ inline std::vector<Tensor> max_grad(const Tensor& g, const Tensor& a, const Tens
 
 inline std::vector<Tensor> reduce_grad(const Tensor& g, const UOp& node) {
   const Tensor x = src(node, 0), out(node);
-  const std::vector<int64_t> in_shape = shape_of(node.src(0));
+  const Shape& in_shape = shape_of(node.src(0));
   const Ops op = node.arg()[0].get<Ops>();
   if (op == Ops::ADD) return {g.expand(Shape(in_shape))};
   if (op == Ops::MAX) {
@@ -14459,17 +15235,20 @@ inline const std::vector<std::pair<Ops, Rule>>& rule_list() {
       for (size_t i = 0; i < order.size(); ++i) inverse[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
       return std::vector{Tensor(graph::permute(g.uop(), inverse))}; }},
     {Ops::PAD, [](const Tensor& g, const UOp& n) {
-      const std::vector<int64_t> in = shape_of(n.src(0));
-      std::vector<std::pair<int64_t, int64_t>> keep;
+      const Shape& in = shape_of(n.src(0));
+      graph::SizePairs keep;
       for (size_t i = 0; i < in.size(); ++i) {
-        const int64_t before = n.arg()[i][0].as_int();
+        const sint before = graph::pairs(n.arg())[i].first;
         keep.emplace_back(before, before + in[i]);
       }
       return std::vector{Tensor(graph::shrink(g.uop(), keep))}; }},
     {Ops::SHRINK, [](const Tensor& g, const UOp& n) {
-      const std::vector<int64_t> in = shape_of(n.src(0));
-      std::vector<std::pair<int64_t, int64_t>> around;
-      for (size_t i = 0; i < in.size(); ++i) around.emplace_back(n.arg()[i][0].as_int(), in[i] - n.arg()[i][1].as_int());
+      const Shape& in = shape_of(n.src(0));
+      graph::SizePairs around;
+      for (size_t i = 0; i < in.size(); ++i) {
+        const auto [start, end] = graph::pairs(n.arg())[i];
+        around.emplace_back(start, in[i] - end);
+      }
       return std::vector{Tensor(graph::pad(g.uop(), around))}; }},
     {Ops::FLIP, [](const Tensor& g, const UOp& n) {
       std::vector<bool> axes;

@@ -22,7 +22,7 @@ from collections import defaultdict
 # where a kernel's source starts, per language the engine prints
 STARTS = ("#include <math.h>", "; tinyt kernel", "#pragma OPENCL", "#define INFINITY")
 # what else DEBUG=4 prints on stderr: a line like these ends a source
-DEBUG_LINE = re.compile(r"^(schedule: |\*\*\* |beam: |tinyt: |  \S+ opts: )")
+DEBUG_LINE = re.compile(r"^(schedule: |\*\*\* |beam: |tinyt: |compiled |TinyJit: |  \S+ opts: )")
 NAME = re.compile(r"^; tinyt kernel (\w+)|void (?:__launch_bounds__\(\d+\) )?(\w+)\(", re.M)
 
 

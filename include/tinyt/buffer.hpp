@@ -54,6 +54,7 @@ class Buffer {
       allocator_ = &a;  // devices live as long as the process
       ptr_.store(p, std::memory_order_release);
       GlobalCounters::mem_used += static_cast<int64_t>(nbytes());
+      ++GlobalCounters::allocations;
     }
     return ptr_.load(std::memory_order_relaxed);
   }
@@ -71,8 +72,9 @@ class Buffer {
     void* handle = ptr();
     if (n) allocator_->copyin(handle, src, n);
   }
+  /// Copies the first `n` bytes out (all of them, or the elements a symbolic shape holds now).
   void copyout(void* dst, size_t n) {
-    if (n != nbytes())
+    if (n > nbytes())
       throw Error(detail::cat("Buffer.copyout: ", n, " bytes from a buffer of ", nbytes()));
     void* handle = ptr();
     if (n) allocator_->copyout(dst, handle, n);

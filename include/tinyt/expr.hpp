@@ -79,9 +79,9 @@ concept ExprOperand = std::is_arithmetic_v<T> || std::is_base_of_v<Tensor, T> ||
 
 namespace detail {
 template <class E> Operand to_operand(const E& e);
-template <class E> std::vector<int64_t> shape_of(const E& e) {
+template <class E> Shape shape_of(const E& e) {
   if constexpr (std::is_arithmetic_v<E>) return {};
-  else if constexpr (std::is_base_of_v<Tensor, E>) return concrete_shape(e);
+  else if constexpr (std::is_base_of_v<Tensor, E>) return e.shape();
   else return e.result_shape();
 }
 }  // namespace detail
@@ -94,7 +94,7 @@ template <class L, class R> class BinaryExpr : public ExprMethods<BinaryExpr<L, 
         // shapes are checked when the expression is built, not when it runs
         shape_(Tensor::broadcast_shape(detail::shape_of(l_), detail::shape_of(r_), name)) {}
 
-  const std::vector<int64_t>& result_shape() const { return shape_; }
+  const Shape& result_shape() const { return shape_; }
 
   /// The expression as a UOp operand: one pass over the tree, no Tensor per node.
   detail::Operand operand() const {
@@ -110,7 +110,7 @@ template <class L, class R> class BinaryExpr : public ExprMethods<BinaryExpr<L, 
   bool to_float_, negate_right_;
   L l_;
   R r_;
-  std::vector<int64_t> shape_;
+  Shape shape_;
 };
 template <class L, class R> struct is_expr<BinaryExpr<L, R>> : std::true_type {};
 

@@ -22,7 +22,7 @@ using tinyt::detail::cat;
 using Rule = std::vector<Tensor> (*)(const Tensor& grad, const UOp& node);
 
 inline Tensor src(const UOp& node, size_t i) { return Tensor(node.src(i)); }
-inline std::vector<int64_t> shape_of(const UOp& u) { return graph::concrete_shape(u); }
+inline const Shape& shape_of(const UOp& u) { return graph::shape_of(u); }
 
 // Whether u is the constant 0, possibly broadcast.
 inline bool is_zero(const UOp& u) {
@@ -42,8 +42,8 @@ template <class F> Tensor chain(const Tensor& grad, F&& times_derivative) {
 }
 
 // The sum of `grad` over the axes an EXPAND broadcast, back to the shape before it.
-inline Tensor unbroadcast(const Tensor& grad, const std::vector<int64_t>& shape) {
-  const std::vector<int64_t> big = shape_of(grad.uop());
+inline Tensor unbroadcast(const Tensor& grad, const Shape& shape) {
+  const Shape& big = shape_of(grad.uop());
   std::vector<int> axes;
   for (size_t i = 0; i < shape.size(); ++i)
     if (shape[i] != big[i]) axes.push_back(static_cast<int>(i));
@@ -59,7 +59,7 @@ inline std::vector<Tensor> max_grad(const Tensor& g, const Tensor& a, const Tens
 
 inline std::vector<Tensor> reduce_grad(const Tensor& g, const UOp& node) {
   const Tensor x = src(node, 0), out(node);
-  const std::vector<int64_t> in_shape = shape_of(node.src(0));
+  const Shape& in_shape = shape_of(node.src(0));
   const Ops op = node.arg()[0].get<Ops>();
   if (op == Ops::ADD) return {g.expand(Shape(in_shape))};
   if (op == Ops::MAX) {
@@ -130,17 +130,20 @@ inline const std::vector<std::pair<Ops, Rule>>& rule_list() {
       for (size_t i = 0; i < order.size(); ++i) inverse[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
       return std::vector{Tensor(graph::permute(g.uop(), inverse))}; }},
     {Ops::PAD, [](const Tensor& g, const UOp& n) {
-      const std::vector<int64_t> in = shape_of(n.src(0));
-      std::vector<std::pair<int64_t, int64_t>> keep;
+      const Shape& in = shape_of(n.src(0));
+      graph::SizePairs keep;
       for (size_t i = 0; i < in.size(); ++i) {
-        const int64_t before = n.arg()[i][0].as_int();
+        const sint before = graph::pairs(n.arg())[i].first;
         keep.emplace_back(before, before + in[i]);
       }
       return std::vector{Tensor(graph::shrink(g.uop(), keep))}; }},
     {Ops::SHRINK, [](const Tensor& g, const UOp& n) {
-      const std::vector<int64_t> in = shape_of(n.src(0));
-      std::vector<std::pair<int64_t, int64_t>> around;
-      for (size_t i = 0; i < in.size(); ++i) around.emplace_back(n.arg()[i][0].as_int(), in[i] - n.arg()[i][1].as_int());
+      const Shape& in = shape_of(n.src(0));
+      graph::SizePairs around;
+      for (size_t i = 0; i < in.size(); ++i) {
+        const auto [start, end] = graph::pairs(n.arg())[i];
+        around.emplace_back(start, in[i] - end);
+      }
       return std::vector{Tensor(graph::pad(g.uop(), around))}; }},
     {Ops::FLIP, [](const Tensor& g, const UOp& n) {
       std::vector<bool> axes;

@@ -33,11 +33,22 @@ namespace detail {
 using tinyt::detail::cat;
 
 inline std::vector<int64_t> ints(const Arg& a) { return a.ints(); }
-inline std::vector<std::pair<int64_t, int64_t>> pairs(const Arg& a) {
-  std::vector<std::pair<int64_t, int64_t>> out;
-  for (const Arg& p : a.tuple()) out.emplace_back(p[0].as_int(), p[1].as_int());
+}  // namespace detail
+
+/// The sizes in a RESHAPE's or EXPAND's arg.
+inline Shape sizes(const Arg& a) {
+  std::vector<sint> out;
+  for (const Arg& x : a.tuple()) out.push_back(arg_sint(x));
+  return Shape(std::move(out));
+}
+/// The (before, after) or (start, end) pairs in a PAD's or SHRINK's arg.
+inline std::vector<std::pair<sint, sint>> pairs(const Arg& a) {
+  std::vector<std::pair<sint, sint>> out;
+  for (const Arg& p : a.tuple()) out.emplace_back(arg_sint(p[0]), arg_sint(p[1]));
   return out;
 }
+
+namespace detail {
 
 inline TensorMeta* compute_meta(const UOp& u, const std::vector<const TensorMeta*>& s) {
   auto m = std::make_unique<TensorMeta>();
@@ -50,7 +61,7 @@ inline TensorMeta* compute_meta(const UOp& u, const std::vector<const TensorMeta
     case Ops::BUFFER: m->shape = Shape{u.arg().as_int()}, m->device = u.src(1).arg().get<std::string>(); break;
     case Ops::CONST: m->device = u.src().empty() ? "" : u.src(0).arg().get<std::string>(); break;
     case Ops::DEVICE: case Ops::UNIQUE: break;
-    case Ops::RESHAPE: case Ops::EXPAND: m->shape = Shape(ints(u.arg())), m->device = s[0]->device; break;
+    case Ops::RESHAPE: case Ops::EXPAND: m->shape = sizes(u.arg()), m->device = s[0]->device; break;
     case Ops::PERMUTE: {
       for (int64_t a : ints(u.arg())) m->shape.push_back(s[0]->shape[static_cast<size_t>(a)]);
       m->device = s[0]->device;
@@ -63,7 +74,7 @@ inline TensorMeta* compute_meta(const UOp& u, const std::vector<const TensorMeta
       break;
     }
     case Ops::SHRINK:
-      for (auto [b, e] : pairs(u.arg())) m->shape.push_back(e - b);
+      for (const auto& [b, e] : pairs(u.arg())) m->shape.push_back(e - b);
       m->device = s[0]->device;
       break;
     case Ops::REDUCE_AXIS: {
@@ -181,35 +192,45 @@ template <class T> UOp const_(DType dtype, T value, const std::string& device) {
   return UOp(Ops::CONST, dtype, {device_uop(device)}, c.arg());
 }
 
-inline Arg shape_arg(const std::vector<int64_t>& s) { return Arg(s); }
-inline UOp reshape(const UOp& x, const std::vector<int64_t>& shape) {
-  if (concrete_shape(x) == shape) return x;
+inline Arg shape_arg(const Shape& s) {
+  Arg::Tuple t;
+  for (const sint& d : s) t.push_back(to_arg(d));
+  return Arg(t);
+}
+inline UOp reshape(const UOp& x, const Shape& shape) {
+  if (shape_of(x) == shape) return x;
   return UOp(Ops::RESHAPE, x.dtype(), {x}, shape_arg(shape));
 }
-inline UOp expand(const UOp& x, const std::vector<int64_t>& shape) {
-  if (concrete_shape(x) == shape) return x;
+inline UOp expand(const UOp& x, const Shape& shape) {
+  if (shape_of(x) == shape) return x;
   return UOp(Ops::EXPAND, x.dtype(), {x}, shape_arg(shape));
 }
 inline UOp permute(const UOp& x, const std::vector<int64_t>& perm) {
   bool identity = true;
   for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
-  return identity ? x : UOp(Ops::PERMUTE, x.dtype(), {x}, shape_arg(perm));
+  return identity ? x : UOp(Ops::PERMUTE, x.dtype(), {x}, Arg(perm));
 }
-inline Arg pairs_arg(const std::vector<std::pair<int64_t, int64_t>>& p) {
+using SizePairs = std::vector<std::pair<sint, sint>>;
+inline Arg pairs_arg(const SizePairs& p) {
   Arg::Tuple t;
-  for (auto [a, b] : p) t.push_back(Arg{a, b});
+  for (const auto& [a, b] : p) t.push_back(Arg{to_arg(a), to_arg(b)});
   return Arg(t);
 }
-inline UOp pad(const UOp& x, const std::vector<std::pair<int64_t, int64_t>>& p) {
-  if (std::all_of(p.begin(), p.end(), [](auto q) { return q.first == 0 && q.second == 0; })) return x;
+template <class I> SizePairs to_size_pairs(const std::vector<std::pair<I, I>>& p) {
+  return SizePairs(p.begin(), p.end());
+}
+inline UOp pad(const UOp& x, const SizePairs& p) {
+  if (std::all_of(p.begin(), p.end(), [](const auto& q) { return q.first == 0 && q.second == 0; })) return x;
   return UOp(Ops::PAD, x.dtype(), {x}, pairs_arg(p));
 }
-inline UOp shrink(const UOp& x, const std::vector<std::pair<int64_t, int64_t>>& p) {
-  auto s = concrete_shape(x);
+inline UOp pad(const UOp& x, const std::vector<std::pair<int64_t, int64_t>>& p) { return pad(x, to_size_pairs(p)); }
+inline UOp shrink(const UOp& x, const SizePairs& p) {
+  const Shape& s = shape_of(x);
   bool identity = true;
   for (size_t i = 0; i < p.size(); ++i) identity &= p[i].first == 0 && p[i].second == s[i];
   return identity ? x : UOp(Ops::SHRINK, x.dtype(), {x}, pairs_arg(p));
 }
+inline UOp shrink(const UOp& x, const std::vector<std::pair<int64_t, int64_t>>& p) { return shrink(x, to_size_pairs(p)); }
 inline UOp flip(const UOp& x, const std::vector<bool>& axes) {
   if (std::none_of(axes.begin(), axes.end(), [](bool b) { return b; })) return x;
   Arg::Tuple t(axes.begin(), axes.end());

@@ -81,6 +81,7 @@ struct GlobalCounters {
   static inline std::atomic<double> time_sum_s{0.0};
   static inline std::atomic<int64_t> compile_count{0};  // kernels compiled (not found in a cache)
   static inline std::atomic<int64_t> mem_used{0};       // bytes of device memory allocated now (not reset)
+  static inline std::atomic<int64_t> allocations{0};    // device allocations made (not reset)
   static void reset() { kernel_count = 0, global_ops = 0, global_mem = 0, time_sum_s = 0.0, compile_count = 0; }
 };
 

@@ -22,6 +22,7 @@
 #include "ops/reduce.hpp"
 #include "ops/creation.hpp"
 #include "engine/tensors_impl.hpp"
+#include "engine/jit_impl.hpp"
 #include "ops/assign.hpp"
 #include "ops/combine.hpp"
 #include "ops/indexing.hpp"

@@ -10,6 +10,12 @@
 
 namespace tinyt::inline v0 {
 
+/// A ranged integer variable, as tinygrad's `Variable("i", 1, 1024)`; `Variable(...).bind(7)`
+/// gives it a value. A size built from a bound variable compiles once for every value.
+inline UOp Variable(const std::string& name, int64_t min, int64_t max) {
+  return UOp::variable(name, min, max);
+}
+
 /// A size: an int64_t, or a symbolic index expression over Variables.
 class sint {
  public:
@@ -30,9 +36,18 @@ class sint {
     return is_int() ? UOp::const_(dtypes::index, std::get<int64_t>(v_)) : std::get<UOp>(v_);
   }
 
+  /// The expression with every bound variable unbound (`i=7` becomes `i`): what kernels take.
+  UOp unbound() const;
+  /// The value under the variables' bindings; a variable that is not bound is an error.
+  int64_t value() const;
+  /// The largest and smallest values over the variables' ranges.
+  int64_t vmax() const;
+  int64_t vmin() const;
+
+  /// Equal as expressions of the variables, whatever they are bound to.
   friend bool operator==(const sint& a, const sint& b) {
-    if (a.is_int() && b.is_int()) return a.as_int() == b.as_int();
-    return a.as_uop() == b.as_uop();
+    if (a.is_int() || b.is_int()) return a.is_int() && b.is_int() && a.as_int() == b.as_int();
+    return a.unbound() == b.unbound();
   }
   friend sint operator+(const sint& a, const sint& b) {
     return a.is_int() && b.is_int() ? sint(a.as_int() + b.as_int()) : sint(a.as_uop() + b.as_uop());
@@ -43,6 +58,10 @@ class sint {
   friend sint operator*(const sint& a, const sint& b) {
     return a.is_int() && b.is_int() ? sint(a.as_int() * b.as_int()) : sint(a.as_uop() * b.as_uop());
   }
+  /// Floor division (both non-negative: sizes).
+  friend sint operator/(const sint& a, const sint& b) {
+    return a.is_int() && b.is_int() ? sint(a.as_int() / b.as_int()) : sint(a.as_uop().idiv(b.as_uop()));
+  }
   friend std::ostream& operator<<(std::ostream& os, const sint& s) {
     if (s.is_int()) return os << std::get<int64_t>(s.v_);
     return os << std::get<UOp>(s.v_);
@@ -51,6 +70,10 @@ class sint {
  private:
   std::variant<int64_t, UOp> v_ = int64_t{0};
 };
+
+/// A size as an arg entry (an int, or the UOp of a symbolic size), and back.
+inline Arg to_arg(const sint& s) { return s.is_int() ? Arg(s.as_int()) : Arg(s.as_uop()); }
+inline sint arg_sint(const Arg& a) { return a.is_uop() ? sint(a.uop()) : sint(a.as_int()); }
 
 /// A tensor's shape: one sint per dimension.
 class Shape {
@@ -75,6 +98,12 @@ class Shape {
   std::vector<int64_t> to_vector() const {
     std::vector<int64_t> out;
     for (const sint& s : d_) out.push_back(s.as_int());
+    return out;
+  }
+  /// Every dimension under the variables' bindings (the shape of the value now).
+  std::vector<int64_t> values() const {
+    std::vector<int64_t> out;
+    for (const sint& s : d_) out.push_back(s.value());
     return out;
   }
   /// The number of elements.

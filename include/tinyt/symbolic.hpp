@@ -15,11 +15,6 @@
 
 namespace tinyt::inline v0 {
 
-/// A ranged integer variable, as tinygrad's `Variable("i", 1, 1024)`.
-inline UOp Variable(const std::string& name, int64_t min, int64_t max) {
-  return UOp::variable(name, min, max);
-}
-
 namespace detail {
 inline bool is_intlike(const UOp& u) { return u.dtype().scalar().is_int(); }
 

@@ -21,6 +21,15 @@ namespace tinyt::inline v0 {
 struct NoneType {};
 inline constexpr NoneType None{};
 
+/// An optional size that can be written `3`, `i.bind(3)` (symbolic) or `None`.
+struct OptSize {
+  std::optional<sint> v;
+  OptSize(NoneType) {}  // NOLINT
+  template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
+  OptSize(I i) : v(static_cast<int64_t>(i)) {}  // NOLINT
+  OptSize(const UOp& u) : v(sint(u)) {}          // NOLINT
+  OptSize(sint s) : v(std::move(s)) {}           // NOLINT
+};
 /// An optional integer that can be written `3` or `None`.
 struct OptInt {
   std::optional<int64_t> v;
@@ -28,11 +37,12 @@ struct OptInt {
   template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
   OptInt(I i) : v(static_cast<int64_t>(i)) {}  // NOLINT
 };
-/// `start:stop:step` in an index; `Slice()` is `:`.
+/// `start:stop:step` in an index; `Slice()` is `:`. Start and stop may be symbolic (step 1).
 struct Slice {
-  std::optional<int64_t> start, stop, step;
+  std::optional<sint> start, stop;
+  std::optional<int64_t> step;
   Slice() = default;
-  Slice(OptInt start_, OptInt stop_, OptInt step_ = 1) : start(start_.v), stop(stop_.v), step(step_.v) {}
+  Slice(OptSize start_, OptSize stop_, OptInt step_ = 1) : start(start_.v), stop(stop_.v), step(step_.v) {}
 };
 /// A new size-1 axis in an index.
 struct NewAxisT {};
@@ -55,6 +65,9 @@ struct IntOrVec {
 class Tensor;
 class TensorRef;
 class Index;
+namespace detail {
+class JitCore;
+}
 
 namespace detail {
 /// The tensor's shape, every dim concrete (tensor_impl.hpp).
@@ -115,7 +128,8 @@ class Tensor {
   const UOp& uop() const;
   Shape shape() const;
   size_t ndim() const { return shape().size(); }
-  int64_t numel() const { return shape().numel().as_int(); }
+  /// The number of elements (of a symbolic shape: under its variables' bindings).
+  int64_t numel() const { return shape().numel().value(); }
   DType dtype() const { return uop().dtype(); }
   std::string device() const;
   int64_t element_size() const { return dtype().itemsize(); }
@@ -341,7 +355,10 @@ class Tensor {
   };
 
   /// The shape both operands broadcast to (NumPy rules); ShapeError naming both otherwise.
-  static std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b, const char* op);
+  static Shape broadcast_shape(const Shape& a, const Shape& b, const char* op);
+  static std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b, const char* op) {
+    return broadcast_shape(Shape(a), Shape(b), op).to_vector();
+  }
 
   friend std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
@@ -363,15 +380,17 @@ class Tensor {
   Tensor unary(Ops op) const;
   Tensor reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const;
   std::vector<int64_t> cshape() const { return detail::concrete_shape(*this); }
+  Tensor reshape_symbolic(const Shape& shape) const;
+  Tensor pad_symbolic(const std::vector<std::pair<sint, sint>>& padding, double value) const;
   /// Realizes the tensor and copies its bytes (`nbytes` of them) to host memory at `dst`.
   void copyout(void* dst, size_t nbytes) const;
   // the non-template halves of the creation templates (ops/creation.hpp, ops/combine.hpp)
   static Tensor full_value(const Shape& shape, double value, DType dtype, const std::string& device);
   static Tensor full_value(const Shape& shape, i128 value, DType dtype, const std::string& device);
-  static Tensor arange_values(double start, double step, int64_t count, DType dtype);
+  static Tensor arange_values(double start, double step, sint count, DType dtype);
   static Tensor linspace_values(double start, double stop, int64_t steps, DType dtype);
   static Tensor from_elements(const void* data, size_t count, const Shape& shape, DType dtype, std::string device);
-  friend Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& shape);
+  friend Tensor broadcast_to(const Tensor& t, const Shape& shape);
   friend struct TensorAccess;
 
   // The fields of Data that other threads read through the registry (uop, requires_grad) are
@@ -384,6 +403,7 @@ class Tensor {
   class Registry;
   static Registry& live_tensors();
   friend void realize_tensors(const std::vector<Tensor>& tensors);
+  friend class detail::JitCore;
 
   std::shared_ptr<Data> d_;
 };
@@ -428,7 +448,7 @@ class TensorRef : public Tensor {
 /// Computes several tensors in one schedule (what realize() does for one).
 void realize_tensors(const std::vector<Tensor>& tensors);
 /// `t` broadcast to `shape` (NumPy rules); ShapeError when it does not broadcast.
-Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& shape);
+Tensor broadcast_to(const Tensor& t, const Shape& shape);
 /// Floor division, Python's `//`.
 Tensor floordiv(const Tensor& a, const Tensor& b);
 
@@ -472,14 +492,25 @@ template <class V> Tensor Tensor::full(Shape shape, V value) {
 template <class V> Tensor Tensor::full_like(const Tensor& t, V value) { return full(t.shape(), value, t.dtype(), t.device()); }
 
 template <class A, class B, class C> Tensor Tensor::arange(A start, B stop, C step) {
-  static_assert(std::is_arithmetic_v<A> && std::is_arithmetic_v<B> && std::is_arithmetic_v<C>, "arange takes numbers");
-  constexpr bool all_int = std::is_integral_v<A> && std::is_integral_v<B> && std::is_integral_v<C>;
-  if (step == 0) throw Error("arange: step must not be 0");
-  const double n = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
-  return arange_values(static_cast<double>(start), static_cast<double>(step), n > 0 ? static_cast<int64_t>(n) : 0,
-                       all_int ? dtypes::default_int : dtypes::default_float);
+  if constexpr (std::is_same_v<B, UOp> || std::is_same_v<B, sint>) {  // arange(0, i.bind(7)): symbolic
+    static_assert(std::is_integral_v<A> && std::is_integral_v<C>, "a symbolic arange counts in integers");
+    if (step != 1 || start != 0) throw Error("arange: a symbolic stop takes start 0 and step 1");
+    return arange_values(0.0, 1.0, sint(stop), dtypes::default_int);
+  } else {
+    static_assert(std::is_arithmetic_v<A> && std::is_arithmetic_v<B> && std::is_arithmetic_v<C>, "arange takes numbers");
+    constexpr bool all_int = std::is_integral_v<A> && std::is_integral_v<B> && std::is_integral_v<C>;
+    if (step == 0) throw Error("arange: step must not be 0");
+    const double n = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
+    return arange_values(static_cast<double>(start), static_cast<double>(step), n > 0 ? static_cast<int64_t>(n) : 0,
+                         all_int ? dtypes::default_int : dtypes::default_float);
+  }
 }
-template <class A> Tensor Tensor::arange(A stop) { return arange(A{0}, stop, 1); }
+template <class A> Tensor Tensor::arange(A stop) {
+  if constexpr (std::is_same_v<A, UOp> || std::is_same_v<A, sint>)
+    return arange(0, stop, 1);
+  else
+    return arange(A{0}, stop, 1);
+}
 
 /// `steps` evenly spaced values from start to stop (both included).
 template <class A, class B> Tensor Tensor::linspace(A start, B stop, int64_t steps, DType dtype) {

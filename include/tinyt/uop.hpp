@@ -143,12 +143,50 @@ inline constexpr OpSet Comparison{Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ};
 inline constexpr OpSet UnsafePad{Ops::RECIPROCAL, Ops::LOG2, Ops::EXP2, Ops::IDIV, Ops::POW};
 }  // namespace GroupOp
 
+struct UOpNode;
+class UOp;
+namespace detail {
+void release(const UOpNode* n);
+void acquire_node(const UOpNode* n);
+size_t hash_of_node(const UOpNode* n);
+std::string text_of_node(const UOpNode* n);
+}  // namespace detail
+
+/// A UOp inside an arg, held by reference: a symbolic size in a movement op's arg. Equal when it
+/// is the same (interned) node; hashed by the node's structural hash, so the same in every run.
+class ArgUOp {
+ public:
+  explicit ArgUOp(const UOpNode* n) : n_(n) {
+    if (n_) detail::acquire_node(n_);
+  }
+  ArgUOp(const ArgUOp& o) : n_(o.n_) {
+    if (n_) detail::acquire_node(n_);
+  }
+  ArgUOp& operator=(const ArgUOp& o) {
+    ArgUOp copy(o);
+    std::swap(n_, copy.n_);
+    return *this;
+  }
+  ~ArgUOp() {
+    if (n_) detail::release(n_);
+  }
+  const UOpNode* node() const { return n_; }
+  friend bool operator==(const ArgUOp& a, const ArgUOp& b) { return a.n_ == b.n_; }
+  friend bool operator<(const ArgUOp& a, const ArgUOp& b) {
+    const size_t ha = detail::hash_of_node(a.n_), hb = detail::hash_of_node(b.n_);
+    return ha != hb ? ha < hb : std::less<const UOpNode*>()(a.n_, b.n_);
+  }
+
+ private:
+  const UOpNode* n_;
+};
+
 /// The arg of a UOp: like a Python value in tinygrad (None, bool, int, float, str, an op, or a
 /// tuple of these). Hashable, comparable, printable; floats compare by bits so NaN == NaN.
 class Arg {
  public:
   using Tuple = std::vector<Arg>;
-  using Value = std::variant<std::monostate, bool, int64_t, double, std::string, Ops, Tuple>;
+  using Value = std::variant<std::monostate, bool, int64_t, double, std::string, Ops, Tuple, ArgUOp>;
 
   Arg() = default;
   Arg(bool b) : v_(b) {}  // NOLINT
@@ -162,6 +200,12 @@ class Arg {
   Arg(std::initializer_list<Arg> t) : v_(Tuple(t)) {}  // NOLINT
   template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
   Arg(const std::vector<I>& v) : v_(Tuple(v.begin(), v.end())) {}  // NOLINT
+  /// A UOp (a symbolic size).
+  Arg(const UOp& u);  // NOLINT
+
+  bool is_uop() const { return std::holds_alternative<ArgUOp>(v_); }
+  /// The UOp held (is_uop()).
+  UOp uop() const;
 
   bool is_none() const { return std::holds_alternative<std::monostate>(v_); }
   template <class T> bool is() const { return std::holds_alternative<T>(v_); }
@@ -225,6 +269,8 @@ class Arg {
             for (char c : x) mix(static_cast<uint8_t>(c));
           else if constexpr (std::is_same_v<T, Tuple>)
             for (const Arg& a : x) mix(a.hash());
+          else if constexpr (std::is_same_v<T, ArgUOp>)
+            mix(detail::hash_of_node(x.node()));
         },
         v_);
     return static_cast<size_t>(h);
@@ -246,7 +292,9 @@ class Arg {
             os << '(';
             for (size_t i = 0; i < x.size(); ++i) os << (i ? ", " : "") << x[i];
             os << (x.size() == 1 ? ",)" : ")");
-          } else
+          } else if constexpr (std::is_same_v<T, ArgUOp>)
+            os << detail::text_of_node(x.node());
+          else
             os << x;
         },
         a.v_);
@@ -295,10 +343,11 @@ struct UOpNode {
 
 namespace detail {
 UOpNode* intern(Ops op, DType dtype, std::vector<UOp>&& src, Arg&& arg);
-void release(const UOpNode* n);
 /// How many UOps are alive now (for tests of freeing and interning).
 size_t live_uop_count();
 inline void acquire(const UOpNode* n) { n->refs.fetch_add(1, std::memory_order_relaxed); }
+inline void acquire_node(const UOpNode* n) { acquire(n); }
+inline size_t hash_of_node(const UOpNode* n) { return n->hash; }
 }  // namespace detail
 
 /// A handle to an interned node: cheap to copy, compared by identity. Constructing one interns
@@ -383,8 +432,14 @@ class UOp {
 
  private:
   friend void detail::release(const UOpNode* n);
+  friend class Arg;
+  friend std::string detail::text_of_node(const UOpNode* n);
+  explicit UOp(const UOpNode* n) : n_(n) { detail::acquire(n_); }
   const UOpNode* n_ = nullptr;
 };
+
+inline Arg::Arg(const UOp& u) : v_(ArgUOp(u.get())) {}
+inline UOp Arg::uop() const { return UOp(get<ArgUOp>().node()); }
 
 template <class T>
 concept UOpOrScalar = std::is_same_v<T, UOp> || std::is_arithmetic_v<T>;

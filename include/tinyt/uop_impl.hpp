@@ -322,6 +322,8 @@ TINYT_INLINE std::string expr_string(const UOp& root) {
                                 : detail::cat(u.arg());
     else if (u.op() == Ops::DEFINE_VAR)
       t = u.arg()[0].get<std::string>();
+    else if (u.op() == Ops::BIND && u.src(1).is_const())  // a bound variable: "i=7"
+      t = detail::cat(*s[0], "=", static_cast<long long>(u.src(1).const_int()));
     else if (u.op() == Ops::RANGE)
       t = detail::cat("r", u.arg().is<Arg::Tuple>() ? u.arg()[0] : u.arg());
     else if (const char* sym = detail::infix_symbol(u.op()); sym && s.size() == 2)
@@ -339,6 +341,8 @@ TINYT_INLINE std::string expr_string(const UOp& root) {
 }
 
 namespace detail {
+TINYT_INLINE std::string text_of_node(const UOpNode* n) { return expr_string(UOp(n)); }
+
 inline int structural_compare(const UOp& a, const UOp& b, int depth) {
   if (a == b) return 0;
   if (a.op() != b.op()) return a.op() < b.op() ? -1 : 1;

@@ -71,6 +71,11 @@ class Linearizer {
       if (u.op() == Ops::REDUCE) reduces_.push_back(u);
   }
 
+  /// Emits the kernel's symbolic variables first, in order, where every loop can read them.
+  void declare(const std::vector<UOp>& vars) {
+    for (const UOp& v : vars) emit(v);
+  }
+
   /// Emits the stores in order; consecutive stores share the loops they have in common.
   void emit_stores(const std::vector<UOp>& stores) {
     for (const UOp& store : stores) {
@@ -204,8 +209,10 @@ inline Program linearize(const UOp& ast, std::string name) {
   TINYT_ASSERT(ast.op() == Ops::SINK, "linearize takes a SINK, not ", op_name(ast.op()));
   const UOp lowered = lower_narrow_floats(ast);
   detail::Linearizer lin(lowered);
+  std::vector<UOp> vars = schedule::variables(lowered);
+  lin.declare(vars);
   lin.emit_stores(lowered.src());
-  Program p{std::move(name), std::move(lin.ops), {}, 1, {}, {}, {1, 1, 1}, {1, 1, 1}, {}};
+  Program p{std::move(name), std::move(lin.ops), {}, 1, {}, {}, {1, 1, 1}, {1, 1, 1}, std::move(vars)};
   for (const UOp& u : toposort(lowered)) {
     if (u.op() == Ops::RANGE && range_kind(u) == RangeKind::thread) p.threads = range_size(u);
     if (u.op() == Ops::RANGE && range_kind(u) == RangeKind::global) {

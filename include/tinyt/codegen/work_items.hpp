@@ -83,7 +83,8 @@ inline UOp map_work_items(const UOp& ast) {
   };
   if (lane) as_work_item(lane);
   for (auto it = loops.rbegin(); it != loops.rend() && dim < 3; ++it) {
-    if (dim > 0 && range_size(*it) > max_outer_dimension) break;  // this and the outer loops stay loops
+    // this and the outer loops stay loops (a symbolic one: its launch would change with its value)
+    if (is_symbolic(*it) || (dim > 0 && range_size(*it) > max_outer_dimension)) break;
     as_work_item(*it);
   }
   if (lane && (static_cast<size_t>(dim) < loops.size() + 1 || tiles > 0))

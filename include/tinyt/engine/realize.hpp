@@ -102,6 +102,7 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
                                                       const OptSettings& settings) {
   auto k = std::make_shared<CompiledKernel>();
   ++GlobalCounters::compile_count;
+  const auto start = std::chrono::steady_clock::now();
   k->program = lower_kernel(ast, std::move(opts), settings.target, settings.transcendental);
   k->estimates = estimate(k->program);
   k->device = settings.device;
@@ -110,6 +111,9 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
   if (debug_level() >= 4) std::cerr << k->source << "\n";
   backend::Device& d = backend::device(settings.device);
   k->runtime = d.load(backend::cached_compile(d.compiler(), k->source, k->program.name), k->program.name);
+  if (debug_level() >= 2)
+    std::cerr << "compiled " << k->program.name << " for " << settings.device << " in " << std::fixed << std::setprecision(2)
+              << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3 << " ms\n";
   return k;
 }
 /// Compiles a kernel AST with `opts` for a device as the settings are now (the CPU by default).
@@ -200,6 +204,19 @@ struct ExecItem {
   std::vector<int64_t> vars;
   std::string device;  // where it runs (a copy: where it copies to)
 };
+
+/// An exec item as TinyJit records it: the item, its kernel's variables (in the order its values
+/// go), and whether it overwrites memory in place.
+struct CapturedItem {
+  ExecItem item;
+  std::vector<UOp> vars;
+  bool in_place = false;
+};
+/// Where this thread's launches are recorded while a TinyJit captures (null: not recording).
+inline std::vector<CapturedItem>*& capture_sink() {
+  thread_local std::vector<CapturedItem>* sink = nullptr;
+  return sink;
+}
 
 namespace detail {
 // Seconds of the fastest of a few runs of `ast` with `opts`, on scratch copies of its buffers
@@ -355,6 +372,7 @@ inline std::vector<ExecItem> lower_schedule(const std::vector<schedule::Kernel>&
       if (debug >= 6)
         for (const UOp& u : ck->program.ops) std::cerr << "    " << op_name(u.op()) << " " << u.dtype().name() << "\n";
       item.runner = std::make_shared<CompiledRunner>(ck);
+      for (const UOp& v : ck->program.vars) item.vars.push_back(k.var_vals.at(v));
     }
     items.push_back(std::move(item));
   }
@@ -388,9 +406,14 @@ inline void run_schedule(const std::vector<schedule::Kernel>& kernels) {
               << static_cast<double>(bytes) / 1e6 << " MB written\n";
   }
   const std::vector<ExecItem> items = lower_schedule(kernels, debug);
+  std::vector<CapturedItem>* capture = capture_sink();
   for (size_t i = 0; i < items.size(); ++i) {
     run_item(items[i], debug);
     const schedule::Kernel& k = kernels[i];
+    if (capture) {
+      const auto* compiled = dynamic_cast<const CompiledRunner*>(items[i].runner.get());
+      capture->push_back({items[i], compiled ? compiled->kernel().program.vars : std::vector<UOp>{}, k.in_place});
+    }
     if (k.in_place) graph::buffer_of(k.buffers[0])->overwritten();
     if (!k.temporary) graph::set_realized(k.computes, k.view);
   }

@@ -154,6 +154,12 @@ TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
   std::vector<UOp> uops;
   for (const Tensor& t : tensors)
     if (root_ids.insert(t.id()).second) roots.push_back(t), uops.push_back(t.uop());
+  // memory holds them all already (a replayed step's inputs, a tensor read twice): nothing to do
+  if (std::all_of(uops.begin(), uops.end(), [](const UOp& u) { return schedule::detail::is_materialized(u); })) {
+    for (size_t i = 0; i < roots.size(); ++i)
+      if (UOp view = graph::realized(uops[i]); view && !(view == uops[i])) roots[i].set_uop(view);
+    return;
+  }
   auto pending_assigns = [&] {
     const std::vector<UOp> pending = schedule::detail::pending_graph(uops);
     return std::any_of(pending.begin(), pending.end(), [](const UOp& u) { return u.op() == Ops::ASSIGN && !graph::realized(u); });

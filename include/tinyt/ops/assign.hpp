@@ -39,7 +39,7 @@ TINYT_INLINE Tensor& Tensor::assign(const Tensor& value) {
   }
   if (value.defined() && value.device() != device())
     throw DeviceError(detail::cat("assign: the value is on ", value.device(), ", the tensor on ", device()));
-  Tensor v = broadcast_to(value.cast(dtype()), cshape());
+  Tensor v = broadcast_to(value.cast(dtype()), shape());
   set_uop(UOp(Ops::ASSIGN, dtype(), {uop(), v.uop()}));
   return *this;
 }

@@ -33,30 +33,30 @@ inline void check_tensors(const std::vector<Tensor>& ts, const char* op) {
 /// keeps -0.0 and works for bools; the kernels are the same size.
 TINYT_INLINE Tensor Tensor::cat(const std::vector<Tensor>& tensors, int dim) {
   detail::check_tensors(tensors, "cat");
-  const auto s0 = tensors[0].cshape();
+  const Shape s0 = tensors[0].shape();
   if (s0.empty())
     throw ShapeError(
         "cat: zero-dimensional tensors cannot be concatenated (unsqueeze them or use stack)");
   const auto d = static_cast<size_t>(normalize_axis(dim, s0.size(), "cat"));
-  int64_t total = 0;
+  sint total = 0;
   for (const Tensor& t : tensors) {
-    auto s = t.cshape();
+    const Shape s = t.shape();
     bool fits = s.size() == s0.size();
     for (size_t i = 0; fits && i < s.size(); ++i) fits = i == d || s[i] == s0[i];
     if (!fits)
       throw ShapeError(
           detail::cat("cat: shapes ", detail::shapes_str(tensors), " differ outside dim ", dim));
-    total += s[d];
+    total = total + s[d];
   }
   const DType dt = detail::common_dtype(tensors);
   if (tensors.size() == 1) return tensors[0].cast(dt);
   Tensor out;
-  int64_t offset = 0;
+  sint offset = 0;
   for (const Tensor& t : tensors) {
-    const int64_t n = t.cshape()[d];
+    const sint n = t.shape()[d];
     std::vector<std::pair<sint, sint>> p(s0.size(), {0, 0});
     p[d] = {offset, total - offset - n};
-    offset += n;
+    offset = offset + n;
     Tensor piece = t.cast(dt).pad(p);
     Tensor mask = Tensor::full(t.shape(), true, dtypes::bool_, t.device()).pad(p);
     out = !out.defined() ? piece : mask.where(piece, out);

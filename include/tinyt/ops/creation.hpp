@@ -44,10 +44,11 @@ TINYT_INLINE Tensor Tensor::empty(Shape shape, DType dtype, std::string device) 
 }
 namespace detail {
 template <class V> Tensor full_of(const Shape& shape, V value, DType dtype, const std::string& device) {
-  const auto s = checked_shape(shape, "full");
+  for (const sint& d : shape)
+    if (d.vmin() < 0) throw ShapeError(cat("full: negative size in shape ", shape));
   const std::string dev = device.empty() ? Device::default_device() : Device::canonicalize(device);
   UOp c = graph::const_(dtype, value, dev);
-  return Tensor(graph::expand(graph::reshape(c, std::vector<int64_t>(s.size(), 1)), s));
+  return Tensor(graph::expand(graph::reshape(c, std::vector<int64_t>(shape.size(), 1)), shape));
 }
 }  // namespace detail
 TINYT_INLINE Tensor Tensor::full_value(const Shape& shape, double value, DType dtype, const std::string& device) {
@@ -62,7 +63,9 @@ TINYT_INLINE Tensor Tensor::zeros_like(const Tensor& t) { return zeros(t.shape()
 TINYT_INLINE Tensor Tensor::ones_like(const Tensor& t) { return ones(t.shape(), t.dtype(), t.device()); }
 
 
-TINYT_INLINE Tensor Tensor::arange_values(double start, double step, int64_t count, DType dtype) {
+TINYT_INLINE Tensor Tensor::arange_values(double start, double step, sint count, DType dtype) {
+  // a symbolic count: the first `count` of the longest arange it can be (one kernel for all)
+  if (!count.is_int()) return arange_values(start, step, count.vmax(), dtype).shrink({{0, count}});
   // start + step * i: i counted by a cumulative sum of ones, as tinygrad does (in dtype: an int64
   // cumsum cast back to int32 would hide the count from the reduce collapse)
   return detail::running_sums(Tensor::full(Shape{1, count}, step, dtype))

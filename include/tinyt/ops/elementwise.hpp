@@ -47,11 +47,12 @@ inline Operand promote_operand(const Operand& x, DType dt) {
 /// longer weak.
 inline Tensor promoted(const Tensor& t, DType dt) { return to_tensor({promote_operand(operand_of(t), dt).u, false}); }
 
-inline UOp broadcast_uop(const UOp& u, const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s = graph::concrete_shape(u);
-  if (s == shape) return u;
-  s.insert(s.begin(), shape.size() - s.size(), 1);
-  return graph::expand(graph::reshape(u, s), shape);
+inline UOp broadcast_uop(const UOp& u, const Shape& shape) {
+  const Shape& old = graph::shape_of(u);
+  if (old == shape) return u;
+  std::vector<sint> s(shape.size() - old.size(), 1);
+  s.insert(s.end(), old.begin(), old.end());
+  return graph::expand(graph::reshape(u, Shape(s)), shape);
 }
 
 /// A C++ scalar lives where the tensor it meets lives: a weak constant moved to `device`
@@ -71,7 +72,7 @@ TINYT_INLINE Operand binary_operand(Ops op, Operand a, Operand b, const char* na
   a = scalar_on(a, graph::device_of(b.u)), b = scalar_on(b, graph::device_of(a.u));
   if (graph::device_of(a.u) != graph::device_of(b.u))
     throw DeviceError(cat(name, ": operands are on ", graph::device_of(a.u), " and ", graph::device_of(b.u)));
-  const auto shape = Tensor::broadcast_shape(graph::concrete_shape(a.u), graph::concrete_shape(b.u), name);
+  const Shape shape = Tensor::broadcast_shape(graph::shape_of(a.u), graph::shape_of(b.u), name);
   return {broadcast_uop(a.u, shape).alu(op, {broadcast_uop(b.u, shape)}), false};
 }
 TINYT_INLINE Operand negate(const Operand& x) {
@@ -82,7 +83,7 @@ TINYT_INLINE Operand negate(const Operand& x) {
     return {UOp(Ops::CONST, dt, x.u.src(), value.arg()), x.weak, x.exact ? UOp::const_(dtypes::float64, -x.exact.const_float()) : UOp()};
   }
   const UOp minus_one = graph::const_(dt, -1, graph::device_of(x.u));
-  return {x.u.alu(Ops::MUL, {broadcast_uop(minus_one, graph::concrete_shape(x.u))}), x.weak};
+  return {x.u.alu(Ops::MUL, {broadcast_uop(minus_one, graph::shape_of(x.u))}), x.weak};
 }
 }  // namespace detail
 
@@ -184,7 +185,7 @@ TINYT_INLINE Tensor Tensor::where(const Tensor& a, const Tensor& b) const {
                                      : least_upper_dtype({a.dtype(), b.dtype()});
   Tensor c = cast(dtypes::bool_);
   Tensor x = detail::promoted(a, dt), y = detail::promoted(b, dt);
-  auto shape = broadcast_shape(broadcast_shape(c.cshape(), x.cshape(), "where"), y.cshape(), "where");
+  const Shape shape = broadcast_shape(broadcast_shape(c.shape(), x.shape(), "where"), y.shape(), "where");
   return Tensor(broadcast_to(c, shape).uop().where(broadcast_to(x, shape).uop(), broadcast_to(y, shape).uop()));
 }
 

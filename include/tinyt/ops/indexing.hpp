@@ -27,15 +27,18 @@ template <class V> Tensor scalar_of(DType dt, V v, const std::string& device) {
 inline std::vector<int64_t> dims_of(const Tensor& t) { return graph::concrete_shape(t.uop()); }
 
 /// What an index does to one dim of the base: it keeps `count` elements start, start+step, ...
+/// (start and count may be symbolic where step is 1).
 struct DimSelect {
-  int64_t start = 0, step = 1, count = 0;
+  sint start = 0;
+  int64_t step = 1;
+  sint count = 0;
 };
 
 /// An index resolved against a shape: per base dim what it keeps; the shape of the view (ints
 /// dropped, NewAxis added); and the tensor indices with the view dim each applies to.
 struct ParsedIndex {
   std::vector<DimSelect> dims;
-  std::vector<int64_t> view_shape;
+  std::vector<sint> view_shape;
   std::vector<std::pair<size_t, Tensor>> tensors;
 };
 
@@ -79,8 +82,29 @@ inline void check_index_values(const Tensor& idx, int64_t size, bool wrap, const
                        " (element ", shape_str(where), " of the index tensor of shape ", shape_str(shape), ")"));
 }
 
+/// A slice where a bound or the size is symbolic: step 1, bounds within the dim (a negative
+/// concrete bound counts from the end), no clamping.
+inline DimSelect resolve_symbolic_slice(const Slice& s, const sint& size) {
+  if (s.step.value_or(1) != 1) throw IndexError(cat("index: a symbolic slice takes step 1, not ", *s.step));
+  auto bound = [&](const std::optional<sint>& v, const sint& fallback) {
+    if (!v) return fallback;
+    return v->is_int() && v->as_int() < 0 ? *v + size : *v;
+  };
+  const sint start = bound(s.start, 0), stop = bound(s.stop, size);
+  if (start.vmin() < 0 || (stop - start).vmin() < 0 || stop.vmax() > size.vmax())
+    throw IndexError(cat("index: the slice ", start, ":", stop, " may leave the dim of size ", size));
+  return {start, 1, stop - start};
+}
+
 /// Python's slice.indices(size) followed by the length of the range.
-inline DimSelect resolve_slice(const Slice& s, int64_t size) {
+inline DimSelect resolve_slice(const Slice& slice, const sint& symbolic_size) {
+  if (!symbolic_size.is_int() || (slice.start && !slice.start->is_int()) || (slice.stop && !slice.stop->is_int()))
+    return resolve_symbolic_slice(slice, symbolic_size);
+  const int64_t size = symbolic_size.as_int();
+  struct {
+    std::optional<int64_t> start, stop, step;
+  } s{slice.start ? std::optional(slice.start->as_int()) : std::nullopt,
+      slice.stop ? std::optional(slice.stop->as_int()) : std::nullopt, slice.step};
   const int64_t step = s.step.value_or(1);
   if (step == 0) throw Error("index: a slice step cannot be 0");
   const int64_t lower = step > 0 ? 0 : -1, upper = step > 0 ? size : size - 1;
@@ -106,7 +130,7 @@ inline DimSelect resolve_slice(const Slice& s, int64_t size) {
   return {start, step, count};
 }
 
-inline ParsedIndex parse_index(const std::vector<int64_t>& shape, const std::vector<Index>& index) {
+inline ParsedIndex parse_index(const Shape& shape, const std::vector<Index>& index) {
   size_t ellipses = 0, consuming = 0;
   for (const Index& i : index) {
     if (std::holds_alternative<EllipsisT>(i.value))
@@ -117,7 +141,7 @@ inline ParsedIndex parse_index(const std::vector<int64_t>& shape, const std::vec
   if (ellipses > 1) throw IndexError(cat("index: at most one Ellipsis is allowed, got ", ellipses));
   if (consuming > shape.size())
     throw IndexError(
-        cat("index: too many indices (", consuming, ") for a tensor of shape ", shape_str(shape)));
+        cat("index: too many indices (", consuming, ") for a tensor of shape ", shape));
   ParsedIndex p;
   size_t dim = 0;
   auto keep_all = [&] {
@@ -130,11 +154,11 @@ inline ParsedIndex parse_index(const std::vector<int64_t>& shape, const std::vec
     } else if (std::holds_alternative<NewAxisT>(entry.value)) {
       p.view_shape.push_back(1);
     } else if (const int64_t* i = std::get_if<int64_t>(&entry.value)) {
-      const int64_t size = shape[dim];
-      if (*i < -size || *i >= size)
+      const sint& size = shape[dim];  // symbolic: the index must be in range at its smallest
+      if (*i < -size.vmin() || *i >= size.vmin())
         throw IndexError(cat("index: index ", *i, " is out of range for axis ", dim, " with size ",
-                             size, " (shape ", shape_str(shape), ")"));
-      p.dims.push_back({*i < 0 ? *i + size : *i, 1, 1});
+                             size, " (shape ", shape, ")"));
+      p.dims.push_back({*i < 0 ? size + *i : sint(*i), 1, 1});
       ++dim;
     } else if (const Slice* s = std::get_if<Slice>(&entry.value)) {
       p.dims.push_back(resolve_slice(*s, shape[dim]));
@@ -149,7 +173,7 @@ inline ParsedIndex parse_index(const std::vector<int64_t>& shape, const std::vec
             "data)");
       if (!t.dtype().is_int())
         throw DTypeError(cat("index: tensor indices must be integers, not ", t.dtype().name()));
-      check_index_values(t, shape[dim], true, "index", dim);
+      check_index_values(t, shape[dim].as_int(), true, "index", dim);
       p.tensors.emplace_back(p.view_shape.size(), t);
       keep_all();
     }
@@ -168,17 +192,20 @@ inline uint64_t abs_step(const DimSelect& d) {
 }
 // The base range [lo, hi) a dim reads (flipped when the step is negative), extended to a whole
 // number of steps when the base is long enough, which spares the pad of the strided view.
-inline std::pair<int64_t, int64_t> dim_range(const DimSelect& d, int64_t size) {
+inline std::pair<sint, sint> dim_range(const DimSelect& d, const sint& symbolic_size) {
   if (d.count == 0) return {0, 0};
+  if (d.step == 1) return {d.start, d.start + d.count};
+  if (d.step == -1) return {d.start + 1 - d.count, d.start + 1};
+  const int64_t size = symbolic_size.as_int(), start = d.start.as_int(), count = d.count.as_int();
   const auto k = static_cast<int64_t>(abs_step(d));
-  const int64_t span = (d.count - 1) * k + 1;  // within size: the last element is in range
-  if (d.step > 0) return {d.start, d.start + (d.start + d.count * k <= size ? d.count * k : span)};
-  return {d.start + 1 - (d.start + 1 - d.count * k >= 0 ? d.count * k : span), d.start + 1};
+  const int64_t span = (count - 1) * k + 1;  // within size: the last element is in range
+  if (d.step > 0) return {start, start + (start + count * k <= size ? count * k : span)};
+  return {start + 1 - (start + 1 - count * k >= 0 ? count * k : span), start + 1};
 }
 
 /// The basic part of an index applied to t: a view of shape p.view_shape.
 inline Tensor basic_view(const Tensor& t, const ParsedIndex& p) {
-  const auto s = dims_of(t);
+  const Shape s = t.shape();
   std::vector<std::pair<sint, sint>> bounds;
   std::vector<int> flips;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -193,7 +220,7 @@ inline Tensor basic_view(const Tensor& t, const ParsedIndex& p) {
     std::vector<int64_t> split, counts;
     const auto xs = dims_of(x);
     for (size_t i = 0; i < s.size(); ++i) {
-      const auto k = static_cast<int64_t>(abs_step(p.dims[i])), n = p.dims[i].count;
+      const auto k = static_cast<int64_t>(abs_step(p.dims[i])), n = p.dims[i].count.as_int();
       pad.emplace_back(0, n * k - xs[i]);
       split.insert(split.end(), {n, k});
       keep.emplace_back(0, n), keep.emplace_back(0, 1);
@@ -206,14 +233,13 @@ inline Tensor basic_view(const Tensor& t, const ParsedIndex& p) {
 
 /// The inverse of basic_view: v (of the view's shape) placed where the view reads the base,
 /// zero (false) everywhere else.
-inline Tensor basic_unview(const Tensor& v, const ParsedIndex& p,
-                           const std::vector<int64_t>& base) {
-  std::vector<int64_t> counts;
+inline Tensor basic_unview(const Tensor& v, const ParsedIndex& p, const Shape& base) {
+  std::vector<sint> counts;
   for (const DimSelect& d : p.dims) counts.push_back(d.count);
   Tensor x = v.reshape(Shape(counts));
   std::vector<std::pair<sint, sint>> outer;
   std::vector<int> flips;
-  std::vector<int64_t> lengths;
+  std::vector<sint> lengths;
   for (size_t i = 0; i < base.size(); ++i) {
     auto [lo, hi] = dim_range(p.dims[i], base[i]);
     outer.emplace_back(lo, base[i] - hi);
@@ -225,11 +251,11 @@ inline Tensor basic_unview(const Tensor& v, const ParsedIndex& p,
     std::vector<int64_t> col, flat;
     std::vector<std::pair<sint, sint>> widen, cut;
     for (size_t i = 0; i < base.size(); ++i) {
-      const auto k = static_cast<int64_t>(abs_step(p.dims[i])), n = p.dims[i].count;
+      const auto k = static_cast<int64_t>(abs_step(p.dims[i])), n = p.dims[i].count.as_int();
       col.insert(col.end(), {n, 1});
       widen.emplace_back(0, 0), widen.emplace_back(0, k - 1);
       flat.push_back(n * k);
-      cut.emplace_back(0, lengths[i]);
+      cut.emplace_back(0, lengths[i].as_int());
     }
     x = x.reshape(Shape(col)).pad(widen).reshape(Shape(flat)).shrink(cut);
   }
@@ -355,23 +381,23 @@ inline Tensor tensor_set(const Tensor& x, const Tensor& value, const TensorSelec
 
 /// value (cast to dt) broadcast to `shape`; leading 1s beyond the shape's rank are dropped, as
 /// NumPy does for assignment.
-inline Tensor value_for(const Tensor& value, const std::vector<int64_t>& shape, DType dt) {
+inline Tensor value_for(const Tensor& value, const Shape& shape, DType dt) {
   if (!value.defined()) throw Error("index assignment: the value is the empty Tensor() handle");
-  auto vs = dims_of(value);
+  std::vector<sint> vs = value.shape().dims();
   while (vs.size() > shape.size() && vs.front() == 1) vs.erase(vs.begin());
   bool fits = vs.size() <= shape.size();
   for (size_t i = 0; fits && i < vs.size(); ++i)
     fits = vs[i] == 1 || vs[i] == shape[shape.size() - vs.size() + i];
   if (!fits)
     throw ShapeError(cat("index assignment: a value of shape ", value.shape(),
-                         " cannot be broadcast to the indexed shape ", shape_str(shape)));
+                         " cannot be broadcast to the indexed shape ", shape));
   return broadcast_to(value.cast(dt).reshape(Shape(vs)), shape);
 }
 
 }  // namespace detail
 
 TINYT_INLINE TensorRef Tensor::operator[](std::vector<Index> index) const {
-  const detail::ParsedIndex p = detail::parse_index(cshape(), index);
+  const detail::ParsedIndex p = detail::parse_index(shape(), index);
   Tensor x = detail::basic_view(*this, p);
   if (!p.tensors.empty()) x = detail::tensor_get(x, detail::tensor_select(x, p));
   return TensorRef(x, *this, std::move(index));
@@ -383,19 +409,19 @@ TINYT_INLINE TensorRef Tensor::operator[](std::initializer_list<Index> index) co
 /// Writes the value into the base: the new base is a select between the value, mapped back
 /// through the index, and the old base; then it is assigned to the base's memory.
 TINYT_INLINE TensorRef& TensorRef::operator=(const Tensor& value) {
-  const auto base = detail::dims_of(base_);
+  const Shape base = base_.shape();
   const detail::ParsedIndex p = detail::parse_index(base, index_);
   Tensor x = detail::basic_view(base_, p);
   Tensor updated;
   if (p.tensors.empty()) {
-    updated = detail::value_for(value, detail::dims_of(x), base_.dtype());
+    updated = detail::value_for(value, x.shape(), base_.dtype());
   } else {
     const detail::TensorSelect sel = detail::tensor_select(x, p);
-    Tensor v = detail::value_for(value, detail::dims_of(detail::tensor_get(x, sel)), base_.dtype());
+    Tensor v = detail::value_for(value, detail::tensor_get(x, sel).shape(), base_.dtype());
     updated = detail::tensor_set(x, v, sel);
   }
   Tensor region = detail::basic_unview(
-      Tensor::full(Shape(detail::dims_of(x)), true, dtypes::bool_, base_.device()), p, base);
+      Tensor::full(x.shape(), true, dtypes::bool_, base_.device()), p, base);
   base_.assign(region.where(detail::basic_unview(updated, p, base), base_));
   if (parent_) *parent_ = base_;  // t[a][b] = v: the new t[a] is written into t as well
   Tensor::operator=(static_cast<const Tensor&>(base_[index_]));

@@ -13,17 +13,16 @@ namespace tinyt::inline v0 {
 
 /// torch.matmul's semantics: 1-D operands are vectors, more dims are batches that broadcast.
 TINYT_INLINE Tensor Tensor::matmul(const Tensor& w) const {
-  const auto xs = cshape(), ws = w.cshape();
+  const std::vector<sint> xs = shape().dims(), ws = w.shape().dims();
   auto fail = [&](const char* why) {
-    return ShapeError(detail::cat("matmul: cannot multiply ", detail::shape_str(xs), " by ",
-                                  detail::shape_str(ws), why));
+    return ShapeError(detail::cat("matmul: cannot multiply ", Shape(xs), " by ", Shape(ws), why));
   };
   if (xs.empty() || ws.empty()) throw fail(" (both operands need at least one dimension)");
   const size_t wk = ws.size() >= 2 ? ws.size() - 2 : 0;  // w's contracted dim
-  if (xs.back() != ws[wk]) throw fail("");
+  if (!(xs.back() == ws[wk])) throw fail("");
   if (xs.size() > 2 && ws.size() > 2) {
     try {
-      broadcast_shape({xs.begin(), xs.end() - 2}, {ws.begin(), ws.end() - 2}, "matmul");
+      broadcast_shape(Shape(std::vector<sint>(xs.begin(), xs.end() - 2)), Shape(std::vector<sint>(ws.begin(), ws.end() - 2)), "matmul");
     } catch (const ShapeError&) {
       throw fail(" (the batch dims do not broadcast)");
     }

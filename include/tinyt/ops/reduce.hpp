@@ -26,7 +26,7 @@ inline DType stats_acc_dtype(DType dt) { return least_upper_dtype({least_upper_f
 // max and min have no identity: reducing a dim of size 0 is an error, as in PyTorch (other
 // dims may be 0: the result is then empty)
 inline void check_nonempty_reduce(const Tensor& t, const std::vector<int>& axes, const char* op) {
-  const auto s = t.shape().to_vector();
+  const Shape s = t.shape();
   for (int a : axes)
     if (!s.empty() && s[static_cast<size_t>(normalize_axis(a, s.size(), op))] == 0)
       throw ShapeError(cat(op, ": cannot reduce dim ", a, " of size 0 in shape ", t.shape()));
@@ -41,6 +41,7 @@ inline std::vector<int> all_axes(size_t n) {
 // reduces contiguous chunks of its largest axis into parts, which threads can share, and the
 // second reduces the parts. Off with SPLIT_REDUCEOP=0.
 inline UOp split_reduce(const Tensor& x, Ops op, const std::vector<int64_t>& axes) {
+  if (!graph::shape_of(x.uop()).is_concrete()) return graph::reduce(x.uop(), op, axes);  // nothing to split by
   const std::vector<int64_t> s = graph::concrete_shape(x.uop());
   int64_t in = 1, reduced = 1;
   for (int64_t d : s) in *= d;
@@ -67,7 +68,7 @@ inline UOp split_reduce(const Tensor& x, Ops op, const std::vector<int64_t>& axe
 }  // namespace detail
 
 TINYT_INLINE Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const {
-  const auto s = cshape();
+  const Shape s = shape();
   std::vector<int64_t> ax;
   for (int a : axes) {
     const int64_t n = normalize_axis(a, s.size(), name);
@@ -77,7 +78,7 @@ TINYT_INLINE Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim, 
   std::sort(ax.begin(), ax.end());
   Tensor r(detail::split_reduce(*this, op, ax));
   if (keepdim) return r;
-  std::vector<int64_t> out;
+  std::vector<sint> out;
   for (size_t i = 0; i < s.size(); ++i)
     if (std::find(ax.begin(), ax.end(), static_cast<int64_t>(i)) == ax.end()) out.push_back(s[i]);
   return r.reshape(Shape(out));
@@ -134,9 +135,9 @@ namespace detail {
 /// Running sums along the last axis of x (rows, n), in x's own dtype: a sliding window of x padded
 /// with n-1 zeros in front, taken as a view (no copy) and summed, so it is one kernel.
 inline Tensor running_sums(const Tensor& x) {
-  const std::vector<int64_t> s = graph::concrete_shape(x.uop());
-  const int64_t rows = s[0], n = s[1], L = 2 * n - 1;
-  if (n <= 1) return x;
+  const Shape& s = graph::shape_of(x.uop());
+  const sint rows = s[0], n = s[1], L = n * 2 - 1;
+  if (n.vmax() <= 1) return x;
   // W[i][k] = xp[i + k] for xp = x padded in front by n-1: repeat xp n times, flatten, pad each
   // row by one element, and row i starts i further in
   Tensor xp = x.pad({{0, 0}, {n - 1, 0}});

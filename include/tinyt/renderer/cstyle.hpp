@@ -180,6 +180,16 @@ class CStyleRenderer {
       body_ << "  " << t << "* restrict data" << i << " = (" << t << "*)bufs[" << i << "];\n";
     }
   }
+  /// How the kernel reads symbolic variable `k` (C: from the array `vars`); empty where it is a
+  /// parameter of its own (GPU dialects: `int var0` after the buffers).
+  virtual std::string read_variable(size_t k) const { return detail::cat("vars[", k, "]"); }
+  static std::string variable_name(size_t k) { return detail::cat("var", k); }
+  size_t variable_index(const UOp& var) const {
+    const auto& vars = program_->vars;
+    const auto it = std::find(vars.begin(), vars.end(), var);
+    if (it == vars.end()) throw InternalError(detail::cat(language(), " renderer: a variable the program does not list"));
+    return static_cast<size_t>(it - vars.begin());
+  }
   /// The index of this work-item along launch dimension `dim` (GPU dialects).
   virtual std::string work_item(int dim) const {
     throw CompileError(detail::cat(language(), " renderer: no work-items (launch dimension ", dim, ")"));
@@ -282,6 +292,12 @@ class CStyleRenderer {
     const auto& s = u.src();
     switch (u.op()) {
       case Ops::DEFINE_GLOBAL: name_[u.get()] = "data" + std::to_string(u.arg().as_int()); return;
+      case Ops::DEFINE_VAR: {
+        const size_t k = variable_index(u);
+        name_[u.get()] = variable_name(k);
+        if (std::string read = read_variable(k); !read.empty()) out("const " + type_of(u) + " " + name_[u.get()] + " = (" + type_of(u) + ")" + read + ";");
+        return;
+      }
       case Ops::CONST: name_[u.get()] = literal(u, u.dtype().is_index() && detail::fits_int32(u)); return;
       case Ops::RANGE: {
         const std::string n = "ridx" + std::to_string(u.arg()[0].as_int());
@@ -453,8 +469,10 @@ class OpenCLRenderer : public CStyleRenderer {
     body_ << "__kernel void " << p.name << "(";
     for (size_t i = 0; i < p.globals.size(); ++i)
       body_ << (i ? ", " : "") << "__global " << memory_type(p.globals[i].base()) << "* restrict data" << i;
+    for (size_t k = 0; k < p.vars.size(); ++k) body_ << (k + p.globals.size() ? ", " : "") << "int " << variable_name(k);
     body_ << ") {\n";
   }
+  std::string read_variable(size_t) const override { return ""; }
   std::string work_item(int dim) const override { return detail::cat("(int)get_global_id(", dim, ")"); }
   std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const override {
     return detail::cat("__local ", type, " ", name, "[", size, "]");
@@ -506,8 +524,10 @@ class CUDARenderer : public CStyleRenderer {
     body_ << "extern \"C\" __global__ void __launch_bounds__(" << max_local_ << ") " << p.name << "(";
     for (size_t i = 0; i < p.globals.size(); ++i)
       body_ << (i ? ", " : "") << memory_type(p.globals[i].base()) << "* __restrict__ data" << i;
+    for (size_t k = 0; k < p.vars.size(); ++k) body_ << (k + p.globals.size() ? ", " : "") << "int " << variable_name(k);
     body_ << ") {\n";
   }
+  std::string read_variable(size_t) const override { return ""; }
   std::string work_item(int dim) const override {
     const char* d = dim == 0 ? "x" : dim == 1 ? "y" : "z";
     return detail::cat("(int)(blockIdx.", d, " * blockDim.", d, " + threadIdx.", d, ")");

@@ -169,6 +169,7 @@ inline constexpr const char* llvm_bf16_helpers =
 class LLVMRenderer {
  public:
   std::string render(const codegen::Program& p) {
+    program_ = &p;
     for (const UOp& u : p.ops) line(u);
     const std::string fn = detail::llvm_quoted(p.name),
                       body = detail::llvm_quoted(p.name + ".body");
@@ -203,6 +204,7 @@ class LLVMRenderer {
   }
 
  private:
+  const codegen::Program* program_ = nullptr;
   std::unordered_map<const UOpNode*, std::string> name_;
   std::unordered_map<const UOpNode*, int> loop_;  // RANGE -> its loop's number, -1 for THREAD
   std::ostringstream allocas_, body_;
@@ -318,6 +320,12 @@ class LLVMRenderer {
       case Ops::DEFINE_GLOBAL:
         name_[u.get()] = "%data" + std::to_string(u.arg().as_int());
         return;
+      case Ops::DEFINE_VAR: {  // symbolic variable k: vars[k]
+        const auto k = std::find(program_->vars.begin(), program_->vars.end(), u) - program_->vars.begin();
+        const std::string at = emit(detail::cat("getelementptr inbounds i64, i64* %vars, i64 ", k));
+        name_[u.get()] = convert(emit("load i64, i64* " + at + ", align 8"), dtypes::int64, u.dtype());
+        return;
+      }
       case Ops::CONST:
         name_[u.get()] = detail::llvm_literal(u);
         return;

@@ -30,30 +30,75 @@ enum class RangeKind : int64_t {
   group = 7,   // a reduce axis split across a GPU work-group: each work-item reduces its part
 };
 
+inline UOp range(const UOp& end, int64_t axis, RangeKind kind) {
+  return UOp(Ops::RANGE, dtypes::index, {end}, Arg{axis, static_cast<int64_t>(kind)});
+}
 inline UOp range(int64_t end, int64_t axis, RangeKind kind) {
-  return UOp(Ops::RANGE, dtypes::index, {UOp::const_(dtypes::index, end)}, Arg{axis, static_cast<int64_t>(kind)});
+  return range(UOp::const_(dtypes::index, end), axis, kind);
 }
 inline UOp index_const(int64_t v) { return UOp::const_(dtypes::index, v); }
 
-/// Row-major offset of an index into a shape.
-inline UOp flatten(const std::vector<UOp>& idx, const std::vector<int64_t>& shape) {
-  UOp flat = index_const(0);
-  int64_t stride = 1;
+/// Row-major offset of an index into a shape (sizes as index UOps).
+inline UOp flatten(const std::vector<UOp>& idx, const std::vector<UOp>& shape) {
+  UOp flat = index_const(0), stride = index_const(1);
   for (size_t i = shape.size(); i-- > 0;) {
-    if (shape[i] != 1) flat = flat + idx[i] * stride;
-    stride *= shape[i];
+    if (!(shape[i].is_const() && shape[i].const_int() == 1)) flat = flat + idx[i] * stride;
+    stride = stride * shape[i];
   }
   return flat;
 }
 /// The index into `shape` of a row-major offset.
-inline std::vector<UOp> unflatten(const UOp& flat, const std::vector<int64_t>& shape) {
+inline std::vector<UOp> unflatten(const UOp& flat, const std::vector<UOp>& shape) {
   std::vector<UOp> idx(shape.size());
-  int64_t stride = 1;
+  UOp stride = index_const(1);
   for (size_t i = shape.size(); i-- > 0;) {
-    idx[i] = shape[i] == 1 ? index_const(0) : flat.idiv(stride) % shape[i];
-    stride *= shape[i];
+    idx[i] = shape[i].is_const() && shape[i].const_int() == 1 ? index_const(0) : flat.idiv(stride) % shape[i];
+    stride = stride * shape[i];
   }
   return idx;
+}
+
+/// The values bound to the symbolic variables of a kernel, ordered by name (a kernel takes its
+/// variables in that order).
+struct VarVals {
+  std::vector<std::pair<UOp, int64_t>> vals;  // (DEFINE_VAR, value)
+
+  /// Records `var = value`; a variable bound to two values in one schedule is an error.
+  void bind(const UOp& var, int64_t value) {
+    for (const auto& [v, x] : vals)
+      if (v == var) {
+        if (x != value)
+          throw ShapeError(tinyt::detail::cat("Variable '", var.arg()[0].get<std::string>(), "' is bound to ", x,
+                                              " and to ", value, " in one realize"));
+        return;
+      }
+    vals.emplace_back(var, value);
+    std::sort(vals.begin(), vals.end(), [](const auto& a, const auto& b) { return var_order(a.first, b.first); });
+  }
+  void merge(const VarVals& o) {
+    for (const auto& [v, x] : o.vals) bind(v, x);
+  }
+  /// The value of `var`; one not bound is an error naming it.
+  int64_t at(const UOp& var) const {
+    for (const auto& [v, x] : vals)
+      if (v == var) return x;
+    throw ShapeError(tinyt::detail::cat("Variable '", var.arg()[0].get<std::string>(), "' has no value: bind it (",
+                                        var.arg()[0].get<std::string>(), ".bind(n)) in a shape of this computation"));
+  }
+  static bool var_order(const UOp& a, const UOp& b) {
+    return a.arg()[0].get<std::string>() != b.arg()[0].get<std::string>()
+               ? a.arg()[0].get<std::string>() < b.arg()[0].get<std::string>()
+               : structural_less(a, b);
+  }
+};
+
+/// The DEFINE_VARs of a graph, ordered by name.
+inline std::vector<UOp> variables(const UOp& root) {
+  std::vector<UOp> out;
+  for (const UOp& u : toposort(root))
+    if (u.op() == Ops::DEFINE_VAR) out.push_back(u);
+  std::sort(out.begin(), out.end(), VarVals::var_order);
+  return out;
 }
 
 /// Kernel rules about gated loads: a load that reads 0 where its gate is false needs no select
@@ -83,7 +128,22 @@ class Lowerer {
     if (fresh) bufs_.push_back(buffer);
     return UOp(Ops::DEFINE_GLOBAL, buffer.dtype().ptr(buffer.arg().as_int()), {}, it->second);
   }
-  UOp new_range(int64_t end, RangeKind kind) { return range(end, next_axis_++, kind); }
+  UOp new_range(const UOp& end, RangeKind kind) { return range(end, next_axis_++, kind); }
+  /// The values the sizes lowered so far bind their variables to.
+  const VarVals& var_vals() const { return vars_; }
+
+  /// A size as an index UOp: a bound variable is unbound (the kernel takes its value).
+  UOp size(const sint& s) {
+    if (s.is_int()) return index_const(s.as_int());
+    for (const UOp& x : toposort(s.as_uop()))
+      if (x.op() == Ops::BIND) vars_.bind(x.src(0), static_cast<int64_t>(x.src(1).const_int()));
+    return s.unbound();
+  }
+  std::vector<UOp> sizes(const Shape& shape) {
+    std::vector<UOp> out;
+    for (const sint& d : shape) out.push_back(size(d));
+    return out;
+  }
 
   /// The value of tensor-level node `u` at index `idx` (one index per dim), where `valid` holds.
   UOp lower(const UOp& u, const std::vector<UOp>& idx, const UOp& valid) {
@@ -117,10 +177,11 @@ class Lowerer {
   UOp lower_uncached(const UOp& u, const std::vector<UOp>& idx, const UOp& valid) {
     if (u.op() == Ops::BUFFER) return load(u, idx[0], valid);
     if (UOp view = input_view_(u)) return lower(view, idx, valid);
-    const std::vector<int64_t> in = u.src().empty() ? std::vector<int64_t>{} : graph::concrete_shape(u.src(0));
+    const std::vector<UOp> in = u.src().empty() ? std::vector<UOp>{} : sizes(graph::shape_of(u.src(0)));
+    auto is_one = [](const UOp& d) { return d.is_const() && d.const_int() == 1; };
     switch (u.op()) {
       case Ops::CONST: return UOp(Ops::CONST, u.dtype(), {}, u.arg());
-      case Ops::RESHAPE: return lower(u.src(0), unflatten(flatten(idx, graph::concrete_shape(u)), in), valid);
+      case Ops::RESHAPE: return lower(u.src(0), unflatten(flatten(idx, sizes(graph::shape_of(u))), in), valid);
       case Ops::PERMUTE: {
         std::vector<UOp> src_idx(idx.size());
         const auto perm = u.arg().ints();
@@ -130,26 +191,28 @@ class Lowerer {
       case Ops::EXPAND: {
         std::vector<UOp> src_idx = idx;
         for (size_t i = 0; i < in.size(); ++i)
-          if (in[i] == 1) src_idx[i] = index_const(0);
+          if (is_one(in[i])) src_idx[i] = index_const(0);
         return lower(u.src(0), src_idx, valid);
       }
       case Ops::SHRINK: {
         std::vector<UOp> src_idx = idx;
-        for (size_t i = 0; i < in.size(); ++i) src_idx[i] = idx[i] + u.arg()[i][0].as_int();
+        const auto bounds = graph::pairs(u.arg());
+        for (size_t i = 0; i < in.size(); ++i) src_idx[i] = idx[i] + size(bounds[i].first);
         return lower(u.src(0), src_idx, valid);
       }
       case Ops::FLIP: {
         std::vector<UOp> src_idx = idx;
         for (size_t i = 0; i < in.size(); ++i)
-          if (u.arg()[i].get<bool>()) src_idx[i] = index_const(in[i] - 1) - idx[i];
+          if (u.arg()[i].get<bool>()) src_idx[i] = in[i] - 1 - idx[i];
         return lower(u.src(0), src_idx, valid);
       }
       case Ops::PAD: {
         std::vector<UOp> src_idx = idx;
         UOp inside = UOp::const_(dtypes::bool_, true);
+        const auto padding = graph::pairs(u.arg());
         for (size_t i = 0; i < in.size(); ++i) {
-          const int64_t before = u.arg()[i][0].as_int();
-          if (before == 0 && u.arg()[i][1].as_int() == 0) continue;
+          if (padding[i].first == 0 && padding[i].second == 0) continue;
+          const UOp before = size(padding[i].first);
           src_idx[i] = idx[i] - before;
           inside = inside & idx[i].lt(before).logical_not() & idx[i].lt(before + in[i]);
         }
@@ -162,7 +225,7 @@ class Lowerer {
         std::vector<UOp> src_idx = idx, ranges;
         for (int64_t a : u.arg()[1].ints()) {
           const auto ax = static_cast<size_t>(a);
-          if (in[ax] == 1) continue;
+          if (is_one(in[ax])) continue;
           ranges.push_back(new_range(in[ax], RangeKind::reduce));
           src_idx[ax] = ranges.back();
         }
@@ -188,6 +251,7 @@ class Lowerer {
   std::vector<UOp> bufs_;
   std::unordered_map<const UOpNode*, int64_t> buf_index_;
   int64_t next_axis_ = 0;
+  VarVals vars_;
   std::map<Key, UOp> memo_;
   std::vector<UOp> keep_;  // keeps the nodes behind memo keys alive
 };

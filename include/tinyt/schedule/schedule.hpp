@@ -22,6 +22,7 @@ struct Kernel {
   UOp view;                  // where that value lives afterwards (a view of buffers[0])
   bool in_place = false;     // writes existing memory (an assign)
   bool temporary = false;    // its memory is reused after its last reader: the value is not kept
+  VarVals var_vals;          // the values of the symbolic variables its AST takes
 };
 
 namespace detail {
@@ -60,11 +61,11 @@ inline std::vector<UOp> pending_graph(const std::vector<UOp>& roots, const Known
 // The kernel's loops then run the kept axes outside the broadcast ones, and the linearizer
 // computes the reduction once per outer iteration, between them.
 inline std::optional<int64_t> trailing_broadcast(const UOp& expand, int64_t from) {
-  const std::vector<int64_t> in = graph::concrete_shape(expand.src(0)), out = graph::concrete_shape(expand);
+  const Shape &in = graph::shape_of(expand.src(0)), &out = graph::shape_of(expand);
   int64_t first_broadcast = static_cast<int64_t>(out.size()), last_kept = -1;
   for (size_t a = 0; a < out.size(); ++a) {
-    if (in[a] == 1 && out[a] != 1) first_broadcast = std::min(first_broadcast, static_cast<int64_t>(a));
-    else if (out[a] != 1 && (from < 0 || static_cast<int64_t>(a) < from)) last_kept = static_cast<int64_t>(a);
+    if (in[a] == 1 && !(out[a] == 1)) first_broadcast = std::min(first_broadcast, static_cast<int64_t>(a));
+    else if (!(out[a] == 1) && (from < 0 || static_cast<int64_t>(a) < from)) last_kept = static_cast<int64_t>(a);
   }
   if (last_kept > first_broadcast) return std::nullopt;
   return from < 0 ? first_broadcast : std::min(from, first_broadcast);
@@ -189,16 +190,19 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
 }
 
 inline std::string kernel_name(const UOp& ast) {
-  std::vector<std::pair<int64_t, int64_t>> axes;  // (axis, size)
+  std::vector<std::pair<int64_t, std::string>> axes;  // (axis, size)
   bool reduces = false;
   for (const UOp& u : toposort(ast))
     if (u.op() == Ops::RANGE) {
-      axes.emplace_back(u.arg()[0].as_int(), static_cast<int64_t>(u.src(0).const_int()));
+      // a symbolic size is named by its variables ("r_start_pos1_8"): names are identifiers
+      std::string size = u.src(0).is_const() ? std::to_string(static_cast<int64_t>(u.src(0).const_int())) : expr_string(u.src(0));
+      std::erase_if(size, [](char c) { return !std::isalnum(static_cast<unsigned char>(c)) && c != '_'; });
+      axes.emplace_back(u.arg()[0].as_int(), size);
       reduces |= u.arg()[1].as_int() == static_cast<int64_t>(RangeKind::reduce);
     }
   std::sort(axes.begin(), axes.end());
   std::string name = reduces ? "r" : "E";
-  for (auto [axis, size] : axes) name += "_" + std::to_string(size);
+  for (const auto& [axis, size] : axes) name += "_" + size;
   return name;
 }
 
@@ -307,21 +311,23 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool m
   std::vector<Kernel> kernels;
   // one kernel storing `value_node` (at the point's shape) into `out_buffer`
   auto make_kernel = [&](const UOp& point, const UOp& value_node, const UOp& out_buffer, const UOp& view) {
-    const std::vector<int64_t> shape = graph::concrete_shape(point);
     Lowerer lw(input_view);
     UOp out = lw.global(out_buffer);
+    const std::vector<UOp> shape = lw.sizes(graph::shape_of(point));
     std::vector<UOp> out_idx;
-    for (int64_t d : shape) out_idx.push_back(d == 1 ? index_const(0) : lw.new_range(d, RangeKind::loop));
+    for (const UOp& d : shape)
+      out_idx.push_back(d.is_const() && d.const_int() == 1 ? index_const(0) : lw.new_range(d, RangeKind::loop));
     UOp value = lw.lower(value_node, out_idx, UOp::const_(dtypes::bool_, true));
     UOp store_index = simplify(flatten(out_idx, shape));
     UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, out.dtype(), {out, store_index}), value});
     UOp ast = graph_rewrite(UOp(Ops::SINK, dtypes::void_, {store}), symbolic() + reduce_collapse() + gated_load_rules());
-    return std::make_pair(Kernel{ast, lw.buffers(), point, view}, store_index);
+    Kernel k{ast, lw.buffers(), point, view, false, false, lw.var_vals()};
+    return std::make_pair(std::move(k), store_index);
   };
   for (const UOp& point : points) {
-    const std::vector<int64_t> shape = graph::concrete_shape(point);
-    int64_t numel = 1;
-    for (int64_t d : shape) numel *= d;
+    // a symbolic shape gets memory for its largest value: the kernel serves every binding
+    const Shape& shape = graph::shape_of(point);
+    const int64_t numel = shape.numel().vmax();
     if (point.op() == Ops::ASSIGN) {
       // a store into the target's memory; the tensor then names that memory anew
       const UOp target = graph::base_buffer(input_view(point.src(0)) ? input_view(point.src(0)) : point.src(0));
@@ -348,7 +354,7 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool m
       const UOp view = from.op() == Ops::BUFFER ? UOp{} : input_view(from);
       const UOp source = graph::base_buffer(view ? view : from);
       TINYT_ASSERT(source && source.arg().as_int() == numel, "copy: the source is not a whole contiguous buffer");
-      Kernel kernel{UOp(Ops::COPY, point.dtype(), {}, numel), {out_buffer, source}, point, graph::reshape(out_buffer, shape)};
+      Kernel kernel{UOp(Ops::COPY, point.dtype(), {}, numel), {out_buffer, source}, point, graph::reshape(out_buffer, shape), false, false, {}};
       computed[point.get()] = kernel.view;
       kernels.push_back(std::move(kernel));
       continue;

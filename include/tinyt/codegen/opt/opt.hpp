@@ -50,7 +50,11 @@ struct OptError : Error {
 using schedule::RangeKind;
 
 inline RangeKind range_kind(const UOp& r) { return static_cast<RangeKind>(r.arg()[1].as_int()); }
-inline int64_t range_size(const UOp& r) { return static_cast<int64_t>(r.src(0).const_int()); }
+/// A range's length; for a symbolic one (over Variables), the largest it can be.
+inline int64_t range_size(const UOp& r) {
+  return static_cast<int64_t>(r.src(0).is_const() ? r.src(0).const_int() : bounds(r.src(0)).hi);
+}
+inline bool is_symbolic(const UOp& r) { return !r.src(0).is_const(); }
 
 /// Where a range's loop goes: threads outermost, then output loops, then tiles, then reductions.
 inline int range_rank(RangeKind k) {
@@ -68,13 +72,13 @@ inline bool range_before(const UOp& a, const UOp& b) {
   return std::pair(range_rank(range_kind(a)), a.arg()[0].as_int()) < std::pair(range_rank(range_kind(b)), b.arg()[0].as_int());
 }
 
-/// The ranges an opt can name: every loop, tile and reduce range in loop order (threads and
-/// register ranges are final).
+/// The ranges an opt can name: every loop, tile and reduce range of a known length, in loop order
+/// (threads and register ranges are final; a symbolic length has no divisors to split by).
 inline std::vector<UOp> axes(const UOp& ast) {
   std::vector<UOp> out;
   for (const UOp& u : toposort(ast))
-    if (u.op() == Ops::RANGE && (range_kind(u) == RangeKind::loop || range_kind(u) == RangeKind::reduce ||
-                                 range_kind(u) == RangeKind::local))
+    if (u.op() == Ops::RANGE && !is_symbolic(u) &&
+        (range_kind(u) == RangeKind::loop || range_kind(u) == RangeKind::reduce || range_kind(u) == RangeKind::local))
       out.push_back(u);
   std::sort(out.begin(), out.end(), range_before);
   return out;

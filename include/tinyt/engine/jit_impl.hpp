@@ -1,0 +1,236 @@
+// TinyJit's engine part (jit.hpp): recording exec items, planning their memory once, replaying.
+#pragma once
+
+#include <unordered_set>
+
+#include "../jit.hpp"
+#include "../tensor_impl.hpp"
+#include "realize.hpp"
+
+namespace tinyt::inline v0 {
+namespace detail {
+
+/// One captured exec item: what it runs, on what, and where its inputs and variables go.
+struct JitItem {
+  engine::ExecItem item;
+  std::vector<UOp> vars;                              // the kernel's variables, in its order
+  std::vector<std::pair<size_t, size_t>> input_slots;  // (buffer slot, input number)
+  bool in_place = false;                               // it overwrites memory others may hold views of
+};
+
+struct JitCore::State {
+  int64_t calls = 0;
+  bool enabled = getenv_int("JIT", 1) != 0;
+  bool captured = false;
+  std::vector<engine::CapturedItem> recording;
+  std::vector<std::shared_ptr<Buffer>> capture_inputs;  // the memory of the capture's inputs
+  std::vector<JitItem> items;
+  // what the capture was called with: each input's shape, dtype and device
+  std::vector<Shape> shapes;
+  std::vector<DType> dtypes;
+  std::vector<std::string> devices;
+  std::vector<UOp> outputs;  // where each output's value lives (views of the JIT's memory)
+};
+
+TINYT_INLINE JitCore::JitCore() : s_(std::make_unique<State>()) {}
+TINYT_INLINE JitCore::~JitCore() = default;
+TINYT_INLINE size_t JitCore::captured_count() const { return s_->items.size(); }
+
+TINYT_INLINE JitMode JitCore::next_mode() {
+  const int64_t call = s_->calls++;
+  if (!s_->enabled || call == 0) return JitMode::run;
+  return s_->captured ? JitMode::replay : JitMode::capture;
+}
+
+TINYT_INLINE void JitCore::realize_inputs(const std::vector<Tensor>& inputs) { realize_tensors(inputs); }
+
+namespace jit {
+// The memory holding a realized input: its whole buffer, in the input's own (row-major) layout.
+inline std::shared_ptr<Buffer> input_memory(const Tensor& t, size_t k) {
+  const UOp base = graph::base_buffer(t.uop());
+  if (!base)
+    throw ShapeError(cat("TinyJit: input ", k, " of shape ", t.shape(),
+                         " is a view of other memory; pass t.contiguous() so the replay can read it"));
+  return graph::buffer_of(base);
+}
+
+// The values the bound variables among the arguments and in the inputs' shapes give.
+inline schedule::VarVals bound_values(const std::vector<Tensor>& inputs, const std::vector<UOp>& binds) {
+  schedule::VarVals vals;
+  auto add = [&](const UOp& root) {
+    for (const UOp& x : toposort(root))
+      if (x.op() == Ops::BIND) vals.bind(x.src(0), static_cast<int64_t>(x.src(1).const_int()));
+  };
+  for (const UOp& b : binds) add(b);
+  for (const Tensor& t : inputs)
+    for (const sint& d : t.shape())
+      if (!d.is_int()) add(d.as_uop());
+  return vals;
+}
+
+// The memory every node reachable from `roots` holds or reads (through realized values).
+inline std::unordered_set<const Buffer*> reachable_memory(const std::vector<UOp>& roots) {
+  std::unordered_set<const Buffer*> out;
+  std::unordered_set<const UOpNode*> seen;
+  std::vector<UOp> stack(roots.begin(), roots.end());
+  while (!stack.empty()) {
+    UOp u = std::move(stack.back());
+    stack.pop_back();
+    if (!u || !seen.insert(u.get()).second) continue;
+    if (u.op() == Ops::BUFFER) out.insert(graph::buffer_of(u).get());
+    if (UOp view = graph::realized(u); view && !(view == u)) stack.push_back(view);
+    for (const UOp& x : u.src()) stack.push_back(x);
+  }
+  return out;
+}
+
+// Gives the intermediate buffers of the items (`intermediate` says which) shared memory: a buffer
+// takes the memory of an earlier one of the same size and device whose last use has passed. A
+// buffer an item reads before any item writes it holds a value from before the step: it keeps
+// its memory. Returns how many buffers there were and how many memories they share.
+inline std::pair<size_t, size_t> plan_memory(std::vector<JitItem>& items,
+                                             const std::function<bool(const Buffer*)>& intermediate) {
+  std::unordered_map<const Buffer*, size_t> first, last;
+  std::unordered_set<const Buffer*> read_first;
+  for (size_t i = 0; i < items.size(); ++i)
+    for (size_t j = 0; j < items[i].item.buffers.size(); ++j) {
+      const Buffer* b = items[i].item.buffers[j].get();
+      if (!b) continue;
+      if (first.emplace(b, i).second && j != 0) read_first.insert(b);
+      last[b] = i;
+    }
+  std::unordered_map<const Buffer*, std::shared_ptr<Buffer>> assigned;
+  std::vector<std::shared_ptr<Buffer>> pool;  // memory whose last use has passed
+  std::vector<std::pair<size_t, std::shared_ptr<Buffer>>> in_use;  // (last use, memory)
+  size_t planned = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    for (std::shared_ptr<Buffer>& b : items[i].item.buffers) {
+      if (!b || !intermediate(b.get()) || read_first.count(b.get())) continue;
+      auto [it, fresh] = assigned.try_emplace(b.get());
+      if (fresh) {
+        ++planned;
+        auto fit = std::find_if(pool.begin(), pool.end(), [&](const std::shared_ptr<Buffer>& m) {
+          return m->nbytes() == b->nbytes() && m->device() == b->device();
+        });
+        if (fit != pool.end()) {
+          it->second = *fit;
+          pool.erase(fit);
+        } else {
+          it->second = b;
+        }
+        in_use.emplace_back(last.at(b.get()), it->second);
+      }
+      b = it->second;
+    }
+    for (auto u = in_use.begin(); u != in_use.end();) {
+      if (u->first <= i) pool.push_back(u->second), u = in_use.erase(u);
+      else ++u;
+    }
+  }
+  std::unordered_set<const Buffer*> memories;
+  for (const auto& [b, m] : assigned) memories.insert(m.get());
+  return {planned, memories.size()};
+}
+
+// A view of the JIT's memory with its bound variables bound to this call's values.
+inline UOp rebind(const UOp& view, const schedule::VarVals& vals) {
+  if (view.op() != Ops::RESHAPE || graph::shape_of(view).is_concrete()) return view;
+  std::vector<sint> dims;
+  for (const sint& d : graph::shape_of(view)) {
+    if (d.is_int()) {
+      dims.push_back(d);
+      continue;
+    }
+    std::unordered_map<const UOpNode*, UOp> map;
+    for (const UOp& x : toposort(d.as_uop()))
+      if (x.op() == Ops::BIND) map.emplace(x.get(), x.src(0).bind(vals.at(x.src(0))));
+    dims.push_back(sint(substitute(d.as_uop(), map)));
+  }
+  return UOp(Ops::RESHAPE, view.dtype(), {view.src(0)}, graph::shape_arg(Shape(dims)));
+}
+}  // namespace jit
+
+TINYT_INLINE void JitCore::begin_capture(const std::vector<Tensor>& inputs, const std::vector<UOp>& binds) {
+  (void)jit::bound_values(inputs, binds);  // two bindings of one variable: an error now, not at replay
+  s_->capture_inputs.clear();
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    s_->capture_inputs.push_back(jit::input_memory(inputs[k], k));
+    s_->shapes.push_back(inputs[k].shape());
+    s_->dtypes.push_back(inputs[k].dtype());
+    s_->devices.push_back(inputs[k].device());
+  }
+  s_->recording.clear();
+  engine::capture_sink() = &s_->recording;
+}
+
+TINYT_INLINE void JitCore::abort_capture() {
+  engine::capture_sink() = nullptr;
+  s_->recording.clear();
+  s_->capture_inputs.clear();
+  s_->shapes.clear(), s_->dtypes.clear(), s_->devices.clear();
+  s_->calls = 1;  // the next call captures again
+}
+
+TINYT_INLINE void JitCore::end_capture(const std::vector<Tensor>& outputs) {
+  try {
+    realize_tensors(outputs);  // the outputs are part of the step: their kernels are captured too
+  } catch (...) {
+    abort_capture();
+    throw;
+  }
+  engine::capture_sink() = nullptr;
+  for (engine::CapturedItem& c : s_->recording) {
+    JitItem item{std::move(c.item), std::move(c.vars), {}, c.in_place};
+    for (size_t j = 0; j < item.item.buffers.size(); ++j)
+      for (size_t k = 0; k < s_->capture_inputs.size(); ++k)
+        if (item.item.buffers[j] == s_->capture_inputs[k]) {
+          item.input_slots.emplace_back(j, k);
+          item.item.buffers[j] = nullptr;  // filled at each replay
+        }
+    s_->items.push_back(std::move(item));
+  }
+  s_->recording.clear();
+  s_->capture_inputs.clear();
+  for (const Tensor& t : outputs) s_->outputs.push_back(t.uop());
+  // what outlives the step keeps its memory: the outputs, and whatever a live tensor can reach
+  std::vector<UOp> roots = s_->outputs;
+  for (auto& d : Tensor::live_tensors().snapshot()) roots.push_back(Tensor::shared_fields(*d).first);
+  const std::unordered_set<const Buffer*> kept = jit::reachable_memory(roots);
+  const auto [buffers, memories] = jit::plan_memory(s_->items, [&](const Buffer* b) { return !kept.count(b); });
+  s_->captured = true;
+  if (debug_level() >= 1)
+    std::cerr << "TinyJit: captured " << s_->items.size() << " exec item(s); " << buffers
+              << " intermediate buffer(s) share " << memories << " memories\n";
+}
+
+TINYT_INLINE std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& inputs, const std::vector<UOp>& binds) {
+  if (inputs.size() != s_->shapes.size())
+    throw ShapeError(cat("TinyJit: called with ", inputs.size(), " tensor(s); it was captured with ", s_->shapes.size()));
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (!inputs[k].defined()) throw Error(cat("TinyJit: input ", k, " is the empty Tensor() handle"));
+    if (!(inputs[k].shape() == s_->shapes[k]))
+      throw ShapeError(cat("TinyJit: input ", k, " has shape ", inputs[k].shape(), "; it was captured with ", s_->shapes[k]));
+    if (inputs[k].dtype() != s_->dtypes[k])
+      throw DTypeError(cat("TinyJit: input ", k, " is ", inputs[k].dtype().name(), "; it was captured with ", s_->dtypes[k].name()));
+    if (inputs[k].device() != s_->devices[k])
+      throw DeviceError(cat("TinyJit: input ", k, " is on ", inputs[k].device(), "; it was captured on ", s_->devices[k]));
+  }
+  realize_tensors(inputs);
+  std::vector<std::shared_ptr<Buffer>> memory;
+  for (size_t k = 0; k < inputs.size(); ++k) memory.push_back(jit::input_memory(inputs[k], k));
+  const schedule::VarVals vals = jit::bound_values(inputs, binds);
+  const int debug = debug_level();
+  for (JitItem& j : s_->items) {
+    for (const auto& [slot, k] : j.input_slots) j.item.buffers[slot] = memory[k];
+    for (size_t v = 0; v < j.vars.size(); ++v) j.item.vars[v] = vals.at(j.vars[v]);
+    engine::run_item(j.item, debug);
+    if (j.in_place) j.item.buffers[0]->overwritten();
+    for (const auto& [slot, k] : j.input_slots) j.item.buffers[slot] = nullptr;
+  }
+  std::vector<Tensor> out;
+  for (const UOp& view : s_->outputs) out.emplace_back(jit::rebind(view, vals));
+  return out;
+}
+
+}  // namespace detail
+}  // namespace tinyt::inline v0
