@@ -42,16 +42,18 @@ test-cuda:
 example:
 	tools/setup.sh
 	$(CMAKE_CONFIGURE) -S . -B build
-	cmake --build build -j$(JOBS) --target demo fashion_mnist
+	cmake --build build -j$(JOBS) --target demo kv_cache fashion_mnist
 	build/examples/demo
+	build/examples/kv_cache
 	build/examples/fashion_mnist
 
 # The examples run to the end on a few steps: they work, whatever their accuracy.
 example-quick:
 	tools/setup.sh
 	$(CMAKE_CONFIGURE) -S . -B build
-	cmake --build build -j$(JOBS) --target demo fashion_mnist
+	cmake --build build -j$(JOBS) --target demo kv_cache fashion_mnist
 	build/examples/demo
+	build/examples/kv_cache
 	build/examples/fashion_mnist 20 32
 
 bench:

@@ -49,6 +49,8 @@ class JitCore {
   std::vector<Tensor> replay(const std::vector<Tensor>& inputs, const std::vector<UOp>& binds);
   /// How many exec items a replay launches (0 before capture).
   size_t captured_count() const;
+  /// Writes the captured step as one C file and its weights as safetensors (engine/export_c.hpp).
+  void export_c(const std::string& c_path, const std::string& weights_path) const;
 
  private:
   struct State;
@@ -142,6 +144,10 @@ template <class F> class TinyJit {
 
   /// How many kernels (and copies) a replay launches; 0 before the capture.
   size_t captured_count() const { return core_->captured_count(); }
+  /// Writes the captured step as one standalone C file (`c_path`) and the memory it reads as its
+  /// weights (`weights_path`, safetensors): it builds with a plain C compiler, without tinyt.
+  /// The step must have been captured on the CPU.
+  void export_c(const std::string& c_path, const std::string& weights_path) const { core_->export_c(c_path, weights_path); }
 
  private:
   F f_;

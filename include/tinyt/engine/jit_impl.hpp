@@ -5,6 +5,7 @@
 
 #include "../jit.hpp"
 #include "../tensor_impl.hpp"
+#include "export_c.hpp"
 #include "realize.hpp"
 
 namespace tinyt::inline v0 {
@@ -201,6 +202,16 @@ TINYT_INLINE void JitCore::end_capture(const std::vector<Tensor>& outputs) {
   if (debug_level() >= 1)
     std::cerr << "TinyJit: captured " << s_->items.size() << " exec item(s); " << buffers
               << " intermediate buffer(s) share " << memories << " memories\n";
+}
+
+TINYT_INLINE void JitCore::export_c(const std::string& c_path, const std::string& weights_path) const {
+  if (!s_->captured) throw Error("TinyJit.export_c: the step is not captured yet (it is captured at its second call)");
+  std::vector<engine::ExportItem> items;
+  for (const JitItem& j : s_->items) {
+    const auto* compiled = dynamic_cast<const engine::CompiledRunner*>(j.item.runner.get());
+    items.push_back({compiled ? &compiled->kernel() : nullptr, j.item.buffers, j.input_slots, j.vars});
+  }
+  engine::export_c(items, {s_->shapes, s_->dtypes, s_->outputs}, c_path, weights_path);
 }
 
 TINYT_INLINE std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& inputs, const std::vector<UOp>& binds) {
