@@ -133,22 +133,6 @@ inline std::pair<size_t, size_t> plan_memory(std::vector<JitItem>& items,
   return {planned, memories.size()};
 }
 
-// A view of the JIT's memory with its bound variables bound to this call's values.
-inline UOp rebind(const UOp& view, const schedule::VarVals& vals) {
-  if (view.op() != Ops::RESHAPE || graph::shape_of(view).is_concrete()) return view;
-  std::vector<sint> dims;
-  for (const sint& d : graph::shape_of(view)) {
-    if (d.is_int()) {
-      dims.push_back(d);
-      continue;
-    }
-    std::unordered_map<const UOpNode*, UOp> map;
-    for (const UOp& x : toposort(d.as_uop()))
-      if (x.op() == Ops::BIND) map.emplace(x.get(), x.src(0).bind(vals.at(x.src(0))));
-    dims.push_back(sint(substitute(d.as_uop(), map)));
-  }
-  return UOp(Ops::RESHAPE, view.dtype(), {view.src(0)}, graph::shape_arg(Shape(dims)));
-}
 }  // namespace jit
 
 TINYT_INLINE void JitCore::begin_capture(const std::vector<Tensor>& inputs, const std::vector<UOp>& binds) {
@@ -239,7 +223,7 @@ TINYT_INLINE std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& inpu
     for (const auto& [slot, k] : j.input_slots) j.item.buffers[slot] = nullptr;
   }
   std::vector<Tensor> out;
-  for (const UOp& view : s_->outputs) out.emplace_back(jit::rebind(view, vals));
+  for (const UOp& view : s_->outputs) out.emplace_back(schedule::detail::rebind(view, vals));
   return out;
 }
 

@@ -26,7 +26,47 @@ struct Normalized {
   UOp key;
   std::vector<UOp> inputs;
   std::unordered_map<const UOpNode*, UOp> original;
+  VarVals var_vals;  // the values the graph binds its variables to (the key holds them unbound)
 };
+
+/// A node whose arg holds symbolic sizes, with every bound variable in them unbound (its value
+/// recorded in `vals`): steps that differ only in the values share a key.
+inline UOp unbind_arg(const UOp& u, VarVals& vals) {
+  bool bound = false;
+  std::function<Arg(const Arg&)> strip = [&](const Arg& a) -> Arg {
+    if (a.is_uop()) {
+      const sint s(a.uop());
+      for (const UOp& x : toposort(a.uop()))
+        if (x.op() == Ops::BIND) bound = true, vals.bind(x.src(0), static_cast<int64_t>(x.src(1).const_int()));
+      return to_arg(sint(s.unbound()));
+    }
+    if (!a.is<Arg::Tuple>()) return a;
+    Arg::Tuple t;
+    for (const Arg& x : a.tuple()) t.push_back(strip(x));
+    return Arg(t);
+  };
+  if (!GroupOp::Movement.contains(u.op())) return u;
+  Arg arg = strip(u.arg());
+  return bound ? UOp(u.op(), u.dtype(), u.src(), std::move(arg)) : u;
+}
+
+/// A view with its variables bound to `vals` again (what a realized symbolic value is named by).
+inline UOp rebind(const UOp& view, const VarVals& vals) {
+  if (view.op() != Ops::RESHAPE || graph::shape_of(view).is_concrete()) return view;
+  std::vector<sint> dims;
+  for (const sint& d : graph::shape_of(view)) {
+    if (d.is_int()) {
+      dims.push_back(d);
+      continue;
+    }
+    const UOp unbound = d.unbound();
+    std::unordered_map<const UOpNode*, UOp> map;
+    for (const UOp& x : toposort(unbound))
+      if (x.op() == Ops::DEFINE_VAR) map.emplace(x.get(), x.bind(vals.at(x)));
+    dims.push_back(sint(substitute(unbound, map)));
+  }
+  return UOp(Ops::RESHAPE, view.dtype(), {view.src(0)}, graph::shape_arg(Shape(dims)));
+}
 
 /// The key's copy of a DEVICE node: the same device with a marker source. A value computed from
 /// constants alone (an arange) has no buffer to stand for, so without it the key would be the
@@ -53,7 +93,7 @@ inline Normalized normalize(const std::vector<UOp>& roots) {
   auto rebuild = [&](const UOp& u) {
     std::vector<UOp> src;
     for (const UOp& s : u.src()) src.push_back(done.at(s.get()));
-    return u.replace(std::move(src));
+    return unbind_arg(u.replace(std::move(src)), n.var_vals);
   };
   for (const UOp& u : order) {
     if (u.op() == Ops::DEVICE) {
@@ -133,8 +173,9 @@ inline std::vector<Kernel> instantiate(const Template& t, const Normalized& n) {
   for (const Kernel& k : t.kernels) {
     Kernel x = k;
     for (UOp& b : x.buffers) b = bind.at(b.get());
-    x.view = substitute(k.view, bind);
+    x.view = rebind(substitute(k.view, bind), n.var_vals);
     x.computes = n.original.at(k.computes.get());
+    x.var_vals = n.var_vals;  // this step's values (the template's kernels take them unbound)
     out.push_back(std::move(x));
   }
   return out;
