@@ -7060,8 +7060,10 @@ struct VarVals {
     vals.emplace_back(var, value);
     std::sort(vals.begin(), vals.end(), [](const auto& a, const auto& b) { return var_order(a.first, b.first); });
   }
-  void merge(const VarVals& o) {
-    for (const auto& [v, x] : o.vals) bind(v, x);
+  /// Records the value of every bound variable (BIND) in `root`.
+  void bind_all(const UOp& root) {
+    for (const UOp& x : toposort(root))
+      if (x.op() == Ops::BIND) bind(x.src(0), static_cast<int64_t>(x.src(1).const_int()));
   }
   /// The value of `var`; one not bound is an error naming it.
   int64_t at(const UOp& var) const {
@@ -7120,8 +7122,7 @@ class Lowerer {
   /// A size as an index UOp: a bound variable is unbound (the kernel takes its value).
   UOp size(const sint& s) {
     if (s.is_int()) return index_const(s.as_int());
-    for (const UOp& x : toposort(s.as_uop()))
-      if (x.op() == Ops::BIND) vars_.bind(x.src(0), static_cast<int64_t>(x.src(1).const_int()));
+    vars_.bind_all(s.as_uop());
     return s.unbound();
   }
   std::vector<UOp> sizes(const Shape& shape) {
@@ -10302,21 +10303,28 @@ struct Normalized {
 
 /// A node whose arg holds symbolic sizes, with every bound variable in them unbound (its value
 /// recorded in `vals`): steps that differ only in the values share a key.
+inline bool holds_uop(const Arg& a) {
+  if (a.is_uop()) return true;
+  if (!a.is<Arg::Tuple>()) return false;
+  return std::any_of(a.tuple().begin(), a.tuple().end(), holds_uop);
+}
 inline UOp unbind_arg(const UOp& u, VarVals& vals) {
+  if (!GroupOp::Movement.contains(u.op()) || !holds_uop(u.arg())) return u;  // the common case: sizes are numbers
   bool bound = false;
   std::function<Arg(const Arg&)> strip = [&](const Arg& a) -> Arg {
     if (a.is_uop()) {
       const sint s(a.uop());
-      for (const UOp& x : toposort(a.uop()))
-        if (x.op() == Ops::BIND) bound = true, vals.bind(x.src(0), static_cast<int64_t>(x.src(1).const_int()));
-      return to_arg(sint(s.unbound()));
+      const UOp unbound = s.unbound();
+      if (unbound == s.as_uop()) return a;
+      vals.bind_all(a.uop());
+      bound = true;
+      return to_arg(sint(unbound));
     }
     if (!a.is<Arg::Tuple>()) return a;
     Arg::Tuple t;
     for (const Arg& x : a.tuple()) t.push_back(strip(x));
     return Arg(t);
   };
-  if (!GroupOp::Movement.contains(u.op())) return u;
   Arg arg = strip(u.arg());
   return bound ? UOp(u.op(), u.dtype(), u.src(), std::move(arg)) : u;
 }
@@ -10804,6 +10812,17 @@ inline std::vector<CapturedItem>*& capture_sink() {
   thread_local std::vector<CapturedItem>* sink = nullptr;
   return sink;
 }
+/// Memory the host fills anew at every call of a step (a random op's key): a replay calls `fill`
+/// and copies its bytes in before launching, as running the step would.
+struct HostFill {
+  std::shared_ptr<Buffer> buffer;
+  std::function<std::vector<uint8_t>()> fill;
+};
+/// Where this thread's host fills are recorded while a TinyJit captures (null: not recording).
+inline std::vector<HostFill>*& host_fill_sink() {
+  thread_local std::vector<HostFill>* sink = nullptr;
+  return sink;
+}
 
 namespace detail {
 // Seconds of the fastest of a few runs of `ast` with `opts`, on scratch copies of its buffers
@@ -11107,10 +11126,19 @@ inline std::array<uint32_t, 2> next_random_key() {
 /// Two random words per element for n elements (one Threefry block each) from the next call's key.
 inline std::array<Tensor, 2> random_words(int64_t n, const std::string& device) {
   const auto key = next_random_key();
+  Tensor key_words = Tensor::from_vector(std::vector<uint32_t>{key[0], key[1]}, Shape{2}, device);
+  // under a TinyJit capture: each replay takes the next key, as each call of the step would
+  if (std::vector<engine::HostFill>* fills = engine::host_fill_sink())
+    fills->push_back({graph::buffer_of(graph::base_buffer(key_words.uop())), [] {
+                        const auto next = next_random_key();
+                        std::vector<uint8_t> bytes(sizeof next);
+                        std::memcpy(bytes.data(), next.data(), sizeof next);
+                        return bytes;
+                      }});
   // the element index, counted as arange counts (a cumulative sum), 64 bits wide
   Tensor i = Tensor::full(Shape{n}, 1, dtypes::int64, device).cumsum().sub(1);
   Tensor lo = i.cast(dtypes::uint32), hi = i.rshift(32).cast(dtypes::uint32);
-  return threefry2x32(lo, hi, key[0], key[1]);
+  return threefry2x32(lo, hi, key_words.shrink({{0, 1}}).reshape({}), key_words.shrink({{1, 2}}).reshape({}));
 }
 }  // namespace detail
 
@@ -13489,6 +13517,7 @@ struct JitCore::State {
   bool enabled = getenv_int("JIT", 1) != 0;
   bool captured = false;
   std::vector<engine::CapturedItem> recording;
+  std::vector<engine::HostFill> fills;  // memory the host fills anew each call (random keys)
   std::vector<std::shared_ptr<Buffer>> capture_inputs;  // the memory of the capture's inputs
   std::vector<JitItem> items;
   // what the capture was called with: each input's shape, dtype and device
@@ -13523,14 +13552,10 @@ inline std::shared_ptr<Buffer> input_memory(const Tensor& t, size_t k) {
 // The values the bound variables among the arguments and in the inputs' shapes give.
 inline schedule::VarVals bound_values(const std::vector<Tensor>& inputs, const std::vector<UOp>& binds) {
   schedule::VarVals vals;
-  auto add = [&](const UOp& root) {
-    for (const UOp& x : toposort(root))
-      if (x.op() == Ops::BIND) vals.bind(x.src(0), static_cast<int64_t>(x.src(1).const_int()));
-  };
-  for (const UOp& b : binds) add(b);
+  for (const UOp& b : binds) vals.bind_all(b);
   for (const Tensor& t : inputs)
     for (const sint& d : t.shape())
-      if (!d.is_int()) add(d.as_uop());
+      if (!d.is_int()) vals.bind_all(d.as_uop());
   return vals;
 }
 
@@ -13610,12 +13635,16 @@ TINYT_INLINE void JitCore::begin_capture(const std::vector<Tensor>& inputs, cons
     s_->devices.push_back(inputs[k].device());
   }
   s_->recording.clear();
+  s_->fills.clear();
   engine::capture_sink() = &s_->recording;
+  engine::host_fill_sink() = &s_->fills;
 }
 
 TINYT_INLINE void JitCore::abort_capture() {
   engine::capture_sink() = nullptr;
+  engine::host_fill_sink() = nullptr;
   s_->recording.clear();
+  s_->fills.clear();
   s_->capture_inputs.clear();
   s_->shapes.clear(), s_->dtypes.clear(), s_->devices.clear();
   s_->calls = 1;  // the next call captures again
@@ -13629,6 +13658,7 @@ TINYT_INLINE void JitCore::end_capture(const std::vector<Tensor>& outputs) {
     throw;
   }
   engine::capture_sink() = nullptr;
+  engine::host_fill_sink() = nullptr;
   for (engine::CapturedItem& c : s_->recording) {
     JitItem item{std::move(c.item), std::move(c.vars), {}, c.in_place};
     for (size_t j = 0; j < item.item.buffers.size(); ++j)
@@ -13680,6 +13710,10 @@ TINYT_INLINE std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& inpu
   for (size_t k = 0; k < inputs.size(); ++k) memory.push_back(jit::input_memory(inputs[k], k));
   const schedule::VarVals vals = jit::bound_values(inputs, binds);
   const int debug = debug_level();
+  for (const engine::HostFill& f : s_->fills) {
+    const std::vector<uint8_t> bytes = f.fill();
+    f.buffer->copyin(bytes.data(), bytes.size());
+  }
   for (JitItem& j : s_->items) {
     for (const auto& [slot, k] : j.input_slots) j.item.buffers[slot] = memory[k];
     for (size_t v = 0; v < j.vars.size(); ++v) j.item.vars[v] = vals.at(j.vars[v]);
@@ -14014,24 +14048,20 @@ inline DimSelect resolve_slice(const Slice& slice, const sint& symbolic_size) {
   if (!symbolic_size.is_int() || (slice.start && !slice.start->is_int()) || (slice.stop && !slice.stop->is_int()))
     return resolve_symbolic_slice(slice, symbolic_size);
   const int64_t size = symbolic_size.as_int();
-  struct {
-    std::optional<int64_t> start, stop, step;
-  } s{slice.start ? std::optional(slice.start->as_int()) : std::nullopt,
-      slice.stop ? std::optional(slice.stop->as_int()) : std::nullopt, slice.step};
-  const int64_t step = s.step.value_or(1);
+  const int64_t step = slice.step.value_or(1);
   if (step == 0) throw Error("index: a slice step cannot be 0");
   const int64_t lower = step > 0 ? 0 : -1, upper = step > 0 ? size : size - 1;
-  auto clamp = [&](std::optional<int64_t> v, int64_t fallback) {
+  auto clamp = [&](const std::optional<sint>& v, int64_t fallback) {
     if (!v) return fallback;
-    int64_t x = *v;
+    int64_t x = v->as_int();
     if (x < 0)
       x = std::max(x + size, lower);
     else
       x = std::min(x, upper);
     return x;
   };
-  const int64_t start = clamp(s.start, step > 0 ? lower : upper),
-                stop = clamp(s.stop, step > 0 ? upper : lower);
+  const int64_t start = clamp(slice.start, step > 0 ? lower : upper),
+                stop = clamp(slice.stop, step > 0 ? upper : lower);
   const int64_t diff = step > 0 ? stop - start : start - stop;
   // |step| may be INT64_MIN's magnitude: a count from (diff - 1) / |step| cannot overflow
   const uint64_t k =

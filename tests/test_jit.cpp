@@ -168,3 +168,17 @@ TEST_CASE("TinyJit: a bound Variable argument replays every value with the kerne
     CHECK(r.to_vector<float>()[static_cast<size_t>(4 * n - 1)] == 2 * cv[static_cast<size_t>(4 * n - 1)]);
   }
 }
+
+TEST_CASE("TinyJit: a random op draws new numbers at each replay, the numbers each call draws") {
+  auto draws = [](bool jit) {
+    Tensor::manual_seed(5);
+    Tensor x = Tensor::zeros({6}).contiguous().realize();
+    TinyJit noisy([](const Tensor& t) { return t + Tensor::rand({6}); });
+    std::vector<std::vector<float>> out;
+    for (int i = 0; i < 5; ++i) out.push_back((jit ? noisy(x) : Tensor(x + Tensor::rand({6}))).to_vector<float>());
+    return out;
+  };
+  const auto replayed = draws(true), plain = draws(false);
+  CHECK(replayed == plain);
+  CHECK(replayed[2] != replayed[3]);  // not the capture's numbers again
+}

@@ -24,6 +24,7 @@ struct JitCore::State {
   bool enabled = getenv_int("JIT", 1) != 0;
   bool captured = false;
   std::vector<engine::CapturedItem> recording;
+  std::vector<engine::HostFill> fills;  // memory the host fills anew each call (random keys)
   std::vector<std::shared_ptr<Buffer>> capture_inputs;  // the memory of the capture's inputs
   std::vector<JitItem> items;
   // what the capture was called with: each input's shape, dtype and device
@@ -58,14 +59,10 @@ inline std::shared_ptr<Buffer> input_memory(const Tensor& t, size_t k) {
 // The values the bound variables among the arguments and in the inputs' shapes give.
 inline schedule::VarVals bound_values(const std::vector<Tensor>& inputs, const std::vector<UOp>& binds) {
   schedule::VarVals vals;
-  auto add = [&](const UOp& root) {
-    for (const UOp& x : toposort(root))
-      if (x.op() == Ops::BIND) vals.bind(x.src(0), static_cast<int64_t>(x.src(1).const_int()));
-  };
-  for (const UOp& b : binds) add(b);
+  for (const UOp& b : binds) vals.bind_all(b);
   for (const Tensor& t : inputs)
     for (const sint& d : t.shape())
-      if (!d.is_int()) add(d.as_uop());
+      if (!d.is_int()) vals.bind_all(d.as_uop());
   return vals;
 }
 
@@ -145,12 +142,16 @@ TINYT_INLINE void JitCore::begin_capture(const std::vector<Tensor>& inputs, cons
     s_->devices.push_back(inputs[k].device());
   }
   s_->recording.clear();
+  s_->fills.clear();
   engine::capture_sink() = &s_->recording;
+  engine::host_fill_sink() = &s_->fills;
 }
 
 TINYT_INLINE void JitCore::abort_capture() {
   engine::capture_sink() = nullptr;
+  engine::host_fill_sink() = nullptr;
   s_->recording.clear();
+  s_->fills.clear();
   s_->capture_inputs.clear();
   s_->shapes.clear(), s_->dtypes.clear(), s_->devices.clear();
   s_->calls = 1;  // the next call captures again
@@ -164,6 +165,7 @@ TINYT_INLINE void JitCore::end_capture(const std::vector<Tensor>& outputs) {
     throw;
   }
   engine::capture_sink() = nullptr;
+  engine::host_fill_sink() = nullptr;
   for (engine::CapturedItem& c : s_->recording) {
     JitItem item{std::move(c.item), std::move(c.vars), {}, c.in_place};
     for (size_t j = 0; j < item.item.buffers.size(); ++j)
@@ -215,6 +217,10 @@ TINYT_INLINE std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& inpu
   for (size_t k = 0; k < inputs.size(); ++k) memory.push_back(jit::input_memory(inputs[k], k));
   const schedule::VarVals vals = jit::bound_values(inputs, binds);
   const int debug = debug_level();
+  for (const engine::HostFill& f : s_->fills) {
+    const std::vector<uint8_t> bytes = f.fill();
+    f.buffer->copyin(bytes.data(), bytes.size());
+  }
   for (JitItem& j : s_->items) {
     for (const auto& [slot, k] : j.input_slots) j.item.buffers[slot] = memory[k];
     for (size_t v = 0; v < j.vars.size(); ++v) j.item.vars[v] = vals.at(j.vars[v]);

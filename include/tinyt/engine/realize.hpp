@@ -217,6 +217,17 @@ inline std::vector<CapturedItem>*& capture_sink() {
   thread_local std::vector<CapturedItem>* sink = nullptr;
   return sink;
 }
+/// Memory the host fills anew at every call of a step (a random op's key): a replay calls `fill`
+/// and copies its bytes in before launching, as running the step would.
+struct HostFill {
+  std::shared_ptr<Buffer> buffer;
+  std::function<std::vector<uint8_t>()> fill;
+};
+/// Where this thread's host fills are recorded while a TinyJit captures (null: not recording).
+inline std::vector<HostFill>*& host_fill_sink() {
+  thread_local std::vector<HostFill>* sink = nullptr;
+  return sink;
+}
 
 namespace detail {
 // Seconds of the fastest of a few runs of `ast` with `opts`, on scratch copies of its buffers

@@ -101,24 +101,20 @@ inline DimSelect resolve_slice(const Slice& slice, const sint& symbolic_size) {
   if (!symbolic_size.is_int() || (slice.start && !slice.start->is_int()) || (slice.stop && !slice.stop->is_int()))
     return resolve_symbolic_slice(slice, symbolic_size);
   const int64_t size = symbolic_size.as_int();
-  struct {
-    std::optional<int64_t> start, stop, step;
-  } s{slice.start ? std::optional(slice.start->as_int()) : std::nullopt,
-      slice.stop ? std::optional(slice.stop->as_int()) : std::nullopt, slice.step};
-  const int64_t step = s.step.value_or(1);
+  const int64_t step = slice.step.value_or(1);
   if (step == 0) throw Error("index: a slice step cannot be 0");
   const int64_t lower = step > 0 ? 0 : -1, upper = step > 0 ? size : size - 1;
-  auto clamp = [&](std::optional<int64_t> v, int64_t fallback) {
+  auto clamp = [&](const std::optional<sint>& v, int64_t fallback) {
     if (!v) return fallback;
-    int64_t x = *v;
+    int64_t x = v->as_int();
     if (x < 0)
       x = std::max(x + size, lower);
     else
       x = std::min(x, upper);
     return x;
   };
-  const int64_t start = clamp(s.start, step > 0 ? lower : upper),
-                stop = clamp(s.stop, step > 0 ? upper : lower);
+  const int64_t start = clamp(slice.start, step > 0 ? lower : upper),
+                stop = clamp(slice.stop, step > 0 ? upper : lower);
   const int64_t diff = step > 0 ? stop - start : start - stop;
   // |step| may be INT64_MIN's magnitude: a count from (diff - 1) / |step| cannot overflow
   const uint64_t k =

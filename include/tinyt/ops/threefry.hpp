@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cstring>
 #include <mutex>
 
 #include "../graph.hpp"
@@ -91,10 +92,19 @@ inline std::array<uint32_t, 2> next_random_key() {
 /// Two random words per element for n elements (one Threefry block each) from the next call's key.
 inline std::array<Tensor, 2> random_words(int64_t n, const std::string& device) {
   const auto key = next_random_key();
+  Tensor key_words = Tensor::from_vector(std::vector<uint32_t>{key[0], key[1]}, Shape{2}, device);
+  // under a TinyJit capture: each replay takes the next key, as each call of the step would
+  if (std::vector<engine::HostFill>* fills = engine::host_fill_sink())
+    fills->push_back({graph::buffer_of(graph::base_buffer(key_words.uop())), [] {
+                        const auto next = next_random_key();
+                        std::vector<uint8_t> bytes(sizeof next);
+                        std::memcpy(bytes.data(), next.data(), sizeof next);
+                        return bytes;
+                      }});
   // the element index, counted as arange counts (a cumulative sum), 64 bits wide
   Tensor i = Tensor::full(Shape{n}, 1, dtypes::int64, device).cumsum().sub(1);
   Tensor lo = i.cast(dtypes::uint32), hi = i.rshift(32).cast(dtypes::uint32);
-  return threefry2x32(lo, hi, key[0], key[1]);
+  return threefry2x32(lo, hi, key_words.shrink({{0, 1}}).reshape({}), key_words.shrink({{1, 2}}).reshape({}));
 }
 }  // namespace detail
 

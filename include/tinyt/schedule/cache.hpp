@@ -31,21 +31,28 @@ struct Normalized {
 
 /// A node whose arg holds symbolic sizes, with every bound variable in them unbound (its value
 /// recorded in `vals`): steps that differ only in the values share a key.
+inline bool holds_uop(const Arg& a) {
+  if (a.is_uop()) return true;
+  if (!a.is<Arg::Tuple>()) return false;
+  return std::any_of(a.tuple().begin(), a.tuple().end(), holds_uop);
+}
 inline UOp unbind_arg(const UOp& u, VarVals& vals) {
+  if (!GroupOp::Movement.contains(u.op()) || !holds_uop(u.arg())) return u;  // the common case: sizes are numbers
   bool bound = false;
   std::function<Arg(const Arg&)> strip = [&](const Arg& a) -> Arg {
     if (a.is_uop()) {
       const sint s(a.uop());
-      for (const UOp& x : toposort(a.uop()))
-        if (x.op() == Ops::BIND) bound = true, vals.bind(x.src(0), static_cast<int64_t>(x.src(1).const_int()));
-      return to_arg(sint(s.unbound()));
+      const UOp unbound = s.unbound();
+      if (unbound == s.as_uop()) return a;
+      vals.bind_all(a.uop());
+      bound = true;
+      return to_arg(sint(unbound));
     }
     if (!a.is<Arg::Tuple>()) return a;
     Arg::Tuple t;
     for (const Arg& x : a.tuple()) t.push_back(strip(x));
     return Arg(t);
   };
-  if (!GroupOp::Movement.contains(u.op())) return u;
   Arg arg = strip(u.arg());
   return bound ? UOp(u.op(), u.dtype(), u.src(), std::move(arg)) : u;
 }

@@ -75,8 +75,10 @@ struct VarVals {
     vals.emplace_back(var, value);
     std::sort(vals.begin(), vals.end(), [](const auto& a, const auto& b) { return var_order(a.first, b.first); });
   }
-  void merge(const VarVals& o) {
-    for (const auto& [v, x] : o.vals) bind(v, x);
+  /// Records the value of every bound variable (BIND) in `root`.
+  void bind_all(const UOp& root) {
+    for (const UOp& x : toposort(root))
+      if (x.op() == Ops::BIND) bind(x.src(0), static_cast<int64_t>(x.src(1).const_int()));
   }
   /// The value of `var`; one not bound is an error naming it.
   int64_t at(const UOp& var) const {
@@ -135,8 +137,7 @@ class Lowerer {
   /// A size as an index UOp: a bound variable is unbound (the kernel takes its value).
   UOp size(const sint& s) {
     if (s.is_int()) return index_const(s.as_int());
-    for (const UOp& x : toposort(s.as_uop()))
-      if (x.op() == Ops::BIND) vars_.bind(x.src(0), static_cast<int64_t>(x.src(1).const_int()));
+    vars_.bind_all(s.as_uop());
     return s.unbound();
   }
   std::vector<UOp> sizes(const Shape& shape) {
