@@ -7162,6 +7162,8 @@ class Lowerer {
 
   UOp lower_uncached(const UOp& u, const std::vector<UOp>& idx, const UOp& valid) {
     if (u.op() == Ops::BUFFER) return load(u, idx[0], valid);
+    // a symbolic size used as a value (a mean's count): the kernel takes its variables
+    if (u.op() == Ops::BIND || u.op() == Ops::DEFINE_VAR) return size(sint(u));
     if (UOp view = input_view_(u)) return lower(view, idx, valid);
     const std::vector<UOp> in = u.src().empty() ? std::vector<UOp>{} : sizes(graph::shape_of(u.src(0)));
     auto is_one = [](const UOp& d) { return d.is_const() && d.const_int() == 1; };
@@ -10379,6 +10381,10 @@ inline Normalized normalize(const std::vector<UOp>& roots) {
       done[u.get()] = key_device(u);
     } else if (u.op() == Ops::BUFFER) {
       done[u.get()] = as_input(u);
+    } else if (u.op() == Ops::BIND) {
+      // a bound variable used as a value: the key holds the variable, the value is this step's
+      n.var_vals.bind_all(u);
+      done[u.get()] = u.src(0);
     } else if (UOp view = graph::realized(u)) {
       // memory holds it: the key names that memory's place, not how the value was computed
       for (const UOp& v : toposort(view))
@@ -12897,14 +12903,18 @@ TINYT_INLINE Tensor Tensor::min(int axis, bool keepdim) const { return min(std::
 TINYT_INLINE Tensor Tensor::min() const { return min(detail::all_axes(ndim()), false); }
 
 TINYT_INLINE Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
-  const auto s = cshape();
-  int64_t n = 1;
-  for (int a : axes) n *= s.empty() ? 1 : s[static_cast<size_t>(normalize_axis(a, s.size(), "mean"))];
+  const Shape s = shape();
+  sint n = 1;
+  for (int a : axes) n = n * (s.empty() ? sint(1) : s[static_cast<size_t>(normalize_axis(a, s.size(), "mean"))]);
   // summed and divided in float32 for float16 (three 40000s have a float16 mean, not their sum)
   const DType acc = detail::stats_acc_dtype(dtype());
   Tensor total = cast(acc).reduce(Ops::ADD, std::move(axes), keepdim, "mean");
+  // a symbolic count is a value the kernel computes from its variables (+ 0 on this device: a
+  // size belongs to no device)
+  const UOp on_device = graph::const_(acc, n.is_int() ? static_cast<double>(n.as_int()) : 0.0, device());
+  const Tensor count(n.is_int() ? on_device : UOp(Ops::ADD, acc, {n.as_uop().cast(acc), on_device}));
   // an empty mean is NaN, as 0/0
-  return total.div(Tensor(graph::const_(acc, static_cast<double>(n), device()))).cast(least_upper_float(dtype()));
+  return total.div(count).cast(least_upper_float(dtype()));
 }
 TINYT_INLINE Tensor Tensor::mean(int axis, bool keepdim) const { return mean(std::vector<int>{axis}, keepdim); }
 TINYT_INLINE Tensor Tensor::mean() const { return mean(detail::all_axes(ndim()), false); }
@@ -13525,6 +13535,7 @@ struct JitCore::State {
   std::vector<DType> dtypes;
   std::vector<std::string> devices;
   std::vector<UOp> outputs;  // where each output's value lives (views of the JIT's memory)
+  std::vector<int64_t> output_inputs;  // per output: the input it returns as it is, else -1
 };
 
 TINYT_INLINE JitCore::JitCore() : s_(std::make_unique<State>()) {}
@@ -13629,7 +13640,12 @@ TINYT_INLINE void JitCore::begin_capture(const std::vector<Tensor>& inputs, cons
   (void)jit::bound_values(inputs, binds);  // two bindings of one variable: an error now, not at replay
   s_->capture_inputs.clear();
   for (size_t k = 0; k < inputs.size(); ++k) {
-    s_->capture_inputs.push_back(jit::input_memory(inputs[k], k));
+    std::shared_ptr<Buffer> memory = jit::input_memory(inputs[k], k);
+    for (size_t j = 0; j < k; ++j)
+      if (s_->capture_inputs[j] == memory)
+        throw Error(cat("TinyJit: inputs ", j, " and ", k, " are the same memory; a replay swaps each input's own ",
+                        "memory in, so pass distinct tensors (or one)"));
+    s_->capture_inputs.push_back(std::move(memory));
     s_->shapes.push_back(inputs[k].shape());
     s_->dtypes.push_back(inputs[k].dtype());
     s_->devices.push_back(inputs[k].device());
@@ -13670,8 +13686,15 @@ TINYT_INLINE void JitCore::end_capture(const std::vector<Tensor>& outputs) {
     s_->items.push_back(std::move(item));
   }
   s_->recording.clear();
+  for (const Tensor& t : outputs) {
+    s_->outputs.push_back(t.uop());
+    // an input returned as it is stays that input at a replay, not the capture's
+    const UOp base = graph::base_buffer(t.uop());
+    const auto it = std::find(s_->capture_inputs.begin(), s_->capture_inputs.end(),
+                              base ? graph::buffer_of(base) : nullptr);
+    s_->output_inputs.push_back(base && it != s_->capture_inputs.end() ? it - s_->capture_inputs.begin() : -1);
+  }
   s_->capture_inputs.clear();
-  for (const Tensor& t : outputs) s_->outputs.push_back(t.uop());
   // what outlives the step keeps its memory: the outputs, and whatever a live tensor can reach
   std::vector<UOp> roots = s_->outputs;
   for (auto& d : Tensor::live_tensors().snapshot()) roots.push_back(Tensor::shared_fields(*d).first);
@@ -13722,7 +13745,9 @@ TINYT_INLINE std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& inpu
     for (const auto& [slot, k] : j.input_slots) j.item.buffers[slot] = nullptr;
   }
   std::vector<Tensor> out;
-  for (const UOp& view : s_->outputs) out.emplace_back(schedule::detail::rebind(view, vals));
+  for (size_t k = 0; k < s_->outputs.size(); ++k)
+    out.push_back(s_->output_inputs[k] >= 0 ? inputs[static_cast<size_t>(s_->output_inputs[k])]
+                                            : Tensor(schedule::detail::rebind(s_->outputs[k], vals)));
   return out;
 }
 

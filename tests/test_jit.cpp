@@ -118,6 +118,20 @@ TEST_CASE("TinyJit: a replay checks its inputs against the capture's, naming wha
   CHECK(message_of<ShapeError>([&] { g(std::vector<Tensor>{a, b}); }).find("called with 2 tensor(s)") != std::string::npos);
   // the inputs are intact: a rejected call ran nothing
   CHECK(f(a, b).item<float>() == 12.f);
+  // one memory as two inputs cannot be swapped apart at a replay: the capture refuses it
+  TinyJit h([](const Tensor& p, const Tensor& q) { return p * q; });
+  (void)h(a, a).realize();
+  CHECK(message_of<Error>([&] { h(a, a); }).find("inputs 0 and 1 are the same memory") != std::string::npos);
+}
+
+TEST_CASE("TinyJit: an input returned as it is is this call's input, not the capture's") {
+  TinyJit f([](const Tensor& x, const Tensor& y) { return std::pair(x, x + y); });
+  for (int i = 0; i < 4; ++i) {
+    Tensor x = Tensor::full({3}, float(i)).contiguous().realize(), y = Tensor::ones({3}).contiguous().realize();
+    const auto [same, sum] = f(x, y);
+    CHECK(same.to_vector<float>() == std::vector<float>(3, float(i)));
+    CHECK(sum.to_vector<float>() == std::vector<float>(3, float(i) + 1.f));
+  }
 }
 
 TEST_CASE("TinyJit: JIT=0 runs the function every time, and a function that throws while capturing captures later") {

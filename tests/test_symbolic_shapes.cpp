@@ -170,3 +170,18 @@ TEST_CASE("symbolic shapes: a step with new values of its variables is found in 
     if (p > 0) CHECK(schedule::schedule_cache_counts().first > hits);
   }
 }
+
+TEST_CASE("symbolic shapes: mean over a symbolic axis divides by the bound count") {
+  const UOp i = Variable("i", 1, 9);
+  const std::vector<float> av = tinyt_test::values(3 * 9, 8);
+  Tensor a = Tensor::from_vector(av, {3, 9}).realize();
+  for (int64_t n : {1, 4, 9, 2}) {
+    const Tensor m = a[{Slice(), Slice(0, i.bind(n))}].mean(1);
+    std::vector<double> want(3, 0.0);
+    for (int64_t r = 0; r < 3; ++r) {
+      for (int64_t k = 0; k < n; ++k) want[static_cast<size_t>(r)] += av[static_cast<size_t>(r * 9 + k)];
+      want[static_cast<size_t>(r)] /= double(n);
+    }
+    check_close(m.to_vector<float>(), want, Tol::f32(1));  // an exact sum, one rounded division
+  }
+}

@@ -32,6 +32,7 @@ struct JitCore::State {
   std::vector<DType> dtypes;
   std::vector<std::string> devices;
   std::vector<UOp> outputs;  // where each output's value lives (views of the JIT's memory)
+  std::vector<int64_t> output_inputs;  // per output: the input it returns as it is, else -1
 };
 
 TINYT_INLINE JitCore::JitCore() : s_(std::make_unique<State>()) {}
@@ -136,7 +137,12 @@ TINYT_INLINE void JitCore::begin_capture(const std::vector<Tensor>& inputs, cons
   (void)jit::bound_values(inputs, binds);  // two bindings of one variable: an error now, not at replay
   s_->capture_inputs.clear();
   for (size_t k = 0; k < inputs.size(); ++k) {
-    s_->capture_inputs.push_back(jit::input_memory(inputs[k], k));
+    std::shared_ptr<Buffer> memory = jit::input_memory(inputs[k], k);
+    for (size_t j = 0; j < k; ++j)
+      if (s_->capture_inputs[j] == memory)
+        throw Error(cat("TinyJit: inputs ", j, " and ", k, " are the same memory; a replay swaps each input's own ",
+                        "memory in, so pass distinct tensors (or one)"));
+    s_->capture_inputs.push_back(std::move(memory));
     s_->shapes.push_back(inputs[k].shape());
     s_->dtypes.push_back(inputs[k].dtype());
     s_->devices.push_back(inputs[k].device());
@@ -177,8 +183,15 @@ TINYT_INLINE void JitCore::end_capture(const std::vector<Tensor>& outputs) {
     s_->items.push_back(std::move(item));
   }
   s_->recording.clear();
+  for (const Tensor& t : outputs) {
+    s_->outputs.push_back(t.uop());
+    // an input returned as it is stays that input at a replay, not the capture's
+    const UOp base = graph::base_buffer(t.uop());
+    const auto it = std::find(s_->capture_inputs.begin(), s_->capture_inputs.end(),
+                              base ? graph::buffer_of(base) : nullptr);
+    s_->output_inputs.push_back(base && it != s_->capture_inputs.end() ? it - s_->capture_inputs.begin() : -1);
+  }
   s_->capture_inputs.clear();
-  for (const Tensor& t : outputs) s_->outputs.push_back(t.uop());
   // what outlives the step keeps its memory: the outputs, and whatever a live tensor can reach
   std::vector<UOp> roots = s_->outputs;
   for (auto& d : Tensor::live_tensors().snapshot()) roots.push_back(Tensor::shared_fields(*d).first);
@@ -229,7 +242,9 @@ TINYT_INLINE std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& inpu
     for (const auto& [slot, k] : j.input_slots) j.item.buffers[slot] = nullptr;
   }
   std::vector<Tensor> out;
-  for (const UOp& view : s_->outputs) out.emplace_back(schedule::detail::rebind(view, vals));
+  for (size_t k = 0; k < s_->outputs.size(); ++k)
+    out.push_back(s_->output_inputs[k] >= 0 ? inputs[static_cast<size_t>(s_->output_inputs[k])]
+                                            : Tensor(schedule::detail::rebind(s_->outputs[k], vals)));
   return out;
 }
 

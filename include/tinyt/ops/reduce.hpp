@@ -114,14 +114,18 @@ TINYT_INLINE Tensor Tensor::min(int axis, bool keepdim) const { return min(std::
 TINYT_INLINE Tensor Tensor::min() const { return min(detail::all_axes(ndim()), false); }
 
 TINYT_INLINE Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
-  const auto s = cshape();
-  int64_t n = 1;
-  for (int a : axes) n *= s.empty() ? 1 : s[static_cast<size_t>(normalize_axis(a, s.size(), "mean"))];
+  const Shape s = shape();
+  sint n = 1;
+  for (int a : axes) n = n * (s.empty() ? sint(1) : s[static_cast<size_t>(normalize_axis(a, s.size(), "mean"))]);
   // summed and divided in float32 for float16 (three 40000s have a float16 mean, not their sum)
   const DType acc = detail::stats_acc_dtype(dtype());
   Tensor total = cast(acc).reduce(Ops::ADD, std::move(axes), keepdim, "mean");
+  // a symbolic count is a value the kernel computes from its variables (+ 0 on this device: a
+  // size belongs to no device)
+  const UOp on_device = graph::const_(acc, n.is_int() ? static_cast<double>(n.as_int()) : 0.0, device());
+  const Tensor count(n.is_int() ? on_device : UOp(Ops::ADD, acc, {n.as_uop().cast(acc), on_device}));
   // an empty mean is NaN, as 0/0
-  return total.div(Tensor(graph::const_(acc, static_cast<double>(n), device()))).cast(least_upper_float(dtype()));
+  return total.div(count).cast(least_upper_float(dtype()));
 }
 TINYT_INLINE Tensor Tensor::mean(int axis, bool keepdim) const { return mean(std::vector<int>{axis}, keepdim); }
 TINYT_INLINE Tensor Tensor::mean() const { return mean(detail::all_axes(ndim()), false); }

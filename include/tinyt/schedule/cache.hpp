@@ -107,6 +107,10 @@ inline Normalized normalize(const std::vector<UOp>& roots) {
       done[u.get()] = key_device(u);
     } else if (u.op() == Ops::BUFFER) {
       done[u.get()] = as_input(u);
+    } else if (u.op() == Ops::BIND) {
+      // a bound variable used as a value: the key holds the variable, the value is this step's
+      n.var_vals.bind_all(u);
+      done[u.get()] = u.src(0);
     } else if (UOp view = graph::realized(u)) {
       // memory holds it: the key names that memory's place, not how the value was computed
       for (const UOp& v : toposort(view))

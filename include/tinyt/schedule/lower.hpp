@@ -177,6 +177,8 @@ class Lowerer {
 
   UOp lower_uncached(const UOp& u, const std::vector<UOp>& idx, const UOp& valid) {
     if (u.op() == Ops::BUFFER) return load(u, idx[0], valid);
+    // a symbolic size used as a value (a mean's count): the kernel takes its variables
+    if (u.op() == Ops::BIND || u.op() == Ops::DEFINE_VAR) return size(sint(u));
     if (UOp view = input_view_(u)) return lower(view, idx, valid);
     const std::vector<UOp> in = u.src().empty() ? std::vector<UOp>{} : sizes(graph::shape_of(u.src(0)));
     auto is_one = [](const UOp& d) { return d.is_const() && d.const_int() == 1; };
