@@ -5010,7 +5010,7 @@ using ExecutorAddress = uint64_t;
 using SymbolPredicate = int (*)(void* ctx, void* symbol);
 using ErrorReporter = void (*)(void* ctx, ErrorRef error);
 // enum values of llvm-c/TargetMachine.h and llvm-c/Analysis.h
-inline constexpr int CodeGenLevelAggressive = 3, RelocDefault = 0, CodeModelJITDefault = 1;
+inline constexpr int CodeGenLevelAggressive = 3, RelocDefault = 0, CodeModelJITDefault = 1, ObjectFile = 1;
 inline constexpr int ReturnStatusAction = 2;
 }  // namespace llvm_c
 
@@ -5041,6 +5041,11 @@ inline constexpr int ReturnStatusAction = 2;
   X(1, LLVMPassBuilderOptionsSetLoopInterleaving, void(PassBuilderOptionsRef, Bool))                            \
   X(1, LLVMDisposePassBuilderOptions, void(PassBuilderOptionsRef))                                              \
   X(1, LLVMRunPasses, ErrorRef(ModuleRef, const char*, TargetMachineRef, PassBuilderOptionsRef))                \
+  X(1, LLVMTargetMachineEmitToMemoryBuffer, Bool(TargetMachineRef, ModuleRef, int, char**, MemoryBufferRef*))   \
+  X(1, LLVMGetBufferStart, const char*(MemoryBufferRef))                                                        \
+  X(1, LLVMGetBufferSize, size_t(MemoryBufferRef))                                                              \
+  X(1, LLVMDisposeMemoryBuffer, void(MemoryBufferRef))                                                          \
+  X(1, LLVMOrcLLJITAddObjectFile, ErrorRef(OrcLLJITRef, OrcJITDylibRef, MemoryBufferRef))                       \
   X(1, LLVMOrcCreateNewThreadSafeContext, OrcThreadSafeContextRef())                                            \
   X(1, LLVMOrcThreadSafeContextGetContext, ContextRef(OrcThreadSafeContextRef))                                 \
   X(1, LLVMOrcDisposeThreadSafeContext, void(OrcThreadSafeContextRef))                                          \
@@ -5226,16 +5231,27 @@ class LLVMJit {
   /// How many modules were compiled.
   uint64_t compiles() const noexcept { return compiles_; }
 
+  /// What an object emitted by `emit_object` starts with; the kernel's symbol follows, then a newline.
+  static constexpr std::string_view object_header = "tinyt-object ";
+
   /// Parses, verifies and optimizes `ir`, and returns its function `name` as machine code, which
   /// lives as long as this JIT. CompileError with LLVM's message (and the numbered IR when it does
-  /// not parse or verify). Two modules may define the same `name`: each gets its own symbol.
-  Function* compile(const std::string& ir, const std::string& name) {
+  /// not parse or verify).
+  Function* compile(const std::string& ir, const std::string& name) { return load_object(emit_object(ir, name)); }
+
+  /// Parses, verifies and optimizes `ir` and compiles it to an object file for this JIT's target:
+  /// `object_header`, the symbol of function `name` (named by a hash of the IR, so objects from
+  /// other processes never clash), a newline, the object's bytes. What a disk cache keeps.
+  std::string emit_object(const std::string& ir, const std::string& name) {
     using ::tinyt::detail::cat;
     std::lock_guard lock(mutex_);
+    ++compiles_;
     llvm_c::OrcThreadSafeContextRef context = api_.LLVMOrcCreateNewThreadSafeContext();
     llvm_c::ModuleRef module = nullptr;
+    llvm_c::MemoryBufferRef object = nullptr;
     // the module dies before the context it lives in, whichever way this returns
     detail::OnExit cleanup{[&] {
+      if (object) api_.LLVMDisposeMemoryBuffer(object);
       if (module) api_.LLVMDisposeModule(module);
       api_.LLVMOrcDisposeThreadSafeContext(context);
     }};
@@ -5252,27 +5268,40 @@ class LLVMJit {
     api_.take(error);
     llvm_c::ValueRef function = api_.LLVMGetNamedFunction(module, name.c_str());
     if (!function) throw CompileError(cat("tinyt: the LLVM module has no function '", name, "'"));
-    const std::string symbol = cat(name, ".tinyt", ++compiles_);
+    const std::string symbol = cat(name, ".", ::tinyt::detail::Hash128().update(ir).hex().substr(0, 16));
     api_.LLVMSetValueName2(function, symbol.data(), symbol.size());
     api_.LLVMSetTarget(module, triple_.c_str());
     api_.LLVMSetDataLayout(module, data_layout_.c_str());
     if (llvm_c::ErrorRef e = api_.LLVMRunPasses(module, pipeline, tm_.get(), options_.get()))
       throw CompileError(cat("tinyt: LLVM cannot optimize kernel '", name, "': ", api_.message(e)));
-    llvm_c::OrcThreadSafeModuleRef owned =
-        api_.LLVMOrcCreateNewThreadSafeModule(std::exchange(module, nullptr), context);
-    // the JIT owns the module from here on, even when adding it fails
-    if (llvm_c::ErrorRef e = api_.LLVMOrcLLJITAddLLVMIRModule(
-            jit_.get(), api_.LLVMOrcLLJITGetMainJITDylib(jit_.get()), owned))
-      throw CompileError(
-          cat("tinyt: LLVM cannot add kernel '", name, "' to the JIT: ", api_.message(e)));
+    if (api_.LLVMTargetMachineEmitToMemoryBuffer(tm_.get(), module, llvm_c::ObjectFile, &error, &object))
+      throw CompileError(cat("tinyt: LLVM cannot compile kernel '", name, "': ", api_.take(error)));
+    return cat(object_header, symbol, "\n",
+               std::string_view(api_.LLVMGetBufferStart(object), api_.LLVMGetBufferSize(object)));
+  }
+
+  /// Links an object from `emit_object` into the JIT (once per symbol) and returns its function.
+  Function* load_object(const std::string& blob) {
+    using ::tinyt::detail::cat;
+    const size_t newline = blob.find('\n');
+    if (!blob.starts_with(object_header) || newline == std::string::npos)
+      throw CompileError("tinyt: not an object emitted by tinyt's LLVM JIT");
+    const std::string symbol = blob.substr(object_header.size(), newline - object_header.size());
+    std::lock_guard lock(mutex_);
+    if (auto it = loaded_.find(symbol); it != loaded_.end()) return it->second;
+    // the JIT owns the buffer from here on, even when adding it fails
+    llvm_c::MemoryBufferRef object = api_.LLVMCreateMemoryBufferWithMemoryRangeCopy(
+        blob.data() + newline + 1, blob.size() - newline - 1, symbol.c_str());
+    if (llvm_c::ErrorRef e = api_.LLVMOrcLLJITAddObjectFile(jit_.get(), api_.LLVMOrcLLJITGetMainJITDylib(jit_.get()), object))
+      throw CompileError(cat("tinyt: LLVM cannot add kernel '", symbol, "' to the JIT: ", api_.message(e)));
     llvm_c::ExecutorAddress address = 0;
     if (llvm_c::ErrorRef e = api_.LLVMOrcLLJITLookup(jit_.get(), &address, symbol.c_str())) {
       std::string message = api_.message(e);
       std::lock_guard session_lock(session_mutex_);
-      throw CompileError(cat("tinyt: LLVM cannot compile or link kernel '", name, "': ", message,
+      throw CompileError(cat("tinyt: LLVM cannot link kernel '", symbol, "': ", message,
                              std::exchange(session_errors_, "")));
     }
-    return std::bit_cast<Function*>(static_cast<uintptr_t>(address));
+    return loaded_[symbol] = std::bit_cast<Function*>(static_cast<uintptr_t>(address));
   }
 
  private:
@@ -5324,6 +5353,7 @@ class LLVMJit {
   std::mutex mutex_, session_mutex_;
   std::string session_errors_;  // what the JIT reported since the last failed lookup
   std::atomic<uint64_t> compiles_{0};
+  std::unordered_map<std::string, Function*> loaded_;  // symbol -> its code, each linked once
   std::string triple_, cpu_, features_, data_layout_, version_, identity_;
   // declared last, destroyed first: the JIT reports into the members above until it is gone
   std::unique_ptr<llvm_c::OpaqueTargetMachine, void (*)(llvm_c::TargetMachineRef)> tm_{nullptr,
@@ -5622,9 +5652,9 @@ class CpuProgram final : public Program {
   std::unique_ptr<CProgram> library_;
 };
 
-/// The CPU compiler chosen when the CPU device is asked for its parts: LLVM IR is JIT-compiled
-/// when loaded (the binary is the IR); C becomes a shared object in the C compiler's own cache
-/// (the binary is its path).
+/// The CPU compiler chosen when the CPU device is asked for its parts: LLVM IR becomes an object
+/// file (the binary, kept in the disk cache of binaries; loading links it into the JIT); C becomes
+/// a shared object in the C compiler's own cache (the binary is its path).
 class CpuCompilerPart final : public Compiler {
  public:
   CpuCompilerPart(CpuCompiler which, std::string llvm_target)
@@ -5632,8 +5662,8 @@ class CpuCompilerPart final : public Compiler {
         llvm_target_(std::move(llvm_target)),
         identity_(which_ == CpuCompiler::llvm ? llvm_jit(llvm_target_).identity() : default_cc().identity()) {}
   std::string identity() const override { return identity_; }
-  std::string compile(const std::string& source, const std::string&) override {
-    if (which_ == CpuCompiler::llvm) return source;
+  std::string compile(const std::string& source, const std::string& name) override {
+    if (which_ == CpuCompiler::llvm) return llvm_jit(llvm_target_).emit_object(source, name);
     try {
       return default_cc().compile(source);
     } catch (const DeviceError& e) {
@@ -5641,7 +5671,7 @@ class CpuCompilerPart final : public Compiler {
       throw DeviceError(tinyt::detail::cat("tinyt: no CPU compiler can be used.\n", tinyt::detail::llvm_unavailable_reason(), "\n", e.what()));
     }
   }
-  bool disk_cacheable() const override { return false; }  // the C compiler caches; the JIT has no binary
+  bool disk_cacheable() const override { return which_ == CpuCompiler::llvm; }  // the C compiler caches itself
   CpuCompiler which() const { return which_; }
   const std::string& llvm_target() const { return llvm_target_; }
 
@@ -5679,8 +5709,8 @@ class CpuDevice final : public Device {
     return t;
   }
   std::unique_ptr<Program> load(const std::string& binary, const std::string& name) override {
-    if (binary.starts_with("; tinyt kernel"))  // LLVM IR, JIT-compiled now (the JIT keeps the code)
-      return std::make_unique<CpuProgram>(llvm_jit(llvm_cpu()).compile(binary, name), nullptr);
+    if (binary.starts_with(LLVMJit::object_header))  // an object for the JIT (which keeps the code)
+      return std::make_unique<CpuProgram>(llvm_jit(llvm_cpu()).load_object(binary), nullptr);
     auto library = std::make_unique<CProgram>(binary, name);
     LLVMJit::Function* fn = library->function();
     return std::make_unique<CpuProgram>(fn, std::move(library));

@@ -770,3 +770,31 @@ TEST_CASE("llvm: float16 and bfloat16 arithmetic reaches neither renderer: it is
     CHECK_FALSE(contains(ir, "fmul half"));
   }
 }
+
+TEST_CASE("llvm: a kernel's object file is kept on disk, and compiling it again links that object") {
+  tinyt_test::TempDir dir;
+  tinyt_test::ScopedEnv env;
+  env.set("TINYT_CACHE_DIR", dir.path.string()).set("CPU_LLVM", "1").set("TINYT_LLVM_CPU", std::nullopt);
+  const std::vector<float> av = tinyt_test::values(40, 21);
+  Tensor a = Tensor::from_vector(av, {40}, "CPU").realize();
+  const std::vector<schedule::Kernel> k = schedule::create_schedule({Tensor(a * 3 + 1).uop()});
+  REQUIRE(k.size() == 1);
+  LLVMJit& jit = backend::default_llvm();
+  const uint64_t before = jit.compiles();
+  const auto first = compile_kernel(k[0].ast, {});
+  CHECK(jit.compiles() == before + 1);
+  // as a new process would: the binary cache holds the object, nothing is compiled
+  const auto second = compile_kernel(k[0].ast, {});
+  CHECK(jit.compiles() == before + 1);
+  for (const auto& kernel : {first, second}) {
+    std::vector<float> out(40);
+    launch(*kernel, {out.data(), graph::buffer_of(k[0].buffers[1])->host_ptr()});
+    for (size_t i = 0; i < 40; ++i) CHECK(out[i] == av[i] * 3 + 1);
+  }
+  // an object is linked once per symbol: the same code again is the same function
+  const std::string object = jit.emit_object(renderer::render_llvm(first->program), first->program.name);
+  CHECK(object.starts_with(LLVMJit::object_header));
+  LLVMJit::Function* once = jit.load_object(object);
+  const bool same = jit.load_object(object) == once;
+  CHECK(same);
+}

@@ -127,9 +127,9 @@ class CpuProgram final : public Program {
   std::unique_ptr<CProgram> library_;
 };
 
-/// The CPU compiler chosen when the CPU device is asked for its parts: LLVM IR is JIT-compiled
-/// when loaded (the binary is the IR); C becomes a shared object in the C compiler's own cache
-/// (the binary is its path).
+/// The CPU compiler chosen when the CPU device is asked for its parts: LLVM IR becomes an object
+/// file (the binary, kept in the disk cache of binaries; loading links it into the JIT); C becomes
+/// a shared object in the C compiler's own cache (the binary is its path).
 class CpuCompilerPart final : public Compiler {
  public:
   CpuCompilerPart(CpuCompiler which, std::string llvm_target)
@@ -137,8 +137,8 @@ class CpuCompilerPart final : public Compiler {
         llvm_target_(std::move(llvm_target)),
         identity_(which_ == CpuCompiler::llvm ? llvm_jit(llvm_target_).identity() : default_cc().identity()) {}
   std::string identity() const override { return identity_; }
-  std::string compile(const std::string& source, const std::string&) override {
-    if (which_ == CpuCompiler::llvm) return source;
+  std::string compile(const std::string& source, const std::string& name) override {
+    if (which_ == CpuCompiler::llvm) return llvm_jit(llvm_target_).emit_object(source, name);
     try {
       return default_cc().compile(source);
     } catch (const DeviceError& e) {
@@ -146,7 +146,7 @@ class CpuCompilerPart final : public Compiler {
       throw DeviceError(tinyt::detail::cat("tinyt: no CPU compiler can be used.\n", tinyt::detail::llvm_unavailable_reason(), "\n", e.what()));
     }
   }
-  bool disk_cacheable() const override { return false; }  // the C compiler caches; the JIT has no binary
+  bool disk_cacheable() const override { return which_ == CpuCompiler::llvm; }  // the C compiler caches itself
   CpuCompiler which() const { return which_; }
   const std::string& llvm_target() const { return llvm_target_; }
 
@@ -184,8 +184,8 @@ class CpuDevice final : public Device {
     return t;
   }
   std::unique_ptr<Program> load(const std::string& binary, const std::string& name) override {
-    if (binary.starts_with("; tinyt kernel"))  // LLVM IR, JIT-compiled now (the JIT keeps the code)
-      return std::make_unique<CpuProgram>(llvm_jit(llvm_cpu()).compile(binary, name), nullptr);
+    if (binary.starts_with(LLVMJit::object_header))  // an object for the JIT (which keeps the code)
+      return std::make_unique<CpuProgram>(llvm_jit(llvm_cpu()).load_object(binary), nullptr);
     auto library = std::make_unique<CProgram>(binary, name);
     LLVMJit::Function* fn = library->function();
     return std::make_unique<CpuProgram>(fn, std::move(library));
