@@ -381,7 +381,7 @@ class Tensor {
   Tensor reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const;
   std::vector<int64_t> cshape() const { return detail::concrete_shape(*this); }
   Tensor reshape_symbolic(const Shape& shape) const;
-  Tensor pad_symbolic(const std::vector<std::pair<sint, sint>>& padding, double value) const;
+  Tensor grow(const std::vector<std::pair<sint, sint>>& padding, double value) const;
   /// Realizes the tensor and copies its bytes (`nbytes` of them) to host memory at `dst`.
   void copyout(void* dst, size_t nbytes) const;
   // the non-template halves of the creation templates (ops/creation.hpp, ops/combine.hpp)

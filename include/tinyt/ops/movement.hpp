@@ -141,31 +141,27 @@ TINYT_INLINE Tensor Tensor::expand(Shape shape) const {
 
 TINYT_INLINE Tensor Tensor::pad(std::vector<std::pair<sint, sint>> padding, double value) const {
   if (!shape().is_concrete() || std::any_of(padding.begin(), padding.end(), [](const auto& p) { return !p.first.is_int() || !p.second.is_int(); }))
-    return pad_symbolic(padding, value);
+    return grow(padding, value);
   const std::vector<int64_t> s = cshape();
   if (padding.size() != s.size())
     throw ShapeError(detail::cat("pad: ", padding.size(), " (before, after) pairs for shape ", detail::shape_str(s)));
-  std::vector<std::pair<int64_t, int64_t>> grow, cut;
+  std::vector<std::pair<int64_t, int64_t>> widen, cut;
   bool negative = false;
   for (size_t i = 0; i < s.size(); ++i) {
     const int64_t b = padding[i].first.as_int(), a = padding[i].second.as_int();
     if (b + a + s[i] < 0) throw ShapeError(detail::cat("pad: padding (", b, ", ", a, ") removes more than dim ", i, " has"));
     negative |= b < 0 || a < 0;
-    grow.emplace_back(std::max<int64_t>(b, 0), std::max<int64_t>(a, 0));
+    widen.emplace_back(std::max<int64_t>(b, 0), std::max<int64_t>(a, 0));
     cut.emplace_back(-std::min<int64_t>(b, 0), s[i] + std::min<int64_t>(a, 0));
   }
   // negative padding crops (as PyTorch's)
   Tensor x = negative ? Tensor(graph::shrink(uop(), cut)) : *this;
-  Tensor padded(graph::pad(x.uop(), grow));
-  if (value == 0.0) return padded;
-  // pads fill with 0: a non-zero value is selected where a padded mask of ones is false
-  Tensor mask(graph::pad(graph::expand(graph::reshape(graph::const_(dtypes::bool_, true, device()), std::vector<int64_t>(s.size(), 1)), x.cshape()), grow));
-  return mask.where(padded, Tensor::full(Shape(padded.cshape()), value, dtype(), device()));
+  return x.grow(graph::to_size_pairs(widen), value);
 }
 
-// A pad where a size or an amount is symbolic: amounts are never negative, and the value is 0 or
-// selected as for a concrete pad.
-TINYT_INLINE Tensor Tensor::pad_symbolic(const std::vector<std::pair<sint, sint>>& padding, double value) const {
+// A pad that only grows (every amount non-negative; any may be symbolic). Pads fill with 0: a
+// non-zero value is selected where a padded mask of ones is false.
+TINYT_INLINE Tensor Tensor::grow(const std::vector<std::pair<sint, sint>>& padding, double value) const {
   const Shape s = shape();
   if (padding.size() != s.size())
     throw ShapeError(detail::cat("pad: ", padding.size(), " (before, after) pairs for shape ", s));
