@@ -30,6 +30,15 @@ TEST_CASE("symbolic: index arithmetic folds to its simplest form") {
   CHECK(simplify(x.maximum(11)) == UOp::const_(dtypes::index, 11));
   CHECK(simplify(x % 16) == x);
   CHECK(simplify(x * 0) == UOp::const_(dtypes::index, 0));
+  // a sum whose terms off the multiples of c stay within one multiple of c, whatever their signs
+  // (a flipped axis: 800*k + 25*a + 24 - 5*b - c is in [800*k, 800*k + 800))
+  UOp k = Variable("k", 0, 63), a = Variable("a", 0, 31), b = Variable("b", 0, 4), c = Variable("c", 0, 4);
+  CHECK(simplify((k * 800 + a * 25 + 24 - b * 5 - c).idiv(800)) == k);
+  CHECK(simplify((k * 800 + a * 25 + 24 - b * 5 - c) % 800) == simplify(a * 25 + 24 - b * 5 - c));
+  // terms below the part of c that the others share: (24*y + x) // 48 with x < 24 is y // 2
+  UOp row = Variable("row", 0, 23), col = Variable("col", 0, 23);
+  CHECK(simplify((row * 24 + col).idiv(48)) == row.idiv(2));
+  CHECK(simplify((row * 24 + col) % 48) == simplify((row % 2) * 24 + col));
   // order of operands does not matter: both spellings reach one node
   CHECK(simplify(y * x + x * 2) == simplify(x * 2 + x * y));
 }
@@ -305,6 +314,40 @@ TEST_CASE("symbolic: property: simplify is exact, idempotent, and its bounds hol
     }
   }
   CHECK(checked_points > cases * 6);
+}
+
+TEST_CASE("symbolic: a mask's wrapping modulo unwraps exactly where the mask holds") {
+  // a conv's input gradient: (iy + 12*ky) % 13 < 8 is 0 <= iy - ky < 8, where iy - ky is the row
+  const UOp iy = Variable("iy", 0, 11), ky = Variable("ky", 0, 4), pos = iy + ky * 12;
+  const auto [mask, row] = unwrap_mod_clauses(simplify((pos % 13).lt(8)), simplify(pos % 13 + pos.idiv(13) * 8));
+  CHECK(mask == simplify(UOp::const_(dtypes::index, -1).lt(iy - ky) & (iy - ky).lt(8)));
+  CHECK(row == simplify(iy - ky + ky * 8));
+  // every X = p*u + q*v + k with (X % c) < b, at every point: the unwrapped mask holds exactly
+  // where the original does, and there the modulos and divisions of X keep their values
+  const UOp u = Variable("u", 0, 11), v = Variable("v", 0, 4), s = Variable("s", 0, 2);
+  size_t unwrapped = 0, points = 0;
+  for (int64_t c : {5, 13})
+    for (int64_t b = 1; b < c; b += 2)
+      for (int64_t p : {1, 3})
+        for (int64_t q : {c - 1, c - 2, 2 * c - 1, int64_t{1}})
+          for (int64_t k : {int64_t{0}, int64_t{2}, c}) {
+            const UOp x = u * p + v * q + k, valid = simplify((x % c).lt(b));
+            const UOp e = simplify((x % c) * 7 + (x * 3 + s).idiv(3 * c) * 100 + x.idiv(c) * 1000);
+            const auto [nv, ne] = unwrap_mod_clauses(valid, e);
+            unwrapped += nv != valid;
+            INFO("c ", c, " b ", b, " X ", expr_string(x), ": mask ", expr_string(nv), ", value ", expr_string(ne));
+            for (int64_t iu = 0; iu <= 11; ++iu)
+              for (int64_t iv = 0; iv <= 4; ++iv)
+                for (int64_t is = 0; is <= 2; ++is) {
+                  const Env env{{"u", iu}, {"v", iv}, {"s", is}};
+                  REQUIRE(eval(nv, env) == eval(valid, env));
+                  if (!eval(valid, env)) continue;
+                  REQUIRE(eval(ne, env) == eval(e, env));
+                  ++points;
+                }
+          }
+  CHECK(unwrapped > 20);
+  CHECK(points > 1000);
 }
 
 TEST_CASE("symbolic: property: simplification under a validity mask keeps valid values") {

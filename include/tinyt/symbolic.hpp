@@ -43,6 +43,36 @@ inline UOp fold_divmod(const UOp& root) {
   if (!is_div && b.hi < c) return x;
   if (b.lo / c == b.hi / c)
     return is_div ? root.const_like(b.lo / c) : (x + x.const_like(-(b.lo / c) * c));
+  // x == c*q + s, q from the terms whose coefficients c divides: when s stays within one multiple
+  // of c (k*c <= s < (k+1)*c), x // c is q + k and x % c is s - k*c, whatever the signs in s (a
+  // flipped axis: (800*a + 24 - 5*b - c) // 800 is a)
+  {
+    Linear q{{}, 0, L.dtype}, s{{}, L.constant, L.dtype};
+    for (const auto& t : L.terms) (t.coef % c == 0 ? q : s).terms.push_back(t);
+    if (!q.terms.empty()) {
+      const UOp rest = s.build();
+      const Bounds sb = bounds(rest);
+      const i128 k = floordiv128(sb.lo, c);
+      if (floordiv128(sb.hi, c) == k) {
+        Linear whole = q.divided_by(c);
+        whole.constant = k;
+        return is_div ? whole.build() : rest + rest.const_like(-k * c);
+      }
+    }
+  }
+  // x == g*inner + small with g dividing c and 0 <= small < g (the terms g does not divide):
+  // x // c is inner // (c/g) and x % c is (inner % (c/g))*g + small ((24*y + x) // 48 with x
+  // below 24 is y // 2)
+  for (const auto& t : L.terms) {
+    const i128 g = gcd128(c, t.coef);
+    if (g <= 1 || g == c) continue;
+    Linear inner{{}, 0, L.dtype}, small{{}, L.constant, L.dtype};
+    for (const auto& u : L.terms) (u.coef % g == 0 ? inner : small).terms.push_back(u);
+    const Bounds sb = bounds(small.build());
+    if (small.terms.empty() || sb.lo < 0 || sb.hi >= g) continue;
+    const UOp in = inner.divided_by(g).build(), part = in.const_like(c / g);
+    return is_div ? in.idiv(part) : in.mod(part) * in.const_like(g) + small.build();
+  }
   // x == q*c + r with every coefficient of r in [0, c). Only with positive coefficients: there
   // r is no larger than x, while a negative one would turn into a larger positive one.
   auto [q, r] = L.split_by(c);

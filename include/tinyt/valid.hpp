@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 
 #include "symbolic.hpp"
 
@@ -146,6 +147,98 @@ inline UOp uop_given_valid(const UOp& valid, const UOp& x_in) {
     if (parts) map[u.get()] = parts + rest.build();
   }
   return simplify(substitute(simplify(substitute(x, map)), to_expr));
+}
+
+namespace detail {
+// X = c*Q + R with R's range inside [lo_min, c): each coefficient of X (and its constant) is
+// split as c*q + r with r either in [0, c) or in (-c, 0); the first choice whose R fits wins.
+inline std::optional<std::pair<UOp, UOp>> split_wrapping(const UOp& x, i128 c, i128 lo_min) {
+  const Linear L = linear_form(x);
+  const size_t n = L.terms.size() + 1;  // the constant is a part too
+  if (n > 8) return std::nullopt;
+  for (uint32_t choice = 0; choice < (1u << n); ++choice) {
+    Linear q{{}, 0, L.dtype}, r{{}, 0, L.dtype};
+    auto part = [&](i128 coef, size_t bit, i128& qc, i128& rc) {
+      qc = floordiv128(coef, c), rc = coef - qc * c;
+      if (rc != 0 && (choice >> bit & 1)) rc -= c, qc += 1;
+    };
+    bool used_every_bit = true;  // a choice that flips a part with nothing to flip repeats another
+    for (size_t i = 0; i < L.terms.size(); ++i) {
+      i128 qc, rc;
+      part(L.terms[i].coef, i, qc, rc);
+      used_every_bit &= !(choice >> i & 1) || L.terms[i].coef % c != 0;
+      if (qc != 0) q.terms.push_back({L.terms[i].atom, qc});
+      if (rc != 0) r.terms.push_back({L.terms[i].atom, rc});
+    }
+    part(L.constant, n - 1, q.constant, r.constant);
+    if (!used_every_bit || ((choice >> (n - 1) & 1) && L.constant % c == 0)) continue;
+    const UOp rest = simplify(r.build());
+    const Bounds b = bounds(rest);
+    if (b.lo >= lo_min && b.hi < c) return std::pair{simplify(q.build()), rest};
+  }
+  return std::nullopt;
+}
+}  // namespace detail
+
+/// `valid` and `x` with the modulos that `valid` unwraps taken out. A clause (X % c) < b says more
+/// than a bound when X = c*Q + R with R in [b - c, c): where R < 0, X % c is R + c >= b and the
+/// clause fails, so where it holds X % c is R, X // c is Q, and the clause is 0 <= R < b. The
+/// overlapping windows of a pool produce these: a convolution's input gradient reads
+/// (iy + 12*ky) % 13 < 8, which is 0 <= iy - ky < 8, and its address turns linear.
+inline std::pair<UOp, UOp> unwrap_mod_clauses(const UOp& valid, const UOp& x) {
+  struct Unwrapped {
+    UOp x;
+    i128 c;
+    UOp q, r;
+  };
+  std::vector<Unwrapped> found;
+  std::unordered_map<const UOpNode*, UOp> clause_map;
+  for (const UOp& clause : detail::and_clauses(valid)) {
+    if (clause.op() != Ops::CMPLT || clause.src(0).op() != Ops::MOD || !clause.src(0).src(1).is_const() ||
+        !clause.src(1).is_const())
+      continue;
+    const UOp& m = clause.src(0);
+    const i128 c = m.src(1).const_int(), b = clause.src(1).const_int();
+    if (c <= 1 || b <= 0 || b >= c || bounds(m.src(0)).lo < 0) continue;
+    auto split = detail::split_wrapping(m.src(0), c, b - c);
+    if (!split || split->second == m.src(0)) continue;  // nothing wraps: plain bounds do the rest
+    found.push_back({m.src(0), c, split->first, split->second});
+    const UOp& r = split->second;
+    clause_map[clause.get()] = r.const_like(-1).lt(r) & r.lt(r.const_like(b));
+  }
+  if (found.empty()) return {valid, x};
+  auto unwrap = [&](const UOp& root) {
+    std::unordered_map<const UOpNode*, UOp> done;
+    for (const UOp& u : toposort(root)) {
+      if (auto it = clause_map.find(u.get()); it != clause_map.end()) {
+        done[u.get()] = it->second;
+        continue;
+      }
+      std::vector<UOp> src;
+      for (const UOp& s : u.src()) src.push_back(done.at(s.get()));
+      UOp out = u.replace(std::move(src));
+      if ((u.op() == Ops::MOD || u.op() == Ops::IDIV) && u.src(1).is_const())
+        for (const Unwrapped& f : found) {
+          const i128 d = u.src(1).const_int();
+          if (u.op() == Ops::MOD && d == f.c && u.src(0) == f.x) {
+            out = f.r;
+            break;
+          }
+          // (m*X + S) // (m*c) is X // c when 0 <= S < m
+          if (u.op() == Ops::IDIV && d % f.c == 0) {
+            const i128 mult = d / f.c;
+            const Bounds s = bounds(simplify(u.src(0) - f.x * f.x.const_like(mult)));
+            if (s.lo >= 0 && s.hi < mult) {
+              out = f.q;
+              break;
+            }
+          }
+        }
+      done[u.get()] = std::move(out);
+    }
+    return simplify(done.at(root.get()));
+  };
+  return {unwrap(valid), unwrap(x)};
 }
 
 /// A validity mask with the clauses that the others imply removed (false when one can never hold).

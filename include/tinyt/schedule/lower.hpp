@@ -159,11 +159,12 @@ class Lowerer {
 
   /// A load of buffer element `flat` where `valid` holds (0 elsewhere), its index simplified.
   UOp load(const UOp& buffer, const UOp& flat, const UOp& valid) {
-    UOp gate = simplify_valid(valid);
+    auto [unwrapped, address] = unwrap_mod_clauses(simplify(valid), simplify(flat));
+    UOp gate = simplify_valid(unwrapped);
     if (gate.is_const() && !gate.const_int()) return UOp::const_(buffer.dtype(), 0);
     UOp g = global(buffer);
-    if (gate.is_const()) return UOp(Ops::LOAD, buffer.dtype(), {UOp(Ops::INDEX, g.dtype(), {g, simplify(flat)})});
-    UOp i = uop_given_valid(gate, flat);
+    if (gate.is_const()) return UOp(Ops::LOAD, buffer.dtype(), {UOp(Ops::INDEX, g.dtype(), {g, address})});
+    UOp i = uop_given_valid(gate, address);
     return UOp(Ops::LOAD, buffer.dtype(), {UOp(Ops::INDEX, g.dtype(), {g, i, gate})});
   }
 
