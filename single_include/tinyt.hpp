@@ -3935,6 +3935,36 @@ inline UOp fold_divmod(const UOp& root) {
   if (!is_div && b.hi < c) return x;
   if (b.lo / c == b.hi / c)
     return is_div ? root.const_like(b.lo / c) : (x + x.const_like(-(b.lo / c) * c));
+  // x == c*q + s, q from the terms whose coefficients c divides: when s stays within one multiple
+  // of c (k*c <= s < (k+1)*c), x // c is q + k and x % c is s - k*c, whatever the signs in s (a
+  // flipped axis: (800*a + 24 - 5*b - c) // 800 is a)
+  {
+    Linear q{{}, 0, L.dtype}, s{{}, L.constant, L.dtype};
+    for (const auto& t : L.terms) (t.coef % c == 0 ? q : s).terms.push_back(t);
+    if (!q.terms.empty()) {
+      const UOp rest = s.build();
+      const Bounds sb = bounds(rest);
+      const i128 k = floordiv128(sb.lo, c);
+      if (floordiv128(sb.hi, c) == k) {
+        Linear whole = q.divided_by(c);
+        whole.constant = k;
+        return is_div ? whole.build() : rest + rest.const_like(-k * c);
+      }
+    }
+  }
+  // x == g*inner + small with g dividing c and 0 <= small < g (the terms g does not divide):
+  // x // c is inner // (c/g) and x % c is (inner % (c/g))*g + small ((24*y + x) // 48 with x
+  // below 24 is y // 2)
+  for (const auto& t : L.terms) {
+    const i128 g = gcd128(c, t.coef);
+    if (g <= 1 || g == c) continue;
+    Linear inner{{}, 0, L.dtype}, small{{}, L.constant, L.dtype};
+    for (const auto& u : L.terms) (u.coef % g == 0 ? inner : small).terms.push_back(u);
+    const Bounds sb = bounds(small.build());
+    if (small.terms.empty() || sb.lo < 0 || sb.hi >= g) continue;
+    const UOp in = inner.divided_by(g).build(), part = in.const_like(c / g);
+    return is_div ? in.idiv(part) : in.mod(part) * in.const_like(g) + small.build();
+  }
   // x == q*c + r with every coefficient of r in [0, c). Only with positive coefficients: there
   // r is no larger than x, while a negative one would turn into a larger positive one.
   auto [q, r] = L.split_by(c);
@@ -4291,6 +4321,98 @@ inline UOp uop_given_valid(const UOp& valid, const UOp& x_in) {
     if (parts) map[u.get()] = parts + rest.build();
   }
   return simplify(substitute(simplify(substitute(x, map)), to_expr));
+}
+
+namespace detail {
+// X = c*Q + R with R's range inside [lo_min, c): each coefficient of X (and its constant) is
+// split as c*q + r with r either in [0, c) or in (-c, 0); the first choice whose R fits wins.
+inline std::optional<std::pair<UOp, UOp>> split_wrapping(const UOp& x, i128 c, i128 lo_min) {
+  const Linear L = linear_form(x);
+  const size_t n = L.terms.size() + 1;  // the constant is a part too
+  if (n > 8) return std::nullopt;
+  for (uint32_t choice = 0; choice < (1u << n); ++choice) {
+    Linear q{{}, 0, L.dtype}, r{{}, 0, L.dtype};
+    auto part = [&](i128 coef, size_t bit, i128& qc, i128& rc) {
+      qc = floordiv128(coef, c), rc = coef - qc * c;
+      if (rc != 0 && (choice >> bit & 1)) rc -= c, qc += 1;
+    };
+    bool used_every_bit = true;  // a choice that flips a part with nothing to flip repeats another
+    for (size_t i = 0; i < L.terms.size(); ++i) {
+      i128 qc, rc;
+      part(L.terms[i].coef, i, qc, rc);
+      used_every_bit &= !(choice >> i & 1) || L.terms[i].coef % c != 0;
+      if (qc != 0) q.terms.push_back({L.terms[i].atom, qc});
+      if (rc != 0) r.terms.push_back({L.terms[i].atom, rc});
+    }
+    part(L.constant, n - 1, q.constant, r.constant);
+    if (!used_every_bit || ((choice >> (n - 1) & 1) && L.constant % c == 0)) continue;
+    const UOp rest = simplify(r.build());
+    const Bounds b = bounds(rest);
+    if (b.lo >= lo_min && b.hi < c) return std::pair{simplify(q.build()), rest};
+  }
+  return std::nullopt;
+}
+}  // namespace detail
+
+/// `valid` and `x` with the modulos that `valid` unwraps taken out. A clause (X % c) < b says more
+/// than a bound when X = c*Q + R with R in [b - c, c): where R < 0, X % c is R + c >= b and the
+/// clause fails, so where it holds X % c is R, X // c is Q, and the clause is 0 <= R < b. The
+/// overlapping windows of a pool produce these: a convolution's input gradient reads
+/// (iy + 12*ky) % 13 < 8, which is 0 <= iy - ky < 8, and its address turns linear.
+inline std::pair<UOp, UOp> unwrap_mod_clauses(const UOp& valid, const UOp& x) {
+  struct Unwrapped {
+    UOp x;
+    i128 c;
+    UOp q, r;
+  };
+  std::vector<Unwrapped> found;
+  std::unordered_map<const UOpNode*, UOp> clause_map;
+  for (const UOp& clause : detail::and_clauses(valid)) {
+    if (clause.op() != Ops::CMPLT || clause.src(0).op() != Ops::MOD || !clause.src(0).src(1).is_const() ||
+        !clause.src(1).is_const())
+      continue;
+    const UOp& m = clause.src(0);
+    const i128 c = m.src(1).const_int(), b = clause.src(1).const_int();
+    if (c <= 1 || b <= 0 || b >= c || bounds(m.src(0)).lo < 0) continue;
+    auto split = detail::split_wrapping(m.src(0), c, b - c);
+    if (!split || split->second == m.src(0)) continue;  // nothing wraps: plain bounds do the rest
+    found.push_back({m.src(0), c, split->first, split->second});
+    const UOp& r = split->second;
+    clause_map[clause.get()] = r.const_like(-1).lt(r) & r.lt(r.const_like(b));
+  }
+  if (found.empty()) return {valid, x};
+  auto unwrap = [&](const UOp& root) {
+    std::unordered_map<const UOpNode*, UOp> done;
+    for (const UOp& u : toposort(root)) {
+      if (auto it = clause_map.find(u.get()); it != clause_map.end()) {
+        done[u.get()] = it->second;
+        continue;
+      }
+      std::vector<UOp> src;
+      for (const UOp& s : u.src()) src.push_back(done.at(s.get()));
+      UOp out = u.replace(std::move(src));
+      if ((u.op() == Ops::MOD || u.op() == Ops::IDIV) && u.src(1).is_const())
+        for (const Unwrapped& f : found) {
+          const i128 d = u.src(1).const_int();
+          if (u.op() == Ops::MOD && d == f.c && u.src(0) == f.x) {
+            out = f.r;
+            break;
+          }
+          // (m*X + S) // (m*c) is X // c when 0 <= S < m
+          if (u.op() == Ops::IDIV && d % f.c == 0) {
+            const i128 mult = d / f.c;
+            const Bounds s = bounds(simplify(u.src(0) - f.x * f.x.const_like(mult)));
+            if (s.lo >= 0 && s.hi < mult) {
+              out = f.q;
+              break;
+            }
+          }
+        }
+      done[u.get()] = std::move(out);
+    }
+    return simplify(done.at(root.get()));
+  };
+  return {unwrap(valid), unwrap(x)};
 }
 
 /// A validity mask with the clauses that the others imply removed (false when one can never hold).
@@ -7174,11 +7296,12 @@ class Lowerer {
 
   /// A load of buffer element `flat` where `valid` holds (0 elsewhere), its index simplified.
   UOp load(const UOp& buffer, const UOp& flat, const UOp& valid) {
-    UOp gate = simplify_valid(valid);
+    auto [unwrapped, address] = unwrap_mod_clauses(simplify(valid), simplify(flat));
+    UOp gate = simplify_valid(unwrapped);
     if (gate.is_const() && !gate.const_int()) return UOp::const_(buffer.dtype(), 0);
     UOp g = global(buffer);
-    if (gate.is_const()) return UOp(Ops::LOAD, buffer.dtype(), {UOp(Ops::INDEX, g.dtype(), {g, simplify(flat)})});
-    UOp i = uop_given_valid(gate, flat);
+    if (gate.is_const()) return UOp(Ops::LOAD, buffer.dtype(), {UOp(Ops::INDEX, g.dtype(), {g, address})});
+    UOp i = uop_given_valid(gate, address);
     return UOp(Ops::LOAD, buffer.dtype(), {UOp(Ops::INDEX, g.dtype(), {g, i, gate})});
   }
 
@@ -7551,6 +7674,11 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
         for (int64_t a : node.at(c)->arg()[1].ints())
           if (a < from) return true;
         continue;  // a reduction of broadcast axes only: judged on its own
+      } else if (c->op == Ops::REDUCE_AXIS) {
+        // reduced again with nothing broadcast between: each value is read once, inside the
+        // outer reduction's loop (a conv's input gradient sums its windows' products), and what
+        // follows decides only whether the outer one is realized
+        continue;
       } else if (from >= 0 && !keeps_loop_order(c->op)) {
         return true;
       }
@@ -9375,13 +9503,15 @@ struct Access {
   bool store;
   UOp index;   // the address
   DType type;  // of the element
+  UOp gate;    // where it is masked: the condition, else empty
 };
 inline std::vector<Access> accesses(const UOp& ast) {
   std::vector<Access> out;
   for (const UOp& u : toposort(ast))
     if ((u.op() == Ops::LOAD || u.op() == Ops::STORE) && u.src(0).op() == Ops::INDEX &&
         u.src(0).src(0).op() == Ops::DEFINE_GLOBAL)
-      out.push_back({u.op() == Ops::STORE, u.src(0).src(1), u.op() == Ops::STORE ? u.src(1).dtype() : u.dtype()});
+      out.push_back({u.op() == Ops::STORE, u.src(0).src(1), u.op() == Ops::STORE ? u.src(1).dtype() : u.dtype(),
+                     u.src(0).src().size() > 2 ? u.src(0).src(2) : UOp{}});
   return out;
 }
 
@@ -9431,37 +9561,70 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
           break;
         }
     if (reuse.size() >= 2) {
-      // a register tile: the axis the output is contiguous along gets the wide side
-      std::stable_sort(reuse.begin(), reuse.end(), [&](size_t a, size_t b) {
-        auto unit = [&](size_t x) {
-          for (const detail::Access& s : acc)
-            if (s.store) return stride(s, x) == 1;
-          return false;
-        };
-        return unit(a) > unit(b);
-      });
-      // the tall side: an axis along which the loads that vary along the wide side stay put, so
-      // each of their vectors feeds a whole column of the tile (a conv's output channels, not
-      // its batch)
-      std::stable_partition(reuse.begin() + 1, reuse.end(), [&](size_t a) {
-        for (const detail::Access& x : acc)
-          if (!x.store && stride(x, reuse[0]) != 0 && stride(x, a) != 0) return false;
-        return true;
-      });
-      // Two vectors wide (a cache line of floats) and as tall as half the registers allow as
-      // accumulators; the other half holds the loaded row and the broadcasts, so nothing spills.
       const detail::Access& out = *std::find_if(acc.begin(), acc.end(), [](const detail::Access& x) { return x.store; });
+      auto unit = [&](size_t a) { return stride(out, a) == 1; };
+      // a load masked along an axis branches per element there: no vector along it
+      auto masked = [&](size_t a) {
+        return std::any_of(acc.begin(), acc.end(), [&](const detail::Access& x) { return x.gate && depends_on(x.gate, ax[a]); });
+      };
+      // the wide side first: the axis the output is contiguous along, unless a load is masked along it
+      std::stable_sort(reuse.begin(), reuse.end(), [&](size_t a, size_t b) { return (unit(a) && !masked(a)) > (unit(b) && !masked(b)); });
+      // the tall side next: an axis along which the loads that vary along the wide side stay put, so
+      // each of their values feeds a whole column of the tile (a conv's output channels, not its
+      // batch); then a third side along which the other loads stay put (a conv's batch), so both
+      // kinds of load are shared
+      auto varies = [&](const detail::Access& x, size_t a) { return !x.store && stride(x, a) != 0; };
+      auto stays_with = [&](size_t a, bool along_wide) {
+        for (const detail::Access& x : acc)
+          if (varies(x, reuse[0]) == along_wide && varies(x, a)) return false;
+        return true;
+      };
+      std::stable_partition(reuse.begin() + 1, reuse.end(), [&](size_t a) { return stays_with(a, true); });
+      std::optional<size_t> third;
+      for (size_t i = 2; i < reuse.size() && !third; ++i)
+        if (!masked(reuse[i]) && stays_with(reuse[i], false)) third = reuse[i];
+      // A vector side when the output row splits into whole vectors (or halves: a 256-bit row of
+      // an AVX-512 machine), with accumulators for half the vector registers; the other half holds
+      // the loaded row and the broadcasts, so nothing spills. Otherwise a tile of at most 32 scalar
+      // accumulators, a short row (a 5x5 kernel's) whole.
       const int64_t lanes = std::max<int64_t>(machine.vector_bytes / out.type.itemsize(), 1);
-      const int64_t wide = detail::largest_divisor(range_size(ax[reuse[0]]), {2 * lanes, lanes, 4});
-      const int64_t vectors_wide = std::max<int64_t>(wide / lanes, 1);
-      std::vector<int64_t> talls;
-      for (int64_t t = machine.vector_registers / 2 / vectors_wide; t >= 2; t /= 2) talls.push_back(t);
-      const int64_t tall = detail::largest_divisor(range_size(ax[reuse[1]]), talls);
-      const int64_t rows_id = ax[reuse[1]].arg()[0].as_int();
+      const int64_t n0 = range_size(ax[reuse[0]]);
+      std::vector<int64_t> vector_widths{2 * lanes, lanes};
+      if (lanes / 2 >= 4) vector_widths.push_back(lanes / 2);
+      int64_t wide = unit(reuse[0]) && !masked(reuse[0]) ? detail::largest_divisor(n0, vector_widths) : 1, budget;
+      const bool vector = wide > 1;
+      if (vector) {
+        budget = machine.vector_registers / 2 / ((wide + lanes - 1) / lanes);
+      } else {
+        wide = unit(reuse[0]) && !masked(reuse[0]) && n0 <= 8 ? n0 : detail::largest_divisor(n0, {4, 2});
+        budget = 32 / wide;
+      }
+      auto up_to = [](int64_t limit) {
+        std::vector<int64_t> out;
+        for (int64_t t = 16; t >= 2; t /= 2)
+          if (t <= limit) out.push_back(t);
+        return out;
+      };
+      // (scalar tiles stay two-sided: there every load is one, and a square tile needs the fewest)
+      const bool three = vector && third && range_size(ax[*third]) % 2 == 0;
+      const int64_t tall = detail::largest_divisor(range_size(ax[reuse[1]]), up_to(three ? budget / 2 : budget));
+      const int64_t deep = three ? detail::largest_divisor(range_size(ax[*third]), up_to(budget / tall)) : 1;
+      const int64_t rows_id = ax[reuse[1]].arg()[0].as_int(), deep_id = three ? ax[*third].arg()[0].as_int() : -1;
       int64_t reduce_length = 1;
       for (size_t r : reduces) reduce_length *= range_size(ax[r]);
-      if (wide > 1) apply({OptOp::UPCAST, static_cast<int64_t>(reuse[0]), wide});
-      if (tall > 1) apply({OptOp::UPCAST, static_cast<int64_t>(reuse[1]), tall});
+      // each UPCAST removes or shrinks its axis: later ones find theirs by range id
+      auto upcast = [&](int64_t id, int64_t amount) {
+        if (amount <= 1) return;
+        ax = axes(k);
+        for (size_t i = 0; i < ax.size(); ++i)
+          if (ax[i].arg()[0].as_int() == id && range_kind(ax[i]) == RangeKind::loop) {
+            apply({OptOp::UPCAST, static_cast<int64_t>(i), amount});
+            return;
+          }
+      };
+      upcast(ax[reuse[0]].arg()[0].as_int(), wide);
+      upcast(rows_id, tall);
+      upcast(deep_id, deep);
       // A cache tile over the rows: each column tile is used by `local` row tiles in a row, so the
       // columns it reads (reduce length x wide) come from cache but once, when they outgrow L1.
       if (reduce_length * wide * out.type.itemsize() > 32 * 1024) {
@@ -15123,7 +15286,11 @@ TINYT_INLINE Tensor Tensor::conv2d(const Tensor& w, const Tensor& b, int64_t gro
   if (b.defined() && b.cshape() != std::vector<int64_t>{cout})
     throw fail(detail::cat("the bias has shape ", b.shape(), ", not (", cout, ",)"));
   const std::vector<int64_t> k(ws.begin() + 2, ws.end());
-  Tensor x = detail::pad_last(*this, detail::pool_pads(padding, dims, "conv2d"));
+  const auto pads = detail::pool_pads(padding, dims, "conv2d");
+  Tensor x = detail::pad_last(*this, pads);
+  // A padded input is copied once, padded: the convolution then reads it without masks (a masked
+  // load is a branch per element, and keeps the kernel's rows out of vector registers).
+  if (std::any_of(pads.begin(), pads.end(), [](const auto& p) { return p.first > 0 || p.second > 0; })) x = x.contiguous();
   x = detail::sliding_windows(x, k, detail::per_dim(stride, dims, "conv2d", "stride"),
                               detail::per_dim(dilation, dims, "conv2d", "dilation"), "conv2d");
   // x (bs, groups*cin, o..., k...) against w (groups, cout/groups, cin, k...): broadcast to

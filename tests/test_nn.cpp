@@ -881,7 +881,19 @@ TEST_CASE("nn: kernel counts") {
   Tensor x = Tensor::from_vector(values(2 * 3 * 6 * 6, 150), {2, 3, 6, 6}).realize();
   Tensor w = Tensor::from_vector(values(4 * 3 * 3 * 3, 151), {4, 3, 3, 3}).realize();
   Tensor b = Tensor::from_vector(values(4, 152)).realize();
-  CHECK(kernels_to_realize(x.conv2d(w, b, 1, 1, 1, 1).relu()) == 1);
+  // a padded conv copies its input padded first: its own kernel then reads without masks
+  CHECK(kernels_to_realize(x.conv2d(w, b, 1, 1, 1, 1).relu()) == 2);
+  CHECK(kernels_to_realize(x.conv2d(w, b).relu()) == 1);
+  // A conv's input gradient sums its windows' products in the kernel that computes them, also
+  // when the gradient flows on through a pool and a relu: no kernel writes every window's
+  // products (2 x 4 x 4 windows of 3 x 5 x 5, more than the 2 x 3 x 16 x 16 input).
+  Tensor x0 = Tensor::from_vector(values(2 * 3 * 16 * 16, 153), {2, 3, 16, 16}).realize();
+  Tensor w5 = Tensor::from_vector(values(4 * 3 * 5 * 5, 154), {4, 3, 5, 5}).realize();
+  Tensor go = Tensor::from_vector(values(2 * 4 * 4 * 4, 155), {2, 4, 4, 4}).realize();
+  Tensor dx0 = (x0.relu().max_pool2d().conv2d(w5) * go).sum().gradient({x0})[0];
+  for (const schedule::Kernel& k : schedule::create_schedule({dx0.uop()}))
+    CHECK(graph::shape_of(k.buffers[0]).numel().as_int() <= 2 * 3 * 16 * 16);
+  CHECK(kernels_to_realize(dx0) <= 4);
   CHECK(kernels_to_realize(x.max_pool2d()) == 1);
   CHECK(kernels_to_realize(x.avg_pool2d(3, 1, 1, 1)) == 1);
   CHECK(kernels_to_realize(x.argmax(1)) <= 3);

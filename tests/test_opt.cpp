@@ -29,11 +29,16 @@ struct CorpusEntry {
 std::vector<CorpusEntry> corpus() {
   Tensor a = input({24, 40}, 1), b = input({40, 32}, 2), x = input({2, 3, 10, 12}, 3), w = input({4, 3, 3, 3}, 4);
   Tensor odd = input({33, 70}, 5), ints = input({12, 96}, 6).mul(8).cast(dtypes::int32).realize();
-  Tensor big = input({1 << 17}, 7);
+  Tensor big = input({1 << 17}, 7), g = input({2, 4, 8, 10}, 8), w5 = input({4, 3, 5, 5}, 9), g5 = input({2, 4, 6, 8}, 10);
   return {
       {"matmul", a.matmul(b)},
       {"matmul of a transposed view", b.T().matmul(a.T())},
       {"conv2d with padding", x.conv2d(w, {}, 1, 1, 1, 1)},
+      // the backward kernels: an input gradient reads the output gradient under a mask (a "full"
+      // convolution), a weight gradient reduces over the batch and the output's rows
+      {"conv2d input gradient", (x.conv2d(w) * g).sum().gradient({x})[0]},
+      {"conv2d weight gradient", (x.conv2d(w) * g).sum().gradient({w})[0]},
+      {"conv2d 5x5 gradients", (x.conv2d(w5) * g5).sum().gradient({x})[0] + (x.conv2d(w5) * g5).sum().gradient({w5})[0].sum()},
       {"sum over odd sizes", odd.sum(1)},
       {"max over the first axis", odd.max(0)},
       {"padded and flipped views", (odd.pad({{1, 2}, {3, 0}}) * odd.flip(0).pad({{0, 3}, {2, 1}})).exp2()},
@@ -137,10 +142,23 @@ TEST_CASE("opt: the hand-coded opts tile matmuls, unroll contiguous reductions a
   CHECK(codegen::hand_coded_opts(mm_ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32}) ==
         std::vector<Opt>{{OptOp::UPCAST, 1, 32}, {OptOp::UPCAST, 0, 8}});
   // a conv's tile: wide along the output row, tall along the output channels (which share the
-  // input row's vector), not along the batch (which does not)
+  // input row's vector), and two deep along the batch (whose rows share the weights)
   const UOp conv_ast =
       schedule::create_schedule({input({8, 16, 16, 16}, 3).conv2d(input({32, 16, 3, 3}, 4), {}, 1, 1, 1, 1).uop()}).back().ast;
-  CHECK(codegen::hand_coded_opts(conv_ast, {.threads = 1}) == std::vector<Opt>{{OptOp::UPCAST, 3, 16}, {OptOp::UPCAST, 1, 4}});
+  CHECK(codegen::hand_coded_opts(conv_ast, {.threads = 1}) ==
+        std::vector<Opt>{{OptOp::UPCAST, 3, 16}, {OptOp::UPCAST, 1, 2}, {OptOp::UPCAST, 0, 2}});
+  // with 256-bit rows on an AVX-512 machine: 8 wide, 8 tall, 2 deep (16 of its 32 registers)
+  const UOp conv8_ast =
+      schedule::create_schedule({input({4, 16, 8, 8}, 3).conv2d(input({32, 16, 3, 3}, 4), {}, 1, 1, 1, 1).uop()}).back().ast;
+  CHECK(codegen::hand_coded_opts(conv8_ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32}) ==
+        std::vector<Opt>{{OptOp::UPCAST, 3, 8}, {OptOp::UPCAST, 1, 8}, {OptOp::UPCAST, 0, 2}});
+  // a padded input is copied padded first, so the convolution reads it without masks
+  for (const UOp& u : toposort(conv_ast))
+    CHECK_FALSE((u.op() == Ops::INDEX && u.src().size() > 2));
+  // a weight gradient's row (a 3x3 kernel's) is no vector: a scalar tile, the row whole
+  const Tensor wx = input({4, 8, 10, 10}, 5), ww = input({16, 8, 3, 3}, 6), wg = input({4, 16, 8, 8}, 7);
+  const UOp wgrad_ast = schedule::create_schedule({(wx.conv2d(ww) * wg).sum().gradient({ww})[0].uop()}).back().ast;
+  CHECK(codegen::hand_coded_opts(wgrad_ast, {.threads = 1}) == std::vector<Opt>{{OptOp::UPCAST, 3, 3}, {OptOp::UPCAST, 0, 8}});
   // a long reduction also gets a cache tile over the tile's rows
   const UOp long_ast = schedule::create_schedule({input({128, 2048}, 1).matmul(input({2048, 64}, 2)).uop()}).back().ast;
   CHECK(has(codegen::hand_coded_opts(long_ast, {.threads = 1}), OptOp::LOCAL));

@@ -247,7 +247,11 @@ TINYT_INLINE Tensor Tensor::conv2d(const Tensor& w, const Tensor& b, int64_t gro
   if (b.defined() && b.cshape() != std::vector<int64_t>{cout})
     throw fail(detail::cat("the bias has shape ", b.shape(), ", not (", cout, ",)"));
   const std::vector<int64_t> k(ws.begin() + 2, ws.end());
-  Tensor x = detail::pad_last(*this, detail::pool_pads(padding, dims, "conv2d"));
+  const auto pads = detail::pool_pads(padding, dims, "conv2d");
+  Tensor x = detail::pad_last(*this, pads);
+  // A padded input is copied once, padded: the convolution then reads it without masks (a masked
+  // load is a branch per element, and keeps the kernel's rows out of vector registers).
+  if (std::any_of(pads.begin(), pads.end(), [](const auto& p) { return p.first > 0 || p.second > 0; })) x = x.contiguous();
   x = detail::sliding_windows(x, k, detail::per_dim(stride, dims, "conv2d", "stride"),
                               detail::per_dim(dilation, dims, "conv2d", "dilation"), "conv2d");
   // x (bs, groups*cin, o..., k...) against w (groups, cout/groups, cin, k...): broadcast to

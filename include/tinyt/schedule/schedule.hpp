@@ -121,6 +121,11 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
         for (int64_t a : node.at(c)->arg()[1].ints())
           if (a < from) return true;
         continue;  // a reduction of broadcast axes only: judged on its own
+      } else if (c->op == Ops::REDUCE_AXIS) {
+        // reduced again with nothing broadcast between: each value is read once, inside the
+        // outer reduction's loop (a conv's input gradient sums its windows' products), and what
+        // follows decides only whether the outer one is realized
+        continue;
       } else if (from >= 0 && !keeps_loop_order(c->op)) {
         return true;
       }

@@ -14,13 +14,15 @@ struct Access {
   bool store;
   UOp index;   // the address
   DType type;  // of the element
+  UOp gate;    // where it is masked: the condition, else empty
 };
 inline std::vector<Access> accesses(const UOp& ast) {
   std::vector<Access> out;
   for (const UOp& u : toposort(ast))
     if ((u.op() == Ops::LOAD || u.op() == Ops::STORE) && u.src(0).op() == Ops::INDEX &&
         u.src(0).src(0).op() == Ops::DEFINE_GLOBAL)
-      out.push_back({u.op() == Ops::STORE, u.src(0).src(1), u.op() == Ops::STORE ? u.src(1).dtype() : u.dtype()});
+      out.push_back({u.op() == Ops::STORE, u.src(0).src(1), u.op() == Ops::STORE ? u.src(1).dtype() : u.dtype(),
+                     u.src(0).src().size() > 2 ? u.src(0).src(2) : UOp{}});
   return out;
 }
 
@@ -70,37 +72,70 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
           break;
         }
     if (reuse.size() >= 2) {
-      // a register tile: the axis the output is contiguous along gets the wide side
-      std::stable_sort(reuse.begin(), reuse.end(), [&](size_t a, size_t b) {
-        auto unit = [&](size_t x) {
-          for (const detail::Access& s : acc)
-            if (s.store) return stride(s, x) == 1;
-          return false;
-        };
-        return unit(a) > unit(b);
-      });
-      // the tall side: an axis along which the loads that vary along the wide side stay put, so
-      // each of their vectors feeds a whole column of the tile (a conv's output channels, not
-      // its batch)
-      std::stable_partition(reuse.begin() + 1, reuse.end(), [&](size_t a) {
-        for (const detail::Access& x : acc)
-          if (!x.store && stride(x, reuse[0]) != 0 && stride(x, a) != 0) return false;
-        return true;
-      });
-      // Two vectors wide (a cache line of floats) and as tall as half the registers allow as
-      // accumulators; the other half holds the loaded row and the broadcasts, so nothing spills.
       const detail::Access& out = *std::find_if(acc.begin(), acc.end(), [](const detail::Access& x) { return x.store; });
+      auto unit = [&](size_t a) { return stride(out, a) == 1; };
+      // a load masked along an axis branches per element there: no vector along it
+      auto masked = [&](size_t a) {
+        return std::any_of(acc.begin(), acc.end(), [&](const detail::Access& x) { return x.gate && depends_on(x.gate, ax[a]); });
+      };
+      // the wide side first: the axis the output is contiguous along, unless a load is masked along it
+      std::stable_sort(reuse.begin(), reuse.end(), [&](size_t a, size_t b) { return (unit(a) && !masked(a)) > (unit(b) && !masked(b)); });
+      // the tall side next: an axis along which the loads that vary along the wide side stay put, so
+      // each of their values feeds a whole column of the tile (a conv's output channels, not its
+      // batch); then a third side along which the other loads stay put (a conv's batch), so both
+      // kinds of load are shared
+      auto varies = [&](const detail::Access& x, size_t a) { return !x.store && stride(x, a) != 0; };
+      auto stays_with = [&](size_t a, bool along_wide) {
+        for (const detail::Access& x : acc)
+          if (varies(x, reuse[0]) == along_wide && varies(x, a)) return false;
+        return true;
+      };
+      std::stable_partition(reuse.begin() + 1, reuse.end(), [&](size_t a) { return stays_with(a, true); });
+      std::optional<size_t> third;
+      for (size_t i = 2; i < reuse.size() && !third; ++i)
+        if (!masked(reuse[i]) && stays_with(reuse[i], false)) third = reuse[i];
+      // A vector side when the output row splits into whole vectors (or halves: a 256-bit row of
+      // an AVX-512 machine), with accumulators for half the vector registers; the other half holds
+      // the loaded row and the broadcasts, so nothing spills. Otherwise a tile of at most 32 scalar
+      // accumulators, a short row (a 5x5 kernel's) whole.
       const int64_t lanes = std::max<int64_t>(machine.vector_bytes / out.type.itemsize(), 1);
-      const int64_t wide = detail::largest_divisor(range_size(ax[reuse[0]]), {2 * lanes, lanes, 4});
-      const int64_t vectors_wide = std::max<int64_t>(wide / lanes, 1);
-      std::vector<int64_t> talls;
-      for (int64_t t = machine.vector_registers / 2 / vectors_wide; t >= 2; t /= 2) talls.push_back(t);
-      const int64_t tall = detail::largest_divisor(range_size(ax[reuse[1]]), talls);
-      const int64_t rows_id = ax[reuse[1]].arg()[0].as_int();
+      const int64_t n0 = range_size(ax[reuse[0]]);
+      std::vector<int64_t> vector_widths{2 * lanes, lanes};
+      if (lanes / 2 >= 4) vector_widths.push_back(lanes / 2);
+      int64_t wide = unit(reuse[0]) && !masked(reuse[0]) ? detail::largest_divisor(n0, vector_widths) : 1, budget;
+      const bool vector = wide > 1;
+      if (vector) {
+        budget = machine.vector_registers / 2 / ((wide + lanes - 1) / lanes);
+      } else {
+        wide = unit(reuse[0]) && !masked(reuse[0]) && n0 <= 8 ? n0 : detail::largest_divisor(n0, {4, 2});
+        budget = 32 / wide;
+      }
+      auto up_to = [](int64_t limit) {
+        std::vector<int64_t> out;
+        for (int64_t t = 16; t >= 2; t /= 2)
+          if (t <= limit) out.push_back(t);
+        return out;
+      };
+      // (scalar tiles stay two-sided: there every load is one, and a square tile needs the fewest)
+      const bool three = vector && third && range_size(ax[*third]) % 2 == 0;
+      const int64_t tall = detail::largest_divisor(range_size(ax[reuse[1]]), up_to(three ? budget / 2 : budget));
+      const int64_t deep = three ? detail::largest_divisor(range_size(ax[*third]), up_to(budget / tall)) : 1;
+      const int64_t rows_id = ax[reuse[1]].arg()[0].as_int(), deep_id = three ? ax[*third].arg()[0].as_int() : -1;
       int64_t reduce_length = 1;
       for (size_t r : reduces) reduce_length *= range_size(ax[r]);
-      if (wide > 1) apply({OptOp::UPCAST, static_cast<int64_t>(reuse[0]), wide});
-      if (tall > 1) apply({OptOp::UPCAST, static_cast<int64_t>(reuse[1]), tall});
+      // each UPCAST removes or shrinks its axis: later ones find theirs by range id
+      auto upcast = [&](int64_t id, int64_t amount) {
+        if (amount <= 1) return;
+        ax = axes(k);
+        for (size_t i = 0; i < ax.size(); ++i)
+          if (ax[i].arg()[0].as_int() == id && range_kind(ax[i]) == RangeKind::loop) {
+            apply({OptOp::UPCAST, static_cast<int64_t>(i), amount});
+            return;
+          }
+      };
+      upcast(ax[reuse[0]].arg()[0].as_int(), wide);
+      upcast(rows_id, tall);
+      upcast(deep_id, deep);
       // A cache tile over the rows: each column tile is used by `local` row tiles in a row, so the
       // columns it reads (reduce length x wide) come from cache but once, when they outgrow L1.
       if (reduce_length * wide * out.type.itemsize() > 32 * 1024) {
