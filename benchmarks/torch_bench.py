@@ -45,11 +45,13 @@ def report(name, what, value, unit, best, runs):
     print(f"RESULT {name} {value:.6g} {unit}", flush=True)
 
 
-def matmul(n):
+def matmul(n, dtype=torch.float32):
     def run(reps, budget):
-        a, b = torch.rand(n, n), torch.rand(n, n)
+        a, b = torch.rand(n, n).to(dtype), torch.rand(n, n).to(dtype)
         best, runs = measure(lambda: a @ b, reps, budget)
-        report(f"matmul_{n}", f"matmul {n}^2 fp32", 2 * n**3 / best / 1e9, "GFLOPS", best, runs)
+        bf16 = dtype == torch.bfloat16
+        report(f"matmul_bf16_{n}" if bf16 else f"matmul_{n}", f"matmul {n}^2 {'bf16' if bf16 else 'fp32'}",
+               2 * n**3 / best / 1e9, "GFLOPS", best, runs)
     return run
 
 
@@ -158,10 +160,33 @@ def train_step(reps, budget):
     report("train_step", "FashionNet train step, batch 512, Adam", best * 1e3, "ms", best, runs)
 
 
+def cnn_train_step(reps, budget):
+    """benchmarks/cnn_train_step.cpp's CNN: 5x5 convs of 32 and 64 channels, batch 512, Adam."""
+    nn = torch.nn
+    torch.manual_seed(42)
+    model = nn.Sequential(
+        nn.Conv2d(1, 32, 5), nn.ReLU(), nn.MaxPool2d(2),   # 24x24 -> 12x12
+        nn.Conv2d(32, 64, 5), nn.ReLU(), nn.MaxPool2d(2),  # 8x8 -> 4x4
+        nn.Flatten(1), nn.Linear(64 * 4 * 4, 10))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x, y = torch.rand(512, 1, 28, 28), torch.randint(0, 10, (512,))
+
+    def step():
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+    best, runs = measure(step, reps, budget, warmup=3)
+    report("cnn_train_step", "CNN (5x5 convs of 32, 64) train step, batch 512, Adam", best * 1e3,
+           "ms", best, runs)
+
+
 WORKLOADS = {
     "matmul_512": matmul(512),
     "matmul_1024": matmul(1024),
     "matmul_2048": matmul(2048),
+    "matmul_bf16_2048": matmul(2048, torch.bfloat16),
     "elementwise_16M": elementwise,
     "sum_16M": sum_,
     "softmax_4096": softmax,
@@ -170,6 +195,7 @@ WORKLOADS = {
     "launch_overhead": launch_overhead,
     "jit_replay_per_kernel": jit_replay,
     "train_step": train_step,
+    "cnn_train_step": cnn_train_step,
 }
 
 # Environment variables that change which BLAS kernels run, and how many threads.
