@@ -5257,14 +5257,21 @@ inline std::string llvm_version_from_path(const std::string& path) {
 class LLVMJit {
  public:
   using Function = void(void** bufs, const long long* vars, int core_id, int core_count);
-  /// The optimization pipeline every kernel goes through (new pass manager syntax). The trailing
-  /// early-cse is for register tiles of llvm.fma: the SLP vectorizer builds each accumulator's
-  /// vector fma twice (once from the loop's phis, once from the stores after the loop), nothing in
-  /// O2 after it merges identical calls, and instcombine sinks the copy into the loop's exit, so
-  /// the old and new accumulators are both live through the loop and a 16-zmm tile spills (the
-  /// 512 matmul: 22 spills/reloads and 32 vfmadd instead of 0 and 16). Merging identical calls
-  /// changes no result. (An fmul+fadd pair is not duplicated that way.)
-  static constexpr const char* pipeline = "default<O2>,function(early-cse)";
+  /// The optimization pipeline every kernel goes through (new pass manager syntax): what a
+  /// generated kernel needs of O2, at a third of its time. Our IR is already shaped (register
+  /// tiles expanded, loops in the order they should run, no calls but always-inline helpers): it
+  /// needs its allocas in registers, loop invariants hoisted, inner loops vectorized, straight-line
+  /// tiles packed into vectors (SLP), and the result cleaned up. O2's inliner, GVN, unrolling and
+  /// loop passes found nothing more: the 512 matmul compiles in 63 ms instead of 185 at the same
+  /// speed, a FashionNet train step's kernels in 1.4 s instead of 2.9, and softmax 4096 runs in 14
+  /// ms instead of 20. The early-cse after the SLP vectorizer is for register tiles of llvm.fma: it
+  /// builds each accumulator's vector fma twice (once from the loop's phis, once from the stores
+  /// after the loop), and instcombine would sink the copy into the loop's exit, keeping the old and
+  /// new accumulators both live through the loop (a 16-zmm tile spills). Merging identical calls
+  /// changes no result.
+  static constexpr const char* pipeline =
+      "always-inline,function(sroa,early-cse,instcombine,simplifycfg,loop-simplify,lcssa,loop-mssa(licm),loop-rotate,"
+      "loop-vectorize,slp-vectorizer,early-cse,instcombine,simplifycfg,dce)";
 
   /// Opens libLLVM from `default_candidates()`.
   LLVMJit() : LLVMJit(default_candidates()) {}
