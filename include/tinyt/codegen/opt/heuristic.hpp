@@ -149,11 +149,14 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // separate accumulators over each reduce axis that walks memory in order (a kernel may
       // hold several reductions: a softmax's maximum and sum); the last first, so the axis
       // numbers of the others stay put
+      // (a short row, 4 to 32 long, whole: a batchnorm's sum over 24x24 images adds 24 rows of 24
+      // at once, not one element after another at an add's latency)
       for (auto it = reduces.rbegin(); it != reduces.rend(); ++it) {
         bool contiguous = false;
         for (const detail::Access& x : acc) contiguous |= !x.store && stride(x, *it) == 1;
-        const int64_t amount = detail::largest_divisor(range_size(ax[*it]), {16, 8, 4});
-        if (contiguous && amount > 1 && range_size(ax[*it]) >= 64) apply({OptOp::UNROLL, static_cast<int64_t>(*it), amount});
+        const int64_t n = range_size(ax[*it]);
+        const int64_t amount = n >= 64 ? detail::largest_divisor(n, {16, 8, 4}) : n >= 4 && n <= 32 ? n : 1;
+        if (contiguous && amount > 1) apply({OptOp::UNROLL, static_cast<int64_t>(*it), amount});
       }
     }
   }
