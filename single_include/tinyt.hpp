@@ -14850,7 +14850,12 @@ TINYT_INLINE Tensor Tensor::matmul(const Tensor& w) const {
   const bool matrices = xs.size() >= 2 && ws.size() >= 2;
   Tensor x = matrices ? unsqueeze(-2) : *this, y = w;
   if (ws.size() >= 2) y = (matrices ? y.unsqueeze(-3) : y).transpose(-1, -2);
-  return x.mul(y).sum(-1).cast(least_upper_dtype({dtype(), w.dtype()}));
+  const DType out = least_upper_dtype({dtype(), w.dtype()});
+  // float16 and bfloat16 multiply and add up in float32, rounded once at the end, as PyTorch's
+  // CPU kernels: a product of two of them is exact in float32, and rounding each one would lose
+  // what a sum of them keeps (and cost a rounding per product)
+  if (out == dtypes::float16 || out == dtypes::bfloat16) x = x.cast(dtypes::float32), y = y.cast(dtypes::float32);
+  return x.mul(y).sum(-1).cast(out);
 }
 
 /// x.matmul(w) + b, with w of shape (in, out) (a 1-D w scales elementwise, as tinygrad).
@@ -15319,10 +15324,12 @@ TINYT_INLINE Tensor Tensor::conv2d(const Tensor& w, const Tensor& b, int64_t gro
   wv.insert(wv.end(), k.begin(), k.end());
   std::vector<int64_t> out{bs, cout};
   out.insert(out.end(), o.begin(), o.end());
-  Tensor y = x.reshape(Shape(xv)).permute(order).mul(w.reshape(Shape(wv)));
-  y = y.sum(detail::last_axes(dims + 1))
-          .reshape(Shape(out))
-          .cast(least_upper_dtype({dtype(), w.dtype()}));
+  // (float16 and bfloat16 multiply and add up in float32, as matmul)
+  const DType out_dtype = least_upper_dtype({dtype(), w.dtype()});
+  const bool half = out_dtype == dtypes::float16 || out_dtype == dtypes::bfloat16;
+  Tensor y = x.reshape(Shape(xv)).permute(order);
+  y = (half ? y.cast(dtypes::float32) : y).mul(half ? w.reshape(Shape(wv)).cast(dtypes::float32) : w.reshape(Shape(wv)));
+  y = y.sum(detail::last_axes(dims + 1)).reshape(Shape(out)).cast(out_dtype);
   if (!b.defined()) return y;
   std::vector<int64_t> bv{1, cout};
   bv.insert(bv.end(), dims, 1);

@@ -134,6 +134,21 @@ TEST_CASE("linalg: matmul of size-0 dims") {
   check_matmul({2, 0, 3}, {3, 2});
 }
 
+TEST_CASE("linalg: float16 and bfloat16 matmul and conv2d multiply and add up in float32, rounded once") {
+  // p*p - q with p = 1 + 2^-m and q = 1 + 2^-(m-1) (m fraction bits) is 2^-2m exactly; a product
+  // rounded to the dtype first would lose it and give 0 (PyTorch's CPU kernels give 2^-2m)
+  for (auto [dt, m] : {std::pair{dtypes::bfloat16, 7}, std::pair{dtypes::float16, 10}}) {
+    INFO(dt.name());
+    const float p = 1 + std::ldexp(1.0f, -m), q = 1 + std::ldexp(1.0f, -(m - 1)), want = std::ldexp(1.0f, -2 * m);
+    const Tensor a = Tensor::from_vector(std::vector<float>{p, q}, {1, 2}).cast(dt);
+    const Tensor b = Tensor::from_vector(std::vector<float>{p, -1}, {2, 1}).cast(dt);
+    CHECK(a.matmul(b).dtype() == dt);
+    CHECK(a.matmul(b).cast(dtypes::float32).item<float>() == want);
+    // the same dot product as a 1x1 convolution over two channels
+    CHECK(a.reshape({1, 2, 1, 1}).conv2d(b.reshape({1, 2, 1, 1})).cast(dtypes::float32).item<float>() == want);
+  }
+}
+
 TEST_CASE("linalg: matmul dtypes") {
   std::vector<int32_t> ai{1, -2, 3, 4, 5, -6}, bi{7, 8, -9, 10, 11, 12};
   Tensor a = Tensor::from_vector(ai, {2, 3}), b = Tensor::from_vector(bi, {3, 2});
