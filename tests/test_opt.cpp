@@ -141,6 +141,10 @@ TEST_CASE("opt: the hand-coded opts tile matmuls, unroll contiguous reductions a
         std::vector<Opt>{{OptOp::UPCAST, 1, 16}, {OptOp::UPCAST, 0, 4}});
   CHECK(codegen::hand_coded_opts(mm_ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32}) ==
         std::vector<Opt>{{OptOp::UPCAST, 1, 32}, {OptOp::UPCAST, 0, 8}});
+  // a bfloat16 matmul's tile is sized for its float32 accumulators
+  const UOp bf16_ast = schedule::create_schedule({input({64, 64}, 1).cast(dtypes::bfloat16).matmul(input({64, 64}, 2).cast(dtypes::bfloat16)).uop()}).back().ast;
+  CHECK(codegen::hand_coded_opts(bf16_ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32}) ==
+        std::vector<Opt>{{OptOp::UPCAST, 1, 32}, {OptOp::UPCAST, 0, 8}});
   // a conv's tile: wide along the output row, tall along the output channels (which share the
   // input row's vector), and two deep along the batch (whose rows share the weights)
   const UOp conv_ast =

@@ -98,7 +98,11 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // an AVX-512 machine), with accumulators for half the vector registers; the other half holds
       // the loaded row and the broadcasts, so nothing spills. Otherwise a tile of at most 32 scalar
       // accumulators, a short row (a 5x5 kernel's) whole.
-      const int64_t lanes = std::max<int64_t>(machine.vector_bytes / out.type.itemsize(), 1);
+      // lanes of the accumulators' dtype, the widest (a bfloat16 matmul adds up in float32)
+      int64_t acc_bytes = out.type.itemsize();
+      for (const UOp& u : toposort(k))
+        if (u.op() == Ops::REDUCE) acc_bytes = std::max<int64_t>(acc_bytes, u.dtype().itemsize());
+      const int64_t lanes = std::max<int64_t>(machine.vector_bytes / acc_bytes, 1);
       const int64_t n0 = range_size(ax[reuse[0]]);
       std::vector<int64_t> vector_widths{2 * lanes, lanes};
       if (lanes / 2 >= 4) vector_widths.push_back(lanes / 2);
