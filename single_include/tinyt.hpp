@@ -4381,36 +4381,29 @@ inline std::pair<UOp, UOp> unwrap_mod_clauses(const UOp& valid, const UOp& x) {
     clause_map[clause.get()] = r.const_like(-1).lt(r) & r.lt(r.const_like(b));
   }
   if (found.empty()) return {valid, x};
+  // the modulos and divisions of an unwrapped X, and its clauses, replaced where they stand
   auto unwrap = [&](const UOp& root) {
-    std::unordered_map<const UOpNode*, UOp> done;
+    std::unordered_map<const UOpNode*, UOp> map = clause_map;
     for (const UOp& u : toposort(root)) {
-      if (auto it = clause_map.find(u.get()); it != clause_map.end()) {
-        done[u.get()] = it->second;
-        continue;
-      }
-      std::vector<UOp> src;
-      for (const UOp& s : u.src()) src.push_back(done.at(s.get()));
-      UOp out = u.replace(std::move(src));
-      if ((u.op() == Ops::MOD || u.op() == Ops::IDIV) && u.src(1).is_const())
-        for (const Unwrapped& f : found) {
-          const i128 d = u.src(1).const_int();
-          if (u.op() == Ops::MOD && d == f.c && u.src(0) == f.x) {
-            out = f.r;
+      if ((u.op() != Ops::MOD && u.op() != Ops::IDIV) || !u.src(1).is_const()) continue;
+      const i128 d = u.src(1).const_int();
+      for (const Unwrapped& f : found) {
+        if (u.op() == Ops::MOD && d == f.c && u.src(0) == f.x) {
+          map[u.get()] = f.r;
+          break;
+        }
+        // (m*X + S) // (m*c) is X // c when 0 <= S < m
+        if (u.op() == Ops::IDIV && d % f.c == 0) {
+          const i128 mult = d / f.c;
+          const Bounds rest = bounds(simplify(u.src(0) - f.x * f.x.const_like(mult)));
+          if (rest.lo >= 0 && rest.hi < mult) {
+            map[u.get()] = f.q;
             break;
           }
-          // (m*X + S) // (m*c) is X // c when 0 <= S < m
-          if (u.op() == Ops::IDIV && d % f.c == 0) {
-            const i128 mult = d / f.c;
-            const Bounds s = bounds(simplify(u.src(0) - f.x * f.x.const_like(mult)));
-            if (s.lo >= 0 && s.hi < mult) {
-              out = f.q;
-              break;
-            }
-          }
         }
-      done[u.get()] = std::move(out);
+      }
     }
-    return simplify(done.at(root.get()));
+    return simplify(substitute(root, map));
   };
   return {unwrap(valid), unwrap(x)};
 }
@@ -9593,8 +9586,8 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // A vector side when the output row splits into whole vectors (or halves: a 256-bit row of
       // an AVX-512 machine), with accumulators for half the vector registers; the other half holds
       // the loaded row and the broadcasts, so nothing spills. Otherwise a tile of at most 32 scalar
-      // accumulators, a short row (a 5x5 kernel's) whole.
-      // lanes of the accumulators' dtype, the widest (a bfloat16 matmul adds up in float32)
+      // accumulators, a short row (a 5x5 kernel's) whole. Lanes are counted in the accumulators'
+      // dtype, the widest (a bfloat16 matmul adds up in float32).
       int64_t acc_bytes = out.type.itemsize();
       for (const UOp& u : toposort(k))
         if (u.op() == Ops::REDUCE) acc_bytes = std::max<int64_t>(acc_bytes, u.dtype().itemsize());

@@ -207,36 +207,29 @@ inline std::pair<UOp, UOp> unwrap_mod_clauses(const UOp& valid, const UOp& x) {
     clause_map[clause.get()] = r.const_like(-1).lt(r) & r.lt(r.const_like(b));
   }
   if (found.empty()) return {valid, x};
+  // the modulos and divisions of an unwrapped X, and its clauses, replaced where they stand
   auto unwrap = [&](const UOp& root) {
-    std::unordered_map<const UOpNode*, UOp> done;
+    std::unordered_map<const UOpNode*, UOp> map = clause_map;
     for (const UOp& u : toposort(root)) {
-      if (auto it = clause_map.find(u.get()); it != clause_map.end()) {
-        done[u.get()] = it->second;
-        continue;
-      }
-      std::vector<UOp> src;
-      for (const UOp& s : u.src()) src.push_back(done.at(s.get()));
-      UOp out = u.replace(std::move(src));
-      if ((u.op() == Ops::MOD || u.op() == Ops::IDIV) && u.src(1).is_const())
-        for (const Unwrapped& f : found) {
-          const i128 d = u.src(1).const_int();
-          if (u.op() == Ops::MOD && d == f.c && u.src(0) == f.x) {
-            out = f.r;
+      if ((u.op() != Ops::MOD && u.op() != Ops::IDIV) || !u.src(1).is_const()) continue;
+      const i128 d = u.src(1).const_int();
+      for (const Unwrapped& f : found) {
+        if (u.op() == Ops::MOD && d == f.c && u.src(0) == f.x) {
+          map[u.get()] = f.r;
+          break;
+        }
+        // (m*X + S) // (m*c) is X // c when 0 <= S < m
+        if (u.op() == Ops::IDIV && d % f.c == 0) {
+          const i128 mult = d / f.c;
+          const Bounds rest = bounds(simplify(u.src(0) - f.x * f.x.const_like(mult)));
+          if (rest.lo >= 0 && rest.hi < mult) {
+            map[u.get()] = f.q;
             break;
           }
-          // (m*X + S) // (m*c) is X // c when 0 <= S < m
-          if (u.op() == Ops::IDIV && d % f.c == 0) {
-            const i128 mult = d / f.c;
-            const Bounds s = bounds(simplify(u.src(0) - f.x * f.x.const_like(mult)));
-            if (s.lo >= 0 && s.hi < mult) {
-              out = f.q;
-              break;
-            }
-          }
         }
-      done[u.get()] = std::move(out);
+      }
     }
-    return simplify(done.at(root.get()));
+    return simplify(substitute(root, map));
   };
   return {unwrap(valid), unwrap(x)};
 }

@@ -97,8 +97,8 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // A vector side when the output row splits into whole vectors (or halves: a 256-bit row of
       // an AVX-512 machine), with accumulators for half the vector registers; the other half holds
       // the loaded row and the broadcasts, so nothing spills. Otherwise a tile of at most 32 scalar
-      // accumulators, a short row (a 5x5 kernel's) whole.
-      // lanes of the accumulators' dtype, the widest (a bfloat16 matmul adds up in float32)
+      // accumulators, a short row (a 5x5 kernel's) whole. Lanes are counted in the accumulators'
+      // dtype, the widest (a bfloat16 matmul adds up in float32).
       int64_t acc_bytes = out.type.itemsize();
       for (const UOp& u : toposort(k))
         if (u.op() == Ops::REDUCE) acc_bytes = std::max<int64_t>(acc_bytes, u.dtype().itemsize());
