@@ -3764,13 +3764,6 @@ struct Linear {
     for (const Term& t : terms) c = gcd128(c, t.coef);
     return c;
   }
-  /// (inner, rest) with this == g*inner + rest and 0 <= rest < g; g must divide every coefficient.
-  std::pair<Linear, i128> divided_floor(i128 g) const {
-    Linear inner = *this;
-    for (Term& t : inner.terms) t.coef /= g;
-    inner.constant = floordiv128(constant, g);
-    return {inner, constant - inner.constant * g};
-  }
 };
 
 namespace detail {
@@ -3910,6 +3903,25 @@ namespace tinyt::inline v0 {
 namespace detail {
 inline bool is_intlike(const UOp& u) { return u.dtype().scalar().is_int(); }
 
+// x // c and x % c for x >= 0 and g dividing c: x == g*inner + rest, inner from the terms g
+// divides (over g), rest the other terms and the constant. When rest stays within one multiple of
+// g (k*g <= rest < (k+1)*g), x // c is (inner + k) // (c/g) and x % c is
+// ((inner + k) % (c/g))*g + rest - k*g; empty when it does not.
+inline UOp fold_by_part(const Linear& L, i128 c, i128 g, bool is_div) {
+  Linear inner{{}, 0, L.dtype}, rest{{}, L.constant, L.dtype};
+  for (const auto& t : L.terms) (t.coef % g == 0 ? inner : rest).terms.push_back(t);
+  const UOp r = rest.build();
+  const Bounds rb = bounds(r);
+  const i128 k = floordiv128(rb.lo, g);
+  if (floordiv128(rb.hi, g) != k) return {};
+  inner = inner.divided_by(g);
+  inner.constant = k;
+  const UOp in = inner.build(), low = r + r.const_like(-k * g);
+  if (g == c) return is_div ? in : low;
+  const UOp parts = in.const_like(c / g);
+  return is_div ? in.idiv(parts) : in.mod(parts) * in.const_like(g) + low;
+}
+
 // x // c and x % c for a constant c != 0 (C semantics).
 inline UOp fold_divmod(const UOp& root) {
   const UOp& x = root.src(0);
@@ -3935,35 +3947,14 @@ inline UOp fold_divmod(const UOp& root) {
   if (!is_div && b.hi < c) return x;
   if (b.lo / c == b.hi / c)
     return is_div ? root.const_like(b.lo / c) : (x + x.const_like(-(b.lo / c) * c));
-  // x == c*q + s, q from the terms whose coefficients c divides: when s stays within one multiple
-  // of c (k*c <= s < (k+1)*c), x // c is q + k and x % c is s - k*c, whatever the signs in s (a
-  // flipped axis: (800*a + 24 - 5*b - c) // 800 is a)
-  {
-    Linear q{{}, 0, L.dtype}, s{{}, L.constant, L.dtype};
-    for (const auto& t : L.terms) (t.coef % c == 0 ? q : s).terms.push_back(t);
-    if (!q.terms.empty()) {
-      const UOp rest = s.build();
-      const Bounds sb = bounds(rest);
-      const i128 k = floordiv128(sb.lo, c);
-      if (floordiv128(sb.hi, c) == k) {
-        Linear whole = q.divided_by(c);
-        whole.constant = k;
-        return is_div ? whole.build() : rest + rest.const_like(-k * c);
-      }
-    }
-  }
-  // x == g*inner + small with g dividing c and 0 <= small < g (the terms g does not divide):
-  // x // c is inner // (c/g) and x % c is (inner % (c/g))*g + small ((24*y + x) // 48 with x
-  // below 24 is y // 2)
+  // a part g of c that some terms share, the others staying within one multiple of g: a flipped
+  // axis' (800*a + 24 - 5*b - c) // 800 is a (g = c), a max pool's (24*y + x) // 48 with x below
+  // 24 is y // 2 (g = 24). (When every term shares g, the rules below go first.)
   for (const auto& t : L.terms) {
     const i128 g = gcd128(c, t.coef);
-    if (g <= 1 || g == c) continue;
-    Linear inner{{}, 0, L.dtype}, small{{}, L.constant, L.dtype};
-    for (const auto& u : L.terms) (u.coef % g == 0 ? inner : small).terms.push_back(u);
-    const Bounds sb = bounds(small.build());
-    if (small.terms.empty() || sb.lo < 0 || sb.hi >= g) continue;
-    const UOp in = inner.divided_by(g).build(), part = in.const_like(c / g);
-    return is_div ? in.idiv(part) : in.mod(part) * in.const_like(g) + small.build();
+    const bool all_share = std::all_of(L.terms.begin(), L.terms.end(), [&](const auto& u) { return u.coef % g == 0; });
+    if (g <= 1 || (g < c && all_share)) continue;
+    if (UOp out = fold_by_part(L, c, g, is_div)) return out;
   }
   // x == q*c + r with every coefficient of r in [0, c). Only with positive coefficients: there
   // r is no larger than x, while a negative one would turn into a larger positive one.
@@ -3975,14 +3966,8 @@ inline UOp fold_divmod(const UOp& root) {
     if (bounds(rem).lo >= 0)
       return is_div ? q.build() + rem.idiv(rem.const_like(c)) : rem.mod(rem.const_like(c));
   }
-  // a common factor g of c and every coefficient: divide it out
-  if (const i128 g = L.gcd_with(c); g > 1) {
-    auto [inner, rest] = L.divided_floor(g);  // x == g*inner + rest, 0 <= rest < g
-    const UOp small = inner.build().idiv(inner.build().const_like(c / g));
-    if (is_div) return small;
-    const UOp m = inner.build().mod(inner.build().const_like(c / g));
-    return m * m.const_like(g) + m.const_like(rest);
-  }
+  // a common factor g of c and every coefficient: divide it out (the constant's part of g too)
+  if (const i128 g = L.gcd_with(c); g > 1) return fold_by_part(L, c, g, is_div);
   return {};
 }
 
@@ -13002,6 +12987,10 @@ inline DType sum_acc_dtype(DType dt) {
   if (dt.is_int() || dt.is_bool()) return dtypes::int64;
   return least_upper_dtype({dt, dtypes::float32});
 }
+// The dtype a dot product (matmul, conv) multiplies and adds up in, for a result of dtype `out`:
+// float16 and bfloat16 in float32, rounded once at the end, as PyTorch's CPU kernels (a product
+// of two of them is exact in float32; rounding each would lose what their sum keeps).
+inline DType dot_dtype(DType out) { return out == dtypes::float16 || out == dtypes::bfloat16 ? dtypes::float32 : out; }
 // The dtype a sum or product returns: a float keeps its own, an integer is its accumulator's.
 inline DType sum_out_dtype(DType dt) { return dt.is_float() ? dt : sum_acc_dtype(dt); }
 // The dtype the float statistics (mean, var, softmax, logsumexp, layernorm) compute in, as
@@ -14847,12 +14836,8 @@ TINYT_INLINE Tensor Tensor::matmul(const Tensor& w) const {
   const bool matrices = xs.size() >= 2 && ws.size() >= 2;
   Tensor x = matrices ? unsqueeze(-2) : *this, y = w;
   if (ws.size() >= 2) y = (matrices ? y.unsqueeze(-3) : y).transpose(-1, -2);
-  const DType out = least_upper_dtype({dtype(), w.dtype()});
-  // float16 and bfloat16 multiply and add up in float32, rounded once at the end, as PyTorch's
-  // CPU kernels: a product of two of them is exact in float32, and rounding each one would lose
-  // what a sum of them keeps (and cost a rounding per product)
-  if (out == dtypes::float16 || out == dtypes::bfloat16) x = x.cast(dtypes::float32), y = y.cast(dtypes::float32);
-  return x.mul(y).sum(-1).cast(out);
+  const DType out = least_upper_dtype({dtype(), w.dtype()}), dot = detail::dot_dtype(out);
+  return x.cast(dot).mul(y.cast(dot)).sum(-1).cast(out);
 }
 
 /// x.matmul(w) + b, with w of shape (in, out) (a 1-D w scales elementwise, as tinygrad).
@@ -15321,11 +15306,8 @@ TINYT_INLINE Tensor Tensor::conv2d(const Tensor& w, const Tensor& b, int64_t gro
   wv.insert(wv.end(), k.begin(), k.end());
   std::vector<int64_t> out{bs, cout};
   out.insert(out.end(), o.begin(), o.end());
-  // (float16 and bfloat16 multiply and add up in float32, as matmul)
-  const DType out_dtype = least_upper_dtype({dtype(), w.dtype()});
-  const bool half = out_dtype == dtypes::float16 || out_dtype == dtypes::bfloat16;
-  Tensor y = x.reshape(Shape(xv)).permute(order);
-  y = (half ? y.cast(dtypes::float32) : y).mul(half ? w.reshape(Shape(wv)).cast(dtypes::float32) : w.reshape(Shape(wv)));
+  const DType out_dtype = least_upper_dtype({dtype(), w.dtype()}), dot = detail::dot_dtype(out_dtype);
+  Tensor y = x.reshape(Shape(xv)).permute(order).cast(dot).mul(w.reshape(Shape(wv)).cast(dot));
   y = y.sum(detail::last_axes(dims + 1)).reshape(Shape(out)).cast(out_dtype);
   if (!b.defined()) return y;
   std::vector<int64_t> bv{1, cout};

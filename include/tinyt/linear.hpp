@@ -78,13 +78,6 @@ struct Linear {
     for (const Term& t : terms) c = gcd128(c, t.coef);
     return c;
   }
-  /// (inner, rest) with this == g*inner + rest and 0 <= rest < g; g must divide every coefficient.
-  std::pair<Linear, i128> divided_floor(i128 g) const {
-    Linear inner = *this;
-    for (Term& t : inner.terms) t.coef /= g;
-    inner.constant = floordiv128(constant, g);
-    return {inner, constant - inner.constant * g};
-  }
 };
 
 namespace detail {

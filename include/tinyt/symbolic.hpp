@@ -18,6 +18,25 @@ namespace tinyt::inline v0 {
 namespace detail {
 inline bool is_intlike(const UOp& u) { return u.dtype().scalar().is_int(); }
 
+// x // c and x % c for x >= 0 and g dividing c: x == g*inner + rest, inner from the terms g
+// divides (over g), rest the other terms and the constant. When rest stays within one multiple of
+// g (k*g <= rest < (k+1)*g), x // c is (inner + k) // (c/g) and x % c is
+// ((inner + k) % (c/g))*g + rest - k*g; empty when it does not.
+inline UOp fold_by_part(const Linear& L, i128 c, i128 g, bool is_div) {
+  Linear inner{{}, 0, L.dtype}, rest{{}, L.constant, L.dtype};
+  for (const auto& t : L.terms) (t.coef % g == 0 ? inner : rest).terms.push_back(t);
+  const UOp r = rest.build();
+  const Bounds rb = bounds(r);
+  const i128 k = floordiv128(rb.lo, g);
+  if (floordiv128(rb.hi, g) != k) return {};
+  inner = inner.divided_by(g);
+  inner.constant = k;
+  const UOp in = inner.build(), low = r + r.const_like(-k * g);
+  if (g == c) return is_div ? in : low;
+  const UOp parts = in.const_like(c / g);
+  return is_div ? in.idiv(parts) : in.mod(parts) * in.const_like(g) + low;
+}
+
 // x // c and x % c for a constant c != 0 (C semantics).
 inline UOp fold_divmod(const UOp& root) {
   const UOp& x = root.src(0);
@@ -43,35 +62,14 @@ inline UOp fold_divmod(const UOp& root) {
   if (!is_div && b.hi < c) return x;
   if (b.lo / c == b.hi / c)
     return is_div ? root.const_like(b.lo / c) : (x + x.const_like(-(b.lo / c) * c));
-  // x == c*q + s, q from the terms whose coefficients c divides: when s stays within one multiple
-  // of c (k*c <= s < (k+1)*c), x // c is q + k and x % c is s - k*c, whatever the signs in s (a
-  // flipped axis: (800*a + 24 - 5*b - c) // 800 is a)
-  {
-    Linear q{{}, 0, L.dtype}, s{{}, L.constant, L.dtype};
-    for (const auto& t : L.terms) (t.coef % c == 0 ? q : s).terms.push_back(t);
-    if (!q.terms.empty()) {
-      const UOp rest = s.build();
-      const Bounds sb = bounds(rest);
-      const i128 k = floordiv128(sb.lo, c);
-      if (floordiv128(sb.hi, c) == k) {
-        Linear whole = q.divided_by(c);
-        whole.constant = k;
-        return is_div ? whole.build() : rest + rest.const_like(-k * c);
-      }
-    }
-  }
-  // x == g*inner + small with g dividing c and 0 <= small < g (the terms g does not divide):
-  // x // c is inner // (c/g) and x % c is (inner % (c/g))*g + small ((24*y + x) // 48 with x
-  // below 24 is y // 2)
+  // a part g of c that some terms share, the others staying within one multiple of g: a flipped
+  // axis' (800*a + 24 - 5*b - c) // 800 is a (g = c), a max pool's (24*y + x) // 48 with x below
+  // 24 is y // 2 (g = 24). (When every term shares g, the rules below go first.)
   for (const auto& t : L.terms) {
     const i128 g = gcd128(c, t.coef);
-    if (g <= 1 || g == c) continue;
-    Linear inner{{}, 0, L.dtype}, small{{}, L.constant, L.dtype};
-    for (const auto& u : L.terms) (u.coef % g == 0 ? inner : small).terms.push_back(u);
-    const Bounds sb = bounds(small.build());
-    if (small.terms.empty() || sb.lo < 0 || sb.hi >= g) continue;
-    const UOp in = inner.divided_by(g).build(), part = in.const_like(c / g);
-    return is_div ? in.idiv(part) : in.mod(part) * in.const_like(g) + small.build();
+    const bool all_share = std::all_of(L.terms.begin(), L.terms.end(), [&](const auto& u) { return u.coef % g == 0; });
+    if (g <= 1 || (g < c && all_share)) continue;
+    if (UOp out = fold_by_part(L, c, g, is_div)) return out;
   }
   // x == q*c + r with every coefficient of r in [0, c). Only with positive coefficients: there
   // r is no larger than x, while a negative one would turn into a larger positive one.
@@ -83,14 +81,8 @@ inline UOp fold_divmod(const UOp& root) {
     if (bounds(rem).lo >= 0)
       return is_div ? q.build() + rem.idiv(rem.const_like(c)) : rem.mod(rem.const_like(c));
   }
-  // a common factor g of c and every coefficient: divide it out
-  if (const i128 g = L.gcd_with(c); g > 1) {
-    auto [inner, rest] = L.divided_floor(g);  // x == g*inner + rest, 0 <= rest < g
-    const UOp small = inner.build().idiv(inner.build().const_like(c / g));
-    if (is_div) return small;
-    const UOp m = inner.build().mod(inner.build().const_like(c / g));
-    return m * m.const_like(g) + m.const_like(rest);
-  }
+  // a common factor g of c and every coefficient: divide it out (the constant's part of g too)
+  if (const i128 g = L.gcd_with(c); g > 1) return fold_by_part(L, c, g, is_div);
   return {};
 }
 

@@ -32,12 +32,8 @@ TINYT_INLINE Tensor Tensor::matmul(const Tensor& w) const {
   const bool matrices = xs.size() >= 2 && ws.size() >= 2;
   Tensor x = matrices ? unsqueeze(-2) : *this, y = w;
   if (ws.size() >= 2) y = (matrices ? y.unsqueeze(-3) : y).transpose(-1, -2);
-  const DType out = least_upper_dtype({dtype(), w.dtype()});
-  // float16 and bfloat16 multiply and add up in float32, rounded once at the end, as PyTorch's
-  // CPU kernels: a product of two of them is exact in float32, and rounding each one would lose
-  // what a sum of them keeps (and cost a rounding per product)
-  if (out == dtypes::float16 || out == dtypes::bfloat16) x = x.cast(dtypes::float32), y = y.cast(dtypes::float32);
-  return x.mul(y).sum(-1).cast(out);
+  const DType out = least_upper_dtype({dtype(), w.dtype()}), dot = detail::dot_dtype(out);
+  return x.cast(dot).mul(y.cast(dot)).sum(-1).cast(out);
 }
 
 /// x.matmul(w) + b, with w of shape (in, out) (a 1-D w scales elementwise, as tinygrad).

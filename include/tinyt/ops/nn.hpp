@@ -270,11 +270,8 @@ TINYT_INLINE Tensor Tensor::conv2d(const Tensor& w, const Tensor& b, int64_t gro
   wv.insert(wv.end(), k.begin(), k.end());
   std::vector<int64_t> out{bs, cout};
   out.insert(out.end(), o.begin(), o.end());
-  // (float16 and bfloat16 multiply and add up in float32, as matmul)
-  const DType out_dtype = least_upper_dtype({dtype(), w.dtype()});
-  const bool half = out_dtype == dtypes::float16 || out_dtype == dtypes::bfloat16;
-  Tensor y = x.reshape(Shape(xv)).permute(order);
-  y = (half ? y.cast(dtypes::float32) : y).mul(half ? w.reshape(Shape(wv)).cast(dtypes::float32) : w.reshape(Shape(wv)));
+  const DType out_dtype = least_upper_dtype({dtype(), w.dtype()}), dot = detail::dot_dtype(out_dtype);
+  Tensor y = x.reshape(Shape(xv)).permute(order).cast(dot).mul(w.reshape(Shape(wv)).cast(dot));
   y = y.sum(detail::last_axes(dims + 1)).reshape(Shape(out)).cast(out_dtype);
   if (!b.defined()) return y;
   std::vector<int64_t> bv{1, cout};

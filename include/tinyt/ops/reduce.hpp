@@ -17,6 +17,10 @@ inline DType sum_acc_dtype(DType dt) {
   if (dt.is_int() || dt.is_bool()) return dtypes::int64;
   return least_upper_dtype({dt, dtypes::float32});
 }
+// The dtype a dot product (matmul, conv) multiplies and adds up in, for a result of dtype `out`:
+// float16 and bfloat16 in float32, rounded once at the end, as PyTorch's CPU kernels (a product
+// of two of them is exact in float32; rounding each would lose what their sum keeps).
+inline DType dot_dtype(DType out) { return out == dtypes::float16 || out == dtypes::bfloat16 ? dtypes::float32 : out; }
 // The dtype a sum or product returns: a float keeps its own, an integer is its accumulator's.
 inline DType sum_out_dtype(DType dt) { return dt.is_float() ? dt : sum_acc_dtype(dt); }
 // The dtype the float statistics (mean, var, softmax, logsumexp, layernorm) compute in, as
