@@ -7655,14 +7655,13 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
         const std::optional<int64_t> next = trailing_broadcast(*node.at(c), from);
         if (!next) return true;
         from = *next;
-      } else if (from >= 0 && c->op == Ops::REDUCE_AXIS) {
-        for (int64_t a : node.at(c)->arg()[1].ints())
-          if (a < from) return true;
-        continue;  // a reduction of broadcast axes only: judged on its own
       } else if (c->op == Ops::REDUCE_AXIS) {
-        // reduced again with nothing broadcast between: each value is read once, inside the
-        // outer reduction's loop (a conv's input gradient sums its windows' products), and what
-        // follows decides only whether the outer one is realized
+        // reduced again: a reduction over kept axes after a broadcast recomputes; one of broadcast
+        // axes only, or with nothing broadcast between (a conv's input gradient sums its windows'
+        // products), reads each value once, inside its own loop, and is judged on its own
+        if (from >= 0)
+          for (int64_t a : node.at(c)->arg()[1].ints())
+            if (a < from) return true;
         continue;
       } else if (from >= 0 && !keeps_loop_order(c->op)) {
         return true;
