@@ -137,7 +137,10 @@ TEST_CASE("linalg: matmul of size-0 dims") {
 TEST_CASE("linalg: float16 and bfloat16 matmul and conv2d multiply and add up in float32, rounded once") {
   // p*p - q with p = 1 + 2^-m and q = 1 + 2^-(m-1) (m fraction bits) is 2^-2m exactly; a product
   // rounded to the dtype first would lose it and give 0 (PyTorch's CPU kernels give 2^-2m)
-  for (auto [dt, m] : {std::pair{dtypes::bfloat16, 7}, std::pair{dtypes::float16, 10}}) {
+  // (a pair, not a structured binding: clang 14 cannot capture one in INFO's lambda)
+  for (const auto& dt_bits : {std::pair{dtypes::bfloat16, 7}, std::pair{dtypes::float16, 10}}) {
+    const DType dt = dt_bits.first;
+    const int m = dt_bits.second;
     INFO(dt.name());
     const float p = 1 + std::ldexp(1.0f, -m), q = 1 + std::ldexp(1.0f, -(m - 1)), want = std::ldexp(1.0f, -2 * m);
     const Tensor a = Tensor::from_vector(std::vector<float>{p, q}, {1, 2}).cast(dt);

@@ -333,7 +333,9 @@ TEST_CASE("symbolic: a mask's wrapping modulo unwraps exactly where the mask hol
           for (int64_t k : {int64_t{0}, int64_t{2}, c}) {
             const UOp x = u * p + v * q + k, valid = simplify((x % c).lt(b));
             const UOp e = simplify((x % c) * 7 + (x * 3 + s).idiv(3 * c) * 100 + x.idiv(c) * 1000);
-            const auto [nv, ne] = unwrap_mod_clauses(valid, e);
+            const std::pair<UOp, UOp> mask_value = unwrap_mod_clauses(valid, e);
+            const UOp& nv = mask_value.first;  // (not a structured binding: INFO's lambda captures it)
+            const UOp& ne = mask_value.second;
             unwrapped += nv != valid;
             INFO("c ", c, " b ", b, " X ", expr_string(x), ": mask ", expr_string(nv), ", value ", expr_string(ne));
             for (int64_t iu = 0; iu <= 11; ++iu)
