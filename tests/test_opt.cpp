@@ -89,7 +89,7 @@ TEST_CASE("opt: every single opt computes what the unoptimized kernel computes")
     INFO(e.name);
     check_variants(e.value, [](const UOp& ast) {
       std::vector<std::vector<Opt>> out;
-      for (const Opt& o : codegen::beam_actions(2)) {
+      for (const Opt& o : codegen::beam_actions(2, true)) {
         // the amounts that apply to a kernel of this corpus, without compiling every one
         if (o.amount != 0 && o.amount != 2 && o.amount != 3 && o.amount != 8 && o.amount != 16) continue;
         try {
@@ -120,6 +120,16 @@ TEST_CASE("opt: the hand-coded opts and combinations of opts compute the same") 
         }
       }
       out.push_back(combo);
+      // and a copy (PACK) at each axis after them, where a load stays put along it
+      for (int64_t axis = 0; axis < static_cast<int64_t>(codegen::axes(k).size()); ++axis) {
+        try {
+          codegen::apply_opt(k, {OptOp::PACK, axis, 0});
+          out.push_back(combo);
+          out.back().push_back({OptOp::PACK, axis, 0});
+        } catch (const codegen::OptError&) {
+        }
+      }
+      out.push_back(codegen::hand_coded_opts(ast, {.threads = 2, .vector_bytes = 64, .vector_registers = 32, .packs = true}));
       return out;
     });
   }
@@ -163,9 +173,13 @@ TEST_CASE("opt: the hand-coded opts tile matmuls, unroll contiguous reductions a
   const Tensor wx = input({4, 8, 10, 10}, 5), ww = input({16, 8, 3, 3}, 6), wg = input({4, 16, 8, 8}, 7);
   const UOp wgrad_ast = schedule::create_schedule({(wx.conv2d(ww) * wg).sum().gradient({ww})[0].uop()}).back().ast;
   CHECK(codegen::hand_coded_opts(wgrad_ast, {.threads = 1}) == std::vector<Opt>{{OptOp::UPCAST, 3, 3}, {OptOp::UPCAST, 0, 8}});
-  // a long reduction also gets a cache tile over the tile's rows
+  // a long reduction also gets a cache tile over the tile's rows; on a CPU, its column panel is
+  // copied (PACK) once for the whole tile loop
   const UOp long_ast = schedule::create_schedule({input({128, 2048}, 1).matmul(input({2048, 64}, 2)).uop()}).back().ast;
   CHECK(has(codegen::hand_coded_opts(long_ast, {.threads = 1}), OptOp::LOCAL));
+  CHECK_FALSE(has(codegen::hand_coded_opts(long_ast, {.threads = 1}), OptOp::PACK));
+  CHECK(codegen::hand_coded_opts(long_ast, {.threads = 2, .vector_bytes = 64, .vector_registers = 32, .packs = true}) ==
+        std::vector<Opt>{{OptOp::UPCAST, 1, 32}, {OptOp::UPCAST, 0, 8}, {OptOp::LOCAL, 0, 8}, {OptOp::PACK, 2, 0}, {OptOp::THREAD, 0, 2}});
   CHECK(has(opts_of(input({8, 256}, 1).sum(1)), OptOp::UNROLL));
   // a short contiguous row is unrolled whole (a batchnorm's rows of 24: 10x faster than a chain
   // of adds waiting on each other)
@@ -195,6 +209,60 @@ TEST_CASE("opt: an opt that does not apply is an OptError naming it") {
   CHECK(message_of<codegen::OptError>([&] { codegen::apply_opt(exp_sum, {OptOp::PADTO, 1, 32}); }).find("change its result") !=
         std::string::npos);
   CHECK(codegen::apply_opt(ast, {OptOp::PADTO, 1, 16}) != ast);  // 40 -> 48: masked loads add zeros
+}
+
+TEST_CASE("opt: PACK copies a panel once before the tile loop that reads it, and says when it cannot") {
+  const Tensor a = input({64, 256}, 1), b = input({256, 64}, 2);
+  const UOp ast = schedule::create_schedule({a.matmul(b).uop()}).back().ast;
+  const std::vector<Opt> opts{{OptOp::UPCAST, 1, 16}, {OptOp::UPCAST, 0, 4}, {OptOp::LOCAL, 0, 4}, {OptOp::PACK, 2, 0}};
+  const codegen::Program p = codegen::linearize(codegen::expand_registers(codegen::apply_opts(ast, opts)), "packed");
+  // the copy: one buffer of the panel (256 rows of 16), filled by its own two loops, which close
+  // before the tile loop opens; the reduction inside reads it, never b
+  size_t fill = 0, tile = 0, fills = 0;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const UOp& u = p.ops[i];
+    if (u.op() == Ops::DEFINE_LOCAL) CHECK(u.dtype().size() == 256 * 16);
+    if (u.op() == Ops::STORE && u.src(0).src(0).op() == Ops::DEFINE_LOCAL) fill = i, ++fills;
+    if (u.op() == Ops::END && codegen::range_kind(u.src(0)) == codegen::RangeKind::pack) fill = i;
+    if (u.op() == Ops::RANGE && codegen::range_kind(u) == codegen::RangeKind::local) tile = i;
+  }
+  CHECK(fills == 1);
+  REQUIRE(tile > 0);
+  CHECK(fill < tile);
+  size_t reads_of_b = 0;
+  for (const UOp& u : p.ops) reads_of_b += u.op() == Ops::LOAD && u.src(0).src(0).op() == Ops::DEFINE_GLOBAL && u.src(0).src(0).arg().as_int() == 2;
+  CHECK(reads_of_b == 1);  // the fill's, in its loops over 256 x 16; the 16 columns of the tile read the copy
+  // the C compiler's program computes it too
+  std::vector<float> want;
+  {
+    Context noopt{{"NOOPT", 1}};
+    want = a.matmul(b).to_vector<float>();
+  }
+  // (the corpus above checks PACK's kernels against NOOPT on LLVM; the C renderer's stack array too)
+  {
+    Context c{{"CPU_LLVM", 0}};
+    const std::vector<schedule::Kernel> kernels = schedule::create_schedule({a.matmul(b).uop()});
+    const auto k = compile_kernel(kernels.back().ast, opts);
+    CHECK(k->source.find("__attribute__((aligned(64)))") != std::string::npos);
+    Tensor out = Tensor::empty({64, 64});
+    std::vector<void*> handles{graph::buffer_of(graph::base_buffer(out.realize().uop()))->ptr()};
+    for (size_t i = 1; i < kernels.back().buffers.size(); ++i) handles.push_back(graph::buffer_of(kernels.back().buffers[i])->ptr());
+    launch(*k, handles);
+    const std::vector<float> got = out.to_vector<float>();
+    for (size_t i = 0; i < want.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
+  }
+
+  using tinyt_test::message_of;
+  CHECK(message_of<codegen::OptError>([&] { codegen::apply_opt(ast, {OptOp::PACK, 0, 4}); }) == "PACK(0,4): PACK takes the amount 0 (a whole axis)");
+  CHECK(message_of<codegen::OptError>([&] { codegen::apply_opt(ast, {OptOp::PACK, 2, 0}); }) == "PACK(2,0): PACK applies to output loops and tiles");
+  // a row sum's load moves along every axis: nothing stays put to copy
+  const UOp sum_ast = schedule::create_schedule({input({24, 40}, 1).sum(1).uop()}).back().ast;
+  CHECK(message_of<codegen::OptError>([&] { codegen::apply_opt(sum_ast, {OptOp::PACK, 0, 0}); }) ==
+        "PACK(0,0): no load that a reduction reads stays put along the axis");
+  // a copy lives on a thread's stack: 4096 x 64 floats (1 MiB) is too big
+  const UOp tall_ast = schedule::create_schedule({input({2, 4096}, 1).matmul(input({4096, 64}, 2)).uop()}).back().ast;
+  CHECK(message_of<codegen::OptError>([&] { codegen::apply_opt(tall_ast, {OptOp::PACK, 0, 0}); }) ==
+        "PACK(0,0): a copy of 262144 elements (1048576 bytes) outgrows the 524288 a thread's stack holds");
 }
 
 TEST_CASE("opt: BEAM's choice computes what NOOPT computes, and is cached on disk") {
@@ -259,6 +327,11 @@ TEST_CASE("opt: GROUP splits a reduction across a work-group on OpenCL, and is r
     const std::vector<Opt> group{{OptOp::GROUP, static_cast<int64_t>(codegen::axes(ast).size()) - 1, 64}};
     CHECK_THROWS_AS(compile_kernel(ast, group, "CPU"), codegen::OptError);  // the CPU has no work-groups
   }
+  // and a GPU's local memory is the work-group's, not one thread's: no PACK there
+  const UOp mm = schedule::create_schedule({input({8, 64}, 1).matmul(input({64, 16}, 2)).uop()}).back().ast;
+  engine::OptSettings gpu = engine::OptSettings::current("CPU");
+  gpu.target.gpu = true;
+  CHECK(tinyt_test::message_of<codegen::OptError>([&] { engine::lower_kernel(mm, {{OptOp::PACK, 0, 0}}, gpu.target, false); }).find("PACK") == 0);
   const std::vector<std::string> here = Device::list();
   if (std::find(here.begin(), here.end(), "CL") == here.end()) {
     MESSAGE("opt: GROUP NOT RUN, no OpenCL device here");

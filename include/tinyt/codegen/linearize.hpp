@@ -42,7 +42,7 @@ inline UOp identity_element(Ops op, DType dt) {
 }
 
 // For every node of the kernel, the RANGEs it depends on that are still open where it is used
-// (a REDUCE closes its own), in loop order.
+// (a REDUCE closes its own; a BARRIER after a PACK's copy, the copy's loops), in loop order.
 using FreeRanges = std::unordered_map<const UOpNode*, std::vector<UOp>>;
 inline FreeRanges free_ranges(const UOp& ast) {
   FreeRanges free;
@@ -56,6 +56,7 @@ inline FreeRanges free_ranges(const UOp& ast) {
     }
     if (u.op() == Ops::REDUCE)
       std::erase_if(r, [&](const UOp& x) { return std::find(u.src().begin() + 1, u.src().end(), x) != u.src().end(); });
+    if (u.op() == Ops::BARRIER) std::erase_if(r, [](const UOp& x) { return range_kind(x) == RangeKind::pack; });
     std::sort(r.begin(), r.end(), range_before);
     free[u.get()] = std::move(r);
   }
@@ -71,9 +72,10 @@ class Linearizer {
       if (u.op() == Ops::REDUCE) reduces_.push_back(u);
   }
 
-  /// Emits the kernel's symbolic variables first, in order, where every loop can read them.
-  void declare(const std::vector<UOp>& vars) {
-    for (const UOp& v : vars) emit(v);
+  /// Emits definitions (the kernel's symbolic variables, its local buffers) first, in order,
+  /// where every loop can read them.
+  void declare(const std::vector<UOp>& defines) {
+    for (const UOp& v : defines) emit(v);
   }
 
   /// Emits the stores in order; consecutive stores share the loops they have in common.
@@ -83,11 +85,11 @@ class Linearizer {
       size_t common = 0;
       while (common < loops_.size() && common < loops.size() && loops_[common] == loops[common]) ++common;
       while (loops_.size() > common) close(loops_.back(), ops.back()), loops_.pop_back();
-      std::vector<UOp> needed;  // the store's reductions, inner ones first
+      std::vector<UOp> needed;  // the store's reductions and copies (PACK), inner ones first
       for (const UOp& u : toposort(store))
-        if (u.op() == Ops::REDUCE) needed.push_back(u);
-      hoist_reduces(needed);
-      for (size_t i = common; i < loops.size(); ++i) open(loops[i]), loops_.push_back(loops[i]), hoist_reduces(needed);
+        if (u.op() == Ops::REDUCE || u.op() == Ops::BARRIER) needed.push_back(u);
+      hoist(needed);
+      for (size_t i = common; i < loops.size(); ++i) open(loops[i]), loops_.push_back(loops[i]), hoist(needed);
       emit(store);
     }
     while (!loops_.empty()) close(loops_.back(), ops.back()), loops_.pop_back();
@@ -96,7 +98,7 @@ class Linearizer {
  private:
   FreeRanges free_;
   std::vector<UOp> reduces_;  // every REDUCE of the kernel
-  std::unordered_set<const UOpNode*> reduced_;  // the REDUCEs already emitted
+  std::unordered_set<const UOpNode*> reduced_;  // the REDUCEs (and BARRIERs) already emitted
   std::vector<UOp> loops_;    // the loops the stores have open
   std::vector<std::unordered_map<const UOpNode*, UOp>> scopes_{1};
   int64_t accumulators_ = 0;
@@ -128,6 +130,7 @@ class Linearizer {
       emit_reduces(u);
       return lookup(u);
     }
+    if (u.op() == Ops::STORE) return emit_store(u);
     std::vector<UOp> src;
     for (const UOp& s : u.src()) src.push_back(emit(s));
     UOp out = push(u.replace(std::move(src)));
@@ -135,14 +138,35 @@ class Linearizer {
     return out;
   }
 
-  // Emits, in the loops open now, each of a store's REDUCEs not yet emitted that needs no other
-  // loop: a reduction broadcast along inner loops (a softmax's row maximum) is computed once per
-  // outer iteration, not once per element.
-  void hoist_reduces(const std::vector<UOp>& needed) {
+  // A store inside the loops open now; one that fills a PACK's copy opens its own loops (the
+  // copy's, kind `pack`) around it.
+  UOp emit_store(const UOp& u) {
+    std::vector<UOp> own;
+    for (const UOp& r : free_.at(u.get()))
+      if (!lookup(r)) {
+        if (range_kind(r) != RangeKind::pack) throw InternalError("linearize: a STORE is used outside its loop");
+        own.push_back(r);
+      }
+    for (const UOp& r : own) open(r);
+    std::vector<UOp> src;
+    for (const UOp& s : u.src()) src.push_back(emit(s));
+    UOp out = push(u.replace(std::move(src))), last = out;
+    for (auto it = own.rbegin(); it != own.rend(); ++it) last = close(*it, last);
+    if (own.empty()) scopes_.back()[u.get()] = out;
+    return out;
+  }
+
+  // Emits, in the loops open now, each of a store's REDUCEs and PACK copies not yet emitted that
+  // needs no other loop: a reduction broadcast along inner loops (a softmax's row maximum) is
+  // computed once per outer iteration, not once per element; a copy, once before the loops that
+  // read it.
+  void hoist(const std::vector<UOp>& needed) {
     for (const UOp& r : needed) {
       const auto& need = free_.at(r.get());
-      if (!reduced_.count(r.get()) && std::all_of(need.begin(), need.end(), [&](const UOp& x) { return bool(lookup(x)); }))
+      if (!reduced_.count(r.get()) && std::all_of(need.begin(), need.end(), [&](const UOp& x) { return bool(lookup(x)); })) {
+        if (r.op() == Ops::BARRIER) reduced_.insert(r.get());
         emit(r);
+      }
     }
   }
 
@@ -211,6 +235,11 @@ inline Program linearize(const UOp& ast, std::string name) {
   detail::Linearizer lin(lowered);
   std::vector<UOp> vars = schedule::variables(lowered);
   lin.declare(vars);
+  // local buffers (a work-group's partials, a PACK's copies) are declared once, at the top
+  std::vector<UOp> locals;
+  for (const UOp& u : toposort(lowered))
+    if (u.op() == Ops::DEFINE_LOCAL) locals.push_back(u);
+  lin.declare(locals);
   lin.emit_stores(lowered.src());
   Program p{std::move(name), std::move(lin.ops), {}, 1, {}, {}, {1, 1, 1}, {1, 1, 1}, std::move(vars)};
   for (const UOp& u : toposort(lowered)) {

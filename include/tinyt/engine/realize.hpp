@@ -80,6 +80,8 @@ inline std::string render(const codegen::Program& p, const backend::Target& targ
 /// transcendentals decomposed unless TRANSCENDENTAL=0, division made safe, work-items on a GPU).
 inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> opts, const backend::Target& target,
                                      bool transcendental) {
+  if (target.gpu && std::any_of(opts.begin(), opts.end(), [](const codegen::Opt& o) { return o.op == codegen::OptOp::PACK; }))
+    throw codegen::OptError("PACK: a GPU's work-items share local memory; a copy of one thread's own is for CPUs");
   UOp expanded = codegen::expand_registers(codegen::apply_opts(ast, opts));
   if (transcendental)
     expanded = graph_rewrite(graph_rewrite(expanded, codegen::transcendental_rules()), codegen::kernel_rules());
@@ -271,7 +273,7 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
   if (auto text = cached ? tinyt::detail::read_file(file) : std::nullopt)
     if (auto opts = codegen::deserialize_opts(*text)) return *opts;
   const auto start = std::chrono::steady_clock::now();
-  std::vector<codegen::Opt> opts = codegen::beam_search(ast, settings.beam, settings.target.threads, [&](const std::vector<codegen::Opt>& o) {
+  std::vector<codegen::Opt> opts = codegen::beam_search(ast, settings.beam, settings.target.threads, !settings.target.gpu, [&](const std::vector<codegen::Opt>& o) {
     return time_candidate(ast, o, buffers, settings);
   });
   if (debug_level() >= 1)
@@ -309,14 +311,14 @@ inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target&
       }
     }
   }
-  return codegen::hand_coded_opts(ast, {target.threads, target.vector_bytes, target.vector_count});
+  return codegen::hand_coded_opts(ast, {target.threads, target.vector_bytes, target.vector_count, !target.gpu});
 }
 
 inline std::vector<codegen::Opt> choose_opts(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
   if (settings.noopt) return {};
   if (settings.beam > 0) return beam_opts(ast, buffers, settings);
   if (settings.target.gpu) return gpu_opts(ast, settings.target);
-  return codegen::hand_coded_opts(ast, {settings.target.threads, settings.target.vector_bytes, settings.target.vector_count});
+  return codegen::hand_coded_opts(ast, {settings.target.threads, settings.target.vector_bytes, settings.target.vector_count, !settings.target.gpu});
 }
 
 // Compiled kernels by AST and settings. ASTs are interned, so a kernel seen before is one

@@ -329,7 +329,9 @@ class CStyleRenderer {
         name_[u.get()] = n;
         return;
       }
-      case Ops::BARRIER: out(barrier() + ";"); return;
+      case Ops::BARRIER:
+        if (std::string b = barrier(); !b.empty()) out(b + ";");
+        return;
       case Ops::INDEX:
         if (s[0].op() == Ops::DEFINE_REG) {
           name_[u.get()] = ref(s[0]);
@@ -426,8 +428,14 @@ class CStyleRenderer {
   }
 };
 
-/// C, for the CPU: the base's defaults.
-class CRenderer : public CStyleRenderer {};
+/// C, for the CPU: the base's defaults. A local buffer (a PACK's copy) is an array on the stack
+/// of the one thread that fills and reads it, so nothing waits at its barrier.
+class CRenderer : public CStyleRenderer {
+  std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const override {
+    return detail::cat(type, " ", name, "[", size, "] __attribute__((aligned(64)))");
+  }
+  std::string barrier() const override { return ""; }
+};
 
 /// OpenCL C: buffers as `__global` kernel parameters, halves through vload_half/vstore_half.
 class OpenCLRenderer : public CStyleRenderer {

@@ -336,6 +336,15 @@ class LLVMRenderer {
         name_[u.get()] = n;
         return;
       }
+      case Ops::DEFINE_LOCAL: {  // a PACK's copy: the running thread's own, on its stack
+        const std::string n = "%temp" + std::to_string(u.arg().as_int());
+        allocas_ << "  " << n << " = alloca " << detail::llvm_memory_type(u.dtype().base()) << ", i64 "
+                 << u.dtype().size() << ", align 64\n";
+        name_[u.get()] = n;
+        return;
+      }
+      case Ops::BARRIER:  // one thread fills and reads a copy: nothing to wait for
+        return;
       case Ops::RANGE:
         return range(u);
       case Ops::END:

@@ -8,6 +8,11 @@
 //   PADTO(axis, n)   axis → rounded up to a multiple of n, the extra iterations masked off
 //   GROUP(axis, n)   reduce axis → n work-items of a GPU work-group each reduce every n-th
 //                    element; their partial results meet in local memory (work_items.hpp)
+//   PACK(axis, 0)    the loads a reduction reads that stay put along `axis` (a loop or tile) are
+//                    copied, before its loop, into a contiguous buffer of the thread, in the order
+//                    the loops inside read them; each pass of the axis reads them from there
+//                    (a BLAS's packed panels: a matmul's column panel of B, read row after row
+//                    without a page or a cache set per row). CPUs only.
 // An amount of 0 means the whole axis.
 #pragma once
 
@@ -20,10 +25,10 @@
 namespace tinyt::inline v0 {
 namespace codegen {
 
-enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, PADTO, GROUP };
+enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, PADTO, GROUP, PACK };
 
 inline const char* opt_op_name(OptOp op) {
-  static constexpr const char* names[] = {"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO", "GROUP"};
+  static constexpr const char* names[] = {"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO", "GROUP", "PACK"};
   return names[static_cast<int>(op)];
 }
 
@@ -65,6 +70,7 @@ inline int range_rank(RangeKind k) {
     case RangeKind::loop: return 1;
     case RangeKind::local: return 2;
     case RangeKind::reduce: return 3;
+    case RangeKind::pack: return 5;
     default: return 4;
   }
 }
@@ -192,6 +198,61 @@ inline UOp pad_range(const UOp& ast, const UOp& r, int64_t amount) {
   }
   return graph_rewrite(done.at(ast.get()), kernel_rules());
 }
+
+/// The largest buffer PACK copies into: it lives on the stack of the thread that runs the kernel.
+inline constexpr int64_t max_pack_bytes = 512 * 1024;
+
+// PACK: each load from memory that does not depend on `at` but on a reduce range inside it reads
+// a copy. The copy holds the load's values over the ranges inside `at` that its address or gate
+// depends on, in loop order (the last range fastest); it is made by a nest of `pack` ranges, one
+// per such range, and published by a BARRIER that every read of it waits for, so the linearizer
+// puts the nest before `at`'s loop. A masked load copies its zeros.
+inline UOp pack_loads(const UOp& ast, const UOp& at, const std::string& what) {
+  using tinyt::detail::cat;
+  std::vector<UOp> inner;
+  for (const UOp& r : all_ranges(ast))
+    if (range_before(at, r)) inner.push_back(r);
+  int64_t next_axis = next_axis_id(ast), buffers = 0;
+  for (const UOp& u : toposort(ast)) buffers += u.op() == Ops::DEFINE_LOCAL;
+  std::unordered_map<const UOpNode*, UOp> packed;
+  for (const UOp& u : toposort(ast)) {
+    if (u.op() != Ops::LOAD || u.src(0).op() != Ops::INDEX || u.src(0).src(0).op() != Ops::DEFINE_GLOBAL ||
+        depends_on(u.src(0), at))
+      continue;
+    std::vector<UOp> own;
+    for (const UOp& r : inner)
+      if (depends_on(u.src(0), r)) own.push_back(r);
+    if (std::none_of(own.begin(), own.end(), [](const UOp& r) { return range_kind(r) == RangeKind::reduce; })) continue;
+    int64_t size = 1;
+    for (const UOp& r : own) {
+      if (is_symbolic(r)) throw OptError(cat(what, ": a load depends on a range of symbolic length"));
+      size *= range_size(r);
+    }
+    const int64_t bytes = size * u.dtype().itemsize();
+    if (bytes > max_pack_bytes)
+      throw OptError(cat(what, ": a copy of ", size, " elements (", bytes, " bytes) outgrows the ", max_pack_bytes, " a thread's stack holds"));
+    // the copy's own loops, and the element each value goes to: the last range varies fastest
+    std::unordered_map<const UOpNode*, UOp> to_copy;
+    UOp in_copy = schedule::index_const(0), in_read = schedule::index_const(0);
+    for (const UOp& r : own) {
+      const UOp copy = schedule::range(range_size(r), next_axis++, RangeKind::pack);
+      to_copy[r.get()] = copy;
+      in_copy = in_copy * range_size(r) + copy;
+      in_read = in_read * range_size(r) + r;
+    }
+    const UOp buffer(Ops::DEFINE_LOCAL, u.dtype().ptr(size, AddrSpace::local), {}, buffers++);
+    const UOp fill(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, buffer.dtype(), {buffer, in_copy}), substitute(u, to_copy)});
+    const UOp filled(Ops::BARRIER, dtypes::void_, {fill});
+    packed[u.get()] = UOp(Ops::LOAD, u.dtype(), {UOp(Ops::INDEX, buffer.dtype(), {buffer, in_read}), filled});
+  }
+  if (packed.empty()) throw OptError(cat(what, ": no load that a reduction reads stays put along the axis"));
+  // a masked load's select of 0 where its gate is false (gated_load_rules) was copied with it
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::WHERE && packed.count(u.src(1).get()) && u.src(1).src(0).src().size() > 2 &&
+        u.src(0) == u.src(1).src(0).src(2) && u.src(2).is_const() && u.src(2).const_float() == 0)
+      packed[u.get()] = packed.at(u.src(1).get());
+  return graph_rewrite(substitute(ast, packed), kernel_rules());
+}
 }  // namespace detail
 
 /// The kernel AST with `opt` applied; OptError when it does not apply.
@@ -233,6 +294,10 @@ inline UOp apply_opt(const UOp& ast, const Opt& opt) {
         if (range_kind(x) == RangeKind::group) throw OptError(cat(opt.str(), ": the kernel is already grouped"));
       // the work-items are the inner part: neighbours read neighbouring elements
       return detail::split_range(ast, r, amount, RangeKind::group, false);
+    case OptOp::PACK:
+      if (opt.amount != 0) throw OptError(cat(opt.str(), ": PACK takes the amount 0 (a whole axis)"));
+      if (kind != RangeKind::loop && kind != RangeKind::local) throw OptError(cat(opt.str(), ": PACK applies to output loops and tiles"));
+      return detail::pack_loads(ast, r, opt.str());
     default: break;
   }
   throw OptError(cat(opt.str(), ": unknown opt"));

@@ -14,10 +14,12 @@
 namespace tinyt::inline v0 {
 namespace codegen {
 
-/// Every opt BEAM may try next: one per axis, kind and amount that might apply.
-inline std::vector<Opt> beam_actions(int64_t threads) {
+/// Every opt BEAM may try next: one per axis, kind and amount that might apply (PACK where
+/// `packs`: on a CPU).
+inline std::vector<Opt> beam_actions(int64_t threads, bool packs = false) {
   std::vector<Opt> out;
   for (int64_t axis = 0; axis < 8; ++axis) {
+    if (packs) out.push_back({OptOp::PACK, axis, 0});
     for (int64_t amount : {2, 3, 4, 8, 16, 32}) out.push_back({OptOp::UPCAST, axis, amount});
     for (int64_t amount : {0, 2, 4, 8, 16}) out.push_back({OptOp::UNROLL, axis, amount});
     for (int64_t amount : {8, 16, 32, 64}) out.push_back({OptOp::LOCAL, axis, amount});
@@ -29,7 +31,7 @@ inline std::vector<Opt> beam_actions(int64_t threads) {
 
 /// The opts BEAM found best for `ast`. `seconds(opts)` compiles and times the kernel with those
 /// opts (infinity when it cannot run). A candidate expands to at most 256 registers.
-inline std::vector<Opt> beam_search(const UOp& ast, int64_t width, int64_t threads,
+inline std::vector<Opt> beam_search(const UOp& ast, int64_t width, int64_t threads, bool packs,
                                     const std::function<double(const std::vector<Opt>&)>& seconds) {
   struct Candidate {
     std::vector<Opt> opts;
@@ -43,7 +45,7 @@ inline std::vector<Opt> beam_search(const UOp& ast, int64_t width, int64_t threa
     std::vector<Candidate> next;
     for (const Candidate& c : beam) {
       const UOp base = apply_opts(ast, c.opts);
-      for (const Opt& action : beam_actions(threads)) {
+      for (const Opt& action : beam_actions(threads, packs)) {
         UOp k;
         try {
           k = apply_opt(base, action);
@@ -83,7 +85,7 @@ inline std::optional<std::vector<Opt>> deserialize_opts(const std::string& text)
     std::istringstream fields(item);
     int op = -1;
     Opt o{};
-    if (!(fields >> op >> o.axis >> o.amount) || op < 0 || op > static_cast<int>(OptOp::GROUP)) return std::nullopt;
+    if (!(fields >> op >> o.axis >> o.amount) || op < 0 || op > static_cast<int>(OptOp::PACK)) return std::nullopt;
     o.op = static_cast<OptOp>(op);
     out.push_back(o);
   }
