@@ -30,6 +30,7 @@ std::vector<CorpusEntry> corpus() {
   Tensor a = input({24, 40}, 1), b = input({40, 32}, 2), x = input({2, 3, 10, 12}, 3), w = input({4, 3, 3, 3}, 4);
   Tensor odd = input({33, 70}, 5), ints = input({12, 96}, 6).mul(8).cast(dtypes::int32).realize();
   Tensor big = input({1 << 17}, 7), g = input({2, 4, 8, 10}, 8), w5 = input({4, 3, 5, 5}, 9), g5 = input({2, 4, 6, 8}, 10);
+  Tensor xc = input({2, 16, 8, 8}, 11), wc = input({8, 16, 3, 3}, 12), gc = input({2, 8, 6, 6}, 13);
   return {
       {"matmul", a.matmul(b)},
       {"matmul of a transposed view", b.T().matmul(a.T())},
@@ -39,6 +40,8 @@ std::vector<CorpusEntry> corpus() {
       {"conv2d input gradient", (x.conv2d(w) * g).sum().gradient({x})[0]},
       {"conv2d weight gradient", (x.conv2d(w) * g).sum().gradient({w})[0]},
       {"conv2d 5x5 gradients", (x.conv2d(w5) * g5).sum().gradient({x})[0] + (x.conv2d(w5) * g5).sum().gradient({w5})[0].sum()},
+      // 16 input channels: the input gradient's tile is a vector along them on a CPU, its weights packed
+      {"conv2d input gradient, 16 channels", (xc.conv2d(wc) * gc).sum().gradient({xc})[0]},
       {"sum over odd sizes", odd.sum(1)},
       {"max over the first axis", odd.max(0)},
       {"padded and flipped views", (odd.pad({{1, 2}, {3, 0}}) * odd.flip(0).pad({{0, 3}, {2, 1}})).exp2()},
@@ -173,6 +176,14 @@ TEST_CASE("opt: the hand-coded opts tile matmuls, unroll contiguous reductions a
   const Tensor wx = input({4, 8, 10, 10}, 5), ww = input({16, 8, 3, 3}, 6), wg = input({4, 16, 8, 8}, 7);
   const UOp wgrad_ast = schedule::create_schedule({(wx.conv2d(ww) * wg).sum().gradient({ww})[0].uop()}).back().ast;
   CHECK(codegen::hand_coded_opts(wgrad_ast, {.threads = 1}) == std::vector<Opt>{{OptOp::UPCAST, 3, 3}, {OptOp::UPCAST, 0, 8}});
+  // a conv's input gradient, masked along its output row: on a CPU, a vector along the input
+  // channels, whose weights are copied so that they are neighbours, and a column along the batch,
+  // which no mask depends on
+  const Tensor ix = input({4, 32, 8, 8}, 5), iw = input({8, 32, 3, 3}, 6), ig = input({4, 8, 6, 6}, 7);
+  const UOp igrad_ast = schedule::create_schedule({(ix.conv2d(iw) * ig).sum().gradient({ix})[0].uop()}).back().ast;
+  CHECK(codegen::hand_coded_opts(igrad_ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32, .packs = true}) ==
+        std::vector<Opt>{{OptOp::UPCAST, 1, 32}, {OptOp::UPCAST, 0, 4}, {OptOp::PACK, 0, 0}});
+  CHECK_FALSE(has(codegen::hand_coded_opts(igrad_ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32}), OptOp::PACK));
   // a long reduction also gets a cache tile over the tile's rows; on a CPU, its column panel is
   // copied (PACK) once for the whole tile loop
   const UOp long_ast = schedule::create_schedule({input({128, 2048}, 1).matmul(input({2048, 64}, 2)).uop()}).back().ast;

@@ -202,11 +202,14 @@ inline UOp pad_range(const UOp& ast, const UOp& r, int64_t amount) {
 /// The largest buffer PACK copies into: it lives on the stack of the thread that runs the kernel.
 inline constexpr int64_t max_pack_bytes = 512 * 1024;
 
-// PACK: each load from memory that does not depend on `at` but on a reduce range inside it reads
-// a copy. The copy holds the load's values over the ranges inside `at` that its address or gate
+// PACK: each load from memory whose address does not depend on `at` but on a reduce range inside
+// it reads a copy. The copy holds the load's values over the ranges inside `at` that its address
 // depends on, in loop order (the last range fastest); it is made by a nest of `pack` ranges, one
 // per such range, and published by a BARRIER that every read of it waits for, so the linearizer
-// puts the nest before `at`'s loop. A masked load copies its zeros.
+// puts the nest before `at`'s loop. A masked load whose address stays in its buffer everywhere
+// (a conv's weight under its input gradient's window mask) copies every value and keeps its mask
+// where it reads the copy; one whose address leaves the buffer where masked copies its zeros,
+// over the ranges of its mask too.
 inline UOp pack_loads(const UOp& ast, const UOp& at, const std::string& what) {
   using tinyt::detail::cat;
   std::vector<UOp> inner;
@@ -216,12 +219,15 @@ inline UOp pack_loads(const UOp& ast, const UOp& at, const std::string& what) {
   for (const UOp& u : toposort(ast)) buffers += u.op() == Ops::DEFINE_LOCAL;
   std::unordered_map<const UOpNode*, UOp> packed;
   for (const UOp& u : toposort(ast)) {
-    if (u.op() != Ops::LOAD || u.src(0).op() != Ops::INDEX || u.src(0).src(0).op() != Ops::DEFINE_GLOBAL ||
-        depends_on(u.src(0), at))
-      continue;
+    if (u.op() != Ops::LOAD || u.src(0).op() != Ops::INDEX || u.src(0).src(0).op() != Ops::DEFINE_GLOBAL) continue;
+    const UOp &index = u.src(0), &address = index.src(1);
+    const Bounds where = bounds(address);
+    const bool gated = index.src().size() > 2, inside = where.lo >= 0 && where.hi < index.src(0).dtype().size();
+    const UOp& copied = gated && inside ? address : index;  // what the copy depends on
+    if (depends_on(copied, at)) continue;
     std::vector<UOp> own;
     for (const UOp& r : inner)
-      if (depends_on(u.src(0), r)) own.push_back(r);
+      if (depends_on(copied, r)) own.push_back(r);
     if (std::none_of(own.begin(), own.end(), [](const UOp& r) { return range_kind(r) == RangeKind::reduce; })) continue;
     int64_t size = 1;
     for (const UOp& r : own) {
@@ -241,12 +247,14 @@ inline UOp pack_loads(const UOp& ast, const UOp& at, const std::string& what) {
       in_read = in_read * range_size(r) + r;
     }
     const UOp buffer(Ops::DEFINE_LOCAL, u.dtype().ptr(size, AddrSpace::local), {}, buffers++);
-    const UOp fill(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, buffer.dtype(), {buffer, in_copy}), substitute(u, to_copy)});
+    const UOp value = gated && inside ? UOp(Ops::LOAD, u.dtype(), {UOp(Ops::INDEX, index.dtype(), {index.src(0), address})}) : u;
+    const UOp fill(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, buffer.dtype(), {buffer, in_copy}), substitute(value, to_copy)});
     const UOp filled(Ops::BARRIER, dtypes::void_, {fill});
-    packed[u.get()] = UOp(Ops::LOAD, u.dtype(), {UOp(Ops::INDEX, buffer.dtype(), {buffer, in_read}), filled});
+    const UOp read(Ops::LOAD, u.dtype(), {UOp(Ops::INDEX, buffer.dtype(), {buffer, in_read}), filled});
+    packed[u.get()] = gated && inside ? index.src(2).where(read, UOp::const_(u.dtype(), 0)) : read;
   }
   if (packed.empty()) throw OptError(cat(what, ": no load that a reduction reads stays put along the axis"));
-  // a masked load's select of 0 where its gate is false (gated_load_rules) was copied with it
+  // a masked load's select of 0 where its gate is false (gated_load_rules) reads the copy in its place
   for (const UOp& u : toposort(ast))
     if (u.op() == Ops::WHERE && packed.count(u.src(1).get()) && u.src(1).src(0).src().size() > 2 &&
         u.src(0) == u.src(1).src(0).src(2) && u.src(2).is_const() && u.src(2).const_float() == 0)
