@@ -9733,19 +9733,23 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
         const std::vector<Opt> plain_opts = opts;
         const std::vector<UOp> plain_axes = ax;
         for (size_t a : reuse) {
-          const int64_t w = unit(a) || masked(a) ? 1 : detail::largest_divisor(range_size(plain_axes[a]), {2 * lanes, lanes});
+          const int64_t w = unit(a) || masked(a) ? 1 : detail::largest_divisor(range_size(plain_axes[a]), {4 * lanes, 2 * lanes, lanes});
           if (w <= 1) continue;
+          // the column: the longest (up to the budget) along which the varying loads stay put; not
+          // the output's row, along which the compiler's vectorizer would line up the copies instead
+          const std::vector<int64_t> heights = up_to(machine.vector_registers / 2 / (w / lanes));
           std::optional<size_t> column;
-          for (size_t t : reuse)
-            if (t != a && !masked(t) && std::none_of(acc.begin(), acc.end(), [&](const detail::Access& x) { return varies(x, a) && varies(x, t); })) {
-              column = t;
-              break;
-            }
+          int64_t height = 1;
+          for (size_t t : reuse) {
+            const int64_t h = detail::largest_divisor(range_size(plain_axes[t]), heights);
+            if (t != a && !masked(t) && !unit(t) && h > height &&
+                std::none_of(acc.begin(), acc.end(), [&](const detail::Access& x) { return varies(x, a) && varies(x, t); }))
+              column = t, height = h;
+          }
           if (!column) continue;
           const int64_t side = detail::next_axis_id(k);  // the id of the vector side's upcast range
           upcast(plain_axes[a].arg()[0].as_int(), w);
-          upcast(plain_axes[*column].arg()[0].as_int(),
-                 detail::largest_divisor(range_size(plain_axes[*column]), up_to(machine.vector_registers / 2 / (w / lanes))));
+          upcast(plain_axes[*column].arg()[0].as_int(), height);
           // the copy goes before the outermost loop it can; it must take every load that varies
           // along the vector side, or that side is no vector
           ax = axes(k);
@@ -13192,7 +13196,9 @@ inline std::vector<int> all_axes(size_t n) {
 
 // A reduction of many elements into few runs as two (tinygrad's split_reduceop): the first
 // reduces contiguous chunks of its largest axis into parts, which threads can share, and the
-// second reduces the parts. Off with SPLIT_REDUCEOP=0.
+// second reduces the parts. Off with SPLIT_REDUCEOP=0. Chunks hold at least 16: a conv's weight
+// gradient over a batch of 512 runs as 32 parts of 16 samples, so a part's output gradient is
+// small enough for its kernel to copy (PACK) into a vector-friendly panel (CNN conv 2: 89 -> 32 ms).
 inline UOp split_reduce(const Tensor& x, Ops op, const std::vector<int64_t>& axes) {
   if (!graph::shape_of(x.uop()).is_concrete()) return graph::reduce(x.uop(), op, axes);  // nothing to split by
   const std::vector<int64_t> s = graph::concrete_shape(x.uop());
@@ -13203,7 +13209,7 @@ inline UOp split_reduce(const Tensor& x, Ops op, const std::vector<int64_t>& axe
   const int64_t a = *std::max_element(axes.begin(), axes.end(), [&](int64_t p, int64_t q) { return s[size_t(p)] < s[size_t(q)]; });
   int64_t parts = 0;
   for (int64_t d = 256; d >= 8 && !parts; d /= 2)
-    if (s[size_t(a)] % d == 0 && s[size_t(a)] / d >= 256) parts = d;
+    if (s[size_t(a)] % d == 0 && s[size_t(a)] / d >= 16) parts = d;
   // a reduction that reads no memory (an arange) is counted, not looped: splitting would hide that
   const auto nodes = toposort(x.uop());
   const bool reads_memory = std::any_of(nodes.begin(), nodes.end(), [](const UOp& u) { return u.op() == Ops::BUFFER; });

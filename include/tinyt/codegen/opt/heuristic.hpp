@@ -149,19 +149,23 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
         const std::vector<Opt> plain_opts = opts;
         const std::vector<UOp> plain_axes = ax;
         for (size_t a : reuse) {
-          const int64_t w = unit(a) || masked(a) ? 1 : detail::largest_divisor(range_size(plain_axes[a]), {2 * lanes, lanes});
+          const int64_t w = unit(a) || masked(a) ? 1 : detail::largest_divisor(range_size(plain_axes[a]), {4 * lanes, 2 * lanes, lanes});
           if (w <= 1) continue;
+          // the column: the longest (up to the budget) along which the varying loads stay put; not
+          // the output's row, along which the compiler's vectorizer would line up the copies instead
+          const std::vector<int64_t> heights = up_to(machine.vector_registers / 2 / (w / lanes));
           std::optional<size_t> column;
-          for (size_t t : reuse)
-            if (t != a && !masked(t) && std::none_of(acc.begin(), acc.end(), [&](const detail::Access& x) { return varies(x, a) && varies(x, t); })) {
-              column = t;
-              break;
-            }
+          int64_t height = 1;
+          for (size_t t : reuse) {
+            const int64_t h = detail::largest_divisor(range_size(plain_axes[t]), heights);
+            if (t != a && !masked(t) && !unit(t) && h > height &&
+                std::none_of(acc.begin(), acc.end(), [&](const detail::Access& x) { return varies(x, a) && varies(x, t); }))
+              column = t, height = h;
+          }
           if (!column) continue;
           const int64_t side = detail::next_axis_id(k);  // the id of the vector side's upcast range
           upcast(plain_axes[a].arg()[0].as_int(), w);
-          upcast(plain_axes[*column].arg()[0].as_int(),
-                 detail::largest_divisor(range_size(plain_axes[*column]), up_to(machine.vector_registers / 2 / (w / lanes))));
+          upcast(plain_axes[*column].arg()[0].as_int(), height);
           // the copy goes before the outermost loop it can; it must take every load that varies
           // along the vector side, or that side is no vector
           ax = axes(k);
