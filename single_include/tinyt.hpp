@@ -9690,6 +9690,8 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       const int64_t lanes = std::max<int64_t>(machine.vector_bytes / acc_bytes, 1);
       const int64_t n0 = range_size(ax[reuse[0]]);
       std::vector<int64_t> vector_widths{2 * lanes, lanes};
+      // a row of one and a half vectors whole (24 on AVX-512: the CNN's conv 1, 124 -> 200 GFLOPS)
+      if (n0 > lanes && n0 < 2 * lanes && lanes / 2 >= 4 && n0 % (lanes / 2) == 0) vector_widths.push_back(n0);
       if (lanes / 2 >= 4) vector_widths.push_back(lanes / 2);
       int64_t wide = unit(reuse[0]) && !masked(reuse[0]) ? detail::largest_divisor(n0, vector_widths) : 1, budget;
       const bool vector = wide > 1;
@@ -9806,6 +9808,27 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
         const int64_t amount = n >= 64 ? detail::largest_divisor(n, {16, 8, 4}) : n >= 4 && n <= 32 ? n : 1;
         if (contiguous && amount > 1) apply({OptOp::UNROLL, static_cast<int64_t>(*it), amount});
       }
+    }
+  }
+
+  // An innermost output loop that an address divides by a constant (a max pool's backward reads
+  // x // 2): its copies in registers share the quotient, so the division folds away and what is
+  // left is contiguous. 8 copies, or 4 or 2, a multiple of the divisor. (The CNN's pool backward,
+  // 512x32x24x24: 9.3 -> 3.0 ms.)
+  if (std::none_of(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::UPCAST; })) {
+    ax = axes(k);
+    auto innermost = std::find_if(ax.rbegin(), ax.rend(), [](const UOp& r) { return range_kind(r) == RangeKind::loop; });
+    if (innermost != ax.rend()) {
+      int64_t divisor = 1;
+      for (const detail::Access& x : detail::accesses(k))
+        for (const UOp& u : toposort(x.index))
+          if ((u.op() == Ops::IDIV || u.op() == Ops::MOD) && u.src(1).is_const() && depends_on(u.src(0), *innermost))
+            divisor = std::max<int64_t>(divisor, static_cast<int64_t>(u.src(1).const_int()));
+      const int64_t n = range_size(*innermost);
+      for (int64_t c : {8, 4, 2})
+        if (divisor > 1 && n % c == 0 && c % divisor == 0 &&
+            apply({OptOp::UPCAST, static_cast<int64_t>(ax.rend() - innermost - 1), c}))
+          break;
     }
   }
 

@@ -42,6 +42,7 @@ std::vector<CorpusEntry> corpus() {
       {"conv2d 5x5 gradients", (x.conv2d(w5) * g5).sum().gradient({x})[0] + (x.conv2d(w5) * g5).sum().gradient({w5})[0].sum()},
       // 16 input channels: the input gradient's tile is a vector along them on a CPU, its weights packed
       {"conv2d input gradient, 16 channels", (xc.conv2d(wc) * gc).sum().gradient({xc})[0]},
+      {"max pool 2x2 backward", (xc.max_pool2d() * xc.max_pool2d().flip(3)).sum().gradient({xc})[0]},
       {"sum over odd sizes", odd.sum(1)},
       {"max over the first axis", odd.max(0)},
       {"padded and flipped views", (odd.pad({{1, 2}, {3, 0}}) * odd.flip(0).pad({{0, 3}, {2, 1}})).exp2()},
@@ -184,6 +185,16 @@ TEST_CASE("opt: the hand-coded opts tile matmuls, unroll contiguous reductions a
   CHECK(codegen::hand_coded_opts(igrad_ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32, .packs = true}) ==
         std::vector<Opt>{{OptOp::UPCAST, 1, 32}, {OptOp::UPCAST, 0, 4}, {OptOp::PACK, 0, 0}});
   CHECK_FALSE(has(codegen::hand_coded_opts(igrad_ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32}), OptOp::PACK));
+  // a row of one and a half vectors (24 on AVX-512) is a vector side whole
+  const UOp conv24_ast = schedule::create_schedule({input({2, 4, 28, 28}, 3).conv2d(input({8, 4, 5, 5}, 4)).uop()}).back().ast;
+  CHECK(codegen::hand_coded_opts(conv24_ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32}).at(0) == Opt{OptOp::UPCAST, 3, 24});
+  // an elementwise kernel that reads x // 2 (an upsampling, a max pool's backward) gets copies
+  // along x, which share the quotient: 8 of them
+  const Tensor small = input({4, 8, 12, 12}, 8);
+  const Tensor up = small.reshape({4, 8, 12, 1, 12, 1}).expand({4, 8, 12, 2, 12, 2}).reshape({4, 8, 24, 24});
+  const std::vector<Opt> up_opts = opts_of(up * input({4, 8, 24, 24}, 9));
+  INFO(codegen::to_string(up_opts));
+  CHECK(up_opts == std::vector<Opt>{{OptOp::UPCAST, 3, 8}});  // (too little work for threads)
   // a long reduction also gets a cache tile over the tile's rows; on a CPU, its column panel is
   // copied (PACK) once for the whole tile loop
   const UOp long_ast = schedule::create_schedule({input({128, 2048}, 1).matmul(input({2048, 64}, 2)).uop()}).back().ast;
