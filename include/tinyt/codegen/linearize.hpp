@@ -70,6 +70,7 @@ class Linearizer {
   explicit Linearizer(const UOp& ast) : free_(free_ranges(ast)) {
     for (const UOp& u : toposort(ast))
       if (u.op() == Ops::REDUCE) reduces_.push_back(u);
+      else if (u.op() == Ops::BARRIER) ++barriers_;
   }
 
   /// Emits definitions (the kernel's symbolic variables, its local buffers) first, in order,
@@ -86,8 +87,10 @@ class Linearizer {
       while (common < loops_.size() && common < loops.size() && loops_[common] == loops[common]) ++common;
       while (loops_.size() > common) close(loops_.back(), ops.back()), loops_.pop_back();
       std::vector<UOp> needed;  // the store's reductions and copies (PACK), inner ones first
-      for (const UOp& u : toposort(store))
-        if (u.op() == Ops::REDUCE || u.op() == Ops::BARRIER) needed.push_back(u);
+      // (none left once all are emitted: a register tile's first store emits its siblings' too)
+      if (reduced_.size() < reduces_.size() + barriers_)
+        for (const UOp& u : toposort(store))
+          if (u.op() == Ops::REDUCE || u.op() == Ops::BARRIER) needed.push_back(u);
       hoist(needed);
       for (size_t i = common; i < loops.size(); ++i) open(loops[i]), loops_.push_back(loops[i]), hoist(needed);
       emit(store);
@@ -98,6 +101,7 @@ class Linearizer {
  private:
   FreeRanges free_;
   std::vector<UOp> reduces_;  // every REDUCE of the kernel
+  size_t barriers_ = 0;       // and how many BARRIERs it has
   std::unordered_set<const UOpNode*> reduced_;  // the REDUCEs (and BARRIERs) already emitted
   std::vector<UOp> loops_;    // the loops the stores have open
   std::vector<std::unordered_map<const UOpNode*, UOp>> scopes_{1};
