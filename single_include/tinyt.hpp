@@ -9694,8 +9694,11 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       const int64_t lanes = std::max<int64_t>(machine.vector_bytes / acc_bytes, 1);
       const int64_t n0 = range_size(ax[reuse[0]]);
       std::vector<int64_t> vector_widths{2 * lanes, lanes};
-      // a row of one and a half vectors whole (24 on AVX-512: the CNN's conv 1, 124 -> 200 GFLOPS)
-      if (n0 > lanes && n0 < 2 * lanes && lanes / 2 >= 4 && n0 % (lanes / 2) == 0) vector_widths.push_back(n0);
+      // a row of whole and half vectors, up to four, whole: a row of 24 or 56 on AVX-512 is one
+      // tile wide, not three or seven of 8 (the CNN's conv 1, 24 wide: 124 -> 200 GFLOPS; conv2d
+      // 8x64x56x56: 174 -> 319 GFLOPS)
+      const bool whole_row = n0 > lanes && n0 <= 4 * lanes && n0 % lanes != 0 && lanes / 2 >= 4 && n0 % (lanes / 2) == 0;
+      if (whole_row) vector_widths.push_back(n0);
       if (lanes / 2 >= 4) vector_widths.push_back(lanes / 2);
       int64_t wide = unit(reuse[0]) && !masked(reuse[0]) ? detail::largest_divisor(n0, vector_widths) : 1, budget;
       const bool vector = wide > 1;
@@ -9711,8 +9714,10 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
           if (t <= limit) out.push_back(t);
         return out;
       };
-      // (scalar tiles stay two-sided: there every load is one, and a square tile needs the fewest)
-      const bool three = vector && third && range_size(ax[*third]) % 2 == 0;
+      // (scalar tiles stay two-sided: there every load is one, and a square tile needs the fewest;
+      // so do rows of more than two vectors, whose loads outnumber the broadcasts: 56 x 4 runs at
+      // 1.8x the speed of 56 x 2 x 2)
+      const bool three = vector && third && range_size(ax[*third]) % 2 == 0 && !(wide == n0 && n0 > 2 * lanes);
       const int64_t tall = detail::largest_divisor(range_size(ax[reuse[1]]), up_to(three ? budget / 2 : budget));
       const int64_t deep = three ? detail::largest_divisor(range_size(ax[*third]), up_to(budget / tall)) : 1;
       const int64_t rows_id = ax[reuse[1]].arg()[0].as_int(), deep_id = three ? ax[*third].arg()[0].as_int() : -1;
@@ -9786,7 +9791,9 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // of a 2048-wide matrix), and the rows contend for the same cache sets and TLB entries. A
       // panel then serves a thread's whole share of the rows, up to 128 tiles (matmul 512-2048:
       // 1.1-1.2x the speed of 16 tiles a panel).
-      if (!packed_tile && reduce_length * wide * out.type.itemsize() > 32 * 1024) {
+      // (Not for a whole row of more than two vectors: its columns are one contiguous run per step
+      // already; conv2d 8x64x56x56 with the cache tile and copy: 319 -> 226 GFLOPS.)
+      if (!packed_tile && !(wide == n0 && n0 > 2 * lanes) && reduce_length * wide * out.type.itemsize() > 32 * 1024) {
         ax = axes(k);
         for (size_t i = 0; i < ax.size(); ++i)
           if (ax[i].arg()[0].as_int() == rows_id && range_kind(ax[i]) == RangeKind::loop)

@@ -188,6 +188,11 @@ TEST_CASE("opt: the hand-coded opts tile matmuls, unroll contiguous reductions a
   // a row of one and a half vectors (24 on AVX-512) is a vector side whole
   const UOp conv24_ast = schedule::create_schedule({input({2, 4, 28, 28}, 3).conv2d(input({8, 4, 5, 5}, 4)).uop()}).back().ast;
   CHECK(codegen::hand_coded_opts(conv24_ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32}).at(0) == Opt{OptOp::UPCAST, 3, 24});
+  // and so is a row of three and a half (56), with a column of 4 and no third side or cache tile
+  const UOp conv56_ast = schedule::create_schedule({input({1, 8, 58, 58}, 3).conv2d(input({16, 8, 3, 3}, 4)).uop()}).back().ast;
+  const std::vector<Opt> opts56 = codegen::hand_coded_opts(conv56_ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32, .packs = true});
+  INFO(codegen::to_string(opts56));
+  CHECK(opts56 == std::vector<Opt>{{OptOp::UPCAST, 2, 56}, {OptOp::UPCAST, 0, 4}});
   // an elementwise kernel that reads x // 2 (an upsampling, a max pool's backward) gets copies
   // along x, which share the quotient: 8 of them
   const Tensor small = input({4, 8, 12, 12}, 8);
