@@ -11,9 +11,10 @@ BENCHMARKS = $(patsubst benchmarks/%.cpp,bench_%,$(wildcard benchmarks/*.cpp))
 # ~3x slower than a plain one, so CI builds a few: the rewrite engine and interning (uop, pattern,
 # symbolic), kernel and schedule caches (schedule_cache), buffers shared and overwritten (assign),
 # and the parsers of files from anyone (state_io: JSON, safetensors, IDX, gzip), symbolic sizes held
-# in args (symbolic_shapes) and TinyJit's captured buffers and planned memory (jit); the last five
-# run kernels through the whole pipeline too. `make sanitize` builds and runs every test.
-SANITIZE_FAST ?= uop;pattern;symbolic;schedule_cache;assign;state_io;symbolic_shapes;jit
+# in args (symbolic_shapes), TinyJit's captured buffers and planned memory (jit) and every opt's
+# kernels, with their copies on the stack (opt: PACK); the last six run kernels through the whole
+# pipeline too. `make sanitize` builds and runs every test.
+SANITIZE_FAST ?= uop;pattern;symbolic;schedule_cache;assign;state_io;symbolic_shapes;jit;opt
 
 .PHONY: test test-clang test-cuda example example-quick bench bench-quick sanitize sanitize-fast \
         amalgamate format clean

@@ -8067,6 +8067,7 @@ inline UOp lower_narrow_floats(const UOp& ast) { return graph_rewrite(ast, narro
 //                    without a page or a cache set per row). CPUs only.
 // An amount of 0 means the whole axis.
 
+#include <unordered_set>
 
 
 namespace tinyt::inline v0 {
@@ -8263,10 +8264,16 @@ inline UOp pack_loads(const UOp& ast, const UOp& at, const std::string& what) {
   for (const UOp& r : all_ranges(ast))
     if (range_before(at, r)) inner.push_back(r);
   int64_t next_axis = next_axis_id(ast), buffers = 0;
-  for (const UOp& u : toposort(ast)) buffers += u.op() == Ops::DEFINE_LOCAL;
+  std::unordered_set<const UOpNode*> written;  // a buffer the kernel writes is read where it is
+  for (const UOp& u : toposort(ast)) {
+    buffers += u.op() == Ops::DEFINE_LOCAL;
+    if (u.op() == Ops::STORE) written.insert(u.src(0).src(0).get());
+  }
   std::unordered_map<const UOpNode*, UOp> packed;
   for (const UOp& u : toposort(ast)) {
-    if (u.op() != Ops::LOAD || u.src(0).op() != Ops::INDEX || u.src(0).src(0).op() != Ops::DEFINE_GLOBAL) continue;
+    if (u.op() != Ops::LOAD || u.src(0).op() != Ops::INDEX || u.src(0).src(0).op() != Ops::DEFINE_GLOBAL ||
+        written.count(u.src(0).src(0).get()))
+      continue;
     const UOp &index = u.src(0), &address = index.src(1);
     const Bounds where = bounds(address);
     const bool gated = index.src().size() > 2, inside = where.lo >= 0 && where.hi < index.src(0).dtype().size();
@@ -9590,8 +9597,10 @@ inline UOp expand_registers(const UOp& ast) {
 // ---- tinyt/codegen/opt/heuristic.hpp ----
 // Hand-coded opts, used when BEAM is off: a register tile for reductions that reuse a load
 // across outputs (matmul, conv), sized to the machine's vector registers, with a cache tile over
-// its rows when the reduction is long; separate accumulators for reductions over contiguous
-// memory; and threads over the outermost loop when there is enough work to share.
+// its rows when the reduction is long; on a CPU, copies (PACK) of the panels a tile reads, and a
+// vector side that only a copy makes contiguous (a conv's input gradient); separate accumulators
+// for reductions over contiguous memory; copies of an innermost loop an address divides or
+// strides through; and threads over the outermost loop when there is enough work to share.
 
 
 namespace tinyt::inline v0 {
@@ -9701,7 +9710,7 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       if (whole_row) vector_widths.push_back(n0);
       if (lanes / 2 >= 4) vector_widths.push_back(lanes / 2);
       int64_t wide = unit(reuse[0]) && !masked(reuse[0]) ? detail::largest_divisor(n0, vector_widths) : 1, budget;
-      const bool vector = wide > 1;
+      const bool vector = wide > 1, long_row = vector && wide == n0 && n0 > 2 * lanes;
       if (vector) {
         budget = machine.vector_registers / 2 / ((wide + lanes - 1) / lanes);
       } else {
@@ -9717,7 +9726,7 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // (scalar tiles stay two-sided: there every load is one, and a square tile needs the fewest;
       // so do rows of more than two vectors, whose loads outnumber the broadcasts: 56 x 4 runs at
       // 1.8x the speed of 56 x 2 x 2)
-      const bool three = vector && third && range_size(ax[*third]) % 2 == 0 && !(wide == n0 && n0 > 2 * lanes);
+      const bool three = vector && third && range_size(ax[*third]) % 2 == 0 && !long_row;
       const int64_t tall = detail::largest_divisor(range_size(ax[reuse[1]]), up_to(three ? budget / 2 : budget));
       const int64_t deep = three ? detail::largest_divisor(range_size(ax[*third]), up_to(budget / tall)) : 1;
       const int64_t rows_id = ax[reuse[1]].arg()[0].as_int(), deep_id = three ? ax[*third].arg()[0].as_int() : -1;
@@ -9793,7 +9802,7 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // 1.1-1.2x the speed of 16 tiles a panel).
       // (Not for a whole row of more than two vectors: its columns are one contiguous run per step
       // already; conv2d 8x64x56x56 with the cache tile and copy: 319 -> 226 GFLOPS.)
-      if (!packed_tile && !(wide == n0 && n0 > 2 * lanes) && reduce_length * wide * out.type.itemsize() > 32 * 1024) {
+      if (!packed_tile && !long_row && reduce_length * wide * out.type.itemsize() > 32 * 1024) {
         ax = axes(k);
         for (size_t i = 0; i < ax.size(); ++i)
           if (ax[i].arg()[0].as_int() == rows_id && range_kind(ax[i]) == RangeKind::loop)

@@ -1,7 +1,9 @@
 // Hand-coded opts, used when BEAM is off: a register tile for reductions that reuse a load
 // across outputs (matmul, conv), sized to the machine's vector registers, with a cache tile over
-// its rows when the reduction is long; separate accumulators for reductions over contiguous
-// memory; and threads over the outermost loop when there is enough work to share.
+// its rows when the reduction is long; on a CPU, copies (PACK) of the panels a tile reads, and a
+// vector side that only a copy makes contiguous (a conv's input gradient); separate accumulators
+// for reductions over contiguous memory; copies of an innermost loop an address divides or
+// strides through; and threads over the outermost loop when there is enough work to share.
 #pragma once
 
 #include "opt.hpp"
@@ -113,7 +115,7 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       if (whole_row) vector_widths.push_back(n0);
       if (lanes / 2 >= 4) vector_widths.push_back(lanes / 2);
       int64_t wide = unit(reuse[0]) && !masked(reuse[0]) ? detail::largest_divisor(n0, vector_widths) : 1, budget;
-      const bool vector = wide > 1;
+      const bool vector = wide > 1, long_row = vector && wide == n0 && n0 > 2 * lanes;
       if (vector) {
         budget = machine.vector_registers / 2 / ((wide + lanes - 1) / lanes);
       } else {
@@ -129,7 +131,7 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // (scalar tiles stay two-sided: there every load is one, and a square tile needs the fewest;
       // so do rows of more than two vectors, whose loads outnumber the broadcasts: 56 x 4 runs at
       // 1.8x the speed of 56 x 2 x 2)
-      const bool three = vector && third && range_size(ax[*third]) % 2 == 0 && !(wide == n0 && n0 > 2 * lanes);
+      const bool three = vector && third && range_size(ax[*third]) % 2 == 0 && !long_row;
       const int64_t tall = detail::largest_divisor(range_size(ax[reuse[1]]), up_to(three ? budget / 2 : budget));
       const int64_t deep = three ? detail::largest_divisor(range_size(ax[*third]), up_to(budget / tall)) : 1;
       const int64_t rows_id = ax[reuse[1]].arg()[0].as_int(), deep_id = three ? ax[*third].arg()[0].as_int() : -1;
@@ -205,7 +207,7 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // 1.1-1.2x the speed of 16 tiles a panel).
       // (Not for a whole row of more than two vectors: its columns are one contiguous run per step
       // already; conv2d 8x64x56x56 with the cache tile and copy: 319 -> 226 GFLOPS.)
-      if (!packed_tile && !(wide == n0 && n0 > 2 * lanes) && reduce_length * wide * out.type.itemsize() > 32 * 1024) {
+      if (!packed_tile && !long_row && reduce_length * wide * out.type.itemsize() > 32 * 1024) {
         ax = axes(k);
         for (size_t i = 0; i < ax.size(); ++i)
           if (ax[i].arg()[0].as_int() == rows_id && range_kind(ax[i]) == RangeKind::loop)

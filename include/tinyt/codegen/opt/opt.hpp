@@ -17,6 +17,7 @@
 #pragma once
 
 #include <optional>
+#include <unordered_set>
 
 #include "../../schedule/lower.hpp"
 #include "../../valid.hpp"
@@ -216,10 +217,16 @@ inline UOp pack_loads(const UOp& ast, const UOp& at, const std::string& what) {
   for (const UOp& r : all_ranges(ast))
     if (range_before(at, r)) inner.push_back(r);
   int64_t next_axis = next_axis_id(ast), buffers = 0;
-  for (const UOp& u : toposort(ast)) buffers += u.op() == Ops::DEFINE_LOCAL;
+  std::unordered_set<const UOpNode*> written;  // a buffer the kernel writes is read where it is
+  for (const UOp& u : toposort(ast)) {
+    buffers += u.op() == Ops::DEFINE_LOCAL;
+    if (u.op() == Ops::STORE) written.insert(u.src(0).src(0).get());
+  }
   std::unordered_map<const UOpNode*, UOp> packed;
   for (const UOp& u : toposort(ast)) {
-    if (u.op() != Ops::LOAD || u.src(0).op() != Ops::INDEX || u.src(0).src(0).op() != Ops::DEFINE_GLOBAL) continue;
+    if (u.op() != Ops::LOAD || u.src(0).op() != Ops::INDEX || u.src(0).src(0).op() != Ops::DEFINE_GLOBAL ||
+        written.count(u.src(0).src(0).get()))
+      continue;
     const UOp &index = u.src(0), &address = index.src(1);
     const Bounds where = bounds(address);
     const bool gated = index.src().size() > 2, inside = where.lo >= 0 && where.hi < index.src(0).dtype().size();
