@@ -207,13 +207,16 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // 1.1-1.2x the speed of 16 tiles a panel).
       // (Not for a whole row of more than two vectors: its columns are one contiguous run per step
       // already; conv2d 8x64x56x56 with the cache tile and copy: 319 -> 226 GFLOPS.)
+      // (A scalar tile's columns are not copied: the CNN's conv 1 weight gradient, 5 wide, ran at
+      // 0.8x with its panel packed.)
+      const bool packs = machine.packs && vector;
       if (!packed_tile && !long_row && reduce_length * wide * out.type.itemsize() > 32 * 1024) {
         ax = axes(k);
         for (size_t i = 0; i < ax.size(); ++i)
           if (ax[i].arg()[0].as_int() == rows_id && range_kind(ax[i]) == RangeKind::loop)
-            if (const int64_t local = machine.packs ? detail::largest_divisor(range_size(ax[i]) / std::max<int64_t>(threads, 1), {128, 64, 32, 16, 8, 4})
-                                                    : detail::largest_divisor(range_size(ax[i]) / 2, {16, 8, 4});
-                local > 1 && apply({OptOp::LOCAL, static_cast<int64_t>(i), local}) && machine.packs) {
+            if (const int64_t local = packs ? detail::largest_divisor(range_size(ax[i]) / std::max<int64_t>(threads, 1), {128, 64, 32, 16, 8, 4})
+                                            : detail::largest_divisor(range_size(ax[i]) / 2, {16, 8, 4});
+                local > 1 && apply({OptOp::LOCAL, static_cast<int64_t>(i), local}) && packs) {
               ax = axes(k);
               for (size_t j = 0; j < ax.size(); ++j)
                 if (range_kind(ax[j]) == RangeKind::local && apply({OptOp::PACK, static_cast<int64_t>(j), 0})) break;
