@@ -8502,6 +8502,7 @@ class Linearizer {
     for (const UOp& s : u.src()) src.push_back(emit(s));
     UOp out = push(u.replace(std::move(src)));
     scopes_.back()[u.get()] = out;
+    if (u.op() == Ops::BARRIER) reduced_.insert(u.get());
     return out;
   }
 
@@ -8530,10 +8531,8 @@ class Linearizer {
   void hoist(const std::vector<UOp>& needed) {
     for (const UOp& r : needed) {
       const auto& need = free_.at(r.get());
-      if (!reduced_.count(r.get()) && std::all_of(need.begin(), need.end(), [&](const UOp& x) { return bool(lookup(x)); })) {
-        if (r.op() == Ops::BARRIER) reduced_.insert(r.get());
+      if (!reduced_.count(r.get()) && std::all_of(need.begin(), need.end(), [&](const UOp& x) { return bool(lookup(x)); }))
         emit(r);
-      }
     }
   }
 
@@ -9775,12 +9774,15 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
           ax = axes(k);
           for (size_t i = 0; i < ax.size(); ++i)
             if (range_kind(ax[i]) == RangeKind::loop && apply({OptOp::PACK, static_cast<int64_t>(i), 0})) {
-              bool contiguous = true;
-              for (const UOp& u : toposort(k))
-                if (u.op() == Ops::LOAD && u.src(0).src(0).op() == Ops::DEFINE_GLOBAL)
-                  for (const UOp& r : toposort(u.src(0)))
-                    contiguous &= !(r.op() == Ops::RANGE && range_kind(r) == RangeKind::upcast && r.arg()[0].as_int() == side);
-              if (contiguous) return true;
+              const std::vector<UOp> ranges = all_ranges(k);
+              const auto found = std::find_if(ranges.begin(), ranges.end(), [&](const UOp& r) { return r.arg()[0].as_int() == side; });
+              if (found == ranges.end()) break;  // the vector side's upcast did not apply
+              const UOp& vector_side = *found;
+              const std::vector<detail::Access> left = detail::accesses(k);  // what still reads memory in place
+              if (std::none_of(left.begin(), left.end(), [&](const detail::Access& x) {
+                    return !x.store && (depends_on(x.index, vector_side) || (x.gate && depends_on(x.gate, vector_side)));
+                  }))
+                return true;
               break;
             }
           k = plain, opts = plain_opts, ax = plain_axes;
@@ -9804,14 +9806,14 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // already; conv2d 8x64x56x56 with the cache tile and copy: 319 -> 226 GFLOPS.)
       // (A scalar tile's columns are not copied: the CNN's conv 1 weight gradient, 5 wide, ran at
       // 0.8x with its panel packed.)
-      const bool packs = machine.packs && vector;
+      const bool pack_panel = machine.packs && vector;
       if (!packed_tile && !long_row && reduce_length * wide * out.type.itemsize() > 32 * 1024) {
         ax = axes(k);
         for (size_t i = 0; i < ax.size(); ++i)
           if (ax[i].arg()[0].as_int() == rows_id && range_kind(ax[i]) == RangeKind::loop)
-            if (const int64_t local = packs ? detail::largest_divisor(range_size(ax[i]) / std::max<int64_t>(threads, 1), {128, 64, 32, 16, 8, 4})
+            if (const int64_t local = pack_panel ? detail::largest_divisor(range_size(ax[i]) / std::max<int64_t>(threads, 1), {128, 64, 32, 16, 8, 4})
                                             : detail::largest_divisor(range_size(ax[i]) / 2, {16, 8, 4});
-                local > 1 && apply({OptOp::LOCAL, static_cast<int64_t>(i), local}) && packs) {
+                local > 1 && apply({OptOp::LOCAL, static_cast<int64_t>(i), local}) && pack_panel) {
               ax = axes(k);
               for (size_t j = 0; j < ax.size(); ++j)
                 if (range_kind(ax[j]) == RangeKind::local && apply({OptOp::PACK, static_cast<int64_t>(j), 0})) break;

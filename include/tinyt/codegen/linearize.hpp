@@ -139,6 +139,7 @@ class Linearizer {
     for (const UOp& s : u.src()) src.push_back(emit(s));
     UOp out = push(u.replace(std::move(src)));
     scopes_.back()[u.get()] = out;
+    if (u.op() == Ops::BARRIER) reduced_.insert(u.get());
     return out;
   }
 
@@ -167,10 +168,8 @@ class Linearizer {
   void hoist(const std::vector<UOp>& needed) {
     for (const UOp& r : needed) {
       const auto& need = free_.at(r.get());
-      if (!reduced_.count(r.get()) && std::all_of(need.begin(), need.end(), [&](const UOp& x) { return bool(lookup(x)); })) {
-        if (r.op() == Ops::BARRIER) reduced_.insert(r.get());
+      if (!reduced_.count(r.get()) && std::all_of(need.begin(), need.end(), [&](const UOp& x) { return bool(lookup(x)); }))
         emit(r);
-      }
     }
   }
 
