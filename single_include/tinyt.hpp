@@ -4501,6 +4501,7 @@ struct Target {
   int64_t compute_units = 1;    // work-groups that run at once (OpenCL compute units, CUDA SMs)
   int64_t vector_bytes = 16;    // a register's width, for upcasts
   int64_t vector_count = 16;    // registers
+  int64_t stream_bytes = 0;     // a buffer this big or bigger is written past the caches (0: never)
   bool half = false;            // computes in half precision (cl_khr_fp16 / CUDA): unused so far
 };
 
@@ -5813,6 +5814,12 @@ class CpuDevice final : public Device {
     t.language = cpu_compiler() == CpuCompiler::llvm ? Language::llvm_ir : Language::c;
     t.threads = ThreadPool::instance().size();
     t.vector_bytes = simd.bytes, t.vector_count = simd.count;
+    // Streaming (non-temporal) stores where the LLVM renderer has them, for outputs of 32 MiB or
+    // more (STREAM_BYTES; 0 turns them off): a written-once buffer that big does not stay in cache
+    // for the next kernel anyway. Measured on the Sapphire Rapids VM, two threads filling a buffer
+    // and then summing it: at 16 MiB plain stores win (1.11 vs 1.34 ms), at 32 MiB they tie
+    // (2.35 ms), at 64 MiB streaming wins (4.6 vs 6.0 ms; the fill alone, 4.1 vs 2.2 ms).
+    if (t.language == Language::llvm_ir) t.stream_bytes = getenv_int("STREAM_BYTES", int64_t{32} << 20);
     return t;
   }
   std::unique_ptr<Program> load(const std::string& binary, const std::string& name) override {
@@ -8147,6 +8154,11 @@ inline std::vector<UOp> all_ranges(const UOp& ast) {
   return out;
 }
 
+/// Whether a STORE writes a whole vector past the caches (the expander's streaming stores).
+inline bool streams(const UOp& store) {
+  return store.op() == Ops::STORE && store.arg().is<std::string>() && store.arg().get<std::string>() == "stream";
+}
+
 /// The rules every kernel AST is kept simplified with.
 inline const PatternMatcher& kernel_rules() {
   static const PatternMatcher pm = symbolic() + schedule::gated_load_rules();
@@ -8979,9 +8991,16 @@ class CStyleRenderer {
         define(u, e, "val");
         return;
       }
+      case Ops::VECTORIZE:  // only a streaming store's lanes: stored one by one below
+        return;
       case Ops::STORE: {
         std::string assign;
-        if (s[0].src(0).op() == Ops::DEFINE_GLOBAL) {
+        if (codegen::streams(u)) {  // C has no portable non-temporal store: each lane plainly
+          const auto& [buf, i] = address_.at(s[0].get());
+          for (size_t k = 0; k < s[1].src().size(); ++k)
+            assign += store_memory(s[1].dtype().scalar(), buf, detail::cat("(", i, ") + ", k), ref(s[1].src(k))) + "; ";
+          assign.pop_back();
+        } else if (s[0].src(0).op() == Ops::DEFINE_GLOBAL) {
           const auto& [buf, i] = address_.at(s[0].get());
           assign = store_memory(s[1].dtype(), buf, i, ref(s[1])) + ";";
         } else {
@@ -9233,25 +9252,26 @@ inline std::string render_cuda(const codegen::Program& p, int64_t max_local = 25
 // Accuracy against long double libm. tests/test_decompositions.cpp checks 2 ulp on every run over
 // 2^20 bit patterns spread over each float32 and float64 domain plus dense ranges (denormals, the
 // edges of overflow, next to 1, next to multiples of pi/2). tools/measure_decompositions.cpp
-// measures float32 by hand, over all 2^32 inputs or a spread subset. Through the LLVM backend on an
-// x86-64 host, over all 2^32 inputs: log2 within 0.841 ulp (at x = 1.41319621) and sin within 0.509
-// ulp for |x| <= 3.2e6 (2^21 * pi/2), 15 to 20 minutes each on two busy cores; exp2 within 0.86 ulp
-// on 2^28 of them (one in every 16 bit patterns). The C backend contracts differently (log2 0.59
-// ulp on 2^20 inputs, 0.69 through LLVM). Earlier figures with no script behind them said exp2 0.91
-// and log2 0.72 in float32 and float64, sin 0.88 in float64, and about 1.2 ulp when nothing is
-// contracted into FMAs. Past |x| = 3.2e6 sin's products q*part round and the absolute error grows
-// up to about |x| * 2^-53; from |x| >= 2^50 on sin is NaN, since rint(x*2/pi) is no longer exact
+// measures float32 by hand, over all 2^32 inputs or a spread subset. With the polynomials fused
+// (both CPU backends give the same bits), over 2^28 inputs (one in every 16 bit patterns): exp2
+// within 0.858 ulp (at x = -0.4967), log2 within 0.784 (at 1.38396), sin within 0.508 for
+// |x| <= 3.2e6 (2^21 * pi/2); 2 minutes in all on one core. (Before the polynomials were fused,
+// over all 2^32 inputs: log2 0.841 ulp, sin 0.509; exp2 0.86 on 2^28.) Past |x| = 3.2e6 sin's
+// products q*part round and the absolute error grows up to about |x| * 2^-53; from |x| >= 2^50 on sin is NaN, since rint(x*2/pi) is no longer exact
 // there (a Payne-Hanek reduction would be needed). Special values are libm's: exp2(-inf) = 0,
 // exp2(inf) = inf, log2(0) = -inf, log2(x < 0) = NaN, log2(inf) = inf, sin(+-inf) = NaN, sin(-0.0)
 // = -0.0, NaN in NaN out.
 //
-// Every step stays correct whether or not the C compiler contracts a*b+c into an FMA (the kernels
-// are built with -ffp-contract=fast): exact splits are made with bit masks or by products that
-// are exact anyway, never by Veltkamp splitting. Rounding to an integer adds 1.5*2^mantissa
-// (no TRUNC, which is a libm call), and integer work is unsigned so nothing can overflow into
-// undefined behaviour in C. A WHERE never chooses between two float computations: C's `?:` only
-// evaluates one arm, and GCC will not if-convert (so not vectorize) an arm that may raise a float
-// exception; the special values are added to the result, a choice of results is a bit mask.
+// Polynomials are evaluated with fused multiply-adds (MULACC), one instruction and one rounding
+// on every device (the elementwise benchmark's chain, which ends in exp2: 39 -> 44 GB/s with
+// exp2's NaN passed through its clamp instead of added back). Every other step stays correct
+// whether or not a compiler contracts a*b+c into an FMA (the renderers ask for no contraction):
+// exact splits are made with bit masks or by products that are exact anyway, never by Veltkamp
+// splitting. Rounding to an integer adds 1.5*2^mantissa (no TRUNC, which is a libm call), and
+// integer work is unsigned so nothing can overflow into undefined behaviour in C. A WHERE never
+// chooses between two float computations: C's `?:` only evaluates one arm, and GCC will not
+// if-convert (so not vectorize) an arm that may raise a float exception; special values are added
+// to the result, a choice of results is a bit mask.
 
 
 
@@ -9275,10 +9295,14 @@ inline uint64_t bits_of(DType dt, double v) {
   return dt.scalar() == dtypes::float64 ? std::bit_cast<uint64_t>(v)
                                         : std::bit_cast<uint32_t>(static_cast<float>(v));
 }
-/// c[0]*x^(n-1) + ... + c[n-1], by Horner's rule.
+/// a*b + c rounded once (MULACC): as exact as a*b+c or more, one instruction on every device.
+inline UOp fused_mul_add(const UOp& a, const UOp& b, const UOp& c) {
+  return UOp(Ops::MULACC, a.dtype(), {a, b, c});
+}
+/// c[0]*x^(n-1) + ... + c[n-1], by Horner's rule with fused multiply-adds.
 inline UOp horner(const UOp& x, std::initializer_list<double> c) {
   UOp acc = x.const_like(*c.begin());
-  for (auto it = c.begin() + 1; it != c.end(); ++it) acc = acc * x + x.const_like(*it);
+  for (auto it = c.begin() + 1; it != c.end(); ++it) acc = fused_mul_add(acc, x, x.const_like(*it));
   return acc;
 }
 /// rint(x) for |x| < 2^(mantissa-1), and the sum x + 1.5*2^mantissa whose low bits hold it.
@@ -9297,23 +9321,25 @@ inline UOp xexp2(const UOp& x) {
   const DType dt = x.dtype();
   const FloatBits fb = float_bits(dt);
   const bool f64 = dt.scalar() == dtypes::float64;
-  // below lo every result rounds to 0, from hi on to inf; NaN becomes lo here, x again at the end
+  // below lo every result rounds to 0, from hi on to inf; NaN passes both comparisons and
+  // stays NaN through every float step (times whatever its bits make of the scale factors)
   const double lo = -(fb.bias + fb.mantissa + 2), hi = fb.bias + 2;
-  UOp xc = x.const_like(lo).lt(x).where(x, x.const_like(lo));
-  xc = xc.lt(x.const_like(hi)).where(xc, x.const_like(hi));
+  UOp xc = x.lt(x.const_like(lo)).where(x.const_like(lo), x);
+  xc = x.const_like(hi).lt(xc).where(x.const_like(hi), xc);
   auto [q, t] = round_to_int(xc);
   const UOp r = xc - q;  // exact, |r| <= 1/2
   // 2^r = 1 + r*P(r): Chebyshev fits on [-1/2, 1/2], relative error 2^-27 (f32) and 2^-56 (f64)
-  const UOp p =
-      r * (f64 ? horner(r,
+  const UOp p = fused_mul_add(
+      r,
+      f64 ? horner(r,
                         {4.454964371269296789e-10, 7.072593027878996568e-9, 1.017806242697692342e-7,
                          1.321544255252229148e-6, 1.525273382986708059e-5, 1.540353044179413737e-4,
                          1.333355814641691688e-3, 9.618129107606853946e-3, 5.550410866482159437e-2,
                          2.402265069591009827e-1, 6.931471805599453094e-1})
                : horner(r, {1.545318282995974059e-4, 1.339088633210669762e-3,
                             9.618082519990466878e-3, 5.550357071152507323e-2,
-                            2.402265076064580726e-1, 6.931471880352002849e-1})) +
-      x.const_like(1.0);
+                            2.402265076064580726e-1, 6.931471880352002849e-1}),
+      x.const_like(1.0));
   // q + off as unsigned bits (off = 2*(bias+1) keeps it positive); 2^q = 2^q1 * 2^q2 with
   // q1 = floor(q/2), so both factors are normal and only the last product rounds. With h = qo/2
   // the biased exponents are q1 + bias = h - 1 and q2 + bias = qo - h - 1.
@@ -9322,8 +9348,7 @@ inline UOp xexp2(const UOp& x) {
       t.bitcast(fb.u) - uconst(fb.u, bits_of(dt, 1.5 * std::ldexp(1.0, fb.mantissa)) - off);
   const UOp h = qo >> qo.const_like(1);
   const UOp one = qo.const_like(1);
-  const UOp out = p * pow2_from_biased(h - one, dt) * pow2_from_biased(qo - h - one, dt);
-  return out + x.ne(x).where(x, x.const_like(-0.0));  // NaN stays NaN
+  return p * pow2_from_biased(h - one, dt) * pow2_from_biased(qo - h - one, dt);
 }
 
 // log2(x) for float32 or float64.
@@ -9507,6 +9532,11 @@ inline const PatternMatcher& division_rules() {
 // below it gets one accumulator per output (a register tile); an unrolled reduction becomes one
 // accumulator per value, combined after the loop. The copies are scalar code in a row, which the
 // compiler's vectorizer turns into SIMD.
+//
+// Streaming stores: where a kernel fills a buffer bigger than the caches hold (`stream_bytes`),
+// the copies of its store along a contiguous upcast range become whole aligned vectors, one
+// STORE of a VECTORIZE each, marked to bypass the caches (non-temporal): a plain store first
+// reads the line it writes, a third of an elementwise kernel's memory traffic.
 
 
 
@@ -9536,10 +9566,54 @@ inline std::vector<UOp> ranges_of_kind(const std::vector<UOp>& nodes, RangeKind 
   std::sort(out.begin(), out.end(), range_before);
   return out;
 }
+
+// The lanes of a streaming vector a store of `upcast` ranges (the fastest-varying last) may be
+// cut into: a buffer of at least `stream_bytes`, written ungated along a last range of stride 1,
+// in a dtype stored as is (no bool, no narrow float), in vectors of 16 to 64 bytes (the
+// allocators align buffers to 64); 0 when none.
+inline int64_t stream_lanes(const UOp& store, const std::vector<UOp>& upcast, int64_t stream_bytes) {
+  const UOp& idx = store.src(0);
+  if (stream_bytes <= 0 || upcast.empty() || idx.src(0).op() != Ops::DEFINE_GLOBAL || idx.src().size() > 2) return 0;
+  const DType dt = idx.src(0).dtype().base();
+  if (dt.count() != 1 || dt.scalar().is_bool() || dt.itemsize() < 4 || !(dt.scalar().is_float() || dt.scalar().is_int()))
+    return 0;
+  if (idx.src(0).dtype().size() * dt.itemsize() < stream_bytes || stride_of(idx.src(1), upcast.back(), all_ranges(store)) != 1)
+    return 0;
+  int64_t n = 1;
+  while (range_size(upcast.back()) % (2 * n) == 0 && 2 * n * dt.itemsize() <= 64) n *= 2;
+  return n * dt.itemsize() >= 16 ? n : 0;
+}
+
+// The copies of a store, one per lane; runs of `n` lanes that write consecutive elements from a
+// multiple of n on become one streaming STORE of their VECTORIZE.
+inline std::vector<UOp> stream_runs(std::vector<UOp> copies, int64_t n) {
+  std::vector<UOp> out;
+  for (size_t i = 0; i + static_cast<size_t>(n) <= copies.size(); i += static_cast<size_t>(n)) {
+    const UOp base = simplify(copies[i].src(0).src(1));
+    bool whole = linear_form(base).divisible_by(n);
+    std::vector<UOp> values;
+    for (int64_t k = 0; k < n && whole; ++k) {
+      const UOp& c = copies[i + static_cast<size_t>(k)];
+      const UOp step = simplify(c.src(0).src(1) - base);
+      whole = step.is_const() && step.const_int() == k;
+      values.push_back(c.src(1));
+    }
+    if (!whole) {
+      out.insert(out.end(), copies.begin() + static_cast<std::ptrdiff_t>(i), copies.begin() + static_cast<std::ptrdiff_t>(i) + n);
+      continue;
+    }
+    const UOp& idx = copies[i].src(0);
+    out.push_back(UOp(Ops::STORE, dtypes::void_,
+                      {idx.replace({idx.src(0), base}), UOp(Ops::VECTORIZE, values[0].dtype().vec(static_cast<int>(n)), values)},
+                      "stream"));
+  }
+  return out;
+}
 }  // namespace detail
 
-/// The kernel AST with its UPCAST and UNROLL ranges expanded into copies.
-inline UOp expand_registers(const UOp& ast) {
+/// The kernel AST with its UPCAST and UNROLL ranges expanded into copies; stores that fill a
+/// buffer of `stream_bytes` or more (0: none) along a contiguous upcast range stream.
+inline UOp expand_registers(const UOp& ast, int64_t stream_bytes = 0) {
   // unrolled reductions first, bottom up: REDUCE(x, r, u) → op over values c of REDUCE(x[u=c], r)
   std::unordered_map<const UOpNode*, UOp> done;
   for (const UOp& u : toposort(ast)) {
@@ -9585,7 +9659,10 @@ inline UOp expand_registers(const UOp& ast) {
       stores.push_back(store);
       continue;
     }
-    for (const auto& lane : detail::lanes(upcast)) stores.push_back(substitute(store, lane));
+    std::vector<UOp> copies;
+    for (const auto& lane : detail::lanes(upcast)) copies.push_back(substitute(store, lane));
+    if (const int64_t n = detail::stream_lanes(store, upcast, stream_bytes); n > 1) copies = detail::stream_runs(std::move(copies), n);
+    stores.insert(stores.end(), copies.begin(), copies.end());
   }
   return graph_rewrite(UOp(Ops::SINK, dtypes::void_, std::move(stores)), kernel_rules());
 }
@@ -9611,6 +9688,7 @@ struct Access {
   UOp index;   // the address
   DType type;  // of the element
   UOp gate;    // where it is masked: the condition, else empty
+  int64_t bytes;  // of the buffer
 };
 inline std::vector<Access> accesses(const UOp& ast) {
   std::vector<Access> out;
@@ -9618,7 +9696,8 @@ inline std::vector<Access> accesses(const UOp& ast) {
     if ((u.op() == Ops::LOAD || u.op() == Ops::STORE) && u.src(0).op() == Ops::INDEX &&
         u.src(0).src(0).op() == Ops::DEFINE_GLOBAL)
       out.push_back({u.op() == Ops::STORE, u.src(0).src(1), u.op() == Ops::STORE ? u.src(1).dtype() : u.dtype(),
-                     u.src(0).src().size() > 2 ? u.src(0).src(2) : UOp{}});
+                     u.src(0).src().size() > 2 ? u.src(0).src(2) : UOp{},
+                     u.src(0).src(0).dtype().size() * u.src(0).src(0).dtype().base().itemsize()});
   return out;
 }
 
@@ -9636,6 +9715,7 @@ struct MachineShape {
   int64_t vector_bytes = 32;
   int64_t vector_registers = 16;
   bool packs = false;  // whether a thread may copy a kernel's panels into its own buffer (PACK: CPUs)
+  int64_t stream_bytes = 0;  // outputs this big or bigger are written past the caches (0: never)
 };
 
 /// The opts chosen by hand-written rules for a kernel run on `machine`.
@@ -9855,11 +9935,20 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
         const std::optional<int64_t> step = detail::stride_of(x.index, *innermost, every_range);
         strided |= !x.store && step && *step >= 2 && *step <= 4;
       }
-      const int64_t n = range_size(*innermost);
+      const int64_t n = range_size(*innermost), axis = ax.rend() - innermost - 1;
       for (int64_t c : {8, 4, 2})
-        if ((divisor > 1 || strided) && n % c == 0 && c % divisor == 0 &&
-            apply({OptOp::UPCAST, static_cast<int64_t>(ax.rend() - innermost - 1), c}))
-          break;
+        if ((divisor > 1 || strided) && n % c == 0 && c % divisor == 0 && apply({OptOp::UPCAST, axis, c})) break;
+      // Or a vector's worth of copies where the kernel fills a buffer past the caches along it:
+      // the expander makes them one streaming store (elementwise chain over 16M floats, 64 MiB
+      // out: 28 -> 50 GB/s).
+      if (divisor == 1 && !strided && machine.stream_bytes > 0)
+        for (const detail::Access& x : detail::accesses(k))
+          if (x.store && !x.gate && x.bytes >= machine.stream_bytes && x.type.itemsize() >= 4 &&
+              detail::stride_of(x.index, *innermost, every_range) == 1) {
+            const int64_t lanes = machine.vector_bytes / x.type.itemsize();
+            if (lanes > 1 && n % lanes == 0) apply({OptOp::UPCAST, axis, lanes});
+            break;
+          }
     }
   }
 
@@ -10265,12 +10354,16 @@ class LLVMRenderer {
     out << "define internal void @" << body << "(" << params
         << "i64* %vars, i32 %core_id, i32 %core_count) #0 {\n"
         << "entry:\n"
-        << allocas_.str() << body_.str() << "  ret void\n}\n\n";
+        << allocas_.str() << body_.str()
+        // streaming stores are weakly ordered: drained before the kernel returns and another
+        // thread may read what they wrote
+        << (streams_ ? "  fence seq_cst\n" : "") << "  ret void\n}\n\n";
     out << "define void @" << fn
         << "(i8** %bufs, i64* %vars, i32 %core_id, i32 %core_count) #1 {\nentry:\n"
         << loads << "  call void @" << body << "(" << args
         << "i64* %vars, i32 %core_id, i32 %core_count)\n  ret void\n}\n\n";
     if (bf16_) out << detail::llvm_bf16_helpers << "\n";
+    if (streams_) out << "!0 = !{i32 1}\n";  // !nontemporal
     for (const std::string& d : declares_) out << d << "\n";
     // 512-bit vectors where the target has them (LLVM's default on Intel is 256): a matmul's
     // register tile of fused multiply-adds spills out of 32 ymm registers and fits in 32 zmm
@@ -10287,7 +10380,7 @@ class LLVMRenderer {
   std::string block_ = "entry";  // the basic block being written
   std::set<std::string> declares_;
   int values_ = 0, blocks_ = 0;
-  bool bf16_ = false;
+  bool bf16_ = false, streams_ = false;
 
   const std::string& ref(const UOp& u) { return name_.at(u.get()); }
   void inst(const std::string& s) { body_ << "  " << s << "\n"; }
@@ -10441,7 +10534,16 @@ class LLVMRenderer {
         name_[u.get()] = load(u);
         return;
       case Ops::STORE:
-        return store(u);
+        return codegen::streams(u) ? streaming_store(u) : store(u);
+      case Ops::VECTORIZE: {
+        std::string v = "undef";
+        const std::string t = detail::cat("<", u.dtype().count(), " x ", detail::llvm_type(u.dtype().scalar()), ">");
+        for (size_t i = 0; i < s.size(); ++i)
+          v = emit(detail::cat("insertelement ", t, " ", v, ", ", detail::llvm_type(u.dtype().scalar()), " ",
+                               operand(u, i, u.dtype().scalar()), ", i32 ", i));
+        name_[u.get()] = v;
+        return;
+      }
       default:
         break;
     }
@@ -10529,6 +10631,16 @@ class LLVMRenderer {
     inst(write);
     inst(detail::cat("br label %stored", n));
     label(detail::cat("stored", n));
+  }
+
+  // a whole vector written past the caches, at an address a multiple of its size
+  void streaming_store(const UOp& u) {
+    const DType dt = u.src(1).dtype();
+    const std::string t = detail::cat("<", dt.count(), " x ", detail::llvm_type(dt.scalar()), ">");
+    const std::string at = emit(detail::cat("bitcast ", detail::llvm_type(dt.scalar()), "* ", ref(u.src(0)), " to ", t, "*"));
+    inst(detail::cat("store ", t, " ", ref(u.src(1)), ", ", t, "* ", at, ", align ", dt.count() * dt.itemsize(),
+                     ", !nontemporal !0"));
+    streams_ = true;
   }
 
   std::string alu(const UOp& u) {
@@ -11066,7 +11178,8 @@ struct OptSettings {
             d.compiler().identity()};
   }
   auto key() const {
-    return std::tuple(device, noopt, beam, transcendental, target.language, target.threads, target.max_local, compiler);
+    return std::tuple(device, noopt, beam, transcendental, target.language, target.threads, target.max_local,
+                      target.stream_bytes, compiler);
   }
 };
 
@@ -11103,7 +11216,7 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
                                      bool transcendental) {
   if (target.gpu && std::any_of(opts.begin(), opts.end(), [](const codegen::Opt& o) { return o.op == codegen::OptOp::PACK; }))
     throw codegen::OptError("PACK: a GPU's work-items share local memory; a copy of one thread's own is for CPUs");
-  UOp expanded = codegen::expand_registers(codegen::apply_opts(ast, opts));
+  UOp expanded = codegen::expand_registers(codegen::apply_opts(ast, opts), target.stream_bytes);
   if (transcendental)
     expanded = graph_rewrite(graph_rewrite(expanded, codegen::transcendental_rules()), codegen::kernel_rules());
   expanded = graph_rewrite(expanded, codegen::division_rules());  // for every renderer: x/0 is 0
@@ -11332,14 +11445,15 @@ inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target&
       }
     }
   }
-  return codegen::hand_coded_opts(ast, {target.threads, target.vector_bytes, target.vector_count, !target.gpu});
+  return codegen::hand_coded_opts(ast, {target.threads, target.vector_bytes, target.vector_count, !target.gpu, target.stream_bytes});
 }
 
 inline std::vector<codegen::Opt> choose_opts(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
   if (settings.noopt) return {};
   if (settings.beam > 0) return beam_opts(ast, buffers, settings);
   if (settings.target.gpu) return gpu_opts(ast, settings.target);
-  return codegen::hand_coded_opts(ast, {settings.target.threads, settings.target.vector_bytes, settings.target.vector_count, !settings.target.gpu});
+  const backend::Target& t = settings.target;
+  return codegen::hand_coded_opts(ast, {t.threads, t.vector_bytes, t.vector_count, !t.gpu, t.stream_bytes});
 }
 
 // Compiled kernels by AST and settings. ASTs are interned, so a kernel seen before is one

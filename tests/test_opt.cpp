@@ -292,6 +292,65 @@ TEST_CASE("opt: PACK copies a panel once before the tile loop that reads it, and
         "PACK(0,0): a copy of 262144 elements (1048576 bytes) outgrows the 524288 a thread's stack holds");
 }
 
+TEST_CASE("opt: a kernel filling a buffer past STREAM_BYTES stores whole aligned vectors past the caches") {
+  const Tensor x = input({1 << 16}, 1);  // 256 KiB out
+  const Tensor y = ((x * 2 + 1).relu() * x - 0.5).exp2();
+  const std::vector<schedule::Kernel> kernels = schedule::create_schedule({y.uop()});
+  const UOp ast = kernels.back().ast;
+  // the heuristic gives such a kernel a vector of copies along its contiguous axis; below the
+  // threshold, none
+  CHECK(codegen::hand_coded_opts(ast, {.threads = 2, .vector_bytes = 64, .stream_bytes = 4096}) ==
+        std::vector<Opt>{{OptOp::UPCAST, 0, 16}, {OptOp::THREAD, 0, 2}});
+  CHECK(codegen::hand_coded_opts(ast, {.threads = 2, .vector_bytes = 64, .stream_bytes = 1 << 20}) ==
+        std::vector<Opt>{{OptOp::THREAD, 0, 2}});
+  // the expander makes each 16 copies one streaming store of a 16-vector (on AVX2, two of 8 would
+  // do: vectors are at most 64 bytes, the buffers' alignment)
+  auto stores_of = [](const UOp& sink) {
+    std::vector<UOp> out;
+    for (const UOp& u : toposort(sink))
+      if (u.op() == Ops::STORE) out.push_back(u);
+    return out;
+  };
+  const UOp upcast = codegen::apply_opts(ast, {{OptOp::UPCAST, 0, 32}});
+  const std::vector<UOp> streaming = stores_of(codegen::expand_registers(upcast, 4096));
+  REQUIRE(streaming.size() == 2);
+  for (const UOp& st : streaming) {
+    CHECK(codegen::streams(st));
+    CHECK(st.src(1).op() == Ops::VECTORIZE);
+    CHECK(st.src(1).dtype() == dtypes::float32.vec(16));
+  }
+  CHECK(stores_of(codegen::expand_registers(upcast, 1 << 20)).size() == 32);  // a small buffer: plain stores
+  // an address that is not a multiple of the vector's length: plain stores too
+  const UOp store = stores_of(upcast).at(0), idx = store.src(0);
+  const UOp shifted = substitute(upcast, {{store.get(), store.replace({idx.replace({idx.src(0), idx.src(1) + schedule::index_const(1)}), store.src(1)})}});
+  for (const UOp& st : stores_of(codegen::expand_registers(shifted, 4096))) CHECK_FALSE(codegen::streams(st));
+  // on the CPU: the LLVM kernel's stores are non-temporal and fenced, and compute what NOOPT
+  // computes (so does the C renderer's, lane by lane)
+  Context small{{"STREAM_BYTES", 4096}};
+  const std::vector<Opt> opts = engine::detail::choose_opts(ast, {}, engine::OptSettings::current("CPU"));
+  INFO(codegen::to_string(opts));
+  const auto k = compile_kernel(ast, opts);
+  CHECK(k->source.find("!nontemporal") != std::string::npos);
+  CHECK(k->source.find("fence seq_cst") != std::string::npos);
+  check_variants(y, [&](const UOp&) { return std::vector<std::vector<Opt>>{opts, {{OptOp::UPCAST, 0, 64}}}; });
+  Context cc{{"CPU_LLVM", 0}};
+  engine::OptSettings c = engine::OptSettings::current("CPU");
+  c.target.stream_bytes = 4096;  // (the C path has no streaming stores of its own)
+  const auto kc = compile_kernel(ast, opts, c);
+  CHECK(kc->source.find("[(") != std::string::npos);
+  Tensor out = Tensor::empty({1 << 16});
+  std::vector<void*> handles{graph::buffer_of(graph::base_buffer(out.realize().uop()))->ptr()};
+  for (size_t i = 1; i < kernels.back().buffers.size(); ++i) handles.push_back(graph::buffer_of(kernels.back().buffers[i])->ptr());
+  launch(*kc, handles);
+  const std::vector<float> xs = x.to_vector<float>(), got = out.to_vector<float>();
+  size_t bad = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double v = xs[i], want = std::exp2(std::max(0.0, v * 2 + 1) * v - 0.5);
+    bad += !(std::fabs(got[i] - want) <= 1e-6 * want);
+  }
+  CHECK(bad == 0);
+}
+
 TEST_CASE("opt: BEAM's choice computes what NOOPT computes, and is cached on disk") {
   tinyt_test::TempDir dir;
   tinyt_test::ScopedEnv env;

@@ -181,6 +181,12 @@ class CpuDevice final : public Device {
     t.language = cpu_compiler() == CpuCompiler::llvm ? Language::llvm_ir : Language::c;
     t.threads = ThreadPool::instance().size();
     t.vector_bytes = simd.bytes, t.vector_count = simd.count;
+    // Streaming (non-temporal) stores where the LLVM renderer has them, for outputs of 32 MiB or
+    // more (STREAM_BYTES; 0 turns them off): a written-once buffer that big does not stay in cache
+    // for the next kernel anyway. Measured on the Sapphire Rapids VM, two threads filling a buffer
+    // and then summing it: at 16 MiB plain stores win (1.11 vs 1.34 ms), at 32 MiB they tie
+    // (2.35 ms), at 64 MiB streaming wins (4.6 vs 6.0 ms; the fill alone, 4.1 vs 2.2 ms).
+    if (t.language == Language::llvm_ir) t.stream_bytes = getenv_int("STREAM_BYTES", int64_t{32} << 20);
     return t;
   }
   std::unique_ptr<Program> load(const std::string& binary, const std::string& name) override {

@@ -16,25 +16,26 @@
 // Accuracy against long double libm. tests/test_decompositions.cpp checks 2 ulp on every run over
 // 2^20 bit patterns spread over each float32 and float64 domain plus dense ranges (denormals, the
 // edges of overflow, next to 1, next to multiples of pi/2). tools/measure_decompositions.cpp
-// measures float32 by hand, over all 2^32 inputs or a spread subset. Through the LLVM backend on an
-// x86-64 host, over all 2^32 inputs: log2 within 0.841 ulp (at x = 1.41319621) and sin within 0.509
-// ulp for |x| <= 3.2e6 (2^21 * pi/2), 15 to 20 minutes each on two busy cores; exp2 within 0.86 ulp
-// on 2^28 of them (one in every 16 bit patterns). The C backend contracts differently (log2 0.59
-// ulp on 2^20 inputs, 0.69 through LLVM). Earlier figures with no script behind them said exp2 0.91
-// and log2 0.72 in float32 and float64, sin 0.88 in float64, and about 1.2 ulp when nothing is
-// contracted into FMAs. Past |x| = 3.2e6 sin's products q*part round and the absolute error grows
-// up to about |x| * 2^-53; from |x| >= 2^50 on sin is NaN, since rint(x*2/pi) is no longer exact
+// measures float32 by hand, over all 2^32 inputs or a spread subset. With the polynomials fused
+// (both CPU backends give the same bits), over 2^28 inputs (one in every 16 bit patterns): exp2
+// within 0.858 ulp (at x = -0.4967), log2 within 0.784 (at 1.38396), sin within 0.508 for
+// |x| <= 3.2e6 (2^21 * pi/2); 2 minutes in all on one core. (Before the polynomials were fused,
+// over all 2^32 inputs: log2 0.841 ulp, sin 0.509; exp2 0.86 on 2^28.) Past |x| = 3.2e6 sin's
+// products q*part round and the absolute error grows up to about |x| * 2^-53; from |x| >= 2^50 on sin is NaN, since rint(x*2/pi) is no longer exact
 // there (a Payne-Hanek reduction would be needed). Special values are libm's: exp2(-inf) = 0,
 // exp2(inf) = inf, log2(0) = -inf, log2(x < 0) = NaN, log2(inf) = inf, sin(+-inf) = NaN, sin(-0.0)
 // = -0.0, NaN in NaN out.
 //
-// Every step stays correct whether or not the C compiler contracts a*b+c into an FMA (the kernels
-// are built with -ffp-contract=fast): exact splits are made with bit masks or by products that
-// are exact anyway, never by Veltkamp splitting. Rounding to an integer adds 1.5*2^mantissa
-// (no TRUNC, which is a libm call), and integer work is unsigned so nothing can overflow into
-// undefined behaviour in C. A WHERE never chooses between two float computations: C's `?:` only
-// evaluates one arm, and GCC will not if-convert (so not vectorize) an arm that may raise a float
-// exception; the special values are added to the result, a choice of results is a bit mask.
+// Polynomials are evaluated with fused multiply-adds (MULACC), one instruction and one rounding
+// on every device (the elementwise benchmark's chain, which ends in exp2: 39 -> 44 GB/s with
+// exp2's NaN passed through its clamp instead of added back). Every other step stays correct
+// whether or not a compiler contracts a*b+c into an FMA (the renderers ask for no contraction):
+// exact splits are made with bit masks or by products that are exact anyway, never by Veltkamp
+// splitting. Rounding to an integer adds 1.5*2^mantissa (no TRUNC, which is a libm call), and
+// integer work is unsigned so nothing can overflow into undefined behaviour in C. A WHERE never
+// chooses between two float computations: C's `?:` only evaluates one arm, and GCC will not
+// if-convert (so not vectorize) an arm that may raise a float exception; special values are added
+// to the result, a choice of results is a bit mask.
 #pragma once
 
 #include <cmath>
@@ -63,10 +64,14 @@ inline uint64_t bits_of(DType dt, double v) {
   return dt.scalar() == dtypes::float64 ? std::bit_cast<uint64_t>(v)
                                         : std::bit_cast<uint32_t>(static_cast<float>(v));
 }
-/// c[0]*x^(n-1) + ... + c[n-1], by Horner's rule.
+/// a*b + c rounded once (MULACC): as exact as a*b+c or more, one instruction on every device.
+inline UOp fused_mul_add(const UOp& a, const UOp& b, const UOp& c) {
+  return UOp(Ops::MULACC, a.dtype(), {a, b, c});
+}
+/// c[0]*x^(n-1) + ... + c[n-1], by Horner's rule with fused multiply-adds.
 inline UOp horner(const UOp& x, std::initializer_list<double> c) {
   UOp acc = x.const_like(*c.begin());
-  for (auto it = c.begin() + 1; it != c.end(); ++it) acc = acc * x + x.const_like(*it);
+  for (auto it = c.begin() + 1; it != c.end(); ++it) acc = fused_mul_add(acc, x, x.const_like(*it));
   return acc;
 }
 /// rint(x) for |x| < 2^(mantissa-1), and the sum x + 1.5*2^mantissa whose low bits hold it.
@@ -85,23 +90,25 @@ inline UOp xexp2(const UOp& x) {
   const DType dt = x.dtype();
   const FloatBits fb = float_bits(dt);
   const bool f64 = dt.scalar() == dtypes::float64;
-  // below lo every result rounds to 0, from hi on to inf; NaN becomes lo here, x again at the end
+  // below lo every result rounds to 0, from hi on to inf; NaN passes both comparisons and
+  // stays NaN through every float step (times whatever its bits make of the scale factors)
   const double lo = -(fb.bias + fb.mantissa + 2), hi = fb.bias + 2;
-  UOp xc = x.const_like(lo).lt(x).where(x, x.const_like(lo));
-  xc = xc.lt(x.const_like(hi)).where(xc, x.const_like(hi));
+  UOp xc = x.lt(x.const_like(lo)).where(x.const_like(lo), x);
+  xc = x.const_like(hi).lt(xc).where(x.const_like(hi), xc);
   auto [q, t] = round_to_int(xc);
   const UOp r = xc - q;  // exact, |r| <= 1/2
   // 2^r = 1 + r*P(r): Chebyshev fits on [-1/2, 1/2], relative error 2^-27 (f32) and 2^-56 (f64)
-  const UOp p =
-      r * (f64 ? horner(r,
+  const UOp p = fused_mul_add(
+      r,
+      f64 ? horner(r,
                         {4.454964371269296789e-10, 7.072593027878996568e-9, 1.017806242697692342e-7,
                          1.321544255252229148e-6, 1.525273382986708059e-5, 1.540353044179413737e-4,
                          1.333355814641691688e-3, 9.618129107606853946e-3, 5.550410866482159437e-2,
                          2.402265069591009827e-1, 6.931471805599453094e-1})
                : horner(r, {1.545318282995974059e-4, 1.339088633210669762e-3,
                             9.618082519990466878e-3, 5.550357071152507323e-2,
-                            2.402265076064580726e-1, 6.931471880352002849e-1})) +
-      x.const_like(1.0);
+                            2.402265076064580726e-1, 6.931471880352002849e-1}),
+      x.const_like(1.0));
   // q + off as unsigned bits (off = 2*(bias+1) keeps it positive); 2^q = 2^q1 * 2^q2 with
   // q1 = floor(q/2), so both factors are normal and only the last product rounds. With h = qo/2
   // the biased exponents are q1 + bias = h - 1 and q2 + bias = qo - h - 1.
@@ -110,8 +117,7 @@ inline UOp xexp2(const UOp& x) {
       t.bitcast(fb.u) - uconst(fb.u, bits_of(dt, 1.5 * std::ldexp(1.0, fb.mantissa)) - off);
   const UOp h = qo >> qo.const_like(1);
   const UOp one = qo.const_like(1);
-  const UOp out = p * pow2_from_biased(h - one, dt) * pow2_from_biased(qo - h - one, dt);
-  return out + x.ne(x).where(x, x.const_like(-0.0));  // NaN stays NaN
+  return p * pow2_from_biased(h - one, dt) * pow2_from_biased(qo - h - one, dt);
 }
 
 // log2(x) for float32 or float64.

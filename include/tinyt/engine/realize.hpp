@@ -45,7 +45,8 @@ struct OptSettings {
             d.compiler().identity()};
   }
   auto key() const {
-    return std::tuple(device, noopt, beam, transcendental, target.language, target.threads, target.max_local, compiler);
+    return std::tuple(device, noopt, beam, transcendental, target.language, target.threads, target.max_local,
+                      target.stream_bytes, compiler);
   }
 };
 
@@ -82,7 +83,7 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
                                      bool transcendental) {
   if (target.gpu && std::any_of(opts.begin(), opts.end(), [](const codegen::Opt& o) { return o.op == codegen::OptOp::PACK; }))
     throw codegen::OptError("PACK: a GPU's work-items share local memory; a copy of one thread's own is for CPUs");
-  UOp expanded = codegen::expand_registers(codegen::apply_opts(ast, opts));
+  UOp expanded = codegen::expand_registers(codegen::apply_opts(ast, opts), target.stream_bytes);
   if (transcendental)
     expanded = graph_rewrite(graph_rewrite(expanded, codegen::transcendental_rules()), codegen::kernel_rules());
   expanded = graph_rewrite(expanded, codegen::division_rules());  // for every renderer: x/0 is 0
@@ -311,14 +312,15 @@ inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target&
       }
     }
   }
-  return codegen::hand_coded_opts(ast, {target.threads, target.vector_bytes, target.vector_count, !target.gpu});
+  return codegen::hand_coded_opts(ast, {target.threads, target.vector_bytes, target.vector_count, !target.gpu, target.stream_bytes});
 }
 
 inline std::vector<codegen::Opt> choose_opts(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
   if (settings.noopt) return {};
   if (settings.beam > 0) return beam_opts(ast, buffers, settings);
   if (settings.target.gpu) return gpu_opts(ast, settings.target);
-  return codegen::hand_coded_opts(ast, {settings.target.threads, settings.target.vector_bytes, settings.target.vector_count, !settings.target.gpu});
+  const backend::Target& t = settings.target;
+  return codegen::hand_coded_opts(ast, {t.threads, t.vector_bytes, t.vector_count, !t.gpu, t.stream_bytes});
 }
 
 // Compiled kernels by AST and settings. ASTs are interned, so a kernel seen before is one

@@ -349,9 +349,16 @@ class CStyleRenderer {
         define(u, e, "val");
         return;
       }
+      case Ops::VECTORIZE:  // only a streaming store's lanes: stored one by one below
+        return;
       case Ops::STORE: {
         std::string assign;
-        if (s[0].src(0).op() == Ops::DEFINE_GLOBAL) {
+        if (codegen::streams(u)) {  // C has no portable non-temporal store: each lane plainly
+          const auto& [buf, i] = address_.at(s[0].get());
+          for (size_t k = 0; k < s[1].src().size(); ++k)
+            assign += store_memory(s[1].dtype().scalar(), buf, detail::cat("(", i, ") + ", k), ref(s[1].src(k))) + "; ";
+          assign.pop_back();
+        } else if (s[0].src(0).op() == Ops::DEFINE_GLOBAL) {
           const auto& [buf, i] = address_.at(s[0].get());
           assign = store_memory(s[1].dtype(), buf, i, ref(s[1])) + ";";
         } else {

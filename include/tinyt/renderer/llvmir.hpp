@@ -189,12 +189,16 @@ class LLVMRenderer {
     out << "define internal void @" << body << "(" << params
         << "i64* %vars, i32 %core_id, i32 %core_count) #0 {\n"
         << "entry:\n"
-        << allocas_.str() << body_.str() << "  ret void\n}\n\n";
+        << allocas_.str() << body_.str()
+        // streaming stores are weakly ordered: drained before the kernel returns and another
+        // thread may read what they wrote
+        << (streams_ ? "  fence seq_cst\n" : "") << "  ret void\n}\n\n";
     out << "define void @" << fn
         << "(i8** %bufs, i64* %vars, i32 %core_id, i32 %core_count) #1 {\nentry:\n"
         << loads << "  call void @" << body << "(" << args
         << "i64* %vars, i32 %core_id, i32 %core_count)\n  ret void\n}\n\n";
     if (bf16_) out << detail::llvm_bf16_helpers << "\n";
+    if (streams_) out << "!0 = !{i32 1}\n";  // !nontemporal
     for (const std::string& d : declares_) out << d << "\n";
     // 512-bit vectors where the target has them (LLVM's default on Intel is 256): a matmul's
     // register tile of fused multiply-adds spills out of 32 ymm registers and fits in 32 zmm
@@ -211,7 +215,7 @@ class LLVMRenderer {
   std::string block_ = "entry";  // the basic block being written
   std::set<std::string> declares_;
   int values_ = 0, blocks_ = 0;
-  bool bf16_ = false;
+  bool bf16_ = false, streams_ = false;
 
   const std::string& ref(const UOp& u) { return name_.at(u.get()); }
   void inst(const std::string& s) { body_ << "  " << s << "\n"; }
@@ -365,7 +369,16 @@ class LLVMRenderer {
         name_[u.get()] = load(u);
         return;
       case Ops::STORE:
-        return store(u);
+        return codegen::streams(u) ? streaming_store(u) : store(u);
+      case Ops::VECTORIZE: {
+        std::string v = "undef";
+        const std::string t = detail::cat("<", u.dtype().count(), " x ", detail::llvm_type(u.dtype().scalar()), ">");
+        for (size_t i = 0; i < s.size(); ++i)
+          v = emit(detail::cat("insertelement ", t, " ", v, ", ", detail::llvm_type(u.dtype().scalar()), " ",
+                               operand(u, i, u.dtype().scalar()), ", i32 ", i));
+        name_[u.get()] = v;
+        return;
+      }
       default:
         break;
     }
@@ -453,6 +466,16 @@ class LLVMRenderer {
     inst(write);
     inst(detail::cat("br label %stored", n));
     label(detail::cat("stored", n));
+  }
+
+  // a whole vector written past the caches, at an address a multiple of its size
+  void streaming_store(const UOp& u) {
+    const DType dt = u.src(1).dtype();
+    const std::string t = detail::cat("<", dt.count(), " x ", detail::llvm_type(dt.scalar()), ">");
+    const std::string at = emit(detail::cat("bitcast ", detail::llvm_type(dt.scalar()), "* ", ref(u.src(0)), " to ", t, "*"));
+    inst(detail::cat("store ", t, " ", ref(u.src(1)), ", ", t, "* ", at, ", align ", dt.count() * dt.itemsize(),
+                     ", !nontemporal !0"));
+    streams_ = true;
   }
 
   std::string alu(const UOp& u) {

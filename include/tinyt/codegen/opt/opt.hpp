@@ -100,6 +100,11 @@ inline std::vector<UOp> all_ranges(const UOp& ast) {
   return out;
 }
 
+/// Whether a STORE writes a whole vector past the caches (the expander's streaming stores).
+inline bool streams(const UOp& store) {
+  return store.op() == Ops::STORE && store.arg().is<std::string>() && store.arg().get<std::string>() == "stream";
+}
+
 /// The rules every kernel AST is kept simplified with.
 inline const PatternMatcher& kernel_rules() {
   static const PatternMatcher pm = symbolic() + schedule::gated_load_rules();
