@@ -9569,8 +9569,9 @@ inline std::vector<UOp> ranges_of_kind(const std::vector<UOp>& nodes, RangeKind 
 
 // The lanes of a streaming vector a store of `upcast` ranges (the fastest-varying last) may be
 // cut into: a buffer of at least `stream_bytes`, written ungated along a last range of stride 1,
-// in a dtype stored as is (no bool, no narrow float), in vectors of 16 to 64 bytes (the
-// allocators align buffers to 64); 0 when none.
+// in a dtype stored as is (no bool, no narrow float), in whole 64-byte cache lines (the
+// allocators align buffers to 64); 0 when none. A part of a line written past the cache costs
+// more than a plain store: the CNN's conv 1, rows of 24 floats in vectors of 8, ran at half speed.
 inline int64_t stream_lanes(const UOp& store, const std::vector<UOp>& upcast, int64_t stream_bytes) {
   const UOp& idx = store.src(0);
   if (stream_bytes <= 0 || upcast.empty() || idx.src(0).op() != Ops::DEFINE_GLOBAL || idx.src().size() > 2) return 0;
@@ -9579,9 +9580,8 @@ inline int64_t stream_lanes(const UOp& store, const std::vector<UOp>& upcast, in
     return 0;
   if (idx.src(0).dtype().size() * dt.itemsize() < stream_bytes || stride_of(idx.src(1), upcast.back(), all_ranges(store)) != 1)
     return 0;
-  int64_t n = 1;
-  while (range_size(upcast.back()) % (2 * n) == 0 && 2 * n * dt.itemsize() <= 64) n *= 2;
-  return n * dt.itemsize() >= 16 ? n : 0;
+  const int64_t n = 64 / dt.itemsize();
+  return range_size(upcast.back()) % n == 0 ? n : 0;
 }
 
 // The copies of a store, one per lane; runs of `n` lanes that write consecutive elements from a
@@ -9938,15 +9938,15 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       const int64_t n = range_size(*innermost), axis = ax.rend() - innermost - 1;
       for (int64_t c : {8, 4, 2})
         if ((divisor > 1 || strided) && n % c == 0 && c % divisor == 0 && apply({OptOp::UPCAST, axis, c})) break;
-      // Or a vector's worth of copies where the kernel fills a buffer past the caches along it:
-      // the expander makes them one streaming store (elementwise chain over 16M floats, 64 MiB
-      // out: 28 -> 50 GB/s).
+      // Or a cache line's worth of copies where the kernel fills a buffer past the caches along
+      // it: the expander makes them one streaming store (elementwise chain over 16M floats, 64 MiB
+      // out: 22 -> 40 GB/s).
       if (divisor == 1 && !strided && machine.stream_bytes > 0)
         for (const detail::Access& x : detail::accesses(k))
           if (x.store && !x.gate && x.bytes >= machine.stream_bytes && x.type.itemsize() >= 4 &&
               detail::stride_of(x.index, *innermost, every_range) == 1) {
-            const int64_t lanes = machine.vector_bytes / x.type.itemsize();
-            if (lanes > 1 && n % lanes == 0) apply({OptOp::UPCAST, axis, lanes});
+            const int64_t line = 64 / x.type.itemsize();
+            if (n % line == 0) apply({OptOp::UPCAST, axis, line});
             break;
           }
     }
@@ -10638,7 +10638,7 @@ class LLVMRenderer {
     const DType dt = u.src(1).dtype();
     const std::string t = detail::cat("<", dt.count(), " x ", detail::llvm_type(dt.scalar()), ">");
     const std::string at = emit(detail::cat("bitcast ", detail::llvm_type(dt.scalar()), "* ", ref(u.src(0)), " to ", t, "*"));
-    inst(detail::cat("store ", t, " ", ref(u.src(1)), ", ", t, "* ", at, ", align ", dt.count() * dt.itemsize(),
+    inst(detail::cat("store ", t, " ", ref(u.src(1)), ", ", t, "* ", at, ", align ", dt.itemsize(),
                      ", !nontemporal !0"));
     streams_ = true;
   }
@@ -11120,7 +11120,7 @@ inline Estimates estimate(const codegen::Program& p) {
       const UOp& idx = u.src(0);
       if (idx.op() != Ops::INDEX || idx.src(0).op() != Ops::DEFINE_GLOBAL) continue;  // a register
       const DType value = u.op() == Ops::LOAD ? u.dtype() : u.src(1).dtype();
-      e.lds += mult * value.itemsize() * value.count();
+      e.lds += mult * value.itemsize();  // (a vector's itemsize is all of its lanes')
       const UOp& g = idx.src(0);
       const int64_t n = g.arg().as_int();
       sizes[n] = g.dtype().size();

@@ -297,14 +297,13 @@ TEST_CASE("opt: a kernel filling a buffer past STREAM_BYTES stores whole aligned
   const Tensor y = ((x * 2 + 1).relu() * x - 0.5).exp2();
   const std::vector<schedule::Kernel> kernels = schedule::create_schedule({y.uop()});
   const UOp ast = kernels.back().ast;
-  // the heuristic gives such a kernel a vector of copies along its contiguous axis; below the
-  // threshold, none
-  CHECK(codegen::hand_coded_opts(ast, {.threads = 2, .vector_bytes = 64, .stream_bytes = 4096}) ==
+  // the heuristic gives such a kernel a cache line of copies along its contiguous axis (16
+  // floats, whatever the vector registers); below the threshold, none
+  CHECK(codegen::hand_coded_opts(ast, {.threads = 2, .vector_bytes = 32, .stream_bytes = 4096}) ==
         std::vector<Opt>{{OptOp::UPCAST, 0, 16}, {OptOp::THREAD, 0, 2}});
   CHECK(codegen::hand_coded_opts(ast, {.threads = 2, .vector_bytes = 64, .stream_bytes = 1 << 20}) ==
         std::vector<Opt>{{OptOp::THREAD, 0, 2}});
-  // the expander makes each 16 copies one streaming store of a 16-vector (on AVX2, two of 8 would
-  // do: vectors are at most 64 bytes, the buffers' alignment)
+  // the expander makes each 16 copies one streaming store of a 16-vector: a whole cache line
   auto stores_of = [](const UOp& sink) {
     std::vector<UOp> out;
     for (const UOp& u : toposort(sink))
@@ -320,6 +319,9 @@ TEST_CASE("opt: a kernel filling a buffer past STREAM_BYTES stores whole aligned
     CHECK(st.src(1).dtype() == dtypes::float32.vec(16));
   }
   CHECK(stores_of(codegen::expand_registers(upcast, 1 << 20)).size() == 32);  // a small buffer: plain stores
+  // copies that do not fill whole lines (24 floats: a line and a half) store plainly
+  const UOp upcast24 = codegen::apply_opts(schedule::create_schedule({Tensor(input({24 * 1024}, 2) + 1).uop()}).back().ast, {{OptOp::UPCAST, 0, 24}});
+  for (const UOp& st : stores_of(codegen::expand_registers(upcast24, 4096))) CHECK_FALSE(codegen::streams(st));
   // an address that is not a multiple of the vector's length: plain stores too
   const UOp store = stores_of(upcast).at(0), idx = store.src(0);
   const UOp shifted = substitute(upcast, {{store.get(), store.replace({idx.replace({idx.src(0), idx.src(1) + schedule::index_const(1)}), store.src(1)})}});
@@ -330,7 +332,9 @@ TEST_CASE("opt: a kernel filling a buffer past STREAM_BYTES stores whole aligned
   const std::vector<Opt> opts = engine::detail::choose_opts(ast, {}, engine::OptSettings::current("CPU"));
   INFO(codegen::to_string(opts));
   const auto k = compile_kernel(ast, opts);
-  CHECK(k->source.find("!nontemporal") != std::string::npos);
+  CHECK(k->source.find("store <16 x float>") != std::string::npos);
+  CHECK(k->source.find(", align 64, !nontemporal") != std::string::npos);  // a line, as aligned as it is
+  CHECK(k->estimates.lds == 2 * 4 * (1 << 16));                            // each float read once, written once
   CHECK(k->source.find("fence seq_cst") != std::string::npos);
   check_variants(y, [&](const UOp&) { return std::vector<std::vector<Opt>>{opts, {{OptOp::UPCAST, 0, 64}}}; });
   Context cc{{"CPU_LLVM", 0}};

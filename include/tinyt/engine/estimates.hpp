@@ -77,7 +77,7 @@ inline Estimates estimate(const codegen::Program& p) {
       const UOp& idx = u.src(0);
       if (idx.op() != Ops::INDEX || idx.src(0).op() != Ops::DEFINE_GLOBAL) continue;  // a register
       const DType value = u.op() == Ops::LOAD ? u.dtype() : u.src(1).dtype();
-      e.lds += mult * value.itemsize() * value.count();
+      e.lds += mult * value.itemsize();  // (a vector's itemsize is all of its lanes')
       const UOp& g = idx.src(0);
       const int64_t n = g.arg().as_int();
       sizes[n] = g.dtype().size();

@@ -473,7 +473,7 @@ class LLVMRenderer {
     const DType dt = u.src(1).dtype();
     const std::string t = detail::cat("<", dt.count(), " x ", detail::llvm_type(dt.scalar()), ">");
     const std::string at = emit(detail::cat("bitcast ", detail::llvm_type(dt.scalar()), "* ", ref(u.src(0)), " to ", t, "*"));
-    inst(detail::cat("store ", t, " ", ref(u.src(1)), ", ", t, "* ", at, ", align ", dt.count() * dt.itemsize(),
+    inst(detail::cat("store ", t, " ", ref(u.src(1)), ", ", t, "* ", at, ", align ", dt.itemsize(),
                      ", !nontemporal !0"));
     streams_ = true;
   }
