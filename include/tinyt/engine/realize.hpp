@@ -84,8 +84,9 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
   if (target.gpu && std::any_of(opts.begin(), opts.end(), [](const codegen::Opt& o) { return o.op == codegen::OptOp::PACK; }))
     throw codegen::OptError("PACK: a GPU's work-items share local memory; a copy of one thread's own is for CPUs");
   UOp expanded = codegen::expand_registers(codegen::apply_opts(ast, opts), target.stream_bytes);
-  if (transcendental)
-    expanded = graph_rewrite(graph_rewrite(expanded, codegen::transcendental_rules()), codegen::kernel_rules());
+  if (transcendental)  // (simplified again only where a decomposition changed something)
+    if (UOp decomposed = graph_rewrite(expanded, codegen::transcendental_rules()); decomposed != expanded)
+      expanded = graph_rewrite(decomposed, codegen::kernel_rules());
   expanded = graph_rewrite(expanded, codegen::division_rules());  // for every renderer: x/0 is 0
   const UOp lane = codegen::group_range(expanded);
   if (lane && (!target.gpu || codegen::range_size(lane) > target.max_local))
