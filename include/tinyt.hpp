@@ -5,6 +5,7 @@
 #pragma once
 
 #include "tinyt/config.hpp"
+#include "tinyt/version.hpp"
 
 // the IR a tensor is made of: dtypes, UOps, shapes
 #include "tinyt/error.hpp"

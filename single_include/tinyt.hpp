@@ -45,6 +45,30 @@ namespace tinyt::inline v0::link_check {
 }  // namespace tinyt::inline v0::link_check
 #endif
 // ---- end tinyt/config.hpp ----
+// ---- tinyt/version.hpp ----
+// tinyt's version. These three numbers are the one source of truth: CMakeLists.txt (the project's
+// VERSION, so find_package's version check) and conanfile.py (the recipe's version) read them
+// from this file.
+
+#include <string_view>
+
+#define TINYT_VERSION_MAJOR 0
+#define TINYT_VERSION_MINOR 1
+#define TINYT_VERSION_PATCH 0
+
+#define TINYT_VERSION_TEXT_(x) #x
+#define TINYT_VERSION_TEXT(x) TINYT_VERSION_TEXT_(x)
+
+namespace tinyt::inline v0 {
+
+/// tinyt's version as "MAJOR.MINOR.PATCH", the TINYT_VERSION_* macros of the headers compiled in.
+constexpr std::string_view version() noexcept {
+  return TINYT_VERSION_TEXT(TINYT_VERSION_MAJOR) "." TINYT_VERSION_TEXT(TINYT_VERSION_MINOR) "." TINYT_VERSION_TEXT(
+      TINYT_VERSION_PATCH);
+}
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/version.hpp ----
 
 // the IR a tensor is made of: dtypes, UOps, shapes
 // ---- tinyt/error.hpp ----
@@ -534,7 +558,6 @@ template <> struct std::hash<tinyt::DType> {
 #include <charconv>
 #include <initializer_list>
 #include <mutex>
-#include <string_view>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>

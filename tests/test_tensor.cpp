@@ -454,3 +454,10 @@ TEST_CASE("tensor: an elementwise value broadcast into a reduction is computed o
   const Tensor fused = x.sigmoid().reshape({4, 1, 8}).expand({4, 16, 8}) * w.reshape({1, 16, 8});
   CHECK(schedule::create_schedule({fused.uop()}).size() == 1);
 }
+
+TEST_CASE("version: tinyt::version() spells the TINYT_VERSION_* macros, as CMake read them") {
+  const std::string spelled = std::to_string(TINYT_VERSION_MAJOR) + "." + std::to_string(TINYT_VERSION_MINOR) + "." +
+                              std::to_string(TINYT_VERSION_PATCH);
+  CHECK(tinyt::version() == spelled);
+  CHECK(tinyt::version() == TINYT_TEST_PROJECT_VERSION);  // the project(VERSION) CMake parsed from version.hpp
+}
