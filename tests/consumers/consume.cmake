@@ -3,6 +3,11 @@
 # its ccache (LAUNCHER, may be empty); no build type, so tinyt's own code builds fastest (kernels
 # are compiled at run time whatever it is). With HEADER_ONLY off only the library's program is
 # built (the header-only one compiles all of tinyt into it: a minute more).
+# FetchContent takes a commit, so that a build folder from an earlier HEAD fetches the new one
+if(HOW STREQUAL "fetch_content")
+  execute_process(COMMAND git -C ${TINYT_SOURCE} rev-parse ${TINYT_COMMIT} OUTPUT_VARIABLE TINYT_COMMIT
+                  OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
+endif()
 set(configure ${CMAKE_COMMAND} -S ${SOURCE} -B ${BUILD} -DHOW=${HOW} -DEXPECTED_VERSION=${VERSION}
     -DREQUIRE_VERSION=${REQUIRE_VERSION} -DTINYT_SOURCE=${TINYT_SOURCE} -DTINYT_COMMIT=${TINYT_COMMIT}
     -DCMAKE_PREFIX_PATH=${PREFIX} -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER})
