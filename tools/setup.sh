@@ -5,8 +5,8 @@ set -euo pipefail
 # Add packages here (one list for everything: toolchain, headers, runtimes, data sets).
 # clang: the second compiler of `make test-clang` (clang 14 on Debian 12), with g++'s libstdc++.
 # ocl-icd-libopencl1 + pocl-opencl-icd: the OpenCL loader and PoCL, an OpenCL device on the CPU,
-# which the tests run the CL backend on. python3-venv: the tests' Conan (and vs_torch's PyTorch)
-# go into virtual environments under the build folder. git: the FetchContent consumer build.
+# which the tests run the CL backend on. python3-venv: the tests' Conan goes into a virtual
+# environment under the build folder. git: the FetchContent consumer build.
 PACKAGES="g++ clang make cmake python3 python3-venv git libboost-dev xtl-dev doctest-dev ccache libllvm15 zlib1g dataset-fashion-mnist ocl-icd-libopencl1 pocl-opencl-icd"
 
 if ! command -v dpkg >/dev/null 2>&1; then
