@@ -5262,9 +5262,8 @@ class LLVMJit {
   /// The optimization pipeline every kernel goes through (new pass manager syntax): what a
   /// generated kernel needs of O2, at a third of its time. Our IR is already shaped (register
   /// tiles expanded, loops in the order they should run, no calls but the body's and always-inline
-  /// helpers): it
-  /// needs its allocas in registers, loop invariants hoisted, inner loops vectorized, straight-line
-  /// tiles packed into vectors (SLP), and the result cleaned up. O2's inliner, GVN, unrolling and
+  /// helpers): it needs its allocas in registers, loop invariants hoisted, inner loops vectorized,
+  /// straight-line tiles packed into vectors (SLP), and the result cleaned up. O2's inliner, GVN, unrolling and
   /// loop passes found nothing more: the 512 matmul compiles in 63 ms instead of 185 at the same
   /// speed, a FashionNet train step's kernels in 1.4 s instead of 2.9, and softmax 4096 runs in 14
   /// ms instead of 20. The early-cse after the SLP vectorizer is for register tiles of llvm.fma: it
@@ -8178,11 +8177,6 @@ inline std::vector<UOp> all_ranges(const UOp& ast) {
   return out;
 }
 
-/// Whether a STORE writes a whole vector past the caches (the expander's streaming stores).
-inline bool streams(const UOp& store) {
-  return store.op() == Ops::STORE && store.arg().is<std::string>() && store.arg().get<std::string>() == "stream";
-}
-
 /// The rules every kernel AST is kept simplified with.
 inline const PatternMatcher& kernel_rules() {
   static const PatternMatcher pm = symbolic() + schedule::gated_load_rules();
@@ -8352,6 +8346,26 @@ inline UOp pack_loads(const UOp& ast, const UOp& at, const std::string& what) {
   return graph_rewrite(substitute(ast, packed), kernel_rules());
 }
 }  // namespace detail
+
+/// Whether a STORE writes a whole vector past the caches (the expander's streaming stores).
+inline bool streams(const UOp& store) {
+  return store.op() == Ops::STORE && store.arg().is<std::string>() && store.arg().get<std::string>() == "stream";
+}
+
+/// The lanes of the streaming vectors a store copied along `range` (its fastest-varying upcast)
+/// may be cut into, 0 when none: a buffer of at least `stream_bytes`, written ungated with stride 1
+/// along the range, elements of 4 bytes or more (no bool, no narrow float), in whole 64-byte cache
+/// lines (the allocators align buffers to 64). A part of a line written past the cache costs more
+/// than a plain store: the CNN's conv 1, rows of 24 floats in vectors of 8, ran at half speed.
+inline int64_t stream_lanes(const UOp& store, const UOp& range, int64_t stream_bytes) {
+  const UOp& idx = store.src(0);
+  if (stream_bytes <= 0 || idx.src(0).op() != Ops::DEFINE_GLOBAL || idx.src().size() > 2) return 0;
+  const DType dt = idx.src(0).dtype().base();
+  if (dt.itemsize() < 4 || idx.src(0).dtype().size() * dt.itemsize() < stream_bytes ||
+      range_size(range) % (64 / dt.itemsize()) != 0 || detail::stride_of(idx.src(1), range, all_ranges(store)) != 1)
+    return 0;
+  return 64 / dt.itemsize();
+}
 
 /// The kernel AST with `opt` applied; OptError when it does not apply.
 inline UOp apply_opt(const UOp& ast, const Opt& opt) {
@@ -9281,8 +9295,9 @@ inline std::string render_cuda(const codegen::Program& p, int64_t max_local = 25
 // within 0.858 ulp (at x = -0.4967), log2 within 0.784 (at 1.38396), sin within 0.508 for
 // |x| <= 3.2e6 (2^21 * pi/2); 2 minutes in all on one core. (Before the polynomials were fused,
 // over all 2^32 inputs: log2 0.841 ulp, sin 0.509; exp2 0.86 on 2^28.) Past |x| = 3.2e6 sin's
-// products q*part round and the absolute error grows up to about |x| * 2^-53; from |x| >= 2^50 on sin is NaN, since rint(x*2/pi) is no longer exact
-// there (a Payne-Hanek reduction would be needed). Special values are libm's: exp2(-inf) = 0,
+// products q*part round and the absolute error grows up to about |x| * 2^-53; from |x| >= 2^50
+// on sin is NaN, since rint(x*2/pi) is no longer exact there (a Payne-Hanek reduction would be
+// needed). Special values are libm's: exp2(-inf) = 0,
 // exp2(inf) = inf, log2(0) = -inf, log2(x < 0) = NaN, log2(inf) = inf, sin(+-inf) = NaN, sin(-0.0)
 // = -0.0, NaN in NaN out.
 //
@@ -9568,76 +9583,60 @@ namespace tinyt::inline v0 {
 namespace codegen {
 
 namespace detail {
-// every assignment of values to `ranges`, the last range varying fastest
-inline std::vector<std::unordered_map<const UOpNode*, UOp>> lanes(const std::vector<UOp>& ranges) {
-  std::vector<std::unordered_map<const UOpNode*, UOp>> out(1);
-  for (const UOp& r : ranges) {
-    std::vector<std::unordered_map<const UOpNode*, UOp>> next;
-    for (const auto& lane : out)
-      for (int64_t v = 0; v < range_size(r); ++v) {
-        next.push_back(lane);
-        next.back()[r.get()] = schedule::index_const(v);
-      }
-    out = std::move(next);
-  }
-  return out;
-}
-
 // The copies of `root` for every lane of `ranges` (the last varying fastest), what substituting
 // each lane's values would give; made once per node and value of the ranges that node depends
 // on, so a load no range moves stays one node, not a walk per lane (the 512 matmul's 256-lane
 // tile: its copies in 0.7 ms instead of 2.9).
 inline std::vector<UOp> lane_copies(const UOp& root, const std::vector<UOp>& ranges) {
   struct Copies {
-    uint64_t mask = 0;     // the ranges the node depends on, by position in `ranges`
-    std::vector<UOp> of;   // one per value of those, the last varying fastest
+    uint64_t mask = 0;    // the ranges the node depends on, by position in `ranges`
+    std::vector<UOp> of;  // one per value of those, the last varying fastest
   };
-  std::vector<int64_t> sizes;
-  for (const UOp& r : ranges) sizes.push_back(range_size(r));
-  // the copy of node `c` for the values `digits` of every range
-  auto pick = [&](const Copies& c, const std::vector<int64_t>& digits) -> const UOp& {
+  if (ranges.size() > 64) throw OptError(tinyt::detail::cat(ranges.size(), " register ranges in one kernel: 64 at most"));
+  std::vector<size_t> sizes;
+  for (const UOp& r : ranges) sizes.push_back(static_cast<size_t>(range_size(r)));
+  std::vector<size_t> digits(ranges.size());  // a value of each range
+  // the number of values of the ranges in `mask`, and its k-th one decoded into `digits`
+  auto count = [&](uint64_t mask) {
+    size_t n = 1;
+    for (size_t i = 0; i < ranges.size(); ++i)
+      if (mask >> i & 1) n *= sizes[i];
+    return n;
+  };
+  auto decode = [&](size_t k, uint64_t mask) {
+    for (size_t i = ranges.size(); i-- > 0;)
+      if (mask >> i & 1) digits[i] = k % sizes[i], k /= sizes[i];
+  };
+  auto pick = [&](const Copies& c) -> const UOp& {  // the copy for `digits`
     size_t at = 0;
     for (size_t i = 0; i < ranges.size(); ++i)
-      if (c.mask >> i & 1) at = at * static_cast<size_t>(sizes[i]) + static_cast<size_t>(digits[i]);
+      if (c.mask >> i & 1) at = at * sizes[i] + digits[i];
     return c.of[at];
   };
   std::unordered_map<const UOpNode*, Copies> done;
-  std::vector<int64_t> digits(ranges.size());
   for (const UOp& u : toposort(root)) {
     Copies c;
     if (const auto r = std::find(ranges.begin(), ranges.end(), u); r != ranges.end()) {
       c.mask = uint64_t{1} << (r - ranges.begin());
       for (int64_t v = 0; v < range_size(u); ++v) c.of.push_back(schedule::index_const(v));
-      done.emplace(u.get(), std::move(c));
-      continue;
-    }
-    for (const UOp& x : u.src()) c.mask |= done.at(x.get()).mask;
-    if (c.mask == 0) {
-      c.of.push_back(u);
-      done.emplace(u.get(), std::move(c));
-      continue;
-    }
-    size_t count = 1;
-    for (size_t i = 0; i < ranges.size(); ++i)
-      if (c.mask >> i & 1) count *= static_cast<size_t>(sizes[i]);
-    for (size_t k = 0; k < count; ++k) {
-      size_t rest = k;  // k's digits, the last range's fastest
-      for (size_t i = ranges.size(); i-- > 0;)
-        if (c.mask >> i & 1) digits[i] = static_cast<int64_t>(rest % static_cast<size_t>(sizes[i])), rest /= static_cast<size_t>(sizes[i]);
-      std::vector<UOp> src;
-      for (const UOp& x : u.src()) src.push_back(pick(done.at(x.get()), digits));
-      c.of.push_back(u.replace(std::move(src)));
+    } else {
+      for (const UOp& x : u.src()) c.mask |= done.at(x.get()).mask;
+      if (c.mask == 0) c.of.push_back(u);  // moved by no range: itself
+      for (size_t k = 0, n = c.mask ? count(c.mask) : 0; k < n; ++k) {
+        decode(k, c.mask);
+        std::vector<UOp> src;
+        for (const UOp& x : u.src()) src.push_back(pick(done.at(x.get())));
+        c.of.push_back(u.replace(std::move(src)));
+      }
     }
     done.emplace(u.get(), std::move(c));
   }
   const Copies& top = done.at(root.get());
+  const uint64_t all = ranges.empty() ? 0 : ~uint64_t{0} >> (64 - ranges.size());
   std::vector<UOp> out;
-  size_t lanes = 1;
-  for (int64_t n : sizes) lanes *= static_cast<size_t>(n);
-  for (size_t k = 0; k < lanes; ++k) {
-    size_t rest = k;
-    for (size_t i = ranges.size(); i-- > 0;) digits[i] = static_cast<int64_t>(rest % static_cast<size_t>(sizes[i])), rest /= static_cast<size_t>(sizes[i]);
-    out.push_back(pick(top, digits));
+  for (size_t k = 0, n = count(all); k < n; ++k) {
+    decode(k, all);
+    out.push_back(pick(top));
   }
   return out;
 }
@@ -9648,23 +9647,6 @@ inline std::vector<UOp> ranges_of_kind(const std::vector<UOp>& nodes, RangeKind 
     if (u.op() == Ops::RANGE && range_kind(u) == kind) out.push_back(u);
   std::sort(out.begin(), out.end(), range_before);
   return out;
-}
-
-// The lanes of a streaming vector a store of `upcast` ranges (the fastest-varying last) may be
-// cut into: a buffer of at least `stream_bytes`, written ungated along a last range of stride 1,
-// in a dtype stored as is (no bool, no narrow float), in whole 64-byte cache lines (the
-// allocators align buffers to 64); 0 when none. A part of a line written past the cache costs
-// more than a plain store: the CNN's conv 1, rows of 24 floats in vectors of 8, ran at half speed.
-inline int64_t stream_lanes(const UOp& store, const std::vector<UOp>& upcast, int64_t stream_bytes) {
-  const UOp& idx = store.src(0);
-  if (stream_bytes <= 0 || upcast.empty() || idx.src(0).op() != Ops::DEFINE_GLOBAL || idx.src().size() > 2) return 0;
-  const DType dt = idx.src(0).dtype().base();
-  if (dt.count() != 1 || dt.scalar().is_bool() || dt.itemsize() < 4 || !(dt.scalar().is_float() || dt.scalar().is_int()))
-    return 0;
-  if (idx.src(0).dtype().size() * dt.itemsize() < stream_bytes || stride_of(idx.src(1), upcast.back(), all_ranges(store)) != 1)
-    return 0;
-  const int64_t n = 64 / dt.itemsize();
-  return range_size(upcast.back()) % n == 0 ? n : 0;
 }
 
 // The copies of a store, one per lane; runs of `n` lanes that write consecutive elements from a
@@ -9709,8 +9691,7 @@ inline UOp expand_registers(const UOp& ast, int64_t stream_bytes = 0) {
         (range_kind(out.src(i)) == RangeKind::unroll ? unrolled : kept).push_back(out.src(i));
       if (!unrolled.empty()) {
         UOp combined;
-        for (const auto& lane : detail::lanes(unrolled)) {
-          UOp value = substitute(out.src(0), lane);
+        for (UOp value : detail::lane_copies(out.src(0), unrolled)) {
           if (!kept.empty()) {
             std::vector<UOp> rsrc{value};
             rsrc.insert(rsrc.end(), kept.begin(), kept.end());
@@ -9743,7 +9724,7 @@ inline UOp expand_registers(const UOp& ast, int64_t stream_bytes = 0) {
       continue;
     }
     std::vector<UOp> copies = detail::lane_copies(store, upcast);
-    if (const int64_t n = detail::stream_lanes(store, upcast, stream_bytes); n > 1) copies = detail::stream_runs(std::move(copies), n);
+    if (const int64_t n = stream_lanes(store, upcast.back(), stream_bytes); n > 1) copies = detail::stream_runs(std::move(copies), n);
     stores.insert(stores.end(), copies.begin(), copies.end());
   }
   return graph_rewrite(UOp(Ops::SINK, dtypes::void_, std::move(stores)), kernel_rules());
@@ -9770,7 +9751,6 @@ struct Access {
   UOp index;   // the address
   DType type;  // of the element
   UOp gate;    // where it is masked: the condition, else empty
-  int64_t bytes;  // of the buffer
 };
 inline std::vector<Access> accesses(const UOp& ast) {
   std::vector<Access> out;
@@ -9778,8 +9758,7 @@ inline std::vector<Access> accesses(const UOp& ast) {
     if ((u.op() == Ops::LOAD || u.op() == Ops::STORE) && u.src(0).op() == Ops::INDEX &&
         u.src(0).src(0).op() == Ops::DEFINE_GLOBAL)
       out.push_back({u.op() == Ops::STORE, u.src(0).src(1), u.op() == Ops::STORE ? u.src(1).dtype() : u.dtype(),
-                     u.src(0).src().size() > 2 ? u.src(0).src(2) : UOp{},
-                     u.src(0).src(0).dtype().size() * u.src(0).src(0).dtype().base().itemsize()});
+                     u.src(0).src().size() > 2 ? u.src(0).src(2) : UOp{}});
   return out;
 }
 
@@ -10024,11 +10003,9 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // it: the expander makes them one streaming store (elementwise chain over 16M floats, 64 MiB
       // out: 22 -> 40 GB/s).
       if (divisor == 1 && !strided && machine.stream_bytes > 0)
-        for (const detail::Access& x : detail::accesses(k))
-          if (x.store && !x.gate && x.bytes >= machine.stream_bytes && x.type.itemsize() >= 4 &&
-              detail::stride_of(x.index, *innermost, every_range) == 1) {
-            const int64_t line = 64 / x.type.itemsize();
-            if (n % line == 0) apply({OptOp::UPCAST, axis, line});
+        for (const UOp& store : k.src())
+          if (const int64_t line = stream_lanes(store, *innermost, machine.stream_bytes); line > 0) {
+            apply({OptOp::UPCAST, axis, line});
             break;
           }
     }
@@ -10317,6 +10294,8 @@ inline std::string llvm_memory_type(DType dt) {
   if (dt.scalar() == dtypes::bfloat16) return "i16";
   return llvm_type(dt);
 }
+/// The IR type of a vector dtype's value: `<16 x float>`.
+inline std::string llvm_vector_type(DType dt) { return cat("<", dt.count(), " x ", llvm_type(dt.scalar()), ">"); }
 inline int llvm_align(DType dt) {
   return dt.scalar().is_index() ? 8 : std::max(dt.scalar().itemsize(), 1);
 }
@@ -10621,7 +10600,7 @@ class LLVMRenderer {
         return codegen::streams(u) ? streaming_store(u) : store(u);
       case Ops::VECTORIZE: {
         std::string v = "undef";
-        const std::string t = detail::cat("<", u.dtype().count(), " x ", detail::llvm_type(u.dtype().scalar()), ">");
+        const std::string t = detail::llvm_vector_type(u.dtype());
         for (size_t i = 0; i < s.size(); ++i)
           v = emit(detail::cat("insertelement ", t, " ", v, ", ", detail::llvm_type(u.dtype().scalar()), " ",
                                operand(u, i, u.dtype().scalar()), ", i32 ", i));
@@ -10720,7 +10699,7 @@ class LLVMRenderer {
   // a whole vector written past the caches, at an address a multiple of its size
   void streaming_store(const UOp& u) {
     const DType dt = u.src(1).dtype();
-    const std::string t = detail::cat("<", dt.count(), " x ", detail::llvm_type(dt.scalar()), ">");
+    const std::string t = detail::llvm_vector_type(dt);
     const std::string at = emit(detail::cat("bitcast ", detail::llvm_type(dt.scalar()), "* ", ref(u.src(0)), " to ", t, "*"));
     inst(detail::cat("store ", t, " ", ref(u.src(1)), ", ", t, "* ", at, ", align ", dt.itemsize(),
                      ", !nontemporal !0"));
@@ -11503,6 +11482,11 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
   return opts;  // a cache that cannot be written costs a search next time, nothing else
 }
 
+// What the hand-coded opts know of a device.
+inline codegen::MachineShape machine_shape(const backend::Target& t) {
+  return {t.threads, t.vector_bytes, t.vector_count, !t.gpu, t.stream_bytes};
+}
+
 // A GPU's hand-coded opts: a reduction with too few outputs to keep the device busy (fewer than
 // 64 work-items per compute unit) is split across a work-group (GROUP of the largest power of two
 // up to 256 dividing its innermost reduce axis), when its outputs fit the two launch dimensions
@@ -11530,15 +11514,14 @@ inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target&
       }
     }
   }
-  return codegen::hand_coded_opts(ast, {target.threads, target.vector_bytes, target.vector_count, !target.gpu, target.stream_bytes});
+  return codegen::hand_coded_opts(ast, machine_shape(target));
 }
 
 inline std::vector<codegen::Opt> choose_opts(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
   if (settings.noopt) return {};
   if (settings.beam > 0) return beam_opts(ast, buffers, settings);
   if (settings.target.gpu) return gpu_opts(ast, settings.target);
-  const backend::Target& t = settings.target;
-  return codegen::hand_coded_opts(ast, {t.threads, t.vector_bytes, t.vector_count, !t.gpu, t.stream_bytes});
+  return codegen::hand_coded_opts(ast, machine_shape(settings.target));
 }
 
 // Compiled kernels by AST and settings. ASTs are interned, so a kernel seen before is one

@@ -21,8 +21,9 @@
 // within 0.858 ulp (at x = -0.4967), log2 within 0.784 (at 1.38396), sin within 0.508 for
 // |x| <= 3.2e6 (2^21 * pi/2); 2 minutes in all on one core. (Before the polynomials were fused,
 // over all 2^32 inputs: log2 0.841 ulp, sin 0.509; exp2 0.86 on 2^28.) Past |x| = 3.2e6 sin's
-// products q*part round and the absolute error grows up to about |x| * 2^-53; from |x| >= 2^50 on sin is NaN, since rint(x*2/pi) is no longer exact
-// there (a Payne-Hanek reduction would be needed). Special values are libm's: exp2(-inf) = 0,
+// products q*part round and the absolute error grows up to about |x| * 2^-53; from |x| >= 2^50
+// on sin is NaN, since rint(x*2/pi) is no longer exact there (a Payne-Hanek reduction would be
+// needed). Special values are libm's: exp2(-inf) = 0,
 // exp2(inf) = inf, log2(0) = -inf, log2(x < 0) = NaN, log2(inf) = inf, sin(+-inf) = NaN, sin(-0.0)
 // = -0.0, NaN in NaN out.
 //

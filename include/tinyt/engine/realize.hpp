@@ -286,6 +286,11 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
   return opts;  // a cache that cannot be written costs a search next time, nothing else
 }
 
+// What the hand-coded opts know of a device.
+inline codegen::MachineShape machine_shape(const backend::Target& t) {
+  return {t.threads, t.vector_bytes, t.vector_count, !t.gpu, t.stream_bytes};
+}
+
 // A GPU's hand-coded opts: a reduction with too few outputs to keep the device busy (fewer than
 // 64 work-items per compute unit) is split across a work-group (GROUP of the largest power of two
 // up to 256 dividing its innermost reduce axis), when its outputs fit the two launch dimensions
@@ -313,15 +318,14 @@ inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target&
       }
     }
   }
-  return codegen::hand_coded_opts(ast, {target.threads, target.vector_bytes, target.vector_count, !target.gpu, target.stream_bytes});
+  return codegen::hand_coded_opts(ast, machine_shape(target));
 }
 
 inline std::vector<codegen::Opt> choose_opts(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
   if (settings.noopt) return {};
   if (settings.beam > 0) return beam_opts(ast, buffers, settings);
   if (settings.target.gpu) return gpu_opts(ast, settings.target);
-  const backend::Target& t = settings.target;
-  return codegen::hand_coded_opts(ast, {t.threads, t.vector_bytes, t.vector_count, !t.gpu, t.stream_bytes});
+  return codegen::hand_coded_opts(ast, machine_shape(settings.target));
 }
 
 // Compiled kernels by AST and settings. ASTs are interned, so a kernel seen before is one

@@ -70,6 +70,8 @@ inline std::string llvm_memory_type(DType dt) {
   if (dt.scalar() == dtypes::bfloat16) return "i16";
   return llvm_type(dt);
 }
+/// The IR type of a vector dtype's value: `<16 x float>`.
+inline std::string llvm_vector_type(DType dt) { return cat("<", dt.count(), " x ", llvm_type(dt.scalar()), ">"); }
 inline int llvm_align(DType dt) {
   return dt.scalar().is_index() ? 8 : std::max(dt.scalar().itemsize(), 1);
 }
@@ -374,7 +376,7 @@ class LLVMRenderer {
         return codegen::streams(u) ? streaming_store(u) : store(u);
       case Ops::VECTORIZE: {
         std::string v = "undef";
-        const std::string t = detail::cat("<", u.dtype().count(), " x ", detail::llvm_type(u.dtype().scalar()), ">");
+        const std::string t = detail::llvm_vector_type(u.dtype());
         for (size_t i = 0; i < s.size(); ++i)
           v = emit(detail::cat("insertelement ", t, " ", v, ", ", detail::llvm_type(u.dtype().scalar()), " ",
                                operand(u, i, u.dtype().scalar()), ", i32 ", i));
@@ -473,7 +475,7 @@ class LLVMRenderer {
   // a whole vector written past the caches, at an address a multiple of its size
   void streaming_store(const UOp& u) {
     const DType dt = u.src(1).dtype();
-    const std::string t = detail::cat("<", dt.count(), " x ", detail::llvm_type(dt.scalar()), ">");
+    const std::string t = detail::llvm_vector_type(dt);
     const std::string at = emit(detail::cat("bitcast ", detail::llvm_type(dt.scalar()), "* ", ref(u.src(0)), " to ", t, "*"));
     inst(detail::cat("store ", t, " ", ref(u.src(1)), ", ", t, "* ", at, ", align ", dt.itemsize(),
                      ", !nontemporal !0"));

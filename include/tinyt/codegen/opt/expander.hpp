@@ -18,76 +18,60 @@ namespace tinyt::inline v0 {
 namespace codegen {
 
 namespace detail {
-// every assignment of values to `ranges`, the last range varying fastest
-inline std::vector<std::unordered_map<const UOpNode*, UOp>> lanes(const std::vector<UOp>& ranges) {
-  std::vector<std::unordered_map<const UOpNode*, UOp>> out(1);
-  for (const UOp& r : ranges) {
-    std::vector<std::unordered_map<const UOpNode*, UOp>> next;
-    for (const auto& lane : out)
-      for (int64_t v = 0; v < range_size(r); ++v) {
-        next.push_back(lane);
-        next.back()[r.get()] = schedule::index_const(v);
-      }
-    out = std::move(next);
-  }
-  return out;
-}
-
 // The copies of `root` for every lane of `ranges` (the last varying fastest), what substituting
 // each lane's values would give; made once per node and value of the ranges that node depends
 // on, so a load no range moves stays one node, not a walk per lane (the 512 matmul's 256-lane
 // tile: its copies in 0.7 ms instead of 2.9).
 inline std::vector<UOp> lane_copies(const UOp& root, const std::vector<UOp>& ranges) {
   struct Copies {
-    uint64_t mask = 0;     // the ranges the node depends on, by position in `ranges`
-    std::vector<UOp> of;   // one per value of those, the last varying fastest
+    uint64_t mask = 0;    // the ranges the node depends on, by position in `ranges`
+    std::vector<UOp> of;  // one per value of those, the last varying fastest
   };
-  std::vector<int64_t> sizes;
-  for (const UOp& r : ranges) sizes.push_back(range_size(r));
-  // the copy of node `c` for the values `digits` of every range
-  auto pick = [&](const Copies& c, const std::vector<int64_t>& digits) -> const UOp& {
+  if (ranges.size() > 64) throw OptError(tinyt::detail::cat(ranges.size(), " register ranges in one kernel: 64 at most"));
+  std::vector<size_t> sizes;
+  for (const UOp& r : ranges) sizes.push_back(static_cast<size_t>(range_size(r)));
+  std::vector<size_t> digits(ranges.size());  // a value of each range
+  // the number of values of the ranges in `mask`, and its k-th one decoded into `digits`
+  auto count = [&](uint64_t mask) {
+    size_t n = 1;
+    for (size_t i = 0; i < ranges.size(); ++i)
+      if (mask >> i & 1) n *= sizes[i];
+    return n;
+  };
+  auto decode = [&](size_t k, uint64_t mask) {
+    for (size_t i = ranges.size(); i-- > 0;)
+      if (mask >> i & 1) digits[i] = k % sizes[i], k /= sizes[i];
+  };
+  auto pick = [&](const Copies& c) -> const UOp& {  // the copy for `digits`
     size_t at = 0;
     for (size_t i = 0; i < ranges.size(); ++i)
-      if (c.mask >> i & 1) at = at * static_cast<size_t>(sizes[i]) + static_cast<size_t>(digits[i]);
+      if (c.mask >> i & 1) at = at * sizes[i] + digits[i];
     return c.of[at];
   };
   std::unordered_map<const UOpNode*, Copies> done;
-  std::vector<int64_t> digits(ranges.size());
   for (const UOp& u : toposort(root)) {
     Copies c;
     if (const auto r = std::find(ranges.begin(), ranges.end(), u); r != ranges.end()) {
       c.mask = uint64_t{1} << (r - ranges.begin());
       for (int64_t v = 0; v < range_size(u); ++v) c.of.push_back(schedule::index_const(v));
-      done.emplace(u.get(), std::move(c));
-      continue;
-    }
-    for (const UOp& x : u.src()) c.mask |= done.at(x.get()).mask;
-    if (c.mask == 0) {
-      c.of.push_back(u);
-      done.emplace(u.get(), std::move(c));
-      continue;
-    }
-    size_t count = 1;
-    for (size_t i = 0; i < ranges.size(); ++i)
-      if (c.mask >> i & 1) count *= static_cast<size_t>(sizes[i]);
-    for (size_t k = 0; k < count; ++k) {
-      size_t rest = k;  // k's digits, the last range's fastest
-      for (size_t i = ranges.size(); i-- > 0;)
-        if (c.mask >> i & 1) digits[i] = static_cast<int64_t>(rest % static_cast<size_t>(sizes[i])), rest /= static_cast<size_t>(sizes[i]);
-      std::vector<UOp> src;
-      for (const UOp& x : u.src()) src.push_back(pick(done.at(x.get()), digits));
-      c.of.push_back(u.replace(std::move(src)));
+    } else {
+      for (const UOp& x : u.src()) c.mask |= done.at(x.get()).mask;
+      if (c.mask == 0) c.of.push_back(u);  // moved by no range: itself
+      for (size_t k = 0, n = c.mask ? count(c.mask) : 0; k < n; ++k) {
+        decode(k, c.mask);
+        std::vector<UOp> src;
+        for (const UOp& x : u.src()) src.push_back(pick(done.at(x.get())));
+        c.of.push_back(u.replace(std::move(src)));
+      }
     }
     done.emplace(u.get(), std::move(c));
   }
   const Copies& top = done.at(root.get());
+  const uint64_t all = ranges.empty() ? 0 : ~uint64_t{0} >> (64 - ranges.size());
   std::vector<UOp> out;
-  size_t lanes = 1;
-  for (int64_t n : sizes) lanes *= static_cast<size_t>(n);
-  for (size_t k = 0; k < lanes; ++k) {
-    size_t rest = k;
-    for (size_t i = ranges.size(); i-- > 0;) digits[i] = static_cast<int64_t>(rest % static_cast<size_t>(sizes[i])), rest /= static_cast<size_t>(sizes[i]);
-    out.push_back(pick(top, digits));
+  for (size_t k = 0, n = count(all); k < n; ++k) {
+    decode(k, all);
+    out.push_back(pick(top));
   }
   return out;
 }
@@ -98,23 +82,6 @@ inline std::vector<UOp> ranges_of_kind(const std::vector<UOp>& nodes, RangeKind 
     if (u.op() == Ops::RANGE && range_kind(u) == kind) out.push_back(u);
   std::sort(out.begin(), out.end(), range_before);
   return out;
-}
-
-// The lanes of a streaming vector a store of `upcast` ranges (the fastest-varying last) may be
-// cut into: a buffer of at least `stream_bytes`, written ungated along a last range of stride 1,
-// in a dtype stored as is (no bool, no narrow float), in whole 64-byte cache lines (the
-// allocators align buffers to 64); 0 when none. A part of a line written past the cache costs
-// more than a plain store: the CNN's conv 1, rows of 24 floats in vectors of 8, ran at half speed.
-inline int64_t stream_lanes(const UOp& store, const std::vector<UOp>& upcast, int64_t stream_bytes) {
-  const UOp& idx = store.src(0);
-  if (stream_bytes <= 0 || upcast.empty() || idx.src(0).op() != Ops::DEFINE_GLOBAL || idx.src().size() > 2) return 0;
-  const DType dt = idx.src(0).dtype().base();
-  if (dt.count() != 1 || dt.scalar().is_bool() || dt.itemsize() < 4 || !(dt.scalar().is_float() || dt.scalar().is_int()))
-    return 0;
-  if (idx.src(0).dtype().size() * dt.itemsize() < stream_bytes || stride_of(idx.src(1), upcast.back(), all_ranges(store)) != 1)
-    return 0;
-  const int64_t n = 64 / dt.itemsize();
-  return range_size(upcast.back()) % n == 0 ? n : 0;
 }
 
 // The copies of a store, one per lane; runs of `n` lanes that write consecutive elements from a
@@ -159,8 +126,7 @@ inline UOp expand_registers(const UOp& ast, int64_t stream_bytes = 0) {
         (range_kind(out.src(i)) == RangeKind::unroll ? unrolled : kept).push_back(out.src(i));
       if (!unrolled.empty()) {
         UOp combined;
-        for (const auto& lane : detail::lanes(unrolled)) {
-          UOp value = substitute(out.src(0), lane);
+        for (UOp value : detail::lane_copies(out.src(0), unrolled)) {
           if (!kept.empty()) {
             std::vector<UOp> rsrc{value};
             rsrc.insert(rsrc.end(), kept.begin(), kept.end());
@@ -193,7 +159,7 @@ inline UOp expand_registers(const UOp& ast, int64_t stream_bytes = 0) {
       continue;
     }
     std::vector<UOp> copies = detail::lane_copies(store, upcast);
-    if (const int64_t n = detail::stream_lanes(store, upcast, stream_bytes); n > 1) copies = detail::stream_runs(std::move(copies), n);
+    if (const int64_t n = stream_lanes(store, upcast.back(), stream_bytes); n > 1) copies = detail::stream_runs(std::move(copies), n);
     stores.insert(stores.end(), copies.begin(), copies.end());
   }
   return graph_rewrite(UOp(Ops::SINK, dtypes::void_, std::move(stores)), kernel_rules());

@@ -17,7 +17,6 @@ struct Access {
   UOp index;   // the address
   DType type;  // of the element
   UOp gate;    // where it is masked: the condition, else empty
-  int64_t bytes;  // of the buffer
 };
 inline std::vector<Access> accesses(const UOp& ast) {
   std::vector<Access> out;
@@ -25,8 +24,7 @@ inline std::vector<Access> accesses(const UOp& ast) {
     if ((u.op() == Ops::LOAD || u.op() == Ops::STORE) && u.src(0).op() == Ops::INDEX &&
         u.src(0).src(0).op() == Ops::DEFINE_GLOBAL)
       out.push_back({u.op() == Ops::STORE, u.src(0).src(1), u.op() == Ops::STORE ? u.src(1).dtype() : u.dtype(),
-                     u.src(0).src().size() > 2 ? u.src(0).src(2) : UOp{},
-                     u.src(0).src(0).dtype().size() * u.src(0).src(0).dtype().base().itemsize()});
+                     u.src(0).src().size() > 2 ? u.src(0).src(2) : UOp{}});
   return out;
 }
 
@@ -271,11 +269,9 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // it: the expander makes them one streaming store (elementwise chain over 16M floats, 64 MiB
       // out: 22 -> 40 GB/s).
       if (divisor == 1 && !strided && machine.stream_bytes > 0)
-        for (const detail::Access& x : detail::accesses(k))
-          if (x.store && !x.gate && x.bytes >= machine.stream_bytes && x.type.itemsize() >= 4 &&
-              detail::stride_of(x.index, *innermost, every_range) == 1) {
-            const int64_t line = 64 / x.type.itemsize();
-            if (n % line == 0) apply({OptOp::UPCAST, axis, line});
+        for (const UOp& store : k.src())
+          if (const int64_t line = stream_lanes(store, *innermost, machine.stream_bytes); line > 0) {
+            apply({OptOp::UPCAST, axis, line});
             break;
           }
     }
