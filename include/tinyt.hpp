@@ -20,6 +20,7 @@
 // the Tensor front end and its expression templates
 #include "tinyt/tensor.hpp"
 #include "tinyt/expr.hpp"
+#include "tinyt/static_tensor.hpp"
 #include "tinyt/jit.hpp"
 
 // nn: reflection over models (state dicts), layers, optimizers; files: safetensors, datasets

@@ -508,6 +508,10 @@ inline uint32_t lattice_ancestors(DType d) {
 /// The smallest dtype every given dtype promotes to (tinygrad's least_upper_dtype).
 inline DType least_upper_dtype(std::initializer_list<DType> ds) {
   if (ds.size() == 0) throw DTypeError("least_upper_dtype: no dtypes given");
+  // the common case, one dtype repeated, without walking the lattice
+  if (const DType first = *ds.begin(); !first.is_ptr() && !first.is_void() && first.count() == 1 &&
+                                       std::all_of(ds.begin(), ds.end(), [&](DType d) { return d == first; }))
+    return first;
   uint32_t common = ~0u;
   bool any_index = false, all_intlike = true;
   for (DType d : ds) {
@@ -878,6 +882,8 @@ struct UOpNode {
   mutable i128 cache_vmin = 0, cache_vmax = 0;
   // set once (compare-and-swap), deleted with the node
   mutable std::atomic<Extra*> extra{nullptr};
+  // the next node in its intern-table bucket (uop_impl.hpp), guarded by the table's lock
+  UOpNode* next_in_bucket = nullptr;
 
   ~UOpNode();  // defined where UOp is complete
 };
@@ -1708,12 +1714,8 @@ class Tensor {
   bool weak() const { return d_ && d_->weak; }
   /// Puts this tensor's value in memory that no other tensor or graph names (a parameter).
   void own_memory();
-  Tensor binary(Ops op, const Tensor& o, const char* name, bool to_float = false) const;
-  Tensor unary(Ops op) const;
   Tensor reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const;
   std::vector<int64_t> cshape() const { return detail::concrete_shape(*this); }
-  Tensor reshape_symbolic(const Shape& shape) const;
-  Tensor grow(const std::vector<std::pair<sint, sint>>& padding, double value) const;
   /// Realizes the tensor and copies its bytes (`nbytes` of them) to host memory at `dst`.
   void copyout(void* dst, size_t nbytes) const;
   // the non-template halves of the creation templates (ops/creation.hpp, ops/combine.hpp)
@@ -1876,168 +1878,546 @@ template <class Elem> Elem Tensor::item() const {
 }  // namespace tinyt::inline v0
 // ---- end tinyt/tensor.hpp ----
 // ---- tinyt/expr.hpp ----
-// Expression templates: `a * b + c` (tensors, expressions, C++ scalars) is a type that holds its
-// operands by value (so `auto e = a + b;` cannot dangle) and describes the computation; turning
-// it into a Tensor lowers the whole expression to UOps in one pass, with no Tensor per
-// intermediate. An expression converts implicitly to Tensor and has every Tensor method.
+// Expression templates: `(a * b + c).relu().reshape({2, -1})` (tensors, expressions, C++ scalars,
+// every elementwise and movement op) is a type that holds its operands by value (so
+// `auto e = a + b;` cannot dangle) and describes the computation; its shape is checked as it is
+// built. Turning it into a Tensor lowers the whole expression to UOps in one pass, with no Tensor
+// per intermediate. An expression converts implicitly to Tensor and has every Tensor method.
+//
+// One code path: the Tensor methods and the expressions both lower through the functions on
+// Operands declared here (detail::ew, defined in ops/elementwise.hpp and ops/movement.hpp).
+
+#include <tuple>
 
 
 namespace tinyt::inline v0 {
 
 namespace detail {
-/// A value in the middle of lowering an expression: a tensor-level UOp, whether it is a weak C++
-/// scalar, and for a C++ double its unrounded value (a float64 CONST): it takes the dtype of the
-/// tensor it meets, float64 included, rounded once from the double.
+/// A value in the middle of lowering: a tensor-level UOp, whether it is a weak C++ scalar, and for
+/// a C++ double its unrounded value (a float64 CONST): it takes the dtype of the tensor it meets,
+/// float64 included, rounded once from the double.
 struct Operand {
   UOp u;
   bool weak = false;
   UOp exact{};
+  Operand() = default;
+  Operand(UOp u_, bool weak_ = false, UOp exact_ = {}) : u(std::move(u_)), weak(weak_), exact(std::move(exact_)) {}  // NOLINT
+  /// A C++ scalar, as `Tensor(v)` makes it: weak; double and float are float32, bool is bool,
+  /// int64_t (and wider) int64, other integers int32.
+  template <class T>
+    requires std::is_arithmetic_v<T>
+  Operand(T v) : Operand(scalar_operand(static_cast<std::conditional_t<std::is_floating_point_v<T>, double, T>>(v))) {}  // NOLINT
+
+ private:
+  static Operand scalar_operand(double v);
+  static Operand scalar_operand(bool v);
+  template <class I> static Operand scalar_operand(I v) {
+    return integer_scalar(static_cast<int64_t>(v), sizeof(I) > 4 ? dtypes::int64 : dtypes::int32);
+  }
+  static Operand integer_scalar(int64_t v, DType dt);
 };
-// the steps of lowering, defined with the elementwise ops (ops/elementwise.hpp)
 Operand operand_of(const Tensor& t);
 Tensor to_tensor(Operand o);
 /// `a <op> b` with tinygrad's promotion (weak scalars adopt the other side's dtype where it
 /// fits), NumPy broadcasting, and device checks.
 Operand binary_operand(Ops op, Operand a, Operand b, const char* name, bool to_float);
-/// -x as x * -1 (a constant is negated now; the weak flag stays).
-Operand negate(const Operand& x);
+
+/// Every elementwise and movement op on Operands: what the Tensor methods and the expressions
+/// both lower through. Named as the Tensor methods, which document them.
+namespace ew {
+using O = const Operand&;
+using Pairs = std::vector<std::pair<sint, sint>>;
+// elementwise (ops/elementwise.hpp)
+Operand add(O a, O b);
+Operand sub(O a, O b);
+Operand mul(O a, O b);
+Operand div(O a, O b);
+Operand floordiv(O a, O b);
+Operand mod(O a, O b);
+Operand pow(O a, O b);
+Operand maximum(O a, O b);
+Operand minimum(O a, O b);
+Operand eq(O a, O b);
+Operand ne(O a, O b);
+Operand lt(O a, O b);
+Operand le(O a, O b);
+Operand gt(O a, O b);
+Operand ge(O a, O b);
+Operand bitwise_and(O a, O b);
+Operand bitwise_or(O a, O b);
+Operand bitwise_xor(O a, O b);
+Operand lshift(O a, O b);
+Operand rshift(O a, O b);
+Operand logical_and(O a, O b);
+Operand logical_or(O a, O b);
+Operand logical_xor(O a, O b);
+Operand where(O cond, O a, O b);
+Operand clip(O x, O lo, O hi);
+Operand lerp(O x, O end, O weight);
+Operand masked_fill(O x, O mask, O value);
+Operand cast(O x, DType dt);
+Operand bitcast(O x, DType dt);
+Operand elu(O x, double alpha);
+Operand leaky_relu(O x, double slope);
+Operand softplus(O x, double beta);
+Operand hardtanh(O x, double lo, double hi);
+#define TINYT_EW_UNARY(X)                                                                                       \
+  X(neg) X(logical_not) X(bitwise_not) X(exp) X(exp2) X(log) X(log2) X(sqrt) X(rsqrt) X(reciprocal) X(square)   \
+  X(abs) X(sign) X(sin) X(cos) X(tan) X(trunc) X(floor) X(ceil) X(round) X(isnan) X(isinf) X(isfinite) X(relu) \
+  X(relu6) X(sigmoid) X(logsigmoid) X(tanh) X(gelu) X(quick_gelu) X(silu) X(mish) X(hardswish) X(hardsigmoid)  \
+  X(erf)
+#define TINYT_EW_DECLARE(name) Operand name(O x);
+TINYT_EW_UNARY(TINYT_EW_DECLARE)
+#undef TINYT_EW_DECLARE
+// movement (ops/movement.hpp): each has a shape function that checks its arguments and gives the
+// result's shape, which expressions use as they are built
+Operand reshape(O x, const Shape& shape);
+Operand permute(O x, const std::vector<int>& order);
+Operand expand(O x, const Shape& shape);
+Operand pad(O x, const Pairs& padding, double value);
+Operand shrink(O x, const Pairs& bounds);
+Operand flip(O x, const std::vector<int>& axes);
+Shape reshaped(const Shape& s, const Shape& shape);
+Shape permuted(const Shape& s, const std::vector<int>& order);
+Shape expanded(const Shape& s, const Shape& shape);
+Shape padded(const Shape& s, const Pairs& padding, double value);
+Shape shrunk(const Shape& s, const Pairs& bounds);
+Shape flipped(const Shape& s, const std::vector<int>& axes);
+// movement composed of the above: the shape function gives the reshape or permute to apply
+std::vector<int> transposed_order(const Shape& s, int d0, int d1);
+Shape flattened(const Shape& s, int start, int end);
+Shape unflattened(const Shape& s, int dim, const Shape& sizes);
+Shape squeezed(const Shape& s, int dim);
+Shape squeezed_all(const Shape& s);
+Shape unsqueezed(const Shape& s, int dim);
+}  // namespace ew
 }  // namespace detail
-
-/// Every const Tensor method an expression forwards (names only; overloads come along).
-#define TINYT_TENSOR_METHODS(X)                                                                        \
-  X(shape) X(ndim) X(numel) X(dtype) X(device) X(element_size) X(nbytes) X(add) X(sub) X(mul) X(div)   \
-  X(floordiv) X(mod) X(pow) X(maximum) X(minimum) X(where) X(eq) X(ne) X(lt) X(le) X(gt) X(ge)         \
-  X(bitwise_and) X(bitwise_or) X(bitwise_xor) X(lshift) X(rshift) X(logical_and) X(logical_or)         \
-  X(logical_xor) X(logical_not) X(bitwise_not) X(neg) X(cast) X(bitcast) X(float_) X(half) X(int_)     \
-  X(bool_) X(exp) X(exp2) X(log) X(log2) X(sqrt) X(rsqrt) X(reciprocal) X(square) X(abs) X(sign) X(sin) \
-  X(cos) X(tan) X(trunc) X(floor) X(ceil) X(round) X(isnan) X(isinf) X(isfinite) X(relu) X(relu6)      \
-  X(sigmoid) X(logsigmoid) X(tanh) X(gelu) X(quick_gelu) X(silu) X(elu) X(leaky_relu) X(softplus)      \
-  X(mish) X(hardswish) X(hardsigmoid) X(hardtanh) X(erf) X(clip) X(lerp) X(masked_fill) X(sum) X(prod) \
-  X(max) X(min) X(mean) X(any) X(all) X(cumsum) X(var) X(std) X(argmax) X(argmin) X(logsumexp)         \
-  X(softmax) X(log_softmax) X(reshape) X(view) X(permute) X(expand) X(pad) X(shrink) X(flip)           \
-  X(transpose) X(T) X(flatten) X(unflatten) X(squeeze) X(unsqueeze) X(contiguous) X(detach) X(repeat)  \
-  X(split) X(chunk) X(gather) X(one_hot) X(matmul) X(dot) X(linear) X(conv2d) X(conv_transpose2d)      \
-  X(max_pool2d) X(avg_pool2d) X(layernorm) X(batchnorm) X(dropout) X(scaled_dot_product_attention)     \
-  X(cross_entropy) X(sparse_categorical_crossentropy) X(binary_crossentropy)                           \
-  X(binary_crossentropy_logits) X(contiguous_backward)
-
-/// The Tensor methods of an expression type D (which provides `Tensor tensor() const`).
-template <class D> class ExprMethods {
- public:
-  operator Tensor() const { return self().tensor(); }  // NOLINT: expressions are tensors
-#define TINYT_FORWARD(name) \
-  template <class... A> decltype(auto) name(A&&... a) const { return self().tensor().name(std::forward<A>(a)...); }
-  TINYT_TENSOR_METHODS(TINYT_FORWARD)
-#undef TINYT_FORWARD
-  template <class Elem> std::vector<Elem> to_vector() const { return self().tensor().template to_vector<Elem>(); }
-  template <class Elem> Elem item() const { return self().tensor().template item<Elem>(); }
-  Tensor realize() const { return self().tensor().realize(); }
-  std::vector<Tensor> gradient(const std::vector<Tensor>& targets, const Tensor& seed = {}) const {
-    return self().tensor().gradient(targets, seed);
-  }
-  /// backward() of the expression's value, which is returned (an expression has no grad of its own).
-  Tensor backward(const Tensor& seed = {}) const {
-    Tensor t = self().tensor();
-    t.backward(seed);
-    return t;
-  }
-  TensorRef operator[](std::initializer_list<Index> index) const { return self().tensor()[index]; }
-  friend std::ostream& operator<<(std::ostream& os, const ExprMethods& e) { return os << e.self().tensor(); }
-
- private:
-  const D& self() const { return static_cast<const D&>(*this); }
-};
 
 template <class T> struct is_expr : std::false_type {};
 /// Tensors, expressions and C++ scalars: what an expression may hold.
 template <class T>
 concept ExprOperand = std::is_arithmetic_v<T> || std::is_base_of_v<Tensor, T> || is_expr<T>::value;
 
-namespace detail {
-template <class E> Operand to_operand(const E& e);
-template <class E> Shape shape_of(const E& e) {
-  if constexpr (std::is_arithmetic_v<E>) return {};
-  else if constexpr (std::is_base_of_v<Tensor, E>) return e.shape();
-  else return e.result_shape();
-}
-}  // namespace detail
-
-/// A binary elementwise op over two operands, lowered when it becomes a Tensor.
-template <class L, class R> class BinaryExpr : public ExprMethods<BinaryExpr<L, R>> {
- public:
-  BinaryExpr(Ops op, const char* name, L l, R r, bool to_float = false, bool negate_right = false)
-      : op_(op), name_(name), to_float_(to_float), negate_right_(negate_right), l_(std::move(l)), r_(std::move(r)),
-        // shapes are checked when the expression is built, not when it runs
-        shape_(Tensor::broadcast_shape(detail::shape_of(l_), detail::shape_of(r_), name)) {}
-
-  const Shape& result_shape() const { return shape_; }
-
-  /// The expression as a UOp operand: one pass over the tree, no Tensor per node.
-  detail::Operand operand() const {
-    detail::Operand b = detail::to_operand(r_);
-    if (negate_right_) b = detail::negate(b);
-    return detail::binary_operand(op_, detail::to_operand(l_), b, name_, to_float_);
-  }
-  Tensor tensor() const { return detail::to_tensor(operand()); }
-
- private:
-  Ops op_;
-  const char* name_;
-  bool to_float_, negate_right_;
-  L l_;
-  R r_;
-  Shape shape_;
-};
-template <class L, class R> struct is_expr<BinaryExpr<L, R>> : std::true_type {};
+template <class Fn, class... Args> class Expr;
 
 namespace detail {
+/// How an expression holds an operand: tensors (a TensorRef too) as Tensor, the rest as they are.
+template <class T> using stored_t = std::conditional_t<std::is_base_of_v<Tensor, T>, Tensor, T>;
+
 template <class E> Operand to_operand(const E& e) {
-  if constexpr (std::is_arithmetic_v<E>) return to_operand(Tensor(e));
+  if constexpr (std::is_arithmetic_v<E>) return Operand(e);
   else if constexpr (std::is_base_of_v<Tensor, E>) return operand_of(e);
   else return e.operand();
 }
-template <class A, class B> auto make_binary(Ops op, const char* name, const A& a, const B& b, bool to_float = false,
-                                             bool negate_right = false) {
-  // scalars are stored as their own type; tensors and expressions by value
-  using LA = std::conditional_t<std::is_base_of_v<Tensor, A>, Tensor, A>;
-  using LB = std::conditional_t<std::is_base_of_v<Tensor, B>, Tensor, B>;
-  return BinaryExpr<LA, LB>(op, name, LA(a), LB(b), to_float, negate_right);
+template <class E> Shape shape_of(const E& e) {
+  if constexpr (std::is_arithmetic_v<E>) return {};
+  else return e.shape();
+}
+inline Shape broadcast_all(const char*, const Shape& a) { return a; }
+inline Shape broadcast_all(const char* name, const Shape& a, const Shape& b) { return Tensor::broadcast_shape(a, b, name); }
+inline Shape broadcast_all(const char* name, const Shape& a, const Shape& b, const Shape& c) {
+  return Tensor::broadcast_shape(Tensor::broadcast_shape(a, b, name), c, name);
+}
+
+// The ops an expression holds are function pointers, so expressions that differ only in the op
+// (`a * 2` and `a + 2`) have one type: `c ? a * 2 : a + 2` compiles, and there are fewer types to
+// instantiate.
+/// An elementwise op `f(operands..., params...)`: its operands broadcast together.
+template <class F, class... P> struct Elementwise {
+  F f;
+  const char* name;  // for the error when the operands do not broadcast
+  std::tuple<P...> params;
+  template <class... S> Shape shape(const S&... s) const { return broadcast_all(name, s...); }
+  template <class... X> Operand operator()(const X&... x) const {
+    return std::apply([&](const P&... p) { return f(x..., p...); }, params);
+  }
+};
+/// A movement op `f(operand, params...)` whose result has the shape `s(shape, params...)`.
+template <class F, class S, class... P> struct Movement {
+  F f;
+  S s;
+  std::tuple<P...> params;
+  Shape shape(const Shape& in) const {
+    return std::apply([&](const P&... p) { return s(in, p...); }, params);
+  }
+  Operand operator()(const Operand& x) const {
+    return std::apply([&](const P&... p) { return f(x, p...); }, params);
+  }
+};
+template <class F, class... P, class... A> auto elementwise(F f, const char* name, std::tuple<P...> params, const A&... a) {
+  return Expr<Elementwise<F, P...>, stored_t<A>...>(Elementwise<F, P...>{f, name, std::move(params)}, stored_t<A>(a)...);
+}
+template <class F, class S, class... P, class A> auto movement(F f, S s, std::tuple<P...> params, const A& a) {
+  return Expr<Movement<F, S, P...>, stored_t<A>>(Movement<F, S, P...>{f, s, std::move(params)}, stored_t<A>(a));
 }
 }  // namespace detail
 
-#define TINYT_EXPR_BINARY(sym, OP, name, ...)                                                  \
-  template <ExprOperand A, ExprOperand B>                                                      \
-    requires(!std::is_arithmetic_v<A> || !std::is_arithmetic_v<B>)                            \
-  auto operator sym(const A& a, const B& b) { return detail::make_binary(Ops::OP, name, a, b __VA_OPT__(, ) __VA_ARGS__); }
-TINYT_EXPR_BINARY(+, ADD, "add")
-TINYT_EXPR_BINARY(-, ADD, "sub", false, true)
-TINYT_EXPR_BINARY(*, MUL, "mul")
-TINYT_EXPR_BINARY(/, FDIV, "div", true)
-TINYT_EXPR_BINARY(<, CMPLT, "lt")
-TINYT_EXPR_BINARY(==, CMPEQ, "eq")
-TINYT_EXPR_BINARY(!=, CMPNE, "ne")
+/// The const Tensor methods an expression forwards to the Tensor it lowers to, as they are (the
+/// ones whose arguments are never braced lists; the others are spelled out in ExprMethods).
+#define TINYT_TENSOR_METHODS(X)                                                                             \
+  X(numel) X(dtype) X(device) X(element_size) X(nbytes) X(cumsum) X(argmax) X(argmin) X(logsumexp)          \
+  X(softmax) X(log_softmax) X(contiguous) X(detach) X(to) X(chunk) X(gather) X(one_hot) X(matmul) X(dot)    \
+  X(linear) X(layernorm) X(batchnorm) X(dropout) X(scaled_dot_product_attention) X(cross_entropy)           \
+  X(sparse_categorical_crossentropy) X(binary_crossentropy) X(binary_crossentropy_logits)                   \
+  X(contiguous_backward)
+#define TINYT_EXPR_BINARY_METHODS(X)                                                                        \
+  X(add) X(sub) X(mul) X(div) X(floordiv) X(mod) X(pow) X(maximum) X(minimum) X(eq) X(ne) X(lt) X(le) X(gt) \
+  X(ge) X(bitwise_and) X(bitwise_or) X(bitwise_xor) X(lshift) X(rshift) X(logical_and) X(logical_or)        \
+  X(logical_xor)
+
+/// The Tensor methods of an expression type D (which provides `operand()` and `shape()`): the
+/// elementwise and movement ones give expressions, the rest the Tensor's results.
+template <class D> class ExprMethods {
+ public:
+  operator Tensor() const { return tensor(); }  // NOLINT: expressions are tensors
+  /// The expression lowered to UOps: one pass over the tree.
+  Tensor tensor() const { return detail::to_tensor(self().operand()); }
+
+#define TINYT_FORWARD(name) \
+  template <class... A> decltype(auto) name(A&&... a) const { return tensor().name(std::forward<A>(a)...); }
+  TINYT_TENSOR_METHODS(TINYT_FORWARD)
+#undef TINYT_FORWARD
+  // reductions and the ops that take braced lists (`e.sum({0, 1})`), with Tensor's signatures
+#define TINYT_FORWARD_REDUCE(name)                                                                 \
+  Tensor name() const { return tensor().name(); }                                                  \
+  Tensor name(int axis, bool keepdim = false) const { return tensor().name(axis, keepdim); }       \
+  Tensor name(std::vector<int> axes, bool keepdim = false) const { return tensor().name(std::move(axes), keepdim); }
+  TINYT_FORWARD_REDUCE(sum)
+  TINYT_FORWARD_REDUCE(prod)
+  TINYT_FORWARD_REDUCE(max)
+  TINYT_FORWARD_REDUCE(min)
+  TINYT_FORWARD_REDUCE(mean)
+#undef TINYT_FORWARD_REDUCE
+  Tensor any() const { return tensor().any(); }
+  Tensor any(int axis, bool keepdim = false) const { return tensor().any(axis, keepdim); }
+  Tensor all() const { return tensor().all(); }
+  Tensor all(int axis, bool keepdim = false) const { return tensor().all(axis, keepdim); }
+#define TINYT_FORWARD_MOMENT(name)                                                                                  \
+  Tensor name(bool keepdim = false, double correction = 1) const { return tensor().name(keepdim, correction); }     \
+  Tensor name(int axis, bool keepdim = false, double correction = 1) const { return tensor().name(axis, keepdim, correction); } \
+  Tensor name(std::vector<int> axes, bool keepdim = false, double correction = 1) const {                           \
+    return tensor().name(std::move(axes), keepdim, correction);                                                     \
+  }
+  TINYT_FORWARD_MOMENT(var)
+  TINYT_FORWARD_MOMENT(std)
+#undef TINYT_FORWARD_MOMENT
+  Tensor repeat(Shape repeats) const { return tensor().repeat(std::move(repeats)); }
+  std::vector<Tensor> split(int64_t size, int dim = 0) const { return tensor().split(size, dim); }
+  std::vector<Tensor> split(std::vector<int64_t> sizes, int dim = 0) const { return tensor().split(std::move(sizes), dim); }
+  Tensor conv2d(const Tensor& w, const Tensor& b = {}, int64_t groups = 1, IntOrVec stride = 1, IntOrVec dilation = 1,
+                IntOrVec padding = 0) const {
+    return tensor().conv2d(w, b, groups, std::move(stride), std::move(dilation), std::move(padding));
+  }
+  Tensor conv_transpose2d(const Tensor& w, const Tensor& b = {}, int64_t groups = 1, IntOrVec stride = 1,
+                          IntOrVec dilation = 1, IntOrVec padding = 0, IntOrVec output_padding = 0) const {
+    return tensor().conv_transpose2d(w, b, groups, std::move(stride), std::move(dilation), std::move(padding),
+                                     std::move(output_padding));
+  }
+  Tensor max_pool2d(IntOrVec kernel = 2, IntOrVec stride = {}, IntOrVec dilation = 1, IntOrVec padding = 0) const {
+    return tensor().max_pool2d(std::move(kernel), std::move(stride), std::move(dilation), std::move(padding));
+  }
+  Tensor avg_pool2d(IntOrVec kernel = 2, IntOrVec stride = {}, IntOrVec dilation = 1, IntOrVec padding = 0,
+                    bool count_include_pad = true) const {
+    return tensor().avg_pool2d(std::move(kernel), std::move(stride), std::move(dilation), std::move(padding), count_include_pad);
+  }
+
+  // -- elementwise: expressions ---------------------------------------------------------------
+#define TINYT_EXPR_UNARY(name) \
+  auto name() const { return detail::elementwise(&detail::ew::name, #name, std::tuple<>{}, self()); }
+  TINYT_EW_UNARY(TINYT_EXPR_UNARY)
+#undef TINYT_EXPR_UNARY
+#define TINYT_EXPR_BINARY(name) \
+  template <ExprOperand B> auto name(const B& b) const { return detail::elementwise(&detail::ew::name, #name, std::tuple<>{}, self(), b); }
+  TINYT_EXPR_BINARY_METHODS(TINYT_EXPR_BINARY)
 #undef TINYT_EXPR_BINARY
-// the rest go through Tensor methods (they are compositions of several ops)
-#define TINYT_TENSOR_BINARY(sym, method)                                                       \
-  template <ExprOperand A, ExprOperand B>                                                      \
-    requires(!std::is_arithmetic_v<A> || !std::is_arithmetic_v<B>)                            \
-  Tensor operator sym(const A& a, const B& b) { return Tensor(a).method(Tensor(b)); }
-TINYT_TENSOR_BINARY(>, gt)
-TINYT_TENSOR_BINARY(<=, le)
-TINYT_TENSOR_BINARY(>=, ge)
-TINYT_TENSOR_BINARY(%, mod)
-TINYT_TENSOR_BINARY(&, bitwise_and)
-TINYT_TENSOR_BINARY(|, bitwise_or)
-TINYT_TENSOR_BINARY(^, bitwise_xor)
-TINYT_TENSOR_BINARY(<<, lshift)
-TINYT_TENSOR_BINARY(>>, rshift)
-#undef TINYT_TENSOR_BINARY
-template <ExprOperand A> requires(!std::is_arithmetic_v<A>) Tensor operator-(const A& a) { return Tensor(a).neg(); }
-template <ExprOperand A> requires(!std::is_arithmetic_v<A>) Tensor operator~(const A& a) { return Tensor(a).bitwise_not(); }
-template <ExprOperand A> requires(!std::is_arithmetic_v<A>) Tensor operator!(const A& a) { return Tensor(a).logical_not(); }
+  template <ExprOperand A, ExprOperand B> auto where(const A& a, const B& b) const {
+    return detail::elementwise(&detail::ew::where, "where", std::tuple<>{}, self(), a, b);
+  }
+  template <ExprOperand A, ExprOperand B> auto clip(const A& lo, const B& hi) const {
+    return detail::elementwise(&detail::ew::clip, "clip", std::tuple<>{}, self(), lo, hi);
+  }
+  template <ExprOperand A, ExprOperand B> auto lerp(const A& end, const B& weight) const {
+    return detail::elementwise(&detail::ew::lerp, "lerp", std::tuple<>{}, self(), end, weight);
+  }
+  template <ExprOperand A, ExprOperand B> auto masked_fill(const A& mask, const B& value) const {
+    return detail::elementwise(&detail::ew::masked_fill, "masked_fill", std::tuple<>{}, self(), mask, value);
+  }
+  auto cast(DType dt) const { return detail::elementwise(&detail::ew::cast, "cast", std::tuple{dt}, self()); }
+  auto bitcast(DType dt) const { return detail::elementwise(&detail::ew::bitcast, "bitcast", std::tuple{dt}, self()); }
+  auto float_() const { return cast(dtypes::float32); }
+  auto half() const { return cast(dtypes::float16); }
+  auto int_() const { return cast(dtypes::int32); }
+  auto bool_() const { return cast(dtypes::bool_); }
+  auto elu(double alpha = 1.0) const { return detail::elementwise(&detail::ew::elu, "elu", std::tuple{alpha}, self()); }
+  auto leaky_relu(double slope = 0.01) const {
+    return detail::elementwise(&detail::ew::leaky_relu, "leaky_relu", std::tuple{slope}, self());
+  }
+  auto softplus(double beta = 1.0) const { return detail::elementwise(&detail::ew::softplus, "softplus", std::tuple{beta}, self()); }
+  auto hardtanh(double lo = -1.0, double hi = 1.0) const {
+    return detail::elementwise(&detail::ew::hardtanh, "hardtanh", std::tuple{lo, hi}, self());
+  }
+
+  // -- movement: expressions ------------------------------------------------------------------
+  size_t ndim() const { return self().shape().size(); }
+  auto reshape(Shape s) const { return detail::movement(&detail::ew::reshape, &detail::ew::reshaped, std::tuple{std::move(s)}, self()); }
+  auto view(Shape s) const { return reshape(std::move(s)); }
+  auto permute(std::vector<int> order) const {
+    return detail::movement(&detail::ew::permute, &detail::ew::permuted, std::tuple{std::move(order)}, self());
+  }
+  auto expand(Shape s) const { return detail::movement(&detail::ew::expand, &detail::ew::expanded, std::tuple{std::move(s)}, self()); }
+  auto pad(std::vector<std::pair<sint, sint>> padding, double value = 0.0) const {
+    return detail::movement(&detail::ew::pad, &detail::ew::padded, std::tuple{std::move(padding), value}, self());
+  }
+  auto shrink(std::vector<std::pair<sint, sint>> bounds) const {
+    return detail::movement(&detail::ew::shrink, &detail::ew::shrunk, std::tuple{std::move(bounds)}, self());
+  }
+  auto flip(std::vector<int> axes) const { return detail::movement(&detail::ew::flip, &detail::ew::flipped, std::tuple{std::move(axes)}, self()); }
+  auto flip(int axis) const { return flip(std::vector<int>{axis}); }
+  auto transpose(int d0 = 1, int d1 = 0) const { return permute(detail::ew::transposed_order(self().shape(), d0, d1)); }
+  auto T() const { return transpose(); }
+  auto flatten(int start = 0, int end = -1) const { return reshape(detail::ew::flattened(self().shape(), start, end)); }
+  auto unflatten(int dim, Shape sizes) const { return reshape(detail::ew::unflattened(self().shape(), dim, sizes)); }
+  auto squeeze(int dim) const { return reshape(detail::ew::squeezed(self().shape(), dim)); }
+  auto squeeze() const { return reshape(detail::ew::squeezed_all(self().shape())); }
+  auto unsqueeze(int dim) const { return reshape(detail::ew::unsqueezed(self().shape(), dim)); }
+
+  // -- reading, gradients ---------------------------------------------------------------------
+  template <class Elem> std::vector<Elem> to_vector() const { return tensor().template to_vector<Elem>(); }
+  template <class Elem> Elem item() const { return tensor().template item<Elem>(); }
+  Tensor realize() const { return tensor().realize(); }
+  std::vector<Tensor> gradient(const std::vector<Tensor>& targets, const Tensor& seed = {}) const {
+    return tensor().gradient(targets, seed);
+  }
+  /// backward() of the expression's value, which is returned (an expression has no grad of its own).
+  Tensor backward(const Tensor& seed = {}) const {
+    Tensor t = tensor();
+    t.backward(seed);
+    return t;
+  }
+  TensorRef operator[](std::initializer_list<Index> index) const { return tensor()[index]; }
+  friend std::ostream& operator<<(std::ostream& os, const ExprMethods& e) { return os << e.tensor(); }
+
+ private:
+  const D& self() const { return static_cast<const D&>(*this); }
+};
+
+/// One elementwise or movement op over its operands (tensors, scalars, other expressions),
+/// lowered by `Fn` when the expression becomes a Tensor. The shape is known, and checked, when
+/// the expression is built.
+template <class Fn, class... Args> class Expr : public ExprMethods<Expr<Fn, Args...>> {
+ public:
+  explicit Expr(Fn fn, Args... args)
+      : fn_(std::move(fn)), args_(std::move(args)...),
+        shape_(std::apply([this](const Args&... a) { return fn_.shape(detail::shape_of(a)...); }, args_)) {}
+
+  const Shape& shape() const { return shape_; }
+  /// The expression as a UOp operand: its operands lowered, then this op.
+  detail::Operand operand() const {
+    return std::apply([this](const Args&... a) { return fn_(detail::to_operand(a)...); }, args_);
+  }
+
+ private:
+  Fn fn_;
+  std::tuple<Args...> args_;
+  Shape shape_;
+};
+template <class Fn, class... Args> struct is_expr<Expr<Fn, Args...>> : std::true_type {};
+
+// -- operators: expressions over tensors, expressions and C++ scalars ---------------------------
+#define TINYT_EXPR_OPERATOR(sym, name)                                     \
+  template <ExprOperand A, ExprOperand B>                                  \
+    requires(!std::is_arithmetic_v<A> || !std::is_arithmetic_v<B>)        \
+  auto operator sym(const A& a, const B& b) {                              \
+    return detail::elementwise(&detail::ew::name, #name, std::tuple<>{}, a, b); \
+  }
+TINYT_EXPR_OPERATOR(+, add)
+TINYT_EXPR_OPERATOR(-, sub)
+TINYT_EXPR_OPERATOR(*, mul)
+TINYT_EXPR_OPERATOR(/, div)
+TINYT_EXPR_OPERATOR(%, mod)
+TINYT_EXPR_OPERATOR(<, lt)
+TINYT_EXPR_OPERATOR(<=, le)
+TINYT_EXPR_OPERATOR(>, gt)
+TINYT_EXPR_OPERATOR(>=, ge)
+TINYT_EXPR_OPERATOR(==, eq)
+TINYT_EXPR_OPERATOR(!=, ne)
+TINYT_EXPR_OPERATOR(&, bitwise_and)
+TINYT_EXPR_OPERATOR(|, bitwise_or)
+TINYT_EXPR_OPERATOR(^, bitwise_xor)
+TINYT_EXPR_OPERATOR(<<, lshift)
+TINYT_EXPR_OPERATOR(>>, rshift)
+#undef TINYT_EXPR_OPERATOR
+#define TINYT_EXPR_PREFIX(sym, name)                                        \
+  template <ExprOperand A>                                                  \
+    requires(!std::is_arithmetic_v<A>)                                      \
+  auto operator sym(const A& a) {                                           \
+    return detail::elementwise(&detail::ew::name, #name, std::tuple<>{}, a); \
+  }
+TINYT_EXPR_PREFIX(-, neg)
+TINYT_EXPR_PREFIX(~, bitwise_not)
+TINYT_EXPR_PREFIX(!, logical_not)
+#undef TINYT_EXPR_PREFIX
 
 }  // namespace tinyt::inline v0
 // ---- end tinyt/expr.hpp ----
+// ---- tinyt/static_tensor.hpp ----
+// Tensors whose shape is part of their type, for code that knows its shapes when it is compiled.
+// `StaticTensor<2, 3>` is a Tensor (it converts to one, and every Tensor method works on it); the
+// elementwise operators and matmul between two static tensors check the shapes at compile time
+// and give a static tensor of the result's shape. A mismatch is a static_assert: the diagnostic
+// is one sentence and the check it failed, which names both shapes (`StaticShape<2, 3>`).
+
+#include <boost/hana/tuple.hpp>
+
+
+namespace tinyt::inline v0 {
+
+/// A shape known at compile time.
+template <int64_t... Dims> struct StaticShape {
+  static constexpr size_t ndim = sizeof...(Dims);
+  /// The dims as a Boost.Hana tuple of integral constants, for compile-time algorithms.
+  static constexpr auto dims = boost::hana::tuple_c<int64_t, Dims...>;
+  static constexpr std::array<int64_t, ndim> array{Dims...};
+  static Shape shape() { return Shape{std::vector<int64_t>{Dims...}}; }
+};
+
+namespace detail::static_shapes {
+/// Dims computed at compile time, and whether the op they come from fits.
+template <size_t N> struct Dims {
+  std::array<int64_t, N> d{};
+  size_t n = 0;
+  bool fits = true;
+};
+// NumPy broadcasting, aligned from the right: equal dims or a 1.
+template <size_t A, size_t B> constexpr Dims<(A > B ? A : B)> broadcast(const std::array<int64_t, A>& a, const std::array<int64_t, B>& b) {
+  constexpr size_t n = A > B ? A : B;
+  Dims<n> r;
+  r.n = n;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t x = i < n - A ? 1 : a[i - (n - A)], y = i < n - B ? 1 : b[i - (n - B)];
+    r.fits &= x == y || x == 1 || y == 1;
+    r.d[i] = x == 1 ? y : x;
+  }
+  return r;
+}
+// matmul as NumPy: (..., m, k) @ (..., k, n), batch dims broadcast; a 1-D operand is a vector.
+template <size_t A, size_t B> constexpr Dims<(A > B ? A : B)> matmul(const std::array<int64_t, A>& a, const std::array<int64_t, B>& b) {
+  Dims<(A > B ? A : B)> r;
+  if constexpr (A == 0 || B == 0) {
+    r.fits = false;
+  } else {
+    r.fits = a[A - 1] == b[B >= 2 ? B - 2 : 0];
+    std::array<int64_t, (A > 2 ? A - 2 : 0)> batch_a{};
+    std::array<int64_t, (B > 2 ? B - 2 : 0)> batch_b{};
+    for (size_t i = 0; i < batch_a.size(); ++i) batch_a[i] = a[i];
+    for (size_t i = 0; i < batch_b.size(); ++i) batch_b[i] = b[i];
+    const auto batch = broadcast(batch_a, batch_b);
+    r.fits &= batch.fits;
+    for (size_t i = 0; i < batch.n; ++i) r.d[r.n++] = batch.d[i];
+    if (A >= 2) r.d[r.n++] = a[A - 2];
+    if (B >= 2) r.d[r.n++] = b[B - 1];
+  }
+  return r;
+}
+// The StaticShape of computed dims.
+template <auto& dims, size_t... I> StaticShape<dims.d[I]...> shape_of(std::index_sequence<I...>);
+}  // namespace detail::static_shapes
+
+/// Whether two static shapes broadcast together (NumPy rules).
+template <class L, class R> inline constexpr bool static_broadcastable = detail::static_shapes::broadcast(L::array, R::array).fits;
+/// Whether `L @ R` fits: the left's last dim equals the right's second-to-last, batch dims broadcast.
+template <class L, class R> inline constexpr bool static_matmul_fits = detail::static_shapes::matmul(L::array, R::array).fits;
+
+namespace detail::static_shapes {
+template <class L, class R> struct Broadcast {
+  static constexpr auto dims = broadcast(L::array, R::array);
+  using type = decltype(shape_of<dims>(std::make_index_sequence<dims.n>{}));
+};
+template <class L, class R> struct Matmul {
+  static constexpr auto dims = matmul(L::array, R::array);
+  using type = decltype(shape_of<dims>(std::make_index_sequence<dims.n>{}));
+};
+}  // namespace detail::static_shapes
+
+template <int64_t... Dims> class StaticTensor;
+namespace detail {
+template <class S> struct static_tensor_of;
+template <int64_t... D> struct static_tensor_of<StaticShape<D...>> {
+  using type = StaticTensor<D...>;
+};
+}  // namespace detail
+
+/// A tensor whose shape `(Dims...)` is part of its type. Convert a Tensor with
+/// `StaticTensor<2, 3>(t)` (checked at run time); a StaticTensor is a Tensor everywhere.
+template <int64_t... Dims> class StaticTensor : public Tensor {
+  static_assert(((Dims >= 0) && ...), "StaticTensor: every dim of a static shape must be zero or more");
+
+ public:
+  using static_shape = StaticShape<Dims...>;
+
+  /// The empty handle.
+  StaticTensor() = default;
+  /// `t` as a static tensor: a ShapeError naming both shapes when its shape is not (Dims...).
+  explicit StaticTensor(Tensor t) : Tensor(std::move(t)) {
+    if (defined() && !(shape() == static_shape::shape()))
+      throw ShapeError(detail::cat("StaticTensor: a tensor of shape ", shape(), " is not ", static_shape::shape()));
+  }
+  /// An expression's value as a static tensor (checked as above).
+  template <class E>
+    requires is_expr<E>::value
+  explicit StaticTensor(const E& e) : StaticTensor(Tensor(e)) {}
+
+  static StaticTensor zeros(DType dtype = dtypes::float32) { return StaticTensor(Tensor::zeros(static_shape::shape(), dtype)); }
+  static StaticTensor ones(DType dtype = dtypes::float32) { return StaticTensor(Tensor::ones(static_shape::shape(), dtype)); }
+  template <class V> static StaticTensor full(V value) { return StaticTensor(Tensor::full(static_shape::shape(), value)); }
+  static StaticTensor rand() { return StaticTensor(Tensor::rand(static_shape::shape())); }
+  static StaticTensor randn() { return StaticTensor(Tensor::randn(static_shape::shape())); }
+  /// The elements, row-major; a ShapeError when there are not exactly (Dims * ...) of them.
+  template <class T> static StaticTensor from_vector(const std::vector<T>& data) {
+    return StaticTensor(Tensor::from_vector(data, static_shape::shape()));
+  }
+
+  using Tensor::matmul;
+  /// Matrix product with a static tensor: the shapes are checked when compiled.
+  template <int64_t... W> auto matmul(const StaticTensor<W...>& w) const;
+  template <int64_t... W> auto dot(const StaticTensor<W...>& w) const { return matmul(w); }
+  using Tensor::dot;
+};
+
+/// `a @ b` of static tensors.
+template <int64_t... A, int64_t... B> auto matmul(const StaticTensor<A...>& a, const StaticTensor<B...>& b) {
+  using L = StaticShape<A...>;
+  using R = StaticShape<B...>;
+  static_assert(static_matmul_fits<L, R>,
+                "matmul of static tensors: the left's last dim must equal the right's second-to-last and batch dims must broadcast");
+  using Result = typename detail::static_tensor_of<typename detail::static_shapes::Matmul<L, R>::type>::type;
+  return Result(a.Tensor::matmul(b));
+}
+template <int64_t... Dims>
+template <int64_t... W>
+auto StaticTensor<Dims...>::matmul(const StaticTensor<W...>& w) const {
+  return tinyt::matmul(*this, w);
+}
+
+// Elementwise operators between two static tensors: checked when compiled, the result a static
+// tensor of the broadcast shape. With a Tensor, an expression or a scalar they are the usual
+// expressions (checked at run time).
+#define TINYT_STATIC_OPERATOR(sym, name)                                                                              \
+  template <int64_t... A, int64_t... B> auto operator sym(const StaticTensor<A...>& a, const StaticTensor<B...>& b) { \
+    using L = StaticShape<A...>;                                                                                      \
+    using R = StaticShape<B...>;                                                                                      \
+    static_assert(static_broadcastable<L, R>, #name " of static tensors: the shapes must broadcast (each pair of dims, from the right, equal or 1)"); \
+    using Result = typename detail::static_tensor_of<typename detail::static_shapes::Broadcast<L, R>::type>::type;    \
+    return Result(static_cast<const Tensor&>(a).name(b));                                                             \
+  }
+TINYT_STATIC_OPERATOR(+, add)
+TINYT_STATIC_OPERATOR(-, sub)
+TINYT_STATIC_OPERATOR(*, mul)
+TINYT_STATIC_OPERATOR(/, div)
+#undef TINYT_STATIC_OPERATOR
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/static_tensor.hpp ----
 // ---- tinyt/jit.hpp ----
 // TinyJit: capture the kernels a function launches once, then replay them with new inputs.
 //
@@ -2054,7 +2434,6 @@ template <ExprOperand A> requires(!std::is_arithmetic_v<A>) Tensor operator!(con
 // the second call. A replay's outputs are the JIT's own memory, overwritten by the next call, as
 // in tinygrad. JIT=0 turns capture off: every call just runs the function.
 
-#include <tuple>
 
 
 namespace tinyt::inline v0 {
@@ -2209,7 +2588,6 @@ template <class F> class TinyJit {
 #include <boost/hana/for_each.hpp>
 #include <boost/hana/second.hpp>
 #include <boost/hana/string.hpp>
-#include <boost/hana/tuple.hpp>
 
 
 // -- TINYT_PARAMETERS --------------------------------------------------------------------------
@@ -12310,10 +12688,39 @@ TINYT_INLINE UOpNode::~UOpNode() { delete extra.load(std::memory_order_acquire);
 
 namespace detail {
 
-// The intern table is sharded by hash so threads building different graphs rarely contend.
+// The intern table is sharded by hash so threads building different graphs rarely contend. Each
+// shard chains its nodes through UOpNode::next_in_bucket, so interning allocates only the node.
 struct InternShard {
   std::mutex mu;
-  std::unordered_multimap<size_t, UOpNode*> nodes;
+  std::vector<UOpNode*> buckets = std::vector<UOpNode*>(64, nullptr);  // a power of two
+  size_t count = 0;
+  UOpNode*& bucket(size_t hash) { return buckets[(hash ^ (hash >> 29)) & (buckets.size() - 1)]; }
+  void insert(UOpNode* n) {
+    if (++count > buckets.size()) grow();
+    UOpNode*& head = bucket(n->hash);
+    n->next_in_bucket = head;
+    head = n;
+  }
+  void erase(const UOpNode* n) {
+    for (UOpNode** p = &bucket(n->hash); *p; p = &(*p)->next_in_bucket)
+      if (*p == n) {
+        *p = n->next_in_bucket;
+        --count;
+        return;
+      }
+  }
+  void grow() {
+    std::vector<UOpNode*> old(buckets.size() * 2, nullptr);
+    old.swap(buckets);
+    for (UOpNode* head : old)
+      while (head) {
+        UOpNode* next = head->next_in_bucket;
+        UOpNode*& b = bucket(head->hash);
+        head->next_in_bucket = b;
+        b = head;
+        head = next;
+      }
+  }
 };
 struct InternTable {
   static constexpr size_t shard_count = 64;
@@ -12330,7 +12737,7 @@ TINYT_INLINE size_t live_uop_count() {
   size_t n = 0;
   for (InternShard& s : intern_table().shards) {
     std::lock_guard lock(s.mu);
-    n += s.nodes.size();
+    n += s.count;
   }
   return n;
 }
@@ -12358,13 +12765,11 @@ TINYT_INLINE UOpNode* intern(Ops op, DType dtype, std::vector<UOp>&& src, Arg&& 
   const size_t h = node_hash(op, dtype, src, arg);
   InternShard& shard = intern_table().shard(h);
   std::lock_guard lock(shard.mu);
-  for (auto [it, end] = shard.nodes.equal_range(h); it != end; ++it) {
-    UOpNode* n = it->second;
-    if (n->op == op && n->dtype == dtype && n->src == src && n->arg == arg && try_acquire(n))
+  for (UOpNode* n = shard.bucket(h); n; n = n->next_in_bucket)
+    if (n->hash == h && n->op == op && n->dtype == dtype && n->src == src && n->arg == arg && try_acquire(n))
       return n;
-  }
   auto* n = new UOpNode{op, dtype, std::move(src), std::move(arg), h};
-  shard.nodes.emplace(h, n);
+  shard.insert(n);
   return n;
 }
 
@@ -12388,11 +12793,7 @@ TINYT_INLINE void release(const UOpNode* node) {
     {
       InternShard& shard = intern_table().shard(d->hash);
       std::lock_guard lock(shard.mu);
-      for (auto [it, end] = shard.nodes.equal_range(d->hash); it != end; ++it)
-        if (it->second == d) {
-          shard.nodes.erase(it);
-          break;
-        }
+      shard.erase(d);
     }
     for (UOp& s : d->src) {
       const UOpNode* c = std::exchange(s.n_, nullptr);
@@ -12877,194 +13278,253 @@ TINYT_INLINE Shape Tensor::broadcast_shape(const Shape& a, const Shape& b, const
   return Shape(std::move(out));
 }
 
-/// `t` broadcast to `shape` (which it must broadcast to): a reshape adding leading 1s, an expand.
-TINYT_INLINE Tensor broadcast_to(const Tensor& t, const Shape& shape) {
-  const Shape old = t.shape();
-  if (old == shape) return t;
-  if (old.size() > shape.size())
-    throw ShapeError(detail::cat("expand: cannot broadcast ", old, " to ", shape));
+namespace detail {
+/// `u` broadcast to `shape`, unchecked: a reshape adding leading 1s, an expand.
+inline UOp broadcast_uop(const UOp& u, const Shape& shape) {
+  const Shape& old = graph::shape_of(u);
+  if (old == shape) return u;
   std::vector<sint> s(shape.size() - old.size(), 1);
   s.insert(s.end(), old.begin(), old.end());
-  for (size_t i = 0; i < s.size(); ++i)
-    if (!(s[i] == shape[i]) && !(s[i] == 1))
-      throw ShapeError(detail::cat("expand: cannot broadcast ", old, " to ", shape));
-  return Tensor(graph::expand(graph::reshape(t.uop(), Shape(s)), shape));
+  return graph::expand(graph::reshape(u, Shape(s)), shape);
+}
+// The checks of broadcasting `old` to `shape` (a reshape adding leading 1s, then an expand).
+inline void check_broadcast_to(const Shape& old, const Shape& shape) {
+  bool ok = old.size() <= shape.size();
+  for (size_t i = 0; ok && i < old.size(); ++i) {
+    const sint& d = old[i];
+    ok = d == shape[i + shape.size() - old.size()] || d == 1;
+  }
+  if (!ok) throw ShapeError(cat("expand: cannot broadcast ", old, " to ", shape));
+}
+// permute's order, checked and with negative axes resolved
+inline std::vector<int64_t> checked_order(const Shape& s, const std::vector<int>& order) {
+  if (order.size() != s.size()) throw ShapeError(cat("permute: ", order.size(), " axes for shape ", s));
+  std::vector<int64_t> perm;
+  std::vector<bool> seen(s.size(), false);
+  for (int a : order) {
+    const int ax = normalize_axis(a, s.size(), "permute");
+    if (seen[static_cast<size_t>(ax)]) throw ShapeError(cat("permute: axis ", a, " repeats in the order for shape ", s));
+    seen[static_cast<size_t>(ax)] = true;
+    perm.push_back(ax);
+  }
+  return perm;
+}
+inline std::vector<bool> checked_flips(const Shape& s, const std::vector<int>& axes) {
+  std::vector<bool> f(s.size(), false);
+  for (int a : axes) {
+    const auto ax = static_cast<size_t>(normalize_axis(a, s.size(), "flip"));
+    if (f[ax]) throw ShapeError(cat("flip: axis ", a, " repeats"));
+    f[ax] = true;
+  }
+  return f;
+}
+inline bool is_concrete_padding(const Shape& s, const ew::Pairs& padding) {
+  return s.is_concrete() && std::all_of(padding.begin(), padding.end(), [](const auto& p) { return p.first.is_int() && p.second.is_int(); });
+}
+// A pad that only grows (every amount non-negative; any may be symbolic).
+inline void check_growth(const Shape& s, const ew::Pairs& padding) {
+  if (padding.size() != s.size()) throw ShapeError(cat("pad: ", padding.size(), " (before, after) pairs for shape ", s));
+  for (const auto& [b, a] : padding)
+    if (b.vmin() < 0 || a.vmin() < 0)
+      throw ShapeError(cat("pad: padding (", b, ", ", a, ") may be negative; a symbolic pad only grows"));
+}
+// A pad with concrete amounts, any of them negative (which crops, as PyTorch's): the crop, and
+// what grows after it.
+struct ConcretePad {
+  std::vector<std::pair<int64_t, int64_t>> cut, widen;
+  bool crops = false;
+};
+inline ConcretePad concrete_pad(const Shape& shape, const ew::Pairs& padding) {
+  const std::vector<int64_t> s = shape.to_vector();
+  if (padding.size() != s.size()) throw ShapeError(cat("pad: ", padding.size(), " (before, after) pairs for shape ", shape));
+  ConcretePad p;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const int64_t b = padding[i].first.as_int(), a = padding[i].second.as_int();
+    if (b + a + s[i] < 0) throw ShapeError(cat("pad: padding (", b, ", ", a, ") removes more than dim ", i, " of ", shape, " has"));
+    p.crops |= b < 0 || a < 0;
+    p.widen.emplace_back(std::max<int64_t>(b, 0), std::max<int64_t>(a, 0));
+    p.cut.emplace_back(-std::min<int64_t>(b, 0), s[i] + std::min<int64_t>(a, 0));
+  }
+  return p;
+}
+}  // namespace detail
+
+/// `t` broadcast to `shape` (which it must broadcast to): a reshape adding leading 1s, an expand.
+TINYT_INLINE Tensor broadcast_to(const Tensor& t, const Shape& shape) {
+  detail::check_broadcast_to(t.shape(), shape);
+  return Tensor(detail::broadcast_uop(t.uop(), shape));
 }
 
-TINYT_INLINE Tensor Tensor::reshape(Shape shape) const {
-  if (!shape.is_concrete() || !this->shape().is_concrete()) return reshape_symbolic(shape);
-  const std::vector<int64_t> old = cshape();
+namespace detail::ew {
+// -- the shape each movement op gives, its arguments checked ---------------------------------------
+TINYT_INLINE Shape reshaped(const Shape& old, const Shape& shape) {
+  if (!shape.is_concrete() || !old.is_concrete()) {
+    // a symbolic size: the element counts must be the same expression
+    for (const sint& d : shape)
+      if (d == -1 || d.vmin() < 0)
+        throw ShapeError(cat("reshape: ", shape, " has a -1 or a negative size (a symbolic reshape names every size)"));
+    if (!same_size(shape.numel(), old.numel()))
+      throw ShapeError(cat("reshape: cannot reshape ", old, " to ", shape, ": ", old.numel(), " and ", shape.numel(), " elements"));
+    return shape;
+  }
   std::vector<int64_t> s;
   int64_t known = 1, infer = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
     const int64_t d = shape[i].as_int();
     if (d == -1) {
-      if (infer >= 0) throw ShapeError(detail::cat("reshape: more than one -1 in ", shape));
+      if (infer >= 0) throw ShapeError(cat("reshape: more than one -1 in ", shape));
       infer = static_cast<int64_t>(i);
     } else if (d < 0) {
-      throw ShapeError(detail::cat("reshape: negative size in ", shape));
+      throw ShapeError(cat("reshape: negative size in ", shape));
     } else {
       known *= d;
     }
     s.push_back(d);
   }
-  const int64_t n = numel();
+  const int64_t n = old.numel().value();
   if (infer >= 0) {
-    if (known == 0 || n % known != 0)
-      throw ShapeError(detail::cat("reshape: cannot reshape ", detail::shape_str(old), " to ", shape));
+    if (known == 0 || n % known != 0) throw ShapeError(cat("reshape: cannot reshape ", old, " to ", shape));
     s[static_cast<size_t>(infer)] = n / known;
   } else if (known != n) {
-    throw ShapeError(detail::cat("reshape: cannot reshape ", detail::shape_str(old), " (", n, " elements) to ", shape));
+    throw ShapeError(cat("reshape: cannot reshape ", old, " (", n, " elements) to ", shape));
   }
-  return Tensor(graph::reshape(uop(), s));
+  return Shape(s);
 }
-
-// A reshape where a size is symbolic: the element counts must be the same expression.
-TINYT_INLINE Tensor Tensor::reshape_symbolic(const Shape& shape) const {
-  for (const sint& d : shape)
-    if (d == -1 || d.vmin() < 0)
-      throw ShapeError(detail::cat("reshape: ", shape, " has a -1 or a negative size (a symbolic reshape names every size)"));
-  if (!detail::same_size(shape.numel(), this->shape().numel()))
-    throw ShapeError(detail::cat("reshape: cannot reshape ", this->shape(), " to ", shape, ": ", this->shape().numel(),
-                                 " and ", shape.numel(), " elements"));
-  return Tensor(graph::reshape(uop(), shape));
+TINYT_INLINE Shape permuted(const Shape& s, const std::vector<int>& order) {
+  std::vector<sint> out;
+  for (int64_t ax : checked_order(s, order)) out.push_back(s[static_cast<size_t>(ax)]);
+  return Shape(std::move(out));
 }
-
-TINYT_INLINE Tensor Tensor::permute(std::vector<int> order) const {
-  const Shape s = shape();
-  if (order.size() != s.size())
-    throw ShapeError(detail::cat("permute: ", order.size(), " axes for shape ", s));
-  std::vector<int64_t> perm;
-  std::vector<bool> seen(s.size(), false);
-  for (int a : order) {
-    const int ax = normalize_axis(a, s.size(), "permute");
-    if (seen[static_cast<size_t>(ax)]) throw ShapeError(detail::cat("permute: axis ", a, " repeats"));
-    seen[static_cast<size_t>(ax)] = true;
-    perm.push_back(ax);
-  }
-  return Tensor(graph::permute(uop(), perm));
-}
-
-TINYT_INLINE Tensor Tensor::expand(Shape shape) const {
+TINYT_INLINE Shape expanded(const Shape& s, const Shape& shape) {
   std::vector<sint> target;
-  const Shape s = this->shape();
   for (size_t i = 0; i < shape.size(); ++i) {
     sint d = shape[i];
     // -1 keeps the size of the matching dim (aligned from the right)
     if (d == -1 && i + s.size() >= shape.size()) d = s[i + s.size() - shape.size()];
     target.push_back(d);
   }
-  return broadcast_to(*this, Shape(target));
+  Shape out(std::move(target));
+  check_broadcast_to(s, out);
+  return out;
 }
-
-TINYT_INLINE Tensor Tensor::pad(std::vector<std::pair<sint, sint>> padding, double value) const {
-  if (!shape().is_concrete() || std::any_of(padding.begin(), padding.end(), [](const auto& p) { return !p.first.is_int() || !p.second.is_int(); }))
-    return grow(padding, value);
-  const std::vector<int64_t> s = cshape();
-  if (padding.size() != s.size())
-    throw ShapeError(detail::cat("pad: ", padding.size(), " (before, after) pairs for shape ", detail::shape_str(s)));
-  std::vector<std::pair<int64_t, int64_t>> widen, cut;
-  bool negative = false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const int64_t b = padding[i].first.as_int(), a = padding[i].second.as_int();
-    if (b + a + s[i] < 0) throw ShapeError(detail::cat("pad: padding (", b, ", ", a, ") removes more than dim ", i, " has"));
-    negative |= b < 0 || a < 0;
-    widen.emplace_back(std::max<int64_t>(b, 0), std::max<int64_t>(a, 0));
-    cut.emplace_back(-std::min<int64_t>(b, 0), s[i] + std::min<int64_t>(a, 0));
-  }
-  // negative padding crops (as PyTorch's)
-  Tensor x = negative ? Tensor(graph::shrink(uop(), cut)) : *this;
-  return x.grow(graph::to_size_pairs(widen), value);
+TINYT_INLINE Shape padded(const Shape& s, const Pairs& padding, double) {
+  if (is_concrete_padding(s, padding)) concrete_pad(s, padding);
+  else check_growth(s, padding);
+  std::vector<sint> out;
+  for (size_t i = 0; i < s.size(); ++i) out.push_back(s[i] + padding[i].first + padding[i].second);
+  return Shape(std::move(out));
 }
-
-// A pad that only grows (every amount non-negative; any may be symbolic). Pads fill with 0: a
-// non-zero value is selected where a padded mask of ones is false.
-TINYT_INLINE Tensor Tensor::grow(const std::vector<std::pair<sint, sint>>& padding, double value) const {
-  const Shape s = shape();
-  if (padding.size() != s.size())
-    throw ShapeError(detail::cat("pad: ", padding.size(), " (before, after) pairs for shape ", s));
-  for (const auto& [b, a] : padding)
-    if (b.vmin() < 0 || a.vmin() < 0)
-      throw ShapeError(detail::cat("pad: padding (", b, ", ", a, ") may be negative; a symbolic pad only grows"));
-  Tensor padded(graph::pad(uop(), padding));
-  if (value == 0.0) return padded;
-  Tensor mask(graph::pad(graph::expand(graph::reshape(graph::const_(dtypes::bool_, true, device()), std::vector<int64_t>(s.size(), 1)), s), padding));
-  return mask.where(padded, Tensor::full(padded.shape(), value, dtype(), device()));
-}
-
-TINYT_INLINE Tensor Tensor::shrink(std::vector<std::pair<sint, sint>> bounds) const {
-  const Shape s = shape();
-  if (bounds.size() != s.size())
-    throw ShapeError(detail::cat("shrink: ", bounds.size(), " (start, end) pairs for shape ", s));
+TINYT_INLINE Shape shrunk(const Shape& s, const Pairs& bounds) {
+  if (bounds.size() != s.size()) throw ShapeError(cat("shrink: ", bounds.size(), " (start, end) pairs for shape ", s));
+  std::vector<sint> out;
   for (size_t i = 0; i < s.size(); ++i) {
     const auto& [b, e] = bounds[i];
     // a symbolic bound is checked over its variables' ranges; the size it ends at, at its largest
     if (b.vmin() < 0 || (e - b).vmin() < 0 || e.vmax() > s[i].vmax())
-      throw ShapeError(detail::cat("shrink: (", b, ", ", e, ") is outside dim ", i, " of shape ", s));
+      throw ShapeError(cat("shrink: (", b, ", ", e, ") is outside dim ", i, " of shape ", s));
+    out.push_back(e - b);
   }
-  return Tensor(graph::shrink(uop(), bounds));
+  return Shape(std::move(out));
 }
-
-TINYT_INLINE Tensor Tensor::flip(std::vector<int> axes) const {
-  std::vector<bool> f(ndim(), false);
-  for (int a : axes) {
-    const auto ax = static_cast<size_t>(normalize_axis(a, ndim(), "flip"));
-    if (f[ax]) throw ShapeError(detail::cat("flip: axis ", a, " repeats"));
-    f[ax] = true;
-  }
-  return Tensor(graph::flip(uop(), f));
+TINYT_INLINE Shape flipped(const Shape& s, const std::vector<int>& axes) {
+  checked_flips(s, axes);
+  return s;
 }
-
-TINYT_INLINE Tensor Tensor::transpose(int d0, int d1) const {
-  std::vector<int> order(ndim());
+TINYT_INLINE std::vector<int> transposed_order(const Shape& s, int d0, int d1) {
+  std::vector<int> order(s.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::swap(order[static_cast<size_t>(normalize_axis(d0, ndim(), "transpose"))],
-            order[static_cast<size_t>(normalize_axis(d1, ndim(), "transpose"))]);
-  return permute(order);
+  std::swap(order[static_cast<size_t>(normalize_axis(d0, s.size(), "transpose"))],
+            order[static_cast<size_t>(normalize_axis(d1, s.size(), "transpose"))]);
+  return order;
 }
-
-TINYT_INLINE Tensor Tensor::flatten(int start, int end) const {
-  if (ndim() == 0) return reshape({1});
-  const Shape s = shape();
+TINYT_INLINE Shape flattened(const Shape& s, int start, int end) {
+  if (s.size() == 0) return Shape{1};
   const auto a = static_cast<size_t>(normalize_axis(start, s.size(), "flatten"));
   const auto b = static_cast<size_t>(normalize_axis(end, s.size(), "flatten"));
-  if (a > b) throw ShapeError(detail::cat("flatten: start ", start, " comes after end ", end));
+  if (a > b) throw ShapeError(cat("flatten: start ", start, " comes after end ", end, " for shape ", s));
   std::vector<sint> out(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(a));
   sint n = 1;
   for (size_t i = a; i <= b; ++i) n = n * s[i];
   out.push_back(n);
   out.insert(out.end(), s.begin() + static_cast<std::ptrdiff_t>(b) + 1, s.end());
-  return reshape(Shape(out));
+  return Shape(std::move(out));
 }
-
-TINYT_INLINE Tensor Tensor::unflatten(int dim, Shape sizes) const {
-  const Shape s = shape();
+TINYT_INLINE Shape unflattened(const Shape& s, int dim, const Shape& sizes) {
   const auto d = static_cast<size_t>(normalize_axis(dim, s.size(), "unflatten"));
   std::vector<sint> out(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(d));
   for (const sint& x : sizes) out.push_back(x);
   out.insert(out.end(), s.begin() + static_cast<std::ptrdiff_t>(d) + 1, s.end());
-  return reshape(Shape(out));
+  return Shape(std::move(out));
+}
+TINYT_INLINE Shape squeezed(const Shape& s, int dim) {
+  if (s.size() == 0) return s;
+  std::vector<sint> out = s.dims();
+  const auto d = static_cast<size_t>(normalize_axis(dim, s.size(), "squeeze"));
+  if (out[d] == 1) out.erase(out.begin() + static_cast<std::ptrdiff_t>(d));
+  return Shape(std::move(out));
+}
+TINYT_INLINE Shape squeezed_all(const Shape& s) {
+  std::vector<sint> out;
+  for (const sint& d : s)
+    if (!(d == 1)) out.push_back(d);
+  return Shape(std::move(out));
+}
+TINYT_INLINE Shape unsqueezed(const Shape& s, int dim) {
+  std::vector<sint> out = s.dims();
+  const auto d = static_cast<size_t>(normalize_axis(dim, s.size() + 1, "unsqueeze"));
+  out.insert(out.begin() + static_cast<std::ptrdiff_t>(d), 1);
+  return Shape(std::move(out));
 }
 
-TINYT_INLINE Tensor Tensor::squeeze(int dim) const {
-  std::vector<sint> s = shape().dims();
-  if (s.empty()) return *this;
-  const auto d = static_cast<size_t>(normalize_axis(dim, s.size(), "squeeze"));
-  if (!(s[d] == 1)) return *this;
-  s.erase(s.begin() + static_cast<std::ptrdiff_t>(d));
-  return reshape(Shape(s));
+// -- the movement ops: one UOp each (none when nothing changes) ------------------------------------
+TINYT_INLINE Operand reshape(O x, const Shape& shape) { return {graph::reshape(x.u, reshaped(graph::shape_of(x.u), shape))}; }
+TINYT_INLINE Operand permute(O x, const std::vector<int>& order) { return {graph::permute(x.u, checked_order(graph::shape_of(x.u), order))}; }
+TINYT_INLINE Operand expand(O x, const Shape& shape) { return {broadcast_uop(x.u, expanded(graph::shape_of(x.u), shape))}; }
+TINYT_INLINE Operand shrink(O x, const Pairs& bounds) {
+  shrunk(graph::shape_of(x.u), bounds);
+  return {graph::shrink(x.u, bounds)};
 }
-TINYT_INLINE Tensor Tensor::squeeze() const {
-  auto s = cshape();
-  std::erase(s, 1);
-  return reshape(Shape(s));
+TINYT_INLINE Operand flip(O x, const std::vector<int>& axes) { return {graph::flip(x.u, checked_flips(graph::shape_of(x.u), axes))}; }
+TINYT_INLINE Operand pad(O x, const Pairs& padding, double value) {
+  const Shape s = graph::shape_of(x.u);
+  UOp u = x.u;
+  Pairs growth = padding;
+  if (is_concrete_padding(s, padding)) {
+    const ConcretePad p = concrete_pad(s, padding);
+    if (p.crops) u = graph::shrink(u, p.cut);
+    growth = graph::to_size_pairs(p.widen);
+  } else {
+    check_growth(s, padding);
+  }
+  // pads fill with 0: a non-zero value is selected where a padded mask of ones is false
+  const UOp grown = graph::pad(u, growth);
+  if (value == 0.0) return {grown};
+  const Shape before = graph::shape_of(u);
+  const UOp ones = broadcast_uop(graph::const_(dtypes::bool_, true, graph::device_of(u)), before);
+  const UOp fill = broadcast_uop(graph::const_(u.dtype(), value, graph::device_of(u)), graph::shape_of(grown));
+  return {graph::pad(ones, growth).where(grown, fill)};
 }
-TINYT_INLINE Tensor Tensor::unsqueeze(int dim) const {
-  std::vector<sint> s = shape().dims();
-  const auto d = static_cast<size_t>(normalize_axis(dim, s.size() + 1, "unsqueeze"));
-  s.insert(s.begin() + static_cast<std::ptrdiff_t>(d), 1);
-  return reshape(Shape(s));
+}  // namespace detail::ew
+
+// -- the Tensor methods: one path with the expressions ---------------------------------------------
+TINYT_INLINE Tensor Tensor::reshape(Shape shape) const { return detail::to_tensor(detail::ew::reshape(detail::operand_of(*this), shape)); }
+TINYT_INLINE Tensor Tensor::permute(std::vector<int> order) const {
+  return detail::to_tensor(detail::ew::permute(detail::operand_of(*this), order));
 }
+TINYT_INLINE Tensor Tensor::expand(Shape shape) const { return detail::to_tensor(detail::ew::expand(detail::operand_of(*this), shape)); }
+TINYT_INLINE Tensor Tensor::pad(std::vector<std::pair<sint, sint>> padding, double value) const {
+  return detail::to_tensor(detail::ew::pad(detail::operand_of(*this), padding, value));
+}
+TINYT_INLINE Tensor Tensor::shrink(std::vector<std::pair<sint, sint>> bounds) const {
+  return detail::to_tensor(detail::ew::shrink(detail::operand_of(*this), bounds));
+}
+TINYT_INLINE Tensor Tensor::flip(std::vector<int> axes) const { return detail::to_tensor(detail::ew::flip(detail::operand_of(*this), axes)); }
+TINYT_INLINE Tensor Tensor::transpose(int d0, int d1) const { return permute(detail::ew::transposed_order(shape(), d0, d1)); }
+TINYT_INLINE Tensor Tensor::flatten(int start, int end) const { return reshape(detail::ew::flattened(shape(), start, end)); }
+TINYT_INLINE Tensor Tensor::unflatten(int dim, Shape sizes) const { return reshape(detail::ew::unflattened(shape(), dim, sizes)); }
+TINYT_INLINE Tensor Tensor::squeeze(int dim) const { return reshape(detail::ew::squeezed(shape(), dim)); }
+TINYT_INLINE Tensor Tensor::squeeze() const { return reshape(detail::ew::squeezed_all(shape())); }
+TINYT_INLINE Tensor Tensor::unsqueeze(int dim) const { return reshape(detail::ew::unsqueezed(shape(), dim)); }
 
 TINYT_INLINE Tensor Tensor::to(const std::string& device) const {
   const std::string d = Device::canonicalize(device);
@@ -13119,17 +13579,6 @@ inline Operand promote_operand(const Operand& x, DType dt) {
     return {UOp(Ops::CONST, dt, x.u.src(), UOp::const_(dt, x.exact.const_float()).arg()), x.weak, x.exact};
   return cast_operand(x, dt);
 }
-/// t converted to `dt` as an op converts its operands (a C++ double from its own value), no
-/// longer weak.
-inline Tensor promoted(const Tensor& t, DType dt) { return to_tensor({promote_operand(operand_of(t), dt).u, false}); }
-
-inline UOp broadcast_uop(const UOp& u, const Shape& shape) {
-  const Shape& old = graph::shape_of(u);
-  if (old == shape) return u;
-  std::vector<sint> s(shape.size() - old.size(), 1);
-  s.insert(s.end(), old.begin(), old.end());
-  return graph::expand(graph::reshape(u, Shape(s)), shape);
-}
 
 /// A C++ scalar lives where the tensor it meets lives: a weak constant moved to `device`
 /// (anything else as it is).
@@ -13151,7 +13600,8 @@ TINYT_INLINE Operand binary_operand(Ops op, Operand a, Operand b, const char* na
   const Shape shape = Tensor::broadcast_shape(graph::shape_of(a.u), graph::shape_of(b.u), name);
   return {broadcast_uop(a.u, shape).alu(op, {broadcast_uop(b.u, shape)}), false};
 }
-TINYT_INLINE Operand negate(const Operand& x) {
+/// -x as x * -1 (a constant is negated now; the weak flag stays).
+inline Operand negate(const Operand& x) {
   const DType dt = x.u.dtype();
   if (dt.is_bool()) throw DTypeError("sub: subtracting bool tensors is not supported; use logical_xor");
   if (x.u.op() == Ops::CONST) {
@@ -13161,228 +13611,280 @@ TINYT_INLINE Operand negate(const Operand& x) {
   const UOp minus_one = graph::const_(dt, -1, graph::device_of(x.u));
   return {x.u.alu(Ops::MUL, {broadcast_uop(minus_one, graph::shape_of(x.u))}), x.weak};
 }
-}  // namespace detail
 
-// an explicit cast converts the value the tensor holds (a C++ double is float32 by then)
-TINYT_INLINE Tensor Tensor::cast(DType dt) const { return detail::to_tensor(detail::cast_operand({uop(), weak()}, dt)); }
+// -- the ops on Operands (expr.hpp declares them) --------------------------------------------------
+TINYT_INLINE Operand Operand::scalar_operand(double v) {
+  return {graph::const_(dtypes::float32, v, Device::default_device()), true, UOp::const_(dtypes::float64, v)};
+}
+TINYT_INLINE Operand Operand::scalar_operand(bool v) {
+  return {graph::const_(dtypes::bool_, static_cast<int64_t>(v), Device::default_device()), true};
+}
+TINYT_INLINE Operand Operand::integer_scalar(int64_t v, DType dt) { return {graph::const_(dt, v, Device::default_device()), true}; }
 
-TINYT_INLINE Tensor Tensor::bitcast(DType dt) const {
-  if (dt.itemsize() != dtype().itemsize())
-    throw DTypeError(detail::cat("bitcast: ", dtype().name(), " and ", dt.name(), " differ in size"));
-  return Tensor(uop().bitcast(dt));
+namespace ew {
+// helpers of the ops below
+inline DType dtype(O x) { return x.u.dtype(); }
+inline Operand binary(Ops op, O a, O b, const char* name, bool to_float = false) { return binary_operand(op, a, b, name, to_float); }
+/// x as a float dtype (integers as the default float), no longer weak.
+inline Operand as_float(O x) { return cast(x, least_upper_float(dtype(x))); }
+inline Operand unary(Ops op, O x) { return {as_float(x).u.alu(op)}; }
+/// `value` in x's dtype, device and shape (not weak).
+template <class V> Operand full_like(O x, V value) {
+  return {broadcast_uop(graph::const_(dtype(x), value, graph::device_of(x.u)), graph::shape_of(x.u))};
 }
-
-TINYT_INLINE Tensor Tensor::binary(Ops op, const Tensor& o, const char* name, bool to_float) const {
-  return detail::to_tensor(detail::binary_operand(op, detail::operand_of(*this), detail::operand_of(o), name, to_float));
+inline void require_int_or_bool(O x, const char* op) {
+  if (dtype(x).is_float()) throw DTypeError(cat(op, ": needs integer or bool tensors, not ", dtype(x).name()));
 }
-
-TINYT_INLINE Tensor Tensor::unary(Ops op) const {
-  Tensor x = cast(least_upper_float(dtype()));
-  return Tensor(x.uop().alu(op));
-}
-
-TINYT_INLINE Tensor Tensor::add(const Tensor& o) const { return binary(Ops::ADD, o, "add"); }
-TINYT_INLINE Tensor Tensor::mul(const Tensor& o) const { return binary(Ops::MUL, o, "mul"); }
-TINYT_INLINE Tensor Tensor::sub(const Tensor& o) const {
-  return detail::to_tensor(detail::binary_operand(Ops::ADD, detail::operand_of(*this), detail::negate(detail::operand_of(o)), "sub", false));
-}
-TINYT_INLINE Tensor Tensor::neg() const {
-  if (dtype().is_bool()) return logical_not();
-  return detail::to_tensor(detail::negate(detail::operand_of(*this)));  // -scalar stays a weak scalar
-}
-/// True division: integers divide as the default float.
-TINYT_INLINE Tensor Tensor::div(const Tensor& o) const { return binary(Ops::FDIV, o, "div", true); }
-TINYT_INLINE Tensor Tensor::maximum(const Tensor& o) const { return binary(Ops::MAX, o, "maximum"); }
-TINYT_INLINE Tensor Tensor::minimum(const Tensor& o) const {
-  // min(a, b) = -max(-a, -b); integers use ~, which reverses order without overflow
-  if (dtype().is_float() || o.dtype().is_float()) return neg().maximum(o.neg()).neg();
-  return bitwise_not().maximum(o.bitwise_not()).bitwise_not();
-}
-TINYT_INLINE Tensor Tensor::eq(const Tensor& o) const { return binary(Ops::CMPEQ, o, "eq"); }
-TINYT_INLINE Tensor Tensor::ne(const Tensor& o) const { return binary(Ops::CMPNE, o, "ne"); }
-TINYT_INLINE Tensor Tensor::lt(const Tensor& o) const { return binary(Ops::CMPLT, o, "lt"); }
-TINYT_INLINE Tensor Tensor::gt(const Tensor& o) const { return o.binary(Ops::CMPLT, *this, "gt"); }
-TINYT_INLINE Tensor Tensor::le(const Tensor& o) const { return lt(o).logical_or(eq(o)); }  // false with NaN
-TINYT_INLINE Tensor Tensor::ge(const Tensor& o) const { return gt(o).logical_or(eq(o)); }
-
-namespace detail {
-inline void require_int_or_bool(const Tensor& t, const char* op) {
-  if (t.dtype().is_float()) throw DTypeError(cat(op, ": needs integer or bool tensors, not ", t.dtype().name()));
-}
-}  // namespace detail
-TINYT_INLINE Tensor Tensor::bitwise_and(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_and"), detail::require_int_or_bool(o, "bitwise_and"); return binary(Ops::AND, o, "bitwise_and"); }
-TINYT_INLINE Tensor Tensor::bitwise_or(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_or"), detail::require_int_or_bool(o, "bitwise_or"); return binary(Ops::OR, o, "bitwise_or"); }
-TINYT_INLINE Tensor Tensor::bitwise_xor(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_xor"), detail::require_int_or_bool(o, "bitwise_xor"); return binary(Ops::XOR, o, "bitwise_xor"); }
-namespace detail {
 // Shifts as PyTorch defines them: by a negative amount or by the width or more, every bit is
 // shifted out (<< gives 0, >> gives 0 or, for a negative signed value, -1). The kernel only ever
 // shifts by less than the width: C and LLVM leave wider shifts undefined.
 struct ShiftOperands {
-  Tensor x, amount, in_range;  // in the promoted dtype; whether 0 <= amount < bits
+  Operand x, amount, in_range;  // in the promoted dtype; whether 0 <= amount < bits
   int64_t bits;
 };
-inline ShiftOperands shift_operands(const Tensor& x, const Tensor& amount, const char* op) {
+inline ShiftOperands shift_operands(O x, O amount, const char* op) {
   require_int_or_bool(x, op);
-  const DType dt = x.add(amount).dtype();
-  const Tensor a = promoted(to_tensor(scalar_on(operand_of(amount), x.device())), dt);
+  const DType dt = binary(Ops::ADD, x, amount, op).u.dtype();
+  const Operand a{promote_operand(scalar_on(amount, graph::device_of(x.u)), dt).u};
   const int64_t bits = dt.is_bool() ? 1 : 8 * dt.itemsize();
-  return {x.cast(dt), a, a.ge(0).logical_and(a.lt(bits)), bits};
+  return {cast(x, dt), a, logical_and(ge(a, 0), lt(a, bits)), bits};
 }
-}  // namespace detail
-TINYT_INLINE Tensor Tensor::lshift(const Tensor& o) const {
-  const auto [x, amount, in_range, bits] = detail::shift_operands(*this, o, "lshift");
-  if (x.dtype().is_bool()) return x.logical_and(in_range);  // one bit: kept by a shift of 0 only
-  return in_range.where(x.binary(Ops::SHL, amount.bitwise_and(bits - 1), "lshift"), 0);
-}
-TINYT_INLINE Tensor Tensor::rshift(const Tensor& o) const {
-  const auto [x, amount, in_range, bits] = detail::shift_operands(*this, o, "rshift");
-  if (x.dtype().is_bool()) return x.logical_and(in_range);
-  if (x.dtype().is_unsigned()) return in_range.where(x.binary(Ops::SHR, amount.bitwise_and(bits - 1), "rshift"), 0);
-  return x.binary(Ops::SHR, in_range.where(amount, bits - 1), "rshift");  // the sign fills every bit
-}
-TINYT_INLINE Tensor Tensor::bitwise_not() const {
-  detail::require_int_or_bool(*this, "bitwise_not");
-  if (dtype().is_bool()) return logical_not();
-  if (weak() && uop().op() == Ops::CONST) {  // ~scalar stays a weak scalar, so min(int8, 5) stays int8
-    const UOp c(Ops::CONST, dtype(), {}, uop().arg());
-    return detail::to_tensor({UOp(Ops::CONST, dtype(), uop().src(), fold_constants(Ops::XOR, dtype(), {c, c.const_like(-1)}).arg()), true});
-  }
-  return bitwise_xor(Tensor(graph::const_(dtype(), -1, device())));
-}
-TINYT_INLINE Tensor Tensor::logical_not() const { return cast(dtypes::bool_).ne(Tensor(true)); }
-TINYT_INLINE Tensor Tensor::logical_and(const Tensor& o) const { return cast(dtypes::bool_).binary(Ops::AND, o.cast(dtypes::bool_), "logical_and"); }
-TINYT_INLINE Tensor Tensor::logical_or(const Tensor& o) const { return cast(dtypes::bool_).binary(Ops::OR, o.cast(dtypes::bool_), "logical_or"); }
-TINYT_INLINE Tensor Tensor::logical_xor(const Tensor& o) const { return cast(dtypes::bool_).binary(Ops::XOR, o.cast(dtypes::bool_), "logical_xor"); }
 
-TINYT_INLINE Tensor Tensor::where(const Tensor& a, const Tensor& b) const {
+// an explicit cast converts the value the tensor holds (a C++ double is float32 by then)
+TINYT_INLINE Operand cast(O x, DType dt) { return cast_operand({x.u, x.weak}, dt); }
+TINYT_INLINE Operand bitcast(O x, DType dt) {
+  if (dt.itemsize() != dtype(x).itemsize())
+    throw DTypeError(cat("bitcast: ", dtype(x).name(), " and ", dt.name(), " differ in size"));
+  return {x.u.bitcast(dt)};
+}
+
+TINYT_INLINE Operand add(O a, O b) { return binary(Ops::ADD, a, b, "add"); }
+TINYT_INLINE Operand mul(O a, O b) { return binary(Ops::MUL, a, b, "mul"); }
+TINYT_INLINE Operand sub(O a, O b) { return binary(Ops::ADD, a, negate(b), "sub"); }
+TINYT_INLINE Operand neg(O x) { return dtype(x).is_bool() ? logical_not(x) : negate(x); }  // -scalar stays a weak scalar
+/// True division: integers divide as the default float.
+TINYT_INLINE Operand div(O a, O b) { return binary(Ops::FDIV, a, b, "div", true); }
+TINYT_INLINE Operand maximum(O a, O b) { return binary(Ops::MAX, a, b, "maximum"); }
+TINYT_INLINE Operand minimum(O a, O b) {
+  // min(a, b) = -max(-a, -b); integers use ~, which reverses order without overflow
+  if (dtype(a).is_float() || dtype(b).is_float()) return neg(maximum(neg(a), neg(b)));
+  return bitwise_not(maximum(bitwise_not(a), bitwise_not(b)));
+}
+TINYT_INLINE Operand eq(O a, O b) { return binary(Ops::CMPEQ, a, b, "eq"); }
+TINYT_INLINE Operand ne(O a, O b) { return binary(Ops::CMPNE, a, b, "ne"); }
+TINYT_INLINE Operand lt(O a, O b) { return binary(Ops::CMPLT, a, b, "lt"); }
+TINYT_INLINE Operand gt(O a, O b) { return binary(Ops::CMPLT, b, a, "gt"); }
+TINYT_INLINE Operand le(O a, O b) { return logical_or(lt(a, b), eq(a, b)); }  // false with NaN
+TINYT_INLINE Operand ge(O a, O b) { return logical_or(gt(a, b), eq(a, b)); }
+
+TINYT_INLINE Operand bitwise_and(O a, O b) {
+  require_int_or_bool(a, "bitwise_and"), require_int_or_bool(b, "bitwise_and");
+  return binary(Ops::AND, a, b, "bitwise_and");
+}
+TINYT_INLINE Operand bitwise_or(O a, O b) {
+  require_int_or_bool(a, "bitwise_or"), require_int_or_bool(b, "bitwise_or");
+  return binary(Ops::OR, a, b, "bitwise_or");
+}
+TINYT_INLINE Operand bitwise_xor(O a, O b) {
+  require_int_or_bool(a, "bitwise_xor"), require_int_or_bool(b, "bitwise_xor");
+  return binary(Ops::XOR, a, b, "bitwise_xor");
+}
+TINYT_INLINE Operand lshift(O a, O b) {
+  const auto [x, amount, in_range, bits] = shift_operands(a, b, "lshift");
+  if (dtype(x).is_bool()) return logical_and(x, in_range);  // one bit: kept by a shift of 0 only
+  return where(in_range, binary(Ops::SHL, x, bitwise_and(amount, bits - 1), "lshift"), 0);
+}
+TINYT_INLINE Operand rshift(O a, O b) {
+  const auto [x, amount, in_range, bits] = shift_operands(a, b, "rshift");
+  if (dtype(x).is_bool()) return logical_and(x, in_range);
+  if (dtype(x).is_unsigned()) return where(in_range, binary(Ops::SHR, x, bitwise_and(amount, bits - 1), "rshift"), 0);
+  return binary(Ops::SHR, x, where(in_range, amount, bits - 1), "rshift");  // the sign fills every bit
+}
+TINYT_INLINE Operand bitwise_not(O x) {
+  require_int_or_bool(x, "bitwise_not");
+  if (dtype(x).is_bool()) return logical_not(x);
+  if (x.weak && x.u.op() == Ops::CONST) {  // ~scalar stays a weak scalar, so min(int8, 5) stays int8
+    const UOp c(Ops::CONST, dtype(x), {}, x.u.arg());
+    return {UOp(Ops::CONST, dtype(x), x.u.src(), fold_constants(Ops::XOR, dtype(x), {c, c.const_like(-1)}).arg()), true};
+  }
+  return bitwise_xor(x, Operand(graph::const_(dtype(x), -1, graph::device_of(x.u))));
+}
+TINYT_INLINE Operand logical_not(O x) { return ne(cast(x, dtypes::bool_), true); }
+TINYT_INLINE Operand logical_and(O a, O b) { return binary(Ops::AND, cast(a, dtypes::bool_), cast(b, dtypes::bool_), "logical_and"); }
+TINYT_INLINE Operand logical_or(O a, O b) { return binary(Ops::OR, cast(a, dtypes::bool_), cast(b, dtypes::bool_), "logical_or"); }
+TINYT_INLINE Operand logical_xor(O a, O b) { return binary(Ops::XOR, cast(a, dtypes::bool_), cast(b, dtypes::bool_), "logical_xor"); }
+
+TINYT_INLINE Operand where(O cond, O a, O b) {
   // the branches promote together; the condition is any dtype read as bool
-  DType dt = a.weak() && !b.weak()   ? weak_promote(b.dtype(), a.dtype())
-             : b.weak() && !a.weak() ? weak_promote(a.dtype(), b.dtype())
-                                     : least_upper_dtype({a.dtype(), b.dtype()});
-  Tensor c = cast(dtypes::bool_);
-  Tensor x = detail::promoted(a, dt), y = detail::promoted(b, dt);
-  const Shape shape = broadcast_shape(broadcast_shape(c.shape(), x.shape(), "where"), y.shape(), "where");
-  return Tensor(broadcast_to(c, shape).uop().where(broadcast_to(x, shape).uop(), broadcast_to(y, shape).uop()));
+  const DType dt = a.weak && !b.weak   ? weak_promote(dtype(b), dtype(a))
+                   : b.weak && !a.weak ? weak_promote(dtype(a), dtype(b))
+                                       : least_upper_dtype({dtype(a), dtype(b)});
+  const UOp c = cast(cond, dtypes::bool_).u, x = promote_operand(a, dt).u, y = promote_operand(b, dt).u;
+  const Shape shape = broadcast_all("where", graph::shape_of(c), graph::shape_of(x), graph::shape_of(y));
+  return {broadcast_uop(c, shape).where(broadcast_uop(x, shape), broadcast_uop(y, shape))};
 }
 
 /// Floor division (Python's //): rounds toward negative infinity.
-TINYT_INLINE Tensor Tensor::floordiv(const Tensor& o) const {
-  Tensor a = *this;
-  if (dtype().is_float() || o.dtype().is_float()) return div(o).floor();
-  Tensor q = a.binary(Ops::IDIV, o, "floordiv"), r = a.binary(Ops::MOD, o, "floordiv");
+TINYT_INLINE Operand floordiv(O a, O b) {
+  if (dtype(a).is_float() || dtype(b).is_float()) return floor(div(a, b));
+  const Operand q = binary(Ops::IDIV, a, b, "floordiv"), r = binary(Ops::MOD, a, b, "floordiv");
   // C truncates: step down one where the remainder is non-zero and the signs differ
-  Tensor fix = r.ne(0).logical_and(r.lt(0).ne(o.lt(0)));
-  return q.sub(fix.cast(q.dtype()));
+  const Operand fix = logical_and(ne(r, 0), ne(lt(r, 0), lt(b, 0)));
+  return sub(q, cast(fix, dtype(q)));
 }
 /// Remainder with the sign of the divisor (Python's %, PyTorch's remainder).
-TINYT_INLINE Tensor Tensor::mod(const Tensor& o) const {
-  if (dtype().is_float() || o.dtype().is_float()) return sub(floordiv(o).mul(o));
-  Tensor r = binary(Ops::MOD, o, "mod");
-  Tensor fix = r.ne(0).logical_and(r.lt(0).ne(o.lt(0)));
-  return fix.where(r.add(o), r);
+TINYT_INLINE Operand mod(O a, O b) {
+  if (dtype(a).is_float() || dtype(b).is_float()) return sub(a, mul(floordiv(a, b), b));
+  const Operand r = binary(Ops::MOD, a, b, "mod");
+  const Operand fix = logical_and(ne(r, 0), ne(lt(r, 0), lt(b, 0)));
+  return where(fix, add(r, b), r);
 }
-TINYT_INLINE Tensor Tensor::pow(const Tensor& o) const {
-  if (dtype().is_float() || o.dtype().is_float()) return binary(Ops::POW, o, "pow", true);
+TINYT_INLINE Operand pow(O a, O b) {
+  if (dtype(a).is_float() || dtype(b).is_float()) return binary(Ops::POW, a, b, "pow", true);
   // integers, as PyTorch: exact and wrapping, by squaring and multiplying over the exponent's
   // bits; a negative exponent truncates 1/x^n (1 for 1, -1 or 1 for -1, else 0)
-  const DType dt = binary(Ops::ADD, o, "pow").dtype();
-  const Tensor base = cast(dt), exponent = detail::promoted(o, dt);
-  if (dt.is_bool()) return base.logical_or(exponent.logical_not());
-  Tensor result = Tensor::full_like(base, 1), square = base;
-  if (exponent.uop().op() == Ops::CONST) {  // a known exponent: only its bits
-    i128 e = exponent.uop().const_int();
-    if (e < 0) return base.eq(1).where(1, base.eq(-1).where(e % 2 ? -1 : 1, 0)).cast(dt);
+  const DType dt = binary(Ops::ADD, a, b, "pow").u.dtype();
+  const Operand base = cast(a, dt), exponent{promote_operand(b, dt).u};
+  if (dt.is_bool()) return logical_or(base, logical_not(exponent));
+  Operand result = full_like(base, 1), square = base;
+  if (exponent.u.op() == Ops::CONST) {  // a known exponent: only its bits
+    i128 e = exponent.u.const_int();
+    if (e < 0) return cast(where(eq(base, 1), 1, where(eq(base, -1), e % 2 ? -1 : 1, 0)), dt);
     for (; e > 0; e >>= 1) {
-      if (e & 1) result = result.mul(square);
-      if (e > 1) square = square.mul(square);
+      if (e & 1) result = mul(result, square);
+      if (e > 1) square = mul(square, square);
     }
     return result;
   }
   const int64_t bits = 8 * dt.itemsize() - (dt.is_unsigned() ? 0 : 1);  // a negative one is below
   for (int64_t i = 0; i < bits; ++i) {
-    const Tensor bit_set = exponent.bitwise_and(Tensor(static_cast<int64_t>(uint64_t{1} << i))).ne(0);
-    result = bit_set.where(result.mul(square), result);
-    if (i + 1 < bits) square = square.mul(square);
+    const Operand bit_set = ne(bitwise_and(exponent, static_cast<int64_t>(uint64_t{1} << i)), 0);
+    result = where(bit_set, mul(result, square), result);
+    if (i + 1 < bits) square = mul(square, square);
   }
   if (dt.is_unsigned()) return result;
-  const Tensor odd = exponent.bitwise_and(1).ne(0);
-  const Tensor negative_power = base.eq(1).where(1, base.eq(-1).where(odd.where(-1, 1), 0)).cast(dt);
-  return exponent.lt(0).where(negative_power, result);
+  const Operand odd = ne(bitwise_and(exponent, 1), 0);
+  const Operand negative_power = cast(where(eq(base, 1), 1, where(eq(base, -1), where(odd, -1, 1), 0)), dt);
+  return where(lt(exponent, 0), negative_power, result);
 }
 
 // -- math functions ------------------------------------------------------------------------------
-TINYT_INLINE Tensor Tensor::exp2() const { return unary(Ops::EXP2); }
-TINYT_INLINE Tensor Tensor::log2() const { return unary(Ops::LOG2); }
-TINYT_INLINE Tensor Tensor::exp() const { return cast(least_upper_float(dtype())).mul(1.0 / std::numbers::ln2).exp2(); }
-TINYT_INLINE Tensor Tensor::log() const { return log2().mul(std::numbers::ln2); }
-TINYT_INLINE Tensor Tensor::sqrt() const { return unary(Ops::SQRT); }
-TINYT_INLINE Tensor Tensor::reciprocal() const { return unary(Ops::RECIPROCAL); }
-TINYT_INLINE Tensor Tensor::rsqrt() const { return sqrt().reciprocal(); }
-TINYT_INLINE Tensor Tensor::sin() const { return unary(Ops::SIN); }
-TINYT_INLINE Tensor Tensor::cos() const { return cast(least_upper_float(dtype())).neg().add(std::numbers::pi / 2).sin(); }
-TINYT_INLINE Tensor Tensor::tan() const { return sin().div(cos()); }
-TINYT_INLINE Tensor Tensor::square() const { return mul(*this); }
-TINYT_INLINE Tensor Tensor::abs() const { return dtype().is_bool() ? *this : lt(0).where(neg(), *this); }
-TINYT_INLINE Tensor Tensor::sign() const {
+TINYT_INLINE Operand exp2(O x) { return unary(Ops::EXP2, x); }
+TINYT_INLINE Operand log2(O x) { return unary(Ops::LOG2, x); }
+TINYT_INLINE Operand exp(O x) { return exp2(mul(as_float(x), 1.0 / std::numbers::ln2)); }
+TINYT_INLINE Operand log(O x) { return mul(log2(x), std::numbers::ln2); }
+TINYT_INLINE Operand sqrt(O x) { return unary(Ops::SQRT, x); }
+TINYT_INLINE Operand reciprocal(O x) { return unary(Ops::RECIPROCAL, x); }
+TINYT_INLINE Operand rsqrt(O x) { return reciprocal(sqrt(x)); }
+TINYT_INLINE Operand sin(O x) { return unary(Ops::SIN, x); }
+TINYT_INLINE Operand cos(O x) { return sin(add(neg(as_float(x)), std::numbers::pi / 2)); }
+TINYT_INLINE Operand tan(O x) { return div(sin(x), cos(x)); }
+TINYT_INLINE Operand square(O x) { return mul(x, x); }
+TINYT_INLINE Operand abs(O x) { return dtype(x).is_bool() ? x : where(lt(x, 0), neg(x), x); }
+TINYT_INLINE Operand sign(O x) {
   // NaN stays NaN (x*0), like PyTorch
-  Tensor s = ne(0).where(lt(0).where(-1, 1), 0).cast(dtype());
-  return dtype().is_float() ? s.add(mul(0)) : s;
+  const Operand s = cast(where(ne(x, 0), where(lt(x, 0), -1, 1), 0), dtype(x));
+  return dtype(x).is_float() ? add(s, mul(x, 0)) : s;
 }
-TINYT_INLINE Tensor Tensor::trunc() const { return dtype().is_float() ? Tensor(uop().alu(Ops::TRUNC)) : *this; }
-TINYT_INLINE Tensor Tensor::floor() const {
-  if (!dtype().is_float()) return *this;
-  Tensor t = trunc();
-  return lt(t).where(t.sub(1), t);
+TINYT_INLINE Operand trunc(O x) { return dtype(x).is_float() ? Operand(x.u.alu(Ops::TRUNC)) : x; }
+TINYT_INLINE Operand floor(O x) {
+  if (!dtype(x).is_float()) return x;
+  const Operand t = trunc(x);
+  return where(lt(x, t), sub(t, 1), t);
 }
-TINYT_INLINE Tensor Tensor::ceil() const {
-  if (!dtype().is_float()) return *this;
-  Tensor t = trunc();
-  return gt(t).where(t.add(1), t);
+TINYT_INLINE Operand ceil(O x) {
+  if (!dtype(x).is_float()) return x;
+  const Operand t = trunc(x);
+  return where(gt(x, t), add(t, 1), t);
 }
 /// Rounds half to even, like PyTorch.
-TINYT_INLINE Tensor Tensor::round() const {
-  if (!dtype().is_float()) return *this;
-  Tensor f = floor(), d = sub(f);
-  Tensor even = f.sub(f.mul(0.5).floor().mul(2)).eq(0);
-  return d.gt(0.5).where(f.add(1), d.lt(0.5).where(f, even.where(f, f.add(1))));
+TINYT_INLINE Operand round(O x) {
+  if (!dtype(x).is_float()) return x;
+  const Operand f = floor(x), d = sub(x, f);
+  const Operand even = eq(sub(f, mul(floor(mul(f, 0.5)), 2)), 0);
+  return where(gt(d, 0.5), add(f, 1), where(lt(d, 0.5), f, where(even, f, add(f, 1))));
 }
-TINYT_INLINE Tensor Tensor::isnan() const { return ne(*this); }
-TINYT_INLINE Tensor Tensor::isinf() const { return dtype().is_float() ? eq(INFINITY).logical_or(eq(-INFINITY)) : Tensor::full_like(*this, false).cast(dtypes::bool_); }
-TINYT_INLINE Tensor Tensor::isfinite() const { return isnan().logical_or(isinf()).logical_not(); }
+TINYT_INLINE Operand isnan(O x) { return ne(x, x); }
+TINYT_INLINE Operand isinf(O x) {
+  return dtype(x).is_float() ? logical_or(eq(x, INFINITY), eq(x, -INFINITY)) : cast(full_like(x, false), dtypes::bool_);
+}
+TINYT_INLINE Operand isfinite(O x) { return logical_not(logical_or(isnan(x), isinf(x))); }
 
-TINYT_INLINE Tensor Tensor::relu() const { return maximum(0); }
-TINYT_INLINE Tensor Tensor::relu6() const { return relu().minimum(6); }
-TINYT_INLINE Tensor Tensor::sigmoid() const { return neg().exp().add(1).reciprocal(); }
-TINYT_INLINE Tensor Tensor::logsigmoid() const { return neg().softplus().neg(); }
-TINYT_INLINE Tensor Tensor::tanh() const { return mul(2).sigmoid().mul(2).sub(1); }
+TINYT_INLINE Operand relu(O x) { return maximum(x, 0); }
+TINYT_INLINE Operand relu6(O x) { return minimum(relu(x), 6); }
+TINYT_INLINE Operand sigmoid(O x) { return reciprocal(add(exp(neg(x)), 1)); }
+TINYT_INLINE Operand logsigmoid(O x) { return neg(softplus(neg(x), 1.0)); }
+TINYT_INLINE Operand tanh(O x) { return sub(mul(sigmoid(mul(x, 2)), 2), 1); }
 /// The exact GELU, x * Phi(x), as PyTorch's default.
-TINYT_INLINE Tensor Tensor::gelu() const { return mul(0.5).mul(mul(1.0 / std::numbers::sqrt2).erf().add(1)); }
-TINYT_INLINE Tensor Tensor::quick_gelu() const { return mul(mul(1.702).sigmoid()); }
-TINYT_INLINE Tensor Tensor::silu() const { return mul(sigmoid()); }
-TINYT_INLINE Tensor Tensor::elu(double alpha) const { return gt(0).where(*this, exp().sub(1).mul(alpha)); }
-TINYT_INLINE Tensor Tensor::leaky_relu(double slope) const { return lt(0).where(mul(slope), *this); }
+TINYT_INLINE Operand gelu(O x) { return mul(mul(x, 0.5), add(erf(mul(x, 1.0 / std::numbers::sqrt2)), 1)); }
+TINYT_INLINE Operand quick_gelu(O x) { return mul(x, sigmoid(mul(x, 1.702))); }
+TINYT_INLINE Operand silu(O x) { return mul(x, sigmoid(x)); }
+TINYT_INLINE Operand elu(O x, double alpha) { return where(gt(x, 0), x, mul(sub(exp(x), 1), alpha)); }
+TINYT_INLINE Operand leaky_relu(O x, double slope) { return where(lt(x, 0), mul(x, slope), x); }
 /// log(1 + exp(beta x)) / beta, linear above beta x > 20 like PyTorch.
-TINYT_INLINE Tensor Tensor::softplus(double beta) const {
-  Tensor bx = mul(beta);
+TINYT_INLINE Operand softplus(O x, double beta) {
+  const Operand bx = mul(x, beta);
   // log1p(exp(-|bx|)) + max(bx, 0) is stable on both sides
-  Tensor stable = bx.abs().neg().exp().add(1).log().add(bx.relu()).div(beta);
-  return bx.gt(20).where(*this, stable);
+  const Operand stable = div(add(log(add(exp(neg(abs(bx))), 1)), relu(bx)), beta);
+  return where(gt(bx, 20), x, stable);
 }
-TINYT_INLINE Tensor Tensor::mish() const { return mul(softplus().tanh()); }
-TINYT_INLINE Tensor Tensor::hardsigmoid() const { return add(3).relu6().div(6); }
-TINYT_INLINE Tensor Tensor::hardswish() const { return mul(hardsigmoid()); }
-TINYT_INLINE Tensor Tensor::hardtanh(double lo, double hi) const { return clip(lo, hi); }
+TINYT_INLINE Operand mish(O x) { return mul(x, tanh(softplus(x, 1.0))); }
+TINYT_INLINE Operand hardsigmoid(O x) { return div(relu6(add(x, 3)), 6); }
+TINYT_INLINE Operand hardswish(O x) { return mul(x, hardsigmoid(x)); }
+TINYT_INLINE Operand hardtanh(O x, double lo, double hi) { return clip(x, lo, hi); }
 /// erf by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7).
-TINYT_INLINE Tensor Tensor::erf() const {
-  Tensor x = cast(least_upper_float(dtype()));
-  Tensor a = x.abs(), t = a.mul(0.3275911).add(1).reciprocal();
-  Tensor poly = t.mul(1.061405429).add(-1.453152027).mul(t).add(1.421413741).mul(t).add(-0.284496736).mul(t).add(0.254829592).mul(t);
-  Tensor y = poly.mul(a.square().neg().exp()).neg().add(1);
-  return x.lt(0).where(y.neg(), y);
+TINYT_INLINE Operand erf(O x_) {
+  const Operand x = as_float(x_);
+  const Operand a = abs(x), t = reciprocal(add(mul(a, 0.3275911), 1));
+  Operand poly = mul(t, 1.061405429);
+  for (double c : {-1.453152027, 1.421413741, -0.284496736}) poly = mul(add(poly, c), t);
+  poly = mul(add(poly, 0.254829592), t);
+  const Operand y = add(neg(mul(poly, exp(neg(square(a))))), 1);
+  return where(lt(x, 0), neg(y), y);
 }
-TINYT_INLINE Tensor Tensor::clip(const Tensor& lo, const Tensor& hi) const { return maximum(lo).minimum(hi); }
-TINYT_INLINE Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const { return add(end.sub(*this).mul(weight)); }
-TINYT_INLINE Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const { return mask.where(value, *this); }
+TINYT_INLINE Operand clip(O x, O lo, O hi) { return minimum(maximum(x, lo), hi); }
+TINYT_INLINE Operand lerp(O x, O end, O weight) { return add(x, mul(sub(end, x), weight)); }
+TINYT_INLINE Operand masked_fill(O x, O mask, O value) { return where(mask, value, x); }
+}  // namespace ew
+}  // namespace detail
+
+// -- the Tensor methods: one path with the expressions ---------------------------------------------
+#define TINYT_TENSOR_UNARY(name) \
+  TINYT_INLINE Tensor Tensor::name() const { return detail::to_tensor(detail::ew::name(detail::operand_of(*this))); }
+TINYT_EW_UNARY(TINYT_TENSOR_UNARY)
+#undef TINYT_TENSOR_UNARY
+#define TINYT_TENSOR_BINARY(name)                                         \
+  TINYT_INLINE Tensor Tensor::name(const Tensor& o) const {               \
+    return detail::to_tensor(detail::ew::name(detail::operand_of(*this), detail::operand_of(o))); \
+  }
+TINYT_EXPR_BINARY_METHODS(TINYT_TENSOR_BINARY)
+#undef TINYT_TENSOR_BINARY
+TINYT_INLINE Tensor Tensor::cast(DType dt) const { return detail::to_tensor(detail::ew::cast(detail::operand_of(*this), dt)); }
+TINYT_INLINE Tensor Tensor::bitcast(DType dt) const { return detail::to_tensor(detail::ew::bitcast(detail::operand_of(*this), dt)); }
+TINYT_INLINE Tensor Tensor::where(const Tensor& a, const Tensor& b) const {
+  using detail::operand_of;
+  return detail::to_tensor(detail::ew::where(operand_of(*this), operand_of(a), operand_of(b)));
+}
+TINYT_INLINE Tensor Tensor::clip(const Tensor& lo, const Tensor& hi) const {
+  using detail::operand_of;
+  return detail::to_tensor(detail::ew::clip(operand_of(*this), operand_of(lo), operand_of(hi)));
+}
+TINYT_INLINE Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const {
+  using detail::operand_of;
+  return detail::to_tensor(detail::ew::lerp(operand_of(*this), operand_of(end), operand_of(weight)));
+}
+TINYT_INLINE Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const {
+  using detail::operand_of;
+  return detail::to_tensor(detail::ew::masked_fill(operand_of(*this), operand_of(mask), operand_of(value)));
+}
+TINYT_INLINE Tensor Tensor::elu(double alpha) const { return detail::to_tensor(detail::ew::elu(detail::operand_of(*this), alpha)); }
+TINYT_INLINE Tensor Tensor::leaky_relu(double slope) const {
+  return detail::to_tensor(detail::ew::leaky_relu(detail::operand_of(*this), slope));
+}
+TINYT_INLINE Tensor Tensor::softplus(double beta) const { return detail::to_tensor(detail::ew::softplus(detail::operand_of(*this), beta)); }
+TINYT_INLINE Tensor Tensor::hardtanh(double lo, double hi) const {
+  return detail::to_tensor(detail::ew::hardtanh(detail::operand_of(*this), lo, hi));
+}
 
 /// Floor division, Python's `//`.
 TINYT_INLINE Tensor floordiv(const Tensor& a, const Tensor& b) { return a.floordiv(b); }

@@ -370,6 +370,10 @@ inline uint32_t lattice_ancestors(DType d) {
 /// The smallest dtype every given dtype promotes to (tinygrad's least_upper_dtype).
 inline DType least_upper_dtype(std::initializer_list<DType> ds) {
   if (ds.size() == 0) throw DTypeError("least_upper_dtype: no dtypes given");
+  // the common case, one dtype repeated, without walking the lattice
+  if (const DType first = *ds.begin(); !first.is_ptr() && !first.is_void() && first.count() == 1 &&
+                                       std::all_of(ds.begin(), ds.end(), [&](DType d) { return d == first; }))
+    return first;
   uint32_t common = ~0u;
   bool any_index = false, all_intlike = true;
   for (DType d : ds) {

@@ -376,12 +376,8 @@ class Tensor {
   bool weak() const { return d_ && d_->weak; }
   /// Puts this tensor's value in memory that no other tensor or graph names (a parameter).
   void own_memory();
-  Tensor binary(Ops op, const Tensor& o, const char* name, bool to_float = false) const;
-  Tensor unary(Ops op) const;
   Tensor reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const;
   std::vector<int64_t> cshape() const { return detail::concrete_shape(*this); }
-  Tensor reshape_symbolic(const Shape& shape) const;
-  Tensor grow(const std::vector<std::pair<sint, sint>>& padding, double value) const;
   /// Realizes the tensor and copies its bytes (`nbytes` of them) to host memory at `dst`.
   void copyout(void* dst, size_t nbytes) const;
   // the non-template halves of the creation templates (ops/creation.hpp, ops/combine.hpp)

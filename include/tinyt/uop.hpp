@@ -337,6 +337,8 @@ struct UOpNode {
   mutable i128 cache_vmin = 0, cache_vmax = 0;
   // set once (compare-and-swap), deleted with the node
   mutable std::atomic<Extra*> extra{nullptr};
+  // the next node in its intern-table bucket (uop_impl.hpp), guarded by the table's lock
+  UOpNode* next_in_bucket = nullptr;
 
   ~UOpNode();  // defined where UOp is complete
 };

@@ -11,10 +11,39 @@ TINYT_INLINE UOpNode::~UOpNode() { delete extra.load(std::memory_order_acquire);
 
 namespace detail {
 
-// The intern table is sharded by hash so threads building different graphs rarely contend.
+// The intern table is sharded by hash so threads building different graphs rarely contend. Each
+// shard chains its nodes through UOpNode::next_in_bucket, so interning allocates only the node.
 struct InternShard {
   std::mutex mu;
-  std::unordered_multimap<size_t, UOpNode*> nodes;
+  std::vector<UOpNode*> buckets = std::vector<UOpNode*>(64, nullptr);  // a power of two
+  size_t count = 0;
+  UOpNode*& bucket(size_t hash) { return buckets[(hash ^ (hash >> 29)) & (buckets.size() - 1)]; }
+  void insert(UOpNode* n) {
+    if (++count > buckets.size()) grow();
+    UOpNode*& head = bucket(n->hash);
+    n->next_in_bucket = head;
+    head = n;
+  }
+  void erase(const UOpNode* n) {
+    for (UOpNode** p = &bucket(n->hash); *p; p = &(*p)->next_in_bucket)
+      if (*p == n) {
+        *p = n->next_in_bucket;
+        --count;
+        return;
+      }
+  }
+  void grow() {
+    std::vector<UOpNode*> old(buckets.size() * 2, nullptr);
+    old.swap(buckets);
+    for (UOpNode* head : old)
+      while (head) {
+        UOpNode* next = head->next_in_bucket;
+        UOpNode*& b = bucket(head->hash);
+        head->next_in_bucket = b;
+        b = head;
+        head = next;
+      }
+  }
 };
 struct InternTable {
   static constexpr size_t shard_count = 64;
@@ -31,7 +60,7 @@ TINYT_INLINE size_t live_uop_count() {
   size_t n = 0;
   for (InternShard& s : intern_table().shards) {
     std::lock_guard lock(s.mu);
-    n += s.nodes.size();
+    n += s.count;
   }
   return n;
 }
@@ -59,13 +88,11 @@ TINYT_INLINE UOpNode* intern(Ops op, DType dtype, std::vector<UOp>&& src, Arg&& 
   const size_t h = node_hash(op, dtype, src, arg);
   InternShard& shard = intern_table().shard(h);
   std::lock_guard lock(shard.mu);
-  for (auto [it, end] = shard.nodes.equal_range(h); it != end; ++it) {
-    UOpNode* n = it->second;
-    if (n->op == op && n->dtype == dtype && n->src == src && n->arg == arg && try_acquire(n))
+  for (UOpNode* n = shard.bucket(h); n; n = n->next_in_bucket)
+    if (n->hash == h && n->op == op && n->dtype == dtype && n->src == src && n->arg == arg && try_acquire(n))
       return n;
-  }
   auto* n = new UOpNode{op, dtype, std::move(src), std::move(arg), h};
-  shard.nodes.emplace(h, n);
+  shard.insert(n);
   return n;
 }
 
@@ -89,11 +116,7 @@ TINYT_INLINE void release(const UOpNode* node) {
     {
       InternShard& shard = intern_table().shard(d->hash);
       std::lock_guard lock(shard.mu);
-      for (auto [it, end] = shard.nodes.equal_range(d->hash); it != end; ++it)
-        if (it->second == d) {
-          shard.nodes.erase(it);
-          break;
-        }
+      shard.erase(d);
     }
     for (UOp& s : d->src) {
       const UOpNode* c = std::exchange(s.n_, nullptr);

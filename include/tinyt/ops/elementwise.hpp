@@ -43,17 +43,6 @@ inline Operand promote_operand(const Operand& x, DType dt) {
     return {UOp(Ops::CONST, dt, x.u.src(), UOp::const_(dt, x.exact.const_float()).arg()), x.weak, x.exact};
   return cast_operand(x, dt);
 }
-/// t converted to `dt` as an op converts its operands (a C++ double from its own value), no
-/// longer weak.
-inline Tensor promoted(const Tensor& t, DType dt) { return to_tensor({promote_operand(operand_of(t), dt).u, false}); }
-
-inline UOp broadcast_uop(const UOp& u, const Shape& shape) {
-  const Shape& old = graph::shape_of(u);
-  if (old == shape) return u;
-  std::vector<sint> s(shape.size() - old.size(), 1);
-  s.insert(s.end(), old.begin(), old.end());
-  return graph::expand(graph::reshape(u, Shape(s)), shape);
-}
 
 /// A C++ scalar lives where the tensor it meets lives: a weak constant moved to `device`
 /// (anything else as it is).
@@ -75,7 +64,8 @@ TINYT_INLINE Operand binary_operand(Ops op, Operand a, Operand b, const char* na
   const Shape shape = Tensor::broadcast_shape(graph::shape_of(a.u), graph::shape_of(b.u), name);
   return {broadcast_uop(a.u, shape).alu(op, {broadcast_uop(b.u, shape)}), false};
 }
-TINYT_INLINE Operand negate(const Operand& x) {
+/// -x as x * -1 (a constant is negated now; the weak flag stays).
+inline Operand negate(const Operand& x) {
   const DType dt = x.u.dtype();
   if (dt.is_bool()) throw DTypeError("sub: subtracting bool tensors is not supported; use logical_xor");
   if (x.u.op() == Ops::CONST) {
@@ -85,228 +75,280 @@ TINYT_INLINE Operand negate(const Operand& x) {
   const UOp minus_one = graph::const_(dt, -1, graph::device_of(x.u));
   return {x.u.alu(Ops::MUL, {broadcast_uop(minus_one, graph::shape_of(x.u))}), x.weak};
 }
-}  // namespace detail
 
-// an explicit cast converts the value the tensor holds (a C++ double is float32 by then)
-TINYT_INLINE Tensor Tensor::cast(DType dt) const { return detail::to_tensor(detail::cast_operand({uop(), weak()}, dt)); }
+// -- the ops on Operands (expr.hpp declares them) --------------------------------------------------
+TINYT_INLINE Operand Operand::scalar_operand(double v) {
+  return {graph::const_(dtypes::float32, v, Device::default_device()), true, UOp::const_(dtypes::float64, v)};
+}
+TINYT_INLINE Operand Operand::scalar_operand(bool v) {
+  return {graph::const_(dtypes::bool_, static_cast<int64_t>(v), Device::default_device()), true};
+}
+TINYT_INLINE Operand Operand::integer_scalar(int64_t v, DType dt) { return {graph::const_(dt, v, Device::default_device()), true}; }
 
-TINYT_INLINE Tensor Tensor::bitcast(DType dt) const {
-  if (dt.itemsize() != dtype().itemsize())
-    throw DTypeError(detail::cat("bitcast: ", dtype().name(), " and ", dt.name(), " differ in size"));
-  return Tensor(uop().bitcast(dt));
+namespace ew {
+// helpers of the ops below
+inline DType dtype(O x) { return x.u.dtype(); }
+inline Operand binary(Ops op, O a, O b, const char* name, bool to_float = false) { return binary_operand(op, a, b, name, to_float); }
+/// x as a float dtype (integers as the default float), no longer weak.
+inline Operand as_float(O x) { return cast(x, least_upper_float(dtype(x))); }
+inline Operand unary(Ops op, O x) { return {as_float(x).u.alu(op)}; }
+/// `value` in x's dtype, device and shape (not weak).
+template <class V> Operand full_like(O x, V value) {
+  return {broadcast_uop(graph::const_(dtype(x), value, graph::device_of(x.u)), graph::shape_of(x.u))};
 }
-
-TINYT_INLINE Tensor Tensor::binary(Ops op, const Tensor& o, const char* name, bool to_float) const {
-  return detail::to_tensor(detail::binary_operand(op, detail::operand_of(*this), detail::operand_of(o), name, to_float));
+inline void require_int_or_bool(O x, const char* op) {
+  if (dtype(x).is_float()) throw DTypeError(cat(op, ": needs integer or bool tensors, not ", dtype(x).name()));
 }
-
-TINYT_INLINE Tensor Tensor::unary(Ops op) const {
-  Tensor x = cast(least_upper_float(dtype()));
-  return Tensor(x.uop().alu(op));
-}
-
-TINYT_INLINE Tensor Tensor::add(const Tensor& o) const { return binary(Ops::ADD, o, "add"); }
-TINYT_INLINE Tensor Tensor::mul(const Tensor& o) const { return binary(Ops::MUL, o, "mul"); }
-TINYT_INLINE Tensor Tensor::sub(const Tensor& o) const {
-  return detail::to_tensor(detail::binary_operand(Ops::ADD, detail::operand_of(*this), detail::negate(detail::operand_of(o)), "sub", false));
-}
-TINYT_INLINE Tensor Tensor::neg() const {
-  if (dtype().is_bool()) return logical_not();
-  return detail::to_tensor(detail::negate(detail::operand_of(*this)));  // -scalar stays a weak scalar
-}
-/// True division: integers divide as the default float.
-TINYT_INLINE Tensor Tensor::div(const Tensor& o) const { return binary(Ops::FDIV, o, "div", true); }
-TINYT_INLINE Tensor Tensor::maximum(const Tensor& o) const { return binary(Ops::MAX, o, "maximum"); }
-TINYT_INLINE Tensor Tensor::minimum(const Tensor& o) const {
-  // min(a, b) = -max(-a, -b); integers use ~, which reverses order without overflow
-  if (dtype().is_float() || o.dtype().is_float()) return neg().maximum(o.neg()).neg();
-  return bitwise_not().maximum(o.bitwise_not()).bitwise_not();
-}
-TINYT_INLINE Tensor Tensor::eq(const Tensor& o) const { return binary(Ops::CMPEQ, o, "eq"); }
-TINYT_INLINE Tensor Tensor::ne(const Tensor& o) const { return binary(Ops::CMPNE, o, "ne"); }
-TINYT_INLINE Tensor Tensor::lt(const Tensor& o) const { return binary(Ops::CMPLT, o, "lt"); }
-TINYT_INLINE Tensor Tensor::gt(const Tensor& o) const { return o.binary(Ops::CMPLT, *this, "gt"); }
-TINYT_INLINE Tensor Tensor::le(const Tensor& o) const { return lt(o).logical_or(eq(o)); }  // false with NaN
-TINYT_INLINE Tensor Tensor::ge(const Tensor& o) const { return gt(o).logical_or(eq(o)); }
-
-namespace detail {
-inline void require_int_or_bool(const Tensor& t, const char* op) {
-  if (t.dtype().is_float()) throw DTypeError(cat(op, ": needs integer or bool tensors, not ", t.dtype().name()));
-}
-}  // namespace detail
-TINYT_INLINE Tensor Tensor::bitwise_and(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_and"), detail::require_int_or_bool(o, "bitwise_and"); return binary(Ops::AND, o, "bitwise_and"); }
-TINYT_INLINE Tensor Tensor::bitwise_or(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_or"), detail::require_int_or_bool(o, "bitwise_or"); return binary(Ops::OR, o, "bitwise_or"); }
-TINYT_INLINE Tensor Tensor::bitwise_xor(const Tensor& o) const { detail::require_int_or_bool(*this, "bitwise_xor"), detail::require_int_or_bool(o, "bitwise_xor"); return binary(Ops::XOR, o, "bitwise_xor"); }
-namespace detail {
 // Shifts as PyTorch defines them: by a negative amount or by the width or more, every bit is
 // shifted out (<< gives 0, >> gives 0 or, for a negative signed value, -1). The kernel only ever
 // shifts by less than the width: C and LLVM leave wider shifts undefined.
 struct ShiftOperands {
-  Tensor x, amount, in_range;  // in the promoted dtype; whether 0 <= amount < bits
+  Operand x, amount, in_range;  // in the promoted dtype; whether 0 <= amount < bits
   int64_t bits;
 };
-inline ShiftOperands shift_operands(const Tensor& x, const Tensor& amount, const char* op) {
+inline ShiftOperands shift_operands(O x, O amount, const char* op) {
   require_int_or_bool(x, op);
-  const DType dt = x.add(amount).dtype();
-  const Tensor a = promoted(to_tensor(scalar_on(operand_of(amount), x.device())), dt);
+  const DType dt = binary(Ops::ADD, x, amount, op).u.dtype();
+  const Operand a{promote_operand(scalar_on(amount, graph::device_of(x.u)), dt).u};
   const int64_t bits = dt.is_bool() ? 1 : 8 * dt.itemsize();
-  return {x.cast(dt), a, a.ge(0).logical_and(a.lt(bits)), bits};
+  return {cast(x, dt), a, logical_and(ge(a, 0), lt(a, bits)), bits};
 }
-}  // namespace detail
-TINYT_INLINE Tensor Tensor::lshift(const Tensor& o) const {
-  const auto [x, amount, in_range, bits] = detail::shift_operands(*this, o, "lshift");
-  if (x.dtype().is_bool()) return x.logical_and(in_range);  // one bit: kept by a shift of 0 only
-  return in_range.where(x.binary(Ops::SHL, amount.bitwise_and(bits - 1), "lshift"), 0);
-}
-TINYT_INLINE Tensor Tensor::rshift(const Tensor& o) const {
-  const auto [x, amount, in_range, bits] = detail::shift_operands(*this, o, "rshift");
-  if (x.dtype().is_bool()) return x.logical_and(in_range);
-  if (x.dtype().is_unsigned()) return in_range.where(x.binary(Ops::SHR, amount.bitwise_and(bits - 1), "rshift"), 0);
-  return x.binary(Ops::SHR, in_range.where(amount, bits - 1), "rshift");  // the sign fills every bit
-}
-TINYT_INLINE Tensor Tensor::bitwise_not() const {
-  detail::require_int_or_bool(*this, "bitwise_not");
-  if (dtype().is_bool()) return logical_not();
-  if (weak() && uop().op() == Ops::CONST) {  // ~scalar stays a weak scalar, so min(int8, 5) stays int8
-    const UOp c(Ops::CONST, dtype(), {}, uop().arg());
-    return detail::to_tensor({UOp(Ops::CONST, dtype(), uop().src(), fold_constants(Ops::XOR, dtype(), {c, c.const_like(-1)}).arg()), true});
-  }
-  return bitwise_xor(Tensor(graph::const_(dtype(), -1, device())));
-}
-TINYT_INLINE Tensor Tensor::logical_not() const { return cast(dtypes::bool_).ne(Tensor(true)); }
-TINYT_INLINE Tensor Tensor::logical_and(const Tensor& o) const { return cast(dtypes::bool_).binary(Ops::AND, o.cast(dtypes::bool_), "logical_and"); }
-TINYT_INLINE Tensor Tensor::logical_or(const Tensor& o) const { return cast(dtypes::bool_).binary(Ops::OR, o.cast(dtypes::bool_), "logical_or"); }
-TINYT_INLINE Tensor Tensor::logical_xor(const Tensor& o) const { return cast(dtypes::bool_).binary(Ops::XOR, o.cast(dtypes::bool_), "logical_xor"); }
 
-TINYT_INLINE Tensor Tensor::where(const Tensor& a, const Tensor& b) const {
+// an explicit cast converts the value the tensor holds (a C++ double is float32 by then)
+TINYT_INLINE Operand cast(O x, DType dt) { return cast_operand({x.u, x.weak}, dt); }
+TINYT_INLINE Operand bitcast(O x, DType dt) {
+  if (dt.itemsize() != dtype(x).itemsize())
+    throw DTypeError(cat("bitcast: ", dtype(x).name(), " and ", dt.name(), " differ in size"));
+  return {x.u.bitcast(dt)};
+}
+
+TINYT_INLINE Operand add(O a, O b) { return binary(Ops::ADD, a, b, "add"); }
+TINYT_INLINE Operand mul(O a, O b) { return binary(Ops::MUL, a, b, "mul"); }
+TINYT_INLINE Operand sub(O a, O b) { return binary(Ops::ADD, a, negate(b), "sub"); }
+TINYT_INLINE Operand neg(O x) { return dtype(x).is_bool() ? logical_not(x) : negate(x); }  // -scalar stays a weak scalar
+/// True division: integers divide as the default float.
+TINYT_INLINE Operand div(O a, O b) { return binary(Ops::FDIV, a, b, "div", true); }
+TINYT_INLINE Operand maximum(O a, O b) { return binary(Ops::MAX, a, b, "maximum"); }
+TINYT_INLINE Operand minimum(O a, O b) {
+  // min(a, b) = -max(-a, -b); integers use ~, which reverses order without overflow
+  if (dtype(a).is_float() || dtype(b).is_float()) return neg(maximum(neg(a), neg(b)));
+  return bitwise_not(maximum(bitwise_not(a), bitwise_not(b)));
+}
+TINYT_INLINE Operand eq(O a, O b) { return binary(Ops::CMPEQ, a, b, "eq"); }
+TINYT_INLINE Operand ne(O a, O b) { return binary(Ops::CMPNE, a, b, "ne"); }
+TINYT_INLINE Operand lt(O a, O b) { return binary(Ops::CMPLT, a, b, "lt"); }
+TINYT_INLINE Operand gt(O a, O b) { return binary(Ops::CMPLT, b, a, "gt"); }
+TINYT_INLINE Operand le(O a, O b) { return logical_or(lt(a, b), eq(a, b)); }  // false with NaN
+TINYT_INLINE Operand ge(O a, O b) { return logical_or(gt(a, b), eq(a, b)); }
+
+TINYT_INLINE Operand bitwise_and(O a, O b) {
+  require_int_or_bool(a, "bitwise_and"), require_int_or_bool(b, "bitwise_and");
+  return binary(Ops::AND, a, b, "bitwise_and");
+}
+TINYT_INLINE Operand bitwise_or(O a, O b) {
+  require_int_or_bool(a, "bitwise_or"), require_int_or_bool(b, "bitwise_or");
+  return binary(Ops::OR, a, b, "bitwise_or");
+}
+TINYT_INLINE Operand bitwise_xor(O a, O b) {
+  require_int_or_bool(a, "bitwise_xor"), require_int_or_bool(b, "bitwise_xor");
+  return binary(Ops::XOR, a, b, "bitwise_xor");
+}
+TINYT_INLINE Operand lshift(O a, O b) {
+  const auto [x, amount, in_range, bits] = shift_operands(a, b, "lshift");
+  if (dtype(x).is_bool()) return logical_and(x, in_range);  // one bit: kept by a shift of 0 only
+  return where(in_range, binary(Ops::SHL, x, bitwise_and(amount, bits - 1), "lshift"), 0);
+}
+TINYT_INLINE Operand rshift(O a, O b) {
+  const auto [x, amount, in_range, bits] = shift_operands(a, b, "rshift");
+  if (dtype(x).is_bool()) return logical_and(x, in_range);
+  if (dtype(x).is_unsigned()) return where(in_range, binary(Ops::SHR, x, bitwise_and(amount, bits - 1), "rshift"), 0);
+  return binary(Ops::SHR, x, where(in_range, amount, bits - 1), "rshift");  // the sign fills every bit
+}
+TINYT_INLINE Operand bitwise_not(O x) {
+  require_int_or_bool(x, "bitwise_not");
+  if (dtype(x).is_bool()) return logical_not(x);
+  if (x.weak && x.u.op() == Ops::CONST) {  // ~scalar stays a weak scalar, so min(int8, 5) stays int8
+    const UOp c(Ops::CONST, dtype(x), {}, x.u.arg());
+    return {UOp(Ops::CONST, dtype(x), x.u.src(), fold_constants(Ops::XOR, dtype(x), {c, c.const_like(-1)}).arg()), true};
+  }
+  return bitwise_xor(x, Operand(graph::const_(dtype(x), -1, graph::device_of(x.u))));
+}
+TINYT_INLINE Operand logical_not(O x) { return ne(cast(x, dtypes::bool_), true); }
+TINYT_INLINE Operand logical_and(O a, O b) { return binary(Ops::AND, cast(a, dtypes::bool_), cast(b, dtypes::bool_), "logical_and"); }
+TINYT_INLINE Operand logical_or(O a, O b) { return binary(Ops::OR, cast(a, dtypes::bool_), cast(b, dtypes::bool_), "logical_or"); }
+TINYT_INLINE Operand logical_xor(O a, O b) { return binary(Ops::XOR, cast(a, dtypes::bool_), cast(b, dtypes::bool_), "logical_xor"); }
+
+TINYT_INLINE Operand where(O cond, O a, O b) {
   // the branches promote together; the condition is any dtype read as bool
-  DType dt = a.weak() && !b.weak()   ? weak_promote(b.dtype(), a.dtype())
-             : b.weak() && !a.weak() ? weak_promote(a.dtype(), b.dtype())
-                                     : least_upper_dtype({a.dtype(), b.dtype()});
-  Tensor c = cast(dtypes::bool_);
-  Tensor x = detail::promoted(a, dt), y = detail::promoted(b, dt);
-  const Shape shape = broadcast_shape(broadcast_shape(c.shape(), x.shape(), "where"), y.shape(), "where");
-  return Tensor(broadcast_to(c, shape).uop().where(broadcast_to(x, shape).uop(), broadcast_to(y, shape).uop()));
+  const DType dt = a.weak && !b.weak   ? weak_promote(dtype(b), dtype(a))
+                   : b.weak && !a.weak ? weak_promote(dtype(a), dtype(b))
+                                       : least_upper_dtype({dtype(a), dtype(b)});
+  const UOp c = cast(cond, dtypes::bool_).u, x = promote_operand(a, dt).u, y = promote_operand(b, dt).u;
+  const Shape shape = broadcast_all("where", graph::shape_of(c), graph::shape_of(x), graph::shape_of(y));
+  return {broadcast_uop(c, shape).where(broadcast_uop(x, shape), broadcast_uop(y, shape))};
 }
 
 /// Floor division (Python's //): rounds toward negative infinity.
-TINYT_INLINE Tensor Tensor::floordiv(const Tensor& o) const {
-  Tensor a = *this;
-  if (dtype().is_float() || o.dtype().is_float()) return div(o).floor();
-  Tensor q = a.binary(Ops::IDIV, o, "floordiv"), r = a.binary(Ops::MOD, o, "floordiv");
+TINYT_INLINE Operand floordiv(O a, O b) {
+  if (dtype(a).is_float() || dtype(b).is_float()) return floor(div(a, b));
+  const Operand q = binary(Ops::IDIV, a, b, "floordiv"), r = binary(Ops::MOD, a, b, "floordiv");
   // C truncates: step down one where the remainder is non-zero and the signs differ
-  Tensor fix = r.ne(0).logical_and(r.lt(0).ne(o.lt(0)));
-  return q.sub(fix.cast(q.dtype()));
+  const Operand fix = logical_and(ne(r, 0), ne(lt(r, 0), lt(b, 0)));
+  return sub(q, cast(fix, dtype(q)));
 }
 /// Remainder with the sign of the divisor (Python's %, PyTorch's remainder).
-TINYT_INLINE Tensor Tensor::mod(const Tensor& o) const {
-  if (dtype().is_float() || o.dtype().is_float()) return sub(floordiv(o).mul(o));
-  Tensor r = binary(Ops::MOD, o, "mod");
-  Tensor fix = r.ne(0).logical_and(r.lt(0).ne(o.lt(0)));
-  return fix.where(r.add(o), r);
+TINYT_INLINE Operand mod(O a, O b) {
+  if (dtype(a).is_float() || dtype(b).is_float()) return sub(a, mul(floordiv(a, b), b));
+  const Operand r = binary(Ops::MOD, a, b, "mod");
+  const Operand fix = logical_and(ne(r, 0), ne(lt(r, 0), lt(b, 0)));
+  return where(fix, add(r, b), r);
 }
-TINYT_INLINE Tensor Tensor::pow(const Tensor& o) const {
-  if (dtype().is_float() || o.dtype().is_float()) return binary(Ops::POW, o, "pow", true);
+TINYT_INLINE Operand pow(O a, O b) {
+  if (dtype(a).is_float() || dtype(b).is_float()) return binary(Ops::POW, a, b, "pow", true);
   // integers, as PyTorch: exact and wrapping, by squaring and multiplying over the exponent's
   // bits; a negative exponent truncates 1/x^n (1 for 1, -1 or 1 for -1, else 0)
-  const DType dt = binary(Ops::ADD, o, "pow").dtype();
-  const Tensor base = cast(dt), exponent = detail::promoted(o, dt);
-  if (dt.is_bool()) return base.logical_or(exponent.logical_not());
-  Tensor result = Tensor::full_like(base, 1), square = base;
-  if (exponent.uop().op() == Ops::CONST) {  // a known exponent: only its bits
-    i128 e = exponent.uop().const_int();
-    if (e < 0) return base.eq(1).where(1, base.eq(-1).where(e % 2 ? -1 : 1, 0)).cast(dt);
+  const DType dt = binary(Ops::ADD, a, b, "pow").u.dtype();
+  const Operand base = cast(a, dt), exponent{promote_operand(b, dt).u};
+  if (dt.is_bool()) return logical_or(base, logical_not(exponent));
+  Operand result = full_like(base, 1), square = base;
+  if (exponent.u.op() == Ops::CONST) {  // a known exponent: only its bits
+    i128 e = exponent.u.const_int();
+    if (e < 0) return cast(where(eq(base, 1), 1, where(eq(base, -1), e % 2 ? -1 : 1, 0)), dt);
     for (; e > 0; e >>= 1) {
-      if (e & 1) result = result.mul(square);
-      if (e > 1) square = square.mul(square);
+      if (e & 1) result = mul(result, square);
+      if (e > 1) square = mul(square, square);
     }
     return result;
   }
   const int64_t bits = 8 * dt.itemsize() - (dt.is_unsigned() ? 0 : 1);  // a negative one is below
   for (int64_t i = 0; i < bits; ++i) {
-    const Tensor bit_set = exponent.bitwise_and(Tensor(static_cast<int64_t>(uint64_t{1} << i))).ne(0);
-    result = bit_set.where(result.mul(square), result);
-    if (i + 1 < bits) square = square.mul(square);
+    const Operand bit_set = ne(bitwise_and(exponent, static_cast<int64_t>(uint64_t{1} << i)), 0);
+    result = where(bit_set, mul(result, square), result);
+    if (i + 1 < bits) square = mul(square, square);
   }
   if (dt.is_unsigned()) return result;
-  const Tensor odd = exponent.bitwise_and(1).ne(0);
-  const Tensor negative_power = base.eq(1).where(1, base.eq(-1).where(odd.where(-1, 1), 0)).cast(dt);
-  return exponent.lt(0).where(negative_power, result);
+  const Operand odd = ne(bitwise_and(exponent, 1), 0);
+  const Operand negative_power = cast(where(eq(base, 1), 1, where(eq(base, -1), where(odd, -1, 1), 0)), dt);
+  return where(lt(exponent, 0), negative_power, result);
 }
 
 // -- math functions ------------------------------------------------------------------------------
-TINYT_INLINE Tensor Tensor::exp2() const { return unary(Ops::EXP2); }
-TINYT_INLINE Tensor Tensor::log2() const { return unary(Ops::LOG2); }
-TINYT_INLINE Tensor Tensor::exp() const { return cast(least_upper_float(dtype())).mul(1.0 / std::numbers::ln2).exp2(); }
-TINYT_INLINE Tensor Tensor::log() const { return log2().mul(std::numbers::ln2); }
-TINYT_INLINE Tensor Tensor::sqrt() const { return unary(Ops::SQRT); }
-TINYT_INLINE Tensor Tensor::reciprocal() const { return unary(Ops::RECIPROCAL); }
-TINYT_INLINE Tensor Tensor::rsqrt() const { return sqrt().reciprocal(); }
-TINYT_INLINE Tensor Tensor::sin() const { return unary(Ops::SIN); }
-TINYT_INLINE Tensor Tensor::cos() const { return cast(least_upper_float(dtype())).neg().add(std::numbers::pi / 2).sin(); }
-TINYT_INLINE Tensor Tensor::tan() const { return sin().div(cos()); }
-TINYT_INLINE Tensor Tensor::square() const { return mul(*this); }
-TINYT_INLINE Tensor Tensor::abs() const { return dtype().is_bool() ? *this : lt(0).where(neg(), *this); }
-TINYT_INLINE Tensor Tensor::sign() const {
+TINYT_INLINE Operand exp2(O x) { return unary(Ops::EXP2, x); }
+TINYT_INLINE Operand log2(O x) { return unary(Ops::LOG2, x); }
+TINYT_INLINE Operand exp(O x) { return exp2(mul(as_float(x), 1.0 / std::numbers::ln2)); }
+TINYT_INLINE Operand log(O x) { return mul(log2(x), std::numbers::ln2); }
+TINYT_INLINE Operand sqrt(O x) { return unary(Ops::SQRT, x); }
+TINYT_INLINE Operand reciprocal(O x) { return unary(Ops::RECIPROCAL, x); }
+TINYT_INLINE Operand rsqrt(O x) { return reciprocal(sqrt(x)); }
+TINYT_INLINE Operand sin(O x) { return unary(Ops::SIN, x); }
+TINYT_INLINE Operand cos(O x) { return sin(add(neg(as_float(x)), std::numbers::pi / 2)); }
+TINYT_INLINE Operand tan(O x) { return div(sin(x), cos(x)); }
+TINYT_INLINE Operand square(O x) { return mul(x, x); }
+TINYT_INLINE Operand abs(O x) { return dtype(x).is_bool() ? x : where(lt(x, 0), neg(x), x); }
+TINYT_INLINE Operand sign(O x) {
   // NaN stays NaN (x*0), like PyTorch
-  Tensor s = ne(0).where(lt(0).where(-1, 1), 0).cast(dtype());
-  return dtype().is_float() ? s.add(mul(0)) : s;
+  const Operand s = cast(where(ne(x, 0), where(lt(x, 0), -1, 1), 0), dtype(x));
+  return dtype(x).is_float() ? add(s, mul(x, 0)) : s;
 }
-TINYT_INLINE Tensor Tensor::trunc() const { return dtype().is_float() ? Tensor(uop().alu(Ops::TRUNC)) : *this; }
-TINYT_INLINE Tensor Tensor::floor() const {
-  if (!dtype().is_float()) return *this;
-  Tensor t = trunc();
-  return lt(t).where(t.sub(1), t);
+TINYT_INLINE Operand trunc(O x) { return dtype(x).is_float() ? Operand(x.u.alu(Ops::TRUNC)) : x; }
+TINYT_INLINE Operand floor(O x) {
+  if (!dtype(x).is_float()) return x;
+  const Operand t = trunc(x);
+  return where(lt(x, t), sub(t, 1), t);
 }
-TINYT_INLINE Tensor Tensor::ceil() const {
-  if (!dtype().is_float()) return *this;
-  Tensor t = trunc();
-  return gt(t).where(t.add(1), t);
+TINYT_INLINE Operand ceil(O x) {
+  if (!dtype(x).is_float()) return x;
+  const Operand t = trunc(x);
+  return where(gt(x, t), add(t, 1), t);
 }
 /// Rounds half to even, like PyTorch.
-TINYT_INLINE Tensor Tensor::round() const {
-  if (!dtype().is_float()) return *this;
-  Tensor f = floor(), d = sub(f);
-  Tensor even = f.sub(f.mul(0.5).floor().mul(2)).eq(0);
-  return d.gt(0.5).where(f.add(1), d.lt(0.5).where(f, even.where(f, f.add(1))));
+TINYT_INLINE Operand round(O x) {
+  if (!dtype(x).is_float()) return x;
+  const Operand f = floor(x), d = sub(x, f);
+  const Operand even = eq(sub(f, mul(floor(mul(f, 0.5)), 2)), 0);
+  return where(gt(d, 0.5), add(f, 1), where(lt(d, 0.5), f, where(even, f, add(f, 1))));
 }
-TINYT_INLINE Tensor Tensor::isnan() const { return ne(*this); }
-TINYT_INLINE Tensor Tensor::isinf() const { return dtype().is_float() ? eq(INFINITY).logical_or(eq(-INFINITY)) : Tensor::full_like(*this, false).cast(dtypes::bool_); }
-TINYT_INLINE Tensor Tensor::isfinite() const { return isnan().logical_or(isinf()).logical_not(); }
+TINYT_INLINE Operand isnan(O x) { return ne(x, x); }
+TINYT_INLINE Operand isinf(O x) {
+  return dtype(x).is_float() ? logical_or(eq(x, INFINITY), eq(x, -INFINITY)) : cast(full_like(x, false), dtypes::bool_);
+}
+TINYT_INLINE Operand isfinite(O x) { return logical_not(logical_or(isnan(x), isinf(x))); }
 
-TINYT_INLINE Tensor Tensor::relu() const { return maximum(0); }
-TINYT_INLINE Tensor Tensor::relu6() const { return relu().minimum(6); }
-TINYT_INLINE Tensor Tensor::sigmoid() const { return neg().exp().add(1).reciprocal(); }
-TINYT_INLINE Tensor Tensor::logsigmoid() const { return neg().softplus().neg(); }
-TINYT_INLINE Tensor Tensor::tanh() const { return mul(2).sigmoid().mul(2).sub(1); }
+TINYT_INLINE Operand relu(O x) { return maximum(x, 0); }
+TINYT_INLINE Operand relu6(O x) { return minimum(relu(x), 6); }
+TINYT_INLINE Operand sigmoid(O x) { return reciprocal(add(exp(neg(x)), 1)); }
+TINYT_INLINE Operand logsigmoid(O x) { return neg(softplus(neg(x), 1.0)); }
+TINYT_INLINE Operand tanh(O x) { return sub(mul(sigmoid(mul(x, 2)), 2), 1); }
 /// The exact GELU, x * Phi(x), as PyTorch's default.
-TINYT_INLINE Tensor Tensor::gelu() const { return mul(0.5).mul(mul(1.0 / std::numbers::sqrt2).erf().add(1)); }
-TINYT_INLINE Tensor Tensor::quick_gelu() const { return mul(mul(1.702).sigmoid()); }
-TINYT_INLINE Tensor Tensor::silu() const { return mul(sigmoid()); }
-TINYT_INLINE Tensor Tensor::elu(double alpha) const { return gt(0).where(*this, exp().sub(1).mul(alpha)); }
-TINYT_INLINE Tensor Tensor::leaky_relu(double slope) const { return lt(0).where(mul(slope), *this); }
+TINYT_INLINE Operand gelu(O x) { return mul(mul(x, 0.5), add(erf(mul(x, 1.0 / std::numbers::sqrt2)), 1)); }
+TINYT_INLINE Operand quick_gelu(O x) { return mul(x, sigmoid(mul(x, 1.702))); }
+TINYT_INLINE Operand silu(O x) { return mul(x, sigmoid(x)); }
+TINYT_INLINE Operand elu(O x, double alpha) { return where(gt(x, 0), x, mul(sub(exp(x), 1), alpha)); }
+TINYT_INLINE Operand leaky_relu(O x, double slope) { return where(lt(x, 0), mul(x, slope), x); }
 /// log(1 + exp(beta x)) / beta, linear above beta x > 20 like PyTorch.
-TINYT_INLINE Tensor Tensor::softplus(double beta) const {
-  Tensor bx = mul(beta);
+TINYT_INLINE Operand softplus(O x, double beta) {
+  const Operand bx = mul(x, beta);
   // log1p(exp(-|bx|)) + max(bx, 0) is stable on both sides
-  Tensor stable = bx.abs().neg().exp().add(1).log().add(bx.relu()).div(beta);
-  return bx.gt(20).where(*this, stable);
+  const Operand stable = div(add(log(add(exp(neg(abs(bx))), 1)), relu(bx)), beta);
+  return where(gt(bx, 20), x, stable);
 }
-TINYT_INLINE Tensor Tensor::mish() const { return mul(softplus().tanh()); }
-TINYT_INLINE Tensor Tensor::hardsigmoid() const { return add(3).relu6().div(6); }
-TINYT_INLINE Tensor Tensor::hardswish() const { return mul(hardsigmoid()); }
-TINYT_INLINE Tensor Tensor::hardtanh(double lo, double hi) const { return clip(lo, hi); }
+TINYT_INLINE Operand mish(O x) { return mul(x, tanh(softplus(x, 1.0))); }
+TINYT_INLINE Operand hardsigmoid(O x) { return div(relu6(add(x, 3)), 6); }
+TINYT_INLINE Operand hardswish(O x) { return mul(x, hardsigmoid(x)); }
+TINYT_INLINE Operand hardtanh(O x, double lo, double hi) { return clip(x, lo, hi); }
 /// erf by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7).
-TINYT_INLINE Tensor Tensor::erf() const {
-  Tensor x = cast(least_upper_float(dtype()));
-  Tensor a = x.abs(), t = a.mul(0.3275911).add(1).reciprocal();
-  Tensor poly = t.mul(1.061405429).add(-1.453152027).mul(t).add(1.421413741).mul(t).add(-0.284496736).mul(t).add(0.254829592).mul(t);
-  Tensor y = poly.mul(a.square().neg().exp()).neg().add(1);
-  return x.lt(0).where(y.neg(), y);
+TINYT_INLINE Operand erf(O x_) {
+  const Operand x = as_float(x_);
+  const Operand a = abs(x), t = reciprocal(add(mul(a, 0.3275911), 1));
+  Operand poly = mul(t, 1.061405429);
+  for (double c : {-1.453152027, 1.421413741, -0.284496736}) poly = mul(add(poly, c), t);
+  poly = mul(add(poly, 0.254829592), t);
+  const Operand y = add(neg(mul(poly, exp(neg(square(a))))), 1);
+  return where(lt(x, 0), neg(y), y);
 }
-TINYT_INLINE Tensor Tensor::clip(const Tensor& lo, const Tensor& hi) const { return maximum(lo).minimum(hi); }
-TINYT_INLINE Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const { return add(end.sub(*this).mul(weight)); }
-TINYT_INLINE Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const { return mask.where(value, *this); }
+TINYT_INLINE Operand clip(O x, O lo, O hi) { return minimum(maximum(x, lo), hi); }
+TINYT_INLINE Operand lerp(O x, O end, O weight) { return add(x, mul(sub(end, x), weight)); }
+TINYT_INLINE Operand masked_fill(O x, O mask, O value) { return where(mask, value, x); }
+}  // namespace ew
+}  // namespace detail
+
+// -- the Tensor methods: one path with the expressions ---------------------------------------------
+#define TINYT_TENSOR_UNARY(name) \
+  TINYT_INLINE Tensor Tensor::name() const { return detail::to_tensor(detail::ew::name(detail::operand_of(*this))); }
+TINYT_EW_UNARY(TINYT_TENSOR_UNARY)
+#undef TINYT_TENSOR_UNARY
+#define TINYT_TENSOR_BINARY(name)                                         \
+  TINYT_INLINE Tensor Tensor::name(const Tensor& o) const {               \
+    return detail::to_tensor(detail::ew::name(detail::operand_of(*this), detail::operand_of(o))); \
+  }
+TINYT_EXPR_BINARY_METHODS(TINYT_TENSOR_BINARY)
+#undef TINYT_TENSOR_BINARY
+TINYT_INLINE Tensor Tensor::cast(DType dt) const { return detail::to_tensor(detail::ew::cast(detail::operand_of(*this), dt)); }
+TINYT_INLINE Tensor Tensor::bitcast(DType dt) const { return detail::to_tensor(detail::ew::bitcast(detail::operand_of(*this), dt)); }
+TINYT_INLINE Tensor Tensor::where(const Tensor& a, const Tensor& b) const {
+  using detail::operand_of;
+  return detail::to_tensor(detail::ew::where(operand_of(*this), operand_of(a), operand_of(b)));
+}
+TINYT_INLINE Tensor Tensor::clip(const Tensor& lo, const Tensor& hi) const {
+  using detail::operand_of;
+  return detail::to_tensor(detail::ew::clip(operand_of(*this), operand_of(lo), operand_of(hi)));
+}
+TINYT_INLINE Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const {
+  using detail::operand_of;
+  return detail::to_tensor(detail::ew::lerp(operand_of(*this), operand_of(end), operand_of(weight)));
+}
+TINYT_INLINE Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const {
+  using detail::operand_of;
+  return detail::to_tensor(detail::ew::masked_fill(operand_of(*this), operand_of(mask), operand_of(value)));
+}
+TINYT_INLINE Tensor Tensor::elu(double alpha) const { return detail::to_tensor(detail::ew::elu(detail::operand_of(*this), alpha)); }
+TINYT_INLINE Tensor Tensor::leaky_relu(double slope) const {
+  return detail::to_tensor(detail::ew::leaky_relu(detail::operand_of(*this), slope));
+}
+TINYT_INLINE Tensor Tensor::softplus(double beta) const { return detail::to_tensor(detail::ew::softplus(detail::operand_of(*this), beta)); }
+TINYT_INLINE Tensor Tensor::hardtanh(double lo, double hi) const {
+  return detail::to_tensor(detail::ew::hardtanh(detail::operand_of(*this), lo, hi));
+}
 
 /// Floor division, Python's `//`.
 TINYT_INLINE Tensor floordiv(const Tensor& a, const Tensor& b) { return a.floordiv(b); }

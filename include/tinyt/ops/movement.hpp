@@ -2,6 +2,7 @@
 // of the six movement UOps (or none, when it would change nothing).
 #pragma once
 
+#include "../expr.hpp"
 #include "../graph.hpp"
 #include "../tensor_impl.hpp"
 
@@ -59,194 +60,253 @@ TINYT_INLINE Shape Tensor::broadcast_shape(const Shape& a, const Shape& b, const
   return Shape(std::move(out));
 }
 
-/// `t` broadcast to `shape` (which it must broadcast to): a reshape adding leading 1s, an expand.
-TINYT_INLINE Tensor broadcast_to(const Tensor& t, const Shape& shape) {
-  const Shape old = t.shape();
-  if (old == shape) return t;
-  if (old.size() > shape.size())
-    throw ShapeError(detail::cat("expand: cannot broadcast ", old, " to ", shape));
+namespace detail {
+/// `u` broadcast to `shape`, unchecked: a reshape adding leading 1s, an expand.
+inline UOp broadcast_uop(const UOp& u, const Shape& shape) {
+  const Shape& old = graph::shape_of(u);
+  if (old == shape) return u;
   std::vector<sint> s(shape.size() - old.size(), 1);
   s.insert(s.end(), old.begin(), old.end());
-  for (size_t i = 0; i < s.size(); ++i)
-    if (!(s[i] == shape[i]) && !(s[i] == 1))
-      throw ShapeError(detail::cat("expand: cannot broadcast ", old, " to ", shape));
-  return Tensor(graph::expand(graph::reshape(t.uop(), Shape(s)), shape));
+  return graph::expand(graph::reshape(u, Shape(s)), shape);
+}
+// The checks of broadcasting `old` to `shape` (a reshape adding leading 1s, then an expand).
+inline void check_broadcast_to(const Shape& old, const Shape& shape) {
+  bool ok = old.size() <= shape.size();
+  for (size_t i = 0; ok && i < old.size(); ++i) {
+    const sint& d = old[i];
+    ok = d == shape[i + shape.size() - old.size()] || d == 1;
+  }
+  if (!ok) throw ShapeError(cat("expand: cannot broadcast ", old, " to ", shape));
+}
+// permute's order, checked and with negative axes resolved
+inline std::vector<int64_t> checked_order(const Shape& s, const std::vector<int>& order) {
+  if (order.size() != s.size()) throw ShapeError(cat("permute: ", order.size(), " axes for shape ", s));
+  std::vector<int64_t> perm;
+  std::vector<bool> seen(s.size(), false);
+  for (int a : order) {
+    const int ax = normalize_axis(a, s.size(), "permute");
+    if (seen[static_cast<size_t>(ax)]) throw ShapeError(cat("permute: axis ", a, " repeats in the order for shape ", s));
+    seen[static_cast<size_t>(ax)] = true;
+    perm.push_back(ax);
+  }
+  return perm;
+}
+inline std::vector<bool> checked_flips(const Shape& s, const std::vector<int>& axes) {
+  std::vector<bool> f(s.size(), false);
+  for (int a : axes) {
+    const auto ax = static_cast<size_t>(normalize_axis(a, s.size(), "flip"));
+    if (f[ax]) throw ShapeError(cat("flip: axis ", a, " repeats"));
+    f[ax] = true;
+  }
+  return f;
+}
+inline bool is_concrete_padding(const Shape& s, const ew::Pairs& padding) {
+  return s.is_concrete() && std::all_of(padding.begin(), padding.end(), [](const auto& p) { return p.first.is_int() && p.second.is_int(); });
+}
+// A pad that only grows (every amount non-negative; any may be symbolic).
+inline void check_growth(const Shape& s, const ew::Pairs& padding) {
+  if (padding.size() != s.size()) throw ShapeError(cat("pad: ", padding.size(), " (before, after) pairs for shape ", s));
+  for (const auto& [b, a] : padding)
+    if (b.vmin() < 0 || a.vmin() < 0)
+      throw ShapeError(cat("pad: padding (", b, ", ", a, ") may be negative; a symbolic pad only grows"));
+}
+// A pad with concrete amounts, any of them negative (which crops, as PyTorch's): the crop, and
+// what grows after it.
+struct ConcretePad {
+  std::vector<std::pair<int64_t, int64_t>> cut, widen;
+  bool crops = false;
+};
+inline ConcretePad concrete_pad(const Shape& shape, const ew::Pairs& padding) {
+  const std::vector<int64_t> s = shape.to_vector();
+  if (padding.size() != s.size()) throw ShapeError(cat("pad: ", padding.size(), " (before, after) pairs for shape ", shape));
+  ConcretePad p;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const int64_t b = padding[i].first.as_int(), a = padding[i].second.as_int();
+    if (b + a + s[i] < 0) throw ShapeError(cat("pad: padding (", b, ", ", a, ") removes more than dim ", i, " of ", shape, " has"));
+    p.crops |= b < 0 || a < 0;
+    p.widen.emplace_back(std::max<int64_t>(b, 0), std::max<int64_t>(a, 0));
+    p.cut.emplace_back(-std::min<int64_t>(b, 0), s[i] + std::min<int64_t>(a, 0));
+  }
+  return p;
+}
+}  // namespace detail
+
+/// `t` broadcast to `shape` (which it must broadcast to): a reshape adding leading 1s, an expand.
+TINYT_INLINE Tensor broadcast_to(const Tensor& t, const Shape& shape) {
+  detail::check_broadcast_to(t.shape(), shape);
+  return Tensor(detail::broadcast_uop(t.uop(), shape));
 }
 
-TINYT_INLINE Tensor Tensor::reshape(Shape shape) const {
-  if (!shape.is_concrete() || !this->shape().is_concrete()) return reshape_symbolic(shape);
-  const std::vector<int64_t> old = cshape();
+namespace detail::ew {
+// -- the shape each movement op gives, its arguments checked ---------------------------------------
+TINYT_INLINE Shape reshaped(const Shape& old, const Shape& shape) {
+  if (!shape.is_concrete() || !old.is_concrete()) {
+    // a symbolic size: the element counts must be the same expression
+    for (const sint& d : shape)
+      if (d == -1 || d.vmin() < 0)
+        throw ShapeError(cat("reshape: ", shape, " has a -1 or a negative size (a symbolic reshape names every size)"));
+    if (!same_size(shape.numel(), old.numel()))
+      throw ShapeError(cat("reshape: cannot reshape ", old, " to ", shape, ": ", old.numel(), " and ", shape.numel(), " elements"));
+    return shape;
+  }
   std::vector<int64_t> s;
   int64_t known = 1, infer = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
     const int64_t d = shape[i].as_int();
     if (d == -1) {
-      if (infer >= 0) throw ShapeError(detail::cat("reshape: more than one -1 in ", shape));
+      if (infer >= 0) throw ShapeError(cat("reshape: more than one -1 in ", shape));
       infer = static_cast<int64_t>(i);
     } else if (d < 0) {
-      throw ShapeError(detail::cat("reshape: negative size in ", shape));
+      throw ShapeError(cat("reshape: negative size in ", shape));
     } else {
       known *= d;
     }
     s.push_back(d);
   }
-  const int64_t n = numel();
+  const int64_t n = old.numel().value();
   if (infer >= 0) {
-    if (known == 0 || n % known != 0)
-      throw ShapeError(detail::cat("reshape: cannot reshape ", detail::shape_str(old), " to ", shape));
+    if (known == 0 || n % known != 0) throw ShapeError(cat("reshape: cannot reshape ", old, " to ", shape));
     s[static_cast<size_t>(infer)] = n / known;
   } else if (known != n) {
-    throw ShapeError(detail::cat("reshape: cannot reshape ", detail::shape_str(old), " (", n, " elements) to ", shape));
+    throw ShapeError(cat("reshape: cannot reshape ", old, " (", n, " elements) to ", shape));
   }
-  return Tensor(graph::reshape(uop(), s));
+  return Shape(s);
 }
-
-// A reshape where a size is symbolic: the element counts must be the same expression.
-TINYT_INLINE Tensor Tensor::reshape_symbolic(const Shape& shape) const {
-  for (const sint& d : shape)
-    if (d == -1 || d.vmin() < 0)
-      throw ShapeError(detail::cat("reshape: ", shape, " has a -1 or a negative size (a symbolic reshape names every size)"));
-  if (!detail::same_size(shape.numel(), this->shape().numel()))
-    throw ShapeError(detail::cat("reshape: cannot reshape ", this->shape(), " to ", shape, ": ", this->shape().numel(),
-                                 " and ", shape.numel(), " elements"));
-  return Tensor(graph::reshape(uop(), shape));
+TINYT_INLINE Shape permuted(const Shape& s, const std::vector<int>& order) {
+  std::vector<sint> out;
+  for (int64_t ax : checked_order(s, order)) out.push_back(s[static_cast<size_t>(ax)]);
+  return Shape(std::move(out));
 }
-
-TINYT_INLINE Tensor Tensor::permute(std::vector<int> order) const {
-  const Shape s = shape();
-  if (order.size() != s.size())
-    throw ShapeError(detail::cat("permute: ", order.size(), " axes for shape ", s));
-  std::vector<int64_t> perm;
-  std::vector<bool> seen(s.size(), false);
-  for (int a : order) {
-    const int ax = normalize_axis(a, s.size(), "permute");
-    if (seen[static_cast<size_t>(ax)]) throw ShapeError(detail::cat("permute: axis ", a, " repeats"));
-    seen[static_cast<size_t>(ax)] = true;
-    perm.push_back(ax);
-  }
-  return Tensor(graph::permute(uop(), perm));
-}
-
-TINYT_INLINE Tensor Tensor::expand(Shape shape) const {
+TINYT_INLINE Shape expanded(const Shape& s, const Shape& shape) {
   std::vector<sint> target;
-  const Shape s = this->shape();
   for (size_t i = 0; i < shape.size(); ++i) {
     sint d = shape[i];
     // -1 keeps the size of the matching dim (aligned from the right)
     if (d == -1 && i + s.size() >= shape.size()) d = s[i + s.size() - shape.size()];
     target.push_back(d);
   }
-  return broadcast_to(*this, Shape(target));
+  Shape out(std::move(target));
+  check_broadcast_to(s, out);
+  return out;
 }
-
-TINYT_INLINE Tensor Tensor::pad(std::vector<std::pair<sint, sint>> padding, double value) const {
-  if (!shape().is_concrete() || std::any_of(padding.begin(), padding.end(), [](const auto& p) { return !p.first.is_int() || !p.second.is_int(); }))
-    return grow(padding, value);
-  const std::vector<int64_t> s = cshape();
-  if (padding.size() != s.size())
-    throw ShapeError(detail::cat("pad: ", padding.size(), " (before, after) pairs for shape ", detail::shape_str(s)));
-  std::vector<std::pair<int64_t, int64_t>> widen, cut;
-  bool negative = false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const int64_t b = padding[i].first.as_int(), a = padding[i].second.as_int();
-    if (b + a + s[i] < 0) throw ShapeError(detail::cat("pad: padding (", b, ", ", a, ") removes more than dim ", i, " has"));
-    negative |= b < 0 || a < 0;
-    widen.emplace_back(std::max<int64_t>(b, 0), std::max<int64_t>(a, 0));
-    cut.emplace_back(-std::min<int64_t>(b, 0), s[i] + std::min<int64_t>(a, 0));
-  }
-  // negative padding crops (as PyTorch's)
-  Tensor x = negative ? Tensor(graph::shrink(uop(), cut)) : *this;
-  return x.grow(graph::to_size_pairs(widen), value);
+TINYT_INLINE Shape padded(const Shape& s, const Pairs& padding, double) {
+  if (is_concrete_padding(s, padding)) concrete_pad(s, padding);
+  else check_growth(s, padding);
+  std::vector<sint> out;
+  for (size_t i = 0; i < s.size(); ++i) out.push_back(s[i] + padding[i].first + padding[i].second);
+  return Shape(std::move(out));
 }
-
-// A pad that only grows (every amount non-negative; any may be symbolic). Pads fill with 0: a
-// non-zero value is selected where a padded mask of ones is false.
-TINYT_INLINE Tensor Tensor::grow(const std::vector<std::pair<sint, sint>>& padding, double value) const {
-  const Shape s = shape();
-  if (padding.size() != s.size())
-    throw ShapeError(detail::cat("pad: ", padding.size(), " (before, after) pairs for shape ", s));
-  for (const auto& [b, a] : padding)
-    if (b.vmin() < 0 || a.vmin() < 0)
-      throw ShapeError(detail::cat("pad: padding (", b, ", ", a, ") may be negative; a symbolic pad only grows"));
-  Tensor padded(graph::pad(uop(), padding));
-  if (value == 0.0) return padded;
-  Tensor mask(graph::pad(graph::expand(graph::reshape(graph::const_(dtypes::bool_, true, device()), std::vector<int64_t>(s.size(), 1)), s), padding));
-  return mask.where(padded, Tensor::full(padded.shape(), value, dtype(), device()));
-}
-
-TINYT_INLINE Tensor Tensor::shrink(std::vector<std::pair<sint, sint>> bounds) const {
-  const Shape s = shape();
-  if (bounds.size() != s.size())
-    throw ShapeError(detail::cat("shrink: ", bounds.size(), " (start, end) pairs for shape ", s));
+TINYT_INLINE Shape shrunk(const Shape& s, const Pairs& bounds) {
+  if (bounds.size() != s.size()) throw ShapeError(cat("shrink: ", bounds.size(), " (start, end) pairs for shape ", s));
+  std::vector<sint> out;
   for (size_t i = 0; i < s.size(); ++i) {
     const auto& [b, e] = bounds[i];
     // a symbolic bound is checked over its variables' ranges; the size it ends at, at its largest
     if (b.vmin() < 0 || (e - b).vmin() < 0 || e.vmax() > s[i].vmax())
-      throw ShapeError(detail::cat("shrink: (", b, ", ", e, ") is outside dim ", i, " of shape ", s));
+      throw ShapeError(cat("shrink: (", b, ", ", e, ") is outside dim ", i, " of shape ", s));
+    out.push_back(e - b);
   }
-  return Tensor(graph::shrink(uop(), bounds));
+  return Shape(std::move(out));
 }
-
-TINYT_INLINE Tensor Tensor::flip(std::vector<int> axes) const {
-  std::vector<bool> f(ndim(), false);
-  for (int a : axes) {
-    const auto ax = static_cast<size_t>(normalize_axis(a, ndim(), "flip"));
-    if (f[ax]) throw ShapeError(detail::cat("flip: axis ", a, " repeats"));
-    f[ax] = true;
-  }
-  return Tensor(graph::flip(uop(), f));
+TINYT_INLINE Shape flipped(const Shape& s, const std::vector<int>& axes) {
+  checked_flips(s, axes);
+  return s;
 }
-
-TINYT_INLINE Tensor Tensor::transpose(int d0, int d1) const {
-  std::vector<int> order(ndim());
+TINYT_INLINE std::vector<int> transposed_order(const Shape& s, int d0, int d1) {
+  std::vector<int> order(s.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::swap(order[static_cast<size_t>(normalize_axis(d0, ndim(), "transpose"))],
-            order[static_cast<size_t>(normalize_axis(d1, ndim(), "transpose"))]);
-  return permute(order);
+  std::swap(order[static_cast<size_t>(normalize_axis(d0, s.size(), "transpose"))],
+            order[static_cast<size_t>(normalize_axis(d1, s.size(), "transpose"))]);
+  return order;
 }
-
-TINYT_INLINE Tensor Tensor::flatten(int start, int end) const {
-  if (ndim() == 0) return reshape({1});
-  const Shape s = shape();
+TINYT_INLINE Shape flattened(const Shape& s, int start, int end) {
+  if (s.size() == 0) return Shape{1};
   const auto a = static_cast<size_t>(normalize_axis(start, s.size(), "flatten"));
   const auto b = static_cast<size_t>(normalize_axis(end, s.size(), "flatten"));
-  if (a > b) throw ShapeError(detail::cat("flatten: start ", start, " comes after end ", end));
+  if (a > b) throw ShapeError(cat("flatten: start ", start, " comes after end ", end, " for shape ", s));
   std::vector<sint> out(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(a));
   sint n = 1;
   for (size_t i = a; i <= b; ++i) n = n * s[i];
   out.push_back(n);
   out.insert(out.end(), s.begin() + static_cast<std::ptrdiff_t>(b) + 1, s.end());
-  return reshape(Shape(out));
+  return Shape(std::move(out));
 }
-
-TINYT_INLINE Tensor Tensor::unflatten(int dim, Shape sizes) const {
-  const Shape s = shape();
+TINYT_INLINE Shape unflattened(const Shape& s, int dim, const Shape& sizes) {
   const auto d = static_cast<size_t>(normalize_axis(dim, s.size(), "unflatten"));
   std::vector<sint> out(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(d));
   for (const sint& x : sizes) out.push_back(x);
   out.insert(out.end(), s.begin() + static_cast<std::ptrdiff_t>(d) + 1, s.end());
-  return reshape(Shape(out));
+  return Shape(std::move(out));
+}
+TINYT_INLINE Shape squeezed(const Shape& s, int dim) {
+  if (s.size() == 0) return s;
+  std::vector<sint> out = s.dims();
+  const auto d = static_cast<size_t>(normalize_axis(dim, s.size(), "squeeze"));
+  if (out[d] == 1) out.erase(out.begin() + static_cast<std::ptrdiff_t>(d));
+  return Shape(std::move(out));
+}
+TINYT_INLINE Shape squeezed_all(const Shape& s) {
+  std::vector<sint> out;
+  for (const sint& d : s)
+    if (!(d == 1)) out.push_back(d);
+  return Shape(std::move(out));
+}
+TINYT_INLINE Shape unsqueezed(const Shape& s, int dim) {
+  std::vector<sint> out = s.dims();
+  const auto d = static_cast<size_t>(normalize_axis(dim, s.size() + 1, "unsqueeze"));
+  out.insert(out.begin() + static_cast<std::ptrdiff_t>(d), 1);
+  return Shape(std::move(out));
 }
 
-TINYT_INLINE Tensor Tensor::squeeze(int dim) const {
-  std::vector<sint> s = shape().dims();
-  if (s.empty()) return *this;
-  const auto d = static_cast<size_t>(normalize_axis(dim, s.size(), "squeeze"));
-  if (!(s[d] == 1)) return *this;
-  s.erase(s.begin() + static_cast<std::ptrdiff_t>(d));
-  return reshape(Shape(s));
+// -- the movement ops: one UOp each (none when nothing changes) ------------------------------------
+TINYT_INLINE Operand reshape(O x, const Shape& shape) { return {graph::reshape(x.u, reshaped(graph::shape_of(x.u), shape))}; }
+TINYT_INLINE Operand permute(O x, const std::vector<int>& order) { return {graph::permute(x.u, checked_order(graph::shape_of(x.u), order))}; }
+TINYT_INLINE Operand expand(O x, const Shape& shape) { return {broadcast_uop(x.u, expanded(graph::shape_of(x.u), shape))}; }
+TINYT_INLINE Operand shrink(O x, const Pairs& bounds) {
+  shrunk(graph::shape_of(x.u), bounds);
+  return {graph::shrink(x.u, bounds)};
 }
-TINYT_INLINE Tensor Tensor::squeeze() const {
-  auto s = cshape();
-  std::erase(s, 1);
-  return reshape(Shape(s));
+TINYT_INLINE Operand flip(O x, const std::vector<int>& axes) { return {graph::flip(x.u, checked_flips(graph::shape_of(x.u), axes))}; }
+TINYT_INLINE Operand pad(O x, const Pairs& padding, double value) {
+  const Shape s = graph::shape_of(x.u);
+  UOp u = x.u;
+  Pairs growth = padding;
+  if (is_concrete_padding(s, padding)) {
+    const ConcretePad p = concrete_pad(s, padding);
+    if (p.crops) u = graph::shrink(u, p.cut);
+    growth = graph::to_size_pairs(p.widen);
+  } else {
+    check_growth(s, padding);
+  }
+  // pads fill with 0: a non-zero value is selected where a padded mask of ones is false
+  const UOp grown = graph::pad(u, growth);
+  if (value == 0.0) return {grown};
+  const Shape before = graph::shape_of(u);
+  const UOp ones = broadcast_uop(graph::const_(dtypes::bool_, true, graph::device_of(u)), before);
+  const UOp fill = broadcast_uop(graph::const_(u.dtype(), value, graph::device_of(u)), graph::shape_of(grown));
+  return {graph::pad(ones, growth).where(grown, fill)};
 }
-TINYT_INLINE Tensor Tensor::unsqueeze(int dim) const {
-  std::vector<sint> s = shape().dims();
-  const auto d = static_cast<size_t>(normalize_axis(dim, s.size() + 1, "unsqueeze"));
-  s.insert(s.begin() + static_cast<std::ptrdiff_t>(d), 1);
-  return reshape(Shape(s));
+}  // namespace detail::ew
+
+// -- the Tensor methods: one path with the expressions ---------------------------------------------
+TINYT_INLINE Tensor Tensor::reshape(Shape shape) const { return detail::to_tensor(detail::ew::reshape(detail::operand_of(*this), shape)); }
+TINYT_INLINE Tensor Tensor::permute(std::vector<int> order) const {
+  return detail::to_tensor(detail::ew::permute(detail::operand_of(*this), order));
 }
+TINYT_INLINE Tensor Tensor::expand(Shape shape) const { return detail::to_tensor(detail::ew::expand(detail::operand_of(*this), shape)); }
+TINYT_INLINE Tensor Tensor::pad(std::vector<std::pair<sint, sint>> padding, double value) const {
+  return detail::to_tensor(detail::ew::pad(detail::operand_of(*this), padding, value));
+}
+TINYT_INLINE Tensor Tensor::shrink(std::vector<std::pair<sint, sint>> bounds) const {
+  return detail::to_tensor(detail::ew::shrink(detail::operand_of(*this), bounds));
+}
+TINYT_INLINE Tensor Tensor::flip(std::vector<int> axes) const { return detail::to_tensor(detail::ew::flip(detail::operand_of(*this), axes)); }
+TINYT_INLINE Tensor Tensor::transpose(int d0, int d1) const { return permute(detail::ew::transposed_order(shape(), d0, d1)); }
+TINYT_INLINE Tensor Tensor::flatten(int start, int end) const { return reshape(detail::ew::flattened(shape(), start, end)); }
+TINYT_INLINE Tensor Tensor::unflatten(int dim, Shape sizes) const { return reshape(detail::ew::unflattened(shape(), dim, sizes)); }
+TINYT_INLINE Tensor Tensor::squeeze(int dim) const { return reshape(detail::ew::squeezed(shape(), dim)); }
+TINYT_INLINE Tensor Tensor::squeeze() const { return reshape(detail::ew::squeezed_all(shape())); }
+TINYT_INLINE Tensor Tensor::unsqueeze(int dim) const { return reshape(detail::ew::unsqueezed(shape(), dim)); }
 
 TINYT_INLINE Tensor Tensor::to(const std::string& device) const {
   const std::string d = Device::canonicalize(device);

@@ -1,0 +1,30 @@
+# Compiles one snippet of tests/compile_fail/ (syntax only) and passes when the compiler rejects
+# it with the diagnostic the snippet names: each line `// expect: <regex>` must match the
+# compiler's output. A snippet whose name starts with `ok_` must compile instead (the control:
+# the same includes and flags work, so a failure of the others is the check they exist for).
+cmake_minimum_required(VERSION 3.25)
+list(TRANSFORM INCLUDE_DIRS PREPEND "-I")
+execute_process(COMMAND ${CXX} -std=c++20 -fsyntax-only ${INCLUDE_DIRS} ${SOURCE}
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+string(APPEND out "${err}")
+get_filename_component(name ${SOURCE} NAME)
+if(name MATCHES "^ok_")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${name} must compile:\n${out}")
+  endif()
+  return()
+endif()
+if(rc EQUAL 0)
+  message(FATAL_ERROR "${name} compiled; it must not")
+endif()
+file(STRINGS ${SOURCE} expectations REGEX "^// expect: ")
+if(NOT expectations)
+  message(FATAL_ERROR "${name} names no `// expect:` line")
+endif()
+foreach(line IN LISTS expectations)
+  string(REGEX REPLACE "^// expect: " "" pattern "${line}")
+  if(NOT out MATCHES "${pattern}")
+    message(FATAL_ERROR "${name}: the diagnostic does not match `${pattern}`:\n${out}")
+  endif()
+endforeach()
+message(STATUS "${name}: rejected as expected")
