@@ -14,7 +14,7 @@ BENCHMARKS = $(patsubst benchmarks/%.cpp,bench_%,$(wildcard benchmarks/*.cpp))
 # in args (symbolic_shapes), TinyJit's captured buffers and planned memory (jit) and every opt's
 # kernels, with their copies on the stack (opt: PACK); the last six run kernels through the whole
 # pipeline too. `make sanitize` builds and runs every test.
-SANITIZE_FAST ?= uop;pattern;symbolic;schedule_cache;assign;state_io;symbolic_shapes;jit;opt
+SANITIZE_FAST ?= uop;pattern;symbolic;schedule_cache;assign;state_io;symbolic_shapes;jit;opt;expr
 
 .PHONY: test test-clang test-cuda example example-quick bench bench-quick sanitize sanitize-fast \
         amalgamate format clean
