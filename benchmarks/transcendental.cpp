@@ -35,9 +35,9 @@ int main(int argc, char** argv) {
       Tensor (*f)(const Tensor&);
     };
     const Case cases[] = {
-        {"(x*2+1).relu().exp2()", [](const Tensor& t) { return (t * 2 + 1).relu().exp2(); }},
-        {"(x+0.5).log2()", [](const Tensor& t) { return (t + 0.5).log2(); }},
-        {"(x*100).sin()", [](const Tensor& t) { return (t * 100).sin(); }},
+        {"(x*2+1).relu().exp2()", [](const Tensor& t) -> Tensor { return (t * 2 + 1).relu().exp2(); }},
+        {"(x+0.5).log2()", [](const Tensor& t) -> Tensor { return (t + 0.5).log2(); }},
+        {"(x*100).sin()", [](const Tensor& t) -> Tensor { return (t * 100).sin(); }},
     };
     for (const Case& c : cases) {
       double gbs[2];

@@ -49,30 +49,15 @@ Operand binary_operand(Ops op, Operand a, Operand b, const char* name, bool to_f
 namespace ew {
 using O = const Operand&;
 using Pairs = std::vector<std::pair<sint, sint>>;
-// elementwise (ops/elementwise.hpp)
-Operand add(O a, O b);
-Operand sub(O a, O b);
-Operand mul(O a, O b);
-Operand div(O a, O b);
-Operand floordiv(O a, O b);
-Operand mod(O a, O b);
-Operand pow(O a, O b);
-Operand maximum(O a, O b);
-Operand minimum(O a, O b);
-Operand eq(O a, O b);
-Operand ne(O a, O b);
-Operand lt(O a, O b);
-Operand le(O a, O b);
-Operand gt(O a, O b);
-Operand ge(O a, O b);
-Operand bitwise_and(O a, O b);
-Operand bitwise_or(O a, O b);
-Operand bitwise_xor(O a, O b);
-Operand lshift(O a, O b);
-Operand rshift(O a, O b);
-Operand logical_and(O a, O b);
-Operand logical_or(O a, O b);
-Operand logical_xor(O a, O b);
+// elementwise (ops/elementwise.hpp); the binary and unary ones by name lists, which the Tensor
+// methods and the expressions are generated from too
+#define TINYT_EW_BINARY(X)                                                                                  \
+  X(add) X(sub) X(mul) X(div) X(floordiv) X(mod) X(pow) X(maximum) X(minimum) X(eq) X(ne) X(lt) X(le) X(gt) \
+  X(ge) X(bitwise_and) X(bitwise_or) X(bitwise_xor) X(lshift) X(rshift) X(logical_and) X(logical_or)        \
+  X(logical_xor)
+#define TINYT_EW_DECLARE(name) Operand name(O a, O b);
+TINYT_EW_BINARY(TINYT_EW_DECLARE)
+#undef TINYT_EW_DECLARE
 Operand where(O cond, O a, O b);
 Operand clip(O x, O lo, O hi);
 Operand lerp(O x, O end, O weight);
@@ -182,11 +167,6 @@ template <class F, class S, class... P, class A> auto movement(F f, S s, std::tu
   X(linear) X(layernorm) X(batchnorm) X(dropout) X(scaled_dot_product_attention) X(cross_entropy)           \
   X(sparse_categorical_crossentropy) X(binary_crossentropy) X(binary_crossentropy_logits)                   \
   X(contiguous_backward)
-#define TINYT_EXPR_BINARY_METHODS(X)                                                                        \
-  X(add) X(sub) X(mul) X(div) X(floordiv) X(mod) X(pow) X(maximum) X(minimum) X(eq) X(ne) X(lt) X(le) X(gt) \
-  X(ge) X(bitwise_and) X(bitwise_or) X(bitwise_xor) X(lshift) X(rshift) X(logical_and) X(logical_or)        \
-  X(logical_xor)
-
 /// The Tensor methods of an expression type D (which provides `operand()` and `shape()`): the
 /// elementwise and movement ones give expressions, the rest the Tensor's results.
 template <class D> class ExprMethods {
@@ -250,7 +230,7 @@ template <class D> class ExprMethods {
 #undef TINYT_EXPR_UNARY
 #define TINYT_EXPR_BINARY(name) \
   template <ExprOperand B> auto name(const B& b) const { return detail::elementwise(&detail::ew::name, #name, std::tuple<>{}, self(), b); }
-  TINYT_EXPR_BINARY_METHODS(TINYT_EXPR_BINARY)
+  TINYT_EW_BINARY(TINYT_EXPR_BINARY)
 #undef TINYT_EXPR_BINARY
   template <ExprOperand A, ExprOperand B> auto where(const A& a, const B& b) const {
     return detail::elementwise(&detail::ew::where, "where", std::tuple<>{}, self(), a, b);

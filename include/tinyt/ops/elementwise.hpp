@@ -321,7 +321,7 @@ TINYT_EW_UNARY(TINYT_TENSOR_UNARY)
   TINYT_INLINE Tensor Tensor::name(const Tensor& o) const {               \
     return detail::to_tensor(detail::ew::name(detail::operand_of(*this), detail::operand_of(o))); \
   }
-TINYT_EXPR_BINARY_METHODS(TINYT_TENSOR_BINARY)
+TINYT_EW_BINARY(TINYT_TENSOR_BINARY)
 #undef TINYT_TENSOR_BINARY
 TINYT_INLINE Tensor Tensor::cast(DType dt) const { return detail::to_tensor(detail::ew::cast(detail::operand_of(*this), dt)); }
 TINYT_INLINE Tensor Tensor::bitcast(DType dt) const { return detail::to_tensor(detail::ew::bitcast(detail::operand_of(*this), dt)); }
