@@ -28,6 +28,7 @@
 #include "tinyt/nn/layers.hpp"
 #include "tinyt/nn/optim.hpp"
 #include "tinyt/nn/safetensors.hpp"
+#include "tinyt/nn/gguf.hpp"
 #include "tinyt/nn/datasets.hpp"
 
 #if TINYT_DEFINES_ENGINE

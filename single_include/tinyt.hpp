@@ -3190,6 +3190,45 @@ std::map<std::string, std::string> safe_load_metadata(const std::string& path);
 
 }  // namespace tinyt::inline v0::nn::state
 // ---- end tinyt/nn/safetensors.hpp ----
+// ---- tinyt/nn/gguf.hpp ----
+// GGUF files (llama.cpp's format; tinygrad's nn.state.gguf_load): a header, metadata as typed
+// key/value pairs, tensor infos, then the tensors' data, aligned. Quantized tensors stay packed:
+// the file's bytes are one uint8 tensor in memory and each tensor is a lazy graph that unpacks its
+// blocks inside the kernels that read it, so a Q4 model stays Q4 in memory.
+
+
+
+namespace tinyt::inline v0::nn::state {
+
+/// A GGUF metadata value: an unsigned or signed integer, a float, a bool, a string or an array of
+/// values (GGUF's twelve value types, integers and floats widened).
+struct GGUFValue {
+  std::variant<uint64_t, int64_t, double, bool, std::string, std::vector<GGUFValue>> value;
+
+  /// The integer (from any integer type); Error for another kind or an unsigned value past int64.
+  int64_t as_int() const;
+  /// The number (from any integer or float type); Error for another kind.
+  double as_float() const;
+  bool as_bool() const;
+  const std::string& as_string() const;
+  const std::vector<GGUFValue>& as_array() const;
+};
+
+/// What a GGUF file holds: its metadata by key, its tensors by name.
+struct GGUFFile {
+  std::map<std::string, GGUFValue> metadata;
+  std::map<std::string, Tensor> tensors;
+};
+
+/// The metadata and tensors of the GGUF (version 2 or 3) file at `path`, on `device` (the default
+/// device when empty). Shapes are PyTorch's order (GGUF lists the innermost dim first). F32, F16,
+/// BF16, F64 and the integer types keep their dtype; Q8_0, Q4_0, Q4_1, Q4_K and Q6_K are float32,
+/// dequantized on the device as the tensors are used. A malformed file is an Error naming the file
+/// and the problem (DTypeError for a tensor type tinyt cannot read).
+GGUFFile gguf_load(const std::string& path, const std::string& device = "");
+
+}  // namespace tinyt::inline v0::nn::state
+// ---- end tinyt/nn/gguf.hpp ----
 // ---- tinyt/nn/datasets.hpp ----
 // Datasets from local files: the IDX format of MNIST and Fashion-MNIST (plain or gzip'd), and
 // fashion_mnist() as tinygrad's nn.datasets.mnist(fashion=True) gives it. gzip is read through
@@ -17292,6 +17331,299 @@ TINYT_INLINE std::map<std::string, std::string> safe_load_metadata(const std::st
 }  // namespace nn::state
 }  // namespace tinyt::inline v0
 // ---- end tinyt/nn/safetensors_impl.hpp ----
+// ---- tinyt/nn/gguf_impl.hpp ----
+// Definitions of gguf.hpp, compiled with the engine (config.hpp). The file may come from anyone:
+// every count and size is checked against the bytes left before anything is allocated or read.
+
+
+
+namespace tinyt::inline v0 {
+namespace nn::state {
+
+namespace detail {
+using ::tinyt::detail::cat;
+
+template <class T> const T& gguf_get(const GGUFValue& v, const char* kind) {
+  if (const T* p = std::get_if<T>(&v.value)) return *p;
+  throw Error(cat("gguf: the metadata value is not ", kind));
+}
+}  // namespace detail
+
+TINYT_INLINE int64_t GGUFValue::as_int() const {
+  if (const auto* i = std::get_if<int64_t>(&value)) return *i;
+  const uint64_t u = detail::gguf_get<uint64_t>(*this, "an integer");
+  if (u > static_cast<uint64_t>(INT64_MAX)) throw Error(detail::cat("gguf: the metadata value ", u, " does not fit int64"));
+  return static_cast<int64_t>(u);
+}
+TINYT_INLINE double GGUFValue::as_float() const {
+  if (const auto* d = std::get_if<double>(&value)) return *d;
+  if (const auto* i = std::get_if<int64_t>(&value)) return static_cast<double>(*i);
+  return static_cast<double>(detail::gguf_get<uint64_t>(*this, "a number"));
+}
+TINYT_INLINE bool GGUFValue::as_bool() const { return detail::gguf_get<bool>(*this, "a bool"); }
+TINYT_INLINE const std::string& GGUFValue::as_string() const { return detail::gguf_get<std::string>(*this, "a string"); }
+TINYT_INLINE const std::vector<GGUFValue>& GGUFValue::as_array() const {
+  return detail::gguf_get<std::vector<GGUFValue>>(*this, "an array");
+}
+
+namespace detail {
+
+/// A tensor type of GGUF (ggml's type ids): a block of `block` elements takes `bytes` bytes. A
+/// plain type has a tinyt dtype (block 1); a quantized one is unpacked by `dequantize` below.
+struct GGMLType {
+  uint32_t id;
+  const char* name;
+  int64_t block, bytes;
+  DType dtype;  // void for a quantized type
+};
+inline constexpr GGMLType ggml_types[] = {
+    {0, "F32", 1, 4, dtypes::float32},     {1, "F16", 1, 2, dtypes::float16},   {30, "BF16", 1, 2, dtypes::bfloat16},
+    {28, "F64", 1, 8, dtypes::float64},    {24, "I8", 1, 1, dtypes::int8},      {25, "I16", 1, 2, dtypes::int16},
+    {26, "I32", 1, 4, dtypes::int32},      {27, "I64", 1, 8, dtypes::int64},    {8, "Q8_0", 32, 34, dtypes::void_},
+    {2, "Q4_0", 32, 18, dtypes::void_},    {3, "Q4_1", 32, 20, dtypes::void_},  {12, "Q4_K", 256, 144, dtypes::void_},
+    {14, "Q6_K", 256, 210, dtypes::void_},
+};
+// ggml's other types, named in the error for a file that uses one
+inline constexpr std::pair<uint32_t, const char*> ggml_unsupported[] = {
+    {6, "Q5_0"},    {7, "Q5_1"},    {9, "Q8_1"},    {10, "Q2_K"},  {11, "Q3_K"},   {13, "Q5_K"},
+    {15, "Q8_K"},   {16, "IQ2_XXS"}, {17, "IQ2_XS"}, {18, "IQ3_XXS"}, {19, "IQ1_S"}, {20, "IQ4_NL"},
+    {21, "IQ3_S"},  {22, "IQ2_S"},  {23, "IQ4_XS"}, {29, "IQ1_M"}, {34, "TQ1_0"},  {35, "TQ2_0"}};
+
+/// Reads a GGUF header front to back, through a buffer that grows as needed; every read past the
+/// end of the file is an Error saying what was being read.
+class GGUFReader {
+ public:
+  GGUFReader(io::InFile& f) : f_(f) {}
+  uint64_t position() const { return pos_; }
+  uint64_t left() const { return f_.size() - pos_; }
+  std::string where() const { return io::where("gguf_load", f_.path()); }
+
+  const unsigned char* take(uint64_t n, const std::string& what) {
+    if (n > left()) throw Error(cat(where(), ": the file ends inside ", what, " (byte ", pos_, ")"));
+    if (pos_ + n > buffer_start_ + buffer_.size()) {
+      // keep what is left of the buffer, read at least 1 MiB more (or to the end of the file)
+      const uint64_t keep_from = pos_;
+      const uint64_t want = std::min<uint64_t>(f_.size() - keep_from, std::max<uint64_t>(n, 1 << 20));
+      std::vector<unsigned char> next(static_cast<size_t>(want));
+      f_.read_at(keep_from, next.data(), next.size(), what);
+      buffer_ = std::move(next);
+      buffer_start_ = keep_from;
+    }
+    const unsigned char* p = buffer_.data() + (pos_ - buffer_start_);
+    pos_ += n;
+    return p;
+  }
+  template <class T> T number(const std::string& what) {
+    T v;
+    std::memcpy(&v, take(sizeof(T), what), sizeof(T));
+    if constexpr (std::endian::native == std::endian::big) io::reverse_item_bytes(&v, 1, sizeof(T));
+    return v;
+  }
+  std::string string(const std::string& what) {
+    const auto n = number<uint64_t>(what + "'s length");
+    if (n > left()) throw Error(cat(where(), ": ", what, " claims ", n, " bytes, more than the ", left(), " left in the file"));
+    const unsigned char* p = take(n, what);
+    return std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(n));
+  }
+  /// A count of items of at least `min_bytes` each, checked against the bytes left.
+  uint64_t count(const std::string& what, uint64_t min_bytes) {
+    const auto n = number<uint64_t>(what);
+    if (n > left() / min_bytes)
+      throw Error(cat(where(), ": ", what, " is ", n, ", more than the ", left(), " bytes left in the file can hold"));
+    return n;
+  }
+
+  GGUFValue value(uint32_t type, const std::string& key, int depth = 0) {
+    const std::string what = cat("the value of '", key, "'");
+    switch (type) {
+      case 0: return {uint64_t{number<uint8_t>(what)}};
+      case 1: return {int64_t{number<int8_t>(what)}};
+      case 2: return {uint64_t{number<uint16_t>(what)}};
+      case 3: return {int64_t{number<int16_t>(what)}};
+      case 4: return {uint64_t{number<uint32_t>(what)}};
+      case 5: return {int64_t{number<int32_t>(what)}};
+      case 6: return {static_cast<double>(number<float>(what))};
+      case 7: return {number<uint8_t>(what) != 0};
+      case 8: return {string(what)};
+      case 9: {
+        if (depth >= 8) throw Error(cat(where(), ": '", key, "' nests arrays more than 8 deep"));
+        const auto item_type = number<uint32_t>(what + "'s item type");
+        const uint64_t n = count(what + "'s length", min_value_bytes(item_type, key));
+        std::vector<GGUFValue> items;
+        items.reserve(static_cast<size_t>(n));
+        for (uint64_t i = 0; i < n; ++i) items.push_back(value(item_type, key, depth + 1));
+        return {std::move(items)};
+      }
+      case 10: return {number<uint64_t>(what)};
+      case 11: return {number<int64_t>(what)};
+      case 12: return {number<double>(what)};
+      default: throw Error(cat(where(), ": '", key, "' has value type ", type, ", which GGUF does not define"));
+    }
+  }
+
+ private:
+  uint64_t min_value_bytes(uint32_t type, const std::string& key) const {
+    switch (type) {
+      case 0: case 1: case 7: return 1;
+      case 2: case 3: return 2;
+      case 4: case 5: case 6: return 4;
+      case 8: case 10: case 11: case 12: return 8;
+      case 9: return 12;  // item type and length
+      default: throw Error(cat(where(), ": '", key, "' is an array of value type ", type, ", which GGUF does not define"));
+    }
+  }
+
+  io::InFile& f_;
+  uint64_t pos_ = 0, buffer_start_ = 0;
+  std::vector<unsigned char> buffer_;
+};
+
+inline const GGMLType& ggml_type(uint32_t id, const std::string& where, const std::string& tensor) {
+  for (const GGMLType& t : ggml_types)
+    if (t.id == id) return t;
+  for (const auto& [uid, name] : ggml_unsupported)
+    if (uid == id) throw DTypeError(cat(where, ": tensor '", tensor, "' is ", name, ", a type tinyt does not read"));
+  throw DTypeError(cat(where, ": tensor '", tensor, "' has type ", id, ", which GGUF does not define"));
+}
+
+// -- dequantization, as UOps: `b` holds a tensor's blocks, one row of bytes per block --------------
+inline Tensor columns(const Tensor& b, int64_t begin, int64_t end) {
+  return b.shrink({{0, b.shape()[0]}, {begin, end}});
+}
+/// The little-endian float16 at byte `col` of every block, as float32, shaped (blocks, 1). Decoded
+/// with integer ops, not a bitcast to half: a device without half (OpenCL without cl_khr_fp16)
+/// reads it too, and every value is exact (subnormals, infinities and NaN included).
+inline Tensor half_at(const Tensor& b, int64_t col) {
+  const Tensor bits = columns(b, col, col + 1).cast(dtypes::uint32) + columns(b, col + 1, col + 2).cast(dtypes::uint32) * 256;
+  const Tensor exponent = (bits >> 10) & 31, mantissa = bits & 1023;
+  // a normal number moves its exponent from float16's bias (15) to float32's (127); all ones stays all ones
+  const Tensor widened = (exponent.eq(31).where(255, exponent + 112) * (1 << 23) + mantissa * (1 << 13)).bitcast(dtypes::float32);
+  const Tensor magnitude = exponent.eq(0).where(mantissa.cast(dtypes::float32) * 0x1p-24f, widened);  // zero, subnormal: m * 2^-24
+  return ((bits >> 15) & 1).ne(0).where(-magnitude, magnitude);
+}
+/// The low nibbles of `q`'s last dim, then the high ones, stacked at `axis`.
+inline Tensor nibbles(const Tensor& q, int axis) { return Tensor::stack({q & 15, q >> 4}, axis); }
+
+inline Tensor dequantize(const Tensor& b, uint32_t type) {
+  const int64_t n = b.shape()[0].as_int();
+  switch (type) {
+    case 8:  // Q8_0: d, 32 int8
+      return columns(b, 2, 34).bitcast(dtypes::int8).cast(dtypes::float32) * half_at(b, 0);
+    case 2:  // Q4_0: d, 32 nibbles (the first 16 low, the next 16 high), each minus 8
+      return (nibbles(columns(b, 2, 18), 1).reshape({n, 32}).cast(dtypes::float32) - 8) * half_at(b, 0);
+    case 3:  // Q4_1: d, m, 32 nibbles: d * q + m
+      return half_at(b, 0) * nibbles(columns(b, 4, 20), 1).reshape({n, 32}).cast(dtypes::float32) + half_at(b, 2);
+    case 12: {  // Q4_K: d, dmin, 8 six-bit scales and mins packed in 12 bytes, 256 nibbles
+      const Tensor packed = columns(b, 4, 16).reshape({n, 3, 4});
+      auto row = [&](int64_t r) { return packed.shrink({{0, n}, {r, r + 1}, {0, 4}}).reshape({n, 4}); };
+      const Tensor lo = row(0), hi = row(1), top = row(2);
+      const Tensor scale = Tensor::cat({lo & 63, (top & 15) | ((lo >> 2) & 48)}, 1).cast(dtypes::float32);
+      const Tensor min = Tensor::cat({hi & 63, (top >> 4) | ((hi >> 2) & 48)}, 1).cast(dtypes::float32);
+      const Tensor q = nibbles(columns(b, 16, 144).reshape({n, 4, 32}), 2).reshape({n, 8, 32}).cast(dtypes::float32);
+      return ((half_at(b, 0) * scale).reshape({n, 8, 1}) * q - (half_at(b, 2) * min).reshape({n, 8, 1})).reshape({n, 256});
+    }
+    case 14: {  // Q6_K: 256 low nibbles, 256 two-bit highs, 16 int8 scales, d
+      const Tensor low = nibbles(columns(b, 0, 128).reshape({n, 2, 64}), 2).reshape({n, 8, 32});
+      const Tensor qh = columns(b, 128, 192).reshape({n, 2, 32});
+      const Tensor high = Tensor::stack({qh & 3, (qh >> 2) & 3, (qh >> 4) & 3, (qh >> 6) & 3}, 2).reshape({n, 8, 32});
+      const Tensor q = ((low | (high << 4)).cast(dtypes::float32) - 32).reshape({n, 16, 16});
+      const Tensor scale = columns(b, 192, 208).bitcast(dtypes::int8).cast(dtypes::float32);
+      return ((half_at(b, 208) * scale).reshape({n, 16, 1}) * q).reshape({n, 256});
+    }
+    default: throw InternalError(cat("gguf: no dequantization for type ", type));
+  }
+}
+
+struct GGUFTensorInfo {
+  std::string name;
+  std::vector<int64_t> shape;  // PyTorch's order
+  const GGMLType* type;
+  uint64_t offset, bytes;
+};
+}  // namespace detail
+
+TINYT_INLINE GGUFFile gguf_load(const std::string& path, const std::string& device) {
+  using detail::cat;
+  io::InFile f(path, "gguf_load");
+  detail::GGUFReader r(f);
+  const std::string where = r.where();
+  GGUFFile out;
+
+  const unsigned char* magic = r.take(4, "the magic number");
+  if (std::memcmp(magic, "GGUF", 4) != 0) throw Error(cat(where, ": not a GGUF file (it does not start with \"GGUF\")"));
+  const auto version = r.number<uint32_t>("the version");
+  if (version != 2 && version != 3) throw Error(cat(where, ": GGUF version ", version, " (tinyt reads versions 2 and 3)"));
+  // the smallest tensor info: name length, dim count, type, offset; the smallest pair: key
+  // length, value type, one byte of value
+  const uint64_t tensor_count = r.count("the tensor count", 24);
+  const uint64_t kv_count = r.count("the metadata count", 13);
+
+  for (uint64_t i = 0; i < kv_count; ++i) {
+    std::string key = r.string(cat("metadata key ", i));
+    const auto type = r.number<uint32_t>(cat("the value type of '", key, "'"));
+    GGUFValue v = r.value(type, key);
+    if (!out.metadata.emplace(key, std::move(v)).second) throw Error(cat(where, ": metadata key '", key, "' appears twice"));
+  }
+  uint64_t alignment = 32;
+  if (auto it = out.metadata.find("general.alignment"); it != out.metadata.end()) {
+    const auto* a = std::get_if<uint64_t>(&it->second.value);
+    if (!a || *a == 0 || (*a & (*a - 1)) != 0 || *a > (1u << 30))
+      throw Error(cat(where, ": general.alignment must be a power of two (as a uint32)"));
+    alignment = *a;
+  }
+
+  std::vector<detail::GGUFTensorInfo> infos;
+  for (uint64_t i = 0; i < tensor_count; ++i) {
+    detail::GGUFTensorInfo t;
+    t.name = r.string(cat("the name of tensor ", i));
+    const auto dims = r.number<uint32_t>(cat("the dim count of '", t.name, "'"));
+    if (dims > 4) throw Error(cat(where, ": tensor '", t.name, "' has ", dims, " dims (GGUF allows 4)"));
+    uint64_t numel = 1;
+    for (uint32_t d = 0; d < dims; ++d) {
+      const auto size = r.number<uint64_t>(cat("the dims of '", t.name, "'"));
+      if (size > (uint64_t{1} << 40) || (size && numel > (uint64_t{1} << 50) / size))
+        throw Error(cat(where, ": tensor '", t.name, "' is too large (dim ", d, " is ", size, ")"));
+      numel *= size;
+      t.shape.insert(t.shape.begin(), static_cast<int64_t>(size));  // GGUF lists the innermost dim first
+    }
+    t.type = &detail::ggml_type(r.number<uint32_t>(cat("the type of '", t.name, "'")), where, t.name);
+    t.offset = r.number<uint64_t>(cat("the offset of '", t.name, "'"));
+    const int64_t inner = t.shape.empty() ? 1 : t.shape.back();
+    if (inner % t.type->block != 0)
+      throw Error(cat(where, ": tensor '", t.name, "' (", t.type->name, ") has rows of ", inner, " elements, not whole blocks of ",
+                      t.type->block));
+    t.bytes = numel / static_cast<uint64_t>(t.type->block) * static_cast<uint64_t>(t.type->bytes);
+    if (t.offset % alignment != 0) throw Error(cat(where, ": tensor '", t.name, "' starts at ", t.offset, ", not aligned to ", alignment));
+    infos.push_back(std::move(t));
+  }
+
+  const uint64_t data_start = (r.position() + alignment - 1) / alignment * alignment;
+  const uint64_t data_size = f.size() > data_start ? f.size() - data_start : 0;
+  const std::string dev = device.empty() ? Device::default_device() : device;
+  for (const detail::GGUFTensorInfo& t : infos) {
+    if (t.offset > data_size || t.bytes > data_size - t.offset)
+      throw Error(cat(where, ": the data of tensor '", t.name, "' (", t.bytes, " bytes at ", t.offset, ") runs past the end of the file (",
+                      data_size, " bytes of data)"));
+    std::vector<unsigned char> bytes(static_cast<size_t>(t.bytes));
+    f.read_at(data_start + t.offset, bytes.data(), bytes.size(), cat("the data of '", t.name, "'"));
+    Tensor value;
+    if (!t.type->dtype.is_void()) {
+      if constexpr (std::endian::native == std::endian::big)
+        io::reverse_item_bytes(bytes.data(), bytes.size() / t.type->dtype.itemsize(), t.type->dtype.itemsize());
+      value = Tensor::from_blob(bytes.data(), Shape(t.shape), t.type->dtype, dev);
+    } else {
+      const int64_t blocks = static_cast<int64_t>(t.bytes) / t.type->bytes;
+      value = detail::dequantize(Tensor::from_blob(bytes.data(), {blocks, t.type->bytes}, dtypes::uint8, dev), t.type->id)
+                  .reshape(Shape(t.shape));
+    }
+    if (!out.tensors.emplace(t.name, std::move(value)).second) throw Error(cat(where, ": tensor '", t.name, "' appears twice"));
+  }
+  return out;
+}
+
+}  // namespace nn::state
+}  // namespace tinyt::inline v0
+// ---- end tinyt/nn/gguf_impl.hpp ----
 // ---- tinyt/nn/datasets_impl.hpp ----
 // Definitions of datasets.hpp, compiled with the engine (config.hpp).
 

@@ -1,5 +1,6 @@
 // Files in and out: safetensors (nn::state::safe_save / safe_load) against Hugging Face's writer
-// and against malformed files, IDX files plain and gzip'd (nn::datasets::load_idx), and
+// and against malformed files, GGUF (nn::state::gguf_load) against llama.cpp's gguf package and
+// malformed files, IDX files plain and gzip'd (nn::datasets::load_idx), and
 // Fashion-MNIST when its Debian package is installed.
 #include <doctest/doctest.h>
 
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include <tinyt.hpp>
+#include <tinyt/internals.hpp>
 
 #include "helpers.hpp"
 
@@ -628,4 +630,217 @@ TEST_CASE("fashion_mnist reads the Debian package's files as Python's gzip and n
                              195, 209, 208, 255, 209, 177, 245, 252, 251, 251, 247, 220, 206, 49});
   // and through the tensor API: image 0's brightest pixel is 255 at flat index 417
   CHECK(d.X_train[{0}].flatten().argmax().item<int32_t>() == 417);
+}
+
+// -- GGUF -----------------------------------------------------------------------------------------
+namespace {
+fs::path gguf_data(const char* name) { return fs::path(__FILE__).parent_path() / "data" / name; }
+
+/// A GGUF file built byte by byte (little-endian), for the malformed cases.
+struct GGUFBytes {
+  std::string s;
+  template <class T> GGUFBytes& num(T v) {
+    s.append(reinterpret_cast<const char*>(&v), sizeof v);
+    return *this;
+  }
+  GGUFBytes& str(const std::string& v) {
+    num<uint64_t>(v.size());
+    s += v;
+    return *this;
+  }
+  /// The header: magic, version, tensor count, metadata count.
+  static GGUFBytes header(uint64_t tensors, uint64_t kvs, uint32_t version = 3) {
+    GGUFBytes b;
+    b.s = "GGUF";
+    return b.num<uint32_t>(version).num<uint64_t>(tensors).num<uint64_t>(kvs);
+  }
+  /// One tensor info: name, dims (innermost first, as GGUF lists them), type, offset.
+  GGUFBytes& tensor(const std::string& name, std::vector<uint64_t> dims, uint32_t type, uint64_t offset) {
+    str(name).num<uint32_t>(static_cast<uint32_t>(dims.size()));
+    for (uint64_t d : dims) num<uint64_t>(d);
+    return num<uint32_t>(type).num<uint64_t>(offset);
+  }
+  /// Zeros up to the next multiple of 32 (the default alignment), then `data`.
+  GGUFBytes& data(const std::string& bytes) {
+    s.append((32 - s.size() % 32) % 32, '\0');
+    s += bytes;
+    return *this;
+  }
+};
+}  // namespace
+
+TEST_CASE("gguf_load reads every value type and tensor type as the gguf package does") {
+  // tests/data/make_gguf_reference.py wrote the file with the gguf package (llama.cpp's gguf-py)
+  // and the values that package dequantizes it to
+  const nn::state::GGUFFile g = nn::state::gguf_load(gguf_data("gguf_types.gguf").string());
+  const auto ref = nn::state::safe_load(gguf_data("gguf_types_reference.safetensors").string());
+  const auto& m = g.metadata;
+  CHECK(m.at("general.architecture").as_string() == "tinyt-test");
+  CHECK(m.at("test.u8").as_int() == 200);
+  CHECK(m.at("test.i8").as_int() == -100);
+  CHECK(m.at("test.u16").as_int() == 60000);
+  CHECK(m.at("test.i16").as_int() == -30000);
+  CHECK(m.at("test.u32").as_int() == 4000000000);
+  CHECK(m.at("test.i32").as_int() == -2000000000);
+  CHECK(m.at("test.f32").as_float() == 0.25);
+  CHECK(m.at("test.bool").as_bool());
+  CHECK(m.at("test.string").as_string() == "h\xc3\xa9llo, gguf");
+  CHECK(std::get<uint64_t>(m.at("test.u64").value) == 18000000000000000000ull);
+  CHECK_THROWS_AS(m.at("test.u64").as_int(), Error);  // past int64
+  CHECK(m.at("test.i64").as_int() == -9000000000000000000);
+  CHECK(m.at("test.f64").as_float() == -1.5e300);
+  const auto& ints = m.at("test.ints").as_array();
+  REQUIRE(ints.size() == 3);
+  CHECK((ints[0].as_int() == 1 && ints[1].as_int() == -2 && ints[2].as_int() == 3));
+  const auto& strings = m.at("test.strings").as_array();
+  REQUIRE(strings.size() == 3);
+  CHECK((strings[0].as_string() == "a" && strings[1].as_string().empty() && strings[2].as_string() == "ccc"));
+  const auto& nested = m.at("test.nested").as_array();
+  REQUIRE(nested.size() == 2);
+  CHECK((nested[0].as_array().size() == 2 && nested[0].as_array()[1].as_int() == 2 && nested[1].as_array()[0].as_int() == 3));
+  CHECK_THROWS_AS(m.at("test.string").as_int(), Error);
+
+  const std::map<std::string, DType> dtypes_of{
+      {"f32", dtypes::float32}, {"f16", dtypes::float16}, {"bf16", dtypes::bfloat16}, {"i32", dtypes::int32},
+      {"i8", dtypes::int8},     {"q8_0", dtypes::float32}, {"q4_0", dtypes::float32}, {"q4_1", dtypes::float32},
+      {"q4_k", dtypes::float32}, {"q6_k", dtypes::float32}};
+  REQUIRE(g.tensors.size() == dtypes_of.size());
+  for (const auto& [name, dt] : dtypes_of) {
+    INFO(name);
+    const Tensor& t = g.tensors.at(name);
+    CHECK(t.dtype() == dt);
+    CHECK(t.shape() == ref.at(name).shape());
+    CHECK(t.cast(dtypes::float32).to_vector<float>() == ref.at(name).to_vector<float>());
+  }
+}
+
+TEST_CASE("gguf_load keeps quantized weights packed in memory; a matmul with one gives the reference's result") {
+  const nn::state::GGUFFile g = nn::state::gguf_load(gguf_data("gguf_types.gguf").string());
+  const auto ref = nn::state::safe_load(gguf_data("gguf_types_reference.safetensors").string());
+  for (const std::string name : {"q8_0", "q4_0", "q4_1", "q4_k", "q6_k"}) {
+    INFO(name);
+    const Tensor& w = g.tensors.at(name);
+    // the only memory behind the tensor is its packed bytes (uint8)
+    int64_t buffers = 0;
+    for (const UOp& u : toposort(w.uop()))
+      if (u.op() == Ops::BUFFER) {
+        ++buffers;
+        CHECK(u.dtype() == dtypes::uint8);
+      }
+    CHECK(buffers == 1);
+    // y = x @ w.T against a hand loop over the reference values
+    const auto shape = w.shape().to_vector();
+    const int64_t rows = shape[0], cols = shape[1];
+    std::vector<float> xv(static_cast<size_t>(cols));
+    for (int64_t k = 0; k < cols; ++k) xv[static_cast<size_t>(k)] = static_cast<float>(k % 7) - 3.f;
+    const std::vector<float> wv = ref.at(name).to_vector<float>();
+    std::vector<float> want(static_cast<size_t>(rows), 0.f);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < cols; ++k) want[static_cast<size_t>(r)] += xv[static_cast<size_t>(k)] * wv[static_cast<size_t>(r * cols + k)];
+    GlobalCounters::reset();
+    const std::vector<float> got = Tensor::from_vector(xv, {1, cols}).matmul(w.T()).to_vector<float>();
+    // the matmul's kernel unpacks the blocks; small kernels before it decode the per-block scales
+    // (a float or two per block), which the scheduler chooses to compute once, not per element
+    CHECK(GlobalCounters::kernel_count <= 5);
+    for (size_t r = 0; r < want.size(); ++r) CHECK(got[r] == doctest::Approx(want[r]).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("gguf_load decodes every kind of float16 block scale: zeros, subnormals, normals, infinities, NaN") {
+  // Q8_0 blocks whose first value is 1 times the scale d: the value is d, as float32
+  const std::vector<std::pair<uint16_t, float>> scales{
+      {0x0000, 0.f},          {0x8000, -0.f},         {0x0001, 0x1p-24f},     {0x03ff, 1023 * 0x1p-24f},
+      {0x0400, 0x1p-14f},     {0x3c00, 1.f},          {0xc000, -2.f},         {0x7bff, 65504.f},
+      {0x7c00, INFINITY},     {0xfc00, -INFINITY},    {0x7e00, NAN}};
+  std::string blocks;
+  for (const auto& [bits, value] : scales) {
+    blocks += static_cast<char>(bits & 0xff);
+    blocks += static_cast<char>(bits >> 8);
+    blocks += '\x01';
+    blocks.append(31, '\0');
+  }
+  TempDir dir;
+  const fs::path p = dir.path / "scales.gguf";
+  write_file(p, GGUFBytes::header(1, 0).tensor("d", {32, scales.size()}, 8, 0).data(blocks).s);
+  const std::vector<float> got = nn::state::gguf_load(p.string()).tensors.at("d").to_vector<float>();
+  for (size_t i = 0; i < scales.size(); ++i) {
+    INFO(i);
+    const float want = scales[i].second, value = got[i * 32];
+    if (std::isnan(want)) CHECK(std::isnan(value));
+    else CHECK((value == want && std::signbit(value) == std::signbit(want)));
+  }
+}
+
+TEST_CASE("gguf_load rejects malformed files with the file and the problem named") {
+  TempDir dir;
+  const fs::path p = dir.path / "bad.gguf";
+  auto error_of = [&](const std::string& bytes) {
+    write_file(p, bytes);
+    return message_of<Error>([&] { nn::state::gguf_load(p.string()); });
+  };
+  auto f32 = [](std::initializer_list<float> v) {
+    std::string s;
+    for (float x : v) s.append(reinterpret_cast<const char*>(&x), 4);
+    return s;
+  };
+  // a good file of this shape loads
+  write_file(p, GGUFBytes::header(1, 0).tensor("w", {2}, 0, 0).data(f32({1, 2})).s);
+  CHECK(nn::state::gguf_load(p.string()).tensors.at("w").to_vector<float>() == std::vector<float>{1, 2});
+
+  CHECK(error_of("GGML" + GGUFBytes::header(0, 0).s.substr(4)).find("not a GGUF file") != std::string::npos);
+  CHECK(error_of(GGUFBytes::header(0, 0, 1).s).find("GGUF version 1") != std::string::npos);
+  CHECK(error_of("GGU").find("ends inside the magic") != std::string::npos);
+  CHECK(error_of(GGUFBytes::header(0, 0).s.substr(0, 10)).find("ends inside the tensor count") != std::string::npos);
+  // counts and lengths larger than the file
+  CHECK(error_of(GGUFBytes::header(uint64_t{1} << 60, 0).s).find("the tensor count is 1152921504606846976") != std::string::npos);
+  CHECK(error_of(GGUFBytes::header(0, 1000).s).find("metadata count is 1000") != std::string::npos);
+  CHECK(error_of(GGUFBytes::header(0, 1).num<uint64_t>(uint64_t{1} << 62).num<uint64_t>(0).s).find("metadata key 0 claims") !=
+        std::string::npos);
+  CHECK(error_of(GGUFBytes::header(0, 1).str("k").num<uint32_t>(9).num<uint32_t>(4).num<uint64_t>(uint64_t{1} << 40).s)
+            .find("the value of 'k''s length is 1099511627776") != std::string::npos);
+  CHECK(error_of(GGUFBytes::header(0, 1).str("k").num<uint32_t>(13).num<uint64_t>(0).s).find("value type 13") != std::string::npos);
+  CHECK(error_of(GGUFBytes::header(0, 2).str("k").num<uint32_t>(0).num<uint8_t>(1).str("k").num<uint32_t>(0).num<uint8_t>(2).s)
+            .find("'k' appears twice") != std::string::npos);
+  CHECK(error_of(GGUFBytes::header(0, 1).str("general.alignment").num<uint32_t>(4).num<uint32_t>(3).s)
+            .find("general.alignment must be a power of two") != std::string::npos);
+  // tensor infos
+  CHECK(error_of(GGUFBytes::header(1, 0).tensor("w", {2}, 0, 64).data(f32({1, 2})).s).find("runs past the end") != std::string::npos);
+  CHECK(error_of(GGUFBytes::header(1, 0).tensor("w", {4}, 0, 0).data(f32({1, 2})).s).find("runs past the end") != std::string::npos);
+  CHECK(error_of(GGUFBytes::header(1, 0).tensor("w", {2}, 0, 8).data(f32({1, 2, 3, 4})).s).find("not aligned to 32") != std::string::npos);
+  CHECK(error_of(GGUFBytes::header(1, 0).tensor("w", {16}, 8, 0).data(std::string(34, '\0')).s).find("not whole blocks of 32") !=
+        std::string::npos);
+  CHECK(error_of(GGUFBytes::header(1, 0).tensor("w", {2, 3, 4, 5, 6}, 0, 0).s).find("has 5 dims") != std::string::npos);
+  CHECK(error_of(GGUFBytes::header(1, 0).tensor("w", {uint64_t{1} << 41}, 0, 0).s).find("too large") != std::string::npos);
+  CHECK(error_of(GGUFBytes::header(2, 0).tensor("w", {2}, 0, 0).tensor("w", {2}, 0, 0).data(f32({1, 2})).s).find("'w' appears twice") !=
+        std::string::npos);
+  // tensor types: one GGUF does not define, one tinyt does not read
+  const std::string unknown = GGUFBytes::header(1, 0).tensor("w", {32}, 99, 0).s;
+  write_file(p, unknown);
+  CHECK(message_of<DTypeError>([&] { nn::state::gguf_load(p.string()); }).find("type 99, which GGUF does not define") != std::string::npos);
+  write_file(p, GGUFBytes::header(1, 0).tensor("w", {256}, 13, 0).s);
+  CHECK(message_of<DTypeError>([&] { nn::state::gguf_load(p.string()); }).find("Q5_K, a type tinyt does not read") != std::string::npos);
+  // the file names itself in every message
+  CHECK(error_of("GGUF").find(p.string()) != std::string::npos);
+}
+
+TEST_CASE("gguf_load of every prefix of a real file is an Error or the whole file's tensors, never a crash") {
+  const std::string whole = read_file(gguf_data("gguf_types.gguf"));
+  const auto full = nn::state::gguf_load(gguf_data("gguf_types.gguf").string());
+  TempDir dir;
+  const fs::path p = dir.path / "cut.gguf";
+  size_t errors = 0, cuts = 0;
+  for (size_t n = 0; n < whole.size(); n += 7, ++cuts) {
+    write_file(p, whole.substr(0, n));
+    try {
+      // only the padding after the last tensor's data may be cut
+      const auto g = nn::state::gguf_load(p.string());
+      INFO(n);
+      REQUIRE(g.tensors.size() == full.tensors.size());
+      for (const auto& [name, t] : g.tensors)
+        CHECK(t.cast(dtypes::float32).to_vector<float>() == full.tensors.at(name).cast(dtypes::float32).to_vector<float>());
+    } catch (const Error&) {
+      ++errors;
+    }
+  }
+  CHECK(errors + 2 >= cuts);  // the last 10 bytes are padding
 }

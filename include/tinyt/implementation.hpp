@@ -34,4 +34,5 @@
 // nn
 #include "nn/optim_impl.hpp"
 #include "nn/safetensors_impl.hpp"
+#include "nn/gguf_impl.hpp"
 #include "nn/datasets_impl.hpp"

@@ -10,7 +10,7 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "listing the headers of ${SOURCE} failed:\n${err}")
 endif()
 set(public config version error dtype uop shape helpers device tensor expr static_tensor jit nn/state nn/layers nn/optim
-    nn/safetensors nn/datasets)
+    nn/safetensors nn/gguf nn/datasets)
 string(REGEX MATCHALL "include/tinyt/[A-Za-z0-9_/]+\\.hpp" tinyt_headers "${deps}")
 foreach(header IN LISTS tinyt_headers)
   string(REGEX REPLACE "include/tinyt/(.+)\\.hpp" "\\1" name "${header}")

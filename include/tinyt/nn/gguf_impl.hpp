@@ -165,10 +165,16 @@ inline const GGMLType& ggml_type(uint32_t id, const std::string& where, const st
 inline Tensor columns(const Tensor& b, int64_t begin, int64_t end) {
   return b.shrink({{0, b.shape()[0]}, {begin, end}});
 }
-/// The little-endian float16 at byte `col` of every block, as float32, shaped (blocks, 1).
+/// The little-endian float16 at byte `col` of every block, as float32, shaped (blocks, 1). Decoded
+/// with integer ops, not a bitcast to half: a device without half (OpenCL without cl_khr_fp16)
+/// reads it too, and every value is exact (subnormals, infinities and NaN included).
 inline Tensor half_at(const Tensor& b, int64_t col) {
-  Tensor bits = columns(b, col, col + 1).cast(dtypes::uint16) + columns(b, col + 1, col + 2).cast(dtypes::uint16) * 256;
-  return bits.bitcast(dtypes::float16).cast(dtypes::float32);
+  const Tensor bits = columns(b, col, col + 1).cast(dtypes::uint32) + columns(b, col + 1, col + 2).cast(dtypes::uint32) * 256;
+  const Tensor exponent = (bits >> 10) & 31, mantissa = bits & 1023;
+  // a normal number moves its exponent from float16's bias (15) to float32's (127); all ones stays all ones
+  const Tensor widened = (exponent.eq(31).where(255, exponent + 112) * (1 << 23) + mantissa * (1 << 13)).bitcast(dtypes::float32);
+  const Tensor magnitude = exponent.eq(0).where(mantissa.cast(dtypes::float32) * 0x1p-24f, widened);  // zero, subnormal: m * 2^-24
+  return ((bits >> 15) & 1).ne(0).where(-magnitude, magnitude);
 }
 /// The low nibbles of `q`'s last dim, then the high ones, stacked at `axis`.
 inline Tensor nibbles(const Tensor& q, int axis) { return Tensor::stack({q & 15, q >> 4}, axis); }
