@@ -1,0 +1,204 @@
+// Text to token ids for BERT-style models: the WordPiece tokenizer of Hugging Face's
+// BertTokenizer (uncased), from a model's vocab.txt. Not part of tinyt.hpp: include
+// <tinyt/nn/text.hpp> where it is used (its Unicode tables are large).
+//
+// As BertTokenizer: the text is cleaned (NUL, U+FFFD and control characters dropped, whitespace
+// made a space), CJK ideographs become words of their own, words are lower-cased with their
+// accents stripped (lower(), NFD, combining marks dropped) and split at punctuation, and each
+// word becomes the longest vocabulary pieces from its start ("##" marking a piece inside a word),
+// or [UNK] when it cannot be covered or is longer than 100 characters. One difference: a final
+// capital sigma lower-cases to σ, where Python's lower() gives ς.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "../error.hpp"
+#include "unicode_data.hpp"
+
+namespace tinyt::inline v0::nn::text {
+
+namespace detail {
+using ::tinyt::detail::cat;
+
+template <size_t N> bool in(const unicode::CodeRange (&ranges)[N], char32_t c) {
+  const auto* it = std::upper_bound(std::begin(ranges), std::end(ranges), c,
+                                    [](char32_t x, const unicode::CodeRange& r) { return x < r.first; });
+  return it != std::begin(ranges) && c <= (it - 1)->last;
+}
+inline bool is_control(char32_t c) { return in(unicode::control, c); }
+inline bool is_whitespace(char32_t c) { return in(unicode::whitespace, c); }
+inline bool is_punctuation(char32_t c) { return in(unicode::punctuation, c); }
+/// What Python's str.split() also splits at, once the text is cleaned: line and paragraph separators.
+inline bool splits_words(char32_t c) { return c == U' ' || c == 0x2028 || c == 0x2029; }
+/// The CJK ideograph blocks BERT gives a word each (as its _is_chinese_char).
+inline bool is_cjk(char32_t c) {
+  return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
+         (c >= 0x2A700 && c <= 0x2B73F) || (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B820 && c <= 0x2CEAF) ||
+         (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
+/// Appends c lower-cased with its accents stripped.
+inline void append_folded(std::u32string& out, char32_t c) {
+  if (c >= 0xAC00 && c <= 0xD7A3) {  // a Hangul syllable: NFD is its jamo, computed
+    const char32_t s = c - 0xAC00;
+    out += static_cast<char32_t>(0x1100 + s / 588);
+    out += static_cast<char32_t>(0x1161 + s % 588 / 28);
+    if (s % 28) out += static_cast<char32_t>(0x11A7 + s % 28);
+    return;
+  }
+  const auto* it = std::lower_bound(std::begin(unicode::folds), std::end(unicode::folds), c,
+                                    [](const unicode::Fold& f, char32_t x) { return f.from < x; });
+  if (it == std::end(unicode::folds) || it->from != c) {
+    out += c;
+    return;
+  }
+  for (char32_t t : it->to)
+    if (t) out += t;
+}
+
+/// The code points of UTF-8 text; a malformed byte is U+FFFD (which cleaning drops, as Python's
+/// errors="replace" then BERT's cleaning would).
+inline std::u32string decode_utf8(std::string_view s) {
+  std::u32string out;
+  for (size_t i = 0; i < s.size();) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    const int n = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+    char32_t c = n == 1 ? b : n == 2 ? b & 0x1F : n == 3 ? b & 0x0F : b & 0x07;
+    bool ok = n > 0 && i + static_cast<size_t>(n) <= s.size();
+    for (int k = 1; ok && k < n; ++k) {
+      const auto cont = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
+      ok = (cont >> 6) == 2;
+      c = (c << 6) | (cont & 0x3F);
+    }
+    // overlong forms, surrogates and values past U+10FFFF are malformed too
+    static constexpr char32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    ok = ok && c >= smallest[n] && c <= 0x10FFFF && !(c >= 0xD800 && c <= 0xDFFF);
+    out += ok ? c : char32_t{0xFFFD};
+    i += ok ? static_cast<size_t>(n) : 1;
+  }
+  return out;
+}
+inline std::string encode_utf8(std::u32string_view s) {
+  std::string out;
+  for (char32_t c : s) {
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+    } else if (c < 0x800) {
+      out += static_cast<char>(0xC0 | (c >> 6));
+      out += static_cast<char>(0x80 | (c & 0x3F));
+    } else if (c < 0x10000) {
+      out += static_cast<char>(0xE0 | (c >> 12));
+      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (c & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (c >> 18));
+      out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (c & 0x3F));
+    }
+  }
+  return out;
+}
+}  // namespace detail
+
+/// BERT's WordPiece tokenizer over a vocabulary file.
+class WordPieceTokenizer {
+ public:
+  /// The vocabulary of `vocab_path`: one token per line, its id the line's number from 0. It must
+  /// hold [CLS], [SEP], [PAD] and [UNK]. Error naming the file when it cannot be read.
+  explicit WordPieceTokenizer(const std::string& vocab_path, bool lower_case = true) : lower_case_(lower_case) {
+    std::ifstream in(vocab_path, std::ios::binary);
+    if (!in) throw Error(detail::cat("WordPieceTokenizer: cannot read the vocabulary '", vocab_path, "'"));
+    std::string line;
+    for (int64_t id = 0; std::getline(in, line); ++id) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      ids_.emplace(line, id);  // a repeated token keeps its first id
+    }
+    for (const char* special : {"[CLS]", "[SEP]", "[PAD]", "[UNK]"})
+      if (!ids_.count(special)) throw Error(detail::cat("WordPieceTokenizer: '", vocab_path, "' has no ", special, " token"));
+  }
+
+  /// The number of distinct tokens.
+  size_t size() const { return ids_.size(); }
+  /// The id of `token`; Error when the vocabulary lacks it.
+  int64_t id(const std::string& token) const {
+    const auto it = ids_.find(token);
+    if (it == ids_.end()) throw Error(detail::cat("WordPieceTokenizer: no token '", token, "'"));
+    return it->second;
+  }
+
+  /// The words and punctuation marks of `text` (UTF-8), cleaned and folded, before WordPiece.
+  std::vector<std::string> basic_tokens(std::string_view text) const {
+    std::vector<std::string> words;
+    std::u32string word;
+    auto end_word = [&] {
+      if (!word.empty()) words.push_back(detail::encode_utf8(word));
+      word.clear();
+    };
+    for (char32_t c : detail::decode_utf8(text)) {
+      if (c == 0 || c == 0xFFFD || detail::is_control(c)) continue;
+      if (detail::is_whitespace(c) || detail::splits_words(c)) {
+        end_word();
+        continue;
+      }
+      std::u32string folded;
+      if (lower_case_) detail::append_folded(folded, c);
+      else folded = c;
+      for (char32_t f : folded) {
+        if (detail::is_cjk(f) || detail::is_punctuation(f)) {
+          end_word();
+          word = f;
+          end_word();
+        } else {
+          word += f;
+        }
+      }
+    }
+    end_word();
+    return words;
+  }
+
+  /// The vocabulary pieces of one word, longest first from its start; {"[UNK]"} when no
+  /// sequence of pieces covers it or it is longer than 100 characters.
+  std::vector<std::string> wordpieces(const std::string& word) const {
+    const std::u32string chars = detail::decode_utf8(word);
+    if (chars.size() > 100) return {"[UNK]"};
+    std::vector<std::string> pieces;
+    for (size_t start = 0; start < chars.size();) {
+      size_t end = chars.size();
+      for (; end > start; --end) {
+        const std::string piece = (start ? "##" : "") + detail::encode_utf8(chars.substr(start, end - start));
+        if (ids_.count(piece)) {
+          pieces.push_back(piece);
+          break;
+        }
+      }
+      if (end == start) return {"[UNK]"};
+      start = end;
+    }
+    return pieces;
+  }
+
+  /// [CLS], the ids of `text`'s pieces, [SEP]: at most `max_length` ids (the pieces cut short).
+  std::vector<int64_t> encode(std::string_view text, size_t max_length = 512) const {
+    if (max_length < 2) throw Error(detail::cat("WordPieceTokenizer::encode: max_length ", max_length, " leaves no room for [CLS] and [SEP]"));
+    std::vector<int64_t> out{id("[CLS]")};
+    for (const std::string& w : basic_tokens(text))
+      for (const std::string& p : wordpieces(w))
+        if (out.size() + 1 < max_length) out.push_back(ids_.at(p));
+    out.push_back(id("[SEP]"));
+    return out;
+  }
+
+ private:
+  std::unordered_map<std::string, int64_t> ids_;
+  bool lower_case_;
+};
+
+}  // namespace tinyt::inline v0::nn::text
