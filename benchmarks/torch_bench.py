@@ -182,6 +182,56 @@ def cnn_train_step(reps, budget):
            "ms", best, runs)
 
 
+def read_safetensors(path):
+    """The tensors of a safetensors file (read by hand: no other package)."""
+    import struct
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header, data = json.loads(f.read(n)), f.read()
+    dtypes = {"F32": torch.float32, "I64": torch.int64}
+    return {k: torch.frombuffer(bytearray(data[v["data_offsets"][0]:v["data_offsets"][1]]), dtype=dtypes[v["dtype"]])
+            .reshape(v["shape"]) for k, v in header.items() if k != "__metadata__"}
+
+
+def minilm_32(reps, budget):
+    """benchmarks/minilm.cpp: all-MiniLM-L6-v2 (the package's weights) in plain PyTorch, batch 32."""
+    import torch.nn.functional as F
+    with open(os.environ["TINYT_MINILM_PATH_FILE"]) as f:
+        w = read_safetensors(os.path.join(f.read().strip(), "model.safetensors"))
+    batch, longest, heads = 32, 64, 12
+    ids, mask = torch.zeros(batch, longest, dtype=torch.int64), torch.zeros(batch, longest)
+    for i in range(batch):  # the token ids bench_minilm builds
+        n = 16 + i * 7 % 49
+        for j in range(n):
+            ids[i, j] = 101 if j == 0 else 102 if j == n - 1 else 1000 + (i * 131 + j * 17) % 28000
+            mask[i, j] = 1
+
+    def ln(x, name):
+        return F.layer_norm(x, x.shape[-1:], w[name + ".weight"], w[name + ".bias"], 1e-12)
+
+    def dense(x, name):
+        return F.linear(x, w[name + ".weight"], w[name + ".bias"])
+
+    def embed():
+        x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:longest] \
+            + w["embeddings.token_type_embeddings.weight"][0]
+        x = ln(x, "embeddings.LayerNorm")
+        keep = mask[:, None, None, :].bool()
+        for i in range(6):
+            p = f"encoder.layer.{i}."
+            q, k, v = (dense(x, p + "attention.self." + n).view(batch, longest, heads, -1).transpose(1, 2)
+                       for n in ("query", "key", "value"))
+            a = F.scaled_dot_product_attention(q, k, v, attn_mask=keep).transpose(1, 2).reshape(batch, longest, -1)
+            x = ln(dense(a, p + "attention.output.dense") + x, p + "attention.output.LayerNorm")
+            x = ln(dense(F.gelu(dense(x, p + "intermediate.dense")), p + "output.dense") + x, p + "output.LayerNorm")
+        m = mask[:, :, None]
+        return F.normalize((x * m).sum(1) / m.sum(1).clamp(min=1e-9), dim=-1)
+
+    with torch.inference_mode():
+        best, runs = measure(embed, reps, budget)
+    report("minilm_32", "MiniLM-L6 sentence embeddings, batch 32 of 16-64 tokens", batch / best, "sent/s", best, runs)
+
+
 WORKLOADS = {
     "matmul_512": matmul(512),
     "matmul_1024": matmul(1024),
@@ -196,6 +246,7 @@ WORKLOADS = {
     "jit_replay_per_kernel": jit_replay,
     "train_step": train_step,
     "cnn_train_step": cnn_train_step,
+    "minilm_32": minilm_32,
 }
 
 # Environment variables that change which BLAS kernels run, and how many threads.

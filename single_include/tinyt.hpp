@@ -8099,10 +8099,28 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
     }
     return false;
   };
+  // How many reductions read a value directly, through elementwise and movement ops but no
+  // broadcast: a LayerNorm after a matmul sums the matmul's result twice (its mean and its
+  // variance), and each of those kernels would compute the whole matmul again.
+  auto reductions_reading = [&](const UOpNode* value) {
+    std::unordered_set<const UOpNode*> reductions, seen;
+    std::vector<const UOpNode*> stack(consumers[value].begin(), consumers[value].end());
+    while (!stack.empty()) {
+      const UOpNode* c = stack.back();
+      stack.pop_back();
+      if (!seen.insert(c).second || points.count(c) || c->op == Ops::EXPAND) continue;
+      if (c->op == Ops::REDUCE_AXIS) {
+        reductions.insert(c);
+        continue;
+      }
+      if (keeps_loop_order(c->op) || GroupOp::Movement.contains(c->op)) stack.insert(stack.end(), consumers[c].begin(), consumers[c].end());
+    }
+    return reductions.size();
+  };
   for (const UOp& u : order) {
     if (u.op() != Ops::REDUCE_AXIS || points.count(u.get()) || !reads_memory(u)) continue;
     const std::unordered_set<const UOpNode*> distinct(consumers[u.get()].begin(), consumers[u.get()].end());
-    if (distinct.size() > 1 || recomputed_downstream(distinct)) points.insert(u.get());
+    if (distinct.size() > 1 || recomputed_downstream(distinct) || reductions_reading(u.get()) > 1) points.insert(u.get());
   }
   // An elementwise value broadcast into a reduction (the gradient flowing into a conv's backward,
   // the input of a conv) would be recomputed once per element of the broadcast: it is realized

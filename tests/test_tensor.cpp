@@ -25,6 +25,28 @@ int64_t kernels_to_realize(Tensor t) {
 }
 }  // namespace
 
+TEST_CASE("tensor: a LayerNorm after a matmul computes the matmul once, not once per reduction reading it") {
+  const int64_t m = 16, k = 256, n = 24;
+  std::vector<float> xv(static_cast<size_t>(m * k)), wv(static_cast<size_t>(k * n));
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)));
+  for (size_t i = 0; i < wv.size(); ++i) wv[i] = static_cast<float>(std::cos(1.3 * static_cast<double>(i)) / 16);
+  Tensor x = Tensor::from_vector(xv, {m, k}).realize(), w = Tensor::from_vector(wv, {k, n}).realize();
+  GlobalCounters::reset();
+  const std::vector<float> got = x.matmul(w).layernorm().to_vector<float>();
+  // the mean and the variance both sum the matmul's rows: fused into them, it ran 7 times over
+  CHECK(static_cast<double>(GlobalCounters::global_ops) < 2.0 * 2 * m * n * k);
+  for (int64_t r = 0; r < m; ++r) {  // by hand, in double
+    std::vector<double> y(static_cast<size_t>(n), 0.0);
+    for (int64_t c = 0; c < n; ++c)
+      for (int64_t i = 0; i < k; ++i) y[static_cast<size_t>(c)] += double(xv[static_cast<size_t>(r * k + i)]) * wv[static_cast<size_t>(i * n + c)];
+    double mean = 0, var = 0;
+    for (double v : y) mean += v / static_cast<double>(n);
+    for (double v : y) var += (v - mean) * (v - mean) / static_cast<double>(n);
+    for (int64_t c = 0; c < n; ++c)
+      CHECK(got[static_cast<size_t>(r * n + c)] == doctest::Approx((y[static_cast<size_t>(c)] - mean) / std::sqrt(var + 1e-5)).epsilon(1e-4));
+  }
+}
+
 TEST_CASE("tensor: creation and reading") {
   Tensor a = Tensor::from_vector(iota(6), {2, 3});
   CHECK(a.shape() == Shape{2, 3});
