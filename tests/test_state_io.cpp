@@ -714,7 +714,7 @@ TEST_CASE("gguf_load reads every value type and tensor type as the gguf package 
   }
 }
 
-TEST_CASE("gguf_load keeps quantized weights packed in memory; a matmul with one gives the reference's result") {
+TEST_CASE("gguf_load keeps quantized weights packed in memory, and a matmul with one gives the reference's result") {
   const nn::state::GGUFFile g = nn::state::gguf_load(gguf_data("gguf_types.gguf").string());
   const auto ref = nn::state::safe_load(gguf_data("gguf_types_reference.safetensors").string());
   for (const std::string name : {"q8_0", "q4_0", "q4_1", "q4_k", "q6_k"}) {

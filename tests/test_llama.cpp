@@ -1,0 +1,49 @@
+// models::Llama on a small random LLaMA that PyTorch built and the gguf package wrote in F32, F16,
+// Q8_0 and Q4_0 (tests/data/make_llama_reference.py): the weights dequantize to what gguf makes of
+// them, and the logits of a prompt are PyTorch's with the same weights.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <tinyt.hpp>
+#include <tinyt/models/llama.hpp>
+
+using namespace tinyt;
+namespace fs = std::filesystem;
+
+namespace {
+std::string data(const std::string& name) { return (fs::path(__FILE__).parent_path() / "data" / name).string(); }
+}  // namespace
+
+TEST_CASE("llama: a random LLaMA from GGUF gives PyTorch's logits, weights stored as F32, F16, Q8_0 and Q4_0") {
+  const auto ref = nn::state::safe_load(data("llama_tiny_reference.safetensors"));
+  const Tensor prompt = ref.at("prompt").cast(dtypes::int32);
+  const auto n = static_cast<size_t>(prompt.numel());
+  for (const std::string tag : {"f32", "f16", "q8_0", "q4_0"}) {
+    INFO(tag);
+    nn::state::GGUFFile file = nn::state::gguf_load(data("llama_tiny_" + tag + ".gguf"));
+    if (tag != "f32")  // the packed weights unpack to gguf's values exactly
+      for (const std::string name : {"blk.0.attn_q.weight", "blk.1.ffn_down.weight", "output.weight"}) {
+        INFO(name);
+        CHECK(file.tensors.at(name).cast(dtypes::float32).to_vector<float>() == ref.at(tag + "." + name).to_vector<float>());
+      }
+    const models::Llama model(std::move(file));
+    CHECK(model.config().layers == 2);
+    CHECK(model.config().kv_heads == 2);
+    const Tensor logits = model(prompt);
+    REQUIRE(logits.shape() == Shape{static_cast<int64_t>(n), 96});
+    const std::vector<float> got = logits.to_vector<float>(), want = ref.at(tag + ".logits").to_vector<float>();
+    float scale = 0, worst = 0;
+    for (size_t i = 0; i < want.size(); ++i) scale = std::max(scale, std::abs(want[i])), worst = std::max(worst, std::abs(got[i] - want[i]));
+    CHECK(worst <= 1e-4f * scale);
+    // greedy: the most likely next token at every position is PyTorch's
+    for (size_t t = 0; t < n; ++t) {
+      auto row = [&](const std::vector<float>& v) { return std::max_element(v.begin() + t * 96, v.begin() + (t + 1) * 96) - v.begin(); };
+      CHECK(row(got) == row(want));
+    }
+  }
+}
