@@ -47,3 +47,24 @@ TEST_CASE("llama: a random LLaMA from GGUF gives PyTorch's logits, weights store
     }
   }
 }
+
+TEST_CASE("llama: decoding token by token with a KV cache gives the whole prompt's logits, compiled once for every position") {
+  const auto ref = nn::state::safe_load(data("llama_tiny_reference.safetensors"));
+  const std::vector<int64_t> prompt = ref.at("prompt").to_vector<int64_t>();
+  models::Llama model(nn::state::gguf_load(data("llama_tiny_q8_0.gguf")));
+  const std::vector<float> want = ref.at("q8_0.logits").to_vector<float>();
+  const UOp pos = Variable("pos", 0, model.config().context - 1);
+  TinyJit step([&](const Tensor& token, const UOp& p) { return model.step(token, p); });
+  float scale = 0, worst = 0;
+  for (size_t t = 0; t < prompt.size(); ++t) {
+    GlobalCounters::reset();
+    const Tensor token = Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(prompt[t])}, {1});
+    const std::vector<float> got = step(token, pos.bind(static_cast<int64_t>(t))).to_vector<float>();
+    if (t >= 2) CHECK(GlobalCounters::compile_count == 0);  // replayed: nothing compiled for a new position
+    for (size_t v = 0; v < 96; ++v) {
+      scale = std::max(scale, std::abs(want[t * 96 + v]));
+      worst = std::max(worst, std::abs(got[v] - want[t * 96 + v]));
+    }
+  }
+  CHECK(worst <= 1e-4f * scale);
+}

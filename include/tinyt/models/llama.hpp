@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "../../tinyt.hpp"
@@ -45,6 +46,40 @@ class Llama {
 
   const Config& config() const { return c_; }
 
+  /// One decoding step with a KV cache: the logits (1, vocab) after `token` (a 1-element int
+  /// tensor) at position `pos`, a bound Variable in [0, context) (`Variable("pos", 0, context - 1)
+  /// .bind(p)`), having seen the tokens of the steps at positions 0..p-1. Every kernel takes the
+  /// position as an argument, so a step under TinyJit compiles once for every position.
+  Tensor step(const Tensor& token, const UOp& pos) {
+    const int64_t head = c_.dim / c_.heads;
+    if (caches_.empty()) {  // (kv heads, context, head) per layer, keys then values
+      for (int64_t i = 0; i < 2 * c_.layers; ++i) caches_.push_back(Tensor::zeros({c_.kv_heads, c_.context, head}).contiguous());
+      realize_tensors(caches_);
+      std::tie(cos_, sin_) = rotations(c_.context, head);
+      realize_tensors({cos_, sin_});
+    }
+    const sint p = sint(pos);
+    const Tensor cos = cos_[{Slice(p, p + 1)}], sin = sin_[{Slice(p, p + 1)}];  // (1, 1, head/2)
+    Tensor x = weight("token_embd.weight")[{token}].cast(dtypes::float32);     // (1, dim)
+    for (int64_t i = 0; i < c_.layers; ++i) {
+      const std::string n = "blk." + std::to_string(i) + ".";
+      Tensor& keys = caches_[static_cast<size_t>(2 * i)];
+      Tensor& values = caches_[static_cast<size_t>(2 * i + 1)];
+      const Tensor h = rms_norm(x, n + "attn_norm.weight");
+      const Tensor q = rotate(linear(h, n + "attn_q.weight").reshape({1, c_.heads, head}), cos, sin).permute({1, 0, 2});
+      keys[{Slice(), Slice(p, p + 1)}] = rotate(linear(h, n + "attn_k.weight").reshape({1, c_.kv_heads, head}), cos, sin).permute({1, 0, 2});
+      values[{Slice(), Slice(p, p + 1)}] = linear(h, n + "attn_v.weight").reshape({1, c_.kv_heads, head}).permute({1, 0, 2});
+      // the query attends to every position so far (no mask), written out: the number of them is symbolic
+      const Tensor seen_keys = shared_cache(keys[{Slice(), Slice(0, p + 1)}]), seen_values = shared_cache(values[{Slice(), Slice(0, p + 1)}]);
+      const Tensor scores = q.matmul(seen_keys.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(head)));
+      const Tensor a = scores.softmax(-1).matmul(seen_values).reshape({1, c_.dim});
+      x = x + linear(a, n + "attn_output.weight");
+      const Tensor f = rms_norm(x, n + "ffn_norm.weight");
+      x = x + linear(linear(f, n + "ffn_gate.weight").silu() * linear(f, n + "ffn_up.weight"), n + "ffn_down.weight");
+    }
+    return linear(rms_norm(x, "output_norm.weight"), file_.tensors.count("output.weight") ? "output.weight" : "token_embd.weight");
+  }
+
   /// The logits (tokens, vocab) of `tokens` (a 1-d int tensor) at positions 0, 1, ...: each
   /// position sees itself and the ones before it.
   Tensor operator()(const Tensor& tokens) const {
@@ -79,8 +114,8 @@ class Llama {
   Tensor rms_norm(const Tensor& x, const std::string& name) const {
     return x * (x * x).mean(-1, true).add(c_.eps).rsqrt() * weight(name);
   }
-  /// cos and sin of position * theta^(-2i/head), (n, 1, head/2), computed in double as the
-  /// reference computes them.
+  /// cos and sin of position * theta^(-2i/head) for positions 0..n-1, (n, 1, head/2), computed in
+  /// double as the reference computes them.
   std::pair<Tensor, Tensor> rotations(int64_t n, int64_t head) const {
     std::vector<float> cos, sin;
     for (int64_t t = 0; t < n; ++t)
@@ -105,8 +140,17 @@ class Llama {
     return x.reshape({s[0], s[1], 1, s[2]}).expand({s[0], s[1], group, s[2]}).reshape({s[0], c_.heads, s[2]});
   }
 
+  /// A cache's rows (kv, t, d) shared by the query heads of each: (heads, t, d).
+  Tensor shared_cache(const Tensor& x) const {
+    const Shape s = x.shape();
+    const int64_t group = c_.heads / c_.kv_heads;
+    return x.reshape({s[0], 1, s[1], s[2]}).expand({s[0], group, s[1], s[2]}).reshape({c_.heads, s[1], s[2]});
+  }
+
   nn::state::GGUFFile file_;
   Config c_;
+  std::vector<Tensor> caches_;
+  Tensor cos_, sin_;
 };
 
 }  // namespace tinyt::inline v0::models
