@@ -1,16 +1,21 @@
 // models::Llama on a small random LLaMA that PyTorch built and the gguf package wrote in F32, F16,
 // Q8_0 and Q4_0 (tests/data/make_llama_reference.py): the weights dequantize to what gguf makes of
-// them, and the logits of a prompt are PyTorch's with the same weights.
+// them, and the logits of a prompt are PyTorch's with the same weights, whole or a token at a time
+// with a KV cache. And GPT-2's byte-level BPE from a GGUF's tokens and merges against Hugging
+// Face's tokenizers (tests/data/make_bpe_reference.py).
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <tinyt.hpp>
 #include <tinyt/models/llama.hpp>
+#include <tinyt/nn/text.hpp>
 
 using namespace tinyt;
 namespace fs = std::filesystem;
@@ -67,4 +72,35 @@ TEST_CASE("llama: decoding token by token with a KV cache gives the whole prompt
     }
   }
   CHECK(worst <= 1e-4f * scale);
+}
+
+TEST_CASE("llama: GPT-2's byte-level BPE from a GGUF gives Hugging Face's token ids, and decodes back") {
+  const nn::text::BPETokenizer tok = nn::text::BPETokenizer::from_gguf(nn::state::gguf_load(data("bpe_tiny.gguf")).metadata);
+  CHECK(tok.size() == 400);
+  std::ifstream in(data("bpe_reference.txt"));
+  REQUIRE(in.good());
+  std::string line, text;
+  int checked = 0;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string kind;
+    fields >> kind;
+    if (kind == "text") {
+      std::string hex;
+      fields >> hex;
+      text.clear();
+      for (size_t i = 0; i + 1 < hex.size(); i += 2) text += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+    } else {
+      std::vector<int64_t> want;
+      for (int64_t id; fields >> id;) want.push_back(id);
+      INFO(text);
+      const std::vector<int64_t> got = tok.encode(text);
+      CHECK(got == want);
+      CHECK(tok.decode(got) == text);
+      ++checked;
+    }
+  }
+  CHECK(checked == 8);
+  CHECK(nn::text::BPETokenizer::pieces("it's  a\n\nb 12x") == std::vector<std::string>{"it", "'s", " ", " a", "\n", "\n", "b", " 12", "x"});
+  CHECK_THROWS_AS(tok.decode({400}), Error);
 }

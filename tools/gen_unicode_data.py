@@ -1,8 +1,8 @@
-"""Generates include/tinyt/nn/unicode_data.hpp: the Unicode facts BERT's tokenizer (Hugging Face's
-BasicTokenizer) asks Python's unicodedata for, as tables: which code points are control
-characters (category C*, but not tab, newline, return), whitespace (space, tab, newline, return,
-Zs), punctuation (ASCII symbols and P*), and what lower-casing then stripping accents (lower(),
-NFD, drop Mn) turns each code point into. Hangul syllables are left out of the last table: their
+"""Generates include/tinyt/nn/unicode_data.hpp: the Unicode facts the tokenizers of nn/text.hpp ask
+Python's unicodedata for, as tables: which code points are control characters (category C*, but
+not tab, newline, return), whitespace (space, tab, newline, return, Zs), punctuation (ASCII
+symbols and P*), letters (L*), numbers (N*) and spaces (str.isspace()), and what lower-casing then
+stripping accents (lower(), NFD, drop Mn) turns each code point into. Hangul syllables are left out of the last table: their
 NFD is arithmetic (text.hpp computes it).
 
   python3 tools/gen_unicode_data.py    # Python 3.11's unicodedata: Unicode 14.0
@@ -56,6 +56,10 @@ def main():
     whitespace = ranges(lambda c: chr(c) in " \t\n\r" or category(c) == "Zs")
     punctuation = ranges(lambda c: 33 <= c <= 47 or 58 <= c <= 64 or 91 <= c <= 96 or 123 <= c <= 126
                          or category(c).startswith("P"))
+    # for GPT-2's byte-level BPE pre-tokenizer (nn/text.hpp): \p{L}, \p{N}, \s
+    letters = ranges(lambda c: category(c).startswith("L"))
+    numbers = ranges(lambda c: category(c).startswith("N"))
+    spaces = ranges(lambda c: chr(c).isspace())
     folds = []
     for c in range(0x110000):
         if 0xAC00 <= c <= 0xD7A3 or category(c).startswith("C"):
@@ -84,6 +88,9 @@ def main():
         table("control", control),
         table("whitespace", whitespace),
         table("punctuation", punctuation),
+        table("letter", letters),
+        table("number", numbers),
+        table("space", spaces),
     ]
     body = wrapped([f"{{0x{c:X}, {{0x{t[0]:X}, 0x{t[1]:X}, 0x{t[2]:X}}}}}" for c, t in folds])
     lines.append(f"inline constexpr Fold folds[] = {{\n    {body}}};\n")

@@ -1,6 +1,6 @@
-// Text to token ids for BERT-style models: the WordPiece tokenizer of Hugging Face's
-// BertTokenizer (uncased), from a model's vocab.txt. Not part of tinyt.hpp: include
-// <tinyt/nn/text.hpp> where it is used (its Unicode tables are large).
+// Text to token ids: the WordPiece tokenizer of BERT (Hugging Face's BertTokenizer, uncased),
+// from a model's vocab.txt, and GPT-2's byte-level BPE, from a GGUF's tokens and merges. Not
+// part of tinyt.hpp: include <tinyt/nn/text.hpp> where it is used (its Unicode tables are large).
 //
 // As BertTokenizer: the text is cleaned (NUL, U+FFFD and control characters dropped, whitespace
 // made a space), CJK ideographs become words of their own, words are lower-cased with their
@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "../error.hpp"
+#include "gguf.hpp"
 #include "unicode_data.hpp"
 
 namespace tinyt::inline v0::nn::text {
@@ -35,6 +36,9 @@ template <size_t N> bool in(const unicode::CodeRange (&ranges)[N], char32_t c) {
 inline bool is_control(char32_t c) { return in(unicode::control, c); }
 inline bool is_whitespace(char32_t c) { return in(unicode::whitespace, c); }
 inline bool is_punctuation(char32_t c) { return in(unicode::punctuation, c); }
+inline bool is_letter(char32_t c) { return in(unicode::letter, c); }
+inline bool is_number(char32_t c) { return in(unicode::number, c); }
+inline bool is_space(char32_t c) { return in(unicode::space, c); }
 /// What Python's str.split() also splits at, once the text is cleaned: line and paragraph separators.
 inline bool splits_words(char32_t c) { return c == U' ' || c == 0x2028 || c == 0x2029; }
 /// The CJK ideograph blocks BERT gives a word each (as its _is_chinese_char).
@@ -199,6 +203,134 @@ class WordPieceTokenizer {
  private:
   std::unordered_map<std::string, int64_t> ids_;
   bool lower_case_;
+};
+
+/// GPT-2's byte-level BPE (llama.cpp's "gpt2" tokenizer model): the text is cut into pieces by
+/// GPT-2's pattern ('s 't 're 've 'm 'll 'd, an optional space and letters, numbers, or other
+/// symbols, runs of whitespace), each piece's bytes spelled as GPT-2's byte characters, and
+/// adjacent symbols merged by the merges' order until none applies.
+class BPETokenizer {
+ public:
+  /// The vocabulary `tokens` (a token's id is its index; byte characters spell the bytes) and
+  /// `merges` ("a b": a and b become ab), the earlier first.
+  BPETokenizer(std::vector<std::string> tokens, const std::vector<std::string>& merges) : tokens_(std::move(tokens)) {
+    for (size_t i = 0; i < tokens_.size(); ++i) ids_.emplace(tokens_[i], static_cast<int64_t>(i));
+    for (size_t r = 0; r < merges.size(); ++r) {
+      const size_t space = merges[r].find(' ');
+      if (space == std::string::npos || merges[r].find(' ', space + 1) != std::string::npos)
+        throw Error(detail::cat("BPETokenizer: merge ", r, " ('", merges[r], "') is not two symbols"));
+      ranks_.emplace(merges[r], static_cast<int64_t>(r));
+    }
+    // GPT-2's spelling of bytes: the printable ones as themselves, the rest from U+0100 on
+    int next = 0;
+    for (int b = 0; b < 256; ++b) {
+      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+      byte_chars_[b] = detail::encode_utf8(std::u32string(1, static_cast<char32_t>(printable ? b : 256 + next++)));
+    }
+  }
+  /// The tokenizer of a GGUF's metadata (tokenizer.ggml.model "gpt2": tokens and merges).
+  static BPETokenizer from_gguf(const std::map<std::string, state::GGUFValue>& metadata) {
+    auto strings = [&](const char* key) {
+      std::vector<std::string> out;
+      const auto it = metadata.find(key);
+      if (it == metadata.end()) throw Error(detail::cat("BPETokenizer: the GGUF has no ", key));
+      for (const state::GGUFValue& v : it->second.as_array()) out.push_back(v.as_string());
+      return out;
+    };
+    const auto model = metadata.find("tokenizer.ggml.model");
+    if (model == metadata.end() || model->second.as_string() != "gpt2")
+      throw Error("BPETokenizer: the GGUF's tokenizer.ggml.model is not \"gpt2\"");
+    return BPETokenizer(strings("tokenizer.ggml.tokens"), metadata.count("tokenizer.ggml.merges") ? strings("tokenizer.ggml.merges") : std::vector<std::string>{});
+  }
+
+  size_t size() const { return tokens_.size(); }
+  /// The token ids of `text` (UTF-8); Error when a byte's character is not a token.
+  std::vector<int64_t> encode(std::string_view text) const {
+    std::vector<int64_t> out;
+    for (const std::string& piece : pieces(text)) {
+      std::vector<std::string> symbols;
+      for (unsigned char b : piece) symbols.push_back(byte_chars_[b]);
+      merge(symbols);
+      for (const std::string& s : symbols) {
+        const auto it = ids_.find(s);
+        if (it == ids_.end()) throw Error(detail::cat("BPETokenizer: no token for '", s, "'"));
+        out.push_back(it->second);
+      }
+    }
+    return out;
+  }
+  /// The text of `ids` (their byte characters read back as bytes); Error for an id out of range.
+  std::string decode(const std::vector<int64_t>& ids) const {
+    std::string out;
+    for (int64_t id : ids) {
+      if (id < 0 || static_cast<size_t>(id) >= tokens_.size()) throw Error(detail::cat("BPETokenizer: id ", id, " is out of range"));
+      for (char32_t c : detail::decode_utf8(tokens_[static_cast<size_t>(id)])) {
+        const std::string ch = detail::encode_utf8(std::u32string(1, c));
+        const auto* b = std::find(std::begin(byte_chars_), std::end(byte_chars_), ch);
+        out += b != std::end(byte_chars_) ? std::string(1, static_cast<char>(b - std::begin(byte_chars_))) : ch;
+      }
+    }
+    return out;
+  }
+
+  /// GPT-2's pieces of `text`, as UTF-8.
+  static std::vector<std::string> pieces(std::string_view text) {
+    const std::u32string c = detail::decode_utf8(text);
+    const size_t n = c.size();
+    std::vector<std::string> out;
+    auto run = [&](size_t j, auto pred) {
+      while (j < n && pred(c[j])) ++j;
+      return j;
+    };
+    auto other = [](char32_t x) { return !detail::is_space(x) && !detail::is_letter(x) && !detail::is_number(x); };
+    for (size_t i = 0; i < n;) {
+      size_t end = i;
+      if (c[i] == U'\'') {  // contractions, as GPT-2 spells them (lower case)
+        for (std::u32string_view suffix : {U"s", U"t", U"re", U"ve", U"m", U"ll", U"d"})
+          if (c.compare(i + 1, suffix.size(), suffix) == 0) {
+            end = i + 1 + suffix.size();
+            break;
+          }
+      }
+      const size_t after_space = c[i] == U' ' && i + 1 < n ? i + 1 : i;
+      for (auto cls : {+[](char32_t x) { return detail::is_letter(x); }, +[](char32_t x) { return detail::is_number(x); }})
+        if (end == i && cls(c[after_space])) end = run(after_space, cls);
+      if (end == i && other(c[after_space])) end = run(after_space, other);
+      if (end == i) {  // whitespace: a run, less its last character when a non-space follows
+        const size_t k = run(i, [](char32_t x) { return detail::is_space(x); });
+        end = k < n && k - 1 > i ? k - 1 : k;
+      }
+      out.push_back(detail::encode_utf8(c.substr(i, end - i)));
+      i = end;
+    }
+    return out;
+  }
+
+ private:
+  // Merges the pair of adjacent symbols that comes first in the merges, everywhere it occurs,
+  // until no pair has a merge.
+  void merge(std::vector<std::string>& symbols) const {
+    for (;;) {
+      int64_t best = -1;
+      std::string pair;
+      for (size_t i = 0; i + 1 < symbols.size(); ++i) {
+        const auto it = ranks_.find(symbols[i] + " " + symbols[i + 1]);
+        if (it != ranks_.end() && (best < 0 || it->second < best)) best = it->second, pair = it->first;
+      }
+      if (best < 0) return;
+      const std::string left = pair.substr(0, pair.find(' ')), right = pair.substr(pair.find(' ') + 1);
+      std::vector<std::string> merged;
+      for (size_t i = 0; i < symbols.size(); ++i) {
+        if (i + 1 < symbols.size() && symbols[i] == left && symbols[i + 1] == right) merged.push_back(left + right), ++i;
+        else merged.push_back(symbols[i]);
+      }
+      symbols = std::move(merged);
+    }
+  }
+
+  std::vector<std::string> tokens_;
+  std::unordered_map<std::string, int64_t> ids_, ranks_;
+  std::string byte_chars_[256];
 };
 
 }  // namespace tinyt::inline v0::nn::text
