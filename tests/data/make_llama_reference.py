@@ -1,7 +1,8 @@
 """Writes a small random LLaMA-architecture model as GGUF files, and what PyTorch computes with it,
 for tests/test_llama.cpp and examples/llm.cpp:
 
-  tests/data/llama_tiny_{f32,f16,q8_0,q4_0}.gguf   the same weights, stored four ways (gguf package)
+  tests/data/llama_tiny_{f32,f16,q8_0,q4_0}.gguf   the same weights, stored four ways (gguf package),
+                                                    with bpe_tiny.gguf's tokenizer (make_bpe_reference.py)
   tests/data/llama_tiny_reference.safetensors      the weights each file dequantizes to (gguf's
                                                     dequantization), and the logits of a prompt
                                                     under each, computed by the model below
@@ -23,8 +24,8 @@ import torch
 from gguf import GGMLQuantizationType as T
 
 HERE = Path(__file__).parent
-CONFIG = dict(vocab=96, dim=64, layers=2, heads=4, kv_heads=2, hidden=128, context=64, theta=10000.0, eps=1e-5)
-PROMPT = [1, 17, 42, 5, 88, 23, 61, 9]
+CONFIG = dict(vocab=400, dim=64, layers=2, heads=4, kv_heads=2, hidden=128, context=64, theta=10000.0, eps=1e-5)
+PROMPT = [1, 17, 342, 5, 88, 230, 61, 399]
 
 
 def random_weights(c):
@@ -78,6 +79,12 @@ def forward(w, c, tokens):
     return rms(x, w["output_norm.weight"]) @ w["output.weight"].T
 
 
+def bpe_vocabulary():
+    r = gguf.GGUFReader(HERE / "bpe_tiny.gguf")
+    strings = lambda key: [bytes(r.fields[key].parts[i]).decode() for i in r.fields[key].data]
+    return strings("tokenizer.ggml.tokens"), strings("tokenizer.ggml.merges")
+
+
 def write_gguf(path, w, c, qtype):
     out = gguf.GGUFWriter(path, arch="llama")
     out.add_context_length(c["context"])
@@ -89,13 +96,12 @@ def write_gguf(path, w, c, qtype):
     out.add_rope_freq_base(c["theta"])
     out.add_layer_norm_rms_eps(c["eps"])
     out.add_rope_dimension_count(c["dim"] // c["heads"])
-    # a byte-level vocabulary: the first 94 printable ASCII characters as GPT-2 spells bytes, and
-    # two control tokens
-    tokens = ["<s>", "</s>"] + [chr(b) for b in range(33, 127)]
+    # the byte-level BPE vocabulary of make_bpe_reference.py (bpe_tiny.gguf): 400 tokens
+    tokens, merges = bpe_vocabulary()
+    assert len(tokens) == c["vocab"]
     out.add_tokenizer_model("gpt2")
-    out.add_token_list(tokens[: c["vocab"]])
-    out.add_token_types([3, 3] + [1] * (c["vocab"] - 2))
-    out.add_token_merges([])
+    out.add_token_list(tokens)
+    out.add_token_merges(merges)
     out.add_bos_token_id(0)
     out.add_eos_token_id(1)
     stored = {}
@@ -123,7 +129,7 @@ def main():
         stored = write_gguf(HERE / f"llama_tiny_{tag}.gguf", w, CONFIG, qtype)
         reference[f"{tag}.logits"] = forward(stored, CONFIG, PROMPT)
         if tag != "f32":
-            for name in ("blk.0.attn_q.weight", "blk.1.ffn_down.weight", "output.weight"):
+            for name in ("blk.0.attn_q.weight", "blk.1.ffn_down.weight"):
                 reference[f"{tag}.{name}"] = stored[name]
     # the reference values in a safetensors file (written by hand: no other package)
     header, data = {}, b""
