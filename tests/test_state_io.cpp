@@ -705,10 +705,11 @@ TEST_CASE("gguf_load reads every value type and tensor type as the gguf package 
       {"i8", dtypes::int8},     {"q8_0", dtypes::float32}, {"q4_0", dtypes::float32}, {"q4_1", dtypes::float32},
       {"q4_k", dtypes::float32}, {"q6_k", dtypes::float32}};
   REQUIRE(g.tensors.size() == dtypes_of.size());
-  for (const auto& [name, dt] : dtypes_of) {
+  for (const auto& entry : dtypes_of) {
+    const std::string& name = entry.first;  // not a structured binding: INFO captures it
     INFO(name);
     const Tensor& t = g.tensors.at(name);
-    CHECK(t.dtype() == dt);
+    CHECK(t.dtype() == entry.second);
     CHECK(t.shape() == ref.at(name).shape());
     CHECK(t.cast(dtypes::float32).to_vector<float>() == ref.at(name).to_vector<float>());
   }
