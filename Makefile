@@ -85,8 +85,9 @@ sanitize:
 	ctest --test-dir build-asan --output-on-failure -j$(JOBS)
 
 # The ASan/UBSan build of the fast tests (SANITIZE_FAST), the single-header test, the program of
-# tests/modes linked with the library and the KV-cache example (symbolic shapes under TinyJit, end
-# to end), as CI runs it, in build-asan-fast/. The same program in
+# tests/modes linked with the library, the KV-cache example (symbolic shapes under TinyJit, end
+# to end) and the LLM example (a GGUF file, its tokenizer, a KV cache), as CI runs it, in
+# build-asan-fast/. The same program in
 # the other two modes is left out: each compiles the whole engine again, for the same code; so is
 # demo_same_on_cl (the demo is not built here, and PoCL's own leak would fail it: the test
 # executables suppress that one in tests/main.cpp).
@@ -95,7 +96,7 @@ sanitize-fast:
 	$(CMAKE_CONFIGURE) -DTINYT_SANITIZE=ON -DTINYT_TEST_FILES='$(SANITIZE_FAST)' \
 	    -S . -B build-asan-fast
 	cmake --build build-asan-fast -j$(JOBS) \
-	    --target tinyt_tests tinyt_single_include_test tinyt_mode_compiled kv_cache
+	    --target tinyt_tests tinyt_single_include_test tinyt_mode_compiled kv_cache llm
 	ctest --test-dir build-asan-fast --output-on-failure -j$(JOBS) \
 	    -E '^(mode_(header_only|single_header)|demo_same_on_cl)$$'
 
