@@ -232,6 +232,100 @@ def minilm_32(reps, budget):
     report("minilm_32", "MiniLM-L6 sentence embeddings, batch 32 of 16-64 tokens", batch / best, "sent/s", best, runs)
 
 
+def read_gguf_f32(path):
+    """The metadata and float32 tensors of a GGUF file (read by hand: no other package)."""
+    import struct
+    with open(path, "rb") as f:
+        data = f.read()
+    at = 0
+
+    def take(fmt):
+        nonlocal at
+        v = struct.unpack_from("<" + fmt, data, at)
+        at += struct.calcsize("<" + fmt)
+        return v[0]
+
+    def string():
+        nonlocal at
+        n = take("Q")
+        at += n
+        return data[at - n:at].decode()
+
+    sizes = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+    def value(kind):
+        if kind == 8:
+            return string()
+        if kind == 9:
+            item, n = take("I"), take("Q")
+            return [value(item) for _ in range(n)]
+        return take(sizes[kind])
+
+    assert data[:4] == b"GGUF"
+    at = 8
+    tensors, kvs = take("Q"), take("Q")
+    meta = {}
+    for _ in range(kvs):
+        key = string()
+        meta[key] = value(take("I"))
+    infos = []
+    for _ in range(tensors):
+        name, dims = string(), take("I")
+        shape = [take("Q") for _ in range(dims)][::-1]
+        kind, offset = take("I"), take("Q")
+        assert kind == 0, "float32 tensors only"
+        infos.append((name, shape, offset))
+    align = meta.get("general.alignment", 32)
+    start = (at + align - 1) // align * align
+    out = {}
+    for name, shape, offset in infos:
+        n = 1
+        for d in shape:
+            n *= d
+        out[name] = torch.frombuffer(bytearray(data[start + offset:start + offset + 4 * n]), dtype=torch.float32).reshape(shape)
+    return meta, out
+
+
+def llm_decode(reps, budget):
+    """benchmarks/llm_decode.cpp: the tiny LLaMA, greedy, a KV cache, positions 0 to context-1."""
+    meta, w = read_gguf_f32(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data",
+                                         "llama_tiny_f32.gguf"))
+    dim, layers = meta["llama.embedding_length"], meta["llama.block_count"]
+    heads, kv, context = meta["llama.attention.head_count"], meta["llama.attention.head_count_kv"], meta["llama.context_length"]
+    eps, theta, hd = meta["llama.attention.layer_norm_rms_epsilon"], meta["llama.rope.freq_base"], dim // heads
+    angles = torch.outer(torch.arange(context).double(), 1.0 / theta ** (torch.arange(0, hd, 2).double() / hd))
+    cos, sin = angles.cos().float(), angles.sin().float()
+    rms = lambda x, g: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * g
+
+    def rope(x, p):
+        a, b = x[..., 0::2], x[..., 1::2]
+        return torch.stack([a * cos[p] - b * sin[p], a * sin[p] + b * cos[p]], -1).flatten(-2)
+
+    caches = [(torch.zeros(kv, context, hd), torch.zeros(kv, context, hd)) for _ in range(layers)]
+
+    def decode():
+        token = 1
+        for p in range(context):
+            x = w["token_embd.weight"][token][None]
+            for i, (ck, cv) in enumerate(caches):
+                b = f"blk.{i}."
+                h = rms(x, w[b + "attn_norm.weight"])
+                q = rope((h @ w[b + "attn_q.weight"].T).view(heads, hd), p)
+                ck[:, p] = rope((h @ w[b + "attn_k.weight"].T).view(kv, hd), p)
+                cv[:, p] = (h @ w[b + "attn_v.weight"].T).view(kv, hd)
+                k = ck[:, :p + 1].repeat_interleave(heads // kv, 0)
+                v = cv[:, :p + 1].repeat_interleave(heads // kv, 0)
+                a = ((q[:, None] @ k.transpose(1, 2)) / hd ** 0.5).softmax(-1) @ v
+                x = x + a.reshape(1, dim) @ w[b + "attn_output.weight"].T
+                h = rms(x, w[b + "ffn_norm.weight"])
+                x = x + (torch.nn.functional.silu(h @ w[b + "ffn_gate.weight"].T) * (h @ w[b + "ffn_up.weight"].T)) @ w[b + "ffn_down.weight"].T
+            token = int((rms(x, w["output_norm.weight"]) @ w["output.weight"].T).argmax())
+
+    with torch.inference_mode():
+        best, runs = measure(decode, reps, budget)
+    report("llm_decode", "tiny LLaMA, greedy decoding with a KV cache", context / best, "tok/s", best, runs)
+
+
 WORKLOADS = {
     "matmul_512": matmul(512),
     "matmul_1024": matmul(1024),
@@ -247,6 +341,7 @@ WORKLOADS = {
     "train_step": train_step,
     "cnn_train_step": cnn_train_step,
     "minilm_32": minilm_32,
+    "llm_decode": llm_decode,
 }
 
 # Environment variables that change which BLAS kernels run, and how many threads.
