@@ -74,6 +74,25 @@ TEST_CASE("llama: decoding token by token with a KV cache gives the whole prompt
   CHECK(worst <= 1e-4f * scale);
 }
 
+TEST_CASE("llama: greedy generation with the KV cache continues the prompt as PyTorch does") {
+  const auto ref = nn::state::safe_load(data("llama_tiny_reference.safetensors"));
+  const std::vector<int64_t> prompt = ref.at("prompt").to_vector<int64_t>(), want = ref.at("f32.greedy").to_vector<int64_t>();
+  models::Llama model(nn::state::gguf_load(data("llama_tiny_f32.gguf")));
+  const UOp pos = Variable("pos", 0, model.config().context - 1);
+  TinyJit step([&](const Tensor& token, const UOp& p) { return model.step(token, p); });
+  std::vector<int64_t> tokens = prompt, generated;
+  std::vector<float> logits;
+  for (size_t t = 0; t < prompt.size() + want.size(); ++t) {
+    if (t >= prompt.size()) {
+      generated.push_back(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      tokens.push_back(generated.back());
+    }
+    logits = step(Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(tokens[t])}, {1}), pos.bind(static_cast<int64_t>(t)))
+                 .to_vector<float>();
+  }
+  CHECK(generated == want);
+}
+
 TEST_CASE("llama: GPT-2's byte-level BPE from a GGUF gives Hugging Face's token ids, and decodes back") {
   const nn::text::BPETokenizer tok = nn::text::BPETokenizer::from_gguf(nn::state::gguf_load(data("bpe_tiny.gguf")).metadata);
   CHECK(tok.size() == 400);

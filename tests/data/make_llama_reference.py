@@ -4,8 +4,9 @@ for tests/test_llama.cpp and examples/llm.cpp:
   tests/data/llama_tiny_{f32,f16,q8_0,q4_0}.gguf   the same weights, stored four ways (gguf package),
                                                     with bpe_tiny.gguf's tokenizer (make_bpe_reference.py)
   tests/data/llama_tiny_reference.safetensors      the weights each file dequantizes to (gguf's
-                                                    dequantization), and the logits of a prompt
-                                                    under each, computed by the model below
+                                                    dequantization), the logits of a prompt under
+                                                    each, and 16 greedy tokens after it (F32),
+                                                    computed by the model below
 
   python3 -m venv --system-site-packages /tmp/stvenv    # a python that has torch
   /tmp/stvenv/bin/pip install gguf==0.19.0 numpy
@@ -128,6 +129,11 @@ def main():
     for tag, qtype in (("f32", T.F32), ("f16", T.F16), ("q8_0", T.Q8_0), ("q4_0", T.Q4_0)):
         stored = write_gguf(HERE / f"llama_tiny_{tag}.gguf", w, CONFIG, qtype)
         reference[f"{tag}.logits"] = forward(stored, CONFIG, PROMPT)
+        if tag == "f32":  # greedy continuation: 16 tokens, each the argmax after all before it
+            tokens = list(PROMPT)
+            for _ in range(16):
+                tokens.append(int(forward(stored, CONFIG, tokens)[-1].argmax()))
+            reference["f32.greedy"] = torch.tensor(tokens[len(PROMPT):], dtype=torch.int64)
         if tag != "f32":
             for name in ("blk.0.attn_q.weight", "blk.1.ffn_down.weight"):
                 reference[f"{tag}.{name}"] = stored[name]
