@@ -25,6 +25,13 @@
 
 namespace tinyt_test {
 
+/// The bytes `hex` spells ("48690a" is "Hi\n"): how tests/data's reference texts keep any byte.
+inline std::string from_hex(const std::string& hex) {
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  return out;
+}
+
 /// How close a result must be to its reference: |got - want| <= atol + rtol * |want|. Every
 /// comparison states its own, derived from the dtype and the op (no default):
 ///   Tol::exact()           the result is exactly representable and every step is exact (sums,

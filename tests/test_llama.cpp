@@ -17,6 +17,8 @@
 #include <tinyt/models/llama.hpp>
 #include <tinyt/nn/text.hpp>
 
+#include "helpers.hpp"
+
 using namespace tinyt;
 namespace fs = std::filesystem;
 
@@ -107,8 +109,7 @@ TEST_CASE("llama: GPT-2's byte-level BPE from a GGUF gives Hugging Face's token 
     if (kind == "text") {
       std::string hex;
       fields >> hex;
-      text.clear();
-      for (size_t i = 0; i + 1 < hex.size(); i += 2) text += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+      text = tinyt_test::from_hex(hex);
     } else {
       std::vector<int64_t> want;
       for (int64_t id; fields >> id;) want.push_back(id);

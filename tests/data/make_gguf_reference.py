@@ -9,13 +9,13 @@ Q8_0, Q4_0 and Q4_1 blocks come from gguf's quantizer; gguf cannot quantize to Q
 those blocks are random bytes with their f16 scales set to moderate values (any bytes are a valid
 block; the scales only keep the values finite).
 """
-import json
-import struct
 from pathlib import Path
 
 import gguf
 import numpy as np
 from gguf import GGMLQuantizationType as T
+
+import safetensors_file
 
 HERE = Path(__file__).parent
 rng = np.random.default_rng(17)
@@ -82,16 +82,7 @@ def main():
     w.write_tensors_to_file()
     w.close()
 
-    # the reference values, float32, in a safetensors file (written by hand: no other package)
-    header, data = {}, b""
-    for name, v in tensors.items():
-        v = np.ascontiguousarray(v, dtype="<f4")
-        header[name] = {"dtype": "F32", "shape": list(v.shape), "data_offsets": [len(data), len(data) + v.nbytes]}
-        data += v.tobytes()
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    (HERE / "gguf_types_reference.safetensors").write_bytes(struct.pack("<Q", len(text)) + text + data)
-
+    safetensors_file.write(HERE / "gguf_types_reference.safetensors", {k: np.asarray(v, dtype=np.float32) for k, v in tensors.items()})
 
 if __name__ == "__main__":
     main()

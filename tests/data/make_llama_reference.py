@@ -15,14 +15,14 @@ for tests/test_llama.cpp and examples/llm.cpp:
 The model is Meta's LLaMA (RMSNorm, rotary embeddings on adjacent pairs, grouped-query attention,
 SwiGLU), written here in plain PyTorch; GGUF's "llama" architecture stores it as it is.
 """
-import json
-import struct
 from pathlib import Path
 
 import gguf
 import numpy as np
 import torch
 from gguf import GGMLQuantizationType as T
+
+import safetensors_file
 
 HERE = Path(__file__).parent
 CONFIG = dict(vocab=400, dim=64, layers=2, heads=4, kv_heads=2, hidden=128, context=64, theta=10000.0, eps=1e-5)
@@ -137,17 +137,7 @@ def main():
         if tag != "f32":
             for name in ("blk.0.attn_q.weight", "blk.1.ffn_down.weight"):
                 reference[f"{tag}.{name}"] = stored[name]
-    # the reference values in a safetensors file (written by hand: no other package)
-    header, data = {}, b""
-    for name, v in reference.items():
-        a = v.contiguous().numpy()
-        kind = {np.dtype("float32"): "F32", np.dtype("int64"): "I64"}[a.dtype]
-        header[name] = {"dtype": kind, "shape": list(a.shape), "data_offsets": [len(data), len(data) + a.nbytes]}
-        data += a.tobytes()
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    (HERE / "llama_tiny_reference.safetensors").write_bytes(struct.pack("<Q", len(text)) + text + data)
-
+    safetensors_file.write(HERE / "llama_tiny_reference.safetensors", {k: v.contiguous().numpy() for k, v in reference.items()})
 
 if __name__ == "__main__":
     main()

@@ -17,6 +17,8 @@
 #include <tinyt/models/bert.hpp>
 #include <tinyt/nn/text.hpp>
 
+#include "../helpers.hpp"
+
 using namespace tinyt;
 namespace fs = std::filesystem;
 
@@ -49,8 +51,7 @@ std::vector<Reference> references() {
     if (kind == "text") {
       std::string hex;
       fields >> hex;
-      out.emplace_back();
-      for (size_t i = 0; i + 1 < hex.size(); i += 2) out.back().text += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+      out.push_back({tinyt_test::from_hex(hex), {}, {}});
     } else if (kind == "ids") {
       for (int64_t id; fields >> id;) out.back().ids.push_back(id);
     } else if (kind == "embedding") {
