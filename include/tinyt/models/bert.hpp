@@ -50,7 +50,7 @@ class Bert {
     const Tensor keep = mask.reshape({batch, 1, 1, tokens}).ne(0);
     for (int64_t i = 0; i < layers_; ++i) {
       auto heads = [&](const char* name) {  // (batch, heads, tokens, head width)
-        return dense(x, layer_name(i, cat("attention.self.", name))).reshape({batch, tokens, heads_, hidden_ / heads_}).permute({0, 2, 1, 3});
+        return dense(x, layer_name(i, std::string("attention.self.") + name)).reshape({batch, tokens, heads_, hidden_ / heads_}).permute({0, 2, 1, 3});
       };
       const Tensor attended = heads("query").scaled_dot_product_attention(heads("key"), heads("value"), keep)
                                   .permute({0, 2, 1, 3})
@@ -63,7 +63,6 @@ class Bert {
   }
 
  private:
-  static std::string cat(const std::string& a, const std::string& b) { return a + b; }
   static std::string layer_name(int64_t i, const std::string& rest) { return "encoder.layer." + std::to_string(i) + "." + rest; }
   const Tensor& weight(const std::string& name) const {
     const auto it = w_.find(name);
