@@ -60,6 +60,20 @@ int64_t sample(const std::vector<float>& logits, double temperature, int64_t top
     weights[i] = std::exp((logits[static_cast<size_t>(order[i])] - logits[static_cast<size_t>(order[0])]) / temperature);
   return order[std::discrete_distribution<size_t>(weights.begin(), weights.end())(rng)];
 }
+
+/// How many bytes at the start of `bytes` are whole UTF-8 characters: a token may end inside one,
+/// which the next token completes.
+size_t complete_utf8(const std::string& bytes) {
+  size_t end = bytes.size();
+  for (size_t back = 1; back <= std::min<size_t>(3, bytes.size()); ++back) {
+    const auto b = static_cast<unsigned char>(bytes[bytes.size() - back]);
+    if ((b & 0xC0) == 0x80) continue;  // a continuation byte: look further back for the lead
+    const size_t length = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 1;
+    if (length > back) end = bytes.size() - back;  // the lead of a character not finished yet
+    break;
+  }
+  return end;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -90,12 +104,17 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < tokens.size(); ++i) feed(tokens[i], static_cast<int64_t>(i));  // the prompt
     const auto start = std::chrono::steady_clock::now();
     int64_t generated = 0;
+    std::string pending;  // bytes of a character that the tokens so far have not finished
     for (int64_t at = static_cast<int64_t>(tokens.size()); generated < o.max_tokens && at < context; ++at, ++generated) {
       const int64_t next = sample(logits, o.temperature, o.top_k, rng);
-      std::printf("%s", tokenizer.decode({next}).c_str());
+      pending += tokenizer.decode({next});
+      const size_t whole = complete_utf8(pending);
+      std::fwrite(pending.data(), 1, whole, stdout);
       std::fflush(stdout);
+      pending.erase(0, whole);
       feed(next, at);
     }
+    std::fwrite(pending.data(), 1, pending.size(), stdout);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("\n\n%lld tokens in %.3f s: %.1f tokens/s\n", static_cast<long long>(generated), seconds,
                 static_cast<double>(generated) / seconds);
