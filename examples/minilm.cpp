@@ -43,20 +43,12 @@ int main(int argc, char** argv) {
 
     const nn::text::WordPieceTokenizer tokenizer(dir + "/vocab.txt");
     const models::Bert bert(nn::state::safe_load(dir + "/model.safetensors"), 12);
-    // one padded batch: [PAD] is id 0; the mask is 1 for a token, 0 for padding
     std::vector<std::vector<int64_t>> ids;
-    size_t longest = 0;
     for (const std::string& s : sentences) {
       ids.push_back(tokenizer.encode(s, 256));  // sentence-transformers' max_seq_length
-      longest = std::max(longest, ids.back().size());
       std::printf("%-40.40s %zu tokens\n", s.c_str(), ids.back().size());
     }
-    std::vector<int32_t> flat;
-    std::vector<float> keep;
-    for (const auto& s : ids)
-      for (size_t i = 0; i < longest; ++i) flat.push_back(i < s.size() ? static_cast<int32_t>(s[i]) : 0), keep.push_back(i < s.size());
-    const Shape shape{static_cast<int64_t>(ids.size()), static_cast<int64_t>(longest)};
-    const Tensor tokens = Tensor::from_vector(flat, shape), mask = Tensor::from_vector(keep, shape);
+    const auto [tokens, mask] = models::padded_batch(ids);
 
     const auto start = std::chrono::steady_clock::now();
     Tensor embeddings = models::mean_pooled_unit(bert(tokens, mask), mask).realize();

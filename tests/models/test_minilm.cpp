@@ -80,20 +80,6 @@ TEST_CASE("minilm: the WordPiece tokenizer gives the package's token ids") {
 }
 
 namespace {
-/// Token ids padded with [PAD] (0) to the longest, and the mask: 1 for a token, 0 for padding.
-std::pair<Tensor, Tensor> batch_of(const std::vector<std::vector<int64_t>>& ids) {
-  size_t longest = 0;
-  for (const auto& s : ids) longest = std::max(longest, s.size());
-  std::vector<int32_t> flat;
-  std::vector<float> mask;
-  for (const auto& s : ids)
-    for (size_t i = 0; i < longest; ++i) {
-      flat.push_back(i < s.size() ? static_cast<int32_t>(s[i]) : 0);
-      mask.push_back(i < s.size() ? 1.f : 0.f);
-    }
-  const Shape shape{static_cast<int64_t>(ids.size()), static_cast<int64_t>(longest)};
-  return {Tensor::from_vector(flat, shape), Tensor::from_vector(mask, shape)};
-}
 double cosine(const std::vector<float>& a, const std::vector<float>& b) {
   double ab = 0, aa = 0, bb = 0;
   for (size_t i = 0; i < a.size(); ++i) ab += double(a[i]) * b[i], aa += double(a[i]) * a[i], bb += double(b[i]) * b[i];
@@ -109,7 +95,7 @@ TEST_CASE("minilm: sentence embeddings of a padded batch match the package's (co
   const std::vector<Reference> refs = references();
   std::vector<std::vector<int64_t>> ids;
   for (const Reference& r : refs) ids.push_back(r.ids);
-  const auto [tokens, mask] = batch_of(ids);
+  const auto [tokens, mask] = models::padded_batch(ids);
   const std::vector<float> got = models::mean_pooled_unit(bert(tokens, mask), mask).to_vector<float>();
   REQUIRE(got.size() == refs.size() * 384);
   double worst = 1;
@@ -122,7 +108,7 @@ TEST_CASE("minilm: sentence embeddings of a padded batch match the package's (co
   }
   MESSAGE("the smallest cosine against the package's embeddings: 1 - ", 1 - worst);
   // one sentence alone gives what it gives in the padded batch
-  const auto [one, one_mask] = batch_of({refs[1].ids});
+  const auto [one, one_mask] = models::padded_batch({refs[1].ids});
   const std::vector<float> alone = models::mean_pooled_unit(bert(one, one_mask), one_mask).to_vector<float>();
   CHECK(cosine(alone, std::vector<float>(got.begin() + 384, got.begin() + 768)) >= 0.99999);
 }

@@ -5,6 +5,7 @@
 // from the caller (the model's config.json).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -79,6 +80,22 @@ class Bert {
   int64_t heads_, layers_ = 0, hidden_ = 0;
   double eps_;
 };
+
+/// Token id lists as a batch: the ids (batch, longest) padded with [PAD] (id 0), int32, and the
+/// mask (batch, longest), 1 for a token and 0 for padding, float32.
+inline std::pair<Tensor, Tensor> padded_batch(const std::vector<std::vector<int64_t>>& ids) {
+  size_t longest = 0;
+  for (const auto& s : ids) longest = std::max(longest, s.size());
+  std::vector<int32_t> flat;
+  std::vector<float> mask;
+  for (const auto& s : ids)
+    for (size_t i = 0; i < longest; ++i) {
+      flat.push_back(i < s.size() ? static_cast<int32_t>(s[i]) : 0);
+      mask.push_back(i < s.size() ? 1.f : 0.f);
+    }
+  const Shape shape{static_cast<int64_t>(ids.size()), static_cast<int64_t>(longest)};
+  return {Tensor::from_vector(flat, shape), Tensor::from_vector(mask, shape)};
+}
 
 /// sentence-transformers' sentence embedding: the mean of the hidden states of the tokens `mask`
 /// keeps (batch, tokens, hidden) -> (batch, hidden), scaled to length 1.

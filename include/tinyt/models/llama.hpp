@@ -60,47 +60,32 @@ class Llama {
     }
     const sint p = sint(pos);
     const Tensor cos = cos_[{Slice(p, p + 1)}], sin = sin_[{Slice(p, p + 1)}];  // (1, 1, head/2)
-    Tensor x = weight("token_embd.weight")[{token}].cast(dtypes::float32);     // (1, dim)
+    Tensor x = embed(token);
     for (int64_t i = 0; i < c_.layers; ++i) {
-      const std::string n = "blk." + std::to_string(i) + ".";
+      const std::string n = layer(i);
       Tensor& keys = caches_[static_cast<size_t>(2 * i)];
       Tensor& values = caches_[static_cast<size_t>(2 * i + 1)];
-      const Tensor h = rms_norm(x, n + "attn_norm.weight");
-      const Tensor q = rotate(linear(h, n + "attn_q.weight").reshape({1, c_.heads, head}), cos, sin).permute({1, 0, 2});
-      keys[{Slice(), Slice(p, p + 1)}] = rotate(linear(h, n + "attn_k.weight").reshape({1, c_.kv_heads, head}), cos, sin).permute({1, 0, 2});
-      values[{Slice(), Slice(p, p + 1)}] = linear(h, n + "attn_v.weight").reshape({1, c_.kv_heads, head}).permute({1, 0, 2});
+      const Attention qkv = project(x, n, cos, sin);
+      keys[{Slice(), Slice(p, p + 1)}] = qkv.k;
+      values[{Slice(), Slice(p, p + 1)}] = qkv.v;
       // the query attends to every position so far (no mask), written out: the number of them is symbolic
-      const Tensor seen_keys = shared_cache(keys[{Slice(), Slice(0, p + 1)}]), seen_values = shared_cache(values[{Slice(), Slice(0, p + 1)}]);
-      const Tensor scores = q.matmul(seen_keys.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(head)));
-      const Tensor a = scores.softmax(-1).matmul(seen_values).reshape({1, c_.dim});
-      x = x + linear(a, n + "attn_output.weight");
-      const Tensor f = rms_norm(x, n + "ffn_norm.weight");
-      x = x + linear(linear(f, n + "ffn_gate.weight").silu() * linear(f, n + "ffn_up.weight"), n + "ffn_down.weight");
+      const Tensor scores = qkv.q.matmul(shared(keys[{Slice(), Slice(0, p + 1)}]).transpose(-1, -2)) *
+                            (1.0 / std::sqrt(static_cast<double>(head)));
+      x = finish_layer(x, scores.softmax(-1).matmul(shared(values[{Slice(), Slice(0, p + 1)}])), n);
     }
-    return linear(rms_norm(x, "output_norm.weight"), file_.tensors.count("output.weight") ? "output.weight" : "token_embd.weight");
+    return logits(x);
   }
 
   /// The logits (tokens, vocab) of `tokens` (a 1-d int tensor) at positions 0, 1, ...: each
   /// position sees itself and the ones before it.
   Tensor operator()(const Tensor& tokens) const {
-    const int64_t n = tokens.shape()[0].as_int(), head = c_.dim / c_.heads;
-    const auto [cos, sin] = rotations(n, head);
-    Tensor x = weight("token_embd.weight")[{tokens}].cast(dtypes::float32);
+    const auto [cos, sin] = rotations(tokens.shape()[0].as_int(), c_.dim / c_.heads);
+    Tensor x = embed(tokens);
     for (int64_t i = 0; i < c_.layers; ++i) {
-      const std::string p = "blk." + std::to_string(i) + ".";
-      const Tensor h = rms_norm(x, p + "attn_norm.weight");
-      const Tensor q = rotate(linear(h, p + "attn_q.weight").reshape({n, c_.heads, head}), cos, sin);
-      const Tensor k = shared(rotate(linear(h, p + "attn_k.weight").reshape({n, c_.kv_heads, head}), cos, sin));
-      const Tensor v = shared(linear(h, p + "attn_v.weight").reshape({n, c_.kv_heads, head}));
-      const Tensor a = q.permute({1, 0, 2})
-                           .scaled_dot_product_attention(k.permute({1, 0, 2}), v.permute({1, 0, 2}), {}, true)
-                           .permute({1, 0, 2})
-                           .reshape({n, c_.dim});
-      x = x + linear(a, p + "attn_output.weight");
-      const Tensor f = rms_norm(x, p + "ffn_norm.weight");
-      x = x + linear(linear(f, p + "ffn_gate.weight").silu() * linear(f, p + "ffn_up.weight"), p + "ffn_down.weight");
+      const Attention qkv = project(x, layer(i), cos, sin);
+      x = finish_layer(x, qkv.q.scaled_dot_product_attention(shared(qkv.k), shared(qkv.v), {}, true), layer(i));
     }
-    return linear(rms_norm(x, "output_norm.weight"), file_.tensors.count("output.weight") ? "output.weight" : "token_embd.weight");
+    return logits(x);
   }
 
  private:
@@ -133,15 +118,32 @@ class Llama {
     const Tensor b = pairs.shrink({{0, s[0]}, {0, s[1]}, {0, s[2] / 2}, {1, 2}}).reshape({s[0], s[1], s[2] / 2});
     return Tensor::stack({a * cos - b * sin, a * sin + b * cos}, -1).reshape({s[0], s[1], s[2]});
   }
-  /// Key/value heads shared by heads / kv_heads query heads each: (n, kv, d) -> (n, heads, d).
-  Tensor shared(const Tensor& x) const {
-    const auto s = x.shape().to_vector();
-    const int64_t group = c_.heads / c_.kv_heads;
-    return x.reshape({s[0], s[1], 1, s[2]}).expand({s[0], s[1], group, s[2]}).reshape({s[0], c_.heads, s[2]});
+  static std::string layer(int64_t i) { return "blk." + std::to_string(i) + "."; }
+  Tensor embed(const Tensor& tokens) const { return weight("token_embd.weight")[{tokens}].cast(dtypes::float32); }
+  Tensor logits(const Tensor& x) const {
+    return linear(rms_norm(x, "output_norm.weight"), file_.tensors.count("output.weight") ? "output.weight" : "token_embd.weight");
   }
-
-  /// A cache's rows (kv, t, d) shared by the query heads of each: (heads, t, d).
-  Tensor shared_cache(const Tensor& x) const {
+  /// A layer's queries (heads, rows, head) and keys and values (kv heads, rows, head) of `x`
+  /// (rows, dim), turned by `cos` and `sin` of the rows' positions.
+  struct Attention {
+    Tensor q, k, v;
+  };
+  Attention project(const Tensor& x, const std::string& p, const Tensor& cos, const Tensor& sin) const {
+    const int64_t rows = x.shape()[0].as_int(), head = c_.dim / c_.heads;
+    const Tensor h = rms_norm(x, p + "attn_norm.weight");
+    auto heads = [&](const char* name, int64_t count) { return linear(h, p + name).reshape({rows, count, head}); };
+    return {rotate(heads("attn_q.weight", c_.heads), cos, sin).permute({1, 0, 2}),
+            rotate(heads("attn_k.weight", c_.kv_heads), cos, sin).permute({1, 0, 2}),
+            heads("attn_v.weight", c_.kv_heads).permute({1, 0, 2})};
+  }
+  /// x (rows, dim) after the layer's attention output `a` (heads, rows, head) and its SwiGLU block.
+  Tensor finish_layer(const Tensor& x, const Tensor& a, const std::string& p) const {
+    const Tensor y = x + linear(a.permute({1, 0, 2}).reshape({x.shape()[0], c_.dim}), p + "attn_output.weight");
+    const Tensor f = rms_norm(y, p + "ffn_norm.weight");
+    return y + linear(linear(f, p + "ffn_gate.weight").silu() * linear(f, p + "ffn_up.weight"), p + "ffn_down.weight");
+  }
+  /// Key/value rows (kv, t, d) shared by the query heads of each: (heads, t, d).
+  Tensor shared(const Tensor& x) const {
     const Shape s = x.shape();
     const int64_t group = c_.heads / c_.kv_heads;
     return x.reshape({s[0], 1, s[1], s[2]}).expand({s[0], group, s[1], s[2]}).reshape({c_.heads, s[1], s[2]});

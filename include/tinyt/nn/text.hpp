@@ -21,7 +21,8 @@
 
 #include "../error.hpp"
 #include "gguf.hpp"
-#include "unicode_data.hpp"
+#include "unicode_classes.hpp"
+#include "unicode_folds.hpp"
 
 namespace tinyt::inline v0::nn::text {
 
@@ -56,13 +57,20 @@ inline void append_folded(std::u32string& out, char32_t c) {
     if (s % 28) out += static_cast<char32_t>(0x11A7 + s % 28);
     return;
   }
-  const auto* it = std::lower_bound(std::begin(unicode::folds), std::end(unicode::folds), c,
-                                    [](const unicode::Fold& f, char32_t x) { return f.from < x; });
-  if (it == std::end(unicode::folds) || it->from != c) {
+  if (in(unicode::dropped, c)) return;
+  const auto* one = std::lower_bound(std::begin(unicode::folds), std::end(unicode::folds), c,
+                                     [](const unicode::Fold& f, char32_t x) { return f.from < x; });
+  if (one != std::end(unicode::folds) && one->from == c) {
+    out += one->to;
+    return;
+  }
+  const auto* many = std::lower_bound(std::begin(unicode::folds_many), std::end(unicode::folds_many), c,
+                                      [](const unicode::FoldMany& f, char32_t x) { return f.from < x; });
+  if (many == std::end(unicode::folds_many) || many->from != c) {
     out += c;
     return;
   }
-  for (char32_t t : it->to)
+  for (char32_t t : many->to)
     if (t) out += t;
 }
 
@@ -225,7 +233,9 @@ class BPETokenizer {
     int next = 0;
     for (int b = 0; b < 256; ++b) {
       const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-      byte_chars_[b] = detail::encode_utf8(std::u32string(1, static_cast<char32_t>(printable ? b : 256 + next++)));
+      const auto c = static_cast<char32_t>(printable ? b : 256 + next++);
+      byte_chars_[b] = detail::encode_utf8(std::u32string(1, c));
+      bytes_.emplace(c, static_cast<char>(b));
     }
   }
   /// The tokenizer of a GGUF's metadata (tokenizer.ggml.model "gpt2": tokens and merges).
@@ -265,9 +275,8 @@ class BPETokenizer {
     for (int64_t id : ids) {
       if (id < 0 || static_cast<size_t>(id) >= tokens_.size()) throw Error(detail::cat("BPETokenizer: id ", id, " is out of range"));
       for (char32_t c : detail::decode_utf8(tokens_[static_cast<size_t>(id)])) {
-        const std::string ch = detail::encode_utf8(std::u32string(1, c));
-        const auto* b = std::find(std::begin(byte_chars_), std::end(byte_chars_), ch);
-        out += b != std::end(byte_chars_) ? std::string(1, static_cast<char>(b - std::begin(byte_chars_))) : ch;
+        const auto b = bytes_.find(c);
+        out += b != bytes_.end() ? std::string(1, b->second) : detail::encode_utf8(std::u32string(1, c));
       }
     }
     return out;
@@ -330,7 +339,8 @@ class BPETokenizer {
 
   std::vector<std::string> tokens_;
   std::unordered_map<std::string, int64_t> ids_, ranks_;
-  std::string byte_chars_[256];
+  std::string byte_chars_[256];                 // byte -> its character, UTF-8
+  std::unordered_map<char32_t, char> bytes_;    // and back
 };
 
 }  // namespace tinyt::inline v0::nn::text
