@@ -6,6 +6,9 @@ CMAKE_CONFIGURE = cmake --log-level=WARNING -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 FORMAT_DIRS = $(wildcard include tests examples benchmarks)
 # the second compiler `make test-clang` builds with (clang 14 or later)
 CLANG_CXX ?= clang++
+# what the screenshot of `make test-viz` shows of the Fashion-MNIST step: a rule firing while the
+# registers of its loss kernel (r_32_10) are expanded (docs/viz_fashion_mnist_step.png)
+VIZ_SHOT ?= kernel=r_32_10&rewrite=expand_registers&s=1
 BENCHMARKS = $(patsubst benchmarks/%.cpp,bench_%,$(wildcard benchmarks/*.cpp))
 # The test files (tests/test_<name>.cpp) of `make sanitize-fast`. An ASan/UBSan build compiles
 # ~3x slower than a plain one, so CI builds a few: the rewrite engine and interning (uop, pattern,
@@ -16,7 +19,7 @@ BENCHMARKS = $(patsubst benchmarks/%.cpp,bench_%,$(wildcard benchmarks/*.cpp))
 # pipeline too. `make sanitize` builds and runs every test.
 SANITIZE_FAST ?= uop;pattern;symbolic;schedule_cache;assign;state_io;symbolic_shapes;jit;opt;expr
 
-.PHONY: test test-clang test-cuda example example-quick example-minilm bench bench-quick sanitize sanitize-fast \
+.PHONY: test test-clang test-cuda test-viz example example-quick example-minilm bench bench-quick sanitize sanitize-fast \
         amalgamate format clean
 .DEFAULT_GOAL := test
 
@@ -40,6 +43,16 @@ test-cuda:
 	$(CMAKE_CONFIGURE) -S . -B build
 	cmake --build build -j$(JOBS)
 	DEV=CUDA ctest --test-dir build --output-on-failure -j$(JOBS) -E '^cl_'
+
+# VIZ's page in headless Chromium (installed by tools/setup.sh viz): the demo's and one
+# Fashion-MNIST training step's pages render without a console message and list every kernel the
+# program launched; screenshots in build/viz/.
+test-viz:
+	tools/setup.sh viz
+	$(CMAKE_CONFIGURE) -S . -B build
+	cmake --build build -j$(JOBS) --target demo fashion_mnist
+	python3 tests/viz/check_page.py --screenshot build/viz/demo.png build/examples/demo
+	python3 tests/viz/check_page.py --screenshot build/viz/fashion_mnist.png --hash "$(VIZ_SHOT)" build/examples/fashion_mnist 1 32
 
 example:
 	tools/setup.sh

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include <tinyt.hpp>
+
 namespace bench {
 
 /// `--reps N`: at most N timed runs; `--budget S`: stop starting timed runs once they have taken
@@ -58,15 +60,20 @@ struct Timing {
   int runs = 0;       // how many timed runs there were
 };
 
-/// Runs f `warmup` times untimed, then times it until `reps` runs or `budget_s` seconds.
-/// f must finish its work before returning (realize() does: the CPU backend is synchronous).
+/// Runs f `warmup` times untimed, then times it until `reps` runs or `budget_s` seconds. Each run
+/// ends when the default device has finished what f queued (realize() returns once the kernels
+/// are launched; a GPU may still be running them).
 template <class F> Timing measure(const Options& opt, F&& f) {
-  for (int i = 0; i < opt.warmup; ++i) f();
+  const auto run = [&f] {
+    f();
+    tinyt::Device::synchronize();
+  };
+  for (int i = 0; i < opt.warmup; ++i) run();
   Timing t{1e300, 0};
   const auto start = std::chrono::steady_clock::now();
   while (t.runs < opt.reps && (t.runs == 0 || seconds_since(start) < opt.budget_s)) {
     const auto t0 = std::chrono::steady_clock::now();
-    f();
+    run();
     t.best_s = std::min(t.best_s, seconds_since(t0));
     ++t.runs;
   }

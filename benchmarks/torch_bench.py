@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""PyTorch (eager, CPU) side of benchmarks/vs_torch: the workloads of the tinyt benchmark
-programs, with the same sizes, dtypes and flop/byte accounting, printed in the same format
-(a line for people, then `RESULT <name> <value> <unit>`).
+"""PyTorch (eager) side of benchmarks/vs_torch: the workloads of the tinyt benchmark programs,
+with the same sizes, dtypes and flop/byte accounting, printed in the same format (a line for
+people, then `RESULT <name> <value> <unit>`). On the CPU unless --device names another (cuda: the
+matmul, elementwise, sum, softmax and conv2d workloads, against the programs run with DEV=CUDA).
 
-    torch_bench.py [--reps N] [--budget S] [--threads T] [WORKLOAD ...]   (default: all)
+    torch_bench.py [--reps N] [--budget S] [--threads T] [--device D] [WORKLOAD ...]   (default: all)
     torch_bench.py --info        JSON: torch version, BLAS, the kernel it picked, threads, env
 """
 import argparse
@@ -26,14 +27,22 @@ def threads():
     return len(os.sched_getaffinity(0))
 
 
+def finish():
+    """Waits for the GPU's queued work (a CPU op has finished when its call returns)."""
+    if torch.get_default_device().type == "cuda":
+        torch.cuda.synchronize()
+
+
 def measure(f, reps, budget, warmup=1):
     """Best wall time of f over at most `reps` runs or `budget` seconds, after `warmup` runs."""
     for _ in range(warmup):
         f()
+        finish()
     best, runs, start = float("inf"), 0, time.perf_counter()
     while runs < reps and (runs == 0 or time.perf_counter() - start < budget):
         t0 = time.perf_counter()
-        f()  # CPU tensors: the op has finished when the call returns
+        f()
+        finish()
         best = min(best, time.perf_counter() - t0)
         runs += 1
     return best, runs
@@ -421,6 +430,7 @@ def main():
     p.add_argument("--budget", type=float, default=2.0, help="seconds of timed runs at most")
     p.add_argument("--threads", type=int, default=threads(), help="torch.set_num_threads")
     p.add_argument("--info", action="store_true", help="print what torch runs on, as JSON")
+    p.add_argument("--device", default="cpu", help="where the tensors go (cpu, cuda)")
     p.add_argument("--first-call-child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.first_call_child:
@@ -431,6 +441,7 @@ def main():
     if unknown:
         p.error(f"unknown workload {' '.join(unknown)}; the workloads are: {' '.join(WORKLOADS)}")
     torch.set_num_threads(args.threads)
+    torch.set_default_device(args.device)
     for name in args.workloads or WORKLOADS:
         WORKLOADS[name](args.reps, args.budget)
 

@@ -16,6 +16,8 @@
 // settings, counters, devices
 #include "tinyt/helpers.hpp"
 #include "tinyt/device.hpp"
+#include "tinyt/profile.hpp"
+#include "tinyt/viz.hpp"
 
 // the Tensor front end and its expression templates
 #include "tinyt/tensor.hpp"

@@ -1228,13 +1228,18 @@ class Context {
   Context(std::initializer_list<Setting> settings) {
     stack().emplace_back(settings.begin(), settings.end());
     depth_ = stack().size();
+    ++open_count();
   }
   ~Context() {
     if (stack().size() == depth_) stack().pop_back();
+    --open_count();
   }
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
+  /// Whether this thread has a Context open (a knob read at every launch skips the lookup
+  /// when it has none; safe during static teardown).
+  static bool active() { return open_count() > 0; }
   /// The knob's value as text: this thread's innermost Context that sets it, else the environment.
   static std::optional<std::string> lookup(const std::string& name) {
     for (auto it = stack().rbegin(); it != stack().rend(); ++it)
@@ -1250,6 +1255,10 @@ class Context {
   static std::vector<std::vector<Setting>>& stack() {
     static thread_local std::vector<std::vector<Setting>> s;
     return s;
+  }
+  static int& open_count() {
+    static thread_local int n = 0;  // trivially destructible: readable after the stack is gone
+    return n;
   }
   size_t depth_ = 0;
 };
@@ -1332,6 +1341,8 @@ struct Device {
   static std::vector<std::string> list();
   /// Throws DeviceError unless `name` can run here, saying why not (the libraries tried).
   static void require(const std::string& name);
+  /// Waits until every kernel and copy queued on `name` (default: the default device) has finished.
+  static void synchronize(const std::string& name = "");
   /// The default device: DEV set by a Context, else DEFAULT.
   static std::string default_device() {
     const char* env = std::getenv("DEV");
@@ -1342,6 +1353,44 @@ struct Device {
 
 }  // namespace tinyt::inline v0
 // ---- end tinyt/device.hpp ----
+// ---- tinyt/profile.hpp ----
+// The profiler, as a program sees it. PROFILE=1 (or Context{{"PROFILE", 1}}) records a timeline:
+// schedule, codegen and compile on the host's threads, each kernel launch (device time where the
+// device reports it), copy and allocation on its device's tracks. With PROFILE=1 in the
+// environment the trace is written at exit to $TMPDIR/tinyt_profile_<pid>.json (the path is
+// printed); DEBUG=2 prints a table of the kernels' totals at exit.
+
+
+
+namespace tinyt::inline v0::profile {
+
+/// Writes what was recorded so far as a Chrome trace (open it in ui.perfetto.dev or chrome://tracing).
+void write(const std::string& path);
+/// The kernels launched while DEBUG was 2 or more, the longest first: launches, time, share, GFLOPS, GB/s.
+std::string summary();
+/// Forgets what was recorded so far.
+void clear();
+
+}  // namespace tinyt::inline v0::profile
+// ---- end tinyt/profile.hpp ----
+// ---- tinyt/viz.hpp ----
+// VIZ, as a program sees it. VIZ=1 (or Context{{"VIZ", 1}}) records every graph rewrite (the rules
+// that fired, each node they matched and gave) and every kernel compiled (its AST, opts and
+// source), and writes one self-contained HTML page that shows them: at exit to
+// $TMPDIR/tinyt_viz_<pid>.html where VIZ=1 is in the environment (the path is printed), or on
+// viz::write(path).
+
+
+
+namespace tinyt::inline v0::viz {
+
+/// Writes the page of what was recorded so far (open it in a browser; it needs nothing else).
+void write(const std::string& path);
+/// Forgets what was recorded so far.
+void clear();
+
+}  // namespace tinyt::inline v0::viz
+// ---- end tinyt/viz.hpp ----
 
 // the Tensor front end and its expression templates
 // ---- tinyt/tensor.hpp ----
@@ -3382,6 +3431,180 @@ inline std::string number_lines(std::string_view src) {
 #include <typeinfo>
 #include <unordered_set>
 
+// ---- tinyt/viz/record.hpp ----
+// What VIZ=1 records (viz.hpp has its public face): every graph_rewrite call, with the rules that
+// fired in it, each with the node it matched and the node it gave; the steps of lowering a
+// kernel that are not rewrites (applying opts, expanding registers, mapping work-items) as
+// before/after pairs; and each kernel compiled, with its AST, opts and source. Records are kept
+// in groups, one per schedule and one per kernel compiled, in the order they happened.
+//
+// simplify() is not recorded: it runs on small index expressions thousands of times per schedule;
+// the rewrites of whole kernels (which include the same symbolic rules) are.
+
+
+
+namespace tinyt::inline v0 {
+namespace viz {
+
+/// Whether VIZ is on now: this thread's Context, else the environment as the program started.
+inline bool enabled() {
+  static const bool from_env = [] {
+    const char* v = std::getenv("VIZ");
+    return v && std::atoi(v) > 0;
+  }();
+  return Context::active() ? getenv_int("VIZ", 0) > 0 : from_env;
+}
+
+/// A rule that fired: where it is written and what it matches, the node it matched, its result.
+struct Step {
+  std::shared_ptr<const std::string> rule;
+  UOp before, after;
+};
+
+/// One graph_rewrite call (or one lowering step that is not a rewrite: no steps then).
+struct Rewrite {
+  std::string name;
+  UOp input, output;
+  std::vector<Step> steps;
+};
+
+/// A kernel as it was compiled.
+struct Kernel {
+  std::string name, device, opts, source;
+  UOp ast;
+};
+
+/// The records of one schedule or one kernel's lowering.
+struct Group {
+  std::string name;
+  std::vector<Rewrite> rewrites;
+  std::vector<Kernel> kernels;
+};
+
+namespace detail {
+class Recorder {
+ public:
+  /// Opens a group; returns its index.
+  size_t open(std::string name) {
+    std::lock_guard lock(mu_);
+    groups_.push_back({std::move(name), {}, {}});
+    return groups_.size() - 1;
+  }
+  void rename(size_t group, std::string name) {
+    std::lock_guard lock(mu_);
+    groups_.at(group).name = std::move(name);
+  }
+  void add(size_t group, Rewrite r) {
+    std::lock_guard lock(mu_);
+    groups_.at(group).rewrites.push_back(std::move(r));
+  }
+  void add(size_t group, Kernel k) {
+    std::lock_guard lock(mu_);
+    groups_.at(group).kernels.push_back(std::move(k));
+  }
+  std::vector<Group> groups() {
+    std::lock_guard lock(mu_);
+    return groups_;
+  }
+  void clear() {
+    std::lock_guard lock(mu_);
+    groups_.clear();
+    ++generation_;
+  }
+  /// Bumped by clear(): a thread's open group from before is gone.
+  uint64_t generation() {
+    std::lock_guard lock(mu_);
+    return generation_;
+  }
+  bool empty() {
+    std::lock_guard lock(mu_);
+    return groups_.empty();
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<Group> groups_;
+  uint64_t generation_ = 0;
+};
+
+/// What runs at exit once something was recorded (viz/html.hpp sets it: the page is written where
+/// VIZ is on in the environment).
+inline void (*at_exit)() = nullptr;
+
+inline Recorder& recorder() {
+  // never destroyed (a static's destructor may still rewrite)
+  static Recorder* r = [] {
+    auto* made = new Recorder;
+    std::atexit([] {
+      if (at_exit) at_exit();
+    });
+    return made;
+  }();
+  return *r;
+}
+
+/// This thread's open group (its index and the recorder's generation when it opened), if any.
+struct OpenGroup {
+  size_t index = 0;
+  uint64_t generation = 0;
+  bool open = false;
+};
+inline OpenGroup& open_group() {
+  thread_local OpenGroup g;
+  return g;
+}
+
+/// The group a record goes to: this thread's open one, else its group of "other rewrites".
+inline size_t current_group() {
+  Recorder& r = recorder();
+  if (const OpenGroup& g = open_group(); g.open && g.generation == r.generation()) return g.index;
+  thread_local OpenGroup other;
+  if (!other.open || other.generation != r.generation()) other = {r.open("other rewrites"), r.generation(), true};
+  return other.index;
+}
+}  // namespace detail
+
+/// Records go to a group of this name until the scope ends (nothing happens while VIZ is off).
+/// A scope that `joins` opens no group where this thread has one open already.
+class Scope {
+ public:
+  enum Mode { open, join };
+  explicit Scope(const std::string& name, Mode mode = open) : on_(enabled()) {
+    detail::OpenGroup& g = detail::open_group();
+    if (on_ && mode == join && g.open && g.generation == detail::recorder().generation()) on_ = false;
+    if (!on_) return;
+    saved_ = g;
+    detail::Recorder& r = detail::recorder();
+    g = {r.open(name), r.generation(), true};
+  }
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+  /// Names the group anew (once its size is known, say).
+  void rename(std::string name) {
+    if (on_ && detail::open_group().generation == detail::recorder().generation())
+      detail::recorder().rename(detail::open_group().index, std::move(name));
+  }
+  ~Scope() {
+    if (on_) detail::open_group() = saved_;
+  }
+
+ private:
+  bool on_;
+  detail::OpenGroup saved_;
+};
+
+/// Records a graph_rewrite call.
+inline void record(Rewrite r) { detail::recorder().add(detail::current_group(), std::move(r)); }
+/// Records a lowering step that is not a rewrite, when VIZ is on and it changed the graph.
+inline void snapshot(const std::string& name, const UOp& before, const UOp& after) {
+  if (enabled() && !(before == after)) record({name, before, after, {}});
+}
+/// Records a compiled kernel.
+inline void record(Kernel k) { detail::recorder().add(detail::current_group(), std::move(k)); }
+
+}  // namespace viz
+}  // namespace tinyt::inline v0
+// ---- end tinyt/viz/record.hpp ----
 
 namespace tinyt::inline v0 {
 
@@ -3474,6 +3697,27 @@ class UPat {
 
   const OpSet& ops() const { return ops_; }
   const std::string& name() const { return name_; }
+  /// The pattern as text: `ADD(x, CONST=0)`, `{ADD,MUL}~(a, b)` (sources in any order), `*` any op.
+  std::string text() const {
+    std::string out;
+    int count = 0;
+    ops_.for_each([&](Ops op) { out += (count++ ? "," : "") + std::string(op_name(op)); });
+    if (count > 1) out = "{" + out + "}";
+    if (count == 0) out = name_.empty() ? "*" : "";
+    if (!name_.empty()) out = count ? name_ + ":" + out : name_;
+    if (value_) out += "=" + Arg::format_double(*value_);
+    if (arg_) {
+      std::ostringstream a;
+      a << *arg_;
+      out += "[" + a.str() + "]";
+    }
+    for (size_t i = 0; i < dtypes_.size(); ++i) out += (i ? "|" : ".") + dtypes_[i].name();
+    if (mode_ == Sources::any) return out;
+    out += mode_ == Sources::any_order ? "~(" : "(";
+    if (mode_ == Sources::each) out += "each ";
+    for (size_t i = 0; i < src_.size(); ++i) out += (i ? ", " : "") + src_[i].text();
+    return out + (any_len_ ? ", ...)" : ")");
+  }
   Sources mode() const { return mode_; }
   const std::vector<UPat>& src() const { return src_; }
 
@@ -3616,18 +3860,34 @@ class PatternMatcher {
   };
 
   PatternMatcher() = default;
-  PatternMatcher(std::vector<Rule> rules) {  // NOLINT: tables are written as braced lists
-    for (Rule& r : rules) add(std::make_shared<const Rule>(std::move(r)));
+  /// A table of rules; it is named after the function that builds it (VIZ shows the name, where
+  /// the table is written, and each rule's place in it).
+  PatternMatcher(std::vector<Rule> rules, const char* name = __builtin_FUNCTION(),  // NOLINT: braced lists
+                 const char* file = __builtin_FILE(), int line = __builtin_LINE())
+      : name_(name) {
+    std::string where = file;
+    if (const size_t at = where.rfind("include/"); at != std::string::npos) where = where.substr(at + 8);
+    where = tinyt::detail::cat(name_, " (", where, ":", line, ")");
+    for (Rule& r : rules) {
+      auto text = std::make_shared<const std::string>(tinyt::detail::cat(where, " #", rules_.size(), ": ", r.pat.text()));
+      add(std::make_shared<const Rule>(std::move(r)), std::move(text));
+    }
   }
   friend PatternMatcher operator+(const PatternMatcher& a, const PatternMatcher& b) {
     PatternMatcher out = a;
-    for (const auto& r : b.rules_) out.add(r);
+    out.name_ = a.name_ + "+" + b.name_;
+    for (size_t i = 0; i < b.rules_.size(); ++i) out.add(b.rules_[i], b.where_[i]);
     return out;
   }
   size_t size() const { return rules_.size(); }
+  /// The table's name: the function that built it ("symbolic_simple+symbolic_int" for a sum).
+  const std::string& name() const { return name_; }
+  /// Rule `i`: its table, where that is written, its place there, and its pattern.
+  const std::shared_ptr<const std::string>& where(size_t i) const { return where_.at(i); }
 
-  /// The first rule's replacement for `u`, or the empty UOp when none applies.
-  UOp rewrite(const UOp& u, void* ctx = nullptr, const std::type_info* ctx_type = nullptr) const {
+  /// The first rule's replacement for `u`, or the empty UOp when none applies; `fired` gets the
+  /// rule's index.
+  UOp rewrite(const UOp& u, void* ctx = nullptr, const std::type_info* ctx_type = nullptr, size_t* fired = nullptr) const {
     const auto& candidates = by_op_[static_cast<size_t>(u.op())];
     if (candidates.empty()) return {};
     Match m;
@@ -3636,13 +3896,16 @@ class PatternMatcher {
       m.captures_.clear();
       if (!Matcher::match(rules_[i]->pat, u, m)) continue;
       // a rule that hands back its input has nothing to say; the next one may
-      if (UOp out = rules_[i]->fn(m); out && !(out == u)) return out;
+      if (UOp out = rules_[i]->fn(m); out && !(out == u)) {
+        if (fired) *fired = i;
+        return out;
+      }
     }
     return {};
   }
 
  private:
-  void add(std::shared_ptr<const Rule> r) {
+  void add(std::shared_ptr<const Rule> r, std::shared_ptr<const std::string> where) {
     if (r->pat.ops().empty())
       throw RewriteError(detail::cat("PatternMatcher: rule ", rules_.size(),
                                      " has no op at its root to index it by (UPat '", r->pat.name(),
@@ -3653,9 +3916,12 @@ class PatternMatcher {
       by_op_[static_cast<size_t>(op)].push_back(static_cast<uint32_t>(rules_.size()));
     });
     rules_.push_back(std::move(r));
+    where_.push_back(std::move(where));
   }
 
+  std::string name_;
   std::vector<std::shared_ptr<const Rule>> rules_;
+  std::vector<std::shared_ptr<const std::string>> where_;  // rules_[i]'s place, for VIZ
   std::array<std::vector<uint32_t>, op_count> by_op_;
 };
 
@@ -3663,9 +3929,31 @@ namespace detail {
 // Rewrites a graph to a fixed point without recursion. Each node is visited once (memoized), so a
 // DAG costs time linear in its size. Default order: a node's sources are rewritten first, then
 // the node (repeatedly, the result rewritten again). bottom_up (tinygrad's name): a node is
-// rewritten to a fixed point before its sources are visited.
+// rewritten to a fixed point before its sources are visited. With VIZ on, a call from a `caller`
+// is recorded: every rule that fired, the node it matched and the node it gave.
+struct RewriteCaller {
+  const char* function;
+  const char* file;
+  int line;
+};
 inline UOp graph_rewrite_impl(const UOp& root, const PatternMatcher& pm, bool bottom_up, void* ctx,
-                              const std::type_info* ctx_type) {
+                              const std::type_info* ctx_type, const RewriteCaller* caller) {
+  std::optional<viz::Rewrite> record;
+  if (caller && viz::enabled()) {
+    std::string file = caller->file;
+    if (const size_t at = file.rfind("include/"); at != std::string::npos) file = file.substr(at + 8);
+    for (size_t up; (up = file.find("/../")) != std::string::npos;) {  // tinyt/engine/../codegen -> tinyt/codegen
+      const size_t dir = file.rfind('/', up - 1);
+      file.erase(dir == std::string::npos ? 0 : dir + 1, up + 4 - (dir == std::string::npos ? 0 : dir + 1));
+    }
+    record = viz::Rewrite{tinyt::detail::cat(pm.name(), " in ", caller->function, " (", file, ":", caller->line, ")"), root, {}, {}};
+  }
+  size_t fired = 0;
+  const auto rewrite = [&](const UOp& u) {
+    UOp r = pm.rewrite(u, ctx, ctx_type, &fired);
+    if (record && r) record->steps.push_back({pm.where(fired), u, r});
+    return r;
+  };
   struct Frame {
     UOp n;
     int stage;
@@ -3688,7 +3976,7 @@ inline UOp graph_rewrite_impl(const UOp& root, const PatternMatcher& pm, bool bo
       UOp cur = f.n;
       if (bottom_up) {
         std::unordered_set<UOp> seen{cur};
-        while (UOp r = pm.rewrite(cur, ctx, ctx_type)) {
+        while (UOp r = rewrite(cur)) {
           if (!seen.insert(r).second) throw fail_cycle(r);
           cur = std::move(r);
         }
@@ -3709,7 +3997,7 @@ inline UOp graph_rewrite_impl(const UOp& root, const PatternMatcher& pm, bool bo
       if (changed)
         after = f.next.replace(std::move(new_src));
       else if (!bottom_up)
-        after = pm.rewrite(f.next, ctx, ctx_type);
+        after = rewrite(f.next);
       if (!after) {
         in_progress.erase(f.n.get());
         done.emplace(f.n, f.next);
@@ -3722,18 +4010,29 @@ inline UOp graph_rewrite_impl(const UOp& root, const PatternMatcher& pm, bool bo
       done.emplace(f.n, done.at(f.next));
     }
   }
+  if (record) {
+    record->output = done.at(root);
+    viz::record(std::move(*record));
+  }
   return done.at(root);
 }
 }  // namespace detail
 
-/// Rewrites `root` with the rules of `pm` until no rule applies anywhere.
-inline UOp graph_rewrite(const UOp& root, const PatternMatcher& pm, bool bottom_up = false) {
-  return detail::graph_rewrite_impl(root, pm, bottom_up, nullptr, nullptr);
+/// Rewrites `root` with the rules of `pm` until no rule applies anywhere (VIZ names the call after
+/// the function, file and line calling).
+inline UOp graph_rewrite(const UOp& root, const PatternMatcher& pm, bool bottom_up = false,
+                         const char* caller = __builtin_FUNCTION(), const char* file = __builtin_FILE(),
+                         int line = __builtin_LINE()) {
+  const detail::RewriteCaller where{caller, file, line};
+  return detail::graph_rewrite_impl(root, pm, bottom_up, nullptr, nullptr, &where);
 }
 /// The same, with a context the rules reach through `m.ctx<Ctx>()`.
 template <class Ctx>
-UOp graph_rewrite(const UOp& root, const PatternMatcher& pm, Ctx& ctx, bool bottom_up = false) {
-  return detail::graph_rewrite_impl(root, pm, bottom_up, &ctx, &typeid(Ctx));
+UOp graph_rewrite(const UOp& root, const PatternMatcher& pm, Ctx& ctx, bool bottom_up = false,
+                  const char* caller = __builtin_FUNCTION(), const char* file = __builtin_FILE(),
+                  int line = __builtin_LINE()) {
+  const detail::RewriteCaller where{caller, file, line};
+  return detail::graph_rewrite_impl(root, pm, bottom_up, &ctx, &typeid(Ctx), &where);
 }
 
 }  // namespace tinyt::inline v0
@@ -4576,7 +4875,8 @@ inline const PatternMatcher& symbolic() {
 }
 
 /// `u` simplified to its canonical form; simplify(simplify(u)) == simplify(u).
-inline UOp simplify(const UOp& u) { return graph_rewrite(u, symbolic()); }
+// not recorded by VIZ: it runs on small index expressions thousands of times per schedule
+inline UOp simplify(const UOp& u) { return detail::graph_rewrite_impl(u, symbolic(), false, nullptr, nullptr, nullptr); }
 
 }  // namespace tinyt::inline v0
 // ---- end tinyt/symbolic.hpp ----
@@ -4888,6 +5188,8 @@ class Allocator {
   virtual void copy(void* dst, void* src, size_t nbytes) = 0;
   /// A host pointer to the memory when the device can give one (the CPU), else null.
   virtual void* host_pointer(void* /*handle*/) { return nullptr; }
+  /// Bytes of the Buffers allocated here and not yet freed (Buffer counts them).
+  std::atomic<int64_t> in_use{0};
 };
 
 /// A kernel loaded on a device, ready to launch.
@@ -7234,6 +7536,689 @@ inline Device& device(const std::string& name) {
 }  // namespace backend
 }  // namespace tinyt::inline v0
 // ---- end tinyt/backend/devices.hpp ----
+// ---- tinyt/engine/profiler.hpp ----
+// The profiler's recorder (profile.hpp has its public face): with PROFILE=1 (or
+// Context{{"PROFILE", 1}}) tinyt records a timeline of what it does, host and devices, and writes
+// it as a Chrome trace (JSON; open it in ui.perfetto.dev or chrome://tracing) at exit or on
+// profile::write(path):
+//   host process, a track per thread: schedule, codegen (with the kernel's name), compile, beam;
+//   a process per device: its kernels (device time where the device reports it, so each launch is
+//   waited for while profiling), copies, and memory in use (a counter, with an event per
+//   allocation and free naming its size).
+// With DEBUG=2 tinyt also keeps each kernel's launches, time, flops and bytes, and prints a table
+// of them at exit, the kernels that took longest first (profile::summary() gives it as text).
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+
+#include <unistd.h>
+
+// ---- tinyt/nn/json.hpp ----
+// A small, strict JSON reader and the string quoting a writer needs: enough for file headers
+// (safetensors) that may come from anyone. Strict because a header that two readers parse
+// differently is how polyglot and smuggling attacks start: RFC 8259 grammar only, valid UTF-8
+// only, no duplicate keys, nothing but whitespace after the value, and a depth limit so a
+// header of nested brackets cannot overflow the stack.
+
+#include <unordered_set>
+
+
+namespace tinyt::inline v0 {
+namespace nn::json {
+
+struct Member;
+
+/// One parsed JSON value. Objects keep their members in the order of the text.
+struct Value {
+  enum class Kind { null, boolean, number, string, array, object };
+  Kind kind = Kind::null;
+  bool boolean = false;
+  std::string text;          // string: the decoded UTF-8; number: the literal as written
+  std::vector<Value> items;  // array
+  // object. A struct of its own, not std::pair<std::string, Value>: a pair of the incomplete
+  // Value is instantiated while Value is being defined, and libstdc++'s pair then asks whether
+  // Value is default-constructible, which needs the pair complete (clang rejects the cycle).
+  std::vector<Member> members;
+  size_t offset = 0;  // byte offset of the value in the parsed text, for error messages
+
+  /// The member named `key` of an object, or nullptr.
+  const Value* find(std::string_view key) const;
+  /// The value of a number written as a non-negative integer that fits uint64_t (no sign,
+  /// fraction or exponent), else nothing: sizes and offsets must not round through a double.
+  std::optional<uint64_t> as_uint() const {
+    if (kind != Kind::number || text.empty() || text[0] == '-') return std::nullopt;
+    uint64_t v = 0;
+    for (char c : text) {
+      if (c < '0' || c > '9') return std::nullopt;
+      const auto digit = static_cast<uint64_t>(c - '0');
+      if (v > (UINT64_MAX - digit) / 10) return std::nullopt;
+      v = v * 10 + digit;
+    }
+    return v;
+  }
+};
+
+/// One `"key": value` of an object.
+struct Member {
+  std::string key;
+  Value value;
+};
+
+inline const Value* Value::find(std::string_view key) const {
+  for (const Member& m : members)
+    if (m.key == key) return &m.value;
+  return nullptr;
+}
+
+/// The name of a kind, for messages ("expected an object, found an array").
+inline const char* kind_name(Value::Kind k) {
+  switch (k) {
+    case Value::Kind::null:
+      return "null";
+    case Value::Kind::boolean:
+      return "a boolean";
+    case Value::Kind::number:
+      return "a number";
+    case Value::Kind::string:
+      return "a string";
+    case Value::Kind::array:
+      return "an array";
+    case Value::Kind::object:
+      return "an object";
+  }
+  return "?";
+}
+
+/// Length of the valid UTF-8 sequence starting at s[i] (1..4), or 0 when it is not one:
+/// overlong forms, surrogates and code points past U+10FFFF are invalid, as RFC 3629 says.
+inline size_t utf8_sequence_length(std::string_view s, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = byte(i);
+  if (c < 0x80) return 1;
+  size_t n;
+  uint32_t cp;
+  if ((c & 0xE0) == 0xC0)
+    n = 2, cp = c & 0x1F;
+  else if ((c & 0xF0) == 0xE0)
+    n = 3, cp = c & 0x0F;
+  else if ((c & 0xF8) == 0xF0)
+    n = 4, cp = c & 0x07;
+  else
+    return 0;
+  if (i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (byte(i + k) & 0x3F);
+  }
+  static constexpr uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < smallest[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
+}
+
+/// Whether `s` is valid UTF-8 (what a JSON text must be).
+inline bool is_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_sequence_length(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+/// `s` as a JSON string literal, escaped as serde_json (the reference safetensors writer) does,
+/// so that a header we write is byte-identical to theirs: `"` `\` and control characters only.
+inline std::string quote(std::string_view s) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out = "\"";
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (c < 0x20) {
+          out += "\\u00";
+          out += hex[c >> 4];
+          out += hex[c & 15];
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+namespace detail {
+using ::tinyt::detail::cat;
+
+class Parser {
+ public:
+  Parser(std::string_view text, std::string context, size_t max_depth)
+      : s_(text), context_(std::move(context)), max_depth_(max_depth) {}
+
+  Value document() {
+    skip_space();
+    Value v = value(0);
+    skip_space();
+    if (i_ != s_.size()) fail("unexpected data after the JSON value");
+    return v;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(cat(context_, ": invalid JSON at byte ", i_, ": ", what));
+  }
+  bool at_end() const { return i_ >= s_.size(); }
+  // '\0' at the end: never one of the characters the grammar looks for, so no test below needs
+  // to check for the end as well (a NUL byte in the text is rejected the same way)
+  char peek() const { return at_end() ? '\0' : s_[i_]; }
+  void skip_space() {
+    while (!at_end() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
+  }
+  void expect(char c) {
+    if (peek() != c) fail(cat("expected '", c, "'", found()));
+    ++i_;
+  }
+  std::string found() const {
+    if (at_end()) return ", found the end of the text";
+    const auto c = static_cast<unsigned char>(s_[i_]);
+    if (c >= 0x20 && c < 0x7F) return cat(", found '", s_[i_], "'");
+    return cat(", found byte 0x", "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]);
+  }
+
+  Value value(size_t depth) {
+    if (depth >= max_depth_) fail(cat("nested deeper than ", max_depth_, " levels"));
+    Value v;
+    v.offset = i_;
+    switch (peek()) {
+      case '{':
+        object(v, depth);
+        break;
+      case '[':
+        array(v, depth);
+        break;
+      case '"':
+        v.kind = Value::Kind::string, v.text = string();
+        break;
+      case 't':
+        literal("true"), v.kind = Value::Kind::boolean, v.boolean = true;
+        break;
+      case 'f':
+        literal("false"), v.kind = Value::Kind::boolean;
+        break;
+      case 'n':
+        literal("null");
+        break;
+      default:
+        if (peek() == '-' || (peek() >= '0' && peek() <= '9')) {
+          v.kind = Value::Kind::number, v.text = number();
+          break;
+        }
+        fail(cat("expected a value", found()));
+    }
+    return v;
+  }
+
+  void object(Value& v, size_t depth) {
+    v.kind = Value::Kind::object;
+    ++i_;
+    skip_space();
+    if (peek() == '}') return void(++i_);
+    std::unordered_set<std::string> keys;
+    for (;;) {
+      skip_space();
+      if (peek() != '"') fail(cat("expected a string key", found()));
+      const size_t key_at = i_;
+      std::string key = string();
+      if (!keys.insert(key).second) {
+        i_ = key_at;
+        fail(cat("duplicate key ", quote(key)));
+      }
+      skip_space();
+      expect(':');
+      skip_space();
+      Value member = value(depth + 1);
+      v.members.push_back({std::move(key), std::move(member)});
+      skip_space();
+      if (peek() == ',') {
+        ++i_;
+        continue;
+      }
+      expect('}');
+      return;
+    }
+  }
+
+  void array(Value& v, size_t depth) {
+    v.kind = Value::Kind::array;
+    ++i_;
+    skip_space();
+    if (peek() == ']') return void(++i_);
+    for (;;) {
+      skip_space();
+      v.items.push_back(value(depth + 1));
+      skip_space();
+      if (peek() == ',') {
+        ++i_;
+        continue;
+      }
+      expect(']');
+      return;
+    }
+  }
+
+  void literal(std::string_view word) {
+    if (s_.substr(i_, word.size()) != word) fail(cat("expected a value", found()));
+    i_ += word.size();
+  }
+
+  std::string number() {
+    const size_t start = i_;
+    const auto digits = [&] {
+      const size_t from = i_;
+      while (peek() >= '0' && peek() <= '9') ++i_;
+      if (i_ == from) fail(cat("expected a digit", found()));
+    };
+    if (peek() == '-') ++i_;
+    if (peek() == '0') {
+      ++i_;
+      if (peek() >= '0' && peek() <= '9') fail("a number may not have leading zeros");
+    } else {
+      digits();
+    }
+    if (peek() == '.') ++i_, digits();
+    if (peek() == 'e' || peek() == 'E') {
+      ++i_;
+      if (peek() == '+' || peek() == '-') ++i_;
+      digits();
+    }
+    return std::string(s_.substr(start, i_ - start));
+  }
+
+  uint32_t hex4() {
+    uint32_t v = 0;
+    for (int k = 0; k < 4; ++k, ++i_) {
+      const char c = peek();
+      int d;
+      if (c >= '0' && c <= '9')
+        d = c - '0';
+      else if (c >= 'a' && c <= 'f')
+        d = c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F')
+        d = c - 'A' + 10;
+      else
+        fail(cat("expected 4 hex digits after \\u", found()));
+      v = v * 16 + static_cast<uint32_t>(d);
+    }
+    return v;
+  }
+
+  static void append_utf8(std::string& out, uint32_t cp) {
+    const auto put = [&](uint32_t b) { out += static_cast<char>(b); };
+    if (cp < 0x80) {
+      put(cp);
+    } else if (cp < 0x800) {
+      put(0xC0 | (cp >> 6)), put(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      put(0xE0 | (cp >> 12)), put(0x80 | ((cp >> 6) & 0x3F)), put(0x80 | (cp & 0x3F));
+    } else {
+      put(0xF0 | (cp >> 18)), put(0x80 | ((cp >> 12) & 0x3F));
+      put(0x80 | ((cp >> 6) & 0x3F)), put(0x80 | (cp & 0x3F));
+    }
+  }
+
+  std::string string() {
+    ++i_;  // the opening quote
+    std::string out;
+    for (;;) {
+      if (at_end()) fail("unterminated string");
+      const auto c = static_cast<unsigned char>(s_[i_]);
+      if (c == '"') {
+        ++i_;
+        return out;
+      }
+      if (c < 0x20) fail(cat("a raw control character in a string", found()));
+      if (c >= 0x80) {
+        const size_t n = utf8_sequence_length(s_, i_);
+        if (n == 0) fail("invalid UTF-8 in a string");
+        out.append(s_.substr(i_, n));
+        i_ += n;
+        continue;
+      }
+      if (c != '\\') {
+        out += static_cast<char>(c);
+        ++i_;
+        continue;
+      }
+      ++i_;
+      switch (peek()) {
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'u': {
+          ++i_;
+          uint32_t cp = hex4();
+          if (cp >= 0xDC00 && cp <= 0xDFFF) fail("a lone low surrogate in a \\u escape");
+          if (cp >= 0xD800 && cp <= 0xDBFF) {  // a pair: \uD83D\uDE00
+            if (s_.substr(i_, 2) != "\\u") fail("a high surrogate not followed by a low one");
+            i_ += 2;
+            const uint32_t low = hex4();
+            if (low < 0xDC00 || low > 0xDFFF) fail("a high surrogate not followed by a low one");
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+          }
+          append_utf8(out, cp);
+          continue;  // hex4 moved past the digits
+        }
+        default:
+          fail(cat("an invalid escape", found()));
+      }
+      ++i_;
+    }
+  }
+
+  std::string_view s_;
+  std::string context_;
+  size_t max_depth_;
+  size_t i_ = 0;
+};
+}  // namespace detail
+
+/// Parses `text` as exactly one JSON value (whitespace around it allowed). Error, starting with
+/// `context` and naming the byte offset, for anything RFC 8259 does not allow, invalid UTF-8, a
+/// duplicate key in any object, or nesting deeper than `max_depth`.
+inline Value parse(std::string_view text, const std::string& context, size_t max_depth = 64) {
+  return detail::Parser(text, context, max_depth).document();
+}
+
+}  // namespace nn::json
+}  // namespace tinyt::inline v0
+// ---- end tinyt/nn/json.hpp ----
+
+namespace tinyt::inline v0 {
+namespace profile {
+
+/// Whether PROFILE is on now: this thread's Context, else the environment as the program started.
+inline bool enabled() {
+  static const bool from_env = [] {
+    const char* v = std::getenv("PROFILE");
+    return v && std::atoi(v) > 0;
+  }();
+  return Context::active() ? getenv_int("PROFILE", 0) > 0 : from_env;
+}
+
+/// One trace event. `phase` is the Chrome trace format's: 'X' a span, 'i' an instant, 'C' a
+/// counter. Times are microseconds since the recorder started. `args` are JSON values by name.
+struct Event {
+  std::string name, category, process;  // process: "host" or a device's name
+  std::string track;                    // within the process: a thread, "kernels", "copies", "memory"
+  char phase = 'X';
+  double start_us = 0, duration_us = 0;
+  std::vector<std::pair<std::string, std::string>> args;
+};
+
+/// A kernel's launches, added up (what the DEBUG=2 summary prints).
+struct KernelTotals {
+  int64_t launches = 0;
+  double seconds = 0;
+  int64_t ops = 0, bytes = 0;
+};
+
+namespace detail {
+/// The recorded events and kernel totals of this process.
+class Recorder {
+ public:
+  Recorder() : origin_(std::chrono::steady_clock::now()) {
+    // what happens at exit follows the environment (a Context's PROFILE or DEBUG ends with it)
+    const auto env = [](const char* name) {
+      const char* v = std::getenv(name);
+      return v ? std::atoi(v) : 0;
+    };
+    trace_at_exit_ = env("PROFILE") > 0, summary_at_exit_ = env("DEBUG") >= 2;
+  }
+
+  double now_us() const {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - origin_).count();
+  }
+  double us_of(std::chrono::steady_clock::time_point t) const {
+    return std::chrono::duration<double, std::micro>(t - origin_).count();
+  }
+  void add(Event e) {
+    std::lock_guard lock(mu_);
+    events_.push_back(std::move(e));
+  }
+  void count_kernel(const std::string& name, double seconds, int64_t ops, int64_t bytes) {
+    std::lock_guard lock(mu_);
+    KernelTotals& t = totals_[name];
+    ++t.launches, t.seconds += seconds, t.ops += ops, t.bytes += bytes;
+  }
+  std::vector<Event> events() {
+    std::lock_guard lock(mu_);
+    return events_;
+  }
+  std::map<std::string, KernelTotals> totals() {
+    std::lock_guard lock(mu_);
+    return totals_;
+  }
+  void clear() {
+    std::lock_guard lock(mu_);
+    events_.clear(), totals_.clear();
+  }
+  void finish();
+
+ private:
+  std::chrono::steady_clock::time_point origin_;
+  std::mutex mu_;
+  std::vector<Event> events_;
+  std::map<std::string, KernelTotals> totals_;
+  bool trace_at_exit_ = false, summary_at_exit_ = false;
+};
+
+inline void write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  if (!(f << text) || !f.flush()) throw Error(tinyt::detail::cat("profile::write: cannot write '", path, "'"));
+}
+
+inline Recorder& recorder() {
+  // never destroyed (buffers freed during static teardown still report to it); finish() at exit
+  static Recorder* r = [] {
+    auto* made = new Recorder;
+    std::atexit([] { recorder().finish(); });
+    return made;
+  }();
+  return *r;
+}
+
+/// A small index per thread, in order of first use (a trace's thread ids).
+inline int thread_index() {
+  static std::atomic<int> next{0};
+  thread_local const int index = next++;
+  return index;
+}
+}  // namespace detail
+
+/// A number as JSON (which has no infinities or NaN: those become null).
+inline std::string json_number(double x) {
+  if (!std::isfinite(x)) return "null";
+  std::ostringstream out;
+  out << std::setprecision(6) << x;
+  return out.str();
+}
+
+/// Times a piece of host work on this thread's track while PROFILE is on.
+class Span {
+ public:
+  Span(std::string name, std::string category, bool on = enabled())
+      : on_(on), name_(std::move(name)), category_(std::move(category)) {
+    if (on_) start_ = detail::recorder().now_us();
+  }
+  Span(const Span&) = delete;
+  Span& operator=(const Span&) = delete;
+  /// Adds a JSON value (a number, or quoted text) shown with the span.
+  void arg(std::string key, std::string json) {
+    if (on_) args_.emplace_back(std::move(key), std::move(json));
+  }
+  ~Span() {
+    if (!on_) return;
+    detail::Recorder& r = detail::recorder();
+    r.add({std::move(name_), std::move(category_), "host", tinyt::detail::cat("thread ", detail::thread_index()), 'X',
+           start_, r.now_us() - start_, std::move(args_)});
+  }
+
+ private:
+  bool on_;
+  std::string name_, category_;
+  double start_ = 0;
+  std::vector<std::pair<std::string, std::string>> args_;
+};
+
+/// Records a kernel launch or copy that started at `start` and took `seconds` on `device`.
+inline void device_span(const std::string& device, const std::string& track, const std::string& name,
+                        std::chrono::steady_clock::time_point start, double seconds,
+                        std::vector<std::pair<std::string, std::string>> args) {
+  detail::Recorder& r = detail::recorder();
+  r.add({name, track, device, track, 'X', r.us_of(start), seconds * 1e6, std::move(args)});
+}
+
+/// Records an allocation (`bytes` > 0) or a free (< 0) on `device`, with its memory in use after it.
+inline void memory_event(const std::string& device, int64_t bytes, int64_t in_use) {
+  detail::Recorder& r = detail::recorder();
+  const double t = r.now_us();
+  r.add({bytes > 0 ? "alloc" : "free", "memory", device, "memory", 'i', t, 0,
+         {{"bytes", std::to_string(bytes > 0 ? bytes : -bytes)}}});
+  r.add({"memory in use", "memory", device, "memory", 'C', t, 0, {{"bytes", std::to_string(in_use)}}});
+}
+
+/// Adds a launch to its kernel's totals (DEBUG=2 keeps them).
+inline void count_kernel(const std::string& name, double seconds, int64_t ops, int64_t bytes) {
+  detail::recorder().count_kernel(name, seconds, ops, bytes);
+}
+
+/// The events recorded so far.
+inline std::vector<Event> events() { return detail::recorder().events(); }
+
+/// The events as a Chrome trace (JSON object format): a process per device plus "host", named.
+inline std::string trace_json(const std::vector<Event>& events) {
+  using nn::json::quote;
+  std::map<std::string, int> pids;
+  std::map<std::pair<std::string, std::string>, int> tids;
+  pids["host"] = 1;  // the host's threads first, then the devices
+  for (const Event& e : events) {
+    pids.try_emplace(e.process, static_cast<int>(pids.size()) + 1);
+    tids.try_emplace({e.process, e.track}, static_cast<int>(tids.size()) + 1);
+  }
+  std::ostringstream out;
+  out << std::setprecision(15);
+  out << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [";
+  bool first = true;
+  const auto next = [&] {
+    out << (first ? "\n" : ",\n");
+    first = false;
+  };
+  for (const auto& [process, pid] : pids) {
+    next();
+    out << "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " << pid << ", \"args\": {\"name\": " << quote(process) << "}}";
+  }
+  for (const auto& [key, tid] : tids) {
+    next();
+    out << "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " << pids.at(key.first) << ", \"tid\": " << tid
+        << ", \"args\": {\"name\": " << quote(key.second) << "}}";
+  }
+  for (const Event& e : events) {
+    next();
+    out << "{\"ph\": \"" << e.phase << "\", \"name\": " << quote(e.name) << ", \"cat\": " << quote(e.category)
+        << ", \"pid\": " << pids.at(e.process) << ", \"tid\": " << tids.at({e.process, e.track}) << ", \"ts\": " << e.start_us;
+    if (e.phase == 'X') out << ", \"dur\": " << e.duration_us;
+    if (e.phase == 'i') out << ", \"s\": \"t\"";
+    out << ", \"args\": {";
+    for (size_t i = 0; i < e.args.size(); ++i) out << (i ? ", " : "") << quote(e.args[i].first) << ": " << e.args[i].second;
+    out << "}}";
+  }
+  out << "\n]}\n";
+  return out.str();
+}
+
+
+/// The kernels' totals as a table: the kernels that took longest first, each with its launches,
+/// time, share of the total, GFLOPS and GB/s; a last line adds them up.
+inline std::string summary_of(const std::map<std::string, KernelTotals>& totals) {
+  std::vector<std::pair<std::string, KernelTotals>> rows(totals.begin(), totals.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+  KernelTotals all;
+  for (const auto& [name, t] : rows) all.launches += t.launches, all.seconds += t.seconds, all.ops += t.ops, all.bytes += t.bytes;
+  std::ostringstream out;
+  const auto line = [&out, &all](const std::string& name, const KernelTotals& t) {
+    const double s = std::max(t.seconds, 1e-12);
+    out << std::left << std::setw(36) << name << std::right << std::setw(9) << t.launches << std::fixed
+        << std::setprecision(3) << std::setw(12) << t.seconds * 1e3 << std::setprecision(1) << std::setw(7)
+        << 100 * t.seconds / std::max(all.seconds, 1e-12) << "%" << std::setprecision(2) << std::setw(11)
+        << static_cast<double>(t.ops) / s * 1e-9 << std::setw(10) << static_cast<double>(t.bytes) / s * 1e-9 << "\n";
+  };
+  out << std::left << std::setw(36) << "kernel" << std::right << std::setw(9) << "launches" << std::setw(12) << "ms"
+      << std::setw(8) << "share" << std::setw(11) << "GFLOPS" << std::setw(10) << "GB/s" << "\n";
+  for (const auto& [name, t] : rows) line(name, t);
+  line(tinyt::detail::cat("total (", rows.size(), " kernels)"), all);
+  return out.str();
+}
+
+inline void detail::Recorder::finish() {
+  std::lock_guard lock(mu_);
+  if (summary_at_exit_ && !totals_.empty()) std::fprintf(stderr, "%s", summary_of(totals_).c_str());
+  if (!trace_at_exit_ || events_.empty()) return;
+  const char* dir = std::getenv("TMPDIR");
+  const std::string path = tinyt::detail::cat(dir && *dir ? dir : "/tmp", "/tinyt_profile_", ::getpid(), ".json");
+  try {
+    write_text(path, trace_json(events_));
+    std::fprintf(stderr, "tinyt: profile written to %s (open it in ui.perfetto.dev or chrome://tracing)\n", path.c_str());
+  } catch (const Error& e) {
+    std::fprintf(stderr, "tinyt: %s\n", e.what());
+  }
+}
+
+}  // namespace profile
+}  // namespace tinyt::inline v0
+// ---- end tinyt/engine/profiler.hpp ----
 
 namespace tinyt::inline v0 {
 
@@ -7248,7 +8233,10 @@ class Buffer {
   ~Buffer() {
     if (void* p = ptr_.load()) {
       allocator_->free(p, nbytes());
-      GlobalCounters::mem_used -= static_cast<int64_t>(nbytes());
+      const auto n = static_cast<int64_t>(nbytes());
+      GlobalCounters::mem_used -= n;
+      const int64_t in_use = allocator_->in_use -= n;
+      if (profile::enabled()) profile::memory_event(device_, -n, in_use);
     }
   }
 
@@ -7271,8 +8259,11 @@ class Buffer {
       void* p = a.alloc(nbytes());
       allocator_ = &a;  // devices live as long as the process
       ptr_.store(p, std::memory_order_release);
-      GlobalCounters::mem_used += static_cast<int64_t>(nbytes());
+      const auto n = static_cast<int64_t>(nbytes());
+      GlobalCounters::mem_used += n;
       ++GlobalCounters::allocations;
+      const int64_t in_use = a.in_use += n;
+      if (profile::enabled()) profile::memory_event(device_, n, in_use);
     }
     return ptr_.load(std::memory_order_relaxed);
   }
@@ -8520,9 +9511,9 @@ namespace codegen {
 
 enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, PADTO, GROUP, PACK };
 
+inline constexpr std::array<const char*, 7> opt_op_names{"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO", "GROUP", "PACK"};
 inline const char* opt_op_name(OptOp op) {
-  static constexpr const char* names[] = {"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO", "GROUP", "PACK"};
-  return names[static_cast<int>(op)];
+  return opt_op_names[static_cast<size_t>(op)];
 }
 
 /// One optimization: `op` applied to the `axis`-th entry of `axes(ast)`.
@@ -11638,6 +12629,305 @@ inline std::string kernel_line(const std::string& device, int64_t number, const 
 }  // namespace engine
 }  // namespace tinyt::inline v0
 // ---- end tinyt/engine/estimates.hpp ----
+// ---- tinyt/engine/replay.hpp ----
+// Process replay: with PROCESS_REPLAY=<dir>, every kernel compiled is written to <dir> as a record:
+// its AST as text that reads back into the same graph, its opts, what the code generator was told
+// of the device, and the source it rendered. Replaying a record lowers and renders the AST again
+// with the code at hand: a record made on one commit and replayed on another shows whether that
+// commit changes the code of the kernel (tools/process_replay.cpp does it for a folder of them).
+//
+// An AST as text, one node per line, sources first:  <id> <OP> <dtype> [<source ids>] <arg>
+//   dtype: <scalar>/<lanes>, with /<size>/<g|l|r> for a pointer (float32/1/64/g is a float*)
+//   arg:   ~ (None), T, F, i<int>, d<hex bits of a double>, s"<escaped>", o<OP>, (<args>), u<id>
+
+#include <cstdio>
+
+
+namespace tinyt::inline v0 {
+namespace engine::replay {
+
+namespace detail {
+using tinyt::detail::cat;
+
+inline Error bad(const std::string& what) { return Error("process replay: " + what); }
+
+inline std::string dtype_text(DType d) {
+  std::string s = cat(tinyt::detail::info(d.scalar_type()).name, "/", d.count());
+  if (d.is_ptr()) s += cat("/", d.size(), "/", "glr"[static_cast<int>(d.addrspace())]);
+  return s;
+}
+inline DType parse_dtype(const std::string& text) {
+  std::vector<std::string> parts;
+  std::istringstream in(text);
+  for (std::string p; std::getline(in, p, '/');) parts.push_back(p);
+  if (parts.size() != 2 && parts.size() != 4) throw bad("bad dtype '" + text + "'");
+  std::optional<DType> scalar;
+  for (int s = 0; s <= static_cast<int>(ScalarType::index); ++s)
+    if (parts[0] == tinyt::detail::info(static_cast<ScalarType>(s)).name) scalar = DType(static_cast<ScalarType>(s));
+  if (!scalar) throw bad("unknown scalar type '" + parts[0] + "'");
+  DType d = *scalar;
+  if (const int lanes = std::stoi(parts[1]); lanes > 1) d = d.vec(lanes);
+  if (parts.size() == 4) {
+    const size_t addr = std::string("glr").find(parts[3]);
+    if (parts[3].size() != 1 || addr == std::string::npos) throw bad("bad address space in '" + text + "'");
+    d = d.ptr(std::stoll(parts[2]), static_cast<AddrSpace>(addr));
+  }
+  return d;
+}
+
+inline std::optional<Ops> op_of(std::string_view name) {
+  for (size_t i = 0; i < op_count; ++i)
+    if (name == op_name(static_cast<Ops>(i))) return static_cast<Ops>(i);
+  return std::nullopt;
+}
+
+// the uops an arg holds (a symbolic size, maybe inside a tuple)
+inline void arg_uops(const Arg& a, std::vector<UOp>& out) {
+  if (a.is_uop()) out.push_back(a.uop());
+  else if (a.is<Arg::Tuple>())
+    for (const Arg& x : a.tuple()) arg_uops(x, out);
+}
+
+inline std::string arg_text(const Arg& a, const std::unordered_map<const UOpNode*, size_t>& ids) {
+  if (a.is_none()) return "~";
+  if (a.is<bool>()) return a.get<bool>() ? "T" : "F";
+  if (a.is<int64_t>()) return cat("i", a.as_int());
+  if (a.is<double>()) {
+    char hex[24];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(std::bit_cast<uint64_t>(a.get<double>())));
+    return cat("d", hex);
+  }
+  if (a.is<Ops>()) return cat("o", op_name(a.get<Ops>()));
+  if (a.is_uop()) return cat("u", ids.at(a.uop().get()));
+  if (a.is<std::string>()) {
+    std::string out = "s\"";
+    for (const char c : a.get<std::string>()) {
+      const auto u = static_cast<unsigned char>(c);
+      if (c == '"' || c == '\\') out += cat("\\", c);
+      else if (u < 0x20 || u >= 0x7f) {
+        char esc[5];
+        std::snprintf(esc, sizeof esc, "\\x%02x", u);
+        out += esc;
+      } else out += c;
+    }
+    return out + "\"";
+  }
+  std::string out = "(";
+  for (const Arg& x : a.tuple()) out += (out.size() > 1 ? " " : "") + arg_text(x, ids);
+  return out + ")";
+}
+
+// reads one arg from text[at...]
+class ArgReader {
+ public:
+  ArgReader(std::string_view text, const std::vector<UOp>& nodes) : text_(text), nodes_(nodes) {}
+  Arg read() {
+    if (at_ >= text_.size()) throw bad("an arg ends early");
+    const char c = text_[at_++];
+    switch (c) {
+      case '~': return {};
+      case 'T': return true;
+      case 'F': return false;
+      case 'i': return static_cast<int64_t>(std::stoll(token()));
+      case 'd': return std::bit_cast<double>(static_cast<uint64_t>(std::stoull(token(), nullptr, 16)));
+      case 'o': {
+        const std::string name = token();
+        const std::optional<Ops> op = op_of(name);
+        if (!op) throw bad("unknown op '" + name + "' in an arg");
+        return *op;
+      }
+      case 'u': {
+        const size_t id = std::stoull(token());
+        if (id >= nodes_.size()) throw bad(cat("an arg names node ", id, ", not yet defined"));
+        return nodes_[id];
+      }
+      case 's': return string();
+      case '(': {
+        Arg::Tuple items;
+        while (true) {
+          if (at_ >= text_.size()) throw bad("a tuple is not closed");
+          if (text_[at_] == ')') break;
+          if (text_[at_] == ' ') {
+            ++at_;
+            continue;
+          }
+          items.push_back(read());
+        }
+        ++at_;
+        return items;
+      }
+      default: throw bad(cat("an arg starts with '", c, "'"));
+    }
+  }
+  bool done() const { return at_ == text_.size(); }
+
+ private:
+  std::string token() {
+    const size_t start = at_;
+    while (at_ < text_.size() && text_[at_] != ' ' && text_[at_] != ')') ++at_;
+    if (start == at_) throw bad("an empty value in an arg");
+    return std::string(text_.substr(start, at_ - start));
+  }
+  std::string string() {
+    if (at_ >= text_.size() || text_[at_++] != '"') throw bad("a string arg without its quote");
+    std::string out;
+    while (at_ < text_.size() && text_[at_] != '"') {
+      char c = text_[at_++];
+      if (c == '\\' && at_ < text_.size()) {
+        c = text_[at_++];
+        if (c == 'x') {
+          if (at_ + 2 > text_.size()) throw bad("a \\x escape ends early");
+          c = static_cast<char>(std::stoi(std::string(text_.substr(at_, 2)), nullptr, 16));
+          at_ += 2;
+        }
+      }
+      out += c;
+    }
+    if (at_ >= text_.size()) throw bad("a string arg is not closed");
+    ++at_;
+    return out;
+  }
+  std::string_view text_;
+  const std::vector<UOp>& nodes_;
+  size_t at_ = 0;
+};
+}  // namespace detail
+
+/// The graph of `root` as text that parse_graph() reads back into the same (interned) graph.
+inline std::string graph_text(const UOp& root) {
+  std::unordered_map<const UOpNode*, size_t> ids;
+  std::string out;
+  std::vector<std::pair<UOp, size_t>> stack{{root, 0}};
+  while (!stack.empty()) {
+    auto& [node, next] = stack.back();
+    std::vector<UOp> deps(node.src().begin(), node.src().end());
+    detail::arg_uops(node.arg(), deps);
+    while (next < deps.size() && ids.count(deps[next].get())) ++next;
+    if (next < deps.size()) {
+      stack.emplace_back(deps[next], 0);
+      continue;
+    }
+    const UOp u = node;
+    stack.pop_back();
+    if (ids.count(u.get())) continue;
+    std::string line = tinyt::detail::cat(ids.size(), " ", op_name(u.op()), " ", detail::dtype_text(u.dtype()), " [");
+    for (size_t i = 0; i < u.src().size(); ++i) line += tinyt::detail::cat(i ? " " : "", ids.at(u.src(i).get()));
+    out += line + "] " + detail::arg_text(u.arg(), ids) + "\n";
+    ids.emplace(u.get(), ids.size());
+  }
+  return out;
+}
+
+/// The graph graph_text() wrote (its last node); an Error naming the line when the text is not one.
+inline UOp parse_graph(const std::string& text) {
+  std::vector<UOp> nodes;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    try {
+      const size_t open = line.find(" ["), close = line.find("] ", open);
+      if (open == std::string::npos || close == std::string::npos) throw detail::bad("no [sources]");
+      std::istringstream head(line.substr(0, open));
+      size_t id = 0;
+      std::string op_text, dtype;
+      if (!(head >> id >> op_text >> dtype) || id != nodes.size()) throw detail::bad("bad id, op or dtype");
+      const std::optional<Ops> op = detail::op_of(op_text);
+      if (!op) throw detail::bad("unknown op '" + op_text + "'");
+      std::vector<UOp> src;
+      std::istringstream ids(line.substr(open + 2, close - open - 2));
+      for (size_t s = 0; ids >> s;) {
+        if (s >= nodes.size()) throw detail::bad(tinyt::detail::cat("source ", s, " is not defined yet"));
+        src.push_back(nodes[s]);
+      }
+      detail::ArgReader arg(std::string_view(line).substr(close + 2), nodes);
+      const Arg a = arg.read();
+      if (!arg.done()) throw detail::bad("text after the arg");
+      nodes.push_back(UOp(*op, detail::parse_dtype(dtype), std::move(src), a));
+    } catch (const std::exception& e) {
+      throw detail::bad(tinyt::detail::cat("line ", nodes.size() + 1, " '", line, "': ", e.what()));
+    }
+  }
+  if (nodes.empty()) throw detail::bad("an empty graph");
+  return nodes.back();
+}
+
+/// What a record holds: everything lowering and rendering the kernel again needs.
+struct Record {
+  std::string name;
+  UOp ast;
+  std::vector<codegen::Opt> opts;
+  backend::Target target;
+  bool transcendental = true;
+  std::string source;
+};
+
+inline constexpr const char* languages[] = {"c", "llvm_ir", "opencl", "cuda"};
+
+/// A record as text: a header, the AST, then the source.
+inline std::string record_text(const Record& r) {
+  const backend::Target& t = r.target;
+  std::string opts;
+  for (const codegen::Opt& o : r.opts) opts += tinyt::detail::cat(" ", codegen::opt_op_name(o.op), ":", o.axis, ":", o.amount);
+  const std::string ast = graph_text(r.ast);
+  return tinyt::detail::cat("tinyt process replay 1\nname ", r.name, "\ntarget ", languages[static_cast<int>(t.language)], " ",
+                            t.gpu, " ", t.threads, " ", t.max_local, " ", t.compute_units, " ", t.vector_bytes, " ",
+                            t.vector_count, " ", t.stream_bytes, " ", t.half, " ", r.transcendental, "\nopts", opts,
+                            "\nast ", std::count(ast.begin(), ast.end(), '\n'), "\n", ast, "source\n", r.source);
+}
+
+/// The record in `text`; an Error saying what is wrong with it.
+inline Record parse_record(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  const auto next = [&](const char* key) {
+    if (!std::getline(in, line) || line.rfind(key, 0) != 0) throw detail::bad(tinyt::detail::cat("expected '", key, "'"));
+    return line.substr(std::string_view(key).size());
+  };
+  if (next("tinyt process replay 1") != "") throw detail::bad("not a record of this version");
+  Record r;
+  r.name = next("name ");
+  std::istringstream target(next("target "));
+  std::string language;
+  backend::Target& t = r.target;
+  if (!(target >> language >> t.gpu >> t.threads >> t.max_local >> t.compute_units >> t.vector_bytes >> t.vector_count >>
+        t.stream_bytes >> t.half >> r.transcendental))
+    throw detail::bad("bad target line");
+  const auto* lang = std::find(std::begin(languages), std::end(languages), language);
+  if (lang == std::end(languages)) throw detail::bad("unknown language '" + language + "'");
+  t.language = static_cast<backend::Language>(lang - std::begin(languages));
+  std::istringstream opts(next("opts"));
+  for (std::string o; opts >> o;) {
+    const size_t a = o.find(':'), b = o.rfind(':');
+    const auto* op = std::find_if(codegen::opt_op_names.begin(), codegen::opt_op_names.end(),
+                                  [&](const char* n) { return o.substr(0, a) == n; });
+    if (a == b || op == codegen::opt_op_names.end()) throw detail::bad("bad opt '" + o + "'");
+    r.opts.push_back({static_cast<codegen::OptOp>(op - codegen::opt_op_names.begin()), std::stoll(o.substr(a + 1, b - a - 1)),
+                      std::stoll(o.substr(b + 1))});
+  }
+  const size_t lines = std::stoull(next("ast "));
+  std::string ast;
+  for (size_t i = 0; i < lines && std::getline(in, line); ++i) ast += line + "\n";
+  r.ast = parse_graph(ast);
+  next("source");
+  std::ostringstream rest;
+  rest << in.rdbuf();
+  r.source = rest.str();
+  return r;
+}
+
+/// Writes a record to `dir`, named by a hash of all but its source (the same kernel compiled
+/// again, in any process, overwrites its own record).
+inline void capture(const std::string& dir, const Record& r) {
+  std::string text = record_text(r);
+  const std::string key = tinyt::detail::Hash128().update(std::string_view(text).substr(0, text.rfind("\nsource\n"))).hex();
+  std::error_code ignored;
+  std::filesystem::create_directories(dir, ignored);
+  tinyt::detail::write_file_atomically(std::filesystem::path(dir) / (key + ".kernel"), text);
+}
+
+}  // namespace engine::replay
+}  // namespace tinyt::inline v0
+// ---- end tinyt/engine/replay.hpp ----
 
 namespace tinyt::inline v0 {
 namespace engine {
@@ -11694,7 +12984,10 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
                                      bool transcendental) {
   if (target.gpu && std::any_of(opts.begin(), opts.end(), [](const codegen::Opt& o) { return o.op == codegen::OptOp::PACK; }))
     throw codegen::OptError("PACK: a GPU's work-items share local memory; a copy of one thread's own is for CPUs");
-  UOp expanded = codegen::expand_registers(codegen::apply_opts(ast, opts), target.stream_bytes);
+  const UOp optimized = codegen::apply_opts(ast, opts);
+  viz::snapshot("apply_opts " + codegen::to_string(opts), ast, optimized);
+  UOp expanded = codegen::expand_registers(optimized, target.stream_bytes);
+  viz::snapshot("expand_registers", optimized, expanded);
   if (transcendental)  // (simplified again only where a decomposition changed something)
     if (UOp decomposed = graph_rewrite(expanded, codegen::transcendental_rules()); decomposed != expanded)
       expanded = graph_rewrite(decomposed, codegen::kernel_rules());
@@ -11703,13 +12996,21 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
   if (lane && (!target.gpu || codegen::range_size(lane) > target.max_local))
     throw codegen::OptError(tinyt::detail::cat("GROUP of ", codegen::range_size(lane), ": the device ",
                                                target.gpu ? "groups fewer work-items" : "has no work-groups"));
-  if (target.gpu)
+  if (target.gpu) {
+    const UOp on_cpu = expanded;
     expanded = codegen::map_work_items(codegen::lower_groups(codegen::lower_narrow_floats(expanded)));
+    viz::snapshot("work-items (narrow floats, groups, map_work_items)", on_cpu, expanded);
+  }
   codegen::Program p = codegen::linearize(expanded, schedule::detail::kernel_name(ast));
   p.opts = std::move(opts);
   // a grouped kernel's work-group is its dimension 0, whole; otherwise divisors of the sizes
   if (target.gpu) p.local_size = lane ? std::array<int64_t, 3>{p.global_size[0], 1, 1} : codegen::local_sizes(p.global_size, target.max_local);
   return p;
+}
+
+/// A process replay record's kernel lowered and rendered again by the code at hand.
+inline std::string rerender(const replay::Record& r) {
+  return render(lower_kernel(r.ast, r.opts, r.target, r.transcendental), r.target);
 }
 
 /// Compiles a kernel AST with `opts` applied for the device of `settings`.
@@ -11718,14 +13019,28 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
   auto k = std::make_shared<CompiledKernel>();
   ++GlobalCounters::compile_count;
   const auto start = std::chrono::steady_clock::now();
-  k->program = lower_kernel(ast, std::move(opts), settings.target, settings.transcendental);
-  k->estimates = estimate(k->program);
-  k->device = settings.device;
-  k->language = settings.target.language;
-  k->source = render(k->program, settings.target);
+  const bool profiling = profile::enabled();
+  const std::string name = schedule::detail::kernel_name(ast);
+  const viz::Scope scope("kernel " + name, viz::Scope::join);  // KernelCache::get opened it
+  {
+    profile::Span span("codegen " + name, "codegen", profiling);
+    span.arg("opts", nn::json::quote(codegen::to_string(opts)));
+    k->program = lower_kernel(ast, std::move(opts), settings.target, settings.transcendental);
+    k->estimates = estimate(k->program);
+    k->device = settings.device;
+    k->language = settings.target.language;
+    k->source = render(k->program, settings.target);
+  }
   if (debug_level() >= 4) std::cerr << k->source << "\n";
   backend::Device& d = backend::device(settings.device);
-  k->runtime = d.load(backend::cached_compile(d.compiler(), k->source, k->program.name), k->program.name);
+  {
+    profile::Span span("compile " + name, "compile", profiling);
+    span.arg("device", nn::json::quote(settings.device));
+    k->runtime = d.load(backend::cached_compile(d.compiler(), k->source, k->program.name), k->program.name);
+  }
+  if (viz::enabled()) viz::record(viz::Kernel{name, settings.device, codegen::to_string(k->program.opts), k->source, ast});
+  if (const std::string dir = getenv_str("PROCESS_REPLAY"); !dir.empty())
+    replay::capture(dir, {name, ast, k->program.opts, settings.target, settings.transcendental != 0, k->source});
   if (debug_level() >= 2)
     std::cerr << "compiled " << k->program.name << " for " << settings.device << " in " << std::fixed << std::setprecision(2)
               << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3 << " ms\n";
@@ -11886,6 +13201,7 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
   if (auto text = cached ? tinyt::detail::read_file(file) : std::nullopt)
     if (auto opts = codegen::deserialize_opts(*text)) return *opts;
   const auto start = std::chrono::steady_clock::now();
+  const profile::Span span("beam " + schedule::detail::kernel_name(ast), "beam");
   std::vector<codegen::Opt> opts = codegen::beam_search(ast, settings.beam, settings.target.threads, !settings.target.gpu, [&](const std::vector<codegen::Opt>& o) {
     return time_candidate(ast, o, buffers, settings);
   });
@@ -11949,6 +13265,8 @@ class KernelCache {
       std::lock_guard lock(mu_);
       if (auto it = map_.find(key); it != map_.end()) return it->second.second;
     }
+    // choosing opts tries them on the AST: its rewrites belong to the kernel's VIZ group too
+    const viz::Scope scope("kernel " + schedule::detail::kernel_name(ast));
     std::shared_ptr<CompiledKernel> k = compile_kernel(ast, choose_opts(ast, buffers, settings), settings);
     std::lock_guard lock(mu_);
     return map_.try_emplace(key, ast, k).first->second.second;
@@ -12010,26 +13328,47 @@ inline std::vector<ExecItem> lower_schedule(const std::vector<schedule::Kernel>&
   return items;
 }
 
-/// Runs one exec item: launches it, counts it, prints its DEBUG line (`debug`: the DEBUG level).
-inline void run_item(const ExecItem& item, int debug = debug_level()) {
+/// The knobs a launch reads, read once per schedule or replay (a knob read is a getenv).
+struct RunKnobs {
+  int debug = 0;         // DEBUG: 2 prints a line per launch and keeps the kernels' totals
+  bool profile = false;  // PROFILE: each launch on the device's track of the trace
+  static RunKnobs current() { return {debug_level(), profile::enabled()}; }
+};
+
+/// Runs one exec item: launches it, counts it, prints its DEBUG line, records it while profiling.
+inline void run_item(const ExecItem& item, const RunKnobs& knobs = RunKnobs::current()) {
   std::vector<Buffer*> bufs;
   bufs.reserve(item.buffers.size());
   for (const auto& b : item.buffers) bufs.push_back(b.get());
   // the CPU runs kernels synchronously: its time is free to take
-  const bool timed = debug >= 2 || item.device == "CPU";
+  const bool timed = knobs.debug >= 2 || knobs.profile || item.device == "CPU";
+  const auto start = std::chrono::steady_clock::now();
   const double seconds = item.runner->run(bufs, item.vars, timed);
   const int64_t number = ++GlobalCounters::kernel_count;
   const Estimates e = item.runner->estimates();
   GlobalCounters::global_ops += e.ops;
   GlobalCounters::global_mem += e.mem;
   GlobalCounters::time_sum_s += seconds;
-  if (debug >= 2) std::cerr << kernel_line(item.device, number, item.runner->name(), bufs.size(), e, seconds) << "\n";
+  if (knobs.debug >= 2) {
+    std::cerr << kernel_line(item.device, number, item.runner->name(), bufs.size(), e, seconds) << "\n";
+    profile::count_kernel(item.runner->name(), seconds, e.ops, e.mem);
+  }
+  if (knobs.profile) {
+    const bool copy = dynamic_cast<const BufferCopy*>(item.runner.get()) != nullptr;
+    const double s = std::max(seconds, 1e-12);
+    profile::device_span(item.device, copy ? "copies" : "kernels", item.runner->name(), start, seconds,
+                         {{"ops", std::to_string(e.ops)},
+                          {"bytes", std::to_string(e.mem)},
+                          {"GFLOPS", profile::json_number(static_cast<double>(e.ops) / s * 1e-9)},
+                          {"GB/s", profile::json_number(static_cast<double>(e.mem) / s * 1e-9)}});
+  }
 }
 
 /// Runs a schedule: compiles (or finds) each kernel, launches each in order, and records where
 /// each computed value now lives.
 inline void run_schedule(const std::vector<schedule::Kernel>& kernels) {
-  const int debug = debug_level();  // once per schedule: a knob read is a getenv
+  const RunKnobs knobs = RunKnobs::current();
+  const int debug = knobs.debug;
   if (debug >= 1 && !kernels.empty()) {
     size_t bytes = 0;
     for (const schedule::Kernel& k : kernels) bytes += graph::buffer_of(k.buffers[0])->nbytes();
@@ -12039,7 +13378,7 @@ inline void run_schedule(const std::vector<schedule::Kernel>& kernels) {
   const std::vector<ExecItem> items = lower_schedule(kernels, debug);
   std::vector<CapturedItem>* capture = capture_sink();
   for (size_t i = 0; i < items.size(); ++i) {
-    run_item(items[i], debug);
+    run_item(items[i], knobs);
     const schedule::Kernel& k = kernels[i];
     if (capture) {
       const auto* compiled = dynamic_cast<const CompiledRunner*>(items[i].runner.get());
@@ -12060,6 +13399,459 @@ using engine::run_schedule;
 
 }  // namespace tinyt::inline v0
 // ---- end tinyt/engine/realize.hpp ----
+// ---- tinyt/viz/html.hpp ----
+// The VIZ page of what viz/record.hpp recorded: one self-contained HTML file (viz/page.hpp) with
+// the records as JSON inside. Each distinct UOp is one entry of a node table, so a graph that
+// shares most of its nodes with the step before costs only its new ones; the whole graph after
+// each step is found by replacing the node a rule matched with the node it gave.
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+// ---- tinyt/viz/page.hpp ----
+// The VIZ page: HTML, style and script, around the recorded data (viz/html.hpp puts the JSON
+// between page_head and page_tail). Self-contained: no server, no network, nothing fetched.
+//
+// The data: `nodes`, each [op, dtype, arg, [source ids]] (one entry per distinct UOp: hash-consing
+// makes a node shared by many graphs one entry); `groups`, each {name, rewrites, kernels}; a
+// rewrite is {name, input, output, steps}, a step {rule, before, after, graph}, where graph is the
+// whole graph after the step (-1 past the steps the writer draws); a kernel is
+// {name, device, opts, ast, source}. The script lists groups on the left; a rewrite shows its graph
+// at the step chosen (the nodes the step made outlined), the rule, and the listing's diff from the
+// step before; a kernel shows its AST and its source. The URL's hash (#g=2&r=1&s=4, #kernel=NAME, #kernel=NAME&rewrite=TEXT&s=4)
+// picks what is shown; the body's data-viz-ready says the first drawing finished.
+
+
+namespace tinyt::inline v0::viz::detail {
+
+inline constexpr std::string_view page_head = R"tinyt_viz(<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>tinyt VIZ</title>
+<style>
+body { margin: 0; display: flex; height: 100vh; font: 13px/1.35 system-ui, sans-serif; color: #222; }
+#side { width: 330px; overflow: auto; border-right: 1px solid #ccc; background: #f7f7f5; flex: none; }
+#side h1 { font-size: 15px; margin: 10px 12px 4px; }
+#side .counts { margin: 0 12px 6px; color: #666; }
+#filter { margin: 0 12px 8px; width: calc(100% - 30px); }
+.group > .gname { font-weight: 600; padding: 4px 12px; cursor: pointer; background: #ecece8; border-top: 1px solid #ddd; }
+.item { padding: 2px 12px 2px 24px; cursor: pointer; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.item.kernel::before { content: "\25A0  "; color: #3a7; }
+.item.none { color: #999; }
+.item:hover { background: #e4ecf7; } .item.sel { background: #c9dbf5; }
+#main { flex: 1; display: flex; flex-direction: column; min-width: 0; }
+#title { padding: 8px 12px 2px; font-weight: 600; font-size: 14px; }
+#rule { padding: 0 12px 4px; color: #555; font-family: ui-monospace, monospace; white-space: pre-wrap; }
+#steps { padding: 2px 12px 6px; border-bottom: 1px solid #ccc; }
+#steps input { width: 50%; vertical-align: middle; }
+#panes { flex: 1; display: flex; min-height: 0; }
+#graph { flex: 3; overflow: hidden; position: relative; background: #fff; cursor: grab; }
+#text { flex: 2; overflow: auto; border-left: 1px solid #ccc; background: #fbfbfb; }
+pre { margin: 0; padding: 8px 10px; font: 12px/1.35 ui-monospace, monospace; }
+.add { background: #dcf5dc; } .del { background: #f8dcdc; }
+svg text { font: 11px ui-monospace, monospace; pointer-events: none; }
+svg rect.node { stroke: #555; stroke-width: 1; rx: 4; }
+svg rect.node.new { stroke: #d22; stroke-width: 3; }
+svg path.edge { fill: none; stroke: #999; stroke-width: 1.2; }
+</style></head>
+<body>
+<div id="side"><h1>tinyt VIZ</h1><div class="counts" id="counts"></div>
+<input id="filter" placeholder="filter by name"><div id="list"></div></div>
+<div id="main"><div id="title"></div><div id="rule"></div><div id="steps"></div>
+<div id="panes"><div id="graph"><svg id="svg" width="100%" height="100%"></svg></div>
+<div id="text"><pre id="listing"></pre></div></div></div>
+<script id="viz-data" type="application/json">)tinyt_viz";
+
+inline constexpr std::string_view page_tail = R"tinyt_viz(</script>
+<script>
+"use strict";
+window.addEventListener("error", e => { document.body.dataset.vizError = String(e.message); });
+const data = JSON.parse(document.getElementById("viz-data").textContent);
+const N = data.nodes;
+const $ = id => document.getElementById(id);
+const SVGNS = "http://www.w3.org/2000/svg";
+
+// the ids a root reaches, sources before their users
+function topo(root) {
+  if (root < 0) return [];
+  const seen = new Set([root]), order = [], stack = [[root, 0]];
+  while (stack.length) {
+    const top = stack[stack.length - 1], srcs = N[top[0]][3];
+    if (top[1] < srcs.length) {
+      const s = srcs[top[1]++];
+      if (!seen.has(s)) { seen.add(s); stack.push([s, 0]); }
+    } else { order.push(top[0]); stack.pop(); }
+  }
+  return order;
+}
+// a node's line: its id (the same in every graph it is part of), op, dtype, sources, arg
+function line(id) {
+  const [op, dtype, arg, srcs] = N[id];
+  return `${String(id).padStart(5)} ${op.padEnd(14)} ${dtype.padEnd(12)} [${srcs.join(", ")}] ${arg}`;
+}
+// a line diff of two listings (longest common subsequence; big ones as sets)
+function diff(a, b) {
+  const out = [];
+  if (a.length * b.length > 4e6) {
+    const sa = new Set(a), sb = new Set(b);
+    for (const x of a) if (!sb.has(x)) out.push(["del", x]);
+    for (const x of b) out.push([sa.has(x) ? "" : "add", x]);
+    return out;
+  }
+  const L = Array.from({length: a.length + 1}, () => new Int32Array(b.length + 1));
+  for (let i = a.length - 1; i >= 0; i--)
+    for (let j = b.length - 1; j >= 0; j--)
+      L[i][j] = a[i] === b[j] ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
+  let i = 0, j = 0;
+  while (i < a.length && j < b.length) {
+    if (a[i] === b[j]) { out.push(["", a[i]]); i++; j++; }
+    else if (L[i + 1][j] >= L[i][j + 1]) out.push(["del", a[i++]]);
+    else out.push(["add", b[j++]]);
+  }
+  while (i < a.length) out.push(["del", a[i++]]);
+  while (j < b.length) out.push(["add", b[j++]]);
+  return out;
+}
+function showLines(rows) {
+  const pre = $("listing");
+  pre.textContent = "";
+  for (const [cls, text] of rows) {
+    const span = document.createElement("span");
+    if (cls) span.className = cls;
+    span.textContent = (cls === "add" ? "+ " : cls === "del" ? "- " : "  ") + text + "\n";
+    pre.appendChild(span);
+  }
+}
+
+const COLORS = [[/^(BUFFER|DEFINE_GLOBAL|DEFINE_LOCAL|DEFINE_REG|DEFINE_VAR)/, "#c8dcf0"], [/^(LOAD|STORE|INDEX)/, "#d7e9f7"],
+  [/^(RANGE|REDUCE|END|BARRIER|SPECIAL)/, "#f6dcb8"], [/^(CONST|VCONST)/, "#e6e6e6"], [/^SINK/, "#f0d0e6"],
+  [/^(RESHAPE|PERMUTE|EXPAND|PAD|SHRINK|FLIP|VIEW|COPY)/, "#e0f0d0"], [/./, "#fff7d6"]];
+const color = op => COLORS.find(([re]) => re.test(op))[1];
+const W = 170, H = 46, GX = 18, GY = 34;
+
+// a layered drawing: a node one layer below its deepest source, layers ordered by the average
+// position of their neighbours (down and up, four times), the graph's root at the bottom
+function draw(root, fresh) {
+  const svg = $("svg");
+  svg.textContent = "";
+  const ids = topo(root);
+  const rank = new Map(), users = new Map(ids.map(i => [i, []]));
+  for (const id of ids) {
+    let r = 0;
+    for (const s of N[id][3]) { r = Math.max(r, rank.get(s) + 1); users.get(s).push(id); }
+    rank.set(id, r);
+  }
+  const layers = [];
+  for (const id of ids) (layers[rank.get(id)] = layers[rank.get(id)] || []).push(id);
+  const pos = new Map();
+  layers.forEach(l => l.forEach((id, i) => pos.set(id, i)));
+  for (let sweep = 0; sweep < 4; sweep++) {
+    const down = sweep % 2 === 0;
+    for (const layer of down ? layers : [...layers].reverse()) {
+      const at = id => {
+        const near = down ? N[id][3] : users.get(id);
+        return near.length ? near.reduce((a, n) => a + pos.get(n), 0) / near.length : pos.get(id);
+      };
+      const key = new Map(layer.map(id => [id, at(id)]));
+      layer.sort((a, b) => key.get(a) - key.get(b));
+      layer.forEach((id, i) => pos.set(id, i));
+    }
+  }
+  const widest = Math.max(1, ...layers.map(l => l.length));
+  const xy = new Map();
+  layers.forEach((l, r) => l.forEach((id, i) => xy.set(id, [(i + (widest - l.length) / 2) * (W + GX), r * (H + GY)])));
+  const g = document.createElementNS(SVGNS, "g");
+  svg.appendChild(g);
+  for (const id of ids)
+    for (const s of N[id][3]) {
+      const [x1, y1] = xy.get(s), [x2, y2] = xy.get(id), p = document.createElementNS(SVGNS, "path");
+      p.setAttribute("class", "edge");
+      p.setAttribute("d", `M${x1 + W / 2},${y1 + H} C${x1 + W / 2},${y1 + H + GY / 2} ${x2 + W / 2},${y2 - GY / 2} ${x2 + W / 2},${y2}`);
+      g.appendChild(p);
+    }
+  for (const id of ids) {
+    const [x, y] = xy.get(id), [op, dtype, arg] = N[id];
+    const rect = document.createElementNS(SVGNS, "rect");
+    rect.setAttribute("class", fresh && fresh.has(id) ? "node new" : "node");
+    rect.setAttribute("x", x); rect.setAttribute("y", y); rect.setAttribute("width", W); rect.setAttribute("height", H);
+    rect.setAttribute("fill", color(op));
+    const title = document.createElementNS(SVGNS, "title");
+    title.textContent = line(id);
+    rect.appendChild(title);
+    g.appendChild(rect);
+    [`${op}  #${id}`, dtype, arg.length > 26 ? arg.slice(0, 25) + "\u2026" : arg].forEach((t, k) => {
+      const text = document.createElementNS(SVGNS, "text");
+      text.setAttribute("x", x + 6); text.setAttribute("y", y + 14 + 13 * k);
+      text.textContent = t;
+      g.appendChild(text);
+    });
+  }
+  // the whole graph where it fits at a readable size, else life size around the node in focus
+  // (the first node the step made, or the root)
+  const width = widest * (W + GX), height = layers.length * (H + GY);
+  const box = $("graph").getBoundingClientRect();
+  const bw = box.width || 900, bh = box.height || 600;
+  const fit = Math.min(bw / (width + 2 * GX), bh / (height + 2 * GY));
+  if (fit >= 0.6) {
+    const k = Math.min(fit, 1.2);
+    view = {x: width / 2 - bw / k / 2, y: height / 2 - bh / k / 2, w: bw / k, h: bh / k};
+  } else {
+    const focus = ids.find(id => fresh && fresh.has(id)) ?? root, [fx, fy] = xy.get(focus) || [0, 0];
+    view = {x: fx + W / 2 - bw / 2, y: fy + H / 2 - bh / 2, w: bw, h: bh};
+  }
+  setView();
+  return ids;
+}
+let view = {x: 0, y: 0, w: 100, h: 100};
+const setView = () => $("svg").setAttribute("viewBox", `${view.x} ${view.y} ${view.w} ${view.h}`);
+$("graph").addEventListener("wheel", e => {
+  e.preventDefault();
+  const box = $("graph").getBoundingClientRect(), k = e.deltaY > 0 ? 1.15 : 1 / 1.15;
+  const fx = (e.clientX - box.left) / box.width, fy = (e.clientY - box.top) / box.height;
+  view = {x: view.x + fx * view.w * (1 - k), y: view.y + fy * view.h * (1 - k), w: view.w * k, h: view.h * k};
+  setView();
+}, {passive: false});
+let drag = null;
+$("graph").addEventListener("mousedown", e => { drag = [e.clientX, e.clientY, view.x, view.y]; });
+window.addEventListener("mouseup", () => { drag = null; });
+window.addEventListener("mousemove", e => {
+  if (!drag) return;
+  const box = $("graph").getBoundingClientRect();
+  view.x = drag[2] - (e.clientX - drag[0]) * view.w / box.width;
+  view.y = drag[3] - (e.clientY - drag[1]) * view.h / box.height;
+  setView();
+});
+
+// a rewrite at step s: 0 is its input, k the graph after the k-th rule fired
+function showRewrite(gi, ri, s) {
+  const rw = data.groups[gi].rewrites[ri], n = rw.steps.length;
+  s = Math.max(0, Math.min(s, n));
+  const graphAt = k => k === 0 ? rw.input : (rw.steps[k - 1].graph >= 0 ? rw.steps[k - 1].graph : (k === n ? rw.output : -1));
+  $("title").textContent = `${data.groups[gi].name} \u203a ${rw.name}` + (n ? "" : "  (no rule fired)");
+  const steps = $("steps");
+  steps.textContent = "";
+  if (n) {
+    const slider = document.createElement("input");
+    Object.assign(slider, {type: "range", min: 0, max: n, value: s});
+    slider.oninput = () => select({g: gi, r: ri, s: +slider.value});
+    steps.append(slider, ` step ${s} of ${n}`);
+  } else steps.textContent = rw.input === rw.output ? "the graph is unchanged" : "a lowering step: its input and output";
+  const step = s > 0 ? rw.steps[s - 1] : null;
+  $("rule").textContent = step ? `rule ${step.rule}\nmatched #${step.before} \u2192 gave #${step.after}` : "";
+  let root = graphAt(s), fresh = null;
+  if (!n && s === 0 && rw.output !== rw.input) root = rw.output;
+  if (root < 0 && step) root = step.after;  // past the steps drawn whole: the rule's result alone
+  const before = s > 0 ? topo(graphAt(s - 1) >= 0 ? graphAt(s - 1) : step.before) : (!n && rw.output !== rw.input ? topo(rw.input) : []);
+  if (s > 0 || (!n && rw.output !== rw.input)) { const old = new Set(before); fresh = new Set(topo(root).filter(i => !old.has(i))); }
+  const ids = draw(root, fresh);
+  showLines(s > 0 || (!n && rw.output !== rw.input) ? diff(before.map(line), ids.map(line)) : ids.map(l => ["", line(l)]));
+}
+function showKernel(gi, ki) {
+  const k = data.groups[gi].kernels[ki];
+  $("title").textContent = `kernel ${k.name} on ${k.device}`;
+  $("rule").textContent = `opts: ${k.opts}`;
+  $("steps").textContent = "its AST, and the source it compiled";
+  draw(k.ast, null);
+  showLines(k.source.split("\n").map(l => ["", l]));
+}
+
+let items = [];
+function select(sel) {
+  for (const it of items) {
+    const on = it.g === sel.g && (sel.k !== undefined ? it.k === sel.k : it.r === sel.r);
+    if (on && !it.el.classList.contains("sel")) it.el.scrollIntoView({block: "center"});
+    it.el.classList.toggle("sel", on);
+  }
+  if (sel.k !== undefined) { showKernel(sel.g, sel.k); history.replaceState(null, "", `#kernel=${encodeURIComponent(data.groups[sel.g].kernels[sel.k].name)}`); }
+  else { showRewrite(sel.g, sel.r, sel.s || 0); history.replaceState(null, "", `#g=${sel.g}&r=${sel.r}&s=${sel.s || 0}`); }
+}
+function buildList() {
+  const list = $("list");
+  let rewrites = 0, kernels = 0;
+  data.groups.forEach((grp, g) => {
+    const box = document.createElement("div"), head = document.createElement("div"), body = document.createElement("div");
+    box.className = "group"; head.className = "gname"; head.textContent = grp.name;
+    head.onclick = () => { body.hidden = !body.hidden; };
+    box.append(head, body);
+    grp.kernels.forEach((k, i) => {
+      const el = document.createElement("div");
+      el.className = "item kernel"; el.textContent = `${k.name}  (${k.device})`;
+      el.onclick = () => select({g, k: i});
+      body.appendChild(el); items.push({el, g, k: i, text: `${grp.name} ${k.name}`}); kernels++;
+    });
+    grp.rewrites.forEach((rw, i) => {
+      const el = document.createElement("div");
+      el.className = "item" + (rw.steps.length || rw.input !== rw.output ? "" : " none");
+      el.textContent = `${rw.name}  (${rw.steps.length})`;
+      el.title = `${rw.steps.length} rule(s) fired`;
+      el.onclick = () => select({g, r: i});
+      body.appendChild(el); items.push({el, g, r: i, text: `${grp.name} ${rw.name}`}); rewrites++;
+    });
+    list.appendChild(box);
+  });
+  $("counts").textContent = `${data.groups.length} groups, ${rewrites} rewrites, ${kernels} kernels, ${N.length} nodes`;
+  $("filter").oninput = () => {
+    const q = $("filter").value.toLowerCase();
+    for (const it of items) it.el.hidden = q !== "" && !it.text.toLowerCase().includes(q);
+  };
+}
+function fromHash() {
+  const h = new URLSearchParams(location.hash.slice(1));
+  if (h.has("kernel")) {  // with &rewrite=TEXT&s=S: the kernel's first rewrite whose name holds TEXT
+    for (let g = 0; g < data.groups.length; g++) {
+      const k = data.groups[g].kernels.findIndex(x => x.name === h.get("kernel"));
+      if (k < 0) continue;
+      const r = h.has("rewrite") ? data.groups[g].rewrites.findIndex(x => x.name.includes(h.get("rewrite"))) : -1;
+      return r >= 0 ? {g, r, s: +h.get("s") || 0} : {g, k};
+    }
+  }
+  if (h.has("g") && data.groups[+h.get("g")] && data.groups[+h.get("g")].rewrites[+h.get("r")]) return {g: +h.get("g"), r: +h.get("r"), s: +h.get("s") || 0};
+  for (let g = 0; g < data.groups.length; g++) if (data.groups[g].kernels.length) return {g, k: 0};
+  for (let g = 0; g < data.groups.length; g++) if (data.groups[g].rewrites.length) return {g, r: 0};
+  return null;
+}
+buildList();
+const first = fromHash();
+if (first) select(first); else $("title").textContent = "nothing was recorded (run with VIZ=1)";
+document.body.dataset.vizReady = "1";
+</script>
+</body></html>
+)tinyt_viz";
+
+}  // namespace tinyt::inline v0::viz::detail
+// ---- end tinyt/viz/page.hpp ----
+
+namespace tinyt::inline v0 {
+namespace viz {
+namespace detail {
+
+/// Steps of one rewrite drawn as whole graphs; past them a step shows the rule's result alone
+/// (each whole graph costs a walk of the graph).
+inline constexpr size_t max_graphs_per_rewrite = 300;
+
+/// The node table: an id per distinct UOp, sources before their users.
+class NodeTable {
+ public:
+  /// The id of `root`, adding it and every node it reaches that has none yet.
+  int64_t id(const UOp& root) {
+    if (!root) return -1;
+    if (auto it = ids_.find(root.get()); it != ids_.end()) return it->second;
+    std::vector<std::pair<UOp, size_t>> stack{{root, 0}};
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      if (next < node.src().size()) {
+        const UOp& s = node.src(next++);
+        if (!ids_.count(s.get())) stack.emplace_back(s, 0);
+        continue;
+      }
+      if (!ids_.count(node.get())) {
+        ids_.emplace(node.get(), static_cast<int64_t>(nodes_.size()));
+        nodes_.push_back(node);
+      }
+      stack.pop_back();
+    }
+    return ids_.at(root.get());
+  }
+
+  /// The table as a JSON array of [op, dtype, arg, [source ids]].
+  std::string json() const {
+    std::string out = "[";
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const UOp& u = nodes_[i];
+      std::ostringstream arg;
+      arg << u.arg();
+      out += tinyt::detail::cat(i ? ",\n[" : "\n[", nn::json::quote(op_name(u.op())), ",", nn::json::quote(u.dtype().name()),
+                                ",", nn::json::quote(arg.str()), ",[");
+      for (size_t k = 0; k < u.src().size(); ++k) out += tinyt::detail::cat(k ? "," : "", ids_.at(u.src(k).get()));
+      out += "]]";
+    }
+    return out + "]";
+  }
+
+ private:
+  std::unordered_map<const UOpNode*, int64_t> ids_;
+  std::vector<UOp> nodes_;  // held: ids stay valid while the table lives
+};
+
+/// Text as a JSON string that may sit inside a <script> element ("</script>" cannot end it).
+inline std::string script_safe(std::string_view text) {
+  std::string q = nn::json::quote(text), out;
+  out.reserve(q.size());
+  for (size_t i = 0; i < q.size(); ++i) {
+    if (q[i] == '<' && i + 1 < q.size() && q[i + 1] == '/') out += "<\\/", ++i;
+    else out += q[i];
+  }
+  return out;
+}
+
+/// The records as the page's JSON data.
+inline std::string page_data(const std::vector<Group>& groups) {
+  NodeTable table;
+  std::string body;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const Group& grp = groups[g];
+    body += tinyt::detail::cat(g ? ",\n" : "\n", "{\"name\":", script_safe(grp.name), ",\"rewrites\":[");
+    for (size_t r = 0; r < grp.rewrites.size(); ++r) {
+      const Rewrite& rw = grp.rewrites[r];
+      body += tinyt::detail::cat(r ? ",\n" : "\n", "{\"name\":", script_safe(rw.name), ",\"input\":", table.id(rw.input),
+                                 ",\"output\":", table.id(rw.output), ",\"steps\":[");
+      UOp graph = rw.input;
+      for (size_t s = 0; s < rw.steps.size(); ++s) {
+        const Step& st = rw.steps[s];
+        int64_t whole = -1;
+        if (s < max_graphs_per_rewrite) {
+          graph = substitute(graph, {{st.before.get(), st.after}});
+          whole = table.id(graph);
+        }
+        body += tinyt::detail::cat(s ? ",\n" : "\n", "{\"rule\":", script_safe(st.rule ? *st.rule : "?"),
+                                   ",\"before\":", table.id(st.before), ",\"after\":", table.id(st.after),
+                                   ",\"graph\":", whole, "}");
+      }
+      body += "]}";
+    }
+    body += "],\"kernels\":[";
+    for (size_t k = 0; k < grp.kernels.size(); ++k) {
+      const Kernel& kn = grp.kernels[k];
+      body += tinyt::detail::cat(k ? ",\n" : "\n", "{\"name\":", script_safe(kn.name), ",\"device\":", script_safe(kn.device),
+                                 ",\"opts\":", script_safe(kn.opts), ",\"ast\":", table.id(kn.ast),
+                                 ",\"source\":", script_safe(kn.source), "}");
+    }
+    body += "]}";
+  }
+  return tinyt::detail::cat("{\"tinyt\":", script_safe(version()), ",\"nodes\":", table.json(), ",\n\"groups\":[", body,
+                            "]}");
+}
+
+/// The page of `groups`.
+inline std::string page(const std::vector<Group>& groups) {
+  return tinyt::detail::cat(page_head, page_data(groups), page_tail);
+}
+
+inline void write_page(const std::string& path, const std::vector<Group>& groups) {
+  std::ofstream f(path, std::ios::binary);
+  if (!(f << page(groups)) || !f.flush()) throw Error(tinyt::detail::cat("viz::write: cannot write '", path, "'"));
+}
+
+/// At exit, where VIZ is on in the environment and something was recorded: the page, in
+/// $TMPDIR (or /tmp) as tinyt_viz_<pid>.html; its path is printed.
+inline void write_page_at_exit() {
+  const char* viz = std::getenv("VIZ");
+  if (!viz || std::atoi(viz) <= 0 || recorder().empty()) return;
+  const char* dir = std::getenv("TMPDIR");
+  const std::string path = tinyt::detail::cat(dir && *dir ? dir : "/tmp", "/tinyt_viz_", ::getpid(), ".html");
+  try {
+    write_page(path, recorder().groups());
+    std::fprintf(stderr, "tinyt: VIZ page written to %s (open it in a browser)\n", path.c_str());
+  } catch (const Error& e) {
+    std::fprintf(stderr, "tinyt: %s\n", e.what());
+  }
+}
+inline const bool page_at_exit = (at_exit = &write_page_at_exit, true);
+
+}  // namespace detail
+}  // namespace viz
+}  // namespace tinyt::inline v0
+// ---- end tinyt/viz/html.hpp ----
 
 // the random cipher under Tensor::rand and friends
 // ---- tinyt/ops/threefry.hpp ----
@@ -12290,426 +14082,6 @@ class OutFile {
 }  // namespace nn::io
 }  // namespace tinyt::inline v0
 // ---- end tinyt/nn/file_io.hpp ----
-// ---- tinyt/nn/json.hpp ----
-// A small, strict JSON reader and the string quoting a writer needs: enough for file headers
-// (safetensors) that may come from anyone. Strict because a header that two readers parse
-// differently is how polyglot and smuggling attacks start: RFC 8259 grammar only, valid UTF-8
-// only, no duplicate keys, nothing but whitespace after the value, and a depth limit so a
-// header of nested brackets cannot overflow the stack.
-
-#include <unordered_set>
-
-
-namespace tinyt::inline v0 {
-namespace nn::json {
-
-struct Member;
-
-/// One parsed JSON value. Objects keep their members in the order of the text.
-struct Value {
-  enum class Kind { null, boolean, number, string, array, object };
-  Kind kind = Kind::null;
-  bool boolean = false;
-  std::string text;          // string: the decoded UTF-8; number: the literal as written
-  std::vector<Value> items;  // array
-  // object. A struct of its own, not std::pair<std::string, Value>: a pair of the incomplete
-  // Value is instantiated while Value is being defined, and libstdc++'s pair then asks whether
-  // Value is default-constructible, which needs the pair complete (clang rejects the cycle).
-  std::vector<Member> members;
-  size_t offset = 0;  // byte offset of the value in the parsed text, for error messages
-
-  /// The member named `key` of an object, or nullptr.
-  const Value* find(std::string_view key) const;
-  /// The value of a number written as a non-negative integer that fits uint64_t (no sign,
-  /// fraction or exponent), else nothing: sizes and offsets must not round through a double.
-  std::optional<uint64_t> as_uint() const {
-    if (kind != Kind::number || text.empty() || text[0] == '-') return std::nullopt;
-    uint64_t v = 0;
-    for (char c : text) {
-      if (c < '0' || c > '9') return std::nullopt;
-      const auto digit = static_cast<uint64_t>(c - '0');
-      if (v > (UINT64_MAX - digit) / 10) return std::nullopt;
-      v = v * 10 + digit;
-    }
-    return v;
-  }
-};
-
-/// One `"key": value` of an object.
-struct Member {
-  std::string key;
-  Value value;
-};
-
-inline const Value* Value::find(std::string_view key) const {
-  for (const Member& m : members)
-    if (m.key == key) return &m.value;
-  return nullptr;
-}
-
-/// The name of a kind, for messages ("expected an object, found an array").
-inline const char* kind_name(Value::Kind k) {
-  switch (k) {
-    case Value::Kind::null:
-      return "null";
-    case Value::Kind::boolean:
-      return "a boolean";
-    case Value::Kind::number:
-      return "a number";
-    case Value::Kind::string:
-      return "a string";
-    case Value::Kind::array:
-      return "an array";
-    case Value::Kind::object:
-      return "an object";
-  }
-  return "?";
-}
-
-/// Length of the valid UTF-8 sequence starting at s[i] (1..4), or 0 when it is not one:
-/// overlong forms, surrogates and code points past U+10FFFF are invalid, as RFC 3629 says.
-inline size_t utf8_sequence_length(std::string_view s, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = byte(i);
-  if (c < 0x80) return 1;
-  size_t n;
-  uint32_t cp;
-  if ((c & 0xE0) == 0xC0)
-    n = 2, cp = c & 0x1F;
-  else if ((c & 0xF0) == 0xE0)
-    n = 3, cp = c & 0x0F;
-  else if ((c & 0xF8) == 0xF0)
-    n = 4, cp = c & 0x07;
-  else
-    return 0;
-  if (i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (byte(i + k) & 0x3F);
-  }
-  static constexpr uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < smallest[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return n;
-}
-
-/// Whether `s` is valid UTF-8 (what a JSON text must be).
-inline bool is_utf8(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    const size_t n = utf8_sequence_length(s, i);
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
-}
-
-/// `s` as a JSON string literal, escaped as serde_json (the reference safetensors writer) does,
-/// so that a header we write is byte-identical to theirs: `"` `\` and control characters only.
-inline std::string quote(std::string_view s) {
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out = "\"";
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out += hex[c >> 4];
-          out += hex[c & 15];
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out + "\"";
-}
-
-namespace detail {
-using ::tinyt::detail::cat;
-
-class Parser {
- public:
-  Parser(std::string_view text, std::string context, size_t max_depth)
-      : s_(text), context_(std::move(context)), max_depth_(max_depth) {}
-
-  Value document() {
-    skip_space();
-    Value v = value(0);
-    skip_space();
-    if (i_ != s_.size()) fail("unexpected data after the JSON value");
-    return v;
-  }
-
- private:
-  [[noreturn]] void fail(const std::string& what) const {
-    throw Error(cat(context_, ": invalid JSON at byte ", i_, ": ", what));
-  }
-  bool at_end() const { return i_ >= s_.size(); }
-  // '\0' at the end: never one of the characters the grammar looks for, so no test below needs
-  // to check for the end as well (a NUL byte in the text is rejected the same way)
-  char peek() const { return at_end() ? '\0' : s_[i_]; }
-  void skip_space() {
-    while (!at_end() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
-  }
-  void expect(char c) {
-    if (peek() != c) fail(cat("expected '", c, "'", found()));
-    ++i_;
-  }
-  std::string found() const {
-    if (at_end()) return ", found the end of the text";
-    const auto c = static_cast<unsigned char>(s_[i_]);
-    if (c >= 0x20 && c < 0x7F) return cat(", found '", s_[i_], "'");
-    return cat(", found byte 0x", "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]);
-  }
-
-  Value value(size_t depth) {
-    if (depth >= max_depth_) fail(cat("nested deeper than ", max_depth_, " levels"));
-    Value v;
-    v.offset = i_;
-    switch (peek()) {
-      case '{':
-        object(v, depth);
-        break;
-      case '[':
-        array(v, depth);
-        break;
-      case '"':
-        v.kind = Value::Kind::string, v.text = string();
-        break;
-      case 't':
-        literal("true"), v.kind = Value::Kind::boolean, v.boolean = true;
-        break;
-      case 'f':
-        literal("false"), v.kind = Value::Kind::boolean;
-        break;
-      case 'n':
-        literal("null");
-        break;
-      default:
-        if (peek() == '-' || (peek() >= '0' && peek() <= '9')) {
-          v.kind = Value::Kind::number, v.text = number();
-          break;
-        }
-        fail(cat("expected a value", found()));
-    }
-    return v;
-  }
-
-  void object(Value& v, size_t depth) {
-    v.kind = Value::Kind::object;
-    ++i_;
-    skip_space();
-    if (peek() == '}') return void(++i_);
-    std::unordered_set<std::string> keys;
-    for (;;) {
-      skip_space();
-      if (peek() != '"') fail(cat("expected a string key", found()));
-      const size_t key_at = i_;
-      std::string key = string();
-      if (!keys.insert(key).second) {
-        i_ = key_at;
-        fail(cat("duplicate key ", quote(key)));
-      }
-      skip_space();
-      expect(':');
-      skip_space();
-      Value member = value(depth + 1);
-      v.members.push_back({std::move(key), std::move(member)});
-      skip_space();
-      if (peek() == ',') {
-        ++i_;
-        continue;
-      }
-      expect('}');
-      return;
-    }
-  }
-
-  void array(Value& v, size_t depth) {
-    v.kind = Value::Kind::array;
-    ++i_;
-    skip_space();
-    if (peek() == ']') return void(++i_);
-    for (;;) {
-      skip_space();
-      v.items.push_back(value(depth + 1));
-      skip_space();
-      if (peek() == ',') {
-        ++i_;
-        continue;
-      }
-      expect(']');
-      return;
-    }
-  }
-
-  void literal(std::string_view word) {
-    if (s_.substr(i_, word.size()) != word) fail(cat("expected a value", found()));
-    i_ += word.size();
-  }
-
-  std::string number() {
-    const size_t start = i_;
-    const auto digits = [&] {
-      const size_t from = i_;
-      while (peek() >= '0' && peek() <= '9') ++i_;
-      if (i_ == from) fail(cat("expected a digit", found()));
-    };
-    if (peek() == '-') ++i_;
-    if (peek() == '0') {
-      ++i_;
-      if (peek() >= '0' && peek() <= '9') fail("a number may not have leading zeros");
-    } else {
-      digits();
-    }
-    if (peek() == '.') ++i_, digits();
-    if (peek() == 'e' || peek() == 'E') {
-      ++i_;
-      if (peek() == '+' || peek() == '-') ++i_;
-      digits();
-    }
-    return std::string(s_.substr(start, i_ - start));
-  }
-
-  uint32_t hex4() {
-    uint32_t v = 0;
-    for (int k = 0; k < 4; ++k, ++i_) {
-      const char c = peek();
-      int d;
-      if (c >= '0' && c <= '9')
-        d = c - '0';
-      else if (c >= 'a' && c <= 'f')
-        d = c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F')
-        d = c - 'A' + 10;
-      else
-        fail(cat("expected 4 hex digits after \\u", found()));
-      v = v * 16 + static_cast<uint32_t>(d);
-    }
-    return v;
-  }
-
-  static void append_utf8(std::string& out, uint32_t cp) {
-    const auto put = [&](uint32_t b) { out += static_cast<char>(b); };
-    if (cp < 0x80) {
-      put(cp);
-    } else if (cp < 0x800) {
-      put(0xC0 | (cp >> 6)), put(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      put(0xE0 | (cp >> 12)), put(0x80 | ((cp >> 6) & 0x3F)), put(0x80 | (cp & 0x3F));
-    } else {
-      put(0xF0 | (cp >> 18)), put(0x80 | ((cp >> 12) & 0x3F));
-      put(0x80 | ((cp >> 6) & 0x3F)), put(0x80 | (cp & 0x3F));
-    }
-  }
-
-  std::string string() {
-    ++i_;  // the opening quote
-    std::string out;
-    for (;;) {
-      if (at_end()) fail("unterminated string");
-      const auto c = static_cast<unsigned char>(s_[i_]);
-      if (c == '"') {
-        ++i_;
-        return out;
-      }
-      if (c < 0x20) fail(cat("a raw control character in a string", found()));
-      if (c >= 0x80) {
-        const size_t n = utf8_sequence_length(s_, i_);
-        if (n == 0) fail("invalid UTF-8 in a string");
-        out.append(s_.substr(i_, n));
-        i_ += n;
-        continue;
-      }
-      if (c != '\\') {
-        out += static_cast<char>(c);
-        ++i_;
-        continue;
-      }
-      ++i_;
-      switch (peek()) {
-        case '"':
-          out += '"';
-          break;
-        case '\\':
-          out += '\\';
-          break;
-        case '/':
-          out += '/';
-          break;
-        case 'b':
-          out += '\b';
-          break;
-        case 'f':
-          out += '\f';
-          break;
-        case 'n':
-          out += '\n';
-          break;
-        case 'r':
-          out += '\r';
-          break;
-        case 't':
-          out += '\t';
-          break;
-        case 'u': {
-          ++i_;
-          uint32_t cp = hex4();
-          if (cp >= 0xDC00 && cp <= 0xDFFF) fail("a lone low surrogate in a \\u escape");
-          if (cp >= 0xD800 && cp <= 0xDBFF) {  // a pair: \uD83D\uDE00
-            if (s_.substr(i_, 2) != "\\u") fail("a high surrogate not followed by a low one");
-            i_ += 2;
-            const uint32_t low = hex4();
-            if (low < 0xDC00 || low > 0xDFFF) fail("a high surrogate not followed by a low one");
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-          }
-          append_utf8(out, cp);
-          continue;  // hex4 moved past the digits
-        }
-        default:
-          fail(cat("an invalid escape", found()));
-      }
-      ++i_;
-    }
-  }
-
-  std::string_view s_;
-  std::string context_;
-  size_t max_depth_;
-  size_t i_ = 0;
-};
-}  // namespace detail
-
-/// Parses `text` as exactly one JSON value (whitespace around it allowed). Error, starting with
-/// `context` and naming the byte offset, for anything RFC 8259 does not allow, invalid UTF-8, a
-/// duplicate key in any object, or nesting deeper than `max_depth`.
-inline Value parse(std::string_view text, const std::string& context, size_t max_depth = 64) {
-  return detail::Parser(text, context, max_depth).document();
-}
-
-}  // namespace nn::json
-}  // namespace tinyt::inline v0
-// ---- end tinyt/nn/json.hpp ----
 // ---- end tinyt/internals.hpp ----
 
 // the IR and tensors
@@ -13252,8 +14624,35 @@ TINYT_INLINE void Device::require(const std::string& name) {
   backend::device(canonicalize(name));  // opens it, or throws DeviceError saying why not
 }
 
+TINYT_INLINE void Device::synchronize(const std::string& name) {
+  backend::device(canonicalize(name)).synchronize();
+}
+
 }  // namespace tinyt::inline v0
 // ---- end tinyt/device_impl.hpp ----
+// ---- tinyt/profile_impl.hpp ----
+// The definitions of profile.hpp, on the recorder of engine/profiler.hpp.
+
+
+namespace tinyt::inline v0::profile {
+
+TINYT_INLINE void write(const std::string& path) { detail::write_text(path, trace_json(events())); }
+TINYT_INLINE std::string summary() { return summary_of(detail::recorder().totals()); }
+TINYT_INLINE void clear() { detail::recorder().clear(); }
+
+}  // namespace tinyt::inline v0::profile
+// ---- end tinyt/profile_impl.hpp ----
+// ---- tinyt/viz_impl.hpp ----
+// The definitions of viz.hpp, on the records of viz/record.hpp.
+
+
+namespace tinyt::inline v0::viz {
+
+TINYT_INLINE void write(const std::string& path) { detail::write_page(path, detail::recorder().groups()); }
+TINYT_INLINE void clear() { detail::recorder().clear(); }
+
+}  // namespace tinyt::inline v0::viz
+// ---- end tinyt/viz_impl.hpp ----
 
 // the op families of Tensor and their gradients
 // ---- tinyt/ops/movement.hpp ----
@@ -14432,7 +15831,18 @@ TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
     plan = detail::plan_assigns(uops, live_uops, is_root);
     for (size_t i : plan.joined) roots.push_back(live[i]), is_root[i] = true;
   }
+  std::optional<profile::Span> scheduling(std::in_place, "schedule", "schedule");
+  std::optional<viz::Scope> viz_group(std::in_place, "schedule");
   std::vector<schedule::Kernel> kernels = schedule::cached_schedule(uops);
+  scheduling->arg("kernels", std::to_string(kernels.size()));
+  if (viz::enabled()) {
+    std::vector<UOp> asts;
+    for (const schedule::Kernel& k : kernels) asts.push_back(k.ast);
+    viz::snapshot(tinyt::detail::cat("schedule: ", kernels.size(), " kernel(s)"), UOp(Ops::SINK, dtypes::void_, uops),
+                  UOp(Ops::SINK, dtypes::void_, asts));
+    viz_group->rename(tinyt::detail::cat("schedule of ", kernels.size(), " kernel(s)"));
+  }
+  viz_group.reset();
   if (kernels.size() > 1) {
     // an intermediate no other live tensor can reach is not kept, and its memory is reused
     if (!assigns) take_live(), mark_roots();
@@ -14450,6 +15860,7 @@ TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
     schedule::plan_memory(kernels, uops,
                           [&](const UOp& node) { return reachable.count(node.get()) > 0; });
   }
+  scheduling.reset();
   run_schedule(kernels);
   // other graphs that hold a rewritten node find its value where the rewritten one put it
   for (const auto& [old, now] : plan.rewritten)
@@ -14877,7 +16288,8 @@ TINYT_INLINE std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& inpu
   std::vector<std::shared_ptr<Buffer>> memory;
   for (size_t k = 0; k < inputs.size(); ++k) memory.push_back(jit::input_memory(inputs[k], k));
   const schedule::VarVals vals = jit::bound_values(inputs, binds);
-  const int debug = debug_level();
+  const engine::RunKnobs knobs = engine::RunKnobs::current();
+  const profile::Span span("TinyJit replay", "jit", knobs.profile);
   for (const engine::HostFill& f : s_->fills) {
     const std::vector<uint8_t> bytes = f.fill();
     f.buffer->copyin(bytes.data(), bytes.size());
@@ -14885,7 +16297,7 @@ TINYT_INLINE std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& inpu
   for (JitItem& j : s_->items) {
     for (const auto& [slot, k] : j.input_slots) j.item.buffers[slot] = memory[k];
     for (size_t v = 0; v < j.vars.size(); ++v) j.item.vars[v] = vals.at(j.vars[v]);
-    engine::run_item(j.item, debug);
+    engine::run_item(j.item, knobs);
     if (j.in_place) j.item.buffers[0]->overwritten();
     for (const auto& [slot, k] : j.input_slots) j.item.buffers[slot] = nullptr;
   }

@@ -89,6 +89,7 @@ void check_variants(const Tensor& t, const std::function<std::vector<std::vector
 }  // namespace
 
 TEST_CASE("opt: every single opt computes what the unoptimized kernel computes") {
+  const Context cpu{{"DEV", "CPU"}};  // the kernels are the CPU's, their buffers read on the host
   for (const CorpusEntry& e : corpus()) {
     INFO(e.name);
     check_variants(e.value, [](const UOp& ast) {
@@ -108,6 +109,7 @@ TEST_CASE("opt: every single opt computes what the unoptimized kernel computes")
 }
 
 TEST_CASE("opt: the hand-coded opts and combinations of opts compute the same") {
+  const Context cpu{{"DEV", "CPU"}};  // the kernels are the CPU's, their buffers read on the host
   for (const CorpusEntry& e : corpus()) {
     INFO(e.name);
     check_variants(e.value, [](const UOp& ast) {
@@ -239,6 +241,7 @@ TEST_CASE("opt: an opt that does not apply is an OptError naming it") {
 }
 
 TEST_CASE("opt: PACK copies a panel once before the tile loop that reads it, and says when it cannot") {
+  const Context cpu{{"DEV", "CPU"}};  // the kernels are the CPU's, their buffers read on the host
   const Tensor a = input({64, 256}, 1), b = input({256, 64}, 2);
   const UOp ast = schedule::create_schedule({a.matmul(b).uop()}).back().ast;
   const std::vector<Opt> opts{{OptOp::UPCAST, 1, 16}, {OptOp::UPCAST, 0, 4}, {OptOp::LOCAL, 0, 4}, {OptOp::PACK, 2, 0}};
@@ -293,6 +296,7 @@ TEST_CASE("opt: PACK copies a panel once before the tile loop that reads it, and
 }
 
 TEST_CASE("opt: a kernel filling a buffer past STREAM_BYTES stores whole aligned vectors past the caches") {
+  const Context cpu{{"DEV", "CPU"}};  // the kernels are the CPU's, their buffers read on the host
   const Tensor x = input({1 << 16}, 1);  // 256 KiB out
   const Tensor y = ((x * 2 + 1).relu() * x - 0.5).exp2();
   const std::vector<schedule::Kernel> kernels = schedule::create_schedule({y.uop()});

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tinyt needs to build and test; does nothing when all are present.
+# `tools/setup.sh viz` adds the browser of `make test-viz`.
 set -euo pipefail
 
 # Add packages here (one list for everything: toolchain, headers, runtimes, data sets).
@@ -8,6 +9,8 @@ set -euo pipefail
 # which the tests run the CL backend on. python3-venv: the tests' Conan goes into a virtual
 # environment under the build folder. git: the FetchContent consumer build.
 PACKAGES="g++ clang make cmake python3 python3-venv git libboost-dev xtl-dev doctest-dev ccache libllvm15 zlib1g dataset-fashion-mnist ocl-icd-libopencl1 pocl-opencl-icd"
+# `tools/setup.sh viz`: Chromium too, the browser `make test-viz` opens VIZ pages in.
+if [ "${1:-}" = viz ]; then PACKAGES="$PACKAGES chromium"; fi
 
 if ! command -v dpkg >/dev/null 2>&1; then
   echo "tools/setup.sh: no dpkg (not Debian); make sure these are installed: $PACKAGES" >&2

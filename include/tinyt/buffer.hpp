@@ -16,6 +16,7 @@
 #include "dtype.hpp"
 #include "error.hpp"
 #include "helpers.hpp"
+#include "engine/profiler.hpp"
 
 namespace tinyt::inline v0 {
 
@@ -30,7 +31,10 @@ class Buffer {
   ~Buffer() {
     if (void* p = ptr_.load()) {
       allocator_->free(p, nbytes());
-      GlobalCounters::mem_used -= static_cast<int64_t>(nbytes());
+      const auto n = static_cast<int64_t>(nbytes());
+      GlobalCounters::mem_used -= n;
+      const int64_t in_use = allocator_->in_use -= n;
+      if (profile::enabled()) profile::memory_event(device_, -n, in_use);
     }
   }
 
@@ -53,8 +57,11 @@ class Buffer {
       void* p = a.alloc(nbytes());
       allocator_ = &a;  // devices live as long as the process
       ptr_.store(p, std::memory_order_release);
-      GlobalCounters::mem_used += static_cast<int64_t>(nbytes());
+      const auto n = static_cast<int64_t>(nbytes());
+      GlobalCounters::mem_used += n;
       ++GlobalCounters::allocations;
+      const int64_t in_use = a.in_use += n;
+      if (profile::enabled()) profile::memory_event(device_, n, in_use);
     }
     return ptr_.load(std::memory_order_relaxed);
   }

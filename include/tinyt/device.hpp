@@ -53,6 +53,8 @@ struct Device {
   static std::vector<std::string> list();
   /// Throws DeviceError unless `name` can run here, saying why not (the libraries tried).
   static void require(const std::string& name);
+  /// Waits until every kernel and copy queued on `name` (default: the default device) has finished.
+  static void synchronize(const std::string& name = "");
   /// The default device: DEV set by a Context, else DEFAULT.
   static std::string default_device() {
     const char* env = std::getenv("DEV");

@@ -23,4 +23,8 @@ TINYT_INLINE void Device::require(const std::string& name) {
   backend::device(canonicalize(name));  // opens it, or throws DeviceError saying why not
 }
 
+TINYT_INLINE void Device::synchronize(const std::string& name) {
+  backend::device(canonicalize(name)).synchronize();
+}
+
 }  // namespace tinyt::inline v0

@@ -31,13 +31,18 @@ class Context {
   Context(std::initializer_list<Setting> settings) {
     stack().emplace_back(settings.begin(), settings.end());
     depth_ = stack().size();
+    ++open_count();
   }
   ~Context() {
     if (stack().size() == depth_) stack().pop_back();
+    --open_count();
   }
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
+  /// Whether this thread has a Context open (a knob read at every launch skips the lookup
+  /// when it has none; safe during static teardown).
+  static bool active() { return open_count() > 0; }
   /// The knob's value as text: this thread's innermost Context that sets it, else the environment.
   static std::optional<std::string> lookup(const std::string& name) {
     for (auto it = stack().rbegin(); it != stack().rend(); ++it)
@@ -53,6 +58,10 @@ class Context {
   static std::vector<std::vector<Setting>>& stack() {
     static thread_local std::vector<std::vector<Setting>> s;
     return s;
+  }
+  static int& open_count() {
+    static thread_local int n = 0;  // trivially destructible: readable after the stack is gone
+    return n;
   }
   size_t depth_ = 0;
 };

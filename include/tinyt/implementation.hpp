@@ -15,6 +15,8 @@
 #include "shape_impl.hpp"
 #include "tensor_impl.hpp"
 #include "device_impl.hpp"
+#include "profile_impl.hpp"
+#include "viz_impl.hpp"
 
 // the op families of Tensor and their gradients
 #include "ops/movement.hpp"

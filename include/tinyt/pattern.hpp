@@ -10,11 +10,13 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <typeinfo>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "uop.hpp"
+#include "viz/record.hpp"
 
 namespace tinyt::inline v0 {
 
@@ -107,6 +109,27 @@ class UPat {
 
   const OpSet& ops() const { return ops_; }
   const std::string& name() const { return name_; }
+  /// The pattern as text: `ADD(x, CONST=0)`, `{ADD,MUL}~(a, b)` (sources in any order), `*` any op.
+  std::string text() const {
+    std::string out;
+    int count = 0;
+    ops_.for_each([&](Ops op) { out += (count++ ? "," : "") + std::string(op_name(op)); });
+    if (count > 1) out = "{" + out + "}";
+    if (count == 0) out = name_.empty() ? "*" : "";
+    if (!name_.empty()) out = count ? name_ + ":" + out : name_;
+    if (value_) out += "=" + Arg::format_double(*value_);
+    if (arg_) {
+      std::ostringstream a;
+      a << *arg_;
+      out += "[" + a.str() + "]";
+    }
+    for (size_t i = 0; i < dtypes_.size(); ++i) out += (i ? "|" : ".") + dtypes_[i].name();
+    if (mode_ == Sources::any) return out;
+    out += mode_ == Sources::any_order ? "~(" : "(";
+    if (mode_ == Sources::each) out += "each ";
+    for (size_t i = 0; i < src_.size(); ++i) out += (i ? ", " : "") + src_[i].text();
+    return out + (any_len_ ? ", ...)" : ")");
+  }
   Sources mode() const { return mode_; }
   const std::vector<UPat>& src() const { return src_; }
 
@@ -249,18 +272,34 @@ class PatternMatcher {
   };
 
   PatternMatcher() = default;
-  PatternMatcher(std::vector<Rule> rules) {  // NOLINT: tables are written as braced lists
-    for (Rule& r : rules) add(std::make_shared<const Rule>(std::move(r)));
+  /// A table of rules; it is named after the function that builds it (VIZ shows the name, where
+  /// the table is written, and each rule's place in it).
+  PatternMatcher(std::vector<Rule> rules, const char* name = __builtin_FUNCTION(),  // NOLINT: braced lists
+                 const char* file = __builtin_FILE(), int line = __builtin_LINE())
+      : name_(name) {
+    std::string where = file;
+    if (const size_t at = where.rfind("include/"); at != std::string::npos) where = where.substr(at + 8);
+    where = tinyt::detail::cat(name_, " (", where, ":", line, ")");
+    for (Rule& r : rules) {
+      auto text = std::make_shared<const std::string>(tinyt::detail::cat(where, " #", rules_.size(), ": ", r.pat.text()));
+      add(std::make_shared<const Rule>(std::move(r)), std::move(text));
+    }
   }
   friend PatternMatcher operator+(const PatternMatcher& a, const PatternMatcher& b) {
     PatternMatcher out = a;
-    for (const auto& r : b.rules_) out.add(r);
+    out.name_ = a.name_ + "+" + b.name_;
+    for (size_t i = 0; i < b.rules_.size(); ++i) out.add(b.rules_[i], b.where_[i]);
     return out;
   }
   size_t size() const { return rules_.size(); }
+  /// The table's name: the function that built it ("symbolic_simple+symbolic_int" for a sum).
+  const std::string& name() const { return name_; }
+  /// Rule `i`: its table, where that is written, its place there, and its pattern.
+  const std::shared_ptr<const std::string>& where(size_t i) const { return where_.at(i); }
 
-  /// The first rule's replacement for `u`, or the empty UOp when none applies.
-  UOp rewrite(const UOp& u, void* ctx = nullptr, const std::type_info* ctx_type = nullptr) const {
+  /// The first rule's replacement for `u`, or the empty UOp when none applies; `fired` gets the
+  /// rule's index.
+  UOp rewrite(const UOp& u, void* ctx = nullptr, const std::type_info* ctx_type = nullptr, size_t* fired = nullptr) const {
     const auto& candidates = by_op_[static_cast<size_t>(u.op())];
     if (candidates.empty()) return {};
     Match m;
@@ -269,13 +308,16 @@ class PatternMatcher {
       m.captures_.clear();
       if (!Matcher::match(rules_[i]->pat, u, m)) continue;
       // a rule that hands back its input has nothing to say; the next one may
-      if (UOp out = rules_[i]->fn(m); out && !(out == u)) return out;
+      if (UOp out = rules_[i]->fn(m); out && !(out == u)) {
+        if (fired) *fired = i;
+        return out;
+      }
     }
     return {};
   }
 
  private:
-  void add(std::shared_ptr<const Rule> r) {
+  void add(std::shared_ptr<const Rule> r, std::shared_ptr<const std::string> where) {
     if (r->pat.ops().empty())
       throw RewriteError(detail::cat("PatternMatcher: rule ", rules_.size(),
                                      " has no op at its root to index it by (UPat '", r->pat.name(),
@@ -286,9 +328,12 @@ class PatternMatcher {
       by_op_[static_cast<size_t>(op)].push_back(static_cast<uint32_t>(rules_.size()));
     });
     rules_.push_back(std::move(r));
+    where_.push_back(std::move(where));
   }
 
+  std::string name_;
   std::vector<std::shared_ptr<const Rule>> rules_;
+  std::vector<std::shared_ptr<const std::string>> where_;  // rules_[i]'s place, for VIZ
   std::array<std::vector<uint32_t>, op_count> by_op_;
 };
 
@@ -296,9 +341,31 @@ namespace detail {
 // Rewrites a graph to a fixed point without recursion. Each node is visited once (memoized), so a
 // DAG costs time linear in its size. Default order: a node's sources are rewritten first, then
 // the node (repeatedly, the result rewritten again). bottom_up (tinygrad's name): a node is
-// rewritten to a fixed point before its sources are visited.
+// rewritten to a fixed point before its sources are visited. With VIZ on, a call from a `caller`
+// is recorded: every rule that fired, the node it matched and the node it gave.
+struct RewriteCaller {
+  const char* function;
+  const char* file;
+  int line;
+};
 inline UOp graph_rewrite_impl(const UOp& root, const PatternMatcher& pm, bool bottom_up, void* ctx,
-                              const std::type_info* ctx_type) {
+                              const std::type_info* ctx_type, const RewriteCaller* caller) {
+  std::optional<viz::Rewrite> record;
+  if (caller && viz::enabled()) {
+    std::string file = caller->file;
+    if (const size_t at = file.rfind("include/"); at != std::string::npos) file = file.substr(at + 8);
+    for (size_t up; (up = file.find("/../")) != std::string::npos;) {  // tinyt/engine/../codegen -> tinyt/codegen
+      const size_t dir = file.rfind('/', up - 1);
+      file.erase(dir == std::string::npos ? 0 : dir + 1, up + 4 - (dir == std::string::npos ? 0 : dir + 1));
+    }
+    record = viz::Rewrite{tinyt::detail::cat(pm.name(), " in ", caller->function, " (", file, ":", caller->line, ")"), root, {}, {}};
+  }
+  size_t fired = 0;
+  const auto rewrite = [&](const UOp& u) {
+    UOp r = pm.rewrite(u, ctx, ctx_type, &fired);
+    if (record && r) record->steps.push_back({pm.where(fired), u, r});
+    return r;
+  };
   struct Frame {
     UOp n;
     int stage;
@@ -321,7 +388,7 @@ inline UOp graph_rewrite_impl(const UOp& root, const PatternMatcher& pm, bool bo
       UOp cur = f.n;
       if (bottom_up) {
         std::unordered_set<UOp> seen{cur};
-        while (UOp r = pm.rewrite(cur, ctx, ctx_type)) {
+        while (UOp r = rewrite(cur)) {
           if (!seen.insert(r).second) throw fail_cycle(r);
           cur = std::move(r);
         }
@@ -342,7 +409,7 @@ inline UOp graph_rewrite_impl(const UOp& root, const PatternMatcher& pm, bool bo
       if (changed)
         after = f.next.replace(std::move(new_src));
       else if (!bottom_up)
-        after = pm.rewrite(f.next, ctx, ctx_type);
+        after = rewrite(f.next);
       if (!after) {
         in_progress.erase(f.n.get());
         done.emplace(f.n, f.next);
@@ -355,18 +422,29 @@ inline UOp graph_rewrite_impl(const UOp& root, const PatternMatcher& pm, bool bo
       done.emplace(f.n, done.at(f.next));
     }
   }
+  if (record) {
+    record->output = done.at(root);
+    viz::record(std::move(*record));
+  }
   return done.at(root);
 }
 }  // namespace detail
 
-/// Rewrites `root` with the rules of `pm` until no rule applies anywhere.
-inline UOp graph_rewrite(const UOp& root, const PatternMatcher& pm, bool bottom_up = false) {
-  return detail::graph_rewrite_impl(root, pm, bottom_up, nullptr, nullptr);
+/// Rewrites `root` with the rules of `pm` until no rule applies anywhere (VIZ names the call after
+/// the function, file and line calling).
+inline UOp graph_rewrite(const UOp& root, const PatternMatcher& pm, bool bottom_up = false,
+                         const char* caller = __builtin_FUNCTION(), const char* file = __builtin_FILE(),
+                         int line = __builtin_LINE()) {
+  const detail::RewriteCaller where{caller, file, line};
+  return detail::graph_rewrite_impl(root, pm, bottom_up, nullptr, nullptr, &where);
 }
 /// The same, with a context the rules reach through `m.ctx<Ctx>()`.
 template <class Ctx>
-UOp graph_rewrite(const UOp& root, const PatternMatcher& pm, Ctx& ctx, bool bottom_up = false) {
-  return detail::graph_rewrite_impl(root, pm, bottom_up, &ctx, &typeid(Ctx));
+UOp graph_rewrite(const UOp& root, const PatternMatcher& pm, Ctx& ctx, bool bottom_up = false,
+                  const char* caller = __builtin_FUNCTION(), const char* file = __builtin_FILE(),
+                  int line = __builtin_LINE()) {
+  const detail::RewriteCaller where{caller, file, line};
+  return detail::graph_rewrite_impl(root, pm, bottom_up, &ctx, &typeid(Ctx), &where);
 }
 
 }  // namespace tinyt::inline v0

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -51,6 +52,8 @@ class Allocator {
   virtual void copy(void* dst, void* src, size_t nbytes) = 0;
   /// A host pointer to the memory when the device can give one (the CPU), else null.
   virtual void* host_pointer(void* /*handle*/) { return nullptr; }
+  /// Bytes of the Buffers allocated here and not yet freed (Buffer counts them).
+  std::atomic<int64_t> in_use{0};
 };
 
 /// A kernel loaded on a device, ready to launch.

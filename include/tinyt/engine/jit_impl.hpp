@@ -229,7 +229,8 @@ TINYT_INLINE std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& inpu
   std::vector<std::shared_ptr<Buffer>> memory;
   for (size_t k = 0; k < inputs.size(); ++k) memory.push_back(jit::input_memory(inputs[k], k));
   const schedule::VarVals vals = jit::bound_values(inputs, binds);
-  const int debug = debug_level();
+  const engine::RunKnobs knobs = engine::RunKnobs::current();
+  const profile::Span span("TinyJit replay", "jit", knobs.profile);
   for (const engine::HostFill& f : s_->fills) {
     const std::vector<uint8_t> bytes = f.fill();
     f.buffer->copyin(bytes.data(), bytes.size());
@@ -237,7 +238,7 @@ TINYT_INLINE std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& inpu
   for (JitItem& j : s_->items) {
     for (const auto& [slot, k] : j.input_slots) j.item.buffers[slot] = memory[k];
     for (size_t v = 0; v < j.vars.size(); ++v) j.item.vars[v] = vals.at(j.vars[v]);
-    engine::run_item(j.item, debug);
+    engine::run_item(j.item, knobs);
     if (j.in_place) j.item.buffers[0]->overwritten();
     for (const auto& [slot, k] : j.input_slots) j.item.buffers[slot] = nullptr;
   }

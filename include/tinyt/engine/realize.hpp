@@ -22,11 +22,13 @@
 #include "../codegen/opt/search.hpp"
 #include "../codegen/work_items.hpp"
 #include "../helpers.hpp"
+#include "profiler.hpp"
 #include "../renderer/cstyle.hpp"
 #include "../renderer/llvmir.hpp"
 #include "../schedule/cache.hpp"
 #include "../support.hpp"
 #include "estimates.hpp"
+#include "replay.hpp"
 
 namespace tinyt::inline v0 {
 namespace engine {
@@ -83,7 +85,10 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
                                      bool transcendental) {
   if (target.gpu && std::any_of(opts.begin(), opts.end(), [](const codegen::Opt& o) { return o.op == codegen::OptOp::PACK; }))
     throw codegen::OptError("PACK: a GPU's work-items share local memory; a copy of one thread's own is for CPUs");
-  UOp expanded = codegen::expand_registers(codegen::apply_opts(ast, opts), target.stream_bytes);
+  const UOp optimized = codegen::apply_opts(ast, opts);
+  viz::snapshot("apply_opts " + codegen::to_string(opts), ast, optimized);
+  UOp expanded = codegen::expand_registers(optimized, target.stream_bytes);
+  viz::snapshot("expand_registers", optimized, expanded);
   if (transcendental)  // (simplified again only where a decomposition changed something)
     if (UOp decomposed = graph_rewrite(expanded, codegen::transcendental_rules()); decomposed != expanded)
       expanded = graph_rewrite(decomposed, codegen::kernel_rules());
@@ -92,13 +97,21 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
   if (lane && (!target.gpu || codegen::range_size(lane) > target.max_local))
     throw codegen::OptError(tinyt::detail::cat("GROUP of ", codegen::range_size(lane), ": the device ",
                                                target.gpu ? "groups fewer work-items" : "has no work-groups"));
-  if (target.gpu)
+  if (target.gpu) {
+    const UOp on_cpu = expanded;
     expanded = codegen::map_work_items(codegen::lower_groups(codegen::lower_narrow_floats(expanded)));
+    viz::snapshot("work-items (narrow floats, groups, map_work_items)", on_cpu, expanded);
+  }
   codegen::Program p = codegen::linearize(expanded, schedule::detail::kernel_name(ast));
   p.opts = std::move(opts);
   // a grouped kernel's work-group is its dimension 0, whole; otherwise divisors of the sizes
   if (target.gpu) p.local_size = lane ? std::array<int64_t, 3>{p.global_size[0], 1, 1} : codegen::local_sizes(p.global_size, target.max_local);
   return p;
+}
+
+/// A process replay record's kernel lowered and rendered again by the code at hand.
+inline std::string rerender(const replay::Record& r) {
+  return render(lower_kernel(r.ast, r.opts, r.target, r.transcendental), r.target);
 }
 
 /// Compiles a kernel AST with `opts` applied for the device of `settings`.
@@ -107,14 +120,28 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
   auto k = std::make_shared<CompiledKernel>();
   ++GlobalCounters::compile_count;
   const auto start = std::chrono::steady_clock::now();
-  k->program = lower_kernel(ast, std::move(opts), settings.target, settings.transcendental);
-  k->estimates = estimate(k->program);
-  k->device = settings.device;
-  k->language = settings.target.language;
-  k->source = render(k->program, settings.target);
+  const bool profiling = profile::enabled();
+  const std::string name = schedule::detail::kernel_name(ast);
+  const viz::Scope scope("kernel " + name, viz::Scope::join);  // KernelCache::get opened it
+  {
+    profile::Span span("codegen " + name, "codegen", profiling);
+    span.arg("opts", nn::json::quote(codegen::to_string(opts)));
+    k->program = lower_kernel(ast, std::move(opts), settings.target, settings.transcendental);
+    k->estimates = estimate(k->program);
+    k->device = settings.device;
+    k->language = settings.target.language;
+    k->source = render(k->program, settings.target);
+  }
   if (debug_level() >= 4) std::cerr << k->source << "\n";
   backend::Device& d = backend::device(settings.device);
-  k->runtime = d.load(backend::cached_compile(d.compiler(), k->source, k->program.name), k->program.name);
+  {
+    profile::Span span("compile " + name, "compile", profiling);
+    span.arg("device", nn::json::quote(settings.device));
+    k->runtime = d.load(backend::cached_compile(d.compiler(), k->source, k->program.name), k->program.name);
+  }
+  if (viz::enabled()) viz::record(viz::Kernel{name, settings.device, codegen::to_string(k->program.opts), k->source, ast});
+  if (const std::string dir = getenv_str("PROCESS_REPLAY"); !dir.empty())
+    replay::capture(dir, {name, ast, k->program.opts, settings.target, settings.transcendental != 0, k->source});
   if (debug_level() >= 2)
     std::cerr << "compiled " << k->program.name << " for " << settings.device << " in " << std::fixed << std::setprecision(2)
               << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3 << " ms\n";
@@ -275,6 +302,7 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
   if (auto text = cached ? tinyt::detail::read_file(file) : std::nullopt)
     if (auto opts = codegen::deserialize_opts(*text)) return *opts;
   const auto start = std::chrono::steady_clock::now();
+  const profile::Span span("beam " + schedule::detail::kernel_name(ast), "beam");
   std::vector<codegen::Opt> opts = codegen::beam_search(ast, settings.beam, settings.target.threads, !settings.target.gpu, [&](const std::vector<codegen::Opt>& o) {
     return time_candidate(ast, o, buffers, settings);
   });
@@ -338,6 +366,8 @@ class KernelCache {
       std::lock_guard lock(mu_);
       if (auto it = map_.find(key); it != map_.end()) return it->second.second;
     }
+    // choosing opts tries them on the AST: its rewrites belong to the kernel's VIZ group too
+    const viz::Scope scope("kernel " + schedule::detail::kernel_name(ast));
     std::shared_ptr<CompiledKernel> k = compile_kernel(ast, choose_opts(ast, buffers, settings), settings);
     std::lock_guard lock(mu_);
     return map_.try_emplace(key, ast, k).first->second.second;
@@ -399,26 +429,47 @@ inline std::vector<ExecItem> lower_schedule(const std::vector<schedule::Kernel>&
   return items;
 }
 
-/// Runs one exec item: launches it, counts it, prints its DEBUG line (`debug`: the DEBUG level).
-inline void run_item(const ExecItem& item, int debug = debug_level()) {
+/// The knobs a launch reads, read once per schedule or replay (a knob read is a getenv).
+struct RunKnobs {
+  int debug = 0;         // DEBUG: 2 prints a line per launch and keeps the kernels' totals
+  bool profile = false;  // PROFILE: each launch on the device's track of the trace
+  static RunKnobs current() { return {debug_level(), profile::enabled()}; }
+};
+
+/// Runs one exec item: launches it, counts it, prints its DEBUG line, records it while profiling.
+inline void run_item(const ExecItem& item, const RunKnobs& knobs = RunKnobs::current()) {
   std::vector<Buffer*> bufs;
   bufs.reserve(item.buffers.size());
   for (const auto& b : item.buffers) bufs.push_back(b.get());
   // the CPU runs kernels synchronously: its time is free to take
-  const bool timed = debug >= 2 || item.device == "CPU";
+  const bool timed = knobs.debug >= 2 || knobs.profile || item.device == "CPU";
+  const auto start = std::chrono::steady_clock::now();
   const double seconds = item.runner->run(bufs, item.vars, timed);
   const int64_t number = ++GlobalCounters::kernel_count;
   const Estimates e = item.runner->estimates();
   GlobalCounters::global_ops += e.ops;
   GlobalCounters::global_mem += e.mem;
   GlobalCounters::time_sum_s += seconds;
-  if (debug >= 2) std::cerr << kernel_line(item.device, number, item.runner->name(), bufs.size(), e, seconds) << "\n";
+  if (knobs.debug >= 2) {
+    std::cerr << kernel_line(item.device, number, item.runner->name(), bufs.size(), e, seconds) << "\n";
+    profile::count_kernel(item.runner->name(), seconds, e.ops, e.mem);
+  }
+  if (knobs.profile) {
+    const bool copy = dynamic_cast<const BufferCopy*>(item.runner.get()) != nullptr;
+    const double s = std::max(seconds, 1e-12);
+    profile::device_span(item.device, copy ? "copies" : "kernels", item.runner->name(), start, seconds,
+                         {{"ops", std::to_string(e.ops)},
+                          {"bytes", std::to_string(e.mem)},
+                          {"GFLOPS", profile::json_number(static_cast<double>(e.ops) / s * 1e-9)},
+                          {"GB/s", profile::json_number(static_cast<double>(e.mem) / s * 1e-9)}});
+  }
 }
 
 /// Runs a schedule: compiles (or finds) each kernel, launches each in order, and records where
 /// each computed value now lives.
 inline void run_schedule(const std::vector<schedule::Kernel>& kernels) {
-  const int debug = debug_level();  // once per schedule: a knob read is a getenv
+  const RunKnobs knobs = RunKnobs::current();
+  const int debug = knobs.debug;
   if (debug >= 1 && !kernels.empty()) {
     size_t bytes = 0;
     for (const schedule::Kernel& k : kernels) bytes += graph::buffer_of(k.buffers[0])->nbytes();
@@ -428,7 +479,7 @@ inline void run_schedule(const std::vector<schedule::Kernel>& kernels) {
   const std::vector<ExecItem> items = lower_schedule(kernels, debug);
   std::vector<CapturedItem>* capture = capture_sink();
   for (size_t i = 0; i < items.size(); ++i) {
-    run_item(items[i], debug);
+    run_item(items[i], knobs);
     const schedule::Kernel& k = kernels[i];
     if (capture) {
       const auto* compiled = dynamic_cast<const CompiledRunner*>(items[i].runner.get());

@@ -9,6 +9,7 @@
 // before the overwrite.
 #pragma once
 
+#include <optional>
 #include <shared_mutex>
 #include <unordered_set>
 
@@ -191,7 +192,18 @@ TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
     plan = detail::plan_assigns(uops, live_uops, is_root);
     for (size_t i : plan.joined) roots.push_back(live[i]), is_root[i] = true;
   }
+  std::optional<profile::Span> scheduling(std::in_place, "schedule", "schedule");
+  std::optional<viz::Scope> viz_group(std::in_place, "schedule");
   std::vector<schedule::Kernel> kernels = schedule::cached_schedule(uops);
+  scheduling->arg("kernels", std::to_string(kernels.size()));
+  if (viz::enabled()) {
+    std::vector<UOp> asts;
+    for (const schedule::Kernel& k : kernels) asts.push_back(k.ast);
+    viz::snapshot(tinyt::detail::cat("schedule: ", kernels.size(), " kernel(s)"), UOp(Ops::SINK, dtypes::void_, uops),
+                  UOp(Ops::SINK, dtypes::void_, asts));
+    viz_group->rename(tinyt::detail::cat("schedule of ", kernels.size(), " kernel(s)"));
+  }
+  viz_group.reset();
   if (kernels.size() > 1) {
     // an intermediate no other live tensor can reach is not kept, and its memory is reused
     if (!assigns) take_live(), mark_roots();
@@ -209,6 +221,7 @@ TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
     schedule::plan_memory(kernels, uops,
                           [&](const UOp& node) { return reachable.count(node.get()) > 0; });
   }
+  scheduling.reset();
   run_schedule(kernels);
   // other graphs that hold a rewritten node find its value where the rewritten one put it
   for (const auto& [old, now] : plan.rewritten)

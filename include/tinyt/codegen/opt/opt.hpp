@@ -16,6 +16,7 @@
 // An amount of 0 means the whole axis.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <unordered_set>
 
@@ -28,9 +29,9 @@ namespace codegen {
 
 enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, PADTO, GROUP, PACK };
 
+inline constexpr std::array<const char*, 7> opt_op_names{"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO", "GROUP", "PACK"};
 inline const char* opt_op_name(OptOp op) {
-  static constexpr const char* names[] = {"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO", "GROUP", "PACK"};
-  return names[static_cast<int>(op)];
+  return opt_op_names[static_cast<size_t>(op)];
 }
 
 /// One optimization: `op` applied to the `axis`-th entry of `axes(ast)`.
