@@ -15,9 +15,10 @@ BENCHMARKS = $(patsubst benchmarks/%.cpp,bench_%,$(wildcard benchmarks/*.cpp))
 # symbolic), kernel and schedule caches (schedule_cache), buffers shared and overwritten (assign),
 # and the parsers of files from anyone (state_io: JSON, safetensors, IDX, gzip), symbolic sizes held
 # in args (symbolic_shapes), TinyJit's captured buffers and planned memory (jit) and every opt's
-# kernels, with their copies on the stack (opt: PACK); the last six run kernels through the whole
-# pipeline too. `make sanitize` builds and runs every test.
-SANITIZE_FAST ?= uop;pattern;symbolic;schedule_cache;assign;state_io;symbolic_shapes;jit;opt;expr
+# kernels, with their copies on the stack (opt: PACK), and the tools' records and writers (VIZ's
+# page, the profiler's trace, process replay's parser of recorded kernels); the last seven run
+# kernels through the whole pipeline too. `make sanitize` builds and runs every test.
+SANITIZE_FAST ?= uop;pattern;symbolic;schedule_cache;assign;state_io;symbolic_shapes;jit;opt;expr;tools
 
 .PHONY: test test-clang test-cuda test-viz example example-quick example-minilm bench bench-quick sanitize sanitize-fast \
         amalgamate format clean

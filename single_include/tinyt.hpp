@@ -3569,13 +3569,13 @@ inline size_t current_group() {
 class Scope {
  public:
   enum Mode { open, join };
-  explicit Scope(const std::string& name, Mode mode = open) : on_(enabled()) {
+  explicit Scope(std::string_view name, Mode mode = open) : on_(enabled()) {
     detail::OpenGroup& g = detail::open_group();
     if (on_ && mode == join && g.open && g.generation == detail::recorder().generation()) on_ = false;
     if (!on_) return;
     saved_ = g;
     detail::Recorder& r = detail::recorder();
-    g = {r.open(name), r.generation(), true};
+    g = {r.open(std::string(name)), r.generation(), true};
   }
   Scope(const Scope&) = delete;
   Scope& operator=(const Scope&) = delete;
@@ -8089,10 +8089,12 @@ inline std::string json_number(double x) {
 /// Times a piece of host work on this thread's track while PROFILE is on.
 class Span {
  public:
-  Span(std::string name, std::string category, bool on = enabled())
-      : on_(on), name_(std::move(name)), category_(std::move(category)) {
-    if (on_) start_ = detail::recorder().now_us();
+  Span(std::string_view name, std::string_view category, bool on = enabled()) : on_(on) {
+    if (!on_) return;  // nothing built: a span is on paths that run per launch
+    name_ = name, category_ = category;
+    start_ = detail::recorder().now_us();
   }
+  bool on() const { return on_; }
   Span(const Span&) = delete;
   Span& operator=(const Span&) = delete;
   /// Adds a JSON value (a number, or quoted text) shown with the span.
@@ -13024,7 +13026,7 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
   const viz::Scope scope("kernel " + name, viz::Scope::join);  // KernelCache::get opened it
   {
     profile::Span span("codegen " + name, "codegen", profiling);
-    span.arg("opts", nn::json::quote(codegen::to_string(opts)));
+    if (span.on()) span.arg("opts", nn::json::quote(codegen::to_string(opts)));
     k->program = lower_kernel(ast, std::move(opts), settings.target, settings.transcendental);
     k->estimates = estimate(k->program);
     k->device = settings.device;
@@ -13035,7 +13037,7 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
   backend::Device& d = backend::device(settings.device);
   {
     profile::Span span("compile " + name, "compile", profiling);
-    span.arg("device", nn::json::quote(settings.device));
+    if (span.on()) span.arg("device", nn::json::quote(settings.device));
     k->runtime = d.load(backend::cached_compile(d.compiler(), k->source, k->program.name), k->program.name);
   }
   if (viz::enabled()) viz::record(viz::Kernel{name, settings.device, codegen::to_string(k->program.opts), k->source, ast});
@@ -13342,7 +13344,7 @@ inline void run_item(const ExecItem& item, const RunKnobs& knobs = RunKnobs::cur
   for (const auto& b : item.buffers) bufs.push_back(b.get());
   // the CPU runs kernels synchronously: its time is free to take
   const bool timed = knobs.debug >= 2 || knobs.profile || item.device == "CPU";
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = knobs.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   const double seconds = item.runner->run(bufs, item.vars, timed);
   const int64_t number = ++GlobalCounters::kernel_count;
   const Estimates e = item.runner->estimates();
@@ -15834,7 +15836,7 @@ TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
   std::optional<profile::Span> scheduling(std::in_place, "schedule", "schedule");
   std::optional<viz::Scope> viz_group(std::in_place, "schedule");
   std::vector<schedule::Kernel> kernels = schedule::cached_schedule(uops);
-  scheduling->arg("kernels", std::to_string(kernels.size()));
+  if (scheduling->on()) scheduling->arg("kernels", std::to_string(kernels.size()));
   if (viz::enabled()) {
     std::vector<UOp> asts;
     for (const schedule::Kernel& k : kernels) asts.push_back(k.ast);

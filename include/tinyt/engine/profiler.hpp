@@ -21,6 +21,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <unistd.h>
@@ -141,10 +142,12 @@ inline std::string json_number(double x) {
 /// Times a piece of host work on this thread's track while PROFILE is on.
 class Span {
  public:
-  Span(std::string name, std::string category, bool on = enabled())
-      : on_(on), name_(std::move(name)), category_(std::move(category)) {
-    if (on_) start_ = detail::recorder().now_us();
+  Span(std::string_view name, std::string_view category, bool on = enabled()) : on_(on) {
+    if (!on_) return;  // nothing built: a span is on paths that run per launch
+    name_ = name, category_ = category;
+    start_ = detail::recorder().now_us();
   }
+  bool on() const { return on_; }
   Span(const Span&) = delete;
   Span& operator=(const Span&) = delete;
   /// Adds a JSON value (a number, or quoted text) shown with the span.

@@ -125,7 +125,7 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
   const viz::Scope scope("kernel " + name, viz::Scope::join);  // KernelCache::get opened it
   {
     profile::Span span("codegen " + name, "codegen", profiling);
-    span.arg("opts", nn::json::quote(codegen::to_string(opts)));
+    if (span.on()) span.arg("opts", nn::json::quote(codegen::to_string(opts)));
     k->program = lower_kernel(ast, std::move(opts), settings.target, settings.transcendental);
     k->estimates = estimate(k->program);
     k->device = settings.device;
@@ -136,7 +136,7 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
   backend::Device& d = backend::device(settings.device);
   {
     profile::Span span("compile " + name, "compile", profiling);
-    span.arg("device", nn::json::quote(settings.device));
+    if (span.on()) span.arg("device", nn::json::quote(settings.device));
     k->runtime = d.load(backend::cached_compile(d.compiler(), k->source, k->program.name), k->program.name);
   }
   if (viz::enabled()) viz::record(viz::Kernel{name, settings.device, codegen::to_string(k->program.opts), k->source, ast});
@@ -443,7 +443,7 @@ inline void run_item(const ExecItem& item, const RunKnobs& knobs = RunKnobs::cur
   for (const auto& b : item.buffers) bufs.push_back(b.get());
   // the CPU runs kernels synchronously: its time is free to take
   const bool timed = knobs.debug >= 2 || knobs.profile || item.device == "CPU";
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = knobs.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   const double seconds = item.runner->run(bufs, item.vars, timed);
   const int64_t number = ++GlobalCounters::kernel_count;
   const Estimates e = item.runner->estimates();

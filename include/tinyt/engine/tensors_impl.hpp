@@ -195,7 +195,7 @@ TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
   std::optional<profile::Span> scheduling(std::in_place, "schedule", "schedule");
   std::optional<viz::Scope> viz_group(std::in_place, "schedule");
   std::vector<schedule::Kernel> kernels = schedule::cached_schedule(uops);
-  scheduling->arg("kernels", std::to_string(kernels.size()));
+  if (scheduling->on()) scheduling->arg("kernels", std::to_string(kernels.size()));
   if (viz::enabled()) {
     std::vector<UOp> asts;
     for (const schedule::Kernel& k : kernels) asts.push_back(k.ast);

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "../helpers.hpp"
@@ -143,13 +144,13 @@ inline size_t current_group() {
 class Scope {
  public:
   enum Mode { open, join };
-  explicit Scope(const std::string& name, Mode mode = open) : on_(enabled()) {
+  explicit Scope(std::string_view name, Mode mode = open) : on_(enabled()) {
     detail::OpenGroup& g = detail::open_group();
     if (on_ && mode == join && g.open && g.generation == detail::recorder().generation()) on_ = false;
     if (!on_) return;
     saved_ = g;
     detail::Recorder& r = detail::recorder();
-    g = {r.open(name), r.generation(), true};
+    g = {r.open(std::string(name)), r.generation(), true};
   }
   Scope(const Scope&) = delete;
   Scope& operator=(const Scope&) = delete;
