@@ -1275,6 +1275,14 @@ inline int64_t getenv_int(const std::string& name, int64_t fallback = 0) {
 inline std::string getenv_str(const std::string& name, const std::string& fallback = "") {
   return Context::lookup(name).value_or(fallback);
 }
+/// Whether the environment turns an on/off knob on (PROFILE=1), ignoring Contexts.
+inline bool env_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v && std::atoi(v) > 0;
+}
+/// Whether an on/off knob is on now: this thread's Context, else `from_env` (the environment as the
+/// program started, read once by the caller): cheap enough for every launch.
+inline bool knob_on(const char* name, bool from_env) { return Context::active() ? getenv_int(name, 0) > 0 : from_env; }
 /// The DEBUG level (0 when unset).
 inline int debug_level() { return static_cast<int>(getenv_int("DEBUG", 0)); }
 
@@ -3448,11 +3456,8 @@ namespace viz {
 
 /// Whether VIZ is on now: this thread's Context, else the environment as the program started.
 inline bool enabled() {
-  static const bool from_env = [] {
-    const char* v = std::getenv("VIZ");
-    return v && std::atoi(v) > 0;
-  }();
-  return Context::active() ? getenv_int("VIZ", 0) > 0 : from_env;
+  static const bool from_env = env_on("VIZ");
+  return knob_on("VIZ", from_env);
 }
 
 /// A rule that fired: where it is written and what it matches, the node it matched, its result.
@@ -7981,11 +7986,8 @@ namespace profile {
 
 /// Whether PROFILE is on now: this thread's Context, else the environment as the program started.
 inline bool enabled() {
-  static const bool from_env = [] {
-    const char* v = std::getenv("PROFILE");
-    return v && std::atoi(v) > 0;
-  }();
-  return Context::active() ? getenv_int("PROFILE", 0) > 0 : from_env;
+  static const bool from_env = env_on("PROFILE");
+  return knob_on("PROFILE", from_env);
 }
 
 /// One trace event. `phase` is the Chrome trace format's: 'X' a span, 'i' an instant, 'C' a
@@ -8011,11 +8013,8 @@ class Recorder {
  public:
   Recorder() : origin_(std::chrono::steady_clock::now()) {
     // what happens at exit follows the environment (a Context's PROFILE or DEBUG ends with it)
-    const auto env = [](const char* name) {
-      const char* v = std::getenv(name);
-      return v ? std::atoi(v) : 0;
-    };
-    trace_at_exit_ = env("PROFILE") > 0, summary_at_exit_ = env("DEBUG") >= 2;
+    const char* debug = std::getenv("DEBUG");
+    trace_at_exit_ = env_on("PROFILE"), summary_at_exit_ = debug && std::atoi(debug) >= 2;
   }
 
   double now_us() const {
@@ -13837,8 +13836,7 @@ inline void write_page(const std::string& path, const std::vector<Group>& groups
 /// At exit, where VIZ is on in the environment and something was recorded: the page, in
 /// $TMPDIR (or /tmp) as tinyt_viz_<pid>.html; its path is printed.
 inline void write_page_at_exit() {
-  const char* viz = std::getenv("VIZ");
-  if (!viz || std::atoi(viz) <= 0 || recorder().empty()) return;
+  if (!env_on("VIZ") || recorder().empty()) return;
   const char* dir = std::getenv("TMPDIR");
   const std::string path = tinyt::detail::cat(dir && *dir ? dir : "/tmp", "/tinyt_viz_", ::getpid(), ".html");
   try {

@@ -132,6 +132,21 @@ TEST_CASE("profile: a training step's trace holds its schedules, codegen, compil
   CHECK(allocated > 0);
   CHECK(counters > 0);
 
+  // a copy between devices is a span on the receiving device's copy track, with its size
+  profile::clear();
+  {
+    const Context on{{"PROFILE", 1}};
+    const std::string other = device == "CPU" ? "CL" : "CPU";  // make test installs PoCL: CL runs here
+    x.to(other).realize();
+    const std::vector<profile::Event> events = profile::events();
+    const auto copy = std::find_if(events.begin(), events.end(), [](const profile::Event& e) { return e.track == "copies"; });
+    REQUIRE(copy != events.end());
+    CHECK(copy->process == other);
+    CHECK(copy->phase == 'X');
+    CHECK(std::find(copy->args.begin(), copy->args.end(), std::pair<std::string, std::string>("bytes", std::to_string(2 * 7 * 12 * 4))) !=
+          copy->args.end());
+  }
+
   // nothing is recorded with PROFILE off
   profile::clear();
   (x + 1).realize();

@@ -78,6 +78,14 @@ inline int64_t getenv_int(const std::string& name, int64_t fallback = 0) {
 inline std::string getenv_str(const std::string& name, const std::string& fallback = "") {
   return Context::lookup(name).value_or(fallback);
 }
+/// Whether the environment turns an on/off knob on (PROFILE=1), ignoring Contexts.
+inline bool env_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v && std::atoi(v) > 0;
+}
+/// Whether an on/off knob is on now: this thread's Context, else `from_env` (the environment as the
+/// program started, read once by the caller): cheap enough for every launch.
+inline bool knob_on(const char* name, bool from_env) { return Context::active() ? getenv_int(name, 0) > 0 : from_env; }
 /// The DEBUG level (0 when unset).
 inline int debug_level() { return static_cast<int>(getenv_int("DEBUG", 0)); }
 

@@ -34,11 +34,8 @@ namespace profile {
 
 /// Whether PROFILE is on now: this thread's Context, else the environment as the program started.
 inline bool enabled() {
-  static const bool from_env = [] {
-    const char* v = std::getenv("PROFILE");
-    return v && std::atoi(v) > 0;
-  }();
-  return Context::active() ? getenv_int("PROFILE", 0) > 0 : from_env;
+  static const bool from_env = env_on("PROFILE");
+  return knob_on("PROFILE", from_env);
 }
 
 /// One trace event. `phase` is the Chrome trace format's: 'X' a span, 'i' an instant, 'C' a
@@ -64,11 +61,8 @@ class Recorder {
  public:
   Recorder() : origin_(std::chrono::steady_clock::now()) {
     // what happens at exit follows the environment (a Context's PROFILE or DEBUG ends with it)
-    const auto env = [](const char* name) {
-      const char* v = std::getenv(name);
-      return v ? std::atoi(v) : 0;
-    };
-    trace_at_exit_ = env("PROFILE") > 0, summary_at_exit_ = env("DEBUG") >= 2;
+    const char* debug = std::getenv("DEBUG");
+    trace_at_exit_ = env_on("PROFILE"), summary_at_exit_ = debug && std::atoi(debug) >= 2;
   }
 
   double now_us() const {

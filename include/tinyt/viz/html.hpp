@@ -130,8 +130,7 @@ inline void write_page(const std::string& path, const std::vector<Group>& groups
 /// At exit, where VIZ is on in the environment and something was recorded: the page, in
 /// $TMPDIR (or /tmp) as tinyt_viz_<pid>.html; its path is printed.
 inline void write_page_at_exit() {
-  const char* viz = std::getenv("VIZ");
-  if (!viz || std::atoi(viz) <= 0 || recorder().empty()) return;
+  if (!env_on("VIZ") || recorder().empty()) return;
   const char* dir = std::getenv("TMPDIR");
   const std::string path = tinyt::detail::cat(dir && *dir ? dir : "/tmp", "/tinyt_viz_", ::getpid(), ".html");
   try {

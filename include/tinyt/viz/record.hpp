@@ -23,11 +23,8 @@ namespace viz {
 
 /// Whether VIZ is on now: this thread's Context, else the environment as the program started.
 inline bool enabled() {
-  static const bool from_env = [] {
-    const char* v = std::getenv("VIZ");
-    return v && std::atoi(v) > 0;
-  }();
-  return Context::active() ? getenv_int("VIZ", 0) > 0 : from_env;
+  static const bool from_env = env_on("VIZ");
+  return knob_on("VIZ", from_env);
 }
 
 /// A rule that fired: where it is written and what it matches, the node it matched, its result.
