@@ -3613,6 +3613,19 @@ inline void record(Kernel k) { detail::recorder().add(detail::current_group(), s
 
 namespace tinyt::inline v0 {
 
+namespace detail {
+/// A header's path as VIZ shows it: from tinyt/ on, without "dir/.." steps.
+inline std::string source_path(std::string file) {
+  if (const size_t at = file.rfind("include/"); at != std::string::npos) file = file.substr(at + 8);
+  for (size_t up; (up = file.find("/../")) != std::string::npos;) {  // tinyt/engine/../codegen -> tinyt/codegen
+    const size_t dir = up == 0 ? std::string::npos : file.rfind('/', up - 1);
+    const size_t from = dir == std::string::npos ? 0 : dir + 1;
+    file.erase(from, up + 4 - from);
+  }
+  return file;
+}
+}  // namespace detail
+
 /// A pattern over UOps: which ops, dtypes and arg a node may have, what its sources must match,
 /// and a name to capture it under. An empty op set matches any op.
 class UPat {
@@ -3870,9 +3883,7 @@ class PatternMatcher {
   PatternMatcher(std::vector<Rule> rules, const char* name = __builtin_FUNCTION(),  // NOLINT: braced lists
                  const char* file = __builtin_FILE(), int line = __builtin_LINE())
       : name_(name) {
-    std::string where = file;
-    if (const size_t at = where.rfind("include/"); at != std::string::npos) where = where.substr(at + 8);
-    where = tinyt::detail::cat(name_, " (", where, ":", line, ")");
+    const std::string where = tinyt::detail::cat(name_, " (", detail::source_path(file), ":", line, ")");
     for (Rule& r : rules) {
       auto text = std::make_shared<const std::string>(tinyt::detail::cat(where, " #", rules_.size(), ": ", r.pat.text()));
       add(std::make_shared<const Rule>(std::move(r)), std::move(text));
@@ -3944,15 +3955,9 @@ struct RewriteCaller {
 inline UOp graph_rewrite_impl(const UOp& root, const PatternMatcher& pm, bool bottom_up, void* ctx,
                               const std::type_info* ctx_type, const RewriteCaller* caller) {
   std::optional<viz::Rewrite> record;
-  if (caller && viz::enabled()) {
-    std::string file = caller->file;
-    if (const size_t at = file.rfind("include/"); at != std::string::npos) file = file.substr(at + 8);
-    for (size_t up; (up = file.find("/../")) != std::string::npos;) {  // tinyt/engine/../codegen -> tinyt/codegen
-      const size_t dir = file.rfind('/', up - 1);
-      file.erase(dir == std::string::npos ? 0 : dir + 1, up + 4 - (dir == std::string::npos ? 0 : dir + 1));
-    }
-    record = viz::Rewrite{tinyt::detail::cat(pm.name(), " in ", caller->function, " (", file, ":", caller->line, ")"), root, {}, {}};
-  }
+  if (caller && viz::enabled())
+    record = viz::Rewrite{tinyt::detail::cat(pm.name(), " in ", caller->function, " (", source_path(caller->file), ":", caller->line, ")"),
+                          root, {}, {}};
   size_t fired = 0;
   const auto rewrite = [&](const UOp& u) {
     UOp r = pm.rewrite(u, ctx, ctx_type, &fired);

@@ -293,10 +293,13 @@ TEST_CASE("viz: the page holds each rewrite's rules with the graph after each, a
   CHECK(member(page_data(slurp(dir.path / "empty.html")), "groups").items.empty());
 }
 
-TEST_CASE("viz: text in the page cannot end its script element") {
+TEST_CASE("viz: text in the page cannot end its script element, and headers are named from tinyt/ on") {
   const std::string quoted = viz::detail::script_safe("a</script><b>");
   CHECK(quoted.find("</") == std::string::npos);
   CHECK(json::parse(quoted, "quoted").text == "a</script><b>");
+  CHECK(tinyt::detail::source_path("/src/include/tinyt/engine/../codegen/opt/x.hpp") == "tinyt/codegen/opt/x.hpp");
+  CHECK(tinyt::detail::source_path("/usr/include/tinyt/a/b/../../c.hpp") == "tinyt/c.hpp");
+  CHECK(tinyt::detail::source_path("elsewhere.hpp") == "elsewhere.hpp");
 }
 
 TEST_CASE("process replay: a graph as text reads back into the same graph, with every kind of arg") {

@@ -22,12 +22,12 @@
 #include "../codegen/opt/search.hpp"
 #include "../codegen/work_items.hpp"
 #include "../helpers.hpp"
-#include "profiler.hpp"
 #include "../renderer/cstyle.hpp"
 #include "../renderer/llvmir.hpp"
 #include "../schedule/cache.hpp"
 #include "../support.hpp"
 #include "estimates.hpp"
+#include "profiler.hpp"
 #include "replay.hpp"
 
 namespace tinyt::inline v0 {
