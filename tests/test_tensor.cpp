@@ -319,8 +319,24 @@ TEST_CASE("tensor: devices") {
       CHECK(std::string(e.what()).find("tried") != std::string::npos);  // the libraries it tried
     }
   }
-  // a device that does not exist: CPU:1
-  CHECK_THROWS_AS(a.to("CPU:1").realize(), DeviceError);
+}
+
+TEST_CASE("tensor: CPU:1 is a device of its own, with its own memory, copies to and from it, no op across") {
+  CHECK(Device::canonicalize("cpu:1") == "CPU:1");
+  CHECK(Device::canonicalize("CPU:0") == "CPU");
+  const Tensor a = Tensor::from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3}, "CPU").realize();
+  const int64_t cpu_before = GlobalCounters::mem_used;
+  GlobalCounters::reset();
+  const Tensor b = a.to("CPU:1").realize();
+  CHECK(b.device() == "CPU:1");
+  CHECK(GlobalCounters::kernel_count == 1);  // the copy
+  CHECK(GlobalCounters::mem_used == cpu_before + 24);
+  const Tensor c = (b * 2 + 1).sum(1);
+  CHECK(c.device() == "CPU:1");
+  CHECK(c.to_vector<float>() == std::vector<float>{15, 33});
+  CHECK(c.to("CPU").to_vector<float>() == std::vector<float>{15, 33});
+  CHECK(tinyt_test::message_of<DeviceError>([&] { (a + b).realize(); }).find("CPU and CPU:1") != std::string::npos);
+  CHECK(b.to("CPU:2").to("CPU:1").to_vector<float>() == a.to_vector<float>());
 }
 
 TEST_CASE("tensor: a copy between devices is one scheduled copy, and ops across devices throw") {

@@ -156,9 +156,13 @@ class CpuCompilerPart final : public Compiler {
   std::string identity_;  // read once: a compiler's identity does not change while it lives
 };
 
-/// The CPU device. Its compiler follows CPU_LLVM and TINYT_LLVM_CPU as they are when asked.
+/// A CPU device: "CPU", or "CPU:N", another device on the same processor with its own memory
+/// (buffers, and copies between them as between any two devices; the thread pool is shared), for
+/// running and testing multi-device work on one machine. Its compiler follows CPU_LLVM and
+/// TINYT_LLVM_CPU as they are when asked.
 class CpuDevice final : public Device {
  public:
+  explicit CpuDevice(int index = 0) : name_(index == 0 ? "CPU" : tinyt::detail::cat("CPU:", index)) {}
   const std::string& name() const override { return name_; }
   Allocator& allocator() override { return memory_; }
   Compiler& compiler() override {
@@ -198,18 +202,15 @@ class CpuDevice final : public Device {
   }
 
  private:
-  std::string name_ = "CPU";
+  std::string name_;
   HostMemory memory_;
   std::mutex mu_;
   std::vector<std::unique_ptr<CpuCompilerPart>> compilers_;
   std::atomic<CpuCompilerPart*> last_{nullptr};
 };
 
-/// The CPU device (there is one: "CPU:1" is a DeviceError).
-inline std::unique_ptr<Device> open_cpu(int index) {
-  if (index != 0) throw DeviceError(tinyt::detail::cat("device CPU:", index, ": there is one CPU device, CPU"));
-  return std::make_unique<CpuDevice>();
-}
+/// The CPU device `index` (CPU, CPU:1, ...: any number of them, each with its own memory).
+inline std::unique_ptr<Device> open_cpu(int index) { return std::make_unique<CpuDevice>(index); }
 
 }  // namespace backend
 }  // namespace tinyt::inline v0
