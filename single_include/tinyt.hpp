@@ -3410,6 +3410,24 @@ inline bool write_file_atomically(const std::filesystem::path& path, std::string
   return !error;
 }
 
+/// A file a tool writes at exit (VIZ's page, the profiler's trace): `name` in the temporary
+/// directory ($TMPDIR, else /tmp), filled with what `make_text` gives; stderr then says "tinyt:
+/// <what> written to <path> <hint>", or why it was not. Never throws (it runs at exit).
+template <class MakeText>
+void write_exit_file(const std::string& name, const char* what, const char* hint, MakeText&& make_text) {
+  std::error_code error;
+  const std::filesystem::path dir = std::filesystem::temp_directory_path(error);
+  const std::string path = ((error ? std::filesystem::path("/tmp") : dir) / name).string();
+  try {
+    if (write_file_atomically(path, make_text()))
+      std::fprintf(stderr, "tinyt: %s written to %s %s\n", what, path.c_str(), hint);
+    else
+      std::fprintf(stderr, "tinyt: %s: cannot write %s\n", what, path.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tinyt: %s: %s\n", what, e.what());
+  }
+}
+
 /// The source with line numbers, as quoted in a CompileError.
 inline std::string number_lines(std::string_view src) {
   std::string out;
@@ -3600,9 +3618,9 @@ class Scope {
 
 /// Records a graph_rewrite call.
 inline void record(Rewrite r) { detail::recorder().add(detail::current_group(), std::move(r)); }
-/// Records a lowering step that is not a rewrite, when VIZ is on and it changed the graph.
-inline void snapshot(const std::string& name, const UOp& before, const UOp& after) {
-  if (enabled() && !(before == after)) record({name, before, after, {}});
+/// Records a lowering step that is not a rewrite (callers check enabled()), when it changed the graph.
+inline void snapshot(std::string name, const UOp& before, const UOp& after) {
+  if (!(before == after)) record({std::move(name), before, after, {}});
 }
 /// Records a compiled kernel.
 inline void record(Kernel k) { detail::recorder().add(detail::current_group(), std::move(k)); }
@@ -7561,7 +7579,6 @@ inline Device& device(const std::string& name) {
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iomanip>
 
 #include <unistd.h>
@@ -8061,8 +8078,8 @@ class Recorder {
 };
 
 inline void write_text(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  if (!(f << text) || !f.flush()) throw Error(tinyt::detail::cat("profile::write: cannot write '", path, "'"));
+  if (!tinyt::detail::write_file_atomically(path, text))
+    throw Error(tinyt::detail::cat("profile::write: cannot write '", path, "'"));
 }
 
 inline Recorder& recorder() {
@@ -8213,14 +8230,8 @@ inline void detail::Recorder::finish() {
   std::lock_guard lock(mu_);
   if (summary_at_exit_ && !totals_.empty()) std::fprintf(stderr, "%s", summary_of(totals_).c_str());
   if (!trace_at_exit_ || events_.empty()) return;
-  const char* dir = std::getenv("TMPDIR");
-  const std::string path = tinyt::detail::cat(dir && *dir ? dir : "/tmp", "/tinyt_profile_", ::getpid(), ".json");
-  try {
-    write_text(path, trace_json(events_));
-    std::fprintf(stderr, "tinyt: profile written to %s (open it in ui.perfetto.dev or chrome://tracing)\n", path.c_str());
-  } catch (const Error& e) {
-    std::fprintf(stderr, "tinyt: %s\n", e.what());
-  }
+  tinyt::detail::write_exit_file(tinyt::detail::cat("tinyt_profile_", ::getpid(), ".json"), "profile",
+                                 "(open it in ui.perfetto.dev or chrome://tracing)", [&] { return trace_json(events_); });
 }
 
 }  // namespace profile
@@ -12991,10 +13002,11 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
                                      bool transcendental) {
   if (target.gpu && std::any_of(opts.begin(), opts.end(), [](const codegen::Opt& o) { return o.op == codegen::OptOp::PACK; }))
     throw codegen::OptError("PACK: a GPU's work-items share local memory; a copy of one thread's own is for CPUs");
+  const bool recording = viz::enabled();  // the lowering steps between rewrites, for VIZ
   const UOp optimized = codegen::apply_opts(ast, opts);
-  viz::snapshot("apply_opts " + codegen::to_string(opts), ast, optimized);
+  if (recording) viz::snapshot("apply_opts " + codegen::to_string(opts), ast, optimized);
   UOp expanded = codegen::expand_registers(optimized, target.stream_bytes);
-  viz::snapshot("expand_registers", optimized, expanded);
+  if (recording) viz::snapshot("expand_registers", optimized, expanded);
   if (transcendental)  // (simplified again only where a decomposition changed something)
     if (UOp decomposed = graph_rewrite(expanded, codegen::transcendental_rules()); decomposed != expanded)
       expanded = graph_rewrite(decomposed, codegen::kernel_rules());
@@ -13006,7 +13018,7 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
   if (target.gpu) {
     const UOp on_cpu = expanded;
     expanded = codegen::map_work_items(codegen::lower_groups(codegen::lower_narrow_floats(expanded)));
-    viz::snapshot("work-items (narrow floats, groups, map_work_items)", on_cpu, expanded);
+    if (recording) viz::snapshot("work-items (narrow floats, groups, map_work_items)", on_cpu, expanded);
   }
   codegen::Program p = codegen::linearize(expanded, schedule::detail::kernel_name(ast));
   p.opts = std::move(opts);
@@ -13415,7 +13427,6 @@ using engine::run_schedule;
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 
 // ---- tinyt/viz/page.hpp ----
 // The VIZ page: HTML, style and script, around the recorded data (viz/html.hpp puts the JSON
@@ -13835,22 +13846,16 @@ inline std::string page(const std::vector<Group>& groups) {
 }
 
 inline void write_page(const std::string& path, const std::vector<Group>& groups) {
-  std::ofstream f(path, std::ios::binary);
-  if (!(f << page(groups)) || !f.flush()) throw Error(tinyt::detail::cat("viz::write: cannot write '", path, "'"));
+  if (!tinyt::detail::write_file_atomically(path, page(groups)))
+    throw Error(tinyt::detail::cat("viz::write: cannot write '", path, "'"));
 }
 
 /// At exit, where VIZ is on in the environment and something was recorded: the page, in
 /// $TMPDIR (or /tmp) as tinyt_viz_<pid>.html; its path is printed.
 inline void write_page_at_exit() {
   if (!env_on("VIZ") || recorder().empty()) return;
-  const char* dir = std::getenv("TMPDIR");
-  const std::string path = tinyt::detail::cat(dir && *dir ? dir : "/tmp", "/tinyt_viz_", ::getpid(), ".html");
-  try {
-    write_page(path, recorder().groups());
-    std::fprintf(stderr, "tinyt: VIZ page written to %s (open it in a browser)\n", path.c_str());
-  } catch (const Error& e) {
-    std::fprintf(stderr, "tinyt: %s\n", e.what());
-  }
+  tinyt::detail::write_exit_file(tinyt::detail::cat("tinyt_viz_", ::getpid(), ".html"), "VIZ page", "(open it in a browser)",
+                                 [] { return page(recorder().groups()); });
 }
 inline const bool page_at_exit = (at_exit = &write_page_at_exit, true);
 
@@ -15792,6 +15797,22 @@ inline AssignPlan plan_assigns(std::vector<UOp>& roots, const std::vector<UOp>& 
     if (auto it = rewritten.find(r.get()); it != rewritten.end()) r = it->second;
   return plan;
 }
+/// The schedule of `uops`, timed as one "schedule" span while profiling, and recorded by VIZ as
+/// a group: the tensor graph and the kernels' ASTs it became.
+inline std::vector<schedule::Kernel> traced_schedule(const std::vector<UOp>& uops) {
+  profile::Span span("schedule", "schedule");
+  viz::Scope group("schedule");
+  std::vector<schedule::Kernel> kernels = schedule::cached_schedule(uops);
+  if (span.on()) span.arg("kernels", std::to_string(kernels.size()));
+  if (viz::enabled()) {
+    std::vector<UOp> asts;
+    for (const schedule::Kernel& k : kernels) asts.push_back(k.ast);
+    viz::snapshot(tinyt::detail::cat("schedule: ", kernels.size(), " kernel(s)"), UOp(Ops::SINK, dtypes::void_, uops),
+                  UOp(Ops::SINK, dtypes::void_, asts));
+    group.rename(tinyt::detail::cat("schedule of ", kernels.size(), " kernel(s)"));
+  }
+  return kernels;
+}
 }  // namespace detail
 
 TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
@@ -15837,18 +15858,7 @@ TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
     plan = detail::plan_assigns(uops, live_uops, is_root);
     for (size_t i : plan.joined) roots.push_back(live[i]), is_root[i] = true;
   }
-  std::optional<profile::Span> scheduling(std::in_place, "schedule", "schedule");
-  std::optional<viz::Scope> viz_group(std::in_place, "schedule");
-  std::vector<schedule::Kernel> kernels = schedule::cached_schedule(uops);
-  if (scheduling->on()) scheduling->arg("kernels", std::to_string(kernels.size()));
-  if (viz::enabled()) {
-    std::vector<UOp> asts;
-    for (const schedule::Kernel& k : kernels) asts.push_back(k.ast);
-    viz::snapshot(tinyt::detail::cat("schedule: ", kernels.size(), " kernel(s)"), UOp(Ops::SINK, dtypes::void_, uops),
-                  UOp(Ops::SINK, dtypes::void_, asts));
-    viz_group->rename(tinyt::detail::cat("schedule of ", kernels.size(), " kernel(s)"));
-  }
-  viz_group.reset();
+  std::vector<schedule::Kernel> kernels = detail::traced_schedule(uops);
   if (kernels.size() > 1) {
     // an intermediate no other live tensor can reach is not kept, and its memory is reused
     if (!assigns) take_live(), mark_roots();
@@ -15866,7 +15876,6 @@ TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
     schedule::plan_memory(kernels, uops,
                           [&](const UOp& node) { return reachable.count(node.get()) > 0; });
   }
-  scheduling.reset();
   run_schedule(kernels);
   // other graphs that hold a rewritten node find its value where the rewritten one put it
   for (const auto& [old, now] : plan.rewritten)

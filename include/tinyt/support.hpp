@@ -76,6 +76,24 @@ inline bool write_file_atomically(const std::filesystem::path& path, std::string
   return !error;
 }
 
+/// A file a tool writes at exit (VIZ's page, the profiler's trace): `name` in the temporary
+/// directory ($TMPDIR, else /tmp), filled with what `make_text` gives; stderr then says "tinyt:
+/// <what> written to <path> <hint>", or why it was not. Never throws (it runs at exit).
+template <class MakeText>
+void write_exit_file(const std::string& name, const char* what, const char* hint, MakeText&& make_text) {
+  std::error_code error;
+  const std::filesystem::path dir = std::filesystem::temp_directory_path(error);
+  const std::string path = ((error ? std::filesystem::path("/tmp") : dir) / name).string();
+  try {
+    if (write_file_atomically(path, make_text()))
+      std::fprintf(stderr, "tinyt: %s written to %s %s\n", what, path.c_str(), hint);
+    else
+      std::fprintf(stderr, "tinyt: %s: cannot write %s\n", what, path.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tinyt: %s: %s\n", what, e.what());
+  }
+}
+
 /// The source with line numbers, as quoted in a CompileError.
 inline std::string number_lines(std::string_view src) {
   std::string out;

@@ -15,7 +15,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iomanip>
 #include <map>
 #include <mutex>
@@ -28,6 +27,7 @@
 
 #include "../helpers.hpp"
 #include "../nn/json.hpp"
+#include "../support.hpp"
 
 namespace tinyt::inline v0 {
 namespace profile {
@@ -103,8 +103,8 @@ class Recorder {
 };
 
 inline void write_text(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  if (!(f << text) || !f.flush()) throw Error(tinyt::detail::cat("profile::write: cannot write '", path, "'"));
+  if (!tinyt::detail::write_file_atomically(path, text))
+    throw Error(tinyt::detail::cat("profile::write: cannot write '", path, "'"));
 }
 
 inline Recorder& recorder() {
@@ -255,14 +255,8 @@ inline void detail::Recorder::finish() {
   std::lock_guard lock(mu_);
   if (summary_at_exit_ && !totals_.empty()) std::fprintf(stderr, "%s", summary_of(totals_).c_str());
   if (!trace_at_exit_ || events_.empty()) return;
-  const char* dir = std::getenv("TMPDIR");
-  const std::string path = tinyt::detail::cat(dir && *dir ? dir : "/tmp", "/tinyt_profile_", ::getpid(), ".json");
-  try {
-    write_text(path, trace_json(events_));
-    std::fprintf(stderr, "tinyt: profile written to %s (open it in ui.perfetto.dev or chrome://tracing)\n", path.c_str());
-  } catch (const Error& e) {
-    std::fprintf(stderr, "tinyt: %s\n", e.what());
-  }
+  tinyt::detail::write_exit_file(tinyt::detail::cat("tinyt_profile_", ::getpid(), ".json"), "profile",
+                                 "(open it in ui.perfetto.dev or chrome://tracing)", [&] { return trace_json(events_); });
 }
 
 }  // namespace profile

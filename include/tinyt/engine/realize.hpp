@@ -85,10 +85,11 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
                                      bool transcendental) {
   if (target.gpu && std::any_of(opts.begin(), opts.end(), [](const codegen::Opt& o) { return o.op == codegen::OptOp::PACK; }))
     throw codegen::OptError("PACK: a GPU's work-items share local memory; a copy of one thread's own is for CPUs");
+  const bool recording = viz::enabled();  // the lowering steps between rewrites, for VIZ
   const UOp optimized = codegen::apply_opts(ast, opts);
-  viz::snapshot("apply_opts " + codegen::to_string(opts), ast, optimized);
+  if (recording) viz::snapshot("apply_opts " + codegen::to_string(opts), ast, optimized);
   UOp expanded = codegen::expand_registers(optimized, target.stream_bytes);
-  viz::snapshot("expand_registers", optimized, expanded);
+  if (recording) viz::snapshot("expand_registers", optimized, expanded);
   if (transcendental)  // (simplified again only where a decomposition changed something)
     if (UOp decomposed = graph_rewrite(expanded, codegen::transcendental_rules()); decomposed != expanded)
       expanded = graph_rewrite(decomposed, codegen::kernel_rules());
@@ -100,7 +101,7 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
   if (target.gpu) {
     const UOp on_cpu = expanded;
     expanded = codegen::map_work_items(codegen::lower_groups(codegen::lower_narrow_floats(expanded)));
-    viz::snapshot("work-items (narrow floats, groups, map_work_items)", on_cpu, expanded);
+    if (recording) viz::snapshot("work-items (narrow floats, groups, map_work_items)", on_cpu, expanded);
   }
   codegen::Program p = codegen::linearize(expanded, schedule::detail::kernel_name(ast));
   p.opts = std::move(opts);

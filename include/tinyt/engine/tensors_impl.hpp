@@ -9,7 +9,6 @@
 // before the overwrite.
 #pragma once
 
-#include <optional>
 #include <shared_mutex>
 #include <unordered_set>
 
@@ -147,6 +146,22 @@ inline AssignPlan plan_assigns(std::vector<UOp>& roots, const std::vector<UOp>& 
     if (auto it = rewritten.find(r.get()); it != rewritten.end()) r = it->second;
   return plan;
 }
+/// The schedule of `uops`, timed as one "schedule" span while profiling, and recorded by VIZ as
+/// a group: the tensor graph and the kernels' ASTs it became.
+inline std::vector<schedule::Kernel> traced_schedule(const std::vector<UOp>& uops) {
+  profile::Span span("schedule", "schedule");
+  viz::Scope group("schedule");
+  std::vector<schedule::Kernel> kernels = schedule::cached_schedule(uops);
+  if (span.on()) span.arg("kernels", std::to_string(kernels.size()));
+  if (viz::enabled()) {
+    std::vector<UOp> asts;
+    for (const schedule::Kernel& k : kernels) asts.push_back(k.ast);
+    viz::snapshot(tinyt::detail::cat("schedule: ", kernels.size(), " kernel(s)"), UOp(Ops::SINK, dtypes::void_, uops),
+                  UOp(Ops::SINK, dtypes::void_, asts));
+    group.rename(tinyt::detail::cat("schedule of ", kernels.size(), " kernel(s)"));
+  }
+  return kernels;
+}
 }  // namespace detail
 
 TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
@@ -192,18 +207,7 @@ TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
     plan = detail::plan_assigns(uops, live_uops, is_root);
     for (size_t i : plan.joined) roots.push_back(live[i]), is_root[i] = true;
   }
-  std::optional<profile::Span> scheduling(std::in_place, "schedule", "schedule");
-  std::optional<viz::Scope> viz_group(std::in_place, "schedule");
-  std::vector<schedule::Kernel> kernels = schedule::cached_schedule(uops);
-  if (scheduling->on()) scheduling->arg("kernels", std::to_string(kernels.size()));
-  if (viz::enabled()) {
-    std::vector<UOp> asts;
-    for (const schedule::Kernel& k : kernels) asts.push_back(k.ast);
-    viz::snapshot(tinyt::detail::cat("schedule: ", kernels.size(), " kernel(s)"), UOp(Ops::SINK, dtypes::void_, uops),
-                  UOp(Ops::SINK, dtypes::void_, asts));
-    viz_group->rename(tinyt::detail::cat("schedule of ", kernels.size(), " kernel(s)"));
-  }
-  viz_group.reset();
+  std::vector<schedule::Kernel> kernels = detail::traced_schedule(uops);
   if (kernels.size() > 1) {
     // an intermediate no other live tensor can reach is not kept, and its memory is reused
     if (!assigns) take_live(), mark_roots();
@@ -221,7 +225,6 @@ TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
     schedule::plan_memory(kernels, uops,
                           [&](const UOp& node) { return reachable.count(node.get()) > 0; });
   }
-  scheduling.reset();
   run_schedule(kernels);
   // other graphs that hold a rewritten node find its value where the rewritten one put it
   for (const auto& [old, now] : plan.rewritten)

@@ -7,11 +7,11 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 #include <unordered_map>
 
 #include "../nn/json.hpp"
+#include "../support.hpp"
 #include "../version.hpp"
 #include "page.hpp"
 #include "record.hpp"
@@ -123,22 +123,16 @@ inline std::string page(const std::vector<Group>& groups) {
 }
 
 inline void write_page(const std::string& path, const std::vector<Group>& groups) {
-  std::ofstream f(path, std::ios::binary);
-  if (!(f << page(groups)) || !f.flush()) throw Error(tinyt::detail::cat("viz::write: cannot write '", path, "'"));
+  if (!tinyt::detail::write_file_atomically(path, page(groups)))
+    throw Error(tinyt::detail::cat("viz::write: cannot write '", path, "'"));
 }
 
 /// At exit, where VIZ is on in the environment and something was recorded: the page, in
 /// $TMPDIR (or /tmp) as tinyt_viz_<pid>.html; its path is printed.
 inline void write_page_at_exit() {
   if (!env_on("VIZ") || recorder().empty()) return;
-  const char* dir = std::getenv("TMPDIR");
-  const std::string path = tinyt::detail::cat(dir && *dir ? dir : "/tmp", "/tinyt_viz_", ::getpid(), ".html");
-  try {
-    write_page(path, recorder().groups());
-    std::fprintf(stderr, "tinyt: VIZ page written to %s (open it in a browser)\n", path.c_str());
-  } catch (const Error& e) {
-    std::fprintf(stderr, "tinyt: %s\n", e.what());
-  }
+  tinyt::detail::write_exit_file(tinyt::detail::cat("tinyt_viz_", ::getpid(), ".html"), "VIZ page", "(open it in a browser)",
+                                 [] { return page(recorder().groups()); });
 }
 inline const bool page_at_exit = (at_exit = &write_page_at_exit, true);
 

@@ -167,9 +167,9 @@ class Scope {
 
 /// Records a graph_rewrite call.
 inline void record(Rewrite r) { detail::recorder().add(detail::current_group(), std::move(r)); }
-/// Records a lowering step that is not a rewrite, when VIZ is on and it changed the graph.
-inline void snapshot(const std::string& name, const UOp& before, const UOp& after) {
-  if (enabled() && !(before == after)) record({name, before, after, {}});
+/// Records a lowering step that is not a rewrite (callers check enabled()), when it changed the graph.
+inline void snapshot(std::string name, const UOp& before, const UOp& after) {
+  if (!(before == after)) record({std::move(name), before, after, {}});
 }
 /// Records a compiled kernel.
 inline void record(Kernel k) { detail::recorder().add(detail::current_group(), std::move(k)); }
