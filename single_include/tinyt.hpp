@@ -577,6 +577,8 @@ namespace tinyt::inline v0 {
   /* graph structure (never rendered) */                                                          \
   X(SINK, meta) X(NOOP, meta) X(GROUP, meta) X(AFTER, meta) X(UNIQUE, meta) X(DEVICE, meta)       \
   X(KERNEL, meta) X(CUSTOM, meta)                                                                 \
+  /* on several devices: MULTI(shards) arg=axis (-1: replicated); MSELECT(x) arg=shard */         \
+  X(MULTI, meta) X(MSELECT, meta)                                                                 \
   /* buffers and what steers the scheduler */                                                     \
   X(BUFFER, buffer) X(BUFFER_VIEW, buffer) X(COPY, buffer) X(CONTIGUOUS, buffer)                  \
   X(CONTIGUOUS_BACKWARD, buffer) X(DETACH, buffer) X(ASSIGN, buffer)                              \
@@ -1325,20 +1327,27 @@ struct Device {
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
     return s;
   }();
-  /// "cpu", "CPU:0" -> "CPU"; "cl:1" -> "CL:1"; an unknown kind or a bad index is a DeviceError.
+  /// "cpu", "CPU:0" -> "CPU"; "cl:1" -> "CL:1"; a list "CPU:0, CPU:1" -> "CPU,CPU:1" (the devices of
+  /// a sharded tensor). An unknown kind, a bad index or a device listed twice is a DeviceError.
   static std::string canonicalize(const std::string& name) {
-    std::string s = name.empty() ? default_device() : name;
-    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
-    std::string kind = s, index;
-    if (const size_t colon = s.find(':'); colon != std::string::npos) kind = s.substr(0, colon), index = s.substr(colon + 1);
-    if (std::find(known().begin(), known().end(), kind) == known().end())
-      throw DeviceError(detail::cat("unknown device '", name, "'; tinyt knows CPU, CL and CUDA (with an index: CL:1)"));
-    if (s.find(':') != std::string::npos &&
-        (index.empty() || index.size() > 4 || !std::all_of(index.begin(), index.end(), [](unsigned char c) { return std::isdigit(c); })))
-      throw DeviceError(detail::cat("device '", name, "': the index after ':' must be a number"));
-    const int n = index.empty() ? 0 : std::stoi(index);
-    return n == 0 ? kind : detail::cat(kind, ":", n);
+    if (name.find(',') == std::string::npos) return canonicalize_one(name);
+    std::vector<std::string> seen;
+    for (const std::string& part : split_list(name)) {
+      if (std::all_of(part.begin(), part.end(), [](unsigned char c) { return std::isspace(c); }))
+        throw DeviceError(detail::cat("devices '", name, "': an empty name in the list"));
+      std::string one = canonicalize_one(part);
+      if (std::find(seen.begin(), seen.end(), one) != seen.end())
+        throw DeviceError(detail::cat("devices '", name, "': ", one, " is listed twice"));
+      seen.push_back(std::move(one));
+    }
+    std::string out;
+    for (const std::string& one : seen) out += (out.empty() ? "" : ",") + one;
+    return out;
   }
+  /// The devices of a canonical name: {"CPU", "CPU:1"} for "CPU,CPU:1", {"CL"} for "CL".
+  static std::vector<std::string> split(const std::string& canonical) { return split_list(canonical); }
+  /// Whether a canonical name lists several devices (a sharded tensor's).
+  static bool is_multi(const std::string& canonical) { return canonical.find(',') != std::string::npos; }
   /// The kind of a canonical name ("CL:1" -> "CL") and its index (1).
   static std::string kind(const std::string& canonical) { return canonical.substr(0, canonical.find(':')); }
   static int index(const std::string& canonical) {
@@ -1356,6 +1365,33 @@ struct Device {
     const char* env = std::getenv("DEV");
     if (auto dev = Context::lookup("DEV"); dev && !dev->empty() && !(env && *dev == env)) return canonicalize(*dev);
     return canonicalize(DEFAULT);
+  }
+
+ private:
+  /// One device's canonical name ("cl:1" -> "CL:1"); the default device for "".
+  static std::string canonicalize_one(const std::string& name) {
+    std::string s = name;
+    s.erase(std::remove_if(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c); }), s.end());
+    if (s.empty()) s = default_device();
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
+    std::string kind = s, index;
+    if (const size_t colon = s.find(':'); colon != std::string::npos) kind = s.substr(0, colon), index = s.substr(colon + 1);
+    if (std::find(known().begin(), known().end(), kind) == known().end())
+      throw DeviceError(detail::cat("unknown device '", name, "'; tinyt knows CPU, CL and CUDA (with an index: CL:1)"));
+    if (s.find(':') != std::string::npos &&
+        (index.empty() || index.size() > 4 || !std::all_of(index.begin(), index.end(), [](unsigned char c) { return std::isdigit(c); })))
+      throw DeviceError(detail::cat("device '", name, "': the index after ':' must be a number"));
+    const int n = index.empty() ? 0 : std::stoi(index);
+    return n == 0 ? kind : detail::cat(kind, ":", n);
+  }
+  static std::vector<std::string> split_list(const std::string& list) {
+    std::vector<std::string> out;
+    for (size_t from = 0;;) {
+      const size_t comma = list.find(',', from);
+      out.push_back(list.substr(from, comma == std::string::npos ? std::string::npos : comma - from));
+      if (comma == std::string::npos) return out;
+      from = comma + 1;
+    }
   }
 };
 
@@ -1667,8 +1703,13 @@ class Tensor {
   Tensor detach() const;
   /// Identity forward; the gradient flowing back through it is made contiguous (realized).
   Tensor contiguous_backward() const;
-  /// This tensor on another device (a copy; the same tensor when it is there already).
+  /// This tensor on another device (a copy; the same tensor when it is there already). To
+  /// several devices ("CPU:0,CPU:1"): replicated on each; from several to one: gathered.
   Tensor to(const std::string& device) const;
+  /// Split along `axis` across `devices` (parts of ceil(n / devices), the last ones smaller, as
+  /// tinygrad), or replicated on each with no axis. Ops run on each device's part; device()
+  /// names them all, comma-separated.
+  Tensor shard(const std::vector<std::string>& devices, std::optional<int> axis = std::nullopt) const;
   Tensor repeat(Shape repeats) const;
   static Tensor cat(const std::vector<Tensor>& tensors, int dim = 0);
   static Tensor stack(const std::vector<Tensor>& tensors, int dim = 0);
@@ -1778,7 +1819,7 @@ class Tensor {
   // the non-template halves of the creation templates (ops/creation.hpp, ops/combine.hpp)
   static Tensor full_value(const Shape& shape, double value, DType dtype, const std::string& device);
   static Tensor full_value(const Shape& shape, i128 value, DType dtype, const std::string& device);
-  static Tensor arange_values(double start, double step, sint count, DType dtype);
+  static Tensor arange_values(double start, double step, sint count, DType dtype, const std::string& device = "");
   static Tensor linspace_values(double start, double stop, int64_t steps, DType dtype);
   static Tensor from_elements(const void* data, size_t count, const Shape& shape, DType dtype, std::string device);
   friend Tensor broadcast_to(const Tensor& t, const Shape& shape);
@@ -3085,7 +3126,7 @@ struct Embedding {
     if (idx.numel() == 0 || vocab_size == 0) return Tensor::zeros(Shape(out), weight.dtype());
     // (..., V, 1): whether index i is row v, compared in int64 so that no index type wraps;
     // where, not a multiply, so an inf in another row does not become NaN
-    Tensor rows = Tensor::arange(vocab_size).cast(dtypes::int64);
+    Tensor rows = Tensor::arange(vocab_size).cast(dtypes::int64).to(idx.device());
     Tensor hit = idx.cast(dtypes::int64).unsqueeze(-1).eq(rows).unsqueeze(-1);
     return hit.where(weight, 0.0).sum(-2).cast(weight.dtype());
   }
@@ -3150,6 +3191,8 @@ class Optimizer {
   virtual std::vector<Tensor> updated(const std::vector<Tensor>& grads) = 0;
   /// A state tensor in memory of its own, filled with `value`, listed in state().
   Tensor new_state(const Shape& shape, DType dtype, double value);
+  /// A state tensor like `param` (its shape, dtype and devices, split as it is), filled with `value`.
+  Tensor new_state(const Tensor& param, double value);
   /// Realizes the params, the buffers and the state: called last by each optimizer's constructor.
   void finish_init();
   /// Throws unless lo <= value (and value < hi when hi is given): PyTorch's argument checks.
@@ -7557,6 +7600,8 @@ inline Device& device(const std::string& name) {
   thread_local Device* last = nullptr;
   if (last && !name.empty() && name == last_name) return *last;
   const std::string canonical = ::tinyt::Device::canonicalize(name);
+  if (::tinyt::Device::is_multi(canonical))
+    throw DeviceError(::tinyt::detail::cat("device '", name, "' names several devices; memory and kernels are on one"));
   Device& d = open_device(::tinyt::Device::kind(canonical), ::tinyt::Device::index(canonical));
   if (!name.empty()) last_name = name, last = &d;
   return d;
@@ -8331,13 +8376,145 @@ class Buffer {
 // ALU ops take sources of equal shape; COPY(x, DEVICE); ASSIGN(target, value).
 
 
+// ---- tinyt/sharding.hpp ----
+// How a tensor on several devices is split among them, and how each op passes that on. A sharded
+// tensor's graph is the graph of the whole tensor (shapes are whole shapes); its MULTI nodes hold
+// the devices' parts. Which axis is split follows from the ops, as a tensor's shape does: movement
+// ops move it or refuse (ShapeError naming it), a reduction over it ends replicated. The multi
+// pass (schedule/multi.hpp) then writes each op once per device.
+
+
+
+namespace tinyt::inline v0 {
+
+/// How a tensor on several devices is split: along `axis` in parts of `sizes` (in the order of
+/// its devices), or replicated (axis -1: every device holds the whole tensor).
+struct Sharding {
+  int axis = -1;
+  std::vector<int64_t> sizes;
+
+  bool sharded() const { return axis >= 0; }
+  /// Device i's part of the axis: (start, end).
+  std::pair<int64_t, int64_t> bounds(size_t i) const {
+    const int64_t start = std::accumulate(sizes.begin(), sizes.begin() + static_cast<std::ptrdiff_t>(i), int64_t{0});
+    return {start, start + sizes[i]};
+  }
+  friend bool operator==(const Sharding&, const Sharding&) = default;
+};
+
+/// `n` split in `parts` as tinygrad does: ceil(n / parts) each, the last ones smaller (0 when
+/// nothing is left).
+inline std::vector<int64_t> shard_sizes(int64_t n, size_t parts) {
+  const auto k = static_cast<int64_t>(parts);
+  const int64_t each = (n + k - 1) / k;
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < k; ++i) out.push_back(std::clamp<int64_t>(n - each * i, 0, each));
+  return out;
+}
+
+namespace sharding {
+namespace detail {
+using tinyt::detail::cat;
+
+inline std::string axis_text(const Sharding& s, const std::string& devices) {
+  std::string parts;
+  for (int64_t n : s.sizes) parts += (parts.empty() ? "" : "+") + std::to_string(n);
+  return cat("axis ", s.axis, " (split over ", devices, " as ", parts, ")");
+}
+inline int64_t product(const std::vector<int64_t>& v, size_t from, size_t to) {
+  return std::accumulate(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(to),
+                         int64_t{1}, std::multiplies<>());
+}
+inline std::vector<int64_t> concrete(const Shape& s, const char* op, const Sharding& in, const std::string& devices) {
+  if (!s.is_concrete())
+    throw ShapeError(cat(op, ": ", s, " is symbolic; a tensor sharded along ", axis_text(in, devices),
+                         " takes concrete shapes"));
+  return s.to_vector();
+}
+
+// RESHAPE: the split axis becomes the last new axis whose sizes before it multiply to those
+// before the old one; each device's part must be a range of that axis (no element moves).
+inline Sharding reshape(const Shape& in_shape, const Shape& out_shape, const Sharding& in, const std::string& devices) {
+  const std::vector<int64_t> old_shape = concrete(in_shape, "reshape", in, devices);
+  const std::vector<int64_t> new_shape = concrete(out_shape, "reshape", in, devices);
+  const auto a = static_cast<size_t>(in.axis);
+  const int64_t before = product(old_shape, 0, a), inner_old = product(old_shape, a + 1, old_shape.size());
+  int64_t new_axis = -1;
+  for (size_t j = 0; j < new_shape.size(); ++j)
+    if (product(new_shape, 0, j) == before) new_axis = static_cast<int64_t>(j);
+  auto refuse = [&] {
+    return ShapeError(cat("reshape: ", in_shape, " -> ", out_shape, " would move elements between the devices of ",
+                          axis_text(in, devices), "; gather it first with .to(device)"));
+  };
+  if (new_axis < 0) throw refuse();
+  const int64_t inner_new = product(new_shape, static_cast<size_t>(new_axis) + 1, new_shape.size());
+  Sharding out{static_cast<int>(new_axis), {}};
+  for (size_t i = 0; i < in.sizes.size(); ++i) {
+    const auto [start, end] = in.bounds(i);
+    if (inner_new == 0 || (start * inner_old) % inner_new || (end * inner_old) % inner_new) throw refuse();
+    out.sizes.push_back((end - start) * inner_old / inner_new);
+  }
+  return out;
+}
+}  // namespace detail
+
+/// What a movement op (`op` with `arg`, from `in_shape` to `out_shape`) makes of the sharding
+/// `in` of its source on `devices`; a ShapeError naming the axis when it would split or move a
+/// device's part.
+inline Sharding through_movement(Ops op, const Arg& arg, const Shape& in_shape, const Shape& out_shape,
+                                 const Sharding& in, const std::string& devices) {
+  using detail::cat;
+  if (!in.sharded()) return in;
+  const auto a = static_cast<size_t>(in.axis);
+  switch (op) {
+    case Ops::RESHAPE: return detail::reshape(in_shape, out_shape, in, devices);
+    case Ops::PERMUTE: {
+      const std::vector<int64_t> order = arg.ints();
+      const auto at = std::find(order.begin(), order.end(), in.axis) - order.begin();
+      return Sharding{static_cast<int>(at), in.sizes};
+    }
+    case Ops::EXPAND:
+      if (!(out_shape[a] == in_shape[a]))
+        throw ShapeError(cat("expand: ", in_shape, " -> ", out_shape, " expands ", detail::axis_text(in, devices)));
+      return in;
+    case Ops::PAD: case Ops::SHRINK: {
+      const char* name = op == Ops::PAD ? "pad" : "shrink";
+      const Arg& pair = arg.tuple()[a];
+      const bool whole = op == Ops::PAD ? arg_sint(pair[0]) == 0 && arg_sint(pair[1]) == 0
+                                        : arg_sint(pair[0]) == 0 && arg_sint(pair[1]) == in_shape[a];
+      if (!whole)
+        throw ShapeError(cat(name, ": ", in_shape, " -> ", out_shape, " changes ", detail::axis_text(in, devices),
+                             "; only the other axes may be ", op == Ops::PAD ? "padded" : "shrunk",
+                             " (gather it first with .to(device))"));
+      return in;
+    }
+    case Ops::FLIP:
+      if (arg.tuple()[a].get<bool>())
+        throw ShapeError(cat("flip: of ", detail::axis_text(in, devices), " of ", in_shape,
+                             "; gather it first with .to(device)"));
+      return in;
+    default: return in;
+  }
+}
+
+/// A reduction over `axes`: over the split axis it ends replicated (after an allreduce).
+inline Sharding through_reduce(const std::vector<int64_t>& axes, const Sharding& in) {
+  if (in.sharded() && std::find(axes.begin(), axes.end(), in.axis) != axes.end()) return {};
+  return in;
+}
+
+}  // namespace sharding
+}  // namespace tinyt::inline v0
+// ---- end tinyt/sharding.hpp ----
 
 namespace tinyt::inline v0 {
 
 /// What the tensor level knows about a node: shape, device, and where its value lives.
 struct TensorMeta : UOpNode::Extra {
   Shape shape;
-  std::string device;
+  std::string device;              // one device, or several, comma-separated (a sharded tensor's)
+  Sharding sharding;               // on several devices: how the tensor is split among them
+  bool multi = false;              // this node or one below it is on several devices
   std::mutex mu;
   std::shared_ptr<Buffer> buffer;  // BUFFER nodes: the memory
   UOp realized;                    // computed nodes: a view of the buffer holding the value
@@ -8365,6 +8542,55 @@ inline std::vector<std::pair<sint, sint>> pairs(const Arg& a) {
 }
 
 namespace detail {
+
+// MULTI(shards) arg=axis: the shards are on one device each, all different, and equal in shape
+// but along the axis (-1: replicated, every shard equal in shape).
+inline void multi_meta(const UOp& u, const std::vector<const TensorMeta*>& s, TensorMeta& m) {
+  const int64_t axis = u.arg().as_int();
+  if (s.empty()) throw DeviceError("MULTI: no shards");
+  const size_t rank = s[0]->shape.size();
+  if (axis < -1 || axis >= static_cast<int64_t>(rank))
+    throw ShapeError(cat("MULTI: axis ", axis, " of shards of shape ", s[0]->shape));
+  std::string devices;
+  m.shape = s[0]->shape;
+  m.sharding.axis = static_cast<int>(axis);
+  for (size_t i = 0; i < s.size(); ++i) {
+    const TensorMeta& x = *s[i];
+    if (Device::is_multi(x.device)) throw DeviceError(cat("MULTI: shard ", i, " is on several devices (", x.device, ")"));
+    if (u.src(i).dtype() != u.dtype())
+      throw DTypeError(cat("MULTI: shard ", i, " is ", u.src(i).dtype().name(), ", shard 0 ", u.dtype().name()));
+    bool fits = x.shape.size() == rank;
+    for (size_t d = 0; fits && d < rank; ++d) fits = static_cast<int64_t>(d) == axis || x.shape[d] == s[0]->shape[d];
+    if (!fits) throw ShapeError(cat("MULTI: shard ", i, " has shape ", x.shape, ", shard 0 ", s[0]->shape, " (axis ", axis, ")"));
+    if (axis >= 0) {
+      const sint& part = x.shape[static_cast<size_t>(axis)];
+      if (!part.is_int()) throw ShapeError(cat("MULTI: shard ", i, " has a symbolic size ", part, " along axis ", axis));
+      m.sharding.sizes.push_back(part.as_int());
+    }
+    devices += (i ? "," : "") + x.device;
+  }
+  if (axis >= 0)
+    m.shape[static_cast<size_t>(axis)] = std::accumulate(m.sharding.sizes.begin(), m.sharding.sizes.end(), int64_t{0});
+  m.device = Device::canonicalize(devices);  // a DeviceError when two shards are on one device
+  m.multi = true;
+}
+
+// How a node below which something is on several devices is split (its shape and device known).
+inline Sharding sharding_of(const UOp& u, const std::vector<const TensorMeta*>& s, const TensorMeta& m) {
+  if (!Device::is_multi(m.device)) return {};  // on one device: a gather, a shard's MSELECT
+  switch (u.op()) {
+    case Ops::RESHAPE: case Ops::PERMUTE: case Ops::EXPAND: case Ops::PAD: case Ops::SHRINK: case Ops::FLIP:
+      return sharding::through_movement(u.op(), u.arg(), s[0]->shape, m.shape, s[0]->sharding, m.device);
+    case Ops::REDUCE_AXIS: return sharding::through_reduce(u.arg()[1].ints(), s[0]->sharding);
+    case Ops::COPY: case Ops::CONST: return {};  // to several devices: replicated
+    case Ops::ASSIGN: return s[0]->sharding;     // the target's
+    default:
+      // elementwise: the first split source's (the others are split the same way by the multi pass)
+      for (const TensorMeta* x : s)
+        if (x && x->sharding.sharded() && Device::is_multi(x->device)) return x->sharding;
+      return {};
+  }
+}
 
 inline TensorMeta* compute_meta(const UOp& u, const std::vector<const TensorMeta*>& s) {
   auto m = std::make_unique<TensorMeta>();
@@ -8400,6 +8626,16 @@ inline TensorMeta* compute_meta(const UOp& u, const std::vector<const TensorMeta
       break;
     }
     case Ops::COPY: m->shape = s[0]->shape, m->device = u.src(1).arg().get<std::string>(); break;
+    case Ops::MULTI: multi_meta(u, s, *m); break;
+    case Ops::MSELECT: {
+      const auto i = static_cast<size_t>(u.arg().as_int());
+      const std::vector<std::string> devices = Device::split(s[0]->device);
+      if (i >= devices.size())
+        throw DeviceError(cat("MSELECT: shard ", i, " of a tensor on ", devices.size(), " device(s)"));
+      m->shape = s[0]->shape, m->device = devices[i];
+      if (s[0]->sharding.sharded()) m->shape[static_cast<size_t>(s[0]->sharding.axis)] = s[0]->sharding.sizes[i];
+      break;
+    }
     default:
       // elementwise and the identity-like ops: the shape of the first shaped source
       for (const TensorMeta* x : s)
@@ -8407,6 +8643,8 @@ inline TensorMeta* compute_meta(const UOp& u, const std::vector<const TensorMeta
       if (u.op() == Ops::WHERE) m->shape = s[1]->shape;
       m->device = dev_of_srcs();
   }
+  m->multi = Device::is_multi(m->device) || std::any_of(s.begin(), s.end(), [](const TensorMeta* x) { return x && x->multi; });
+  if (m->multi && u.op() != Ops::MULTI) m->sharding = sharding_of(u, s, *m);
   return m.release();
 }
 }  // namespace detail
@@ -8439,8 +8677,17 @@ inline std::vector<int64_t> concrete_shape(const UOp& u) { return shape_of(u).to
 inline std::shared_ptr<Buffer> buffer_of(const UOp& b);
 inline UOp base_buffer(const UOp& view);
 
-/// The buffer holding u's value when it has been computed (a view of it), else the empty UOp.
-/// A value whose memory has since been overwritten in place is forgotten.
+/// How many times the memory under a view (a MULTI of views: all of it) has been overwritten.
+inline uint64_t memory_version(const UOp& view) {
+  if (view.op() != Ops::MULTI) return buffer_of(base_buffer(view))->version();
+  uint64_t sum = 0;  // versions only grow: the sum changes when any of them does
+  for (const UOp& part : view.src()) sum += memory_version(part);
+  return sum;
+}
+
+/// The buffer holding u's value when it has been computed (a view of it; a MULTI of views on
+/// several devices), else the empty UOp. A value whose memory has since been overwritten in place
+/// is forgotten.
 inline UOp realized(const UOp& u) {
   if (u.op() == Ops::BUFFER) return u;
   TensorMeta& m = meta(u);
@@ -8450,7 +8697,7 @@ inline UOp realized(const UOp& u) {
     std::lock_guard lock(m.mu);
     view = m.realized, version = m.realized_version;
   }
-  if (view && buffer_of(base_buffer(view))->version() != version) {
+  if (view && memory_version(view) != version) {
     std::lock_guard lock(m.mu);
     m.realized = UOp();
     return {};
@@ -8458,7 +8705,7 @@ inline UOp realized(const UOp& u) {
   return view;
 }
 inline void set_realized(const UOp& u, const UOp& view) {
-  const uint64_t version = buffer_of(base_buffer(view))->version();
+  const uint64_t version = memory_version(view);
   TensorMeta& m = meta(u);
   std::lock_guard lock(m.mu);
   m.realized = view, m.realized_version = version;
@@ -9009,6 +9256,8 @@ using Known = std::function<UOp(const UOp&)>;
 // A node that needs no kernel: memory already holds it in its own shape.
 inline bool is_materialized(const UOp& u, const Known& known = graph::realized) {
   if (u.op() == Ops::BUFFER || known(u)) return true;
+  if (u.op() == Ops::MULTI)  // a tensor on several devices whose parts are all in memory
+    return std::all_of(u.src().begin(), u.src().end(), [&](const UOp& part) { return is_materialized(part, known); });
   return u.op() == Ops::RESHAPE && u.src(0).op() == Ops::BUFFER;
 }
 
@@ -14580,7 +14829,16 @@ TINYT_INLINE Tensor::Registry& Tensor::live_tensors() {
   return *r;
 }
 
-TINYT_INLINE Tensor::Tensor(UOp uop) : d_(std::make_shared<Data>(Data{std::move(uop)})) { live_tensors().add(d_); }
+TINYT_INLINE Tensor::Tensor(UOp uop) : d_(std::make_shared<Data>(Data{std::move(uop)})) {
+  // an op on a tensor on several devices finds how its result is split now: a reshape that would
+  // move elements between the devices is a ShapeError at its call, not at realize
+  for (const UOp& s : d_->uop.src())
+    if (const auto* m = static_cast<const TensorMeta*>(s->extra.load(std::memory_order_acquire)); m && m->multi) {
+      graph::meta(d_->uop);
+      break;
+    }
+  live_tensors().add(d_);
+}
 
 TINYT_INLINE Shape Tensor::shape() const { return graph::shape_of(uop()); }
 TINYT_INLINE std::string Tensor::device() const { return graph::device_of(uop()); }
@@ -14604,9 +14862,12 @@ TINYT_INLINE Tensor& Tensor::realize() & {
 }
 
 TINYT_INLINE void Tensor::copyout(void* dst, size_t nbytes) const {
+  // on several devices: gathered to the first, by kernels there
+  if (const std::string d = device(); Device::is_multi(d)) return to(Device::split(d)[0]).copyout(dst, nbytes);
   Tensor t = *this;
   t.realize();  // t shares this tensor's data, so this tensor is realized too
-  const UOp& view = t.uop();
+  UOp view = t.uop();
+  if (view.op() == Ops::MULTI) view = view.src(0);  // split over one device: its one part
   graph::buffer_of(view.op() == Ops::BUFFER ? view : view.src(0))->copyout(dst, nbytes);
 }
 
@@ -14978,6 +15239,38 @@ TINYT_INLINE Tensor Tensor::to(const std::string& device) const {
   if (d == this->device()) return *this;
   return Tensor(UOp(Ops::COPY, dtype(), {uop(), graph::device_uop(d)}));
 }
+TINYT_INLINE Tensor Tensor::shard(const std::vector<std::string>& devices, std::optional<int> axis) const {
+  using detail::cat;
+  if (devices.empty()) throw DeviceError(cat("shard: no devices for the ", shape(), " tensor"));
+  std::string list;
+  for (const std::string& d : devices) list += (list.empty() ? "" : ",") + (d.empty() ? Device::default_device() : d);
+  const std::vector<std::string> names = Device::split(Device::canonicalize(list));
+  // a tensor on several devices is gathered first, to be split anew
+  const Tensor whole = Device::is_multi(device()) ? to(names[0]) : *this;
+  Sharding split;
+  if (axis) {
+    const int rank = static_cast<int>(whole.ndim());
+    if (*axis < -rank || *axis >= rank)
+      throw ShapeError(cat("shard: axis ", *axis, " of a ", whole.shape(), " tensor"));
+    split.axis = *axis < 0 ? *axis + rank : *axis;
+    const sint size = whole.shape()[static_cast<size_t>(split.axis)];
+    if (!size.is_int()) throw ShapeError(cat("shard: axis ", split.axis, " of ", whole.shape(), " is symbolic"));
+    split.sizes = shard_sizes(size.as_int(), names.size());
+  }
+  std::vector<UOp> parts;
+  for (size_t i = 0; i < names.size(); ++i) {
+    Tensor part = whole;
+    if (split.sharded()) {
+      std::vector<std::pair<sint, sint>> keep;
+      for (const sint& d : whole.shape()) keep.emplace_back(0, d);
+      const auto [start, end] = split.bounds(i);
+      keep[static_cast<size_t>(split.axis)] = {start, end};
+      part = part.shrink(keep);
+    }
+    parts.push_back(part.to(names[i]).uop());
+  }
+  return Tensor(UOp(Ops::MULTI, dtype(), std::move(parts), split.axis));
+}
 TINYT_INLINE Tensor Tensor::contiguous() const { return Tensor(UOp(Ops::CONTIGUOUS, dtype(), {uop()})); }
 TINYT_INLINE Tensor Tensor::contiguous_backward() const { return Tensor(UOp(Ops::CONTIGUOUS_BACKWARD, dtype(), {uop()})); }
 TINYT_INLINE Tensor Tensor::detach() const { return Tensor(UOp(Ops::DETACH, dtype(), {uop()})); }
@@ -15166,7 +15459,16 @@ TINYT_INLINE Operand where(O cond, O a, O b) {
   const DType dt = a.weak && !b.weak   ? weak_promote(dtype(b), dtype(a))
                    : b.weak && !a.weak ? weak_promote(dtype(a), dtype(b))
                                        : least_upper_dtype({dtype(a), dtype(b)});
-  const UOp c = cast(cond, dtypes::bool_).u, x = promote_operand(a, dt).u, y = promote_operand(b, dt).u;
+  Operand c_ = cast(cond, dtypes::bool_), x_ = promote_operand(a, dt), y_ = promote_operand(b, dt);
+  // C++ scalars live where the tensors they meet live
+  std::string device;
+  for (const Operand* o : {&c_, &x_, &y_})
+    if (!o->weak || o->u.op() != Ops::CONST) device = graph::device_of(o->u);
+  if (!device.empty()) c_ = scalar_on(c_, device), x_ = scalar_on(x_, device), y_ = scalar_on(y_, device);
+  const UOp c = c_.u, x = x_.u, y = y_.u;
+  for (const UOp* u : {&x, &y})
+    if (graph::device_of(*u) != graph::device_of(c))
+      throw DeviceError(cat("where: operands are on ", graph::device_of(c), ", ", graph::device_of(x), " and ", graph::device_of(y)));
   const Shape shape = broadcast_all("where", graph::shape_of(c), graph::shape_of(x), graph::shape_of(y));
   return {broadcast_uop(c, shape).where(broadcast_uop(x, shape), broadcast_uop(y, shape))};
 }
@@ -15536,6 +15838,16 @@ inline int64_t product(const std::vector<int64_t>& s) {
 }
 }  // namespace detail
 
+namespace detail {
+// The same tensor made on each of several devices (replicated): `make(device)` for each.
+template <class Make> Tensor on_each(const std::string& devices, Make make) {
+  std::vector<UOp> parts;
+  for (const std::string& d : Device::split(devices)) parts.push_back(make(d).uop());
+  const DType dtype = parts[0].dtype();
+  return Tensor(UOp(Ops::MULTI, dtype, std::move(parts), -1));
+}
+}  // namespace detail
+
 TINYT_INLINE Tensor Tensor::from_elements(const void* data, size_t count, const Shape& shape, DType dtype,
                                           std::string device) {
   const auto s = detail::checked_shape(shape, "from_vector");
@@ -15547,6 +15859,8 @@ TINYT_INLINE Tensor Tensor::from_blob(const void* ptr, Shape shape, DType dtype,
   const auto s = detail::checked_shape(shape, "from_blob");
   const int64_t n = detail::product(s);
   if (!ptr && n) throw Error("from_blob: null data pointer");
+  if (const std::string list = device.empty() ? "" : Device::canonicalize(device); Device::is_multi(list))
+    return detail::on_each(list, [&](const std::string& d) { return from_blob(ptr, s, dtype, d); });
   UOp buf = graph::new_buffer(device.empty() ? Device::default_device() : device, n, dtype);
   graph::buffer_of(buf)->copyin(ptr, static_cast<size_t>(n * dtype.itemsize()));
   return Tensor(graph::reshape(buf, s));
@@ -15554,6 +15868,8 @@ TINYT_INLINE Tensor Tensor::from_blob(const void* ptr, Shape shape, DType dtype,
 
 TINYT_INLINE Tensor Tensor::empty(Shape shape, DType dtype, std::string device) {
   const auto s = detail::checked_shape(shape, "empty");
+  if (const std::string list = device.empty() ? "" : Device::canonicalize(device); Device::is_multi(list))
+    return detail::on_each(list, [&](const std::string& d) { return empty(s, dtype, d); });
   return Tensor(graph::reshape(graph::new_buffer(device.empty() ? Device::default_device() : device, detail::product(s), dtype), s));
 }
 namespace detail {
@@ -15577,14 +15893,15 @@ TINYT_INLINE Tensor Tensor::zeros_like(const Tensor& t) { return zeros(t.shape()
 TINYT_INLINE Tensor Tensor::ones_like(const Tensor& t) { return ones(t.shape(), t.dtype(), t.device()); }
 
 
-TINYT_INLINE Tensor Tensor::arange_values(double start, double step, sint count, DType dtype) {
+TINYT_INLINE Tensor Tensor::arange_values(double start, double step, sint count, DType dtype, const std::string& device) {
   // a symbolic count: the first `count` of the longest arange it can be (one kernel for all)
-  if (!count.is_int()) return arange_values(start, step, count.vmax(), dtype).shrink({{0, count}});
+  if (!count.is_int()) return arange_values(start, step, count.vmax(), dtype, device).shrink({{0, count}});
   // start + step * i: i counted by a cumulative sum of ones, as tinygrad does (in dtype: an int64
   // cumsum cast back to int32 would hide the count from the reduce collapse)
-  return detail::running_sums(Tensor::full(Shape{1, count}, step, dtype))
+  const std::string dev = device.empty() ? Device::default_device() : Device::canonicalize(device);
+  return detail::running_sums(Tensor::full(Shape{1, count}, step, dtype, dev))
       .reshape({count})
-      .add(Tensor(graph::const_(dtype, start - step, Device::default_device())));
+      .add(Tensor(graph::const_(dtype, start - step, dev)));
 }
 
 TINYT_INLINE Tensor Tensor::eye(int64_t n, int64_t m, DType dtype) {
@@ -15666,17 +15983,332 @@ TINYT_INLINE std::ostream& operator<<(std::ostream& os, const Tensor& t) {
 #include <shared_mutex>
 #include <unordered_set>
 
+// ---- tinyt/schedule/multi.hpp ----
+// The multi pass: a graph over tensors on several devices becomes one graph per device. Before
+// it, a sharded tensor's graph is the whole tensor's (shapes are whole shapes, a MULTI node holds
+// the devices' parts); after it, each op is written once per device on that device's part,
+// inside MULTI nodes, and what crosses devices is explicit: a reduction over the split axis ends
+// with an allreduce, a gather copies every part to one device, parts split another way than an
+// op needs are split again. The scheduler then sees graphs on one device each (and copies).
+
+// ---- tinyt/schedule/allreduce.hpp ----
+// Allreduce between the devices of one process, as a graph: copies between the devices and the
+// kernels that combine what they copied. Every device ends with the same bits (each element is
+// combined in one order, on one device, or in the same order on each).
+//
+//   naive: each device copies every other device's value and combines all of them, in device
+//          order. n (n - 1) copies of the whole value.
+//   ring:  the value is cut in n chunks; a reduce-scatter (n - 1 steps: device i sends its
+//          partial chunk i - s to device i + 1, which combines it with its own) leaves device i
+//          with chunk i + 1 complete; an all-gather (n - 1 steps) passes the complete chunks on
+//          around the ring. 2 (n - 1) copies of a chunk per device: each device's copy engine
+//          moves 2 (n - 1) / n of the value, whatever n is.
+
+
+namespace tinyt::inline v0 {
+namespace schedule {
+
+/// Which allreduce: RING=0 naive, RING=2 ring, RING=1 (the default, as tinygrad) ring for more
+/// than two devices and at least RING_THRESHOLD (256000) elements.
+enum class AllreduceKind { naive, ring };
+
+inline AllreduceKind allreduce_kind(size_t devices, int64_t elements) {
+  const int64_t ring = getenv_int("RING", 1);
+  if (ring >= 2) return AllreduceKind::ring;
+  return ring == 1 && devices > 2 && elements >= getenv_int("RING_THRESHOLD", 256000) ? AllreduceKind::ring
+                                                                                       : AllreduceKind::naive;
+}
+
+namespace detail {
+/// `x` on `device`: itself when it is there, else a copy.
+inline UOp copy_to(const UOp& x, const std::string& device) {
+  if (graph::device_of(x) == device) return x;
+  return UOp(Ops::COPY, x.dtype(), {x, graph::device_uop(device)});
+}
+inline UOp combine(Ops op, const UOp& a, const UOp& b) { return UOp(op, a.dtype(), {a, b}); }
+
+/// The pieces of a 1-d value (pieces[k] covers bounds[k]) joined into the whole of `size`.
+inline UOp join_pieces(const std::vector<UOp>& pieces, const std::vector<std::pair<int64_t, int64_t>>& bounds,
+                       int64_t size) {
+  UOp out;
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    const auto [start, end] = bounds[k];
+    if (start == end) continue;
+    const UOp grown = graph::pad(pieces[k], std::vector<std::pair<int64_t, int64_t>>{{start, size - end}});
+    if (!out) { out = grown; continue; }
+    // where this piece is: a padded mask of trues (exact for every dtype, -0.0 included)
+    const std::string device = graph::device_of(pieces[k]);
+    const UOp ones = graph::expand(graph::reshape(graph::const_(dtypes::bool_, true, device), Shape{1}), Shape{end - start});
+    out = graph::pad(ones, std::vector<std::pair<int64_t, int64_t>>{{start, size - end}}).where(grown, out);
+  }
+  return out;
+}
+}  // namespace detail
+
+/// Each device's `op` (ADD, MUL or MAX) of the values `shards` (one per device, equal in shape
+/// and dtype): a value on every one of those devices.
+inline std::vector<UOp> allreduce(const std::vector<UOp>& shards, Ops op, AllreduceKind kind) {
+  const size_t n = shards.size();
+  std::vector<std::string> devices;
+  for (const UOp& s : shards) devices.push_back(graph::device_of(s));
+  std::vector<UOp> out;
+  if (n < 2) return shards;
+  if (kind == AllreduceKind::naive) {
+    for (size_t i = 0; i < n; ++i) {
+      UOp acc = detail::copy_to(shards[0], devices[i]);
+      for (size_t j = 1; j < n; ++j) acc = detail::combine(op, acc, detail::copy_to(shards[j], devices[i]));
+      out.push_back(acc);
+    }
+    return out;
+  }
+  const Shape shape = graph::shape_of(shards[0]);
+  const int64_t size = shape.numel().as_int();
+  const std::vector<int64_t> sizes = shard_sizes(size, n);
+  std::vector<std::pair<int64_t, int64_t>> bounds;
+  for (size_t c = 0, start = 0; c < n; start += static_cast<size_t>(sizes[c]), ++c)
+    bounds.emplace_back(static_cast<int64_t>(start), static_cast<int64_t>(start) + sizes[c]);
+  // chunk[i][c]: device i's chunk c, partial during the reduce-scatter
+  std::vector<std::vector<UOp>> chunk(n);
+  for (size_t i = 0; i < n; ++i) {
+    const UOp flat = graph::reshape(shards[i], Shape{size});
+    for (size_t c = 0; c < n; ++c) chunk[i].push_back(graph::shrink(flat, std::vector<std::pair<int64_t, int64_t>>{bounds[c]}));
+  }
+  for (size_t s = 0; s + 1 < n; ++s)
+    for (size_t i = 0; i < n; ++i) {
+      const size_t c = (i + n - s) % n, to = (i + 1) % n;
+      if (sizes[c]) chunk[to][c] = detail::combine(op, chunk[to][c], detail::copy_to(chunk[i][c], devices[to]));
+    }
+  for (size_t s = 0; s + 1 < n; ++s)
+    for (size_t i = 0; i < n; ++i) {
+      const size_t c = (i + 1 + n - s) % n, to = (i + 1) % n;
+      if (sizes[c]) chunk[to][c] = detail::copy_to(chunk[i][c], devices[to]);
+    }
+  for (size_t i = 0; i < n; ++i) out.push_back(graph::reshape(detail::join_pieces(chunk[i], bounds, size), shape));
+  return out;
+}
+
+}  // namespace schedule
+}  // namespace tinyt::inline v0
+// ---- end tinyt/schedule/allreduce.hpp ----
+
+namespace tinyt::inline v0 {
+namespace schedule {
+
+namespace detail {
+using tinyt::detail::cat;
+
+inline UOp multi(std::vector<UOp> shards, int axis) {
+  const DType dtype = shards[0].dtype();
+  return UOp(Ops::MULTI, dtype, std::move(shards), axis);
+}
+inline const Sharding& sharding(const UOp& u) { return graph::meta(u).sharding; }
+inline std::vector<std::string> devices_of(const UOp& u) { return Device::split(graph::device_of(u)); }
+
+// `x` (one device's whole value) cut to its part `i` of `want`
+inline UOp part_of_whole(const UOp& x, const Sharding& want, size_t i) {
+  if (!want.sharded()) return x;
+  std::vector<std::pair<int64_t, int64_t>> keep;
+  for (const sint& d : graph::shape_of(x)) keep.emplace_back(0, d.as_int());
+  keep[static_cast<size_t>(want.axis)] = want.bounds(i);
+  return graph::shrink(x, keep);
+}
+
+/// The whole value of `m` (a MULTI) on `device`: the part there when it is replicated, else each
+/// part copied there and joined.
+inline UOp gather(const UOp& m, const std::string& device) {
+  const Sharding& have = sharding(m);
+  const std::vector<std::string> devices = devices_of(m);
+  if (!have.sharded()) {
+    const auto at = std::find(devices.begin(), devices.end(), device);
+    return copy_to(m.src(at == devices.end() ? 0 : static_cast<size_t>(at - devices.begin())), device);
+  }
+  const auto axis = static_cast<size_t>(have.axis);
+  const Shape& whole = graph::shape_of(m);
+  const int64_t size = whole[axis].as_int();
+  // joined as a 1-d value of the parts' rows: (before, axis, after) -> (axis, before * after)
+  std::vector<int64_t> order;
+  for (size_t d = 0; d < whole.size(); ++d) order.push_back(static_cast<int64_t>(d));
+  std::rotate(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(axis), order.begin() + static_cast<std::ptrdiff_t>(axis) + 1);
+  std::vector<UOp> pieces;
+  std::vector<std::pair<int64_t, int64_t>> bounds;
+  int64_t row = 1;
+  for (size_t d = 0; d < whole.size(); ++d)
+    if (d != axis) row *= whole[d].as_int();
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const UOp part = graph::permute(copy_to(m.src(i), device), order);
+    pieces.push_back(graph::reshape(part, Shape{have.sizes[i] * row}));
+    const auto [start, end] = have.bounds(i);
+    bounds.emplace_back(start * row, end * row);
+  }
+  Shape moved;
+  for (int64_t d : order) moved.push_back(whole[static_cast<size_t>(d)]);
+  std::vector<int64_t> back(order.size());
+  for (size_t d = 0; d < order.size(); ++d) back[static_cast<size_t>(order[d])] = static_cast<int64_t>(d);
+  return graph::permute(graph::reshape(join_pieces(pieces, bounds, size * row), moved), back);
+}
+
+/// The parts of `m` (a MULTI) split as `want`: its own parts when they are, parts cut from each
+/// device's whole value when it is replicated, else gathered to every device and cut again.
+inline std::vector<UOp> parts_as(const UOp& m, const Sharding& want) {
+  const Sharding& have = sharding(m);
+  if (have == want) return m.src();
+  const std::vector<std::string> devices = devices_of(m);
+  std::vector<UOp> out;
+  for (size_t i = 0; i < devices.size(); ++i)
+    out.push_back(part_of_whole(have.sharded() ? gather(m, devices[i]) : m.src(i), want, i));
+  return out;
+}
+
+// One device's version of a movement op: its arg with the split axis's size (or its whole range)
+// that device's part.
+inline UOp movement_part(const UOp& root, const UOp& part, size_t i) {
+  const Sharding& out = sharding(root);
+  if (!out.sharded() || root.op() == Ops::PERMUTE || root.op() == Ops::PAD || root.op() == Ops::FLIP)
+    return UOp(root.op(), root.dtype(), {part}, root.arg());
+  Arg::Tuple arg = root.arg().tuple();
+  const auto axis = static_cast<size_t>(out.axis);
+  if (root.op() == Ops::SHRINK) arg[axis] = Arg{int64_t{0}, out.sizes[i]};
+  else arg[axis] = out.sizes[i];  // RESHAPE, EXPAND: the new size
+  return UOp(root.op(), root.dtype(), {part}, Arg(arg));
+}
+
+inline bool is_multi(const UOp& u) { return u.op() == Ops::MULTI; }
+inline bool any_multi(const UOp& u) { return std::any_of(u.src().begin(), u.src().end(), is_multi); }
+}  // namespace detail
+
+/// The rules of the multi pass (tinygrad's multi_pm): an op over MULTI nodes becomes a MULTI of
+/// the op over each device's part.
+inline const PatternMatcher& multi_rules() {
+  using namespace detail;
+  static const OpSet elementwise = GroupOp::ALU | OpSet{Ops::CAST, Ops::BITCAST, Ops::CONTIGUOUS,
+                                                        Ops::CONTIGUOUS_BACKWARD, Ops::DETACH};
+  static const PatternMatcher pm{{
+      // a constant on several devices: one on each
+      {UPat(Ops::CONST, {UPat(Ops::DEVICE)}).named("c"), [](const Match& m) -> UOp {
+         const UOp& c = m["c"];
+         if (!Device::is_multi(graph::device_of(c))) return {};
+         std::vector<UOp> parts;
+         for (const std::string& d : devices_of(c)) parts.push_back(UOp(Ops::CONST, c.dtype(), {graph::device_uop(d)}, c.arg()));
+         return multi(std::move(parts), -1);
+       }},
+      // elementwise: each device's parts, split as the result is
+      {UPat(elementwise).named("x"), [](const Match& m) -> UOp {
+         const UOp& x = m["x"];
+         if (!any_multi(x)) return {};
+         const Sharding& want = sharding(x);
+         std::vector<std::vector<UOp>> parts;
+         for (const UOp& s : x.src()) {
+           if (!is_multi(s))
+             throw DeviceError(cat(op_name(x.op()), ": operands are on ", graph::device_of(s), " and ", graph::device_of(x)));
+           parts.push_back(parts_as(s, want));
+         }
+         std::vector<UOp> out;
+         for (size_t i = 0; i < parts[0].size(); ++i) {
+           std::vector<UOp> src;
+           for (const auto& p : parts) src.push_back(p[i]);
+           out.push_back(x.replace(std::move(src)));
+         }
+         return multi(std::move(out), want.axis);
+       }},
+      // movement: on each part, with that part's size along the split axis
+      {UPat(GroupOp::Movement, {UPat(Ops::MULTI).named("m")}).named("x"), [](const Match& m) -> UOp {
+         std::vector<UOp> out;
+         for (size_t i = 0; i < m["m"].src().size(); ++i) out.push_back(movement_part(m["x"], m["m"].src(i), i));
+         return multi(std::move(out), sharding(m["x"]).axis);
+       }},
+      // a reduction on each part; over the split axis, combined across the devices
+      {UPat(Ops::REDUCE_AXIS, {UPat(Ops::MULTI).named("m")}).named("r"), [](const Match& m) -> UOp {
+         const UOp &r = m["r"], &parts = m["m"];
+         std::vector<UOp> out;
+         for (const UOp& p : parts.src()) out.push_back(r.replace({p}));
+         if (sharding(parts).sharded() && !sharding(r).sharded()) {
+           const int64_t elements = graph::shape_of(r).numel().as_int();
+           out = allreduce(out, r.arg()[0].get<Ops>(), allreduce_kind(out.size(), elements));
+         }
+         return multi(std::move(out), sharding(r).axis);
+       }},
+      // to one device: gathered; to several: gathered to each (replicated)
+      {UPat(Ops::COPY, {UPat::var("x"), UPat(Ops::DEVICE).named("d")}), [](const Match& m) -> UOp {
+         const UOp& x = m["x"];
+         const std::string& to = m["d"].arg().get<std::string>();
+         if (!Device::is_multi(to)) return is_multi(x) ? gather(x, to) : UOp{};
+         std::vector<UOp> out;
+         for (const std::string& d : Device::split(to)) out.push_back(is_multi(x) ? gather(x, d) : copy_to(x, d));
+         return multi(std::move(out), -1);
+       }},
+      // one device's part
+      {UPat(Ops::MSELECT, {UPat(Ops::MULTI).named("m")}).named("s"), [](const Match& m) -> UOp {
+         return m["m"].src(static_cast<size_t>(m["s"].arg().as_int()));
+       }},
+      // an assign into each part, of the value split as the target is
+      {UPat(Ops::ASSIGN, {UPat(Ops::MULTI).named("t"), UPat(Ops::MULTI).named("v")}).named("a"), [](const Match& m) -> UOp {
+         const UOp &target = m["t"], &a = m["a"];
+         const std::vector<UOp> values = parts_as(m["v"], sharding(target));
+         std::vector<UOp> out;
+         for (size_t i = 0; i < values.size(); ++i) out.push_back(a.replace({target.src(i), values[i]}));
+         return multi(std::move(out), sharding(target).axis);
+       }},
+  }};
+  return pm;
+}
+
+/// `roots` with every tensor on several devices written per device: a MULTI of graphs on one
+/// device each (a root on one device stays one graph). Values already computed on several
+/// devices are their MULTI of views (graph::realized).
+inline std::vector<UOp> lower_multi(const std::vector<UOp>& roots) {
+  // computed values first: the pass must not look below them
+  std::unordered_map<const UOpNode*, UOp> known;
+  for (const UOp& u : detail::pending_graph(roots)) {
+    const TensorMeta& meta = graph::meta(u);
+    if (!meta.multi) continue;
+    if (UOp view = graph::realized(u); view && !(view == u)) { known.emplace(u.get(), view); continue; }
+    std::vector<UOp> src;
+    bool changed = false;
+    for (const UOp& s : u.src()) {
+      auto it = known.find(s.get());
+      src.push_back(it == known.end() ? s : it->second);
+      changed |= it != known.end();
+    }
+    if (changed) known.emplace(u.get(), u.replace(std::move(src)));
+  }
+  std::vector<UOp> inputs;
+  for (const UOp& r : roots) {
+    auto it = known.find(r.get());
+    inputs.push_back(it == known.end() ? r : it->second);
+  }
+  const UOp sink = graph_rewrite(UOp(Ops::SINK, dtypes::void_, inputs), multi_rules());
+  std::vector<UOp> out = sink.src();
+  for (const UOp& u : toposort(sink)) {
+    const bool per_device = u.op() == Ops::MULTI || u.op() == Ops::SINK || u.op() == Ops::DEVICE ||
+                            !Device::is_multi(graph::device_of(u));
+    if (!per_device)
+      throw InternalError(detail::cat("multi pass: ", op_name(u.op()), " on ", graph::device_of(u),
+                                      " was not written per device"));
+  }
+  return out;
+}
+
+}  // namespace schedule
+}  // namespace tinyt::inline v0
+// ---- end tinyt/schedule/multi.hpp ----
 
 namespace tinyt::inline v0 {
 
 namespace detail {
-// The memory a value is a view of (a realized value, through movement ops), else null. A tensor
-// with such a value names that memory: overwriting it in place would change the tensor.
-inline const Buffer* viewed_memory(UOp u) {
+// The memory a value is a view of (a realized value, through movement ops; on several devices,
+// each device's), else none. A tensor with such a value names that memory: overwriting it in
+// place would change the tensor.
+inline std::vector<const Buffer*> viewed_memory(UOp u) {
   for (;;) {
-    if (u.op() == Ops::BUFFER) return graph::buffer_of(u).get();
+    if (u.op() == Ops::BUFFER) return {graph::buffer_of(u).get()};
+    if (u.op() == Ops::MULTI) {
+      std::vector<const Buffer*> out;
+      for (const UOp& part : u.src())
+        for (const Buffer* b : viewed_memory(part)) out.push_back(b);
+      return out;
+    }
     const UOp view = graph::realized(u);
-    if (!view && !GroupOp::Movement.contains(u.op())) return nullptr;
+    if (!view && !GroupOp::Movement.contains(u.op())) return {};
     u = view && !(view == u) ? view : u.src(0);
   }
 }
@@ -15704,8 +16336,9 @@ inline std::vector<bool> read_overwritten(const std::vector<UOp>& roots,
       if (assigns.count(u.get())) {
         state[u.get()] = no;
       } else if (u.op() == Ops::BUFFER || graph::realized(u)) {
-        const Buffer* memory = viewed_memory(u);
-        state[u.get()] = memory && overwritten.count(memory) ? yes : no;
+        const std::vector<const Buffer*> memory = viewed_memory(u);
+        const bool read = std::any_of(memory.begin(), memory.end(), [&](const Buffer* b) { return overwritten.count(b) > 0; });
+        state[u.get()] = read ? yes : no;
       } else {
         stack.emplace_back(u, true);
         for (const UOp& s : u.src()) stack.emplace_back(s, false);
@@ -15732,8 +16365,8 @@ inline AssignPlan plan_assigns(std::vector<UOp>& roots, const std::vector<UOp>& 
   // who names each memory: a live tensor viewing it, or a pending assign into it
   std::unordered_map<const Buffer*, std::vector<const void*>> claims;
   for (const UOp& u : live) {
-    if (const Buffer* memory = viewed_memory(u)) {
-      claims[memory].push_back(&u);
+    if (const std::vector<const Buffer*> memory = viewed_memory(u); !memory.empty()) {
+      for (const Buffer* b : memory) claims[b].push_back(&u);
     } else if (u.op() == Ops::ASSIGN) {
       if (const UOp target = graph::base_buffer(u.src(0)))
         claims[graph::buffer_of(target).get()].push_back(u.get());
@@ -15813,20 +16446,41 @@ inline std::vector<schedule::Kernel> traced_schedule(const std::vector<UOp>& uop
   }
   return kernels;
 }
+
+// Graphs over tensors on several devices written per device (schedule/multi.hpp); others as they are.
+inline std::vector<UOp> per_device(std::vector<UOp> uops) {
+  if (std::none_of(uops.begin(), uops.end(), [](const UOp& u) { return graph::meta(u).multi; })) return uops;
+  return schedule::lower_multi(uops);
+}
+// The view holding a per-device graph's value once computed (a MULTI of views), else empty.
+inline UOp computed_view(const UOp& u) {
+  if (u.op() != Ops::MULTI) {
+    if (UOp view = graph::realized(u)) return view;
+    return schedule::detail::is_materialized(u) ? u : UOp();  // memory already (a part not copied)
+  }
+  std::vector<UOp> views;
+  for (const UOp& part : u.src()) {
+    UOp view = computed_view(part);
+    if (!view) return {};
+    views.push_back(std::move(view));
+  }
+  return u.replace(std::move(views));
+}
 }  // namespace detail
 
 TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
   std::vector<Tensor> roots;  // one handle per tensor
   std::unordered_set<const void*> root_ids;
-  std::vector<UOp> uops;
+  std::vector<UOp> logical;   // the roots' graphs (over tensors on several devices: whole tensors)
   for (const Tensor& t : tensors)
-    if (root_ids.insert(t.id()).second) roots.push_back(t), uops.push_back(t.uop());
+    if (root_ids.insert(t.id()).second) roots.push_back(t), logical.push_back(t.uop());
   // memory holds them all already (a replayed step's inputs, a tensor read twice): nothing to do
-  if (std::all_of(uops.begin(), uops.end(), [](const UOp& u) { return schedule::detail::is_materialized(u); })) {
+  if (std::all_of(logical.begin(), logical.end(), [](const UOp& u) { return schedule::detail::is_materialized(u); })) {
     for (size_t i = 0; i < roots.size(); ++i)
-      if (UOp view = graph::realized(uops[i]); view && !(view == uops[i])) roots[i].set_uop(view);
+      if (UOp view = graph::realized(logical[i]); view && !(view == logical[i])) roots[i].set_uop(view);
     return;
   }
+  std::vector<UOp> uops = detail::per_device(logical);  // ... and per device
   auto pending_assigns = [&] {
     const std::vector<UOp> pending = schedule::detail::pending_graph(uops);
     return std::any_of(pending.begin(), pending.end(), [](const UOp& u) { return u.op() == Ops::ASSIGN && !graph::realized(u); });
@@ -15840,13 +16494,15 @@ TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
   std::shared_lock<std::shared_mutex> together(*in_place);
   bool assigns = pending_assigns();
   if (assigns) together.unlock(), alone.lock(), assigns = pending_assigns();
-  std::vector<Tensor> live;      // every live tensor, taken when needed
-  std::vector<UOp> live_uops;    // ... and its UOp, read once (other threads may update theirs)
+  std::vector<Tensor> live;           // every live tensor, taken when needed
+  std::vector<UOp> live_logical;      // ... its UOp, read once (other threads may update theirs)
+  std::vector<UOp> live_uops;         // ... and that per device
   auto take_live = [&] {
     for (auto& d : Tensor::live_tensors().snapshot()) {
-      live_uops.push_back(Tensor::shared_fields(*d).first);
+      live_logical.push_back(Tensor::shared_fields(*d).first);
       live.push_back(Tensor(std::move(d)));
     }
+    live_uops = detail::per_device(live_logical);
   };
   std::vector<bool> is_root;
   auto mark_roots = [&] {
@@ -15856,9 +16512,15 @@ TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
   if (assigns) {
     take_live(), mark_roots();
     plan = detail::plan_assigns(uops, live_uops, is_root);
-    for (size_t i : plan.joined) roots.push_back(live[i]), is_root[i] = true;
+    for (size_t i : plan.joined) roots.push_back(live[i]), logical.push_back(live_logical[i]), is_root[i] = true;
   }
-  std::vector<schedule::Kernel> kernels = detail::traced_schedule(uops);
+  // the scheduler sees graphs on one device each: each device's part of a MULTI
+  std::vector<UOp> parts;
+  for (const UOp& u : uops) {
+    if (u.op() == Ops::MULTI) parts.insert(parts.end(), u.src().begin(), u.src().end());
+    else parts.push_back(u);
+  }
+  std::vector<schedule::Kernel> kernels = detail::traced_schedule(parts);
   if (kernels.size() > 1) {
     // an intermediate no other live tensor can reach is not kept, and its memory is reused
     if (!assigns) take_live(), mark_roots();
@@ -15873,15 +16535,19 @@ TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
       if (UOp view = graph::realized(u); view && !(view == u)) stack.push_back(view);
       for (const UOp& x : u.src()) stack.push_back(x);
     }
-    schedule::plan_memory(kernels, uops,
+    schedule::plan_memory(kernels, parts,
                           [&](const UOp& node) { return reachable.count(node.get()) > 0; });
   }
   run_schedule(kernels);
   // other graphs that hold a rewritten node find its value where the rewritten one put it
   for (const auto& [old, now] : plan.rewritten)
     if (UOp view = graph::realized(now)) graph::set_realized(old, view);
-  for (size_t i = 0; i < roots.size(); ++i)
-    if (UOp view = graph::realized(uops[i])) roots[i].set_uop(view);
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const UOp view = detail::computed_view(uops[i]);
+    if (!view) continue;
+    if (!(logical[i] == uops[i]) && !(view == logical[i])) graph::set_realized(logical[i], view);
+    roots[i].set_uop(view);
+  }
 }
 
 }  // namespace tinyt::inline v0
@@ -16338,6 +17004,8 @@ namespace detail {
 // remembered value holds the view or its BUFFER node, and no other BUFFER node names the bytes
 // (counted by references; one held somewhere unexpected only costs a copy).
 inline bool sole_view(const UOp& view) {
+  if (view.op() == Ops::MULTI)  // each device's part is
+    return view->refs.load() == 1 && std::all_of(view.src().begin(), view.src().end(), sole_view);
   const UOp* base = view.op() == Ops::BUFFER ? &view
                     : view.op() == Ops::RESHAPE && view.src(0).op() == Ops::BUFFER ? &view.src(0)
                                                                                    : nullptr;
@@ -16346,26 +17014,46 @@ inline bool sole_view(const UOp& view) {
   std::lock_guard lock(m.mu);
   return !m.buffer || m.buffer.use_count() == 1;
 }
+// Whether a tensor's value is memory in its own shape (on several devices: each part is).
+inline bool names_memory(const UOp& u) {
+  if (u.op() == Ops::MULTI) return std::all_of(u.src().begin(), u.src().end(), names_memory);
+  return static_cast<bool>(graph::base_buffer(u));
+}
+// New memory for a tensor like `t`: of its shape, dtype and devices, split as it is.
+inline Tensor empty_like(const Tensor& t) {
+  const TensorMeta& m = graph::meta(t.uop());
+  if (!Device::is_multi(m.device)) return Tensor::empty(t.shape(), t.dtype(), t.device());
+  const std::vector<std::string> devices = Device::split(m.device);
+  std::vector<UOp> parts;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    Shape part = t.shape();
+    if (m.sharding.sharded()) part[static_cast<size_t>(m.sharding.axis)] = m.sharding.sizes[i];
+    parts.push_back(Tensor::empty(part, t.dtype(), devices[i]).uop());
+  }
+  return Tensor(UOp(Ops::MULTI, t.dtype(), std::move(parts), m.sharding.axis));
+}
 }  // namespace detail
 
 TINYT_INLINE void Tensor::own_memory() {
   if (detail::sole_view(uop())) return;  // from_vector, from_blob, a load: no copy
   // an assign into a new buffer: the value is computed straight into it when it is still lazy,
   // copied when it is in memory that equal graphs may share
-  Tensor fresh = Tensor::empty(shape(), dtype(), device());
+  Tensor fresh = detail::empty_like(*this);
   fresh.assign(*this);
   set_uop(fresh.realize().uop());  // under the lock other threads read it with
 }
 
 TINYT_INLINE Tensor& Tensor::assign(const Tensor& value) {
   // this tensor must name memory of its own, in its own shape
-  if (!graph::base_buffer(uop())) {
+  if (!detail::names_memory(uop())) {
     realize();
-    if (!graph::base_buffer(uop())) set_uop(contiguous().realize().uop());
+    if (!detail::names_memory(uop())) set_uop(contiguous().realize().uop());
   }
-  if (value.defined() && value.device() != device())
-    throw DeviceError(detail::cat("assign: the value is on ", value.device(), ", the tensor on ", device()));
-  Tensor v = broadcast_to(value.cast(dtype()), shape());
+  // a C++ scalar is made where the tensor is
+  const Tensor given = value.defined() ? detail::to_tensor(detail::scalar_on(detail::operand_of(value), device())) : value;
+  if (given.defined() && given.device() != device())
+    throw DeviceError(detail::cat("assign: the value is on ", given.device(), ", the tensor on ", device()));
+  Tensor v = broadcast_to(given.cast(dtype()), shape());
   set_uop(UOp(Ops::ASSIGN, dtype(), {uop(), v.uop()}));
   return *this;
 }
@@ -17494,7 +18182,7 @@ TINYT_INLINE Tensor Tensor::argmax(int axis, bool keepdim) const {
   // n - i for index i: the largest marked value is the first hit
   std::vector<int64_t> col(s.size() - static_cast<size_t>(ax), 1);
   col[0] = n;
-  Tensor reversed = Tensor::arange(n, int64_t{0}, -1).reshape(Shape(col));
+  Tensor reversed = arange_values(static_cast<double>(n), -1.0, n, dtypes::default_int, device()).reshape(Shape(col));
   Tensor first = detail::max_over(hit.where(reversed, 0), {ax}, keepdim);
   return Tensor(graph::const_(dtypes::int32, n, device())).sub(first).cast(dtypes::int32);
 }
@@ -17862,7 +18550,8 @@ TINYT_INLINE Tensor Tensor::scaled_dot_product_attention(const Tensor& k, const 
                       .mul(1.0 / std::sqrt(static_cast<double>(qs.back())));
   Tensor keep = mask;
   if (is_causal)  // query i sees keys j <= i
-    keep = Tensor::arange(S).reshape({1, S}).le(Tensor::arange(L).reshape({L, 1}));
+    keep = arange_values(0, 1, S, dtypes::default_int, scores.device()).reshape({1, S})
+               .le(arange_values(0, 1, L, dtypes::default_int, scores.device()).reshape({L, 1}));
   if (keep.defined())
     scores = scores.add(keep.dtype().is_bool() ? keep.where(0.0, -INFINITY) : keep);
   return scores.softmax(-1).cast(dtype()).matmul(v);
@@ -17899,7 +18588,7 @@ TINYT_INLINE Tensor Tensor::cross_entropy(const Tensor& target, double label_smo
   cls[0] = classes;
   Tensor t = target.unsqueeze(ax);
   Tensor y =
-      t.eq(Tensor::arange(classes).reshape(Shape(cls))).where(1.0 - label_smoothing + eps, eps);
+      t.eq(arange_values(0, 1, classes, dtypes::default_int, device()).reshape(Shape(cls))).where(1.0 - label_smoothing + eps, eps);
   Tensor keep = target.ne(-100);
   Tensor loss = keep.where(logp.mul(y).sum(ax).neg(), 0.0);
   return loss.sum().div(keep.sum().cast(loss.dtype()));
@@ -17923,7 +18612,7 @@ TINYT_INLINE Tensor Tensor::sparse_categorical_crossentropy(const Tensor& labels
   const int64_t classes = xs.back();
   Tensor logp = log_softmax(-1);
   Tensor keep = labels.ne(Tensor(ignore_index).cast(labels.dtype()));
-  Tensor hit = labels.unsqueeze(-1).eq(Tensor::arange(classes));
+  Tensor hit = labels.unsqueeze(-1).eq(arange_values(0, 1, classes, dtypes::default_int, labels.device()));
   // (1 - ls) * log p[label] + ls * mean(log p)
   Tensor picked = hit.where(logp, 0.0)
                       .sum(-1)
@@ -18024,6 +18713,55 @@ inline std::vector<Tensor> max_grad(const Tensor& g, const Tensor& a, const Tens
   return {a.gt(b).where(g, a.eq(b).where(half, 0)), b.gt(a).where(g, a.eq(b).where(half, 0))};
 }
 
+// Device i's part of `g`, the gradient of `n` (a tensor on several devices), split as n is: g's
+// own part when g is split so, else cut from g's whole value there (gathered when split otherwise).
+inline UOp part_of_gradient(const UOp& g, const UOp& n, size_t i) {
+  const TensorMeta &want = graph::meta(n), &have = graph::meta(g);
+  const std::string device = Device::split(want.device)[i];
+  UOp whole;
+  if (have.device != want.device) whole = Tensor(g).to(device).uop();
+  else if (have.sharding == want.sharding) return UOp(Ops::MSELECT, g.dtype(), {g}, static_cast<int64_t>(i));
+  else if (!have.sharding.sharded()) whole = UOp(Ops::MSELECT, g.dtype(), {g}, static_cast<int64_t>(i));
+  else whole = Tensor(g).to(device).uop();
+  if (!want.sharding.sharded()) return whole;
+  graph::SizePairs keep;
+  for (const sint& d : shape_of(whole)) keep.emplace_back(0, d);
+  const auto [start, end] = want.sharding.bounds(i);
+  keep[static_cast<size_t>(want.sharding.axis)] = {start, end};
+  return graph::shrink(whole, keep);
+}
+// `g` (the gradient of `like`, a tensor on several devices) split as `like` is.
+inline Tensor split_like(const Tensor& g, const UOp& like) {
+  const TensorMeta &want = graph::meta(like), &have = graph::meta(g.uop());
+  if (have.device == want.device && have.sharding == want.sharding) return g;
+  std::vector<UOp> parts;
+  for (size_t i = 0; i < Device::split(want.device).size(); ++i) parts.push_back(part_of_gradient(g.uop(), like, i));
+  return Tensor(UOp(Ops::MULTI, g.dtype(), std::move(parts), want.sharding.axis));
+}
+// MULTI(parts): each part gets its part of the gradient; a replicated tensor's value is its first
+// part's (the others are copies of it: giving each the whole gradient would count it n times).
+inline std::vector<Tensor> multi_grad(const Tensor& g, const UOp& node) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < node.src().size(); ++i)
+    out.push_back(i == 0 || graph::meta(node).sharding.sharded() ? Tensor(part_of_gradient(g.uop(), node, i)) : Tensor());
+  return out;
+}
+// MSELECT(x, i): the gradient on device i; zeros on the other devices' parts of a split x, the
+// same gradient everywhere for a replicated one.
+inline std::vector<Tensor> mselect_grad(const Tensor& g, const UOp& node) {
+  const UOp& x = node.src(0);
+  const TensorMeta& m = graph::meta(x);
+  if (!m.sharding.sharded()) return {g.to(m.device)};
+  const std::vector<std::string> devices = Device::split(m.device);
+  std::vector<UOp> parts;
+  for (size_t j = 0; j < devices.size(); ++j) {
+    Shape part = shape_of(x);
+    part[static_cast<size_t>(m.sharding.axis)] = m.sharding.sizes[j];
+    parts.push_back(j == static_cast<size_t>(node.arg().as_int()) ? g.uop() : Tensor::zeros(part, g.dtype(), devices[j]).uop());
+  }
+  return {Tensor(UOp(Ops::MULTI, g.dtype(), std::move(parts), m.sharding.axis))};
+}
+
 inline std::vector<Tensor> reduce_grad(const Tensor& g, const UOp& node) {
   const Tensor x = src(node, 0), out(node);
   const Shape& in_shape = shape_of(node.src(0));
@@ -18120,6 +18858,9 @@ inline const std::vector<std::pair<Ops, Rule>>& rule_list() {
     {Ops::CONTIGUOUS, [](const Tensor& g, const UOp&) { return std::vector{g}; }},
     {Ops::CONTIGUOUS_BACKWARD, [](const Tensor& g, const UOp&) { return std::vector{g.contiguous()}; }},
     {Ops::COPY, [](const Tensor& g, const UOp& n) { return std::vector{g.to(graph::device_of(n.src(0))), Tensor()}; }},
+    // on several devices
+    {Ops::MULTI, multi_grad},
+    {Ops::MSELECT, mselect_grad},
   };
   return rules;
 }
@@ -18197,7 +18938,9 @@ TINYT_INLINE std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& tar
   for (const Tensor& t : targets) {
     auto g = grads.find(t.uop().get());
     // unused, detached, or reached only through integer or bool values
-    out.push_back(g != grads.end() ? g->second : Tensor::zeros(t.shape(), t.dtype(), t.device()));
+    const Tensor grad = g != grads.end() ? g->second : Tensor::zeros(t.shape(), t.dtype(), t.device());
+    // a tensor on several devices gets its gradient split as it is
+    out.push_back(graph::meta(t.uop()).multi ? gradient_detail::split_like(grad, t.uop()) : grad);
   }
   return out;
 }
@@ -18309,6 +19052,13 @@ TINYT_INLINE Tensor Optimizer::new_state(const Shape& shape, DType dtype, double
   return t;
 }
 
+TINYT_INLINE Tensor Optimizer::new_state(const Tensor& param, double value) {
+  Tensor t = tinyt::detail::empty_like(param);
+  t.assign(value);
+  state_.push_back(t);
+  return t;
+}
+
 TINYT_INLINE void Optimizer::finish_init() {
   std::vector<Tensor> all = params_;
   // the buffers too: a layer's running statistics start lazy, and an assign into a lazy tensor
@@ -18359,7 +19109,7 @@ TINYT_INLINE SGD::SGD(const std::vector<Tensor>& params, double lr_value, double
   check_arg("weight_decay", weight_decay, 0.0);
   if (nesterov && momentum <= 0.0) throw Error("SGD: nesterov momentum needs a momentum > 0");
   if (momentum != 0.0)
-    for (const Tensor& p : params_) velocity_.push_back(new_state(p.shape(), p.dtype(), 0.0));
+    for (const Tensor& p : params_) velocity_.push_back(new_state(p, 0.0));
   finish_init();
 }
 
@@ -18396,8 +19146,8 @@ TINYT_INLINE Moments::Moments(const char* name, Kind kind, const std::vector<Ten
   b1_t_ = new_state({}, dtypes::float64, 1.0);
   b2_t_ = new_state({}, dtypes::float64, 1.0);
   for (const Tensor& p : params_) {
-    m_.push_back(new_state(p.shape(), p.dtype(), 0.0));
-    v_.push_back(new_state(p.shape(), p.dtype(), 0.0));
+    m_.push_back(new_state(p, 0.0));
+    v_.push_back(new_state(p, 0.0));
   }
   finish_init();
 }

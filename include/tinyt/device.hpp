@@ -29,20 +29,27 @@ struct Device {
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
     return s;
   }();
-  /// "cpu", "CPU:0" -> "CPU"; "cl:1" -> "CL:1"; an unknown kind or a bad index is a DeviceError.
+  /// "cpu", "CPU:0" -> "CPU"; "cl:1" -> "CL:1"; a list "CPU:0, CPU:1" -> "CPU,CPU:1" (the devices of
+  /// a sharded tensor). An unknown kind, a bad index or a device listed twice is a DeviceError.
   static std::string canonicalize(const std::string& name) {
-    std::string s = name.empty() ? default_device() : name;
-    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
-    std::string kind = s, index;
-    if (const size_t colon = s.find(':'); colon != std::string::npos) kind = s.substr(0, colon), index = s.substr(colon + 1);
-    if (std::find(known().begin(), known().end(), kind) == known().end())
-      throw DeviceError(detail::cat("unknown device '", name, "'; tinyt knows CPU, CL and CUDA (with an index: CL:1)"));
-    if (s.find(':') != std::string::npos &&
-        (index.empty() || index.size() > 4 || !std::all_of(index.begin(), index.end(), [](unsigned char c) { return std::isdigit(c); })))
-      throw DeviceError(detail::cat("device '", name, "': the index after ':' must be a number"));
-    const int n = index.empty() ? 0 : std::stoi(index);
-    return n == 0 ? kind : detail::cat(kind, ":", n);
+    if (name.find(',') == std::string::npos) return canonicalize_one(name);
+    std::vector<std::string> seen;
+    for (const std::string& part : split_list(name)) {
+      if (std::all_of(part.begin(), part.end(), [](unsigned char c) { return std::isspace(c); }))
+        throw DeviceError(detail::cat("devices '", name, "': an empty name in the list"));
+      std::string one = canonicalize_one(part);
+      if (std::find(seen.begin(), seen.end(), one) != seen.end())
+        throw DeviceError(detail::cat("devices '", name, "': ", one, " is listed twice"));
+      seen.push_back(std::move(one));
+    }
+    std::string out;
+    for (const std::string& one : seen) out += (out.empty() ? "" : ",") + one;
+    return out;
   }
+  /// The devices of a canonical name: {"CPU", "CPU:1"} for "CPU,CPU:1", {"CL"} for "CL".
+  static std::vector<std::string> split(const std::string& canonical) { return split_list(canonical); }
+  /// Whether a canonical name lists several devices (a sharded tensor's).
+  static bool is_multi(const std::string& canonical) { return canonical.find(',') != std::string::npos; }
   /// The kind of a canonical name ("CL:1" -> "CL") and its index (1).
   static std::string kind(const std::string& canonical) { return canonical.substr(0, canonical.find(':')); }
   static int index(const std::string& canonical) {
@@ -60,6 +67,33 @@ struct Device {
     const char* env = std::getenv("DEV");
     if (auto dev = Context::lookup("DEV"); dev && !dev->empty() && !(env && *dev == env)) return canonicalize(*dev);
     return canonicalize(DEFAULT);
+  }
+
+ private:
+  /// One device's canonical name ("cl:1" -> "CL:1"); the default device for "".
+  static std::string canonicalize_one(const std::string& name) {
+    std::string s = name;
+    s.erase(std::remove_if(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c); }), s.end());
+    if (s.empty()) s = default_device();
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
+    std::string kind = s, index;
+    if (const size_t colon = s.find(':'); colon != std::string::npos) kind = s.substr(0, colon), index = s.substr(colon + 1);
+    if (std::find(known().begin(), known().end(), kind) == known().end())
+      throw DeviceError(detail::cat("unknown device '", name, "'; tinyt knows CPU, CL and CUDA (with an index: CL:1)"));
+    if (s.find(':') != std::string::npos &&
+        (index.empty() || index.size() > 4 || !std::all_of(index.begin(), index.end(), [](unsigned char c) { return std::isdigit(c); })))
+      throw DeviceError(detail::cat("device '", name, "': the index after ':' must be a number"));
+    const int n = index.empty() ? 0 : std::stoi(index);
+    return n == 0 ? kind : detail::cat(kind, ":", n);
+  }
+  static std::vector<std::string> split_list(const std::string& list) {
+    std::vector<std::string> out;
+    for (size_t from = 0;;) {
+      const size_t comma = list.find(',', from);
+      out.push_back(list.substr(from, comma == std::string::npos ? std::string::npos : comma - from));
+      if (comma == std::string::npos) return out;
+      from = comma + 1;
+    }
   }
 };
 

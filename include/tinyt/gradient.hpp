@@ -57,6 +57,55 @@ inline std::vector<Tensor> max_grad(const Tensor& g, const Tensor& a, const Tens
   return {a.gt(b).where(g, a.eq(b).where(half, 0)), b.gt(a).where(g, a.eq(b).where(half, 0))};
 }
 
+// Device i's part of `g`, the gradient of `n` (a tensor on several devices), split as n is: g's
+// own part when g is split so, else cut from g's whole value there (gathered when split otherwise).
+inline UOp part_of_gradient(const UOp& g, const UOp& n, size_t i) {
+  const TensorMeta &want = graph::meta(n), &have = graph::meta(g);
+  const std::string device = Device::split(want.device)[i];
+  UOp whole;
+  if (have.device != want.device) whole = Tensor(g).to(device).uop();
+  else if (have.sharding == want.sharding) return UOp(Ops::MSELECT, g.dtype(), {g}, static_cast<int64_t>(i));
+  else if (!have.sharding.sharded()) whole = UOp(Ops::MSELECT, g.dtype(), {g}, static_cast<int64_t>(i));
+  else whole = Tensor(g).to(device).uop();
+  if (!want.sharding.sharded()) return whole;
+  graph::SizePairs keep;
+  for (const sint& d : shape_of(whole)) keep.emplace_back(0, d);
+  const auto [start, end] = want.sharding.bounds(i);
+  keep[static_cast<size_t>(want.sharding.axis)] = {start, end};
+  return graph::shrink(whole, keep);
+}
+// `g` (the gradient of `like`, a tensor on several devices) split as `like` is.
+inline Tensor split_like(const Tensor& g, const UOp& like) {
+  const TensorMeta &want = graph::meta(like), &have = graph::meta(g.uop());
+  if (have.device == want.device && have.sharding == want.sharding) return g;
+  std::vector<UOp> parts;
+  for (size_t i = 0; i < Device::split(want.device).size(); ++i) parts.push_back(part_of_gradient(g.uop(), like, i));
+  return Tensor(UOp(Ops::MULTI, g.dtype(), std::move(parts), want.sharding.axis));
+}
+// MULTI(parts): each part gets its part of the gradient; a replicated tensor's value is its first
+// part's (the others are copies of it: giving each the whole gradient would count it n times).
+inline std::vector<Tensor> multi_grad(const Tensor& g, const UOp& node) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < node.src().size(); ++i)
+    out.push_back(i == 0 || graph::meta(node).sharding.sharded() ? Tensor(part_of_gradient(g.uop(), node, i)) : Tensor());
+  return out;
+}
+// MSELECT(x, i): the gradient on device i; zeros on the other devices' parts of a split x, the
+// same gradient everywhere for a replicated one.
+inline std::vector<Tensor> mselect_grad(const Tensor& g, const UOp& node) {
+  const UOp& x = node.src(0);
+  const TensorMeta& m = graph::meta(x);
+  if (!m.sharding.sharded()) return {g.to(m.device)};
+  const std::vector<std::string> devices = Device::split(m.device);
+  std::vector<UOp> parts;
+  for (size_t j = 0; j < devices.size(); ++j) {
+    Shape part = shape_of(x);
+    part[static_cast<size_t>(m.sharding.axis)] = m.sharding.sizes[j];
+    parts.push_back(j == static_cast<size_t>(node.arg().as_int()) ? g.uop() : Tensor::zeros(part, g.dtype(), devices[j]).uop());
+  }
+  return {Tensor(UOp(Ops::MULTI, g.dtype(), std::move(parts), m.sharding.axis))};
+}
+
 inline std::vector<Tensor> reduce_grad(const Tensor& g, const UOp& node) {
   const Tensor x = src(node, 0), out(node);
   const Shape& in_shape = shape_of(node.src(0));
@@ -153,6 +202,9 @@ inline const std::vector<std::pair<Ops, Rule>>& rule_list() {
     {Ops::CONTIGUOUS, [](const Tensor& g, const UOp&) { return std::vector{g}; }},
     {Ops::CONTIGUOUS_BACKWARD, [](const Tensor& g, const UOp&) { return std::vector{g.contiguous()}; }},
     {Ops::COPY, [](const Tensor& g, const UOp& n) { return std::vector{g.to(graph::device_of(n.src(0))), Tensor()}; }},
+    // on several devices
+    {Ops::MULTI, multi_grad},
+    {Ops::MSELECT, mselect_grad},
   };
   return rules;
 }
@@ -230,7 +282,9 @@ TINYT_INLINE std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& tar
   for (const Tensor& t : targets) {
     auto g = grads.find(t.uop().get());
     // unused, detached, or reached only through integer or bool values
-    out.push_back(g != grads.end() ? g->second : Tensor::zeros(t.shape(), t.dtype(), t.device()));
+    const Tensor grad = g != grads.end() ? g->second : Tensor::zeros(t.shape(), t.dtype(), t.device());
+    // a tensor on several devices gets its gradient split as it is
+    out.push_back(graph::meta(t.uop()).multi ? gradient_detail::split_like(grad, t.uop()) : grad);
   }
   return out;
 }

@@ -15,13 +15,16 @@
 
 #include "buffer.hpp"
 #include "shape.hpp"
+#include "sharding.hpp"
 
 namespace tinyt::inline v0 {
 
 /// What the tensor level knows about a node: shape, device, and where its value lives.
 struct TensorMeta : UOpNode::Extra {
   Shape shape;
-  std::string device;
+  std::string device;              // one device, or several, comma-separated (a sharded tensor's)
+  Sharding sharding;               // on several devices: how the tensor is split among them
+  bool multi = false;              // this node or one below it is on several devices
   std::mutex mu;
   std::shared_ptr<Buffer> buffer;  // BUFFER nodes: the memory
   UOp realized;                    // computed nodes: a view of the buffer holding the value
@@ -49,6 +52,55 @@ inline std::vector<std::pair<sint, sint>> pairs(const Arg& a) {
 }
 
 namespace detail {
+
+// MULTI(shards) arg=axis: the shards are on one device each, all different, and equal in shape
+// but along the axis (-1: replicated, every shard equal in shape).
+inline void multi_meta(const UOp& u, const std::vector<const TensorMeta*>& s, TensorMeta& m) {
+  const int64_t axis = u.arg().as_int();
+  if (s.empty()) throw DeviceError("MULTI: no shards");
+  const size_t rank = s[0]->shape.size();
+  if (axis < -1 || axis >= static_cast<int64_t>(rank))
+    throw ShapeError(cat("MULTI: axis ", axis, " of shards of shape ", s[0]->shape));
+  std::string devices;
+  m.shape = s[0]->shape;
+  m.sharding.axis = static_cast<int>(axis);
+  for (size_t i = 0; i < s.size(); ++i) {
+    const TensorMeta& x = *s[i];
+    if (Device::is_multi(x.device)) throw DeviceError(cat("MULTI: shard ", i, " is on several devices (", x.device, ")"));
+    if (u.src(i).dtype() != u.dtype())
+      throw DTypeError(cat("MULTI: shard ", i, " is ", u.src(i).dtype().name(), ", shard 0 ", u.dtype().name()));
+    bool fits = x.shape.size() == rank;
+    for (size_t d = 0; fits && d < rank; ++d) fits = static_cast<int64_t>(d) == axis || x.shape[d] == s[0]->shape[d];
+    if (!fits) throw ShapeError(cat("MULTI: shard ", i, " has shape ", x.shape, ", shard 0 ", s[0]->shape, " (axis ", axis, ")"));
+    if (axis >= 0) {
+      const sint& part = x.shape[static_cast<size_t>(axis)];
+      if (!part.is_int()) throw ShapeError(cat("MULTI: shard ", i, " has a symbolic size ", part, " along axis ", axis));
+      m.sharding.sizes.push_back(part.as_int());
+    }
+    devices += (i ? "," : "") + x.device;
+  }
+  if (axis >= 0)
+    m.shape[static_cast<size_t>(axis)] = std::accumulate(m.sharding.sizes.begin(), m.sharding.sizes.end(), int64_t{0});
+  m.device = Device::canonicalize(devices);  // a DeviceError when two shards are on one device
+  m.multi = true;
+}
+
+// How a node below which something is on several devices is split (its shape and device known).
+inline Sharding sharding_of(const UOp& u, const std::vector<const TensorMeta*>& s, const TensorMeta& m) {
+  if (!Device::is_multi(m.device)) return {};  // on one device: a gather, a shard's MSELECT
+  switch (u.op()) {
+    case Ops::RESHAPE: case Ops::PERMUTE: case Ops::EXPAND: case Ops::PAD: case Ops::SHRINK: case Ops::FLIP:
+      return sharding::through_movement(u.op(), u.arg(), s[0]->shape, m.shape, s[0]->sharding, m.device);
+    case Ops::REDUCE_AXIS: return sharding::through_reduce(u.arg()[1].ints(), s[0]->sharding);
+    case Ops::COPY: case Ops::CONST: return {};  // to several devices: replicated
+    case Ops::ASSIGN: return s[0]->sharding;     // the target's
+    default:
+      // elementwise: the first split source's (the others are split the same way by the multi pass)
+      for (const TensorMeta* x : s)
+        if (x && x->sharding.sharded() && Device::is_multi(x->device)) return x->sharding;
+      return {};
+  }
+}
 
 inline TensorMeta* compute_meta(const UOp& u, const std::vector<const TensorMeta*>& s) {
   auto m = std::make_unique<TensorMeta>();
@@ -84,6 +136,16 @@ inline TensorMeta* compute_meta(const UOp& u, const std::vector<const TensorMeta
       break;
     }
     case Ops::COPY: m->shape = s[0]->shape, m->device = u.src(1).arg().get<std::string>(); break;
+    case Ops::MULTI: multi_meta(u, s, *m); break;
+    case Ops::MSELECT: {
+      const auto i = static_cast<size_t>(u.arg().as_int());
+      const std::vector<std::string> devices = Device::split(s[0]->device);
+      if (i >= devices.size())
+        throw DeviceError(cat("MSELECT: shard ", i, " of a tensor on ", devices.size(), " device(s)"));
+      m->shape = s[0]->shape, m->device = devices[i];
+      if (s[0]->sharding.sharded()) m->shape[static_cast<size_t>(s[0]->sharding.axis)] = s[0]->sharding.sizes[i];
+      break;
+    }
     default:
       // elementwise and the identity-like ops: the shape of the first shaped source
       for (const TensorMeta* x : s)
@@ -91,6 +153,8 @@ inline TensorMeta* compute_meta(const UOp& u, const std::vector<const TensorMeta
       if (u.op() == Ops::WHERE) m->shape = s[1]->shape;
       m->device = dev_of_srcs();
   }
+  m->multi = Device::is_multi(m->device) || std::any_of(s.begin(), s.end(), [](const TensorMeta* x) { return x && x->multi; });
+  if (m->multi && u.op() != Ops::MULTI) m->sharding = sharding_of(u, s, *m);
   return m.release();
 }
 }  // namespace detail
@@ -123,8 +187,17 @@ inline std::vector<int64_t> concrete_shape(const UOp& u) { return shape_of(u).to
 inline std::shared_ptr<Buffer> buffer_of(const UOp& b);
 inline UOp base_buffer(const UOp& view);
 
-/// The buffer holding u's value when it has been computed (a view of it), else the empty UOp.
-/// A value whose memory has since been overwritten in place is forgotten.
+/// How many times the memory under a view (a MULTI of views: all of it) has been overwritten.
+inline uint64_t memory_version(const UOp& view) {
+  if (view.op() != Ops::MULTI) return buffer_of(base_buffer(view))->version();
+  uint64_t sum = 0;  // versions only grow: the sum changes when any of them does
+  for (const UOp& part : view.src()) sum += memory_version(part);
+  return sum;
+}
+
+/// The buffer holding u's value when it has been computed (a view of it; a MULTI of views on
+/// several devices), else the empty UOp. A value whose memory has since been overwritten in place
+/// is forgotten.
 inline UOp realized(const UOp& u) {
   if (u.op() == Ops::BUFFER) return u;
   TensorMeta& m = meta(u);
@@ -134,7 +207,7 @@ inline UOp realized(const UOp& u) {
     std::lock_guard lock(m.mu);
     view = m.realized, version = m.realized_version;
   }
-  if (view && buffer_of(base_buffer(view))->version() != version) {
+  if (view && memory_version(view) != version) {
     std::lock_guard lock(m.mu);
     m.realized = UOp();
     return {};
@@ -142,7 +215,7 @@ inline UOp realized(const UOp& u) {
   return view;
 }
 inline void set_realized(const UOp& u, const UOp& view) {
-  const uint64_t version = buffer_of(base_buffer(view))->version();
+  const uint64_t version = memory_version(view);
   TensorMeta& m = meta(u);
   std::lock_guard lock(m.mu);
   m.realized = view, m.realized_version = version;

@@ -272,8 +272,13 @@ class Tensor {
   Tensor detach() const;
   /// Identity forward; the gradient flowing back through it is made contiguous (realized).
   Tensor contiguous_backward() const;
-  /// This tensor on another device (a copy; the same tensor when it is there already).
+  /// This tensor on another device (a copy; the same tensor when it is there already). To
+  /// several devices ("CPU:0,CPU:1"): replicated on each; from several to one: gathered.
   Tensor to(const std::string& device) const;
+  /// Split along `axis` across `devices` (parts of ceil(n / devices), the last ones smaller, as
+  /// tinygrad), or replicated on each with no axis. Ops run on each device's part; device()
+  /// names them all, comma-separated.
+  Tensor shard(const std::vector<std::string>& devices, std::optional<int> axis = std::nullopt) const;
   Tensor repeat(Shape repeats) const;
   static Tensor cat(const std::vector<Tensor>& tensors, int dim = 0);
   static Tensor stack(const std::vector<Tensor>& tensors, int dim = 0);
@@ -383,7 +388,7 @@ class Tensor {
   // the non-template halves of the creation templates (ops/creation.hpp, ops/combine.hpp)
   static Tensor full_value(const Shape& shape, double value, DType dtype, const std::string& device);
   static Tensor full_value(const Shape& shape, i128 value, DType dtype, const std::string& device);
-  static Tensor arange_values(double start, double step, sint count, DType dtype);
+  static Tensor arange_values(double start, double step, sint count, DType dtype, const std::string& device = "");
   static Tensor linspace_values(double start, double stop, int64_t steps, DType dtype);
   static Tensor from_elements(const void* data, size_t count, const Shape& shape, DType dtype, std::string device);
   friend Tensor broadcast_to(const Tensor& t, const Shape& shape);

@@ -54,7 +54,16 @@ TINYT_INLINE Tensor::Registry& Tensor::live_tensors() {
   return *r;
 }
 
-TINYT_INLINE Tensor::Tensor(UOp uop) : d_(std::make_shared<Data>(Data{std::move(uop)})) { live_tensors().add(d_); }
+TINYT_INLINE Tensor::Tensor(UOp uop) : d_(std::make_shared<Data>(Data{std::move(uop)})) {
+  // an op on a tensor on several devices finds how its result is split now: a reshape that would
+  // move elements between the devices is a ShapeError at its call, not at realize
+  for (const UOp& s : d_->uop.src())
+    if (const auto* m = static_cast<const TensorMeta*>(s->extra.load(std::memory_order_acquire)); m && m->multi) {
+      graph::meta(d_->uop);
+      break;
+    }
+  live_tensors().add(d_);
+}
 
 TINYT_INLINE Shape Tensor::shape() const { return graph::shape_of(uop()); }
 TINYT_INLINE std::string Tensor::device() const { return graph::device_of(uop()); }
@@ -78,9 +87,12 @@ TINYT_INLINE Tensor& Tensor::realize() & {
 }
 
 TINYT_INLINE void Tensor::copyout(void* dst, size_t nbytes) const {
+  // on several devices: gathered to the first, by kernels there
+  if (const std::string d = device(); Device::is_multi(d)) return to(Device::split(d)[0]).copyout(dst, nbytes);
   Tensor t = *this;
   t.realize();  // t shares this tensor's data, so this tensor is realized too
-  const UOp& view = t.uop();
+  UOp view = t.uop();
+  if (view.op() == Ops::MULTI) view = view.src(0);  // split over one device: its one part
   graph::buffer_of(view.op() == Ops::BUFFER ? view : view.src(0))->copyout(dst, nbytes);
 }
 

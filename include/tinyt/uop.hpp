@@ -32,6 +32,8 @@ namespace tinyt::inline v0 {
   /* graph structure (never rendered) */                                                          \
   X(SINK, meta) X(NOOP, meta) X(GROUP, meta) X(AFTER, meta) X(UNIQUE, meta) X(DEVICE, meta)       \
   X(KERNEL, meta) X(CUSTOM, meta)                                                                 \
+  /* on several devices: MULTI(shards) arg=axis (-1: replicated); MSELECT(x) arg=shard */         \
+  X(MULTI, meta) X(MSELECT, meta)                                                                 \
   /* buffers and what steers the scheduler */                                                     \
   X(BUFFER, buffer) X(BUFFER_VIEW, buffer) X(COPY, buffer) X(CONTIGUOUS, buffer)                  \
   X(CONTIGUOUS_BACKWARD, buffer) X(DETACH, buffer) X(ASSIGN, buffer)                              \

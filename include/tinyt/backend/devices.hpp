@@ -22,6 +22,8 @@ inline Device& device(const std::string& name) {
   thread_local Device* last = nullptr;
   if (last && !name.empty() && name == last_name) return *last;
   const std::string canonical = ::tinyt::Device::canonicalize(name);
+  if (::tinyt::Device::is_multi(canonical))
+    throw DeviceError(::tinyt::detail::cat("device '", name, "' names several devices; memory and kernels are on one"));
   Device& d = open_device(::tinyt::Device::kind(canonical), ::tinyt::Device::index(canonical));
   if (!name.empty()) last_name = name, last = &d;
   return d;

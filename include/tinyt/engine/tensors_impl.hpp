@@ -12,6 +12,7 @@
 #include <shared_mutex>
 #include <unordered_set>
 
+#include "../schedule/multi.hpp"
 #include "../tensor.hpp"
 #include "../tensor_impl.hpp"
 #include "realize.hpp"
@@ -19,13 +20,20 @@
 namespace tinyt::inline v0 {
 
 namespace detail {
-// The memory a value is a view of (a realized value, through movement ops), else null. A tensor
-// with such a value names that memory: overwriting it in place would change the tensor.
-inline const Buffer* viewed_memory(UOp u) {
+// The memory a value is a view of (a realized value, through movement ops; on several devices,
+// each device's), else none. A tensor with such a value names that memory: overwriting it in
+// place would change the tensor.
+inline std::vector<const Buffer*> viewed_memory(UOp u) {
   for (;;) {
-    if (u.op() == Ops::BUFFER) return graph::buffer_of(u).get();
+    if (u.op() == Ops::BUFFER) return {graph::buffer_of(u).get()};
+    if (u.op() == Ops::MULTI) {
+      std::vector<const Buffer*> out;
+      for (const UOp& part : u.src())
+        for (const Buffer* b : viewed_memory(part)) out.push_back(b);
+      return out;
+    }
     const UOp view = graph::realized(u);
-    if (!view && !GroupOp::Movement.contains(u.op())) return nullptr;
+    if (!view && !GroupOp::Movement.contains(u.op())) return {};
     u = view && !(view == u) ? view : u.src(0);
   }
 }
@@ -53,8 +61,9 @@ inline std::vector<bool> read_overwritten(const std::vector<UOp>& roots,
       if (assigns.count(u.get())) {
         state[u.get()] = no;
       } else if (u.op() == Ops::BUFFER || graph::realized(u)) {
-        const Buffer* memory = viewed_memory(u);
-        state[u.get()] = memory && overwritten.count(memory) ? yes : no;
+        const std::vector<const Buffer*> memory = viewed_memory(u);
+        const bool read = std::any_of(memory.begin(), memory.end(), [&](const Buffer* b) { return overwritten.count(b) > 0; });
+        state[u.get()] = read ? yes : no;
       } else {
         stack.emplace_back(u, true);
         for (const UOp& s : u.src()) stack.emplace_back(s, false);
@@ -81,8 +90,8 @@ inline AssignPlan plan_assigns(std::vector<UOp>& roots, const std::vector<UOp>& 
   // who names each memory: a live tensor viewing it, or a pending assign into it
   std::unordered_map<const Buffer*, std::vector<const void*>> claims;
   for (const UOp& u : live) {
-    if (const Buffer* memory = viewed_memory(u)) {
-      claims[memory].push_back(&u);
+    if (const std::vector<const Buffer*> memory = viewed_memory(u); !memory.empty()) {
+      for (const Buffer* b : memory) claims[b].push_back(&u);
     } else if (u.op() == Ops::ASSIGN) {
       if (const UOp target = graph::base_buffer(u.src(0)))
         claims[graph::buffer_of(target).get()].push_back(u.get());
@@ -162,20 +171,41 @@ inline std::vector<schedule::Kernel> traced_schedule(const std::vector<UOp>& uop
   }
   return kernels;
 }
+
+// Graphs over tensors on several devices written per device (schedule/multi.hpp); others as they are.
+inline std::vector<UOp> per_device(std::vector<UOp> uops) {
+  if (std::none_of(uops.begin(), uops.end(), [](const UOp& u) { return graph::meta(u).multi; })) return uops;
+  return schedule::lower_multi(uops);
+}
+// The view holding a per-device graph's value once computed (a MULTI of views), else empty.
+inline UOp computed_view(const UOp& u) {
+  if (u.op() != Ops::MULTI) {
+    if (UOp view = graph::realized(u)) return view;
+    return schedule::detail::is_materialized(u) ? u : UOp();  // memory already (a part not copied)
+  }
+  std::vector<UOp> views;
+  for (const UOp& part : u.src()) {
+    UOp view = computed_view(part);
+    if (!view) return {};
+    views.push_back(std::move(view));
+  }
+  return u.replace(std::move(views));
+}
 }  // namespace detail
 
 TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
   std::vector<Tensor> roots;  // one handle per tensor
   std::unordered_set<const void*> root_ids;
-  std::vector<UOp> uops;
+  std::vector<UOp> logical;   // the roots' graphs (over tensors on several devices: whole tensors)
   for (const Tensor& t : tensors)
-    if (root_ids.insert(t.id()).second) roots.push_back(t), uops.push_back(t.uop());
+    if (root_ids.insert(t.id()).second) roots.push_back(t), logical.push_back(t.uop());
   // memory holds them all already (a replayed step's inputs, a tensor read twice): nothing to do
-  if (std::all_of(uops.begin(), uops.end(), [](const UOp& u) { return schedule::detail::is_materialized(u); })) {
+  if (std::all_of(logical.begin(), logical.end(), [](const UOp& u) { return schedule::detail::is_materialized(u); })) {
     for (size_t i = 0; i < roots.size(); ++i)
-      if (UOp view = graph::realized(uops[i]); view && !(view == uops[i])) roots[i].set_uop(view);
+      if (UOp view = graph::realized(logical[i]); view && !(view == logical[i])) roots[i].set_uop(view);
     return;
   }
+  std::vector<UOp> uops = detail::per_device(logical);  // ... and per device
   auto pending_assigns = [&] {
     const std::vector<UOp> pending = schedule::detail::pending_graph(uops);
     return std::any_of(pending.begin(), pending.end(), [](const UOp& u) { return u.op() == Ops::ASSIGN && !graph::realized(u); });
@@ -189,13 +219,15 @@ TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
   std::shared_lock<std::shared_mutex> together(*in_place);
   bool assigns = pending_assigns();
   if (assigns) together.unlock(), alone.lock(), assigns = pending_assigns();
-  std::vector<Tensor> live;      // every live tensor, taken when needed
-  std::vector<UOp> live_uops;    // ... and its UOp, read once (other threads may update theirs)
+  std::vector<Tensor> live;           // every live tensor, taken when needed
+  std::vector<UOp> live_logical;      // ... its UOp, read once (other threads may update theirs)
+  std::vector<UOp> live_uops;         // ... and that per device
   auto take_live = [&] {
     for (auto& d : Tensor::live_tensors().snapshot()) {
-      live_uops.push_back(Tensor::shared_fields(*d).first);
+      live_logical.push_back(Tensor::shared_fields(*d).first);
       live.push_back(Tensor(std::move(d)));
     }
+    live_uops = detail::per_device(live_logical);
   };
   std::vector<bool> is_root;
   auto mark_roots = [&] {
@@ -205,9 +237,15 @@ TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
   if (assigns) {
     take_live(), mark_roots();
     plan = detail::plan_assigns(uops, live_uops, is_root);
-    for (size_t i : plan.joined) roots.push_back(live[i]), is_root[i] = true;
+    for (size_t i : plan.joined) roots.push_back(live[i]), logical.push_back(live_logical[i]), is_root[i] = true;
   }
-  std::vector<schedule::Kernel> kernels = detail::traced_schedule(uops);
+  // the scheduler sees graphs on one device each: each device's part of a MULTI
+  std::vector<UOp> parts;
+  for (const UOp& u : uops) {
+    if (u.op() == Ops::MULTI) parts.insert(parts.end(), u.src().begin(), u.src().end());
+    else parts.push_back(u);
+  }
+  std::vector<schedule::Kernel> kernels = detail::traced_schedule(parts);
   if (kernels.size() > 1) {
     // an intermediate no other live tensor can reach is not kept, and its memory is reused
     if (!assigns) take_live(), mark_roots();
@@ -222,15 +260,19 @@ TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
       if (UOp view = graph::realized(u); view && !(view == u)) stack.push_back(view);
       for (const UOp& x : u.src()) stack.push_back(x);
     }
-    schedule::plan_memory(kernels, uops,
+    schedule::plan_memory(kernels, parts,
                           [&](const UOp& node) { return reachable.count(node.get()) > 0; });
   }
   run_schedule(kernels);
   // other graphs that hold a rewritten node find its value where the rewritten one put it
   for (const auto& [old, now] : plan.rewritten)
     if (UOp view = graph::realized(now)) graph::set_realized(old, view);
-  for (size_t i = 0; i < roots.size(); ++i)
-    if (UOp view = graph::realized(uops[i])) roots[i].set_uop(view);
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const UOp view = detail::computed_view(uops[i]);
+    if (!view) continue;
+    if (!(logical[i] == uops[i]) && !(view == logical[i])) graph::set_realized(logical[i], view);
+    roots[i].set_uop(view);
+  }
 }
 
 }  // namespace tinyt::inline v0

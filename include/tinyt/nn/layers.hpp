@@ -295,7 +295,7 @@ struct Embedding {
     if (idx.numel() == 0 || vocab_size == 0) return Tensor::zeros(Shape(out), weight.dtype());
     // (..., V, 1): whether index i is row v, compared in int64 so that no index type wraps;
     // where, not a multiply, so an inf in another row does not become NaN
-    Tensor rows = Tensor::arange(vocab_size).cast(dtypes::int64);
+    Tensor rows = Tensor::arange(vocab_size).cast(dtypes::int64).to(idx.device());
     Tensor hit = idx.cast(dtypes::int64).unsqueeze(-1).eq(rows).unsqueeze(-1);
     return hit.where(weight, 0.0).sum(-2).cast(weight.dtype());
   }

@@ -57,6 +57,8 @@ class Optimizer {
   virtual std::vector<Tensor> updated(const std::vector<Tensor>& grads) = 0;
   /// A state tensor in memory of its own, filled with `value`, listed in state().
   Tensor new_state(const Shape& shape, DType dtype, double value);
+  /// A state tensor like `param` (its shape, dtype and devices, split as it is), filled with `value`.
+  Tensor new_state(const Tensor& param, double value);
   /// Realizes the params, the buffers and the state: called last by each optimizer's constructor.
   void finish_init();
   /// Throws unless lo <= value (and value < hi when hi is given): PyTorch's argument checks.

@@ -70,6 +70,13 @@ TINYT_INLINE Tensor Optimizer::new_state(const Shape& shape, DType dtype, double
   return t;
 }
 
+TINYT_INLINE Tensor Optimizer::new_state(const Tensor& param, double value) {
+  Tensor t = tinyt::detail::empty_like(param);
+  t.assign(value);
+  state_.push_back(t);
+  return t;
+}
+
 TINYT_INLINE void Optimizer::finish_init() {
   std::vector<Tensor> all = params_;
   // the buffers too: a layer's running statistics start lazy, and an assign into a lazy tensor
@@ -120,7 +127,7 @@ TINYT_INLINE SGD::SGD(const std::vector<Tensor>& params, double lr_value, double
   check_arg("weight_decay", weight_decay, 0.0);
   if (nesterov && momentum <= 0.0) throw Error("SGD: nesterov momentum needs a momentum > 0");
   if (momentum != 0.0)
-    for (const Tensor& p : params_) velocity_.push_back(new_state(p.shape(), p.dtype(), 0.0));
+    for (const Tensor& p : params_) velocity_.push_back(new_state(p, 0.0));
   finish_init();
 }
 
@@ -157,8 +164,8 @@ TINYT_INLINE Moments::Moments(const char* name, Kind kind, const std::vector<Ten
   b1_t_ = new_state({}, dtypes::float64, 1.0);
   b2_t_ = new_state({}, dtypes::float64, 1.0);
   for (const Tensor& p : params_) {
-    m_.push_back(new_state(p.shape(), p.dtype(), 0.0));
-    v_.push_back(new_state(p.shape(), p.dtype(), 0.0));
+    m_.push_back(new_state(p, 0.0));
+    v_.push_back(new_state(p, 0.0));
   }
   finish_init();
 }

@@ -22,6 +22,16 @@ inline int64_t product(const std::vector<int64_t>& s) {
 }
 }  // namespace detail
 
+namespace detail {
+// The same tensor made on each of several devices (replicated): `make(device)` for each.
+template <class Make> Tensor on_each(const std::string& devices, Make make) {
+  std::vector<UOp> parts;
+  for (const std::string& d : Device::split(devices)) parts.push_back(make(d).uop());
+  const DType dtype = parts[0].dtype();
+  return Tensor(UOp(Ops::MULTI, dtype, std::move(parts), -1));
+}
+}  // namespace detail
+
 TINYT_INLINE Tensor Tensor::from_elements(const void* data, size_t count, const Shape& shape, DType dtype,
                                           std::string device) {
   const auto s = detail::checked_shape(shape, "from_vector");
@@ -33,6 +43,8 @@ TINYT_INLINE Tensor Tensor::from_blob(const void* ptr, Shape shape, DType dtype,
   const auto s = detail::checked_shape(shape, "from_blob");
   const int64_t n = detail::product(s);
   if (!ptr && n) throw Error("from_blob: null data pointer");
+  if (const std::string list = device.empty() ? "" : Device::canonicalize(device); Device::is_multi(list))
+    return detail::on_each(list, [&](const std::string& d) { return from_blob(ptr, s, dtype, d); });
   UOp buf = graph::new_buffer(device.empty() ? Device::default_device() : device, n, dtype);
   graph::buffer_of(buf)->copyin(ptr, static_cast<size_t>(n * dtype.itemsize()));
   return Tensor(graph::reshape(buf, s));
@@ -40,6 +52,8 @@ TINYT_INLINE Tensor Tensor::from_blob(const void* ptr, Shape shape, DType dtype,
 
 TINYT_INLINE Tensor Tensor::empty(Shape shape, DType dtype, std::string device) {
   const auto s = detail::checked_shape(shape, "empty");
+  if (const std::string list = device.empty() ? "" : Device::canonicalize(device); Device::is_multi(list))
+    return detail::on_each(list, [&](const std::string& d) { return empty(s, dtype, d); });
   return Tensor(graph::reshape(graph::new_buffer(device.empty() ? Device::default_device() : device, detail::product(s), dtype), s));
 }
 namespace detail {
@@ -63,14 +77,15 @@ TINYT_INLINE Tensor Tensor::zeros_like(const Tensor& t) { return zeros(t.shape()
 TINYT_INLINE Tensor Tensor::ones_like(const Tensor& t) { return ones(t.shape(), t.dtype(), t.device()); }
 
 
-TINYT_INLINE Tensor Tensor::arange_values(double start, double step, sint count, DType dtype) {
+TINYT_INLINE Tensor Tensor::arange_values(double start, double step, sint count, DType dtype, const std::string& device) {
   // a symbolic count: the first `count` of the longest arange it can be (one kernel for all)
-  if (!count.is_int()) return arange_values(start, step, count.vmax(), dtype).shrink({{0, count}});
+  if (!count.is_int()) return arange_values(start, step, count.vmax(), dtype, device).shrink({{0, count}});
   // start + step * i: i counted by a cumulative sum of ones, as tinygrad does (in dtype: an int64
   // cumsum cast back to int32 would hide the count from the reduce collapse)
-  return detail::running_sums(Tensor::full(Shape{1, count}, step, dtype))
+  const std::string dev = device.empty() ? Device::default_device() : Device::canonicalize(device);
+  return detail::running_sums(Tensor::full(Shape{1, count}, step, dtype, dev))
       .reshape({count})
-      .add(Tensor(graph::const_(dtype, start - step, Device::default_device())));
+      .add(Tensor(graph::const_(dtype, start - step, dev)));
 }
 
 TINYT_INLINE Tensor Tensor::eye(int64_t n, int64_t m, DType dtype) {

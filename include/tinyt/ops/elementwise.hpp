@@ -183,7 +183,16 @@ TINYT_INLINE Operand where(O cond, O a, O b) {
   const DType dt = a.weak && !b.weak   ? weak_promote(dtype(b), dtype(a))
                    : b.weak && !a.weak ? weak_promote(dtype(a), dtype(b))
                                        : least_upper_dtype({dtype(a), dtype(b)});
-  const UOp c = cast(cond, dtypes::bool_).u, x = promote_operand(a, dt).u, y = promote_operand(b, dt).u;
+  Operand c_ = cast(cond, dtypes::bool_), x_ = promote_operand(a, dt), y_ = promote_operand(b, dt);
+  // C++ scalars live where the tensors they meet live
+  std::string device;
+  for (const Operand* o : {&c_, &x_, &y_})
+    if (!o->weak || o->u.op() != Ops::CONST) device = graph::device_of(o->u);
+  if (!device.empty()) c_ = scalar_on(c_, device), x_ = scalar_on(x_, device), y_ = scalar_on(y_, device);
+  const UOp c = c_.u, x = x_.u, y = y_.u;
+  for (const UOp* u : {&x, &y})
+    if (graph::device_of(*u) != graph::device_of(c))
+      throw DeviceError(cat("where: operands are on ", graph::device_of(c), ", ", graph::device_of(x), " and ", graph::device_of(y)));
   const Shape shape = broadcast_all("where", graph::shape_of(c), graph::shape_of(x), graph::shape_of(y));
   return {broadcast_uop(c, shape).where(broadcast_uop(x, shape), broadcast_uop(y, shape))};
 }

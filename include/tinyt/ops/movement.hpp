@@ -313,6 +313,38 @@ TINYT_INLINE Tensor Tensor::to(const std::string& device) const {
   if (d == this->device()) return *this;
   return Tensor(UOp(Ops::COPY, dtype(), {uop(), graph::device_uop(d)}));
 }
+TINYT_INLINE Tensor Tensor::shard(const std::vector<std::string>& devices, std::optional<int> axis) const {
+  using detail::cat;
+  if (devices.empty()) throw DeviceError(cat("shard: no devices for the ", shape(), " tensor"));
+  std::string list;
+  for (const std::string& d : devices) list += (list.empty() ? "" : ",") + (d.empty() ? Device::default_device() : d);
+  const std::vector<std::string> names = Device::split(Device::canonicalize(list));
+  // a tensor on several devices is gathered first, to be split anew
+  const Tensor whole = Device::is_multi(device()) ? to(names[0]) : *this;
+  Sharding split;
+  if (axis) {
+    const int rank = static_cast<int>(whole.ndim());
+    if (*axis < -rank || *axis >= rank)
+      throw ShapeError(cat("shard: axis ", *axis, " of a ", whole.shape(), " tensor"));
+    split.axis = *axis < 0 ? *axis + rank : *axis;
+    const sint size = whole.shape()[static_cast<size_t>(split.axis)];
+    if (!size.is_int()) throw ShapeError(cat("shard: axis ", split.axis, " of ", whole.shape(), " is symbolic"));
+    split.sizes = shard_sizes(size.as_int(), names.size());
+  }
+  std::vector<UOp> parts;
+  for (size_t i = 0; i < names.size(); ++i) {
+    Tensor part = whole;
+    if (split.sharded()) {
+      std::vector<std::pair<sint, sint>> keep;
+      for (const sint& d : whole.shape()) keep.emplace_back(0, d);
+      const auto [start, end] = split.bounds(i);
+      keep[static_cast<size_t>(split.axis)] = {start, end};
+      part = part.shrink(keep);
+    }
+    parts.push_back(part.to(names[i]).uop());
+  }
+  return Tensor(UOp(Ops::MULTI, dtype(), std::move(parts), split.axis));
+}
 TINYT_INLINE Tensor Tensor::contiguous() const { return Tensor(UOp(Ops::CONTIGUOUS, dtype(), {uop()})); }
 TINYT_INLINE Tensor Tensor::contiguous_backward() const { return Tensor(UOp(Ops::CONTIGUOUS_BACKWARD, dtype(), {uop()})); }
 TINYT_INLINE Tensor Tensor::detach() const { return Tensor(UOp(Ops::DETACH, dtype(), {uop()})); }

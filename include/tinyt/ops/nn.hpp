@@ -71,7 +71,7 @@ TINYT_INLINE Tensor Tensor::argmax(int axis, bool keepdim) const {
   // n - i for index i: the largest marked value is the first hit
   std::vector<int64_t> col(s.size() - static_cast<size_t>(ax), 1);
   col[0] = n;
-  Tensor reversed = Tensor::arange(n, int64_t{0}, -1).reshape(Shape(col));
+  Tensor reversed = arange_values(static_cast<double>(n), -1.0, n, dtypes::default_int, device()).reshape(Shape(col));
   Tensor first = detail::max_over(hit.where(reversed, 0), {ax}, keepdim);
   return Tensor(graph::const_(dtypes::int32, n, device())).sub(first).cast(dtypes::int32);
 }
@@ -439,7 +439,8 @@ TINYT_INLINE Tensor Tensor::scaled_dot_product_attention(const Tensor& k, const 
                       .mul(1.0 / std::sqrt(static_cast<double>(qs.back())));
   Tensor keep = mask;
   if (is_causal)  // query i sees keys j <= i
-    keep = Tensor::arange(S).reshape({1, S}).le(Tensor::arange(L).reshape({L, 1}));
+    keep = arange_values(0, 1, S, dtypes::default_int, scores.device()).reshape({1, S})
+               .le(arange_values(0, 1, L, dtypes::default_int, scores.device()).reshape({L, 1}));
   if (keep.defined())
     scores = scores.add(keep.dtype().is_bool() ? keep.where(0.0, -INFINITY) : keep);
   return scores.softmax(-1).cast(dtype()).matmul(v);
@@ -476,7 +477,7 @@ TINYT_INLINE Tensor Tensor::cross_entropy(const Tensor& target, double label_smo
   cls[0] = classes;
   Tensor t = target.unsqueeze(ax);
   Tensor y =
-      t.eq(Tensor::arange(classes).reshape(Shape(cls))).where(1.0 - label_smoothing + eps, eps);
+      t.eq(arange_values(0, 1, classes, dtypes::default_int, device()).reshape(Shape(cls))).where(1.0 - label_smoothing + eps, eps);
   Tensor keep = target.ne(-100);
   Tensor loss = keep.where(logp.mul(y).sum(ax).neg(), 0.0);
   return loss.sum().div(keep.sum().cast(loss.dtype()));
@@ -500,7 +501,7 @@ TINYT_INLINE Tensor Tensor::sparse_categorical_crossentropy(const Tensor& labels
   const int64_t classes = xs.back();
   Tensor logp = log_softmax(-1);
   Tensor keep = labels.ne(Tensor(ignore_index).cast(labels.dtype()));
-  Tensor hit = labels.unsqueeze(-1).eq(Tensor::arange(classes));
+  Tensor hit = labels.unsqueeze(-1).eq(arange_values(0, 1, classes, dtypes::default_int, labels.device()));
   // (1 - ls) * log p[label] + ls * mean(log p)
   Tensor picked = hit.where(logp, 0.0)
                       .sum(-1)

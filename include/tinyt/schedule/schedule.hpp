@@ -34,6 +34,8 @@ using Known = std::function<UOp(const UOp&)>;
 // A node that needs no kernel: memory already holds it in its own shape.
 inline bool is_materialized(const UOp& u, const Known& known = graph::realized) {
   if (u.op() == Ops::BUFFER || known(u)) return true;
+  if (u.op() == Ops::MULTI)  // a tensor on several devices whose parts are all in memory
+    return std::all_of(u.src().begin(), u.src().end(), [&](const UOp& part) { return is_materialized(part, known); });
   return u.op() == Ops::RESHAPE && u.src(0).op() == Ops::BUFFER;
 }
 
