@@ -16,6 +16,7 @@
 // settings, counters, devices
 #include "tinyt/helpers.hpp"
 #include "tinyt/device.hpp"
+#include "tinyt/dist.hpp"
 #include "tinyt/profile.hpp"
 #include "tinyt/viz.hpp"
 

@@ -582,6 +582,7 @@ namespace tinyt::inline v0 {
   /* buffers and what steers the scheduler */                                                     \
   X(BUFFER, buffer) X(BUFFER_VIEW, buffer) X(COPY, buffer) X(CONTIGUOUS, buffer)                  \
   X(CONTIGUOUS_BACKWARD, buffer) X(DETACH, buffer) X(ASSIGN, buffer)                              \
+  X(ALLREDUCE, buffer)                                                                            \
   /* movement: views, never copies */                                                             \
   X(RESHAPE, movement) X(PERMUTE, movement) X(EXPAND, movement) X(PAD, movement)                  \
   X(SHRINK, movement) X(FLIP, movement)                                                           \
@@ -1397,6 +1398,61 @@ struct Device {
 
 }  // namespace tinyt::inline v0
 // ---- end tinyt/device.hpp ----
+// ---- tinyt/dist.hpp ----
+// Processes that compute together: the communicator of the processes a launcher started (mpirun),
+// or of this process alone. `Tensor::allreduce(op)` reduces a tensor across them, as an item of
+// the schedule (TinyJit replays it with the step's kernels). The backends are existing engines
+// opened at first use: MPI (backend/mpi.hpp) between processes, NCCL (backend/nccl.hpp) between
+// GPUs.
+
+#include <cstddef>
+
+
+namespace tinyt::inline v0 {
+namespace dist {
+
+/// How an allreduce combines the ranks' values, elementwise.
+enum class ReduceOp { sum, prod, max, min };
+
+/// "sum", "prod", "max", "min".
+constexpr const char* to_string(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return "sum";
+    case ReduceOp::prod: return "prod";
+    case ReduceOp::max: return "max";
+    case ReduceOp::min: return "min";
+  }
+  return "?";
+}
+
+/// A group of processes (ranks) that reduce together. Every rank must make the same calls in the
+/// same order; a call that the others do not reach within COMM_TIMEOUT seconds (default 300) is a
+/// DeviceError on the ranks waiting, not a hang.
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  /// This process's rank, 0 to size() - 1.
+  virtual int rank() const = 0;
+  /// How many ranks there are.
+  virtual int size() const = 0;
+  /// What carries it: "MPI (Open MPI v4.1.4 ...)", "this process alone".
+  virtual const std::string& name() const = 0;
+  /// Every rank's `count` elements of `dtype` at `send` combined by `op` into `recv`, on every
+  /// rank (host memory; `send` may be `recv`).
+  virtual void allreduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) = 0;
+  /// Rank `root`'s `bytes` at `data` into `data` on every rank.
+  virtual void broadcast(void* data, size_t bytes, int root) = 0;
+  /// Returns once every rank has called it.
+  virtual void barrier() = 0;
+};
+
+/// The ranks the launcher started, from its environment (mpirun's OMPI_COMM_WORLD_SIZE: MPI,
+/// opened at first use), else this process alone (rank 0 of 1).
+Communicator& world();
+
+}  // namespace dist
+}  // namespace tinyt::inline v0
+// ---- end tinyt/dist.hpp ----
 // ---- tinyt/profile.hpp ----
 // The profiler, as a program sees it. PROFILE=1 (or Context{{"PROFILE", 1}}) records a timeline:
 // schedule, codegen and compile on the host's threads, each kernel launch (device time where the
@@ -1710,6 +1766,10 @@ class Tensor {
   /// tinygrad), or replicated on each with no axis. Ops run on each device's part; device()
   /// names them all, comma-separated.
   Tensor shard(const std::vector<std::string>& devices, std::optional<int> axis = std::nullopt) const;
+  /// Every process's tensor combined elementwise by `op`, in every process (dist::world(): the
+  /// ranks mpirun started; this process alone without it). An item of the schedule, so TinyJit
+  /// replays it with the step's kernels; every rank must reduce the same shape and dtype.
+  Tensor allreduce(dist::ReduceOp op = dist::ReduceOp::sum) const;
   Tensor repeat(Shape repeats) const;
   static Tensor cat(const std::vector<Tensor>& tensors, int dim = 0);
   static Tensor stack(const std::vector<Tensor>& tensors, int dim = 0);
@@ -6679,7 +6739,7 @@ TINYT_CUDA_OPAQUE(CUevent)
 #undef TINYT_CUDA_OPAQUE
 inline constexpr nvrtcResult NVRTC_SUCCESS = 0;
 inline constexpr CUresult CUDA_SUCCESS = 0, CUDA_ERROR_OUT_OF_MEMORY = 2,
-                          CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222;
+                          CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222, CUDA_ERROR_NOT_READY = 600;
 inline constexpr int CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
                      CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
                      CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
@@ -6729,6 +6789,7 @@ inline constexpr unsigned CU_EVENT_DEFAULT = 0;
   X(1, cuEventSynchronize, CUresult(CUevent))                                                       \
   X(1, cuEventDestroy_v2, CUresult(CUevent))                                                        \
   X(1, cuEventElapsedTime, CUresult(float*, CUevent, CUevent))                                      \
+  X(1, cuStreamQuery, CUresult(CUstream))                                                           \
   /* CUDA 12.8 and later; the one cuda.h names since */                                             \
   X(0, cuEventElapsedTime_v2, CUresult(float*, CUevent, CUevent))
 // clang-format on
@@ -7118,6 +7179,16 @@ class CudaDevice : public Device {
     return std::make_unique<CudaProgram>(ctx_, binary, name);
   }
   void synchronize() override { ctx_->call("cuCtxSynchronize", ctx_->api->cuCtxSynchronize); }
+  /// Makes this GPU's context the calling thread's (for libraries that launch on it: NCCL).
+  void make_current() const { ctx_->enter(); }
+  /// Whether every launch and copy issued so far has finished (without waiting).
+  bool idle() const {
+    ctx_->enter();
+    const cuda_c::CUresult r = ctx_->api->cuStreamQuery(cuda_c::CUstream{});
+    if (r == cuda_c::CUDA_ERROR_NOT_READY) return false;
+    ctx_->check(r, "cuStreamQuery");
+    return true;
+  }
 
  private:
   std::string name_, gpu_;
@@ -8373,7 +8444,8 @@ class Buffer {
 // (size,); CONST(DEVICE) is a scalar of shape (); movement ops carry their new shape (RESHAPE,
 // EXPAND), permutation (PERMUTE), (before, after) pairs (PAD), (start, end) pairs (SHRINK) or
 // flipped-or-not flags (FLIP) in their arg; REDUCE_AXIS arg=(op, axes) keeps reduced dims as 1;
-// ALU ops take sources of equal shape; COPY(x, DEVICE); ASSIGN(target, value).
+// ALU ops take sources of equal shape; COPY(x, DEVICE); ASSIGN(target, value); ALLREDUCE(x)
+// arg=dist::ReduceOp (across processes).
 
 
 // ---- tinyt/sharding.hpp ----
@@ -9236,7 +9308,8 @@ namespace schedule {
 
 /// One kernel to run: its AST and the buffers bound to its DEFINE_GLOBALs (output first). A copy
 /// between devices is a Kernel whose AST is a COPY (buffers: destination, source): the engine
-/// runs it with the devices' allocators.
+/// runs it with the devices' allocators; an allreduce across processes one whose AST is an
+/// ALLREDUCE arg=(op, shape) (buffers: destination, source).
 struct Kernel {
   UOp ast;
   std::vector<UOp> buffers;  // BUFFER nodes
@@ -9314,8 +9387,9 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
     if (!is_materialized(r, known)) points.insert(r.get());
   for (const UOp& u : order) {
     if (known(u) || u.op() == Ops::BUFFER) continue;
-    if (u.op() == Ops::CONTIGUOUS || u.op() == Ops::COPY || u.op() == Ops::ASSIGN) points.insert(u.get());
-    if (u.op() == Ops::COPY && !is_materialized(u.src(0), known)) points.insert(u.src(0).get());
+    const bool moves_memory = u.op() == Ops::COPY || u.op() == Ops::ALLREDUCE;  // whole buffers, not kernels
+    if (u.op() == Ops::CONTIGUOUS || moves_memory || u.op() == Ops::ASSIGN) points.insert(u.get());
+    if (moves_memory && !is_materialized(u.src(0), known)) points.insert(u.src(0).get());
   }
   // A reduction is realized when it has several consumers, or when a path from it to the next
   // realization point broadcasts it in a way the consuming kernel would recompute it for: an
@@ -9594,13 +9668,15 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool m
       continue;
     }
     const UOp out_buffer = graph::new_buffer(graph::device_of(point), numel, point.dtype());
-    if (point.op() == Ops::COPY && graph::device_of(point.src(0)) != graph::device_of(point)) {
+    if ((point.op() == Ops::COPY && graph::device_of(point.src(0)) != graph::device_of(point)) || point.op() == Ops::ALLREDUCE) {
       // the source is in memory in its own shape (realization_points made sure): copy its bytes
       const UOp& from = point.src(0);
       const UOp view = from.op() == Ops::BUFFER ? UOp{} : input_view(from);
       const UOp source = graph::base_buffer(view ? view : from);
-      TINYT_ASSERT(source && source.arg().as_int() == numel, "copy: the source is not a whole contiguous buffer");
-      Kernel kernel{UOp(Ops::COPY, point.dtype(), {}, numel), {out_buffer, source}, point, graph::reshape(out_buffer, shape), false, false, {}};
+      TINYT_ASSERT(source && source.arg().as_int() == numel, op_name(point.op()), ": the source is not a whole contiguous buffer");
+      const UOp ast = point.op() == Ops::COPY ? UOp(Ops::COPY, point.dtype(), {}, numel)
+                                              : UOp(Ops::ALLREDUCE, point.dtype(), {}, Arg{point.arg(), graph::shape_arg(shape)});
+      Kernel kernel{ast, {out_buffer, source}, point, graph::reshape(out_buffer, shape), false, false, {}};
       computed[point.get()] = kernel.view;
       kernels.push_back(std::move(kernel));
       continue;
@@ -10931,11 +11007,11 @@ inline std::string render_cuda(const codegen::Program& p, int64_t max_local = 25
 }  // namespace tinyt::inline v0
 // ---- end tinyt/renderer/cstyle.hpp ----
 // ---- tinyt/engine/realize.hpp ----
-// The engine: a schedule becomes a list of exec items, each a runner (a compiled kernel, or a
-// copy between buffers), the buffers it runs on and the values of its symbolic variables; running
-// the list launches them in order on their devices. Kernels are compiled once per device and
-// settings, cached by their AST (ASTs are interned, so a step seen before goes straight to
-// launching). TinyJit records and replays such a list.
+// The engine: a schedule becomes a list of exec items, each a runner (a compiled kernel, a copy
+// between buffers, an allreduce across processes: runners.hpp), the buffers it runs on and the
+// values of its symbolic variables; running the list launches them in order on their devices.
+// Kernels are compiled once per device and settings, cached by their AST (ASTs are interned, so
+// a step seen before goes straight to launching). TinyJit records and replays such a list.
 //
 // DEBUG=1 prints the schedule, 2 a line per launch with its time and rates (estimates.hpp),
 // 3 each kernel's opts, 4 the generated source, 5 the AST, 6 the linearized ops.
@@ -13195,6 +13271,299 @@ inline void capture(const std::string& dir, const Record& r) {
 }  // namespace engine::replay
 }  // namespace tinyt::inline v0
 // ---- end tinyt/engine/replay.hpp ----
+// ---- tinyt/engine/runners.hpp ----
+// What an exec item runs besides a compiled kernel (realize.hpp): copies between buffers, and
+// allreduces across processes (dist.hpp). Each runs on Buffers, output first.
+
+#include <chrono>
+
+// ---- tinyt/backend/nccl.hpp ----
+// NCCL between the GPUs of several processes, opened at run time (the CUDA toolkit's libnccl.so.2),
+// with nothing to link and no nccl.h. Its communicator is set up over another one (MPI): rank 0's
+// ncclUniqueId is broadcast to the others. Allreduces run on device memory, on the legacy default
+// stream every tinyt launch uses, and are waited for by polling until COMM_TIMEOUT: a rank that
+// died is a DeviceError (and the NCCL communicator is aborted), not a hang.
+
+#include <chrono>
+#include <thread>
+
+
+namespace tinyt::inline v0 {
+namespace backend {
+
+/// NCCL's types and constants (values of nccl.h).
+namespace nccl_c {
+using ncclResult_t = int;
+struct ncclComm;
+using ncclComm_t = ncclComm*;
+struct ncclUniqueId {
+  char internal[128];
+};
+inline constexpr ncclResult_t ncclSuccess = 0, ncclInProgress = 7;
+enum ncclDataType_t : int {
+  ncclInt8 = 0, ncclUint8 = 1, ncclInt32 = 2, ncclUint32 = 3, ncclInt64 = 4, ncclUint64 = 5,
+  ncclFloat16 = 6, ncclFloat32 = 7, ncclFloat64 = 8, ncclBfloat16 = 9
+};
+enum ncclRedOp_t : int { ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3 };
+}  // namespace nccl_c
+
+// clang-format off
+/// Every NCCL function used (all in NCCL 2.4 and later).
+#define TINYT_NCCL_API(X)                                                                           \
+  X(ncclGetVersion, ncclResult_t(int*))                                                             \
+  X(ncclGetErrorString, const char*(ncclResult_t))                                                  \
+  X(ncclGetUniqueId, ncclResult_t(ncclUniqueId*))                                                   \
+  X(ncclCommInitRank, ncclResult_t(ncclComm_t*, int, ncclUniqueId, int))                            \
+  X(ncclCommDestroy, ncclResult_t(ncclComm_t))                                                      \
+  X(ncclCommAbort, ncclResult_t(ncclComm_t))                                                        \
+  X(ncclCommGetAsyncError, ncclResult_t(ncclComm_t, ncclResult_t*))                                 \
+  X(ncclAllReduce, ncclResult_t(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,\
+                                cuda_c::CUstream))
+// clang-format on
+
+namespace nccl_c {
+/// NCCL, opened, with the table's functions.
+struct Nccl {
+  Library lib;
+#define TINYT_NCCL_FIELD(name, ...) std::add_pointer_t<__VA_ARGS__> name = nullptr;
+  TINYT_NCCL_API(TINYT_NCCL_FIELD)
+#undef TINYT_NCCL_FIELD
+  explicit Nccl(Library opened) : lib(std::move(opened)) {
+#define TINYT_NCCL_BIND(name, ...) name = lib.symbol<__VA_ARGS__>(#name);
+    TINYT_NCCL_API(TINYT_NCCL_BIND)
+#undef TINYT_NCCL_BIND
+  }
+  /// "NCCL 2.28.9".
+  std::string version() const {
+    int v = 0;
+    if (ncclGetVersion(&v) != nccl_c::ncclSuccess) return "NCCL (version unknown)";
+    return detail::cat("NCCL ", v / 10000, ".", v / 100 % 100, ".", v % 100);
+  }
+};
+}  // namespace nccl_c
+using nccl_c::Nccl;
+
+/// The process-wide NCCL, opened at first use (CUDA_PATH, then the toolkit's and the loader's
+/// paths) and never closed.
+inline const Nccl& nccl() {
+  static const Nccl* loaded = [] {
+    std::vector<std::string> candidates;
+    if (const char* root = std::getenv("CUDA_PATH"); root && *root)
+      candidates = {std::string(root) + "/lib64/libnccl.so.2", std::string(root) + "/lib/libnccl.so.2"};
+    candidates.insert(candidates.end(), {"/usr/local/cuda/lib64/libnccl.so.2", "libnccl.so.2"});
+    try {
+      return new Nccl(Library::open_first(candidates));
+    } catch (const DeviceError& e) {
+      throw DeviceError(detail::cat("tinyt: an allreduce of GPU memory needs NCCL (libnccl.so.2): ",
+                                    std::string_view(e.what()).substr(7)));
+    }
+  }();
+  return *loaded;
+}
+
+/// The ranks of `over` (an MPI communicator), one GPU each: `device`, this rank's.
+class NcclCommunicator {
+ public:
+  NcclCommunicator(dist::Communicator& over, CudaDevice& device) : api_(nccl()), device_(device), rank_(over.rank()) {
+    nccl_c::ncclUniqueId id{};
+    if (over.rank() == 0) check(api_.ncclGetUniqueId(&id), "ncclGetUniqueId");
+    over.broadcast(&id, sizeof id, 0);
+    device_.make_current();
+    check(api_.ncclCommInitRank(&comm_, over.size(), id, over.rank()), "ncclCommInitRank");
+    size_ = over.size();
+  }
+  NcclCommunicator(const NcclCommunicator&) = delete;
+  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+  ~NcclCommunicator() {
+    if (comm_) api_.ncclCommDestroy(comm_);
+  }
+
+  /// Every rank's `count` elements of `dtype` at device memory `send` combined by `op` into `recv`.
+  void allreduce(const void* send, void* recv, size_t count, DType dtype, dist::ReduceOp op) {
+    device_.make_current();
+    check(api_.ncclAllReduce(send, recv, count, type(dtype), static_cast<nccl_c::ncclRedOp_t>(op), comm_, cuda_c::CUstream{}),
+          "ncclAllReduce");
+    wait(detail::cat("allreduce of ", count, " ", dtype.name(), " (", dist::to_string(op), ")"));
+  }
+
+ private:
+  void check(nccl_c::ncclResult_t r, const char* what) const {
+    if (r != nccl_c::ncclSuccess && r != nccl_c::ncclInProgress)
+      throw DeviceError(detail::cat(what, " failed on rank ", rank_, ": ", api_.ncclGetErrorString(r), " (ncclResult ", r, ")"));
+  }
+  // Polls the stream and NCCL's errors until the allreduce is done, or COMM_TIMEOUT: then the
+  // communicator is aborted (its kernels would otherwise wait on the GPU forever).
+  void wait(const std::string& what) {
+    const double timeout = static_cast<double>(getenv_int("COMM_TIMEOUT", 300));
+    const auto start = std::chrono::steady_clock::now();
+    while (!device_.idle()) {
+      nccl_c::ncclResult_t async = nccl_c::ncclSuccess;
+      check(api_.ncclCommGetAsyncError(comm_, &async), "ncclCommGetAsyncError");
+      check(async, "ncclAllReduce (asynchronous error)");
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout) {
+        api_.ncclCommAbort(std::exchange(comm_, nullptr));
+        throw DeviceError(detail::cat(what, ": rank ", rank_, " of ", size_, " waited ", timeout,
+                                      " s (COMM_TIMEOUT) for the other ranks; one of them died, hangs, or never made this call"));
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+  static nccl_c::ncclDataType_t type(DType dtype) {
+    switch (dtype.scalar_type()) {
+      case ScalarType::int8: return nccl_c::ncclInt8;
+      case ScalarType::uint8: return nccl_c::ncclUint8;
+      case ScalarType::int32: return nccl_c::ncclInt32;
+      case ScalarType::uint32: return nccl_c::ncclUint32;
+      case ScalarType::int64: return nccl_c::ncclInt64;
+      case ScalarType::uint64: return nccl_c::ncclUint64;
+      case ScalarType::float16: return nccl_c::ncclFloat16;
+      case ScalarType::float32: return nccl_c::ncclFloat32;
+      case ScalarType::float64: return nccl_c::ncclFloat64;
+      case ScalarType::bfloat16: return nccl_c::ncclBfloat16;
+      default: throw DTypeError(detail::cat("allreduce: NCCL has no ", dtype.name()));
+    }
+  }
+
+  const Nccl& api_;
+  CudaDevice& device_;
+  nccl_c::ncclComm_t comm_ = nullptr;
+  int rank_ = 0, size_ = 1;
+};
+
+}  // namespace backend
+}  // namespace tinyt::inline v0
+// ---- end tinyt/backend/nccl.hpp ----
+
+namespace tinyt::inline v0 {
+namespace engine {
+
+/// What an exec item runs: a compiled kernel (realize.hpp), a copy, an allreduce across processes.
+class Runner {
+ public:
+  virtual ~Runner() = default;
+  /// Runs on `bufs` (output first) with the variables' values `vars`; when `timed`, waits and
+  /// returns the seconds it took (else may return 0 at once).
+  virtual double run(const std::vector<Buffer*>& bufs, const std::vector<int64_t>& vars, bool timed) = 0;
+  /// Its name in DEBUG lines.
+  virtual const std::string& name() const = 0;
+  /// What one run costs.
+  virtual Estimates estimates() const = 0;
+};
+
+/// Copies bufs[1] into bufs[0] (equal sizes): within a device by its allocator, between devices
+/// through the host (straight into or out of host-addressable memory, else through a staging copy).
+class BufferCopy final : public Runner {
+ public:
+  BufferCopy(size_t nbytes, const std::string& from, const std::string& to)
+      : nbytes_(nbytes), name_(tinyt::detail::cat("copy ", nbytes, ", ", to, " <- ", from)) {}
+  double run(const std::vector<Buffer*>& bufs, const std::vector<int64_t>&, bool timed) override {
+    Buffer& dst = *bufs.at(0);
+    Buffer& src = *bufs.at(1);
+    if (dst.nbytes() != nbytes_ || src.nbytes() != nbytes_)
+      throw InternalError(tinyt::detail::cat(name_, ": the buffers have ", dst.nbytes(), " and ", src.nbytes(), " bytes"));
+    const auto start = std::chrono::steady_clock::now();
+    backend::Allocator& to = dst.backend().allocator();
+    backend::Allocator& from = src.backend().allocator();
+    if (dst.device() == src.device()) {
+      to.copy(dst.ptr(), src.ptr(), nbytes_);
+      if (timed) dst.backend().synchronize();
+    } else if (void* host = to.host_pointer(dst.ptr())) {
+      from.copyout(host, src.ptr(), nbytes_);
+    } else if (void* host = from.host_pointer(src.ptr())) {
+      to.copyin(dst.ptr(), host, nbytes_);
+    } else {
+      std::vector<char> staging(nbytes_);
+      from.copyout(staging.data(), src.ptr(), nbytes_);
+      to.copyin(dst.ptr(), staging.data(), nbytes_);
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  const std::string& name() const override { return name_; }
+  Estimates estimates() const override { return {0, static_cast<int64_t>(2 * nbytes_), static_cast<int64_t>(2 * nbytes_)}; }
+
+ private:
+  size_t nbytes_;
+  std::string name_;
+};
+
+/// Every rank's bufs[1] combined by `op` into bufs[0], across dist::world()'s processes: GPU
+/// memory by NCCL, host memory by MPI, other device memory through a host copy. First the ranks
+/// check that they reduce the same shape, dtype and op (a ShapeError on every rank otherwise:
+/// reducing different tensors would mix them, or wait forever).
+class AllreduceRunner final : public Runner {
+ public:
+  AllreduceRunner(Shape shape, DType dtype, dist::ReduceOp op)
+      : shape_(std::move(shape)), dtype_(dtype), op_(op),
+        name_(tinyt::detail::cat("allreduce ", shape_, " ", dtype_.name(), " (", dist::to_string(op), ")")) {}
+  double run(const std::vector<Buffer*>& bufs, const std::vector<int64_t>&, bool timed) override {
+    Buffer& dst = *bufs.at(0);
+    Buffer& src = *bufs.at(1);
+    const auto start = std::chrono::steady_clock::now();
+    dist::Communicator& world = dist::world();
+    const size_t count = dst.size(), nbytes = dst.nbytes();
+    backend::Allocator& memory = dst.backend().allocator();
+    if (world.size() == 1) {
+      memory.copy(dst.ptr(), src.ptr(), nbytes);
+      if (timed) dst.backend().synchronize();
+    } else if (agree(world); auto* gpu = dynamic_cast<backend::CudaDevice*>(&dst.backend())) {
+      nccl_for(world, *gpu).allreduce(src.ptr(), dst.ptr(), count, dtype_, op_);
+    } else if (void* to = memory.host_pointer(dst.ptr())) {
+      world.allreduce(memory.host_pointer(src.ptr()), to, count, dtype_, op_);
+    } else {
+      std::vector<char> staging(nbytes);
+      src.copyout(staging.data(), nbytes);
+      world.allreduce(staging.data(), staging.data(), count, dtype_, op_);
+      dst.copyin(staging.data(), nbytes);
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  const std::string& name() const override { return name_; }
+  Estimates estimates() const override {
+    const auto bytes = static_cast<int64_t>(shape_.numel().as_int() * dtype_.itemsize());
+    return {0, 2 * bytes, 2 * bytes};
+  }
+
+ private:
+  // Every rank reduces the same shape, dtype and op: the largest and the smallest of each across
+  // the ranks (one allreduce of max over each and its negation) must be equal.
+  void agree(dist::Communicator& world) const {
+    uint64_t shape_hash = 1469598103934665603ull;  // FNV-1a over the dims
+    for (const sint& d : shape_) shape_hash = (shape_hash ^ static_cast<uint64_t>(d.as_int())) * 1099511628211ull;
+    const int64_t mine[] = {shape_.numel().as_int(), static_cast<int64_t>(dtype_.scalar_type()), static_cast<int64_t>(op_),
+                            static_cast<int64_t>(shape_hash >> 2)};
+    int64_t both[8], seen[8];
+    for (size_t i = 0; i < 4; ++i) both[2 * i] = mine[i], both[2 * i + 1] = -mine[i];
+    try {
+      world.allreduce(both, seen, 8, dtypes::int64, dist::ReduceOp::max);
+    } catch (const DeviceError& e) {
+      throw DeviceError(tinyt::detail::cat(name_, ": checking that every rank reduces the same: ", e.what()));
+    }
+    for (size_t i = 0; i < 4; ++i)
+      if (seen[2 * i] != -seen[2 * i + 1])
+        throw ShapeError(tinyt::detail::cat("allreduce: the ranks' tensors differ: rank ", world.rank(), " of ", world.size(),
+                                            " reduces ", shape_, " ", dtype_.name(), " (", dist::to_string(op_),
+                                            "), another rank another shape, dtype or op (", -seen[1], " to ", seen[0],
+                                            " elements across the ranks)"));
+  }
+  // One NCCL communicator per GPU, made at its first allreduce (every rank makes its own then).
+  static backend::NcclCommunicator& nccl_for(dist::Communicator& world, backend::CudaDevice& gpu) {
+    static std::mutex mu;
+    static auto* made = new std::map<std::string, std::unique_ptr<backend::NcclCommunicator>>;  // never destroyed
+    std::lock_guard lock(mu);
+    auto& comm = (*made)[gpu.name()];
+    if (!comm) comm = std::make_unique<backend::NcclCommunicator>(world, gpu);
+    return *comm;
+  }
+
+  Shape shape_;
+  DType dtype_;
+  dist::ReduceOp op_;
+  std::string name_;
+};
+
+}  // namespace engine
+}  // namespace tinyt::inline v0
+// ---- end tinyt/engine/runners.hpp ----
 
 namespace tinyt::inline v0 {
 namespace engine {
@@ -13326,19 +13695,6 @@ inline double launch(const CompiledKernel& k, const std::vector<void*>& handles,
   return k.runtime->launch(handles, vars, k.dims(), true);
 }
 
-/// What an exec item runs: a compiled kernel, or a copy.
-class Runner {
- public:
-  virtual ~Runner() = default;
-  /// Runs on `bufs` (output first) with the variables' values `vars`; when `timed`, waits and
-  /// returns the seconds it took (else may return 0 at once).
-  virtual double run(const std::vector<Buffer*>& bufs, const std::vector<int64_t>& vars, bool timed) = 0;
-  /// Its name in DEBUG lines.
-  virtual const std::string& name() const = 0;
-  /// What one run costs.
-  virtual Estimates estimates() const = 0;
-};
-
 /// Runs a compiled kernel.
 class CompiledRunner final : public Runner {
  public:
@@ -13357,42 +13713,6 @@ class CompiledRunner final : public Runner {
 
  private:
   std::shared_ptr<CompiledKernel> kernel_;
-};
-
-/// Copies bufs[1] into bufs[0] (equal sizes): within a device by its allocator, between devices
-/// through the host (straight into or out of host-addressable memory, else through a staging copy).
-class BufferCopy final : public Runner {
- public:
-  BufferCopy(size_t nbytes, const std::string& from, const std::string& to)
-      : nbytes_(nbytes), name_(tinyt::detail::cat("copy ", nbytes, ", ", to, " <- ", from)) {}
-  double run(const std::vector<Buffer*>& bufs, const std::vector<int64_t>&, bool timed) override {
-    Buffer& dst = *bufs.at(0);
-    Buffer& src = *bufs.at(1);
-    if (dst.nbytes() != nbytes_ || src.nbytes() != nbytes_)
-      throw InternalError(tinyt::detail::cat(name_, ": the buffers have ", dst.nbytes(), " and ", src.nbytes(), " bytes"));
-    const auto start = std::chrono::steady_clock::now();
-    backend::Allocator& to = dst.backend().allocator();
-    backend::Allocator& from = src.backend().allocator();
-    if (dst.device() == src.device()) {
-      to.copy(dst.ptr(), src.ptr(), nbytes_);
-      if (timed) dst.backend().synchronize();
-    } else if (void* host = to.host_pointer(dst.ptr())) {
-      from.copyout(host, src.ptr(), nbytes_);
-    } else if (void* host = from.host_pointer(src.ptr())) {
-      to.copyin(dst.ptr(), host, nbytes_);
-    } else {
-      std::vector<char> staging(nbytes_);
-      from.copyout(staging.data(), src.ptr(), nbytes_);
-      to.copyin(dst.ptr(), staging.data(), nbytes_);
-    }
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
-  const std::string& name() const override { return name_; }
-  Estimates estimates() const override { return {0, static_cast<int64_t>(2 * nbytes_), static_cast<int64_t>(2 * nbytes_)}; }
-
- private:
-  size_t nbytes_;
-  std::string name_;
 };
 
 /// One step of a schedule ready to run: a runner, its buffers (output first), its variables.
@@ -13563,7 +13883,8 @@ inline detail::KernelCache& kernel_cache() {
 }
 
 /// The exec items of a schedule: each kernel compiled (or found) for its device, each copy a
-/// BufferCopy. `debug`: the DEBUG level, read once by the caller.
+/// BufferCopy, each allreduce across processes an AllreduceRunner. `debug`: the DEBUG level, read
+/// once by the caller.
 inline std::vector<ExecItem> lower_schedule(const std::vector<schedule::Kernel>& kernels, int debug = debug_level()) {
   std::vector<ExecItem> items;
   std::vector<OptSettings> settings;  // per device, read once
@@ -13578,6 +13899,9 @@ inline std::vector<ExecItem> lower_schedule(const std::vector<schedule::Kernel>&
     item.device = item.buffers[0]->device();
     if (k.ast.op() == Ops::COPY) {
       item.runner = std::make_shared<BufferCopy>(item.buffers[0]->nbytes(), item.buffers[1]->device(), item.device);
+    } else if (k.ast.op() == Ops::ALLREDUCE) {
+      const auto op = static_cast<dist::ReduceOp>(k.ast.arg()[0].as_int());
+      item.runner = std::make_shared<AllreduceRunner>(graph::sizes(k.ast.arg()[1]), k.ast.dtype(), op);
     } else {
       for (const auto& b : item.buffers)
         if (b->device() != item.device)
@@ -13667,6 +13991,236 @@ using engine::run_schedule;
 
 }  // namespace tinyt::inline v0
 // ---- end tinyt/engine/realize.hpp ----
+// ---- tinyt/backend/mpi.hpp ----
+// MPI between processes, opened at run time: Open MPI's libmpi (Debian's libopenmpi3; run with
+// mpirun), with nothing to link and no mpi.h. MPI's C API names its handles (MPI_COMM_WORLD,
+// MPI_FLOAT, MPI_SUM) by macros whose values are the implementation's: Open MPI's are the
+// addresses of its predefined objects (ompi_mpi_comm_world, ompi_mpi_float, ompi_mpi_op_sum),
+// which dlsym finds. (MPICH's are integer constants, another ABI: not supported.)
+//
+// Every collective is the non-blocking one (MPI_Iallreduce, ...) waited for with MPI_Test until
+// COMM_TIMEOUT: a rank that died or hangs is a DeviceError on the others, not a wait forever.
+
+#include <sched.h>
+
+#include <chrono>
+#include <climits>
+#include <thread>
+
+
+namespace tinyt::inline v0 {
+namespace backend {
+
+/// The MPI types this backend uses, as Open MPI defines them: handles are pointers.
+namespace mpi_c {
+using MPI_Comm = void*;
+using MPI_Datatype = void*;
+using MPI_Op = void*;
+using MPI_Request = void*;
+using MPI_Errhandler = void*;
+inline constexpr int MPI_SUCCESS = 0, MPI_THREAD_SERIALIZED = 2, MPI_MAX_LIBRARY_VERSION_STRING = 256,
+                     MPI_MAX_ERROR_STRING = 256;
+}  // namespace mpi_c
+
+// clang-format off
+/// Every MPI function used (all MPI 3.0).
+#define TINYT_MPI_API(X)                                                                            \
+  X(MPI_Initialized, int(int*))                                                                     \
+  X(MPI_Finalized, int(int*))                                                                       \
+  X(MPI_Init_thread, int(int*, char***, int, int*))                                                 \
+  X(MPI_Finalize, int())                                                                            \
+  X(MPI_Get_library_version, int(char*, int*))                                                      \
+  X(MPI_Error_string, int(int, char*, int*))                                                        \
+  X(MPI_Comm_rank, int(MPI_Comm, int*))                                                             \
+  X(MPI_Comm_size, int(MPI_Comm, int*))                                                             \
+  X(MPI_Comm_set_errhandler, int(MPI_Comm, MPI_Errhandler))                                         \
+  X(MPI_Iallreduce, int(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request*))     \
+  X(MPI_Ibcast, int(void*, int, MPI_Datatype, int, MPI_Comm, MPI_Request*))                         \
+  X(MPI_Ibarrier, int(MPI_Comm, MPI_Request*))                                                      \
+  X(MPI_Test, int(MPI_Request*, int*, void*))
+
+/// Open MPI's predefined objects the handle macros name: X(field, symbol).
+#define TINYT_MPI_OBJECTS(X)                                                                        \
+  X(comm_world, ompi_mpi_comm_world) X(errors_return, ompi_mpi_errors_return)                       \
+  X(op_sum, ompi_mpi_op_sum) X(op_prod, ompi_mpi_op_prod) X(op_max, ompi_mpi_op_max)                \
+  X(op_min, ompi_mpi_op_min) X(op_lor, ompi_mpi_op_lor) X(op_land, ompi_mpi_op_land)                \
+  X(type_byte, ompi_mpi_byte) X(type_float, ompi_mpi_float) X(type_double, ompi_mpi_double)         \
+  X(type_int8, ompi_mpi_int8_t) X(type_uint8, ompi_mpi_uint8_t) X(type_int16, ompi_mpi_int16_t)     \
+  X(type_uint16, ompi_mpi_uint16_t) X(type_int32, ompi_mpi_int32_t)                                 \
+  X(type_uint32, ompi_mpi_uint32_t) X(type_int64, ompi_mpi_int64_t)                                 \
+  X(type_uint64, ompi_mpi_uint64_t) X(type_bool, ompi_mpi_c_bool)
+// clang-format on
+
+namespace mpi_c {
+/// Open MPI, opened, with the table's functions and objects.
+struct Mpi {
+  Library lib;
+#define TINYT_MPI_FIELD(name, ...) std::add_pointer_t<__VA_ARGS__> name = nullptr;
+  TINYT_MPI_API(TINYT_MPI_FIELD)
+#undef TINYT_MPI_FIELD
+#define TINYT_MPI_OBJECT_FIELD(field, name) void* field = nullptr;
+  TINYT_MPI_OBJECTS(TINYT_MPI_OBJECT_FIELD)
+#undef TINYT_MPI_OBJECT_FIELD
+
+  // RTLD_GLOBAL: Open MPI's components (dlopen'ed by libmpi) resolve their symbols against it
+  explicit Mpi(const std::vector<std::string>& candidates = {"libmpi.so.40", "libmpi.so"})
+      : lib(open(candidates)) {
+#define TINYT_MPI_BIND(name, ...) name = lib.symbol<__VA_ARGS__>(#name);
+    TINYT_MPI_API(TINYT_MPI_BIND)
+#undef TINYT_MPI_BIND
+#define TINYT_MPI_OBJECT_BIND(field, name) field = lib.symbol<char>(#name);
+    TINYT_MPI_OBJECTS(TINYT_MPI_OBJECT_BIND)
+#undef TINYT_MPI_OBJECT_BIND
+  }
+  /// "MPI_ERR_TRUNCATE: message truncated (error 15)".
+  std::string error(int code) const {
+    char text[mpi_c::MPI_MAX_ERROR_STRING] = {};
+    int length = 0;
+    if (MPI_Error_string(code, text, &length) != mpi_c::MPI_SUCCESS) return detail::cat("MPI error ", code);
+    return detail::cat(std::string(text, static_cast<size_t>(length)), " (error ", code, ")");
+  }
+
+ private:
+  static Library open(const std::vector<std::string>& candidates) {
+    try {
+      return Library::open_first(candidates, RTLD_NOW | RTLD_GLOBAL);
+    } catch (const DeviceError& e) {
+      throw DeviceError(detail::cat("tinyt: MPI needs Open MPI's libmpi (Debian: apt-get install libopenmpi3 openmpi-bin): ",
+                                    std::string_view(e.what()).substr(7)));
+    }
+  }
+};
+}  // namespace mpi_c
+using mpi_c::Mpi;
+
+/// The ranks of mpirun's MPI_COMM_WORLD. MPI is initialized by the first one made (unless the
+/// program did it) and finalized at exit.
+class MpiCommunicator final : public dist::Communicator {
+ public:
+  MpiCommunicator() : mpi_(new Mpi()) {
+    int initialized = 0;
+    check(mpi_->MPI_Initialized(&initialized), "MPI_Initialized");
+    if (!initialized) {
+      int provided = 0;
+      check(mpi_->MPI_Init_thread(nullptr, nullptr, mpi_c::MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+      std::atexit(finalize_at_exit);
+      finalizer() = mpi_;
+    }
+    // errors are returned (and thrown), not fatal
+    check(mpi_->MPI_Comm_set_errhandler(mpi_->comm_world, mpi_->errors_return), "MPI_Comm_set_errhandler");
+    check(mpi_->MPI_Comm_rank(mpi_->comm_world, &rank_), "MPI_Comm_rank");
+    check(mpi_->MPI_Comm_size(mpi_->comm_world, &size_), "MPI_Comm_size");
+    char version[mpi_c::MPI_MAX_LIBRARY_VERSION_STRING] = {};
+    int length = 0;
+    check(mpi_->MPI_Get_library_version(version, &length), "MPI_Get_library_version");
+    std::string text(version, static_cast<size_t>(length));
+    name_ = detail::cat("MPI (", text.substr(0, text.find_first_of(",\n")), ")");
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const std::string& name() const override { return name_; }
+
+  void allreduce(const void* send, void* recv, size_t count, DType dtype, dist::ReduceOp op) override {
+    const auto [type, mpi_op] = type_and_op(dtype, op);
+    std::lock_guard lock(mu_);  // MPI_THREAD_SERIALIZED: one call at a time
+    const auto size = static_cast<size_t>(dtype.itemsize());
+    // in pieces MPI's int counts can hold (once with none: every rank takes part)
+    size_t done = 0;
+    do {
+      const size_t n = std::min<size_t>(count - done, INT_MAX / 2);
+      const void* from = send == recv ? in_place() : static_cast<const char*>(send) + done * size;
+      mpi_c::MPI_Request request = nullptr;
+      check(mpi_->MPI_Iallreduce(from, static_cast<char*>(recv) + done * size, static_cast<int>(n), type, mpi_op,
+                                 mpi_->comm_world, &request),
+            "MPI_Iallreduce");
+      wait(request, detail::cat("allreduce of ", count, " ", dtype.name(), " (", to_string(op), ")"));
+      done += n;
+    } while (done < count);
+  }
+  void broadcast(void* data, size_t bytes, int root) override {
+    if (root < 0 || root >= size_) throw DeviceError(detail::cat("broadcast: root ", root, " of ", size_, " ranks"));
+    std::lock_guard lock(mu_);
+    for (size_t done = 0; done < bytes;) {
+      const size_t n = std::min<size_t>(bytes - done, INT_MAX / 2);
+      mpi_c::MPI_Request request = nullptr;
+      check(mpi_->MPI_Ibcast(static_cast<char*>(data) + done, static_cast<int>(n), mpi_->type_byte, root, mpi_->comm_world, &request),
+            "MPI_Ibcast");
+      wait(request, detail::cat("broadcast of ", bytes, " bytes from rank ", root));
+      done += n;
+    }
+  }
+  void barrier() override {
+    std::lock_guard lock(mu_);
+    mpi_c::MPI_Request request = nullptr;
+    check(mpi_->MPI_Ibarrier(mpi_->comm_world, &request), "MPI_Ibarrier");
+    wait(request, "barrier");
+  }
+
+ private:
+  // MPI_IN_PLACE is (void*)1 in Open MPI's mpi.h
+  static const void* in_place() { return reinterpret_cast<const void*>(1); }
+  static Mpi*& finalizer() {
+    static Mpi* mpi = nullptr;
+    return mpi;
+  }
+  static void finalize_at_exit() {
+    Mpi* mpi = finalizer();
+    int finalized = 1;
+    if (mpi && mpi->MPI_Finalized(&finalized) == mpi_c::MPI_SUCCESS && !finalized) mpi->MPI_Finalize();
+  }
+  void check(int code, const char* what) const {
+    if (code != mpi_c::MPI_SUCCESS) throw DeviceError(detail::cat(what, " failed on rank ", rank_, ": ", mpi_->error(code)));
+  }
+  // Polls until the request completes: spinning for the first 50 microseconds (a local allreduce
+  // takes a few), then sleeping between tests; COMM_TIMEOUT seconds at most.
+  void wait(mpi_c::MPI_Request& request, const std::string& what) const {
+    const double timeout = static_cast<double>(getenv_int("COMM_TIMEOUT", 300));
+    const auto start = std::chrono::steady_clock::now();
+    for (int flag = 0;;) {
+      check(mpi_->MPI_Test(&request, &flag, nullptr), "MPI_Test");
+      if (flag) return;
+      const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (waited > timeout)
+        throw DeviceError(detail::cat(what, ": rank ", rank_, " of ", size_, " waited ", timeout,
+                                      " s (COMM_TIMEOUT) for the other ranks; one of them died, hangs, or never made this call"));
+      if (waited > 50e-6) std::this_thread::sleep_for(std::chrono::microseconds(20));
+      else sched_yield();
+    }
+  }
+  std::pair<mpi_c::MPI_Datatype, mpi_c::MPI_Op> type_and_op(DType dtype, dist::ReduceOp op) const {
+    using dist::ReduceOp;
+    if (dtype == dtypes::bool_) {  // a bool's sum and max are an or, its product and min an and
+      const bool any = op == ReduceOp::sum || op == ReduceOp::max;
+      return {mpi_->type_bool, any ? mpi_->op_lor : mpi_->op_land};
+    }
+    void* type = nullptr;
+    switch (dtype.scalar_type()) {
+      case ScalarType::float32: type = mpi_->type_float; break;
+      case ScalarType::float64: type = mpi_->type_double; break;
+      case ScalarType::int8: type = mpi_->type_int8; break;
+      case ScalarType::uint8: type = mpi_->type_uint8; break;
+      case ScalarType::int16: type = mpi_->type_int16; break;
+      case ScalarType::uint16: type = mpi_->type_uint16; break;
+      case ScalarType::int32: type = mpi_->type_int32; break;
+      case ScalarType::uint32: type = mpi_->type_uint32; break;
+      case ScalarType::int64: type = mpi_->type_int64; break;
+      case ScalarType::uint64: type = mpi_->type_uint64; break;
+      default:
+        throw DTypeError(detail::cat("allreduce: MPI has no ", dtype.name(), " (reduce float32 or float64, ints, or bools)"));
+    }
+    void* const ops[] = {mpi_->op_sum, mpi_->op_prod, mpi_->op_max, mpi_->op_min};
+    return {type, ops[static_cast<int>(op)]};
+  }
+
+  Mpi* mpi_;  // never freed: MPI is finalized at exit, after every communicator's last use
+  int rank_ = 0, size_ = 1;
+  std::string name_;
+  mutable std::mutex mu_;
+};
+
+}  // namespace backend
+}  // namespace tinyt::inline v0
+// ---- end tinyt/backend/mpi.hpp ----
 // ---- tinyt/viz/html.hpp ----
 // The VIZ page of what viz/record.hpp recorded: one self-contained HTML file (viz/page.hpp) with
 // the records as JSON inside. Each distinct UOp is one entry of a node table, so a graph that
@@ -14902,6 +15456,45 @@ TINYT_INLINE void Device::synchronize(const std::string& name) {
 
 }  // namespace tinyt::inline v0
 // ---- end tinyt/device_impl.hpp ----
+// ---- tinyt/dist_impl.hpp ----
+// Definitions of dist.hpp, compiled with the engine (config.hpp).
+
+
+
+namespace tinyt::inline v0 {
+namespace dist {
+
+namespace detail {
+/// This process alone: rank 0 of 1, every collective a copy.
+class SelfCommunicator final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  const std::string& name() const override { return name_; }
+  void allreduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp) override {
+    if (send != recv && count) std::memmove(recv, send, count * static_cast<size_t>(dtype.itemsize()));
+  }
+  void broadcast(void*, size_t, int root) override {
+    if (root != 0) throw DeviceError(tinyt::detail::cat("broadcast: root ", root, " of 1 rank (this process alone)"));
+  }
+  void barrier() override {}
+
+ private:
+  std::string name_ = "this process alone";
+};
+}  // namespace detail
+
+TINYT_INLINE Communicator& world() {
+  static Communicator* const world = []() -> Communicator* {
+    if (const char* size = std::getenv("OMPI_COMM_WORLD_SIZE"); size && *size) return new backend::MpiCommunicator();
+    return new detail::SelfCommunicator();
+  }();
+  return *world;
+}
+
+}  // namespace dist
+}  // namespace tinyt::inline v0
+// ---- end tinyt/dist_impl.hpp ----
 // ---- tinyt/profile_impl.hpp ----
 // The definitions of profile.hpp, on the recorder of engine/profiler.hpp.
 
@@ -15270,6 +15863,9 @@ TINYT_INLINE Tensor Tensor::shard(const std::vector<std::string>& devices, std::
     parts.push_back(part.to(names[i]).uop());
   }
   return Tensor(UOp(Ops::MULTI, dtype(), std::move(parts), split.axis));
+}
+TINYT_INLINE Tensor Tensor::allreduce(dist::ReduceOp op) const {
+  return Tensor(UOp(Ops::ALLREDUCE, dtype(), {uop()}, static_cast<int64_t>(op)));
 }
 TINYT_INLINE Tensor Tensor::contiguous() const { return Tensor(UOp(Ops::CONTIGUOUS, dtype(), {uop()})); }
 TINYT_INLINE Tensor Tensor::contiguous_backward() const { return Tensor(UOp(Ops::CONTIGUOUS_BACKWARD, dtype(), {uop()})); }
@@ -16181,7 +16777,7 @@ inline bool any_multi(const UOp& u) { return std::any_of(u.src().begin(), u.src(
 inline const PatternMatcher& multi_rules() {
   using namespace detail;
   static const OpSet elementwise = GroupOp::ALU | OpSet{Ops::CAST, Ops::BITCAST, Ops::CONTIGUOUS,
-                                                        Ops::CONTIGUOUS_BACKWARD, Ops::DETACH};
+                                                        Ops::CONTIGUOUS_BACKWARD, Ops::DETACH, Ops::ALLREDUCE};
   static const PatternMatcher pm{{
       // a constant on several devices: one on each
       {UPat(Ops::CONST, {UPat(Ops::DEVICE)}).named("c"), [](const Match& m) -> UOp {
@@ -18858,6 +19454,12 @@ inline const std::vector<std::pair<Ops, Rule>>& rule_list() {
     {Ops::CONTIGUOUS, [](const Tensor& g, const UOp&) { return std::vector{g}; }},
     {Ops::CONTIGUOUS_BACKWARD, [](const Tensor& g, const UOp&) { return std::vector{g.contiguous()}; }},
     {Ops::COPY, [](const Tensor& g, const UOp& n) { return std::vector{g.to(graph::device_of(n.src(0))), Tensor()}; }},
+    // a sum across processes: each one's input reaches every one's output
+    {Ops::ALLREDUCE, [](const Tensor& g, const UOp& n) {
+      const auto op = static_cast<dist::ReduceOp>(n.arg().as_int());
+      if (op != dist::ReduceOp::sum)
+        throw Error(cat("gradient: allreduce(", dist::to_string(op), ") has no gradient rule (allreduce(sum) has)"));
+      return std::vector{g.allreduce(op)}; }},
     // on several devices
     {Ops::MULTI, multi_grad},
     {Ops::MSELECT, mselect_grad},

@@ -323,3 +323,50 @@ TEST_CASE("multi: data-parallel training keeps the weights identical on every de
     check_close(on0, single.to_vector<float>(), Tol::f32(64).of(1.0));
   }
 }
+
+TEST_CASE("dist: without a launcher the world is this process alone, and allreduce is an item of the schedule") {
+  dist::Communicator& world = dist::world();
+  CHECK(world.size() == 1);
+  CHECK(world.rank() == 0);
+  CHECK(world.name() == "this process alone");
+  const std::vector<float> v = values(12, 21);
+  const Tensor x = Tensor::from_vector(v, {3, 4});
+  // one rank: the sum across the ranks is the tensor; fused with the kernels around it
+  GlobalCounters::reset();
+  const std::vector<float> y = x.mul(2).allreduce().add(1).to_vector<float>();
+  CHECK(GlobalCounters::kernel_count == 3);  // x * 2, the allreduce, + 1
+  for (size_t i = 0; i < v.size(); ++i) CHECK(y[i] == v[i] * 2 + 1);
+  for (dist::ReduceOp op : {dist::ReduceOp::prod, dist::ReduceOp::max, dist::ReduceOp::min})
+    CHECK(x.allreduce(op).to_vector<float>() == v);
+  // the gradient of a sum across the ranks is the sum of the gradients; of a max there is none
+  Tensor w = Tensor::from_vector(v, {3, 4}).requires_grad(true);
+  CHECK(w.mul(3).allreduce().sum().gradient({w})[0].to_vector<float>() == std::vector<float>(12, 3.f));
+  CHECK(message_of<Error>([&] { (void)w.allreduce(dist::ReduceOp::max).sum().gradient({w}); }).find("allreduce(max) has no gradient rule") !=
+        std::string::npos);
+  // on each device's part of a sharded tensor, and inside TinyJit
+  const auto devs = devices(2);
+  CHECK(x.shard(devs, 0).allreduce().to_vector<float>() == v);
+  TinyJit step([](Tensor t) { return t.allreduce().mul(2); });
+  for (int i = 0; i < 4; ++i) {
+    const Tensor in = Tensor::from_vector(values(12, 30 + i), {3, 4});
+    CHECK(step(in).to_vector<float>() == in.mul(2).to_vector<float>());
+  }
+  // the communicator itself
+  float buffer[3] = {1, 2, 3}, out[3] = {};
+  world.allreduce(buffer, out, 3, dtypes::float32, dist::ReduceOp::sum);
+  CHECK(out[2] == 3.f);
+  world.broadcast(buffer, sizeof buffer, 0);
+  world.barrier();
+  CHECK(message_of<DeviceError>([&] { world.broadcast(buffer, sizeof buffer, 1); }).find("root 1 of 1 rank") != std::string::npos);
+}
+
+TEST_CASE("dist: Open MPI's and NCCL's libraries open and have every function and object tinyt uses") {
+  // the MPI runs themselves are tests/dist/mpi_check.cpp under mpirun; NCCL runs where GPUs are
+  const backend::Mpi mpi;
+  CHECK(static_cast<bool>(mpi.MPI_Iallreduce));
+  CHECK(mpi.comm_world != nullptr);
+  CHECK(mpi.type_float != nullptr);
+  const backend::Nccl& nccl = backend::nccl();
+  CHECK(static_cast<bool>(nccl.ncclAllReduce));
+  CHECK(nccl.version().rfind("NCCL 2.", 0) == 0);
+}

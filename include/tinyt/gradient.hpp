@@ -202,6 +202,12 @@ inline const std::vector<std::pair<Ops, Rule>>& rule_list() {
     {Ops::CONTIGUOUS, [](const Tensor& g, const UOp&) { return std::vector{g}; }},
     {Ops::CONTIGUOUS_BACKWARD, [](const Tensor& g, const UOp&) { return std::vector{g.contiguous()}; }},
     {Ops::COPY, [](const Tensor& g, const UOp& n) { return std::vector{g.to(graph::device_of(n.src(0))), Tensor()}; }},
+    // a sum across processes: each one's input reaches every one's output
+    {Ops::ALLREDUCE, [](const Tensor& g, const UOp& n) {
+      const auto op = static_cast<dist::ReduceOp>(n.arg().as_int());
+      if (op != dist::ReduceOp::sum)
+        throw Error(cat("gradient: allreduce(", dist::to_string(op), ") has no gradient rule (allreduce(sum) has)"));
+      return std::vector{g.allreduce(op)}; }},
     // on several devices
     {Ops::MULTI, multi_grad},
     {Ops::MSELECT, mselect_grad},

@@ -6,7 +6,8 @@
 // (size,); CONST(DEVICE) is a scalar of shape (); movement ops carry their new shape (RESHAPE,
 // EXPAND), permutation (PERMUTE), (before, after) pairs (PAD), (start, end) pairs (SHRINK) or
 // flipped-or-not flags (FLIP) in their arg; REDUCE_AXIS arg=(op, axes) keeps reduced dims as 1;
-// ALU ops take sources of equal shape; COPY(x, DEVICE); ASSIGN(target, value).
+// ALU ops take sources of equal shape; COPY(x, DEVICE); ASSIGN(target, value); ALLREDUCE(x)
+// arg=dist::ReduceOp (across processes).
 #pragma once
 
 #include <atomic>

@@ -15,6 +15,7 @@
 #include "shape_impl.hpp"
 #include "tensor_impl.hpp"
 #include "device_impl.hpp"
+#include "dist_impl.hpp"
 #include "profile_impl.hpp"
 #include "viz_impl.hpp"
 

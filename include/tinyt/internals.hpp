@@ -24,6 +24,7 @@
 #include "codegen/linearize.hpp"
 #include "renderer/cstyle.hpp"
 #include "engine/realize.hpp"
+#include "backend/mpi.hpp"
 #include "viz/html.hpp"
 
 // the random cipher under Tensor::rand and friends

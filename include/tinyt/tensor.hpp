@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "device.hpp"
+#include "dist.hpp"
 #include "dtype.hpp"
 #include "helpers.hpp"
 #include "shape.hpp"
@@ -279,6 +280,10 @@ class Tensor {
   /// tinygrad), or replicated on each with no axis. Ops run on each device's part; device()
   /// names them all, comma-separated.
   Tensor shard(const std::vector<std::string>& devices, std::optional<int> axis = std::nullopt) const;
+  /// Every process's tensor combined elementwise by `op`, in every process (dist::world(): the
+  /// ranks mpirun started; this process alone without it). An item of the schedule, so TinyJit
+  /// replays it with the step's kernels; every rank must reduce the same shape and dtype.
+  Tensor allreduce(dist::ReduceOp op = dist::ReduceOp::sum) const;
   Tensor repeat(Shape repeats) const;
   static Tensor cat(const std::vector<Tensor>& tensors, int dim = 0);
   static Tensor stack(const std::vector<Tensor>& tensors, int dim = 0);

@@ -37,6 +37,7 @@ namespace tinyt::inline v0 {
   /* buffers and what steers the scheduler */                                                     \
   X(BUFFER, buffer) X(BUFFER_VIEW, buffer) X(COPY, buffer) X(CONTIGUOUS, buffer)                  \
   X(CONTIGUOUS_BACKWARD, buffer) X(DETACH, buffer) X(ASSIGN, buffer)                              \
+  X(ALLREDUCE, buffer)                                                                            \
   /* movement: views, never copies */                                                             \
   X(RESHAPE, movement) X(PERMUTE, movement) X(EXPAND, movement) X(PAD, movement)                  \
   X(SHRINK, movement) X(FLIP, movement)                                                           \

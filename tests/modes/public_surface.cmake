@@ -9,7 +9,7 @@ execute_process(COMMAND ${CXX} -std=c++20 ${INCLUDE_DIRS} -M ${SOURCE}
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "listing the headers of ${SOURCE} failed:\n${err}")
 endif()
-set(public config version error dtype uop shape helpers device profile viz tensor expr static_tensor jit nn/state nn/layers nn/optim
+set(public config version error dtype uop shape helpers device dist profile viz tensor expr static_tensor jit nn/state nn/layers nn/optim
     nn/safetensors nn/gguf nn/datasets)
 string(REGEX MATCHALL "include/tinyt/[A-Za-z0-9_/]+\\.hpp" tinyt_headers "${deps}")
 foreach(header IN LISTS tinyt_headers)

@@ -50,7 +50,7 @@ TINYT_CUDA_OPAQUE(CUevent)
 #undef TINYT_CUDA_OPAQUE
 inline constexpr nvrtcResult NVRTC_SUCCESS = 0;
 inline constexpr CUresult CUDA_SUCCESS = 0, CUDA_ERROR_OUT_OF_MEMORY = 2,
-                          CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222;
+                          CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222, CUDA_ERROR_NOT_READY = 600;
 inline constexpr int CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
                      CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
                      CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
@@ -100,6 +100,7 @@ inline constexpr unsigned CU_EVENT_DEFAULT = 0;
   X(1, cuEventSynchronize, CUresult(CUevent))                                                       \
   X(1, cuEventDestroy_v2, CUresult(CUevent))                                                        \
   X(1, cuEventElapsedTime, CUresult(float*, CUevent, CUevent))                                      \
+  X(1, cuStreamQuery, CUresult(CUstream))                                                           \
   /* CUDA 12.8 and later; the one cuda.h names since */                                             \
   X(0, cuEventElapsedTime_v2, CUresult(float*, CUevent, CUevent))
 // clang-format on
@@ -489,6 +490,16 @@ class CudaDevice : public Device {
     return std::make_unique<CudaProgram>(ctx_, binary, name);
   }
   void synchronize() override { ctx_->call("cuCtxSynchronize", ctx_->api->cuCtxSynchronize); }
+  /// Makes this GPU's context the calling thread's (for libraries that launch on it: NCCL).
+  void make_current() const { ctx_->enter(); }
+  /// Whether every launch and copy issued so far has finished (without waiting).
+  bool idle() const {
+    ctx_->enter();
+    const cuda_c::CUresult r = ctx_->api->cuStreamQuery(cuda_c::CUstream{});
+    if (r == cuda_c::CUDA_ERROR_NOT_READY) return false;
+    ctx_->check(r, "cuStreamQuery");
+    return true;
+  }
 
  private:
   std::string name_, gpu_;

@@ -1,8 +1,8 @@
-// The engine: a schedule becomes a list of exec items, each a runner (a compiled kernel, or a
-// copy between buffers), the buffers it runs on and the values of its symbolic variables; running
-// the list launches them in order on their devices. Kernels are compiled once per device and
-// settings, cached by their AST (ASTs are interned, so a step seen before goes straight to
-// launching). TinyJit records and replays such a list.
+// The engine: a schedule becomes a list of exec items, each a runner (a compiled kernel, a copy
+// between buffers, an allreduce across processes: runners.hpp), the buffers it runs on and the
+// values of its symbolic variables; running the list launches them in order on their devices.
+// Kernels are compiled once per device and settings, cached by their AST (ASTs are interned, so
+// a step seen before goes straight to launching). TinyJit records and replays such a list.
 //
 // DEBUG=1 prints the schedule, 2 a line per launch with its time and rates (estimates.hpp),
 // 3 each kernel's opts, 4 the generated source, 5 the AST, 6 the linearized ops.
@@ -29,6 +29,7 @@
 #include "estimates.hpp"
 #include "profiler.hpp"
 #include "replay.hpp"
+#include "runners.hpp"
 
 namespace tinyt::inline v0 {
 namespace engine {
@@ -160,19 +161,6 @@ inline double launch(const CompiledKernel& k, const std::vector<void*>& handles,
   return k.runtime->launch(handles, vars, k.dims(), true);
 }
 
-/// What an exec item runs: a compiled kernel, or a copy.
-class Runner {
- public:
-  virtual ~Runner() = default;
-  /// Runs on `bufs` (output first) with the variables' values `vars`; when `timed`, waits and
-  /// returns the seconds it took (else may return 0 at once).
-  virtual double run(const std::vector<Buffer*>& bufs, const std::vector<int64_t>& vars, bool timed) = 0;
-  /// Its name in DEBUG lines.
-  virtual const std::string& name() const = 0;
-  /// What one run costs.
-  virtual Estimates estimates() const = 0;
-};
-
 /// Runs a compiled kernel.
 class CompiledRunner final : public Runner {
  public:
@@ -191,42 +179,6 @@ class CompiledRunner final : public Runner {
 
  private:
   std::shared_ptr<CompiledKernel> kernel_;
-};
-
-/// Copies bufs[1] into bufs[0] (equal sizes): within a device by its allocator, between devices
-/// through the host (straight into or out of host-addressable memory, else through a staging copy).
-class BufferCopy final : public Runner {
- public:
-  BufferCopy(size_t nbytes, const std::string& from, const std::string& to)
-      : nbytes_(nbytes), name_(tinyt::detail::cat("copy ", nbytes, ", ", to, " <- ", from)) {}
-  double run(const std::vector<Buffer*>& bufs, const std::vector<int64_t>&, bool timed) override {
-    Buffer& dst = *bufs.at(0);
-    Buffer& src = *bufs.at(1);
-    if (dst.nbytes() != nbytes_ || src.nbytes() != nbytes_)
-      throw InternalError(tinyt::detail::cat(name_, ": the buffers have ", dst.nbytes(), " and ", src.nbytes(), " bytes"));
-    const auto start = std::chrono::steady_clock::now();
-    backend::Allocator& to = dst.backend().allocator();
-    backend::Allocator& from = src.backend().allocator();
-    if (dst.device() == src.device()) {
-      to.copy(dst.ptr(), src.ptr(), nbytes_);
-      if (timed) dst.backend().synchronize();
-    } else if (void* host = to.host_pointer(dst.ptr())) {
-      from.copyout(host, src.ptr(), nbytes_);
-    } else if (void* host = from.host_pointer(src.ptr())) {
-      to.copyin(dst.ptr(), host, nbytes_);
-    } else {
-      std::vector<char> staging(nbytes_);
-      from.copyout(staging.data(), src.ptr(), nbytes_);
-      to.copyin(dst.ptr(), staging.data(), nbytes_);
-    }
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
-  const std::string& name() const override { return name_; }
-  Estimates estimates() const override { return {0, static_cast<int64_t>(2 * nbytes_), static_cast<int64_t>(2 * nbytes_)}; }
-
- private:
-  size_t nbytes_;
-  std::string name_;
 };
 
 /// One step of a schedule ready to run: a runner, its buffers (output first), its variables.
@@ -397,7 +349,8 @@ inline detail::KernelCache& kernel_cache() {
 }
 
 /// The exec items of a schedule: each kernel compiled (or found) for its device, each copy a
-/// BufferCopy. `debug`: the DEBUG level, read once by the caller.
+/// BufferCopy, each allreduce across processes an AllreduceRunner. `debug`: the DEBUG level, read
+/// once by the caller.
 inline std::vector<ExecItem> lower_schedule(const std::vector<schedule::Kernel>& kernels, int debug = debug_level()) {
   std::vector<ExecItem> items;
   std::vector<OptSettings> settings;  // per device, read once
@@ -412,6 +365,9 @@ inline std::vector<ExecItem> lower_schedule(const std::vector<schedule::Kernel>&
     item.device = item.buffers[0]->device();
     if (k.ast.op() == Ops::COPY) {
       item.runner = std::make_shared<BufferCopy>(item.buffers[0]->nbytes(), item.buffers[1]->device(), item.device);
+    } else if (k.ast.op() == Ops::ALLREDUCE) {
+      const auto op = static_cast<dist::ReduceOp>(k.ast.arg()[0].as_int());
+      item.runner = std::make_shared<AllreduceRunner>(graph::sizes(k.ast.arg()[1]), k.ast.dtype(), op);
     } else {
       for (const auto& b : item.buffers)
         if (b->device() != item.device)

@@ -345,6 +345,9 @@ TINYT_INLINE Tensor Tensor::shard(const std::vector<std::string>& devices, std::
   }
   return Tensor(UOp(Ops::MULTI, dtype(), std::move(parts), split.axis));
 }
+TINYT_INLINE Tensor Tensor::allreduce(dist::ReduceOp op) const {
+  return Tensor(UOp(Ops::ALLREDUCE, dtype(), {uop()}, static_cast<int64_t>(op)));
+}
 TINYT_INLINE Tensor Tensor::contiguous() const { return Tensor(UOp(Ops::CONTIGUOUS, dtype(), {uop()})); }
 TINYT_INLINE Tensor Tensor::contiguous_backward() const { return Tensor(UOp(Ops::CONTIGUOUS_BACKWARD, dtype(), {uop()})); }
 TINYT_INLINE Tensor Tensor::detach() const { return Tensor(UOp(Ops::DETACH, dtype(), {uop()})); }

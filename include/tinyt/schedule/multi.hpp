@@ -99,7 +99,7 @@ inline bool any_multi(const UOp& u) { return std::any_of(u.src().begin(), u.src(
 inline const PatternMatcher& multi_rules() {
   using namespace detail;
   static const OpSet elementwise = GroupOp::ALU | OpSet{Ops::CAST, Ops::BITCAST, Ops::CONTIGUOUS,
-                                                        Ops::CONTIGUOUS_BACKWARD, Ops::DETACH};
+                                                        Ops::CONTIGUOUS_BACKWARD, Ops::DETACH, Ops::ALLREDUCE};
   static const PatternMatcher pm{{
       // a constant on several devices: one on each
       {UPat(Ops::CONST, {UPat(Ops::DEVICE)}).named("c"), [](const Match& m) -> UOp {

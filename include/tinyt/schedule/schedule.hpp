@@ -14,7 +14,8 @@ namespace schedule {
 
 /// One kernel to run: its AST and the buffers bound to its DEFINE_GLOBALs (output first). A copy
 /// between devices is a Kernel whose AST is a COPY (buffers: destination, source): the engine
-/// runs it with the devices' allocators.
+/// runs it with the devices' allocators; an allreduce across processes one whose AST is an
+/// ALLREDUCE arg=(op, shape) (buffers: destination, source).
 struct Kernel {
   UOp ast;
   std::vector<UOp> buffers;  // BUFFER nodes
@@ -92,8 +93,9 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
     if (!is_materialized(r, known)) points.insert(r.get());
   for (const UOp& u : order) {
     if (known(u) || u.op() == Ops::BUFFER) continue;
-    if (u.op() == Ops::CONTIGUOUS || u.op() == Ops::COPY || u.op() == Ops::ASSIGN) points.insert(u.get());
-    if (u.op() == Ops::COPY && !is_materialized(u.src(0), known)) points.insert(u.src(0).get());
+    const bool moves_memory = u.op() == Ops::COPY || u.op() == Ops::ALLREDUCE;  // whole buffers, not kernels
+    if (u.op() == Ops::CONTIGUOUS || moves_memory || u.op() == Ops::ASSIGN) points.insert(u.get());
+    if (moves_memory && !is_materialized(u.src(0), known)) points.insert(u.src(0).get());
   }
   // A reduction is realized when it has several consumers, or when a path from it to the next
   // realization point broadcasts it in a way the consuming kernel would recompute it for: an
@@ -372,13 +374,15 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool m
       continue;
     }
     const UOp out_buffer = graph::new_buffer(graph::device_of(point), numel, point.dtype());
-    if (point.op() == Ops::COPY && graph::device_of(point.src(0)) != graph::device_of(point)) {
+    if ((point.op() == Ops::COPY && graph::device_of(point.src(0)) != graph::device_of(point)) || point.op() == Ops::ALLREDUCE) {
       // the source is in memory in its own shape (realization_points made sure): copy its bytes
       const UOp& from = point.src(0);
       const UOp view = from.op() == Ops::BUFFER ? UOp{} : input_view(from);
       const UOp source = graph::base_buffer(view ? view : from);
-      TINYT_ASSERT(source && source.arg().as_int() == numel, "copy: the source is not a whole contiguous buffer");
-      Kernel kernel{UOp(Ops::COPY, point.dtype(), {}, numel), {out_buffer, source}, point, graph::reshape(out_buffer, shape), false, false, {}};
+      TINYT_ASSERT(source && source.arg().as_int() == numel, op_name(point.op()), ": the source is not a whole contiguous buffer");
+      const UOp ast = point.op() == Ops::COPY ? UOp(Ops::COPY, point.dtype(), {}, numel)
+                                              : UOp(Ops::ALLREDUCE, point.dtype(), {}, Arg{point.arg(), graph::shape_arg(shape)});
+      Kernel kernel{ast, {out_buffer, source}, point, graph::reshape(out_buffer, shape), false, false, {}};
       computed[point.get()] = kernel.view;
       kernels.push_back(std::move(kernel));
       continue;
