@@ -16,11 +16,12 @@ BENCHMARKS = $(patsubst benchmarks/%.cpp,bench_%,$(wildcard benchmarks/*.cpp))
 # and the parsers of files from anyone (state_io: JSON, safetensors, IDX, gzip), symbolic sizes held
 # in args (symbolic_shapes), TinyJit's captured buffers and planned memory (jit) and every opt's
 # kernels, with their copies on the stack (opt: PACK), and the tools' records and writers (VIZ's
-# page, the profiler's trace, process replay's parser of recorded kernels); the last seven run
-# kernels through the whole pipeline too. `make sanitize` builds and runs every test.
-SANITIZE_FAST ?= uop;pattern;symbolic;schedule_cache;assign;state_io;symbolic_shapes;jit;opt;expr;tools
+# page, the profiler's trace, process replay's parser of recorded kernels) and tensors on several
+# devices (multi: the multi pass, allreduce, gradients of parts); the last eight run kernels
+# through the whole pipeline too. `make sanitize` builds and runs every test.
+SANITIZE_FAST ?= uop;pattern;symbolic;schedule_cache;assign;state_io;symbolic_shapes;jit;opt;expr;tools;multi
 
-.PHONY: test test-clang test-cuda test-viz example example-quick example-minilm bench bench-quick sanitize sanitize-fast \
+.PHONY: test test-clang test-cuda test-viz example example-quick example-minilm bench bench-quick bench-mpi sanitize sanitize-fast \
         amalgamate format clean
 .DEFAULT_GOAL := test
 
@@ -90,6 +91,12 @@ bench:
 # The figures are of -O1 builds on toy sizes and mean nothing; benchmarks/vs_torch measures.
 bench-quick: bench
 	@set -e; for b in $(BENCHMARKS); do echo "== $$b --quick"; build/benchmarks/$$b --quick; done
+	python3 tests/dist/run_mpi.py --np 2 -- build/benchmarks/bench_allreduce --quick
+
+# The allreduce benchmark as 2 MPI ranks (Open MPI's mpirun): bandwidth between the ranks and
+# the data-parallel step time on 2 ranks against 1.
+bench-mpi: bench
+	python3 tests/dist/run_mpi.py --np 2 -- build/benchmarks/bench_allreduce
 
 
 sanitize:

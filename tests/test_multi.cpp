@@ -370,3 +370,19 @@ TEST_CASE("dist: Open MPI's and NCCL's libraries open and have every function an
   CHECK(static_cast<bool>(nccl.ncclAllReduce));
   CHECK(nccl.version().rfind("NCCL 2.", 0) == 0);
 }
+
+TEST_CASE("multi: TinyJit replays a step on sharded inputs, each device's part swapped in, and refuses another split") {
+  const auto devs = devices(2);
+  const Tensor w = Tensor::from_vector(values(5 * 3, 40), {5, 3}).shard(devs).realize();
+  TinyJit step([&](Tensor x) { return x.matmul(w).relu().sum(0); });
+  for (int i = 0; i < 4; ++i) {
+    const std::vector<float> xv = values(6 * 5, 41 + i);
+    const Tensor x = Tensor::from_vector(xv, {6, 5});
+    const Tensor got = step(x.shard(devs, 0).realize());
+    CHECK(got.device() == joined(devs));
+    check_close(got.to_vector<float>(), x.matmul(w.to(devs[0])).relu().sum(0).to_vector<float>(), Tol::f32(10).of(40.0));
+  }
+  CHECK(step.captured_count() > 0);
+  const Tensor other = Tensor::from_vector(values(6 * 5, 50), {6, 5}).shard(devs, 1).realize();
+  CHECK(message_of<ShapeError>([&] { (void)step(other); }).find("otherwise than when it was captured") != std::string::npos);
+}

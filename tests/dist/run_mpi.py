@@ -26,8 +26,10 @@ def main():
     mpirun = shutil.which("mpirun")
     if not mpirun:
         sys.exit("run_mpi.py: mpirun not found (tools/setup.sh installs Debian's openmpi-bin)")
-    # --oversubscribe: more ranks than cores is fine for a test; as root (CI), Open MPI asks to be told
-    argv = [mpirun, "-np", str(a.np), "--oversubscribe"]
+    # --oversubscribe: more ranks than cores is fine for a test; --bind-to none: each rank's thread
+    # pool may use every core (Open MPI binds 2 ranks to a core each); as root (CI), Open MPI asks
+    # to be told
+    argv = [mpirun, "-np", str(a.np), "--oversubscribe", "--bind-to", "none"]
     if os.geteuid() == 0:
         argv.append("--allow-run-as-root")
     for kv in a.env:

@@ -15,7 +15,7 @@ namespace detail {
 struct JitItem {
   engine::ExecItem item;
   std::vector<UOp> vars;                              // the kernel's variables, in its order
-  std::vector<std::pair<size_t, size_t>> input_slots;  // (buffer slot, input number)
+  std::vector<std::pair<size_t, size_t>> input_slots;  // (buffer slot, input memory number)
   bool in_place = false;                               // it overwrites memory others may hold views of
 };
 
@@ -25,12 +25,14 @@ struct JitCore::State {
   bool captured = false;
   std::vector<engine::CapturedItem> recording;
   std::vector<engine::HostFill> fills;  // memory the host fills anew each call (random keys)
-  std::vector<std::shared_ptr<Buffer>> capture_inputs;  // the memory of the capture's inputs
+  std::vector<std::shared_ptr<Buffer>> capture_inputs;  // the memory of the capture's inputs (parts each)
+  std::vector<size_t> memory_input;                      // ... the input each is of
   std::vector<JitItem> items;
   // what the capture was called with: each input's shape, dtype and device
   std::vector<Shape> shapes;
   std::vector<DType> dtypes;
   std::vector<std::string> devices;
+  std::vector<Sharding> shardings;  // ... and how it is split across them
   std::vector<UOp> outputs;  // where each output's value lives (views of the JIT's memory)
   std::vector<int64_t> output_inputs;  // per output: the input it returns as it is, else -1
 };
@@ -48,13 +50,19 @@ TINYT_INLINE JitMode JitCore::next_mode() {
 TINYT_INLINE void JitCore::realize_inputs(const std::vector<Tensor>& inputs) { realize_tensors(inputs); }
 
 namespace jit {
-// The memory holding a realized input: its whole buffer, in the input's own (row-major) layout.
-inline std::shared_ptr<Buffer> input_memory(const Tensor& t, size_t k) {
-  const UOp base = graph::base_buffer(t.uop());
-  if (!base)
-    throw ShapeError(cat("TinyJit: input ", k, " of shape ", t.shape(),
-                         " is a view of other memory; pass t.contiguous() so the replay can read it"));
-  return graph::buffer_of(base);
+// The memory holding a realized input: its whole buffer, in the input's own (row-major) layout;
+// on several devices, each device's part's.
+inline std::vector<std::shared_ptr<Buffer>> input_memory(const Tensor& t, size_t k) {
+  const UOp& u = t.uop();
+  std::vector<std::shared_ptr<Buffer>> out;
+  for (const UOp& part : u.op() == Ops::MULTI ? u.src() : std::vector<UOp>{u}) {
+    const UOp base = graph::base_buffer(part);
+    if (!base)
+      throw ShapeError(cat("TinyJit: input ", k, " of shape ", t.shape(),
+                           " is a view of other memory; pass t.contiguous() so the replay can read it"));
+    out.push_back(graph::buffer_of(base));
+  }
+  return out;
 }
 
 // The values the bound variables among the arguments and in the inputs' shapes give.
@@ -135,17 +143,20 @@ inline std::pair<size_t, size_t> plan_memory(std::vector<JitItem>& items,
 
 TINYT_INLINE void JitCore::begin_capture(const std::vector<Tensor>& inputs, const std::vector<UOp>& binds) {
   (void)jit::bound_values(inputs, binds);  // two bindings of one variable: an error now, not at replay
-  s_->capture_inputs.clear();
+  s_->capture_inputs.clear(), s_->memory_input.clear();
   for (size_t k = 0; k < inputs.size(); ++k) {
-    std::shared_ptr<Buffer> memory = jit::input_memory(inputs[k], k);
-    for (size_t j = 0; j < k; ++j)
-      if (s_->capture_inputs[j] == memory)
-        throw Error(cat("TinyJit: inputs ", j, " and ", k, " are the same memory; a replay swaps each input's own ",
-                        "memory in, so pass distinct tensors (or one)"));
-    s_->capture_inputs.push_back(std::move(memory));
+    for (std::shared_ptr<Buffer>& memory : jit::input_memory(inputs[k], k)) {
+      for (size_t j = 0; j < s_->capture_inputs.size(); ++j)
+        if (s_->capture_inputs[j] == memory)
+          throw Error(cat("TinyJit: inputs ", s_->memory_input[j], " and ", k, " are the same memory; a replay swaps ",
+                          "each input's own memory in, so pass distinct tensors (or one)"));
+      s_->capture_inputs.push_back(std::move(memory));
+      s_->memory_input.push_back(k);
+    }
     s_->shapes.push_back(inputs[k].shape());
     s_->dtypes.push_back(inputs[k].dtype());
     s_->devices.push_back(inputs[k].device());
+    s_->shardings.push_back(graph::meta(inputs[k].uop()).sharding);
   }
   s_->recording.clear();
   s_->fills.clear();
@@ -159,7 +170,7 @@ TINYT_INLINE void JitCore::abort_capture() {
   s_->recording.clear();
   s_->fills.clear();
   s_->capture_inputs.clear();
-  s_->shapes.clear(), s_->dtypes.clear(), s_->devices.clear();
+  s_->shapes.clear(), s_->dtypes.clear(), s_->devices.clear(), s_->shardings.clear();
   s_->calls = 1;  // the next call captures again
 }
 
@@ -189,7 +200,9 @@ TINYT_INLINE void JitCore::end_capture(const std::vector<Tensor>& outputs) {
     const UOp base = graph::base_buffer(t.uop());
     const auto it = std::find(s_->capture_inputs.begin(), s_->capture_inputs.end(),
                               base ? graph::buffer_of(base) : nullptr);
-    s_->output_inputs.push_back(base && it != s_->capture_inputs.end() ? it - s_->capture_inputs.begin() : -1);
+    s_->output_inputs.push_back(base && it != s_->capture_inputs.end()
+                                    ? static_cast<int64_t>(s_->memory_input[static_cast<size_t>(it - s_->capture_inputs.begin())])
+                                    : -1);
   }
   s_->capture_inputs.clear();
   // what outlives the step keeps its memory: the outputs, and whatever a live tensor can reach
@@ -224,10 +237,14 @@ TINYT_INLINE std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& inpu
       throw DTypeError(cat("TinyJit: input ", k, " is ", inputs[k].dtype().name(), "; it was captured with ", s_->dtypes[k].name()));
     if (inputs[k].device() != s_->devices[k])
       throw DeviceError(cat("TinyJit: input ", k, " is on ", inputs[k].device(), "; it was captured on ", s_->devices[k]));
+    if (!(graph::meta(inputs[k].uop()).sharding == s_->shardings[k]))
+      throw ShapeError(cat("TinyJit: input ", k, " is split across ", inputs[k].device(), " otherwise than when it was captured (axis ",
+                           graph::meta(inputs[k].uop()).sharding.axis, ", then ", s_->shardings[k].axis, ")"));
   }
   realize_tensors(inputs);
-  std::vector<std::shared_ptr<Buffer>> memory;
-  for (size_t k = 0; k < inputs.size(); ++k) memory.push_back(jit::input_memory(inputs[k], k));
+  std::vector<std::shared_ptr<Buffer>> memory;  // in the order of the capture's
+  for (size_t k = 0; k < inputs.size(); ++k)
+    for (std::shared_ptr<Buffer>& part : jit::input_memory(inputs[k], k)) memory.push_back(std::move(part));
   const schedule::VarVals vals = jit::bound_values(inputs, binds);
   const engine::RunKnobs knobs = engine::RunKnobs::current();
   const profile::Span span("TinyJit replay", "jit", knobs.profile);
