@@ -17,21 +17,6 @@
 using namespace tinyt;
 
 namespace {
-Tensor pixels(const Tensor& images) { return images.cast(dtypes::float32) / 255.0f; }
-
-/// Percentage of the test images classified right (eval mode: batchnorm's running statistics).
-double test_accuracy(const FashionNet& model, const nn::datasets::Mnist& data) {
-  const int64_t n = data.X_test.shape()[0].as_int(), chunk = 2000;
-  int64_t right = 0;
-  for (int64_t start = 0; start < n; start += chunk) {
-    const int64_t stop = std::min(n, start + chunk);
-    const Tensor x = pixels(data.X_test[{Slice(start, stop)}]);
-    const Tensor y = data.Y_test[{Slice(start, stop)}].cast(dtypes::int32);
-    right += model(x).argmax(1).eq(y).sum().item<int64_t>();  // a count is int64, as in PyTorch
-  }
-  return 100.0 * static_cast<double>(right) / static_cast<double>(n);
-}
-
 void progress(int step, int steps, float loss, double images_per_s) {
   const int width = 30, done = width * step / steps;
   std::printf("\rstep %4d/%d [%s%s] loss %.4f  %.0f img/s ", step, steps, std::string(static_cast<size_t>(done), '=').c_str(),

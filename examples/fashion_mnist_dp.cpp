@@ -13,6 +13,8 @@
 
 #include <tinyt.hpp>
 
+#include "fashion_mnist_model.hpp"
+
 using namespace tinyt;
 
 namespace {
@@ -27,19 +29,6 @@ struct Net {
   }
 };
 TINYT_PARAMETERS(Net, conv1, conv2, fc, head);
-
-Tensor pixels(const Tensor& images) { return images.cast(dtypes::float32) / 255.0f; }
-
-double test_accuracy(const Net& model, const nn::datasets::Mnist& data) {
-  const int64_t n = data.X_test.shape()[0].as_int(), chunk = 2000;
-  int64_t right = 0;
-  for (int64_t start = 0; start < n; start += chunk) {
-    const int64_t stop = std::min(n, start + chunk);
-    const Tensor x = pixels(data.X_test[{Slice(start, stop)}]);
-    right += model(x).argmax(1).eq(data.Y_test[{Slice(start, stop)}].cast(dtypes::int32)).sum().item<int64_t>();
-  }
-  return 100.0 * static_cast<double>(right) / static_cast<double>(n);
-}
 }  // namespace
 
 int main(int argc, char** argv) {

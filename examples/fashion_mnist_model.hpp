@@ -1,6 +1,9 @@
 // The CNN of examples/fashion_mnist.cpp, shared with benchmarks/ (the training-step row of
-// vs_torch times this model against the same one in PyTorch, benchmarks/torch_bench.py).
+// vs_torch times this model against the same one in PyTorch, benchmarks/torch_bench.py), and what
+// the Fashion-MNIST examples share: pixels and the test accuracy.
 #pragma once
+
+#include <algorithm>
 
 #include <tinyt.hpp>
 
@@ -21,3 +24,21 @@ struct FashionNet {
   }
 };
 TINYT_PARAMETERS(FashionNet, conv1, bn1, conv2, bn2, fc, head);
+
+/// Images (N, 1, 28, 28) as uint8 -> pixels in [0, 1].
+inline tinyt::Tensor pixels(const tinyt::Tensor& images) { return images.cast(tinyt::dtypes::float32) / 255.0f; }
+
+/// Percentage of the test images a model classifies right (in eval mode: batchnorm's running
+/// statistics), 2000 images at a time.
+template <class Model> double test_accuracy(const Model& model, const tinyt::nn::datasets::Mnist& data) {
+  using tinyt::Slice;
+  const int64_t n = data.X_test.shape()[0].as_int(), chunk = 2000;
+  int64_t right = 0;
+  for (int64_t start = 0; start < n; start += chunk) {
+    const int64_t stop = std::min(n, start + chunk);
+    const tinyt::Tensor x = pixels(data.X_test[{Slice(start, stop)}]);
+    const tinyt::Tensor y = data.Y_test[{Slice(start, stop)}].cast(tinyt::dtypes::int32);
+    right += model(x).argmax(1).eq(y).sum().template item<int64_t>();  // a count is int64, as in PyTorch
+  }
+  return 100.0 * static_cast<double>(right) / static_cast<double>(n);
+}

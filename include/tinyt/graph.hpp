@@ -78,11 +78,13 @@ inline void multi_meta(const UOp& u, const std::vector<const TensorMeta*>& s, Te
       if (!part.is_int()) throw ShapeError(cat("MULTI: shard ", i, " has a symbolic size ", part, " along axis ", axis));
       m.sharding.sizes.push_back(part.as_int());
     }
+    for (size_t j = 0; j < i; ++j)
+      if (s[j]->device == x.device) throw DeviceError(cat("MULTI: shards ", j, " and ", i, " are both on ", x.device));
     devices += (i ? "," : "") + x.device;
   }
   if (axis >= 0)
     m.shape[static_cast<size_t>(axis)] = std::accumulate(m.sharding.sizes.begin(), m.sharding.sizes.end(), int64_t{0});
-  m.device = Device::canonicalize(devices);  // a DeviceError when two shards are on one device
+  m.device = std::move(devices);  // each canonical already
   m.multi = true;
 }
 

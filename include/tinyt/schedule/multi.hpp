@@ -174,9 +174,18 @@ inline const PatternMatcher& multi_rules() {
 /// device each (a root on one device stays one graph). Values already computed on several
 /// devices are their MULTI of views (graph::realized).
 inline std::vector<UOp> lower_multi(const std::vector<UOp>& roots) {
+  // what is per device already: graphs on one device, a MULTI of them (a realized sharded tensor)
+  auto per_device = [](const UOp& u) {
+    if (!graph::meta(u).multi) return true;
+    return u.op() == Ops::MULTI && std::none_of(u.src().begin(), u.src().end(), [](const UOp& p) { return graph::meta(p).multi; });
+  };
+  std::vector<UOp> todo;
+  for (const UOp& r : roots)
+    if (!per_device(r)) todo.push_back(r);
+  if (todo.empty()) return roots;
   // computed values first: the pass must not look below them
   std::unordered_map<const UOpNode*, UOp> known;
-  for (const UOp& u : detail::pending_graph(roots)) {
+  for (const UOp& u : detail::pending_graph(todo)) {
     const TensorMeta& meta = graph::meta(u);
     if (!meta.multi) continue;
     if (UOp view = graph::realized(u); view && !(view == u)) { known.emplace(u.get(), view); continue; }
@@ -190,16 +199,17 @@ inline std::vector<UOp> lower_multi(const std::vector<UOp>& roots) {
     if (changed) known.emplace(u.get(), u.replace(std::move(src)));
   }
   std::vector<UOp> inputs;
-  for (const UOp& r : roots) {
+  for (const UOp& r : todo) {
     auto it = known.find(r.get());
     inputs.push_back(it == known.end() ? r : it->second);
   }
   const UOp sink = graph_rewrite(UOp(Ops::SINK, dtypes::void_, inputs), multi_rules());
-  std::vector<UOp> out = sink.src();
+  std::vector<UOp> out;
+  for (size_t i = 0, next = 0; i < roots.size(); ++i) out.push_back(per_device(roots[i]) ? roots[i] : sink.src(next++));
   for (const UOp& u : toposort(sink)) {
-    const bool per_device = u.op() == Ops::MULTI || u.op() == Ops::SINK || u.op() == Ops::DEVICE ||
-                            !Device::is_multi(graph::device_of(u));
-    if (!per_device)
+    const bool written = u.op() == Ops::MULTI || u.op() == Ops::SINK || u.op() == Ops::DEVICE ||
+                         !Device::is_multi(graph::device_of(u));
+    if (!written)
       throw InternalError(detail::cat("multi pass: ", op_name(u.op()), " on ", graph::device_of(u),
                                       " was not written per device"));
   }
