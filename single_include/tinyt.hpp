@@ -8471,6 +8471,21 @@ struct Sharding {
     const int64_t start = std::accumulate(sizes.begin(), sizes.begin() + static_cast<std::ptrdiff_t>(i), int64_t{0});
     return {start, start + sizes[i]};
   }
+  /// The shape of device i's part of a tensor of shape `whole`.
+  Shape part_shape(Shape whole, size_t i) const {
+    if (sharded()) whole[static_cast<size_t>(axis)] = sizes[i];
+    return whole;
+  }
+  /// Where device i's part lies in a tensor of shape `whole`: (start, end) along each axis.
+  std::vector<std::pair<sint, sint>> part_range(const Shape& whole, size_t i) const {
+    std::vector<std::pair<sint, sint>> range;
+    for (const sint& d : whole) range.emplace_back(0, d);
+    if (sharded()) {
+      const auto [start, end] = bounds(i);
+      range[static_cast<size_t>(axis)] = {start, end};
+    }
+    return range;
+  }
   friend bool operator==(const Sharding&, const Sharding&) = default;
 };
 
@@ -8706,8 +8721,7 @@ inline TensorMeta* compute_meta(const UOp& u, const std::vector<const TensorMeta
       const std::vector<std::string> devices = Device::split(s[0]->device);
       if (i >= devices.size())
         throw DeviceError(cat("MSELECT: shard ", i, " of a tensor on ", devices.size(), " device(s)"));
-      m->shape = s[0]->shape, m->device = devices[i];
-      if (s[0]->sharding.sharded()) m->shape[static_cast<size_t>(s[0]->sharding.axis)] = s[0]->sharding.sizes[i];
+      m->shape = s[0]->sharding.part_shape(s[0]->shape, i), m->device = devices[i];
       break;
     }
     default:
@@ -13504,10 +13518,13 @@ class AllreduceRunner final : public Runner {
     dist::Communicator& world = dist::world();
     const size_t count = dst.size(), nbytes = dst.nbytes();
     backend::Allocator& memory = dst.backend().allocator();
-    if (world.size() == 1) {
+    if (world.size() == 1) {  // the reduction of one value: a copy
       memory.copy(dst.ptr(), src.ptr(), nbytes);
       if (timed) dst.backend().synchronize();
-    } else if (agree(world); auto* gpu = dynamic_cast<backend::CudaDevice*>(&dst.backend())) {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    agree(world);
+    if (auto* gpu = dynamic_cast<backend::CudaDevice*>(&dst.backend())) {
       nccl_for(world, *gpu).allreduce(src.ptr(), dst.ptr(), count, dtype_, op_);
     } else if (void* to = memory.host_pointer(dst.ptr())) {
       world.allreduce(memory.host_pointer(src.ptr()), to, count, dtype_, op_);
@@ -15853,17 +15870,7 @@ TINYT_INLINE Tensor Tensor::shard(const std::vector<std::string>& devices, std::
     split.sizes = shard_sizes(size.as_int(), names.size());
   }
   std::vector<UOp> parts;
-  for (size_t i = 0; i < names.size(); ++i) {
-    Tensor part = whole;
-    if (split.sharded()) {
-      std::vector<std::pair<sint, sint>> keep;
-      for (const sint& d : whole.shape()) keep.emplace_back(0, d);
-      const auto [start, end] = split.bounds(i);
-      keep[static_cast<size_t>(split.axis)] = {start, end};
-      part = part.shrink(keep);
-    }
-    parts.push_back(part.to(names[i]).uop());
-  }
+  for (size_t i = 0; i < names.size(); ++i) parts.push_back(whole.shrink(split.part_range(whole.shape(), i)).to(names[i]).uop());
   return Tensor(UOp(Ops::MULTI, dtype(), std::move(parts), split.axis));
 }
 TINYT_INLINE Tensor Tensor::allreduce(dist::ReduceOp op) const {
@@ -16704,11 +16711,7 @@ inline std::vector<std::string> devices_of(const UOp& u) { return Device::split(
 
 // `x` (one device's whole value) cut to its part `i` of `want`
 inline UOp part_of_whole(const UOp& x, const Sharding& want, size_t i) {
-  if (!want.sharded()) return x;
-  std::vector<std::pair<int64_t, int64_t>> keep;
-  for (const sint& d : graph::shape_of(x)) keep.emplace_back(0, d.as_int());
-  keep[static_cast<size_t>(want.axis)] = want.bounds(i);
-  return graph::shrink(x, keep);
+  return graph::shrink(x, want.part_range(graph::shape_of(x), i));
 }
 
 /// The whole value of `m` (a MULTI) on `device`: the part there when it is replicated, else each
@@ -17650,11 +17653,7 @@ inline Tensor empty_like(const Tensor& t) {
   if (!Device::is_multi(m.device)) return Tensor::empty(t.shape(), t.dtype(), t.device());
   const std::vector<std::string> devices = Device::split(m.device);
   std::vector<UOp> parts;
-  for (size_t i = 0; i < devices.size(); ++i) {
-    Shape part = t.shape();
-    if (m.sharding.sharded()) part[static_cast<size_t>(m.sharding.axis)] = m.sharding.sizes[i];
-    parts.push_back(Tensor::empty(part, t.dtype(), devices[i]).uop());
-  }
+  for (size_t i = 0; i < devices.size(); ++i) parts.push_back(Tensor::empty(m.sharding.part_shape(t.shape(), i), t.dtype(), devices[i]).uop());
   return Tensor(UOp(Ops::MULTI, t.dtype(), std::move(parts), m.sharding.axis));
 }
 }  // namespace detail
@@ -19343,17 +19342,11 @@ inline std::vector<Tensor> max_grad(const Tensor& g, const Tensor& a, const Tens
 inline UOp part_of_gradient(const UOp& g, const UOp& n, size_t i) {
   const TensorMeta &want = graph::meta(n), &have = graph::meta(g);
   const std::string device = Device::split(want.device)[i];
-  UOp whole;
-  if (have.device != want.device) whole = Tensor(g).to(device).uop();
-  else if (have.sharding == want.sharding) return UOp(Ops::MSELECT, g.dtype(), {g}, static_cast<int64_t>(i));
-  else if (!have.sharding.sharded()) whole = UOp(Ops::MSELECT, g.dtype(), {g}, static_cast<int64_t>(i));
-  else whole = Tensor(g).to(device).uop();
-  if (!want.sharding.sharded()) return whole;
-  graph::SizePairs keep;
-  for (const sint& d : shape_of(whole)) keep.emplace_back(0, d);
-  const auto [start, end] = want.sharding.bounds(i);
-  keep[static_cast<size_t>(want.sharding.axis)] = {start, end};
-  return graph::shrink(whole, keep);
+  const bool same_devices = have.device == want.device;
+  if (same_devices && have.sharding == want.sharding) return UOp(Ops::MSELECT, g.dtype(), {g}, static_cast<int64_t>(i));
+  const UOp whole = same_devices && !have.sharding.sharded() ? UOp(Ops::MSELECT, g.dtype(), {g}, static_cast<int64_t>(i))
+                                                               : Tensor(g).to(device).uop();
+  return graph::shrink(whole, want.sharding.part_range(shape_of(whole), i));
 }
 // `g` (the gradient of `like`, a tensor on several devices) split as `like` is.
 inline Tensor split_like(const Tensor& g, const UOp& like) {
@@ -19379,11 +19372,9 @@ inline std::vector<Tensor> mselect_grad(const Tensor& g, const UOp& node) {
   if (!m.sharding.sharded()) return {g.to(m.device)};
   const std::vector<std::string> devices = Device::split(m.device);
   std::vector<UOp> parts;
-  for (size_t j = 0; j < devices.size(); ++j) {
-    Shape part = shape_of(x);
-    part[static_cast<size_t>(m.sharding.axis)] = m.sharding.sizes[j];
-    parts.push_back(j == static_cast<size_t>(node.arg().as_int()) ? g.uop() : Tensor::zeros(part, g.dtype(), devices[j]).uop());
-  }
+  for (size_t j = 0; j < devices.size(); ++j)
+    parts.push_back(j == static_cast<size_t>(node.arg().as_int()) ? g.uop()
+                                                                  : Tensor::zeros(m.sharding.part_shape(shape_of(x), j), g.dtype(), devices[j]).uop());
   return {Tensor(UOp(Ops::MULTI, g.dtype(), std::move(parts), m.sharding.axis))};
 }
 

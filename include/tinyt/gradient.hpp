@@ -62,17 +62,11 @@ inline std::vector<Tensor> max_grad(const Tensor& g, const Tensor& a, const Tens
 inline UOp part_of_gradient(const UOp& g, const UOp& n, size_t i) {
   const TensorMeta &want = graph::meta(n), &have = graph::meta(g);
   const std::string device = Device::split(want.device)[i];
-  UOp whole;
-  if (have.device != want.device) whole = Tensor(g).to(device).uop();
-  else if (have.sharding == want.sharding) return UOp(Ops::MSELECT, g.dtype(), {g}, static_cast<int64_t>(i));
-  else if (!have.sharding.sharded()) whole = UOp(Ops::MSELECT, g.dtype(), {g}, static_cast<int64_t>(i));
-  else whole = Tensor(g).to(device).uop();
-  if (!want.sharding.sharded()) return whole;
-  graph::SizePairs keep;
-  for (const sint& d : shape_of(whole)) keep.emplace_back(0, d);
-  const auto [start, end] = want.sharding.bounds(i);
-  keep[static_cast<size_t>(want.sharding.axis)] = {start, end};
-  return graph::shrink(whole, keep);
+  const bool same_devices = have.device == want.device;
+  if (same_devices && have.sharding == want.sharding) return UOp(Ops::MSELECT, g.dtype(), {g}, static_cast<int64_t>(i));
+  const UOp whole = same_devices && !have.sharding.sharded() ? UOp(Ops::MSELECT, g.dtype(), {g}, static_cast<int64_t>(i))
+                                                               : Tensor(g).to(device).uop();
+  return graph::shrink(whole, want.sharding.part_range(shape_of(whole), i));
 }
 // `g` (the gradient of `like`, a tensor on several devices) split as `like` is.
 inline Tensor split_like(const Tensor& g, const UOp& like) {
@@ -98,11 +92,9 @@ inline std::vector<Tensor> mselect_grad(const Tensor& g, const UOp& node) {
   if (!m.sharding.sharded()) return {g.to(m.device)};
   const std::vector<std::string> devices = Device::split(m.device);
   std::vector<UOp> parts;
-  for (size_t j = 0; j < devices.size(); ++j) {
-    Shape part = shape_of(x);
-    part[static_cast<size_t>(m.sharding.axis)] = m.sharding.sizes[j];
-    parts.push_back(j == static_cast<size_t>(node.arg().as_int()) ? g.uop() : Tensor::zeros(part, g.dtype(), devices[j]).uop());
-  }
+  for (size_t j = 0; j < devices.size(); ++j)
+    parts.push_back(j == static_cast<size_t>(node.arg().as_int()) ? g.uop()
+                                                                  : Tensor::zeros(m.sharding.part_shape(shape_of(x), j), g.dtype(), devices[j]).uop());
   return {Tensor(UOp(Ops::MULTI, g.dtype(), std::move(parts), m.sharding.axis))};
 }
 

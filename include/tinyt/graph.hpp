@@ -145,8 +145,7 @@ inline TensorMeta* compute_meta(const UOp& u, const std::vector<const TensorMeta
       const std::vector<std::string> devices = Device::split(s[0]->device);
       if (i >= devices.size())
         throw DeviceError(cat("MSELECT: shard ", i, " of a tensor on ", devices.size(), " device(s)"));
-      m->shape = s[0]->shape, m->device = devices[i];
-      if (s[0]->sharding.sharded()) m->shape[static_cast<size_t>(s[0]->sharding.axis)] = s[0]->sharding.sizes[i];
+      m->shape = s[0]->sharding.part_shape(s[0]->shape, i), m->device = devices[i];
       break;
     }
     default:

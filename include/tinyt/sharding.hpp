@@ -28,6 +28,21 @@ struct Sharding {
     const int64_t start = std::accumulate(sizes.begin(), sizes.begin() + static_cast<std::ptrdiff_t>(i), int64_t{0});
     return {start, start + sizes[i]};
   }
+  /// The shape of device i's part of a tensor of shape `whole`.
+  Shape part_shape(Shape whole, size_t i) const {
+    if (sharded()) whole[static_cast<size_t>(axis)] = sizes[i];
+    return whole;
+  }
+  /// Where device i's part lies in a tensor of shape `whole`: (start, end) along each axis.
+  std::vector<std::pair<sint, sint>> part_range(const Shape& whole, size_t i) const {
+    std::vector<std::pair<sint, sint>> range;
+    for (const sint& d : whole) range.emplace_back(0, d);
+    if (sharded()) {
+      const auto [start, end] = bounds(i);
+      range[static_cast<size_t>(axis)] = {start, end};
+    }
+    return range;
+  }
   friend bool operator==(const Sharding&, const Sharding&) = default;
 };
 

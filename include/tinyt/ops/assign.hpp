@@ -33,11 +33,7 @@ inline Tensor empty_like(const Tensor& t) {
   if (!Device::is_multi(m.device)) return Tensor::empty(t.shape(), t.dtype(), t.device());
   const std::vector<std::string> devices = Device::split(m.device);
   std::vector<UOp> parts;
-  for (size_t i = 0; i < devices.size(); ++i) {
-    Shape part = t.shape();
-    if (m.sharding.sharded()) part[static_cast<size_t>(m.sharding.axis)] = m.sharding.sizes[i];
-    parts.push_back(Tensor::empty(part, t.dtype(), devices[i]).uop());
-  }
+  for (size_t i = 0; i < devices.size(); ++i) parts.push_back(Tensor::empty(m.sharding.part_shape(t.shape(), i), t.dtype(), devices[i]).uop());
   return Tensor(UOp(Ops::MULTI, t.dtype(), std::move(parts), m.sharding.axis));
 }
 }  // namespace detail

@@ -332,17 +332,7 @@ TINYT_INLINE Tensor Tensor::shard(const std::vector<std::string>& devices, std::
     split.sizes = shard_sizes(size.as_int(), names.size());
   }
   std::vector<UOp> parts;
-  for (size_t i = 0; i < names.size(); ++i) {
-    Tensor part = whole;
-    if (split.sharded()) {
-      std::vector<std::pair<sint, sint>> keep;
-      for (const sint& d : whole.shape()) keep.emplace_back(0, d);
-      const auto [start, end] = split.bounds(i);
-      keep[static_cast<size_t>(split.axis)] = {start, end};
-      part = part.shrink(keep);
-    }
-    parts.push_back(part.to(names[i]).uop());
-  }
+  for (size_t i = 0; i < names.size(); ++i) parts.push_back(whole.shrink(split.part_range(whole.shape(), i)).to(names[i]).uop());
   return Tensor(UOp(Ops::MULTI, dtype(), std::move(parts), split.axis));
 }
 TINYT_INLINE Tensor Tensor::allreduce(dist::ReduceOp op) const {

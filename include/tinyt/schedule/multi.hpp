@@ -24,11 +24,7 @@ inline std::vector<std::string> devices_of(const UOp& u) { return Device::split(
 
 // `x` (one device's whole value) cut to its part `i` of `want`
 inline UOp part_of_whole(const UOp& x, const Sharding& want, size_t i) {
-  if (!want.sharded()) return x;
-  std::vector<std::pair<int64_t, int64_t>> keep;
-  for (const sint& d : graph::shape_of(x)) keep.emplace_back(0, d.as_int());
-  keep[static_cast<size_t>(want.axis)] = want.bounds(i);
-  return graph::shrink(x, keep);
+  return graph::shrink(x, want.part_range(graph::shape_of(x), i));
 }
 
 /// The whole value of `m` (a MULTI) on `device`: the part there when it is replicated, else each
