@@ -17,9 +17,10 @@ BENCHMARKS = $(patsubst benchmarks/%.cpp,bench_%,$(wildcard benchmarks/*.cpp))
 # in args (symbolic_shapes), TinyJit's captured buffers and planned memory (jit) and every opt's
 # kernels, with their copies on the stack (opt: PACK), and the tools' records and writers (VIZ's
 # page, the profiler's trace, process replay's parser of recorded kernels) and tensors on several
-# devices (multi: the multi pass, allreduce, gradients of parts); the last eight run kernels
-# through the whole pipeline too. `make sanitize` builds and runs every test.
-SANITIZE_FAST ?= uop;pattern;symbolic;schedule_cache;assign;state_io;symbolic_shapes;jit;opt;expr;tools;multi
+# devices (multi: the multi pass, allreduce, gradients of parts), tensors with a dim of 0 (zero_size:
+# every op family over empty buffers) and mutated GGUF and safetensors files (fuzz_files: what loads
+# is used); the last ten run kernels through the whole pipeline too. `make sanitize` builds and runs every test.
+SANITIZE_FAST ?= uop;pattern;symbolic;schedule_cache;assign;state_io;symbolic_shapes;jit;opt;expr;tools;multi;zero_size;fuzz_files
 
 .PHONY: test test-clang test-cuda test-viz example example-quick example-minilm bench bench-quick bench-mpi sanitize sanitize-fast \
         amalgamate format clean

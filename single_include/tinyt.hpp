@@ -4349,6 +4349,19 @@ inline UOp fold_constants(Ops op, DType dtype, const std::vector<UOp>& src) {
   return r ? UOp::const_(dtype, *r) : UOp{};
 }
 
+/// The value a reduction of nothing gives, where its accumulator starts: 0 for ADD, 1 for MUL,
+/// the dtype's lowest value for MAX (-inf for floats).
+inline UOp reduce_identity(Ops op, DType dt) {
+  switch (op) {
+    case Ops::ADD: return UOp::const_(dt, 0);
+    case Ops::MUL: return UOp::const_(dt, 1);
+    case Ops::MAX:
+      if (dt.scalar().is_float()) return UOp::const_(dt, -INFINITY);
+      return UOp::const_(dt, dtypes::min_int(dt));
+    default: throw InternalError(tinyt::detail::cat("no identity element for reduce op ", op_name(op)));
+  }
+}
+
 }  // namespace tinyt::inline v0
 // ---- end tinyt/alu.hpp ----
 // ---- tinyt/bounds.hpp ----
@@ -9024,7 +9037,12 @@ class Lowerer {
     if (fresh) bufs_.push_back(buffer);
     return UOp(Ops::DEFINE_GLOBAL, buffer.dtype().ptr(buffer.arg().as_int()), {}, it->second);
   }
-  UOp new_range(const UOp& end, RangeKind kind) { return range(end, next_axis_++, kind); }
+  UOp new_range(const UOp& end, RangeKind kind) {
+    // a loop of no iterations would be simplified into one (its index's bounds are one point):
+    // the scheduler gives empty values no kernel, and a reduction of nothing is its identity
+    TINYT_ASSERT(!(end.is_const() && end.const_int() <= 0), "lower: a loop of ", expr_string(end), " iterations");
+    return range(end, next_axis_++, kind);
+  }
   /// The values the sizes lowered so far bind their variables to.
   const VarVals& var_vals() const { return vars_; }
 
@@ -9053,6 +9071,9 @@ class Lowerer {
 
   /// A load of buffer element `flat` where `valid` holds (0 elsewhere), its index simplified.
   UOp load(const UOp& buffer, const UOp& flat, const UOp& valid) {
+    // no element of an empty buffer is ever read: whatever reads it is masked off (a pad of
+    // an empty dim, a part of a cat)
+    if (buffer.arg().as_int() == 0) return UOp::const_(buffer.dtype(), 0);
     auto [unwrapped, address] = unwrap_mod_clauses(simplify(valid), simplify(flat));
     UOp gate = simplify_valid(unwrapped);
     if (gate.is_const() && !gate.const_int()) return UOp::const_(buffer.dtype(), 0);
@@ -9123,6 +9144,7 @@ class Lowerer {
         std::vector<UOp> src_idx = idx, ranges;
         for (int64_t a : u.arg()[1].ints()) {
           const auto ax = static_cast<size_t>(a);
+          if (in[ax].is_const() && in[ax].const_int() == 0) return reduce_identity(u.arg()[0].get<Ops>(), u.dtype());
           if (is_one(in[ax])) continue;
           ranges.push_back(new_range(in[ax], RangeKind::reduce));
           src_idx[ax] = ranges.back();
@@ -9628,6 +9650,19 @@ inline bool reads_only_own_element(const UOp& ast, int64_t global_index, const U
 }
 
 }  // namespace detail
+
+/// Values with no elements need no kernel: each pending node whose shape has a dim of 0 is given
+/// an empty buffer of its own as its value, before scheduling (a kernel storing it would run its
+/// loops once and write past the buffer). A reduction of nothing is then its identity, and a
+/// read of an empty buffer is masked off (Lowerer). Tensors on several devices are done per part.
+inline void realize_empty(const std::vector<UOp>& roots) {
+  for (const UOp& u : detail::pending_graph(roots)) {
+    if (u.op() == Ops::BUFFER || u.op() == Ops::MULTI || graph::realized(u)) continue;
+    const Shape& shape = graph::shape_of(u);
+    if (std::none_of(shape.begin(), shape.end(), [](const sint& d) { return d == 0; })) continue;
+    graph::set_realized(u, graph::reshape(graph::new_buffer(graph::device_of(u), 0, u.dtype()), shape));
+  }
+}
 
 /// The kernels that compute `roots`, in an order that respects what each reads and writes.
 /// `memory_only`: trust no computed value, only BUFFERs (for graphs whose nodes are shared with
@@ -10208,17 +10243,6 @@ struct Program {
 };
 
 namespace detail {
-inline UOp identity_element(Ops op, DType dt) {
-  switch (op) {
-    case Ops::ADD: return UOp::const_(dt, 0);
-    case Ops::MUL: return UOp::const_(dt, 1);
-    case Ops::MAX:
-      if (dt.scalar().is_float()) return UOp::const_(dt, -INFINITY);
-      return UOp::const_(dt, dtypes::min_int(dt));
-    default: throw InternalError(tinyt::detail::cat("no identity element for reduce op ", op_name(op)));
-  }
-}
-
 // For every node of the kernel, the RANGEs it depends on that are still open where it is used
 // (a REDUCE closes its own; a BARRIER after a PACK's copy, the copy's loops), in loop order.
 using FreeRanges = std::unordered_map<const UOpNode*, std::vector<UOp>>;
@@ -10376,7 +10400,7 @@ class Linearizer {
       reduced_.insert(r.get());
       UOp acc = push(UOp(Ops::DEFINE_REG, r.dtype().ptr(1, AddrSpace::reg), {}, accumulators_++));
       slots.push_back(push(UOp(Ops::INDEX, acc.dtype(), {acc, schedule::index_const(0)})));
-      push(UOp(Ops::STORE, dtypes::void_, {slots.back(), push(identity_element(r.arg().get<Ops>(), r.dtype()))}));
+      push(UOp(Ops::STORE, dtypes::void_, {slots.back(), push(reduce_identity(r.arg().get<Ops>(), r.dtype()))}));
     }
     // a reduction of partial results in local memory (a GPU work-group's) reads them after the
     // barrier that publishes them: the barrier, and the stores before it, come before its loops
@@ -17092,6 +17116,7 @@ TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
     return;
   }
   std::vector<UOp> uops = detail::per_device(logical);  // ... and per device
+  schedule::realize_empty(uops);
   auto pending_assigns = [&] {
     const std::vector<UOp> pending = schedule::detail::pending_graph(uops);
     return std::any_of(pending.begin(), pending.end(), [](const UOp& u) { return u.op() == Ops::ASSIGN && !graph::realized(u); });

@@ -13,7 +13,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -118,6 +120,19 @@ template <class W> void check_close(const std::vector<float>&, const std::vector
   static_assert(sizeof(W) == 0,
                 "check_close needs a tolerance: Tol::exact(), Tol::f32(n_roundings), "
                 "Tol::dtype(dt, n), or Tol{atol, rtol} with a comment saying why");
+}
+
+/// The bytes of a file (the test fails when it cannot be read).
+inline std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  REQUIRE(in.good());
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+/// Writes `bytes` as the whole file.
+inline void write_file(const std::filesystem::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  REQUIRE(out.good());
 }
 
 /// The message of the E that f throws ("(nothing thrown)" when it throws none).

@@ -27,21 +27,12 @@
 
 using namespace tinyt;
 using tinyt_test::message_of;
+using tinyt_test::read_file;
+using tinyt_test::write_file;
 using tinyt_test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  REQUIRE(in.good());
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-void write_file(const fs::path& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  REQUIRE(out.good());
-}
 
 /// The elements of `t` as bytes in host order.
 std::vector<uint8_t> raw(const Tensor& t) {

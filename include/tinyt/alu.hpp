@@ -182,4 +182,17 @@ inline UOp fold_constants(Ops op, DType dtype, const std::vector<UOp>& src) {
   return r ? UOp::const_(dtype, *r) : UOp{};
 }
 
+/// The value a reduction of nothing gives, where its accumulator starts: 0 for ADD, 1 for MUL,
+/// the dtype's lowest value for MAX (-inf for floats).
+inline UOp reduce_identity(Ops op, DType dt) {
+  switch (op) {
+    case Ops::ADD: return UOp::const_(dt, 0);
+    case Ops::MUL: return UOp::const_(dt, 1);
+    case Ops::MAX:
+      if (dt.scalar().is_float()) return UOp::const_(dt, -INFINITY);
+      return UOp::const_(dt, dtypes::min_int(dt));
+    default: throw InternalError(tinyt::detail::cat("no identity element for reduce op ", op_name(op)));
+  }
+}
+
 }  // namespace tinyt::inline v0

@@ -30,17 +30,6 @@ struct Program {
 };
 
 namespace detail {
-inline UOp identity_element(Ops op, DType dt) {
-  switch (op) {
-    case Ops::ADD: return UOp::const_(dt, 0);
-    case Ops::MUL: return UOp::const_(dt, 1);
-    case Ops::MAX:
-      if (dt.scalar().is_float()) return UOp::const_(dt, -INFINITY);
-      return UOp::const_(dt, dtypes::min_int(dt));
-    default: throw InternalError(tinyt::detail::cat("no identity element for reduce op ", op_name(op)));
-  }
-}
-
 // For every node of the kernel, the RANGEs it depends on that are still open where it is used
 // (a REDUCE closes its own; a BARRIER after a PACK's copy, the copy's loops), in loop order.
 using FreeRanges = std::unordered_map<const UOpNode*, std::vector<UOp>>;
@@ -198,7 +187,7 @@ class Linearizer {
       reduced_.insert(r.get());
       UOp acc = push(UOp(Ops::DEFINE_REG, r.dtype().ptr(1, AddrSpace::reg), {}, accumulators_++));
       slots.push_back(push(UOp(Ops::INDEX, acc.dtype(), {acc, schedule::index_const(0)})));
-      push(UOp(Ops::STORE, dtypes::void_, {slots.back(), push(identity_element(r.arg().get<Ops>(), r.dtype()))}));
+      push(UOp(Ops::STORE, dtypes::void_, {slots.back(), push(reduce_identity(r.arg().get<Ops>(), r.dtype()))}));
     }
     // a reduction of partial results in local memory (a GPU work-group's) reads them after the
     // barrier that publishes them: the barrier, and the stores before it, come before its loops

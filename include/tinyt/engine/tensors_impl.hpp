@@ -206,6 +206,7 @@ TINYT_INLINE void realize_tensors(const std::vector<Tensor>& tensors) {
     return;
   }
   std::vector<UOp> uops = detail::per_device(logical);  // ... and per device
+  schedule::realize_empty(uops);
   auto pending_assigns = [&] {
     const std::vector<UOp> pending = schedule::detail::pending_graph(uops);
     return std::any_of(pending.begin(), pending.end(), [](const UOp& u) { return u.op() == Ops::ASSIGN && !graph::realized(u); });

@@ -131,7 +131,12 @@ class Lowerer {
     if (fresh) bufs_.push_back(buffer);
     return UOp(Ops::DEFINE_GLOBAL, buffer.dtype().ptr(buffer.arg().as_int()), {}, it->second);
   }
-  UOp new_range(const UOp& end, RangeKind kind) { return range(end, next_axis_++, kind); }
+  UOp new_range(const UOp& end, RangeKind kind) {
+    // a loop of no iterations would be simplified into one (its index's bounds are one point):
+    // the scheduler gives empty values no kernel, and a reduction of nothing is its identity
+    TINYT_ASSERT(!(end.is_const() && end.const_int() <= 0), "lower: a loop of ", expr_string(end), " iterations");
+    return range(end, next_axis_++, kind);
+  }
   /// The values the sizes lowered so far bind their variables to.
   const VarVals& var_vals() const { return vars_; }
 
@@ -160,6 +165,9 @@ class Lowerer {
 
   /// A load of buffer element `flat` where `valid` holds (0 elsewhere), its index simplified.
   UOp load(const UOp& buffer, const UOp& flat, const UOp& valid) {
+    // no element of an empty buffer is ever read: whatever reads it is masked off (a pad of
+    // an empty dim, a part of a cat)
+    if (buffer.arg().as_int() == 0) return UOp::const_(buffer.dtype(), 0);
     auto [unwrapped, address] = unwrap_mod_clauses(simplify(valid), simplify(flat));
     UOp gate = simplify_valid(unwrapped);
     if (gate.is_const() && !gate.const_int()) return UOp::const_(buffer.dtype(), 0);
@@ -230,6 +238,7 @@ class Lowerer {
         std::vector<UOp> src_idx = idx, ranges;
         for (int64_t a : u.arg()[1].ints()) {
           const auto ax = static_cast<size_t>(a);
+          if (in[ax].is_const() && in[ax].const_int() == 0) return reduce_identity(u.arg()[0].get<Ops>(), u.dtype());
           if (is_one(in[ax])) continue;
           ranges.push_back(new_range(in[ax], RangeKind::reduce));
           src_idx[ax] = ranges.back();

@@ -319,6 +319,19 @@ inline bool reads_only_own_element(const UOp& ast, int64_t global_index, const U
 
 }  // namespace detail
 
+/// Values with no elements need no kernel: each pending node whose shape has a dim of 0 is given
+/// an empty buffer of its own as its value, before scheduling (a kernel storing it would run its
+/// loops once and write past the buffer). A reduction of nothing is then its identity, and a
+/// read of an empty buffer is masked off (Lowerer). Tensors on several devices are done per part.
+inline void realize_empty(const std::vector<UOp>& roots) {
+  for (const UOp& u : detail::pending_graph(roots)) {
+    if (u.op() == Ops::BUFFER || u.op() == Ops::MULTI || graph::realized(u)) continue;
+    const Shape& shape = graph::shape_of(u);
+    if (std::none_of(shape.begin(), shape.end(), [](const sint& d) { return d == 0; })) continue;
+    graph::set_realized(u, graph::reshape(graph::new_buffer(graph::device_of(u), 0, u.dtype()), shape));
+  }
+}
+
 /// The kernels that compute `roots`, in an order that respects what each reads and writes.
 /// `memory_only`: trust no computed value, only BUFFERs (for graphs whose nodes are shared with
 /// other graphs that computed them, like the schedule cache's normalized ones).
