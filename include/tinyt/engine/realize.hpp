@@ -213,6 +213,19 @@ inline std::vector<HostFill>*& host_fill_sink() {
   return sink;
 }
 
+/// A check the host makes on values a step computed (CHECK_OOB's index check): a replay calls
+/// `check` once the items recorded before it have run, where running the step made it.
+struct HostCheck {
+  size_t after = 0;                            // how many recorded items run before it
+  std::vector<std::shared_ptr<Buffer>> reads;  // the memory it reads: kept out of the replay's memory plan
+  std::function<void()> check;                 // throws what running the step would have thrown
+};
+/// Where this thread's host checks are recorded while a TinyJit captures (null: not recording).
+inline std::vector<HostCheck>*& host_check_sink() {
+  thread_local std::vector<HostCheck>* sink = nullptr;
+  return sink;
+}
+
 namespace detail {
 // Seconds of the fastest of a few runs of `ast` with `opts`, on scratch copies of its buffers
 // (a candidate must not touch real data: the kernel may write in place); infinity when the
