@@ -386,3 +386,25 @@ TEST_CASE("multi: TinyJit replays a step on sharded inputs, each device's part s
   const Tensor other = Tensor::from_vector(values(6 * 5, 50), {6, 5}).shard(devs, 1).realize();
   CHECK(message_of<ShapeError>([&] { (void)step(other); }).find("otherwise than when it was captured") != std::string::npos);
 }
+
+TEST_CASE("dist: allreduce of a symbolic-shaped tensor reduces the bound shape's elements, also under TinyJit") {
+  const UOp rows = Variable("rows", 1, 8);
+  const std::vector<float> v = values(8 * 3, 61);
+  const Tensor cache = Tensor::from_vector(v, {8, 3}).realize();
+  // x * 2 over the first k rows: one rank, so the reduction across the ranks is the tensor itself
+  auto want = [&](int64_t k) {
+    std::vector<float> out(v.begin(), v.begin() + 3 * k);
+    for (float& x : out) x *= 2;
+    return out;
+  };
+  for (int64_t k : {2, 5, 8}) {
+    const Tensor r = cache[{Slice(0, rows.bind(k))}].mul(2).allreduce();
+    CHECK(r.shape()[0].value() == k);
+    CHECK(r.to_vector<float>() == want(k));
+  }
+  TinyJit step([&](const UOp& k) { return cache[{Slice(0, k)}].mul(2).allreduce().add(0); });
+  for (int64_t k : {3, 6, 1, 7}) {
+    INFO("rows ", k);
+    CHECK(step(rows.bind(k)).to_vector<float>() == want(k));
+  }
+}

@@ -82,25 +82,32 @@ inline void check_index_values(const Tensor& idx, int64_t size, bool wrap, const
   const Tensor i = idx.to(dev).reshape({n}).cast(dt);
   Tensor bad = i.ge(scalar_of(dt, size, dev));
   if (!is_unsigned) bad = bad.logical_or(i.lt(scalar_of(dt, wrap ? -size : 0, dev)));
-  // the first offending position (n when there is none) and the value there: two numbers back
+  // the first offending position (n when there is none), and the value there, computed only
+  // when needed: the first is the one number that comes back when all is well
   const Tensor at = Tensor::arange(int64_t{0}, n).cast(dtypes::int64).to(dev);
   Tensor first = bad.where(at, scalar_of(dtypes::int64, n, dev)).min();
   Tensor value = at.eq(first).where(i, scalar_of(dt, 0, dev)).sum().cast(dt);
-  realize_tensors({first, value});
-  const std::shared_ptr<Buffer> first_mem = graph::buffer_of(graph::base_buffer(first.uop())),
-                                value_mem = graph::buffer_of(graph::base_buffer(value.uop()));
-  const auto judge = [=, op = std::string(op)] {
-    int64_t at_first = 0;
-    uint64_t bits = 0;
-    first_mem->copyout(&at_first, sizeof at_first);
-    if (at_first == n) return;
-    value_mem->copyout(&bits, sizeof bits);
+  const auto fail = [=, op = std::string(op)](int64_t at_first, uint64_t bits) {
     const std::string text = is_unsigned ? std::to_string(bits) : std::to_string(static_cast<int64_t>(bits));
-    throw index_error(op.c_str(), text, axis, size, at_first, shape);
+    return index_error(op.c_str(), text, axis, size, at_first, shape);
   };
-  if (std::vector<engine::HostCheck>* checks = engine::host_check_sink())
-    checks->push_back({engine::capture_sink() ? engine::capture_sink()->size() : 0, {first_mem, value_mem}, judge});
-  judge();
+  if (std::vector<engine::HostCheck>* checks = engine::host_check_sink()) {
+    // a TinyJit capture: both numbers are kernels of the step, which each replay reads back
+    realize_tensors({first, value});
+    const std::shared_ptr<Buffer> first_mem = graph::buffer_of(graph::base_buffer(first.uop())),
+                                  value_mem = graph::buffer_of(graph::base_buffer(value.uop()));
+    const auto read = [](const std::shared_ptr<Buffer>& m) {
+      uint64_t bits = 0;
+      m->copyout(&bits, sizeof bits);
+      return bits;
+    };
+    checks->push_back({engine::capture_sink() ? engine::capture_sink()->size() : 0, {first_mem, value_mem}, [=] {
+                         if (const auto at_first = static_cast<int64_t>(read(first_mem)); at_first != n) throw fail(at_first, read(value_mem));
+                       }});
+  }
+  const int64_t at_first = first.item<int64_t>();
+  if (at_first == n) return;
+  throw fail(at_first, is_unsigned ? value.item<uint64_t>() : static_cast<uint64_t>(value.item<int64_t>()));
 }
 
 /// A slice where a bound or the size is symbolic: step 1, bounds within the dim (a negative
