@@ -122,5 +122,11 @@ TEST_CASE("llama: GPT-2's byte-level BPE from a GGUF gives Hugging Face's token 
   }
   CHECK(checked == 8);
   CHECK(nn::text::BPETokenizer::pieces("it's  a\n\nb 12x") == std::vector<std::string>{"it", "'s", " ", " a", "\n", "\n", "b", " 12", "x"});
-  CHECK_THROWS_AS(tok.decode({400}), Error);
+  CHECK_THROWS_WITH_AS(tok.decode({400}), doctest::Contains("BPETokenizer::decode: id 400 is out of range [0, 400)"), IndexError);
+  // malformed UTF-8 (a lone continuation byte, a cut sequence, a surrogate, 0xFF 0xFE) comes back
+  // byte for byte, not as U+FFFD
+  for (const std::string& bad : {std::string("a\x80 b"), std::string("x\xc3"), std::string("\xed\xa0\x80!"), std::string("\xff\xfe caf\xc3\xa9")}) {
+    INFO(bad.size(), " bytes");
+    CHECK(tok.decode(tok.encode(bad)) == bad);
+  }
 }

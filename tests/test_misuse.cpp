@@ -3,8 +3,11 @@
 // test_multi.cpp, next to their other tests.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+
 #include <tinyt.hpp>
 #include <tinyt/models/bert.hpp>
+#include <tinyt/models/llama.hpp>
 
 #include "helpers.hpp"
 
@@ -69,4 +72,38 @@ TEST_CASE("misuse: OMPI_COMM_WORLD_SIZE without mpirun is a DeviceError saying t
   CHECK_THROWS_WITH_AS(dist::detail::launched_size(), Contains("OMPI_COMM_WORLD_SIZE='two' is not a number of ranks"), DeviceError);
   env.set("OMPI_COMM_WORLD_SIZE", "2").set("PMIX_RANK", "1");  // what mpirun -np 2 gives rank 1
   CHECK(dist::detail::launched_size() == 2);
+}
+
+namespace {
+std::string data(const std::string& name) { return (std::filesystem::path(__FILE__).parent_path() / "data" / name).string(); }
+}  // namespace
+
+TEST_CASE("misuse: a GGUF metadata value read as another type is a DTypeError naming the key and both types") {
+  const nn::state::GGUFFile file = nn::state::gguf_load(data("llama_tiny_f32.gguf"));
+  CHECK_THROWS_WITH_AS(file.metadata.at("general.architecture").as_int(),
+                       Contains("gguf: the metadata value of 'general.architecture' is a string, not an integer"), DTypeError);
+  CHECK_THROWS_WITH_AS(file.metadata.at("llama.block_count").as_string(),
+                       Contains("gguf: the metadata value of 'llama.block_count' is an unsigned integer, not a string"), DTypeError);
+}
+
+TEST_CASE("misuse: Llama's weights are checked against the metadata, a ShapeError naming the tensor and both shapes") {
+  const nn::state::GGUFFile good = nn::state::gguf_load(data("llama_tiny_f32.gguf"));
+  const models::Llama model(good);  // the file as written agrees with itself
+  const models::Llama::Config c = model.config();
+  const int64_t kv = c.kv_heads * (c.dim / c.heads);
+  {  // a key/value projection one head too narrow
+    nn::state::GGUFFile file = good;
+    file.tensors["blk.1.attn_k.weight"] = Tensor::zeros({kv - c.dim / c.heads, c.dim});
+    CHECK_THROWS_WITH_AS(models::Llama(std::move(file)),
+                         Contains(tinyt::detail::cat("Llama: tensor 'blk.1.attn_k.weight' has shape ", Shape{kv - c.dim / c.heads, c.dim}).c_str()),
+                         ShapeError);
+  }
+  {  // metadata that says another feed-forward width than the tensors have
+    nn::state::GGUFFile file = good;
+    file.metadata["llama.feed_forward_length"].value = int64_t{c.hidden + 1};
+    CHECK_THROWS_WITH_AS(models::Llama(std::move(file)),
+                         Contains(tinyt::detail::cat("Llama: tensor 'blk.0.ffn_gate.weight' has shape ", Shape{c.hidden, c.dim},
+                                                     "; the metadata (width ", c.dim).c_str()),
+                         ShapeError);
+  }
 }
