@@ -107,3 +107,17 @@ TEST_CASE("misuse: Llama's weights are checked against the metadata, a ShapeErro
                          ShapeError);
   }
 }
+
+TEST_CASE("misuse: messages name the op, the argument and the value (a handful of those issue 31 made clearer)") {
+  const Tensor x = Tensor::ones({2, 3});
+  CHECK_THROWS_WITH_AS(x.flip({1, -1}), Contains("flip: axis -1 repeats among the axes for shape (2, 3)"), ShapeError);
+  CHECK_THROWS_WITH_AS(x.sum({0, -2}), Contains("sum: axis -2 repeats among the axes for shape (2, 3)"), IndexError);
+  CHECK_THROWS_WITH_AS(x.shard(two_cpus, 2), Contains("shard: axis 2 is out of range for a (2, 3) tensor (2 dims)"), ShapeError);
+  CHECK_THROWS_WITH_AS(x.cast(dtypes::index), Contains("cast: cannot cast float32 to index"), DTypeError);
+  CHECK_THROWS_WITH_AS(nn::optim::SGD({Tensor::ones({2}).requires_grad(true)}, 0.1, 0.0, 0.0, true),
+                       Contains("SGD: nesterov needs a momentum > 0, got momentum 0"), Error);
+  TinyJit step([](const Tensor& t, const UOp&) { return t + 1; });
+  CHECK_THROWS_WITH_AS(step(x, Variable("n", 1, 4)), Contains("a UOp argument must be a bound Variable (v.bind(n)), not a DEFINE_VAR"), Error);
+  CHECK_THROWS_WITH_AS(models::Bert({{"pooler.dense.weight", Tensor::ones({4, 4})}}, 2),
+                       Contains("Bert: none of the 1 weights is 'encoder.layer.0.attention.self.query.weight'"), Error);
+}

@@ -24,7 +24,9 @@ class Bert {
     // checked first: 0 heads would divide by zero below, and a bad count is the caller's, not the file's
     if (heads_ <= 0) throw ShapeError(::tinyt::detail::cat("Bert: heads must be positive, got ", heads_));
     while (w_.count(layer_name(layers_, "attention.self.query.weight"))) ++layers_;
-    if (layers_ == 0) throw Error("Bert: the weights have no encoder.layer.0");
+    if (layers_ == 0)
+      throw Error(::tinyt::detail::cat("Bert: none of the ", w_.size(), " weights is '", layer_name(0, "attention.self.query.weight"),
+                                     "' (BertModel's names, without a 'bert.' prefix)"));
     hidden_ = weight("embeddings.word_embeddings.weight").shape()[1].as_int();
     // PyTorch's Linear weights are (out, in); the matmuls read them as (in, out), in that order in
     // memory (a transposed view would be read across its rows)
