@@ -1450,6 +1450,12 @@ class Communicator {
 /// opened at first use), else this process alone (rank 0 of 1).
 Communicator& world();
 
+namespace detail {
+/// The number of ranks the launcher's environment names (OMPI_COMM_WORLD_SIZE), 0 where there is
+/// none; a DeviceError where the variable is there but mpirun did not start this process.
+int launched_size();
+}  // namespace detail
+
 }  // namespace dist
 }  // namespace tinyt::inline v0
 // ---- end tinyt/dist.hpp ----
@@ -1768,7 +1774,8 @@ class Tensor {
   Tensor shard(const std::vector<std::string>& devices, std::optional<int> axis = std::nullopt) const;
   /// Every process's tensor combined elementwise by `op`, in every process (dist::world(): the
   /// ranks mpirun started; this process alone without it). An item of the schedule, so TinyJit
-  /// replays it with the step's kernels; every rank must reduce the same shape and dtype.
+  /// replays it with the step's kernels; every rank must reduce the same shape and dtype (a
+  /// symbolic shape: the same bound shape).
   Tensor allreduce(dist::ReduceOp op = dist::ReduceOp::sum) const;
   Tensor repeat(Shape repeats) const;
   static Tensor cat(const std::vector<Tensor>& tensors, int dim = 0);
@@ -1785,6 +1792,8 @@ class Tensor {
   TensorRef operator[](std::vector<Index> index) const;
   /// PyTorch's gather; an index value out of range reads 0, or is an IndexError with CHECK_OOB=1.
   Tensor gather(int dim, const Tensor& index) const;
+  /// int32 one-hot rows along a new last axis; a value out of range gives a row of zeros, or is
+  /// an IndexError with CHECK_OOB=1.
   Tensor one_hot(int64_t num_classes) const;
   /// Stores `value` into this tensor's memory (broadcast to its shape), or into fresh memory when
   /// another tensor views that memory too; copies of this handle see the new value, tensors
@@ -2616,7 +2625,8 @@ template <class A> void jit_argument(const A& a, std::vector<Tensor>& inputs, st
   if constexpr (std::is_base_of_v<Tensor, T>) {
     inputs.push_back(a);
   } else if constexpr (std::is_same_v<T, UOp>) {
-    if (a.op() != Ops::BIND) throw Error("TinyJit: a UOp argument must be a bound Variable (v.bind(n))");
+    if (a.op() != Ops::BIND)
+      throw Error(::tinyt::detail::cat("TinyJit: a UOp argument must be a bound Variable (v.bind(n)), not a ", op_name(a.op())));
     binds.push_back(a);
   } else if constexpr (std::is_same_v<T, std::vector<Tensor>>) {
     inputs.insert(inputs.end(), a.begin(), a.end());
@@ -3364,10 +3374,12 @@ namespace tinyt::inline v0::nn::state {
 /// values (GGUF's twelve value types, integers and floats widened).
 struct GGUFValue {
   std::variant<uint64_t, int64_t, double, bool, std::string, std::vector<GGUFValue>> value;
+  std::string key;  // the metadata key it is read from ("key[i]" for an array's item), for errors
 
-  /// The integer (from any integer type); Error for another kind or an unsigned value past int64.
+  /// The integer (from any integer type); DTypeError naming the key and both kinds for another
+  /// kind, Error for an unsigned value past int64.
   int64_t as_int() const;
-  /// The number (from any integer or float type); Error for another kind.
+  /// The number (from any integer or float type); DTypeError for another kind.
   double as_float() const;
   bool as_bool() const;
   const std::string& as_string() const;
@@ -13529,25 +13541,39 @@ class BufferCopy final : public Runner {
 /// Every rank's bufs[1] combined by `op` into bufs[0], across dist::world()'s processes: GPU
 /// memory by NCCL, host memory by MPI, other device memory through a host copy. First the ranks
 /// check that they reduce the same shape, dtype and op (a ShapeError on every rank otherwise:
-/// reducing different tensors would mix them, or wait forever).
+/// reducing different tensors would mix them, or wait forever). A symbolic shape reduces the
+/// elements of its bound size: the variables' values come as a kernel's do.
 class AllreduceRunner final : public Runner {
  public:
   AllreduceRunner(Shape shape, DType dtype, dist::ReduceOp op)
       : shape_(std::move(shape)), dtype_(dtype), op_(op),
-        name_(tinyt::detail::cat("allreduce ", shape_, " ", dtype_.name(), " (", dist::to_string(op), ")")) {}
-  double run(const std::vector<Buffer*>& bufs, const std::vector<int64_t>&, bool timed) override {
+        name_(tinyt::detail::cat("allreduce ", shape_, " ", dtype_.name(), " (", dist::to_string(op), ")")) {
+    for (const sint& d : shape_)
+      if (!d.is_int())
+        for (const UOp& x : toposort(d.unbound()))
+          if (x.op() == Ops::DEFINE_VAR && std::find(vars_.begin(), vars_.end(), x) == vars_.end()) vars_.push_back(x);
+  }
+  /// The variables of its shape, in the order run() takes their values.
+  const std::vector<UOp>& vars() const { return vars_; }
+  double run(const std::vector<Buffer*>& bufs, const std::vector<int64_t>& vars, bool timed) override {
     Buffer& dst = *bufs.at(0);
     Buffer& src = *bufs.at(1);
     const auto start = std::chrono::steady_clock::now();
     dist::Communicator& world = dist::world();
-    const size_t count = dst.size(), nbytes = dst.nbytes();
+    // the buffers hold the largest size the variables allow; this run reduces the bound one
+    const Shape shape = bound_shape(vars);
+    const auto count = static_cast<size_t>(shape.numel().as_int());
+    const size_t nbytes = count * static_cast<size_t>(dtype_.itemsize());
+    if (nbytes > dst.nbytes() || nbytes > src.nbytes())
+      throw InternalError(tinyt::detail::cat(name_, ": ", shape, " is more than its buffers hold"));
+    count_ = count;
     backend::Allocator& memory = dst.backend().allocator();
     if (world.size() == 1) {  // the reduction of one value: a copy
       memory.copy(dst.ptr(), src.ptr(), nbytes);
       if (timed) dst.backend().synchronize();
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
-    agree(world);
+    agree(world, shape);
     if (auto* gpu = dynamic_cast<backend::CudaDevice*>(&dst.backend())) {
       nccl_for(world, *gpu).allreduce(src.ptr(), dst.ptr(), count, dtype_, op_);
     } else if (void* to = memory.host_pointer(dst.ptr())) {
@@ -13561,18 +13587,28 @@ class AllreduceRunner final : public Runner {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   const std::string& name() const override { return name_; }
-  Estimates estimates() const override {
-    const auto bytes = static_cast<int64_t>(shape_.numel().as_int() * dtype_.itemsize());
+  Estimates estimates() const override {  // of the last run (a symbolic shape's size is its values')
+    const auto bytes = static_cast<int64_t>(count_) * dtype_.itemsize();
     return {0, 2 * bytes, 2 * bytes};
   }
 
  private:
+  Shape bound_shape(const std::vector<int64_t>& values) const {
+    if (vars_.empty()) return shape_;
+    if (values.size() != vars_.size())
+      throw InternalError(tinyt::detail::cat(name_, ": ", values.size(), " variable value(s) for ", vars_.size(), " variable(s)"));
+    std::unordered_map<const UOpNode*, UOp> map;
+    for (size_t i = 0; i < vars_.size(); ++i) map.emplace(vars_[i].get(), vars_[i].bind(values[i]));
+    std::vector<sint> dims;
+    for (const sint& d : shape_) dims.push_back(d.is_int() ? d : sint(sint(substitute(d.unbound(), map)).value()));
+    return Shape(dims);
+  }
   // Every rank reduces the same shape, dtype and op: the largest and the smallest of each across
   // the ranks (one allreduce of max over each and its negation) must be equal.
-  void agree(dist::Communicator& world) const {
+  void agree(dist::Communicator& world, const Shape& shape) const {
     uint64_t shape_hash = 1469598103934665603ull;  // FNV-1a over the dims
-    for (const sint& d : shape_) shape_hash = (shape_hash ^ static_cast<uint64_t>(d.as_int())) * 1099511628211ull;
-    const int64_t mine[] = {shape_.numel().as_int(), static_cast<int64_t>(dtype_.scalar_type()), static_cast<int64_t>(op_),
+    for (const sint& d : shape) shape_hash = (shape_hash ^ static_cast<uint64_t>(d.as_int())) * 1099511628211ull;
+    const int64_t mine[] = {shape.numel().as_int(), static_cast<int64_t>(dtype_.scalar_type()), static_cast<int64_t>(op_),
                             static_cast<int64_t>(shape_hash >> 2)};
     int64_t both[8], seen[8];
     for (size_t i = 0; i < 4; ++i) both[2 * i] = mine[i], both[2 * i + 1] = -mine[i];
@@ -13584,7 +13620,7 @@ class AllreduceRunner final : public Runner {
     for (size_t i = 0; i < 4; ++i)
       if (seen[2 * i] != -seen[2 * i + 1])
         throw ShapeError(tinyt::detail::cat("allreduce: the ranks' tensors differ: rank ", world.rank(), " of ", world.size(),
-                                            " reduces ", shape_, " ", dtype_.name(), " (", dist::to_string(op_),
+                                            " reduces ", shape, " ", dtype_.name(), " (", dist::to_string(op_),
                                             "), another rank another shape, dtype or op (", -seen[1], " to ", seen[0],
                                             " elements across the ranks)"));
   }
@@ -13602,6 +13638,8 @@ class AllreduceRunner final : public Runner {
   DType dtype_;
   dist::ReduceOp op_;
   std::string name_;
+  std::vector<UOp> vars_;  // the DEFINE_VARs of shape_
+  size_t count_ = 0;       // the elements the last run reduced
 };
 
 }  // namespace engine
@@ -13790,6 +13828,19 @@ inline std::vector<HostFill>*& host_fill_sink() {
   return sink;
 }
 
+/// A check the host makes on values a step computed (CHECK_OOB's index check): a replay calls
+/// `check` once the items recorded before it have run, where running the step made it.
+struct HostCheck {
+  size_t after = 0;                            // how many recorded items run before it
+  std::vector<std::shared_ptr<Buffer>> reads;  // the memory it reads: kept out of the replay's memory plan
+  std::function<void()> check;                 // throws what running the step would have thrown
+};
+/// Where this thread's host checks are recorded while a TinyJit captures (null: not recording).
+inline std::vector<HostCheck>*& host_check_sink() {
+  thread_local std::vector<HostCheck>* sink = nullptr;
+  return sink;
+}
+
 namespace detail {
 // Seconds of the fastest of a few runs of `ast` with `opts`, on scratch copies of its buffers
 // (a candidate must not touch real data: the kernel may write in place); infinity when the
@@ -13944,7 +13995,13 @@ inline std::vector<ExecItem> lower_schedule(const std::vector<schedule::Kernel>&
       item.runner = std::make_shared<BufferCopy>(item.buffers[0]->nbytes(), item.buffers[1]->device(), item.device);
     } else if (k.ast.op() == Ops::ALLREDUCE) {
       const auto op = static_cast<dist::ReduceOp>(k.ast.arg()[0].as_int());
-      item.runner = std::make_shared<AllreduceRunner>(graph::sizes(k.ast.arg()[1]), k.ast.dtype(), op);
+      const Shape shape = graph::sizes(k.ast.arg()[1]);
+      auto runner = std::make_shared<AllreduceRunner>(shape, k.ast.dtype(), op);
+      schedule::VarVals vals = k.var_vals;  // a cached step's values; a shape still bound carries its own
+      for (const sint& d : shape)
+        if (!d.is_int()) vals.bind_all(d.as_uop());
+      for (const UOp& v : runner->vars()) item.vars.push_back(vals.at(v));
+      item.runner = std::move(runner);
     } else {
       for (const auto& b : item.buffers)
         if (b->device() != item.device)
@@ -14016,8 +14073,11 @@ inline void run_schedule(const std::vector<schedule::Kernel>& kernels) {
     run_item(items[i], knobs);
     const schedule::Kernel& k = kernels[i];
     if (capture) {
+      // the variables whose values a replay passes: a kernel's, or an allreduce's shape's
       const auto* compiled = dynamic_cast<const CompiledRunner*>(items[i].runner.get());
-      capture->push_back({items[i], compiled ? compiled->kernel().program.vars : std::vector<UOp>{}, k.in_place});
+      const auto* allreduce = dynamic_cast<const AllreduceRunner*>(items[i].runner.get());
+      capture->push_back({items[i], compiled ? compiled->kernel().program.vars : allreduce ? allreduce->vars() : std::vector<UOp>{},
+                          k.in_place});
     }
     if (k.in_place) graph::buffer_of(k.buffers[0])->overwritten();
     if (!k.temporary) graph::set_realized(k.computes, k.view);
@@ -15502,6 +15562,7 @@ TINYT_INLINE void Device::synchronize(const std::string& name) {
 // ---- tinyt/dist_impl.hpp ----
 // Definitions of dist.hpp, compiled with the engine (config.hpp).
 
+#include <climits>
 
 
 namespace tinyt::inline v0 {
@@ -15527,9 +15588,30 @@ class SelfCommunicator final : public Communicator {
 };
 }  // namespace detail
 
+TINYT_INLINE int detail::launched_size() {
+  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (!size || !*size) return 0;
+  char* end = nullptr;
+  const long n = std::strtol(size, &end, 10);
+  if (*end != '\0' || n < 1 || n > INT_MAX)
+    throw DeviceError(tinyt::detail::cat("dist::world: OMPI_COMM_WORLD_SIZE='", size, "' is not a number of ranks"));
+  // mpirun (Open MPI 4 and 5 alike) starts each rank with its PMIx server's address; a copied
+  // OMPI_COMM_WORLD_SIZE without it would make MPI start a world of this process alone
+  if (!std::getenv("PMIX_RANK"))
+    throw DeviceError(tinyt::detail::cat("dist::world: OMPI_COMM_WORLD_SIZE=", size, " but the ranks were not started by mpirun ",
+                                         "(no PMIX_RANK); run them with mpirun -np ", size, ", or unset it for one process"));
+  return static_cast<int>(n);
+}
+
 TINYT_INLINE Communicator& world() {
   static Communicator* const world = []() -> Communicator* {
-    if (const char* size = std::getenv("OMPI_COMM_WORLD_SIZE"); size && *size) return new backend::MpiCommunicator();
+    if (const int size = detail::launched_size()) {
+      auto mpi = std::make_unique<backend::MpiCommunicator>();
+      if (mpi->size() != size)
+        throw DeviceError(tinyt::detail::cat("dist::world: mpirun started ", size, " ranks but MPI joined ", mpi->size(),
+                                             ": the ranks were not started by this mpirun together"));
+      return mpi.release();
+    }
     return new detail::SelfCommunicator();
   }();
   return *world;
@@ -15657,7 +15739,7 @@ inline std::vector<bool> checked_flips(const Shape& s, const std::vector<int>& a
   std::vector<bool> f(s.size(), false);
   for (int a : axes) {
     const auto ax = static_cast<size_t>(normalize_axis(a, s.size(), "flip"));
-    if (f[ax]) throw ShapeError(cat("flip: axis ", a, " repeats"));
+    if (f[ax]) throw ShapeError(cat("flip: axis ", a, " repeats among the axes for shape ", s));
     f[ax] = true;
   }
   return f;
@@ -15670,7 +15752,7 @@ inline void check_growth(const Shape& s, const ew::Pairs& padding) {
   if (padding.size() != s.size()) throw ShapeError(cat("pad: ", padding.size(), " (before, after) pairs for shape ", s));
   for (const auto& [b, a] : padding)
     if (b.vmin() < 0 || a.vmin() < 0)
-      throw ShapeError(cat("pad: padding (", b, ", ", a, ") may be negative; a symbolic pad only grows"));
+      throw ShapeError(cat("pad: padding (", b, ", ", a, ") of shape ", s, " may be negative; a symbolic pad only grows"));
 }
 // A pad with concrete amounts, any of them negative (which crops, as PyTorch's): the crop, and
 // what grows after it.
@@ -15887,7 +15969,7 @@ TINYT_INLINE Tensor Tensor::shard(const std::vector<std::string>& devices, std::
   if (axis) {
     const int rank = static_cast<int>(whole.ndim());
     if (*axis < -rank || *axis >= rank)
-      throw ShapeError(cat("shard: axis ", *axis, " of a ", whole.shape(), " tensor"));
+      throw ShapeError(cat("shard: axis ", *axis, " is out of range for a ", whole.shape(), " tensor (", rank, " dims)"));
     split.axis = *axis < 0 ? *axis + rank : *axis;
     const sint size = whole.shape()[static_cast<size_t>(split.axis)];
     if (!size.is_int()) throw ShapeError(cat("shard: axis ", split.axis, " of ", whole.shape(), " is symbolic"));
@@ -15934,7 +16016,7 @@ TINYT_INLINE Tensor to_tensor(Operand o) { return TensorAccess::make(std::move(o
 inline Operand cast_operand(const Operand& x, DType dt) {
   if (dt == x.u.dtype()) return x;
   if (dt.is_ptr() || dt.is_void() || dt.is_index() || dt.count() != 1)
-    throw DTypeError(cat("cast: cannot cast to ", dt.name()));
+    throw DTypeError(cat("cast: cannot cast ", x.u.dtype().name(), " to ", dt.name()));
   if (x.u.op() == Ops::CONST) {  // a constant converts now (C's conversion rules)
     UOp c = x.u.arg().is<double>() ? UOp::const_(dtypes::float64, x.u.arg().get<double>())
                                    : UOp(Ops::CONST, x.u.dtype(), {}, x.u.arg());
@@ -16347,7 +16429,7 @@ TINYT_INLINE Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim, 
   std::vector<int64_t> ax;
   for (int a : axes) {
     const int64_t n = normalize_axis(a, s.size(), name);
-    if (std::find(ax.begin(), ax.end(), n) != ax.end()) throw IndexError(detail::cat(name, ": axis ", a, " repeats"));
+    if (std::find(ax.begin(), ax.end(), n) != ax.end()) throw IndexError(detail::cat(name, ": axis ", a, " repeats among the axes for shape ", s));
     if (!s.empty()) ax.push_back(n);
   }
   std::sort(ax.begin(), ax.end());
@@ -17401,6 +17483,7 @@ struct JitCore::State {
   bool captured = false;
   std::vector<engine::CapturedItem> recording;
   std::vector<engine::HostFill> fills;  // memory the host fills anew each call (random keys)
+  std::vector<engine::HostCheck> checks;  // checks of computed values (CHECK_OOB), in launch order
   std::vector<std::shared_ptr<Buffer>> capture_inputs;  // the memory of the capture's inputs (parts each)
   std::vector<size_t> memory_input;                      // ... the input each is of
   std::vector<JitItem> items;
@@ -17536,15 +17619,19 @@ TINYT_INLINE void JitCore::begin_capture(const std::vector<Tensor>& inputs, cons
   }
   s_->recording.clear();
   s_->fills.clear();
+  s_->checks.clear();
   engine::capture_sink() = &s_->recording;
   engine::host_fill_sink() = &s_->fills;
+  engine::host_check_sink() = &s_->checks;
 }
 
 TINYT_INLINE void JitCore::abort_capture() {
   engine::capture_sink() = nullptr;
   engine::host_fill_sink() = nullptr;
+  engine::host_check_sink() = nullptr;
   s_->recording.clear();
   s_->fills.clear();
+  s_->checks.clear();
   s_->capture_inputs.clear();
   s_->shapes.clear(), s_->dtypes.clear(), s_->devices.clear(), s_->shardings.clear();
   s_->calls = 1;  // the next call captures again
@@ -17559,6 +17646,7 @@ TINYT_INLINE void JitCore::end_capture(const std::vector<Tensor>& outputs) {
   }
   engine::capture_sink() = nullptr;
   engine::host_fill_sink() = nullptr;
+  engine::host_check_sink() = nullptr;
   for (engine::CapturedItem& c : s_->recording) {
     JitItem item{std::move(c.item), std::move(c.vars), {}, c.in_place};
     for (size_t j = 0; j < item.item.buffers.size(); ++j)
@@ -17584,7 +17672,9 @@ TINYT_INLINE void JitCore::end_capture(const std::vector<Tensor>& outputs) {
   // what outlives the step keeps its memory: the outputs, and whatever a live tensor can reach
   std::vector<UOp> roots = s_->outputs;
   for (auto& d : Tensor::live_tensors().snapshot()) roots.push_back(Tensor::shared_fields(*d).first);
-  const std::unordered_set<const Buffer*> kept = jit::reachable_memory(roots);
+  std::unordered_set<const Buffer*> kept = jit::reachable_memory(roots);
+  for (const engine::HostCheck& c : s_->checks)
+    for (const std::shared_ptr<Buffer>& b : c.reads) kept.insert(b.get());  // read by the host after its kernel
   const auto [buffers, memories] = jit::plan_memory(s_->items, [&](const Buffer* b) { return !kept.count(b); });
   s_->captured = true;
   if (debug_level() >= 1)
@@ -17622,19 +17712,33 @@ TINYT_INLINE std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& inpu
   for (size_t k = 0; k < inputs.size(); ++k)
     for (std::shared_ptr<Buffer>& part : jit::input_memory(inputs[k], k)) memory.push_back(std::move(part));
   const schedule::VarVals vals = jit::bound_values(inputs, binds);
+  // every variable's value before anything runs: a replay stopped halfway would leave the
+  // weights that its first kernels update changed
+  for (const JitItem& j : s_->items)
+    for (const UOp& v : j.vars)
+      if (std::none_of(vals.vals.begin(), vals.vals.end(), [&](const auto& b) { return b.first == v; }))
+        throw ShapeError(cat("TinyJit: variable '", v.arg()[0].get<std::string>(), "' has no value at this replay; pass its ",
+                             "binding (", v.arg()[0].get<std::string>(), ".bind(n)) as an argument of the step (nothing ran)"));
   const engine::RunKnobs knobs = engine::RunKnobs::current();
   const profile::Span span("TinyJit replay", "jit", knobs.profile);
   for (const engine::HostFill& f : s_->fills) {
     const std::vector<uint8_t> bytes = f.fill();
     f.buffer->copyin(bytes.data(), bytes.size());
   }
-  for (JitItem& j : s_->items) {
+  auto next_check = s_->checks.begin();
+  auto run_checks = [&](size_t ran) {  // the checks the step made once `ran` items had run
+    for (; next_check != s_->checks.end() && next_check->after <= ran; ++next_check) next_check->check();
+  };
+  for (size_t i = 0; i < s_->items.size(); ++i) {
+    run_checks(i);
+    JitItem& j = s_->items[i];
     for (const auto& [slot, k] : j.input_slots) j.item.buffers[slot] = memory[k];
     for (size_t v = 0; v < j.vars.size(); ++v) j.item.vars[v] = vals.at(j.vars[v]);
     engine::run_item(j.item, knobs);
     if (j.in_place) j.item.buffers[0]->overwritten();
     for (const auto& [slot, k] : j.input_slots) j.item.buffers[slot] = nullptr;
   }
+  run_checks(s_->items.size());
   std::vector<Tensor> out;
   for (size_t k = 0; k < s_->outputs.size(); ++k)
     out.push_back(s_->output_inputs[k] >= 0 ? inputs[static_cast<size_t>(s_->output_inputs[k])]
@@ -17933,34 +18037,62 @@ inline DType index_compare_dtype(DType dt) {
 /// Whether index tensors are checked for out-of-range values (CHECK_OOB=1).
 inline bool check_oob() { return getenv_int("CHECK_OOB", 0) != 0; }
 
-/// The number held by a 1-element integer tensor, as text (uint64 values past int64 included).
-inline std::string int_text(const Tensor& t) {
-  if (t.dtype().is_unsigned()) return std::to_string(t.cast(dtypes::uint64).item<uint64_t>());
-  return std::to_string(t.cast(dtypes::int64).item<int64_t>());
+/// The IndexError of `op` for the index value `value` (as text) at flat element `first` of an
+/// index tensor of `shape` into an axis of `size`.
+inline IndexError index_error(const char* op, const std::string& value, size_t axis, int64_t size, int64_t first,
+                              const std::vector<int64_t>& shape) {
+  std::vector<int64_t> where(shape.size());
+  for (size_t d = shape.size(), rest = static_cast<size_t>(first); d-- > 0;)
+    where[d] = static_cast<int64_t>(rest % static_cast<size_t>(shape[d])), rest /= static_cast<size_t>(shape[d]);
+  return IndexError(cat(op, ": index ", value, " is out of range for axis ", axis, " with size ", size, " (element ",
+                        shape_str(where), " of the index tensor of shape ", shape_str(shape), ")"));
 }
 
 /// With CHECK_OOB=1, an IndexError from `op` when a value of `idx` is outside [-size, size)
 /// (`wrap`: negative values count from the end) or [0, size), naming the axis, the value and
-/// where it sits in the index.
+/// where it sits in the index. Under a TinyJit capture the check is recorded too, so that every
+/// replay makes it on that call's index.
 inline void check_index_values(const Tensor& idx, int64_t size, bool wrap, const char* op, size_t axis) {
   if (!check_oob() || idx.numel() == 0) return;
   const std::vector<int64_t> shape = dims_of(idx);
   const int64_t n = idx.numel();
   Tensor(idx).realize();  // once: the check and the op both read it
-  Tensor i = idx.reshape({n}).cast(index_compare_dtype(idx.dtype()));  // holds -size and size
-  const DType dt = i.dtype();
-  const std::string dev = i.device();
+  // 64 bits hold -size, size and every index value; unsigned stays unsigned so a value past
+  // INT64_MAX prints as itself
+  const bool is_unsigned = idx.dtype().is_unsigned();
+  const DType dt = is_unsigned ? dtypes::uint64 : dtypes::int64;
+  // an index split across devices is checked whole on the first (flattening it there would
+  // move elements between devices)
+  const std::string dev = idx.device().substr(0, idx.device().find(','));
+  const Tensor i = idx.to(dev).reshape({n}).cast(dt);
   Tensor bad = i.ge(scalar_of(dt, size, dev));
-  if (!dt.is_unsigned()) bad = bad.logical_or(i.lt(scalar_of(dt, wrap ? -size : 0, dev)));
-  // the first offending position, or n when there is none
+  if (!is_unsigned) bad = bad.logical_or(i.lt(scalar_of(dt, wrap ? -size : 0, dev)));
+  // the first offending position (n when there is none), and the value there, computed only
+  // when needed: the first is the one number that comes back when all is well
   const Tensor at = Tensor::arange(int64_t{0}, n).cast(dtypes::int64).to(dev);
-  const int64_t first = bad.where(at, scalar_of(dtypes::int64, n, dev)).min().item<int64_t>();
-  if (first == n) return;
-  std::vector<int64_t> where(shape.size());
-  for (size_t d = shape.size(), rest = static_cast<size_t>(first); d-- > 0;)
-    where[d] = static_cast<int64_t>(rest % static_cast<size_t>(shape[d])), rest /= static_cast<size_t>(shape[d]);
-  throw IndexError(cat(op, ": index ", int_text(i[{first}]), " is out of range for axis ", axis, " with size ", size,
-                       " (element ", shape_str(where), " of the index tensor of shape ", shape_str(shape), ")"));
+  Tensor first = bad.where(at, scalar_of(dtypes::int64, n, dev)).min();
+  Tensor value = at.eq(first).where(i, scalar_of(dt, 0, dev)).sum().cast(dt);
+  const auto fail = [=, op = std::string(op)](int64_t at_first, uint64_t bits) {
+    const std::string text = is_unsigned ? std::to_string(bits) : std::to_string(static_cast<int64_t>(bits));
+    return index_error(op.c_str(), text, axis, size, at_first, shape);
+  };
+  if (std::vector<engine::HostCheck>* checks = engine::host_check_sink()) {
+    // a TinyJit capture: both numbers are kernels of the step, which each replay reads back
+    realize_tensors({first, value});
+    const std::shared_ptr<Buffer> first_mem = graph::buffer_of(graph::base_buffer(first.uop())),
+                                  value_mem = graph::buffer_of(graph::base_buffer(value.uop()));
+    const auto read = [](const std::shared_ptr<Buffer>& m) {
+      uint64_t bits = 0;
+      m->copyout(&bits, sizeof bits);
+      return bits;
+    };
+    checks->push_back({engine::capture_sink() ? engine::capture_sink()->size() : 0, {first_mem, value_mem}, [=] {
+                         if (const auto at_first = static_cast<int64_t>(read(first_mem)); at_first != n) throw fail(at_first, read(value_mem));
+                       }});
+  }
+  const int64_t at_first = first.item<int64_t>();
+  if (at_first == n) return;
+  throw fail(at_first, is_unsigned ? value.item<uint64_t>() : static_cast<uint64_t>(value.item<int64_t>()));
 }
 
 /// A slice where a bound or the size is symbolic: step 1, bounds within the dim (a negative
@@ -18334,13 +18466,16 @@ TINYT_INLINE Tensor Tensor::gather(int dim, const Tensor& index) const {
 }
 
 /// int32 one-hot vectors along a new last axis; num_classes -1 takes the maximum value + 1
-/// (which reads the tensor). Values out of range give a row of zeros.
+/// (which reads the tensor). Values out of range give a row of zeros, or an IndexError with
+/// CHECK_OOB=1.
 TINYT_INLINE Tensor Tensor::one_hot(int64_t num_classes) const {
   if (!dtype().is_int())
     throw DTypeError(detail::cat("one_hot: needs an integer tensor, not ", dtype().name()));
   if (num_classes == -1) num_classes = numel() ? max().cast(dtypes::int64).item<int64_t>() + 1 : 0;
   if (num_classes < 0)
-    throw Error(detail::cat("one_hot: num_classes must be -1 or non-negative, got ", num_classes));
+    throw ShapeError(detail::cat("one_hot: num_classes must be -1 or non-negative, got ", num_classes));
+  // the classes are the new last axis
+  detail::check_index_values(*this, num_classes, false, "one_hot", ndim());
   return detail::one_hot_mask(*this, num_classes, false).cast(dtypes::int32);
 }
 
@@ -19754,7 +19889,7 @@ TINYT_INLINE SGD::SGD(const std::vector<Tensor>& params, double lr_value, double
       nesterov_(nesterov) {
   check_arg("momentum", momentum, 0.0);
   check_arg("weight_decay", weight_decay, 0.0);
-  if (nesterov && momentum <= 0.0) throw Error("SGD: nesterov momentum needs a momentum > 0");
+  if (nesterov && momentum <= 0.0) throw Error(tinyt::detail::cat("SGD: nesterov needs a momentum > 0, got momentum ", momentum));
   if (momentum != 0.0)
     for (const Tensor& p : params_) velocity_.push_back(new_state(p, 0.0));
   finish_init();
@@ -20187,14 +20322,16 @@ using ::tinyt::detail::cat;
 
 template <class T> const T& gguf_get(const GGUFValue& v, const char* kind) {
   if (const T* p = std::get_if<T>(&v.value)) return *p;
-  throw Error(cat("gguf: the metadata value is not ", kind));
+  static constexpr const char* held[] = {"an unsigned integer", "a signed integer", "a float", "a bool", "a string", "an array"};
+  throw DTypeError(cat("gguf: the metadata value of '", v.key, "' is ", held[v.value.index()], ", not ", kind));
 }
 }  // namespace detail
 
 TINYT_INLINE int64_t GGUFValue::as_int() const {
   if (const auto* i = std::get_if<int64_t>(&value)) return *i;
   const uint64_t u = detail::gguf_get<uint64_t>(*this, "an integer");
-  if (u > static_cast<uint64_t>(INT64_MAX)) throw Error(detail::cat("gguf: the metadata value ", u, " does not fit int64"));
+  if (u > static_cast<uint64_t>(INT64_MAX))
+    throw Error(detail::cat("gguf: the metadata value of '", key, "', ", u, ", does not fit int64"));
   return static_cast<int64_t>(u);
 }
 TINYT_INLINE double GGUFValue::as_float() const {
@@ -20275,35 +20412,37 @@ class GGUFReader {
     return n;
   }
 
-  GGUFValue value(uint32_t type, const std::string& key, int depth = 0) {
+  GGUFValue value(uint32_t type, const std::string& key, int depth = 0) { return {held_value(type, key, depth), key}; }
+
+ private:
+  decltype(GGUFValue::value) held_value(uint32_t type, const std::string& key, int depth) {
     const std::string what = cat("the value of '", key, "'");
     switch (type) {
-      case 0: return {uint64_t{number<uint8_t>(what)}};
-      case 1: return {int64_t{number<int8_t>(what)}};
-      case 2: return {uint64_t{number<uint16_t>(what)}};
-      case 3: return {int64_t{number<int16_t>(what)}};
-      case 4: return {uint64_t{number<uint32_t>(what)}};
-      case 5: return {int64_t{number<int32_t>(what)}};
-      case 6: return {static_cast<double>(number<float>(what))};
-      case 7: return {number<uint8_t>(what) != 0};
-      case 8: return {string(what)};
+      case 0: return uint64_t{number<uint8_t>(what)};
+      case 1: return int64_t{number<int8_t>(what)};
+      case 2: return uint64_t{number<uint16_t>(what)};
+      case 3: return int64_t{number<int16_t>(what)};
+      case 4: return uint64_t{number<uint32_t>(what)};
+      case 5: return int64_t{number<int32_t>(what)};
+      case 6: return static_cast<double>(number<float>(what));
+      case 7: return number<uint8_t>(what) != 0;
+      case 8: return string(what);
       case 9: {
         if (depth >= 8) throw Error(cat(where(), ": '", key, "' nests arrays more than 8 deep"));
         const auto item_type = number<uint32_t>(what + "'s item type");
         const uint64_t n = count(what + "'s length", min_value_bytes(item_type, key));
         std::vector<GGUFValue> items;
         items.reserve(static_cast<size_t>(n));
-        for (uint64_t i = 0; i < n; ++i) items.push_back(value(item_type, key, depth + 1));
-        return {std::move(items)};
+        for (uint64_t i = 0; i < n; ++i) items.push_back(value(item_type, cat(key, "[", i, "]"), depth + 1));
+        return items;  // moved (C++20 moves a local into the variant)
       }
-      case 10: return {number<uint64_t>(what)};
-      case 11: return {number<int64_t>(what)};
-      case 12: return {number<double>(what)};
+      case 10: return number<uint64_t>(what);
+      case 11: return number<int64_t>(what);
+      case 12: return number<double>(what);
       default: throw Error(cat(where(), ": '", key, "' has value type ", type, ", which GGUF does not define"));
     }
   }
 
- private:
   uint64_t min_value_bytes(uint32_t type, const std::string& key) const {
     switch (type) {
       case 0: case 1: case 7: return 1;

@@ -196,3 +196,37 @@ TEST_CASE("TinyJit: a random op draws new numbers at each replay, the numbers ea
   CHECK(replayed == plain);
   CHECK(replayed[2] != replayed[3]);  // not the capture's numbers again
 }
+
+TEST_CASE("TinyJit: with CHECK_OOB=1 a replay checks each call's index, and an out-of-range one is an IndexError") {
+  tinyt_test::ScopedEnv env;
+  env.set("CHECK_OOB", "1");
+  const std::vector<float> tv = tinyt_test::values(3 * 2, 7);
+  Tensor table = Tensor::from_vector(tv, {3, 2}).realize();
+  TinyJit rows([&](const Tensor& ids) { return table[{ids}] * 2; });
+  auto call = [&](std::vector<int32_t> ids) { return rows(Tensor::from_vector(ids, {2}).realize()).to_vector<float>(); };
+  for (int32_t i = 0; i < 3; ++i) CHECK(call({i, 2}) == std::vector<float>{2 * tv[size_t(2 * i)], 2 * tv[size_t(2 * i + 1)], 2 * tv[4], 2 * tv[5]});
+  REQUIRE(rows.captured_count() > 0);
+  // replayed: the capture's kernels check this call's index (it read 0 before)
+  CHECK_THROWS_WITH_AS(call({1, 7}), doctest::Contains("index: index 7 is out of range for axis 0 with size 3 (element (1,)"), IndexError);
+  CHECK_THROWS_WITH_AS(call({-4, 0}), doctest::Contains("index: index -4 is out of range"), IndexError);
+  CHECK(call({-1, 0}) == std::vector<float>{2 * tv[4], 2 * tv[5], 2 * tv[0], 2 * tv[1]});  // and goes on replaying
+}
+
+TEST_CASE("TinyJit: a replay that lacks a variable's value throws before it runs anything, so the weights stay as they were") {
+  const UOp pos = Variable("pos", 1, 4);
+  Tensor w = Tensor::zeros({4}).contiguous().realize();
+  // the step updates w first, then reads a prefix whose variable it binds itself: a replay gets
+  // no value for it (only arguments and input shapes bind at a replay)
+  TinyJit step([&](const Tensor& x) {
+    w.assign(w + x).realize();
+    return w[{Slice(0, pos.bind(2))}].sum();
+  });
+  const Tensor ones = Tensor::ones({4}).contiguous().realize();
+  CHECK(step(ones).item<float>() == 2.f);  // runs
+  CHECK(step(ones).item<float>() == 4.f);  // captures
+  REQUIRE(step.captured_count() > 0);
+  const std::vector<float> before = w.to_vector<float>();
+  CHECK(before == std::vector<float>(4, 2.f));
+  CHECK_THROWS_WITH_AS(step(ones), doctest::Contains("TinyJit: variable 'pos' has no value at this replay"), ShapeError);
+  CHECK(w.to_vector<float>() == before);
+}

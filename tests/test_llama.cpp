@@ -46,7 +46,10 @@ TEST_CASE("llama: a random LLaMA from GGUF gives PyTorch's logits, weights store
     const std::vector<float> got = logits.to_vector<float>(), want = ref.at(tag + ".logits").to_vector<float>();
     float scale = 0, worst = 0;
     for (size_t i = 0; i < want.size(); ++i) scale = std::max(scale, std::abs(want[i])), worst = std::max(worst, std::abs(got[i] - want[i]));
-    CHECK(worst <= 1e-4f * scale);
+    // measured (x86-64, LLVM): 5.95e-7 of the largest logit at worst (q8_0; f32 5.6e-7, f16 5.1e-7,
+    // q4_0 4.9e-7), about 10 float32 roundings; 1e-5 leaves a 17x margin for other summation
+    // orders and vector widths
+    CHECK(worst <= 1e-5f * scale);
     // greedy: the most likely next token at every position is PyTorch's
     for (size_t t = 0; t < n; ++t) {
       auto row = [&](const std::vector<float>& v) { return std::max_element(v.begin() + t * 400, v.begin() + (t + 1) * 400) - v.begin(); };
@@ -73,7 +76,8 @@ TEST_CASE("llama: decoding token by token with a KV cache gives the whole prompt
       worst = std::max(worst, std::abs(got[v] - want[t * 400 + v]));
     }
   }
-  CHECK(worst <= 1e-4f * scale);
+  // measured (x86-64, LLVM): 4.7e-7 of the largest logit; 1e-5 leaves a 20x margin, as above
+  CHECK(worst <= 1e-5f * scale);
 }
 
 TEST_CASE("llama: greedy generation with the KV cache continues the prompt as PyTorch does") {
@@ -122,5 +126,11 @@ TEST_CASE("llama: GPT-2's byte-level BPE from a GGUF gives Hugging Face's token 
   }
   CHECK(checked == 8);
   CHECK(nn::text::BPETokenizer::pieces("it's  a\n\nb 12x") == std::vector<std::string>{"it", "'s", " ", " a", "\n", "\n", "b", " 12", "x"});
-  CHECK_THROWS_AS(tok.decode({400}), Error);
+  CHECK_THROWS_WITH_AS(tok.decode({400}), doctest::Contains("BPETokenizer::decode: id 400 is out of range [0, 400)"), IndexError);
+  // malformed UTF-8 (a lone continuation byte, a cut sequence, a surrogate, 0xFF 0xFE) comes back
+  // byte for byte, not as U+FFFD
+  for (const std::string& bad : {std::string("a\x80 b"), std::string("x\xc3"), std::string("\xed\xa0\x80!"), std::string("\xff\xfe caf\xc3\xa9")}) {
+    INFO(bad.size(), " bytes");
+    CHECK(tok.decode(tok.encode(bad)) == bad);
+  }
 }

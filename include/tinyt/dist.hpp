@@ -52,5 +52,11 @@ class Communicator {
 /// opened at first use), else this process alone (rank 0 of 1).
 Communicator& world();
 
+namespace detail {
+/// The number of ranks the launcher's environment names (OMPI_COMM_WORLD_SIZE), 0 where there is
+/// none; a DeviceError where the variable is there but mpirun did not start this process.
+int launched_size();
+}  // namespace detail
+
 }  // namespace dist
 }  // namespace tinyt::inline v0

@@ -1,6 +1,8 @@
 // Definitions of dist.hpp, compiled with the engine (config.hpp).
 #pragma once
 
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 
 #include "backend/mpi.hpp"
@@ -29,9 +31,30 @@ class SelfCommunicator final : public Communicator {
 };
 }  // namespace detail
 
+TINYT_INLINE int detail::launched_size() {
+  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (!size || !*size) return 0;
+  char* end = nullptr;
+  const long n = std::strtol(size, &end, 10);
+  if (*end != '\0' || n < 1 || n > INT_MAX)
+    throw DeviceError(tinyt::detail::cat("dist::world: OMPI_COMM_WORLD_SIZE='", size, "' is not a number of ranks"));
+  // mpirun (Open MPI 4 and 5 alike) starts each rank with its PMIx server's address; a copied
+  // OMPI_COMM_WORLD_SIZE without it would make MPI start a world of this process alone
+  if (!std::getenv("PMIX_RANK"))
+    throw DeviceError(tinyt::detail::cat("dist::world: OMPI_COMM_WORLD_SIZE=", size, " but the ranks were not started by mpirun ",
+                                         "(no PMIX_RANK); run them with mpirun -np ", size, ", or unset it for one process"));
+  return static_cast<int>(n);
+}
+
 TINYT_INLINE Communicator& world() {
   static Communicator* const world = []() -> Communicator* {
-    if (const char* size = std::getenv("OMPI_COMM_WORLD_SIZE"); size && *size) return new backend::MpiCommunicator();
+    if (const int size = detail::launched_size()) {
+      auto mpi = std::make_unique<backend::MpiCommunicator>();
+      if (mpi->size() != size)
+        throw DeviceError(tinyt::detail::cat("dist::world: mpirun started ", size, " ranks but MPI joined ", mpi->size(),
+                                             ": the ranks were not started by this mpirun together"));
+      return mpi.release();
+    }
     return new detail::SelfCommunicator();
   }();
   return *world;

@@ -63,7 +63,8 @@ template <class A> void jit_argument(const A& a, std::vector<Tensor>& inputs, st
   if constexpr (std::is_base_of_v<Tensor, T>) {
     inputs.push_back(a);
   } else if constexpr (std::is_same_v<T, UOp>) {
-    if (a.op() != Ops::BIND) throw Error("TinyJit: a UOp argument must be a bound Variable (v.bind(n))");
+    if (a.op() != Ops::BIND)
+      throw Error(::tinyt::detail::cat("TinyJit: a UOp argument must be a bound Variable (v.bind(n)), not a ", op_name(a.op())));
     binds.push_back(a);
   } else if constexpr (std::is_same_v<T, std::vector<Tensor>>) {
     inputs.insert(inputs.end(), a.begin(), a.end());

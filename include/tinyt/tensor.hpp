@@ -282,7 +282,8 @@ class Tensor {
   Tensor shard(const std::vector<std::string>& devices, std::optional<int> axis = std::nullopt) const;
   /// Every process's tensor combined elementwise by `op`, in every process (dist::world(): the
   /// ranks mpirun started; this process alone without it). An item of the schedule, so TinyJit
-  /// replays it with the step's kernels; every rank must reduce the same shape and dtype.
+  /// replays it with the step's kernels; every rank must reduce the same shape and dtype (a
+  /// symbolic shape: the same bound shape).
   Tensor allreduce(dist::ReduceOp op = dist::ReduceOp::sum) const;
   Tensor repeat(Shape repeats) const;
   static Tensor cat(const std::vector<Tensor>& tensors, int dim = 0);
@@ -299,6 +300,8 @@ class Tensor {
   TensorRef operator[](std::vector<Index> index) const;
   /// PyTorch's gather; an index value out of range reads 0, or is an IndexError with CHECK_OOB=1.
   Tensor gather(int dim, const Tensor& index) const;
+  /// int32 one-hot rows along a new last axis; a value out of range gives a row of zeros, or is
+  /// an IndexError with CHECK_OOB=1.
   Tensor one_hot(int64_t num_classes) const;
   /// Stores `value` into this tensor's memory (broadcast to its shape), or into fresh memory when
   /// another tensor views that memory too; copies of this handle see the new value, tensors

@@ -3,7 +3,8 @@
 // 0; a failed check prints what differs and exits 1.
 //
 //   mpi_check allreduce   values of every dtype and op against what each rank computes itself
-//   mpi_check jit         an allreduce inside a TinyJit step, replayed with new inputs
+//   mpi_check jit         an allreduce inside a TinyJit step, replayed with new inputs; of a
+//                         symbolic shape, plain and replayed
 //   mpi_check train       data-parallel training (the global batch split across the ranks)
 //                         equals training on the whole batch in one process
 //   mpi_check mismatch    ranks reducing different shapes: a ShapeError on every rank
@@ -100,6 +101,22 @@ void check_jit() {
     for (size_t j = 0; j < v.size(); ++j) {
       const float want = std::max(0.f, 2 * (static_cast<float>(i) - static_cast<float>(j)) + 2 * (static_cast<float>(i + 1) - static_cast<float>(j)));
       EXPECT(got[j] == want, "call ", i, " element ", j, ": got ", got[j], ", want ", want);
+    }
+  }
+  // a symbolic shape: the ranks reduce (and agree on) the bound rows only, plain and replayed
+  const UOp rows = Variable("rows", 1, 6);
+  std::vector<float> v(6 * 2);
+  for (size_t j = 0; j < v.size(); ++j) v[j] = static_cast<float>(rank + 1) * static_cast<float>(j);
+  const Tensor table = Tensor::from_vector(v, {6, 2}).realize();
+  TinyJit prefix([&](const UOp& k) { return table[{Slice(0, k)}].allreduce().add(0); });
+  for (int64_t k : {2, 5, 3, 6, 1}) {
+    const std::vector<float> plain = table[{Slice(0, rows.bind(k))}].allreduce().to_vector<float>();
+    const std::vector<float> jitted = prefix(rows.bind(k)).to_vector<float>();
+    EXPECT(plain.size() == static_cast<size_t>(2 * k) && jitted.size() == plain.size(), "rows ", k, ": ", plain.size(), " and ",
+           jitted.size(), " elements");
+    for (size_t j = 0; j < plain.size() && j < jitted.size(); ++j) {
+      const float want = 3.f * static_cast<float>(j);  // (1 + 2) j: ranks 0 and 1
+      EXPECT(plain[j] == want && jitted[j] == want, "rows ", k, " element ", j, ": ", plain[j], " and ", jitted[j], ", want ", want);
     }
   }
 }

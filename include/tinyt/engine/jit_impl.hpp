@@ -25,6 +25,7 @@ struct JitCore::State {
   bool captured = false;
   std::vector<engine::CapturedItem> recording;
   std::vector<engine::HostFill> fills;  // memory the host fills anew each call (random keys)
+  std::vector<engine::HostCheck> checks;  // checks of computed values (CHECK_OOB), in launch order
   std::vector<std::shared_ptr<Buffer>> capture_inputs;  // the memory of the capture's inputs (parts each)
   std::vector<size_t> memory_input;                      // ... the input each is of
   std::vector<JitItem> items;
@@ -160,15 +161,19 @@ TINYT_INLINE void JitCore::begin_capture(const std::vector<Tensor>& inputs, cons
   }
   s_->recording.clear();
   s_->fills.clear();
+  s_->checks.clear();
   engine::capture_sink() = &s_->recording;
   engine::host_fill_sink() = &s_->fills;
+  engine::host_check_sink() = &s_->checks;
 }
 
 TINYT_INLINE void JitCore::abort_capture() {
   engine::capture_sink() = nullptr;
   engine::host_fill_sink() = nullptr;
+  engine::host_check_sink() = nullptr;
   s_->recording.clear();
   s_->fills.clear();
+  s_->checks.clear();
   s_->capture_inputs.clear();
   s_->shapes.clear(), s_->dtypes.clear(), s_->devices.clear(), s_->shardings.clear();
   s_->calls = 1;  // the next call captures again
@@ -183,6 +188,7 @@ TINYT_INLINE void JitCore::end_capture(const std::vector<Tensor>& outputs) {
   }
   engine::capture_sink() = nullptr;
   engine::host_fill_sink() = nullptr;
+  engine::host_check_sink() = nullptr;
   for (engine::CapturedItem& c : s_->recording) {
     JitItem item{std::move(c.item), std::move(c.vars), {}, c.in_place};
     for (size_t j = 0; j < item.item.buffers.size(); ++j)
@@ -208,7 +214,9 @@ TINYT_INLINE void JitCore::end_capture(const std::vector<Tensor>& outputs) {
   // what outlives the step keeps its memory: the outputs, and whatever a live tensor can reach
   std::vector<UOp> roots = s_->outputs;
   for (auto& d : Tensor::live_tensors().snapshot()) roots.push_back(Tensor::shared_fields(*d).first);
-  const std::unordered_set<const Buffer*> kept = jit::reachable_memory(roots);
+  std::unordered_set<const Buffer*> kept = jit::reachable_memory(roots);
+  for (const engine::HostCheck& c : s_->checks)
+    for (const std::shared_ptr<Buffer>& b : c.reads) kept.insert(b.get());  // read by the host after its kernel
   const auto [buffers, memories] = jit::plan_memory(s_->items, [&](const Buffer* b) { return !kept.count(b); });
   s_->captured = true;
   if (debug_level() >= 1)
@@ -246,19 +254,33 @@ TINYT_INLINE std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& inpu
   for (size_t k = 0; k < inputs.size(); ++k)
     for (std::shared_ptr<Buffer>& part : jit::input_memory(inputs[k], k)) memory.push_back(std::move(part));
   const schedule::VarVals vals = jit::bound_values(inputs, binds);
+  // every variable's value before anything runs: a replay stopped halfway would leave the
+  // weights that its first kernels update changed
+  for (const JitItem& j : s_->items)
+    for (const UOp& v : j.vars)
+      if (std::none_of(vals.vals.begin(), vals.vals.end(), [&](const auto& b) { return b.first == v; }))
+        throw ShapeError(cat("TinyJit: variable '", v.arg()[0].get<std::string>(), "' has no value at this replay; pass its ",
+                             "binding (", v.arg()[0].get<std::string>(), ".bind(n)) as an argument of the step (nothing ran)"));
   const engine::RunKnobs knobs = engine::RunKnobs::current();
   const profile::Span span("TinyJit replay", "jit", knobs.profile);
   for (const engine::HostFill& f : s_->fills) {
     const std::vector<uint8_t> bytes = f.fill();
     f.buffer->copyin(bytes.data(), bytes.size());
   }
-  for (JitItem& j : s_->items) {
+  auto next_check = s_->checks.begin();
+  auto run_checks = [&](size_t ran) {  // the checks the step made once `ran` items had run
+    for (; next_check != s_->checks.end() && next_check->after <= ran; ++next_check) next_check->check();
+  };
+  for (size_t i = 0; i < s_->items.size(); ++i) {
+    run_checks(i);
+    JitItem& j = s_->items[i];
     for (const auto& [slot, k] : j.input_slots) j.item.buffers[slot] = memory[k];
     for (size_t v = 0; v < j.vars.size(); ++v) j.item.vars[v] = vals.at(j.vars[v]);
     engine::run_item(j.item, knobs);
     if (j.in_place) j.item.buffers[0]->overwritten();
     for (const auto& [slot, k] : j.input_slots) j.item.buffers[slot] = nullptr;
   }
+  run_checks(s_->items.size());
   std::vector<Tensor> out;
   for (size_t k = 0; k < s_->outputs.size(); ++k)
     out.push_back(s_->output_inputs[k] >= 0 ? inputs[static_cast<size_t>(s_->output_inputs[k])]

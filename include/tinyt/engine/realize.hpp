@@ -213,6 +213,19 @@ inline std::vector<HostFill>*& host_fill_sink() {
   return sink;
 }
 
+/// A check the host makes on values a step computed (CHECK_OOB's index check): a replay calls
+/// `check` once the items recorded before it have run, where running the step made it.
+struct HostCheck {
+  size_t after = 0;                            // how many recorded items run before it
+  std::vector<std::shared_ptr<Buffer>> reads;  // the memory it reads: kept out of the replay's memory plan
+  std::function<void()> check;                 // throws what running the step would have thrown
+};
+/// Where this thread's host checks are recorded while a TinyJit captures (null: not recording).
+inline std::vector<HostCheck>*& host_check_sink() {
+  thread_local std::vector<HostCheck>* sink = nullptr;
+  return sink;
+}
+
 namespace detail {
 // Seconds of the fastest of a few runs of `ast` with `opts`, on scratch copies of its buffers
 // (a candidate must not touch real data: the kernel may write in place); infinity when the
@@ -367,7 +380,13 @@ inline std::vector<ExecItem> lower_schedule(const std::vector<schedule::Kernel>&
       item.runner = std::make_shared<BufferCopy>(item.buffers[0]->nbytes(), item.buffers[1]->device(), item.device);
     } else if (k.ast.op() == Ops::ALLREDUCE) {
       const auto op = static_cast<dist::ReduceOp>(k.ast.arg()[0].as_int());
-      item.runner = std::make_shared<AllreduceRunner>(graph::sizes(k.ast.arg()[1]), k.ast.dtype(), op);
+      const Shape shape = graph::sizes(k.ast.arg()[1]);
+      auto runner = std::make_shared<AllreduceRunner>(shape, k.ast.dtype(), op);
+      schedule::VarVals vals = k.var_vals;  // a cached step's values; a shape still bound carries its own
+      for (const sint& d : shape)
+        if (!d.is_int()) vals.bind_all(d.as_uop());
+      for (const UOp& v : runner->vars()) item.vars.push_back(vals.at(v));
+      item.runner = std::move(runner);
     } else {
       for (const auto& b : item.buffers)
         if (b->device() != item.device)
@@ -439,8 +458,11 @@ inline void run_schedule(const std::vector<schedule::Kernel>& kernels) {
     run_item(items[i], knobs);
     const schedule::Kernel& k = kernels[i];
     if (capture) {
+      // the variables whose values a replay passes: a kernel's, or an allreduce's shape's
       const auto* compiled = dynamic_cast<const CompiledRunner*>(items[i].runner.get());
-      capture->push_back({items[i], compiled ? compiled->kernel().program.vars : std::vector<UOp>{}, k.in_place});
+      const auto* allreduce = dynamic_cast<const AllreduceRunner*>(items[i].runner.get());
+      capture->push_back({items[i], compiled ? compiled->kernel().program.vars : allreduce ? allreduce->vars() : std::vector<UOp>{},
+                          k.in_place});
     }
     if (k.in_place) graph::buffer_of(k.buffers[0])->overwritten();
     if (!k.temporary) graph::set_realized(k.computes, k.view);

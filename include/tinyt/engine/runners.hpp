@@ -69,25 +69,39 @@ class BufferCopy final : public Runner {
 /// Every rank's bufs[1] combined by `op` into bufs[0], across dist::world()'s processes: GPU
 /// memory by NCCL, host memory by MPI, other device memory through a host copy. First the ranks
 /// check that they reduce the same shape, dtype and op (a ShapeError on every rank otherwise:
-/// reducing different tensors would mix them, or wait forever).
+/// reducing different tensors would mix them, or wait forever). A symbolic shape reduces the
+/// elements of its bound size: the variables' values come as a kernel's do.
 class AllreduceRunner final : public Runner {
  public:
   AllreduceRunner(Shape shape, DType dtype, dist::ReduceOp op)
       : shape_(std::move(shape)), dtype_(dtype), op_(op),
-        name_(tinyt::detail::cat("allreduce ", shape_, " ", dtype_.name(), " (", dist::to_string(op), ")")) {}
-  double run(const std::vector<Buffer*>& bufs, const std::vector<int64_t>&, bool timed) override {
+        name_(tinyt::detail::cat("allreduce ", shape_, " ", dtype_.name(), " (", dist::to_string(op), ")")) {
+    for (const sint& d : shape_)
+      if (!d.is_int())
+        for (const UOp& x : toposort(d.unbound()))
+          if (x.op() == Ops::DEFINE_VAR && std::find(vars_.begin(), vars_.end(), x) == vars_.end()) vars_.push_back(x);
+  }
+  /// The variables of its shape, in the order run() takes their values.
+  const std::vector<UOp>& vars() const { return vars_; }
+  double run(const std::vector<Buffer*>& bufs, const std::vector<int64_t>& vars, bool timed) override {
     Buffer& dst = *bufs.at(0);
     Buffer& src = *bufs.at(1);
     const auto start = std::chrono::steady_clock::now();
     dist::Communicator& world = dist::world();
-    const size_t count = dst.size(), nbytes = dst.nbytes();
+    // the buffers hold the largest size the variables allow; this run reduces the bound one
+    const Shape shape = bound_shape(vars);
+    const auto count = static_cast<size_t>(shape.numel().as_int());
+    const size_t nbytes = count * static_cast<size_t>(dtype_.itemsize());
+    if (nbytes > dst.nbytes() || nbytes > src.nbytes())
+      throw InternalError(tinyt::detail::cat(name_, ": ", shape, " is more than its buffers hold"));
+    count_ = count;
     backend::Allocator& memory = dst.backend().allocator();
     if (world.size() == 1) {  // the reduction of one value: a copy
       memory.copy(dst.ptr(), src.ptr(), nbytes);
       if (timed) dst.backend().synchronize();
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
-    agree(world);
+    agree(world, shape);
     if (auto* gpu = dynamic_cast<backend::CudaDevice*>(&dst.backend())) {
       nccl_for(world, *gpu).allreduce(src.ptr(), dst.ptr(), count, dtype_, op_);
     } else if (void* to = memory.host_pointer(dst.ptr())) {
@@ -101,18 +115,28 @@ class AllreduceRunner final : public Runner {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   const std::string& name() const override { return name_; }
-  Estimates estimates() const override {
-    const auto bytes = static_cast<int64_t>(shape_.numel().as_int() * dtype_.itemsize());
+  Estimates estimates() const override {  // of the last run (a symbolic shape's size is its values')
+    const auto bytes = static_cast<int64_t>(count_) * dtype_.itemsize();
     return {0, 2 * bytes, 2 * bytes};
   }
 
  private:
+  Shape bound_shape(const std::vector<int64_t>& values) const {
+    if (vars_.empty()) return shape_;
+    if (values.size() != vars_.size())
+      throw InternalError(tinyt::detail::cat(name_, ": ", values.size(), " variable value(s) for ", vars_.size(), " variable(s)"));
+    std::unordered_map<const UOpNode*, UOp> map;
+    for (size_t i = 0; i < vars_.size(); ++i) map.emplace(vars_[i].get(), vars_[i].bind(values[i]));
+    std::vector<sint> dims;
+    for (const sint& d : shape_) dims.push_back(d.is_int() ? d : sint(sint(substitute(d.unbound(), map)).value()));
+    return Shape(dims);
+  }
   // Every rank reduces the same shape, dtype and op: the largest and the smallest of each across
   // the ranks (one allreduce of max over each and its negation) must be equal.
-  void agree(dist::Communicator& world) const {
+  void agree(dist::Communicator& world, const Shape& shape) const {
     uint64_t shape_hash = 1469598103934665603ull;  // FNV-1a over the dims
-    for (const sint& d : shape_) shape_hash = (shape_hash ^ static_cast<uint64_t>(d.as_int())) * 1099511628211ull;
-    const int64_t mine[] = {shape_.numel().as_int(), static_cast<int64_t>(dtype_.scalar_type()), static_cast<int64_t>(op_),
+    for (const sint& d : shape) shape_hash = (shape_hash ^ static_cast<uint64_t>(d.as_int())) * 1099511628211ull;
+    const int64_t mine[] = {shape.numel().as_int(), static_cast<int64_t>(dtype_.scalar_type()), static_cast<int64_t>(op_),
                             static_cast<int64_t>(shape_hash >> 2)};
     int64_t both[8], seen[8];
     for (size_t i = 0; i < 4; ++i) both[2 * i] = mine[i], both[2 * i + 1] = -mine[i];
@@ -124,7 +148,7 @@ class AllreduceRunner final : public Runner {
     for (size_t i = 0; i < 4; ++i)
       if (seen[2 * i] != -seen[2 * i + 1])
         throw ShapeError(tinyt::detail::cat("allreduce: the ranks' tensors differ: rank ", world.rank(), " of ", world.size(),
-                                            " reduces ", shape_, " ", dtype_.name(), " (", dist::to_string(op_),
+                                            " reduces ", shape, " ", dtype_.name(), " (", dist::to_string(op_),
                                             "), another rank another shape, dtype or op (", -seen[1], " to ", seen[0],
                                             " elements across the ranks)"));
   }
@@ -142,6 +166,8 @@ class AllreduceRunner final : public Runner {
   DType dtype_;
   dist::ReduceOp op_;
   std::string name_;
+  std::vector<UOp> vars_;  // the DEFINE_VARs of shape_
+  size_t count_ = 0;       // the elements the last run reduced
 };
 
 }  // namespace engine

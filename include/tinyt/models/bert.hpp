@@ -21,8 +21,12 @@ class Bert {
   /// The model of `weights` (BertModel's names; a "bert." prefix is not expected), with `heads`
   /// attention heads and LayerNorm's `eps`. Error naming a missing weight.
   Bert(std::map<std::string, Tensor> weights, int64_t heads, double eps = 1e-12) : w_(std::move(weights)), heads_(heads), eps_(eps) {
+    // checked first: 0 heads would divide by zero below, and a bad count is the caller's, not the file's
+    if (heads_ <= 0) throw ShapeError(::tinyt::detail::cat("Bert: heads must be positive, got ", heads_));
     while (w_.count(layer_name(layers_, "attention.self.query.weight"))) ++layers_;
-    if (layers_ == 0) throw Error("Bert: the weights have no encoder.layer.0");
+    if (layers_ == 0)
+      throw Error(::tinyt::detail::cat("Bert: none of the ", w_.size(), " weights is '", layer_name(0, "attention.self.query.weight"),
+                                     "' (BertModel's names, without a 'bert.' prefix)"));
     hidden_ = weight("embeddings.word_embeddings.weight").shape()[1].as_int();
     // PyTorch's Linear weights are (out, in); the matmuls read them as (in, out), in that order in
     // memory (a transposed view would be read across its rows)
@@ -41,8 +45,12 @@ class Bert {
   /// The last hidden states (batch, tokens, hidden) of `ids` (batch, tokens; int), where `mask`
   /// (batch, tokens) is 1 for a token and 0 for padding, which no token attends to.
   Tensor operator()(const Tensor& ids, const Tensor& mask) const {
+    if (ids.ndim() != 2)
+      throw ShapeError(::tinyt::detail::cat("Bert: ids must be 2-d (batch, tokens), got shape ", ids.shape()));
+    if (mask.shape() != ids.shape())
+      throw ShapeError(::tinyt::detail::cat("Bert: mask shape ", mask.shape(), " differs from ids shape ", ids.shape()));
     const auto shape = ids.shape().to_vector();
-    const int64_t batch = shape.at(0), tokens = shape.at(1);
+    const int64_t batch = shape[0], tokens = shape[1];
     Tensor x = weight("embeddings.word_embeddings.weight")[{ids}] +
                weight("embeddings.position_embeddings.weight").shrink({{0, tokens}, {0, hidden_}}) +
                weight("embeddings.token_type_embeddings.weight")[{0}];

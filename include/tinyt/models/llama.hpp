@@ -39,9 +39,13 @@ class Llama {
     c_.context = meta("llama.context_length").as_int();
     if (file_.metadata.count("llama.rope.freq_base")) c_.theta = meta("llama.rope.freq_base").as_float();
     c_.eps = meta("llama.attention.layer_norm_rms_epsilon").as_float();
-    c_.vocab = weight("token_embd.weight").shape()[0].as_int();
+    // the vocabulary: the metadata's where it says, else the tokenizer's, else the embedding's rows
+    if (file_.metadata.count("llama.vocab_size")) c_.vocab = meta("llama.vocab_size").as_int();
+    else if (file_.metadata.count("tokenizer.ggml.tokens")) c_.vocab = static_cast<int64_t>(meta("tokenizer.ggml.tokens").as_array().size());
+    else c_.vocab = weight("token_embd.weight").shape()[0].as_int();
     if (c_.heads <= 0 || c_.kv_heads <= 0 || c_.dim % c_.heads != 0 || c_.heads % c_.kv_heads != 0)
       throw ShapeError(::tinyt::detail::cat("Llama: ", c_.heads, " heads, ", c_.kv_heads, " key/value heads and width ", c_.dim, " do not fit"));
+    check_weights();
   }
 
   const Config& config() const { return c_; }
@@ -93,6 +97,31 @@ class Llama {
     const auto it = file_.tensors.find(name);
     if (it == file_.tensors.end()) throw Error("Llama: the GGUF has no tensor '" + name + "'");
     return it->second;
+  }
+  /// Each weight's shape against the metadata's sizes, so a file whose tensors disagree with its
+  /// metadata fails here, naming the tensor, and not as a bare reshape deep in the first step.
+  void check_weights() const {
+    const int64_t kv = c_.kv_heads * (c_.dim / c_.heads);  // the keys' and values' width
+    auto expect = [&](const std::string& name, const Shape& want) {
+      if (const Shape got = weight(name).shape(); got != want)
+        throw ShapeError(::tinyt::detail::cat("Llama: tensor '", name, "' has shape ", got, "; the metadata (width ", c_.dim,
+                                              ", ", c_.heads, " heads, ", c_.kv_heads, " key/value heads, feed-forward ",
+                                              c_.hidden, ", vocabulary ", c_.vocab, ") gives ", want));
+    };
+    expect("token_embd.weight", {c_.vocab, c_.dim});
+    expect("output_norm.weight", {c_.dim});
+    if (file_.tensors.count("output.weight")) expect("output.weight", {c_.vocab, c_.dim});
+    for (int64_t i = 0; i < c_.layers; ++i) {
+      const std::string p = layer(i);
+      for (const char* norm : {"attn_norm.weight", "ffn_norm.weight"}) expect(p + norm, {c_.dim});
+      expect(p + "attn_q.weight", {c_.dim, c_.dim});
+      expect(p + "attn_k.weight", {kv, c_.dim});
+      expect(p + "attn_v.weight", {kv, c_.dim});
+      expect(p + "attn_output.weight", {c_.dim, c_.dim});
+      expect(p + "ffn_gate.weight", {c_.hidden, c_.dim});
+      expect(p + "ffn_up.weight", {c_.hidden, c_.dim});
+      expect(p + "ffn_down.weight", {c_.dim, c_.hidden});
+    }
   }
   /// x W^T: GGUF keeps PyTorch's (out, in) layout.
   Tensor linear(const Tensor& x, const std::string& name) const { return x.matmul(weight(name).cast(x.dtype()).T()); }

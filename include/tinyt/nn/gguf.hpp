@@ -18,10 +18,12 @@ namespace tinyt::inline v0::nn::state {
 /// values (GGUF's twelve value types, integers and floats widened).
 struct GGUFValue {
   std::variant<uint64_t, int64_t, double, bool, std::string, std::vector<GGUFValue>> value;
+  std::string key;  // the metadata key it is read from ("key[i]" for an array's item), for errors
 
-  /// The integer (from any integer type); Error for another kind or an unsigned value past int64.
+  /// The integer (from any integer type); DTypeError naming the key and both kinds for another
+  /// kind, Error for an unsigned value past int64.
   int64_t as_int() const;
-  /// The number (from any integer or float type); Error for another kind.
+  /// The number (from any integer or float type); DTypeError for another kind.
   double as_float() const;
   bool as_bool() const;
   const std::string& as_string() const;

@@ -20,14 +20,16 @@ using ::tinyt::detail::cat;
 
 template <class T> const T& gguf_get(const GGUFValue& v, const char* kind) {
   if (const T* p = std::get_if<T>(&v.value)) return *p;
-  throw Error(cat("gguf: the metadata value is not ", kind));
+  static constexpr const char* held[] = {"an unsigned integer", "a signed integer", "a float", "a bool", "a string", "an array"};
+  throw DTypeError(cat("gguf: the metadata value of '", v.key, "' is ", held[v.value.index()], ", not ", kind));
 }
 }  // namespace detail
 
 TINYT_INLINE int64_t GGUFValue::as_int() const {
   if (const auto* i = std::get_if<int64_t>(&value)) return *i;
   const uint64_t u = detail::gguf_get<uint64_t>(*this, "an integer");
-  if (u > static_cast<uint64_t>(INT64_MAX)) throw Error(detail::cat("gguf: the metadata value ", u, " does not fit int64"));
+  if (u > static_cast<uint64_t>(INT64_MAX))
+    throw Error(detail::cat("gguf: the metadata value of '", key, "', ", u, ", does not fit int64"));
   return static_cast<int64_t>(u);
 }
 TINYT_INLINE double GGUFValue::as_float() const {
@@ -108,35 +110,37 @@ class GGUFReader {
     return n;
   }
 
-  GGUFValue value(uint32_t type, const std::string& key, int depth = 0) {
+  GGUFValue value(uint32_t type, const std::string& key, int depth = 0) { return {held_value(type, key, depth), key}; }
+
+ private:
+  decltype(GGUFValue::value) held_value(uint32_t type, const std::string& key, int depth) {
     const std::string what = cat("the value of '", key, "'");
     switch (type) {
-      case 0: return {uint64_t{number<uint8_t>(what)}};
-      case 1: return {int64_t{number<int8_t>(what)}};
-      case 2: return {uint64_t{number<uint16_t>(what)}};
-      case 3: return {int64_t{number<int16_t>(what)}};
-      case 4: return {uint64_t{number<uint32_t>(what)}};
-      case 5: return {int64_t{number<int32_t>(what)}};
-      case 6: return {static_cast<double>(number<float>(what))};
-      case 7: return {number<uint8_t>(what) != 0};
-      case 8: return {string(what)};
+      case 0: return uint64_t{number<uint8_t>(what)};
+      case 1: return int64_t{number<int8_t>(what)};
+      case 2: return uint64_t{number<uint16_t>(what)};
+      case 3: return int64_t{number<int16_t>(what)};
+      case 4: return uint64_t{number<uint32_t>(what)};
+      case 5: return int64_t{number<int32_t>(what)};
+      case 6: return static_cast<double>(number<float>(what));
+      case 7: return number<uint8_t>(what) != 0;
+      case 8: return string(what);
       case 9: {
         if (depth >= 8) throw Error(cat(where(), ": '", key, "' nests arrays more than 8 deep"));
         const auto item_type = number<uint32_t>(what + "'s item type");
         const uint64_t n = count(what + "'s length", min_value_bytes(item_type, key));
         std::vector<GGUFValue> items;
         items.reserve(static_cast<size_t>(n));
-        for (uint64_t i = 0; i < n; ++i) items.push_back(value(item_type, key, depth + 1));
-        return {std::move(items)};
+        for (uint64_t i = 0; i < n; ++i) items.push_back(value(item_type, cat(key, "[", i, "]"), depth + 1));
+        return items;  // moved (C++20 moves a local into the variant)
       }
-      case 10: return {number<uint64_t>(what)};
-      case 11: return {number<int64_t>(what)};
-      case 12: return {number<double>(what)};
+      case 10: return number<uint64_t>(what);
+      case 11: return number<int64_t>(what);
+      case 12: return number<double>(what);
       default: throw Error(cat(where(), ": '", key, "' has value type ", type, ", which GGUF does not define"));
     }
   }
 
- private:
   uint64_t min_value_bytes(uint32_t type, const std::string& key) const {
     switch (type) {
       case 0: case 1: case 7: return 1;

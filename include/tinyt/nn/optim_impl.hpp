@@ -125,7 +125,7 @@ TINYT_INLINE SGD::SGD(const std::vector<Tensor>& params, double lr_value, double
       nesterov_(nesterov) {
   check_arg("momentum", momentum, 0.0);
   check_arg("weight_decay", weight_decay, 0.0);
-  if (nesterov && momentum <= 0.0) throw Error("SGD: nesterov momentum needs a momentum > 0");
+  if (nesterov && momentum <= 0.0) throw Error(tinyt::detail::cat("SGD: nesterov needs a momentum > 0, got momentum ", momentum));
   if (momentum != 0.0)
     for (const Tensor& p : params_) velocity_.push_back(new_state(p, 0.0));
   finish_init();

@@ -75,10 +75,12 @@ inline void append_folded(std::u32string& out, char32_t c) {
 }
 
 /// The code points of UTF-8 text; a malformed byte is U+FFFD (which cleaning drops, as Python's
-/// errors="replace" then BERT's cleaning would).
-inline std::u32string decode_utf8(std::string_view s) {
+/// errors="replace" then BERT's cleaning would). `starts`, when given, gets the byte offset of
+/// each code point and then the text's size, so a caller can cut the original bytes.
+inline std::u32string decode_utf8(std::string_view s, std::vector<size_t>* starts = nullptr) {
   std::u32string out;
   for (size_t i = 0; i < s.size();) {
+    if (starts) starts->push_back(i);
     const auto b = static_cast<unsigned char>(s[i]);
     const int n = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
     char32_t c = n == 1 ? b : n == 2 ? b & 0x1F : n == 3 ? b & 0x0F : b & 0x07;
@@ -94,6 +96,7 @@ inline std::u32string decode_utf8(std::string_view s) {
     out += ok ? c : char32_t{0xFFFD};
     i += ok ? static_cast<size_t>(n) : 1;
   }
+  if (starts) starts->push_back(s.size());
   return out;
 }
 inline std::string encode_utf8(std::u32string_view s) {
@@ -216,7 +219,8 @@ class WordPieceTokenizer {
 /// GPT-2's byte-level BPE (llama.cpp's "gpt2" tokenizer model): the text is cut into pieces by
 /// GPT-2's pattern ('s 't 're 've 'm 'll 'd, an optional space and letters, numbers, or other
 /// symbols, runs of whitespace), each piece's bytes spelled as GPT-2's byte characters, and
-/// adjacent symbols merged by the merges' order until none applies.
+/// adjacent symbols merged by the merges' order until none applies. Any bytes encode, malformed
+/// UTF-8 included, and decode back to themselves.
 class BPETokenizer {
  public:
   /// The vocabulary `tokens` (a token's id is its index; byte characters spell the bytes) and
@@ -263,7 +267,7 @@ class BPETokenizer {
       merge(symbols);
       for (const std::string& s : symbols) {
         const auto it = ids_.find(s);
-        if (it == ids_.end()) throw Error(detail::cat("BPETokenizer: no token for '", s, "'"));
+        if (it == ids_.end()) throw Error(detail::cat("BPETokenizer::encode: no token for '", s, "' (of the piece '", piece, "')"));
         out.push_back(it->second);
       }
     }
@@ -273,7 +277,7 @@ class BPETokenizer {
   std::string decode(const std::vector<int64_t>& ids) const {
     std::string out;
     for (int64_t id : ids) {
-      if (id < 0 || static_cast<size_t>(id) >= tokens_.size()) throw Error(detail::cat("BPETokenizer: id ", id, " is out of range"));
+      if (id < 0 || static_cast<size_t>(id) >= tokens_.size()) throw IndexError(detail::cat("BPETokenizer::decode: id ", id, " is out of range [0, ", tokens_.size(), ")"));
       for (char32_t c : detail::decode_utf8(tokens_[static_cast<size_t>(id)])) {
         const auto b = bytes_.find(c);
         out += b != bytes_.end() ? std::string(1, b->second) : detail::encode_utf8(std::u32string(1, c));
@@ -282,9 +286,12 @@ class BPETokenizer {
     return out;
   }
 
-  /// GPT-2's pieces of `text`, as UTF-8.
+  /// GPT-2's pieces of `text`, each its bytes of `text`: a malformed UTF-8 byte is cut as U+FFFD
+  /// would be but kept as itself, so that decode(encode(text)) == text for any bytes (byte-level
+  /// BPE spells every byte).
   static std::vector<std::string> pieces(std::string_view text) {
-    const std::u32string c = detail::decode_utf8(text);
+    std::vector<size_t> starts;
+    const std::u32string c = detail::decode_utf8(text, &starts);
     const size_t n = c.size();
     std::vector<std::string> out;
     auto run = [&](size_t j, auto pred) {
@@ -309,7 +316,7 @@ class BPETokenizer {
         const size_t k = run(i, [](char32_t x) { return detail::is_space(x); });
         end = k < n && k - 1 > i ? k - 1 : k;
       }
-      out.push_back(detail::encode_utf8(c.substr(i, end - i)));
+      out.emplace_back(text.substr(starts[i], starts[end] - starts[i]));
       i = end;
     }
     return out;

@@ -29,7 +29,7 @@ TINYT_INLINE Tensor to_tensor(Operand o) { return TensorAccess::make(std::move(o
 inline Operand cast_operand(const Operand& x, DType dt) {
   if (dt == x.u.dtype()) return x;
   if (dt.is_ptr() || dt.is_void() || dt.is_index() || dt.count() != 1)
-    throw DTypeError(cat("cast: cannot cast to ", dt.name()));
+    throw DTypeError(cat("cast: cannot cast ", x.u.dtype().name(), " to ", dt.name()));
   if (x.u.op() == Ops::CONST) {  // a constant converts now (C's conversion rules)
     UOp c = x.u.arg().is<double>() ? UOp::const_(dtypes::float64, x.u.arg().get<double>())
                                    : UOp(Ops::CONST, x.u.dtype(), {}, x.u.arg());

@@ -52,34 +52,62 @@ inline DType index_compare_dtype(DType dt) {
 /// Whether index tensors are checked for out-of-range values (CHECK_OOB=1).
 inline bool check_oob() { return getenv_int("CHECK_OOB", 0) != 0; }
 
-/// The number held by a 1-element integer tensor, as text (uint64 values past int64 included).
-inline std::string int_text(const Tensor& t) {
-  if (t.dtype().is_unsigned()) return std::to_string(t.cast(dtypes::uint64).item<uint64_t>());
-  return std::to_string(t.cast(dtypes::int64).item<int64_t>());
+/// The IndexError of `op` for the index value `value` (as text) at flat element `first` of an
+/// index tensor of `shape` into an axis of `size`.
+inline IndexError index_error(const char* op, const std::string& value, size_t axis, int64_t size, int64_t first,
+                              const std::vector<int64_t>& shape) {
+  std::vector<int64_t> where(shape.size());
+  for (size_t d = shape.size(), rest = static_cast<size_t>(first); d-- > 0;)
+    where[d] = static_cast<int64_t>(rest % static_cast<size_t>(shape[d])), rest /= static_cast<size_t>(shape[d]);
+  return IndexError(cat(op, ": index ", value, " is out of range for axis ", axis, " with size ", size, " (element ",
+                        shape_str(where), " of the index tensor of shape ", shape_str(shape), ")"));
 }
 
 /// With CHECK_OOB=1, an IndexError from `op` when a value of `idx` is outside [-size, size)
 /// (`wrap`: negative values count from the end) or [0, size), naming the axis, the value and
-/// where it sits in the index.
+/// where it sits in the index. Under a TinyJit capture the check is recorded too, so that every
+/// replay makes it on that call's index.
 inline void check_index_values(const Tensor& idx, int64_t size, bool wrap, const char* op, size_t axis) {
   if (!check_oob() || idx.numel() == 0) return;
   const std::vector<int64_t> shape = dims_of(idx);
   const int64_t n = idx.numel();
   Tensor(idx).realize();  // once: the check and the op both read it
-  Tensor i = idx.reshape({n}).cast(index_compare_dtype(idx.dtype()));  // holds -size and size
-  const DType dt = i.dtype();
-  const std::string dev = i.device();
+  // 64 bits hold -size, size and every index value; unsigned stays unsigned so a value past
+  // INT64_MAX prints as itself
+  const bool is_unsigned = idx.dtype().is_unsigned();
+  const DType dt = is_unsigned ? dtypes::uint64 : dtypes::int64;
+  // an index split across devices is checked whole on the first (flattening it there would
+  // move elements between devices)
+  const std::string dev = idx.device().substr(0, idx.device().find(','));
+  const Tensor i = idx.to(dev).reshape({n}).cast(dt);
   Tensor bad = i.ge(scalar_of(dt, size, dev));
-  if (!dt.is_unsigned()) bad = bad.logical_or(i.lt(scalar_of(dt, wrap ? -size : 0, dev)));
-  // the first offending position, or n when there is none
+  if (!is_unsigned) bad = bad.logical_or(i.lt(scalar_of(dt, wrap ? -size : 0, dev)));
+  // the first offending position (n when there is none), and the value there, computed only
+  // when needed: the first is the one number that comes back when all is well
   const Tensor at = Tensor::arange(int64_t{0}, n).cast(dtypes::int64).to(dev);
-  const int64_t first = bad.where(at, scalar_of(dtypes::int64, n, dev)).min().item<int64_t>();
-  if (first == n) return;
-  std::vector<int64_t> where(shape.size());
-  for (size_t d = shape.size(), rest = static_cast<size_t>(first); d-- > 0;)
-    where[d] = static_cast<int64_t>(rest % static_cast<size_t>(shape[d])), rest /= static_cast<size_t>(shape[d]);
-  throw IndexError(cat(op, ": index ", int_text(i[{first}]), " is out of range for axis ", axis, " with size ", size,
-                       " (element ", shape_str(where), " of the index tensor of shape ", shape_str(shape), ")"));
+  Tensor first = bad.where(at, scalar_of(dtypes::int64, n, dev)).min();
+  Tensor value = at.eq(first).where(i, scalar_of(dt, 0, dev)).sum().cast(dt);
+  const auto fail = [=, op = std::string(op)](int64_t at_first, uint64_t bits) {
+    const std::string text = is_unsigned ? std::to_string(bits) : std::to_string(static_cast<int64_t>(bits));
+    return index_error(op.c_str(), text, axis, size, at_first, shape);
+  };
+  if (std::vector<engine::HostCheck>* checks = engine::host_check_sink()) {
+    // a TinyJit capture: both numbers are kernels of the step, which each replay reads back
+    realize_tensors({first, value});
+    const std::shared_ptr<Buffer> first_mem = graph::buffer_of(graph::base_buffer(first.uop())),
+                                  value_mem = graph::buffer_of(graph::base_buffer(value.uop()));
+    const auto read = [](const std::shared_ptr<Buffer>& m) {
+      uint64_t bits = 0;
+      m->copyout(&bits, sizeof bits);
+      return bits;
+    };
+    checks->push_back({engine::capture_sink() ? engine::capture_sink()->size() : 0, {first_mem, value_mem}, [=] {
+                         if (const auto at_first = static_cast<int64_t>(read(first_mem)); at_first != n) throw fail(at_first, read(value_mem));
+                       }});
+  }
+  const int64_t at_first = first.item<int64_t>();
+  if (at_first == n) return;
+  throw fail(at_first, is_unsigned ? value.item<uint64_t>() : static_cast<uint64_t>(value.item<int64_t>()));
 }
 
 /// A slice where a bound or the size is symbolic: step 1, bounds within the dim (a negative
@@ -453,13 +481,16 @@ TINYT_INLINE Tensor Tensor::gather(int dim, const Tensor& index) const {
 }
 
 /// int32 one-hot vectors along a new last axis; num_classes -1 takes the maximum value + 1
-/// (which reads the tensor). Values out of range give a row of zeros.
+/// (which reads the tensor). Values out of range give a row of zeros, or an IndexError with
+/// CHECK_OOB=1.
 TINYT_INLINE Tensor Tensor::one_hot(int64_t num_classes) const {
   if (!dtype().is_int())
     throw DTypeError(detail::cat("one_hot: needs an integer tensor, not ", dtype().name()));
   if (num_classes == -1) num_classes = numel() ? max().cast(dtypes::int64).item<int64_t>() + 1 : 0;
   if (num_classes < 0)
-    throw Error(detail::cat("one_hot: num_classes must be -1 or non-negative, got ", num_classes));
+    throw ShapeError(detail::cat("one_hot: num_classes must be -1 or non-negative, got ", num_classes));
+  // the classes are the new last axis
+  detail::check_index_values(*this, num_classes, false, "one_hot", ndim());
   return detail::one_hot_mask(*this, num_classes, false).cast(dtypes::int32);
 }
 

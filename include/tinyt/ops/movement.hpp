@@ -95,7 +95,7 @@ inline std::vector<bool> checked_flips(const Shape& s, const std::vector<int>& a
   std::vector<bool> f(s.size(), false);
   for (int a : axes) {
     const auto ax = static_cast<size_t>(normalize_axis(a, s.size(), "flip"));
-    if (f[ax]) throw ShapeError(cat("flip: axis ", a, " repeats"));
+    if (f[ax]) throw ShapeError(cat("flip: axis ", a, " repeats among the axes for shape ", s));
     f[ax] = true;
   }
   return f;
@@ -108,7 +108,7 @@ inline void check_growth(const Shape& s, const ew::Pairs& padding) {
   if (padding.size() != s.size()) throw ShapeError(cat("pad: ", padding.size(), " (before, after) pairs for shape ", s));
   for (const auto& [b, a] : padding)
     if (b.vmin() < 0 || a.vmin() < 0)
-      throw ShapeError(cat("pad: padding (", b, ", ", a, ") may be negative; a symbolic pad only grows"));
+      throw ShapeError(cat("pad: padding (", b, ", ", a, ") of shape ", s, " may be negative; a symbolic pad only grows"));
 }
 // A pad with concrete amounts, any of them negative (which crops, as PyTorch's): the crop, and
 // what grows after it.
@@ -325,7 +325,7 @@ TINYT_INLINE Tensor Tensor::shard(const std::vector<std::string>& devices, std::
   if (axis) {
     const int rank = static_cast<int>(whole.ndim());
     if (*axis < -rank || *axis >= rank)
-      throw ShapeError(cat("shard: axis ", *axis, " of a ", whole.shape(), " tensor"));
+      throw ShapeError(cat("shard: axis ", *axis, " is out of range for a ", whole.shape(), " tensor (", rank, " dims)"));
     split.axis = *axis < 0 ? *axis + rank : *axis;
     const sint size = whole.shape()[static_cast<size_t>(split.axis)];
     if (!size.is_int()) throw ShapeError(cat("shard: axis ", split.axis, " of ", whole.shape(), " is symbolic"));

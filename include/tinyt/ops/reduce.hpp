@@ -78,7 +78,7 @@ TINYT_INLINE Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim, 
   std::vector<int64_t> ax;
   for (int a : axes) {
     const int64_t n = normalize_axis(a, s.size(), name);
-    if (std::find(ax.begin(), ax.end(), n) != ax.end()) throw IndexError(detail::cat(name, ": axis ", a, " repeats"));
+    if (std::find(ax.begin(), ax.end(), n) != ax.end()) throw IndexError(detail::cat(name, ": axis ", a, " repeats among the axes for shape ", s));
     if (!s.empty()) ax.push_back(n);
   }
   std::sort(ax.begin(), ax.end());
