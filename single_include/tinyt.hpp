@@ -3558,6 +3558,433 @@ inline std::string number_lines(std::string_view src) {
 
 }  // namespace tinyt::inline v0::detail
 // ---- end tinyt/support.hpp ----
+// ---- tinyt/json.hpp ----
+// A small, strict JSON reader and the string quoting a writer needs: enough for file headers
+// (safetensors) that may come from anyone, and the quoting of the profiler's trace and VIZ's
+// page. One facility below every stage that uses it (nn/, viz/, the profiler), so none reaches
+// into another's folder for it. Strict because a header that two readers parse differently is
+// how polyglot and smuggling attacks start: RFC 8259 grammar only, valid UTF-8 only, no duplicate
+// keys, nothing but whitespace after the value, and a depth limit so a header of nested brackets
+// cannot overflow the stack.
+
+#include <unordered_set>
+
+
+namespace tinyt::inline v0 {
+namespace json {
+
+struct Member;
+
+/// One parsed JSON value. Objects keep their members in the order of the text.
+struct Value {
+  enum class Kind { null, boolean, number, string, array, object };
+  Kind kind = Kind::null;
+  bool boolean = false;
+  std::string text;          // string: the decoded UTF-8; number: the literal as written
+  std::vector<Value> items;  // array
+  // object. A struct of its own, not std::pair<std::string, Value>: a pair of the incomplete
+  // Value is instantiated while Value is being defined, and libstdc++'s pair then asks whether
+  // Value is default-constructible, which needs the pair complete (clang rejects the cycle).
+  std::vector<Member> members;
+  size_t offset = 0;  // byte offset of the value in the parsed text, for error messages
+
+  /// The member named `key` of an object, or nullptr.
+  const Value* find(std::string_view key) const;
+  /// The value of a number written as a non-negative integer that fits uint64_t (no sign,
+  /// fraction or exponent), else nothing: sizes and offsets must not round through a double.
+  std::optional<uint64_t> as_uint() const {
+    if (kind != Kind::number || text.empty() || text[0] == '-') return std::nullopt;
+    uint64_t v = 0;
+    for (char c : text) {
+      if (c < '0' || c > '9') return std::nullopt;
+      const auto digit = static_cast<uint64_t>(c - '0');
+      if (v > (UINT64_MAX - digit) / 10) return std::nullopt;
+      v = v * 10 + digit;
+    }
+    return v;
+  }
+};
+
+/// One `"key": value` of an object.
+struct Member {
+  std::string key;
+  Value value;
+};
+
+inline const Value* Value::find(std::string_view key) const {
+  for (const Member& m : members)
+    if (m.key == key) return &m.value;
+  return nullptr;
+}
+
+/// The name of a kind, for messages ("expected an object, found an array").
+inline const char* kind_name(Value::Kind k) {
+  switch (k) {
+    case Value::Kind::null:
+      return "null";
+    case Value::Kind::boolean:
+      return "a boolean";
+    case Value::Kind::number:
+      return "a number";
+    case Value::Kind::string:
+      return "a string";
+    case Value::Kind::array:
+      return "an array";
+    case Value::Kind::object:
+      return "an object";
+  }
+  return "?";
+}
+
+/// Length of the valid UTF-8 sequence starting at s[i] (1..4), or 0 when it is not one:
+/// overlong forms, surrogates and code points past U+10FFFF are invalid, as RFC 3629 says.
+inline size_t utf8_sequence_length(std::string_view s, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = byte(i);
+  if (c < 0x80) return 1;
+  size_t n;
+  uint32_t cp;
+  if ((c & 0xE0) == 0xC0)
+    n = 2, cp = c & 0x1F;
+  else if ((c & 0xF0) == 0xE0)
+    n = 3, cp = c & 0x0F;
+  else if ((c & 0xF8) == 0xF0)
+    n = 4, cp = c & 0x07;
+  else
+    return 0;
+  if (i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (byte(i + k) & 0x3F);
+  }
+  static constexpr uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < smallest[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
+}
+
+/// Whether `s` is valid UTF-8 (what a JSON text must be).
+inline bool is_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_sequence_length(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+/// `s` as a JSON string literal, escaped as serde_json (the reference safetensors writer) does,
+/// so that a header we write is byte-identical to theirs: `"` `\` and control characters only.
+inline std::string quote(std::string_view s) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out = "\"";
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (c < 0x20) {
+          out += "\\u00";
+          out += hex[c >> 4];
+          out += hex[c & 15];
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+namespace detail {
+using ::tinyt::detail::cat;
+
+class Parser {
+ public:
+  Parser(std::string_view text, std::string context, size_t max_depth)
+      : s_(text), context_(std::move(context)), max_depth_(max_depth) {}
+
+  Value document() {
+    skip_space();
+    Value v = value(0);
+    skip_space();
+    if (i_ != s_.size()) fail("unexpected data after the JSON value");
+    return v;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(cat(context_, ": invalid JSON at byte ", i_, ": ", what));
+  }
+  bool at_end() const { return i_ >= s_.size(); }
+  // '\0' at the end: never one of the characters the grammar looks for, so no test below needs
+  // to check for the end as well (a NUL byte in the text is rejected the same way)
+  char peek() const { return at_end() ? '\0' : s_[i_]; }
+  void skip_space() {
+    while (!at_end() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
+  }
+  void expect(char c) {
+    if (peek() != c) fail(cat("expected '", c, "'", found()));
+    ++i_;
+  }
+  std::string found() const {
+    if (at_end()) return ", found the end of the text";
+    const auto c = static_cast<unsigned char>(s_[i_]);
+    if (c >= 0x20 && c < 0x7F) return cat(", found '", s_[i_], "'");
+    return cat(", found byte 0x", "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]);
+  }
+
+  Value value(size_t depth) {
+    if (depth >= max_depth_) fail(cat("nested deeper than ", max_depth_, " levels"));
+    Value v;
+    v.offset = i_;
+    switch (peek()) {
+      case '{':
+        object(v, depth);
+        break;
+      case '[':
+        array(v, depth);
+        break;
+      case '"':
+        v.kind = Value::Kind::string, v.text = string();
+        break;
+      case 't':
+        literal("true"), v.kind = Value::Kind::boolean, v.boolean = true;
+        break;
+      case 'f':
+        literal("false"), v.kind = Value::Kind::boolean;
+        break;
+      case 'n':
+        literal("null");
+        break;
+      default:
+        if (peek() == '-' || (peek() >= '0' && peek() <= '9')) {
+          v.kind = Value::Kind::number, v.text = number();
+          break;
+        }
+        fail(cat("expected a value", found()));
+    }
+    return v;
+  }
+
+  void object(Value& v, size_t depth) {
+    v.kind = Value::Kind::object;
+    ++i_;
+    skip_space();
+    if (peek() == '}') return void(++i_);
+    std::unordered_set<std::string> keys;
+    for (;;) {
+      skip_space();
+      if (peek() != '"') fail(cat("expected a string key", found()));
+      const size_t key_at = i_;
+      std::string key = string();
+      if (!keys.insert(key).second) {
+        i_ = key_at;
+        fail(cat("duplicate key ", quote(key)));
+      }
+      skip_space();
+      expect(':');
+      skip_space();
+      Value member = value(depth + 1);
+      v.members.push_back({std::move(key), std::move(member)});
+      skip_space();
+      if (peek() == ',') {
+        ++i_;
+        continue;
+      }
+      expect('}');
+      return;
+    }
+  }
+
+  void array(Value& v, size_t depth) {
+    v.kind = Value::Kind::array;
+    ++i_;
+    skip_space();
+    if (peek() == ']') return void(++i_);
+    for (;;) {
+      skip_space();
+      v.items.push_back(value(depth + 1));
+      skip_space();
+      if (peek() == ',') {
+        ++i_;
+        continue;
+      }
+      expect(']');
+      return;
+    }
+  }
+
+  void literal(std::string_view word) {
+    if (s_.substr(i_, word.size()) != word) fail(cat("expected a value", found()));
+    i_ += word.size();
+  }
+
+  std::string number() {
+    const size_t start = i_;
+    const auto digits = [&] {
+      const size_t from = i_;
+      while (peek() >= '0' && peek() <= '9') ++i_;
+      if (i_ == from) fail(cat("expected a digit", found()));
+    };
+    if (peek() == '-') ++i_;
+    if (peek() == '0') {
+      ++i_;
+      if (peek() >= '0' && peek() <= '9') fail("a number may not have leading zeros");
+    } else {
+      digits();
+    }
+    if (peek() == '.') ++i_, digits();
+    if (peek() == 'e' || peek() == 'E') {
+      ++i_;
+      if (peek() == '+' || peek() == '-') ++i_;
+      digits();
+    }
+    return std::string(s_.substr(start, i_ - start));
+  }
+
+  uint32_t hex4() {
+    uint32_t v = 0;
+    for (int k = 0; k < 4; ++k, ++i_) {
+      const char c = peek();
+      int d;
+      if (c >= '0' && c <= '9')
+        d = c - '0';
+      else if (c >= 'a' && c <= 'f')
+        d = c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F')
+        d = c - 'A' + 10;
+      else
+        fail(cat("expected 4 hex digits after \\u", found()));
+      v = v * 16 + static_cast<uint32_t>(d);
+    }
+    return v;
+  }
+
+  static void append_utf8(std::string& out, uint32_t cp) {
+    const auto put = [&](uint32_t b) { out += static_cast<char>(b); };
+    if (cp < 0x80) {
+      put(cp);
+    } else if (cp < 0x800) {
+      put(0xC0 | (cp >> 6)), put(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      put(0xE0 | (cp >> 12)), put(0x80 | ((cp >> 6) & 0x3F)), put(0x80 | (cp & 0x3F));
+    } else {
+      put(0xF0 | (cp >> 18)), put(0x80 | ((cp >> 12) & 0x3F));
+      put(0x80 | ((cp >> 6) & 0x3F)), put(0x80 | (cp & 0x3F));
+    }
+  }
+
+  std::string string() {
+    ++i_;  // the opening quote
+    std::string out;
+    for (;;) {
+      if (at_end()) fail("unterminated string");
+      const auto c = static_cast<unsigned char>(s_[i_]);
+      if (c == '"') {
+        ++i_;
+        return out;
+      }
+      if (c < 0x20) fail(cat("a raw control character in a string", found()));
+      if (c >= 0x80) {
+        const size_t n = utf8_sequence_length(s_, i_);
+        if (n == 0) fail("invalid UTF-8 in a string");
+        out.append(s_.substr(i_, n));
+        i_ += n;
+        continue;
+      }
+      if (c != '\\') {
+        out += static_cast<char>(c);
+        ++i_;
+        continue;
+      }
+      ++i_;
+      switch (peek()) {
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'u': {
+          ++i_;
+          uint32_t cp = hex4();
+          if (cp >= 0xDC00 && cp <= 0xDFFF) fail("a lone low surrogate in a \\u escape");
+          if (cp >= 0xD800 && cp <= 0xDBFF) {  // a pair: \uD83D\uDE00
+            if (s_.substr(i_, 2) != "\\u") fail("a high surrogate not followed by a low one");
+            i_ += 2;
+            const uint32_t low = hex4();
+            if (low < 0xDC00 || low > 0xDFFF) fail("a high surrogate not followed by a low one");
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+          }
+          append_utf8(out, cp);
+          continue;  // hex4 moved past the digits
+        }
+        default:
+          fail(cat("an invalid escape", found()));
+      }
+      ++i_;
+    }
+  }
+
+  std::string_view s_;
+  std::string context_;
+  size_t max_depth_;
+  size_t i_ = 0;
+};
+}  // namespace detail
+
+/// Parses `text` as exactly one JSON value (whitespace around it allowed). Error, starting with
+/// `context` and naming the byte offset, for anything RFC 8259 does not allow, invalid UTF-8, a
+/// duplicate key in any object, or nesting deeper than `max_depth`.
+inline Value parse(std::string_view text, const std::string& context, size_t max_depth = 64) {
+  return detail::Parser(text, context, max_depth).document();
+}
+
+}  // namespace json
+
+// its name before it moved here out of nn/ (tests and programs may spell it so)
+namespace nn {
+namespace json = tinyt::json;
+}
+}  // namespace tinyt::inline v0
+// ---- end tinyt/json.hpp ----
 
 // the IR's engines: rewrite rules, constant folding, bounds, the symbolic simplifier
 // ---- tinyt/pattern.hpp ----
@@ -7706,444 +8133,17 @@ inline Device& device(const std::string& name) {
 }  // namespace backend
 }  // namespace tinyt::inline v0
 // ---- end tinyt/backend/devices.hpp ----
-// ---- tinyt/engine/profiler.hpp ----
-// The profiler's recorder (profile.hpp has its public face): with PROFILE=1 (or
-// Context{{"PROFILE", 1}}) tinyt records a timeline of what it does, host and devices, and writes
-// it as a Chrome trace (JSON; open it in ui.perfetto.dev or chrome://tracing) at exit or on
-// profile::write(path):
-//   host process, a track per thread: schedule, codegen (with the kernel's name), compile, beam;
-//   a process per device: its kernels (device time where the device reports it, so each launch is
-//   waited for while profiling), copies, and memory in use (a counter, with an event per
-//   allocation and free naming its size).
-// With DEBUG=2 tinyt also keeps each kernel's launches, time, flops and bytes, and prints a table
-// of them at exit, the kernels that took longest first (profile::summary() gives it as text).
+// ---- tinyt/profile_record.hpp ----
+// What tinyt records while it runs, for the profiler (engine/profiler.hpp writes it out): with
+// PROFILE=1 (or Context{{"PROFILE", 1}}) a timeline of events, host spans (schedule, codegen,
+// compile, beam), each kernel launch and copy, and each allocation and free with the memory in
+// use; with DEBUG=2 each kernel's launches, time, flops and bytes. Below the memory layer
+// (buffer.hpp records its allocations here), so it names nothing of the stages above it: what is
+// written at exit is formatted by engine/profiler.hpp, whose Recorder::finish the implementation
+// (profile_impl.hpp) defines.
 
 #include <chrono>
-#include <cstdio>
-#include <iomanip>
 
-#include <unistd.h>
-
-// ---- tinyt/nn/json.hpp ----
-// A small, strict JSON reader and the string quoting a writer needs: enough for file headers
-// (safetensors) that may come from anyone. Strict because a header that two readers parse
-// differently is how polyglot and smuggling attacks start: RFC 8259 grammar only, valid UTF-8
-// only, no duplicate keys, nothing but whitespace after the value, and a depth limit so a
-// header of nested brackets cannot overflow the stack.
-
-#include <unordered_set>
-
-
-namespace tinyt::inline v0 {
-namespace nn::json {
-
-struct Member;
-
-/// One parsed JSON value. Objects keep their members in the order of the text.
-struct Value {
-  enum class Kind { null, boolean, number, string, array, object };
-  Kind kind = Kind::null;
-  bool boolean = false;
-  std::string text;          // string: the decoded UTF-8; number: the literal as written
-  std::vector<Value> items;  // array
-  // object. A struct of its own, not std::pair<std::string, Value>: a pair of the incomplete
-  // Value is instantiated while Value is being defined, and libstdc++'s pair then asks whether
-  // Value is default-constructible, which needs the pair complete (clang rejects the cycle).
-  std::vector<Member> members;
-  size_t offset = 0;  // byte offset of the value in the parsed text, for error messages
-
-  /// The member named `key` of an object, or nullptr.
-  const Value* find(std::string_view key) const;
-  /// The value of a number written as a non-negative integer that fits uint64_t (no sign,
-  /// fraction or exponent), else nothing: sizes and offsets must not round through a double.
-  std::optional<uint64_t> as_uint() const {
-    if (kind != Kind::number || text.empty() || text[0] == '-') return std::nullopt;
-    uint64_t v = 0;
-    for (char c : text) {
-      if (c < '0' || c > '9') return std::nullopt;
-      const auto digit = static_cast<uint64_t>(c - '0');
-      if (v > (UINT64_MAX - digit) / 10) return std::nullopt;
-      v = v * 10 + digit;
-    }
-    return v;
-  }
-};
-
-/// One `"key": value` of an object.
-struct Member {
-  std::string key;
-  Value value;
-};
-
-inline const Value* Value::find(std::string_view key) const {
-  for (const Member& m : members)
-    if (m.key == key) return &m.value;
-  return nullptr;
-}
-
-/// The name of a kind, for messages ("expected an object, found an array").
-inline const char* kind_name(Value::Kind k) {
-  switch (k) {
-    case Value::Kind::null:
-      return "null";
-    case Value::Kind::boolean:
-      return "a boolean";
-    case Value::Kind::number:
-      return "a number";
-    case Value::Kind::string:
-      return "a string";
-    case Value::Kind::array:
-      return "an array";
-    case Value::Kind::object:
-      return "an object";
-  }
-  return "?";
-}
-
-/// Length of the valid UTF-8 sequence starting at s[i] (1..4), or 0 when it is not one:
-/// overlong forms, surrogates and code points past U+10FFFF are invalid, as RFC 3629 says.
-inline size_t utf8_sequence_length(std::string_view s, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = byte(i);
-  if (c < 0x80) return 1;
-  size_t n;
-  uint32_t cp;
-  if ((c & 0xE0) == 0xC0)
-    n = 2, cp = c & 0x1F;
-  else if ((c & 0xF0) == 0xE0)
-    n = 3, cp = c & 0x0F;
-  else if ((c & 0xF8) == 0xF0)
-    n = 4, cp = c & 0x07;
-  else
-    return 0;
-  if (i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (byte(i + k) & 0x3F);
-  }
-  static constexpr uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < smallest[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return n;
-}
-
-/// Whether `s` is valid UTF-8 (what a JSON text must be).
-inline bool is_utf8(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    const size_t n = utf8_sequence_length(s, i);
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
-}
-
-/// `s` as a JSON string literal, escaped as serde_json (the reference safetensors writer) does,
-/// so that a header we write is byte-identical to theirs: `"` `\` and control characters only.
-inline std::string quote(std::string_view s) {
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out = "\"";
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out += hex[c >> 4];
-          out += hex[c & 15];
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out + "\"";
-}
-
-namespace detail {
-using ::tinyt::detail::cat;
-
-class Parser {
- public:
-  Parser(std::string_view text, std::string context, size_t max_depth)
-      : s_(text), context_(std::move(context)), max_depth_(max_depth) {}
-
-  Value document() {
-    skip_space();
-    Value v = value(0);
-    skip_space();
-    if (i_ != s_.size()) fail("unexpected data after the JSON value");
-    return v;
-  }
-
- private:
-  [[noreturn]] void fail(const std::string& what) const {
-    throw Error(cat(context_, ": invalid JSON at byte ", i_, ": ", what));
-  }
-  bool at_end() const { return i_ >= s_.size(); }
-  // '\0' at the end: never one of the characters the grammar looks for, so no test below needs
-  // to check for the end as well (a NUL byte in the text is rejected the same way)
-  char peek() const { return at_end() ? '\0' : s_[i_]; }
-  void skip_space() {
-    while (!at_end() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
-  }
-  void expect(char c) {
-    if (peek() != c) fail(cat("expected '", c, "'", found()));
-    ++i_;
-  }
-  std::string found() const {
-    if (at_end()) return ", found the end of the text";
-    const auto c = static_cast<unsigned char>(s_[i_]);
-    if (c >= 0x20 && c < 0x7F) return cat(", found '", s_[i_], "'");
-    return cat(", found byte 0x", "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]);
-  }
-
-  Value value(size_t depth) {
-    if (depth >= max_depth_) fail(cat("nested deeper than ", max_depth_, " levels"));
-    Value v;
-    v.offset = i_;
-    switch (peek()) {
-      case '{':
-        object(v, depth);
-        break;
-      case '[':
-        array(v, depth);
-        break;
-      case '"':
-        v.kind = Value::Kind::string, v.text = string();
-        break;
-      case 't':
-        literal("true"), v.kind = Value::Kind::boolean, v.boolean = true;
-        break;
-      case 'f':
-        literal("false"), v.kind = Value::Kind::boolean;
-        break;
-      case 'n':
-        literal("null");
-        break;
-      default:
-        if (peek() == '-' || (peek() >= '0' && peek() <= '9')) {
-          v.kind = Value::Kind::number, v.text = number();
-          break;
-        }
-        fail(cat("expected a value", found()));
-    }
-    return v;
-  }
-
-  void object(Value& v, size_t depth) {
-    v.kind = Value::Kind::object;
-    ++i_;
-    skip_space();
-    if (peek() == '}') return void(++i_);
-    std::unordered_set<std::string> keys;
-    for (;;) {
-      skip_space();
-      if (peek() != '"') fail(cat("expected a string key", found()));
-      const size_t key_at = i_;
-      std::string key = string();
-      if (!keys.insert(key).second) {
-        i_ = key_at;
-        fail(cat("duplicate key ", quote(key)));
-      }
-      skip_space();
-      expect(':');
-      skip_space();
-      Value member = value(depth + 1);
-      v.members.push_back({std::move(key), std::move(member)});
-      skip_space();
-      if (peek() == ',') {
-        ++i_;
-        continue;
-      }
-      expect('}');
-      return;
-    }
-  }
-
-  void array(Value& v, size_t depth) {
-    v.kind = Value::Kind::array;
-    ++i_;
-    skip_space();
-    if (peek() == ']') return void(++i_);
-    for (;;) {
-      skip_space();
-      v.items.push_back(value(depth + 1));
-      skip_space();
-      if (peek() == ',') {
-        ++i_;
-        continue;
-      }
-      expect(']');
-      return;
-    }
-  }
-
-  void literal(std::string_view word) {
-    if (s_.substr(i_, word.size()) != word) fail(cat("expected a value", found()));
-    i_ += word.size();
-  }
-
-  std::string number() {
-    const size_t start = i_;
-    const auto digits = [&] {
-      const size_t from = i_;
-      while (peek() >= '0' && peek() <= '9') ++i_;
-      if (i_ == from) fail(cat("expected a digit", found()));
-    };
-    if (peek() == '-') ++i_;
-    if (peek() == '0') {
-      ++i_;
-      if (peek() >= '0' && peek() <= '9') fail("a number may not have leading zeros");
-    } else {
-      digits();
-    }
-    if (peek() == '.') ++i_, digits();
-    if (peek() == 'e' || peek() == 'E') {
-      ++i_;
-      if (peek() == '+' || peek() == '-') ++i_;
-      digits();
-    }
-    return std::string(s_.substr(start, i_ - start));
-  }
-
-  uint32_t hex4() {
-    uint32_t v = 0;
-    for (int k = 0; k < 4; ++k, ++i_) {
-      const char c = peek();
-      int d;
-      if (c >= '0' && c <= '9')
-        d = c - '0';
-      else if (c >= 'a' && c <= 'f')
-        d = c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F')
-        d = c - 'A' + 10;
-      else
-        fail(cat("expected 4 hex digits after \\u", found()));
-      v = v * 16 + static_cast<uint32_t>(d);
-    }
-    return v;
-  }
-
-  static void append_utf8(std::string& out, uint32_t cp) {
-    const auto put = [&](uint32_t b) { out += static_cast<char>(b); };
-    if (cp < 0x80) {
-      put(cp);
-    } else if (cp < 0x800) {
-      put(0xC0 | (cp >> 6)), put(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      put(0xE0 | (cp >> 12)), put(0x80 | ((cp >> 6) & 0x3F)), put(0x80 | (cp & 0x3F));
-    } else {
-      put(0xF0 | (cp >> 18)), put(0x80 | ((cp >> 12) & 0x3F));
-      put(0x80 | ((cp >> 6) & 0x3F)), put(0x80 | (cp & 0x3F));
-    }
-  }
-
-  std::string string() {
-    ++i_;  // the opening quote
-    std::string out;
-    for (;;) {
-      if (at_end()) fail("unterminated string");
-      const auto c = static_cast<unsigned char>(s_[i_]);
-      if (c == '"') {
-        ++i_;
-        return out;
-      }
-      if (c < 0x20) fail(cat("a raw control character in a string", found()));
-      if (c >= 0x80) {
-        const size_t n = utf8_sequence_length(s_, i_);
-        if (n == 0) fail("invalid UTF-8 in a string");
-        out.append(s_.substr(i_, n));
-        i_ += n;
-        continue;
-      }
-      if (c != '\\') {
-        out += static_cast<char>(c);
-        ++i_;
-        continue;
-      }
-      ++i_;
-      switch (peek()) {
-        case '"':
-          out += '"';
-          break;
-        case '\\':
-          out += '\\';
-          break;
-        case '/':
-          out += '/';
-          break;
-        case 'b':
-          out += '\b';
-          break;
-        case 'f':
-          out += '\f';
-          break;
-        case 'n':
-          out += '\n';
-          break;
-        case 'r':
-          out += '\r';
-          break;
-        case 't':
-          out += '\t';
-          break;
-        case 'u': {
-          ++i_;
-          uint32_t cp = hex4();
-          if (cp >= 0xDC00 && cp <= 0xDFFF) fail("a lone low surrogate in a \\u escape");
-          if (cp >= 0xD800 && cp <= 0xDBFF) {  // a pair: \uD83D\uDE00
-            if (s_.substr(i_, 2) != "\\u") fail("a high surrogate not followed by a low one");
-            i_ += 2;
-            const uint32_t low = hex4();
-            if (low < 0xDC00 || low > 0xDFFF) fail("a high surrogate not followed by a low one");
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-          }
-          append_utf8(out, cp);
-          continue;  // hex4 moved past the digits
-        }
-        default:
-          fail(cat("an invalid escape", found()));
-      }
-      ++i_;
-    }
-  }
-
-  std::string_view s_;
-  std::string context_;
-  size_t max_depth_;
-  size_t i_ = 0;
-};
-}  // namespace detail
-
-/// Parses `text` as exactly one JSON value (whitespace around it allowed). Error, starting with
-/// `context` and naming the byte offset, for anything RFC 8259 does not allow, invalid UTF-8, a
-/// duplicate key in any object, or nesting deeper than `max_depth`.
-inline Value parse(std::string_view text, const std::string& context, size_t max_depth = 64) {
-  return detail::Parser(text, context, max_depth).document();
-}
-
-}  // namespace nn::json
-}  // namespace tinyt::inline v0
-// ---- end tinyt/nn/json.hpp ----
 
 namespace tinyt::inline v0 {
 namespace profile {
@@ -8208,6 +8208,7 @@ class Recorder {
     std::lock_guard lock(mu_);
     events_.clear(), totals_.clear();
   }
+  /// At exit: the DEBUG=2 table and the PROFILE=1 trace file (defined in profile_impl.hpp).
   void finish();
 
  private:
@@ -8217,11 +8218,6 @@ class Recorder {
   std::map<std::string, KernelTotals> totals_;
   bool trace_at_exit_ = false, summary_at_exit_ = false;
 };
-
-inline void write_text(const std::string& path, const std::string& text) {
-  if (!tinyt::detail::write_file_atomically(path, text))
-    throw Error(tinyt::detail::cat("profile::write: cannot write '", path, "'"));
-}
 
 inline Recorder& recorder() {
   // never destroyed (buffers freed during static teardown still report to it); finish() at exit
@@ -8240,14 +8236,6 @@ inline int thread_index() {
   return index;
 }
 }  // namespace detail
-
-/// A number as JSON (which has no infinities or NaN: those become null).
-inline std::string json_number(double x) {
-  if (!std::isfinite(x)) return "null";
-  std::ostringstream out;
-  out << std::setprecision(6) << x;
-  return out.str();
-}
 
 /// Times a piece of host work on this thread's track while PROFILE is on.
 class Span {
@@ -8303,81 +8291,9 @@ inline void count_kernel(const std::string& name, double seconds, int64_t ops, i
 /// The events recorded so far.
 inline std::vector<Event> events() { return detail::recorder().events(); }
 
-/// The events as a Chrome trace (JSON object format): a process per device plus "host", named.
-inline std::string trace_json(const std::vector<Event>& events) {
-  using nn::json::quote;
-  std::map<std::string, int> pids;
-  std::map<std::pair<std::string, std::string>, int> tids;
-  pids["host"] = 1;  // the host's threads first, then the devices
-  for (const Event& e : events) {
-    pids.try_emplace(e.process, static_cast<int>(pids.size()) + 1);
-    tids.try_emplace({e.process, e.track}, static_cast<int>(tids.size()) + 1);
-  }
-  std::ostringstream out;
-  out << std::setprecision(15);
-  out << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [";
-  bool first = true;
-  const auto next = [&] {
-    out << (first ? "\n" : ",\n");
-    first = false;
-  };
-  for (const auto& [process, pid] : pids) {
-    next();
-    out << "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " << pid << ", \"args\": {\"name\": " << quote(process) << "}}";
-  }
-  for (const auto& [key, tid] : tids) {
-    next();
-    out << "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " << pids.at(key.first) << ", \"tid\": " << tid
-        << ", \"args\": {\"name\": " << quote(key.second) << "}}";
-  }
-  for (const Event& e : events) {
-    next();
-    out << "{\"ph\": \"" << e.phase << "\", \"name\": " << quote(e.name) << ", \"cat\": " << quote(e.category)
-        << ", \"pid\": " << pids.at(e.process) << ", \"tid\": " << tids.at({e.process, e.track}) << ", \"ts\": " << e.start_us;
-    if (e.phase == 'X') out << ", \"dur\": " << e.duration_us;
-    if (e.phase == 'i') out << ", \"s\": \"t\"";
-    out << ", \"args\": {";
-    for (size_t i = 0; i < e.args.size(); ++i) out << (i ? ", " : "") << quote(e.args[i].first) << ": " << e.args[i].second;
-    out << "}}";
-  }
-  out << "\n]}\n";
-  return out.str();
-}
-
-
-/// The kernels' totals as a table: the kernels that took longest first, each with its launches,
-/// time, share of the total, GFLOPS and GB/s; a last line adds them up.
-inline std::string summary_of(const std::map<std::string, KernelTotals>& totals) {
-  std::vector<std::pair<std::string, KernelTotals>> rows(totals.begin(), totals.end());
-  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
-  KernelTotals all;
-  for (const auto& [name, t] : rows) all.launches += t.launches, all.seconds += t.seconds, all.ops += t.ops, all.bytes += t.bytes;
-  std::ostringstream out;
-  const auto line = [&out, &all](const std::string& name, const KernelTotals& t) {
-    const double s = std::max(t.seconds, 1e-12);
-    out << std::left << std::setw(36) << name << std::right << std::setw(9) << t.launches << std::fixed
-        << std::setprecision(3) << std::setw(12) << t.seconds * 1e3 << std::setprecision(1) << std::setw(7)
-        << 100 * t.seconds / std::max(all.seconds, 1e-12) << "%" << std::setprecision(2) << std::setw(11)
-        << static_cast<double>(t.ops) / s * 1e-9 << std::setw(10) << static_cast<double>(t.bytes) / s * 1e-9 << "\n";
-  };
-  out << std::left << std::setw(36) << "kernel" << std::right << std::setw(9) << "launches" << std::setw(12) << "ms"
-      << std::setw(8) << "share" << std::setw(11) << "GFLOPS" << std::setw(10) << "GB/s" << "\n";
-  for (const auto& [name, t] : rows) line(name, t);
-  line(tinyt::detail::cat("total (", rows.size(), " kernels)"), all);
-  return out.str();
-}
-
-inline void detail::Recorder::finish() {
-  std::lock_guard lock(mu_);
-  if (summary_at_exit_ && !totals_.empty()) std::fprintf(stderr, "%s", summary_of(totals_).c_str());
-  if (!trace_at_exit_ || events_.empty()) return;
-  tinyt::detail::write_exit_file(tinyt::detail::cat("tinyt_profile_", ::getpid(), ".json"), "profile",
-                                 "(open it in ui.perfetto.dev or chrome://tracing)", [&] { return trace_json(events_); });
-}
-
 }  // namespace profile
 }  // namespace tinyt::inline v0
-// ---- end tinyt/engine/profiler.hpp ----
+// ---- end tinyt/profile_record.hpp ----
 
 namespace tinyt::inline v0 {
 
@@ -13024,6 +12940,104 @@ inline std::string kernel_line(const std::string& device, int64_t number, const 
 }  // namespace engine
 }  // namespace tinyt::inline v0
 // ---- end tinyt/engine/estimates.hpp ----
+// ---- tinyt/engine/profiler.hpp ----
+// The profiler's output (profile.hpp has its public face): what profile_record.hpp recorded, as a
+// Chrome trace (JSON; open it in ui.perfetto.dev or chrome://tracing), written at exit or on
+// profile::write(path):
+//   host process, a track per thread: schedule, codegen (with the kernel's name), compile, beam;
+//   a process per device: its kernels (device time where the device reports it, so each launch is
+//   waited for while profiling), copies, and memory in use (a counter, with an event per
+//   allocation and free naming its size);
+// and the kernels' totals kept with DEBUG=2 as a table, the kernels that took longest first,
+// printed at exit (profile::summary() gives it as text).
+
+#include <iomanip>
+
+
+namespace tinyt::inline v0 {
+namespace profile {
+
+namespace detail {
+inline void write_text(const std::string& path, const std::string& text) {
+  if (!tinyt::detail::write_file_atomically(path, text))
+    throw Error(tinyt::detail::cat("profile::write: cannot write '", path, "'"));
+}
+}  // namespace detail
+
+/// A number as JSON (which has no infinities or NaN: those become null).
+inline std::string json_number(double x) {
+  if (!std::isfinite(x)) return "null";
+  std::ostringstream out;
+  out << std::setprecision(6) << x;
+  return out.str();
+}
+/// The events as a Chrome trace (JSON object format): a process per device plus "host", named.
+inline std::string trace_json(const std::vector<Event>& events) {
+  using json::quote;
+  std::map<std::string, int> pids;
+  std::map<std::pair<std::string, std::string>, int> tids;
+  pids["host"] = 1;  // the host's threads first, then the devices
+  for (const Event& e : events) {
+    pids.try_emplace(e.process, static_cast<int>(pids.size()) + 1);
+    tids.try_emplace({e.process, e.track}, static_cast<int>(tids.size()) + 1);
+  }
+  std::ostringstream out;
+  out << std::setprecision(15);
+  out << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [";
+  bool first = true;
+  const auto next = [&] {
+    out << (first ? "\n" : ",\n");
+    first = false;
+  };
+  for (const auto& [process, pid] : pids) {
+    next();
+    out << "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " << pid << ", \"args\": {\"name\": " << quote(process) << "}}";
+  }
+  for (const auto& [key, tid] : tids) {
+    next();
+    out << "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " << pids.at(key.first) << ", \"tid\": " << tid
+        << ", \"args\": {\"name\": " << quote(key.second) << "}}";
+  }
+  for (const Event& e : events) {
+    next();
+    out << "{\"ph\": \"" << e.phase << "\", \"name\": " << quote(e.name) << ", \"cat\": " << quote(e.category)
+        << ", \"pid\": " << pids.at(e.process) << ", \"tid\": " << tids.at({e.process, e.track}) << ", \"ts\": " << e.start_us;
+    if (e.phase == 'X') out << ", \"dur\": " << e.duration_us;
+    if (e.phase == 'i') out << ", \"s\": \"t\"";
+    out << ", \"args\": {";
+    for (size_t i = 0; i < e.args.size(); ++i) out << (i ? ", " : "") << quote(e.args[i].first) << ": " << e.args[i].second;
+    out << "}}";
+  }
+  out << "\n]}\n";
+  return out.str();
+}
+
+
+/// The kernels' totals as a table: the kernels that took longest first, each with its launches,
+/// time, share of the total, GFLOPS and GB/s; a last line adds them up.
+inline std::string summary_of(const std::map<std::string, KernelTotals>& totals) {
+  std::vector<std::pair<std::string, KernelTotals>> rows(totals.begin(), totals.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+  KernelTotals all;
+  for (const auto& [name, t] : rows) all.launches += t.launches, all.seconds += t.seconds, all.ops += t.ops, all.bytes += t.bytes;
+  std::ostringstream out;
+  const auto line = [&out, &all](const std::string& name, const KernelTotals& t) {
+    const double s = std::max(t.seconds, 1e-12);
+    out << std::left << std::setw(36) << name << std::right << std::setw(9) << t.launches << std::fixed
+        << std::setprecision(3) << std::setw(12) << t.seconds * 1e3 << std::setprecision(1) << std::setw(7)
+        << 100 * t.seconds / std::max(all.seconds, 1e-12) << "%" << std::setprecision(2) << std::setw(11)
+        << static_cast<double>(t.ops) / s * 1e-9 << std::setw(10) << static_cast<double>(t.bytes) / s * 1e-9 << "\n";
+  };
+  out << std::left << std::setw(36) << "kernel" << std::right << std::setw(9) << "launches" << std::setw(12) << "ms"
+      << std::setw(8) << "share" << std::setw(11) << "GFLOPS" << std::setw(10) << "GB/s" << "\n";
+  for (const auto& [name, t] : rows) line(name, t);
+  line(tinyt::detail::cat("total (", rows.size(), " kernels)"), all);
+  return out.str();
+}
+
+}  // namespace profile
+}  // namespace tinyt::inline v0
+// ---- end tinyt/engine/profiler.hpp ----
 // ---- tinyt/engine/replay.hpp ----
 // Process replay: with PROCESS_REPLAY=<dir>, every kernel compiled is written to <dir> as a record:
 // its AST as text that reads back into the same graph, its opts, what the code generator was told
@@ -13742,7 +13756,7 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
   const viz::Scope scope("kernel " + name, viz::Scope::join);  // KernelCache::get opened it
   {
     profile::Span span("codegen " + name, "codegen", profiling);
-    if (span.on()) span.arg("opts", nn::json::quote(codegen::to_string(opts)));
+    if (span.on()) span.arg("opts", json::quote(codegen::to_string(opts)));
     k->program = lower_kernel(ast, std::move(opts), settings.target, settings.transcendental);
     k->estimates = estimate(k->program);
     k->device = settings.device;
@@ -13753,7 +13767,7 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
   backend::Device& d = backend::device(settings.device);
   {
     profile::Span span("compile " + name, "compile", profiling);
-    if (span.on()) span.arg("device", nn::json::quote(settings.device));
+    if (span.on()) span.arg("device", json::quote(settings.device));
     k->runtime = d.load(backend::cached_compile(d.compiler(), k->source, k->program.name), k->program.name);
   }
   if (viz::enabled()) viz::record(viz::Kernel{name, settings.device, codegen::to_string(k->program.opts), k->source, ast});
@@ -14684,8 +14698,8 @@ class NodeTable {
       const UOp& u = nodes_[i];
       std::ostringstream arg;
       arg << u.arg();
-      out += tinyt::detail::cat(i ? ",\n[" : "\n[", nn::json::quote(op_name(u.op())), ",", nn::json::quote(u.dtype().name()),
-                                ",", nn::json::quote(arg.str()), ",[");
+      out += tinyt::detail::cat(i ? ",\n[" : "\n[", json::quote(op_name(u.op())), ",", json::quote(u.dtype().name()),
+                                ",", json::quote(arg.str()), ",[");
       for (size_t k = 0; k < u.src().size(); ++k) out += tinyt::detail::cat(k ? "," : "", ids_.at(u.src(k).get()));
       out += "]]";
     }
@@ -14699,7 +14713,7 @@ class NodeTable {
 
 /// Text as a JSON string that may sit inside a <script> element ("</script>" cannot end it).
 inline std::string script_safe(std::string_view text) {
-  std::string q = nn::json::quote(text), out;
+  std::string q = json::quote(text), out;
   out.reserve(q.size());
   for (size_t i = 0; i < q.size(); ++i) {
     if (q[i] == '<' && i + 1 < q.size() && q[i + 1] == '/') out += "<\\/", ++i;
@@ -15621,7 +15635,12 @@ TINYT_INLINE Communicator& world() {
 }  // namespace tinyt::inline v0
 // ---- end tinyt/dist_impl.hpp ----
 // ---- tinyt/profile_impl.hpp ----
-// The definitions of profile.hpp, on the recorder of engine/profiler.hpp.
+// The definitions of profile.hpp and of what the recorder (profile_record.hpp) writes at exit,
+// formatted by engine/profiler.hpp.
+
+#include <cstdio>
+
+#include <unistd.h>
 
 
 namespace tinyt::inline v0::profile {
@@ -15629,6 +15648,14 @@ namespace tinyt::inline v0::profile {
 TINYT_INLINE void write(const std::string& path) { detail::write_text(path, trace_json(events())); }
 TINYT_INLINE std::string summary() { return summary_of(detail::recorder().totals()); }
 TINYT_INLINE void clear() { detail::recorder().clear(); }
+
+TINYT_INLINE void detail::Recorder::finish() {
+  std::lock_guard lock(mu_);
+  if (summary_at_exit_ && !totals_.empty()) std::fprintf(stderr, "%s", summary_of(totals_).c_str());
+  if (!trace_at_exit_ || events_.empty()) return;
+  tinyt::detail::write_exit_file(tinyt::detail::cat("tinyt_profile_", ::getpid(), ".json"), "profile",
+                                 "(open it in ui.perfetto.dev or chrome://tracing)", [&] { return trace_json(events_); });
+}
 
 }  // namespace tinyt::inline v0::profile
 // ---- end tinyt/profile_impl.hpp ----

@@ -27,6 +27,17 @@
 
 namespace tinyt_test {
 
+// What a test does not check where it runs shows in the run's output: a test case that checks
+// nothing here says MESSAGE("skipped: <why>") and returns (ctest then reports it as skipped:
+// tests/CMakeLists.txt); one that skips a part says MESSAGE("skipped part: <why>") and checks the
+// rest.
+
+/// Whether `device` can run here (Device::list()).
+inline bool device_available(const std::string& device) {
+  const std::vector<std::string> here = tinyt::Device::list();
+  return std::find(here.begin(), here.end(), device) != here.end();
+}
+
 /// The bytes `hex` spells ("48690a" is "Hi\n"): how tests/data's reference texts keep any byte.
 inline std::string from_hex(const std::string& hex) {
   std::string out;

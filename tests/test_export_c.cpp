@@ -46,7 +46,10 @@ std::vector<float> images(int seed) {
 }  // namespace
 
 TEST_CASE("export_c: the exported MNIST inference builds with a plain C compiler and gives tinyt's logits") {
-  if (Device::DEFAULT != "CPU") return;  // the export is of a step captured on the CPU
+  if (Device::DEFAULT != "CPU") {  // the export is of a step captured on the CPU
+    MESSAGE("skipped: the export is of a step captured on the CPU, and DEV is ", Device::DEFAULT);
+    return;
+  }
   Tensor::manual_seed(7);
   FashionNet net;
   for (Tensor& p : nn::state::get_parameters(net)) p.realize();  // the weights, computed once
@@ -83,6 +86,18 @@ TEST_CASE("export_c: the exported MNIST inference builds with a plain C compiler
 TEST_CASE("export_c: a step not captured yet, or captured on a GPU, is a clear error") {
   TinyJit f([](const Tensor& x) { return x + 1; });
   tinyt_test::TempDir dir;
-  CHECK(tinyt_test::message_of<Error>([&] { f.export_c((dir.path / "a.c").string(), (dir.path / "a.st").string()); })
-            .find("not captured") != std::string::npos);
+  const std::string c_file = (dir.path / "a.c").string(), weights = (dir.path / "a.st").string();
+  CHECK(tinyt_test::message_of<Error>([&] { f.export_c(c_file, weights); }).find("not captured") != std::string::npos);
+  // OpenCL (PoCL here) is the GPU a test can reach: a step captured there names its device
+  if (!tinyt_test::device_available("CL")) {
+    MESSAGE("skipped part: a step captured on a GPU (no CL device here)");
+    return;
+  }
+  TinyJit g([](const Tensor& x) { return x * 2 + 1; });
+  for (int i = 0; i < 3; ++i) (void)g(Tensor::from_vector(std::vector<float>{1, 2, 3}, {3}, "CL")).realize();
+  REQUIRE(g.captured_count() > 0);
+  const std::string message = tinyt_test::message_of<DeviceError>([&] { g.export_c(c_file, weights); });
+  CHECK(message.find("export_c") != std::string::npos);
+  CHECK(message.find("CL") != std::string::npos);
+  CHECK(message.find("capture") != std::string::npos);
 }

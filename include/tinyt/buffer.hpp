@@ -16,7 +16,7 @@
 #include "dtype.hpp"
 #include "error.hpp"
 #include "helpers.hpp"
-#include "engine/profiler.hpp"
+#include "profile_record.hpp"
 
 namespace tinyt::inline v0 {
 

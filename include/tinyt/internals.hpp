@@ -7,6 +7,7 @@
 
 // utilities every stage may use
 #include "support.hpp"
+#include "json.hpp"
 
 // the IR's engines: rewrite rules, constant folding, bounds, the symbolic simplifier
 #include "pattern.hpp"
@@ -32,4 +33,3 @@
 
 // file formats behind nn::state and nn::datasets
 #include "nn/file_io.hpp"
-#include "nn/json.hpp"

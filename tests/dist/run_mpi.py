@@ -3,10 +3,12 @@
 text its output must hold, and that it ends within a time limit (a rank that waits forever fails
 the test instead of hanging it).
 
-  run_mpi.py [--np 2] [--env K=V] [--expect TEXT]... [--exit 0|nonzero] [--within S] -- PROGRAM ARGS
+  run_mpi.py [--np 2] [--env K=V] [--expect TEXT]... [--expect-re REGEX]... [--reject TEXT]...
+             [--exit 0|nonzero|N] [--within S] -- PROGRAM ARGS
 """
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,7 +20,9 @@ def main():
     p.add_argument("--np", type=int, default=2)
     p.add_argument("--env", action="append", default=[], help="K=V for every rank")
     p.add_argument("--expect", action="append", default=[], help="text the output must hold")
-    p.add_argument("--exit", default="0", choices=["0", "nonzero"])
+    p.add_argument("--expect-re", action="append", default=[], help="a regular expression the output must match")
+    p.add_argument("--reject", action="append", default=[], help="text the output must not hold")
+    p.add_argument("--exit", default="0", help="0, nonzero, or the exact status")
     p.add_argument("--within", type=float, default=600, help="seconds the run may take")
     p.add_argument("command", nargs=argparse.REMAINDER)
     a = p.parse_args()
@@ -48,9 +52,11 @@ def main():
     print(run.stdout)
     print(f"run_mpi.py: exit status {run.returncode} after {took:.1f} s")
     failed = []
-    if (run.returncode == 0) != (a.exit == "0"):
+    if not (run.returncode != 0 if a.exit == "nonzero" else run.returncode == int(a.exit)):
         failed.append(f"exit status {run.returncode}, expected {a.exit}")
     failed += [f"no '{text}' in the output" for text in a.expect if text not in run.stdout]
+    failed += [f"nothing in the output matches '{regex}'" for regex in a.expect_re if not re.search(regex, run.stdout)]
+    failed += [f"'{text}' in the output" for text in a.reject if text in run.stdout]
     if failed:
         sys.exit("run_mpi.py: " + "; ".join(failed))
 

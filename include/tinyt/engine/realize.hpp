@@ -127,7 +127,7 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
   const viz::Scope scope("kernel " + name, viz::Scope::join);  // KernelCache::get opened it
   {
     profile::Span span("codegen " + name, "codegen", profiling);
-    if (span.on()) span.arg("opts", nn::json::quote(codegen::to_string(opts)));
+    if (span.on()) span.arg("opts", json::quote(codegen::to_string(opts)));
     k->program = lower_kernel(ast, std::move(opts), settings.target, settings.transcendental);
     k->estimates = estimate(k->program);
     k->device = settings.device;
@@ -138,7 +138,7 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
   backend::Device& d = backend::device(settings.device);
   {
     profile::Span span("compile " + name, "compile", profiling);
-    if (span.on()) span.arg("device", nn::json::quote(settings.device));
+    if (span.on()) span.arg("device", json::quote(settings.device));
     k->runtime = d.load(backend::cached_compile(d.compiler(), k->source, k->program.name), k->program.name);
   }
   if (viz::enabled()) viz::record(viz::Kernel{name, settings.device, codegen::to_string(k->program.opts), k->source, ast});

@@ -16,7 +16,7 @@
 
 #include "../tensor.hpp"
 #include "file_io.hpp"
-#include "json.hpp"
+#include "../json.hpp"
 #include "safetensors.hpp"
 
 namespace tinyt::inline v0 {

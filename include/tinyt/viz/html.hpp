@@ -10,7 +10,7 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "../nn/json.hpp"
+#include "../json.hpp"
 #include "../support.hpp"
 #include "../version.hpp"
 #include "page.hpp"
@@ -55,8 +55,8 @@ class NodeTable {
       const UOp& u = nodes_[i];
       std::ostringstream arg;
       arg << u.arg();
-      out += tinyt::detail::cat(i ? ",\n[" : "\n[", nn::json::quote(op_name(u.op())), ",", nn::json::quote(u.dtype().name()),
-                                ",", nn::json::quote(arg.str()), ",[");
+      out += tinyt::detail::cat(i ? ",\n[" : "\n[", json::quote(op_name(u.op())), ",", json::quote(u.dtype().name()),
+                                ",", json::quote(arg.str()), ",[");
       for (size_t k = 0; k < u.src().size(); ++k) out += tinyt::detail::cat(k ? "," : "", ids_.at(u.src(k).get()));
       out += "]]";
     }
@@ -70,7 +70,7 @@ class NodeTable {
 
 /// Text as a JSON string that may sit inside a <script> element ("</script>" cannot end it).
 inline std::string script_safe(std::string_view text) {
-  std::string q = nn::json::quote(text), out;
+  std::string q = json::quote(text), out;
   out.reserve(q.size());
   for (size_t i = 0; i < q.size(); ++i) {
     if (q[i] == '<' && i + 1 < q.size() && q[i + 1] == '/') out += "<\\/", ++i;

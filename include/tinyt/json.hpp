@@ -1,8 +1,10 @@
 // A small, strict JSON reader and the string quoting a writer needs: enough for file headers
-// (safetensors) that may come from anyone. Strict because a header that two readers parse
-// differently is how polyglot and smuggling attacks start: RFC 8259 grammar only, valid UTF-8
-// only, no duplicate keys, nothing but whitespace after the value, and a depth limit so a
-// header of nested brackets cannot overflow the stack.
+// (safetensors) that may come from anyone, and the quoting of the profiler's trace and VIZ's
+// page. One facility below every stage that uses it (nn/, viz/, the profiler), so none reaches
+// into another's folder for it. Strict because a header that two readers parse differently is
+// how polyglot and smuggling attacks start: RFC 8259 grammar only, valid UTF-8 only, no duplicate
+// keys, nothing but whitespace after the value, and a depth limit so a header of nested brackets
+// cannot overflow the stack.
 #pragma once
 
 #include <cstdint>
@@ -13,10 +15,10 @@
 #include <utility>
 #include <vector>
 
-#include "../error.hpp"
+#include "error.hpp"
 
 namespace tinyt::inline v0 {
-namespace nn::json {
+namespace json {
 
 struct Member;
 
@@ -422,5 +424,10 @@ inline Value parse(std::string_view text, const std::string& context, size_t max
   return detail::Parser(text, context, max_depth).document();
 }
 
-}  // namespace nn::json
+}  // namespace json
+
+// its name before it moved here out of nn/ (tests and programs may spell it so)
+namespace nn {
+namespace json = tinyt::json;
+}
 }  // namespace tinyt::inline v0

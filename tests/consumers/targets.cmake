@@ -1,0 +1,25 @@
+# The targets a configure of BUILD defined, built by default or not, from the CMake file API's
+# code model: query it (tinyt_query_targets) before the configure, read it (tinyt_targets) after.
+function(tinyt_query_targets build)
+  file(WRITE ${build}/.cmake/api/v1/query/codemodel-v2 "")
+endfunction()
+
+function(tinyt_targets build out)
+  file(GLOB index ${build}/.cmake/api/v1/reply/codemodel-v2-*.json)
+  list(LENGTH index replies)
+  if(NOT replies EQUAL 1)
+    message(FATAL_ERROR "${build}: expected one code model reply of the CMake file API, found '${index}'")
+  endif()
+  file(READ "${index}" model)
+  string(JSON configuration GET "${model}" configurations 0)
+  string(JSON count LENGTH "${configuration}" targets)
+  set(targets "")
+  math(EXPR last "${count} - 1")
+  foreach(i RANGE ${last})
+    string(JSON name GET "${configuration}" targets ${i} name)
+    list(APPEND targets ${name})
+  endforeach()
+  list(REMOVE_ITEM targets tinyt_header_only)  # an interface library: listed by newer CMakes only
+  list(SORT targets)
+  set(${out} "${targets}" PARENT_SCOPE)
+endfunction()
