@@ -35,7 +35,7 @@ SANITIZE_FAST ?= uop;pattern;symbolic;schedule_cache;assign;state_io;symbolic_sh
 # machine with no ccache, tinyt or PoCL cache (other work light): configure and build 355 s, the
 # 380 tests 257 s, 612 s in all, plus tools/setup.sh's apt-get on a bare machine.
 # `make test-all`: every program and every test, as CI runs it (.ci/run).
-TEST_TARGETS = tinyt_tests tinyt_single_include_test tinyt_mode_compiled demo kv_cache llm
+TEST_TARGETS = tinyt_tests tinyt_mode_compiled demo kv_cache llm
 test:
 	tools/setup.sh
 	$(CMAKE_CONFIGURE) -S . -B build

@@ -86,7 +86,7 @@ std::string with(std::string file, size_t at, T value) {
 
 }  // namespace
 
-TEST_CASE("fuzz: GGUF files with mutated tensor infos (dims 0, 1, huge; types; offsets) load or throw") {
+TEST_CASE("fuzz: GGUF files with mutated tensor infos (dims 0, 1, huge, types, offsets) load or throw") {
   const fs::path source = fs::path(__FILE__).parent_path() / "data" / "gguf_types.gguf";
   const std::string file = read_file(source);
   const auto tensors = nn::state::gguf_load(source.string()).tensors;
