@@ -43,7 +43,8 @@ std::string le(uint64_t v, int bytes) {
 // Uses every tensor that loaded: its elements read back as many as its shape says, and kernels
 // read all of them (a sum) and write a copy (a contiguous product).
 void use(const std::map<std::string, Tensor>& tensors) {
-  for (const auto& [name, t] : tensors) {
+  for (const auto& [key, t] : tensors) {
+    const std::string name = key;  // clang 14's lambdas (CAPTURE) cannot name a structured binding
     CAPTURE(name);
     const Tensor f = t.cast(dtypes::float32);
     CHECK(f.to_vector<float>().size() == static_cast<size_t>(t.numel()));
