@@ -38,6 +38,25 @@ inline bool device_available(const std::string& device) {
   return std::find(here.begin(), here.end(), device) != here.end();
 }
 
+/// n devices of the default device's kind: {"CPU", "CPU:1", ...}; CPU:i where the kind has no
+/// device i (one GPU: CUDA, CPU:1, CPU:2)
+inline std::vector<std::string> devices(int n) {
+  const std::string kind = tinyt::Device::kind(tinyt::Device::default_device());
+  std::vector<std::string> out{kind};
+  for (int i = 1; i < n; ++i) {
+    const std::string name = kind + ":" + std::to_string(i);
+    try {
+      tinyt::Device::require(name);
+      out.push_back(name);
+    } catch (const tinyt::DeviceError&) {
+      // the test still runs, on devices of two kinds; the output says which stood in
+      MESSAGE("stand-in: ", name, " is not available here, CPU:", i, " takes its place");
+      out.push_back("CPU:" + std::to_string(i));
+    }
+  }
+  return out;
+}
+
 /// The bytes `hex` spells ("48690a" is "Hi\n"): how tests/data's reference texts keep any byte.
 inline std::string from_hex(const std::string& hex) {
   std::string out;

@@ -16,24 +16,6 @@ using namespace tinyt;
 using namespace tinyt_test;
 
 namespace {
-// n devices of the default device's kind: {"CPU", "CPU:1", ...}; CPU:i where the kind has no
-// device i (one GPU: CUDA, CPU:1, CPU:2)
-std::vector<std::string> devices(int n) {
-  const std::string kind = Device::kind(Device::default_device());
-  std::vector<std::string> out{kind};
-  for (int i = 1; i < n; ++i) {
-    const std::string name = kind + ":" + std::to_string(i);
-    try {
-      Device::require(name);
-      out.push_back(name);
-    } catch (const DeviceError&) {
-      // the test still runs, on devices of two kinds; the output says which stood in
-      MESSAGE("stand-in: ", name, " is not available here, CPU:", i, " takes its place");
-      out.push_back("CPU:" + std::to_string(i));
-    }
-  }
-  return out;
-}
 std::string joined(const std::vector<std::string>& names) {
   std::string out;
   for (const std::string& n : names) out += (out.empty() ? "" : ",") + n;
