@@ -17739,13 +17739,16 @@ TINYT_INLINE std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& inpu
   for (size_t k = 0; k < inputs.size(); ++k)
     for (std::shared_ptr<Buffer>& part : jit::input_memory(inputs[k], k)) memory.push_back(std::move(part));
   const schedule::VarVals vals = jit::bound_values(inputs, binds);
-  // every variable's value before anything runs: a replay stopped halfway would leave the
+  // every item's variable values before anything runs: a replay stopped halfway would leave the
   // weights that its first kernels update changed
-  for (const JitItem& j : s_->items)
-    for (const UOp& v : j.vars)
-      if (std::none_of(vals.vals.begin(), vals.vals.end(), [&](const auto& b) { return b.first == v; }))
-        throw ShapeError(cat("TinyJit: variable '", v.arg()[0].get<std::string>(), "' has no value at this replay; pass its ",
-                             "binding (", v.arg()[0].get<std::string>(), ".bind(n)) as an argument of the step (nothing ran)"));
+  for (JitItem& j : s_->items)
+    for (size_t v = 0; v < j.vars.size(); ++v) {
+      const auto b = std::find_if(vals.vals.begin(), vals.vals.end(), [&](const auto& x) { return x.first == j.vars[v]; });
+      if (b == vals.vals.end())
+        throw ShapeError(cat("TinyJit: variable '", j.vars[v].arg()[0].get<std::string>(), "' has no value at this replay; pass its ",
+                             "binding (", j.vars[v].arg()[0].get<std::string>(), ".bind(n)) as an argument of the step (nothing ran)"));
+      j.item.vars[v] = b->second;
+    }
   const engine::RunKnobs knobs = engine::RunKnobs::current();
   const profile::Span span("TinyJit replay", "jit", knobs.profile);
   for (const engine::HostFill& f : s_->fills) {
@@ -17760,7 +17763,6 @@ TINYT_INLINE std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& inpu
     run_checks(i);
     JitItem& j = s_->items[i];
     for (const auto& [slot, k] : j.input_slots) j.item.buffers[slot] = memory[k];
-    for (size_t v = 0; v < j.vars.size(); ++v) j.item.vars[v] = vals.at(j.vars[v]);
     engine::run_item(j.item, knobs);
     if (j.in_place) j.item.buffers[0]->overwritten();
     for (const auto& [slot, k] : j.input_slots) j.item.buffers[slot] = nullptr;
