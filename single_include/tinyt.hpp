@@ -1313,12 +1313,12 @@ struct GlobalCounters {
 
 namespace tinyt::inline v0 {
 
-/// Device names and the default device. A name is a kind ("CPU", "CL", "CUDA"), optionally with
+/// Device names and the default device. A name is a kind ("CPU", "CL", "CUDA", "EMU"), optionally with
 /// an index ("CL:1"); index 0 is the kind alone.
 struct Device {
   /// The device kinds tinyt knows, whether or not they can run here.
   static const std::vector<std::string>& known() {
-    static const std::vector<std::string> names{"CPU", "CL", "CUDA"};
+    static const std::vector<std::string> names{"CPU", "CL", "CUDA", "EMU"};
     return names;
   }
   /// The device new tensors go to: $DEV when the program started ("CPU" if unset); assignable.
@@ -1378,7 +1378,7 @@ struct Device {
     std::string kind = s, index;
     if (const size_t colon = s.find(':'); colon != std::string::npos) kind = s.substr(0, colon), index = s.substr(colon + 1);
     if (std::find(known().begin(), known().end(), kind) == known().end())
-      throw DeviceError(detail::cat("unknown device '", name, "'; tinyt knows CPU, CL and CUDA (with an index: CL:1)"));
+      throw DeviceError(detail::cat("unknown device '", name, "'; tinyt knows CPU, CL, CUDA and EMU (with an index: CL:1)"));
     if (s.find(':') != std::string::npos &&
         (index.empty() || index.size() > 4 || !std::all_of(index.begin(), index.end(), [](unsigned char c) { return std::isdigit(c); })))
       throw DeviceError(detail::cat("device '", name, "': the index after ':' must be a number"));
@@ -5726,7 +5726,7 @@ inline UOp simplify_valid(const UOp& valid) {
 
 
 // ---- tinyt/backend/devices.hpp ----
-// The devices tinyt builds in (CPU, CL, CUDA), registered by kind, and the one lookup from a
+// The devices tinyt builds in (CPU, CL, CUDA, EMU), registered by kind, and the one lookup from a
 // device name to its parts. A program may register more kinds with register_device.
 
 // ---- tinyt/backend/compiled.hpp ----
@@ -5746,8 +5746,9 @@ inline UOp simplify_valid(const UOp& valid) {
 namespace tinyt::inline v0 {
 namespace backend {
 
-/// The source a device's compiler takes.
-enum class Language { c, llvm_ir, opencl, cuda };
+/// The source a device's compiler takes (`listing`: the linearized program itself, as text, for
+/// the emulated GPU: renderer/listing.hpp).
+enum class Language { c, llvm_ir, opencl, cuda, listing };
 
 /// A launch's work: global[d] work-items in all along dimension d, in groups of local[d].
 /// (Both are counts of work-items, as OpenCL's global/local work sizes; CUDA's grid is global/local.)
@@ -7657,6 +7658,822 @@ inline std::unique_ptr<Device> open_cuda(int index) { return std::make_unique<Cu
 }  // namespace backend
 }  // namespace tinyt::inline v0
 // ---- end tinyt/backend/cuda.hpp ----
+// ---- tinyt/backend/emu.hpp ----
+// EMU: a GPU emulated on the CPU, exact and slow, so GPU code generation is tested where no GPU
+// is (tinygrad's PYTHON device with EMULATE). It runs a kernel's linearized program, as the
+// listing renderer writes it (renderer/listing.hpp), with a GPU's semantics: a grid of work-groups
+// of work-items, each work-item with its own registers, each work-group with its own local
+// memory. The work-items of a group run in lockstep, one op at a time for all of them, so a
+// barrier is where they all are; loops must be uniform across a group (their bounds are).
+//
+// It checks what a GPU would silently get wrong: an access outside a global buffer or a local
+// array, a read of local memory another work-item wrote with no barrier between (or a write over
+// what another read or wrote), two work-items writing one element of a global buffer, a launch
+// past the emulated device's limits, more local memory than it has. Each is a DeviceError naming
+// the kernel, the op, the buffer, the element and the work-items. Memory starts out holding
+// garbage (0xA5 bytes), as a GPU's does, so a kernel that reads what nobody wrote shows.
+//
+// EMU_TARGET names what is emulated (Spec): `cuda_sm80` (the default: warps of 32, 1024 threads a
+// block, 48 KiB of shared memory, 108 multiprocessors) or `cl` (an OpenCL GPU without
+// sub-groups or tensor cores). The code generator sees the target a real device of that kind
+// would give it, so EMU runs the very kernels that device would.
+
+#include <chrono>
+
+
+namespace tinyt::inline v0 {
+namespace backend {
+namespace emu {
+
+/// The device EMU emulates.
+struct Spec {
+  std::string name;              // "cuda_sm80", "cl"
+  int64_t warp = 32;             // work-items that shuffle and share a tensor-core op (0: none)
+  int64_t max_threads = 1024;    // work-items in a work-group at most
+  int64_t shared_bytes = 48 << 10;
+  int64_t compute_units = 108;   // multiprocessors (an A100's count)
+  int64_t launch_local = 256;    // the work-group size the code generator may choose (as CUDA's device)
+};
+
+/// The Spec of EMU_TARGET `name`; DeviceError naming the known ones otherwise.
+inline Spec spec(const std::string& name) {
+  if (name.empty() || name == "cuda_sm80") return {"cuda_sm80", 32, 1024, 48 << 10, 108, 256};
+  if (name == "cl") return {"cl", 0, 256, 32 << 10, 16, 256};
+  throw DeviceError(tinyt::detail::cat("EMU: unknown EMU_TARGET '", name, "'; EMU emulates cuda_sm80 (the default) or cl"));
+}
+
+/// One value of one work-item: integers sign- or zero-extended to 64 bits, bool 0 or 1, float16,
+/// bfloat16 and float32 in a float (a narrow float holds a value it can represent), float64.
+union Slot {
+  int64_t i;
+  uint64_t u;
+  float f;
+  double d;
+};
+
+/// How a dtype's values are held and computed.
+enum class Kind : uint8_t { sint, uint, f32, f64 };
+inline Kind kind_of(DType dt) {
+  const DType s = dt.scalar();
+  if (s == dtypes::float64) return Kind::f64;
+  if (s.is_float()) return Kind::f32;
+  if (s.is_unsigned()) return Kind::uint;
+  return Kind::sint;  // signed integers, index, bool
+}
+
+/// An integer wrapped to `dt`'s width, as the generated code's arithmetic wraps.
+inline Slot wrap(uint64_t v, DType dt) {
+  const DType s = dt.scalar();
+  Slot out;
+  if (s.is_bool()) {
+    out.i = v != 0;
+    return out;
+  }
+  const int bits = s.is_index() ? 64 : 8 * s.itemsize();
+  if (bits == 64) {
+    out.u = v;
+  } else if (s.is_unsigned()) {
+    out.u = v & ((uint64_t{1} << bits) - 1);
+  } else {
+    const uint64_t m = uint64_t{1} << (bits - 1), low = v & ((uint64_t{1} << bits) - 1);
+    out.i = static_cast<int64_t>(low ^ m) - static_cast<int64_t>(m);
+  }
+  return out;
+}
+
+/// A float rounded to a narrow float's precision (float16 or bfloat16), kept in a float.
+inline float round_narrow(float f, DType dt) {
+  if (dt.scalar() == dtypes::float16) return static_cast<float>(half_t(f));
+  if (dt.scalar() == dtypes::bfloat16) return static_cast<float>(bfloat16_t(f));
+  return f;
+}
+
+/// A value's bits as it is stored in memory of dtype `dt` (little end first).
+inline uint64_t to_bits(Slot v, DType dt) {
+  switch (dt.scalar_type()) {
+    case ScalarType::float16: return std::bit_cast<uint16_t>(half_t(v.f));
+    case ScalarType::bfloat16: return bfloat16_t(v.f).bits;
+    case ScalarType::float32: return std::bit_cast<uint32_t>(v.f);
+    case ScalarType::float64: return v.u;
+    default: {
+      const int bytes = dt.scalar().itemsize();
+      return bytes == 8 ? v.u : v.u & ((uint64_t{1} << (8 * bytes)) - 1);
+    }
+  }
+}
+/// The value memory of dtype `dt` holds as `bits`.
+inline Slot from_bits(uint64_t bits, DType dt) {
+  Slot out;
+  switch (dt.scalar_type()) {
+    case ScalarType::float16: out.f = static_cast<float>(std::bit_cast<half_t>(static_cast<uint16_t>(bits))); return out;
+    case ScalarType::bfloat16: {
+      bfloat16_t b;
+      b.bits = static_cast<uint16_t>(bits);
+      out.f = static_cast<float>(b);
+      return out;
+    }
+    case ScalarType::float32: out.f = std::bit_cast<float>(static_cast<uint32_t>(bits)); return out;
+    case ScalarType::float64: out.u = bits; return out;
+    default: return wrap(bits, dt);
+  }
+}
+
+/// `v` of dtype `from` converted to dtype `to`, as C converts (a float out of an integer's range,
+/// undefined in C, saturates; NaN becomes 0).
+inline Slot convert(Slot v, DType from, DType to) {
+  const Kind kf = kind_of(from), kt = kind_of(to);
+  Slot out;
+  if (to.scalar().is_bool()) {
+    out.i = kf == Kind::f32 ? v.f != 0 : kf == Kind::f64 ? v.d != 0 : v.u != 0;
+    return out;
+  }
+  if (kt == Kind::f32 || kt == Kind::f64) {
+    double d = 0;
+    float f = 0;
+    switch (kf) {
+      case Kind::sint: f = static_cast<float>(v.i), d = static_cast<double>(v.i); break;
+      case Kind::uint: f = static_cast<float>(v.u), d = static_cast<double>(v.u); break;
+      case Kind::f32: f = v.f, d = v.f; break;
+      case Kind::f64: f = static_cast<float>(v.d), d = v.d; break;
+    }
+    if (kt == Kind::f64) out.d = d;
+    else out.f = round_narrow(f, to);  // (a double reaches a narrow float through float, as GPU code rounds it)
+    return out;
+  }
+  if (kf == Kind::sint || kf == Kind::uint) return wrap(v.u, to);
+  const double d = kf == Kind::f32 ? static_cast<double>(v.f) : v.d;
+  const double lo = static_cast<double>(dtypes::min_int(to)), hi = static_cast<double>(dtypes::max_int(to));
+  if (std::isnan(d)) return wrap(0, to);
+  if (d <= lo) return kt == Kind::uint ? wrap(0, to) : wrap(static_cast<uint64_t>(static_cast<int64_t>(dtypes::min_int(to))), to);
+  if (d >= hi) return wrap(static_cast<uint64_t>(dtypes::max_int(to)), to);
+  return kt == Kind::uint ? wrap(static_cast<uint64_t>(std::trunc(d)), to) : wrap(static_cast<uint64_t>(static_cast<int64_t>(std::trunc(d))), to);
+}
+
+/// One op of a parsed listing.
+struct Instr {
+  Ops op = Ops::NOOP;
+  DType dtype;
+  std::vector<int32_t> src;
+  Slot value{};            // CONST
+  int64_t number = 0;      // DEFINE_*: its number; RANGE: its launch dimension (-1: a loop)
+  bool work_item = false;  // RANGE: a work-item's index, not a loop
+  int32_t partner = -1;    // RANGE: its END; END: its RANGE
+};
+
+/// A listing parsed and checked: what EMU's compiler makes of a kernel.
+struct Kernel {
+  std::string name;
+  std::vector<Instr> code;
+  int64_t local_bytes = 0;  // the local memory one work-group uses
+};
+
+namespace detail {
+inline Ops parse_op(const std::string& name) {
+  for (size_t i = 0; i < op_count; ++i)
+    if (name == op_name(static_cast<Ops>(i))) return static_cast<Ops>(i);
+  throw CompileError(tinyt::detail::cat("EMU: unknown op '", name, "'"));
+}
+inline DType parse_dtype(const std::string& text) {
+  const size_t star = text.find('*');
+  std::string scalar = text.substr(0, star);
+  int lanes = 1;  // "float32.vec(4)"
+  if (const size_t vec = scalar.find(".vec("); vec != std::string::npos) lanes = std::stoi(scalar.substr(vec + 5)), scalar.resize(vec);
+  DType base = scalar == "index" ? dtypes::index : scalar == "void" ? dtypes::void_ : dtypes::from_name(scalar);
+  if (lanes > 1) base = base.vec(lanes);
+  if (star == std::string::npos) return base;
+  const std::string rest = text.substr(star + 1);
+  if (rest == "global") return base.ptr();
+  const size_t bracket = rest.find('[');
+  if (bracket == std::string::npos || rest.back() != ']') throw CompileError("EMU: bad pointer type '" + text + "'");
+  const std::string space = rest.substr(0, bracket);
+  const int64_t size = std::stoll(rest.substr(bracket + 1));
+  if (space == "local") return base.ptr(size, AddrSpace::local);
+  if (space == "reg") return base.ptr(size, AddrSpace::reg);
+  throw CompileError("EMU: bad address space in '" + text + "'");
+}
+inline Slot parse_value(const std::string& text, DType dt) {
+  Slot v;
+  const Kind k = kind_of(dt);
+  if (k == Kind::f32 || k == Kind::f64) {
+    const double d = text == "nan" ? NAN : text == "inf" ? INFINITY : text == "-inf" ? -INFINITY : std::strtod(text.c_str(), nullptr);
+    if (k == Kind::f64) v.d = d;
+    else v.f = round_narrow(static_cast<float>(d), dt);
+    return v;
+  }
+  return wrap(k == Kind::uint ? std::stoull(text) : static_cast<uint64_t>(std::stoll(text)), dt);
+}
+}  // namespace detail
+
+/// Parses and checks a listing: every source defined before its use, loops closed, vectors and
+/// ops EMU does not run refused (CompileError), local memory within the emulated device's.
+inline Kernel parse(const std::string& listing, const Spec& spec) {
+  Kernel k;
+  std::istringstream in(listing);
+  std::string line;
+  std::vector<int32_t> open;  // the RANGEs open at each line
+  int line_number = 0;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (line.empty()) continue;
+    std::istringstream words(line);
+    std::string first;
+    words >> first;
+    if (first == "kernel") {
+      words >> k.name;
+      continue;
+    }
+    const auto fail = [&](const std::string& why) {
+      return CompileError(tinyt::detail::cat("EMU: ", k.name, " line ", line_number, " (", line, "): ", why));
+    };
+    if (first != tinyt::detail::cat("%", k.code.size())) throw fail("ops must be numbered in order");
+    Instr ins;
+    std::string op, dtype, word;
+    words >> op >> dtype;
+    try {
+      ins.op = detail::parse_op(op);
+      ins.dtype = detail::parse_dtype(dtype);
+    } catch (const Error& e) {
+      throw fail(e.what());
+    }
+    std::vector<std::string> arg;
+    bool in_arg = false;
+    while (words >> word) {
+      if (word == ":") in_arg = true;
+      else if (in_arg) arg.push_back(word);
+      else if (word.size() > 1 && word[0] == '%') {
+        const long s = std::stol(word.substr(1));
+        if (s < 0 || static_cast<size_t>(s) >= k.code.size()) throw fail("a source that is not an earlier op");
+        ins.src.push_back(static_cast<int32_t>(s));
+      } else {
+        throw fail("cannot read '" + word + "'");
+      }
+    }
+    if (ins.dtype.count() > 1 || (ins.dtype.is_ptr() && ins.dtype.base().count() > 1))
+      throw fail("EMU runs scalar programs; vectors are for the CPU's registers");
+    const auto need_args = [&](size_t n) {
+      if (arg.size() != n) throw fail(tinyt::detail::cat("expects ", n, " argument(s) after ':'"));
+    };
+    switch (ins.op) {
+      case Ops::CONST: need_args(1), ins.value = detail::parse_value(arg[0], ins.dtype); break;
+      case Ops::DEFINE_GLOBAL:
+      case Ops::DEFINE_REG:
+      case Ops::DEFINE_VAR: need_args(1), ins.number = std::stoll(arg[0]); break;
+      case Ops::DEFINE_LOCAL:
+        need_args(1), ins.number = std::stoll(arg[0]);
+        k.local_bytes += ins.dtype.size() * ins.dtype.base().itemsize();
+        break;
+      case Ops::RANGE:
+        need_args(2);
+        if (arg[0] == "thread") throw fail("a CPU thread's range in a GPU kernel");
+        ins.work_item = arg[0] == "global";
+        ins.number = std::stoll(arg[1]);
+        if (ins.work_item && (ins.number < 0 || ins.number > 2)) throw fail("a work-item's launch dimension must be 0, 1 or 2");
+        if (!ins.work_item) open.push_back(static_cast<int32_t>(k.code.size()));
+        break;
+      case Ops::END:
+        if (ins.src.empty() || k.code[static_cast<size_t>(ins.src[0])].op != Ops::RANGE) throw fail("END must close a RANGE");
+        if (!k.code[static_cast<size_t>(ins.src[0])].work_item) {
+          if (open.empty() || open.back() != ins.src[0]) throw fail("END closes a loop that is not the innermost one open");
+          ins.partner = open.back();
+          k.code[static_cast<size_t>(open.back())].partner = static_cast<int32_t>(k.code.size());
+          open.pop_back();
+        }
+        break;
+      case Ops::INDEX:
+        if (ins.src.size() < 2) throw fail("INDEX takes a buffer and an index");
+        break;
+      case Ops::LOAD:
+      case Ops::STORE:
+        if (ins.src.empty() || k.code[static_cast<size_t>(ins.src[0])].op != Ops::INDEX) throw fail("a LOAD or STORE goes through an INDEX");
+        if (ins.op == Ops::STORE && ins.src.size() < 2) throw fail("a STORE needs a value");
+        break;
+      case Ops::BARRIER:
+        break;
+      default:
+        if (!GroupOp::ALU.contains(ins.op) && ins.op != Ops::CAST && ins.op != Ops::BITCAST)
+          throw fail(tinyt::detail::cat("EMU does not run ", op_name(ins.op)));
+        if (ins.op == Ops::THREEFRY) throw fail("THREEFRY must be decomposed before a program is linearized");
+    }
+    k.code.push_back(std::move(ins));
+  }
+  if (!open.empty()) throw CompileError(tinyt::detail::cat("EMU: ", k.name, ": a loop is never closed"));
+  if (k.local_bytes > spec.shared_bytes)
+    throw CompileError(tinyt::detail::cat("EMU: ", k.name, " uses ", k.local_bytes, " bytes of local memory; ", spec.name,
+                                          " has ", spec.shared_bytes));
+  return k;
+}
+
+/// EMU's memory: host memory, filled with garbage when allocated, each block's size known so a
+/// kernel's access past its end is caught.
+class Memory final : public Allocator {
+ public:
+  void* alloc(size_t nbytes) override {
+    void* p = std::aligned_alloc(64, (std::max<size_t>(nbytes, 1) + 63) / 64 * 64);
+    if (!p) throw OutOfMemoryError(tinyt::detail::cat("EMU: cannot allocate ", nbytes, " bytes"));
+    std::memset(p, 0xA5, nbytes);
+    std::lock_guard lock(mu_);
+    sizes_[p] = nbytes;
+    return p;
+  }
+  void free(void* p, size_t) override {
+    {
+      std::lock_guard lock(mu_);
+      sizes_.erase(p);
+    }
+    std::free(p);
+  }
+  void copyin(void* dst, const void* src, size_t nbytes) override { std::memcpy(checked(dst, nbytes, "copyin"), src, nbytes); }
+  void copyout(void* dst, void* src, size_t nbytes) override { std::memcpy(dst, checked(src, nbytes, "copyout"), nbytes); }
+  void copy(void* dst, void* src, size_t nbytes) override {
+    std::memmove(checked(dst, nbytes, "copy"), checked(src, nbytes, "copy"), nbytes);
+  }
+  /// The size of the block `p` starts; DeviceError when it is no block of this memory.
+  size_t size_of(void* p) const {
+    std::lock_guard lock(mu_);
+    const auto it = sizes_.find(p);
+    if (it == sizes_.end()) throw DeviceError("EMU: a kernel was given memory EMU did not allocate");
+    return it->second;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<void*, size_t> sizes_;
+  void* checked(void* p, size_t nbytes, const char* what) const {
+    if (nbytes > size_of(p)) throw DeviceError(tinyt::detail::cat("EMU: ", what, " of ", nbytes, " bytes into a block of ", size_of(p)));
+    return p;
+  }
+};
+
+/// A kernel loaded on EMU: runs its work-groups one after another.
+class Program final : public backend::Program {
+ public:
+  Program(Kernel kernel, Spec spec, Memory& memory) : k_(std::move(kernel)), spec_(std::move(spec)), memory_(memory) {}
+
+  double launch(const std::vector<void*>& bufs, const std::vector<int64_t>& vars, const LaunchDims& dims, bool) override {
+    const auto start = std::chrono::steady_clock::now();
+    Launch run(k_, spec_, memory_, bufs, vars, dims);
+    run.all_groups();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+ private:
+  // One launch: the buffers and their sizes, the grid, and one work-group's state at a time.
+  class Launch {
+   public:
+    Launch(const Kernel& k, const Spec& spec, Memory& memory, const std::vector<void*>& bufs, const std::vector<int64_t>& vars,
+           const LaunchDims& dims)
+        : k_(k), vars_(vars), dims_(dims) {
+      int64_t lanes = 1;
+      for (size_t d = 0; d < 3; ++d) {
+        if (dims.local[d] < 1 || dims.global[d] < 1 || dims.global[d] % dims.local[d] != 0)
+          throw fail(tinyt::detail::cat("launch dimension ", d, ": ", dims.global[d], " work-items in groups of ", dims.local[d],
+                                        " (the groups must divide them)"));
+        lanes *= dims.local[d];
+      }
+      if (lanes > spec.max_threads)
+        throw fail(tinyt::detail::cat("a work-group of ", lanes, " work-items; ", spec.name, " runs at most ", spec.max_threads));
+      lanes_ = static_cast<size_t>(lanes);
+      for (const Instr& ins : k.code)
+        if (ins.op == Ops::DEFINE_GLOBAL) {
+          const auto n = static_cast<size_t>(ins.number);
+          if (n >= bufs.size()) throw fail(tinyt::detail::cat("buffer ", n, " was not given (", bufs.size(), " were)"));
+          globals_.resize(std::max(globals_.size(), n + 1));
+          globals_[n] = {static_cast<uint8_t*>(bufs[n]), memory.size_of(bufs[n]), ins.dtype.base(), {}};
+        }
+      for (const Instr& ins : k.code)
+        if (ins.op == Ops::DEFINE_VAR && static_cast<size_t>(ins.number) >= vars.size())
+          throw fail(tinyt::detail::cat("variable ", ins.number, " was not given (", vars.size(), " were)"));
+      values_.resize(k.code.size() * lanes_);
+    }
+
+    void all_groups() {
+      for (int64_t z = 0; z < dims_.global[2] / dims_.local[2]; ++z)
+        for (int64_t y = 0; y < dims_.global[1] / dims_.local[1]; ++y)
+          for (int64_t x = 0; x < dims_.global[0] / dims_.local[0]; ++x) group({x, y, z});
+    }
+
+   private:
+    struct Global {
+      uint8_t* data = nullptr;
+      size_t nbytes = 0;
+      DType dtype;
+      std::vector<int64_t> writer;  // per element, the work-item that wrote it in this launch (-1: none)
+    };
+    struct Local {
+      std::vector<Slot> data;
+      // per element: who wrote and read it last, and in which interval between barriers
+      std::vector<int32_t> writer, reader;  // reader -2: several work-items
+      std::vector<int64_t> written, read;
+    };
+    const Kernel& k_;
+    const std::vector<int64_t>& vars_;
+    LaunchDims dims_;
+    size_t lanes_ = 1;
+    std::array<int64_t, 3> group_{};
+    int64_t epoch_ = 0;  // barriers passed in this work-group
+    std::vector<Global> globals_;
+    std::vector<Slot> values_;                   // per op, per work-item
+    std::vector<Local> locals_;              // by DEFINE_LOCAL number
+    std::vector<std::vector<Slot>> regs_;    // by DEFINE_REG number: per element, per work-item
+
+    DeviceError fail(const std::string& why) const { return DeviceError(tinyt::detail::cat("EMU: ", k_.name, ": ", why)); }
+    Slot* at(size_t op) { return values_.data() + op * lanes_; }
+    // a work-item's position, as "(x, y, z) of group (x, y, z)"
+    std::string who(size_t lane) const {
+      const auto l = static_cast<int64_t>(lane);
+      return tinyt::detail::cat("work-item (", l % dims_.local[0], ", ", l / dims_.local[0] % dims_.local[1], ", ",
+                                l / (dims_.local[0] * dims_.local[1]), ") of group (", group_[0], ", ", group_[1], ", ", group_[2], ")");
+    }
+    int64_t global_id(size_t lane) const {  // a work-item's number in the whole launch
+      const auto l = static_cast<int64_t>(lane);
+      const int64_t x = group_[0] * dims_.local[0] + l % dims_.local[0];
+      const int64_t y = group_[1] * dims_.local[1] + l / dims_.local[0] % dims_.local[1];
+      const int64_t z = group_[2] * dims_.local[2] + l / (dims_.local[0] * dims_.local[1]);
+      return x + dims_.global[0] * (y + dims_.global[1] * z);
+    }
+
+    void group(std::array<int64_t, 3> g) {
+      group_ = g;
+      epoch_ = 0;
+      const std::vector<Instr>& code = k_.code;
+      for (size_t pc = 0; pc < code.size(); ++pc) {
+        const Instr& ins = code[pc];
+        Slot* out = at(pc);
+        switch (ins.op) {
+          case Ops::RANGE: {
+            if (ins.work_item) {
+              const auto d = static_cast<size_t>(ins.number);
+              for (size_t l = 0; l < lanes_; ++l) {
+                const auto lane = static_cast<int64_t>(l);
+                const int64_t local = d == 0 ? lane % dims_.local[0] : d == 1 ? lane / dims_.local[0] % dims_.local[1]
+                                                                              : lane / (dims_.local[0] * dims_.local[1]);
+                out[l].i = group_[d] * dims_.local[d] + local;
+              }
+              break;
+            }
+            const int64_t end = uniform(at(static_cast<size_t>(ins.src[0])), "a loop's bound");
+            if (end <= 0) {
+              pc = static_cast<size_t>(ins.partner);  // no iteration: on after its END
+              break;
+            }
+            for (size_t l = 0; l < lanes_; ++l) out[l].i = 0;
+            break;
+          }
+          case Ops::END: {
+            if (ins.partner < 0) break;  // a work-item's range
+            const auto r = static_cast<size_t>(ins.partner);
+            Slot* counter = at(r);
+            const int64_t next = counter[0].i + 1;
+            if (next < at(static_cast<size_t>(code[r].src[0]))[0].i) {
+              for (size_t l = 0; l < lanes_; ++l) counter[l].i = next;
+              pc = r;  // the loop's body again
+            }
+            break;
+          }
+          case Ops::CONST:
+            for (size_t l = 0; l < lanes_; ++l) out[l] = ins.value;
+            break;
+          case Ops::DEFINE_VAR:
+            for (size_t l = 0; l < lanes_; ++l) out[l].i = vars_[static_cast<size_t>(ins.number)];
+            break;
+          case Ops::DEFINE_GLOBAL: break;
+          case Ops::DEFINE_LOCAL: {
+            const auto n = static_cast<size_t>(ins.dtype.size());
+            if (locals_.size() <= static_cast<size_t>(ins.number)) locals_.resize(static_cast<size_t>(ins.number) + 1);
+            Local& mem = locals_[static_cast<size_t>(ins.number)];
+            mem.data.assign(n, Slot{});
+            for (Slot& s : mem.data) s.u = 0xA5A5A5A5A5A5A5A5ull;  // garbage, as a GPU's shared memory holds
+            mem.writer.assign(n, -1), mem.reader.assign(n, -1), mem.written.assign(n, -1), mem.read.assign(n, -1);
+            break;
+          }
+          case Ops::DEFINE_REG:
+            if (regs_.size() <= static_cast<size_t>(ins.number)) regs_.resize(static_cast<size_t>(ins.number) + 1);
+            regs_[static_cast<size_t>(ins.number)].assign(static_cast<size_t>(ins.dtype.size()) * lanes_, Slot{});
+            break;
+          case Ops::INDEX:
+            std::copy_n(at(static_cast<size_t>(ins.src[1])), lanes_, out);
+            break;
+          case Ops::LOAD: load(ins, out); break;
+          case Ops::STORE: store(ins); break;
+          case Ops::BARRIER: ++epoch_; break;
+          default: alu(ins, out);
+        }
+      }
+    }
+
+    int64_t uniform(const Slot* v, const char* what) const {
+      for (size_t l = 1; l < lanes_; ++l)
+        if (v[l].i != v[0].i)
+          throw fail(tinyt::detail::cat(what, " differs across a work-group (", v[0].i, " for ", who(0), ", ", v[l].i, " for ",
+                                        who(l), "): its work-items must run it together"));
+      return v[0].i;
+    }
+
+    // the gate of an INDEX for lane l (no gate: every lane)
+    bool gated_off(const Instr& index, size_t l) {
+      return index.src.size() > 2 && at(static_cast<size_t>(index.src[2]))[l].i == 0;
+    }
+
+    void load(const Instr& ins, Slot* out) {
+      const Instr& index = k_.code[static_cast<size_t>(ins.src[0])];
+      const Instr& buffer = k_.code[static_cast<size_t>(index.src[0])];
+      const Slot* idx = at(static_cast<size_t>(index.src[1]));
+      const Slot* gate = index.src.size() > 2 ? at(static_cast<size_t>(index.src[2])) : nullptr;
+      const Slot zero = convert(Slot{0}, dtypes::int32, ins.dtype);
+      switch (buffer.op) {
+        case Ops::DEFINE_GLOBAL: {
+          const Global& g = globals_[static_cast<size_t>(buffer.number)];
+          const auto size = static_cast<size_t>(g.dtype.itemsize());
+          for (size_t l = 0; l < lanes_; ++l) {
+            if (gate && !gate[l].i) {
+              out[l] = zero;
+              continue;
+            }
+            check_global(buffer, g, idx[l].i, l, "reads");
+            uint64_t bits = 0;
+            std::memcpy(&bits, g.data + static_cast<size_t>(idx[l].i) * size, size);
+            out[l] = from_bits(bits, g.dtype);
+          }
+          return;
+        }
+        case Ops::DEFINE_LOCAL: {
+          Local& mem = locals_[static_cast<size_t>(buffer.number)];
+          for (size_t l = 0; l < lanes_; ++l) {
+            if (gate && !gate[l].i) {
+              out[l] = zero;
+              continue;
+            }
+            const int64_t i = idx[l].i;
+            check_local(buffer, i, l, "reads");
+            const auto e = static_cast<size_t>(i);
+            const auto lane = static_cast<int32_t>(l);
+            if (mem.written[e] == epoch_ && mem.writer[e] != lane)
+              throw fail(tinyt::detail::cat(who(l), " reads element ", i, " of local buffer ", buffer.number, ", which ",
+                                            who(static_cast<size_t>(mem.writer[e])), " wrote with no barrier between"));
+            mem.reader[e] = mem.read[e] == epoch_ && mem.reader[e] != lane ? -2 : lane;
+            mem.read[e] = epoch_;
+            out[l] = mem.data[e];
+          }
+          return;
+        }
+        default: {
+          Slot* regs = registers(buffer);
+          for (size_t l = 0; l < lanes_; ++l) out[l] = gate && !gate[l].i ? zero : regs[reg_index(buffer, idx[l].i, l) + l];
+          return;
+        }
+      }
+    }
+
+    void store(const Instr& ins) {
+      const Instr& index = k_.code[static_cast<size_t>(ins.src[0])];
+      const Instr& buffer = k_.code[static_cast<size_t>(index.src[0])];
+      const Slot* idx = at(static_cast<size_t>(index.src[1]));
+      const Slot* gate = index.src.size() > 2 ? at(static_cast<size_t>(index.src[2])) : nullptr;
+      const Slot* value = at(static_cast<size_t>(ins.src[1]));
+      switch (buffer.op) {
+        case Ops::DEFINE_GLOBAL: {
+          Global& g = globals_[static_cast<size_t>(buffer.number)];
+          const auto size = static_cast<size_t>(g.dtype.itemsize());
+          if (g.writer.empty()) g.writer.assign(g.nbytes / size, -1);
+          for (size_t l = 0; l < lanes_; ++l) {
+            if (gate && !gate[l].i) continue;
+            const int64_t i = idx[l].i;
+            check_global(buffer, g, i, l, "writes");
+            const auto e = static_cast<size_t>(i);
+            const int64_t id = global_id(l);
+            if (g.writer[e] >= 0 && g.writer[e] != id)
+              throw fail(tinyt::detail::cat(who(l), " writes element ", i, " of buffer ", buffer.number, ", which work-item ", g.writer[e],
+                                            " of the launch wrote too"));
+            g.writer[e] = id;
+            const uint64_t bits = to_bits(value[l], g.dtype);
+            std::memcpy(g.data + e * size, &bits, size);
+          }
+          return;
+        }
+        case Ops::DEFINE_LOCAL: {
+          Local& mem = locals_[static_cast<size_t>(buffer.number)];
+          for (size_t l = 0; l < lanes_; ++l) {
+            if (gate && !gate[l].i) continue;
+            const int64_t i = idx[l].i;
+            check_local(buffer, i, l, "writes");
+            const auto e = static_cast<size_t>(i);
+            const auto lane = static_cast<int32_t>(l);
+            if (mem.written[e] == epoch_ && mem.writer[e] != lane)
+              throw fail(tinyt::detail::cat(who(l), " and ", who(static_cast<size_t>(mem.writer[e])), " both write element ", i,
+                                            " of local buffer ", buffer.number, " with no barrier between"));
+            if (mem.read[e] == epoch_ && mem.reader[e] != lane)
+              throw fail(tinyt::detail::cat(who(l), " writes element ", i, " of local buffer ", buffer.number,
+                                            ", which another work-item read with no barrier between"));
+            mem.writer[e] = lane, mem.written[e] = epoch_;
+            mem.data[e] = value[l];
+          }
+          return;
+        }
+        default: {
+          Slot* regs = registers(buffer);
+          for (size_t l = 0; l < lanes_; ++l)
+            if (!gate || gate[l].i) regs[reg_index(buffer, idx[l].i, l) + l] = value[l];
+          return;
+        }
+      }
+    }
+
+    void check_global(const Instr& buffer, const Global& g, int64_t i, size_t l, const char* what) const {
+      const auto size = static_cast<int64_t>(g.dtype.itemsize());
+      if (i < 0 || (i + 1) * size > static_cast<int64_t>(g.nbytes))
+        throw fail(tinyt::detail::cat(who(l), " ", what, " element ", i, " of buffer ", buffer.number, " (", g.dtype.name(), "), which has ",
+                                      static_cast<int64_t>(g.nbytes) / size));
+    }
+    void check_local(const Instr& buffer, int64_t i, size_t l, const char* what) const {
+      if (i < 0 || i >= buffer.dtype.size())
+        throw fail(tinyt::detail::cat(who(l), " ", what, " element ", i, " of local buffer ", buffer.number, ", which has ", buffer.dtype.size()));
+    }
+    Slot* registers(const Instr& buffer) { return regs_[static_cast<size_t>(buffer.number)].data(); }
+    // where element i of an accumulator is, for lane l (plus l)
+    size_t reg_index(const Instr& buffer, int64_t i, size_t l) const {
+      if (i < 0 || i >= buffer.dtype.size())
+        throw fail(tinyt::detail::cat(who(l), " uses register ", i, " of accumulator ", buffer.number, ", which has ", buffer.dtype.size()));
+      return static_cast<size_t>(i) * lanes_;
+    }
+
+    template <class F> void each(Slot* out, F&& f) {
+      for (size_t l = 0; l < lanes_; ++l) out[l] = f(l);
+    }
+    static Slot f32(float f) {
+      Slot s;
+      s.f = f;
+      return s;
+    }
+    static Slot f64(double d) {
+      Slot s;
+      s.d = d;
+      return s;
+    }
+    static Slot boolean(bool b) {
+      Slot s;
+      s.i = b;
+      return s;
+    }
+
+    void alu(const Instr& ins, Slot* out) {
+      const Slot* a = at(static_cast<size_t>(ins.src[0]));
+      const Slot* b = ins.src.size() > 1 ? at(static_cast<size_t>(ins.src[1])) : nullptr;
+      const Slot* c = ins.src.size() > 2 ? at(static_cast<size_t>(ins.src[2])) : nullptr;
+      const DType dt = ins.dtype;
+      // what the operands are: a WHERE's are its branches, a comparison's are not its bool result
+      const DType in = k_.code[static_cast<size_t>(ins.op == Ops::WHERE ? ins.src[1] : ins.src[0])].dtype;
+      const Kind k = kind_of(in);
+      if (ins.op == Ops::CAST) return each(out, [&](size_t l) { return convert(a[l], in, dt); });
+      if (ins.op == Ops::BITCAST) return each(out, [&](size_t l) { return from_bits(to_bits(a[l], in), dt); });
+      if (ins.op == Ops::WHERE) return each(out, [&](size_t l) { return a[l].i ? b[l] : c[l]; });
+      if (k == Kind::f32) {
+        switch (ins.op) {
+          case Ops::ADD: return each(out, [&](size_t l) { return f32(a[l].f + b[l].f); });
+          case Ops::SUB: return each(out, [&](size_t l) { return f32(a[l].f - b[l].f); });
+          case Ops::MUL: return each(out, [&](size_t l) { return f32(a[l].f * b[l].f); });
+          case Ops::FDIV: return each(out, [&](size_t l) { return f32(a[l].f / b[l].f); });
+          case Ops::MAX: return each(out, [&](size_t l) { return f32(a[l].f != a[l].f || a[l].f > b[l].f ? a[l].f : b[l].f); });
+          case Ops::CMPLT: return each(out, [&](size_t l) { return boolean(a[l].f < b[l].f); });
+          case Ops::CMPNE: return each(out, [&](size_t l) { return boolean(a[l].f != b[l].f); });
+          case Ops::CMPEQ: return each(out, [&](size_t l) { return boolean(a[l].f == b[l].f); });
+          case Ops::NEG: return each(out, [&](size_t l) { return f32(-a[l].f); });
+          case Ops::RECIPROCAL: return each(out, [&](size_t l) { return f32(1.0f / a[l].f); });
+          case Ops::EXP2: return each(out, [&](size_t l) { return f32(std::exp2(a[l].f)); });
+          case Ops::LOG2: return each(out, [&](size_t l) { return f32(std::log2(a[l].f)); });
+          case Ops::SIN: return each(out, [&](size_t l) { return f32(std::sin(a[l].f)); });
+          case Ops::SQRT: return each(out, [&](size_t l) { return f32(std::sqrt(a[l].f)); });
+          case Ops::TRUNC: return each(out, [&](size_t l) { return f32(std::trunc(a[l].f)); });
+          case Ops::POW: return each(out, [&](size_t l) { return f32(std::pow(a[l].f, b[l].f)); });
+          case Ops::MULACC: return each(out, [&](size_t l) { return f32(std::fma(a[l].f, b[l].f, c[l].f)); });
+          default: break;
+        }
+      } else if (k == Kind::f64) {
+        switch (ins.op) {
+          case Ops::ADD: return each(out, [&](size_t l) { return f64(a[l].d + b[l].d); });
+          case Ops::SUB: return each(out, [&](size_t l) { return f64(a[l].d - b[l].d); });
+          case Ops::MUL: return each(out, [&](size_t l) { return f64(a[l].d * b[l].d); });
+          case Ops::FDIV: return each(out, [&](size_t l) { return f64(a[l].d / b[l].d); });
+          case Ops::MAX: return each(out, [&](size_t l) { return f64(a[l].d != a[l].d || a[l].d > b[l].d ? a[l].d : b[l].d); });
+          case Ops::CMPLT: return each(out, [&](size_t l) { return boolean(a[l].d < b[l].d); });
+          case Ops::CMPNE: return each(out, [&](size_t l) { return boolean(a[l].d != b[l].d); });
+          case Ops::CMPEQ: return each(out, [&](size_t l) { return boolean(a[l].d == b[l].d); });
+          case Ops::NEG: return each(out, [&](size_t l) { return f64(-a[l].d); });
+          case Ops::RECIPROCAL: return each(out, [&](size_t l) { return f64(1.0 / a[l].d); });
+          case Ops::EXP2: return each(out, [&](size_t l) { return f64(std::exp2(a[l].d)); });
+          case Ops::LOG2: return each(out, [&](size_t l) { return f64(std::log2(a[l].d)); });
+          case Ops::SIN: return each(out, [&](size_t l) { return f64(std::sin(a[l].d)); });
+          case Ops::SQRT: return each(out, [&](size_t l) { return f64(std::sqrt(a[l].d)); });
+          case Ops::TRUNC: return each(out, [&](size_t l) { return f64(std::trunc(a[l].d)); });
+          case Ops::POW: return each(out, [&](size_t l) { return f64(std::pow(a[l].d, b[l].d)); });
+          case Ops::MULACC: return each(out, [&](size_t l) { return f64(std::fma(a[l].d, b[l].d, c[l].d)); });
+          default: break;
+        }
+      } else {
+        const bool u = k == Kind::uint;
+        const DType s = in.scalar();
+        const int bits = s.is_index() ? 64 : 8 * std::max(s.itemsize(), 1);
+        switch (ins.op) {
+          case Ops::ADD: return each(out, [&](size_t l) { return wrap(a[l].u + b[l].u, dt); });
+          case Ops::SUB: return each(out, [&](size_t l) { return wrap(a[l].u - b[l].u, dt); });
+          case Ops::MUL: return each(out, [&](size_t l) { return wrap(a[l].u * b[l].u, dt); });
+          case Ops::NEG: return each(out, [&](size_t l) { return wrap(0 - a[l].u, dt); });
+          case Ops::AND: return each(out, [&](size_t l) { return wrap(a[l].u & b[l].u, dt); });
+          case Ops::OR: return each(out, [&](size_t l) { return wrap(a[l].u | b[l].u, dt); });
+          case Ops::XOR: return each(out, [&](size_t l) { return wrap(a[l].u ^ b[l].u, dt); });
+          case Ops::SHL:  // a shift past the width is undefined in C: 0 here
+            return each(out, [&](size_t l) { return b[l].i < 0 || b[l].i >= bits ? wrap(0, dt) : wrap(a[l].u << b[l].i, dt); });
+          case Ops::SHR:
+            return each(out, [&](size_t l) {
+              if (b[l].i < 0 || b[l].i >= bits) return wrap(0, dt);
+              return u ? wrap(a[l].u >> b[l].i, dt) : wrap(static_cast<uint64_t>(a[l].i >> b[l].i), dt);
+            });
+          case Ops::IDIV:  // as the renderers guard it: x/0 is 0, x/-1 is -x
+            return each(out, [&](size_t l) {
+              if (b[l].u == 0) return wrap(0, dt);
+              if (u) return wrap(a[l].u / b[l].u, dt);
+              if (b[l].i == -1) return wrap(0 - a[l].u, dt);
+              return wrap(static_cast<uint64_t>(a[l].i / b[l].i), dt);
+            });
+          case Ops::MOD:
+            return each(out, [&](size_t l) {
+              if (b[l].u == 0) return wrap(0, dt);
+              if (u) return wrap(a[l].u % b[l].u, dt);
+              if (b[l].i == -1) return wrap(0, dt);
+              return wrap(static_cast<uint64_t>(a[l].i % b[l].i), dt);
+            });
+          case Ops::MAX: return each(out, [&](size_t l) { return (u ? a[l].u > b[l].u : a[l].i > b[l].i) ? a[l] : b[l]; });
+          case Ops::CMPLT: return each(out, [&](size_t l) { return boolean(u ? a[l].u < b[l].u : a[l].i < b[l].i); });
+          case Ops::CMPNE: return each(out, [&](size_t l) { return boolean(a[l].u != b[l].u); });
+          case Ops::CMPEQ: return each(out, [&](size_t l) { return boolean(a[l].u == b[l].u); });
+          case Ops::MULACC: return each(out, [&](size_t l) { return wrap(a[l].u * b[l].u + c[l].u, dt); });
+          default: break;
+        }
+      }
+      throw fail(tinyt::detail::cat("cannot run ", op_name(ins.op), " of ", in.name()));
+    }
+  };
+
+  Kernel k_;
+  Spec spec_;
+  Memory& memory_;
+};
+
+/// EMU's compiler: a listing is parsed and checked; the binary is the listing itself.
+class Compiler final : public backend::Compiler {
+ public:
+  explicit Compiler(Spec spec) : spec_(std::move(spec)) {}
+  std::string identity() const override { return "EMU " + spec_.name + " listing 1"; }
+  std::string compile(const std::string& source, const std::string&) override {
+    (void)parse(source, spec_);
+    return source;
+  }
+  bool disk_cacheable() const override { return false; }  // nothing to save: parsing is the compile
+
+ private:
+  Spec spec_;
+};
+
+/// The emulated GPU EMU (or EMU:n, each its own memory).
+class Device final : public backend::Device {
+ public:
+  Device(int index, Spec spec)
+      : name_(index == 0 ? "EMU" : tinyt::detail::cat("EMU:", index)), spec_(std::move(spec)), compiler_(spec_) {}
+  const std::string& name() const override { return name_; }
+  Allocator& allocator() override { return memory_; }
+  backend::Compiler& compiler() override { return compiler_; }
+  Target target() const override {
+    Target t;
+    t.language = Language::listing;
+    t.gpu = true;
+    t.max_local = spec_.launch_local;
+    t.compute_units = spec_.compute_units;
+    t.half = spec_.name != "cl";
+    return t;
+  }
+  std::unique_ptr<backend::Program> load(const std::string& binary, const std::string&) override {
+    return std::make_unique<Program>(parse(binary, spec_), spec_, memory_);
+  }
+  /// What this device emulates.
+  const Spec& spec() const { return spec_; }
+
+ private:
+  std::string name_;
+  Spec spec_;
+  Memory memory_;
+  Compiler compiler_;
+};
+
+}  // namespace emu
+
+/// The emulated GPU EMU:`index` (up to EMU:7), emulating $EMU_TARGET.
+inline std::unique_ptr<Device> open_emu(int index) {
+  if (index < 0 || index > 7) throw DeviceError(tinyt::detail::cat("EMU:", index, ": EMU has devices EMU to EMU:7"));
+  return std::make_unique<emu::Device>(index, emu::spec(getenv_str("EMU_TARGET", "cuda_sm80")));
+}
+
+}  // namespace backend
+}  // namespace tinyt::inline v0
+// ---- end tinyt/backend/emu.hpp ----
 // ---- tinyt/backend/opencl.hpp ----
 // OpenCL backend: OpenCL C source -> a program binary (the driver's compiler) -> kernels launched
 // on an in-order queue. The ICD loader (libOpenCL) is opened with dlopen at first use
@@ -8115,7 +8932,8 @@ namespace backend {
 /// The device named `name` ("CPU", "cl:1"), opened at first use; DeviceError when it cannot be.
 inline Device& device(const std::string& name) {
   static const bool builtin = register_device("CPU", open_cpu) && register_device("CL", open_opencl) &&
-                              register_device("CUDA", open_cuda);
+                              register_device("CUDA", open_cuda) &&
+                              register_device("EMU", open_emu);
   (void)builtin;
   // the device this thread asked for last, without parsing or locking: devices live for the
   // process ("" is the default device, which a Context may change: never remembered)
@@ -9334,6 +10152,18 @@ inline std::optional<int64_t> trailing_broadcast(const UOp& expand, int64_t from
   return from < 0 ? first_broadcast : std::min(from, first_broadcast);
 }
 
+// Whether `u`'s kernel runs on a GPU (its device's target says so): each output element is a
+// work-item there, so a reduction broadcast back along trailing axes, which a CPU's loop nest
+// computes once per row, would be computed again by every work-item of the row. A device that
+// cannot be opened here is not one (its kernels never run).
+inline bool on_gpu(const UOp& u) {
+  try {
+    return backend::device(Device::split(graph::device_of(u))[0]).target().gpu;
+  } catch (const DeviceError&) {
+    return false;
+  }
+}
+
 // Ops whose kernel loops over their output as their source's does (elementwise).
 inline bool keeps_loop_order(Ops op) {
   return GroupOp::ALU.contains(op) || op == Ops::CAST || op == Ops::BITCAST || op == Ops::CONTIGUOUS ||
@@ -9359,7 +10189,8 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
   }
   // A reduction is realized when it has several consumers, or when a path from it to the next
   // realization point broadcasts it in a way the consuming kernel would recompute it for: an
-  // EXPAND that is not trailing, or a movement op or a reduction over kept axes after one.
+  // EXPAND that is not trailing (on a GPU: any EXPAND, see on_gpu), or a movement op or a
+  // reduction over kept axes after one.
   // It stays in the kernel when it reads no memory (an arange, cheap and usually counted away).
   auto reads_memory = [&](const UOp& r) {
     for (const UOp& x : toposort(r))
@@ -9368,6 +10199,7 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
   };
   std::unordered_map<const UOpNode*, const UOp*> node;
   for (const UOp& u : order) node[u.get()] = &u;
+  bool gpu = false;  // whether the reduction judged now runs on a GPU
   auto recomputed_downstream = [&](const std::unordered_set<const UOpNode*>& first) {
     // (node, first broadcast axis on the path so far; -1 before any EXPAND)
     std::vector<std::pair<const UOpNode*, int64_t>> stack;
@@ -9379,7 +10211,7 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
       if (!seen.insert({c, from}).second) continue;
       if (c->op == Ops::EXPAND) {
         const std::optional<int64_t> next = trailing_broadcast(*node.at(c), from);
-        if (!next) return true;
+        if (!next || gpu) return true;
         from = *next;
       } else if (c->op == Ops::REDUCE_AXIS) {
         // reduced again: a reduction over kept axes after a broadcast recomputes; one of broadcast
@@ -9417,6 +10249,7 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
   };
   for (const UOp& u : order) {
     if (u.op() != Ops::REDUCE_AXIS || points.count(u.get()) || !reads_memory(u)) continue;
+    gpu = on_gpu(u);
     const std::unordered_set<const UOpNode*> distinct(consumers[u.get()].begin(), consumers[u.get()].end());
     if (distinct.size() > 1 || recomputed_downstream(distinct) || reductions_reading(u.get()) > 1) points.insert(u.get());
   }
@@ -10168,6 +11001,10 @@ struct Program {
   std::vector<int64_t> global_axes;
   std::array<int64_t, 3> global_size{1, 1, 1}, local_size{1, 1, 1};
   std::vector<UOp> vars;       // the symbolic variables it takes, in order (DEFINE_VAR)
+  // a launch dimension of symbolic size (over `vars`) is as wide as the size's value at each
+  // launch: global_size holds the largest it can be, symbolic_global its expression (else empty)
+  std::array<UOp, 3> symbolic_global{};
+  int64_t max_local = 1;       // GPUs: the most work-items a work-group may have
 };
 
 namespace detail {
@@ -10383,6 +11220,7 @@ inline Program linearize(const UOp& ast, std::string name) {
       if (p.global_axes.size() <= dim) p.global_axes.resize(dim + 1, -1);
       p.global_axes[dim] = u.arg()[0].as_int();
       p.global_size[dim] = range_size(u);
+      if (is_symbolic(u)) p.symbolic_global[dim] = u.src(0);
     }
     if (u.op() == Ops::DEFINE_GLOBAL) {
       const auto i = static_cast<size_t>(u.arg().as_int());
@@ -11918,14 +12756,53 @@ inline UOp map_work_items(const UOp& ast) {
   };
   if (lane) as_work_item(lane);
   for (auto it = loops.rbegin(); it != loops.rend() && dim < 3; ++it) {
-    // this and the outer loops stay loops (a symbolic one: its launch would change with its value)
-    if (is_symbolic(*it) || (dim > 0 && range_size(*it) > max_outer_dimension)) break;
+    // this and the outer loops stay loops; a symbolic one is launched as wide as its value
+    if (dim > 0 && range_size(*it) > max_outer_dimension) break;
     as_work_item(*it);
   }
   if (lane && (static_cast<size_t>(dim) < loops.size() + 1 || tiles > 0))
     throw OptError(tinyt::detail::cat("GROUP: ", loops.size(), " output loops and ", tiles,
                                       " tiles; a grouped kernel has 2 launch dimensions for its outputs and no loops around them"));
   return work_items.empty() ? ast : substitute(ast, work_items);
+}
+
+/// The value of an index expression over a program's variables (`vars`, bound to `values`):
+/// constants, variables and integer ALU ops (a symbolic launch dimension's size).
+inline int64_t evaluate(const UOp& u, const std::vector<UOp>& vars, const std::vector<int64_t>& values) {
+  if (u.is_const()) return static_cast<int64_t>(u.const_int());
+  if (u.op() == Ops::DEFINE_VAR) {
+    const auto it = std::find(vars.begin(), vars.end(), u);
+    if (it == vars.end() || static_cast<size_t>(it - vars.begin()) >= values.size())
+      throw InternalError("evaluate: a variable the launch has no value for");
+    return values[static_cast<size_t>(it - vars.begin())];
+  }
+  std::vector<i128> v;
+  for (const UOp& s : u.src()) v.push_back(evaluate(s, vars, values));
+  const std::optional<i128> r = tinyt::detail::fold_int(u.op(), u.dtype(), v);
+  if (!r) throw InternalError(tinyt::detail::cat("evaluate: ", op_name(u.op()), " of ", u.dtype().name(), " does not evaluate"));
+  return static_cast<int64_t>(*r);
+}
+
+/// The launch of a program (global and local work-items per dimension) with its variables bound
+/// to `values`: a symbolic dimension is as wide as its size now, in work-groups of the largest
+/// divisor that fits beside the other dimensions'.
+inline std::pair<std::array<int64_t, 3>, std::array<int64_t, 3>> launch_sizes(const Program& p, const std::vector<int64_t>& values) {
+  std::array<int64_t, 3> global = p.global_size, local = p.local_size;
+  int64_t left = std::max<int64_t>(p.max_local, 1);
+  for (size_t d = 0; d < 3; ++d)
+    if (!p.symbolic_global[d]) left /= local[d];
+  for (size_t d = 0; d < 3; ++d) {
+    if (!p.symbolic_global[d]) continue;
+    global[d] = std::max<int64_t>(evaluate(p.symbolic_global[d], p.vars, values), 0);
+    local[d] = 1;
+    for (int64_t l = std::min(global[d], left); l >= 1; --l)
+      if (global[d] % l == 0) {
+        local[d] = l;
+        break;
+      }
+    left /= local[d];
+  }
+  return {global, local};
 }
 
 /// Work-group sizes for a program's launch: per dimension, from 0, the largest divisor of its
@@ -11947,6 +12824,112 @@ inline std::array<int64_t, 3> local_sizes(const std::array<int64_t, 3>& global, 
 }  // namespace codegen
 }  // namespace tinyt::inline v0
 // ---- end tinyt/codegen/work_items.hpp ----
+// ---- tinyt/renderer/listing.hpp ----
+// The listing renderer: a linearized program as text, one op per line, exactly what the code
+// generator produced and nothing a compiler could change. It is the emulated GPU's source
+// (backend/emu.hpp parses it back and runs it), so the emulator checks the code generator itself,
+// apart from any renderer; it is also what DEBUG=4 prints for that device.
+//
+//   kernel r_64_16
+//   %0 DEFINE_GLOBAL float32*global : 0
+//   %1 CONST index : 64
+//   %2 RANGE index %1 : global 0          (kind, launch dimension or -1)
+//   %3 DEFINE_LOCAL float32*local[16] : 0
+//   %9 CONST float32 : 0x1.8p+1           (floats exactly, as C's %a)
+//
+// Lines are numbered in order; sources are earlier lines (a constant the program uses without
+// listing it gets a line of its own before its first user); the text after ':' is the op's argument: a CONST's value, a
+// DEFINE_GLOBAL's, DEFINE_LOCAL's or DEFINE_REG's number, a DEFINE_VAR's position in the
+// program's variables, a RANGE's kind and launch dimension.
+
+#include <cstdio>
+
+
+namespace tinyt::inline v0 {
+namespace renderer {
+
+namespace detail {
+inline const char* addr_space_name(AddrSpace a) {
+  switch (a) {
+    case AddrSpace::global: return "global";
+    case AddrSpace::local: return "local";
+    case AddrSpace::reg: return "reg";
+  }
+  return "?";
+}
+
+/// A dtype as the listing spells it: "float32", "float32*global", "float32*local[16]".
+inline std::string listing_dtype(DType dt) {
+  if (!dt.is_ptr()) return dt.name();
+  std::string s = dt.base().name() + "*" + addr_space_name(dt.addrspace());
+  if (dt.addrspace() != AddrSpace::global) s += tinyt::detail::cat("[", dt.size(), "]");
+  return s;
+}
+
+/// A constant's value: integers in decimal, floats exactly (hex digits, or nan/inf/-inf).
+inline std::string listing_value(const UOp& c) {
+  const DType dt = c.dtype().scalar();
+  if (!dt.is_float()) return tinyt::detail::cat(static_cast<long long>(c.const_int()));
+  const double v = c.const_float();
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  return buf;
+}
+}  // namespace detail
+
+/// The listing of a program (see the top of this file).
+inline std::string render_listing(const codegen::Program& p) {
+  std::ostringstream out;
+  out << "kernel " << p.name << "\n";
+  std::unordered_map<const UOpNode*, size_t> number;  // the latest line of each op (one may be emitted in several loops)
+  size_t lines = 0;
+  auto line = [&](const UOp& u) {
+    std::string sources;
+    for (const UOp& s : u.src()) {
+      auto it = number.find(s.get());
+      if (it == number.end() && s.op() != Ops::CONST)
+        throw InternalError(tinyt::detail::cat("listing: ", op_name(u.op()), " uses ", op_name(s.op()),
+                                               ", which the program does not define before it"));
+      sources += tinyt::detail::cat(" %", it != number.end() ? it->second : 0);
+    }
+    const size_t n = lines++;
+    number[u.get()] = n;
+    out << "%" << n << " " << op_name(u.op()) << " " << detail::listing_dtype(u.dtype()) << sources;
+    switch (u.op()) {
+      case Ops::CONST: out << " : " << detail::listing_value(u); break;
+      case Ops::DEFINE_GLOBAL:
+      case Ops::DEFINE_LOCAL:
+      case Ops::DEFINE_REG: out << " : " << u.arg().as_int(); break;
+      case Ops::DEFINE_VAR: {
+        const auto it = std::find(p.vars.begin(), p.vars.end(), u);
+        if (it == p.vars.end()) throw InternalError("listing: a variable the program does not list");
+        out << " : " << (it - p.vars.begin());
+        break;
+      }
+      case Ops::RANGE: {
+        const auto kind = codegen::range_kind(u);
+        out << " : " << (kind == codegen::RangeKind::global ? "global" : kind == codegen::RangeKind::thread ? "thread" : "loop")
+            << " " << (kind == codegen::RangeKind::global ? u.arg()[2].as_int() : -1);
+        break;
+      }
+      default: break;
+    }
+    out << "\n";
+  };
+  for (const UOp& u : p.ops) {
+    // a constant an op uses without the program listing it (an accumulator's slot) gets a line first
+    for (const UOp& s : u.src())
+      if (s.op() == Ops::CONST && !number.count(s.get())) line(s);
+    line(u);
+  }
+  return out.str();
+}
+
+}  // namespace renderer
+}  // namespace tinyt::inline v0
+// ---- end tinyt/renderer/listing.hpp ----
 // ---- tinyt/renderer/llvmir.hpp ----
 // The LLVM IR renderer: a linearized kernel as a textual LLVM IR module that LLVM 14 through 20
 // all parse. Pointers are written typed (`float*`): LLVM 14 needs them, and LLVM 17+ reads them
@@ -13270,7 +14253,7 @@ struct Record {
   std::string source;
 };
 
-inline constexpr const char* languages[] = {"c", "llvm_ir", "opencl", "cuda"};
+inline constexpr const char* languages[] = {"c", "llvm_ir", "opencl", "cuda", "listing"};  // by backend::Language
 
 /// A record as text: a header, the AST, then the source.
 inline std::string record_text(const Record& r) {
@@ -13685,17 +14668,23 @@ struct OptSettings {
 /// A kernel compiled for a device, ready to launch.
 struct CompiledKernel {
   codegen::Program program;
-  std::string source;  // C, LLVM IR, OpenCL C or CUDA C++
+  std::string source;  // C, LLVM IR, OpenCL C, CUDA C++ or a listing (EMU)
   std::string device;
   backend::Language language = backend::Language::c;
   Estimates estimates;  // what one launch costs, counted once here
   std::unique_ptr<backend::Program> runtime;
 
-  /// The launch: the work-items of a GPU kernel, the threads of a CPU one.
-  backend::LaunchDims dims() const {
+  /// The launch with the variables' values `vars`: the work-items of a GPU kernel (a symbolic
+  /// dimension as wide as its value), the threads of a CPU one.
+  backend::LaunchDims dims(const std::vector<int64_t>& vars = {}) const {
     if (program.global_axes.empty()) return {{program.threads, 1, 1}, {1, 1, 1}};
+    if (symbolic_launch) {
+      const auto [global, local] = codegen::launch_sizes(program, vars);
+      return {global, local};
+    }
     return {program.global_size, program.local_size};
   }
+  bool symbolic_launch = false;  // a launch dimension's size depends on the variables
 };
 
 /// The source of a program in the language a device's compiler takes.
@@ -13705,6 +14694,7 @@ inline std::string render(const codegen::Program& p, const backend::Target& targ
     case backend::Language::llvm_ir: return renderer::render_llvm(p);
     case backend::Language::opencl: return renderer::render_opencl(p);
     case backend::Language::cuda: return renderer::render_cuda(p, target.max_local);
+    case backend::Language::listing: return renderer::render_listing(p);
   }
   throw InternalError("render: unknown language");
 }
@@ -13736,7 +14726,14 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
   codegen::Program p = codegen::linearize(expanded, schedule::detail::kernel_name(ast));
   p.opts = std::move(opts);
   // a grouped kernel's work-group is its dimension 0, whole; otherwise divisors of the sizes
-  if (target.gpu) p.local_size = lane ? std::array<int64_t, 3>{p.global_size[0], 1, 1} : codegen::local_sizes(p.global_size, target.max_local);
+  if (target.gpu) {
+    // a symbolic dimension's work-groups are chosen at each launch (codegen::launch_sizes)
+    std::array<int64_t, 3> fixed = p.global_size;
+    for (size_t d = 0; d < 3; ++d)
+      if (p.symbolic_global[d]) fixed[d] = 1;
+    p.local_size = lane ? std::array<int64_t, 3>{p.global_size[0], 1, 1} : codegen::local_sizes(fixed, target.max_local);
+    p.max_local = target.max_local;
+  }
   return p;
 }
 
@@ -13759,6 +14756,7 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
     if (span.on()) span.arg("opts", json::quote(codegen::to_string(opts)));
     k->program = lower_kernel(ast, std::move(opts), settings.target, settings.transcendental);
     k->estimates = estimate(k->program);
+    k->symbolic_launch = std::any_of(k->program.symbolic_global.begin(), k->program.symbolic_global.end(), [](const UOp& s) { return bool(s); });
     k->device = settings.device;
     k->language = settings.target.language;
     k->source = render(k->program, settings.target);
@@ -13787,7 +14785,9 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
 /// Launches a compiled kernel on device handles (host pointers on the CPU) and waits for it;
 /// returns its time in seconds.
 inline double launch(const CompiledKernel& k, const std::vector<void*>& handles, const std::vector<int64_t>& vars = {}) {
-  return k.runtime->launch(handles, vars, k.dims(), true);
+  const backend::LaunchDims dims = k.dims(vars);
+  if (dims.global[0] * dims.global[1] * dims.global[2] == 0) return 0;  // a symbolic size of 0: nothing to run
+  return k.runtime->launch(handles, vars, dims, true);
 }
 
 /// Runs a compiled kernel.
@@ -13800,7 +14800,9 @@ class CompiledRunner final : public Runner {
     std::vector<void*> handles;
     handles.reserve(params);
     for (size_t i = 0; i < params; ++i) handles.push_back(bufs[i]->ptr());
-    return kernel_->runtime->launch(handles, vars, kernel_->dims(), timed);
+    const backend::LaunchDims dims = kernel_->dims(vars);
+    if (dims.global[0] * dims.global[1] * dims.global[2] == 0) return 0;  // a symbolic size of 0: nothing to run
+    return kernel_->runtime->launch(handles, vars, dims, timed);
   }
   const std::string& name() const override { return kernel_->program.name; }
   Estimates estimates() const override { return kernel_->estimates; }

@@ -57,6 +57,18 @@ inline std::vector<std::string> devices(int n) {
   return out;
 }
 
+/// How many kernels realizing `t` launches (GlobalCounters::kernel_count): what fusion is checked by.
+inline int64_t kernels_to_realize(tinyt::Tensor t) {
+  tinyt::GlobalCounters::reset();
+  t.realize();
+  return tinyt::GlobalCounters::kernel_count;
+}
+
+/// Whether the default device runs kernels as a GPU does, one work-item per output element (CL,
+/// CUDA, EMU). A reduction broadcast back along its row (a softmax's max and sum) is a kernel of its
+/// own there, computed once, where a CPU's kernel computes it once per row inside its loops.
+inline bool on_gpu() { return tinyt::backend::device(tinyt::Device::default_device()).target().gpu; }
+
 /// The bytes `hex` spells ("48690a" is "Hi\n"): how tests/data's reference texts keep any byte.
 inline std::string from_hex(const std::string& hex) {
   std::string out;

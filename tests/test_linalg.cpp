@@ -80,11 +80,6 @@ void check_matmul(const Dims& as, const Dims& bs, int seed = 1) {
   check_close(c.to_vector<float>(), want, Tol::exact());
 }
 
-int64_t kernels_to_realize(Tensor t) {
-  GlobalCounters::reset();
-  t.realize();
-  return GlobalCounters::kernel_count;
-}
 
 template <class Fn> std::string error_of(Fn&& fn) {
   try {

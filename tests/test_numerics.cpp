@@ -57,11 +57,6 @@ void check_ulps(const Tensor& got, const std::vector<double>& want, double ulps)
   CHECK(wrong == 0);
 }
 
-int64_t kernels_to_realize(Tensor t) {
-  GlobalCounters::reset();
-  t.realize();
-  return GlobalCounters::kernel_count;
-}
 
 }  // namespace
 

@@ -135,10 +135,10 @@ TEST_CASE("symbolic shapes: misuse is a clear error") {
   CHECK(message_of<ShapeError>([&] { (void)p3.split(1, 1); }).find("symbolic") != std::string::npos);
 }
 
-TEST_CASE("symbolic shapes: the same values on every backend (C, OpenCL) as on LLVM") {
+TEST_CASE("symbolic shapes: the same values on every backend (C, OpenCL, EMU) as on LLVM") {
   const UOp i = Variable("i", 1, 16);
   const std::vector<float> av = matrix(4, 16, 5);
-  for (const char* device : {"CPU", "CL"}) {
+  for (const char* device : {"CPU", "CL", "EMU"}) {
     if (!tinyt_test::device_available(device)) {
       MESSAGE("skipped part: ", device, " is not available here");
       continue;

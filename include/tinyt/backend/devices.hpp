@@ -1,4 +1,4 @@
-// The devices tinyt builds in (CPU, CL, CUDA), registered by kind, and the one lookup from a
+// The devices tinyt builds in (CPU, CL, CUDA, EMU), registered by kind, and the one lookup from a
 // device name to its parts. A program may register more kinds with register_device.
 #pragma once
 
@@ -6,6 +6,7 @@
 #include "compiled.hpp"
 #include "cpu.hpp"
 #include "cuda.hpp"
+#include "emu.hpp"
 #include "opencl.hpp"
 
 namespace tinyt::inline v0 {
@@ -14,7 +15,8 @@ namespace backend {
 /// The device named `name` ("CPU", "cl:1"), opened at first use; DeviceError when it cannot be.
 inline Device& device(const std::string& name) {
   static const bool builtin = register_device("CPU", open_cpu) && register_device("CL", open_opencl) &&
-                              register_device("CUDA", open_cuda);
+                              register_device("CUDA", open_cuda) &&
+                              register_device("EMU", open_emu);
   (void)builtin;
   // the device this thread asked for last, without parsing or locking: devices live for the
   // process ("" is the default device, which a Context may change: never remembered)

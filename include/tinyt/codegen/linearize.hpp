@@ -27,6 +27,10 @@ struct Program {
   std::vector<int64_t> global_axes;
   std::array<int64_t, 3> global_size{1, 1, 1}, local_size{1, 1, 1};
   std::vector<UOp> vars;       // the symbolic variables it takes, in order (DEFINE_VAR)
+  // a launch dimension of symbolic size (over `vars`) is as wide as the size's value at each
+  // launch: global_size holds the largest it can be, symbolic_global its expression (else empty)
+  std::array<UOp, 3> symbolic_global{};
+  int64_t max_local = 1;       // GPUs: the most work-items a work-group may have
 };
 
 namespace detail {
@@ -242,6 +246,7 @@ inline Program linearize(const UOp& ast, std::string name) {
       if (p.global_axes.size() <= dim) p.global_axes.resize(dim + 1, -1);
       p.global_axes[dim] = u.arg()[0].as_int();
       p.global_size[dim] = range_size(u);
+      if (is_symbolic(u)) p.symbolic_global[dim] = u.src(0);
     }
     if (u.op() == Ops::DEFINE_GLOBAL) {
       const auto i = static_cast<size_t>(u.arg().as_int());

@@ -83,14 +83,53 @@ inline UOp map_work_items(const UOp& ast) {
   };
   if (lane) as_work_item(lane);
   for (auto it = loops.rbegin(); it != loops.rend() && dim < 3; ++it) {
-    // this and the outer loops stay loops (a symbolic one: its launch would change with its value)
-    if (is_symbolic(*it) || (dim > 0 && range_size(*it) > max_outer_dimension)) break;
+    // this and the outer loops stay loops; a symbolic one is launched as wide as its value
+    if (dim > 0 && range_size(*it) > max_outer_dimension) break;
     as_work_item(*it);
   }
   if (lane && (static_cast<size_t>(dim) < loops.size() + 1 || tiles > 0))
     throw OptError(tinyt::detail::cat("GROUP: ", loops.size(), " output loops and ", tiles,
                                       " tiles; a grouped kernel has 2 launch dimensions for its outputs and no loops around them"));
   return work_items.empty() ? ast : substitute(ast, work_items);
+}
+
+/// The value of an index expression over a program's variables (`vars`, bound to `values`):
+/// constants, variables and integer ALU ops (a symbolic launch dimension's size).
+inline int64_t evaluate(const UOp& u, const std::vector<UOp>& vars, const std::vector<int64_t>& values) {
+  if (u.is_const()) return static_cast<int64_t>(u.const_int());
+  if (u.op() == Ops::DEFINE_VAR) {
+    const auto it = std::find(vars.begin(), vars.end(), u);
+    if (it == vars.end() || static_cast<size_t>(it - vars.begin()) >= values.size())
+      throw InternalError("evaluate: a variable the launch has no value for");
+    return values[static_cast<size_t>(it - vars.begin())];
+  }
+  std::vector<i128> v;
+  for (const UOp& s : u.src()) v.push_back(evaluate(s, vars, values));
+  const std::optional<i128> r = tinyt::detail::fold_int(u.op(), u.dtype(), v);
+  if (!r) throw InternalError(tinyt::detail::cat("evaluate: ", op_name(u.op()), " of ", u.dtype().name(), " does not evaluate"));
+  return static_cast<int64_t>(*r);
+}
+
+/// The launch of a program (global and local work-items per dimension) with its variables bound
+/// to `values`: a symbolic dimension is as wide as its size now, in work-groups of the largest
+/// divisor that fits beside the other dimensions'.
+inline std::pair<std::array<int64_t, 3>, std::array<int64_t, 3>> launch_sizes(const Program& p, const std::vector<int64_t>& values) {
+  std::array<int64_t, 3> global = p.global_size, local = p.local_size;
+  int64_t left = std::max<int64_t>(p.max_local, 1);
+  for (size_t d = 0; d < 3; ++d)
+    if (!p.symbolic_global[d]) left /= local[d];
+  for (size_t d = 0; d < 3; ++d) {
+    if (!p.symbolic_global[d]) continue;
+    global[d] = std::max<int64_t>(evaluate(p.symbolic_global[d], p.vars, values), 0);
+    local[d] = 1;
+    for (int64_t l = std::min(global[d], left); l >= 1; --l)
+      if (global[d] % l == 0) {
+        local[d] = l;
+        break;
+      }
+    left /= local[d];
+  }
+  return {global, local};
 }
 
 /// Work-group sizes for a program's launch: per dimension, from 0, the largest divisor of its

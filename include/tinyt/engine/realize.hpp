@@ -23,6 +23,7 @@
 #include "../codegen/work_items.hpp"
 #include "../helpers.hpp"
 #include "../renderer/cstyle.hpp"
+#include "../renderer/listing.hpp"
 #include "../renderer/llvmir.hpp"
 #include "../schedule/cache.hpp"
 #include "../support.hpp"
@@ -56,17 +57,23 @@ struct OptSettings {
 /// A kernel compiled for a device, ready to launch.
 struct CompiledKernel {
   codegen::Program program;
-  std::string source;  // C, LLVM IR, OpenCL C or CUDA C++
+  std::string source;  // C, LLVM IR, OpenCL C, CUDA C++ or a listing (EMU)
   std::string device;
   backend::Language language = backend::Language::c;
   Estimates estimates;  // what one launch costs, counted once here
   std::unique_ptr<backend::Program> runtime;
 
-  /// The launch: the work-items of a GPU kernel, the threads of a CPU one.
-  backend::LaunchDims dims() const {
+  /// The launch with the variables' values `vars`: the work-items of a GPU kernel (a symbolic
+  /// dimension as wide as its value), the threads of a CPU one.
+  backend::LaunchDims dims(const std::vector<int64_t>& vars = {}) const {
     if (program.global_axes.empty()) return {{program.threads, 1, 1}, {1, 1, 1}};
+    if (symbolic_launch) {
+      const auto [global, local] = codegen::launch_sizes(program, vars);
+      return {global, local};
+    }
     return {program.global_size, program.local_size};
   }
+  bool symbolic_launch = false;  // a launch dimension's size depends on the variables
 };
 
 /// The source of a program in the language a device's compiler takes.
@@ -76,6 +83,7 @@ inline std::string render(const codegen::Program& p, const backend::Target& targ
     case backend::Language::llvm_ir: return renderer::render_llvm(p);
     case backend::Language::opencl: return renderer::render_opencl(p);
     case backend::Language::cuda: return renderer::render_cuda(p, target.max_local);
+    case backend::Language::listing: return renderer::render_listing(p);
   }
   throw InternalError("render: unknown language");
 }
@@ -107,7 +115,14 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
   codegen::Program p = codegen::linearize(expanded, schedule::detail::kernel_name(ast));
   p.opts = std::move(opts);
   // a grouped kernel's work-group is its dimension 0, whole; otherwise divisors of the sizes
-  if (target.gpu) p.local_size = lane ? std::array<int64_t, 3>{p.global_size[0], 1, 1} : codegen::local_sizes(p.global_size, target.max_local);
+  if (target.gpu) {
+    // a symbolic dimension's work-groups are chosen at each launch (codegen::launch_sizes)
+    std::array<int64_t, 3> fixed = p.global_size;
+    for (size_t d = 0; d < 3; ++d)
+      if (p.symbolic_global[d]) fixed[d] = 1;
+    p.local_size = lane ? std::array<int64_t, 3>{p.global_size[0], 1, 1} : codegen::local_sizes(fixed, target.max_local);
+    p.max_local = target.max_local;
+  }
   return p;
 }
 
@@ -130,6 +145,7 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
     if (span.on()) span.arg("opts", json::quote(codegen::to_string(opts)));
     k->program = lower_kernel(ast, std::move(opts), settings.target, settings.transcendental);
     k->estimates = estimate(k->program);
+    k->symbolic_launch = std::any_of(k->program.symbolic_global.begin(), k->program.symbolic_global.end(), [](const UOp& s) { return bool(s); });
     k->device = settings.device;
     k->language = settings.target.language;
     k->source = render(k->program, settings.target);
@@ -158,7 +174,9 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
 /// Launches a compiled kernel on device handles (host pointers on the CPU) and waits for it;
 /// returns its time in seconds.
 inline double launch(const CompiledKernel& k, const std::vector<void*>& handles, const std::vector<int64_t>& vars = {}) {
-  return k.runtime->launch(handles, vars, k.dims(), true);
+  const backend::LaunchDims dims = k.dims(vars);
+  if (dims.global[0] * dims.global[1] * dims.global[2] == 0) return 0;  // a symbolic size of 0: nothing to run
+  return k.runtime->launch(handles, vars, dims, true);
 }
 
 /// Runs a compiled kernel.
@@ -171,7 +189,9 @@ class CompiledRunner final : public Runner {
     std::vector<void*> handles;
     handles.reserve(params);
     for (size_t i = 0; i < params; ++i) handles.push_back(bufs[i]->ptr());
-    return kernel_->runtime->launch(handles, vars, kernel_->dims(), timed);
+    const backend::LaunchDims dims = kernel_->dims(vars);
+    if (dims.global[0] * dims.global[1] * dims.global[2] == 0) return 0;  // a symbolic size of 0: nothing to run
+    return kernel_->runtime->launch(handles, vars, dims, timed);
   }
   const std::string& name() const override { return kernel_->program.name; }
   Estimates estimates() const override { return kernel_->estimates; }

@@ -74,6 +74,18 @@ inline std::optional<int64_t> trailing_broadcast(const UOp& expand, int64_t from
   return from < 0 ? first_broadcast : std::min(from, first_broadcast);
 }
 
+// Whether `u`'s kernel runs on a GPU (its device's target says so): each output element is a
+// work-item there, so a reduction broadcast back along trailing axes, which a CPU's loop nest
+// computes once per row, would be computed again by every work-item of the row. A device that
+// cannot be opened here is not one (its kernels never run).
+inline bool on_gpu(const UOp& u) {
+  try {
+    return backend::device(Device::split(graph::device_of(u))[0]).target().gpu;
+  } catch (const DeviceError&) {
+    return false;
+  }
+}
+
 // Ops whose kernel loops over their output as their source's does (elementwise).
 inline bool keeps_loop_order(Ops op) {
   return GroupOp::ALU.contains(op) || op == Ops::CAST || op == Ops::BITCAST || op == Ops::CONTIGUOUS ||
@@ -99,7 +111,8 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
   }
   // A reduction is realized when it has several consumers, or when a path from it to the next
   // realization point broadcasts it in a way the consuming kernel would recompute it for: an
-  // EXPAND that is not trailing, or a movement op or a reduction over kept axes after one.
+  // EXPAND that is not trailing (on a GPU: any EXPAND, see on_gpu), or a movement op or a
+  // reduction over kept axes after one.
   // It stays in the kernel when it reads no memory (an arange, cheap and usually counted away).
   auto reads_memory = [&](const UOp& r) {
     for (const UOp& x : toposort(r))
@@ -108,6 +121,7 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
   };
   std::unordered_map<const UOpNode*, const UOp*> node;
   for (const UOp& u : order) node[u.get()] = &u;
+  bool gpu = false;  // whether the reduction judged now runs on a GPU
   auto recomputed_downstream = [&](const std::unordered_set<const UOpNode*>& first) {
     // (node, first broadcast axis on the path so far; -1 before any EXPAND)
     std::vector<std::pair<const UOpNode*, int64_t>> stack;
@@ -119,7 +133,7 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
       if (!seen.insert({c, from}).second) continue;
       if (c->op == Ops::EXPAND) {
         const std::optional<int64_t> next = trailing_broadcast(*node.at(c), from);
-        if (!next) return true;
+        if (!next || gpu) return true;
         from = *next;
       } else if (c->op == Ops::REDUCE_AXIS) {
         // reduced again: a reduction over kept axes after a broadcast recomputes; one of broadcast
@@ -157,6 +171,7 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
   };
   for (const UOp& u : order) {
     if (u.op() != Ops::REDUCE_AXIS || points.count(u.get()) || !reads_memory(u)) continue;
+    gpu = on_gpu(u);
     const std::unordered_set<const UOpNode*> distinct(consumers[u.get()].begin(), consumers[u.get()].end());
     if (distinct.size() > 1 || recomputed_downstream(distinct) || reductions_reading(u.get()) > 1) points.insert(u.get());
   }

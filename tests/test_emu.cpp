@@ -1,0 +1,255 @@
+// EMU, the emulated GPU (backend/emu.hpp): hand-written listings run with a GPU's semantics and
+// each mistake it exists to catch is a DeviceError naming the kernel, the buffer, the element and
+// the work-items; kernels the code generator makes for EMU (GROUP's partials in local memory and
+// its barrier) give the CPU's results. The forward suite runs on EMU too (ctest's emu_* runs).
+#include <doctest/doctest.h>
+
+#include "helpers.hpp"
+
+using namespace tinyt;
+
+namespace {
+backend::Device& emu() { return backend::device("EMU"); }
+
+/// Device memory of EMU holding `values`.
+struct EmuBuffer {
+  void* handle = nullptr;
+  size_t nbytes = 0;
+  template <class T> explicit EmuBuffer(const std::vector<T>& values) : nbytes(values.size() * sizeof(T)) {
+    handle = emu().allocator().alloc(nbytes);
+    emu().allocator().copyin(handle, values.data(), nbytes);
+  }
+  EmuBuffer(const EmuBuffer&) = delete;
+  EmuBuffer& operator=(const EmuBuffer&) = delete;
+  ~EmuBuffer() { emu().allocator().free(handle, nbytes); }
+  template <class T> std::vector<T> read() const {
+    std::vector<T> out(nbytes / sizeof(T));
+    emu().allocator().copyout(out.data(), handle, nbytes);
+    return out;
+  }
+};
+
+/// Compiles and launches a listing on EMU with `global` work-items in groups of `local` (dimension 0).
+void run(const std::string& listing, const std::vector<void*>& bufs, int64_t global, int64_t local, std::vector<int64_t> vars = {}) {
+  backend::Device& d = emu();
+  const std::unique_ptr<backend::Program> p = d.load(d.compiler().compile(listing, "k"), "k");
+  backend::LaunchDims dims;
+  dims.global = {global, 1, 1};
+  dims.local = {local, 1, 1};
+  p->launch(bufs, vars, dims, true);
+}
+
+// out[i] = in[(i + shift) % n] for 8 work-items in one group, through local memory: each stores
+// its input to temp[i], then (after a barrier, when `barrier`) reads its neighbour's.
+std::string rotate_listing(bool barrier, int shift) {
+  return tinyt::detail::cat("kernel rotate\n"
+                            "%0 DEFINE_GLOBAL float32*global : 0\n"
+                            "%1 DEFINE_GLOBAL float32*global : 1\n"
+                            "%2 DEFINE_LOCAL float32*local[8] : 0\n"
+                            "%3 CONST index : 8\n"
+                            "%4 RANGE index %3 : global 0\n"
+                            "%5 INDEX float32*global %1 %4\n"
+                            "%6 LOAD float32 %5\n"
+                            "%7 INDEX float32*local[8] %2 %4\n"
+                            "%8 STORE void %7 %6\n",
+                            barrier ? "%9 BARRIER void %8\n" : "%9 CONST index : 0\n",
+                            "%10 CONST index : ", shift, "\n"
+                            "%11 ADD index %4 %10\n"
+                            "%12 MOD index %11 %3\n"
+                            "%13 INDEX float32*local[8] %2 %12\n"
+                            "%14 LOAD float32 %13 %9\n"
+                            "%15 INDEX float32*global %0 %4\n"
+                            "%16 STORE void %15 %14\n"
+                            "%17 END void %4 %16\n");
+}
+}  // namespace
+
+TEST_CASE("emu: a work-group shares local memory across a barrier") {
+  EmuBuffer in(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7}), out(std::vector<float>(8));
+  run(rotate_listing(true, 1), {out.handle, in.handle}, 8, 8);
+  CHECK(out.read<float>() == std::vector<float>{1, 2, 3, 4, 5, 6, 7, 0});
+}
+
+TEST_CASE("emu: what a GPU would get wrong silently is a DeviceError") {
+  EmuBuffer in(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7}), out(std::vector<float>(8));
+  SUBCASE("reading another work-item's local memory without a barrier") {
+    const std::string m = tinyt_test::message_of<DeviceError>([&] { run(rotate_listing(false, 1), {out.handle, in.handle}, 8, 8); });
+    CHECK(m.find("EMU: rotate: work-item (0, 0, 0) of group (0, 0, 0) reads element 1 of local buffer 0") == 0);
+    CHECK(m.find("work-item (1, 0, 0) of group (0, 0, 0) wrote with no barrier between") != std::string::npos);
+    // its own element needs no barrier
+    run(rotate_listing(false, 0), {out.handle, in.handle}, 8, 8);
+    CHECK(out.read<float>() == std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7});
+  }
+  SUBCASE("a work-group the kernel's local memory is too small for reads past its end") {
+    // 16 work-items index temp[8] by their id
+    const std::string m = tinyt_test::message_of<DeviceError>([&] {
+      EmuBuffer big_in(std::vector<float>(16)), big_out(std::vector<float>(16));
+      std::string listing = rotate_listing(true, 0);
+      listing.replace(listing.find("%3 CONST index : 8"), 18, "%3 CONST index : 16");
+      run(listing, {big_out.handle, big_in.handle}, 16, 16);
+    });
+    CHECK(m.find("work-item (8, 0, 0) of group (0, 0, 0) writes element 8 of local buffer 0, which has 8") != std::string::npos);
+  }
+  SUBCASE("reading past a global buffer's end") {
+    EmuBuffer short_in(std::vector<float>(6));
+    const std::string m = tinyt_test::message_of<DeviceError>([&] { run(rotate_listing(true, 1), {out.handle, short_in.handle}, 8, 8); });
+    CHECK(m.find("work-item (6, 0, 0) of group (0, 0, 0) reads element 6 of buffer 1 (float32), which has 6") != std::string::npos);
+  }
+  SUBCASE("two work-items writing one element of a global buffer") {
+    const std::string listing =
+        "kernel collide\n"
+        "%0 DEFINE_GLOBAL int32*global : 0\n"
+        "%1 CONST index : 4\n"
+        "%2 RANGE index %1 : global 0\n"
+        "%3 CONST index : 2\n"
+        "%4 IDIV index %2 %3\n"
+        "%5 INDEX int32*global %0 %4\n"
+        "%6 CAST int32 %2\n"
+        "%7 STORE void %5 %6\n"
+        "%8 END void %2 %7\n";
+    EmuBuffer o(std::vector<int32_t>(2));
+    const std::string m = tinyt_test::message_of<DeviceError>([&] { run(listing, {o.handle}, 4, 2); });
+    CHECK(m.find("work-item (1, 0, 0) of group (0, 0, 0) writes element 0 of buffer 0, which work-item 0 of the launch wrote too") !=
+          std::string::npos);
+  }
+  SUBCASE("a loop whose bound differs across a work-group") {
+    const std::string listing =
+        "kernel ragged\n"
+        "%0 DEFINE_GLOBAL int32*global : 0\n"
+        "%1 CONST index : 4\n"
+        "%2 RANGE index %1 : global 0\n"
+        "%3 RANGE index %2 : loop -1\n"
+        "%4 END void %3 %3\n"
+        "%5 INDEX int32*global %0 %2\n"
+        "%6 CAST int32 %2\n"
+        "%7 STORE void %5 %6\n"
+        "%8 END void %2 %7\n";
+    EmuBuffer o(std::vector<int32_t>(4));
+    CHECK(tinyt_test::message_of<DeviceError>([&] { run(listing, {o.handle}, 4, 4); }).find("a loop's bound differs across a work-group") !=
+          std::string::npos);
+    run(listing, {o.handle}, 4, 1);  // one work-item per group: every loop is uniform
+    CHECK(o.read<int32_t>() == std::vector<int32_t>{0, 1, 2, 3});
+  }
+  SUBCASE("a launch past the device's limits, and local memory past its size") {
+    EmuBuffer big(std::vector<float>(2048));
+    CHECK(tinyt_test::message_of<DeviceError>([&] { run(rotate_listing(true, 0), {big.handle, big.handle}, 2048, 2048); })
+              .find("a work-group of 2048 work-items; cuda_sm80 runs at most 1024") != std::string::npos);
+    CHECK(tinyt_test::message_of<DeviceError>([&] { run(rotate_listing(true, 0), {out.handle, in.handle}, 8, 3); })
+              .find("8 work-items in groups of 3") != std::string::npos);
+    std::string listing = rotate_listing(true, 0);
+    listing.replace(listing.find("local[8]"), 8, "local[20000]");  // 80000 bytes
+    CHECK(tinyt_test::message_of<CompileError>([&] { (void)emu().compiler().compile(listing, "k"); }).find("uses 80000 bytes of local memory; cuda_sm80 has 49152") !=
+          std::string::npos);
+  }
+  SUBCASE("listings that are not programs") {
+    CHECK(tinyt_test::message_of<CompileError>([&] { (void)emu().compiler().compile("kernel k\n%0 CONST float32 %3 : 1\n", "k"); })
+              .find("a source that is not an earlier op") != std::string::npos);
+    CHECK(tinyt_test::message_of<CompileError>([&] { (void)emu().compiler().compile("kernel k\n%0 CONST index : 4\n%1 RANGE index %0 : loop -1\n", "k"); })
+              .find("a loop is never closed") != std::string::npos);
+    CHECK(tinyt_test::message_of<CompileError>([&] { (void)emu().compiler().compile("kernel k\n%0 CONST float32.vec(4) : 1\n", "k"); })
+              .find("EMU runs scalar programs") != std::string::npos);
+  }
+  CHECK_THROWS_AS(backend::emu::spec("sm_75"), DeviceError);
+}
+
+TEST_CASE("emu: integer and float semantics are C's, as the renderers spell them") {
+  // int8 wraps, division by zero is 0 (the renderers guard it), INT_MIN / -1 is INT_MIN, float
+  // to int8 truncates, a float16 cast rounds to nearest even, the NaN-propagating max
+  const std::string listing =
+      "kernel ops\n"
+      "%0 DEFINE_GLOBAL int32*global : 0\n"
+      "%1 DEFINE_GLOBAL float32*global : 1\n"
+      "%2 CONST int8 : 100\n"
+      "%3 ADD int8 %2 %2\n"
+      "%4 CAST int32 %3\n"
+      "%5 CONST index : 0\n"
+      "%6 INDEX int32*global %0 %5\n"
+      "%7 STORE void %6 %4\n"
+      "%8 CONST int32 : 7\n"
+      "%9 CONST int32 : 0\n"
+      "%10 IDIV int32 %8 %9\n"
+      "%11 CONST index : 1\n"
+      "%12 INDEX int32*global %0 %11\n"
+      "%13 STORE void %12 %10\n"
+      "%14 CONST int32 : -2147483648\n"
+      "%15 CONST int32 : -1\n"
+      "%16 IDIV int32 %14 %15\n"
+      "%17 CONST index : 2\n"
+      "%18 INDEX int32*global %0 %17\n"
+      "%19 STORE void %18 %16\n"
+      "%20 CONST float32 : -0x1.b333333333333p+1\n"  // -3.4
+      "%21 CAST int8 %20\n"
+      "%22 CAST int32 %21\n"
+      "%23 CONST index : 3\n"
+      "%24 INDEX int32*global %0 %23\n"
+      "%25 STORE void %24 %22\n"
+      "%26 CONST float32 : 0x1.002p+0\n"  // 1 + 2^-11: halfway between two float16s, rounds to even (1)
+      "%27 CAST float16 %26\n"
+      "%28 CAST float32 %27\n"
+      "%29 INDEX float32*global %1 %5\n"
+      "%30 STORE void %29 %28\n"
+      "%31 CONST float32 : nan\n"
+      "%32 CONST float32 : 0x1p+0\n"
+      "%33 MAX float32 %32 %31\n"
+      "%34 INDEX float32*global %1 %11\n"
+      "%35 STORE void %34 %33\n";
+  EmuBuffer ints(std::vector<int32_t>(4)), floats(std::vector<float>(2));
+  run(listing, {ints.handle, floats.handle}, 1, 1);
+  CHECK(ints.read<int32_t>() == std::vector<int32_t>{-56, 0, INT32_MIN, -3});
+  const std::vector<float> f = floats.read<float>();
+  CHECK(f[0] == 1.0f);
+  CHECK(std::isnan(f[1]));
+}
+
+TEST_CASE("emu: memory holds garbage until written, as a GPU's does") {
+  const Tensor t = Tensor::empty({4}, dtypes::int32, "EMU");
+  CHECK(t.to_vector<int32_t>() == std::vector<int32_t>(4, static_cast<int32_t>(0xA5A5A5A5u)));
+}
+
+TEST_CASE("emu: GROUP's partials in local memory give the CPU's sums and maxima") {
+  const Tensor x = Tensor::arange(6 * 1024).reshape({6, 1024}).cast(dtypes::float32) * 0.125f;  // exact in any order
+  const std::vector<Tensor> on_cpu{x.sum(1), x.max(1), x.sum()};
+  const Tensor on_emu = x.to("EMU").realize();
+  const std::vector<Tensor> reductions{on_emu.sum(1), on_emu.max(1), on_emu.sum()};
+  for (size_t c = 0; c < reductions.size(); ++c) {
+    INFO("case ", c);
+    const std::vector<schedule::Kernel> kernels = schedule::create_schedule({reductions[c].uop()});
+    REQUIRE(kernels.size() == 1);
+    const UOp& ast = kernels[0].ast;
+    const int64_t reduce_axis = static_cast<int64_t>(codegen::axes(ast).size()) - 1;
+    for (int64_t size : {16, 64, 256}) {
+      INFO("GROUP of ", size);
+      const std::shared_ptr<engine::CompiledKernel> k = compile_kernel(ast, {{codegen::OptOp::GROUP, reduce_axis, size}}, "EMU");
+      CHECK(k->source.find("BARRIER") != std::string::npos);
+      CHECK(k->source.find("DEFINE_LOCAL") != std::string::npos);
+      CHECK(k->dims().local[0] == size);
+      Tensor out = Tensor::empty(reductions[c].shape(), dtypes::float32, "EMU");
+      launch(*k, {graph::buffer_of(graph::base_buffer(out.realize().uop()))->ptr(), graph::buffer_of(kernels[0].buffers[1])->ptr()});
+      CHECK(out.to_vector<float>() == on_cpu[c].to_vector<float>());
+    }
+  }
+}
+
+TEST_CASE("emu: a symbolic dimension is launched as wide as its value, not looped in each work-item") {
+  const UOp i = Variable("i", 0, 16);
+  std::vector<float> values(4 * 16);
+  for (size_t k = 0; k < values.size(); ++k) values[k] = static_cast<float>(k);
+  const Tensor a = Tensor::from_vector(values, {4, 16}, "EMU").realize();
+  for (int64_t n : {0, 1, 7, 16}) {
+    INFO("i = ", n);
+    const Tensor doubled = a[{Slice(), Slice(0, i.bind(n))}] * 2;
+    const std::vector<schedule::Kernel> kernels = schedule::create_schedule({doubled.uop()});
+    REQUIRE(kernels.size() == 1);
+    const std::shared_ptr<engine::CompiledKernel> k = compile_kernel(kernels[0].ast, {}, "EMU");
+    REQUIRE(k->program.vars.size() == 1);
+    const backend::LaunchDims dims = k->dims({n});
+    CHECK(dims.global[0] == n);  // the row's work-items: as many as its length now
+    CHECK(dims.global[1] == 4);
+    CHECK(k->source.find("RANGE index") != std::string::npos);
+    CHECK(k->source.find(": loop") == std::string::npos);  // no loop left in a work-item
+    std::vector<float> want;
+    for (int64_t r = 0; r < 4; ++r)
+      for (int64_t c = 0; c < n; ++c) want.push_back(2 * values[static_cast<size_t>(r * 16 + c)]);
+    CHECK(doubled.to_vector<float>() == want);
+  }
+}
