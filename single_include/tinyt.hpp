@@ -599,7 +599,9 @@ namespace tinyt::inline v0 {
   X(EXP2, unary) X(LOG2, unary) X(SIN, unary) X(SQRT, unary) X(RECIPROCAL, unary) X(NEG, unary)   \
   X(TRUNC, unary)                                                                                 \
   /* memory */                                                                                    \
-  X(INDEX, memory) X(LOAD, memory) X(STORE, memory) X(WMMA, memory)                               \
+  X(INDEX, memory) X(LOAD, memory) X(STORE, memory) X(WMMA, memory) \
+  /* SHFL_XOR(x) arg=mask: x of the work-item whose lane in the warp is this one's xor mask */ \
+  X(SHFL_XOR, memory)                               \
   /* binary math */                                                                               \
   X(ADD, binary) X(MUL, binary) X(SHL, binary) X(SHR, binary) X(IDIV, binary) X(MAX, binary)      \
   X(MOD, binary) X(CMPLT, binary) X(CMPNE, binary) X(CMPEQ, binary) X(XOR, binary) X(OR, binary)  \
@@ -5776,6 +5778,76 @@ class Allocator {
   std::atomic<int64_t> in_use{0};
 };
 
+/// An allocator that keeps freed blocks by size for the next allocation of that size (tinygrad's
+/// LRUAllocator): a training step frees and allocates the same sizes every time, and the device's
+/// own allocation (cuMemAlloc, clCreateBuffer, the C library's) costs far more than a lookup.
+/// Subclasses give the device's own allocation and release; up to `cache_limit` bytes of freed
+/// blocks are kept, and all of them are released (then the allocation tried once more) when the
+/// device is out of memory. A subclass's destructor calls release_cache().
+class LruAllocator : public Allocator {
+ public:
+  static constexpr size_t cache_limit = size_t{1} << 30;
+  void* alloc(size_t nbytes) final {
+    const size_t n = block_size(nbytes);
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = free_.find(n); it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_bytes_ -= n;
+        return p;
+      }
+    }
+    try {
+      return allocate(n);
+    } catch (const OutOfMemoryError&) {
+      release_cache();
+      return allocate(n);
+    }
+  }
+  void free(void* handle, size_t nbytes) final {
+    const size_t n = block_size(nbytes);
+    {
+      std::lock_guard lock(mu_);
+      if (cached_bytes_ + n <= cache_limit) {
+        free_[n].push_back(handle);
+        cached_bytes_ += n;
+        return;
+      }
+    }
+    release(handle, n);
+  }
+  /// Releases every kept block to the device.
+  void release_cache() {
+    std::map<size_t, std::vector<void*>> blocks;
+    {
+      std::lock_guard lock(mu_);
+      blocks.swap(free_);
+      cached_bytes_ = 0;
+    }
+    for (auto& [n, handles] : blocks)
+      for (void* h : handles) release(h, n);
+  }
+  /// Bytes of freed blocks kept for reuse.
+  size_t cached_bytes() {
+    std::lock_guard lock(mu_);
+    return cached_bytes_;
+  }
+
+ protected:
+  /// The device's own allocation of `nbytes` (a block size); OutOfMemoryError when it has none.
+  virtual void* allocate(size_t nbytes) = 0;
+  /// The device's own release of a block allocate() gave.
+  virtual void release(void* handle, size_t nbytes) = 0;
+  /// The size of the block that holds `nbytes` (blocks of one size are interchangeable).
+  virtual size_t block_size(size_t nbytes) const { return std::max<size_t>(nbytes, 1); }
+
+ private:
+  std::mutex mu_;
+  std::map<size_t, std::vector<void*>> free_;
+  size_t cached_bytes_ = 0;
+};
+
 /// A kernel loaded on a device, ready to launch.
 class Program {
  public:
@@ -5804,6 +5876,7 @@ struct Target {
   bool gpu = false;             // output ranges become work-items (global/local ids), not loops
   int64_t threads = 1;          // CPU threads a kernel may be split across
   int64_t max_local = 1;        // work-items in a work-group at most
+  int64_t warp = 0;             // work-items that exchange registers (warp shuffles); 0: none
   int64_t compute_units = 1;    // work-groups that run at once (OpenCL compute units, CUDA SMs)
   int64_t vector_bytes = 16;    // a register's width, for upcasts
   int64_t vector_count = 16;    // registers
@@ -6991,58 +7064,24 @@ inline std::string llvm_cpu() { return getenv_str("TINYT_LLVM_CPU", "host"); }
 
 namespace backend {
 
-/// Host memory, 64-byte aligned (a handle is the pointer itself), with freed blocks kept by size
-/// for reuse (tinygrad's LRU allocator): a training step frees and allocates the same sizes every time.
-class HostMemory final : public Allocator {
+/// Host memory in 64-byte aligned blocks (a handle is the pointer itself), freed blocks kept by
+/// size for reuse (LruAllocator).
+class HostMemory final : public LruAllocator {
  public:
-  void* alloc(size_t nbytes) override {
-    const size_t n = round_up(nbytes);
-    {
-      std::lock_guard lock(mu_);
-      if (auto it = free_.find(n); it != free_.end() && !it->second.empty()) {
-        void* p = it->second.back();
-        it->second.pop_back();
-        cached_bytes_ -= n;
-        return p;
-      }
-    }
-    void* p = std::aligned_alloc(64, n);
-    if (!p) {
-      release_cache();
-      p = std::aligned_alloc(64, n);
-    }
-    if (!p) throw OutOfMemoryError(tinyt::detail::cat("CPU: cannot allocate ", nbytes, " bytes"));
-    return p;
-  }
-  void free(void* p, size_t nbytes) override {
-    const size_t n = round_up(nbytes);
-    std::lock_guard lock(mu_);
-    if (cached_bytes_ + n > cache_limit) {
-      std::free(p);
-      return;
-    }
-    free_[n].push_back(p);
-    cached_bytes_ += n;
-  }
-  void release_cache() {
-    std::lock_guard lock(mu_);
-    for (auto& [n, blocks] : free_)
-      for (void* p : blocks) std::free(p);
-    free_.clear();
-    cached_bytes_ = 0;
-  }
   ~HostMemory() override { release_cache(); }
   void copyin(void* dst, const void* src, size_t n) override { if (n) std::memcpy(dst, src, n); }
   void copyout(void* dst, void* src, size_t n) override { if (n) std::memcpy(dst, src, n); }
   void copy(void* dst, void* src, size_t n) override { if (n) std::memmove(dst, src, n); }
   void* host_pointer(void* handle) override { return handle; }
 
- private:
-  static size_t round_up(size_t n) { return std::max<size_t>(64, (n + 63) / 64 * 64); }
-  static constexpr size_t cache_limit = size_t{1} << 30;
-  std::mutex mu_;
-  std::map<size_t, std::vector<void*>> free_;
-  size_t cached_bytes_ = 0;
+ protected:
+  void* allocate(size_t n) override {
+    void* p = std::aligned_alloc(64, n);
+    if (!p) throw OutOfMemoryError(tinyt::detail::cat("CPU: cannot allocate ", n, " bytes"));
+    return p;
+  }
+  void release(void* p, size_t) override { std::free(p); }
+  size_t block_size(size_t n) const override { return std::max<size_t>(64, (n + 63) / 64 * 64); }
 };
 
 /// A CPU kernel: its function, and what keeps the code alive (the C compiler's shared object;
@@ -7447,12 +7486,15 @@ class CudaCompiler : public Compiler {
 
 /// GPU memory: handles are CUdeviceptrs. Copies block until the host side is done with its memory,
 /// and are ordered after every launch and copy before them (one stream).
-class CudaAllocator : public Allocator {
+class CudaAllocator : public LruAllocator {
  public:
   explicit CudaAllocator(std::shared_ptr<const cuda_c::Context> context)
       : ctx_(std::move(context)) {}
+  ~CudaAllocator() override { release_cache(); }
 
-  void* alloc(size_t nbytes) override {
+ protected:
+  // (a freed block is reused at once: the one stream runs what reads its old contents first)
+  void* allocate(size_t nbytes) override {
     ctx_->enter();
     cuda_c::CUdeviceptr ptr = 0;
     // cuMemAlloc refuses zero bytes; a zero-byte buffer still needs a handle of its own
@@ -7465,10 +7507,12 @@ class CudaAllocator : public Allocator {
   }
   // Errors are ignored: this runs in destructors, also after the driver shut down at exit, and a
   // failed free (after a faulting kernel) is reported by the next call anyway.
-  void free(void* handle, size_t /*nbytes*/) override {
+  void release(void* handle, size_t /*nbytes*/) override {
     if (ctx_->api->cuCtxSetCurrent(ctx_->context) == cuda_c::CUDA_SUCCESS)
       ctx_->api->cuMemFree_v2(cuda_c::deviceptr(handle));
   }
+
+ public:
   // (nothing to copy is no call: the driver need not accept zero bytes)
   void copyin(void* dst, const void* src, size_t nbytes) override {
     if (nbytes)
@@ -7625,6 +7669,7 @@ class CudaDevice : public Device {
     // and a thread has at most 255); at 1024, a kernel using over 64 could not launch
     t.max_local = std::min(max_threads_, 256);
     t.compute_units = multiprocessors_;
+    t.warp = 32;
     t.half = true;
     return t;
   }
@@ -7664,7 +7709,9 @@ inline std::unique_ptr<Device> open_cuda(int index) { return std::make_unique<Cu
 // listing renderer writes it (renderer/listing.hpp), with a GPU's semantics: a grid of work-groups
 // of work-items, each work-item with its own registers, each work-group with its own local
 // memory. The work-items of a group run in lockstep, one op at a time for all of them, so a
-// barrier is where they all are; loops must be uniform across a group (their bounds are).
+// barrier is where they all are; loops must be uniform across a group (their bounds are). A
+// warp is `warp` consecutive work-items of a group (by x, then y, then z, as CUDA numbers them);
+// a shuffle (SHFL_XOR) reads the register of another lane of the warp.
 //
 // It checks what a GPU would silently get wrong: an access outside a global buffer or a local
 // array, a read of local memory another work-item wrote with no barrier between (or a write over
@@ -7918,6 +7965,11 @@ inline Kernel parse(const std::string& listing, const Spec& spec) {
       case Ops::DEFINE_GLOBAL:
       case Ops::DEFINE_REG:
       case Ops::DEFINE_VAR: need_args(1), ins.number = std::stoll(arg[0]); break;
+      case Ops::SHFL_XOR:
+        need_args(1), ins.number = std::stoll(arg[0]);
+        if (spec.warp == 0) throw fail(tinyt::detail::cat(spec.name, " has no warps to shuffle across"));
+        if (ins.number < 1 || ins.number >= spec.warp) throw fail(tinyt::detail::cat("a shuffle's mask must be within a warp of ", spec.warp));
+        break;
       case Ops::DEFINE_LOCAL:
         need_args(1), ins.number = std::stoll(arg[0]);
         k.local_bytes += ins.dtype.size() * ins.dtype.base().itemsize();
@@ -8022,7 +8074,7 @@ class Program final : public backend::Program {
    public:
     Launch(const Kernel& k, const Spec& spec, Memory& memory, const std::vector<void*>& bufs, const std::vector<int64_t>& vars,
            const LaunchDims& dims)
-        : k_(k), vars_(vars), dims_(dims) {
+        : k_(k), vars_(vars), dims_(dims), warp_(static_cast<size_t>(std::max<int64_t>(spec.warp, 1))) {
       int64_t lanes = 1;
       for (size_t d = 0; d < 3; ++d) {
         if (dims.local[d] < 1 || dims.global[d] < 1 || dims.global[d] % dims.local[d] != 0)
@@ -8068,6 +8120,7 @@ class Program final : public backend::Program {
     const Kernel& k_;
     const std::vector<int64_t>& vars_;
     LaunchDims dims_;
+    size_t warp_ = 1;
     size_t lanes_ = 1;
     std::array<int64_t, 3> group_{};
     int64_t epoch_ = 0;  // barriers passed in this work-group
@@ -8156,6 +8209,14 @@ class Program final : public backend::Program {
           case Ops::LOAD: load(ins, out); break;
           case Ops::STORE: store(ins); break;
           case Ops::BARRIER: ++epoch_; break;
+          case Ops::SHFL_XOR: {
+            // lanes exchange within their warp: consecutive work-items, warp_ at a time
+            if (lanes_ % warp_ != 0)
+              throw fail(tinyt::detail::cat("a shuffle in a work-group of ", lanes_, " work-items, not whole warps of ", warp_));
+            const Slot* v = at(static_cast<size_t>(ins.src[0]));
+            for (size_t l = 0; l < lanes_; ++l) out[l] = v[l ^ static_cast<size_t>(ins.number)];
+            break;
+          }
           default: alu(ins, out);
         }
       }
@@ -8447,6 +8508,7 @@ class Device final : public backend::Device {
     t.gpu = true;
     t.max_local = spec_.launch_local;
     t.compute_units = spec_.compute_units;
+    t.warp = spec_.warp;
     t.half = spec_.name != "cl";
     return t;
   }
@@ -8674,11 +8736,14 @@ struct Queue {
 }  // namespace opencl_c
 
 /// OpenCL memory: one cl_mem per allocation, which is the handle.
-class OpenCLAllocator final : public Allocator {
+class OpenCLAllocator final : public LruAllocator {
  public:
   explicit OpenCLAllocator(std::shared_ptr<const opencl_c::Queue> q) : q_(std::move(q)) {}
+  ~OpenCLAllocator() override { release_cache(); }
 
-  void* alloc(size_t nbytes) override {
+ protected:
+  // (a freed buffer is reused at once: the in-order queue runs what reads its old contents first)
+  void* allocate(size_t nbytes) override {
     using namespace opencl_c;
     cl_int code = CL_SUCCESS;
     // OpenCL has no zero-byte buffer: every allocation gets at least a byte
@@ -8693,7 +8758,9 @@ class OpenCLAllocator final : public Allocator {
     return mem;
   }
   // OpenCL deletes a released buffer only once the queued commands that use it are done
-  void free(void* handle, size_t) override { opencl_c::api().clReleaseMemObject(mem(handle)); }
+  void release(void* handle, size_t) override { opencl_c::api().clReleaseMemObject(mem(handle)); }
+
+ public:
   void copyin(void* dst, const void* src, size_t nbytes) override {
     if (nbytes == 0) return;
     TINYT_CL_CHECK(clEnqueueWriteBuffer, q_->queue.get(), mem(dst), opencl_c::CL_TRUE, 0, nbytes,
@@ -10650,7 +10717,10 @@ inline UOp lower_narrow_floats(const UOp& ast) { return graph_rewrite(ast, narro
 //   THREAD(axis, n)  output axis → n parts run by n threads, one part each
 //   PADTO(axis, n)   axis → rounded up to a multiple of n, the extra iterations masked off
 //   GROUP(axis, n)   reduce axis → n work-items of a GPU work-group each reduce every n-th
-//                    element; their partial results meet in local memory (work_items.hpp)
+//                    element; their partial results meet in registers (warp shuffles) and local
+//                    memory (work_items.hpp)
+//   GROUPTOP(axis, n) the same, each work-item reducing a contiguous n-th of the axis (the
+//                    group is the axis' outer part: tinygrad's GROUPTOP)
 //   PACK(axis, 0)    the loads a reduction reads that stay put along `axis` (a loop or tile) are
 //                    copied, before its loop, into a contiguous buffer of the thread, in the order
 //                    the loops inside read them; each pass of the axis reads them from there
@@ -10664,9 +10734,9 @@ inline UOp lower_narrow_floats(const UOp& ast) { return graph_rewrite(ast, narro
 namespace tinyt::inline v0 {
 namespace codegen {
 
-enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, PADTO, GROUP, PACK };
+enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, PADTO, GROUP, PACK, GROUPTOP };
 
-inline constexpr std::array<const char*, 7> opt_op_names{"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO", "GROUP", "PACK"};
+inline constexpr std::array<const char*, 8> opt_op_names{"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO", "GROUP", "PACK", "GROUPTOP"};
 inline const char* opt_op_name(OptOp op) {
   return opt_op_names[static_cast<size_t>(op)];
 }
@@ -10961,12 +11031,14 @@ inline UOp apply_opt(const UOp& ast, const Opt& opt) {
         if (range_kind(x) == RangeKind::thread) throw OptError(cat(opt.str(), ": the kernel is already threaded"));
       return detail::split_range(ast, r, amount, RangeKind::thread, true);
     case OptOp::GROUP:
-      if (!reduce) throw OptError(cat(opt.str(), ": GROUP applies to reduce axes"));
+    case OptOp::GROUPTOP:
+      if (!reduce) throw OptError(cat(opt.str(), ": ", opt_op_name(opt.op), " applies to reduce axes"));
       if (amount > 1024) throw OptError(cat(opt.str(), ": a work-group of more than 1024"));
       for (const UOp& x : all_ranges(ast))
         if (range_kind(x) == RangeKind::group) throw OptError(cat(opt.str(), ": the kernel is already grouped"));
-      // the work-items are the inner part: neighbours read neighbouring elements
-      return detail::split_range(ast, r, amount, RangeKind::group, false);
+      // GROUP: the work-items are the inner part, so neighbours read neighbouring elements;
+      // GROUPTOP: the outer part, each work-item a contiguous run
+      return detail::split_range(ast, r, amount, RangeKind::group, opt.op == OptOp::GROUPTOP);
     case OptOp::PACK:
       if (opt.amount != 0) throw OptError(cat(opt.str(), ": PACK takes the amount 0 (a whole axis)"));
       if (kind != RangeKind::loop && kind != RangeKind::local) throw OptError(cat(opt.str(), ": PACK applies to output loops and tiles"));
@@ -11459,6 +11531,10 @@ class CStyleRenderer {
   virtual std::string bitcast(const std::string& from, const std::string& to, const std::string& v) const {
     return "((union { " + from + " from; " + to + " to; }){.from = " + v + "}).to";
   }
+  /// `v` of the work-item whose lane in the warp is this one's xor `mask` (GPU dialects with warps).
+  virtual std::string shuffle_xor(const std::string& v, int64_t mask) const {
+    throw CompileError(detail::cat(language(), " renderer: no warp shuffles (SHFL_XOR ", mask, " of ", v, ")"));
+  }
   /// The name of a math function for `dt` (C: expf for float, exp for double).
   virtual std::string math_function(const std::string& name, DType dt) const {
     return dt.scalar() == dtypes::float64 ? name : name + "f";
@@ -11646,6 +11722,7 @@ class CStyleRenderer {
       case Ops::WHERE: return "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")";
       case Ops::RECIPROCAL: return "(" + float_literal(1.0, dt) + " / " + a(0) + ")";
       case Ops::MULACC: return math_function("fma", dt) + "(" + a(0) + ", " + a(1) + ", " + a(2) + ")";
+      case Ops::SHFL_XOR: return shuffle_xor(a(0), u.arg().as_int());
       case Ops::CAST:
         if (dt.is_bool()) return "(" + a(0) + " != 0)";
         if (held_in_float(dt) && s[0].dtype().scalar() != dt) return round_narrow(dt, a(0));
@@ -11786,6 +11863,9 @@ class CUDARenderer : public CStyleRenderer {
     return detail::cat("__shared__ ", type, " ", name, "[", size, "]");
   }
   std::string barrier() const override { return "__syncthreads()"; }
+  std::string shuffle_xor(const std::string& v, int64_t mask) const override {
+    return detail::cat("__shfl_xor_sync(0xffffffffu, ", v, ", ", mask, ")");  // every lane of the warp takes part
+  }
   std::string load_memory(DType dt, const std::string& buf, const std::string& idx) const override {
     if (dt.scalar() == dtypes::float16) return "tinyt_f16_to_f32(" + buf + "[" + idx + "])";
     return CStyleRenderer::load_memory(dt, buf, idx);
@@ -12594,11 +12674,14 @@ namespace tinyt::inline v0 {
 namespace codegen {
 
 /// Every opt BEAM may try next: one per axis, kind and amount that might apply (PACK where
-/// `packs`: on a CPU).
+/// `packs`: on a CPU; GROUP and GROUPTOP elsewhere, on a GPU).
 inline std::vector<Opt> beam_actions(int64_t threads, bool packs = false) {
   std::vector<Opt> out;
   for (int64_t axis = 0; axis < 8; ++axis) {
     if (packs) out.push_back({OptOp::PACK, axis, 0});
+    if (!packs)
+      for (int64_t amount : {16, 32, 64, 128, 256})
+        for (OptOp op : {OptOp::GROUP, OptOp::GROUPTOP}) out.push_back({op, axis, amount});
     for (int64_t amount : {2, 3, 4, 8, 16, 32}) out.push_back({OptOp::UPCAST, axis, amount});
     for (int64_t amount : {0, 2, 4, 8, 16}) out.push_back({OptOp::UNROLL, axis, amount});
     for (int64_t amount : {8, 16, 32, 64}) out.push_back({OptOp::LOCAL, axis, amount});
@@ -12664,7 +12747,7 @@ inline std::optional<std::vector<Opt>> deserialize_opts(const std::string& text)
     std::istringstream fields(item);
     int op = -1;
     Opt o{};
-    if (!(fields >> op >> o.axis >> o.amount) || op < 0 || op > static_cast<int>(OptOp::PACK)) return std::nullopt;
+    if (!(fields >> op >> o.axis >> o.amount) || op < 0 || op > static_cast<int>(OptOp::GROUPTOP)) return std::nullopt;
     o.op = static_cast<OptOp>(op);
     out.push_back(o);
   }
@@ -12681,11 +12764,15 @@ inline std::optional<std::vector<Opt>> deserialize_opts(const std::string& text)
 // loops inside each work-item. Work-groups are sized to divide each dimension exactly, so no
 // work-item falls outside the kernel's range and none needs a bounds check.
 //
-// A kernel with a GROUP opt has a `group` range, a reduce axis split across the work-items of
-// one work-group: it becomes dimension 0, a whole work-group, and the output loops take
-// dimensions 1 and 2. Each reduction over it is lowered to a partial reduction per work-item,
-// stored to local memory, a barrier, and a reduction of the partials that every work-item
-// computes; the outputs are stored by work-item 0.
+// A kernel with a GROUP or GROUPTOP opt has a `group` range, a reduce axis split across the
+// work-items of one work-group: it becomes dimension 0, a whole work-group, and the output loops
+// take dimensions 1 and 2. Each reduction over it is lowered to a partial reduction per
+// work-item, then combined across the group; every work-item ends up with the result, and
+// work-item 0 stores it. On a device with warps (a target's `warp`: CUDA's 32) whose size divides
+// the group, the partials of a warp are combined in registers by xor shuffles (SHFL_XOR: after
+// log2(warp) steps every lane holds its warp's result), and only one value per warp goes through
+// local memory and the barrier (none when the group is one warp); elsewhere every partial is
+// stored to local memory and, after a barrier, every work-item reduces them all.
 
 
 
@@ -12702,9 +12789,17 @@ inline UOp group_range(const UOp& ast) {
   return {};
 }
 
-/// The AST with each reduction over the work-group range lowered to partials in local memory
-/// (see the top of this file). Narrow floats must be lowered first: partials are float32.
-inline UOp lower_groups(const UOp& ast) {
+/// Whether a value of `dt` crosses a warp in one shuffle (CUDA's __shfl_xor_sync: 32- and 64-bit
+/// integers and floats).
+inline bool shuffles(DType dt) {
+  const DType s = dt.scalar();
+  return !s.is_bool() && s.count() == 1 && (s.itemsize() == 4 || s.itemsize() == 8);
+}
+
+/// The AST with each reduction over the work-group range lowered to partials combined across the
+/// group (see the top of this file); `warp`: the device's warp size (0: it has none). Narrow
+/// floats must be lowered first: partials are float32.
+inline UOp lower_groups(const UOp& ast, int64_t warp = 0) {
   const UOp lane = group_range(ast);
   if (!lane) return ast;
   const int64_t n = range_size(lane);
@@ -12718,13 +12813,32 @@ inline UOp lower_groups(const UOp& ast) {
       std::vector<UOp> partial_src{x.src(0)};
       for (size_t i = 1; i < x.src().size(); ++i)
         if (!(x.src(i) == lane)) partial_src.push_back(x.src(i));
-      const UOp partial = partial_src.size() == 1 ? x.src(0) : UOp(Ops::REDUCE, x.dtype(), partial_src, x.arg());
-      const UOp local(Ops::DEFINE_LOCAL, x.dtype().ptr(n, AddrSpace::local), {}, buffers++);
-      const UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, local.dtype(), {local, lane}), partial});
-      const UOp barrier(Ops::BARRIER, dtypes::void_, {store});
-      const UOp k = schedule::range(n, next_axis++, RangeKind::reduce);
-      const UOp read(Ops::LOAD, x.dtype(), {UOp(Ops::INDEX, local.dtype(), {local, k}), barrier});
-      x = UOp(Ops::REDUCE, x.dtype(), {read, k}, x.arg());
+      UOp partial = partial_src.size() == 1 ? x.src(0) : UOp(Ops::REDUCE, x.dtype(), partial_src, x.arg());
+      const Ops op = x.arg().get<Ops>();
+      if (warp > 1 && n % warp == 0 && shuffles(x.dtype())) {
+        for (int64_t mask = warp / 2; mask >= 1; mask /= 2)
+          partial = partial.alu(op, {UOp(Ops::SHFL_XOR, partial.dtype(), {partial}, mask)});
+        if (n == warp) {  // one warp: every lane holds the group's result
+          x = partial;
+        } else {  // one value per warp, written by its first lane
+          const int64_t warps = n / warp;
+          const UOp local(Ops::DEFINE_LOCAL, x.dtype().ptr(warps, AddrSpace::local), {}, buffers++);
+          const UOp first = lane.alu(Ops::MOD, {schedule::index_const(warp)}).eq(schedule::index_const(0));
+          const UOp slot = lane.alu(Ops::IDIV, {schedule::index_const(warp)});
+          const UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, local.dtype(), {local, slot, first}), partial});
+          const UOp barrier(Ops::BARRIER, dtypes::void_, {store});
+          const UOp k = schedule::range(warps, next_axis++, RangeKind::reduce);
+          const UOp read(Ops::LOAD, x.dtype(), {UOp(Ops::INDEX, local.dtype(), {local, k}), barrier});
+          x = UOp(Ops::REDUCE, x.dtype(), {read, k}, x.arg());
+        }
+      } else {
+        const UOp local(Ops::DEFINE_LOCAL, x.dtype().ptr(n, AddrSpace::local), {}, buffers++);
+        const UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, local.dtype(), {local, lane}), partial});
+        const UOp barrier(Ops::BARRIER, dtypes::void_, {store});
+        const UOp k = schedule::range(n, next_axis++, RangeKind::reduce);
+        const UOp read(Ops::LOAD, x.dtype(), {UOp(Ops::INDEX, local.dtype(), {local, k}), barrier});
+        x = UOp(Ops::REDUCE, x.dtype(), {read, k}, x.arg());
+      }
     } else if (x.op() == Ops::STORE && x.src(0).src(0).op() == Ops::DEFINE_GLOBAL) {
       std::vector<UOp> index = x.src(0).src();  // every work-item holds the result: the first stores it
       const UOp first = lane.eq(schedule::index_const(0));
@@ -12840,7 +12954,7 @@ inline std::array<int64_t, 3> local_sizes(const std::array<int64_t, 3>& global, 
 // Lines are numbered in order; sources are earlier lines (a constant the program uses without
 // listing it gets a line of its own before its first user); the text after ':' is the op's argument: a CONST's value, a
 // DEFINE_GLOBAL's, DEFINE_LOCAL's or DEFINE_REG's number, a DEFINE_VAR's position in the
-// program's variables, a RANGE's kind and launch dimension.
+// program's variables, a RANGE's kind and launch dimension, a SHFL_XOR's mask.
 
 #include <cstdio>
 
@@ -12901,7 +13015,8 @@ inline std::string render_listing(const codegen::Program& p) {
       case Ops::CONST: out << " : " << detail::listing_value(u); break;
       case Ops::DEFINE_GLOBAL:
       case Ops::DEFINE_LOCAL:
-      case Ops::DEFINE_REG: out << " : " << u.arg().as_int(); break;
+      case Ops::DEFINE_REG:
+      case Ops::SHFL_XOR: out << " : " << u.arg().as_int(); break;
       case Ops::DEFINE_VAR: {
         const auto it = std::find(p.vars.begin(), p.vars.end(), u);
         if (it == p.vars.end()) throw InternalError("listing: a variable the program does not list");
@@ -14263,7 +14378,7 @@ inline std::string record_text(const Record& r) {
   const std::string ast = graph_text(r.ast);
   return tinyt::detail::cat("tinyt process replay 1\nname ", r.name, "\ntarget ", languages[static_cast<int>(t.language)], " ",
                             t.gpu, " ", t.threads, " ", t.max_local, " ", t.compute_units, " ", t.vector_bytes, " ",
-                            t.vector_count, " ", t.stream_bytes, " ", t.half, " ", r.transcendental, "\nopts", opts,
+                            t.vector_count, " ", t.stream_bytes, " ", t.half, " ", r.transcendental, " ", t.warp, "\nopts", opts,
                             "\nast ", std::count(ast.begin(), ast.end(), '\n'), "\n", ast, "source\n", r.source);
 }
 
@@ -14284,6 +14399,7 @@ inline Record parse_record(const std::string& text) {
   if (!(target >> language >> t.gpu >> t.threads >> t.max_local >> t.compute_units >> t.vector_bytes >> t.vector_count >>
         t.stream_bytes >> t.half >> r.transcendental))
     throw detail::bad("bad target line");
+  if (!(target >> t.warp)) t.warp = 0;  // (records made before targets had warps: none)
   const auto* lang = std::find(std::begin(languages), std::end(languages), language);
   if (lang == std::end(languages)) throw detail::bad("unknown language '" + language + "'");
   t.language = static_cast<backend::Language>(lang - std::begin(languages));
@@ -14661,7 +14777,7 @@ struct OptSettings {
   }
   auto key() const {
     return std::tuple(device, noopt, beam, transcendental, target.language, target.threads, target.max_local,
-                      target.stream_bytes, compiler);
+                      target.warp, target.stream_bytes, compiler);
   }
 };
 
@@ -14720,7 +14836,7 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
                                                target.gpu ? "groups fewer work-items" : "has no work-groups"));
   if (target.gpu) {
     const UOp on_cpu = expanded;
-    expanded = codegen::map_work_items(codegen::lower_groups(codegen::lower_narrow_floats(expanded)));
+    expanded = codegen::map_work_items(codegen::lower_groups(codegen::lower_narrow_floats(expanded), target.warp));
     if (recording) viz::snapshot("work-items (narrow floats, groups, map_work_items)", on_cpu, expanded);
   }
   codegen::Program p = codegen::linearize(expanded, schedule::detail::kernel_name(ast));

@@ -19,6 +19,7 @@ backend::Target cuda_target() {
   t.gpu = true;
   t.max_local = 256;
   t.compute_units = 132;  // an H100's SMs
+  t.warp = 32;
   t.half = true;
   return t;
 }
@@ -114,9 +115,11 @@ TEST_CASE("cuda: kernels of every kind compile with NVRTC for sm_80 and sm_90") 
   CHECK(half.find("extern \"C\" __global__ void __launch_bounds__(256)") != std::string::npos);
   CHECK(half.find("cvt.rn.f16.f32") != std::string::npos);
   CHECK(half.find("blockIdx.x * blockDim.x + threadIdx.x") != std::string::npos);
-  // a long reduction is split across a block, its partials meeting in shared memory
+  // a long reduction is split across a block: its partials are combined within each warp by
+  // shuffles, and the 8 warps' results meet in shared memory
   const std::string sum = cuda_source(schedule::create_schedule({Tensor(Tensor::empty({4, 8192}).sum(1)).uop()}).back().ast);
-  CHECK(sum.find("__shared__ float temp0[256];") != std::string::npos);
+  CHECK(sum.find("__shfl_xor_sync(0xffffffffu, ") != std::string::npos);
+  CHECK(sum.find("__shared__ float temp0[8];") != std::string::npos);
   CHECK(sum.find("__syncthreads();") != std::string::npos);
 }
 

@@ -70,6 +70,24 @@ TEST_CASE("emu: a work-group shares local memory across a barrier") {
   CHECK(out.read<float>() == std::vector<float>{1, 2, 3, 4, 5, 6, 7, 0});
 }
 
+TEST_CASE("emu: a shuffle reads the register of the lane whose number is this one's xor the mask") {
+  const std::string listing =
+      "kernel shuffle\n"
+      "%0 DEFINE_GLOBAL float32*global : 0\n"
+      "%1 CONST index : 64\n"
+      "%2 RANGE index %1 : global 0\n"
+      "%3 CAST float32 %2\n"
+      "%4 SHFL_XOR float32 %3 : 5\n"
+      "%5 INDEX float32*global %0 %2\n"
+      "%6 STORE void %5 %4\n"
+      "%7 END void %2 %6\n";
+  EmuBuffer o(std::vector<float>(64));
+  run(listing, {o.handle}, 64, 64);
+  std::vector<float> want;
+  for (int i = 0; i < 64; ++i) want.push_back(static_cast<float>(i ^ 5));
+  CHECK(o.read<float>() == want);
+}
+
 TEST_CASE("emu: what a GPU would get wrong silently is a DeviceError") {
   EmuBuffer in(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7}), out(std::vector<float>(8));
   SUBCASE("reading another work-item's local memory without a barrier") {
@@ -149,6 +167,25 @@ TEST_CASE("emu: what a GPU would get wrong silently is a DeviceError") {
     CHECK(tinyt_test::message_of<CompileError>([&] { (void)emu().compiler().compile("kernel k\n%0 CONST float32.vec(4) : 1\n", "k"); })
               .find("EMU runs scalar programs") != std::string::npos);
   }
+  SUBCASE("a shuffle past a warp, or in a work-group of part of a warp") {
+    const std::string listing =
+        "kernel shuffle\n"
+        "%0 DEFINE_GLOBAL float32*global : 0\n"
+        "%1 CONST index : 16\n"
+        "%2 RANGE index %1 : global 0\n"
+        "%3 CAST float32 %2\n"
+        "%4 SHFL_XOR float32 %3 : 1\n"
+        "%5 INDEX float32*global %0 %2\n"
+        "%6 STORE void %5 %4\n"
+        "%7 END void %2 %6\n";
+    EmuBuffer o(std::vector<float>(16));
+    CHECK(tinyt_test::message_of<DeviceError>([&] { run(listing, {o.handle}, 16, 16); }).find("a shuffle in a work-group of 16 work-items, not whole warps of 32") !=
+          std::string::npos);
+    std::string wide = listing;
+    wide.replace(wide.find("SHFL_XOR float32 %3 : 1"), 23, "SHFL_XOR float32 %3 : 32");
+    CHECK(tinyt_test::message_of<CompileError>([&] { (void)emu().compiler().compile(wide, "k"); }).find("a shuffle's mask must be within a warp of 32") !=
+          std::string::npos);
+  }
   CHECK_THROWS_AS(backend::emu::spec("sm_75"), DeviceError);
 }
 
@@ -206,7 +243,7 @@ TEST_CASE("emu: memory holds garbage until written, as a GPU's does") {
   CHECK(t.to_vector<int32_t>() == std::vector<int32_t>(4, static_cast<int32_t>(0xA5A5A5A5u)));
 }
 
-TEST_CASE("emu: GROUP's partials in local memory give the CPU's sums and maxima") {
+TEST_CASE("emu: GROUP's and GROUPTOP's partials, shuffled across warps and met in local memory, give the CPU's sums and maxima") {
   const Tensor x = Tensor::arange(6 * 1024).reshape({6, 1024}).cast(dtypes::float32) * 0.125f;  // exact in any order
   const std::vector<Tensor> on_cpu{x.sum(1), x.max(1), x.sum()};
   const Tensor on_emu = x.to("EMU").realize();
@@ -217,16 +254,24 @@ TEST_CASE("emu: GROUP's partials in local memory give the CPU's sums and maxima"
     REQUIRE(kernels.size() == 1);
     const UOp& ast = kernels[0].ast;
     const int64_t reduce_axis = static_cast<int64_t>(codegen::axes(ast).size()) - 1;
-    for (int64_t size : {16, 64, 256}) {
-      INFO("GROUP of ", size);
-      const std::shared_ptr<engine::CompiledKernel> k = compile_kernel(ast, {{codegen::OptOp::GROUP, reduce_axis, size}}, "EMU");
-      CHECK(k->source.find("BARRIER") != std::string::npos);
-      CHECK(k->source.find("DEFINE_LOCAL") != std::string::npos);
-      CHECK(k->dims().local[0] == size);
-      Tensor out = Tensor::empty(reductions[c].shape(), dtypes::float32, "EMU");
-      launch(*k, {graph::buffer_of(graph::base_buffer(out.realize().uop()))->ptr(), graph::buffer_of(kernels[0].buffers[1])->ptr()});
-      CHECK(out.to_vector<float>() == on_cpu[c].to_vector<float>());
-    }
+    for (codegen::OptOp op : {codegen::OptOp::GROUP, codegen::OptOp::GROUPTOP})
+      for (int64_t size : {16, 32, 64, 256}) {
+        INFO(codegen::opt_op_name(op), " of ", size);
+        const std::shared_ptr<engine::CompiledKernel> k = compile_kernel(ast, {{op, reduce_axis, size}}, "EMU");
+        // cuda_sm80's warps are 32: a group of whole warps shuffles, one warp needs no local memory
+        CHECK((k->source.find("SHFL_XOR") != std::string::npos) == (size % 32 == 0));
+        CHECK((k->source.find("BARRIER") != std::string::npos) == (size != 32));
+        CHECK((k->source.find("DEFINE_LOCAL") != std::string::npos) == (size != 32));
+        CHECK(k->dims().local[0] == size);
+        Tensor out = Tensor::empty(reductions[c].shape(), dtypes::float32, "EMU");
+        launch(*k, {graph::buffer_of(graph::base_buffer(out.realize().uop()))->ptr(), graph::buffer_of(kernels[0].buffers[1])->ptr()});
+        CHECK(out.to_vector<float>() == on_cpu[c].to_vector<float>());
+        // the CUDA device's kernel shuffles the same way
+        backend::Target cuda = backend::device("EMU").target();
+        cuda.language = backend::Language::cuda;
+        const std::string source = engine::render(engine::lower_kernel(ast, {{op, reduce_axis, size}}, cuda, true), cuda);
+        CHECK((source.find("__shfl_xor_sync(0xffffffffu, ") != std::string::npos) == (size % 32 == 0));
+      }
   }
 }
 

@@ -335,6 +335,30 @@ TEST_CASE("tensor: CPU:1 is a device of its own, with its own memory, copies to 
   CHECK(b.to("CPU:2").to("CPU:1").to_vector<float>() == a.to_vector<float>());
 }
 
+TEST_CASE("tensor: a device keeps freed memory for the next allocation of its size (CPU, CL)") {
+  for (const char* name : {"CPU", "CL"}) {
+    if (!tinyt_test::device_available(name)) {
+      MESSAGE("skipped part: ", name, " is not available here");
+      continue;
+    }
+    INFO(name);
+    auto* memory = dynamic_cast<backend::LruAllocator*>(&backend::device(name).allocator());
+    REQUIRE(memory != nullptr);
+    memory->release_cache();
+    void* first = memory->alloc(1000);
+    memory->free(first, 1000);
+    CHECK(memory->cached_bytes() >= 1000);
+    void* other_size = memory->alloc(5000);  // another size is a block of its own
+    CHECK(other_size != first);
+    void* again = memory->alloc(1000);
+    CHECK(again == first);
+    memory->free(again, 1000);
+    memory->free(other_size, 5000);
+    memory->release_cache();
+    CHECK(memory->cached_bytes() == 0);
+  }
+}
+
 TEST_CASE("tensor: a copy between devices is one scheduled copy, and ops across devices throw") {
   const std::vector<std::string> here = Device::list();
   const std::string other = here.size() > 1 ? here[1] : "CPU";  // CL where PoCL is installed

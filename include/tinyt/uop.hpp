@@ -54,7 +54,9 @@ namespace tinyt::inline v0 {
   X(EXP2, unary) X(LOG2, unary) X(SIN, unary) X(SQRT, unary) X(RECIPROCAL, unary) X(NEG, unary)   \
   X(TRUNC, unary)                                                                                 \
   /* memory */                                                                                    \
-  X(INDEX, memory) X(LOAD, memory) X(STORE, memory) X(WMMA, memory)                               \
+  X(INDEX, memory) X(LOAD, memory) X(STORE, memory) X(WMMA, memory) \
+  /* SHFL_XOR(x) arg=mask: x of the work-item whose lane in the warp is this one's xor mask */ \
+  X(SHFL_XOR, memory)                               \
   /* binary math */                                                                               \
   X(ADD, binary) X(MUL, binary) X(SHL, binary) X(SHR, binary) X(IDIV, binary) X(MAX, binary)      \
   X(MOD, binary) X(CMPLT, binary) X(CMPNE, binary) X(CMPEQ, binary) X(XOR, binary) X(OR, binary)  \

@@ -57,6 +57,76 @@ class Allocator {
   std::atomic<int64_t> in_use{0};
 };
 
+/// An allocator that keeps freed blocks by size for the next allocation of that size (tinygrad's
+/// LRUAllocator): a training step frees and allocates the same sizes every time, and the device's
+/// own allocation (cuMemAlloc, clCreateBuffer, the C library's) costs far more than a lookup.
+/// Subclasses give the device's own allocation and release; up to `cache_limit` bytes of freed
+/// blocks are kept, and all of them are released (then the allocation tried once more) when the
+/// device is out of memory. A subclass's destructor calls release_cache().
+class LruAllocator : public Allocator {
+ public:
+  static constexpr size_t cache_limit = size_t{1} << 30;
+  void* alloc(size_t nbytes) final {
+    const size_t n = block_size(nbytes);
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = free_.find(n); it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_bytes_ -= n;
+        return p;
+      }
+    }
+    try {
+      return allocate(n);
+    } catch (const OutOfMemoryError&) {
+      release_cache();
+      return allocate(n);
+    }
+  }
+  void free(void* handle, size_t nbytes) final {
+    const size_t n = block_size(nbytes);
+    {
+      std::lock_guard lock(mu_);
+      if (cached_bytes_ + n <= cache_limit) {
+        free_[n].push_back(handle);
+        cached_bytes_ += n;
+        return;
+      }
+    }
+    release(handle, n);
+  }
+  /// Releases every kept block to the device.
+  void release_cache() {
+    std::map<size_t, std::vector<void*>> blocks;
+    {
+      std::lock_guard lock(mu_);
+      blocks.swap(free_);
+      cached_bytes_ = 0;
+    }
+    for (auto& [n, handles] : blocks)
+      for (void* h : handles) release(h, n);
+  }
+  /// Bytes of freed blocks kept for reuse.
+  size_t cached_bytes() {
+    std::lock_guard lock(mu_);
+    return cached_bytes_;
+  }
+
+ protected:
+  /// The device's own allocation of `nbytes` (a block size); OutOfMemoryError when it has none.
+  virtual void* allocate(size_t nbytes) = 0;
+  /// The device's own release of a block allocate() gave.
+  virtual void release(void* handle, size_t nbytes) = 0;
+  /// The size of the block that holds `nbytes` (blocks of one size are interchangeable).
+  virtual size_t block_size(size_t nbytes) const { return std::max<size_t>(nbytes, 1); }
+
+ private:
+  std::mutex mu_;
+  std::map<size_t, std::vector<void*>> free_;
+  size_t cached_bytes_ = 0;
+};
+
 /// A kernel loaded on a device, ready to launch.
 class Program {
  public:
@@ -85,6 +155,7 @@ struct Target {
   bool gpu = false;             // output ranges become work-items (global/local ids), not loops
   int64_t threads = 1;          // CPU threads a kernel may be split across
   int64_t max_local = 1;        // work-items in a work-group at most
+  int64_t warp = 0;             // work-items that exchange registers (warp shuffles); 0: none
   int64_t compute_units = 1;    // work-groups that run at once (OpenCL compute units, CUDA SMs)
   int64_t vector_bytes = 16;    // a register's width, for upcasts
   int64_t vector_count = 16;    // registers

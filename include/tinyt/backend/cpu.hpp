@@ -52,58 +52,24 @@ inline std::string llvm_cpu() { return getenv_str("TINYT_LLVM_CPU", "host"); }
 
 namespace backend {
 
-/// Host memory, 64-byte aligned (a handle is the pointer itself), with freed blocks kept by size
-/// for reuse (tinygrad's LRU allocator): a training step frees and allocates the same sizes every time.
-class HostMemory final : public Allocator {
+/// Host memory in 64-byte aligned blocks (a handle is the pointer itself), freed blocks kept by
+/// size for reuse (LruAllocator).
+class HostMemory final : public LruAllocator {
  public:
-  void* alloc(size_t nbytes) override {
-    const size_t n = round_up(nbytes);
-    {
-      std::lock_guard lock(mu_);
-      if (auto it = free_.find(n); it != free_.end() && !it->second.empty()) {
-        void* p = it->second.back();
-        it->second.pop_back();
-        cached_bytes_ -= n;
-        return p;
-      }
-    }
-    void* p = std::aligned_alloc(64, n);
-    if (!p) {
-      release_cache();
-      p = std::aligned_alloc(64, n);
-    }
-    if (!p) throw OutOfMemoryError(tinyt::detail::cat("CPU: cannot allocate ", nbytes, " bytes"));
-    return p;
-  }
-  void free(void* p, size_t nbytes) override {
-    const size_t n = round_up(nbytes);
-    std::lock_guard lock(mu_);
-    if (cached_bytes_ + n > cache_limit) {
-      std::free(p);
-      return;
-    }
-    free_[n].push_back(p);
-    cached_bytes_ += n;
-  }
-  void release_cache() {
-    std::lock_guard lock(mu_);
-    for (auto& [n, blocks] : free_)
-      for (void* p : blocks) std::free(p);
-    free_.clear();
-    cached_bytes_ = 0;
-  }
   ~HostMemory() override { release_cache(); }
   void copyin(void* dst, const void* src, size_t n) override { if (n) std::memcpy(dst, src, n); }
   void copyout(void* dst, void* src, size_t n) override { if (n) std::memcpy(dst, src, n); }
   void copy(void* dst, void* src, size_t n) override { if (n) std::memmove(dst, src, n); }
   void* host_pointer(void* handle) override { return handle; }
 
- private:
-  static size_t round_up(size_t n) { return std::max<size_t>(64, (n + 63) / 64 * 64); }
-  static constexpr size_t cache_limit = size_t{1} << 30;
-  std::mutex mu_;
-  std::map<size_t, std::vector<void*>> free_;
-  size_t cached_bytes_ = 0;
+ protected:
+  void* allocate(size_t n) override {
+    void* p = std::aligned_alloc(64, n);
+    if (!p) throw OutOfMemoryError(tinyt::detail::cat("CPU: cannot allocate ", n, " bytes"));
+    return p;
+  }
+  void release(void* p, size_t) override { std::free(p); }
+  size_t block_size(size_t n) const override { return std::max<size_t>(64, (n + 63) / 64 * 64); }
 };
 
 /// A CPU kernel: its function, and what keeps the code alive (the C compiler's shared object;

@@ -305,12 +305,15 @@ class CudaCompiler : public Compiler {
 
 /// GPU memory: handles are CUdeviceptrs. Copies block until the host side is done with its memory,
 /// and are ordered after every launch and copy before them (one stream).
-class CudaAllocator : public Allocator {
+class CudaAllocator : public LruAllocator {
  public:
   explicit CudaAllocator(std::shared_ptr<const cuda_c::Context> context)
       : ctx_(std::move(context)) {}
+  ~CudaAllocator() override { release_cache(); }
 
-  void* alloc(size_t nbytes) override {
+ protected:
+  // (a freed block is reused at once: the one stream runs what reads its old contents first)
+  void* allocate(size_t nbytes) override {
     ctx_->enter();
     cuda_c::CUdeviceptr ptr = 0;
     // cuMemAlloc refuses zero bytes; a zero-byte buffer still needs a handle of its own
@@ -323,10 +326,12 @@ class CudaAllocator : public Allocator {
   }
   // Errors are ignored: this runs in destructors, also after the driver shut down at exit, and a
   // failed free (after a faulting kernel) is reported by the next call anyway.
-  void free(void* handle, size_t /*nbytes*/) override {
+  void release(void* handle, size_t /*nbytes*/) override {
     if (ctx_->api->cuCtxSetCurrent(ctx_->context) == cuda_c::CUDA_SUCCESS)
       ctx_->api->cuMemFree_v2(cuda_c::deviceptr(handle));
   }
+
+ public:
   // (nothing to copy is no call: the driver need not accept zero bytes)
   void copyin(void* dst, const void* src, size_t nbytes) override {
     if (nbytes)
@@ -483,6 +488,7 @@ class CudaDevice : public Device {
     // and a thread has at most 255); at 1024, a kernel using over 64 could not launch
     t.max_local = std::min(max_threads_, 256);
     t.compute_units = multiprocessors_;
+    t.warp = 32;
     t.half = true;
     return t;
   }

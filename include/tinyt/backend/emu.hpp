@@ -3,7 +3,9 @@
 // listing renderer writes it (renderer/listing.hpp), with a GPU's semantics: a grid of work-groups
 // of work-items, each work-item with its own registers, each work-group with its own local
 // memory. The work-items of a group run in lockstep, one op at a time for all of them, so a
-// barrier is where they all are; loops must be uniform across a group (their bounds are).
+// barrier is where they all are; loops must be uniform across a group (their bounds are). A
+// warp is `warp` consecutive work-items of a group (by x, then y, then z, as CUDA numbers them);
+// a shuffle (SHFL_XOR) reads the register of another lane of the warp.
 //
 // It checks what a GPU would silently get wrong: an access outside a global buffer or a local
 // array, a read of local memory another work-item wrote with no barrier between (or a write over
@@ -267,6 +269,11 @@ inline Kernel parse(const std::string& listing, const Spec& spec) {
       case Ops::DEFINE_GLOBAL:
       case Ops::DEFINE_REG:
       case Ops::DEFINE_VAR: need_args(1), ins.number = std::stoll(arg[0]); break;
+      case Ops::SHFL_XOR:
+        need_args(1), ins.number = std::stoll(arg[0]);
+        if (spec.warp == 0) throw fail(tinyt::detail::cat(spec.name, " has no warps to shuffle across"));
+        if (ins.number < 1 || ins.number >= spec.warp) throw fail(tinyt::detail::cat("a shuffle's mask must be within a warp of ", spec.warp));
+        break;
       case Ops::DEFINE_LOCAL:
         need_args(1), ins.number = std::stoll(arg[0]);
         k.local_bytes += ins.dtype.size() * ins.dtype.base().itemsize();
@@ -371,7 +378,7 @@ class Program final : public backend::Program {
    public:
     Launch(const Kernel& k, const Spec& spec, Memory& memory, const std::vector<void*>& bufs, const std::vector<int64_t>& vars,
            const LaunchDims& dims)
-        : k_(k), vars_(vars), dims_(dims) {
+        : k_(k), vars_(vars), dims_(dims), warp_(static_cast<size_t>(std::max<int64_t>(spec.warp, 1))) {
       int64_t lanes = 1;
       for (size_t d = 0; d < 3; ++d) {
         if (dims.local[d] < 1 || dims.global[d] < 1 || dims.global[d] % dims.local[d] != 0)
@@ -417,6 +424,7 @@ class Program final : public backend::Program {
     const Kernel& k_;
     const std::vector<int64_t>& vars_;
     LaunchDims dims_;
+    size_t warp_ = 1;
     size_t lanes_ = 1;
     std::array<int64_t, 3> group_{};
     int64_t epoch_ = 0;  // barriers passed in this work-group
@@ -505,6 +513,14 @@ class Program final : public backend::Program {
           case Ops::LOAD: load(ins, out); break;
           case Ops::STORE: store(ins); break;
           case Ops::BARRIER: ++epoch_; break;
+          case Ops::SHFL_XOR: {
+            // lanes exchange within their warp: consecutive work-items, warp_ at a time
+            if (lanes_ % warp_ != 0)
+              throw fail(tinyt::detail::cat("a shuffle in a work-group of ", lanes_, " work-items, not whole warps of ", warp_));
+            const Slot* v = at(static_cast<size_t>(ins.src[0]));
+            for (size_t l = 0; l < lanes_; ++l) out[l] = v[l ^ static_cast<size_t>(ins.number)];
+            break;
+          }
           default: alu(ins, out);
         }
       }
@@ -796,6 +812,7 @@ class Device final : public backend::Device {
     t.gpu = true;
     t.max_local = spec_.launch_local;
     t.compute_units = spec_.compute_units;
+    t.warp = spec_.warp;
     t.half = spec_.name != "cl";
     return t;
   }

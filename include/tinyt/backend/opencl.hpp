@@ -212,11 +212,14 @@ struct Queue {
 }  // namespace opencl_c
 
 /// OpenCL memory: one cl_mem per allocation, which is the handle.
-class OpenCLAllocator final : public Allocator {
+class OpenCLAllocator final : public LruAllocator {
  public:
   explicit OpenCLAllocator(std::shared_ptr<const opencl_c::Queue> q) : q_(std::move(q)) {}
+  ~OpenCLAllocator() override { release_cache(); }
 
-  void* alloc(size_t nbytes) override {
+ protected:
+  // (a freed buffer is reused at once: the in-order queue runs what reads its old contents first)
+  void* allocate(size_t nbytes) override {
     using namespace opencl_c;
     cl_int code = CL_SUCCESS;
     // OpenCL has no zero-byte buffer: every allocation gets at least a byte
@@ -231,7 +234,9 @@ class OpenCLAllocator final : public Allocator {
     return mem;
   }
   // OpenCL deletes a released buffer only once the queued commands that use it are done
-  void free(void* handle, size_t) override { opencl_c::api().clReleaseMemObject(mem(handle)); }
+  void release(void* handle, size_t) override { opencl_c::api().clReleaseMemObject(mem(handle)); }
+
+ public:
   void copyin(void* dst, const void* src, size_t nbytes) override {
     if (nbytes == 0) return;
     TINYT_CL_CHECK(clEnqueueWriteBuffer, q_->queue.get(), mem(dst), opencl_c::CL_TRUE, 0, nbytes,

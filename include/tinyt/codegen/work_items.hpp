@@ -4,11 +4,15 @@
 // loops inside each work-item. Work-groups are sized to divide each dimension exactly, so no
 // work-item falls outside the kernel's range and none needs a bounds check.
 //
-// A kernel with a GROUP opt has a `group` range, a reduce axis split across the work-items of
-// one work-group: it becomes dimension 0, a whole work-group, and the output loops take
-// dimensions 1 and 2. Each reduction over it is lowered to a partial reduction per work-item,
-// stored to local memory, a barrier, and a reduction of the partials that every work-item
-// computes; the outputs are stored by work-item 0.
+// A kernel with a GROUP or GROUPTOP opt has a `group` range, a reduce axis split across the
+// work-items of one work-group: it becomes dimension 0, a whole work-group, and the output loops
+// take dimensions 1 and 2. Each reduction over it is lowered to a partial reduction per
+// work-item, then combined across the group; every work-item ends up with the result, and
+// work-item 0 stores it. On a device with warps (a target's `warp`: CUDA's 32) whose size divides
+// the group, the partials of a warp are combined in registers by xor shuffles (SHFL_XOR: after
+// log2(warp) steps every lane holds its warp's result), and only one value per warp goes through
+// local memory and the barrier (none when the group is one warp); elsewhere every partial is
+// stored to local memory and, after a barrier, every work-item reduces them all.
 #pragma once
 
 #include <array>
@@ -29,9 +33,17 @@ inline UOp group_range(const UOp& ast) {
   return {};
 }
 
-/// The AST with each reduction over the work-group range lowered to partials in local memory
-/// (see the top of this file). Narrow floats must be lowered first: partials are float32.
-inline UOp lower_groups(const UOp& ast) {
+/// Whether a value of `dt` crosses a warp in one shuffle (CUDA's __shfl_xor_sync: 32- and 64-bit
+/// integers and floats).
+inline bool shuffles(DType dt) {
+  const DType s = dt.scalar();
+  return !s.is_bool() && s.count() == 1 && (s.itemsize() == 4 || s.itemsize() == 8);
+}
+
+/// The AST with each reduction over the work-group range lowered to partials combined across the
+/// group (see the top of this file); `warp`: the device's warp size (0: it has none). Narrow
+/// floats must be lowered first: partials are float32.
+inline UOp lower_groups(const UOp& ast, int64_t warp = 0) {
   const UOp lane = group_range(ast);
   if (!lane) return ast;
   const int64_t n = range_size(lane);
@@ -45,13 +57,32 @@ inline UOp lower_groups(const UOp& ast) {
       std::vector<UOp> partial_src{x.src(0)};
       for (size_t i = 1; i < x.src().size(); ++i)
         if (!(x.src(i) == lane)) partial_src.push_back(x.src(i));
-      const UOp partial = partial_src.size() == 1 ? x.src(0) : UOp(Ops::REDUCE, x.dtype(), partial_src, x.arg());
-      const UOp local(Ops::DEFINE_LOCAL, x.dtype().ptr(n, AddrSpace::local), {}, buffers++);
-      const UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, local.dtype(), {local, lane}), partial});
-      const UOp barrier(Ops::BARRIER, dtypes::void_, {store});
-      const UOp k = schedule::range(n, next_axis++, RangeKind::reduce);
-      const UOp read(Ops::LOAD, x.dtype(), {UOp(Ops::INDEX, local.dtype(), {local, k}), barrier});
-      x = UOp(Ops::REDUCE, x.dtype(), {read, k}, x.arg());
+      UOp partial = partial_src.size() == 1 ? x.src(0) : UOp(Ops::REDUCE, x.dtype(), partial_src, x.arg());
+      const Ops op = x.arg().get<Ops>();
+      if (warp > 1 && n % warp == 0 && shuffles(x.dtype())) {
+        for (int64_t mask = warp / 2; mask >= 1; mask /= 2)
+          partial = partial.alu(op, {UOp(Ops::SHFL_XOR, partial.dtype(), {partial}, mask)});
+        if (n == warp) {  // one warp: every lane holds the group's result
+          x = partial;
+        } else {  // one value per warp, written by its first lane
+          const int64_t warps = n / warp;
+          const UOp local(Ops::DEFINE_LOCAL, x.dtype().ptr(warps, AddrSpace::local), {}, buffers++);
+          const UOp first = lane.alu(Ops::MOD, {schedule::index_const(warp)}).eq(schedule::index_const(0));
+          const UOp slot = lane.alu(Ops::IDIV, {schedule::index_const(warp)});
+          const UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, local.dtype(), {local, slot, first}), partial});
+          const UOp barrier(Ops::BARRIER, dtypes::void_, {store});
+          const UOp k = schedule::range(warps, next_axis++, RangeKind::reduce);
+          const UOp read(Ops::LOAD, x.dtype(), {UOp(Ops::INDEX, local.dtype(), {local, k}), barrier});
+          x = UOp(Ops::REDUCE, x.dtype(), {read, k}, x.arg());
+        }
+      } else {
+        const UOp local(Ops::DEFINE_LOCAL, x.dtype().ptr(n, AddrSpace::local), {}, buffers++);
+        const UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, local.dtype(), {local, lane}), partial});
+        const UOp barrier(Ops::BARRIER, dtypes::void_, {store});
+        const UOp k = schedule::range(n, next_axis++, RangeKind::reduce);
+        const UOp read(Ops::LOAD, x.dtype(), {UOp(Ops::INDEX, local.dtype(), {local, k}), barrier});
+        x = UOp(Ops::REDUCE, x.dtype(), {read, k}, x.arg());
+      }
     } else if (x.op() == Ops::STORE && x.src(0).src(0).op() == Ops::DEFINE_GLOBAL) {
       std::vector<UOp> index = x.src(0).src();  // every work-item holds the result: the first stores it
       const UOp first = lane.eq(schedule::index_const(0));

@@ -50,7 +50,7 @@ struct OptSettings {
   }
   auto key() const {
     return std::tuple(device, noopt, beam, transcendental, target.language, target.threads, target.max_local,
-                      target.stream_bytes, compiler);
+                      target.warp, target.stream_bytes, compiler);
   }
 };
 
@@ -109,7 +109,7 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
                                                target.gpu ? "groups fewer work-items" : "has no work-groups"));
   if (target.gpu) {
     const UOp on_cpu = expanded;
-    expanded = codegen::map_work_items(codegen::lower_groups(codegen::lower_narrow_floats(expanded)));
+    expanded = codegen::map_work_items(codegen::lower_groups(codegen::lower_narrow_floats(expanded), target.warp));
     if (recording) viz::snapshot("work-items (narrow floats, groups, map_work_items)", on_cpu, expanded);
   }
   codegen::Program p = codegen::linearize(expanded, schedule::detail::kernel_name(ast));

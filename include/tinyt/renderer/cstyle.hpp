@@ -224,6 +224,10 @@ class CStyleRenderer {
   virtual std::string bitcast(const std::string& from, const std::string& to, const std::string& v) const {
     return "((union { " + from + " from; " + to + " to; }){.from = " + v + "}).to";
   }
+  /// `v` of the work-item whose lane in the warp is this one's xor `mask` (GPU dialects with warps).
+  virtual std::string shuffle_xor(const std::string& v, int64_t mask) const {
+    throw CompileError(detail::cat(language(), " renderer: no warp shuffles (SHFL_XOR ", mask, " of ", v, ")"));
+  }
   /// The name of a math function for `dt` (C: expf for float, exp for double).
   virtual std::string math_function(const std::string& name, DType dt) const {
     return dt.scalar() == dtypes::float64 ? name : name + "f";
@@ -411,6 +415,7 @@ class CStyleRenderer {
       case Ops::WHERE: return "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")";
       case Ops::RECIPROCAL: return "(" + float_literal(1.0, dt) + " / " + a(0) + ")";
       case Ops::MULACC: return math_function("fma", dt) + "(" + a(0) + ", " + a(1) + ", " + a(2) + ")";
+      case Ops::SHFL_XOR: return shuffle_xor(a(0), u.arg().as_int());
       case Ops::CAST:
         if (dt.is_bool()) return "(" + a(0) + " != 0)";
         if (held_in_float(dt) && s[0].dtype().scalar() != dt) return round_narrow(dt, a(0));
@@ -551,6 +556,9 @@ class CUDARenderer : public CStyleRenderer {
     return detail::cat("__shared__ ", type, " ", name, "[", size, "]");
   }
   std::string barrier() const override { return "__syncthreads()"; }
+  std::string shuffle_xor(const std::string& v, int64_t mask) const override {
+    return detail::cat("__shfl_xor_sync(0xffffffffu, ", v, ", ", mask, ")");  // every lane of the warp takes part
+  }
   std::string load_memory(DType dt, const std::string& buf, const std::string& idx) const override {
     if (dt.scalar() == dtypes::float16) return "tinyt_f16_to_f32(" + buf + "[" + idx + "])";
     return CStyleRenderer::load_memory(dt, buf, idx);

@@ -13,7 +13,7 @@
 // Lines are numbered in order; sources are earlier lines (a constant the program uses without
 // listing it gets a line of its own before its first user); the text after ':' is the op's argument: a CONST's value, a
 // DEFINE_GLOBAL's, DEFINE_LOCAL's or DEFINE_REG's number, a DEFINE_VAR's position in the
-// program's variables, a RANGE's kind and launch dimension.
+// program's variables, a RANGE's kind and launch dimension, a SHFL_XOR's mask.
 #pragma once
 
 #include <cmath>
@@ -79,7 +79,8 @@ inline std::string render_listing(const codegen::Program& p) {
       case Ops::CONST: out << " : " << detail::listing_value(u); break;
       case Ops::DEFINE_GLOBAL:
       case Ops::DEFINE_LOCAL:
-      case Ops::DEFINE_REG: out << " : " << u.arg().as_int(); break;
+      case Ops::DEFINE_REG:
+      case Ops::SHFL_XOR: out << " : " << u.arg().as_int(); break;
       case Ops::DEFINE_VAR: {
         const auto it = std::find(p.vars.begin(), p.vars.end(), u);
         if (it == p.vars.end()) throw InternalError("listing: a variable the program does not list");

@@ -7,7 +7,10 @@
 //   THREAD(axis, n)  output axis → n parts run by n threads, one part each
 //   PADTO(axis, n)   axis → rounded up to a multiple of n, the extra iterations masked off
 //   GROUP(axis, n)   reduce axis → n work-items of a GPU work-group each reduce every n-th
-//                    element; their partial results meet in local memory (work_items.hpp)
+//                    element; their partial results meet in registers (warp shuffles) and local
+//                    memory (work_items.hpp)
+//   GROUPTOP(axis, n) the same, each work-item reducing a contiguous n-th of the axis (the
+//                    group is the axis' outer part: tinygrad's GROUPTOP)
 //   PACK(axis, 0)    the loads a reduction reads that stay put along `axis` (a loop or tile) are
 //                    copied, before its loop, into a contiguous buffer of the thread, in the order
 //                    the loops inside read them; each pass of the axis reads them from there
@@ -27,9 +30,9 @@
 namespace tinyt::inline v0 {
 namespace codegen {
 
-enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, PADTO, GROUP, PACK };
+enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, PADTO, GROUP, PACK, GROUPTOP };
 
-inline constexpr std::array<const char*, 7> opt_op_names{"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO", "GROUP", "PACK"};
+inline constexpr std::array<const char*, 8> opt_op_names{"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO", "GROUP", "PACK", "GROUPTOP"};
 inline const char* opt_op_name(OptOp op) {
   return opt_op_names[static_cast<size_t>(op)];
 }
@@ -324,12 +327,14 @@ inline UOp apply_opt(const UOp& ast, const Opt& opt) {
         if (range_kind(x) == RangeKind::thread) throw OptError(cat(opt.str(), ": the kernel is already threaded"));
       return detail::split_range(ast, r, amount, RangeKind::thread, true);
     case OptOp::GROUP:
-      if (!reduce) throw OptError(cat(opt.str(), ": GROUP applies to reduce axes"));
+    case OptOp::GROUPTOP:
+      if (!reduce) throw OptError(cat(opt.str(), ": ", opt_op_name(opt.op), " applies to reduce axes"));
       if (amount > 1024) throw OptError(cat(opt.str(), ": a work-group of more than 1024"));
       for (const UOp& x : all_ranges(ast))
         if (range_kind(x) == RangeKind::group) throw OptError(cat(opt.str(), ": the kernel is already grouped"));
-      // the work-items are the inner part: neighbours read neighbouring elements
-      return detail::split_range(ast, r, amount, RangeKind::group, false);
+      // GROUP: the work-items are the inner part, so neighbours read neighbouring elements;
+      // GROUPTOP: the outer part, each work-item a contiguous run
+      return detail::split_range(ast, r, amount, RangeKind::group, opt.op == OptOp::GROUPTOP);
     case OptOp::PACK:
       if (opt.amount != 0) throw OptError(cat(opt.str(), ": PACK takes the amount 0 (a whole axis)"));
       if (kind != RangeKind::loop && kind != RangeKind::local) throw OptError(cat(opt.str(), ": PACK applies to output loops and tiles"));
