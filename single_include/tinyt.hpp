@@ -5877,6 +5877,7 @@ struct Target {
   int64_t threads = 1;          // CPU threads a kernel may be split across
   int64_t max_local = 1;        // work-items in a work-group at most
   int64_t warp = 0;             // work-items that exchange registers (warp shuffles); 0: none
+  bool tensor_cores = false;    // runs mma.sync m16n8k16 (tensor_cores.hpp): CUDA's sm_80 and later
   int64_t compute_units = 1;    // work-groups that run at once (OpenCL compute units, CUDA SMs)
   int64_t vector_bytes = 16;    // a register's width, for upcasts
   int64_t vector_count = 16;    // registers
@@ -7645,6 +7646,7 @@ class CudaDevice : public Device {
       return value;
     };
     const int major = attribute(cuda_c::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    major_ = major;
     const int minor = attribute(cuda_c::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
     max_threads_ = attribute(cuda_c::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
     multiprocessors_ = attribute(cuda_c::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
@@ -7670,6 +7672,7 @@ class CudaDevice : public Device {
     t.max_local = std::min(max_threads_, 256);
     t.compute_units = multiprocessors_;
     t.warp = 32;
+    t.tensor_cores = major_ >= 8;
     t.half = true;
     return t;
   }
@@ -7692,6 +7695,7 @@ class CudaDevice : public Device {
   std::string name_, gpu_;
   int max_threads_ = 0;
   int multiprocessors_ = 1;
+  int major_ = 0;  // compute capability
   std::shared_ptr<const cuda_c::Context> ctx_;
   std::unique_ptr<CudaAllocator> allocator_;
   std::unique_ptr<CudaCompiler> compiler_;
@@ -7727,6 +7731,38 @@ inline std::unique_ptr<Device> open_cuda(int index) { return std::make_unique<Cu
 
 #include <chrono>
 
+// ---- tinyt/tensor_cores.hpp ----
+// Tensor cores: the warp-wide matrix multiply-accumulate instructions tinyt generates, and how
+// each spreads its operands over the lanes of a warp (the PTX ISA's fragment layouts). The code
+// generator reads a layout to give each lane the elements it must hold (codegen/opt/opt.hpp's
+// TC), the emulated GPU to put the matrices back together (backend/emu.hpp); both read it here.
+
+
+namespace tinyt::inline v0 {
+
+/// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 (sm_80 and later): a warp of
+/// 32 lanes computes D = A·B + C for A 16×16, B 16×8 (K×N), C and D 16×8 in float32. Lane `l` is
+/// in group l/4 and is thread l%4 of its group; it holds 8 elements of A, 4 of B and 4 of C/D:
+///   A[i]: row group + a_row[i], column 2·thread + a_col[i]
+///   B[i]: row (k) 2·thread + b_k[i], column (n) group
+///   C[i]: row group + c_row[i], column 2·thread + c_col[i]
+struct TensorCore {
+  static constexpr int m = 16, n = 8, k = 16, warp = 32;
+  static constexpr int a_count = 8, b_count = 4, c_count = 4;
+  static constexpr std::array<int, 8> a_row{0, 0, 8, 8, 0, 0, 8, 8}, a_col{0, 1, 0, 1, 8, 9, 8, 9};
+  static constexpr std::array<int, 4> b_k{0, 1, 8, 9};
+  static constexpr std::array<int, 4> c_row{0, 0, 8, 8}, c_col{0, 1, 0, 1};
+
+  /// (row, column) of A that lane `lane` holds as its i-th element.
+  static constexpr std::pair<int, int> a(int lane, int i) { return {lane / 4 + a_row[i], 2 * (lane % 4) + a_col[i]}; }
+  /// (k, n) of B that lane `lane` holds as its i-th element.
+  static constexpr std::pair<int, int> b(int lane, int i) { return {2 * (lane % 4) + b_k[i], lane / 4}; }
+  /// (row, column) of C and D that lane `lane` holds as its i-th element.
+  static constexpr std::pair<int, int> c(int lane, int i) { return {lane / 4 + c_row[i], 2 * (lane % 4) + c_col[i]}; }
+};
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/tensor_cores.hpp ----
 
 namespace tinyt::inline v0 {
 namespace backend {
@@ -7740,12 +7776,13 @@ struct Spec {
   int64_t shared_bytes = 48 << 10;
   int64_t compute_units = 108;   // multiprocessors (an A100's count)
   int64_t launch_local = 256;    // the work-group size the code generator may choose (as CUDA's device)
+  bool tensor_cores = true;      // runs WMMA m16n8k16 (tensor_cores.hpp)
 };
 
 /// The Spec of EMU_TARGET `name`; DeviceError naming the known ones otherwise.
 inline Spec spec(const std::string& name) {
-  if (name.empty() || name == "cuda_sm80") return {"cuda_sm80", 32, 1024, 48 << 10, 108, 256};
-  if (name == "cl") return {"cl", 0, 256, 32 << 10, 16, 256};
+  if (name.empty() || name == "cuda_sm80") return {"cuda_sm80", 32, 1024, 48 << 10, 108, 256, true};
+  if (name == "cl") return {"cl", 0, 256, 32 << 10, 16, 256, false};
   throw DeviceError(tinyt::detail::cat("EMU: unknown EMU_TARGET '", name, "'; EMU emulates cuda_sm80 (the default) or cl"));
 }
 
@@ -7865,6 +7902,7 @@ struct Instr {
   int64_t number = 0;      // DEFINE_*: its number; RANGE: its launch dimension (-1: a loop)
   bool work_item = false;  // RANGE: a work-item's index, not a loop
   int32_t partner = -1;    // RANGE: its END; END: its RANGE
+  DType input;             // WMMA: the type of its operands
 };
 
 /// A listing parsed and checked: what EMU's compiler makes of a kernel.
@@ -7955,7 +7993,7 @@ inline Kernel parse(const std::string& listing, const Spec& spec) {
         throw fail("cannot read '" + word + "'");
       }
     }
-    if (ins.dtype.count() > 1 || (ins.dtype.is_ptr() && ins.dtype.base().count() > 1))
+    if ((ins.dtype.count() > 1 && ins.op != Ops::WMMA) || (ins.dtype.is_ptr() && ins.dtype.base().count() > 1))
       throw fail("EMU runs scalar programs; vectors are for the CPU's registers");
     const auto need_args = [&](size_t n) {
       if (arg.size() != n) throw fail(tinyt::detail::cat("expects ", n, " argument(s) after ':'"));
@@ -7965,6 +8003,19 @@ inline Kernel parse(const std::string& listing, const Spec& spec) {
       case Ops::DEFINE_GLOBAL:
       case Ops::DEFINE_REG:
       case Ops::DEFINE_VAR: need_args(1), ins.number = std::stoll(arg[0]); break;
+      case Ops::WMMA:
+        need_args(2);
+        if (spec.warp != TensorCore::warp || !spec.tensor_cores) throw fail(tinyt::detail::cat(spec.name, " has no tensor cores"));
+        if (arg[0] != "m16n8k16" || (arg[1] != "float16" && arg[1] != "bfloat16") ||
+            ins.src.size() != static_cast<size_t>(TensorCore::a_count + TensorCore::b_count) || ins.dtype != dtypes::float32.vec(TensorCore::c_count))
+          throw fail("EMU runs the tensor-core op m16n8k16 of float16 or bfloat16 (8 + 4 operands, 4 float32 results)");
+        ins.input = arg[1] == "float16" ? dtypes::float16 : dtypes::bfloat16;
+        break;
+      case Ops::GEP:
+        need_args(1), ins.number = std::stoll(arg[0]);
+        if (ins.src.size() != 1 || k.code[static_cast<size_t>(ins.src[0])].op != Ops::WMMA || ins.number < 0 || ins.number >= TensorCore::c_count)
+          throw fail("a GEP reads one of a WMMA's 4 results");
+        break;
       case Ops::SHFL_XOR:
         need_args(1), ins.number = std::stoll(arg[0]);
         if (spec.warp == 0) throw fail(tinyt::detail::cat(spec.name, " has no warps to shuffle across"));
@@ -8128,6 +8179,7 @@ class Program final : public backend::Program {
     std::vector<Slot> values_;                   // per op, per work-item
     std::vector<Local> locals_;              // by DEFINE_LOCAL number
     std::vector<std::vector<Slot>> regs_;    // by DEFINE_REG number: per element, per work-item
+    std::map<size_t, std::vector<Slot>> wmma_;  // by WMMA op: its 4 results, per element, per work-item
 
     DeviceError fail(const std::string& why) const { return DeviceError(tinyt::detail::cat("EMU: ", k_.name, ": ", why)); }
     Slot* at(size_t op) { return values_.data() + op * lanes_; }
@@ -8209,6 +8261,12 @@ class Program final : public backend::Program {
           case Ops::LOAD: load(ins, out); break;
           case Ops::STORE: store(ins); break;
           case Ops::BARRIER: ++epoch_; break;
+          case Ops::WMMA: tensor_core(pc, ins); break;
+          case Ops::GEP: {
+            const std::vector<Slot>& d = wmma_.at(static_cast<size_t>(ins.src[0]));
+            std::copy_n(d.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(ins.number) * lanes_), lanes_, out);
+            break;
+          }
           case Ops::SHFL_XOR: {
             // lanes exchange within their warp: consecutive work-items, warp_ at a time
             if (lanes_ % warp_ != 0)
@@ -8219,6 +8277,37 @@ class Program final : public backend::Program {
           }
           default: alu(ins, out);
         }
+      }
+    }
+
+    // D = A·B for each warp: the lanes' fragments put back into the tiles by TensorCore's layout
+    // (each element held by exactly one lane, rounded to the operands' type, as the hardware reads
+    // it), products summed in float32 in k's order, each lane given its 4 elements of D
+    void tensor_core(size_t pc, const Instr& ins) {
+      using TC = TensorCore;
+      if (lanes_ % TC::warp != 0)
+        throw fail(tinyt::detail::cat("a tensor-core op in a work-group of ", lanes_, " work-items, not whole warps of ", TC::warp));
+      std::vector<Slot>& d = wmma_[pc];
+      d.assign(static_cast<size_t>(TC::c_count) * lanes_, Slot{});
+      for (size_t w = 0; w < lanes_; w += TC::warp) {
+        float a[TC::m][TC::k], b[TC::k][TC::n];
+        for (int lane = 0; lane < TC::warp; ++lane) {
+          for (int i = 0; i < TC::a_count; ++i) {
+            const auto [row, col] = TC::a(lane, i);
+            a[row][col] = round_narrow(at(static_cast<size_t>(ins.src[static_cast<size_t>(i)]))[w + static_cast<size_t>(lane)].f, ins.input);
+          }
+          for (int i = 0; i < TC::b_count; ++i) {
+            const auto [kk, col] = TC::b(lane, i);
+            b[kk][col] = round_narrow(at(static_cast<size_t>(ins.src[static_cast<size_t>(TC::a_count + i)]))[w + static_cast<size_t>(lane)].f, ins.input);
+          }
+        }
+        for (int lane = 0; lane < TC::warp; ++lane)
+          for (int i = 0; i < TC::c_count; ++i) {
+            const auto [row, col] = TC::c(lane, i);
+            float sum = 0;
+            for (int kk = 0; kk < TC::k; ++kk) sum = std::fma(a[row][kk], b[kk][col], sum);
+            d[static_cast<size_t>(i) * lanes_ + w + static_cast<size_t>(lane)].f = sum;
+          }
       }
     }
 
@@ -8509,6 +8598,7 @@ class Device final : public backend::Device {
     t.max_local = spec_.launch_local;
     t.compute_units = spec_.compute_units;
     t.warp = spec_.warp;
+    t.tensor_cores = spec_.tensor_cores;
     t.half = spec_.name != "cl";
     return t;
   }
@@ -9748,6 +9838,7 @@ enum class RangeKind : int64_t {
   global = 6,  // not a loop: its value is a GPU work-item's index along one launch dimension
   group = 7,   // a reduce axis split across a GPU work-group: each work-item reduces its part
   pack = 8,    // a loop of a copy into a thread's contiguous buffer (PACK), before the loops that read it
+  warp = 9,    // the lanes of a GPU warp that share tensor-core ops (TC): launch dimension 0
 };
 
 inline UOp range(const UOp& end, int64_t axis, RangeKind kind) {
@@ -10721,6 +10812,11 @@ inline UOp lower_narrow_floats(const UOp& ast) { return graph_rewrite(ast, narro
 //                    memory (work_items.hpp)
 //   GROUPTOP(axis, n) the same, each work-item reducing a contiguous n-th of the axis (the
 //                    group is the axis' outer part: tinygrad's GROUPTOP)
+//   TC(axis, 0)      a float32 sum over reduce axis `axis` of products of float16 or bfloat16
+//                    values (a matmul's, a conv's) → tensor-core ops (tensor_cores.hpp): a warp's
+//                    32 lanes each hold their fragment of a 16×16 tile of A and a 16×8 tile of B,
+//                    and each multiply-accumulate of the tiles is one WMMA; each lane keeps 4 of
+//                    the 16×8 outputs. GPUs with tensor cores only.
 //   PACK(axis, 0)    the loads a reduction reads that stay put along `axis` (a loop or tile) are
 //                    copied, before its loop, into a contiguous buffer of the thread, in the order
 //                    the loops inside read them; each pass of the axis reads them from there
@@ -10734,9 +10830,9 @@ inline UOp lower_narrow_floats(const UOp& ast) { return graph_rewrite(ast, narro
 namespace tinyt::inline v0 {
 namespace codegen {
 
-enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, PADTO, GROUP, PACK, GROUPTOP };
+enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, PADTO, GROUP, PACK, GROUPTOP, TC };
 
-inline constexpr std::array<const char*, 8> opt_op_names{"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO", "GROUP", "PACK", "GROUPTOP"};
+inline constexpr std::array<const char*, 9> opt_op_names{"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO", "GROUP", "PACK", "GROUPTOP", "TC"};
 inline const char* opt_op_name(OptOp op) {
   return opt_op_names[static_cast<size_t>(op)];
 }
@@ -10775,7 +10871,8 @@ inline int range_rank(RangeKind k) {
   switch (k) {
     case RangeKind::thread:
     case RangeKind::global:
-    case RangeKind::group: return 0;
+    case RangeKind::group:
+    case RangeKind::warp: return 0;
     case RangeKind::loop: return 1;
     case RangeKind::local: return 2;
     case RangeKind::reduce: return 3;
@@ -10976,6 +11073,82 @@ inline UOp pack_loads(const UOp& ast, const UOp& at, const std::string& what) {
       packed[u.get()] = packed.at(u.src(1).get());
   return graph_rewrite(substitute(ast, packed), kernel_rules());
 }
+// TC (see the top of this file): the one reduction, a float32 sum over `k` of x·y, x and y float32
+// casts of float16 or bfloat16 values, x moving with an output loop M that y does not and y with
+// one, N, that x does not. M, N and k split into tiles of the instruction's 16, 8 and 16 and
+// what is left (loops, and the reduction over k's tiles); a new range of the warp's 32 lanes
+// picks each lane's elements of the tiles (TensorCore's layout); each of the lane's 4 outputs is
+// its own sum, over k's tiles, of one element of the WMMA of its fragments, and its own store.
+inline UOp tensor_core(const UOp& ast, const UOp& k, const std::string& what) {
+  using tinyt::detail::cat;
+  using TC = TensorCore;
+  UOp red;
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::REDUCE) {
+      if (red) throw OptError(cat(what, ": the kernel has more than one reduction"));
+      red = u;
+    }
+  if (!red || red.src().size() != 2 || red.src(1) != k || red.arg().get<Ops>() != Ops::ADD || red.dtype() != dtypes::float32 ||
+      red.src(0).op() != Ops::MUL)
+    throw OptError(cat(what, ": tensor cores compute a float32 sum of products over one axis"));
+  const auto narrow = [](const UOp& v) {
+    return v.op() == Ops::CAST && v.dtype() == dtypes::float32 &&
+                   (v.src(0).dtype() == dtypes::float16 || v.src(0).dtype() == dtypes::bfloat16)
+               ? v.src(0).dtype()
+               : dtypes::void_;
+  };
+  const DType in = narrow(red.src(0).src(0));
+  if (in == dtypes::void_ || narrow(red.src(0).src(1)) != in)
+    throw OptError(cat(what, ": the products are not of two float16 or two bfloat16 values"));
+  if (ast.src().size() != 1) throw OptError(cat(what, ": the kernel stores more than one value"));
+  for (const UOp& r : all_ranges(ast))
+    if (range_kind(r) != RangeKind::loop && r != k)
+      throw OptError(cat(what, ": comes before every other opt (the kernel has a range of kind ", static_cast<int>(range_kind(r)), ")"));
+  if (range_size(k) % TC::k != 0) throw OptError(cat(what, ": the reduction's ", range_size(k), " is not a multiple of ", TC::k));
+  // A's side moves with M and not N, B's with N and not M (either product order)
+  UOp x = red.src(0).src(0), y = red.src(0).src(1), m, n;
+  const auto find_axes = [&](const UOp& a, const UOp& b) {
+    UOp mm, nn;
+    for (const UOp& r : all_ranges(ast)) {
+      if (r == k || is_symbolic(r)) continue;
+      const bool in_a = depends_on(a, r), in_b = depends_on(b, r);
+      if (!mm && in_a && !in_b && range_size(r) % TC::m == 0) mm = r;
+      if (!nn && in_b && !in_a && range_size(r) % TC::n == 0) nn = r;
+    }
+    return std::pair(mm, nn);
+  };
+  std::tie(m, n) = find_axes(x, y);
+  if (!m || !n) {
+    std::swap(x, y);
+    std::tie(m, n) = find_axes(x, y);
+  }
+  if (!m || !n)
+    throw OptError(cat(what, ": no output axis of a multiple of ", TC::m, " that only one operand moves with, and one of ", TC::n,
+                       " that only the other does"));
+  int64_t next = next_axis_id(ast);
+  const UOp m_tile = schedule::range(range_size(m) / TC::m, m.arg()[0].as_int(), RangeKind::loop);
+  const UOp n_tile = schedule::range(range_size(n) / TC::n, n.arg()[0].as_int(), RangeKind::loop);
+  const UOp k_tile = schedule::range(range_size(k) / TC::k, k.arg()[0].as_int(), RangeKind::reduce);
+  const UOp lane = schedule::range(TC::warp, next++, RangeKind::warp);
+  const UOp group = lane / 4, thread = lane.alu(Ops::MOD, {schedule::index_const(4)});
+  const auto at = [](const UOp& tile, int64_t size, const UOp& offset) { return tile * size + offset; };
+  std::vector<UOp> operands;
+  for (int i = 0; i < TC::a_count; ++i)
+    operands.push_back(substitute(x, {{m.get(), at(m_tile, TC::m, group + TC::a_row[static_cast<size_t>(i)])},
+                                      {k.get(), at(k_tile, TC::k, thread * 2 + TC::a_col[static_cast<size_t>(i)])}}));
+  for (int i = 0; i < TC::b_count; ++i)
+    operands.push_back(substitute(y, {{k.get(), at(k_tile, TC::k, thread * 2 + TC::b_k[static_cast<size_t>(i)])},
+                                      {n.get(), at(n_tile, TC::n, group)}}));
+  const UOp wmma(Ops::WMMA, dtypes::float32.vec(TC::c_count), std::move(operands), cat("m16n8k16 ", in.name()));
+  std::vector<UOp> stores;
+  for (int c = 0; c < TC::c_count; ++c) {
+    const UOp sum(Ops::REDUCE, dtypes::float32, {UOp(Ops::GEP, dtypes::float32, {wmma}, c), k_tile}, Ops::ADD);
+    stores.push_back(substitute(ast.src(0), {{red.get(), sum},
+                                             {m.get(), at(m_tile, TC::m, group + TC::c_row[static_cast<size_t>(c)])},
+                                             {n.get(), at(n_tile, TC::n, thread * 2 + TC::c_col[static_cast<size_t>(c)])}}));
+  }
+  return graph_rewrite(UOp(Ops::SINK, dtypes::void_, std::move(stores)), kernel_rules());
+}
 }  // namespace detail
 
 /// Whether a STORE writes a whole vector past the caches (the expander's streaming stores).
@@ -11010,6 +11183,11 @@ inline UOp apply_opt(const UOp& ast, const Opt& opt) {
   if (opt.op == OptOp::PADTO) {
     if (amount <= 1) throw OptError(cat(opt.str(), ": the amount must be above 1"));
     return detail::pad_range(ast, r, amount);
+  }
+  if (opt.op == OptOp::TC) {
+    if (opt.amount != 0) throw OptError(cat(opt.str(), ": TC takes the amount 0"));
+    if (kind != RangeKind::reduce) throw OptError(cat(opt.str(), ": TC applies to a reduce axis"));
+    return detail::tensor_core(ast, r, opt.str());
   }
   if (amount <= 1 || n % amount != 0) throw OptError(cat(opt.str(), ": ", amount, " does not divide the axis size ", n));
   const bool reduce = kind == RangeKind::reduce;
@@ -11399,7 +11577,7 @@ inline std::string bfloat16_helpers(const std::string& fn, const std::string& to
 
 /// What a kernel's source needs beyond the language: which types it touches.
 struct SourceFeatures {
-  bool float16 = false, bfloat16 = false, float64 = false;
+  bool float16 = false, bfloat16 = false, float64 = false, tensor_cores = false;
 };
 
 // C moves a float's bits through a union
@@ -11430,6 +11608,7 @@ class CStyleRenderer {
       features.float16 |= dt == dtypes::float16;
       features.bfloat16 |= dt == dtypes::bfloat16;
       features.float64 |= dt == dtypes::float64;
+      features.tensor_cores |= u.op() == Ops::WMMA;
     }
     open_kernel(p);
     for (const UOp& u : p.ops) line(u);
@@ -11530,6 +11709,17 @@ class CStyleRenderer {
   /// `v`, of memory type `from`, reinterpreted as memory type `to` (equal sizes).
   virtual std::string bitcast(const std::string& from, const std::string& to, const std::string& v) const {
     return "((union { " + from + " from; " + to + " to; }){.from = " + v + "}).to";
+  }
+  /// The statements of tensor-core op `kind` ("m16n8k16 float16") that leave its 4 results in the
+  /// array `name`, from the lane's fragments (8 of A, then 4 of B: float registers).
+  virtual std::string tensor_core(const std::string& kind, const std::string& name, const std::vector<std::string>& operands) const {
+    throw CompileError(detail::cat(language(), " renderer: no tensor cores (", kind, " into ", name, " of ", operands.size(), " operands)"));
+  }
+  static std::vector<std::string> split_lines(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
   }
   /// `v` of the work-item whose lane in the warp is this one's xor `mask` (GPU dialects with warps).
   virtual std::string shuffle_xor(const std::string& v, int64_t mask) const {
@@ -11643,6 +11833,15 @@ class CStyleRenderer {
       case Ops::BARRIER:
         if (std::string b = barrier(); !b.empty()) out(b + ";");
         return;
+      case Ops::WMMA: {  // a warp's tensor-core op: its 4 results in an array the GEPs read
+        const std::string n = "wmma" + std::to_string(counter_++);
+        std::vector<std::string> operands;
+        for (const UOp& x : s) operands.push_back(ref(x));
+        for (const std::string& line : split_lines(tensor_core(u.arg().get<std::string>(), n, operands))) out(line);
+        name_[u.get()] = n;
+        return;
+      }
+      case Ops::GEP: name_[u.get()] = ref(s[0]) + "[" + std::to_string(u.arg().as_int()) + "]"; return;
       case Ops::INDEX:
         if (s[0].op() == Ops::DEFINE_REG) {
           name_[u.get()] = ref(s[0]);
@@ -11845,6 +12044,12 @@ class CUDARenderer : public CStyleRenderer {
            "__device__ inline float tinyt_f16_to_f32(unsigned short h) {\n"
            "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f;\n}\n"
            "__device__ inline float tinyt_f16_round(float f) { return tinyt_f16_to_f32(tinyt_f32_to_f16(f)); }\n\n";
+    if (f.tensor_cores && f.float16)
+      s += "__device__ inline unsigned tinyt_pack_f16(float lo, float hi) {\n"
+           "  return (unsigned)tinyt_f32_to_f16(lo) | ((unsigned)tinyt_f32_to_f16(hi) << 16);\n}\n\n";
+    if (f.tensor_cores && f.bfloat16)
+      s += "__device__ inline unsigned tinyt_pack_bf16(float lo, float hi) {\n"
+           "  return (unsigned)tinyt_f32_to_bf16(lo) | ((unsigned)tinyt_f32_to_bf16(hi) << 16);\n}\n\n";
     return s;
   }
   void open_kernel(const codegen::Program& p) override {
@@ -11865,6 +12070,22 @@ class CUDARenderer : public CStyleRenderer {
   std::string barrier() const override { return "__syncthreads()"; }
   std::string shuffle_xor(const std::string& v, int64_t mask) const override {
     return detail::cat("__shfl_xor_sync(0xffffffffu, ", v, ", ", mask, ")");  // every lane of the warp takes part
+  }
+  // mma.sync through inline PTX (no CUDA header): the fragments' values, held in floats, go back
+  // to their 16 bits, two to a 32-bit register (the first in the low half), and the product of
+  // the tiles comes out as 4 floats (C is 0: the REDUCE around it adds it to the sum)
+  std::string tensor_core(const std::string& kind, const std::string& name, const std::vector<std::string>& operands) const override {
+    if (operands.size() != 12 || (kind != "m16n8k16 float16" && kind != "m16n8k16 bfloat16"))
+      throw CompileError(detail::cat("CUDA renderer: no tensor-core op ", kind, " of ", operands.size(), " operands"));
+    const bool bf16 = kind == "m16n8k16 bfloat16";
+    const std::string type = bf16 ? "bf16" : "f16", pack = bf16 ? "tinyt_pack_bf16" : "tinyt_pack_f16";
+    std::string regs;
+    for (size_t i = 0; i < 12; i += 2) regs += detail::cat(", \"r\"(", pack, "(", operands[i], ", ", operands[i + 1], "))");
+    return detail::cat("float ", name, "[4];\n",
+                       "asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.", type, ".", type, ".f32 {%0, %1, %2, %3}, ",
+                       "{%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};\"\n",
+                       "    : \"=f\"(", name, "[0]), \"=f\"(", name, "[1]), \"=f\"(", name, "[2]), \"=f\"(", name, "[3])\n",
+                       "    : ", regs.substr(2), ", \"f\"(0.0f));");
   }
   std::string load_memory(DType dt, const std::string& buf, const std::string& idx) const override {
     if (dt.scalar() == dtypes::float16) return "tinyt_f16_to_f32(" + buf + "[" + idx + "])";
@@ -12674,11 +12895,12 @@ namespace tinyt::inline v0 {
 namespace codegen {
 
 /// Every opt BEAM may try next: one per axis, kind and amount that might apply (PACK where
-/// `packs`: on a CPU; GROUP and GROUPTOP elsewhere, on a GPU).
+/// `packs`: on a CPU; TC, GROUP and GROUPTOP elsewhere, on a GPU).
 inline std::vector<Opt> beam_actions(int64_t threads, bool packs = false) {
   std::vector<Opt> out;
   for (int64_t axis = 0; axis < 8; ++axis) {
     if (packs) out.push_back({OptOp::PACK, axis, 0});
+    if (!packs) out.push_back({OptOp::TC, axis, 0});
     if (!packs)
       for (int64_t amount : {16, 32, 64, 128, 256})
         for (OptOp op : {OptOp::GROUP, OptOp::GROUPTOP}) out.push_back({op, axis, amount});
@@ -12747,7 +12969,7 @@ inline std::optional<std::vector<Opt>> deserialize_opts(const std::string& text)
     std::istringstream fields(item);
     int op = -1;
     Opt o{};
-    if (!(fields >> op >> o.axis >> o.amount) || op < 0 || op > static_cast<int>(OptOp::GROUPTOP)) return std::nullopt;
+    if (!(fields >> op >> o.axis >> o.amount) || op < 0 || op > static_cast<int>(OptOp::TC)) return std::nullopt;
     o.op = static_cast<OptOp>(op);
     out.push_back(o);
   }
@@ -12851,8 +13073,15 @@ inline UOp lower_groups(const UOp& ast, int64_t warp = 0) {
   return done.at(ast.get());
 }
 
+/// The warp range of a kernel (TC), or nothing.
+inline UOp warp_range(const UOp& ast) {
+  for (const UOp& r : all_ranges(ast))
+    if (range_kind(r) == RangeKind::warp) return r;
+  return {};
+}
+
 /// The AST with up to three output loops as work-item ranges (RANGE arg: axis, kind, dimension);
-/// a work-group range takes dimension 0. OptError when a grouped reduction would stay in a loop
+/// a work-group range, or a warp's lanes, take dimension 0. OptError when a grouped reduction would stay in a loop
 /// (its barrier would be reached a different number of times than the local memory is reused).
 inline UOp map_work_items(const UOp& ast) {
   std::vector<UOp> loops;
@@ -12861,7 +13090,8 @@ inline UOp map_work_items(const UOp& ast) {
     if (range_kind(r) == RangeKind::loop) loops.push_back(r);
     tiles += range_kind(r) == RangeKind::local;
   }
-  const UOp lane = group_range(ast);
+  const UOp lane = group_range(ast), warp = warp_range(ast);
+  if (lane && warp) throw OptError("GROUP and TC: a kernel's dimension 0 is a work-group or a warp, not both");
   std::unordered_map<const UOpNode*, UOp> work_items;
   int64_t dim = 0;
   auto as_work_item = [&](const UOp& r) {
@@ -12869,6 +13099,7 @@ inline UOp map_work_items(const UOp& ast) {
                               Arg{r.arg()[0].as_int(), static_cast<int64_t>(RangeKind::global), dim++});
   };
   if (lane) as_work_item(lane);
+  if (warp) as_work_item(warp);
   for (auto it = loops.rbegin(); it != loops.rend() && dim < 3; ++it) {
     // this and the outer loops stay loops; a symbolic one is launched as wide as its value
     if (dim > 0 && range_size(*it) > max_outer_dimension) break;
@@ -12954,7 +13185,8 @@ inline std::array<int64_t, 3> local_sizes(const std::array<int64_t, 3>& global, 
 // Lines are numbered in order; sources are earlier lines (a constant the program uses without
 // listing it gets a line of its own before its first user); the text after ':' is the op's argument: a CONST's value, a
 // DEFINE_GLOBAL's, DEFINE_LOCAL's or DEFINE_REG's number, a DEFINE_VAR's position in the
-// program's variables, a RANGE's kind and launch dimension, a SHFL_XOR's mask.
+// program's variables, a RANGE's kind and launch dimension, a SHFL_XOR's mask, a WMMA's
+// instruction and input type ("m16n8k16 float16"), a GEP's element.
 
 #include <cstdio>
 
@@ -13016,7 +13248,9 @@ inline std::string render_listing(const codegen::Program& p) {
       case Ops::DEFINE_GLOBAL:
       case Ops::DEFINE_LOCAL:
       case Ops::DEFINE_REG:
-      case Ops::SHFL_XOR: out << " : " << u.arg().as_int(); break;
+      case Ops::SHFL_XOR:
+      case Ops::GEP: out << " : " << u.arg().as_int(); break;
+      case Ops::WMMA: out << " : " << u.arg().get<std::string>(); break;
       case Ops::DEFINE_VAR: {
         const auto it = std::find(p.vars.begin(), p.vars.end(), u);
         if (it == p.vars.end()) throw InternalError("listing: a variable the program does not list");
@@ -14378,7 +14612,7 @@ inline std::string record_text(const Record& r) {
   const std::string ast = graph_text(r.ast);
   return tinyt::detail::cat("tinyt process replay 1\nname ", r.name, "\ntarget ", languages[static_cast<int>(t.language)], " ",
                             t.gpu, " ", t.threads, " ", t.max_local, " ", t.compute_units, " ", t.vector_bytes, " ",
-                            t.vector_count, " ", t.stream_bytes, " ", t.half, " ", r.transcendental, " ", t.warp, "\nopts", opts,
+                            t.vector_count, " ", t.stream_bytes, " ", t.half, " ", r.transcendental, " ", t.warp, " ", t.tensor_cores, "\nopts", opts,
                             "\nast ", std::count(ast.begin(), ast.end(), '\n'), "\n", ast, "source\n", r.source);
 }
 
@@ -14400,6 +14634,7 @@ inline Record parse_record(const std::string& text) {
         t.stream_bytes >> t.half >> r.transcendental))
     throw detail::bad("bad target line");
   if (!(target >> t.warp)) t.warp = 0;  // (records made before targets had warps: none)
+  if (!(target >> t.tensor_cores)) t.tensor_cores = false;
   const auto* lang = std::find(std::begin(languages), std::end(languages), language);
   if (lang == std::end(languages)) throw detail::bad("unknown language '" + language + "'");
   t.language = static_cast<backend::Language>(lang - std::begin(languages));
@@ -14767,17 +15002,17 @@ namespace engine {
 /// schedule and device; part of the kernel cache's key.
 struct OptSettings {
   std::string device;
-  int64_t noopt = 0, beam = 0, transcendental = 1;
+  int64_t noopt = 0, beam = 0, transcendental = 1, tc = 1;
   backend::Target target;
   std::string compiler;
   static OptSettings current(const std::string& device) {
     backend::Device& d = backend::device(device);
-    return {d.name(), getenv_int("NOOPT", 0), getenv_int("BEAM", 0), getenv_int("TRANSCENDENTAL", 1), d.target(),
-            d.compiler().identity()};
+    return {d.name(), getenv_int("NOOPT", 0), getenv_int("BEAM", 0), getenv_int("TRANSCENDENTAL", 1), getenv_int("TC", 1),
+            d.target(), d.compiler().identity()};
   }
   auto key() const {
-    return std::tuple(device, noopt, beam, transcendental, target.language, target.threads, target.max_local,
-                      target.warp, target.stream_bytes, compiler);
+    return std::tuple(device, noopt, beam, transcendental, tc, target.language, target.threads, target.max_local,
+                      target.warp, target.tensor_cores, target.stream_bytes, compiler);
   }
 };
 
@@ -14830,6 +15065,8 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
     if (UOp decomposed = graph_rewrite(expanded, codegen::transcendental_rules()); decomposed != expanded)
       expanded = graph_rewrite(decomposed, codegen::kernel_rules());
   expanded = graph_rewrite(expanded, codegen::division_rules());  // for every renderer: x/0 is 0
+  if (codegen::warp_range(expanded) && !(target.gpu && target.tensor_cores && target.warp == TensorCore::warp))
+    throw codegen::OptError("TC: the device has no tensor cores");
   const UOp lane = codegen::group_range(expanded);
   if (lane && (!target.gpu || codegen::range_size(lane) > target.max_local))
     throw codegen::OptError(tinyt::detail::cat("GROUP of ", codegen::range_size(lane), ": the device ",
@@ -14979,6 +15216,8 @@ namespace detail {
 // candidate does not compile.
 inline double time_candidate(const UOp& ast, const std::vector<codegen::Opt>& opts, const std::vector<UOp>& buffers,
                              const OptSettings& settings) {
+  if (!settings.tc && std::any_of(opts.begin(), opts.end(), [](const codegen::Opt& o) { return o.op == codegen::OptOp::TC; }))
+    return INFINITY;  // TC=0: no tensor cores, also where BEAM searches
   std::shared_ptr<CompiledKernel> k;
   try {
     k = compile_kernel(ast, opts, settings);
@@ -15037,8 +15276,20 @@ inline codegen::MachineShape machine_shape(const backend::Target& t) {
 // up to 256 dividing its innermost reduce axis), when its outputs fit the two launch dimensions
 // a grouped kernel has; else the CPU's rules. (On PoCL, two compute units, GROUP rarely pays:
 // its work-groups run as loops around each barrier.)
-inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target& target) {
+inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target& target, bool tc = true) {
   const std::vector<UOp> ax = codegen::axes(ast);
+  // a sum of products of narrow floats (a matmul's, a conv's) on tensor cores, where the device
+  // has them (TC=0: never)
+  if (tc && target.tensor_cores)
+    for (size_t i = 0; i < ax.size(); ++i) {
+      if (codegen::range_kind(ax[i]) != codegen::RangeKind::reduce) continue;
+      try {
+        std::vector<codegen::Opt> opts{{codegen::OptOp::TC, static_cast<int64_t>(i), 0}};
+        codegen::map_work_items(codegen::apply_opts(ast, opts));  // throws when it cannot launch so
+        return opts;
+      } catch (const codegen::OptError&) {
+      }
+    }
   int64_t outputs = 1, loops = 0, reduce_axis = -1, tiles = 0;
   for (size_t i = 0; i < ax.size(); ++i) {
     const codegen::RangeKind kind = codegen::range_kind(ax[i]);
@@ -15065,7 +15316,7 @@ inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target&
 inline std::vector<codegen::Opt> choose_opts(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
   if (settings.noopt) return {};
   if (settings.beam > 0) return beam_opts(ast, buffers, settings);
-  if (settings.target.gpu) return gpu_opts(ast, settings.target);
+  if (settings.target.gpu) return gpu_opts(ast, settings.target, settings.tc != 0);
   return codegen::hand_coded_opts(ast, machine_shape(settings.target));
 }
 

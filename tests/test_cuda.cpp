@@ -20,6 +20,7 @@ backend::Target cuda_target() {
   t.max_local = 256;
   t.compute_units = 132;  // an H100's SMs
   t.warp = 32;
+  t.tensor_cores = true;  // sm_80 and sm_90 both have them
   t.half = true;
   return t;
 }
@@ -94,6 +95,7 @@ TEST_CASE("cuda: kernels of every kind compile with NVRTC for sm_80 and sm_90") 
       f.max(1) + f.sum(0),                                     // reductions
       f.matmul(f.T()),                                         // a MULACC accumulation
       f.cast(dtypes::float16) * 3,                             // halves: memory, rounding
+      Tensor(Tensor::arange(256).reshape({16, 16}).cast(dtypes::float16) / 64).matmul(f.cast(dtypes::float16).pad({{0, 8}, {0, 0}})),  // tensor cores
       f.cast(dtypes::bfloat16).cast(dtypes::float32),          // bfloat16
       f.cast(dtypes::float64).sqrt(),                          // double
       Tensor(i / (i % 5 - 2)) + (i << 3),                      // safe integer division, shifts

@@ -298,3 +298,69 @@ TEST_CASE("emu: a symbolic dimension is launched as wide as its value, not loope
     CHECK(doubled.to_vector<float>() == want);
   }
 }
+
+TEST_CASE("emu: TC puts a sum of products of float16 or bfloat16 values on tensor cores, as the heuristic chooses") {
+  const backend::Target emu_target = backend::device("EMU").target();
+  for (DType dt : {dtypes::float16, dtypes::bfloat16}) {
+    INFO(dt.name());
+    const std::vector<std::pair<Shape, Shape>> shapes{{{64, 32}, {32, 48}}, {{2, 16, 32}, {2, 32, 8}}};
+    for (const auto& operands : shapes) {
+      const Shape& as = operands.first;
+      const Shape& bs = operands.second;
+      INFO("A ", as.to_vector().size(), "-d, K ", as.to_vector().back());
+      const Tensor a = (Tensor::rand(as.to_vector()) - 0.5f).cast(dt).realize(), b = (Tensor::rand(bs.to_vector()) - 0.5f).cast(dt).realize();
+      const Tensor on_emu = a.to("EMU").matmul(b.to("EMU"));
+      const UOp ast = schedule::create_schedule({on_emu.uop()}).back().ast;
+      const std::vector<codegen::Opt> chosen = engine::detail::gpu_opts(ast, emu_target);
+      REQUIRE(chosen.size() == 1);
+      CHECK(chosen[0].op == codegen::OptOp::TC);
+      const std::shared_ptr<engine::CompiledKernel> k = compile_kernel(ast, chosen, "EMU");
+      CHECK(k->source.find("WMMA float32.vec(4)") != std::string::npos);
+      CHECK(k->dims().local[0] == 32);  // whole warps
+      // the CPU's result, products of the same values summed in float32 and rounded once to dt
+      const std::vector<float> want = a.matmul(b).cast(dtypes::float32).to_vector<float>();
+      const std::vector<float> got = on_emu.cast(dtypes::float32).to_vector<float>();
+      const int64_t inner = as.to_vector().back();
+      // two float32 sums of K products of at most 0.25 in different orders (K roundings of
+      // partial sums up to 0.25 K each: 0.25 K^2 2^-24 apart at most, each), then each rounded
+      // to dt: one ulp of dt apart where they straddle a rounding boundary
+      const double k2 = static_cast<double>(inner * inner);
+      tinyt_test::check_close(got, std::vector<double>(want.begin(), want.end()), tinyt_test::Tol{0.5 * k2 * 0x1p-24, tinyt_test::Tol::dtype(dt, 2).rtol});
+    }
+  }
+  // the heuristic leaves float32 alone (TF32 only when asked), the CPU has no tensor cores, and TC=0 turns them off
+  const UOp f32 = schedule::create_schedule({Tensor::empty({64, 32}, dtypes::float32, "EMU").matmul(Tensor::empty({32, 48}, dtypes::float32, "EMU")).uop()}).back().ast;
+  CHECK(tinyt_test::message_of<codegen::OptError>([&] { (void)codegen::apply_opts(f32, {{codegen::OptOp::TC, 2, 0}}); }).find("float16 or two bfloat16") !=
+        std::string::npos);
+  const UOp f16 = schedule::create_schedule({Tensor::empty({64, 32}, dtypes::float16, "EMU").matmul(Tensor::empty({32, 48}, dtypes::float16, "EMU")).uop()}).back().ast;
+  CHECK_THROWS_AS(compile_kernel(f16, {{codegen::OptOp::TC, 2, 0}}, "CPU"), codegen::OptError);
+  CHECK(engine::detail::gpu_opts(f16, emu_target, false) != std::vector<codegen::Opt>{{codegen::OptOp::TC, 2, 0}});
+  {
+    Context no_tc{{"TC", 0}};
+    CHECK(engine::OptSettings::current("EMU").tc == 0);
+  }
+  // shapes that are not multiples of the instruction's 16 x 8 x 16 are not tiled (PADTO: later)
+  const UOp odd = schedule::create_schedule({Tensor::empty({60, 32}, dtypes::float16, "EMU").matmul(Tensor::empty({32, 44}, dtypes::float16, "EMU")).uop()}).back().ast;
+  CHECK_THROWS_AS(codegen::apply_opts(odd, {{codegen::OptOp::TC, 2, 0}}), codegen::OptError);
+}
+
+TEST_CASE("emu: a 256 x 256 x 256 float16 matmul gets TC, and its CUDA source mma.sync, compiled by NVRTC for sm_80 and sm_90") {
+  const UOp ast = schedule::create_schedule({Tensor::empty({256, 256}, dtypes::float16, "EMU").matmul(Tensor::empty({256, 256}, dtypes::float16, "EMU")).uop()}).back().ast;
+  backend::Target cuda = backend::device("EMU").target();
+  const std::vector<codegen::Opt> chosen = engine::detail::gpu_opts(ast, cuda);
+  CHECK(codegen::to_string(chosen) == "TC(2,0)");
+  cuda.language = backend::Language::cuda;
+  const std::string source = engine::render(engine::lower_kernel(ast, chosen, cuda, true), cuda);
+  CHECK(source.find("asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 ") != std::string::npos);
+  try {
+    backend::nvrtc_version();
+  } catch (const DeviceError& e) {
+    MESSAGE("skipped part: NVRTC cannot be opened: ", e.what());
+    return;
+  }
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    INFO(arch);
+    backend::CudaCompiler compiler(arch);
+    CHECK(compiler.compile(source, "r_256_256_256").find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != std::string::npos);
+  }
+}

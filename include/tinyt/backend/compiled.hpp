@@ -156,6 +156,7 @@ struct Target {
   int64_t threads = 1;          // CPU threads a kernel may be split across
   int64_t max_local = 1;        // work-items in a work-group at most
   int64_t warp = 0;             // work-items that exchange registers (warp shuffles); 0: none
+  bool tensor_cores = false;    // runs mma.sync m16n8k16 (tensor_cores.hpp): CUDA's sm_80 and later
   int64_t compute_units = 1;    // work-groups that run at once (OpenCL compute units, CUDA SMs)
   int64_t vector_bytes = 16;    // a register's width, for upcasts
   int64_t vector_count = 16;    // registers

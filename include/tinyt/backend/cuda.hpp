@@ -464,6 +464,7 @@ class CudaDevice : public Device {
       return value;
     };
     const int major = attribute(cuda_c::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    major_ = major;
     const int minor = attribute(cuda_c::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
     max_threads_ = attribute(cuda_c::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
     multiprocessors_ = attribute(cuda_c::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
@@ -489,6 +490,7 @@ class CudaDevice : public Device {
     t.max_local = std::min(max_threads_, 256);
     t.compute_units = multiprocessors_;
     t.warp = 32;
+    t.tensor_cores = major_ >= 8;
     t.half = true;
     return t;
   }
@@ -511,6 +513,7 @@ class CudaDevice : public Device {
   std::string name_, gpu_;
   int max_threads_ = 0;
   int multiprocessors_ = 1;
+  int major_ = 0;  // compute capability
   std::shared_ptr<const cuda_c::Context> ctx_;
   std::unique_ptr<CudaAllocator> allocator_;
   std::unique_ptr<CudaCompiler> compiler_;

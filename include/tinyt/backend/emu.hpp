@@ -29,6 +29,7 @@
 #include <sstream>
 
 #include "../dtype.hpp"
+#include "../tensor_cores.hpp"
 #include "../uop.hpp"
 #include "compiled.hpp"
 
@@ -44,12 +45,13 @@ struct Spec {
   int64_t shared_bytes = 48 << 10;
   int64_t compute_units = 108;   // multiprocessors (an A100's count)
   int64_t launch_local = 256;    // the work-group size the code generator may choose (as CUDA's device)
+  bool tensor_cores = true;      // runs WMMA m16n8k16 (tensor_cores.hpp)
 };
 
 /// The Spec of EMU_TARGET `name`; DeviceError naming the known ones otherwise.
 inline Spec spec(const std::string& name) {
-  if (name.empty() || name == "cuda_sm80") return {"cuda_sm80", 32, 1024, 48 << 10, 108, 256};
-  if (name == "cl") return {"cl", 0, 256, 32 << 10, 16, 256};
+  if (name.empty() || name == "cuda_sm80") return {"cuda_sm80", 32, 1024, 48 << 10, 108, 256, true};
+  if (name == "cl") return {"cl", 0, 256, 32 << 10, 16, 256, false};
   throw DeviceError(tinyt::detail::cat("EMU: unknown EMU_TARGET '", name, "'; EMU emulates cuda_sm80 (the default) or cl"));
 }
 
@@ -169,6 +171,7 @@ struct Instr {
   int64_t number = 0;      // DEFINE_*: its number; RANGE: its launch dimension (-1: a loop)
   bool work_item = false;  // RANGE: a work-item's index, not a loop
   int32_t partner = -1;    // RANGE: its END; END: its RANGE
+  DType input;             // WMMA: the type of its operands
 };
 
 /// A listing parsed and checked: what EMU's compiler makes of a kernel.
@@ -259,7 +262,7 @@ inline Kernel parse(const std::string& listing, const Spec& spec) {
         throw fail("cannot read '" + word + "'");
       }
     }
-    if (ins.dtype.count() > 1 || (ins.dtype.is_ptr() && ins.dtype.base().count() > 1))
+    if ((ins.dtype.count() > 1 && ins.op != Ops::WMMA) || (ins.dtype.is_ptr() && ins.dtype.base().count() > 1))
       throw fail("EMU runs scalar programs; vectors are for the CPU's registers");
     const auto need_args = [&](size_t n) {
       if (arg.size() != n) throw fail(tinyt::detail::cat("expects ", n, " argument(s) after ':'"));
@@ -269,6 +272,19 @@ inline Kernel parse(const std::string& listing, const Spec& spec) {
       case Ops::DEFINE_GLOBAL:
       case Ops::DEFINE_REG:
       case Ops::DEFINE_VAR: need_args(1), ins.number = std::stoll(arg[0]); break;
+      case Ops::WMMA:
+        need_args(2);
+        if (spec.warp != TensorCore::warp || !spec.tensor_cores) throw fail(tinyt::detail::cat(spec.name, " has no tensor cores"));
+        if (arg[0] != "m16n8k16" || (arg[1] != "float16" && arg[1] != "bfloat16") ||
+            ins.src.size() != static_cast<size_t>(TensorCore::a_count + TensorCore::b_count) || ins.dtype != dtypes::float32.vec(TensorCore::c_count))
+          throw fail("EMU runs the tensor-core op m16n8k16 of float16 or bfloat16 (8 + 4 operands, 4 float32 results)");
+        ins.input = arg[1] == "float16" ? dtypes::float16 : dtypes::bfloat16;
+        break;
+      case Ops::GEP:
+        need_args(1), ins.number = std::stoll(arg[0]);
+        if (ins.src.size() != 1 || k.code[static_cast<size_t>(ins.src[0])].op != Ops::WMMA || ins.number < 0 || ins.number >= TensorCore::c_count)
+          throw fail("a GEP reads one of a WMMA's 4 results");
+        break;
       case Ops::SHFL_XOR:
         need_args(1), ins.number = std::stoll(arg[0]);
         if (spec.warp == 0) throw fail(tinyt::detail::cat(spec.name, " has no warps to shuffle across"));
@@ -432,6 +448,7 @@ class Program final : public backend::Program {
     std::vector<Slot> values_;                   // per op, per work-item
     std::vector<Local> locals_;              // by DEFINE_LOCAL number
     std::vector<std::vector<Slot>> regs_;    // by DEFINE_REG number: per element, per work-item
+    std::map<size_t, std::vector<Slot>> wmma_;  // by WMMA op: its 4 results, per element, per work-item
 
     DeviceError fail(const std::string& why) const { return DeviceError(tinyt::detail::cat("EMU: ", k_.name, ": ", why)); }
     Slot* at(size_t op) { return values_.data() + op * lanes_; }
@@ -513,6 +530,12 @@ class Program final : public backend::Program {
           case Ops::LOAD: load(ins, out); break;
           case Ops::STORE: store(ins); break;
           case Ops::BARRIER: ++epoch_; break;
+          case Ops::WMMA: tensor_core(pc, ins); break;
+          case Ops::GEP: {
+            const std::vector<Slot>& d = wmma_.at(static_cast<size_t>(ins.src[0]));
+            std::copy_n(d.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(ins.number) * lanes_), lanes_, out);
+            break;
+          }
           case Ops::SHFL_XOR: {
             // lanes exchange within their warp: consecutive work-items, warp_ at a time
             if (lanes_ % warp_ != 0)
@@ -523,6 +546,37 @@ class Program final : public backend::Program {
           }
           default: alu(ins, out);
         }
+      }
+    }
+
+    // D = A·B for each warp: the lanes' fragments put back into the tiles by TensorCore's layout
+    // (each element held by exactly one lane, rounded to the operands' type, as the hardware reads
+    // it), products summed in float32 in k's order, each lane given its 4 elements of D
+    void tensor_core(size_t pc, const Instr& ins) {
+      using TC = TensorCore;
+      if (lanes_ % TC::warp != 0)
+        throw fail(tinyt::detail::cat("a tensor-core op in a work-group of ", lanes_, " work-items, not whole warps of ", TC::warp));
+      std::vector<Slot>& d = wmma_[pc];
+      d.assign(static_cast<size_t>(TC::c_count) * lanes_, Slot{});
+      for (size_t w = 0; w < lanes_; w += TC::warp) {
+        float a[TC::m][TC::k], b[TC::k][TC::n];
+        for (int lane = 0; lane < TC::warp; ++lane) {
+          for (int i = 0; i < TC::a_count; ++i) {
+            const auto [row, col] = TC::a(lane, i);
+            a[row][col] = round_narrow(at(static_cast<size_t>(ins.src[static_cast<size_t>(i)]))[w + static_cast<size_t>(lane)].f, ins.input);
+          }
+          for (int i = 0; i < TC::b_count; ++i) {
+            const auto [kk, col] = TC::b(lane, i);
+            b[kk][col] = round_narrow(at(static_cast<size_t>(ins.src[static_cast<size_t>(TC::a_count + i)]))[w + static_cast<size_t>(lane)].f, ins.input);
+          }
+        }
+        for (int lane = 0; lane < TC::warp; ++lane)
+          for (int i = 0; i < TC::c_count; ++i) {
+            const auto [row, col] = TC::c(lane, i);
+            float sum = 0;
+            for (int kk = 0; kk < TC::k; ++kk) sum = std::fma(a[row][kk], b[kk][col], sum);
+            d[static_cast<size_t>(i) * lanes_ + w + static_cast<size_t>(lane)].f = sum;
+          }
       }
     }
 
@@ -813,6 +867,7 @@ class Device final : public backend::Device {
     t.max_local = spec_.launch_local;
     t.compute_units = spec_.compute_units;
     t.warp = spec_.warp;
+    t.tensor_cores = spec_.tensor_cores;
     t.half = spec_.name != "cl";
     return t;
   }

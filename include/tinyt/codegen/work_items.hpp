@@ -95,8 +95,15 @@ inline UOp lower_groups(const UOp& ast, int64_t warp = 0) {
   return done.at(ast.get());
 }
 
+/// The warp range of a kernel (TC), or nothing.
+inline UOp warp_range(const UOp& ast) {
+  for (const UOp& r : all_ranges(ast))
+    if (range_kind(r) == RangeKind::warp) return r;
+  return {};
+}
+
 /// The AST with up to three output loops as work-item ranges (RANGE arg: axis, kind, dimension);
-/// a work-group range takes dimension 0. OptError when a grouped reduction would stay in a loop
+/// a work-group range, or a warp's lanes, take dimension 0. OptError when a grouped reduction would stay in a loop
 /// (its barrier would be reached a different number of times than the local memory is reused).
 inline UOp map_work_items(const UOp& ast) {
   std::vector<UOp> loops;
@@ -105,7 +112,8 @@ inline UOp map_work_items(const UOp& ast) {
     if (range_kind(r) == RangeKind::loop) loops.push_back(r);
     tiles += range_kind(r) == RangeKind::local;
   }
-  const UOp lane = group_range(ast);
+  const UOp lane = group_range(ast), warp = warp_range(ast);
+  if (lane && warp) throw OptError("GROUP and TC: a kernel's dimension 0 is a work-group or a warp, not both");
   std::unordered_map<const UOpNode*, UOp> work_items;
   int64_t dim = 0;
   auto as_work_item = [&](const UOp& r) {
@@ -113,6 +121,7 @@ inline UOp map_work_items(const UOp& ast) {
                               Arg{r.arg()[0].as_int(), static_cast<int64_t>(RangeKind::global), dim++});
   };
   if (lane) as_work_item(lane);
+  if (warp) as_work_item(warp);
   for (auto it = loops.rbegin(); it != loops.rend() && dim < 3; ++it) {
     // this and the outer loops stay loops; a symbolic one is launched as wide as its value
     if (dim > 0 && range_size(*it) > max_outer_dimension) break;

@@ -40,17 +40,17 @@ namespace engine {
 /// schedule and device; part of the kernel cache's key.
 struct OptSettings {
   std::string device;
-  int64_t noopt = 0, beam = 0, transcendental = 1;
+  int64_t noopt = 0, beam = 0, transcendental = 1, tc = 1;
   backend::Target target;
   std::string compiler;
   static OptSettings current(const std::string& device) {
     backend::Device& d = backend::device(device);
-    return {d.name(), getenv_int("NOOPT", 0), getenv_int("BEAM", 0), getenv_int("TRANSCENDENTAL", 1), d.target(),
-            d.compiler().identity()};
+    return {d.name(), getenv_int("NOOPT", 0), getenv_int("BEAM", 0), getenv_int("TRANSCENDENTAL", 1), getenv_int("TC", 1),
+            d.target(), d.compiler().identity()};
   }
   auto key() const {
-    return std::tuple(device, noopt, beam, transcendental, target.language, target.threads, target.max_local,
-                      target.warp, target.stream_bytes, compiler);
+    return std::tuple(device, noopt, beam, transcendental, tc, target.language, target.threads, target.max_local,
+                      target.warp, target.tensor_cores, target.stream_bytes, compiler);
   }
 };
 
@@ -103,6 +103,8 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
     if (UOp decomposed = graph_rewrite(expanded, codegen::transcendental_rules()); decomposed != expanded)
       expanded = graph_rewrite(decomposed, codegen::kernel_rules());
   expanded = graph_rewrite(expanded, codegen::division_rules());  // for every renderer: x/0 is 0
+  if (codegen::warp_range(expanded) && !(target.gpu && target.tensor_cores && target.warp == TensorCore::warp))
+    throw codegen::OptError("TC: the device has no tensor cores");
   const UOp lane = codegen::group_range(expanded);
   if (lane && (!target.gpu || codegen::range_size(lane) > target.max_local))
     throw codegen::OptError(tinyt::detail::cat("GROUP of ", codegen::range_size(lane), ": the device ",
@@ -252,6 +254,8 @@ namespace detail {
 // candidate does not compile.
 inline double time_candidate(const UOp& ast, const std::vector<codegen::Opt>& opts, const std::vector<UOp>& buffers,
                              const OptSettings& settings) {
+  if (!settings.tc && std::any_of(opts.begin(), opts.end(), [](const codegen::Opt& o) { return o.op == codegen::OptOp::TC; }))
+    return INFINITY;  // TC=0: no tensor cores, also where BEAM searches
   std::shared_ptr<CompiledKernel> k;
   try {
     k = compile_kernel(ast, opts, settings);
@@ -310,8 +314,20 @@ inline codegen::MachineShape machine_shape(const backend::Target& t) {
 // up to 256 dividing its innermost reduce axis), when its outputs fit the two launch dimensions
 // a grouped kernel has; else the CPU's rules. (On PoCL, two compute units, GROUP rarely pays:
 // its work-groups run as loops around each barrier.)
-inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target& target) {
+inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target& target, bool tc = true) {
   const std::vector<UOp> ax = codegen::axes(ast);
+  // a sum of products of narrow floats (a matmul's, a conv's) on tensor cores, where the device
+  // has them (TC=0: never)
+  if (tc && target.tensor_cores)
+    for (size_t i = 0; i < ax.size(); ++i) {
+      if (codegen::range_kind(ax[i]) != codegen::RangeKind::reduce) continue;
+      try {
+        std::vector<codegen::Opt> opts{{codegen::OptOp::TC, static_cast<int64_t>(i), 0}};
+        codegen::map_work_items(codegen::apply_opts(ast, opts));  // throws when it cannot launch so
+        return opts;
+      } catch (const codegen::OptError&) {
+      }
+    }
   int64_t outputs = 1, loops = 0, reduce_axis = -1, tiles = 0;
   for (size_t i = 0; i < ax.size(); ++i) {
     const codegen::RangeKind kind = codegen::range_kind(ax[i]);
@@ -338,7 +354,7 @@ inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target&
 inline std::vector<codegen::Opt> choose_opts(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
   if (settings.noopt) return {};
   if (settings.beam > 0) return beam_opts(ast, buffers, settings);
-  if (settings.target.gpu) return gpu_opts(ast, settings.target);
+  if (settings.target.gpu) return gpu_opts(ast, settings.target, settings.tc != 0);
   return codegen::hand_coded_opts(ast, machine_shape(settings.target));
 }
 

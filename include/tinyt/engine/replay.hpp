@@ -248,7 +248,7 @@ inline std::string record_text(const Record& r) {
   const std::string ast = graph_text(r.ast);
   return tinyt::detail::cat("tinyt process replay 1\nname ", r.name, "\ntarget ", languages[static_cast<int>(t.language)], " ",
                             t.gpu, " ", t.threads, " ", t.max_local, " ", t.compute_units, " ", t.vector_bytes, " ",
-                            t.vector_count, " ", t.stream_bytes, " ", t.half, " ", r.transcendental, " ", t.warp, "\nopts", opts,
+                            t.vector_count, " ", t.stream_bytes, " ", t.half, " ", r.transcendental, " ", t.warp, " ", t.tensor_cores, "\nopts", opts,
                             "\nast ", std::count(ast.begin(), ast.end(), '\n'), "\n", ast, "source\n", r.source);
 }
 
@@ -270,6 +270,7 @@ inline Record parse_record(const std::string& text) {
         t.stream_bytes >> t.half >> r.transcendental))
     throw detail::bad("bad target line");
   if (!(target >> t.warp)) t.warp = 0;  // (records made before targets had warps: none)
+  if (!(target >> t.tensor_cores)) t.tensor_cores = false;
   const auto* lang = std::find(std::begin(languages), std::end(languages), language);
   if (lang == std::end(languages)) throw detail::bad("unknown language '" + language + "'");
   t.language = static_cast<backend::Language>(lang - std::begin(languages));

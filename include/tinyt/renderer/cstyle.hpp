@@ -92,7 +92,7 @@ inline std::string bfloat16_helpers(const std::string& fn, const std::string& to
 
 /// What a kernel's source needs beyond the language: which types it touches.
 struct SourceFeatures {
-  bool float16 = false, bfloat16 = false, float64 = false;
+  bool float16 = false, bfloat16 = false, float64 = false, tensor_cores = false;
 };
 
 // C moves a float's bits through a union
@@ -123,6 +123,7 @@ class CStyleRenderer {
       features.float16 |= dt == dtypes::float16;
       features.bfloat16 |= dt == dtypes::bfloat16;
       features.float64 |= dt == dtypes::float64;
+      features.tensor_cores |= u.op() == Ops::WMMA;
     }
     open_kernel(p);
     for (const UOp& u : p.ops) line(u);
@@ -223,6 +224,17 @@ class CStyleRenderer {
   /// `v`, of memory type `from`, reinterpreted as memory type `to` (equal sizes).
   virtual std::string bitcast(const std::string& from, const std::string& to, const std::string& v) const {
     return "((union { " + from + " from; " + to + " to; }){.from = " + v + "}).to";
+  }
+  /// The statements of tensor-core op `kind` ("m16n8k16 float16") that leave its 4 results in the
+  /// array `name`, from the lane's fragments (8 of A, then 4 of B: float registers).
+  virtual std::string tensor_core(const std::string& kind, const std::string& name, const std::vector<std::string>& operands) const {
+    throw CompileError(detail::cat(language(), " renderer: no tensor cores (", kind, " into ", name, " of ", operands.size(), " operands)"));
+  }
+  static std::vector<std::string> split_lines(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
   }
   /// `v` of the work-item whose lane in the warp is this one's xor `mask` (GPU dialects with warps).
   virtual std::string shuffle_xor(const std::string& v, int64_t mask) const {
@@ -336,6 +348,15 @@ class CStyleRenderer {
       case Ops::BARRIER:
         if (std::string b = barrier(); !b.empty()) out(b + ";");
         return;
+      case Ops::WMMA: {  // a warp's tensor-core op: its 4 results in an array the GEPs read
+        const std::string n = "wmma" + std::to_string(counter_++);
+        std::vector<std::string> operands;
+        for (const UOp& x : s) operands.push_back(ref(x));
+        for (const std::string& line : split_lines(tensor_core(u.arg().get<std::string>(), n, operands))) out(line);
+        name_[u.get()] = n;
+        return;
+      }
+      case Ops::GEP: name_[u.get()] = ref(s[0]) + "[" + std::to_string(u.arg().as_int()) + "]"; return;
       case Ops::INDEX:
         if (s[0].op() == Ops::DEFINE_REG) {
           name_[u.get()] = ref(s[0]);
@@ -538,6 +559,12 @@ class CUDARenderer : public CStyleRenderer {
            "__device__ inline float tinyt_f16_to_f32(unsigned short h) {\n"
            "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f;\n}\n"
            "__device__ inline float tinyt_f16_round(float f) { return tinyt_f16_to_f32(tinyt_f32_to_f16(f)); }\n\n";
+    if (f.tensor_cores && f.float16)
+      s += "__device__ inline unsigned tinyt_pack_f16(float lo, float hi) {\n"
+           "  return (unsigned)tinyt_f32_to_f16(lo) | ((unsigned)tinyt_f32_to_f16(hi) << 16);\n}\n\n";
+    if (f.tensor_cores && f.bfloat16)
+      s += "__device__ inline unsigned tinyt_pack_bf16(float lo, float hi) {\n"
+           "  return (unsigned)tinyt_f32_to_bf16(lo) | ((unsigned)tinyt_f32_to_bf16(hi) << 16);\n}\n\n";
     return s;
   }
   void open_kernel(const codegen::Program& p) override {
@@ -558,6 +585,22 @@ class CUDARenderer : public CStyleRenderer {
   std::string barrier() const override { return "__syncthreads()"; }
   std::string shuffle_xor(const std::string& v, int64_t mask) const override {
     return detail::cat("__shfl_xor_sync(0xffffffffu, ", v, ", ", mask, ")");  // every lane of the warp takes part
+  }
+  // mma.sync through inline PTX (no CUDA header): the fragments' values, held in floats, go back
+  // to their 16 bits, two to a 32-bit register (the first in the low half), and the product of
+  // the tiles comes out as 4 floats (C is 0: the REDUCE around it adds it to the sum)
+  std::string tensor_core(const std::string& kind, const std::string& name, const std::vector<std::string>& operands) const override {
+    if (operands.size() != 12 || (kind != "m16n8k16 float16" && kind != "m16n8k16 bfloat16"))
+      throw CompileError(detail::cat("CUDA renderer: no tensor-core op ", kind, " of ", operands.size(), " operands"));
+    const bool bf16 = kind == "m16n8k16 bfloat16";
+    const std::string type = bf16 ? "bf16" : "f16", pack = bf16 ? "tinyt_pack_bf16" : "tinyt_pack_f16";
+    std::string regs;
+    for (size_t i = 0; i < 12; i += 2) regs += detail::cat(", \"r\"(", pack, "(", operands[i], ", ", operands[i + 1], "))");
+    return detail::cat("float ", name, "[4];\n",
+                       "asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.", type, ".", type, ".f32 {%0, %1, %2, %3}, ",
+                       "{%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};\"\n",
+                       "    : \"=f\"(", name, "[0]), \"=f\"(", name, "[1]), \"=f\"(", name, "[2]), \"=f\"(", name, "[3])\n",
+                       "    : ", regs.substr(2), ", \"f\"(0.0f));");
   }
   std::string load_memory(DType dt, const std::string& buf, const std::string& idx) const override {
     if (dt.scalar() == dtypes::float16) return "tinyt_f16_to_f32(" + buf + "[" + idx + "])";

@@ -13,7 +13,8 @@
 // Lines are numbered in order; sources are earlier lines (a constant the program uses without
 // listing it gets a line of its own before its first user); the text after ':' is the op's argument: a CONST's value, a
 // DEFINE_GLOBAL's, DEFINE_LOCAL's or DEFINE_REG's number, a DEFINE_VAR's position in the
-// program's variables, a RANGE's kind and launch dimension, a SHFL_XOR's mask.
+// program's variables, a RANGE's kind and launch dimension, a SHFL_XOR's mask, a WMMA's
+// instruction and input type ("m16n8k16 float16"), a GEP's element.
 #pragma once
 
 #include <cmath>
@@ -80,7 +81,9 @@ inline std::string render_listing(const codegen::Program& p) {
       case Ops::DEFINE_GLOBAL:
       case Ops::DEFINE_LOCAL:
       case Ops::DEFINE_REG:
-      case Ops::SHFL_XOR: out << " : " << u.arg().as_int(); break;
+      case Ops::SHFL_XOR:
+      case Ops::GEP: out << " : " << u.arg().as_int(); break;
+      case Ops::WMMA: out << " : " << u.arg().get<std::string>(); break;
       case Ops::DEFINE_VAR: {
         const auto it = std::find(p.vars.begin(), p.vars.end(), u);
         if (it == p.vars.end()) throw InternalError("listing: a variable the program does not list");

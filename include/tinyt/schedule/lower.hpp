@@ -29,6 +29,7 @@ enum class RangeKind : int64_t {
   global = 6,  // not a loop: its value is a GPU work-item's index along one launch dimension
   group = 7,   // a reduce axis split across a GPU work-group: each work-item reduces its part
   pack = 8,    // a loop of a copy into a thread's contiguous buffer (PACK), before the loops that read it
+  warp = 9,    // the lanes of a GPU warp that share tensor-core ops (TC): launch dimension 0
 };
 
 inline UOp range(const UOp& end, int64_t axis, RangeKind kind) {

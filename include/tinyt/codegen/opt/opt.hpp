@@ -11,6 +11,11 @@
 //                    memory (work_items.hpp)
 //   GROUPTOP(axis, n) the same, each work-item reducing a contiguous n-th of the axis (the
 //                    group is the axis' outer part: tinygrad's GROUPTOP)
+//   TC(axis, 0)      a float32 sum over reduce axis `axis` of products of float16 or bfloat16
+//                    values (a matmul's, a conv's) → tensor-core ops (tensor_cores.hpp): a warp's
+//                    32 lanes each hold their fragment of a 16×16 tile of A and a 16×8 tile of B,
+//                    and each multiply-accumulate of the tiles is one WMMA; each lane keeps 4 of
+//                    the 16×8 outputs. GPUs with tensor cores only.
 //   PACK(axis, 0)    the loads a reduction reads that stay put along `axis` (a loop or tile) are
 //                    copied, before its loop, into a contiguous buffer of the thread, in the order
 //                    the loops inside read them; each pass of the axis reads them from there
@@ -24,15 +29,16 @@
 #include <unordered_set>
 
 #include "../../schedule/lower.hpp"
-#include "../../valid.hpp"
 #include "../../symbolic.hpp"
+#include "../../tensor_cores.hpp"
+#include "../../valid.hpp"
 
 namespace tinyt::inline v0 {
 namespace codegen {
 
-enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, PADTO, GROUP, PACK, GROUPTOP };
+enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, PADTO, GROUP, PACK, GROUPTOP, TC };
 
-inline constexpr std::array<const char*, 8> opt_op_names{"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO", "GROUP", "PACK", "GROUPTOP"};
+inline constexpr std::array<const char*, 9> opt_op_names{"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO", "GROUP", "PACK", "GROUPTOP", "TC"};
 inline const char* opt_op_name(OptOp op) {
   return opt_op_names[static_cast<size_t>(op)];
 }
@@ -71,7 +77,8 @@ inline int range_rank(RangeKind k) {
   switch (k) {
     case RangeKind::thread:
     case RangeKind::global:
-    case RangeKind::group: return 0;
+    case RangeKind::group:
+    case RangeKind::warp: return 0;
     case RangeKind::loop: return 1;
     case RangeKind::local: return 2;
     case RangeKind::reduce: return 3;
@@ -272,6 +279,82 @@ inline UOp pack_loads(const UOp& ast, const UOp& at, const std::string& what) {
       packed[u.get()] = packed.at(u.src(1).get());
   return graph_rewrite(substitute(ast, packed), kernel_rules());
 }
+// TC (see the top of this file): the one reduction, a float32 sum over `k` of x·y, x and y float32
+// casts of float16 or bfloat16 values, x moving with an output loop M that y does not and y with
+// one, N, that x does not. M, N and k split into tiles of the instruction's 16, 8 and 16 and
+// what is left (loops, and the reduction over k's tiles); a new range of the warp's 32 lanes
+// picks each lane's elements of the tiles (TensorCore's layout); each of the lane's 4 outputs is
+// its own sum, over k's tiles, of one element of the WMMA of its fragments, and its own store.
+inline UOp tensor_core(const UOp& ast, const UOp& k, const std::string& what) {
+  using tinyt::detail::cat;
+  using TC = TensorCore;
+  UOp red;
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::REDUCE) {
+      if (red) throw OptError(cat(what, ": the kernel has more than one reduction"));
+      red = u;
+    }
+  if (!red || red.src().size() != 2 || red.src(1) != k || red.arg().get<Ops>() != Ops::ADD || red.dtype() != dtypes::float32 ||
+      red.src(0).op() != Ops::MUL)
+    throw OptError(cat(what, ": tensor cores compute a float32 sum of products over one axis"));
+  const auto narrow = [](const UOp& v) {
+    return v.op() == Ops::CAST && v.dtype() == dtypes::float32 &&
+                   (v.src(0).dtype() == dtypes::float16 || v.src(0).dtype() == dtypes::bfloat16)
+               ? v.src(0).dtype()
+               : dtypes::void_;
+  };
+  const DType in = narrow(red.src(0).src(0));
+  if (in == dtypes::void_ || narrow(red.src(0).src(1)) != in)
+    throw OptError(cat(what, ": the products are not of two float16 or two bfloat16 values"));
+  if (ast.src().size() != 1) throw OptError(cat(what, ": the kernel stores more than one value"));
+  for (const UOp& r : all_ranges(ast))
+    if (range_kind(r) != RangeKind::loop && r != k)
+      throw OptError(cat(what, ": comes before every other opt (the kernel has a range of kind ", static_cast<int>(range_kind(r)), ")"));
+  if (range_size(k) % TC::k != 0) throw OptError(cat(what, ": the reduction's ", range_size(k), " is not a multiple of ", TC::k));
+  // A's side moves with M and not N, B's with N and not M (either product order)
+  UOp x = red.src(0).src(0), y = red.src(0).src(1), m, n;
+  const auto find_axes = [&](const UOp& a, const UOp& b) {
+    UOp mm, nn;
+    for (const UOp& r : all_ranges(ast)) {
+      if (r == k || is_symbolic(r)) continue;
+      const bool in_a = depends_on(a, r), in_b = depends_on(b, r);
+      if (!mm && in_a && !in_b && range_size(r) % TC::m == 0) mm = r;
+      if (!nn && in_b && !in_a && range_size(r) % TC::n == 0) nn = r;
+    }
+    return std::pair(mm, nn);
+  };
+  std::tie(m, n) = find_axes(x, y);
+  if (!m || !n) {
+    std::swap(x, y);
+    std::tie(m, n) = find_axes(x, y);
+  }
+  if (!m || !n)
+    throw OptError(cat(what, ": no output axis of a multiple of ", TC::m, " that only one operand moves with, and one of ", TC::n,
+                       " that only the other does"));
+  int64_t next = next_axis_id(ast);
+  const UOp m_tile = schedule::range(range_size(m) / TC::m, m.arg()[0].as_int(), RangeKind::loop);
+  const UOp n_tile = schedule::range(range_size(n) / TC::n, n.arg()[0].as_int(), RangeKind::loop);
+  const UOp k_tile = schedule::range(range_size(k) / TC::k, k.arg()[0].as_int(), RangeKind::reduce);
+  const UOp lane = schedule::range(TC::warp, next++, RangeKind::warp);
+  const UOp group = lane / 4, thread = lane.alu(Ops::MOD, {schedule::index_const(4)});
+  const auto at = [](const UOp& tile, int64_t size, const UOp& offset) { return tile * size + offset; };
+  std::vector<UOp> operands;
+  for (int i = 0; i < TC::a_count; ++i)
+    operands.push_back(substitute(x, {{m.get(), at(m_tile, TC::m, group + TC::a_row[static_cast<size_t>(i)])},
+                                      {k.get(), at(k_tile, TC::k, thread * 2 + TC::a_col[static_cast<size_t>(i)])}}));
+  for (int i = 0; i < TC::b_count; ++i)
+    operands.push_back(substitute(y, {{k.get(), at(k_tile, TC::k, thread * 2 + TC::b_k[static_cast<size_t>(i)])},
+                                      {n.get(), at(n_tile, TC::n, group)}}));
+  const UOp wmma(Ops::WMMA, dtypes::float32.vec(TC::c_count), std::move(operands), cat("m16n8k16 ", in.name()));
+  std::vector<UOp> stores;
+  for (int c = 0; c < TC::c_count; ++c) {
+    const UOp sum(Ops::REDUCE, dtypes::float32, {UOp(Ops::GEP, dtypes::float32, {wmma}, c), k_tile}, Ops::ADD);
+    stores.push_back(substitute(ast.src(0), {{red.get(), sum},
+                                             {m.get(), at(m_tile, TC::m, group + TC::c_row[static_cast<size_t>(c)])},
+                                             {n.get(), at(n_tile, TC::n, thread * 2 + TC::c_col[static_cast<size_t>(c)])}}));
+  }
+  return graph_rewrite(UOp(Ops::SINK, dtypes::void_, std::move(stores)), kernel_rules());
+}
 }  // namespace detail
 
 /// Whether a STORE writes a whole vector past the caches (the expander's streaming stores).
@@ -306,6 +389,11 @@ inline UOp apply_opt(const UOp& ast, const Opt& opt) {
   if (opt.op == OptOp::PADTO) {
     if (amount <= 1) throw OptError(cat(opt.str(), ": the amount must be above 1"));
     return detail::pad_range(ast, r, amount);
+  }
+  if (opt.op == OptOp::TC) {
+    if (opt.amount != 0) throw OptError(cat(opt.str(), ": TC takes the amount 0"));
+    if (kind != RangeKind::reduce) throw OptError(cat(opt.str(), ": TC applies to a reduce axis"));
+    return detail::tensor_core(ast, r, opt.str());
   }
   if (amount <= 1 || n % amount != 0) throw OptError(cat(opt.str(), ": ", amount, " does not divide the axis size ", n));
   const bool reduce = kind == RangeKind::reduce;
