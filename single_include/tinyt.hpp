@@ -14241,6 +14241,8 @@ inline Estimates estimate(const codegen::Program& p) {
       const i128 hi = scalar_address ? vmax(idx.src(1)) + value.count() - 1 : g.dtype().size() - 1;
       auto [it, fresh] = spans.try_emplace({n, u.op() == Ops::STORE}, lo, hi);
       if (!fresh) it->second = {std::min(it->second.first, lo), std::max(it->second.second, hi)};
+    } else if (u.op() == Ops::WMMA) {  // each lane's share of its warp's multiply-accumulate
+      e.ops += mult * 2 * TensorCore::m * TensorCore::n * TensorCore::k / TensorCore::warp;
     } else if (detail::is_alu(u.op()) && !indexing.count(u.get())) {
       e.ops += mult * (u.op() == Ops::MULACC ? 2 : 1) * u.dtype().count();
     }
@@ -15271,11 +15273,12 @@ inline codegen::MachineShape machine_shape(const backend::Target& t) {
   return {t.threads, t.vector_bytes, t.vector_count, !t.gpu, t.stream_bytes};
 }
 
-// A GPU's hand-coded opts: a reduction with too few outputs to keep the device busy (fewer than
-// 64 work-items per compute unit) is split across a work-group (GROUP of the largest power of two
-// up to 256 dividing its innermost reduce axis), when its outputs fit the two launch dimensions
-// a grouped kernel has; else the CPU's rules. (On PoCL, two compute units, GROUP rarely pays:
-// its work-groups run as loops around each barrier.)
+// A GPU's hand-coded opts: a sum of products of narrow floats goes on tensor cores where the
+// device has them and `tc` (TC=0: never); a reduction with too few outputs to keep the device
+// busy (fewer than 64 work-items per compute unit) is split across a work-group (GROUP of the
+// largest power of two up to 256 dividing its innermost reduce axis), when its outputs fit the
+// two launch dimensions a grouped kernel has; else the CPU's rules. (On PoCL, two compute units,
+// GROUP rarely pays: its work-groups run as loops around each barrier.)
 inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target& target, bool tc = true) {
   const std::vector<UOp> ax = codegen::axes(ast);
   // a sum of products of narrow floats (a matmul's, a conv's) on tensor cores, where the device

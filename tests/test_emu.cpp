@@ -317,6 +317,10 @@ TEST_CASE("emu: TC puts a sum of products of float16 or bfloat16 values on tenso
       const std::shared_ptr<engine::CompiledKernel> k = compile_kernel(ast, chosen, "EMU");
       CHECK(k->source.find("WMMA float32.vec(4)") != std::string::npos);
       CHECK(k->dims().local[0] == 32);  // whole warps
+      // each lane counts its share of its warp's 2 x 16 x 8 x 16 operations (DEBUG=2's GFLOPS)
+      const int64_t flops = 2 * graph::shape_of(on_emu.uop()).numel().as_int() * as.to_vector().back();
+      CHECK(k->estimates.ops >= flops);
+      CHECK(k->estimates.ops < flops * 5 / 4);
       // the CPU's result, products of the same values summed in float32 and rounded once to dt
       const std::vector<float> want = a.matmul(b).cast(dtypes::float32).to_vector<float>();
       const std::vector<float> got = on_emu.cast(dtypes::float32).to_vector<float>();

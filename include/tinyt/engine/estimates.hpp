@@ -86,6 +86,8 @@ inline Estimates estimate(const codegen::Program& p) {
       const i128 hi = scalar_address ? vmax(idx.src(1)) + value.count() - 1 : g.dtype().size() - 1;
       auto [it, fresh] = spans.try_emplace({n, u.op() == Ops::STORE}, lo, hi);
       if (!fresh) it->second = {std::min(it->second.first, lo), std::max(it->second.second, hi)};
+    } else if (u.op() == Ops::WMMA) {  // each lane's share of its warp's multiply-accumulate
+      e.ops += mult * 2 * TensorCore::m * TensorCore::n * TensorCore::k / TensorCore::warp;
     } else if (detail::is_alu(u.op()) && !indexing.count(u.get())) {
       e.ops += mult * (u.op() == Ops::MULACC ? 2 : 1) * u.dtype().count();
     }

@@ -309,11 +309,12 @@ inline codegen::MachineShape machine_shape(const backend::Target& t) {
   return {t.threads, t.vector_bytes, t.vector_count, !t.gpu, t.stream_bytes};
 }
 
-// A GPU's hand-coded opts: a reduction with too few outputs to keep the device busy (fewer than
-// 64 work-items per compute unit) is split across a work-group (GROUP of the largest power of two
-// up to 256 dividing its innermost reduce axis), when its outputs fit the two launch dimensions
-// a grouped kernel has; else the CPU's rules. (On PoCL, two compute units, GROUP rarely pays:
-// its work-groups run as loops around each barrier.)
+// A GPU's hand-coded opts: a sum of products of narrow floats goes on tensor cores where the
+// device has them and `tc` (TC=0: never); a reduction with too few outputs to keep the device
+// busy (fewer than 64 work-items per compute unit) is split across a work-group (GROUP of the
+// largest power of two up to 256 dividing its innermost reduce axis), when its outputs fit the
+// two launch dimensions a grouped kernel has; else the CPU's rules. (On PoCL, two compute units,
+// GROUP rarely pays: its work-groups run as loops around each barrier.)
 inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target& target, bool tc = true) {
   const std::vector<UOp> ax = codegen::axes(ast);
   // a sum of products of narrow floats (a matmul's, a conv's) on tensor cores, where the device
