@@ -303,7 +303,8 @@ TEST_CASE("emu: TC puts a sum of products of float16 or bfloat16 values on tenso
   const backend::Target emu_target = backend::device("EMU").target();
   for (DType dt : {dtypes::float16, dtypes::bfloat16}) {
     INFO(dt.name());
-    const std::vector<std::pair<Shape, Shape>> shapes{{{64, 32}, {32, 48}}, {{2, 16, 32}, {2, 32, 8}}};
+    // register tiles of 2 x 4 tensor-core tiles, of 2 x 1, and none
+    const std::vector<std::pair<Shape, Shape>> shapes{{{64, 32}, {32, 64}}, {{64, 32}, {32, 48}}, {{2, 16, 32}, {2, 32, 8}}};
     for (const auto& operands : shapes) {
       const Shape& as = operands.first;
       const Shape& bs = operands.second;
@@ -312,8 +313,9 @@ TEST_CASE("emu: TC puts a sum of products of float16 or bfloat16 values on tenso
       const Tensor on_emu = a.to("EMU").matmul(b.to("EMU"));
       const UOp ast = schedule::create_schedule({on_emu.uop()}).back().ast;
       const std::vector<codegen::Opt> chosen = engine::detail::gpu_opts(ast, emu_target);
-      REQUIRE(chosen.size() == 1);
+      REQUIRE(!chosen.empty());
       CHECK(chosen[0].op == codegen::OptOp::TC);
+      INFO("opts ", codegen::to_string(chosen));
       const std::shared_ptr<engine::CompiledKernel> k = compile_kernel(ast, chosen, "EMU");
       CHECK(k->source.find("WMMA float32.vec(4)") != std::string::npos);
       CHECK(k->dims().local[0] == 32);  // whole warps
@@ -332,13 +334,34 @@ TEST_CASE("emu: TC puts a sum of products of float16 or bfloat16 values on tenso
       tinyt_test::check_close(got, std::vector<double>(want.begin(), want.end()), tinyt_test::Tol{0.5 * k2 * 0x1p-24, tinyt_test::Tol::dtype(dt, 2).rtol});
     }
   }
+  // a convolution: M its batch and output pixels, N its output channels, K its input channels and window
+  for (DType dt : {dtypes::float16, dtypes::bfloat16}) {
+    INFO("conv2d of ", dt.name());
+    const Tensor x = (Tensor::rand({2, 16, 10, 10}) - 0.5f).cast(dt).realize(), w = (Tensor::rand({16, 16, 3, 3}) - 0.5f).cast(dt).realize();
+    const Tensor on_emu = x.to("EMU").conv2d(w.to("EMU"));
+    const UOp ast = schedule::create_schedule({on_emu.uop()}).back().ast;
+    const std::vector<codegen::Opt> chosen = engine::detail::gpu_opts(ast, emu_target);
+    REQUIRE(!chosen.empty());
+    CHECK(chosen[0].op == codegen::OptOp::TC);
+    const std::vector<float> want = x.conv2d(w).cast(dtypes::float32).to_vector<float>();
+    const std::vector<float> got = on_emu.cast(dtypes::float32).to_vector<float>();
+    const double k2 = 144.0 * 144.0;  // K = 16 channels x 3 x 3, as above
+    tinyt_test::check_close(got, std::vector<double>(want.begin(), want.end()), tinyt_test::Tol{0.5 * k2 * 0x1p-24, tinyt_test::Tol::dtype(dt, 2).rtol});
+  }
+  {  // the benchmark's conv (8 x 64 x 56 x 56, 3 x 3, padded): its pixels are M, 8 x 56 x 56 = 16 x 1568
+    const Tensor x = Tensor::empty({8, 64, 56, 56}, dtypes::float16, "EMU"), w = Tensor::empty({64, 64, 3, 3}, dtypes::float16, "EMU");
+    const UOp ast = schedule::create_schedule({x.conv2d(w, {}, 1, 1, 1, 1).uop()}).back().ast;
+    const std::vector<codegen::Opt> chosen = engine::detail::gpu_opts(ast, emu_target);
+    REQUIRE(!chosen.empty());
+    CHECK(chosen[0].op == codegen::OptOp::TC);
+  }
   // the heuristic leaves float32 alone (TF32 only when asked), the CPU has no tensor cores, and TC=0 turns them off
   const UOp f32 = schedule::create_schedule({Tensor::empty({64, 32}, dtypes::float32, "EMU").matmul(Tensor::empty({32, 48}, dtypes::float32, "EMU")).uop()}).back().ast;
   CHECK(tinyt_test::message_of<codegen::OptError>([&] { (void)codegen::apply_opts(f32, {{codegen::OptOp::TC, 2, 0}}); }).find("float16 or two bfloat16") !=
         std::string::npos);
   const UOp f16 = schedule::create_schedule({Tensor::empty({64, 32}, dtypes::float16, "EMU").matmul(Tensor::empty({32, 48}, dtypes::float16, "EMU")).uop()}).back().ast;
   CHECK_THROWS_AS(compile_kernel(f16, {{codegen::OptOp::TC, 2, 0}}, "CPU"), codegen::OptError);
-  CHECK(engine::detail::gpu_opts(f16, emu_target, false) != std::vector<codegen::Opt>{{codegen::OptOp::TC, 2, 0}});
+  for (const codegen::Opt& o : engine::detail::gpu_opts(f16, emu_target, false)) CHECK(o.op != codegen::OptOp::TC);
   {
     Context no_tc{{"TC", 0}};
     CHECK(engine::OptSettings::current("EMU").tc == 0);
@@ -352,7 +375,7 @@ TEST_CASE("emu: a 256 x 256 x 256 float16 matmul gets TC, and its CUDA source mm
   const UOp ast = schedule::create_schedule({Tensor::empty({256, 256}, dtypes::float16, "EMU").matmul(Tensor::empty({256, 256}, dtypes::float16, "EMU")).uop()}).back().ast;
   backend::Target cuda = backend::device("EMU").target();
   const std::vector<codegen::Opt> chosen = engine::detail::gpu_opts(ast, cuda);
-  CHECK(codegen::to_string(chosen) == "TC(2,0)");
+  CHECK(codegen::to_string(chosen) == "TC(2,0) UPCAST(1,4) UPCAST(0,2)");  // each lane: 2 x 4 tiles of 16 x 8
   cuda.language = backend::Language::cuda;
   const std::string source = engine::render(engine::lower_kernel(ast, chosen, cuda, true), cuda);
   CHECK(source.find("asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 ") != std::string::npos);

@@ -309,6 +309,35 @@ inline codegen::MachineShape machine_shape(const backend::Target& t) {
   return {t.threads, t.vector_bytes, t.vector_count, !t.gpu, t.stream_bytes};
 }
 
+// Register tiles around a TC kernel: each lane keeps its B fragments for 2 tiles of M and its A
+// fragments for 4 tiles of N (UPCAST of the tile loops each side moves with alone), so a k-step
+// loads 16 + 8 values for 8 tensor-core ops instead of 12 for each.
+inline std::vector<codegen::Opt> tensor_core_tiles(const UOp& ast, std::vector<codegen::Opt> opts) {
+  for (const auto& [side, amount] : {std::pair<size_t, int64_t>{TensorCore::a_count, 4}, {0, 2}}) {
+    const UOp k = codegen::apply_opts(ast, opts);
+    UOp wmma;
+    for (const UOp& u : toposort(k))
+      if (u.op() == Ops::WMMA) wmma = u;
+    const UOp& own = wmma.src(side);  // a B operand (N's side), then an A operand (M's)
+    const UOp& other = wmma.src(side == 0 ? TensorCore::a_count : 0);
+    const std::vector<UOp> ax = codegen::axes(k);
+    for (size_t j = 0; j < ax.size(); ++j) {
+      if (codegen::range_kind(ax[j]) != codegen::RangeKind::loop || !depends_on(own, ax[j]) || depends_on(other, ax[j]) ||
+          codegen::range_size(ax[j]) % amount != 0)
+        continue;
+      std::vector<codegen::Opt> more = opts;
+      more.push_back({codegen::OptOp::UPCAST, static_cast<int64_t>(j), amount});
+      try {
+        codegen::map_work_items(codegen::apply_opts(ast, more));
+        opts = std::move(more);
+      } catch (const codegen::OptError&) {
+      }
+      break;
+    }
+  }
+  return opts;
+}
+
 // A GPU's hand-coded opts: a sum of products of narrow floats goes on tensor cores where the
 // device has them and `tc` (TC=0: never); a reduction with too few outputs to keep the device
 // busy (fewer than 64 work-items per compute unit) is split across a work-group (GROUP of the
@@ -325,7 +354,7 @@ inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target&
       try {
         std::vector<codegen::Opt> opts{{codegen::OptOp::TC, static_cast<int64_t>(i), 0}};
         codegen::map_work_items(codegen::apply_opts(ast, opts));  // throws when it cannot launch so
-        return opts;
+        return tensor_core_tiles(ast, std::move(opts));
       } catch (const codegen::OptError&) {
       }
     }

@@ -11,8 +11,8 @@
 //                    memory (work_items.hpp)
 //   GROUPTOP(axis, n) the same, each work-item reducing a contiguous n-th of the axis (the
 //                    group is the axis' outer part: tinygrad's GROUPTOP)
-//   TC(axis, 0)      a float32 sum over reduce axis `axis` of products of float16 or bfloat16
-//                    values (a matmul's, a conv's) → tensor-core ops (tensor_cores.hpp): a warp's
+//   TC(axis, 0)      a float32 sum (over reduce axis `axis` and any others) of products of float16 or
+//                    bfloat16 values (a matmul's, a conv's) → tensor-core ops (tensor_cores.hpp): a warp's
 //                    32 lanes each hold their fragment of a 16×16 tile of A and a 16×8 tile of B,
 //                    and each multiply-accumulate of the tiles is one WMMA; each lane keeps 4 of
 //                    the 16×8 outputs. GPUs with tensor cores only.
@@ -279,13 +279,16 @@ inline UOp pack_loads(const UOp& ast, const UOp& at, const std::string& what) {
       packed[u.get()] = packed.at(u.src(1).get());
   return graph_rewrite(substitute(ast, packed), kernel_rules());
 }
-// TC (see the top of this file): the one reduction, a float32 sum over `k` of x·y, x and y float32
-// casts of float16 or bfloat16 values, x moving with an output loop M that y does not and y with
-// one, N, that x does not. M, N and k split into tiles of the instruction's 16, 8 and 16 and
-// what is left (loops, and the reduction over k's tiles); a new range of the warp's 32 lanes
+// TC (see the top of this file): the one reduction, a float32 sum of x·y, x and y float32 casts of
+// float16 or bfloat16 values. Its ranges are three sets, each seen as one flat range (the last
+// range fastest, its values recovered by division and remainder): M, the output loops x moves
+// with and y does not; N, those y moves with and x does not; K, the reduction's. A matmul's are
+// one range each; a convolution's M is its batch and output pixels, N its output channels, K its
+// input channels and window. M, N and K split into tiles of the instruction's 16, 8 and 16 and
+// what is left (loops, and the reduction over K's tiles); a new range of the warp's 32 lanes
 // picks each lane's elements of the tiles (TensorCore's layout); each of the lane's 4 outputs is
-// its own sum, over k's tiles, of one element of the WMMA of its fragments, and its own store.
-inline UOp tensor_core(const UOp& ast, const UOp& k, const std::string& what) {
+// its own sum, over K's tiles, of one element of the WMMA of its fragments, and its own store.
+inline UOp tensor_core(const UOp& ast, const std::string& what) {
   using tinyt::detail::cat;
   using TC = TensorCore;
   UOp red;
@@ -294,9 +297,8 @@ inline UOp tensor_core(const UOp& ast, const UOp& k, const std::string& what) {
       if (red) throw OptError(cat(what, ": the kernel has more than one reduction"));
       red = u;
     }
-  if (!red || red.src().size() != 2 || red.src(1) != k || red.arg().get<Ops>() != Ops::ADD || red.dtype() != dtypes::float32 ||
-      red.src(0).op() != Ops::MUL)
-    throw OptError(cat(what, ": tensor cores compute a float32 sum of products over one axis"));
+  if (!red || red.arg().get<Ops>() != Ops::ADD || red.dtype() != dtypes::float32 || red.src(0).op() != Ops::MUL)
+    throw OptError(cat(what, ": tensor cores compute a float32 sum of products"));
   const auto narrow = [](const UOp& v) {
     return v.op() == Ops::CAST && v.dtype() == dtypes::float32 &&
                    (v.src(0).dtype() == dtypes::float16 || v.src(0).dtype() == dtypes::bfloat16)
@@ -307,51 +309,68 @@ inline UOp tensor_core(const UOp& ast, const UOp& k, const std::string& what) {
   if (in == dtypes::void_ || narrow(red.src(0).src(1)) != in)
     throw OptError(cat(what, ": the products are not of two float16 or two bfloat16 values"));
   if (ast.src().size() != 1) throw OptError(cat(what, ": the kernel stores more than one value"));
+  const std::vector<UOp> k(red.src().begin() + 1, red.src().end());
   for (const UOp& r : all_ranges(ast))
-    if (range_kind(r) != RangeKind::loop && r != k)
+    if (range_kind(r) != RangeKind::loop && std::find(k.begin(), k.end(), r) == k.end())
       throw OptError(cat(what, ": comes before every other opt (the kernel has a range of kind ", static_cast<int>(range_kind(r)), ")"));
-  if (range_size(k) % TC::k != 0) throw OptError(cat(what, ": the reduction's ", range_size(k), " is not a multiple of ", TC::k));
-  // A's side moves with M and not N, B's with N and not M (either product order)
-  UOp x = red.src(0).src(0), y = red.src(0).src(1), m, n;
-  const auto find_axes = [&](const UOp& a, const UOp& b) {
-    UOp mm, nn;
-    for (const UOp& r : all_ranges(ast)) {
-      if (r == k || is_symbolic(r)) continue;
-      const bool in_a = depends_on(a, r), in_b = depends_on(b, r);
-      if (!mm && in_a && !in_b && range_size(r) % TC::m == 0) mm = r;
-      if (!nn && in_b && !in_a && range_size(r) % TC::n == 0) nn = r;
-    }
-    return std::pair(mm, nn);
+  // M: the loops only one operand (then called x: A's side) moves with; N: only the other's
+  UOp x = red.src(0).src(0), y = red.src(0).src(1);
+  const auto only = [&](const UOp& a, const UOp& b) {
+    std::vector<UOp> out;
+    for (const UOp& r : all_ranges(ast))
+      if (range_kind(r) == RangeKind::loop && depends_on(a, r) && !depends_on(b, r)) out.push_back(r);
+    return out;
   };
-  std::tie(m, n) = find_axes(x, y);
-  if (!m || !n) {
+  const auto flat_size = [](const std::vector<UOp>& rs) {
+    int64_t n = 1;
+    for (const UOp& r : rs) n = is_symbolic(r) ? 0 : n * range_size(r);
+    return n;
+  };
+  std::vector<UOp> m = only(x, y), n = only(y, x);
+  if (flat_size(m) % TC::m != 0 || flat_size(n) % TC::n != 0 || m.empty() || n.empty()) {
     std::swap(x, y);
-    std::tie(m, n) = find_axes(x, y);
+    std::swap(m, n);
   }
-  if (!m || !n)
-    throw OptError(cat(what, ": no output axis of a multiple of ", TC::m, " that only one operand moves with, and one of ", TC::n,
-                       " that only the other does"));
+  if (m.empty() || n.empty() || flat_size(m) % TC::m != 0 || flat_size(n) % TC::n != 0 || flat_size(k) % TC::k != 0)
+    throw OptError(cat(what, ": needs output loops only one operand moves with (", flat_size(m), " elements) in a multiple of ", TC::m,
+                       ", those only the other does (", flat_size(n), ") in a multiple of ", TC::n, ", and a reduction of a multiple of ",
+                       TC::k, " (", flat_size(k), ")"));
   int64_t next = next_axis_id(ast);
-  const UOp m_tile = schedule::range(range_size(m) / TC::m, m.arg()[0].as_int(), RangeKind::loop);
-  const UOp n_tile = schedule::range(range_size(n) / TC::n, n.arg()[0].as_int(), RangeKind::loop);
-  const UOp k_tile = schedule::range(range_size(k) / TC::k, k.arg()[0].as_int(), RangeKind::reduce);
+  const UOp m_tile = schedule::range(flat_size(m) / TC::m, m.front().arg()[0].as_int(), RangeKind::loop);
+  const UOp n_tile = schedule::range(flat_size(n) / TC::n, n.front().arg()[0].as_int(), RangeKind::loop);
+  const UOp k_tile = schedule::range(flat_size(k) / TC::k, k.front().arg()[0].as_int(), RangeKind::reduce);
   const UOp lane = schedule::range(TC::warp, next++, RangeKind::warp);
   const UOp group = lane / 4, thread = lane.alu(Ops::MOD, {schedule::index_const(4)});
-  const auto at = [](const UOp& tile, int64_t size, const UOp& offset) { return tile * size + offset; };
+  // each range of a set at a flat position of the set: tile * size + offset
+  using Map = std::unordered_map<const UOpNode*, UOp>;
+  const auto at = [](Map& map, const std::vector<UOp>& set, const UOp& tile, int64_t size, const UOp& offset) {
+    UOp flat = tile * size + offset;
+    int64_t stride = 1;
+    for (auto r = set.rbegin(); r != set.rend(); ++r) {
+      map[r->get()] = set.size() == 1 ? flat : (flat / stride).alu(Ops::MOD, {schedule::index_const(range_size(*r))});
+      stride *= range_size(*r);
+    }
+  };
   std::vector<UOp> operands;
-  for (int i = 0; i < TC::a_count; ++i)
-    operands.push_back(substitute(x, {{m.get(), at(m_tile, TC::m, group + TC::a_row[static_cast<size_t>(i)])},
-                                      {k.get(), at(k_tile, TC::k, thread * 2 + TC::a_col[static_cast<size_t>(i)])}}));
-  for (int i = 0; i < TC::b_count; ++i)
-    operands.push_back(substitute(y, {{k.get(), at(k_tile, TC::k, thread * 2 + TC::b_k[static_cast<size_t>(i)])},
-                                      {n.get(), at(n_tile, TC::n, group)}}));
+  for (int i = 0; i < TC::a_count; ++i) {
+    Map map;
+    at(map, m, m_tile, TC::m, group + TC::a_row[static_cast<size_t>(i)]);
+    at(map, k, k_tile, TC::k, thread * 2 + TC::a_col[static_cast<size_t>(i)]);
+    operands.push_back(substitute(x, map));
+  }
+  for (int i = 0; i < TC::b_count; ++i) {
+    Map map;
+    at(map, k, k_tile, TC::k, thread * 2 + TC::b_k[static_cast<size_t>(i)]);
+    at(map, n, n_tile, TC::n, group);
+    operands.push_back(substitute(y, map));
+  }
   const UOp wmma(Ops::WMMA, dtypes::float32.vec(TC::c_count), std::move(operands), cat("m16n8k16 ", in.name()));
   std::vector<UOp> stores;
   for (int c = 0; c < TC::c_count; ++c) {
-    const UOp sum(Ops::REDUCE, dtypes::float32, {UOp(Ops::GEP, dtypes::float32, {wmma}, c), k_tile}, Ops::ADD);
-    stores.push_back(substitute(ast.src(0), {{red.get(), sum},
-                                             {m.get(), at(m_tile, TC::m, group + TC::c_row[static_cast<size_t>(c)])},
-                                             {n.get(), at(n_tile, TC::n, thread * 2 + TC::c_col[static_cast<size_t>(c)])}}));
+    Map map{{red.get(), UOp(Ops::REDUCE, dtypes::float32, {UOp(Ops::GEP, dtypes::float32, {wmma}, c), k_tile}, Ops::ADD)}};
+    at(map, m, m_tile, TC::m, group + TC::c_row[static_cast<size_t>(c)]);
+    at(map, n, n_tile, TC::n, thread * 2 + TC::c_col[static_cast<size_t>(c)]);
+    stores.push_back(substitute(ast.src(0), map));
   }
   return graph_rewrite(UOp(Ops::SINK, dtypes::void_, std::move(stores)), kernel_rules());
 }
@@ -390,10 +409,10 @@ inline UOp apply_opt(const UOp& ast, const Opt& opt) {
     if (amount <= 1) throw OptError(cat(opt.str(), ": the amount must be above 1"));
     return detail::pad_range(ast, r, amount);
   }
-  if (opt.op == OptOp::TC) {
+  if (opt.op == OptOp::TC) {  // (its axis: one of the reduction's; it takes them all)
     if (opt.amount != 0) throw OptError(cat(opt.str(), ": TC takes the amount 0"));
     if (kind != RangeKind::reduce) throw OptError(cat(opt.str(), ": TC applies to a reduce axis"));
-    return detail::tensor_core(ast, r, opt.str());
+    return detail::tensor_core(ast, opt.str());
   }
   if (amount <= 1 || n % amount != 0) throw OptError(cat(opt.str(), ": ", amount, " does not divide the axis size ", n));
   const bool reduce = kind == RangeKind::reduce;
