@@ -15135,7 +15135,12 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
     k->language = settings.target.language;
     k->source = render(k->program, settings.target);
   }
-  if (debug_level() >= 4) std::cerr << k->source << "\n";
+  if (debug_level() >= 4) {
+    std::cerr << k->source << "\n";
+    // EMU's listing, and the source the GPU it emulates would compile: CUDA where it has warps
+    if (settings.target.language == backend::Language::listing)
+      std::cerr << (settings.target.warp ? renderer::render_cuda(k->program, settings.target.max_local) : renderer::render_opencl(k->program)) << "\n";
+  }
   backend::Device& d = backend::device(settings.device);
   {
     profile::Span span("compile " + name, "compile", profiling);
