@@ -301,52 +301,61 @@ TEST_CASE("emu: a symbolic dimension is launched as wide as its value, not loope
 
 TEST_CASE("emu: TC puts a sum of products of float16 or bfloat16 values on tensor cores, as the heuristic chooses") {
   const backend::Target emu_target = backend::device("EMU").target();
-  for (DType dt : {dtypes::float16, dtypes::bfloat16}) {
-    INFO(dt.name());
-    // register tiles of 2 x 4 tensor-core tiles, of 2 x 1, and none
-    const std::vector<std::pair<Shape, Shape>> shapes{{{64, 32}, {32, 64}}, {{64, 32}, {32, 48}}, {{2, 16, 32}, {2, 32, 8}}};
-    for (const auto& operands : shapes) {
-      const Shape& as = operands.first;
-      const Shape& bs = operands.second;
-      INFO("A ", as.to_vector().size(), "-d, K ", as.to_vector().back());
-      const Tensor a = (Tensor::rand(as.to_vector()) - 0.5f).cast(dt).realize(), b = (Tensor::rand(bs.to_vector()) - 0.5f).cast(dt).realize();
-      const Tensor on_emu = a.to("EMU").matmul(b.to("EMU"));
-      const UOp ast = schedule::create_schedule({on_emu.uop()}).back().ast;
-      const std::vector<codegen::Opt> chosen = engine::detail::gpu_opts(ast, emu_target);
+  // on EMU, and on an NVIDIA GPU where one is: there the fragment layouts meet the hardware's
+  for (const std::string device : {"EMU", "CUDA"}) {
+    if (!tinyt_test::device_available(device) || !backend::device(device).target().tensor_cores) {
+      MESSAGE("skipped part: ", device, " is not here, or has no tensor cores");
+      continue;
+    }
+    INFO(device);
+    const backend::Target target = backend::device(device).target();
+    for (DType dt : {dtypes::float16, dtypes::bfloat16}) {
+      INFO(dt.name());
+      // register tiles of 2 x 4 tensor-core tiles, of 2 x 1, and none
+      const std::vector<std::pair<Shape, Shape>> shapes{{{64, 32}, {32, 64}}, {{64, 32}, {32, 48}}, {{2, 16, 32}, {2, 32, 8}}};
+      for (const auto& operands : shapes) {
+        const Shape& as = operands.first;
+        const Shape& bs = operands.second;
+        INFO("A ", as.to_vector().size(), "-d, K ", as.to_vector().back());
+        const Tensor a = (Tensor::rand(as.to_vector()) - 0.5f).cast(dt).realize(), b = (Tensor::rand(bs.to_vector()) - 0.5f).cast(dt).realize();
+        const Tensor on_device = a.to(device).matmul(b.to(device));
+        const UOp ast = schedule::create_schedule({on_device.uop()}).back().ast;
+        const std::vector<codegen::Opt> chosen = engine::detail::gpu_opts(ast, target);
+        REQUIRE(!chosen.empty());
+        CHECK(chosen[0].op == codegen::OptOp::TC);
+        INFO("opts ", codegen::to_string(chosen));
+        const std::shared_ptr<engine::CompiledKernel> k = compile_kernel(ast, chosen, device);
+        CHECK(k->source.find(device == "EMU" ? "WMMA float32.vec(4)" : "mma.sync.aligned.m16n8k16") != std::string::npos);
+        CHECK(k->dims().local[0] == 32);  // whole warps
+        // each lane counts its share of its warp's 2 x 16 x 8 x 16 operations (DEBUG=2's GFLOPS)
+        const int64_t flops = 2 * graph::shape_of(on_device.uop()).numel().as_int() * as.to_vector().back();
+        CHECK(k->estimates.ops >= flops);
+        CHECK(k->estimates.ops < flops * 5 / 4);
+        // the CPU's result, products of the same values summed in float32 and rounded once to dt
+        const std::vector<float> want = a.matmul(b).cast(dtypes::float32).to_vector<float>();
+        const std::vector<float> got = on_device.cast(dtypes::float32).to_vector<float>();
+        const int64_t inner = as.to_vector().back();
+        // two float32 sums of K products of at most 0.25 in different orders (K roundings of
+        // partial sums up to 0.25 K each: 0.25 K^2 2^-24 apart at most, each), then each rounded
+        // to dt: one ulp of dt apart where they straddle a rounding boundary
+        const double k2 = static_cast<double>(inner * inner);
+        tinyt_test::check_close(got, std::vector<double>(want.begin(), want.end()), tinyt_test::Tol{0.5 * k2 * 0x1p-24, tinyt_test::Tol::dtype(dt, 2).rtol});
+      }
+    }
+    // a convolution: M its batch and output pixels, N its output channels, K its input channels and window
+    for (DType dt : {dtypes::float16, dtypes::bfloat16}) {
+      INFO("conv2d of ", dt.name());
+      const Tensor x = (Tensor::rand({2, 16, 10, 10}) - 0.5f).cast(dt).realize(), w = (Tensor::rand({16, 16, 3, 3}) - 0.5f).cast(dt).realize();
+      const Tensor on_device = x.to(device).conv2d(w.to(device));
+      const UOp ast = schedule::create_schedule({on_device.uop()}).back().ast;
+      const std::vector<codegen::Opt> chosen = engine::detail::gpu_opts(ast, target);
       REQUIRE(!chosen.empty());
       CHECK(chosen[0].op == codegen::OptOp::TC);
-      INFO("opts ", codegen::to_string(chosen));
-      const std::shared_ptr<engine::CompiledKernel> k = compile_kernel(ast, chosen, "EMU");
-      CHECK(k->source.find("WMMA float32.vec(4)") != std::string::npos);
-      CHECK(k->dims().local[0] == 32);  // whole warps
-      // each lane counts its share of its warp's 2 x 16 x 8 x 16 operations (DEBUG=2's GFLOPS)
-      const int64_t flops = 2 * graph::shape_of(on_emu.uop()).numel().as_int() * as.to_vector().back();
-      CHECK(k->estimates.ops >= flops);
-      CHECK(k->estimates.ops < flops * 5 / 4);
-      // the CPU's result, products of the same values summed in float32 and rounded once to dt
-      const std::vector<float> want = a.matmul(b).cast(dtypes::float32).to_vector<float>();
-      const std::vector<float> got = on_emu.cast(dtypes::float32).to_vector<float>();
-      const int64_t inner = as.to_vector().back();
-      // two float32 sums of K products of at most 0.25 in different orders (K roundings of
-      // partial sums up to 0.25 K each: 0.25 K^2 2^-24 apart at most, each), then each rounded
-      // to dt: one ulp of dt apart where they straddle a rounding boundary
-      const double k2 = static_cast<double>(inner * inner);
+      const std::vector<float> want = x.conv2d(w).cast(dtypes::float32).to_vector<float>();
+      const std::vector<float> got = on_device.cast(dtypes::float32).to_vector<float>();
+      const double k2 = 144.0 * 144.0;  // K = 16 channels x 3 x 3, as above
       tinyt_test::check_close(got, std::vector<double>(want.begin(), want.end()), tinyt_test::Tol{0.5 * k2 * 0x1p-24, tinyt_test::Tol::dtype(dt, 2).rtol});
     }
-  }
-  // a convolution: M its batch and output pixels, N its output channels, K its input channels and window
-  for (DType dt : {dtypes::float16, dtypes::bfloat16}) {
-    INFO("conv2d of ", dt.name());
-    const Tensor x = (Tensor::rand({2, 16, 10, 10}) - 0.5f).cast(dt).realize(), w = (Tensor::rand({16, 16, 3, 3}) - 0.5f).cast(dt).realize();
-    const Tensor on_emu = x.to("EMU").conv2d(w.to("EMU"));
-    const UOp ast = schedule::create_schedule({on_emu.uop()}).back().ast;
-    const std::vector<codegen::Opt> chosen = engine::detail::gpu_opts(ast, emu_target);
-    REQUIRE(!chosen.empty());
-    CHECK(chosen[0].op == codegen::OptOp::TC);
-    const std::vector<float> want = x.conv2d(w).cast(dtypes::float32).to_vector<float>();
-    const std::vector<float> got = on_emu.cast(dtypes::float32).to_vector<float>();
-    const double k2 = 144.0 * 144.0;  // K = 16 channels x 3 x 3, as above
-    tinyt_test::check_close(got, std::vector<double>(want.begin(), want.end()), tinyt_test::Tol{0.5 * k2 * 0x1p-24, tinyt_test::Tol::dtype(dt, 2).rtol});
   }
   {  // the benchmark's conv (8 x 64 x 56 x 56, 3 x 3, padded): its pixels are M, 8 x 56 x 56 = 16 x 1568
     const Tensor x = Tensor::empty({8, 64, 56, 56}, dtypes::float16, "EMU"), w = Tensor::empty({64, 64, 3, 3}, dtypes::float16, "EMU");
