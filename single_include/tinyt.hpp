@@ -7728,8 +7728,24 @@ inline std::unique_ptr<Device> open_cuda(int index) { return std::make_unique<Cu
 // block, 48 KiB of shared memory, 108 multiprocessors) or `cl` (an OpenCL GPU without
 // sub-groups or tensor cores). The code generator sees the target a real device of that kind
 // would give it, so EMU runs the very kernels that device would.
+//
+// In three parts: emu_listing.hpp (the device emulated, values and their arithmetic, a listing
+// parsed), emu_launch.hpp (memory, and one launch run), and this file (the device's parts).
 
 #include <chrono>
+
+// ---- tinyt/backend/emu_launch.hpp ----
+// One launch on EMU (backend/emu.hpp): its memory, whose blocks know their sizes, and a grid of
+// work-groups run one after another, the work-items of each in lockstep, one op at a time for all
+// of them, with every check the top of emu.hpp lists.
+
+
+// ---- tinyt/backend/emu_listing.hpp ----
+// What EMU runs (backend/emu.hpp): the device it emulates (Spec), one work-item's values and C's
+// arithmetic on them as the renderers spell it (integers wrap at their width, float16 and
+// bfloat16 held in floats and rounded where the generated code rounds them), and a listing
+// (renderer/listing.hpp) parsed and checked into the ops a launch runs.
+
 
 // ---- tinyt/tensor_cores.hpp ----
 // Tensor cores: the warp-wide matrix multiply-accumulate instructions tinyt generates, and how
@@ -8066,6 +8082,15 @@ inline Kernel parse(const std::string& listing, const Spec& spec) {
   return k;
 }
 
+}  // namespace emu
+}  // namespace backend
+}  // namespace tinyt::inline v0
+// ---- end tinyt/backend/emu_listing.hpp ----
+
+namespace tinyt::inline v0 {
+namespace backend {
+namespace emu {
+
 /// EMU's memory: host memory, filled with garbage when allocated, each block's size known so a
 /// kernel's access past its end is caught.
 class Memory final : public Allocator {
@@ -8107,6 +8132,458 @@ class Memory final : public Allocator {
   }
 };
 
+/// One launch: the buffers and their sizes, the grid, and one work-group's state at a time.
+class Launch {
+ public:
+  Launch(const Kernel& k, const Spec& spec, Memory& memory, const std::vector<void*>& bufs, const std::vector<int64_t>& vars,
+         const LaunchDims& dims)
+      : k_(k), vars_(vars), dims_(dims), warp_(static_cast<size_t>(std::max<int64_t>(spec.warp, 1))) {
+    int64_t lanes = 1;
+    for (size_t d = 0; d < 3; ++d) {
+      if (dims.local[d] < 1 || dims.global[d] < 1 || dims.global[d] % dims.local[d] != 0)
+        throw fail(tinyt::detail::cat("launch dimension ", d, ": ", dims.global[d], " work-items in groups of ", dims.local[d],
+                                      " (the groups must divide them)"));
+      lanes *= dims.local[d];
+    }
+    if (lanes > spec.max_threads)
+      throw fail(tinyt::detail::cat("a work-group of ", lanes, " work-items; ", spec.name, " runs at most ", spec.max_threads));
+    lanes_ = static_cast<size_t>(lanes);
+    for (const Instr& ins : k.code)
+      if (ins.op == Ops::DEFINE_GLOBAL) {
+        const auto n = static_cast<size_t>(ins.number);
+        if (n >= bufs.size()) throw fail(tinyt::detail::cat("buffer ", n, " was not given (", bufs.size(), " were)"));
+        globals_.resize(std::max(globals_.size(), n + 1));
+        globals_[n] = {static_cast<uint8_t*>(bufs[n]), memory.size_of(bufs[n]), ins.dtype.base(), {}};
+      }
+    for (const Instr& ins : k.code)
+      if (ins.op == Ops::DEFINE_VAR && static_cast<size_t>(ins.number) >= vars.size())
+        throw fail(tinyt::detail::cat("variable ", ins.number, " was not given (", vars.size(), " were)"));
+    values_.resize(k.code.size() * lanes_);
+  }
+
+  void all_groups() {
+    for (int64_t z = 0; z < dims_.global[2] / dims_.local[2]; ++z)
+      for (int64_t y = 0; y < dims_.global[1] / dims_.local[1]; ++y)
+        for (int64_t x = 0; x < dims_.global[0] / dims_.local[0]; ++x) group({x, y, z});
+  }
+
+ private:
+  struct Global {
+    uint8_t* data = nullptr;
+    size_t nbytes = 0;
+    DType dtype;
+    std::vector<int64_t> writer;  // per element, the work-item that wrote it in this launch (-1: none)
+  };
+  struct Local {
+    std::vector<Slot> data;
+    // per element: who wrote and read it last, and in which interval between barriers
+    std::vector<int32_t> writer, reader;  // reader -2: several work-items
+    std::vector<int64_t> written, read;
+  };
+  const Kernel& k_;
+  const std::vector<int64_t>& vars_;
+  LaunchDims dims_;
+  size_t warp_ = 1;
+  size_t lanes_ = 1;
+  std::array<int64_t, 3> group_{};
+  int64_t epoch_ = 0;  // barriers passed in this work-group
+  std::vector<Global> globals_;
+  std::vector<Slot> values_;                   // per op, per work-item
+  std::vector<Local> locals_;              // by DEFINE_LOCAL number
+  std::vector<std::vector<Slot>> regs_;    // by DEFINE_REG number: per element, per work-item
+  std::map<size_t, std::vector<Slot>> wmma_;  // by WMMA op: its 4 results, per element, per work-item
+
+  DeviceError fail(const std::string& why) const { return DeviceError(tinyt::detail::cat("EMU: ", k_.name, ": ", why)); }
+  Slot* at(size_t op) { return values_.data() + op * lanes_; }
+  // a work-item's position, as "(x, y, z) of group (x, y, z)"
+  std::string who(size_t lane) const {
+    const auto l = static_cast<int64_t>(lane);
+    return tinyt::detail::cat("work-item (", l % dims_.local[0], ", ", l / dims_.local[0] % dims_.local[1], ", ",
+                              l / (dims_.local[0] * dims_.local[1]), ") of group (", group_[0], ", ", group_[1], ", ", group_[2], ")");
+  }
+  int64_t global_id(size_t lane) const {  // a work-item's number in the whole launch
+    const auto l = static_cast<int64_t>(lane);
+    const int64_t x = group_[0] * dims_.local[0] + l % dims_.local[0];
+    const int64_t y = group_[1] * dims_.local[1] + l / dims_.local[0] % dims_.local[1];
+    const int64_t z = group_[2] * dims_.local[2] + l / (dims_.local[0] * dims_.local[1]);
+    return x + dims_.global[0] * (y + dims_.global[1] * z);
+  }
+
+  void group(std::array<int64_t, 3> g) {
+    group_ = g;
+    epoch_ = 0;
+    const std::vector<Instr>& code = k_.code;
+    for (size_t pc = 0; pc < code.size(); ++pc) {
+      const Instr& ins = code[pc];
+      Slot* out = at(pc);
+      switch (ins.op) {
+        case Ops::RANGE: {
+          if (ins.work_item) {
+            const auto d = static_cast<size_t>(ins.number);
+            for (size_t l = 0; l < lanes_; ++l) {
+              const auto lane = static_cast<int64_t>(l);
+              const int64_t local = d == 0 ? lane % dims_.local[0] : d == 1 ? lane / dims_.local[0] % dims_.local[1]
+                                                                            : lane / (dims_.local[0] * dims_.local[1]);
+              out[l].i = group_[d] * dims_.local[d] + local;
+            }
+            break;
+          }
+          const int64_t end = uniform(at(static_cast<size_t>(ins.src[0])), "a loop's bound");
+          if (end <= 0) {
+            pc = static_cast<size_t>(ins.partner);  // no iteration: on after its END
+            break;
+          }
+          for (size_t l = 0; l < lanes_; ++l) out[l].i = 0;
+          break;
+        }
+        case Ops::END: {
+          if (ins.partner < 0) break;  // a work-item's range
+          const auto r = static_cast<size_t>(ins.partner);
+          Slot* counter = at(r);
+          const int64_t next = counter[0].i + 1;
+          if (next < at(static_cast<size_t>(code[r].src[0]))[0].i) {
+            for (size_t l = 0; l < lanes_; ++l) counter[l].i = next;
+            pc = r;  // the loop's body again
+          }
+          break;
+        }
+        case Ops::CONST:
+          for (size_t l = 0; l < lanes_; ++l) out[l] = ins.value;
+          break;
+        case Ops::DEFINE_VAR:
+          for (size_t l = 0; l < lanes_; ++l) out[l].i = vars_[static_cast<size_t>(ins.number)];
+          break;
+        case Ops::DEFINE_GLOBAL: break;
+        case Ops::DEFINE_LOCAL: {
+          const auto n = static_cast<size_t>(ins.dtype.size());
+          if (locals_.size() <= static_cast<size_t>(ins.number)) locals_.resize(static_cast<size_t>(ins.number) + 1);
+          Local& mem = locals_[static_cast<size_t>(ins.number)];
+          mem.data.assign(n, Slot{});
+          for (Slot& s : mem.data) s.u = 0xA5A5A5A5A5A5A5A5ull;  // garbage, as a GPU's shared memory holds
+          mem.writer.assign(n, -1), mem.reader.assign(n, -1), mem.written.assign(n, -1), mem.read.assign(n, -1);
+          break;
+        }
+        case Ops::DEFINE_REG:
+          if (regs_.size() <= static_cast<size_t>(ins.number)) regs_.resize(static_cast<size_t>(ins.number) + 1);
+          regs_[static_cast<size_t>(ins.number)].assign(static_cast<size_t>(ins.dtype.size()) * lanes_, Slot{});
+          break;
+        case Ops::INDEX:
+          std::copy_n(at(static_cast<size_t>(ins.src[1])), lanes_, out);
+          break;
+        case Ops::LOAD: load(ins, out); break;
+        case Ops::STORE: store(ins); break;
+        case Ops::BARRIER: ++epoch_; break;
+        case Ops::WMMA: tensor_core(pc, ins); break;
+        case Ops::GEP: {
+          const std::vector<Slot>& d = wmma_.at(static_cast<size_t>(ins.src[0]));
+          std::copy_n(d.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(ins.number) * lanes_), lanes_, out);
+          break;
+        }
+        case Ops::SHFL_XOR: {
+          // lanes exchange within their warp: consecutive work-items, warp_ at a time
+          if (lanes_ % warp_ != 0)
+            throw fail(tinyt::detail::cat("a shuffle in a work-group of ", lanes_, " work-items, not whole warps of ", warp_));
+          const Slot* v = at(static_cast<size_t>(ins.src[0]));
+          for (size_t l = 0; l < lanes_; ++l) out[l] = v[l ^ static_cast<size_t>(ins.number)];
+          break;
+        }
+        default: alu(ins, out);
+      }
+    }
+  }
+
+  // D = A·B for each warp: the lanes' fragments put back into the tiles by TensorCore's layout
+  // (each element held by exactly one lane, rounded to the operands' type, as the hardware reads
+  // it), products summed in float32 in k's order, each lane given its 4 elements of D
+  void tensor_core(size_t pc, const Instr& ins) {
+    using TC = TensorCore;
+    if (lanes_ % TC::warp != 0)
+      throw fail(tinyt::detail::cat("a tensor-core op in a work-group of ", lanes_, " work-items, not whole warps of ", TC::warp));
+    std::vector<Slot>& d = wmma_[pc];
+    d.assign(static_cast<size_t>(TC::c_count) * lanes_, Slot{});
+    for (size_t w = 0; w < lanes_; w += TC::warp) {
+      float a[TC::m][TC::k], b[TC::k][TC::n];
+      for (int lane = 0; lane < TC::warp; ++lane) {
+        for (int i = 0; i < TC::a_count; ++i) {
+          const auto [row, col] = TC::a(lane, i);
+          a[row][col] = round_narrow(at(static_cast<size_t>(ins.src[static_cast<size_t>(i)]))[w + static_cast<size_t>(lane)].f, ins.input);
+        }
+        for (int i = 0; i < TC::b_count; ++i) {
+          const auto [kk, col] = TC::b(lane, i);
+          b[kk][col] = round_narrow(at(static_cast<size_t>(ins.src[static_cast<size_t>(TC::a_count + i)]))[w + static_cast<size_t>(lane)].f, ins.input);
+        }
+      }
+      for (int lane = 0; lane < TC::warp; ++lane)
+        for (int i = 0; i < TC::c_count; ++i) {
+          const auto [row, col] = TC::c(lane, i);
+          float sum = 0;
+          for (int kk = 0; kk < TC::k; ++kk) sum = std::fma(a[row][kk], b[kk][col], sum);
+          d[static_cast<size_t>(i) * lanes_ + w + static_cast<size_t>(lane)].f = sum;
+        }
+    }
+  }
+
+  int64_t uniform(const Slot* v, const char* what) const {
+    for (size_t l = 1; l < lanes_; ++l)
+      if (v[l].i != v[0].i)
+        throw fail(tinyt::detail::cat(what, " differs across a work-group (", v[0].i, " for ", who(0), ", ", v[l].i, " for ",
+                                      who(l), "): its work-items must run it together"));
+    return v[0].i;
+  }
+
+  // the gate of an INDEX for lane l (no gate: every lane)
+  bool gated_off(const Instr& index, size_t l) {
+    return index.src.size() > 2 && at(static_cast<size_t>(index.src[2]))[l].i == 0;
+  }
+
+  void load(const Instr& ins, Slot* out) {
+    const Instr& index = k_.code[static_cast<size_t>(ins.src[0])];
+    const Instr& buffer = k_.code[static_cast<size_t>(index.src[0])];
+    const Slot* idx = at(static_cast<size_t>(index.src[1]));
+    const Slot* gate = index.src.size() > 2 ? at(static_cast<size_t>(index.src[2])) : nullptr;
+    const Slot zero = convert(Slot{0}, dtypes::int32, ins.dtype);
+    switch (buffer.op) {
+      case Ops::DEFINE_GLOBAL: {
+        const Global& g = globals_[static_cast<size_t>(buffer.number)];
+        const auto size = static_cast<size_t>(g.dtype.itemsize());
+        for (size_t l = 0; l < lanes_; ++l) {
+          if (gate && !gate[l].i) {
+            out[l] = zero;
+            continue;
+          }
+          check_global(buffer, g, idx[l].i, l, "reads");
+          uint64_t bits = 0;
+          std::memcpy(&bits, g.data + static_cast<size_t>(idx[l].i) * size, size);
+          out[l] = from_bits(bits, g.dtype);
+        }
+        return;
+      }
+      case Ops::DEFINE_LOCAL: {
+        Local& mem = locals_[static_cast<size_t>(buffer.number)];
+        for (size_t l = 0; l < lanes_; ++l) {
+          if (gate && !gate[l].i) {
+            out[l] = zero;
+            continue;
+          }
+          const int64_t i = idx[l].i;
+          check_local(buffer, i, l, "reads");
+          const auto e = static_cast<size_t>(i);
+          const auto lane = static_cast<int32_t>(l);
+          if (mem.written[e] == epoch_ && mem.writer[e] != lane)
+            throw fail(tinyt::detail::cat(who(l), " reads element ", i, " of local buffer ", buffer.number, ", which ",
+                                          who(static_cast<size_t>(mem.writer[e])), " wrote with no barrier between"));
+          mem.reader[e] = mem.read[e] == epoch_ && mem.reader[e] != lane ? -2 : lane;
+          mem.read[e] = epoch_;
+          out[l] = mem.data[e];
+        }
+        return;
+      }
+      default: {
+        Slot* regs = registers(buffer);
+        for (size_t l = 0; l < lanes_; ++l) out[l] = gate && !gate[l].i ? zero : regs[reg_index(buffer, idx[l].i, l) + l];
+        return;
+      }
+    }
+  }
+
+  void store(const Instr& ins) {
+    const Instr& index = k_.code[static_cast<size_t>(ins.src[0])];
+    const Instr& buffer = k_.code[static_cast<size_t>(index.src[0])];
+    const Slot* idx = at(static_cast<size_t>(index.src[1]));
+    const Slot* gate = index.src.size() > 2 ? at(static_cast<size_t>(index.src[2])) : nullptr;
+    const Slot* value = at(static_cast<size_t>(ins.src[1]));
+    switch (buffer.op) {
+      case Ops::DEFINE_GLOBAL: {
+        Global& g = globals_[static_cast<size_t>(buffer.number)];
+        const auto size = static_cast<size_t>(g.dtype.itemsize());
+        if (g.writer.empty()) g.writer.assign(g.nbytes / size, -1);
+        for (size_t l = 0; l < lanes_; ++l) {
+          if (gate && !gate[l].i) continue;
+          const int64_t i = idx[l].i;
+          check_global(buffer, g, i, l, "writes");
+          const auto e = static_cast<size_t>(i);
+          const int64_t id = global_id(l);
+          if (g.writer[e] >= 0 && g.writer[e] != id)
+            throw fail(tinyt::detail::cat(who(l), " writes element ", i, " of buffer ", buffer.number, ", which work-item ", g.writer[e],
+                                          " of the launch wrote too"));
+          g.writer[e] = id;
+          const uint64_t bits = to_bits(value[l], g.dtype);
+          std::memcpy(g.data + e * size, &bits, size);
+        }
+        return;
+      }
+      case Ops::DEFINE_LOCAL: {
+        Local& mem = locals_[static_cast<size_t>(buffer.number)];
+        for (size_t l = 0; l < lanes_; ++l) {
+          if (gate && !gate[l].i) continue;
+          const int64_t i = idx[l].i;
+          check_local(buffer, i, l, "writes");
+          const auto e = static_cast<size_t>(i);
+          const auto lane = static_cast<int32_t>(l);
+          if (mem.written[e] == epoch_ && mem.writer[e] != lane)
+            throw fail(tinyt::detail::cat(who(l), " and ", who(static_cast<size_t>(mem.writer[e])), " both write element ", i,
+                                          " of local buffer ", buffer.number, " with no barrier between"));
+          if (mem.read[e] == epoch_ && mem.reader[e] != lane)
+            throw fail(tinyt::detail::cat(who(l), " writes element ", i, " of local buffer ", buffer.number,
+                                          ", which another work-item read with no barrier between"));
+          mem.writer[e] = lane, mem.written[e] = epoch_;
+          mem.data[e] = value[l];
+        }
+        return;
+      }
+      default: {
+        Slot* regs = registers(buffer);
+        for (size_t l = 0; l < lanes_; ++l)
+          if (!gate || gate[l].i) regs[reg_index(buffer, idx[l].i, l) + l] = value[l];
+        return;
+      }
+    }
+  }
+
+  void check_global(const Instr& buffer, const Global& g, int64_t i, size_t l, const char* what) const {
+    const auto size = static_cast<int64_t>(g.dtype.itemsize());
+    if (i < 0 || (i + 1) * size > static_cast<int64_t>(g.nbytes))
+      throw fail(tinyt::detail::cat(who(l), " ", what, " element ", i, " of buffer ", buffer.number, " (", g.dtype.name(), "), which has ",
+                                    static_cast<int64_t>(g.nbytes) / size));
+  }
+  void check_local(const Instr& buffer, int64_t i, size_t l, const char* what) const {
+    if (i < 0 || i >= buffer.dtype.size())
+      throw fail(tinyt::detail::cat(who(l), " ", what, " element ", i, " of local buffer ", buffer.number, ", which has ", buffer.dtype.size()));
+  }
+  Slot* registers(const Instr& buffer) { return regs_[static_cast<size_t>(buffer.number)].data(); }
+  // where element i of an accumulator is, for lane l (plus l)
+  size_t reg_index(const Instr& buffer, int64_t i, size_t l) const {
+    if (i < 0 || i >= buffer.dtype.size())
+      throw fail(tinyt::detail::cat(who(l), " uses register ", i, " of accumulator ", buffer.number, ", which has ", buffer.dtype.size()));
+    return static_cast<size_t>(i) * lanes_;
+  }
+
+  template <class F> void each(Slot* out, F&& f) {
+    for (size_t l = 0; l < lanes_; ++l) out[l] = f(l);
+  }
+  static Slot f32(float f) {
+    Slot s;
+    s.f = f;
+    return s;
+  }
+  static Slot f64(double d) {
+    Slot s;
+    s.d = d;
+    return s;
+  }
+  static Slot boolean(bool b) {
+    Slot s;
+    s.i = b;
+    return s;
+  }
+
+  void alu(const Instr& ins, Slot* out) {
+    const Slot* a = at(static_cast<size_t>(ins.src[0]));
+    const Slot* b = ins.src.size() > 1 ? at(static_cast<size_t>(ins.src[1])) : nullptr;
+    const Slot* c = ins.src.size() > 2 ? at(static_cast<size_t>(ins.src[2])) : nullptr;
+    const DType dt = ins.dtype;
+    // what the operands are: a WHERE's are its branches, a comparison's are not its bool result
+    const DType in = k_.code[static_cast<size_t>(ins.op == Ops::WHERE ? ins.src[1] : ins.src[0])].dtype;
+    const Kind k = kind_of(in);
+    if (ins.op == Ops::CAST) return each(out, [&](size_t l) { return convert(a[l], in, dt); });
+    if (ins.op == Ops::BITCAST) return each(out, [&](size_t l) { return from_bits(to_bits(a[l], in), dt); });
+    if (ins.op == Ops::WHERE) return each(out, [&](size_t l) { return a[l].i ? b[l] : c[l]; });
+    if (k == Kind::f32) {
+      switch (ins.op) {
+        case Ops::ADD: return each(out, [&](size_t l) { return f32(a[l].f + b[l].f); });
+        case Ops::SUB: return each(out, [&](size_t l) { return f32(a[l].f - b[l].f); });
+        case Ops::MUL: return each(out, [&](size_t l) { return f32(a[l].f * b[l].f); });
+        case Ops::FDIV: return each(out, [&](size_t l) { return f32(a[l].f / b[l].f); });
+        case Ops::MAX: return each(out, [&](size_t l) { return f32(a[l].f != a[l].f || a[l].f > b[l].f ? a[l].f : b[l].f); });
+        case Ops::CMPLT: return each(out, [&](size_t l) { return boolean(a[l].f < b[l].f); });
+        case Ops::CMPNE: return each(out, [&](size_t l) { return boolean(a[l].f != b[l].f); });
+        case Ops::CMPEQ: return each(out, [&](size_t l) { return boolean(a[l].f == b[l].f); });
+        case Ops::NEG: return each(out, [&](size_t l) { return f32(-a[l].f); });
+        case Ops::RECIPROCAL: return each(out, [&](size_t l) { return f32(1.0f / a[l].f); });
+        case Ops::EXP2: return each(out, [&](size_t l) { return f32(std::exp2(a[l].f)); });
+        case Ops::LOG2: return each(out, [&](size_t l) { return f32(std::log2(a[l].f)); });
+        case Ops::SIN: return each(out, [&](size_t l) { return f32(std::sin(a[l].f)); });
+        case Ops::SQRT: return each(out, [&](size_t l) { return f32(std::sqrt(a[l].f)); });
+        case Ops::TRUNC: return each(out, [&](size_t l) { return f32(std::trunc(a[l].f)); });
+        case Ops::POW: return each(out, [&](size_t l) { return f32(std::pow(a[l].f, b[l].f)); });
+        case Ops::MULACC: return each(out, [&](size_t l) { return f32(std::fma(a[l].f, b[l].f, c[l].f)); });
+        default: break;
+      }
+    } else if (k == Kind::f64) {
+      switch (ins.op) {
+        case Ops::ADD: return each(out, [&](size_t l) { return f64(a[l].d + b[l].d); });
+        case Ops::SUB: return each(out, [&](size_t l) { return f64(a[l].d - b[l].d); });
+        case Ops::MUL: return each(out, [&](size_t l) { return f64(a[l].d * b[l].d); });
+        case Ops::FDIV: return each(out, [&](size_t l) { return f64(a[l].d / b[l].d); });
+        case Ops::MAX: return each(out, [&](size_t l) { return f64(a[l].d != a[l].d || a[l].d > b[l].d ? a[l].d : b[l].d); });
+        case Ops::CMPLT: return each(out, [&](size_t l) { return boolean(a[l].d < b[l].d); });
+        case Ops::CMPNE: return each(out, [&](size_t l) { return boolean(a[l].d != b[l].d); });
+        case Ops::CMPEQ: return each(out, [&](size_t l) { return boolean(a[l].d == b[l].d); });
+        case Ops::NEG: return each(out, [&](size_t l) { return f64(-a[l].d); });
+        case Ops::RECIPROCAL: return each(out, [&](size_t l) { return f64(1.0 / a[l].d); });
+        case Ops::EXP2: return each(out, [&](size_t l) { return f64(std::exp2(a[l].d)); });
+        case Ops::LOG2: return each(out, [&](size_t l) { return f64(std::log2(a[l].d)); });
+        case Ops::SIN: return each(out, [&](size_t l) { return f64(std::sin(a[l].d)); });
+        case Ops::SQRT: return each(out, [&](size_t l) { return f64(std::sqrt(a[l].d)); });
+        case Ops::TRUNC: return each(out, [&](size_t l) { return f64(std::trunc(a[l].d)); });
+        case Ops::POW: return each(out, [&](size_t l) { return f64(std::pow(a[l].d, b[l].d)); });
+        case Ops::MULACC: return each(out, [&](size_t l) { return f64(std::fma(a[l].d, b[l].d, c[l].d)); });
+        default: break;
+      }
+    } else {
+      const bool u = k == Kind::uint;
+      const DType s = in.scalar();
+      const int bits = s.is_index() ? 64 : 8 * std::max(s.itemsize(), 1);
+      switch (ins.op) {
+        case Ops::ADD: return each(out, [&](size_t l) { return wrap(a[l].u + b[l].u, dt); });
+        case Ops::SUB: return each(out, [&](size_t l) { return wrap(a[l].u - b[l].u, dt); });
+        case Ops::MUL: return each(out, [&](size_t l) { return wrap(a[l].u * b[l].u, dt); });
+        case Ops::NEG: return each(out, [&](size_t l) { return wrap(0 - a[l].u, dt); });
+        case Ops::AND: return each(out, [&](size_t l) { return wrap(a[l].u & b[l].u, dt); });
+        case Ops::OR: return each(out, [&](size_t l) { return wrap(a[l].u | b[l].u, dt); });
+        case Ops::XOR: return each(out, [&](size_t l) { return wrap(a[l].u ^ b[l].u, dt); });
+        case Ops::SHL:  // a shift past the width is undefined in C: 0 here
+          return each(out, [&](size_t l) { return b[l].i < 0 || b[l].i >= bits ? wrap(0, dt) : wrap(a[l].u << b[l].i, dt); });
+        case Ops::SHR:
+          return each(out, [&](size_t l) {
+            if (b[l].i < 0 || b[l].i >= bits) return wrap(0, dt);
+            return u ? wrap(a[l].u >> b[l].i, dt) : wrap(static_cast<uint64_t>(a[l].i >> b[l].i), dt);
+          });
+        case Ops::IDIV:  // as the renderers guard it: x/0 is 0, x/-1 is -x
+          return each(out, [&](size_t l) {
+            if (b[l].u == 0) return wrap(0, dt);
+            if (u) return wrap(a[l].u / b[l].u, dt);
+            if (b[l].i == -1) return wrap(0 - a[l].u, dt);
+            return wrap(static_cast<uint64_t>(a[l].i / b[l].i), dt);
+          });
+        case Ops::MOD:
+          return each(out, [&](size_t l) {
+            if (b[l].u == 0) return wrap(0, dt);
+            if (u) return wrap(a[l].u % b[l].u, dt);
+            if (b[l].i == -1) return wrap(0, dt);
+            return wrap(static_cast<uint64_t>(a[l].i % b[l].i), dt);
+          });
+        case Ops::MAX: return each(out, [&](size_t l) { return (u ? a[l].u > b[l].u : a[l].i > b[l].i) ? a[l] : b[l]; });
+        case Ops::CMPLT: return each(out, [&](size_t l) { return boolean(u ? a[l].u < b[l].u : a[l].i < b[l].i); });
+        case Ops::CMPNE: return each(out, [&](size_t l) { return boolean(a[l].u != b[l].u); });
+        case Ops::CMPEQ: return each(out, [&](size_t l) { return boolean(a[l].u == b[l].u); });
+        case Ops::MULACC: return each(out, [&](size_t l) { return wrap(a[l].u * b[l].u + c[l].u, dt); });
+        default: break;
+      }
+    }
+    throw fail(tinyt::detail::cat("cannot run ", op_name(ins.op), " of ", in.name()));
+  }
+};
+
+}  // namespace emu
+}  // namespace backend
+}  // namespace tinyt::inline v0
+// ---- end tinyt/backend/emu_launch.hpp ----
+
+namespace tinyt::inline v0 {
+namespace backend {
+namespace emu {
+
 /// A kernel loaded on EMU: runs its work-groups one after another.
 class Program final : public backend::Program {
  public:
@@ -8120,449 +8597,6 @@ class Program final : public backend::Program {
   }
 
  private:
-  // One launch: the buffers and their sizes, the grid, and one work-group's state at a time.
-  class Launch {
-   public:
-    Launch(const Kernel& k, const Spec& spec, Memory& memory, const std::vector<void*>& bufs, const std::vector<int64_t>& vars,
-           const LaunchDims& dims)
-        : k_(k), vars_(vars), dims_(dims), warp_(static_cast<size_t>(std::max<int64_t>(spec.warp, 1))) {
-      int64_t lanes = 1;
-      for (size_t d = 0; d < 3; ++d) {
-        if (dims.local[d] < 1 || dims.global[d] < 1 || dims.global[d] % dims.local[d] != 0)
-          throw fail(tinyt::detail::cat("launch dimension ", d, ": ", dims.global[d], " work-items in groups of ", dims.local[d],
-                                        " (the groups must divide them)"));
-        lanes *= dims.local[d];
-      }
-      if (lanes > spec.max_threads)
-        throw fail(tinyt::detail::cat("a work-group of ", lanes, " work-items; ", spec.name, " runs at most ", spec.max_threads));
-      lanes_ = static_cast<size_t>(lanes);
-      for (const Instr& ins : k.code)
-        if (ins.op == Ops::DEFINE_GLOBAL) {
-          const auto n = static_cast<size_t>(ins.number);
-          if (n >= bufs.size()) throw fail(tinyt::detail::cat("buffer ", n, " was not given (", bufs.size(), " were)"));
-          globals_.resize(std::max(globals_.size(), n + 1));
-          globals_[n] = {static_cast<uint8_t*>(bufs[n]), memory.size_of(bufs[n]), ins.dtype.base(), {}};
-        }
-      for (const Instr& ins : k.code)
-        if (ins.op == Ops::DEFINE_VAR && static_cast<size_t>(ins.number) >= vars.size())
-          throw fail(tinyt::detail::cat("variable ", ins.number, " was not given (", vars.size(), " were)"));
-      values_.resize(k.code.size() * lanes_);
-    }
-
-    void all_groups() {
-      for (int64_t z = 0; z < dims_.global[2] / dims_.local[2]; ++z)
-        for (int64_t y = 0; y < dims_.global[1] / dims_.local[1]; ++y)
-          for (int64_t x = 0; x < dims_.global[0] / dims_.local[0]; ++x) group({x, y, z});
-    }
-
-   private:
-    struct Global {
-      uint8_t* data = nullptr;
-      size_t nbytes = 0;
-      DType dtype;
-      std::vector<int64_t> writer;  // per element, the work-item that wrote it in this launch (-1: none)
-    };
-    struct Local {
-      std::vector<Slot> data;
-      // per element: who wrote and read it last, and in which interval between barriers
-      std::vector<int32_t> writer, reader;  // reader -2: several work-items
-      std::vector<int64_t> written, read;
-    };
-    const Kernel& k_;
-    const std::vector<int64_t>& vars_;
-    LaunchDims dims_;
-    size_t warp_ = 1;
-    size_t lanes_ = 1;
-    std::array<int64_t, 3> group_{};
-    int64_t epoch_ = 0;  // barriers passed in this work-group
-    std::vector<Global> globals_;
-    std::vector<Slot> values_;                   // per op, per work-item
-    std::vector<Local> locals_;              // by DEFINE_LOCAL number
-    std::vector<std::vector<Slot>> regs_;    // by DEFINE_REG number: per element, per work-item
-    std::map<size_t, std::vector<Slot>> wmma_;  // by WMMA op: its 4 results, per element, per work-item
-
-    DeviceError fail(const std::string& why) const { return DeviceError(tinyt::detail::cat("EMU: ", k_.name, ": ", why)); }
-    Slot* at(size_t op) { return values_.data() + op * lanes_; }
-    // a work-item's position, as "(x, y, z) of group (x, y, z)"
-    std::string who(size_t lane) const {
-      const auto l = static_cast<int64_t>(lane);
-      return tinyt::detail::cat("work-item (", l % dims_.local[0], ", ", l / dims_.local[0] % dims_.local[1], ", ",
-                                l / (dims_.local[0] * dims_.local[1]), ") of group (", group_[0], ", ", group_[1], ", ", group_[2], ")");
-    }
-    int64_t global_id(size_t lane) const {  // a work-item's number in the whole launch
-      const auto l = static_cast<int64_t>(lane);
-      const int64_t x = group_[0] * dims_.local[0] + l % dims_.local[0];
-      const int64_t y = group_[1] * dims_.local[1] + l / dims_.local[0] % dims_.local[1];
-      const int64_t z = group_[2] * dims_.local[2] + l / (dims_.local[0] * dims_.local[1]);
-      return x + dims_.global[0] * (y + dims_.global[1] * z);
-    }
-
-    void group(std::array<int64_t, 3> g) {
-      group_ = g;
-      epoch_ = 0;
-      const std::vector<Instr>& code = k_.code;
-      for (size_t pc = 0; pc < code.size(); ++pc) {
-        const Instr& ins = code[pc];
-        Slot* out = at(pc);
-        switch (ins.op) {
-          case Ops::RANGE: {
-            if (ins.work_item) {
-              const auto d = static_cast<size_t>(ins.number);
-              for (size_t l = 0; l < lanes_; ++l) {
-                const auto lane = static_cast<int64_t>(l);
-                const int64_t local = d == 0 ? lane % dims_.local[0] : d == 1 ? lane / dims_.local[0] % dims_.local[1]
-                                                                              : lane / (dims_.local[0] * dims_.local[1]);
-                out[l].i = group_[d] * dims_.local[d] + local;
-              }
-              break;
-            }
-            const int64_t end = uniform(at(static_cast<size_t>(ins.src[0])), "a loop's bound");
-            if (end <= 0) {
-              pc = static_cast<size_t>(ins.partner);  // no iteration: on after its END
-              break;
-            }
-            for (size_t l = 0; l < lanes_; ++l) out[l].i = 0;
-            break;
-          }
-          case Ops::END: {
-            if (ins.partner < 0) break;  // a work-item's range
-            const auto r = static_cast<size_t>(ins.partner);
-            Slot* counter = at(r);
-            const int64_t next = counter[0].i + 1;
-            if (next < at(static_cast<size_t>(code[r].src[0]))[0].i) {
-              for (size_t l = 0; l < lanes_; ++l) counter[l].i = next;
-              pc = r;  // the loop's body again
-            }
-            break;
-          }
-          case Ops::CONST:
-            for (size_t l = 0; l < lanes_; ++l) out[l] = ins.value;
-            break;
-          case Ops::DEFINE_VAR:
-            for (size_t l = 0; l < lanes_; ++l) out[l].i = vars_[static_cast<size_t>(ins.number)];
-            break;
-          case Ops::DEFINE_GLOBAL: break;
-          case Ops::DEFINE_LOCAL: {
-            const auto n = static_cast<size_t>(ins.dtype.size());
-            if (locals_.size() <= static_cast<size_t>(ins.number)) locals_.resize(static_cast<size_t>(ins.number) + 1);
-            Local& mem = locals_[static_cast<size_t>(ins.number)];
-            mem.data.assign(n, Slot{});
-            for (Slot& s : mem.data) s.u = 0xA5A5A5A5A5A5A5A5ull;  // garbage, as a GPU's shared memory holds
-            mem.writer.assign(n, -1), mem.reader.assign(n, -1), mem.written.assign(n, -1), mem.read.assign(n, -1);
-            break;
-          }
-          case Ops::DEFINE_REG:
-            if (regs_.size() <= static_cast<size_t>(ins.number)) regs_.resize(static_cast<size_t>(ins.number) + 1);
-            regs_[static_cast<size_t>(ins.number)].assign(static_cast<size_t>(ins.dtype.size()) * lanes_, Slot{});
-            break;
-          case Ops::INDEX:
-            std::copy_n(at(static_cast<size_t>(ins.src[1])), lanes_, out);
-            break;
-          case Ops::LOAD: load(ins, out); break;
-          case Ops::STORE: store(ins); break;
-          case Ops::BARRIER: ++epoch_; break;
-          case Ops::WMMA: tensor_core(pc, ins); break;
-          case Ops::GEP: {
-            const std::vector<Slot>& d = wmma_.at(static_cast<size_t>(ins.src[0]));
-            std::copy_n(d.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(ins.number) * lanes_), lanes_, out);
-            break;
-          }
-          case Ops::SHFL_XOR: {
-            // lanes exchange within their warp: consecutive work-items, warp_ at a time
-            if (lanes_ % warp_ != 0)
-              throw fail(tinyt::detail::cat("a shuffle in a work-group of ", lanes_, " work-items, not whole warps of ", warp_));
-            const Slot* v = at(static_cast<size_t>(ins.src[0]));
-            for (size_t l = 0; l < lanes_; ++l) out[l] = v[l ^ static_cast<size_t>(ins.number)];
-            break;
-          }
-          default: alu(ins, out);
-        }
-      }
-    }
-
-    // D = A·B for each warp: the lanes' fragments put back into the tiles by TensorCore's layout
-    // (each element held by exactly one lane, rounded to the operands' type, as the hardware reads
-    // it), products summed in float32 in k's order, each lane given its 4 elements of D
-    void tensor_core(size_t pc, const Instr& ins) {
-      using TC = TensorCore;
-      if (lanes_ % TC::warp != 0)
-        throw fail(tinyt::detail::cat("a tensor-core op in a work-group of ", lanes_, " work-items, not whole warps of ", TC::warp));
-      std::vector<Slot>& d = wmma_[pc];
-      d.assign(static_cast<size_t>(TC::c_count) * lanes_, Slot{});
-      for (size_t w = 0; w < lanes_; w += TC::warp) {
-        float a[TC::m][TC::k], b[TC::k][TC::n];
-        for (int lane = 0; lane < TC::warp; ++lane) {
-          for (int i = 0; i < TC::a_count; ++i) {
-            const auto [row, col] = TC::a(lane, i);
-            a[row][col] = round_narrow(at(static_cast<size_t>(ins.src[static_cast<size_t>(i)]))[w + static_cast<size_t>(lane)].f, ins.input);
-          }
-          for (int i = 0; i < TC::b_count; ++i) {
-            const auto [kk, col] = TC::b(lane, i);
-            b[kk][col] = round_narrow(at(static_cast<size_t>(ins.src[static_cast<size_t>(TC::a_count + i)]))[w + static_cast<size_t>(lane)].f, ins.input);
-          }
-        }
-        for (int lane = 0; lane < TC::warp; ++lane)
-          for (int i = 0; i < TC::c_count; ++i) {
-            const auto [row, col] = TC::c(lane, i);
-            float sum = 0;
-            for (int kk = 0; kk < TC::k; ++kk) sum = std::fma(a[row][kk], b[kk][col], sum);
-            d[static_cast<size_t>(i) * lanes_ + w + static_cast<size_t>(lane)].f = sum;
-          }
-      }
-    }
-
-    int64_t uniform(const Slot* v, const char* what) const {
-      for (size_t l = 1; l < lanes_; ++l)
-        if (v[l].i != v[0].i)
-          throw fail(tinyt::detail::cat(what, " differs across a work-group (", v[0].i, " for ", who(0), ", ", v[l].i, " for ",
-                                        who(l), "): its work-items must run it together"));
-      return v[0].i;
-    }
-
-    // the gate of an INDEX for lane l (no gate: every lane)
-    bool gated_off(const Instr& index, size_t l) {
-      return index.src.size() > 2 && at(static_cast<size_t>(index.src[2]))[l].i == 0;
-    }
-
-    void load(const Instr& ins, Slot* out) {
-      const Instr& index = k_.code[static_cast<size_t>(ins.src[0])];
-      const Instr& buffer = k_.code[static_cast<size_t>(index.src[0])];
-      const Slot* idx = at(static_cast<size_t>(index.src[1]));
-      const Slot* gate = index.src.size() > 2 ? at(static_cast<size_t>(index.src[2])) : nullptr;
-      const Slot zero = convert(Slot{0}, dtypes::int32, ins.dtype);
-      switch (buffer.op) {
-        case Ops::DEFINE_GLOBAL: {
-          const Global& g = globals_[static_cast<size_t>(buffer.number)];
-          const auto size = static_cast<size_t>(g.dtype.itemsize());
-          for (size_t l = 0; l < lanes_; ++l) {
-            if (gate && !gate[l].i) {
-              out[l] = zero;
-              continue;
-            }
-            check_global(buffer, g, idx[l].i, l, "reads");
-            uint64_t bits = 0;
-            std::memcpy(&bits, g.data + static_cast<size_t>(idx[l].i) * size, size);
-            out[l] = from_bits(bits, g.dtype);
-          }
-          return;
-        }
-        case Ops::DEFINE_LOCAL: {
-          Local& mem = locals_[static_cast<size_t>(buffer.number)];
-          for (size_t l = 0; l < lanes_; ++l) {
-            if (gate && !gate[l].i) {
-              out[l] = zero;
-              continue;
-            }
-            const int64_t i = idx[l].i;
-            check_local(buffer, i, l, "reads");
-            const auto e = static_cast<size_t>(i);
-            const auto lane = static_cast<int32_t>(l);
-            if (mem.written[e] == epoch_ && mem.writer[e] != lane)
-              throw fail(tinyt::detail::cat(who(l), " reads element ", i, " of local buffer ", buffer.number, ", which ",
-                                            who(static_cast<size_t>(mem.writer[e])), " wrote with no barrier between"));
-            mem.reader[e] = mem.read[e] == epoch_ && mem.reader[e] != lane ? -2 : lane;
-            mem.read[e] = epoch_;
-            out[l] = mem.data[e];
-          }
-          return;
-        }
-        default: {
-          Slot* regs = registers(buffer);
-          for (size_t l = 0; l < lanes_; ++l) out[l] = gate && !gate[l].i ? zero : regs[reg_index(buffer, idx[l].i, l) + l];
-          return;
-        }
-      }
-    }
-
-    void store(const Instr& ins) {
-      const Instr& index = k_.code[static_cast<size_t>(ins.src[0])];
-      const Instr& buffer = k_.code[static_cast<size_t>(index.src[0])];
-      const Slot* idx = at(static_cast<size_t>(index.src[1]));
-      const Slot* gate = index.src.size() > 2 ? at(static_cast<size_t>(index.src[2])) : nullptr;
-      const Slot* value = at(static_cast<size_t>(ins.src[1]));
-      switch (buffer.op) {
-        case Ops::DEFINE_GLOBAL: {
-          Global& g = globals_[static_cast<size_t>(buffer.number)];
-          const auto size = static_cast<size_t>(g.dtype.itemsize());
-          if (g.writer.empty()) g.writer.assign(g.nbytes / size, -1);
-          for (size_t l = 0; l < lanes_; ++l) {
-            if (gate && !gate[l].i) continue;
-            const int64_t i = idx[l].i;
-            check_global(buffer, g, i, l, "writes");
-            const auto e = static_cast<size_t>(i);
-            const int64_t id = global_id(l);
-            if (g.writer[e] >= 0 && g.writer[e] != id)
-              throw fail(tinyt::detail::cat(who(l), " writes element ", i, " of buffer ", buffer.number, ", which work-item ", g.writer[e],
-                                            " of the launch wrote too"));
-            g.writer[e] = id;
-            const uint64_t bits = to_bits(value[l], g.dtype);
-            std::memcpy(g.data + e * size, &bits, size);
-          }
-          return;
-        }
-        case Ops::DEFINE_LOCAL: {
-          Local& mem = locals_[static_cast<size_t>(buffer.number)];
-          for (size_t l = 0; l < lanes_; ++l) {
-            if (gate && !gate[l].i) continue;
-            const int64_t i = idx[l].i;
-            check_local(buffer, i, l, "writes");
-            const auto e = static_cast<size_t>(i);
-            const auto lane = static_cast<int32_t>(l);
-            if (mem.written[e] == epoch_ && mem.writer[e] != lane)
-              throw fail(tinyt::detail::cat(who(l), " and ", who(static_cast<size_t>(mem.writer[e])), " both write element ", i,
-                                            " of local buffer ", buffer.number, " with no barrier between"));
-            if (mem.read[e] == epoch_ && mem.reader[e] != lane)
-              throw fail(tinyt::detail::cat(who(l), " writes element ", i, " of local buffer ", buffer.number,
-                                            ", which another work-item read with no barrier between"));
-            mem.writer[e] = lane, mem.written[e] = epoch_;
-            mem.data[e] = value[l];
-          }
-          return;
-        }
-        default: {
-          Slot* regs = registers(buffer);
-          for (size_t l = 0; l < lanes_; ++l)
-            if (!gate || gate[l].i) regs[reg_index(buffer, idx[l].i, l) + l] = value[l];
-          return;
-        }
-      }
-    }
-
-    void check_global(const Instr& buffer, const Global& g, int64_t i, size_t l, const char* what) const {
-      const auto size = static_cast<int64_t>(g.dtype.itemsize());
-      if (i < 0 || (i + 1) * size > static_cast<int64_t>(g.nbytes))
-        throw fail(tinyt::detail::cat(who(l), " ", what, " element ", i, " of buffer ", buffer.number, " (", g.dtype.name(), "), which has ",
-                                      static_cast<int64_t>(g.nbytes) / size));
-    }
-    void check_local(const Instr& buffer, int64_t i, size_t l, const char* what) const {
-      if (i < 0 || i >= buffer.dtype.size())
-        throw fail(tinyt::detail::cat(who(l), " ", what, " element ", i, " of local buffer ", buffer.number, ", which has ", buffer.dtype.size()));
-    }
-    Slot* registers(const Instr& buffer) { return regs_[static_cast<size_t>(buffer.number)].data(); }
-    // where element i of an accumulator is, for lane l (plus l)
-    size_t reg_index(const Instr& buffer, int64_t i, size_t l) const {
-      if (i < 0 || i >= buffer.dtype.size())
-        throw fail(tinyt::detail::cat(who(l), " uses register ", i, " of accumulator ", buffer.number, ", which has ", buffer.dtype.size()));
-      return static_cast<size_t>(i) * lanes_;
-    }
-
-    template <class F> void each(Slot* out, F&& f) {
-      for (size_t l = 0; l < lanes_; ++l) out[l] = f(l);
-    }
-    static Slot f32(float f) {
-      Slot s;
-      s.f = f;
-      return s;
-    }
-    static Slot f64(double d) {
-      Slot s;
-      s.d = d;
-      return s;
-    }
-    static Slot boolean(bool b) {
-      Slot s;
-      s.i = b;
-      return s;
-    }
-
-    void alu(const Instr& ins, Slot* out) {
-      const Slot* a = at(static_cast<size_t>(ins.src[0]));
-      const Slot* b = ins.src.size() > 1 ? at(static_cast<size_t>(ins.src[1])) : nullptr;
-      const Slot* c = ins.src.size() > 2 ? at(static_cast<size_t>(ins.src[2])) : nullptr;
-      const DType dt = ins.dtype;
-      // what the operands are: a WHERE's are its branches, a comparison's are not its bool result
-      const DType in = k_.code[static_cast<size_t>(ins.op == Ops::WHERE ? ins.src[1] : ins.src[0])].dtype;
-      const Kind k = kind_of(in);
-      if (ins.op == Ops::CAST) return each(out, [&](size_t l) { return convert(a[l], in, dt); });
-      if (ins.op == Ops::BITCAST) return each(out, [&](size_t l) { return from_bits(to_bits(a[l], in), dt); });
-      if (ins.op == Ops::WHERE) return each(out, [&](size_t l) { return a[l].i ? b[l] : c[l]; });
-      if (k == Kind::f32) {
-        switch (ins.op) {
-          case Ops::ADD: return each(out, [&](size_t l) { return f32(a[l].f + b[l].f); });
-          case Ops::SUB: return each(out, [&](size_t l) { return f32(a[l].f - b[l].f); });
-          case Ops::MUL: return each(out, [&](size_t l) { return f32(a[l].f * b[l].f); });
-          case Ops::FDIV: return each(out, [&](size_t l) { return f32(a[l].f / b[l].f); });
-          case Ops::MAX: return each(out, [&](size_t l) { return f32(a[l].f != a[l].f || a[l].f > b[l].f ? a[l].f : b[l].f); });
-          case Ops::CMPLT: return each(out, [&](size_t l) { return boolean(a[l].f < b[l].f); });
-          case Ops::CMPNE: return each(out, [&](size_t l) { return boolean(a[l].f != b[l].f); });
-          case Ops::CMPEQ: return each(out, [&](size_t l) { return boolean(a[l].f == b[l].f); });
-          case Ops::NEG: return each(out, [&](size_t l) { return f32(-a[l].f); });
-          case Ops::RECIPROCAL: return each(out, [&](size_t l) { return f32(1.0f / a[l].f); });
-          case Ops::EXP2: return each(out, [&](size_t l) { return f32(std::exp2(a[l].f)); });
-          case Ops::LOG2: return each(out, [&](size_t l) { return f32(std::log2(a[l].f)); });
-          case Ops::SIN: return each(out, [&](size_t l) { return f32(std::sin(a[l].f)); });
-          case Ops::SQRT: return each(out, [&](size_t l) { return f32(std::sqrt(a[l].f)); });
-          case Ops::TRUNC: return each(out, [&](size_t l) { return f32(std::trunc(a[l].f)); });
-          case Ops::POW: return each(out, [&](size_t l) { return f32(std::pow(a[l].f, b[l].f)); });
-          case Ops::MULACC: return each(out, [&](size_t l) { return f32(std::fma(a[l].f, b[l].f, c[l].f)); });
-          default: break;
-        }
-      } else if (k == Kind::f64) {
-        switch (ins.op) {
-          case Ops::ADD: return each(out, [&](size_t l) { return f64(a[l].d + b[l].d); });
-          case Ops::SUB: return each(out, [&](size_t l) { return f64(a[l].d - b[l].d); });
-          case Ops::MUL: return each(out, [&](size_t l) { return f64(a[l].d * b[l].d); });
-          case Ops::FDIV: return each(out, [&](size_t l) { return f64(a[l].d / b[l].d); });
-          case Ops::MAX: return each(out, [&](size_t l) { return f64(a[l].d != a[l].d || a[l].d > b[l].d ? a[l].d : b[l].d); });
-          case Ops::CMPLT: return each(out, [&](size_t l) { return boolean(a[l].d < b[l].d); });
-          case Ops::CMPNE: return each(out, [&](size_t l) { return boolean(a[l].d != b[l].d); });
-          case Ops::CMPEQ: return each(out, [&](size_t l) { return boolean(a[l].d == b[l].d); });
-          case Ops::NEG: return each(out, [&](size_t l) { return f64(-a[l].d); });
-          case Ops::RECIPROCAL: return each(out, [&](size_t l) { return f64(1.0 / a[l].d); });
-          case Ops::EXP2: return each(out, [&](size_t l) { return f64(std::exp2(a[l].d)); });
-          case Ops::LOG2: return each(out, [&](size_t l) { return f64(std::log2(a[l].d)); });
-          case Ops::SIN: return each(out, [&](size_t l) { return f64(std::sin(a[l].d)); });
-          case Ops::SQRT: return each(out, [&](size_t l) { return f64(std::sqrt(a[l].d)); });
-          case Ops::TRUNC: return each(out, [&](size_t l) { return f64(std::trunc(a[l].d)); });
-          case Ops::POW: return each(out, [&](size_t l) { return f64(std::pow(a[l].d, b[l].d)); });
-          case Ops::MULACC: return each(out, [&](size_t l) { return f64(std::fma(a[l].d, b[l].d, c[l].d)); });
-          default: break;
-        }
-      } else {
-        const bool u = k == Kind::uint;
-        const DType s = in.scalar();
-        const int bits = s.is_index() ? 64 : 8 * std::max(s.itemsize(), 1);
-        switch (ins.op) {
-          case Ops::ADD: return each(out, [&](size_t l) { return wrap(a[l].u + b[l].u, dt); });
-          case Ops::SUB: return each(out, [&](size_t l) { return wrap(a[l].u - b[l].u, dt); });
-          case Ops::MUL: return each(out, [&](size_t l) { return wrap(a[l].u * b[l].u, dt); });
-          case Ops::NEG: return each(out, [&](size_t l) { return wrap(0 - a[l].u, dt); });
-          case Ops::AND: return each(out, [&](size_t l) { return wrap(a[l].u & b[l].u, dt); });
-          case Ops::OR: return each(out, [&](size_t l) { return wrap(a[l].u | b[l].u, dt); });
-          case Ops::XOR: return each(out, [&](size_t l) { return wrap(a[l].u ^ b[l].u, dt); });
-          case Ops::SHL:  // a shift past the width is undefined in C: 0 here
-            return each(out, [&](size_t l) { return b[l].i < 0 || b[l].i >= bits ? wrap(0, dt) : wrap(a[l].u << b[l].i, dt); });
-          case Ops::SHR:
-            return each(out, [&](size_t l) {
-              if (b[l].i < 0 || b[l].i >= bits) return wrap(0, dt);
-              return u ? wrap(a[l].u >> b[l].i, dt) : wrap(static_cast<uint64_t>(a[l].i >> b[l].i), dt);
-            });
-          case Ops::IDIV:  // as the renderers guard it: x/0 is 0, x/-1 is -x
-            return each(out, [&](size_t l) {
-              if (b[l].u == 0) return wrap(0, dt);
-              if (u) return wrap(a[l].u / b[l].u, dt);
-              if (b[l].i == -1) return wrap(0 - a[l].u, dt);
-              return wrap(static_cast<uint64_t>(a[l].i / b[l].i), dt);
-            });
-          case Ops::MOD:
-            return each(out, [&](size_t l) {
-              if (b[l].u == 0) return wrap(0, dt);
-              if (u) return wrap(a[l].u % b[l].u, dt);
-              if (b[l].i == -1) return wrap(0, dt);
-              return wrap(static_cast<uint64_t>(a[l].i % b[l].i), dt);
-            });
-          case Ops::MAX: return each(out, [&](size_t l) { return (u ? a[l].u > b[l].u : a[l].i > b[l].i) ? a[l] : b[l]; });
-          case Ops::CMPLT: return each(out, [&](size_t l) { return boolean(u ? a[l].u < b[l].u : a[l].i < b[l].i); });
-          case Ops::CMPNE: return each(out, [&](size_t l) { return boolean(a[l].u != b[l].u); });
-          case Ops::CMPEQ: return each(out, [&](size_t l) { return boolean(a[l].u == b[l].u); });
-          case Ops::MULACC: return each(out, [&](size_t l) { return wrap(a[l].u * b[l].u + c[l].u, dt); });
-          default: break;
-        }
-      }
-      throw fail(tinyt::detail::cat("cannot run ", op_name(ins.op), " of ", in.name()));
-    }
-  };
-
   Kernel k_;
   Spec spec_;
   Memory& memory_;
