@@ -8477,6 +8477,36 @@ class Launch {
     return s;
   }
 
+  // a float op in T (float: float32 and the narrow floats held in it; double: float64), computed
+  // as C computes it in T; false when it is no float op
+  template <class T> bool float_alu(Ops op, const Slot* a, const Slot* b, const Slot* c, Slot* out) {
+    const auto v = [](const Slot& s) -> T {
+      if constexpr (std::is_same_v<T, float>) return s.f;
+      else return s.d;
+    };
+    const auto put = [](T x) { return std::is_same_v<T, float> ? f32(static_cast<float>(x)) : f64(static_cast<double>(x)); };
+    switch (op) {
+      case Ops::ADD: each(out, [&](size_t l) { return put(v(a[l]) + v(b[l])); }); return true;
+      case Ops::SUB: each(out, [&](size_t l) { return put(v(a[l]) - v(b[l])); }); return true;
+      case Ops::MUL: each(out, [&](size_t l) { return put(v(a[l]) * v(b[l])); }); return true;
+      case Ops::FDIV: each(out, [&](size_t l) { return put(v(a[l]) / v(b[l])); }); return true;
+      case Ops::MAX: each(out, [&](size_t l) { return put(v(a[l]) != v(a[l]) || v(a[l]) > v(b[l]) ? v(a[l]) : v(b[l])); }); return true;
+      case Ops::CMPLT: each(out, [&](size_t l) { return boolean(v(a[l]) < v(b[l])); }); return true;
+      case Ops::CMPNE: each(out, [&](size_t l) { return boolean(v(a[l]) != v(b[l])); }); return true;
+      case Ops::CMPEQ: each(out, [&](size_t l) { return boolean(v(a[l]) == v(b[l])); }); return true;
+      case Ops::NEG: each(out, [&](size_t l) { return put(-v(a[l])); }); return true;
+      case Ops::RECIPROCAL: each(out, [&](size_t l) { return put(T(1) / v(a[l])); }); return true;
+      case Ops::EXP2: each(out, [&](size_t l) { return put(std::exp2(v(a[l]))); }); return true;
+      case Ops::LOG2: each(out, [&](size_t l) { return put(std::log2(v(a[l]))); }); return true;
+      case Ops::SIN: each(out, [&](size_t l) { return put(std::sin(v(a[l]))); }); return true;
+      case Ops::SQRT: each(out, [&](size_t l) { return put(std::sqrt(v(a[l]))); }); return true;
+      case Ops::TRUNC: each(out, [&](size_t l) { return put(std::trunc(v(a[l]))); }); return true;
+      case Ops::POW: each(out, [&](size_t l) { return put(std::pow(v(a[l]), v(b[l]))); }); return true;
+      case Ops::MULACC: each(out, [&](size_t l) { return put(std::fma(v(a[l]), v(b[l]), v(c[l]))); }); return true;
+      default: return false;
+    }
+  }
+
   void alu(const Instr& ins, Slot* out) {
     const Slot* a = at(static_cast<size_t>(ins.src[0]));
     const Slot* b = ins.src.size() > 1 ? at(static_cast<size_t>(ins.src[1])) : nullptr;
@@ -8488,48 +8518,8 @@ class Launch {
     if (ins.op == Ops::CAST) return each(out, [&](size_t l) { return convert(a[l], in, dt); });
     if (ins.op == Ops::BITCAST) return each(out, [&](size_t l) { return from_bits(to_bits(a[l], in), dt); });
     if (ins.op == Ops::WHERE) return each(out, [&](size_t l) { return a[l].i ? b[l] : c[l]; });
-    if (k == Kind::f32) {
-      switch (ins.op) {
-        case Ops::ADD: return each(out, [&](size_t l) { return f32(a[l].f + b[l].f); });
-        case Ops::SUB: return each(out, [&](size_t l) { return f32(a[l].f - b[l].f); });
-        case Ops::MUL: return each(out, [&](size_t l) { return f32(a[l].f * b[l].f); });
-        case Ops::FDIV: return each(out, [&](size_t l) { return f32(a[l].f / b[l].f); });
-        case Ops::MAX: return each(out, [&](size_t l) { return f32(a[l].f != a[l].f || a[l].f > b[l].f ? a[l].f : b[l].f); });
-        case Ops::CMPLT: return each(out, [&](size_t l) { return boolean(a[l].f < b[l].f); });
-        case Ops::CMPNE: return each(out, [&](size_t l) { return boolean(a[l].f != b[l].f); });
-        case Ops::CMPEQ: return each(out, [&](size_t l) { return boolean(a[l].f == b[l].f); });
-        case Ops::NEG: return each(out, [&](size_t l) { return f32(-a[l].f); });
-        case Ops::RECIPROCAL: return each(out, [&](size_t l) { return f32(1.0f / a[l].f); });
-        case Ops::EXP2: return each(out, [&](size_t l) { return f32(std::exp2(a[l].f)); });
-        case Ops::LOG2: return each(out, [&](size_t l) { return f32(std::log2(a[l].f)); });
-        case Ops::SIN: return each(out, [&](size_t l) { return f32(std::sin(a[l].f)); });
-        case Ops::SQRT: return each(out, [&](size_t l) { return f32(std::sqrt(a[l].f)); });
-        case Ops::TRUNC: return each(out, [&](size_t l) { return f32(std::trunc(a[l].f)); });
-        case Ops::POW: return each(out, [&](size_t l) { return f32(std::pow(a[l].f, b[l].f)); });
-        case Ops::MULACC: return each(out, [&](size_t l) { return f32(std::fma(a[l].f, b[l].f, c[l].f)); });
-        default: break;
-      }
-    } else if (k == Kind::f64) {
-      switch (ins.op) {
-        case Ops::ADD: return each(out, [&](size_t l) { return f64(a[l].d + b[l].d); });
-        case Ops::SUB: return each(out, [&](size_t l) { return f64(a[l].d - b[l].d); });
-        case Ops::MUL: return each(out, [&](size_t l) { return f64(a[l].d * b[l].d); });
-        case Ops::FDIV: return each(out, [&](size_t l) { return f64(a[l].d / b[l].d); });
-        case Ops::MAX: return each(out, [&](size_t l) { return f64(a[l].d != a[l].d || a[l].d > b[l].d ? a[l].d : b[l].d); });
-        case Ops::CMPLT: return each(out, [&](size_t l) { return boolean(a[l].d < b[l].d); });
-        case Ops::CMPNE: return each(out, [&](size_t l) { return boolean(a[l].d != b[l].d); });
-        case Ops::CMPEQ: return each(out, [&](size_t l) { return boolean(a[l].d == b[l].d); });
-        case Ops::NEG: return each(out, [&](size_t l) { return f64(-a[l].d); });
-        case Ops::RECIPROCAL: return each(out, [&](size_t l) { return f64(1.0 / a[l].d); });
-        case Ops::EXP2: return each(out, [&](size_t l) { return f64(std::exp2(a[l].d)); });
-        case Ops::LOG2: return each(out, [&](size_t l) { return f64(std::log2(a[l].d)); });
-        case Ops::SIN: return each(out, [&](size_t l) { return f64(std::sin(a[l].d)); });
-        case Ops::SQRT: return each(out, [&](size_t l) { return f64(std::sqrt(a[l].d)); });
-        case Ops::TRUNC: return each(out, [&](size_t l) { return f64(std::trunc(a[l].d)); });
-        case Ops::POW: return each(out, [&](size_t l) { return f64(std::pow(a[l].d, b[l].d)); });
-        case Ops::MULACC: return each(out, [&](size_t l) { return f64(std::fma(a[l].d, b[l].d, c[l].d)); });
-        default: break;
-      }
+    if (k == Kind::f32 || k == Kind::f64) {
+      if (k == Kind::f32 ? float_alu<float>(ins.op, a, b, c, out) : float_alu<double>(ins.op, a, b, c, out)) return;
     } else {
       const bool u = k == Kind::uint;
       const DType s = in.scalar();
