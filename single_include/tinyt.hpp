@@ -7821,23 +7821,11 @@ inline Kind kind_of(DType dt) {
   return Kind::sint;  // signed integers, index, bool
 }
 
-/// An integer wrapped to `dt`'s width, as the generated code's arithmetic wraps.
+/// An integer (its 64 bits) wrapped to `dt`'s width, as the generated code's arithmetic wraps
+/// (dtype.hpp's wrap_int; index, 64 bits in a kernel, keeps them).
 inline Slot wrap(uint64_t v, DType dt) {
-  const DType s = dt.scalar();
   Slot out;
-  if (s.is_bool()) {
-    out.i = v != 0;
-    return out;
-  }
-  const int bits = s.is_index() ? 64 : 8 * s.itemsize();
-  if (bits == 64) {
-    out.u = v;
-  } else if (s.is_unsigned()) {
-    out.u = v & ((uint64_t{1} << bits) - 1);
-  } else {
-    const uint64_t m = uint64_t{1} << (bits - 1), low = v & ((uint64_t{1} << bits) - 1);
-    out.i = static_cast<int64_t>(low ^ m) - static_cast<int64_t>(m);
-  }
+  out.i = static_cast<int64_t>(wrap_int(static_cast<i128>(v), dt));
   return out;
 }
 
@@ -8195,18 +8183,21 @@ class Launch {
 
   DeviceError fail(const std::string& why) const { return DeviceError(tinyt::detail::cat("EMU: ", k_.name, ": ", why)); }
   Slot* at(size_t op) { return values_.data() + op * lanes_; }
+  // a work-item's index in its group along dimension d (x fastest, as CUDA numbers threads)
+  int64_t local_id(size_t lane, size_t d) const {
+    const auto l = static_cast<int64_t>(lane);
+    return d == 0 ? l % dims_.local[0] : d == 1 ? l / dims_.local[0] % dims_.local[1] : l / (dims_.local[0] * dims_.local[1]);
+  }
+  // ... and in the launch
+  int64_t global_id(size_t lane, size_t d) const { return group_[d] * dims_.local[d] + local_id(lane, d); }
   // a work-item's position, as "(x, y, z) of group (x, y, z)"
   std::string who(size_t lane) const {
-    const auto l = static_cast<int64_t>(lane);
-    return tinyt::detail::cat("work-item (", l % dims_.local[0], ", ", l / dims_.local[0] % dims_.local[1], ", ",
-                              l / (dims_.local[0] * dims_.local[1]), ") of group (", group_[0], ", ", group_[1], ", ", group_[2], ")");
+    return tinyt::detail::cat("work-item (", local_id(lane, 0), ", ", local_id(lane, 1), ", ", local_id(lane, 2), ") of group (",
+                              group_[0], ", ", group_[1], ", ", group_[2], ")");
   }
-  int64_t global_id(size_t lane) const {  // a work-item's number in the whole launch
-    const auto l = static_cast<int64_t>(lane);
-    const int64_t x = group_[0] * dims_.local[0] + l % dims_.local[0];
-    const int64_t y = group_[1] * dims_.local[1] + l / dims_.local[0] % dims_.local[1];
-    const int64_t z = group_[2] * dims_.local[2] + l / (dims_.local[0] * dims_.local[1]);
-    return x + dims_.global[0] * (y + dims_.global[1] * z);
+  // a work-item's number in the whole launch
+  int64_t launch_id(size_t lane) const {
+    return global_id(lane, 0) + dims_.global[0] * (global_id(lane, 1) + dims_.global[1] * global_id(lane, 2));
   }
 
   void group(std::array<int64_t, 3> g) {
@@ -8220,12 +8211,7 @@ class Launch {
         case Ops::RANGE: {
           if (ins.work_item) {
             const auto d = static_cast<size_t>(ins.number);
-            for (size_t l = 0; l < lanes_; ++l) {
-              const auto lane = static_cast<int64_t>(l);
-              const int64_t local = d == 0 ? lane % dims_.local[0] : d == 1 ? lane / dims_.local[0] % dims_.local[1]
-                                                                            : lane / (dims_.local[0] * dims_.local[1]);
-              out[l].i = group_[d] * dims_.local[d] + local;
-            }
+            for (size_t l = 0; l < lanes_; ++l) out[l].i = global_id(l, d);
             break;
           }
           const int64_t end = uniform(at(static_cast<size_t>(ins.src[0])), "a loop's bound");
@@ -8402,7 +8388,7 @@ class Launch {
           const int64_t i = idx[l].i;
           check_global(buffer, g, i, l, "writes");
           const auto e = static_cast<size_t>(i);
-          const int64_t id = global_id(l);
+          const int64_t id = launch_id(l);
           if (g.writer[e] >= 0 && g.writer[e] != id)
             throw fail(tinyt::detail::cat(who(l), " writes element ", i, " of buffer ", buffer.number, ", which work-item ", g.writer[e],
                                           " of the launch wrote too"));
@@ -13079,28 +13065,25 @@ inline UOp lower_groups(const UOp& ast, int64_t warp = 0) {
       for (size_t i = 1; i < x.src().size(); ++i)
         if (!(x.src(i) == lane)) partial_src.push_back(x.src(i));
       UOp partial = partial_src.size() == 1 ? x.src(0) : UOp(Ops::REDUCE, x.dtype(), partial_src, x.arg());
-      const Ops op = x.arg().get<Ops>();
+      // what meets in local memory: every work-item's partial, or each warp's, from its first lane
+      int64_t slots = n;
+      UOp slot = lane, writes;
       if (warp > 1 && n % warp == 0 && shuffles(x.dtype())) {
         for (int64_t mask = warp / 2; mask >= 1; mask /= 2)
-          partial = partial.alu(op, {UOp(Ops::SHFL_XOR, partial.dtype(), {partial}, mask)});
-        if (n == warp) {  // one warp: every lane holds the group's result
-          x = partial;
-        } else {  // one value per warp, written by its first lane
-          const int64_t warps = n / warp;
-          const UOp local(Ops::DEFINE_LOCAL, x.dtype().ptr(warps, AddrSpace::local), {}, buffers++);
-          const UOp first = lane.alu(Ops::MOD, {schedule::index_const(warp)}).eq(schedule::index_const(0));
-          const UOp slot = lane.alu(Ops::IDIV, {schedule::index_const(warp)});
-          const UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, local.dtype(), {local, slot, first}), partial});
-          const UOp barrier(Ops::BARRIER, dtypes::void_, {store});
-          const UOp k = schedule::range(warps, next_axis++, RangeKind::reduce);
-          const UOp read(Ops::LOAD, x.dtype(), {UOp(Ops::INDEX, local.dtype(), {local, k}), barrier});
-          x = UOp(Ops::REDUCE, x.dtype(), {read, k}, x.arg());
-        }
+          partial = partial.alu(x.arg().get<Ops>(), {UOp(Ops::SHFL_XOR, partial.dtype(), {partial}, mask)});
+        slots = n / warp;
+        slot = lane.alu(Ops::IDIV, {schedule::index_const(warp)});
+        writes = lane.alu(Ops::MOD, {schedule::index_const(warp)}).eq(schedule::index_const(0));
+      }
+      if (slots == 1) {  // one warp: every lane holds the group's result
+        x = partial;
       } else {
-        const UOp local(Ops::DEFINE_LOCAL, x.dtype().ptr(n, AddrSpace::local), {}, buffers++);
-        const UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, local.dtype(), {local, lane}), partial});
+        const UOp local(Ops::DEFINE_LOCAL, x.dtype().ptr(slots, AddrSpace::local), {}, buffers++);
+        std::vector<UOp> at{local, slot};
+        if (writes) at.push_back(writes);
+        const UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, local.dtype(), std::move(at)), partial});
         const UOp barrier(Ops::BARRIER, dtypes::void_, {store});
-        const UOp k = schedule::range(n, next_axis++, RangeKind::reduce);
+        const UOp k = schedule::range(slots, next_axis++, RangeKind::reduce);
         const UOp read(Ops::LOAD, x.dtype(), {UOp(Ops::INDEX, local.dtype(), {local, k}), barrier});
         x = UOp(Ops::REDUCE, x.dtype(), {read, k}, x.arg());
       }
@@ -13154,6 +13137,13 @@ inline UOp map_work_items(const UOp& ast) {
   return work_items.empty() ? ast : substitute(ast, work_items);
 }
 
+/// The largest divisor of `n` that is at most `limit` (1 when n is 0): a launch dimension's work-group.
+inline int64_t largest_divisor(int64_t n, int64_t limit) {
+  for (int64_t l = std::min(n, limit); l > 1; --l)
+    if (n % l == 0) return l;
+  return 1;
+}
+
 /// The value of an index expression over a program's variables (`vars`, bound to `values`):
 /// constants, variables and integer ALU ops (a symbolic launch dimension's size).
 inline int64_t evaluate(const UOp& u, const std::vector<UOp>& vars, const std::vector<int64_t>& values) {
@@ -13182,12 +13172,7 @@ inline std::pair<std::array<int64_t, 3>, std::array<int64_t, 3>> launch_sizes(co
   for (size_t d = 0; d < 3; ++d) {
     if (!p.symbolic_global[d]) continue;
     global[d] = std::max<int64_t>(evaluate(p.symbolic_global[d], p.vars, values), 0);
-    local[d] = 1;
-    for (int64_t l = std::min(global[d], left); l >= 1; --l)
-      if (global[d] % l == 0) {
-        local[d] = l;
-        break;
-      }
+    local[d] = largest_divisor(global[d], left);
     left /= local[d];
   }
   return {global, local};
@@ -13199,11 +13184,7 @@ inline std::array<int64_t, 3> local_sizes(const std::array<int64_t, 3>& global, 
   std::array<int64_t, 3> local{1, 1, 1};
   int64_t left = std::max<int64_t>(max_local, 1);
   for (size_t d = 0; d < 3; ++d) {
-    for (int64_t l = std::min(global[d], left); l >= 1; --l)
-      if (global[d] % l == 0) {
-        local[d] = l;
-        break;
-      }
+    local[d] = largest_divisor(global[d], left);
     left /= local[d];
   }
   return local;
@@ -15074,13 +15055,20 @@ struct CompiledKernel {
   /// dimension as wide as its value), the threads of a CPU one.
   backend::LaunchDims dims(const std::vector<int64_t>& vars = {}) const {
     if (program.global_axes.empty()) return {{program.threads, 1, 1}, {1, 1, 1}};
-    if (symbolic_launch) {
+    const auto& symbolic = program.symbolic_global;
+    if (std::any_of(symbolic.begin(), symbolic.end(), [](const UOp& s) { return bool(s); })) {
       const auto [global, local] = codegen::launch_sizes(program, vars);
       return {global, local};
     }
     return {program.global_size, program.local_size};
   }
-  bool symbolic_launch = false;  // a launch dimension's size depends on the variables
+  /// Launches it on device handles with the variables' values `vars` (nothing runs where a symbolic
+  /// size is 0); its time in seconds when `timed`.
+  double run(const std::vector<void*>& handles, const std::vector<int64_t>& vars, bool timed) const {
+    const backend::LaunchDims d = dims(vars);
+    if (d.global[0] * d.global[1] * d.global[2] == 0) return 0;
+    return runtime->launch(handles, vars, d, timed);
+  }
 };
 
 /// The source of a program in the language a device's compiler takes.
@@ -15154,7 +15142,6 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
     if (span.on()) span.arg("opts", json::quote(codegen::to_string(opts)));
     k->program = lower_kernel(ast, std::move(opts), settings.target, settings.transcendental);
     k->estimates = estimate(k->program);
-    k->symbolic_launch = std::any_of(k->program.symbolic_global.begin(), k->program.symbolic_global.end(), [](const UOp& s) { return bool(s); });
     k->device = settings.device;
     k->language = settings.target.language;
     k->source = render(k->program, settings.target);
@@ -15188,9 +15175,7 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
 /// Launches a compiled kernel on device handles (host pointers on the CPU) and waits for it;
 /// returns its time in seconds.
 inline double launch(const CompiledKernel& k, const std::vector<void*>& handles, const std::vector<int64_t>& vars = {}) {
-  const backend::LaunchDims dims = k.dims(vars);
-  if (dims.global[0] * dims.global[1] * dims.global[2] == 0) return 0;  // a symbolic size of 0: nothing to run
-  return k.runtime->launch(handles, vars, dims, true);
+  return k.run(handles, vars, true);
 }
 
 /// Runs a compiled kernel.
@@ -15203,9 +15188,7 @@ class CompiledRunner final : public Runner {
     std::vector<void*> handles;
     handles.reserve(params);
     for (size_t i = 0; i < params; ++i) handles.push_back(bufs[i]->ptr());
-    const backend::LaunchDims dims = kernel_->dims(vars);
-    if (dims.global[0] * dims.global[1] * dims.global[2] == 0) return 0;  // a symbolic size of 0: nothing to run
-    return kernel_->runtime->launch(handles, vars, dims, timed);
+    return kernel_->run(handles, vars, timed);
   }
   const std::string& name() const override { return kernel_->program.name; }
   Estimates estimates() const override { return kernel_->estimates; }

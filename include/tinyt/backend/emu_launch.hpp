@@ -117,18 +117,21 @@ class Launch {
 
   DeviceError fail(const std::string& why) const { return DeviceError(tinyt::detail::cat("EMU: ", k_.name, ": ", why)); }
   Slot* at(size_t op) { return values_.data() + op * lanes_; }
+  // a work-item's index in its group along dimension d (x fastest, as CUDA numbers threads)
+  int64_t local_id(size_t lane, size_t d) const {
+    const auto l = static_cast<int64_t>(lane);
+    return d == 0 ? l % dims_.local[0] : d == 1 ? l / dims_.local[0] % dims_.local[1] : l / (dims_.local[0] * dims_.local[1]);
+  }
+  // ... and in the launch
+  int64_t global_id(size_t lane, size_t d) const { return group_[d] * dims_.local[d] + local_id(lane, d); }
   // a work-item's position, as "(x, y, z) of group (x, y, z)"
   std::string who(size_t lane) const {
-    const auto l = static_cast<int64_t>(lane);
-    return tinyt::detail::cat("work-item (", l % dims_.local[0], ", ", l / dims_.local[0] % dims_.local[1], ", ",
-                              l / (dims_.local[0] * dims_.local[1]), ") of group (", group_[0], ", ", group_[1], ", ", group_[2], ")");
+    return tinyt::detail::cat("work-item (", local_id(lane, 0), ", ", local_id(lane, 1), ", ", local_id(lane, 2), ") of group (",
+                              group_[0], ", ", group_[1], ", ", group_[2], ")");
   }
-  int64_t global_id(size_t lane) const {  // a work-item's number in the whole launch
-    const auto l = static_cast<int64_t>(lane);
-    const int64_t x = group_[0] * dims_.local[0] + l % dims_.local[0];
-    const int64_t y = group_[1] * dims_.local[1] + l / dims_.local[0] % dims_.local[1];
-    const int64_t z = group_[2] * dims_.local[2] + l / (dims_.local[0] * dims_.local[1]);
-    return x + dims_.global[0] * (y + dims_.global[1] * z);
+  // a work-item's number in the whole launch
+  int64_t launch_id(size_t lane) const {
+    return global_id(lane, 0) + dims_.global[0] * (global_id(lane, 1) + dims_.global[1] * global_id(lane, 2));
   }
 
   void group(std::array<int64_t, 3> g) {
@@ -142,12 +145,7 @@ class Launch {
         case Ops::RANGE: {
           if (ins.work_item) {
             const auto d = static_cast<size_t>(ins.number);
-            for (size_t l = 0; l < lanes_; ++l) {
-              const auto lane = static_cast<int64_t>(l);
-              const int64_t local = d == 0 ? lane % dims_.local[0] : d == 1 ? lane / dims_.local[0] % dims_.local[1]
-                                                                            : lane / (dims_.local[0] * dims_.local[1]);
-              out[l].i = group_[d] * dims_.local[d] + local;
-            }
+            for (size_t l = 0; l < lanes_; ++l) out[l].i = global_id(l, d);
             break;
           }
           const int64_t end = uniform(at(static_cast<size_t>(ins.src[0])), "a loop's bound");
@@ -324,7 +322,7 @@ class Launch {
           const int64_t i = idx[l].i;
           check_global(buffer, g, i, l, "writes");
           const auto e = static_cast<size_t>(i);
-          const int64_t id = global_id(l);
+          const int64_t id = launch_id(l);
           if (g.writer[e] >= 0 && g.writer[e] != id)
             throw fail(tinyt::detail::cat(who(l), " writes element ", i, " of buffer ", buffer.number, ", which work-item ", g.writer[e],
                                           " of the launch wrote too"));

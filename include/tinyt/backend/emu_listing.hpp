@@ -54,23 +54,11 @@ inline Kind kind_of(DType dt) {
   return Kind::sint;  // signed integers, index, bool
 }
 
-/// An integer wrapped to `dt`'s width, as the generated code's arithmetic wraps.
+/// An integer (its 64 bits) wrapped to `dt`'s width, as the generated code's arithmetic wraps
+/// (dtype.hpp's wrap_int; index, 64 bits in a kernel, keeps them).
 inline Slot wrap(uint64_t v, DType dt) {
-  const DType s = dt.scalar();
   Slot out;
-  if (s.is_bool()) {
-    out.i = v != 0;
-    return out;
-  }
-  const int bits = s.is_index() ? 64 : 8 * s.itemsize();
-  if (bits == 64) {
-    out.u = v;
-  } else if (s.is_unsigned()) {
-    out.u = v & ((uint64_t{1} << bits) - 1);
-  } else {
-    const uint64_t m = uint64_t{1} << (bits - 1), low = v & ((uint64_t{1} << bits) - 1);
-    out.i = static_cast<int64_t>(low ^ m) - static_cast<int64_t>(m);
-  }
+  out.i = static_cast<int64_t>(wrap_int(static_cast<i128>(v), dt));
   return out;
 }
 

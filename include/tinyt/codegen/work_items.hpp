@@ -58,28 +58,25 @@ inline UOp lower_groups(const UOp& ast, int64_t warp = 0) {
       for (size_t i = 1; i < x.src().size(); ++i)
         if (!(x.src(i) == lane)) partial_src.push_back(x.src(i));
       UOp partial = partial_src.size() == 1 ? x.src(0) : UOp(Ops::REDUCE, x.dtype(), partial_src, x.arg());
-      const Ops op = x.arg().get<Ops>();
+      // what meets in local memory: every work-item's partial, or each warp's, from its first lane
+      int64_t slots = n;
+      UOp slot = lane, writes;
       if (warp > 1 && n % warp == 0 && shuffles(x.dtype())) {
         for (int64_t mask = warp / 2; mask >= 1; mask /= 2)
-          partial = partial.alu(op, {UOp(Ops::SHFL_XOR, partial.dtype(), {partial}, mask)});
-        if (n == warp) {  // one warp: every lane holds the group's result
-          x = partial;
-        } else {  // one value per warp, written by its first lane
-          const int64_t warps = n / warp;
-          const UOp local(Ops::DEFINE_LOCAL, x.dtype().ptr(warps, AddrSpace::local), {}, buffers++);
-          const UOp first = lane.alu(Ops::MOD, {schedule::index_const(warp)}).eq(schedule::index_const(0));
-          const UOp slot = lane.alu(Ops::IDIV, {schedule::index_const(warp)});
-          const UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, local.dtype(), {local, slot, first}), partial});
-          const UOp barrier(Ops::BARRIER, dtypes::void_, {store});
-          const UOp k = schedule::range(warps, next_axis++, RangeKind::reduce);
-          const UOp read(Ops::LOAD, x.dtype(), {UOp(Ops::INDEX, local.dtype(), {local, k}), barrier});
-          x = UOp(Ops::REDUCE, x.dtype(), {read, k}, x.arg());
-        }
+          partial = partial.alu(x.arg().get<Ops>(), {UOp(Ops::SHFL_XOR, partial.dtype(), {partial}, mask)});
+        slots = n / warp;
+        slot = lane.alu(Ops::IDIV, {schedule::index_const(warp)});
+        writes = lane.alu(Ops::MOD, {schedule::index_const(warp)}).eq(schedule::index_const(0));
+      }
+      if (slots == 1) {  // one warp: every lane holds the group's result
+        x = partial;
       } else {
-        const UOp local(Ops::DEFINE_LOCAL, x.dtype().ptr(n, AddrSpace::local), {}, buffers++);
-        const UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, local.dtype(), {local, lane}), partial});
+        const UOp local(Ops::DEFINE_LOCAL, x.dtype().ptr(slots, AddrSpace::local), {}, buffers++);
+        std::vector<UOp> at{local, slot};
+        if (writes) at.push_back(writes);
+        const UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, local.dtype(), std::move(at)), partial});
         const UOp barrier(Ops::BARRIER, dtypes::void_, {store});
-        const UOp k = schedule::range(n, next_axis++, RangeKind::reduce);
+        const UOp k = schedule::range(slots, next_axis++, RangeKind::reduce);
         const UOp read(Ops::LOAD, x.dtype(), {UOp(Ops::INDEX, local.dtype(), {local, k}), barrier});
         x = UOp(Ops::REDUCE, x.dtype(), {read, k}, x.arg());
       }
@@ -133,6 +130,13 @@ inline UOp map_work_items(const UOp& ast) {
   return work_items.empty() ? ast : substitute(ast, work_items);
 }
 
+/// The largest divisor of `n` that is at most `limit` (1 when n is 0): a launch dimension's work-group.
+inline int64_t largest_divisor(int64_t n, int64_t limit) {
+  for (int64_t l = std::min(n, limit); l > 1; --l)
+    if (n % l == 0) return l;
+  return 1;
+}
+
 /// The value of an index expression over a program's variables (`vars`, bound to `values`):
 /// constants, variables and integer ALU ops (a symbolic launch dimension's size).
 inline int64_t evaluate(const UOp& u, const std::vector<UOp>& vars, const std::vector<int64_t>& values) {
@@ -161,12 +165,7 @@ inline std::pair<std::array<int64_t, 3>, std::array<int64_t, 3>> launch_sizes(co
   for (size_t d = 0; d < 3; ++d) {
     if (!p.symbolic_global[d]) continue;
     global[d] = std::max<int64_t>(evaluate(p.symbolic_global[d], p.vars, values), 0);
-    local[d] = 1;
-    for (int64_t l = std::min(global[d], left); l >= 1; --l)
-      if (global[d] % l == 0) {
-        local[d] = l;
-        break;
-      }
+    local[d] = largest_divisor(global[d], left);
     left /= local[d];
   }
   return {global, local};
@@ -178,11 +177,7 @@ inline std::array<int64_t, 3> local_sizes(const std::array<int64_t, 3>& global, 
   std::array<int64_t, 3> local{1, 1, 1};
   int64_t left = std::max<int64_t>(max_local, 1);
   for (size_t d = 0; d < 3; ++d) {
-    for (int64_t l = std::min(global[d], left); l >= 1; --l)
-      if (global[d] % l == 0) {
-        local[d] = l;
-        break;
-      }
+    local[d] = largest_divisor(global[d], left);
     left /= local[d];
   }
   return local;

@@ -67,13 +67,20 @@ struct CompiledKernel {
   /// dimension as wide as its value), the threads of a CPU one.
   backend::LaunchDims dims(const std::vector<int64_t>& vars = {}) const {
     if (program.global_axes.empty()) return {{program.threads, 1, 1}, {1, 1, 1}};
-    if (symbolic_launch) {
+    const auto& symbolic = program.symbolic_global;
+    if (std::any_of(symbolic.begin(), symbolic.end(), [](const UOp& s) { return bool(s); })) {
       const auto [global, local] = codegen::launch_sizes(program, vars);
       return {global, local};
     }
     return {program.global_size, program.local_size};
   }
-  bool symbolic_launch = false;  // a launch dimension's size depends on the variables
+  /// Launches it on device handles with the variables' values `vars` (nothing runs where a symbolic
+  /// size is 0); its time in seconds when `timed`.
+  double run(const std::vector<void*>& handles, const std::vector<int64_t>& vars, bool timed) const {
+    const backend::LaunchDims d = dims(vars);
+    if (d.global[0] * d.global[1] * d.global[2] == 0) return 0;
+    return runtime->launch(handles, vars, d, timed);
+  }
 };
 
 /// The source of a program in the language a device's compiler takes.
@@ -147,7 +154,6 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
     if (span.on()) span.arg("opts", json::quote(codegen::to_string(opts)));
     k->program = lower_kernel(ast, std::move(opts), settings.target, settings.transcendental);
     k->estimates = estimate(k->program);
-    k->symbolic_launch = std::any_of(k->program.symbolic_global.begin(), k->program.symbolic_global.end(), [](const UOp& s) { return bool(s); });
     k->device = settings.device;
     k->language = settings.target.language;
     k->source = render(k->program, settings.target);
@@ -181,9 +187,7 @@ inline std::shared_ptr<CompiledKernel> compile_kernel(const UOp& ast, std::vecto
 /// Launches a compiled kernel on device handles (host pointers on the CPU) and waits for it;
 /// returns its time in seconds.
 inline double launch(const CompiledKernel& k, const std::vector<void*>& handles, const std::vector<int64_t>& vars = {}) {
-  const backend::LaunchDims dims = k.dims(vars);
-  if (dims.global[0] * dims.global[1] * dims.global[2] == 0) return 0;  // a symbolic size of 0: nothing to run
-  return k.runtime->launch(handles, vars, dims, true);
+  return k.run(handles, vars, true);
 }
 
 /// Runs a compiled kernel.
@@ -196,9 +200,7 @@ class CompiledRunner final : public Runner {
     std::vector<void*> handles;
     handles.reserve(params);
     for (size_t i = 0; i < params; ++i) handles.push_back(bufs[i]->ptr());
-    const backend::LaunchDims dims = kernel_->dims(vars);
-    if (dims.global[0] * dims.global[1] * dims.global[2] == 0) return 0;  // a symbolic size of 0: nothing to run
-    return kernel_->runtime->launch(handles, vars, dims, timed);
+    return kernel_->run(handles, vars, timed);
   }
   const std::string& name() const override { return kernel_->program.name; }
   Estimates estimates() const override { return kernel_->estimates; }
