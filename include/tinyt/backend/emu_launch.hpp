@@ -143,9 +143,10 @@ class Launch {
       Slot* out = at(pc);
       switch (ins.op) {
         case Ops::RANGE: {
-          if (ins.work_item) {
+          if (ins.work_item()) {
             const auto d = static_cast<size_t>(ins.number);
-            for (size_t l = 0; l < lanes_; ++l) out[l].i = global_id(l, d);
+            for (size_t l = 0; l < lanes_; ++l)
+              out[l].i = ins.index == Instr::Index::group ? group_[d] : ins.index == Instr::Index::local ? local_id(l, d) : global_id(l, d);
             break;
           }
           const int64_t end = uniform(at(static_cast<size_t>(ins.src[0])), "a loop's bound");

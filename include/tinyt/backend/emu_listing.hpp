@@ -137,7 +137,9 @@ struct Instr {
   std::vector<int32_t> src;
   Slot value{};            // CONST
   int64_t number = 0;      // DEFINE_*: its number; RANGE: its launch dimension (-1: a loop)
-  bool work_item = false;  // RANGE: a work-item's index, not a loop
+  // RANGE: a loop, or not a loop but a work-item's index (in the launch, of its work-group, in its work-group)
+  enum class Index : uint8_t { loop, global, group, local } index = Index::loop;
+  bool work_item() const { return index != Index::loop; }
   int32_t partner = -1;    // RANGE: its END; END: its RANGE
   DType input;             // WMMA: the type of its operands
 };
@@ -265,14 +267,16 @@ inline Kernel parse(const std::string& listing, const Spec& spec) {
       case Ops::RANGE:
         need_args(2);
         if (arg[0] == "thread") throw fail("a CPU thread's range in a GPU kernel");
-        ins.work_item = arg[0] == "global";
+        ins.index = arg[0] == "global" ? Instr::Index::global : arg[0] == "group" ? Instr::Index::group
+                  : arg[0] == "local"    ? Instr::Index::local  : Instr::Index::loop;
+        if (!ins.work_item() && arg[0] != "loop") throw fail("a RANGE is a loop, or a global, group or local index");
         ins.number = std::stoll(arg[1]);
-        if (ins.work_item && (ins.number < 0 || ins.number > 2)) throw fail("a work-item's launch dimension must be 0, 1 or 2");
-        if (!ins.work_item) open.push_back(static_cast<int32_t>(k.code.size()));
+        if (ins.work_item() && (ins.number < 0 || ins.number > 2)) throw fail("a work-item's launch dimension must be 0, 1 or 2");
+        if (!ins.work_item()) open.push_back(static_cast<int32_t>(k.code.size()));
         break;
       case Ops::END:
         if (ins.src.empty() || k.code[static_cast<size_t>(ins.src[0])].op != Ops::RANGE) throw fail("END must close a RANGE");
-        if (!k.code[static_cast<size_t>(ins.src[0])].work_item) {
+        if (!k.code[static_cast<size_t>(ins.src[0])].work_item()) {
           if (open.empty() || open.back() != ins.src[0]) throw fail("END closes a loop that is not the innermost one open");
           ins.partner = open.back();
           k.code[static_cast<size_t>(open.back())].partner = static_cast<int32_t>(k.code.size());

@@ -31,6 +31,9 @@ struct Program {
   // launch: global_size holds the largest it can be, symbolic_global its expression (else empty)
   std::array<UOp, 3> symbolic_global{};
   int64_t max_local = 1;       // GPUs: the most work-items a work-group may have
+  // GPUs: the work-groups are part of the code (group_id and local_id ranges: LOCAL, STAGE), so
+  // local_size is not the launcher's to choose
+  bool fixed_local = false;
 };
 
 namespace detail {
@@ -128,6 +131,13 @@ class Linearizer {
       return lookup(u);
     }
     if (u.op() == Ops::STORE) return emit_store(u);
+    // a STAGE's copy made again in each pass of a loop overwrites the last pass's: every
+    // work-item must be done reading that first
+    if (is_stage(u)) {
+      const auto& need = free_.at(u.get());
+      if (std::any_of(need.begin(), need.end(), [](const UOp& r) { return range_rank(range_kind(r)) != 0; }))
+        push(UOp(Ops::BARRIER, dtypes::void_, {}));
+    }
     std::vector<UOp> src;
     for (const UOp& s : u.src()) src.push_back(emit(s));
     UOp out = push(u.replace(std::move(src)));
@@ -194,13 +204,22 @@ class Linearizer {
       push(UOp(Ops::STORE, dtypes::void_, {slots.back(), push(reduce_identity(r.arg().get<Ops>(), r.dtype()))}));
     }
     // a reduction of partial results in local memory (a GPU work-group's) reads them after the
-    // barrier that publishes them: the barrier, and the stores before it, come before its loops
+    // barrier that publishes them: the barrier, and the stores before it, come before its loops;
+    // a STAGE's copies, inside the loops of the tiles they hold (emitted as soon as those are open)
+    std::vector<UOp> barriers;
     for (const UOp& r : group)
       for (const UOp& x : toposort(r.src(0)))
-        if (x.op() == Ops::BARRIER) emit(x);
+        if (x.op() == Ops::BARRIER && std::find(barriers.begin(), barriers.end(), x) == barriers.end()) barriers.push_back(x);
+    const auto publish = [&] {
+      for (const UOp& b : barriers) {
+        const auto& need = free_.at(b.get());
+        if (!lookup(b) && std::all_of(need.begin(), need.end(), [&](const UOp& x) { return bool(lookup(x)); })) emit(b);
+      }
+    };
+    publish();
     std::vector<UOp> ranges(u.src().begin() + 1, u.src().end());
     std::sort(ranges.begin(), ranges.end(), range_before);
-    for (const UOp& r : ranges) open(r);
+    for (const UOp& r : ranges) open(r), publish();
     // a float sum of products accumulates with fused multiply-adds (MULACC), the one place
     // codegen asks for FMA: matmul and conv accumulation. Nowhere else is a*b+c fused, by us or
     // by a compiler, so a result does not depend on the CPU or the compiler.
@@ -240,6 +259,13 @@ inline Program linearize(const UOp& ast, std::string name) {
   Program p{std::move(name), std::move(lin.ops), {}, 1, {}, {}, {1, 1, 1}, {1, 1, 1}, std::move(vars)};
   for (const UOp& u : toposort(lowered)) {
     if (u.op() == Ops::RANGE && range_kind(u) == RangeKind::thread) p.threads = range_size(u);
+    if (u.op() == Ops::RANGE && (range_kind(u) == RangeKind::group_id || range_kind(u) == RangeKind::local_id)) {
+      // a fixed work-group: dimension d runs group_id's work-groups of local_id's work-items
+      const size_t dim = static_cast<size_t>(u.arg()[2].as_int());
+      if (!p.fixed_local) p.global_axes.assign(3, -1), p.fixed_local = true;
+      if (range_kind(u) == RangeKind::local_id) p.local_size[dim] = range_size(u);
+      if (range_kind(u) == RangeKind::group_id || p.global_axes[dim] < 0) p.global_axes[dim] = u.arg()[0].as_int();
+    }
     if (u.op() == Ops::RANGE && range_kind(u) == RangeKind::global) {
       // innermost (fastest-varying memory) first: neighbouring work-items read neighbouring elements
       const size_t dim = static_cast<size_t>(u.arg()[2].as_int());
@@ -253,6 +279,12 @@ inline Program linearize(const UOp& ast, std::string name) {
       if (p.globals.size() <= i) p.globals.resize(i + 1);
       p.globals[i] = u.dtype();
     }
+  }
+  if (p.fixed_local) {
+    std::array<int64_t, 3> groups{1, 1, 1};
+    for (const UOp& u : toposort(lowered))
+      if (u.op() == Ops::RANGE && range_kind(u) == RangeKind::group_id) groups[static_cast<size_t>(u.arg()[2].as_int())] = range_size(u);
+    for (size_t d = 0; d < 3; ++d) p.global_size[d] = groups[d] * p.local_size[d];
   }
   // a buffer the kernel binds but never touches (its loads simplified away) is still a parameter
   for (DType& g : p.globals)

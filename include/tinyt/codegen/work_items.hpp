@@ -99,33 +99,57 @@ inline UOp warp_range(const UOp& ast) {
   return {};
 }
 
-/// The AST with up to three output loops as work-item ranges (RANGE arg: axis, kind, dimension);
-/// a work-group range, or a warp's lanes, take dimension 0. OptError when a grouped reduction would stay in a loop
+/// Whether a kernel's work-groups are part of its code: it has tiles of work-items (LOCAL on a
+/// GPU) or copies the work-group shares (STAGE). Its launch is then exact: dimension d has as
+/// many work-groups as its `group_id` range and as many work-items in each as its `local_id` range.
+inline bool fixed_work_groups(const UOp& ast) {
+  for (const UOp& u : toposort(ast))
+    if ((u.op() == Ops::RANGE && range_kind(u) == RangeKind::local) || is_stage(u)) return true;
+  return false;
+}
+
+/// The AST with up to three output loops as work-item ranges (RANGE arg: axis, kind, dimension).
+/// Most kernels' loops become `global` ranges (a work-item's index in the launch; the work-group
+/// sizes are the launcher's choice); a work-group range, or a warp's lanes, take dimension 0.
+/// A kernel with fixed work-groups (see above) has `local_id` ranges instead: a warp's lanes
+/// first, then its tiles (LOCAL, in the order they were made), and its outer loops become
+/// `group_id` ranges, the innermost first. OptError when a grouped reduction would stay in a loop
 /// (its barrier would be reached a different number of times than the local memory is reused).
 inline UOp map_work_items(const UOp& ast) {
-  std::vector<UOp> loops;
-  size_t tiles = 0;
+  std::vector<UOp> loops, tiles;
   for (const UOp& r : all_ranges(ast)) {
     if (range_kind(r) == RangeKind::loop) loops.push_back(r);
-    tiles += range_kind(r) == RangeKind::local;
+    if (range_kind(r) == RangeKind::local) tiles.push_back(r);  // (all_ranges: in the order made)
   }
   const UOp lane = group_range(ast), warp = warp_range(ast);
   if (lane && warp) throw OptError("GROUP and TC: a kernel's dimension 0 is a work-group or a warp, not both");
+  const bool fixed = fixed_work_groups(ast);
+  if (lane && fixed) throw OptError("GROUP with LOCAL or STAGE: a grouped reduction's work-group is its dimension 0, whole");
   std::unordered_map<const UOpNode*, UOp> work_items;
-  int64_t dim = 0;
-  auto as_work_item = [&](const UOp& r) {
-    work_items[r.get()] = UOp(Ops::RANGE, dtypes::index, {r.src(0)},
-                              Arg{r.arg()[0].as_int(), static_cast<int64_t>(RangeKind::global), dim++});
+  int64_t dim = 0, in_group = 0;
+  auto as_work_item = [&](const UOp& r, RangeKind kind, int64_t d) {
+    work_items[r.get()] = UOp(Ops::RANGE, dtypes::index, {r.src(0)}, Arg{r.arg()[0].as_int(), static_cast<int64_t>(kind), d});
   };
-  if (lane) as_work_item(lane);
-  if (warp) as_work_item(warp);
+  if (fixed) {
+    if (warp) as_work_item(warp, RangeKind::local_id, in_group++);
+    for (const UOp& t : tiles) {
+      if (in_group == 3) throw OptError("LOCAL: a work-group has 3 dimensions; the kernel has more tiles of work-items");
+      if (is_symbolic(t)) throw OptError("LOCAL: a tile of work-items of symbolic length");
+      as_work_item(t, RangeKind::local_id, in_group++);
+    }
+  } else {
+    if (lane) as_work_item(lane, RangeKind::global, dim++);
+    if (warp) as_work_item(warp, RangeKind::global, dim++);
+  }
   for (auto it = loops.rbegin(); it != loops.rend() && dim < 3; ++it) {
     // this and the outer loops stay loops; a symbolic one is launched as wide as its value
-    if (dim > 0 && range_size(*it) > max_outer_dimension) break;
-    as_work_item(*it);
+    // (a kernel with fixed work-groups keeps it a loop: its work-groups are counted when made)
+    if ((dim > 0 && range_size(*it) > max_outer_dimension) || (fixed && is_symbolic(*it))) break;
+    as_work_item(*it, fixed ? RangeKind::group_id : RangeKind::global, dim);
+    ++dim;
   }
-  if (lane && (static_cast<size_t>(dim) < loops.size() + 1 || tiles > 0))
-    throw OptError(tinyt::detail::cat("GROUP: ", loops.size(), " output loops and ", tiles,
+  if (lane && (static_cast<size_t>(dim) < loops.size() + 1 || !tiles.empty()))
+    throw OptError(tinyt::detail::cat("GROUP: ", loops.size(), " output loops and ", tiles.size(),
                                       " tiles; a grouped kernel has 2 launch dimensions for its outputs and no loops around them"));
   return work_items.empty() ? ast : substitute(ast, work_items);
 }

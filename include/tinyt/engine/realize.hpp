@@ -99,8 +99,10 @@ inline std::string render(const codegen::Program& p, const backend::Target& targ
 /// transcendentals decomposed unless TRANSCENDENTAL=0, division made safe, work-items on a GPU).
 inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> opts, const backend::Target& target,
                                      bool transcendental) {
-  if (target.gpu && std::any_of(opts.begin(), opts.end(), [](const codegen::Opt& o) { return o.op == codegen::OptOp::PACK; }))
+  const auto has = [&](codegen::OptOp op) { return std::any_of(opts.begin(), opts.end(), [&](const codegen::Opt& o) { return o.op == op; }); };
+  if (target.gpu && has(codegen::OptOp::PACK))
     throw codegen::OptError("PACK: a GPU's work-items share local memory; a copy of one thread's own is for CPUs");
+  if (!target.gpu && has(codegen::OptOp::STAGE)) throw codegen::OptError("STAGE: a copy shared by a work-group is for GPUs");
   const bool recording = viz::enabled();  // the lowering steps between rewrites, for VIZ
   const UOp optimized = codegen::apply_opts(ast, opts);
   if (recording) viz::snapshot("apply_opts " + codegen::to_string(opts), ast, optimized);
@@ -123,13 +125,20 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
   }
   codegen::Program p = codegen::linearize(expanded, schedule::detail::kernel_name(ast));
   p.opts = std::move(opts);
-  // a grouped kernel's work-group is its dimension 0, whole; otherwise divisors of the sizes
+  // a grouped kernel's work-group is its dimension 0, whole; a kernel's own (LOCAL, STAGE) are as made;
+  // otherwise divisors of the sizes
   if (target.gpu) {
     // a symbolic dimension's work-groups are chosen at each launch (codegen::launch_sizes)
     std::array<int64_t, 3> fixed = p.global_size;
     for (size_t d = 0; d < 3; ++d)
       if (p.symbolic_global[d]) fixed[d] = 1;
-    p.local_size = lane ? std::array<int64_t, 3>{p.global_size[0], 1, 1} : codegen::local_sizes(fixed, target.max_local);
+    if (p.fixed_local) {
+      if (p.local_size[0] * p.local_size[1] * p.local_size[2] > target.max_local)
+        throw codegen::OptError(tinyt::detail::cat("LOCAL: work-groups of ", p.local_size[0], "x", p.local_size[1], "x", p.local_size[2],
+                                                   "; the device groups at most ", target.max_local, " work-items"));
+    } else {
+      p.local_size = lane ? std::array<int64_t, 3>{p.global_size[0], 1, 1} : codegen::local_sizes(fixed, target.max_local);
+    }
     p.max_local = target.max_local;
   }
   return p;
@@ -345,6 +354,79 @@ inline std::vector<codegen::Opt> tensor_core_tiles(const UOp& ast, std::vector<c
   return opts;
 }
 
+// The position in `axes(ast)` of the range with id `id`, or -1.
+inline int64_t axis_of(const UOp& ast, int64_t id) {
+  const std::vector<UOp> ax = codegen::axes(ast);
+  for (size_t i = 0; i < ax.size(); ++i)
+    if (ax[i].arg()[0].as_int() == id) return static_cast<int64_t>(i);
+  return -1;
+}
+
+// Tiles in shared memory for a reduction whose loads each stay put along one of two output loops
+// (a matmul's rows and columns, a conv's pixels and output channels): a work-group of 16x16
+// work-items (or 8x32, ... 8x8), each keeping a register tile of up to 4x4 outputs (UPCAST of both loops),
+// over the output's innermost loop and the next one out that a load stays put along; the
+// operands of a tile of 16 (or 8) steps of the reduction are staged in local memory by the whole
+// work-group (STAGE), so each is read from global memory once per work-group. Empty when the
+// kernel is not of that shape or no tiling divides it.
+inline std::vector<codegen::Opt> shared_tiles(const UOp& ast, const backend::Target& target) {
+  using codegen::Opt, codegen::OptOp, codegen::RangeKind;
+  UOp red;
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::REDUCE) {
+      if (red) return {};
+      red = u;
+    }
+  if (!red || red.arg().get<Ops>() != Ops::ADD) return {};
+  std::vector<UOp> loads;
+  for (const UOp& u : toposort(red.src(0)))
+    if (u.op() == Ops::LOAD) loads.push_back(u);
+  // a load that moves with `a` and stays put along `b`
+  const auto one_sided = [&](const UOp& a, const UOp& b) {
+    return std::any_of(loads.begin(), loads.end(), [&](const UOp& l) { return depends_on(l, a) && !depends_on(l, b); });
+  };
+  std::vector<UOp> loops;
+  for (const UOp& r : codegen::axes(ast))
+    if (codegen::range_kind(r) == RangeKind::loop) loops.push_back(r);
+  if (loops.empty()) return {};
+  const UOp n = loops.back();
+  UOp m;
+  for (auto it = loops.rbegin() + 1; it != loops.rend() && !m; ++it)
+    if (one_sided(*it, n) && one_sided(n, *it)) m = *it;
+  if (!m) return {};
+  // the tile of the reduction: along its longest range
+  UOp longest = red.src(1);
+  for (size_t i = 2; i < red.src().size(); ++i)
+    if (codegen::range_size(red.src(i)) > codegen::range_size(longest)) longest = red.src(i);
+  const int64_t n_id = n.arg()[0].as_int(), m_id = m.arg()[0].as_int(), k_id = longest.arg()[0].as_int();
+  const int64_t n_size = codegen::range_size(n), m_size = codegen::range_size(m);
+  const auto registers = [](int64_t left) { return left % 4 == 0 ? 4 : left % 2 == 0 ? 2 : 1; };
+  for (const auto& [n_items, m_items] : {std::pair<int64_t, int64_t>{16, 16}, {8, 32}, {32, 8}, {16, 8}, {8, 16}, {8, 8}}) {
+    if (n_items * m_items > target.max_local || n_size % n_items != 0 || m_size % m_items != 0) continue;
+    for (const int64_t steps : {16, 8}) {
+      std::vector<Opt> opts;
+      UOp k = ast;
+      const auto apply = [&](OptOp op, int64_t id, int64_t amount) {
+        if (amount == 1) return;
+        const Opt o{op, axis_of(k, id), amount};
+        k = codegen::apply_opt(k, o);
+        opts.push_back(o);
+      };
+      try {
+        apply(OptOp::LOCAL, n_id, n_items);
+        apply(OptOp::LOCAL, m_id, m_items);
+        apply(OptOp::UPCAST, n_id, registers(n_size / n_items));
+        apply(OptOp::UPCAST, m_id, registers(m_size / m_items));
+        apply(OptOp::STAGE, k_id, steps);
+        codegen::map_work_items(k);  // throws when it cannot launch so
+        return opts;
+      } catch (const codegen::OptError&) {
+      }
+    }
+  }
+  return {};
+}
+
 // A GPU's hand-coded opts: a sum of products of narrow floats goes on tensor cores where the
 // device has them and `tc` (TC=0: never); a reduction with too few outputs to keep the device
 // busy (fewer than 64 work-items per compute unit) is split across a work-group (GROUP of the
@@ -385,6 +467,7 @@ inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target&
       }
     }
   }
+  if (std::vector<codegen::Opt> tiles = shared_tiles(ast, target); !tiles.empty()) return tiles;
   return codegen::hand_coded_opts(ast, machine_shape(target));
 }
 

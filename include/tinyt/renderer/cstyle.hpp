@@ -195,6 +195,14 @@ class CStyleRenderer {
   virtual std::string work_item(int dim) const {
     throw CompileError(detail::cat(language(), " renderer: no work-items (launch dimension ", dim, ")"));
   }
+  /// The index of this work-group, and of this work-item inside it, along launch dimension `dim`
+  /// (GPU dialects).
+  virtual std::string group_index(int dim) const {
+    throw CompileError(detail::cat(language(), " renderer: no work-groups (launch dimension ", dim, ")"));
+  }
+  virtual std::string local_index(int dim) const {
+    throw CompileError(detail::cat(language(), " renderer: no work-groups (launch dimension ", dim, ")"));
+  }
   /// The declaration of `size` elements of `type` in a work-group's local memory (GPU dialects).
   virtual std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const {
     throw CompileError(detail::cat(language(), " renderer: no local memory (", type, " ", name, "[", size, "])"));
@@ -322,6 +330,8 @@ class CStyleRenderer {
         switch (codegen::range_kind(u)) {
           case codegen::RangeKind::thread: out(t + " " + n + " = core_id;"); return;  // one thread runs each value
           case codegen::RangeKind::global: out(t + " " + n + " = " + work_item(work_item_dim(u)) + ";"); return;
+          case codegen::RangeKind::group_id: out(t + " " + n + " = " + group_index(static_cast<int>(u.arg()[2].as_int())) + ";"); return;
+          case codegen::RangeKind::local_id: out(t + " " + n + " = " + local_index(static_cast<int>(u.arg()[2].as_int())) + ";"); return;
           default: break;
         }
         out("for (" + t + " " + n + " = 0; " + n + " < " + ref(s[0]) + "; " + n + "++) {");
@@ -329,7 +339,7 @@ class CStyleRenderer {
         return;
       }
       case Ops::END:
-        if (codegen::range_kind(s[0]) == codegen::RangeKind::thread || codegen::range_kind(s[0]) == codegen::RangeKind::global) return;
+        if (codegen::range_rank(codegen::range_kind(s[0])) == 0) return;  // a thread's or a work-item's: no loop
         --depth_;
         out("}");
         return;
@@ -515,6 +525,8 @@ class OpenCLRenderer : public CStyleRenderer {
   }
   std::string read_variable(size_t) const override { return ""; }
   std::string work_item(int dim) const override { return detail::cat("(int)get_global_id(", dim, ")"); }
+  std::string group_index(int dim) const override { return detail::cat("(int)get_group_id(", dim, ")"); }
+  std::string local_index(int dim) const override { return detail::cat("(int)get_local_id(", dim, ")"); }
   std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const override {
     return detail::cat("__local ", type, " ", name, "[", size, "]");
   }
@@ -579,6 +591,8 @@ class CUDARenderer : public CStyleRenderer {
     const char* d = dim == 0 ? "x" : dim == 1 ? "y" : "z";
     return detail::cat("(int)(blockIdx.", d, " * blockDim.", d, " + threadIdx.", d, ")");
   }
+  std::string group_index(int dim) const override { return detail::cat("(int)blockIdx.", dim == 0 ? "x" : dim == 1 ? "y" : "z"); }
+  std::string local_index(int dim) const override { return detail::cat("(int)threadIdx.", dim == 0 ? "x" : dim == 1 ? "y" : "z"); }
   std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const override {
     return detail::cat("__shared__ ", type, " ", name, "[", size, "]");
   }

@@ -6,7 +6,7 @@
 //   kernel r_64_16
 //   %0 DEFINE_GLOBAL float32*global : 0
 //   %1 CONST index : 64
-//   %2 RANGE index %1 : global 0          (kind, launch dimension or -1)
+//   %2 RANGE index %1 : global 0          (kind: loop, global, group or local; launch dimension or -1)
 //   %3 DEFINE_LOCAL float32*local[16] : 0
 //   %9 CONST float32 : 0x1.8p+1           (floats exactly, as C's %a)
 //
@@ -91,9 +91,13 @@ inline std::string render_listing(const codegen::Program& p) {
         break;
       }
       case Ops::RANGE: {
-        const auto kind = codegen::range_kind(u);
-        out << " : " << (kind == codegen::RangeKind::global ? "global" : kind == codegen::RangeKind::thread ? "thread" : "loop")
-            << " " << (kind == codegen::RangeKind::global ? u.arg()[2].as_int() : -1);
+        switch (codegen::range_kind(u)) {
+          case codegen::RangeKind::global: out << " : global " << u.arg()[2].as_int(); break;
+          case codegen::RangeKind::group_id: out << " : group " << u.arg()[2].as_int(); break;
+          case codegen::RangeKind::local_id: out << " : local " << u.arg()[2].as_int(); break;
+          case codegen::RangeKind::thread: out << " : thread -1"; break;
+          default: out << " : loop -1"; break;
+        }
         break;
       }
       default: break;

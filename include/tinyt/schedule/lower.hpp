@@ -30,6 +30,8 @@ enum class RangeKind : int64_t {
   group = 7,   // a reduce axis split across a GPU work-group: each work-item reduces its part
   pack = 8,    // a loop of a copy into a thread's contiguous buffer (PACK), before the loops that read it
   warp = 9,    // the lanes of a GPU warp that share tensor-core ops (TC): launch dimension 0
+  group_id = 10,  // not a loop: its value is the index of a GPU work-group along one launch dimension
+  local_id = 11,  // not a loop: its value is a work-item's index inside its work-group along one dimension
 };
 
 inline UOp range(const UOp& end, int64_t axis, RangeKind kind) {

@@ -214,7 +214,8 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // (A scalar tile's columns are not copied: the CNN's conv 1 weight gradient, 5 wide, ran at
       // 0.8x with its panel packed.)
       const bool pack_panel = machine.packs && vector;
-      if (!packed_tile && !long_row && reduce_length * wide * out.type.itemsize() > 32 * 1024) {
+      // (A CPU's: on a GPU, LOCAL makes tiles of work-items.)
+      if (machine.packs && !packed_tile && !long_row && reduce_length * wide * out.type.itemsize() > 32 * 1024) {
         ax = axes(k);
         for (size_t i = 0; i < ax.size(); ++i)
           if (ax[i].arg()[0].as_int() == rows_id && range_kind(ax[i]) == RangeKind::loop)

@@ -16,6 +16,12 @@
 //                    32 lanes each hold their fragment of a 16×16 tile of A and a 16×8 tile of B,
 //                    and each multiply-accumulate of the tiles is one WMMA; each lane keeps 4 of
 //                    the 16×8 outputs. GPUs with tensor cores only.
+//   STAGE(axis, n)   reduce axis → loops over tiles of n; at each, the work-group copies what its
+//                    reduction reads in the tile (each load that moves with it) from global to
+//                    local memory, every work-item a share of each copy, and after a barrier reads
+//                    it from there: a matmul's work-group reads each operand value once, not once
+//                    per work-item that uses it (tiles of work-items first: LOCAL, TC). GPUs only;
+//                    the last opt of a kernel.
 //   PACK(axis, 0)    the loads a reduction reads that stay put along `axis` (a loop or tile) are
 //                    copied, before its loop, into a contiguous buffer of the thread, in the order
 //                    the loops inside read them; each pass of the axis reads them from there
@@ -36,9 +42,9 @@
 namespace tinyt::inline v0 {
 namespace codegen {
 
-enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, PADTO, GROUP, PACK, GROUPTOP, TC };
+enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, PADTO, GROUP, PACK, GROUPTOP, TC, STAGE };
 
-inline constexpr std::array<const char*, 9> opt_op_names{"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO", "GROUP", "PACK", "GROUPTOP", "TC"};
+inline constexpr std::array<const char*, 10> opt_op_names{"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO", "GROUP", "PACK", "GROUPTOP", "TC", "STAGE"};
 inline const char* opt_op_name(OptOp op) {
   return opt_op_names[static_cast<size_t>(op)];
 }
@@ -78,7 +84,9 @@ inline int range_rank(RangeKind k) {
     case RangeKind::thread:
     case RangeKind::global:
     case RangeKind::group:
-    case RangeKind::warp: return 0;
+    case RangeKind::warp:
+    case RangeKind::group_id:
+    case RangeKind::local_id: return 0;
     case RangeKind::loop: return 1;
     case RangeKind::local: return 2;
     case RangeKind::reduce: return 3;
@@ -109,6 +117,11 @@ inline std::vector<UOp> all_ranges(const UOp& ast) {
     if (u.op() == Ops::RANGE) out.push_back(u);
   std::sort(out.begin(), out.end(), range_before);
   return out;
+}
+
+/// Whether a BARRIER publishes a STAGE's copies.
+inline bool is_stage(const UOp& u) {
+  return u.op() == Ops::BARRIER && u.arg().is<std::string>() && u.arg().get<std::string>() == "stage";
 }
 
 /// The rules every kernel AST is kept simplified with.
@@ -279,6 +292,114 @@ inline UOp pack_loads(const UOp& ast, const UOp& at, const std::string& what) {
       packed[u.get()] = packed.at(u.src(1).get());
   return graph_rewrite(substitute(ast, packed), kernel_rules());
 }
+/// The most local memory a kernel's STAGE copies take: what every OpenCL device has (CUDA's
+/// static shared memory is 48 KiB).
+inline constexpr int64_t max_stage_bytes = 32 * 1024;
+
+// STAGE (see the top of this file). `r` splits into loops over tiles (keeping its id) and a
+// fresh reduce range of `amount` inside. The ranges that vary inside a pass of the tile loop are
+// the work-group's (LOCAL tiles, TC's lanes: the team), register ranges, and reduce ranges after
+// the tile loop; a load of a read-only buffer that a reduction reads and that moves with one of
+// those reduce ranges is copied. The copy holds the load's values (0 where it is masked) over
+// the inside ranges its address depends on, ordered so that the one with the smallest stride in
+// global memory is fastest: neighbouring work-items copy neighbouring values. Work-item t of the
+// team's G copies elements t, t+G, ... (a `pack` loop); one BARRIER (arg "stage") publishes all
+// the copies, and the linearizer puts another before them where they are made in a loop.
+inline UOp stage_loads(const UOp& ast, const UOp& r, int64_t amount, const std::string& what) {
+  using tinyt::detail::cat;
+  const int64_t fresh_id = next_axis_id(ast);
+  const UOp split = amount == range_size(r) ? replace_range(ast, r, schedule::range(amount, fresh_id, RangeKind::reduce),
+                                                            {schedule::range(amount, fresh_id, RangeKind::reduce)})
+                                            : split_range(ast, r, amount, RangeKind::reduce, false);
+  // the team: a warp's lanes, then the tiles of work-items in the order they were made
+  std::vector<UOp> team, inside;
+  UOp outer;
+  for (const UOp& x : all_ranges(split)) {
+    if (range_kind(x) == RangeKind::warp) team.insert(team.begin(), x);
+    if (range_kind(x) == RangeKind::local) team.push_back(x);
+    if (x.arg()[0].as_int() == r.arg()[0].as_int()) outer = x;
+  }
+  if (team.empty()) throw OptError(cat(what, ": the kernel has no work-group to share the copies (LOCAL or TC first)"));
+  const auto tile_range = [&](const UOp& x) {
+    const RangeKind k = range_kind(x);
+    if (k == RangeKind::local || k == RangeKind::warp || k == RangeKind::upcast || k == RangeKind::unroll) return true;
+    return k == RangeKind::reduce && (!outer || range_before(outer, x));
+  };
+  for (const UOp& x : all_ranges(split))
+    if (tile_range(x)) inside.push_back(x);
+  int64_t team_size = 1;
+  UOp tid = schedule::index_const(0);
+  for (auto it = team.rbegin(); it != team.rend(); ++it) tid = tid * range_size(*it) + *it, team_size *= range_size(*it);
+  std::unordered_set<const UOpNode*> written;
+  int64_t next_axis = next_axis_id(split), buffers = 0, bytes = 0;
+  for (const UOp& u : toposort(split)) {
+    buffers += u.op() == Ops::DEFINE_LOCAL;
+    if (u.op() == Ops::STORE) written.insert(u.src(0).src(0).get());
+  }
+  std::unordered_set<const UOpNode*> read;  // what the reductions read
+  for (const UOp& u : toposort(split))
+    if (u.op() == Ops::REDUCE)
+      for (const UOp& x : toposort(u.src(0))) read.insert(x.get());
+  std::unordered_map<const UOpNode*, UOp> staged;
+  std::vector<UOp> fills;
+  const std::vector<UOp> ranges = all_ranges(split);
+  for (const UOp& u : toposort(split)) {
+    if (u.op() != Ops::LOAD || !read.count(u.get()) || u.src(0).op() != Ops::INDEX || u.src(0).src(0).op() != Ops::DEFINE_GLOBAL ||
+        written.count(u.src(0).src(0).get()))
+      continue;
+    std::vector<UOp> own;
+    for (const UOp& x : inside)
+      if (depends_on(u.src(0), x)) own.push_back(x);
+    if (std::none_of(own.begin(), own.end(), [](const UOp& x) { return range_kind(x) == RangeKind::reduce; })) continue;
+    // the largest stride in global memory outermost (unknown strides, as a gate's ranges, first)
+    const auto stride = [&](const UOp& x) {
+      const std::optional<int64_t> st = detail::stride_of(u.src(0).src(1), x, ranges);
+      return st ? std::abs(*st) : std::numeric_limits<int64_t>::max();
+    };
+    std::stable_sort(own.begin(), own.end(), [&](const UOp& a, const UOp& b) { return stride(a) > stride(b); });
+    int64_t size = 1;
+    for (const UOp& x : own) size *= range_size(x);
+    bytes += size * u.dtype().itemsize();
+    if (bytes > max_stage_bytes) throw OptError(cat(what, ": the copies take more than ", max_stage_bytes, " bytes of local memory"));
+    // element f = pass * team + tid of the copy, and the value of each of its ranges there; where
+    // the team does not divide the copy, the last pass copies only up to its end
+    const int64_t passes = (size + team_size - 1) / team_size;
+    const UOp pass = passes == 1 ? schedule::index_const(0) : schedule::range(passes, next_axis++, RangeKind::pack);
+    const UOp f = pass * team_size + tid;
+    const UOp in_copy = size % team_size == 0 ? UOp() : f.lt(size);
+    std::unordered_map<const UOpNode*, UOp> at_f;
+    UOp in_read = schedule::index_const(0);
+    int64_t inner = 1;
+    for (auto x = own.rbegin(); x != own.rend(); ++x) {
+      at_f[x->get()] = (f / inner).alu(Ops::MOD, {schedule::index_const(range_size(*x))});
+      inner *= range_size(*x);
+    }
+    for (const UOp& x : own) in_read = in_read * range_size(x) + x;
+    const UOp buffer(Ops::DEFINE_LOCAL, u.dtype().ptr(size, AddrSpace::local), {}, buffers++);
+    UOp value = substitute(u, at_f);
+    std::vector<UOp> to{buffer, f};
+    if (in_copy) {
+      std::vector<UOp> from = value.src(0).src();
+      if (from.size() > 2) from[2] = from[2] & in_copy;
+      else from.push_back(in_copy);
+      value = UOp(Ops::LOAD, value.dtype(), {value.src(0).replace(std::move(from))});
+      to.push_back(in_copy);
+    }
+    fills.emplace_back(Ops::STORE, dtypes::void_, std::vector<UOp>{UOp(Ops::INDEX, buffer.dtype(), std::move(to)), value});
+    staged[u.get()] = UOp(Ops::LOAD, u.dtype(), {UOp(Ops::INDEX, buffer.dtype(), {buffer, in_read})});
+  }
+  if (staged.empty()) throw OptError(cat(what, ": no load of the reduction moves with the tile"));
+  // every read waits for the one barrier after all the copies
+  const UOp published(Ops::BARRIER, dtypes::void_, fills, std::string("stage"));
+  for (auto& [load, read_copy] : staged) read_copy = UOp(Ops::LOAD, read_copy.dtype(), {read_copy.src(0), published});
+  // a masked load's select of 0 where its gate is false (gated_load_rules) reads the copy in its place
+  for (const UOp& u : toposort(split))
+    if (u.op() == Ops::WHERE && staged.count(u.src(1).get()) && u.src(1).src(0).src().size() > 2 &&
+        u.src(0) == u.src(1).src(0).src(2) && u.src(2).is_const() && u.src(2).const_float() == 0)
+      staged[u.get()] = staged.at(u.src(1).get());
+  return graph_rewrite(substitute(split, staged), kernel_rules());
+}
+
 // TC (see the top of this file): the one reduction, a float32 sum of x·y, x and y float32 casts of
 // float16 or bfloat16 values. Its ranges are three sets, each seen as one flat range (the last
 // range fastest, its values recovered by division and remainder): M, the output loops x moves
@@ -405,6 +526,8 @@ inline UOp apply_opt(const UOp& ast, const Opt& opt) {
   const UOp& r = ax[static_cast<size_t>(opt.axis)];
   const int64_t n = range_size(r), amount = opt.amount == 0 ? n : opt.amount;
   const RangeKind kind = range_kind(r);
+  for (const UOp& u : toposort(ast))
+    if (is_stage(u)) throw OptError(cat(opt.str(), ": STAGE is a kernel's last opt"));
   if (opt.op == OptOp::PADTO) {
     if (amount <= 1) throw OptError(cat(opt.str(), ": the amount must be above 1"));
     return detail::pad_range(ast, r, amount);
@@ -442,6 +565,9 @@ inline UOp apply_opt(const UOp& ast, const Opt& opt) {
       // GROUP: the work-items are the inner part, so neighbours read neighbouring elements;
       // GROUPTOP: the outer part, each work-item a contiguous run
       return detail::split_range(ast, r, amount, RangeKind::group, opt.op == OptOp::GROUPTOP);
+    case OptOp::STAGE:
+      if (!reduce) throw OptError(cat(opt.str(), ": STAGE applies to reduce axes"));
+      return detail::stage_loads(ast, r, amount, opt.str());
     case OptOp::PACK:
       if (opt.amount != 0) throw OptError(cat(opt.str(), ": PACK takes the amount 0 (a whole axis)"));
       if (kind != RangeKind::loop && kind != RangeKind::local) throw OptError(cat(opt.str(), ": PACK applies to output loops and tiles"));

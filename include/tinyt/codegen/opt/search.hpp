@@ -15,7 +15,7 @@ namespace tinyt::inline v0 {
 namespace codegen {
 
 /// Every opt BEAM may try next: one per axis, kind and amount that might apply (PACK where
-/// `packs`: on a CPU; TC, GROUP and GROUPTOP elsewhere, on a GPU).
+/// `packs`: on a CPU; TC, GROUP, GROUPTOP and STAGE elsewhere, on a GPU).
 inline std::vector<Opt> beam_actions(int64_t threads, bool packs = false) {
   std::vector<Opt> out;
   for (int64_t axis = 0; axis < 8; ++axis) {
@@ -24,6 +24,8 @@ inline std::vector<Opt> beam_actions(int64_t threads, bool packs = false) {
     if (!packs)
       for (int64_t amount : {16, 32, 64, 128, 256})
         for (OptOp op : {OptOp::GROUP, OptOp::GROUPTOP}) out.push_back({op, axis, amount});
+    if (!packs)
+      for (int64_t amount : {8, 16, 32}) out.push_back({OptOp::STAGE, axis, amount});
     for (int64_t amount : {2, 3, 4, 8, 16, 32}) out.push_back({OptOp::UPCAST, axis, amount});
     for (int64_t amount : {0, 2, 4, 8, 16}) out.push_back({OptOp::UNROLL, axis, amount});
     for (int64_t amount : {8, 16, 32, 64}) out.push_back({OptOp::LOCAL, axis, amount});
@@ -89,7 +91,7 @@ inline std::optional<std::vector<Opt>> deserialize_opts(const std::string& text)
     std::istringstream fields(item);
     int op = -1;
     Opt o{};
-    if (!(fields >> op >> o.axis >> o.amount) || op < 0 || op > static_cast<int>(OptOp::TC)) return std::nullopt;
+    if (!(fields >> op >> o.axis >> o.amount) || op < 0 || op > static_cast<int>(OptOp::STAGE)) return std::nullopt;
     o.op = static_cast<OptOp>(op);
     out.push_back(o);
   }
