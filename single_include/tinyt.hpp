@@ -7904,7 +7904,9 @@ struct Instr {
   std::vector<int32_t> src;
   Slot value{};            // CONST
   int64_t number = 0;      // DEFINE_*: its number; RANGE: its launch dimension (-1: a loop)
-  bool work_item = false;  // RANGE: a work-item's index, not a loop
+  // RANGE: a loop, or not a loop but a work-item's index (in the launch, of its work-group, in its work-group)
+  enum class Index : uint8_t { loop, global, group, local } index = Index::loop;
+  bool work_item() const { return index != Index::loop; }
   int32_t partner = -1;    // RANGE: its END; END: its RANGE
   DType input;             // WMMA: the type of its operands
 };
@@ -8032,14 +8034,16 @@ inline Kernel parse(const std::string& listing, const Spec& spec) {
       case Ops::RANGE:
         need_args(2);
         if (arg[0] == "thread") throw fail("a CPU thread's range in a GPU kernel");
-        ins.work_item = arg[0] == "global";
+        ins.index = arg[0] == "global" ? Instr::Index::global : arg[0] == "group" ? Instr::Index::group
+                  : arg[0] == "local"    ? Instr::Index::local  : Instr::Index::loop;
+        if (!ins.work_item() && arg[0] != "loop") throw fail("a RANGE is a loop, or a global, group or local index");
         ins.number = std::stoll(arg[1]);
-        if (ins.work_item && (ins.number < 0 || ins.number > 2)) throw fail("a work-item's launch dimension must be 0, 1 or 2");
-        if (!ins.work_item) open.push_back(static_cast<int32_t>(k.code.size()));
+        if (ins.work_item() && (ins.number < 0 || ins.number > 2)) throw fail("a work-item's launch dimension must be 0, 1 or 2");
+        if (!ins.work_item()) open.push_back(static_cast<int32_t>(k.code.size()));
         break;
       case Ops::END:
         if (ins.src.empty() || k.code[static_cast<size_t>(ins.src[0])].op != Ops::RANGE) throw fail("END must close a RANGE");
-        if (!k.code[static_cast<size_t>(ins.src[0])].work_item) {
+        if (!k.code[static_cast<size_t>(ins.src[0])].work_item()) {
           if (open.empty() || open.back() != ins.src[0]) throw fail("END closes a loop that is not the innermost one open");
           ins.partner = open.back();
           k.code[static_cast<size_t>(open.back())].partner = static_cast<int32_t>(k.code.size());
@@ -8209,9 +8213,10 @@ class Launch {
       Slot* out = at(pc);
       switch (ins.op) {
         case Ops::RANGE: {
-          if (ins.work_item) {
+          if (ins.work_item()) {
             const auto d = static_cast<size_t>(ins.number);
-            for (size_t l = 0; l < lanes_; ++l) out[l].i = global_id(l, d);
+            for (size_t l = 0; l < lanes_; ++l)
+              out[l].i = ins.index == Instr::Index::group ? group_[d] : ins.index == Instr::Index::local ? local_id(l, d) : global_id(l, d);
             break;
           }
           const int64_t end = uniform(at(static_cast<size_t>(ins.src[0])), "a loop's bound");
@@ -9849,6 +9854,8 @@ enum class RangeKind : int64_t {
   group = 7,   // a reduce axis split across a GPU work-group: each work-item reduces its part
   pack = 8,    // a loop of a copy into a thread's contiguous buffer (PACK), before the loops that read it
   warp = 9,    // the lanes of a GPU warp that share tensor-core ops (TC): launch dimension 0
+  group_id = 10,  // not a loop: its value is the index of a GPU work-group along one launch dimension
+  local_id = 11,  // not a loop: its value is a work-item's index inside its work-group along one dimension
 };
 
 inline UOp range(const UOp& end, int64_t axis, RangeKind kind) {
@@ -10827,6 +10834,12 @@ inline UOp lower_narrow_floats(const UOp& ast) { return graph_rewrite(ast, narro
 //                    32 lanes each hold their fragment of a 16×16 tile of A and a 16×8 tile of B,
 //                    and each multiply-accumulate of the tiles is one WMMA; each lane keeps 4 of
 //                    the 16×8 outputs. GPUs with tensor cores only.
+//   STAGE(axis, n)   reduce axis → loops over tiles of n; at each, the work-group copies what its
+//                    reduction reads in the tile (each load that moves with it) from global to
+//                    local memory, every work-item a share of each copy, and after a barrier reads
+//                    it from there: a matmul's work-group reads each operand value once, not once
+//                    per work-item that uses it (tiles of work-items first: LOCAL, TC). GPUs only;
+//                    the last opt of a kernel.
 //   PACK(axis, 0)    the loads a reduction reads that stay put along `axis` (a loop or tile) are
 //                    copied, before its loop, into a contiguous buffer of the thread, in the order
 //                    the loops inside read them; each pass of the axis reads them from there
@@ -10840,9 +10853,9 @@ inline UOp lower_narrow_floats(const UOp& ast) { return graph_rewrite(ast, narro
 namespace tinyt::inline v0 {
 namespace codegen {
 
-enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, PADTO, GROUP, PACK, GROUPTOP, TC };
+enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, PADTO, GROUP, PACK, GROUPTOP, TC, STAGE };
 
-inline constexpr std::array<const char*, 9> opt_op_names{"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO", "GROUP", "PACK", "GROUPTOP", "TC"};
+inline constexpr std::array<const char*, 10> opt_op_names{"UPCAST", "UNROLL", "LOCAL", "THREAD", "PADTO", "GROUP", "PACK", "GROUPTOP", "TC", "STAGE"};
 inline const char* opt_op_name(OptOp op) {
   return opt_op_names[static_cast<size_t>(op)];
 }
@@ -10882,7 +10895,9 @@ inline int range_rank(RangeKind k) {
     case RangeKind::thread:
     case RangeKind::global:
     case RangeKind::group:
-    case RangeKind::warp: return 0;
+    case RangeKind::warp:
+    case RangeKind::group_id:
+    case RangeKind::local_id: return 0;
     case RangeKind::loop: return 1;
     case RangeKind::local: return 2;
     case RangeKind::reduce: return 3;
@@ -10913,6 +10928,11 @@ inline std::vector<UOp> all_ranges(const UOp& ast) {
     if (u.op() == Ops::RANGE) out.push_back(u);
   std::sort(out.begin(), out.end(), range_before);
   return out;
+}
+
+/// Whether a BARRIER publishes a STAGE's copies.
+inline bool is_stage(const UOp& u) {
+  return u.op() == Ops::BARRIER && u.arg().is<std::string>() && u.arg().get<std::string>() == "stage";
 }
 
 /// The rules every kernel AST is kept simplified with.
@@ -11083,6 +11103,114 @@ inline UOp pack_loads(const UOp& ast, const UOp& at, const std::string& what) {
       packed[u.get()] = packed.at(u.src(1).get());
   return graph_rewrite(substitute(ast, packed), kernel_rules());
 }
+/// The most local memory a kernel's STAGE copies take: what every OpenCL device has (CUDA's
+/// static shared memory is 48 KiB).
+inline constexpr int64_t max_stage_bytes = 32 * 1024;
+
+// STAGE (see the top of this file). `r` splits into loops over tiles (keeping its id) and a
+// fresh reduce range of `amount` inside. The ranges that vary inside a pass of the tile loop are
+// the work-group's (LOCAL tiles, TC's lanes: the team), register ranges, and reduce ranges after
+// the tile loop; a load of a read-only buffer that a reduction reads and that moves with one of
+// those reduce ranges is copied. The copy holds the load's values (0 where it is masked) over
+// the inside ranges its address depends on, ordered so that the one with the smallest stride in
+// global memory is fastest: neighbouring work-items copy neighbouring values. Work-item t of the
+// team's G copies elements t, t+G, ... (a `pack` loop); one BARRIER (arg "stage") publishes all
+// the copies, and the linearizer puts another before them where they are made in a loop.
+inline UOp stage_loads(const UOp& ast, const UOp& r, int64_t amount, const std::string& what) {
+  using tinyt::detail::cat;
+  const int64_t fresh_id = next_axis_id(ast);
+  const UOp split = amount == range_size(r) ? replace_range(ast, r, schedule::range(amount, fresh_id, RangeKind::reduce),
+                                                            {schedule::range(amount, fresh_id, RangeKind::reduce)})
+                                            : split_range(ast, r, amount, RangeKind::reduce, false);
+  // the team: a warp's lanes, then the tiles of work-items in the order they were made
+  std::vector<UOp> team, inside;
+  UOp outer;
+  for (const UOp& x : all_ranges(split)) {
+    if (range_kind(x) == RangeKind::warp) team.insert(team.begin(), x);
+    if (range_kind(x) == RangeKind::local) team.push_back(x);
+    if (x.arg()[0].as_int() == r.arg()[0].as_int()) outer = x;
+  }
+  if (team.empty()) throw OptError(cat(what, ": the kernel has no work-group to share the copies (LOCAL or TC first)"));
+  const auto tile_range = [&](const UOp& x) {
+    const RangeKind k = range_kind(x);
+    if (k == RangeKind::local || k == RangeKind::warp || k == RangeKind::upcast || k == RangeKind::unroll) return true;
+    return k == RangeKind::reduce && (!outer || range_before(outer, x));
+  };
+  for (const UOp& x : all_ranges(split))
+    if (tile_range(x)) inside.push_back(x);
+  int64_t team_size = 1;
+  UOp tid = schedule::index_const(0);
+  for (auto it = team.rbegin(); it != team.rend(); ++it) tid = tid * range_size(*it) + *it, team_size *= range_size(*it);
+  std::unordered_set<const UOpNode*> written;
+  int64_t next_axis = next_axis_id(split), buffers = 0, bytes = 0;
+  for (const UOp& u : toposort(split)) {
+    buffers += u.op() == Ops::DEFINE_LOCAL;
+    if (u.op() == Ops::STORE) written.insert(u.src(0).src(0).get());
+  }
+  std::unordered_set<const UOpNode*> read;  // what the reductions read
+  for (const UOp& u : toposort(split))
+    if (u.op() == Ops::REDUCE)
+      for (const UOp& x : toposort(u.src(0))) read.insert(x.get());
+  std::unordered_map<const UOpNode*, UOp> staged;
+  std::vector<UOp> fills;
+  const std::vector<UOp> ranges = all_ranges(split);
+  for (const UOp& u : toposort(split)) {
+    if (u.op() != Ops::LOAD || !read.count(u.get()) || u.src(0).op() != Ops::INDEX || u.src(0).src(0).op() != Ops::DEFINE_GLOBAL ||
+        written.count(u.src(0).src(0).get()))
+      continue;
+    std::vector<UOp> own;
+    for (const UOp& x : inside)
+      if (depends_on(u.src(0), x)) own.push_back(x);
+    if (std::none_of(own.begin(), own.end(), [](const UOp& x) { return range_kind(x) == RangeKind::reduce; })) continue;
+    // the largest stride in global memory outermost (unknown strides, as a gate's ranges, first)
+    const auto stride = [&](const UOp& x) {
+      const std::optional<int64_t> st = detail::stride_of(u.src(0).src(1), x, ranges);
+      return st ? std::abs(*st) : std::numeric_limits<int64_t>::max();
+    };
+    std::stable_sort(own.begin(), own.end(), [&](const UOp& a, const UOp& b) { return stride(a) > stride(b); });
+    int64_t size = 1;
+    for (const UOp& x : own) size *= range_size(x);
+    bytes += size * u.dtype().itemsize();
+    if (bytes > max_stage_bytes) throw OptError(cat(what, ": the copies take more than ", max_stage_bytes, " bytes of local memory"));
+    // element f = pass * team + tid of the copy, and the value of each of its ranges there; where
+    // the team does not divide the copy, the last pass copies only up to its end
+    const int64_t passes = (size + team_size - 1) / team_size;
+    const UOp pass = passes == 1 ? schedule::index_const(0) : schedule::range(passes, next_axis++, RangeKind::pack);
+    const UOp f = pass * team_size + tid;
+    const UOp in_copy = size % team_size == 0 ? UOp() : f.lt(size);
+    std::unordered_map<const UOpNode*, UOp> at_f;
+    UOp in_read = schedule::index_const(0);
+    int64_t inner = 1;
+    for (auto x = own.rbegin(); x != own.rend(); ++x) {
+      at_f[x->get()] = (f / inner).alu(Ops::MOD, {schedule::index_const(range_size(*x))});
+      inner *= range_size(*x);
+    }
+    for (const UOp& x : own) in_read = in_read * range_size(x) + x;
+    const UOp buffer(Ops::DEFINE_LOCAL, u.dtype().ptr(size, AddrSpace::local), {}, buffers++);
+    UOp value = substitute(u, at_f);
+    std::vector<UOp> to{buffer, f};
+    if (in_copy) {
+      std::vector<UOp> from = value.src(0).src();
+      if (from.size() > 2) from[2] = from[2] & in_copy;
+      else from.push_back(in_copy);
+      value = UOp(Ops::LOAD, value.dtype(), {value.src(0).replace(std::move(from))});
+      to.push_back(in_copy);
+    }
+    fills.emplace_back(Ops::STORE, dtypes::void_, std::vector<UOp>{UOp(Ops::INDEX, buffer.dtype(), std::move(to)), value});
+    staged[u.get()] = UOp(Ops::LOAD, u.dtype(), {UOp(Ops::INDEX, buffer.dtype(), {buffer, in_read})});
+  }
+  if (staged.empty()) throw OptError(cat(what, ": no load of the reduction moves with the tile"));
+  // every read waits for the one barrier after all the copies
+  const UOp published(Ops::BARRIER, dtypes::void_, fills, std::string("stage"));
+  for (auto& [load, read_copy] : staged) read_copy = UOp(Ops::LOAD, read_copy.dtype(), {read_copy.src(0), published});
+  // a masked load's select of 0 where its gate is false (gated_load_rules) reads the copy in its place
+  for (const UOp& u : toposort(split))
+    if (u.op() == Ops::WHERE && staged.count(u.src(1).get()) && u.src(1).src(0).src().size() > 2 &&
+        u.src(0) == u.src(1).src(0).src(2) && u.src(2).is_const() && u.src(2).const_float() == 0)
+      staged[u.get()] = staged.at(u.src(1).get());
+  return graph_rewrite(substitute(split, staged), kernel_rules());
+}
+
 // TC (see the top of this file): the one reduction, a float32 sum of x·y, x and y float32 casts of
 // float16 or bfloat16 values. Its ranges are three sets, each seen as one flat range (the last
 // range fastest, its values recovered by division and remainder): M, the output loops x moves
@@ -11209,6 +11337,8 @@ inline UOp apply_opt(const UOp& ast, const Opt& opt) {
   const UOp& r = ax[static_cast<size_t>(opt.axis)];
   const int64_t n = range_size(r), amount = opt.amount == 0 ? n : opt.amount;
   const RangeKind kind = range_kind(r);
+  for (const UOp& u : toposort(ast))
+    if (is_stage(u)) throw OptError(cat(opt.str(), ": STAGE is a kernel's last opt"));
   if (opt.op == OptOp::PADTO) {
     if (amount <= 1) throw OptError(cat(opt.str(), ": the amount must be above 1"));
     return detail::pad_range(ast, r, amount);
@@ -11246,6 +11376,9 @@ inline UOp apply_opt(const UOp& ast, const Opt& opt) {
       // GROUP: the work-items are the inner part, so neighbours read neighbouring elements;
       // GROUPTOP: the outer part, each work-item a contiguous run
       return detail::split_range(ast, r, amount, RangeKind::group, opt.op == OptOp::GROUPTOP);
+    case OptOp::STAGE:
+      if (!reduce) throw OptError(cat(opt.str(), ": STAGE applies to reduce axes"));
+      return detail::stage_loads(ast, r, amount, opt.str());
     case OptOp::PACK:
       if (opt.amount != 0) throw OptError(cat(opt.str(), ": PACK takes the amount 0 (a whole axis)"));
       if (kind != RangeKind::loop && kind != RangeKind::local) throw OptError(cat(opt.str(), ": PACK applies to output loops and tiles"));
@@ -11284,6 +11417,9 @@ struct Program {
   // launch: global_size holds the largest it can be, symbolic_global its expression (else empty)
   std::array<UOp, 3> symbolic_global{};
   int64_t max_local = 1;       // GPUs: the most work-items a work-group may have
+  // GPUs: the work-groups are part of the code (group_id and local_id ranges: LOCAL, STAGE), so
+  // local_size is not the launcher's to choose
+  bool fixed_local = false;
 };
 
 namespace detail {
@@ -11381,6 +11517,13 @@ class Linearizer {
       return lookup(u);
     }
     if (u.op() == Ops::STORE) return emit_store(u);
+    // a STAGE's copy made again in each pass of a loop overwrites the last pass's: every
+    // work-item must be done reading that first
+    if (is_stage(u)) {
+      const auto& need = free_.at(u.get());
+      if (std::any_of(need.begin(), need.end(), [](const UOp& r) { return range_rank(range_kind(r)) != 0; }))
+        push(UOp(Ops::BARRIER, dtypes::void_, {}));
+    }
     std::vector<UOp> src;
     for (const UOp& s : u.src()) src.push_back(emit(s));
     UOp out = push(u.replace(std::move(src)));
@@ -11447,13 +11590,22 @@ class Linearizer {
       push(UOp(Ops::STORE, dtypes::void_, {slots.back(), push(reduce_identity(r.arg().get<Ops>(), r.dtype()))}));
     }
     // a reduction of partial results in local memory (a GPU work-group's) reads them after the
-    // barrier that publishes them: the barrier, and the stores before it, come before its loops
+    // barrier that publishes them: the barrier, and the stores before it, come before its loops;
+    // a STAGE's copies, inside the loops of the tiles they hold (emitted as soon as those are open)
+    std::vector<UOp> barriers;
     for (const UOp& r : group)
       for (const UOp& x : toposort(r.src(0)))
-        if (x.op() == Ops::BARRIER) emit(x);
+        if (x.op() == Ops::BARRIER && std::find(barriers.begin(), barriers.end(), x) == barriers.end()) barriers.push_back(x);
+    const auto publish = [&] {
+      for (const UOp& b : barriers) {
+        const auto& need = free_.at(b.get());
+        if (!lookup(b) && std::all_of(need.begin(), need.end(), [&](const UOp& x) { return bool(lookup(x)); })) emit(b);
+      }
+    };
+    publish();
     std::vector<UOp> ranges(u.src().begin() + 1, u.src().end());
     std::sort(ranges.begin(), ranges.end(), range_before);
-    for (const UOp& r : ranges) open(r);
+    for (const UOp& r : ranges) open(r), publish();
     // a float sum of products accumulates with fused multiply-adds (MULACC), the one place
     // codegen asks for FMA: matmul and conv accumulation. Nowhere else is a*b+c fused, by us or
     // by a compiler, so a result does not depend on the CPU or the compiler.
@@ -11493,6 +11645,13 @@ inline Program linearize(const UOp& ast, std::string name) {
   Program p{std::move(name), std::move(lin.ops), {}, 1, {}, {}, {1, 1, 1}, {1, 1, 1}, std::move(vars)};
   for (const UOp& u : toposort(lowered)) {
     if (u.op() == Ops::RANGE && range_kind(u) == RangeKind::thread) p.threads = range_size(u);
+    if (u.op() == Ops::RANGE && (range_kind(u) == RangeKind::group_id || range_kind(u) == RangeKind::local_id)) {
+      // a fixed work-group: dimension d runs group_id's work-groups of local_id's work-items
+      const size_t dim = static_cast<size_t>(u.arg()[2].as_int());
+      if (!p.fixed_local) p.global_axes.assign(3, -1), p.fixed_local = true;
+      if (range_kind(u) == RangeKind::local_id) p.local_size[dim] = range_size(u);
+      if (range_kind(u) == RangeKind::group_id || p.global_axes[dim] < 0) p.global_axes[dim] = u.arg()[0].as_int();
+    }
     if (u.op() == Ops::RANGE && range_kind(u) == RangeKind::global) {
       // innermost (fastest-varying memory) first: neighbouring work-items read neighbouring elements
       const size_t dim = static_cast<size_t>(u.arg()[2].as_int());
@@ -11506,6 +11665,12 @@ inline Program linearize(const UOp& ast, std::string name) {
       if (p.globals.size() <= i) p.globals.resize(i + 1);
       p.globals[i] = u.dtype();
     }
+  }
+  if (p.fixed_local) {
+    std::array<int64_t, 3> groups{1, 1, 1};
+    for (const UOp& u : toposort(lowered))
+      if (u.op() == Ops::RANGE && range_kind(u) == RangeKind::group_id) groups[static_cast<size_t>(u.arg()[2].as_int())] = range_size(u);
+    for (size_t d = 0; d < 3; ++d) p.global_size[d] = groups[d] * p.local_size[d];
   }
   // a buffer the kernel binds but never touches (its loads simplified away) is still a parameter
   for (DType& g : p.globals)
@@ -11709,6 +11874,14 @@ class CStyleRenderer {
   virtual std::string work_item(int dim) const {
     throw CompileError(detail::cat(language(), " renderer: no work-items (launch dimension ", dim, ")"));
   }
+  /// The index of this work-group, and of this work-item inside it, along launch dimension `dim`
+  /// (GPU dialects).
+  virtual std::string group_index(int dim) const {
+    throw CompileError(detail::cat(language(), " renderer: no work-groups (launch dimension ", dim, ")"));
+  }
+  virtual std::string local_index(int dim) const {
+    throw CompileError(detail::cat(language(), " renderer: no work-groups (launch dimension ", dim, ")"));
+  }
   /// The declaration of `size` elements of `type` in a work-group's local memory (GPU dialects).
   virtual std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const {
     throw CompileError(detail::cat(language(), " renderer: no local memory (", type, " ", name, "[", size, "])"));
@@ -11836,6 +12009,8 @@ class CStyleRenderer {
         switch (codegen::range_kind(u)) {
           case codegen::RangeKind::thread: out(t + " " + n + " = core_id;"); return;  // one thread runs each value
           case codegen::RangeKind::global: out(t + " " + n + " = " + work_item(work_item_dim(u)) + ";"); return;
+          case codegen::RangeKind::group_id: out(t + " " + n + " = " + group_index(static_cast<int>(u.arg()[2].as_int())) + ";"); return;
+          case codegen::RangeKind::local_id: out(t + " " + n + " = " + local_index(static_cast<int>(u.arg()[2].as_int())) + ";"); return;
           default: break;
         }
         out("for (" + t + " " + n + " = 0; " + n + " < " + ref(s[0]) + "; " + n + "++) {");
@@ -11843,7 +12018,7 @@ class CStyleRenderer {
         return;
       }
       case Ops::END:
-        if (codegen::range_kind(s[0]) == codegen::RangeKind::thread || codegen::range_kind(s[0]) == codegen::RangeKind::global) return;
+        if (codegen::range_rank(codegen::range_kind(s[0])) == 0) return;  // a thread's or a work-item's: no loop
         --depth_;
         out("}");
         return;
@@ -12029,6 +12204,8 @@ class OpenCLRenderer : public CStyleRenderer {
   }
   std::string read_variable(size_t) const override { return ""; }
   std::string work_item(int dim) const override { return detail::cat("(int)get_global_id(", dim, ")"); }
+  std::string group_index(int dim) const override { return detail::cat("(int)get_group_id(", dim, ")"); }
+  std::string local_index(int dim) const override { return detail::cat("(int)get_local_id(", dim, ")"); }
   std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const override {
     return detail::cat("__local ", type, " ", name, "[", size, "]");
   }
@@ -12093,6 +12270,8 @@ class CUDARenderer : public CStyleRenderer {
     const char* d = dim == 0 ? "x" : dim == 1 ? "y" : "z";
     return detail::cat("(int)(blockIdx.", d, " * blockDim.", d, " + threadIdx.", d, ")");
   }
+  std::string group_index(int dim) const override { return detail::cat("(int)blockIdx.", dim == 0 ? "x" : dim == 1 ? "y" : "z"); }
+  std::string local_index(int dim) const override { return detail::cat("(int)threadIdx.", dim == 0 ? "x" : dim == 1 ? "y" : "z"); }
   std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const override {
     return detail::cat("__shared__ ", type, " ", name, "[", size, "]");
   }
@@ -12662,6 +12841,7 @@ struct MachineShape {
   int64_t vector_registers = 16;
   bool packs = false;  // whether a thread may copy a kernel's panels into its own buffer (PACK: CPUs)
   int64_t stream_bytes = 0;  // outputs this big or bigger are written past the caches (0: never)
+  bool gpu = false;  // a GPU's: LOCAL makes tiles of work-items, not of a cache
 };
 
 /// The opts chosen by hand-written rules for a kernel run on `machine`.
@@ -12833,7 +13013,8 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // (A scalar tile's columns are not copied: the CNN's conv 1 weight gradient, 5 wide, ran at
       // 0.8x with its panel packed.)
       const bool pack_panel = machine.packs && vector;
-      if (!packed_tile && !long_row && reduce_length * wide * out.type.itemsize() > 32 * 1024) {
+      // (A CPU's: on a GPU, LOCAL makes tiles of work-items.)
+      if (!machine.gpu && !packed_tile && !long_row && reduce_length * wide * out.type.itemsize() > 32 * 1024) {
         ax = axes(k);
         for (size_t i = 0; i < ax.size(); ++i)
           if (ax[i].arg()[0].as_int() == rows_id && range_kind(ax[i]) == RangeKind::loop)
@@ -12924,7 +13105,7 @@ namespace tinyt::inline v0 {
 namespace codegen {
 
 /// Every opt BEAM may try next: one per axis, kind and amount that might apply (PACK where
-/// `packs`: on a CPU; TC, GROUP and GROUPTOP elsewhere, on a GPU).
+/// `packs`: on a CPU; TC, GROUP, GROUPTOP and STAGE elsewhere, on a GPU).
 inline std::vector<Opt> beam_actions(int64_t threads, bool packs = false) {
   std::vector<Opt> out;
   for (int64_t axis = 0; axis < 8; ++axis) {
@@ -12933,6 +13114,8 @@ inline std::vector<Opt> beam_actions(int64_t threads, bool packs = false) {
     if (!packs)
       for (int64_t amount : {16, 32, 64, 128, 256})
         for (OptOp op : {OptOp::GROUP, OptOp::GROUPTOP}) out.push_back({op, axis, amount});
+    if (!packs)
+      for (int64_t amount : {8, 16, 32}) out.push_back({OptOp::STAGE, axis, amount});
     for (int64_t amount : {2, 3, 4, 8, 16, 32}) out.push_back({OptOp::UPCAST, axis, amount});
     for (int64_t amount : {0, 2, 4, 8, 16}) out.push_back({OptOp::UNROLL, axis, amount});
     for (int64_t amount : {8, 16, 32, 64}) out.push_back({OptOp::LOCAL, axis, amount});
@@ -12998,7 +13181,7 @@ inline std::optional<std::vector<Opt>> deserialize_opts(const std::string& text)
     std::istringstream fields(item);
     int op = -1;
     Opt o{};
-    if (!(fields >> op >> o.axis >> o.amount) || op < 0 || op > static_cast<int>(OptOp::TC)) return std::nullopt;
+    if (!(fields >> op >> o.axis >> o.amount) || op < 0 || op > static_cast<int>(OptOp::STAGE)) return std::nullopt;
     o.op = static_cast<OptOp>(op);
     out.push_back(o);
   }
@@ -13106,33 +13289,57 @@ inline UOp warp_range(const UOp& ast) {
   return {};
 }
 
-/// The AST with up to three output loops as work-item ranges (RANGE arg: axis, kind, dimension);
-/// a work-group range, or a warp's lanes, take dimension 0. OptError when a grouped reduction would stay in a loop
+/// Whether a kernel's work-groups are part of its code: it has tiles of work-items (LOCAL on a
+/// GPU) or copies the work-group shares (STAGE). Its launch is then exact: dimension d has as
+/// many work-groups as its `group_id` range and as many work-items in each as its `local_id` range.
+inline bool fixed_work_groups(const UOp& ast) {
+  for (const UOp& u : toposort(ast))
+    if ((u.op() == Ops::RANGE && range_kind(u) == RangeKind::local) || is_stage(u)) return true;
+  return false;
+}
+
+/// The AST with up to three output loops as work-item ranges (RANGE arg: axis, kind, dimension).
+/// Most kernels' loops become `global` ranges (a work-item's index in the launch; the work-group
+/// sizes are the launcher's choice); a work-group range, or a warp's lanes, take dimension 0.
+/// A kernel with fixed work-groups (see above) has `local_id` ranges instead: a warp's lanes
+/// first, then its tiles (LOCAL, in the order they were made), and its outer loops become
+/// `group_id` ranges, the innermost first. OptError when a grouped reduction would stay in a loop
 /// (its barrier would be reached a different number of times than the local memory is reused).
 inline UOp map_work_items(const UOp& ast) {
-  std::vector<UOp> loops;
-  size_t tiles = 0;
+  std::vector<UOp> loops, tiles;
   for (const UOp& r : all_ranges(ast)) {
     if (range_kind(r) == RangeKind::loop) loops.push_back(r);
-    tiles += range_kind(r) == RangeKind::local;
+    if (range_kind(r) == RangeKind::local) tiles.push_back(r);  // (all_ranges: in the order made)
   }
   const UOp lane = group_range(ast), warp = warp_range(ast);
   if (lane && warp) throw OptError("GROUP and TC: a kernel's dimension 0 is a work-group or a warp, not both");
+  const bool fixed = fixed_work_groups(ast);
+  if (lane && fixed) throw OptError("GROUP with LOCAL or STAGE: a grouped reduction's work-group is its dimension 0, whole");
   std::unordered_map<const UOpNode*, UOp> work_items;
-  int64_t dim = 0;
-  auto as_work_item = [&](const UOp& r) {
-    work_items[r.get()] = UOp(Ops::RANGE, dtypes::index, {r.src(0)},
-                              Arg{r.arg()[0].as_int(), static_cast<int64_t>(RangeKind::global), dim++});
+  int64_t dim = 0, in_group = 0;
+  auto as_work_item = [&](const UOp& r, RangeKind kind, int64_t d) {
+    work_items[r.get()] = UOp(Ops::RANGE, dtypes::index, {r.src(0)}, Arg{r.arg()[0].as_int(), static_cast<int64_t>(kind), d});
   };
-  if (lane) as_work_item(lane);
-  if (warp) as_work_item(warp);
+  if (fixed) {
+    if (warp) as_work_item(warp, RangeKind::local_id, in_group++);
+    for (const UOp& t : tiles) {
+      if (in_group == 3) throw OptError("LOCAL: a work-group has 3 dimensions; the kernel has more tiles of work-items");
+      if (is_symbolic(t)) throw OptError("LOCAL: a tile of work-items of symbolic length");
+      as_work_item(t, RangeKind::local_id, in_group++);
+    }
+  } else {
+    if (lane) as_work_item(lane, RangeKind::global, dim++);
+    if (warp) as_work_item(warp, RangeKind::global, dim++);
+  }
   for (auto it = loops.rbegin(); it != loops.rend() && dim < 3; ++it) {
     // this and the outer loops stay loops; a symbolic one is launched as wide as its value
-    if (dim > 0 && range_size(*it) > max_outer_dimension) break;
-    as_work_item(*it);
+    // (a kernel with fixed work-groups keeps it a loop: its work-groups are counted when made)
+    if ((dim > 0 && range_size(*it) > max_outer_dimension) || (fixed && is_symbolic(*it))) break;
+    as_work_item(*it, fixed ? RangeKind::group_id : RangeKind::global, dim);
+    ++dim;
   }
-  if (lane && (static_cast<size_t>(dim) < loops.size() + 1 || tiles > 0))
-    throw OptError(tinyt::detail::cat("GROUP: ", loops.size(), " output loops and ", tiles,
+  if (lane && (static_cast<size_t>(dim) < loops.size() + 1 || !tiles.empty()))
+    throw OptError(tinyt::detail::cat("GROUP: ", loops.size(), " output loops and ", tiles.size(),
                                       " tiles; a grouped kernel has 2 launch dimensions for its outputs and no loops around them"));
   return work_items.empty() ? ast : substitute(ast, work_items);
 }
@@ -13202,7 +13409,7 @@ inline std::array<int64_t, 3> local_sizes(const std::array<int64_t, 3>& global, 
 //   kernel r_64_16
 //   %0 DEFINE_GLOBAL float32*global : 0
 //   %1 CONST index : 64
-//   %2 RANGE index %1 : global 0          (kind, launch dimension or -1)
+//   %2 RANGE index %1 : global 0          (kind: loop, global, group or local; launch dimension or -1)
 //   %3 DEFINE_LOCAL float32*local[16] : 0
 //   %9 CONST float32 : 0x1.8p+1           (floats exactly, as C's %a)
 //
@@ -13282,9 +13489,13 @@ inline std::string render_listing(const codegen::Program& p) {
         break;
       }
       case Ops::RANGE: {
-        const auto kind = codegen::range_kind(u);
-        out << " : " << (kind == codegen::RangeKind::global ? "global" : kind == codegen::RangeKind::thread ? "thread" : "loop")
-            << " " << (kind == codegen::RangeKind::global ? u.arg()[2].as_int() : -1);
+        switch (codegen::range_kind(u)) {
+          case codegen::RangeKind::global: out << " : global " << u.arg()[2].as_int(); break;
+          case codegen::RangeKind::group_id: out << " : group " << u.arg()[2].as_int(); break;
+          case codegen::RangeKind::local_id: out << " : local " << u.arg()[2].as_int(); break;
+          case codegen::RangeKind::thread: out << " : thread -1"; break;
+          default: out << " : loop -1"; break;
+        }
         break;
       }
       default: break;
@@ -15087,8 +15298,10 @@ inline std::string render(const codegen::Program& p, const backend::Target& targ
 /// transcendentals decomposed unless TRANSCENDENTAL=0, division made safe, work-items on a GPU).
 inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> opts, const backend::Target& target,
                                      bool transcendental) {
-  if (target.gpu && std::any_of(opts.begin(), opts.end(), [](const codegen::Opt& o) { return o.op == codegen::OptOp::PACK; }))
+  const auto has = [&](codegen::OptOp op) { return std::any_of(opts.begin(), opts.end(), [&](const codegen::Opt& o) { return o.op == op; }); };
+  if (target.gpu && has(codegen::OptOp::PACK))
     throw codegen::OptError("PACK: a GPU's work-items share local memory; a copy of one thread's own is for CPUs");
+  if (!target.gpu && has(codegen::OptOp::STAGE)) throw codegen::OptError("STAGE: a copy shared by a work-group is for GPUs");
   const bool recording = viz::enabled();  // the lowering steps between rewrites, for VIZ
   const UOp optimized = codegen::apply_opts(ast, opts);
   if (recording) viz::snapshot("apply_opts " + codegen::to_string(opts), ast, optimized);
@@ -15111,13 +15324,20 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
   }
   codegen::Program p = codegen::linearize(expanded, schedule::detail::kernel_name(ast));
   p.opts = std::move(opts);
-  // a grouped kernel's work-group is its dimension 0, whole; otherwise divisors of the sizes
+  // a grouped kernel's work-group is its dimension 0, whole; a kernel's own (LOCAL, STAGE) are as made;
+  // otherwise divisors of the sizes
   if (target.gpu) {
     // a symbolic dimension's work-groups are chosen at each launch (codegen::launch_sizes)
     std::array<int64_t, 3> fixed = p.global_size;
     for (size_t d = 0; d < 3; ++d)
       if (p.symbolic_global[d]) fixed[d] = 1;
-    p.local_size = lane ? std::array<int64_t, 3>{p.global_size[0], 1, 1} : codegen::local_sizes(fixed, target.max_local);
+    if (p.fixed_local) {
+      if (p.local_size[0] * p.local_size[1] * p.local_size[2] > target.max_local)
+        throw codegen::OptError(tinyt::detail::cat("LOCAL: work-groups of ", p.local_size[0], "x", p.local_size[1], "x", p.local_size[2],
+                                                   "; the device groups at most ", target.max_local, " work-items"));
+    } else {
+      p.local_size = lane ? std::array<int64_t, 3>{p.global_size[0], 1, 1} : codegen::local_sizes(fixed, target.max_local);
+    }
     p.max_local = target.max_local;
   }
   return p;
@@ -15301,13 +15521,25 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
 
 // What the hand-coded opts know of a device.
 inline codegen::MachineShape machine_shape(const backend::Target& t) {
-  return {t.threads, t.vector_bytes, t.vector_count, !t.gpu, t.stream_bytes};
+  return {t.threads, t.vector_bytes, t.vector_count, !t.gpu, t.stream_bytes, t.gpu};
+}
+
+// The position in `axes(ast)` of the range with id `id`, or -1.
+inline int64_t axis_of(const UOp& ast, int64_t id) {
+  const std::vector<UOp> ax = codegen::axes(ast);
+  for (size_t i = 0; i < ax.size(); ++i)
+    if (ax[i].arg()[0].as_int() == id) return static_cast<int64_t>(i);
+  return -1;
 }
 
 // Register tiles around a TC kernel: each lane keeps its B fragments for 2 tiles of M and its A
 // fragments for 4 tiles of N (UPCAST of the tile loops each side moves with alone), so a k-step
-// loads 16 + 8 values for 8 tensor-core ops instead of 12 for each.
+// loads 16 + 8 values for 8 tensor-core ops instead of 12 for each. Then warps side by side in a
+// work-group, 2 x 2 (or 2 x 1, 1 x 2) over those tile loops, share the fragments of each 32 (or
+// 64) steps of K, staged in local memory (LOCAL, STAGE): a fragment is read from global memory
+// once for 2 warps.
 inline std::vector<codegen::Opt> tensor_core_tiles(const UOp& ast, std::vector<codegen::Opt> opts) {
+  std::vector<int64_t> sides;  // the ids of the tile loops of N, then M
   for (const auto& [side, amount] : {std::pair<size_t, int64_t>{TensorCore::a_count, 4}, {0, 2}}) {
     const UOp k = codegen::apply_opts(ast, opts);
     UOp wmma;
@@ -15317,9 +15549,9 @@ inline std::vector<codegen::Opt> tensor_core_tiles(const UOp& ast, std::vector<c
     const UOp& other = wmma.src(side == 0 ? TensorCore::a_count : 0);
     const std::vector<UOp> ax = codegen::axes(k);
     for (size_t j = 0; j < ax.size(); ++j) {
-      if (codegen::range_kind(ax[j]) != codegen::RangeKind::loop || !depends_on(own, ax[j]) || depends_on(other, ax[j]) ||
-          codegen::range_size(ax[j]) % amount != 0)
-        continue;
+      if (codegen::range_kind(ax[j]) != codegen::RangeKind::loop || !depends_on(own, ax[j]) || depends_on(other, ax[j])) continue;
+      sides.push_back(ax[j].arg()[0].as_int());
+      if (codegen::range_size(ax[j]) % amount != 0) break;
       std::vector<codegen::Opt> more = opts;
       more.push_back({codegen::OptOp::UPCAST, static_cast<int64_t>(j), amount});
       try {
@@ -15330,7 +15562,93 @@ inline std::vector<codegen::Opt> tensor_core_tiles(const UOp& ast, std::vector<c
       break;
     }
   }
+  if (sides.size() != 2) return opts;
+  const UOp tiled = codegen::apply_opts(ast, opts);
+  int64_t k_id = -1;
+  for (const UOp& r : codegen::axes(tiled))
+    if (codegen::range_kind(r) == codegen::RangeKind::reduce) k_id = r.arg()[0].as_int();
+  for (const auto& [n_warps, m_warps] : {std::pair<int64_t, int64_t>{2, 2}, {2, 1}, {1, 2}})
+    for (const int64_t steps : {2, 4}) {
+      std::vector<codegen::Opt> more = opts;
+      UOp k = tiled;
+      try {
+        for (const auto& [op, id, amount] : {std::tuple{codegen::OptOp::LOCAL, sides[0], n_warps}, {codegen::OptOp::LOCAL, sides[1], m_warps},
+                                             {codegen::OptOp::STAGE, k_id, steps}}) {
+          if (amount == 1) continue;
+          more.push_back({op, axis_of(k, id), amount});
+          k = codegen::apply_opt(k, more.back());
+        }
+        codegen::map_work_items(k);  // throws when it cannot launch so
+        return more;
+      } catch (const codegen::OptError&) {
+      }
+    }
   return opts;
+}
+
+// Tiles in shared memory for a reduction whose loads each stay put along one of two output loops
+// (a matmul's rows and columns, a conv's pixels and output channels): a work-group of 16x16
+// work-items (or 8x32, ... 8x8), each keeping a register tile of up to 4x4 outputs (UPCAST of both loops),
+// over the output's innermost loop and the next one out that a load stays put along; the
+// operands of a tile of 16 (or 8) steps of the reduction are staged in local memory by the whole
+// work-group (STAGE), so each is read from global memory once per work-group. Empty when the
+// kernel is not of that shape or no tiling divides it.
+inline std::vector<codegen::Opt> shared_tiles(const UOp& ast, const backend::Target& target) {
+  using codegen::Opt, codegen::OptOp, codegen::RangeKind;
+  UOp red;
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::REDUCE) {
+      if (red) return {};
+      red = u;
+    }
+  if (!red || red.arg().get<Ops>() != Ops::ADD) return {};
+  std::vector<UOp> loads;
+  for (const UOp& u : toposort(red.src(0)))
+    if (u.op() == Ops::LOAD) loads.push_back(u);
+  // a load that moves with `a` and stays put along `b`
+  const auto one_sided = [&](const UOp& a, const UOp& b) {
+    return std::any_of(loads.begin(), loads.end(), [&](const UOp& l) { return depends_on(l, a) && !depends_on(l, b); });
+  };
+  std::vector<UOp> loops;
+  for (const UOp& r : codegen::axes(ast))
+    if (codegen::range_kind(r) == RangeKind::loop) loops.push_back(r);
+  if (loops.empty()) return {};
+  const UOp n = loops.back();
+  UOp m;
+  for (auto it = loops.rbegin() + 1; it != loops.rend() && !m; ++it)
+    if (one_sided(*it, n) && one_sided(n, *it)) m = *it;
+  if (!m) return {};
+  // the tile of the reduction: along its longest range
+  UOp longest = red.src(1);
+  for (size_t i = 2; i < red.src().size(); ++i)
+    if (codegen::range_size(red.src(i)) > codegen::range_size(longest)) longest = red.src(i);
+  const int64_t n_id = n.arg()[0].as_int(), m_id = m.arg()[0].as_int(), k_id = longest.arg()[0].as_int();
+  const int64_t n_size = codegen::range_size(n), m_size = codegen::range_size(m);
+  const auto registers = [](int64_t left) { return left % 4 == 0 ? 4 : left % 2 == 0 ? 2 : 1; };
+  for (const auto& [n_items, m_items] : {std::pair<int64_t, int64_t>{16, 16}, {8, 32}, {32, 8}, {16, 8}, {8, 16}, {8, 8}}) {
+    if (n_items * m_items > target.max_local || n_size % n_items != 0 || m_size % m_items != 0) continue;
+    for (const int64_t steps : {16, 8}) {
+      std::vector<Opt> opts;
+      UOp k = ast;
+      const auto apply = [&](OptOp op, int64_t id, int64_t amount) {
+        if (amount == 1) return;
+        const Opt o{op, axis_of(k, id), amount};
+        k = codegen::apply_opt(k, o);
+        opts.push_back(o);
+      };
+      try {
+        apply(OptOp::LOCAL, n_id, n_items);
+        apply(OptOp::LOCAL, m_id, m_items);
+        apply(OptOp::UPCAST, n_id, registers(n_size / n_items));
+        apply(OptOp::UPCAST, m_id, registers(m_size / m_items));
+        apply(OptOp::STAGE, k_id, steps);
+        codegen::map_work_items(k);  // throws when it cannot launch so
+        return opts;
+      } catch (const codegen::OptError&) {
+      }
+    }
+  }
+  return {};
 }
 
 // A GPU's hand-coded opts: a sum of products of narrow floats goes on tensor cores where the
@@ -15373,6 +15691,7 @@ inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target&
       }
     }
   }
+  if (std::vector<codegen::Opt> tiles = shared_tiles(ast, target); !tiles.empty()) return tiles;
   return codegen::hand_coded_opts(ast, machine_shape(target));
 }
 

@@ -275,6 +275,109 @@ TEST_CASE("emu: GROUP's and GROUPTOP's partials, shuffled across warps and met i
   }
 }
 
+TEST_CASE("emu: LOCAL makes tiles of work-items and STAGE copies each work-group's operands to local memory, as the heuristic chooses") {
+  using codegen::OptOp;
+  const backend::Target target = backend::device("EMU").target();
+  backend::Target cuda = target;
+  cuda.language = backend::Language::cuda;
+  bool nvrtc = true;
+  try {
+    backend::nvrtc_version();
+  } catch (const DeviceError& e) {
+    MESSAGE("skipped part: NVRTC cannot be opened: ", e.what());
+    nvrtc = false;
+  }
+  const auto has = [](const std::vector<codegen::Opt>& opts, OptOp op) {
+    return std::any_of(opts.begin(), opts.end(), [&](const codegen::Opt& o) { return o.op == op; });
+  };
+  const Tensor a = (Tensor::rand({128, 48}) - 0.5f).realize(), b = (Tensor::rand({48, 64}) - 0.5f).realize();
+  const Tensor c = (Tensor::rand({32, 16}) - 0.5f).realize(), d = (Tensor::rand({16, 32}) - 0.5f).realize();
+  const Tensor x = (Tensor::rand({2, 16, 16, 16}) - 0.5f).realize(), w = (Tensor::rand({32, 16, 3, 3}) - 0.5f).realize();
+  struct Case {
+    std::string what;
+    std::function<Tensor(const std::string&)> make;
+    int64_t k;  // the length of each output's sum
+  };
+  const std::vector<Case> cases{
+      {"matmul 128x48x64 (register tiles of 4x4, 2 work-groups)", [&](const std::string& dev) { return a.to(dev).matmul(b.to(dev)); }, 48},
+      {"matmul 32x16x32 (register tiles of 2x2)", [&](const std::string& dev) { return c.to(dev).matmul(d.to(dev)); }, 16},
+      {"conv2d 2x16x16x16, 32 3x3 filters, padded (pixels x channels)",
+       [&](const std::string& dev) { return x.to(dev).conv2d(w.to(dev), {}, 1, 1, 1, 1); }, 144}};
+  for (const Case& t : cases) {
+    INFO(t.what);
+    const Tensor on_emu = t.make("EMU");
+    const UOp ast = schedule::create_schedule({on_emu.uop()}).back().ast;
+    const std::vector<codegen::Opt> chosen = engine::detail::gpu_opts(ast, target);
+    INFO("opts ", codegen::to_string(chosen));
+    CHECK(has(chosen, OptOp::LOCAL));
+    CHECK(has(chosen, OptOp::STAGE));
+    const std::shared_ptr<engine::CompiledKernel> k = compile_kernel(ast, chosen, "EMU");
+    CHECK(k->source.find(": local 1") != std::string::npos);  // two dimensions of work-items in a group
+    CHECK(k->source.find("DEFINE_LOCAL") != std::string::npos);
+    CHECK(k->dims().local[0] * k->dims().local[1] == 256);
+    // float32 sums of k products of at most 0.25 in another order than the CPU's: k roundings of
+    // partial sums up to 0.25 k each
+    const std::vector<float> want = t.make("CPU").to_vector<float>();
+    const tinyt_test::Tol tol{0.25 * static_cast<double>(t.k * t.k) * 0x1p-24, 0};
+    tinyt_test::check_close(on_emu.to_vector<float>(), std::vector<double>(want.begin(), want.end()), tol);
+    if (tinyt_test::device_available("CL")) {  // OpenCL's renderer, the same kernel on PoCL
+      INFO("on CL");
+      tinyt_test::check_close(t.make("CL").to_vector<float>(), std::vector<double>(want.begin(), want.end()), tol);
+    }
+    if (nvrtc) {  // CUDA's: shared memory and barriers, compiled by NVRTC
+      const std::string source = engine::render(engine::lower_kernel(ast, chosen, cuda, true), cuda);
+      CHECK(source.find("__shared__ float temp0[") != std::string::npos);
+      CHECK(source.find("(int)threadIdx.y;") != std::string::npos);
+      const std::string ptx = backend::CudaCompiler("sm_80").compile(source, k->program.name);
+      CHECK(ptx.find("bar.sync") != std::string::npos);
+      CHECK(ptx.find(".shared") != std::string::npos);
+    }
+  }
+  const Tensor c_emu = c.to("EMU").realize(), d_emu = d.to("EMU").realize();
+  const std::vector<schedule::Kernel> kernels = schedule::create_schedule({c_emu.matmul(d_emu).uop()});
+  REQUIRE(kernels.size() == 1);
+  const UOp& small = kernels[0].ast;
+  const std::vector<float> want = c.matmul(d).to_vector<float>();
+  // the kernel's buffers: a fresh output, and c and d
+  const auto buffers = [&](const Tensor& out) {
+    return std::vector<void*>{graph::buffer_of(graph::base_buffer(out.uop()))->ptr(), graph::buffer_of(kernels[0].buffers[1])->ptr(),
+                              graph::buffer_of(kernels[0].buffers[2])->ptr()};
+  };
+  {  // LOCAL alone: 16 x 4 work-items a group, each reading global memory
+    const std::shared_ptr<engine::CompiledKernel> k = compile_kernel(small, {{OptOp::LOCAL, 1, 16}, {OptOp::LOCAL, 0, 4}}, "EMU");
+    CHECK(k->dims().local == std::array<int64_t, 3>{16, 4, 1});
+    CHECK(k->dims().global == std::array<int64_t, 3>{32, 32, 1});
+    const Tensor out = Tensor::empty({32, 32}, dtypes::float32, "EMU").realize();
+    launch(*k, buffers(out));
+    tinyt_test::check_close(out.to_vector<float>(), std::vector<double>(want.begin(), want.end()), tinyt_test::Tol{0.25 * 256 * 0x1p-24, 0});
+  }
+  // a copy the group's 128 work-items do not divide (8 rows x 8 steps of A): the last pass is
+  // masked; and without the barrier before each tile's copies a work-item overwrites what another
+  // still reads, which EMU reports
+  const std::vector<codegen::Opt> uneven{{OptOp::LOCAL, 1, 16}, {OptOp::LOCAL, 0, 8}, {OptOp::UPCAST, 1, 2}, {OptOp::STAGE, 3, 8}};
+  const std::shared_ptr<engine::CompiledKernel> k = compile_kernel(small, uneven, "EMU");
+  const Tensor out = Tensor::empty({32, 32}, dtypes::float32, "EMU").realize();
+  const std::vector<void*> bufs = buffers(out);
+  launch(*k, bufs);
+  tinyt_test::check_close(out.to_vector<float>(), std::vector<double>(want.begin(), want.end()), tinyt_test::Tol{0.25 * 256 * 0x1p-24, 0});
+  std::string racy = k->source;
+  const size_t bare = racy.find(" BARRIER void\n");  // the first barrier: before the copies (its line takes no sources)
+  REQUIRE(bare != std::string::npos);
+  racy.replace(bare, std::string(" BARRIER void\n").size(), " CONST index : 0\n");
+  backend::Device& dev = emu();
+  const std::unique_ptr<backend::Program> p = dev.load(dev.compiler().compile(racy, k->program.name), k->program.name);
+  CHECK(tinyt_test::message_of<DeviceError>([&] { p->launch(bufs, {}, k->dims(), true); }).find("no barrier between") != std::string::npos);
+  // misuse: STAGE with no work-group to share it, on a CPU, or followed by another opt
+  CHECK(tinyt_test::message_of<codegen::OptError>([&] { (void)codegen::apply_opts(small, {{OptOp::STAGE, 2, 8}}); }).find("no work-group") !=
+        std::string::npos);
+  CHECK_THROWS_AS(compile_kernel(small, uneven, "CPU"), codegen::OptError);
+  std::vector<codegen::Opt> after = uneven;
+  after.push_back({OptOp::UPCAST, 0, 2});
+  CHECK(tinyt_test::message_of<codegen::OptError>([&] { (void)codegen::apply_opts(small, after); }).find("last opt") != std::string::npos);
+  // a work-group past the device's 256 work-items
+  CHECK_THROWS_AS(compile_kernel(small, {{OptOp::LOCAL, 1, 32}, {OptOp::LOCAL, 0, 16}}, "EMU"), codegen::OptError);
+}
+
 TEST_CASE("emu: a symbolic dimension is launched as wide as its value, not looped in each work-item") {
   const UOp i = Variable("i", 0, 16);
   std::vector<float> values(4 * 16);
@@ -380,11 +483,12 @@ TEST_CASE("emu: TC puts a sum of products of float16 or bfloat16 values on tenso
   CHECK_THROWS_AS(codegen::apply_opts(odd, {{codegen::OptOp::TC, 2, 0}}), codegen::OptError);
 }
 
-TEST_CASE("emu: a 256 x 256 x 256 float16 matmul gets TC, and its CUDA source mma.sync, compiled by NVRTC for sm_80 and sm_90") {
+TEST_CASE("emu: a 256 x 256 x 256 float16 matmul gets TC with staged fragments, and its CUDA source mma.sync, compiled by NVRTC for sm_80 and sm_90") {
   const UOp ast = schedule::create_schedule({Tensor::empty({256, 256}, dtypes::float16, "EMU").matmul(Tensor::empty({256, 256}, dtypes::float16, "EMU")).uop()}).back().ast;
   backend::Target cuda = backend::device("EMU").target();
   const std::vector<codegen::Opt> chosen = engine::detail::gpu_opts(ast, cuda);
-  CHECK(codegen::to_string(chosen) == "TC(2,0) UPCAST(1,4) UPCAST(0,2)");  // each lane: 2 x 4 tiles of 16 x 8
+  // each lane: 2 x 4 tiles of 16 x 8; 2 x 2 warps a group, sharing fragments staged 32 steps of K at a time
+  CHECK(codegen::to_string(chosen) == "TC(2,0) UPCAST(1,4) UPCAST(0,2) LOCAL(1,2) LOCAL(0,2) STAGE(4,2)");
   cuda.language = backend::Language::cuda;
   const std::string source = engine::render(engine::lower_kernel(ast, chosen, cuda, true), cuda);
   CHECK(source.find("asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 ") != std::string::npos);

@@ -322,13 +322,25 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
 
 // What the hand-coded opts know of a device.
 inline codegen::MachineShape machine_shape(const backend::Target& t) {
-  return {t.threads, t.vector_bytes, t.vector_count, !t.gpu, t.stream_bytes};
+  return {t.threads, t.vector_bytes, t.vector_count, !t.gpu, t.stream_bytes, t.gpu};
+}
+
+// The position in `axes(ast)` of the range with id `id`, or -1.
+inline int64_t axis_of(const UOp& ast, int64_t id) {
+  const std::vector<UOp> ax = codegen::axes(ast);
+  for (size_t i = 0; i < ax.size(); ++i)
+    if (ax[i].arg()[0].as_int() == id) return static_cast<int64_t>(i);
+  return -1;
 }
 
 // Register tiles around a TC kernel: each lane keeps its B fragments for 2 tiles of M and its A
 // fragments for 4 tiles of N (UPCAST of the tile loops each side moves with alone), so a k-step
-// loads 16 + 8 values for 8 tensor-core ops instead of 12 for each.
+// loads 16 + 8 values for 8 tensor-core ops instead of 12 for each. Then warps side by side in a
+// work-group, 2 x 2 (or 2 x 1, 1 x 2) over those tile loops, share the fragments of each 32 (or
+// 64) steps of K, staged in local memory (LOCAL, STAGE): a fragment is read from global memory
+// once for 2 warps.
 inline std::vector<codegen::Opt> tensor_core_tiles(const UOp& ast, std::vector<codegen::Opt> opts) {
+  std::vector<int64_t> sides;  // the ids of the tile loops of N, then M
   for (const auto& [side, amount] : {std::pair<size_t, int64_t>{TensorCore::a_count, 4}, {0, 2}}) {
     const UOp k = codegen::apply_opts(ast, opts);
     UOp wmma;
@@ -338,9 +350,9 @@ inline std::vector<codegen::Opt> tensor_core_tiles(const UOp& ast, std::vector<c
     const UOp& other = wmma.src(side == 0 ? TensorCore::a_count : 0);
     const std::vector<UOp> ax = codegen::axes(k);
     for (size_t j = 0; j < ax.size(); ++j) {
-      if (codegen::range_kind(ax[j]) != codegen::RangeKind::loop || !depends_on(own, ax[j]) || depends_on(other, ax[j]) ||
-          codegen::range_size(ax[j]) % amount != 0)
-        continue;
+      if (codegen::range_kind(ax[j]) != codegen::RangeKind::loop || !depends_on(own, ax[j]) || depends_on(other, ax[j])) continue;
+      sides.push_back(ax[j].arg()[0].as_int());
+      if (codegen::range_size(ax[j]) % amount != 0) break;
       std::vector<codegen::Opt> more = opts;
       more.push_back({codegen::OptOp::UPCAST, static_cast<int64_t>(j), amount});
       try {
@@ -351,15 +363,28 @@ inline std::vector<codegen::Opt> tensor_core_tiles(const UOp& ast, std::vector<c
       break;
     }
   }
+  if (sides.size() != 2) return opts;
+  const UOp tiled = codegen::apply_opts(ast, opts);
+  int64_t k_id = -1;
+  for (const UOp& r : codegen::axes(tiled))
+    if (codegen::range_kind(r) == codegen::RangeKind::reduce) k_id = r.arg()[0].as_int();
+  for (const auto& [n_warps, m_warps] : {std::pair<int64_t, int64_t>{2, 2}, {2, 1}, {1, 2}})
+    for (const int64_t steps : {2, 4}) {
+      std::vector<codegen::Opt> more = opts;
+      UOp k = tiled;
+      try {
+        for (const auto& [op, id, amount] : {std::tuple{codegen::OptOp::LOCAL, sides[0], n_warps}, {codegen::OptOp::LOCAL, sides[1], m_warps},
+                                             {codegen::OptOp::STAGE, k_id, steps}}) {
+          if (amount == 1) continue;
+          more.push_back({op, axis_of(k, id), amount});
+          k = codegen::apply_opt(k, more.back());
+        }
+        codegen::map_work_items(k);  // throws when it cannot launch so
+        return more;
+      } catch (const codegen::OptError&) {
+      }
+    }
   return opts;
-}
-
-// The position in `axes(ast)` of the range with id `id`, or -1.
-inline int64_t axis_of(const UOp& ast, int64_t id) {
-  const std::vector<UOp> ax = codegen::axes(ast);
-  for (size_t i = 0; i < ax.size(); ++i)
-    if (ax[i].arg()[0].as_int() == id) return static_cast<int64_t>(i);
-  return -1;
 }
 
 // Tiles in shared memory for a reduction whose loads each stay put along one of two output loops

@@ -43,6 +43,7 @@ struct MachineShape {
   int64_t vector_registers = 16;
   bool packs = false;  // whether a thread may copy a kernel's panels into its own buffer (PACK: CPUs)
   int64_t stream_bytes = 0;  // outputs this big or bigger are written past the caches (0: never)
+  bool gpu = false;  // a GPU's: LOCAL makes tiles of work-items, not of a cache
 };
 
 /// The opts chosen by hand-written rules for a kernel run on `machine`.
@@ -215,7 +216,7 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // 0.8x with its panel packed.)
       const bool pack_panel = machine.packs && vector;
       // (A CPU's: on a GPU, LOCAL makes tiles of work-items.)
-      if (machine.packs && !packed_tile && !long_row && reduce_length * wide * out.type.itemsize() > 32 * 1024) {
+      if (!machine.gpu && !packed_tile && !long_row && reduce_length * wide * out.type.itemsize() > 32 * 1024) {
         ax = axes(k);
         for (size_t i = 0; i < ax.size(); ++i)
           if (ax[i].arg()[0].as_int() == rows_id && range_kind(ax[i]) == RangeKind::loop)
