@@ -31,6 +31,7 @@
 #pragma once
 
 #include <array>
+#include <numeric>
 #include <optional>
 #include <unordered_set>
 
@@ -409,6 +410,8 @@ inline UOp stage_loads(const UOp& ast, const UOp& r, int64_t amount, const std::
 // what is left (loops, and the reduction over K's tiles); a new range of the warp's 32 lanes
 // picks each lane's elements of the tiles (TensorCore's layout); each of the lane's 4 outputs is
 // its own sum, over K's tiles, of one element of the WMMA of its fragments, and its own store.
+// A set whose size is not a multiple of its tile is padded to one (its last range grows, as
+// PADTO's does): the tiles' extra rows and columns read zeros and store nothing.
 inline UOp tensor_core(const UOp& ast, const std::string& what) {
   using tinyt::detail::cat;
   using TC = TensorCore;
@@ -448,14 +451,31 @@ inline UOp tensor_core(const UOp& ast, const std::string& what) {
     return n;
   };
   std::vector<UOp> m = only(x, y), n = only(y, x);
-  if (flat_size(m) % TC::m != 0 || flat_size(n) % TC::n != 0 || m.empty() || n.empty()) {
+  const auto divides = [&] { return flat_size(m) % TC::m == 0 && flat_size(n) % TC::n == 0; };
+  if (m.empty() || n.empty() || (!divides() && !only(x, y).empty() && !only(y, x).empty() &&
+                                 flat_size(only(y, x)) % TC::m == 0 && flat_size(only(x, y)) % TC::n == 0)) {
     std::swap(x, y);
     std::swap(m, n);
   }
-  if (m.empty() || n.empty() || flat_size(m) % TC::m != 0 || flat_size(n) % TC::n != 0 || flat_size(k) % TC::k != 0)
-    throw OptError(cat(what, ": needs output loops only one operand moves with (", flat_size(m), " elements) in a multiple of ", TC::m,
-                       ", those only the other does (", flat_size(n), ") in a multiple of ", TC::n, ", and a reduction of a multiple of ",
-                       TC::k, " (", flat_size(k), ")"));
+  if (m.empty() || n.empty() || flat_size(m) == 0 || flat_size(n) == 0 || flat_size(k) == 0)
+    throw OptError(cat(what, ": needs output loops only one operand moves with, others only the other does, and a reduction, all of known sizes"));
+  // a set whose size is not a multiple of its tile grows its last range to one (PADTO: the new
+  // iterations read zeros and store nothing), then the padded kernel is taken from the top
+  UOp padded = ast;
+  for (const auto& [set, tile] : {std::pair<const std::vector<UOp>*, int64_t>{&m, TC::m}, {&n, TC::n}, {&k, TC::k}}) {
+    if (flat_size(*set) % tile == 0) continue;
+    const UOp& last = set->back();
+    const int64_t rest = flat_size(*set) / range_size(last), amount = tile / std::gcd(rest, tile);
+    UOp now;
+    for (const UOp& r : all_ranges(padded))
+      if (r.arg()[0].as_int() == last.arg()[0].as_int()) now = r;
+    try {
+      padded = pad_range(padded, now, amount);
+    } catch (const OptError& e) {
+      throw OptError(cat(what, ": ", flat_size(*set), " is not a multiple of ", tile, " and cannot be padded to one (", e.what(), ")"));
+    }
+  }
+  if (padded != ast) return tensor_core(padded, what);
   int64_t next = next_axis_id(ast);
   const UOp m_tile = schedule::range(flat_size(m) / TC::m, m.front().arg()[0].as_int(), RangeKind::loop);
   const UOp n_tile = schedule::range(flat_size(n) / TC::n, n.front().arg()[0].as_int(), RangeKind::loop);
