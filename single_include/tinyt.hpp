@@ -7740,6 +7740,7 @@ inline std::unique_ptr<Device> open_cuda(int index) { return std::make_unique<Cu
 // of them, with every check the top of emu.hpp lists.
 
 
+
 // ---- tinyt/backend/emu_listing.hpp ----
 // What EMU runs (backend/emu.hpp): the device it emulates (Spec), one work-item's values and C's
 // arithmetic on them as the renderers spell it (integers wrap at their width, float16 and
@@ -7756,26 +7757,52 @@ inline std::unique_ptr<Device> open_cuda(int index) { return std::make_unique<Cu
 
 namespace tinyt::inline v0 {
 
-/// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 (sm_80 and later): a warp of
-/// 32 lanes computes D = A·B + C for A 16×16, B 16×8 (K×N), C and D 16×8 in float32. Lane `l` is
-/// in group l/4 and is thread l%4 of its group; it holds 8 elements of A, 4 of B and 4 of C/D:
-///   A[i]: row group + a_row[i], column 2·thread + a_col[i]
-///   B[i]: row (k) 2·thread + b_k[i], column (n) group
+/// mma.sync.aligned.<shape>.row.col.f32.<in>.<in>.f32 (sm_80 and later): a warp of 32 lanes
+/// computes D = A·B + C for A m×k, B k×n, C and D m×n in float32. Lane `l` is in group l/4 and is
+/// thread l%4 of its group; it holds a_count elements of A, b_count of B and 4 of C/D:
+///   A[i]: row group + a_row[i], column per_thread·thread + a_col[i]
+///   B[i]: row (k) per_thread·thread + b_k[i], column (n) group
 ///   C[i]: row group + c_row[i], column 2·thread + c_col[i]
+/// (per_thread: the consecutive elements of k one register holds, 2 of 16 bits, 1 of TF32).
 struct TensorCore {
-  static constexpr int m = 16, n = 8, k = 16, warp = 32;
-  static constexpr int a_count = 8, b_count = 4, c_count = 4;
-  static constexpr std::array<int, 8> a_row{0, 0, 8, 8, 0, 0, 8, 8}, a_col{0, 1, 0, 1, 8, 9, 8, 9};
-  static constexpr std::array<int, 4> b_k{0, 1, 8, 9};
+  std::string_view shape;  // as PTX names it: "m16n8k16"
+  int m, n, k;
+  int a_count, b_count, per_thread;
+  std::array<int, 8> a_row, a_col;
+  std::array<int, 4> b_k;
+  static constexpr int warp = 32, c_count = 4;
   static constexpr std::array<int, 4> c_row{0, 0, 8, 8}, c_col{0, 1, 0, 1};
 
   /// (row, column) of A that lane `lane` holds as its i-th element.
-  static constexpr std::pair<int, int> a(int lane, int i) { return {lane / 4 + a_row[i], 2 * (lane % 4) + a_col[i]}; }
+  constexpr std::pair<int, int> a(int lane, int i) const {
+    return {lane / 4 + a_row[static_cast<size_t>(i)], per_thread * (lane % 4) + a_col[static_cast<size_t>(i)]};
+  }
   /// (k, n) of B that lane `lane` holds as its i-th element.
-  static constexpr std::pair<int, int> b(int lane, int i) { return {2 * (lane % 4) + b_k[i], lane / 4}; }
+  constexpr std::pair<int, int> b(int lane, int i) const { return {per_thread * (lane % 4) + b_k[static_cast<size_t>(i)], lane / 4}; }
   /// (row, column) of C and D that lane `lane` holds as its i-th element.
-  static constexpr std::pair<int, int> c(int lane, int i) { return {lane / 4 + c_row[i], 2 * (lane % 4) + c_col[i]}; }
+  static constexpr std::pair<int, int> c(int lane, int i) {
+    return {lane / 4 + c_row[static_cast<size_t>(i)], 2 * (lane % 4) + c_col[static_cast<size_t>(i)]};
+  }
 };
+
+/// m16n8k16 of float16 or bfloat16 inputs: two to a 32-bit register.
+inline constexpr TensorCore mma_m16n8k16{"m16n8k16", 16, 8, 16, 8, 4, 2, {0, 0, 8, 8, 0, 0, 8, 8}, {0, 1, 0, 1, 8, 9, 8, 9}, {0, 1, 8, 9}};
+/// m16n8k8 of TF32 inputs (float32 rounded to 10 bits of mantissa, to nearest, ties away): one to a register.
+inline constexpr TensorCore mma_m16n8k8_tf32{"m16n8k8", 16, 8, 8, 4, 2, 1, {0, 8, 0, 8}, {0, 0, 4, 4}, {0, 4}};
+
+/// The instruction of a WMMA's argument ("m16n8k16 float16", "m16n8k16 bfloat16", "m16n8k8 tf32"), or null.
+inline const TensorCore* tensor_core_of(std::string_view kind) {
+  if (kind == "m16n8k16 float16" || kind == "m16n8k16 bfloat16") return &mma_m16n8k16;
+  if (kind == "m16n8k8 tf32") return &mma_m16n8k8_tf32;
+  return nullptr;
+}
+
+/// A float32 rounded to TF32 as cvt.rna.tf32.f32 does it (the 13 low bits of the mantissa gone,
+/// to nearest, ties away from zero), still a float32.
+inline uint32_t round_tf32_bits(uint32_t bits) {
+  if ((bits & 0x7f800000u) == 0x7f800000u) return bits;  // infinity and NaN as they are
+  return (bits + 0x1000u) & ~0x1fffu;
+}
 
 }  // namespace tinyt::inline v0
 // ---- end tinyt/tensor_cores.hpp ----
@@ -7908,7 +7935,8 @@ struct Instr {
   enum class Index : uint8_t { loop, global, group, local } index = Index::loop;
   bool work_item() const { return index != Index::loop; }
   int32_t partner = -1;    // RANGE: its END; END: its RANGE
-  DType input;             // WMMA: the type of its operands
+  DType input;             // WMMA: the type of its operands (float32: rounded to TF32)
+  const TensorCore* tc = nullptr;  // WMMA: its instruction
 };
 
 /// A listing parsed and checked: what EMU's compiler makes of a kernel.
@@ -8012,10 +8040,10 @@ inline Kernel parse(const std::string& listing, const Spec& spec) {
       case Ops::WMMA:
         need_args(2);
         if (spec.warp != TensorCore::warp || !spec.tensor_cores) throw fail(tinyt::detail::cat(spec.name, " has no tensor cores"));
-        if (arg[0] != "m16n8k16" || (arg[1] != "float16" && arg[1] != "bfloat16") ||
-            ins.src.size() != static_cast<size_t>(TensorCore::a_count + TensorCore::b_count) || ins.dtype != dtypes::float32.vec(TensorCore::c_count))
-          throw fail("EMU runs the tensor-core op m16n8k16 of float16 or bfloat16 (8 + 4 operands, 4 float32 results)");
-        ins.input = arg[1] == "float16" ? dtypes::float16 : dtypes::bfloat16;
+        ins.tc = tensor_core_of(arg[0] + " " + arg[1]);
+        if (!ins.tc || ins.src.size() != static_cast<size_t>(ins.tc->a_count + ins.tc->b_count) || ins.dtype != dtypes::float32.vec(TensorCore::c_count))
+          throw fail("EMU runs the tensor-core ops m16n8k16 of float16 or bfloat16 (8 + 4 operands) and m16n8k8 of tf32 (4 + 2), 4 float32 results");
+        ins.input = arg[1] == "float16" ? dtypes::float16 : arg[1] == "bfloat16" ? dtypes::bfloat16 : dtypes::float32;
         break;
       case Ops::GEP:
         need_args(1), ins.number = std::stoll(arg[0]);
@@ -8283,32 +8311,38 @@ class Launch {
     }
   }
 
-  // D = A·B for each warp: the lanes' fragments put back into the tiles by TensorCore's layout
-  // (each element held by exactly one lane, rounded to the operands' type, as the hardware reads
-  // it), products summed in float32 in k's order, each lane given its 4 elements of D
+  // D = A·B for each warp: the lanes' fragments put back into the tiles by the instruction's layout
+  // (each element held by exactly one lane, rounded to the operands' type or to TF32, as the
+  // hardware reads it), products summed in float32 in k's order, each lane given its 4 elements of D
   void tensor_core(size_t pc, const Instr& ins) {
-    using TC = TensorCore;
-    if (lanes_ % TC::warp != 0)
-      throw fail(tinyt::detail::cat("a tensor-core op in a work-group of ", lanes_, " work-items, not whole warps of ", TC::warp));
+    const TensorCore& tc = *ins.tc;
+    if (lanes_ % TensorCore::warp != 0)
+      throw fail(tinyt::detail::cat("a tensor-core op in a work-group of ", lanes_, " work-items, not whole warps of ", TensorCore::warp));
+    // an operand as the hardware reads it: rounded to its 16-bit type, or to TF32
+    const auto operand = [&](size_t src, size_t lane) {
+      const float v = at(static_cast<size_t>(ins.src[src]))[lane].f;
+      return ins.input == dtypes::float32 ? std::bit_cast<float>(round_tf32_bits(std::bit_cast<uint32_t>(v))) : round_narrow(v, ins.input);
+    };
     std::vector<Slot>& d = wmma_[pc];
-    d.assign(static_cast<size_t>(TC::c_count) * lanes_, Slot{});
-    for (size_t w = 0; w < lanes_; w += TC::warp) {
-      float a[TC::m][TC::k], b[TC::k][TC::n];
-      for (int lane = 0; lane < TC::warp; ++lane) {
-        for (int i = 0; i < TC::a_count; ++i) {
-          const auto [row, col] = TC::a(lane, i);
-          a[row][col] = round_narrow(at(static_cast<size_t>(ins.src[static_cast<size_t>(i)]))[w + static_cast<size_t>(lane)].f, ins.input);
+    d.assign(static_cast<size_t>(TensorCore::c_count) * lanes_, Slot{});
+    std::vector<float> a(static_cast<size_t>(tc.m * tc.k)), b(static_cast<size_t>(tc.k * tc.n));  // row-major
+    for (size_t w = 0; w < lanes_; w += TensorCore::warp) {
+      for (int lane = 0; lane < TensorCore::warp; ++lane) {
+        const size_t l = w + static_cast<size_t>(lane);
+        for (int i = 0; i < tc.a_count; ++i) {
+          const auto [row, col] = tc.a(lane, i);
+          a[static_cast<size_t>(row * tc.k + col)] = operand(static_cast<size_t>(i), l);
         }
-        for (int i = 0; i < TC::b_count; ++i) {
-          const auto [kk, col] = TC::b(lane, i);
-          b[kk][col] = round_narrow(at(static_cast<size_t>(ins.src[static_cast<size_t>(TC::a_count + i)]))[w + static_cast<size_t>(lane)].f, ins.input);
+        for (int i = 0; i < tc.b_count; ++i) {
+          const auto [kk, col] = tc.b(lane, i);
+          b[static_cast<size_t>(kk * tc.n + col)] = operand(static_cast<size_t>(tc.a_count + i), l);
         }
       }
-      for (int lane = 0; lane < TC::warp; ++lane)
-        for (int i = 0; i < TC::c_count; ++i) {
-          const auto [row, col] = TC::c(lane, i);
+      for (int lane = 0; lane < TensorCore::warp; ++lane)
+        for (int i = 0; i < TensorCore::c_count; ++i) {
+          const auto [row, col] = TensorCore::c(lane, i);
           float sum = 0;
-          for (int kk = 0; kk < TC::k; ++kk) sum = std::fma(a[row][kk], b[kk][col], sum);
+          for (int kk = 0; kk < tc.k; ++kk) sum = std::fma(a[static_cast<size_t>(row * tc.k + kk)], b[static_cast<size_t>(kk * tc.n + col)], sum);
           d[static_cast<size_t>(i) * lanes_ + w + static_cast<size_t>(lane)].f = sum;
         }
     }
@@ -10834,6 +10868,9 @@ inline UOp lower_narrow_floats(const UOp& ast) { return graph_rewrite(ast, narro
 //                    32 lanes each hold their fragment of a 16×16 tile of A and a 16×8 tile of B,
 //                    and each multiply-accumulate of the tiles is one WMMA; each lane keeps 4 of
 //                    the 16×8 outputs. GPUs with tensor cores only.
+//   TC(axis, 1)      the same for a float32 sum of products of float32 values, the inputs rounded
+//                    to TF32 (10 bits of mantissa) by m16n8k8 ops: only when asked (TF32=1), as
+//                    PyTorch's matmuls are float32 unless asked too.
 //   STAGE(axis, n)   reduce axis → loops over tiles of n; at each, the work-group copies what its
 //                    reduction reads in the tile (each load that moves with it) from global to
 //                    local memory, every work-item a share of each copy, and after a barrier reads
@@ -11222,9 +11259,9 @@ inline UOp stage_loads(const UOp& ast, const UOp& r, int64_t amount, const std::
 // its own sum, over K's tiles, of one element of the WMMA of its fragments, and its own store.
 // A set whose size is not a multiple of its tile is padded to one (its last range grows, as
 // PADTO's does): the tiles' extra rows and columns read zeros and store nothing.
-inline UOp tensor_core(const UOp& ast, const std::string& what) {
+inline UOp tensor_core(const UOp& ast, const std::string& what, bool tf32) {
   using tinyt::detail::cat;
-  using TC = TensorCore;
+  const TensorCore& tc = tf32 ? mma_m16n8k8_tf32 : mma_m16n8k16;
   UOp red;
   for (const UOp& u : toposort(ast))
     if (u.op() == Ops::REDUCE) {
@@ -11239,9 +11276,10 @@ inline UOp tensor_core(const UOp& ast, const std::string& what) {
                ? v.src(0).dtype()
                : dtypes::void_;
   };
-  const DType in = narrow(red.src(0).src(0));
-  if (in == dtypes::void_ || narrow(red.src(0).src(1)) != in)
-    throw OptError(cat(what, ": the products are not of two float16 or two bfloat16 values"));
+  const DType in = tf32 ? dtypes::float32 : narrow(red.src(0).src(0));
+  if (tf32 ? red.src(0).src(0).dtype() != dtypes::float32 || red.src(0).src(1).dtype() != dtypes::float32
+           : in == dtypes::void_ || narrow(red.src(0).src(1)) != in)
+    throw OptError(cat(what, tf32 ? ": the products are not of two float32 values" : ": the products are not of two float16 or two bfloat16 values"));
   if (ast.src().size() != 1) throw OptError(cat(what, ": the kernel stores more than one value"));
   const std::vector<UOp> k(red.src().begin() + 1, red.src().end());
   for (const UOp& r : all_ranges(ast))
@@ -11261,9 +11299,9 @@ inline UOp tensor_core(const UOp& ast, const std::string& what) {
     return n;
   };
   std::vector<UOp> m = only(x, y), n = only(y, x);
-  const auto divides = [&] { return flat_size(m) % TC::m == 0 && flat_size(n) % TC::n == 0; };
+  const auto divides = [&] { return flat_size(m) % tc.m == 0 && flat_size(n) % tc.n == 0; };
   if (m.empty() || n.empty() || (!divides() && !only(x, y).empty() && !only(y, x).empty() &&
-                                 flat_size(only(y, x)) % TC::m == 0 && flat_size(only(x, y)) % TC::n == 0)) {
+                                 flat_size(only(y, x)) % tc.m == 0 && flat_size(only(x, y)) % tc.n == 0)) {
     std::swap(x, y);
     std::swap(m, n);
   }
@@ -11272,7 +11310,7 @@ inline UOp tensor_core(const UOp& ast, const std::string& what) {
   // a set whose size is not a multiple of its tile grows its last range to one (PADTO: the new
   // iterations read zeros and store nothing), then the padded kernel is taken from the top
   UOp padded = ast;
-  for (const auto& [set, tile] : {std::pair<const std::vector<UOp>*, int64_t>{&m, TC::m}, {&n, TC::n}, {&k, TC::k}}) {
+  for (const auto& [set, tile] : {std::pair<const std::vector<UOp>*, int64_t>{&m, tc.m}, {&n, tc.n}, {&k, tc.k}}) {
     if (flat_size(*set) % tile == 0) continue;
     const UOp& last = set->back();
     const int64_t rest = flat_size(*set) / range_size(last), amount = tile / std::gcd(rest, tile);
@@ -11285,12 +11323,12 @@ inline UOp tensor_core(const UOp& ast, const std::string& what) {
       throw OptError(cat(what, ": ", flat_size(*set), " is not a multiple of ", tile, " and cannot be padded to one (", e.what(), ")"));
     }
   }
-  if (padded != ast) return tensor_core(padded, what);
+  if (padded != ast) return tensor_core(padded, what, tf32);
   int64_t next = next_axis_id(ast);
-  const UOp m_tile = schedule::range(flat_size(m) / TC::m, m.front().arg()[0].as_int(), RangeKind::loop);
-  const UOp n_tile = schedule::range(flat_size(n) / TC::n, n.front().arg()[0].as_int(), RangeKind::loop);
-  const UOp k_tile = schedule::range(flat_size(k) / TC::k, k.front().arg()[0].as_int(), RangeKind::reduce);
-  const UOp lane = schedule::range(TC::warp, next++, RangeKind::warp);
+  const UOp m_tile = schedule::range(flat_size(m) / tc.m, m.front().arg()[0].as_int(), RangeKind::loop);
+  const UOp n_tile = schedule::range(flat_size(n) / tc.n, n.front().arg()[0].as_int(), RangeKind::loop);
+  const UOp k_tile = schedule::range(flat_size(k) / tc.k, k.front().arg()[0].as_int(), RangeKind::reduce);
+  const UOp lane = schedule::range(TensorCore::warp, next++, RangeKind::warp);
   const UOp group = lane / 4, thread = lane.alu(Ops::MOD, {schedule::index_const(4)});
   // each range of a set at a flat position of the set: tile * size + offset
   using Map = std::unordered_map<const UOpNode*, UOp>;
@@ -11303,24 +11341,24 @@ inline UOp tensor_core(const UOp& ast, const std::string& what) {
     }
   };
   std::vector<UOp> operands;
-  for (int i = 0; i < TC::a_count; ++i) {
+  for (int i = 0; i < tc.a_count; ++i) {
     Map map;
-    at(map, m, m_tile, TC::m, group + TC::a_row[static_cast<size_t>(i)]);
-    at(map, k, k_tile, TC::k, thread * 2 + TC::a_col[static_cast<size_t>(i)]);
+    at(map, m, m_tile, tc.m, group + tc.a_row[static_cast<size_t>(i)]);
+    at(map, k, k_tile, tc.k, thread * tc.per_thread + tc.a_col[static_cast<size_t>(i)]);
     operands.push_back(substitute(x, map));
   }
-  for (int i = 0; i < TC::b_count; ++i) {
+  for (int i = 0; i < tc.b_count; ++i) {
     Map map;
-    at(map, k, k_tile, TC::k, thread * 2 + TC::b_k[static_cast<size_t>(i)]);
-    at(map, n, n_tile, TC::n, group);
+    at(map, k, k_tile, tc.k, thread * tc.per_thread + tc.b_k[static_cast<size_t>(i)]);
+    at(map, n, n_tile, tc.n, group);
     operands.push_back(substitute(y, map));
   }
-  const UOp wmma(Ops::WMMA, dtypes::float32.vec(TC::c_count), std::move(operands), cat("m16n8k16 ", in.name()));
+  const UOp wmma(Ops::WMMA, dtypes::float32.vec(TensorCore::c_count), std::move(operands), cat(tc.shape, " ", tf32 ? "tf32" : in.name()));
   std::vector<UOp> stores;
-  for (int c = 0; c < TC::c_count; ++c) {
+  for (int c = 0; c < TensorCore::c_count; ++c) {
     Map map{{red.get(), UOp(Ops::REDUCE, dtypes::float32, {UOp(Ops::GEP, dtypes::float32, {wmma}, c), k_tile}, Ops::ADD)}};
-    at(map, m, m_tile, TC::m, group + TC::c_row[static_cast<size_t>(c)]);
-    at(map, n, n_tile, TC::n, thread * 2 + TC::c_col[static_cast<size_t>(c)]);
+    at(map, m, m_tile, tc.m, group + TensorCore::c_row[static_cast<size_t>(c)]);
+    at(map, n, n_tile, tc.n, thread * 2 + TensorCore::c_col[static_cast<size_t>(c)]);
     stores.push_back(substitute(ast.src(0), map));
   }
   return graph_rewrite(UOp(Ops::SINK, dtypes::void_, std::move(stores)), kernel_rules());
@@ -11363,9 +11401,9 @@ inline UOp apply_opt(const UOp& ast, const Opt& opt) {
     return detail::pad_range(ast, r, amount);
   }
   if (opt.op == OptOp::TC) {  // (its axis: one of the reduction's; it takes them all)
-    if (opt.amount != 0) throw OptError(cat(opt.str(), ": TC takes the amount 0"));
+    if (opt.amount != 0 && opt.amount != 1) throw OptError(cat(opt.str(), ": TC takes the amount 0 (16-bit inputs) or 1 (TF32)"));
     if (kind != RangeKind::reduce) throw OptError(cat(opt.str(), ": TC applies to a reduce axis"));
-    return detail::tensor_core(ast, opt.str());
+    return detail::tensor_core(ast, opt.str(), opt.amount == 1);
   }
   if (amount <= 1 || n % amount != 0) throw OptError(cat(opt.str(), ": ", amount, " does not divide the axis size ", n));
   const bool reduce = kind == RangeKind::reduce;
@@ -11790,7 +11828,7 @@ inline std::string bfloat16_helpers(const std::string& fn, const std::string& to
 
 /// What a kernel's source needs beyond the language: which types it touches.
 struct SourceFeatures {
-  bool float16 = false, bfloat16 = false, float64 = false, tensor_cores = false;
+  bool float16 = false, bfloat16 = false, float64 = false, tensor_cores = false, tf32 = false;
 };
 
 // C moves a float's bits through a union
@@ -11822,6 +11860,7 @@ class CStyleRenderer {
       features.bfloat16 |= dt == dtypes::bfloat16;
       features.float64 |= dt == dtypes::float64;
       features.tensor_cores |= u.op() == Ops::WMMA;
+      features.tf32 |= u.op() == Ops::WMMA && u.arg().get<std::string>() == "m16n8k8 tf32";
     }
     open_kernel(p);
     for (const UOp& u : p.ops) line(u);
@@ -12272,6 +12311,9 @@ class CUDARenderer : public CStyleRenderer {
     if (f.tensor_cores && f.float16)
       s += "__device__ inline unsigned tinyt_pack_f16(float lo, float hi) {\n"
            "  return (unsigned)tinyt_f32_to_f16(lo) | ((unsigned)tinyt_f32_to_f16(hi) << 16);\n}\n\n";
+    if (f.tf32)
+      s += "__device__ inline unsigned tinyt_tf32(float f) {\n"
+           "  unsigned t; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(t) : \"f\"(f)); return t;\n}\n\n";
     if (f.tensor_cores && f.bfloat16)
       s += "__device__ inline unsigned tinyt_pack_bf16(float lo, float hi) {\n"
            "  return (unsigned)tinyt_f32_to_bf16(lo) | ((unsigned)tinyt_f32_to_bf16(hi) << 16);\n}\n\n";
@@ -12299,20 +12341,34 @@ class CUDARenderer : public CStyleRenderer {
     return detail::cat("__shfl_xor_sync(0xffffffffu, ", v, ", ", mask, ")");  // every lane of the warp takes part
   }
   // mma.sync through inline PTX (no CUDA header): the fragments' values, held in floats, go back
-  // to their 16 bits, two to a 32-bit register (the first in the low half), and the product of
-  // the tiles comes out as 4 floats (C is 0: the REDUCE around it adds it to the sum)
+  // to their 16 bits, two to a 32-bit register (the first in the low half), or are rounded to
+  // TF32, one to a register; the product of the tiles comes out as 4 floats (C is 0: the REDUCE
+  // around it adds it to the sum)
   std::string tensor_core(const std::string& kind, const std::string& name, const std::vector<std::string>& operands) const override {
-    if (operands.size() != 12 || (kind != "m16n8k16 float16" && kind != "m16n8k16 bfloat16"))
+    const TensorCore* tc = tensor_core_of(kind);
+    if (!tc || operands.size() != static_cast<size_t>(tc->a_count + tc->b_count))
       throw CompileError(detail::cat("CUDA renderer: no tensor-core op ", kind, " of ", operands.size(), " operands"));
-    const bool bf16 = kind == "m16n8k16 bfloat16";
-    const std::string type = bf16 ? "bf16" : "f16", pack = bf16 ? "tinyt_pack_bf16" : "tinyt_pack_f16";
-    std::string regs;
-    for (size_t i = 0; i < 12; i += 2) regs += detail::cat(", \"r\"(", pack, "(", operands[i], ", ", operands[i + 1], "))");
+    const std::string input = kind.substr(kind.find(' ') + 1);
+    const std::string type = input == "bfloat16" ? "bf16" : input == "float16" ? "f16" : "tf32";
+    std::vector<std::string> regs;
+    if (type == "tf32") {
+      for (const std::string& v : operands) regs.push_back(detail::cat("\"r\"(tinyt_tf32(", v, "))"));
+    } else {
+      for (size_t i = 0; i < operands.size(); i += 2)
+        regs.push_back(detail::cat("\"r\"(tinyt_pack_", type, "(", operands[i], ", ", operands[i + 1], "))"));
+    }
+    const size_t a_regs = regs.size() * static_cast<size_t>(tc->a_count) / operands.size();
+    std::string list, in;
+    for (size_t i = 0; i < regs.size(); ++i) {
+      list += detail::cat(i == 0 ? "{" : i == a_regs ? "}, {" : ", ", "%", i + 4);
+      in += (i ? ", " : "") + regs[i];
+    }
+    const size_t zero = regs.size() + 4;
     return detail::cat("float ", name, "[4];\n",
-                       "asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.", type, ".", type, ".f32 {%0, %1, %2, %3}, ",
-                       "{%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};\"\n",
+                       "asm volatile(\"mma.sync.aligned.", tc->shape, ".row.col.f32.", type, ".", type, ".f32 {%0, %1, %2, %3}, ", list,
+                       "}, {%", zero, ", %", zero, ", %", zero, ", %", zero, "};\"\n",
                        "    : \"=f\"(", name, "[0]), \"=f\"(", name, "[1]), \"=f\"(", name, "[2]), \"=f\"(", name, "[3])\n",
-                       "    : ", regs.substr(2), ", \"f\"(0.0f));");
+                       "    : ", in, ", \"f\"(0.0f));");
   }
   std::string load_memory(DType dt, const std::string& buf, const std::string& idx) const override {
     if (dt.scalar() == dtypes::float16) return "tinyt_f16_to_f32(" + buf + "[" + idx + "])";
@@ -13129,7 +13185,8 @@ inline std::vector<Opt> beam_actions(int64_t threads, bool packs = false) {
   std::vector<Opt> out;
   for (int64_t axis = 0; axis < 8; ++axis) {
     if (packs) out.push_back({OptOp::PACK, axis, 0});
-    if (!packs) out.push_back({OptOp::TC, axis, 0});
+    if (!packs)
+      for (int64_t kind : {0, 1}) out.push_back({OptOp::TC, axis, kind});  // (TF32's, timed only where TF32=1)
     if (!packs)
       for (int64_t amount : {16, 32, 64, 128, 256})
         for (OptOp op : {OptOp::GROUP, OptOp::GROUPTOP}) out.push_back({op, axis, amount});
@@ -14496,7 +14553,8 @@ inline Estimates estimate(const codegen::Program& p) {
       auto [it, fresh] = spans.try_emplace({n, u.op() == Ops::STORE}, lo, hi);
       if (!fresh) it->second = {std::min(it->second.first, lo), std::max(it->second.second, hi)};
     } else if (u.op() == Ops::WMMA) {  // each lane's share of its warp's multiply-accumulate
-      e.ops += mult * 2 * TensorCore::m * TensorCore::n * TensorCore::k / TensorCore::warp;
+      const TensorCore* tc = tensor_core_of(u.arg().get<std::string>());
+      if (tc) e.ops += mult * 2 * tc->m * tc->n * tc->k / TensorCore::warp;
     } else if (detail::is_alu(u.op()) && !indexing.count(u.get())) {
       e.ops += mult * (u.op() == Ops::MULACC ? 2 : 1) * u.dtype().count();
     }
@@ -15253,21 +15311,21 @@ class AllreduceRunner final : public Runner {
 namespace tinyt::inline v0 {
 namespace engine {
 
-/// How kernels are optimized and compiled now for one device: NOOPT, BEAM, TRANSCENDENTAL, what
+/// How kernels are optimized and compiled now for one device: NOOPT, BEAM, TRANSCENDENTAL, TC, TF32, what
 /// the code generator must know of the device, and its compiler's identity. Read once per
 /// schedule and device; part of the kernel cache's key.
 struct OptSettings {
   std::string device;
-  int64_t noopt = 0, beam = 0, transcendental = 1, tc = 1;
+  int64_t noopt = 0, beam = 0, transcendental = 1, tc = 1, tf32 = 0;
   backend::Target target;
   std::string compiler;
   static OptSettings current(const std::string& device) {
     backend::Device& d = backend::device(device);
-    return {d.name(), getenv_int("NOOPT", 0), getenv_int("BEAM", 0), getenv_int("TRANSCENDENTAL", 1), getenv_int("TC", 1),
-            d.target(), d.compiler().identity()};
+    return {d.name(),        getenv_int("NOOPT", 0), getenv_int("BEAM", 0), getenv_int("TRANSCENDENTAL", 1),
+            getenv_int("TC", 1), getenv_int("TF32", 0), d.target(),       d.compiler().identity()};
   }
   auto key() const {
-    return std::tuple(device, noopt, beam, transcendental, tc, target.language, target.threads, target.max_local,
+    return std::tuple(device, noopt, beam, transcendental, tc, tf32, target.language, target.threads, target.max_local,
                       target.warp, target.tensor_cores, target.stream_bytes, compiler);
   }
 };
@@ -15488,8 +15546,8 @@ namespace detail {
 // candidate does not compile.
 inline double time_candidate(const UOp& ast, const std::vector<codegen::Opt>& opts, const std::vector<UOp>& buffers,
                              const OptSettings& settings) {
-  if (!settings.tc && std::any_of(opts.begin(), opts.end(), [](const codegen::Opt& o) { return o.op == codegen::OptOp::TC; }))
-    return INFINITY;  // TC=0: no tensor cores, also where BEAM searches
+  for (const codegen::Opt& o : opts)  // TC=0: no tensor cores, also where BEAM searches; TF32 only with TF32=1
+    if (o.op == codegen::OptOp::TC && (!settings.tc || (o.amount == 1 && !settings.tf32))) return INFINITY;
   std::shared_ptr<CompiledKernel> k;
   try {
     k = compile_kernel(ast, opts, settings);
@@ -15559,13 +15617,14 @@ inline int64_t axis_of(const UOp& ast, int64_t id) {
 // once for 2 warps.
 inline std::vector<codegen::Opt> tensor_core_tiles(const UOp& ast, std::vector<codegen::Opt> opts) {
   std::vector<int64_t> sides;  // the ids of the tile loops of N, then M
-  for (const auto& [side, amount] : {std::pair<size_t, int64_t>{TensorCore::a_count, 4}, {0, 2}}) {
+  for (const auto& [b_side, amount] : {std::pair<bool, int64_t>{true, 4}, {false, 2}}) {
     const UOp k = codegen::apply_opts(ast, opts);
     UOp wmma;
     for (const UOp& u : toposort(k))
       if (u.op() == Ops::WMMA) wmma = u;
-    const UOp& own = wmma.src(side);  // a B operand (N's side), then an A operand (M's)
-    const UOp& other = wmma.src(side == 0 ? TensorCore::a_count : 0);
+    const auto a_count = static_cast<size_t>(tensor_core_of(wmma.arg().get<std::string>())->a_count);
+    const UOp& own = wmma.src(b_side ? a_count : 0);  // a B operand (N's side), then an A operand (M's)
+    const UOp& other = wmma.src(b_side ? 0 : a_count);
     const std::vector<UOp> ax = codegen::axes(k);
     for (size_t j = 0; j < ax.size(); ++j) {
       if (codegen::range_kind(ax[j]) != codegen::RangeKind::loop || !depends_on(own, ax[j]) || depends_on(other, ax[j])) continue;
@@ -15671,23 +15730,26 @@ inline std::vector<codegen::Opt> shared_tiles(const UOp& ast, const backend::Tar
 }
 
 // A GPU's hand-coded opts: a sum of products of narrow floats goes on tensor cores where the
-// device has them and `tc` (TC=0: never); a reduction with too few outputs to keep the device
+// device has them and `tc` (TC=0: never), one of float32 values too where `tf32` (TF32=1); a reduction with too few outputs to keep the device
 // busy (fewer than 64 work-items per compute unit) is split across a work-group (GROUP of the
 // largest power of two up to 256 dividing its innermost reduce axis), when its outputs fit the
 // two launch dimensions a grouped kernel has; else the CPU's rules. (On PoCL, two compute units,
 // GROUP rarely pays: its work-groups run as loops around each barrier.)
-inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target& target, bool tc = true) {
+inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target& target, bool tc = true, bool tf32 = false) {
   const std::vector<UOp> ax = codegen::axes(ast);
   // a sum of products of narrow floats (a matmul's, a conv's) on tensor cores, where the device
-  // has them (TC=0: never)
+  // has them (TC=0: never); of float32 values through TF32 where asked
   if (tc && target.tensor_cores)
-    for (size_t i = 0; i < ax.size(); ++i) {
-      if (codegen::range_kind(ax[i]) != codegen::RangeKind::reduce) continue;
-      try {
-        std::vector<codegen::Opt> opts{{codegen::OptOp::TC, static_cast<int64_t>(i), 0}};
-        codegen::map_work_items(codegen::apply_opts(ast, opts));  // throws when it cannot launch so
-        return tensor_core_tiles(ast, std::move(opts));
-      } catch (const codegen::OptError&) {
+    for (const int64_t kind : {0, 1}) {
+      if (kind == 1 && !tf32) continue;
+      for (size_t i = 0; i < ax.size(); ++i) {
+        if (codegen::range_kind(ax[i]) != codegen::RangeKind::reduce) continue;
+        try {
+          std::vector<codegen::Opt> opts{{codegen::OptOp::TC, static_cast<int64_t>(i), kind}};
+          codegen::map_work_items(codegen::apply_opts(ast, opts));  // throws when it cannot launch so
+          return tensor_core_tiles(ast, std::move(opts));
+        } catch (const codegen::OptError&) {
+        }
       }
     }
   int64_t outputs = 1, loops = 0, reduce_axis = -1, tiles = 0;
@@ -15717,7 +15779,7 @@ inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target&
 inline std::vector<codegen::Opt> choose_opts(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
   if (settings.noopt) return {};
   if (settings.beam > 0) return beam_opts(ast, buffers, settings);
-  if (settings.target.gpu) return gpu_opts(ast, settings.target, settings.tc != 0);
+  if (settings.target.gpu) return gpu_opts(ast, settings.target, settings.tc != 0, settings.tf32 != 0);
   return codegen::hand_coded_opts(ast, machine_shape(settings.target));
 }
 

@@ -4,6 +4,8 @@
 // its barrier) give the CPU's results. The forward suite runs on EMU too (ctest's emu_* runs).
 #include <doctest/doctest.h>
 
+#include <bit>
+
 #include "helpers.hpp"
 
 using namespace tinyt;
@@ -488,6 +490,60 @@ TEST_CASE("emu: TC puts a sum of products of float16 or bfloat16 values on tenso
   const UOp thin = schedule::create_schedule({Tensor::empty({4, 32}, dtypes::float16, "EMU").matmul(Tensor::empty({32, 44}, dtypes::float16, "EMU")).uop()}).back().ast;
   CHECK(tinyt_test::message_of<codegen::OptError>([&] { (void)codegen::apply_opts(thin, {{codegen::OptOp::TC, 2, 0}}); }).find("cannot be padded") !=
         std::string::npos);
+}
+
+TEST_CASE("emu: TF32=1 puts a float32 matmul on tensor cores (m16n8k8), its inputs rounded to TF32 as cvt.rna.tf32.f32 rounds") {
+  // to nearest with ties away from zero, 10 bits of mantissa kept
+  const auto tf32 = [](float f) { return std::bit_cast<float>((std::bit_cast<uint32_t>(f) + 0x1000u) & ~0x1fffu); };
+  CHECK(std::bit_cast<uint32_t>(tf32(1.0f + 0x1p-11f)) == std::bit_cast<uint32_t>(1.0f + 0x1p-10f));  // a tie, away
+  CHECK(std::bit_cast<float>(round_tf32_bits(std::bit_cast<uint32_t>(1.0f + 0x1p-11f))) == 1.0f + 0x1p-10f);
+  CHECK(std::bit_cast<float>(round_tf32_bits(std::bit_cast<uint32_t>(-1.0f - 0x1p-12f))) == -1.0f);
+  CHECK(std::isinf(std::bit_cast<float>(round_tf32_bits(std::bit_cast<uint32_t>(INFINITY)))));
+  const int64_t M = 40, K = 40, N = 56;  // M padded to the instruction's 16 x 8 x 8 along M
+  const Tensor a = (Tensor::rand({M, K}) - 0.5f).realize(), b = (Tensor::rand({K, N}) - 0.5f).realize();
+  const std::vector<float> av = a.to_vector<float>(), bv = b.to_vector<float>();
+  std::vector<double> rounded(static_cast<size_t>(M * N)), exact(rounded.size());
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j)
+      for (int64_t k = 0; k < K; ++k) {
+        const float x = av[static_cast<size_t>(i * K + k)], y = bv[static_cast<size_t>(k * N + j)];
+        rounded[static_cast<size_t>(i * N + j)] += static_cast<double>(tf32(x)) * tf32(y);
+        exact[static_cast<size_t>(i * N + j)] += static_cast<double>(x) * y;
+      }
+  const tinyt_test::Tol tol{0.25 * static_cast<double>(K * K) * 0x1p-24, 0};  // float32 sums of K products up to 0.25
+  for (const std::string device : {"EMU", "CUDA"}) {
+    if (!tinyt_test::device_available(device) || !backend::device(device).target().tensor_cores) {
+      MESSAGE("skipped part: ", device, " is not here, or has no tensor cores");
+      continue;
+    }
+    INFO(device);
+    const Tensor on_device = a.to(device).matmul(b.to(device));
+    const UOp ast = schedule::create_schedule({on_device.uop()}).back().ast;
+    const backend::Target target = backend::device(device).target();
+    for (const codegen::Opt& o : engine::detail::gpu_opts(ast, target)) CHECK(o.op != codegen::OptOp::TC);  // not unless asked
+    const std::vector<codegen::Opt> chosen = engine::detail::gpu_opts(ast, target, true, true);
+    REQUIRE(!chosen.empty());
+    CHECK(chosen[0] == codegen::Opt{codegen::OptOp::TC, 2, 1});
+    Context asked{{"TF32", 1}};
+    const std::vector<float> got = on_device.to_vector<float>();
+    tinyt_test::check_close(got, rounded, tol);
+    double from_float32 = 0;  // and not float32's: the inputs' rounding (2^-11 of each) shows
+    for (size_t i = 0; i < got.size(); ++i) from_float32 = std::max(from_float32, std::abs(got[i] - exact[i]));
+    CHECK(from_float32 > 10 * tol.atol);
+  }
+  try {
+    backend::nvrtc_version();
+  } catch (const DeviceError& e) {
+    MESSAGE("skipped part: NVRTC cannot be opened: ", e.what());
+    return;
+  }
+  const UOp ast = schedule::create_schedule({a.to("EMU").matmul(b.to("EMU")).uop()}).back().ast;
+  backend::Target cuda = backend::device("EMU").target();
+  const std::vector<codegen::Opt> chosen = engine::detail::gpu_opts(ast, cuda, true, true);
+  cuda.language = backend::Language::cuda;
+  const std::string ptx = backend::CudaCompiler("sm_80").compile(engine::render(engine::lower_kernel(ast, chosen, cuda, true), cuda), "tf32");
+  CHECK(ptx.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") != std::string::npos);
+  CHECK(ptx.find("cvt.rna.tf32.f32") != std::string::npos);
 }
 
 TEST_CASE("emu: a 256 x 256 x 256 float16 matmul gets TC with staged fragments, and its CUDA source mma.sync, compiled by NVRTC for sm_80 and sm_90") {

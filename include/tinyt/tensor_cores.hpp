@@ -6,29 +6,56 @@
 
 #include <array>
 #include <cstdint>
+#include <string_view>
 #include <utility>
 
 namespace tinyt::inline v0 {
 
-/// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 (sm_80 and later): a warp of
-/// 32 lanes computes D = A·B + C for A 16×16, B 16×8 (K×N), C and D 16×8 in float32. Lane `l` is
-/// in group l/4 and is thread l%4 of its group; it holds 8 elements of A, 4 of B and 4 of C/D:
-///   A[i]: row group + a_row[i], column 2·thread + a_col[i]
-///   B[i]: row (k) 2·thread + b_k[i], column (n) group
+/// mma.sync.aligned.<shape>.row.col.f32.<in>.<in>.f32 (sm_80 and later): a warp of 32 lanes
+/// computes D = A·B + C for A m×k, B k×n, C and D m×n in float32. Lane `l` is in group l/4 and is
+/// thread l%4 of its group; it holds a_count elements of A, b_count of B and 4 of C/D:
+///   A[i]: row group + a_row[i], column per_thread·thread + a_col[i]
+///   B[i]: row (k) per_thread·thread + b_k[i], column (n) group
 ///   C[i]: row group + c_row[i], column 2·thread + c_col[i]
+/// (per_thread: the consecutive elements of k one register holds, 2 of 16 bits, 1 of TF32).
 struct TensorCore {
-  static constexpr int m = 16, n = 8, k = 16, warp = 32;
-  static constexpr int a_count = 8, b_count = 4, c_count = 4;
-  static constexpr std::array<int, 8> a_row{0, 0, 8, 8, 0, 0, 8, 8}, a_col{0, 1, 0, 1, 8, 9, 8, 9};
-  static constexpr std::array<int, 4> b_k{0, 1, 8, 9};
+  std::string_view shape;  // as PTX names it: "m16n8k16"
+  int m, n, k;
+  int a_count, b_count, per_thread;
+  std::array<int, 8> a_row, a_col;
+  std::array<int, 4> b_k;
+  static constexpr int warp = 32, c_count = 4;
   static constexpr std::array<int, 4> c_row{0, 0, 8, 8}, c_col{0, 1, 0, 1};
 
   /// (row, column) of A that lane `lane` holds as its i-th element.
-  static constexpr std::pair<int, int> a(int lane, int i) { return {lane / 4 + a_row[i], 2 * (lane % 4) + a_col[i]}; }
+  constexpr std::pair<int, int> a(int lane, int i) const {
+    return {lane / 4 + a_row[static_cast<size_t>(i)], per_thread * (lane % 4) + a_col[static_cast<size_t>(i)]};
+  }
   /// (k, n) of B that lane `lane` holds as its i-th element.
-  static constexpr std::pair<int, int> b(int lane, int i) { return {2 * (lane % 4) + b_k[i], lane / 4}; }
+  constexpr std::pair<int, int> b(int lane, int i) const { return {per_thread * (lane % 4) + b_k[static_cast<size_t>(i)], lane / 4}; }
   /// (row, column) of C and D that lane `lane` holds as its i-th element.
-  static constexpr std::pair<int, int> c(int lane, int i) { return {lane / 4 + c_row[i], 2 * (lane % 4) + c_col[i]}; }
+  static constexpr std::pair<int, int> c(int lane, int i) {
+    return {lane / 4 + c_row[static_cast<size_t>(i)], 2 * (lane % 4) + c_col[static_cast<size_t>(i)]};
+  }
 };
+
+/// m16n8k16 of float16 or bfloat16 inputs: two to a 32-bit register.
+inline constexpr TensorCore mma_m16n8k16{"m16n8k16", 16, 8, 16, 8, 4, 2, {0, 0, 8, 8, 0, 0, 8, 8}, {0, 1, 0, 1, 8, 9, 8, 9}, {0, 1, 8, 9}};
+/// m16n8k8 of TF32 inputs (float32 rounded to 10 bits of mantissa, to nearest, ties away): one to a register.
+inline constexpr TensorCore mma_m16n8k8_tf32{"m16n8k8", 16, 8, 8, 4, 2, 1, {0, 8, 0, 8}, {0, 0, 4, 4}, {0, 4}};
+
+/// The instruction of a WMMA's argument ("m16n8k16 float16", "m16n8k16 bfloat16", "m16n8k8 tf32"), or null.
+inline const TensorCore* tensor_core_of(std::string_view kind) {
+  if (kind == "m16n8k16 float16" || kind == "m16n8k16 bfloat16") return &mma_m16n8k16;
+  if (kind == "m16n8k8 tf32") return &mma_m16n8k8_tf32;
+  return nullptr;
+}
+
+/// A float32 rounded to TF32 as cvt.rna.tf32.f32 does it (the 13 low bits of the mantissa gone,
+/// to nearest, ties away from zero), still a float32.
+inline uint32_t round_tf32_bits(uint32_t bits) {
+  if ((bits & 0x7f800000u) == 0x7f800000u) return bits;  // infinity and NaN as they are
+  return (bits + 0x1000u) & ~0x1fffu;
+}
 
 }  // namespace tinyt::inline v0

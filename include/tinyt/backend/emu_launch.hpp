@@ -3,6 +3,8 @@
 // of them, with every check the top of emu.hpp lists.
 #pragma once
 
+#include <bit>
+
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -213,32 +215,38 @@ class Launch {
     }
   }
 
-  // D = A·B for each warp: the lanes' fragments put back into the tiles by TensorCore's layout
-  // (each element held by exactly one lane, rounded to the operands' type, as the hardware reads
-  // it), products summed in float32 in k's order, each lane given its 4 elements of D
+  // D = A·B for each warp: the lanes' fragments put back into the tiles by the instruction's layout
+  // (each element held by exactly one lane, rounded to the operands' type or to TF32, as the
+  // hardware reads it), products summed in float32 in k's order, each lane given its 4 elements of D
   void tensor_core(size_t pc, const Instr& ins) {
-    using TC = TensorCore;
-    if (lanes_ % TC::warp != 0)
-      throw fail(tinyt::detail::cat("a tensor-core op in a work-group of ", lanes_, " work-items, not whole warps of ", TC::warp));
+    const TensorCore& tc = *ins.tc;
+    if (lanes_ % TensorCore::warp != 0)
+      throw fail(tinyt::detail::cat("a tensor-core op in a work-group of ", lanes_, " work-items, not whole warps of ", TensorCore::warp));
+    // an operand as the hardware reads it: rounded to its 16-bit type, or to TF32
+    const auto operand = [&](size_t src, size_t lane) {
+      const float v = at(static_cast<size_t>(ins.src[src]))[lane].f;
+      return ins.input == dtypes::float32 ? std::bit_cast<float>(round_tf32_bits(std::bit_cast<uint32_t>(v))) : round_narrow(v, ins.input);
+    };
     std::vector<Slot>& d = wmma_[pc];
-    d.assign(static_cast<size_t>(TC::c_count) * lanes_, Slot{});
-    for (size_t w = 0; w < lanes_; w += TC::warp) {
-      float a[TC::m][TC::k], b[TC::k][TC::n];
-      for (int lane = 0; lane < TC::warp; ++lane) {
-        for (int i = 0; i < TC::a_count; ++i) {
-          const auto [row, col] = TC::a(lane, i);
-          a[row][col] = round_narrow(at(static_cast<size_t>(ins.src[static_cast<size_t>(i)]))[w + static_cast<size_t>(lane)].f, ins.input);
+    d.assign(static_cast<size_t>(TensorCore::c_count) * lanes_, Slot{});
+    std::vector<float> a(static_cast<size_t>(tc.m * tc.k)), b(static_cast<size_t>(tc.k * tc.n));  // row-major
+    for (size_t w = 0; w < lanes_; w += TensorCore::warp) {
+      for (int lane = 0; lane < TensorCore::warp; ++lane) {
+        const size_t l = w + static_cast<size_t>(lane);
+        for (int i = 0; i < tc.a_count; ++i) {
+          const auto [row, col] = tc.a(lane, i);
+          a[static_cast<size_t>(row * tc.k + col)] = operand(static_cast<size_t>(i), l);
         }
-        for (int i = 0; i < TC::b_count; ++i) {
-          const auto [kk, col] = TC::b(lane, i);
-          b[kk][col] = round_narrow(at(static_cast<size_t>(ins.src[static_cast<size_t>(TC::a_count + i)]))[w + static_cast<size_t>(lane)].f, ins.input);
+        for (int i = 0; i < tc.b_count; ++i) {
+          const auto [kk, col] = tc.b(lane, i);
+          b[static_cast<size_t>(kk * tc.n + col)] = operand(static_cast<size_t>(tc.a_count + i), l);
         }
       }
-      for (int lane = 0; lane < TC::warp; ++lane)
-        for (int i = 0; i < TC::c_count; ++i) {
-          const auto [row, col] = TC::c(lane, i);
+      for (int lane = 0; lane < TensorCore::warp; ++lane)
+        for (int i = 0; i < TensorCore::c_count; ++i) {
+          const auto [row, col] = TensorCore::c(lane, i);
           float sum = 0;
-          for (int kk = 0; kk < TC::k; ++kk) sum = std::fma(a[row][kk], b[kk][col], sum);
+          for (int kk = 0; kk < tc.k; ++kk) sum = std::fma(a[static_cast<size_t>(row * tc.k + kk)], b[static_cast<size_t>(kk * tc.n + col)], sum);
           d[static_cast<size_t>(i) * lanes_ + w + static_cast<size_t>(lane)].f = sum;
         }
     }

@@ -141,7 +141,8 @@ struct Instr {
   enum class Index : uint8_t { loop, global, group, local } index = Index::loop;
   bool work_item() const { return index != Index::loop; }
   int32_t partner = -1;    // RANGE: its END; END: its RANGE
-  DType input;             // WMMA: the type of its operands
+  DType input;             // WMMA: the type of its operands (float32: rounded to TF32)
+  const TensorCore* tc = nullptr;  // WMMA: its instruction
 };
 
 /// A listing parsed and checked: what EMU's compiler makes of a kernel.
@@ -245,10 +246,10 @@ inline Kernel parse(const std::string& listing, const Spec& spec) {
       case Ops::WMMA:
         need_args(2);
         if (spec.warp != TensorCore::warp || !spec.tensor_cores) throw fail(tinyt::detail::cat(spec.name, " has no tensor cores"));
-        if (arg[0] != "m16n8k16" || (arg[1] != "float16" && arg[1] != "bfloat16") ||
-            ins.src.size() != static_cast<size_t>(TensorCore::a_count + TensorCore::b_count) || ins.dtype != dtypes::float32.vec(TensorCore::c_count))
-          throw fail("EMU runs the tensor-core op m16n8k16 of float16 or bfloat16 (8 + 4 operands, 4 float32 results)");
-        ins.input = arg[1] == "float16" ? dtypes::float16 : dtypes::bfloat16;
+        ins.tc = tensor_core_of(arg[0] + " " + arg[1]);
+        if (!ins.tc || ins.src.size() != static_cast<size_t>(ins.tc->a_count + ins.tc->b_count) || ins.dtype != dtypes::float32.vec(TensorCore::c_count))
+          throw fail("EMU runs the tensor-core ops m16n8k16 of float16 or bfloat16 (8 + 4 operands) and m16n8k8 of tf32 (4 + 2), 4 float32 results");
+        ins.input = arg[1] == "float16" ? dtypes::float16 : arg[1] == "bfloat16" ? dtypes::bfloat16 : dtypes::float32;
         break;
       case Ops::GEP:
         need_args(1), ins.number = std::stoll(arg[0]);

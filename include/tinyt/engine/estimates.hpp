@@ -87,7 +87,8 @@ inline Estimates estimate(const codegen::Program& p) {
       auto [it, fresh] = spans.try_emplace({n, u.op() == Ops::STORE}, lo, hi);
       if (!fresh) it->second = {std::min(it->second.first, lo), std::max(it->second.second, hi)};
     } else if (u.op() == Ops::WMMA) {  // each lane's share of its warp's multiply-accumulate
-      e.ops += mult * 2 * TensorCore::m * TensorCore::n * TensorCore::k / TensorCore::warp;
+      const TensorCore* tc = tensor_core_of(u.arg().get<std::string>());
+      if (tc) e.ops += mult * 2 * tc->m * tc->n * tc->k / TensorCore::warp;
     } else if (detail::is_alu(u.op()) && !indexing.count(u.get())) {
       e.ops += mult * (u.op() == Ops::MULACC ? 2 : 1) * u.dtype().count();
     }

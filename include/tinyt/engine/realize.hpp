@@ -35,21 +35,21 @@
 namespace tinyt::inline v0 {
 namespace engine {
 
-/// How kernels are optimized and compiled now for one device: NOOPT, BEAM, TRANSCENDENTAL, what
+/// How kernels are optimized and compiled now for one device: NOOPT, BEAM, TRANSCENDENTAL, TC, TF32, what
 /// the code generator must know of the device, and its compiler's identity. Read once per
 /// schedule and device; part of the kernel cache's key.
 struct OptSettings {
   std::string device;
-  int64_t noopt = 0, beam = 0, transcendental = 1, tc = 1;
+  int64_t noopt = 0, beam = 0, transcendental = 1, tc = 1, tf32 = 0;
   backend::Target target;
   std::string compiler;
   static OptSettings current(const std::string& device) {
     backend::Device& d = backend::device(device);
-    return {d.name(), getenv_int("NOOPT", 0), getenv_int("BEAM", 0), getenv_int("TRANSCENDENTAL", 1), getenv_int("TC", 1),
-            d.target(), d.compiler().identity()};
+    return {d.name(),        getenv_int("NOOPT", 0), getenv_int("BEAM", 0), getenv_int("TRANSCENDENTAL", 1),
+            getenv_int("TC", 1), getenv_int("TF32", 0), d.target(),       d.compiler().identity()};
   }
   auto key() const {
-    return std::tuple(device, noopt, beam, transcendental, tc, target.language, target.threads, target.max_local,
+    return std::tuple(device, noopt, beam, transcendental, tc, tf32, target.language, target.threads, target.max_local,
                       target.warp, target.tensor_cores, target.stream_bytes, compiler);
   }
 };
@@ -270,8 +270,8 @@ namespace detail {
 // candidate does not compile.
 inline double time_candidate(const UOp& ast, const std::vector<codegen::Opt>& opts, const std::vector<UOp>& buffers,
                              const OptSettings& settings) {
-  if (!settings.tc && std::any_of(opts.begin(), opts.end(), [](const codegen::Opt& o) { return o.op == codegen::OptOp::TC; }))
-    return INFINITY;  // TC=0: no tensor cores, also where BEAM searches
+  for (const codegen::Opt& o : opts)  // TC=0: no tensor cores, also where BEAM searches; TF32 only with TF32=1
+    if (o.op == codegen::OptOp::TC && (!settings.tc || (o.amount == 1 && !settings.tf32))) return INFINITY;
   std::shared_ptr<CompiledKernel> k;
   try {
     k = compile_kernel(ast, opts, settings);
@@ -341,13 +341,14 @@ inline int64_t axis_of(const UOp& ast, int64_t id) {
 // once for 2 warps.
 inline std::vector<codegen::Opt> tensor_core_tiles(const UOp& ast, std::vector<codegen::Opt> opts) {
   std::vector<int64_t> sides;  // the ids of the tile loops of N, then M
-  for (const auto& [side, amount] : {std::pair<size_t, int64_t>{TensorCore::a_count, 4}, {0, 2}}) {
+  for (const auto& [b_side, amount] : {std::pair<bool, int64_t>{true, 4}, {false, 2}}) {
     const UOp k = codegen::apply_opts(ast, opts);
     UOp wmma;
     for (const UOp& u : toposort(k))
       if (u.op() == Ops::WMMA) wmma = u;
-    const UOp& own = wmma.src(side);  // a B operand (N's side), then an A operand (M's)
-    const UOp& other = wmma.src(side == 0 ? TensorCore::a_count : 0);
+    const auto a_count = static_cast<size_t>(tensor_core_of(wmma.arg().get<std::string>())->a_count);
+    const UOp& own = wmma.src(b_side ? a_count : 0);  // a B operand (N's side), then an A operand (M's)
+    const UOp& other = wmma.src(b_side ? 0 : a_count);
     const std::vector<UOp> ax = codegen::axes(k);
     for (size_t j = 0; j < ax.size(); ++j) {
       if (codegen::range_kind(ax[j]) != codegen::RangeKind::loop || !depends_on(own, ax[j]) || depends_on(other, ax[j])) continue;
@@ -453,23 +454,26 @@ inline std::vector<codegen::Opt> shared_tiles(const UOp& ast, const backend::Tar
 }
 
 // A GPU's hand-coded opts: a sum of products of narrow floats goes on tensor cores where the
-// device has them and `tc` (TC=0: never); a reduction with too few outputs to keep the device
+// device has them and `tc` (TC=0: never), one of float32 values too where `tf32` (TF32=1); a reduction with too few outputs to keep the device
 // busy (fewer than 64 work-items per compute unit) is split across a work-group (GROUP of the
 // largest power of two up to 256 dividing its innermost reduce axis), when its outputs fit the
 // two launch dimensions a grouped kernel has; else the CPU's rules. (On PoCL, two compute units,
 // GROUP rarely pays: its work-groups run as loops around each barrier.)
-inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target& target, bool tc = true) {
+inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target& target, bool tc = true, bool tf32 = false) {
   const std::vector<UOp> ax = codegen::axes(ast);
   // a sum of products of narrow floats (a matmul's, a conv's) on tensor cores, where the device
-  // has them (TC=0: never)
+  // has them (TC=0: never); of float32 values through TF32 where asked
   if (tc && target.tensor_cores)
-    for (size_t i = 0; i < ax.size(); ++i) {
-      if (codegen::range_kind(ax[i]) != codegen::RangeKind::reduce) continue;
-      try {
-        std::vector<codegen::Opt> opts{{codegen::OptOp::TC, static_cast<int64_t>(i), 0}};
-        codegen::map_work_items(codegen::apply_opts(ast, opts));  // throws when it cannot launch so
-        return tensor_core_tiles(ast, std::move(opts));
-      } catch (const codegen::OptError&) {
+    for (const int64_t kind : {0, 1}) {
+      if (kind == 1 && !tf32) continue;
+      for (size_t i = 0; i < ax.size(); ++i) {
+        if (codegen::range_kind(ax[i]) != codegen::RangeKind::reduce) continue;
+        try {
+          std::vector<codegen::Opt> opts{{codegen::OptOp::TC, static_cast<int64_t>(i), kind}};
+          codegen::map_work_items(codegen::apply_opts(ast, opts));  // throws when it cannot launch so
+          return tensor_core_tiles(ast, std::move(opts));
+        } catch (const codegen::OptError&) {
+        }
       }
     }
   int64_t outputs = 1, loops = 0, reduce_axis = -1, tiles = 0;
@@ -499,7 +503,7 @@ inline std::vector<codegen::Opt> gpu_opts(const UOp& ast, const backend::Target&
 inline std::vector<codegen::Opt> choose_opts(const UOp& ast, const std::vector<UOp>& buffers, const OptSettings& settings) {
   if (settings.noopt) return {};
   if (settings.beam > 0) return beam_opts(ast, buffers, settings);
-  if (settings.target.gpu) return gpu_opts(ast, settings.target, settings.tc != 0);
+  if (settings.target.gpu) return gpu_opts(ast, settings.target, settings.tc != 0, settings.tf32 != 0);
   return codegen::hand_coded_opts(ast, machine_shape(settings.target));
 }
 

@@ -92,7 +92,7 @@ inline std::string bfloat16_helpers(const std::string& fn, const std::string& to
 
 /// What a kernel's source needs beyond the language: which types it touches.
 struct SourceFeatures {
-  bool float16 = false, bfloat16 = false, float64 = false, tensor_cores = false;
+  bool float16 = false, bfloat16 = false, float64 = false, tensor_cores = false, tf32 = false;
 };
 
 // C moves a float's bits through a union
@@ -124,6 +124,7 @@ class CStyleRenderer {
       features.bfloat16 |= dt == dtypes::bfloat16;
       features.float64 |= dt == dtypes::float64;
       features.tensor_cores |= u.op() == Ops::WMMA;
+      features.tf32 |= u.op() == Ops::WMMA && u.arg().get<std::string>() == "m16n8k8 tf32";
     }
     open_kernel(p);
     for (const UOp& u : p.ops) line(u);
@@ -574,6 +575,9 @@ class CUDARenderer : public CStyleRenderer {
     if (f.tensor_cores && f.float16)
       s += "__device__ inline unsigned tinyt_pack_f16(float lo, float hi) {\n"
            "  return (unsigned)tinyt_f32_to_f16(lo) | ((unsigned)tinyt_f32_to_f16(hi) << 16);\n}\n\n";
+    if (f.tf32)
+      s += "__device__ inline unsigned tinyt_tf32(float f) {\n"
+           "  unsigned t; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(t) : \"f\"(f)); return t;\n}\n\n";
     if (f.tensor_cores && f.bfloat16)
       s += "__device__ inline unsigned tinyt_pack_bf16(float lo, float hi) {\n"
            "  return (unsigned)tinyt_f32_to_bf16(lo) | ((unsigned)tinyt_f32_to_bf16(hi) << 16);\n}\n\n";
@@ -601,20 +605,34 @@ class CUDARenderer : public CStyleRenderer {
     return detail::cat("__shfl_xor_sync(0xffffffffu, ", v, ", ", mask, ")");  // every lane of the warp takes part
   }
   // mma.sync through inline PTX (no CUDA header): the fragments' values, held in floats, go back
-  // to their 16 bits, two to a 32-bit register (the first in the low half), and the product of
-  // the tiles comes out as 4 floats (C is 0: the REDUCE around it adds it to the sum)
+  // to their 16 bits, two to a 32-bit register (the first in the low half), or are rounded to
+  // TF32, one to a register; the product of the tiles comes out as 4 floats (C is 0: the REDUCE
+  // around it adds it to the sum)
   std::string tensor_core(const std::string& kind, const std::string& name, const std::vector<std::string>& operands) const override {
-    if (operands.size() != 12 || (kind != "m16n8k16 float16" && kind != "m16n8k16 bfloat16"))
+    const TensorCore* tc = tensor_core_of(kind);
+    if (!tc || operands.size() != static_cast<size_t>(tc->a_count + tc->b_count))
       throw CompileError(detail::cat("CUDA renderer: no tensor-core op ", kind, " of ", operands.size(), " operands"));
-    const bool bf16 = kind == "m16n8k16 bfloat16";
-    const std::string type = bf16 ? "bf16" : "f16", pack = bf16 ? "tinyt_pack_bf16" : "tinyt_pack_f16";
-    std::string regs;
-    for (size_t i = 0; i < 12; i += 2) regs += detail::cat(", \"r\"(", pack, "(", operands[i], ", ", operands[i + 1], "))");
+    const std::string input = kind.substr(kind.find(' ') + 1);
+    const std::string type = input == "bfloat16" ? "bf16" : input == "float16" ? "f16" : "tf32";
+    std::vector<std::string> regs;
+    if (type == "tf32") {
+      for (const std::string& v : operands) regs.push_back(detail::cat("\"r\"(tinyt_tf32(", v, "))"));
+    } else {
+      for (size_t i = 0; i < operands.size(); i += 2)
+        regs.push_back(detail::cat("\"r\"(tinyt_pack_", type, "(", operands[i], ", ", operands[i + 1], "))"));
+    }
+    const size_t a_regs = regs.size() * static_cast<size_t>(tc->a_count) / operands.size();
+    std::string list, in;
+    for (size_t i = 0; i < regs.size(); ++i) {
+      list += detail::cat(i == 0 ? "{" : i == a_regs ? "}, {" : ", ", "%", i + 4);
+      in += (i ? ", " : "") + regs[i];
+    }
+    const size_t zero = regs.size() + 4;
     return detail::cat("float ", name, "[4];\n",
-                       "asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.", type, ".", type, ".f32 {%0, %1, %2, %3}, ",
-                       "{%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};\"\n",
+                       "asm volatile(\"mma.sync.aligned.", tc->shape, ".row.col.f32.", type, ".", type, ".f32 {%0, %1, %2, %3}, ", list,
+                       "}, {%", zero, ", %", zero, ", %", zero, ", %", zero, "};\"\n",
                        "    : \"=f\"(", name, "[0]), \"=f\"(", name, "[1]), \"=f\"(", name, "[2]), \"=f\"(", name, "[3])\n",
-                       "    : ", regs.substr(2), ", \"f\"(0.0f));");
+                       "    : ", in, ", \"f\"(0.0f));");
   }
   std::string load_memory(DType dt, const std::string& buf, const std::string& idx) const override {
     if (dt.scalar() == dtypes::float16) return "tinyt_f16_to_f32(" + buf + "[" + idx + "])";

@@ -16,6 +16,9 @@
 //                    32 lanes each hold their fragment of a 16×16 tile of A and a 16×8 tile of B,
 //                    and each multiply-accumulate of the tiles is one WMMA; each lane keeps 4 of
 //                    the 16×8 outputs. GPUs with tensor cores only.
+//   TC(axis, 1)      the same for a float32 sum of products of float32 values, the inputs rounded
+//                    to TF32 (10 bits of mantissa) by m16n8k8 ops: only when asked (TF32=1), as
+//                    PyTorch's matmuls are float32 unless asked too.
 //   STAGE(axis, n)   reduce axis → loops over tiles of n; at each, the work-group copies what its
 //                    reduction reads in the tile (each load that moves with it) from global to
 //                    local memory, every work-item a share of each copy, and after a barrier reads
@@ -412,9 +415,9 @@ inline UOp stage_loads(const UOp& ast, const UOp& r, int64_t amount, const std::
 // its own sum, over K's tiles, of one element of the WMMA of its fragments, and its own store.
 // A set whose size is not a multiple of its tile is padded to one (its last range grows, as
 // PADTO's does): the tiles' extra rows and columns read zeros and store nothing.
-inline UOp tensor_core(const UOp& ast, const std::string& what) {
+inline UOp tensor_core(const UOp& ast, const std::string& what, bool tf32) {
   using tinyt::detail::cat;
-  using TC = TensorCore;
+  const TensorCore& tc = tf32 ? mma_m16n8k8_tf32 : mma_m16n8k16;
   UOp red;
   for (const UOp& u : toposort(ast))
     if (u.op() == Ops::REDUCE) {
@@ -429,9 +432,10 @@ inline UOp tensor_core(const UOp& ast, const std::string& what) {
                ? v.src(0).dtype()
                : dtypes::void_;
   };
-  const DType in = narrow(red.src(0).src(0));
-  if (in == dtypes::void_ || narrow(red.src(0).src(1)) != in)
-    throw OptError(cat(what, ": the products are not of two float16 or two bfloat16 values"));
+  const DType in = tf32 ? dtypes::float32 : narrow(red.src(0).src(0));
+  if (tf32 ? red.src(0).src(0).dtype() != dtypes::float32 || red.src(0).src(1).dtype() != dtypes::float32
+           : in == dtypes::void_ || narrow(red.src(0).src(1)) != in)
+    throw OptError(cat(what, tf32 ? ": the products are not of two float32 values" : ": the products are not of two float16 or two bfloat16 values"));
   if (ast.src().size() != 1) throw OptError(cat(what, ": the kernel stores more than one value"));
   const std::vector<UOp> k(red.src().begin() + 1, red.src().end());
   for (const UOp& r : all_ranges(ast))
@@ -451,9 +455,9 @@ inline UOp tensor_core(const UOp& ast, const std::string& what) {
     return n;
   };
   std::vector<UOp> m = only(x, y), n = only(y, x);
-  const auto divides = [&] { return flat_size(m) % TC::m == 0 && flat_size(n) % TC::n == 0; };
+  const auto divides = [&] { return flat_size(m) % tc.m == 0 && flat_size(n) % tc.n == 0; };
   if (m.empty() || n.empty() || (!divides() && !only(x, y).empty() && !only(y, x).empty() &&
-                                 flat_size(only(y, x)) % TC::m == 0 && flat_size(only(x, y)) % TC::n == 0)) {
+                                 flat_size(only(y, x)) % tc.m == 0 && flat_size(only(x, y)) % tc.n == 0)) {
     std::swap(x, y);
     std::swap(m, n);
   }
@@ -462,7 +466,7 @@ inline UOp tensor_core(const UOp& ast, const std::string& what) {
   // a set whose size is not a multiple of its tile grows its last range to one (PADTO: the new
   // iterations read zeros and store nothing), then the padded kernel is taken from the top
   UOp padded = ast;
-  for (const auto& [set, tile] : {std::pair<const std::vector<UOp>*, int64_t>{&m, TC::m}, {&n, TC::n}, {&k, TC::k}}) {
+  for (const auto& [set, tile] : {std::pair<const std::vector<UOp>*, int64_t>{&m, tc.m}, {&n, tc.n}, {&k, tc.k}}) {
     if (flat_size(*set) % tile == 0) continue;
     const UOp& last = set->back();
     const int64_t rest = flat_size(*set) / range_size(last), amount = tile / std::gcd(rest, tile);
@@ -475,12 +479,12 @@ inline UOp tensor_core(const UOp& ast, const std::string& what) {
       throw OptError(cat(what, ": ", flat_size(*set), " is not a multiple of ", tile, " and cannot be padded to one (", e.what(), ")"));
     }
   }
-  if (padded != ast) return tensor_core(padded, what);
+  if (padded != ast) return tensor_core(padded, what, tf32);
   int64_t next = next_axis_id(ast);
-  const UOp m_tile = schedule::range(flat_size(m) / TC::m, m.front().arg()[0].as_int(), RangeKind::loop);
-  const UOp n_tile = schedule::range(flat_size(n) / TC::n, n.front().arg()[0].as_int(), RangeKind::loop);
-  const UOp k_tile = schedule::range(flat_size(k) / TC::k, k.front().arg()[0].as_int(), RangeKind::reduce);
-  const UOp lane = schedule::range(TC::warp, next++, RangeKind::warp);
+  const UOp m_tile = schedule::range(flat_size(m) / tc.m, m.front().arg()[0].as_int(), RangeKind::loop);
+  const UOp n_tile = schedule::range(flat_size(n) / tc.n, n.front().arg()[0].as_int(), RangeKind::loop);
+  const UOp k_tile = schedule::range(flat_size(k) / tc.k, k.front().arg()[0].as_int(), RangeKind::reduce);
+  const UOp lane = schedule::range(TensorCore::warp, next++, RangeKind::warp);
   const UOp group = lane / 4, thread = lane.alu(Ops::MOD, {schedule::index_const(4)});
   // each range of a set at a flat position of the set: tile * size + offset
   using Map = std::unordered_map<const UOpNode*, UOp>;
@@ -493,24 +497,24 @@ inline UOp tensor_core(const UOp& ast, const std::string& what) {
     }
   };
   std::vector<UOp> operands;
-  for (int i = 0; i < TC::a_count; ++i) {
+  for (int i = 0; i < tc.a_count; ++i) {
     Map map;
-    at(map, m, m_tile, TC::m, group + TC::a_row[static_cast<size_t>(i)]);
-    at(map, k, k_tile, TC::k, thread * 2 + TC::a_col[static_cast<size_t>(i)]);
+    at(map, m, m_tile, tc.m, group + tc.a_row[static_cast<size_t>(i)]);
+    at(map, k, k_tile, tc.k, thread * tc.per_thread + tc.a_col[static_cast<size_t>(i)]);
     operands.push_back(substitute(x, map));
   }
-  for (int i = 0; i < TC::b_count; ++i) {
+  for (int i = 0; i < tc.b_count; ++i) {
     Map map;
-    at(map, k, k_tile, TC::k, thread * 2 + TC::b_k[static_cast<size_t>(i)]);
-    at(map, n, n_tile, TC::n, group);
+    at(map, k, k_tile, tc.k, thread * tc.per_thread + tc.b_k[static_cast<size_t>(i)]);
+    at(map, n, n_tile, tc.n, group);
     operands.push_back(substitute(y, map));
   }
-  const UOp wmma(Ops::WMMA, dtypes::float32.vec(TC::c_count), std::move(operands), cat("m16n8k16 ", in.name()));
+  const UOp wmma(Ops::WMMA, dtypes::float32.vec(TensorCore::c_count), std::move(operands), cat(tc.shape, " ", tf32 ? "tf32" : in.name()));
   std::vector<UOp> stores;
-  for (int c = 0; c < TC::c_count; ++c) {
+  for (int c = 0; c < TensorCore::c_count; ++c) {
     Map map{{red.get(), UOp(Ops::REDUCE, dtypes::float32, {UOp(Ops::GEP, dtypes::float32, {wmma}, c), k_tile}, Ops::ADD)}};
-    at(map, m, m_tile, TC::m, group + TC::c_row[static_cast<size_t>(c)]);
-    at(map, n, n_tile, TC::n, thread * 2 + TC::c_col[static_cast<size_t>(c)]);
+    at(map, m, m_tile, tc.m, group + TensorCore::c_row[static_cast<size_t>(c)]);
+    at(map, n, n_tile, tc.n, thread * 2 + TensorCore::c_col[static_cast<size_t>(c)]);
     stores.push_back(substitute(ast.src(0), map));
   }
   return graph_rewrite(UOp(Ops::SINK, dtypes::void_, std::move(stores)), kernel_rules());
@@ -553,9 +557,9 @@ inline UOp apply_opt(const UOp& ast, const Opt& opt) {
     return detail::pad_range(ast, r, amount);
   }
   if (opt.op == OptOp::TC) {  // (its axis: one of the reduction's; it takes them all)
-    if (opt.amount != 0) throw OptError(cat(opt.str(), ": TC takes the amount 0"));
+    if (opt.amount != 0 && opt.amount != 1) throw OptError(cat(opt.str(), ": TC takes the amount 0 (16-bit inputs) or 1 (TF32)"));
     if (kind != RangeKind::reduce) throw OptError(cat(opt.str(), ": TC applies to a reduce axis"));
-    return detail::tensor_core(ast, opt.str());
+    return detail::tensor_core(ast, opt.str(), opt.amount == 1);
   }
   if (amount <= 1 || n % amount != 0) throw OptError(cat(opt.str(), ": ", amount, " does not divide the axis size ", n));
   const bool reduce = kind == RangeKind::reduce;

@@ -20,7 +20,8 @@ inline std::vector<Opt> beam_actions(int64_t threads, bool packs = false) {
   std::vector<Opt> out;
   for (int64_t axis = 0; axis < 8; ++axis) {
     if (packs) out.push_back({OptOp::PACK, axis, 0});
-    if (!packs) out.push_back({OptOp::TC, axis, 0});
+    if (!packs)
+      for (int64_t kind : {0, 1}) out.push_back({OptOp::TC, axis, kind});  // (TF32's, timed only where TF32=1)
     if (!packs)
       for (int64_t amount : {16, 32, 64, 128, 256})
         for (OptOp op : {OptOp::GROUP, OptOp::GROUPTOP}) out.push_back({op, axis, amount});
