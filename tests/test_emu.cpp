@@ -335,6 +335,17 @@ TEST_CASE("emu: LOCAL makes tiles of work-items and STAGE copies each work-group
       CHECK(ptx.find(".shared") != std::string::npos);
     }
   }
+  // halves and bfloat16s staged as such (their 16 bits in local memory), on PoCL where no tensor cores take them
+  if (tinyt_test::device_available("CL"))
+    for (DType dt : {dtypes::float16, dtypes::bfloat16}) {
+      INFO("matmul 128x48x64 of ", dt.name(), " on CL");
+      const Tensor an = a.cast(dt).realize(), bn = b.cast(dt).realize();
+      const Tensor on_cl = an.to("CL").matmul(bn.to("CL"));
+      CHECK(has(engine::detail::gpu_opts(schedule::create_schedule({on_cl.uop()}).back().ast, backend::device("CL").target()), OptOp::STAGE));
+      const std::vector<float> want = an.matmul(bn).cast(dtypes::float32).to_vector<float>();
+      tinyt_test::check_close(on_cl.cast(dtypes::float32).to_vector<float>(), std::vector<double>(want.begin(), want.end()),
+                              tinyt_test::Tol{0.25 * 48 * 48 * 0x1p-24, tinyt_test::Tol::dtype(dt, 2).rtol});
+    }
   const Tensor c_emu = c.to("EMU").realize(), d_emu = d.to("EMU").realize();
   const std::vector<schedule::Kernel> kernels = schedule::create_schedule({c_emu.matmul(d_emu).uop()});
   REQUIRE(kernels.size() == 1);
@@ -555,6 +566,7 @@ TEST_CASE("emu: a 256 x 256 x 256 float16 matmul gets TC with staged fragments, 
   cuda.language = backend::Language::cuda;
   const std::string source = engine::render(engine::lower_kernel(ast, chosen, cuda, true), cuda);
   CHECK(source.find("asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 ") != std::string::npos);
+  CHECK(source.find("__shared__ unsigned short temp0[") != std::string::npos);  // the staged fragments: halves
   try {
     backend::nvrtc_version();
   } catch (const DeviceError& e) {

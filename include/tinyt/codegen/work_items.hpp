@@ -13,6 +13,11 @@
 // log2(warp) steps every lane holds its warp's result), and only one value per warp goes through
 // local memory and the barrier (none when the group is one warp); elsewhere every partial is
 // stored to local memory and, after a barrier, every work-item reduces them all.
+//
+// A kernel whose work-groups are part of its code (LOCAL's tiles of work-items, STAGE's copies
+// shared by a work-group) is launched exactly as made: each dimension has a `group_id` range (the
+// work-group's index: CUDA's blockIdx, OpenCL's get_group_id) and a `local_id` range (the
+// work-item's index in it: threadIdx, get_local_id), and the launcher does not choose.
 #pragma once
 
 #include <array>

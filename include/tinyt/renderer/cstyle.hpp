@@ -352,7 +352,9 @@ class CStyleRenderer {
       }
       case Ops::DEFINE_LOCAL: {
         const std::string n = "temp" + std::to_string(u.arg().as_int());
-        out(local_buffer(scalar_type(u.dtype().base()), n, u.dtype().size()) + ";");
+        // its elements in their memory format, as a global buffer's: loads and stores convert
+        // (a STAGE's copy of halves holds halves)
+        out(local_buffer(memory_type(u.dtype().base()), n, u.dtype().size()) + ";");
         name_[u.get()] = n;
         return;
       }
@@ -394,7 +396,7 @@ class CStyleRenderer {
           for (size_t k = 0; k < s[1].src().size(); ++k)
             assign += store_memory(s[1].dtype().scalar(), buf, detail::cat("(", i, ") + ", k), ref(s[1].src(k))) + "; ";
           assign.pop_back();
-        } else if (s[0].src(0).op() == Ops::DEFINE_GLOBAL) {
+        } else if (s[0].src(0).op() == Ops::DEFINE_GLOBAL || s[0].src(0).op() == Ops::DEFINE_LOCAL) {  // memory, in its format
           const auto& [buf, i] = address_.at(s[0].get());
           assign = store_memory(s[1].dtype(), buf, i, ref(s[1])) + ";";
         } else {
@@ -529,6 +531,8 @@ class OpenCLRenderer : public CStyleRenderer {
   std::string group_index(int dim) const override { return detail::cat("(int)get_group_id(", dim, ")"); }
   std::string local_index(int dim) const override { return detail::cat("(int)get_local_id(", dim, ")"); }
   std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const override {
+    // halves held as their bits: without cl_khr_fp16 a half may be pointed to, not declared
+    if (type == "half") return detail::cat("__local ushort ", name, "_bits[", size, "];\n  __local half* ", name, " = (__local half*)", name, "_bits");
     return detail::cat("__local ", type, " ", name, "[", size, "]");
   }
   std::string barrier() const override { return "barrier(CLK_LOCAL_MEM_FENCE)"; }

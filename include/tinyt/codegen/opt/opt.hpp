@@ -228,6 +228,16 @@ inline UOp pad_range(const UOp& ast, const UOp& r, int64_t amount) {
   return graph_rewrite(done.at(ast.get()), kernel_rules());
 }
 
+// `copies` (loads of global memory → reads of their copies) with each masked load's select of 0
+// where its gate is false (gated_load_rules) read from the copy too: the copy holds those zeros.
+inline std::unordered_map<const UOpNode*, UOp> with_masked_selects(const UOp& ast, std::unordered_map<const UOpNode*, UOp> copies) {
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::WHERE && copies.count(u.src(1).get()) && u.src(1).src(0).src().size() > 2 &&
+        u.src(0) == u.src(1).src(0).src(2) && u.src(2).is_const() && u.src(2).const_float() == 0)
+      copies[u.get()] = copies.at(u.src(1).get());
+  return copies;
+}
+
 /// The largest buffer PACK copies into: it lives on the stack of the thread that runs the kernel.
 inline constexpr int64_t max_pack_bytes = 512 * 1024;
 
@@ -289,12 +299,7 @@ inline UOp pack_loads(const UOp& ast, const UOp& at, const std::string& what) {
     packed[u.get()] = gated && inside ? index.src(2).where(read, UOp::const_(u.dtype(), 0)) : read;
   }
   if (packed.empty()) throw OptError(cat(what, ": no load that a reduction reads stays put along the axis"));
-  // a masked load's select of 0 where its gate is false (gated_load_rules) reads the copy in its place
-  for (const UOp& u : toposort(ast))
-    if (u.op() == Ops::WHERE && packed.count(u.src(1).get()) && u.src(1).src(0).src().size() > 2 &&
-        u.src(0) == u.src(1).src(0).src(2) && u.src(2).is_const() && u.src(2).const_float() == 0)
-      packed[u.get()] = packed.at(u.src(1).get());
-  return graph_rewrite(substitute(ast, packed), kernel_rules());
+  return graph_rewrite(substitute(ast, with_masked_selects(ast, std::move(packed))), kernel_rules());
 }
 /// The most local memory a kernel's STAGE copies take: what every OpenCL device has (CUDA's
 /// static shared memory is 48 KiB).
@@ -312,9 +317,7 @@ inline constexpr int64_t max_stage_bytes = 32 * 1024;
 inline UOp stage_loads(const UOp& ast, const UOp& r, int64_t amount, const std::string& what) {
   using tinyt::detail::cat;
   const int64_t fresh_id = next_axis_id(ast);
-  const UOp split = amount == range_size(r) ? replace_range(ast, r, schedule::range(amount, fresh_id, RangeKind::reduce),
-                                                            {schedule::range(amount, fresh_id, RangeKind::reduce)})
-                                            : split_range(ast, r, amount, RangeKind::reduce, false);
+  const UOp split = split_range(ast, r, amount, RangeKind::reduce, false);  // (a whole axis: only the fresh range)
   // the team: a warp's lanes, then the tiles of work-items in the order they were made
   std::vector<UOp> team, inside;
   UOp outer;
@@ -340,9 +343,10 @@ inline UOp stage_loads(const UOp& ast, const UOp& r, int64_t amount, const std::
     buffers += u.op() == Ops::DEFINE_LOCAL;
     if (u.op() == Ops::STORE) written.insert(u.src(0).src(0).get());
   }
-  std::unordered_set<const UOpNode*> read;  // what the reductions read
+  std::unordered_set<const UOpNode*> read;  // what the reductions over the tile read
   for (const UOp& u : toposort(split))
-    if (u.op() == Ops::REDUCE)
+    if (u.op() == Ops::REDUCE &&
+        std::any_of(u.src().begin() + 1, u.src().end(), [&](const UOp& x) { return x.arg()[0].as_int() == fresh_id; }))
       for (const UOp& x : toposort(u.src(0))) read.insert(x.get());
   std::unordered_map<const UOpNode*, UOp> staged;
   std::vector<UOp> fills;
@@ -396,12 +400,7 @@ inline UOp stage_loads(const UOp& ast, const UOp& r, int64_t amount, const std::
   // every read waits for the one barrier after all the copies
   const UOp published(Ops::BARRIER, dtypes::void_, fills, std::string("stage"));
   for (auto& [load, read_copy] : staged) read_copy = UOp(Ops::LOAD, read_copy.dtype(), {read_copy.src(0), published});
-  // a masked load's select of 0 where its gate is false (gated_load_rules) reads the copy in its place
-  for (const UOp& u : toposort(split))
-    if (u.op() == Ops::WHERE && staged.count(u.src(1).get()) && u.src(1).src(0).src().size() > 2 &&
-        u.src(0) == u.src(1).src(0).src(2) && u.src(2).is_const() && u.src(2).const_float() == 0)
-      staged[u.get()] = staged.at(u.src(1).get());
-  return graph_rewrite(substitute(split, staged), kernel_rules());
+  return graph_rewrite(substitute(split, with_masked_selects(split, std::move(staged))), kernel_rules());
 }
 
 // TC (see the top of this file): the one reduction, a float32 sum of x·y, x and y float32 casts of
