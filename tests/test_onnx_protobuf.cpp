@@ -1,0 +1,139 @@
+// The protobuf wire format ONNX files are written in (include/tinyt/onnx/protobuf.hpp): fields
+// decoded from bytes encoded by hand after the format's documentation (its worked examples:
+// 150 as 08 96 01, "testing", the packed 3, 270, 86942), and every malformed input a FormatError
+// naming the message, the field and the offset, never a read outside the bytes (every prefix of
+// a message, cut anywhere, is tried).
+#include <doctest/doctest.h>
+
+#include <tinyt/onnx/protobuf.hpp>
+
+#include "helpers.hpp"
+
+using namespace tinyt;
+using onnx::proto::Field;
+using onnx::proto::Reader;
+using onnx::proto::WireType;
+
+namespace {
+std::string bytes(std::initializer_list<int> b) {
+  std::string s;
+  for (int x : b) s.push_back(static_cast<char>(x));
+  return s;
+}
+// every field of a message, read
+std::vector<Field> fields(std::string_view message) {
+  Reader r(message, 0, "Test");
+  std::vector<Field> out;
+  Field f;
+  while (r.next(f)) out.push_back(f);
+  return out;
+}
+std::string error_of(std::string_view message) {
+  return tinyt_test::message_of<onnx::FormatError>([&] { (void)fields(message); });
+}
+}  // namespace
+
+TEST_CASE("onnx protobuf: the documentation's examples decode to their values") {
+  // field 1 = 150 (a varint), field 2 = "testing", field 6 = packed [3, 270, 86942]
+  const std::string message = bytes({0x08, 0x96, 0x01}) + bytes({0x12, 0x07}) + "testing" + bytes({0x32, 0x06, 0x03, 0x8e, 0x02, 0x9e, 0xa7, 0x05});
+  const std::vector<Field> f = fields(message);
+  REQUIRE(f.size() == 3);
+  const Reader r(message, 0, "Test");
+  CHECK(f[0].number == 1);
+  CHECK(r.integer(f[0]) == 150);
+  CHECK(f[1].number == 2);
+  CHECK(r.string(f[1]) == "testing");
+  CHECK(f[1].offset == 3);
+  CHECK(f[1].payload == 5);
+  std::vector<int64_t> packed;
+  r.integers(f[2], packed);
+  CHECK(packed == std::vector<int64_t>{3, 270, 86942});
+  // the same field unpacked, one value per field, appends the same way
+  std::vector<int64_t> unpacked;
+  for (const Field& x : fields(bytes({0x30, 0x03, 0x30, 0x8e, 0x02, 0x30, 0x9e, 0xa7, 0x05}))) r.integers(x, unpacked);
+  CHECK(unpacked == packed);
+}
+
+TEST_CASE("onnx protobuf: negative integers, floats, doubles and nested messages") {
+  // an int64 of -1: ten bytes, the 64-bit two's complement
+  const std::string minus_one = bytes({0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01});
+  // float 1.5 (0x3fc00000) as field 3 fixed32; double 2.5 (0x4004000000000000) as field 4 fixed64
+  const std::string f32 = bytes({0x1d, 0x00, 0x00, 0xc0, 0x3f});
+  const std::string f64 = bytes({0x21, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0x40});
+  // field 5: a message holding field 1 = 7
+  const std::string nested = bytes({0x2a, 0x02, 0x08, 0x07});
+  const std::string message = minus_one + f32 + f64 + nested;
+  const Reader r(message, 100, "Outer");
+  const std::vector<Field> f = fields(message);
+  REQUIRE(f.size() == 4);
+  CHECK(r.integer(f[0]) == -1);
+  CHECK(f[1].type == WireType::fixed32);
+  CHECK(r.float32(f[1]) == 1.5f);
+  CHECK(r.float64(f[2]) == 2.5);
+  Reader inner = r.message(f[3], "Inner");
+  Field x;
+  REQUIRE(inner.next(x));
+  CHECK(x.number == 1);
+  CHECK(inner.integer(x) == 7);
+  CHECK(!inner.next(x));
+  // packed floats and doubles, and the unpacked forms
+  std::vector<float> floats;
+  r.floats(fields(bytes({0x0a, 0x08, 0x00, 0x00, 0xc0, 0x3f, 0x00, 0x00, 0x20, 0xc1}))[0], floats);  // 1.5, -10
+  r.floats(f[1], floats);
+  CHECK(floats == std::vector<float>{1.5f, -10.0f, 1.5f});
+  std::vector<double> doubles;
+  r.floats(f[2], doubles);
+  CHECK(doubles == std::vector<double>{2.5});
+  // a field of the wrong wire type for what is asked
+  CHECK(tinyt_test::message_of<onnx::FormatError>([&] { (void)r.string(f[0]); }).find("field 1 is varint, expected length-delimited") !=
+        std::string::npos);
+  CHECK_THROWS_AS(r.float64(f[1]), onnx::FormatError);
+}
+
+TEST_CASE("onnx protobuf: malformed bytes are a FormatError naming the field and its offset") {
+  CHECK(error_of(bytes({0x08, 0x96, 0x01, 0x12, 0x05, 0x61})).find("Test at offset 3: field 2: a length of 5 bytes runs past the end") !=
+        std::string::npos);
+  CHECK(error_of(bytes({0x08, 0x80})).find("cut off") != std::string::npos);
+  CHECK(error_of(bytes({0x08, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00})).find("does not fit 64 bits (its 10th byte is 128)") !=
+        std::string::npos);  // longer than 10 bytes
+  CHECK(error_of(bytes({0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02})).find("does not fit 64 bits") != std::string::npos);
+  CHECK(error_of(bytes({0x0b})).find("a group") != std::string::npos);
+  CHECK(error_of(bytes({0x0e})).find("wire type 6 (no such type)") != std::string::npos);
+  CHECK(error_of(bytes({0x00})).find("field number 0") != std::string::npos);
+  CHECK(error_of(bytes({0x1d, 0x00, 0x00})).find("a 4-byte value is cut off") != std::string::npos);
+  // packed floats of a length that is not a multiple of 4
+  const Reader r("", 0, "Test");
+  std::vector<float> floats;
+  CHECK(tinyt_test::message_of<onnx::FormatError>([&] { r.floats(fields(bytes({0x0a, 0x03, 0x00, 0x00, 0x00}))[0], floats); })
+            .find("3 bytes of packed floats") != std::string::npos);
+  // a packed varint cut off inside its field
+  std::vector<int64_t> ints;
+  CHECK_THROWS_AS(r.integers(fields(bytes({0x0a, 0x02, 0x01, 0x80}))[0], ints), onnx::FormatError);
+  // an error inside a nested message names its offset in the whole file: field 1 = 1, then
+  // field 5, a message of 3 bytes (at offset 4) whose second field's length is missing
+  const std::string outer = bytes({0x08, 0x01, 0x2a, 0x03, 0x08, 0x01, 0x12});
+  Reader o(outer, 0, "Outer");
+  Field f, g;
+  REQUIRE(o.next(f));
+  REQUIRE(o.next(f));
+  Reader inner = o.message(f, "Inner");
+  REQUIRE(inner.next(g));
+  CHECK(tinyt_test::message_of<onnx::FormatError>([&] { (void)inner.next(g); }).find("Inner at offset 6: a length is cut off by the end of the Inner") !=
+        std::string::npos);
+}
+
+TEST_CASE("onnx protobuf: every prefix of a message either reads whole fields or is a FormatError") {
+  const std::string message = bytes({0x08, 0x96, 0x01}) + bytes({0x12, 0x07}) + "testing" + bytes({0x32, 0x06, 0x03, 0x8e, 0x02, 0x9e, 0xa7, 0x05}) +
+                              bytes({0x1d, 0x00, 0x00, 0xc0, 0x3f}) + bytes({0x2a, 0x02, 0x08, 0x07});
+  const std::vector<size_t> boundaries{0, 3, 12, 20, 25, 29};  // where a field ends
+  for (size_t n = 0; n <= message.size(); ++n) {
+    INFO("prefix of ", n, " bytes");
+    const std::string prefix = message.substr(0, n);  // its own allocation: ASan sees a read past it
+    const bool whole = std::find(boundaries.begin(), boundaries.end(), n) != boundaries.end();
+    if (whole) {
+      CHECK(fields(prefix).size() == static_cast<size_t>(std::find(boundaries.begin(), boundaries.end(), n) - boundaries.begin()));
+    } else {
+      CHECK_THROWS_AS(fields(prefix), onnx::FormatError);
+    }
+  }
+}
