@@ -1,11 +1,14 @@
-// The protobuf wire format ONNX files are written in (include/tinyt/onnx/protobuf.hpp): fields
+// The protobuf wire format ONNX files are written in (include/tinyt/onnx/protobuf.hpp), and the
+// TensorProto it carries tensors in (onnx/tensor_proto.hpp): fields
 // decoded from bytes encoded by hand after the format's documentation (its worked examples:
 // 150 as 08 96 01, "testing", the packed 3, 270, 86942), and every malformed input a FormatError
 // naming the message, the field and the offset, never a read outside the bytes (every prefix of
 // a message, cut anywhere, is tried).
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <tinyt/onnx/protobuf.hpp>
+#include <tinyt/onnx/tensor_proto.hpp>
 
 #include "helpers.hpp"
 
@@ -134,6 +137,106 @@ TEST_CASE("onnx protobuf: every prefix of a message either reads whole fields or
       CHECK(fields(prefix).size() == static_cast<size_t>(std::find(boundaries.begin(), boundaries.end(), n) - boundaries.begin()));
     } else {
       CHECK_THROWS_AS(fields(prefix), onnx::FormatError);
+    }
+  }
+}
+
+// ---- TensorProto (include/tinyt/onnx/tensor_proto.hpp), from messages encoded here after
+// onnx.proto's field numbers: 1 dims, 2 data_type, 4 float_data, 5 int32_data, 7 int64_data,
+// 8 name, 9 raw_data, 10 double_data, 11 uint64_data, 14 data_location
+
+namespace {
+std::string varint(uint64_t v) {
+  std::string s;
+  do {
+    s.push_back(static_cast<char>((v & 0x7f) | (v >= 0x80 ? 0x80 : 0)));
+    v >>= 7;
+  } while (v);
+  return s;
+}
+std::string key(int number, int wire) { return varint(static_cast<uint64_t>(number) << 3 | static_cast<uint64_t>(wire)); }
+std::string int_field(int number, int64_t v) { return key(number, 0) + varint(static_cast<uint64_t>(v)); }
+std::string bytes_field(int number, const std::string& payload) { return key(number, 2) + varint(payload.size()) + payload; }
+template <class T> std::string le(T v) {
+  std::string s(sizeof(T), '\0');
+  std::memcpy(s.data(), &v, sizeof(T));
+  return s;
+}
+std::string packed_ints(int number, const std::vector<int64_t>& v) {
+  std::string payload;
+  for (int64_t x : v) payload += varint(static_cast<uint64_t>(x));
+  return bytes_field(number, payload);
+}
+onnx::NamedTensor tensor_of(const std::string& message) { return onnx::read_tensor(Reader(message, 0, "TensorProto")); }
+}  // namespace
+
+TEST_CASE("onnx TensorProto: values from raw_data and from each typed field, as the element type") {
+  {  // float [2, 3] in packed float_data, named
+    std::string floats;
+    for (float v : {0.5f, -1.0f, 2.0f, 3.25f, -0.0f, 1e30f}) floats += le(v);
+    const onnx::NamedTensor t = tensor_of(packed_ints(1, {2, 3}) + int_field(2, 1) + bytes_field(4, floats) + bytes_field(8, "w"));
+    CHECK(t.name == "w");
+    CHECK(t.value.shape() == Shape{2, 3});
+    CHECK(t.value.dtype() == dtypes::float32);
+    CHECK(t.value.to_vector<float>() == std::vector<float>{0.5f, -1.0f, 2.0f, 3.25f, -0.0f, 1e30f});
+  }
+  {  // an int64 scalar (no dims) in raw_data, little-endian
+    const onnx::NamedTensor t = tensor_of(int_field(2, 7) + bytes_field(9, le<int64_t>(-5000000000)));
+    CHECK(t.value.shape() == Shape{});
+    CHECK(t.value.to_vector<int64_t>() == std::vector<int64_t>{-5000000000});
+  }
+  {  // float16 as its bits in int32_data (1.0 = 0x3c00, -2.0 = 0xc000), unpacked
+    const onnx::NamedTensor t = tensor_of(int_field(1, 2) + int_field(2, 10) + int_field(5, 0x3c00) + int_field(5, 0xc000));
+    CHECK(t.value.dtype() == dtypes::float16);
+    CHECK(t.value.cast(dtypes::float32).to_vector<float>() == std::vector<float>{1.0f, -2.0f});
+  }
+  {  // bool and int8 in int32_data (an int32's -3 is a 10-byte varint)
+    CHECK(tensor_of(int_field(1, 3) + int_field(2, 9) + packed_ints(5, {1, 0, 1})).value.to_vector<bool>() == std::vector<bool>{true, false, true});
+    CHECK(tensor_of(int_field(1, 2) + int_field(2, 3) + packed_ints(5, {-3, 127})).value.to_vector<int8_t>() == std::vector<int8_t>{-3, 127});
+  }
+  {  // uint64 above 2^63 in uint64_data, double in double_data, an empty tensor
+    const uint64_t big = (uint64_t{1} << 63) + 5;
+    CHECK(tensor_of(int_field(1, 1) + int_field(2, 13) + key(11, 0) + varint(big)).value.to_vector<uint64_t>() == std::vector<uint64_t>{big});
+    CHECK(tensor_of(int_field(1, 1) + int_field(2, 11) + bytes_field(10, le(2.5))).value.to_vector<double>() == std::vector<double>{2.5});
+    const onnx::NamedTensor empty = tensor_of(packed_ints(1, {0, 4}) + int_field(2, 1));
+    CHECK(empty.value.shape() == Shape{0, 4});
+  }
+  {  // a .pb file: load_tensor
+    const tinyt_test::TempDir tmp;
+    const std::string dir = tmp.path.string(), path = dir + "/input_0.pb";
+    {
+      std::ofstream out(path, std::ios::binary);
+      out << packed_ints(1, {3}) + int_field(2, 6) + packed_ints(5, {1, -2, 3});
+    }
+    CHECK(onnx::load_tensor(path).to_vector<int32_t>() == std::vector<int32_t>{1, -2, 3});
+    CHECK_THROWS_AS(onnx::load_tensor(dir + "/none.pb"), Error);
+  }
+}
+
+TEST_CASE("onnx TensorProto: wrong counts, sizes and fields are FormatErrors; types tinyt lacks are UnsupportedErrors") {
+  const auto format = [](const std::string& m) { return tinyt_test::message_of<onnx::FormatError>([&] { (void)tensor_of(m); }); };
+  const auto unsupported = [](const std::string& m) { return tinyt_test::message_of<onnx::UnsupportedError>([&] { (void)tensor_of(m); }); };
+  CHECK(format(int_field(1, 3) + int_field(2, 6) + packed_ints(5, {1, 2}) + bytes_field(8, "x")).find("TensorProto 'x': 2 values for 3 elements") !=
+        std::string::npos);
+  CHECK(format(int_field(1, 2) + int_field(2, 1) + bytes_field(9, "abc")).find("raw_data holds 3 bytes; 2 elements of float32 are 8") !=
+        std::string::npos);
+  CHECK(format(int_field(1, 1) + int_field(2, 1) + bytes_field(9, le(1.0f)) + bytes_field(4, le(1.0f))).find("more than one field") != std::string::npos);
+  CHECK(format(int_field(1, 1) + int_field(2, 6) + bytes_field(4, le(1.0f))).find("float_data does not hold int32 values") != std::string::npos);
+  CHECK(format(int_field(1, -2) + int_field(2, 1)).find("a dimension of -2") != std::string::npos);
+  CHECK(format(int_field(1, int64_t{1} << 40) + int_field(1, int64_t{1} << 40) + int_field(2, 1)).find("a dimension of") != std::string::npos);
+  CHECK(unsupported(int_field(1, 1) + int_field(2, 8)).find("element type 8 (STRING)") != std::string::npos);
+  CHECK(unsupported(int_field(1, 1) + int_field(2, 14)).find("(COMPLEX64) has no tinyt dtype") != std::string::npos);
+  CHECK(unsupported(int_field(1, 1) + int_field(2, 1) + int_field(14, 1)).find("external file") != std::string::npos);
+  // every prefix of a valid message: a tensor or a typed error, nothing else
+  std::string floats;
+  for (float v : {1.0f, 2.0f, 3.0f, 4.0f}) floats += le(v);
+  const std::string message = packed_ints(1, {2, 2}) + int_field(2, 1) + bytes_field(4, floats) + bytes_field(8, "weights");
+  for (size_t n = 0; n < message.size(); ++n) {
+    const std::string prefix = message.substr(0, n);
+    try {
+      (void)tensor_of(prefix);
+    } catch (const onnx::FormatError&) {
+    } catch (const onnx::UnsupportedError&) {  // a prefix before data_type: UNDEFINED
     }
   }
 }

@@ -23,17 +23,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "../error.hpp"
 #include "../support.hpp"
+#include "errors.hpp"
 
 namespace tinyt::inline v0 {
 namespace onnx {
-
-/// A malformed or truncated ONNX file: the message names the field and its offset in the file.
-struct FormatError : Error {
-  using Error::Error;
-};
-
 namespace proto {
 
 enum class WireType : uint8_t { varint = 0, fixed64 = 1, bytes = 2, fixed32 = 5 };

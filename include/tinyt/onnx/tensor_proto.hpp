@@ -1,0 +1,157 @@
+// ONNX's TensorProto: a tensor's name, dims, element type and values, the values either as the
+// bytes of its elements (raw_data, little-endian) or in a typed repeated field: float_data
+// (float), int32_data (every type of 32 bits or less, a 16-bit float as its bits), int64_data,
+// double_data, uint64_data (uint32, uint64). An initializer of a model, a Constant's value, and
+// the conformance cases' input_K.pb / output_K.pb files are TensorProtos.
+//
+// Field numbers (onnx.proto): 1 dims, 2 data_type, 4 float_data, 5 int32_data, 6 string_data,
+// 7 int64_data, 8 name, 9 raw_data, 10 double_data, 11 uint64_data, 13 external_data,
+// 14 data_location.
+#pragma once
+
+#include <cstring>
+#include <optional>
+#include <set>
+
+#include "../tensor.hpp"
+#include "protobuf.hpp"
+
+namespace tinyt::inline v0 {
+namespace onnx {
+
+/// The tinyt dtype of an ONNX TensorProto.DataType; UnsupportedError naming the type and `where`
+/// for those tinyt has no dtype for (string, complex, 8-, 4- and 2-bit floats and ints).
+inline DType dtype_of(int64_t data_type, const std::string& where) {
+  switch (data_type) {
+    case 1: return dtypes::float32;
+    case 2: return dtypes::uint8;
+    case 3: return dtypes::int8;
+    case 4: return dtypes::uint16;
+    case 5: return dtypes::int16;
+    case 6: return dtypes::int32;
+    case 7: return dtypes::int64;
+    case 9: return dtypes::bool_;
+    case 10: return dtypes::float16;
+    case 11: return dtypes::float64;
+    case 12: return dtypes::uint32;
+    case 13: return dtypes::uint64;
+    case 16: return dtypes::bfloat16;
+    default: break;
+  }
+  static constexpr const char* names[] = {"UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32", "INT64", "STRING",
+                                          "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16",
+                                          "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4", "FLOAT4E2M1"};
+  const std::string name = data_type >= 0 && data_type < static_cast<int64_t>(std::size(names)) ? names[data_type] : "unknown";
+  throw UnsupportedError(tinyt::detail::cat("onnx: ", where, ": element type ", data_type, " (", name, ") has no tinyt dtype"));
+}
+
+/// A TensorProto read: its name and its values, a tensor of the default device.
+struct NamedTensor {
+  std::string name;
+  Tensor value;
+};
+
+namespace detail {
+// `values` (of a typed field) as the bytes of `n` elements of `dt`: each converted to the element's
+// type, a 16-bit float's bits taken from the low half of its int32
+template <class From> std::string element_bytes(const std::vector<From>& values, DType dt) {
+  std::string out(values.size() * static_cast<size_t>(dt.itemsize()), '\0');
+  char* p = out.data();
+  const auto put = [&](auto v) {
+    std::memcpy(p, &v, sizeof(v));
+    p += sizeof(v);
+  };
+  for (const From v : values) {
+    switch (dt.scalar_type()) {
+      case ScalarType::float32: put(static_cast<float>(v)); break;
+      case ScalarType::float64: put(static_cast<double>(v)); break;
+      case ScalarType::bool_: put(static_cast<uint8_t>(v != 0)); break;
+      case ScalarType::int8: put(static_cast<int8_t>(v)); break;
+      case ScalarType::uint8: put(static_cast<uint8_t>(v)); break;
+      case ScalarType::int16: put(static_cast<int16_t>(v)); break;
+      case ScalarType::uint16: case ScalarType::float16: case ScalarType::bfloat16: put(static_cast<uint16_t>(v)); break;
+      case ScalarType::int32: put(static_cast<int32_t>(v)); break;
+      case ScalarType::uint32: put(static_cast<uint32_t>(v)); break;
+      case ScalarType::int64: put(static_cast<int64_t>(v)); break;
+      case ScalarType::uint64: put(static_cast<uint64_t>(v)); break;
+      default: throw InternalError("onnx: element_bytes of an unexpected dtype");
+    }
+  }
+  return out;
+}
+}  // namespace detail
+
+/// The TensorProto `r` reads (its fields from the start), as a tensor on the default device.
+inline NamedTensor read_tensor(proto::Reader r) {
+  using tinyt::detail::cat;
+  std::string name;
+  std::vector<int64_t> dims, ints;
+  std::vector<float> floats;
+  std::vector<double> doubles;
+  int64_t data_type = 0, location = 0;
+  std::string_view raw;
+  std::vector<std::pair<const char*, size_t>> typed;  // the typed fields present: name, offset
+  bool has_raw = false;
+  size_t start = 0;
+  proto::Field f;
+  while (r.next(f)) {
+    if (start == 0) start = f.offset;
+    switch (f.number) {
+      case 1: r.integers(f, dims); break;
+      case 2: data_type = r.integer(f); break;
+      case 4: r.floats(f, floats), typed.emplace_back("float_data", f.offset); break;
+      case 5: r.integers(f, ints), typed.emplace_back("int32_data", f.offset); break;
+      case 6: throw UnsupportedError(r.error(f.offset, "string_data: string tensors have no tinyt dtype").what());
+      case 7: r.integers(f, ints), typed.emplace_back("int64_data", f.offset); break;
+      case 8: name = r.string(f); break;
+      case 9: raw = r.string(f), has_raw = true; break;
+      case 10: r.floats(f, doubles), typed.emplace_back("double_data", f.offset); break;
+      case 11: r.integers(f, ints), typed.emplace_back("uint64_data", f.offset); break;
+      case 14: location = r.integer(f); break;
+      default: break;  // segment, doc_string, external_data (see data_location), metadata_props
+    }
+  }
+  const std::string what = name.empty() ? r.what() : cat(r.what(), " '", name, "'");
+  if (location != 0) throw UnsupportedError(cat("onnx: ", what, ": its values are in an external file (data_location EXTERNAL), not read yet"));
+  const DType dt = dtype_of(data_type, what);
+  std::vector<int64_t> shape;
+  int64_t count = 1;
+  for (const int64_t d : dims) {
+    if (d < 0 || (d > 0 && count > (int64_t{1} << 40) / d)) throw r.error(start, cat(what, ": a dimension of ", d));
+    shape.push_back(d);
+    count *= d;
+  }
+  std::set<std::string> kinds;
+  for (const auto& t : typed) kinds.insert(t.first);
+  if (kinds.size() + has_raw > 1) throw r.error(start, cat(what, ": its values are in more than one field"));
+  const size_t itemsize = static_cast<size_t>(dt.itemsize());
+  std::string bytes;
+  if (has_raw) {
+    if (raw.size() != static_cast<size_t>(count) * itemsize)
+      throw r.error(start, cat(what, ": raw_data holds ", raw.size(), " bytes; ", count, " elements of ", dt.name(), " are ",
+                               static_cast<size_t>(count) * itemsize));
+    bytes = raw;  // (little-endian, as this host)
+  } else {
+    const size_t n = floats.size() + doubles.size() + ints.size();
+    if (n != static_cast<size_t>(count))
+      throw r.error(start, cat(what, ": ", n, " values for ", count, " elements"));
+    // each typed field is for certain element types only
+    const std::string field = typed.empty() ? "" : typed.front().first;
+    const bool fits = field.empty() || (field == "float_data" && dt == dtypes::float32) || (field == "double_data" && dt == dtypes::float64) ||
+                      (field == "int64_data" && dt == dtypes::int64) || (field == "uint64_data" && (dt == dtypes::uint32 || dt == dtypes::uint64)) ||
+                      (field == "int32_data" && dt.itemsize() <= 4 && dt != dtypes::float32 && dt != dtypes::uint32);
+    if (!fits) throw r.error(typed.front().second, cat(what, ": ", field, " does not hold ", dt.name(), " values"));
+    bytes = !floats.empty() ? detail::element_bytes(floats, dt) : !doubles.empty() ? detail::element_bytes(doubles, dt) : detail::element_bytes(ints, dt);
+  }
+  return {name, Tensor::from_blob(bytes.data(), Shape(shape), dt)};
+}
+
+/// A serialized TensorProto file (the conformance cases' input_K.pb and output_K.pb).
+inline Tensor load_tensor(const std::string& path) {
+  const std::optional<std::string> bytes = tinyt::detail::read_file(path);
+  if (!bytes) throw Error(tinyt::detail::cat("onnx::load_tensor: cannot read ", path));
+  return read_tensor(proto::Reader(*bytes, 0, "TensorProto")).value;
+}
+
+}  // namespace onnx
+}  // namespace tinyt::inline v0
