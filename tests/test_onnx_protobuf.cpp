@@ -213,7 +213,7 @@ TEST_CASE("onnx TensorProto: values from raw_data and from each typed field, as 
   }
 }
 
-TEST_CASE("onnx TensorProto: wrong counts, sizes and fields are FormatErrors; types tinyt lacks are UnsupportedErrors") {
+TEST_CASE("onnx TensorProto: wrong counts, sizes and fields are FormatErrors, types tinyt lacks UnsupportedErrors") {
   const auto format = [](const std::string& m) { return tinyt_test::message_of<onnx::FormatError>([&] { (void)tensor_of(m); }); };
   const auto unsupported = [](const std::string& m) { return tinyt_test::message_of<onnx::UnsupportedError>([&] { (void)tensor_of(m); }); };
   CHECK(format(int_field(1, 3) + int_field(2, 6) + packed_ints(5, {1, 2}) + bytes_field(8, "x")).find("TensorProto 'x': 2 values for 3 elements") !=
