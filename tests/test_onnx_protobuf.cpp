@@ -6,9 +6,10 @@
 // a message, cut anywhere, is tried).
 #include <doctest/doctest.h>
 
+#include <cctype>
 #include <fstream>
 #include <tinyt/onnx/protobuf.hpp>
-#include <tinyt/onnx/tensor_proto.hpp>
+#include <tinyt/onnx/model_proto.hpp>
 
 #include "helpers.hpp"
 
@@ -239,4 +240,92 @@ TEST_CASE("onnx TensorProto: wrong counts, sizes and fields are FormatErrors, ty
     } catch (const onnx::UnsupportedError&) {  // a prefix before data_type: UNDEFINED
     }
   }
+}
+
+// ---- ModelProto and what it holds (include/tinyt/onnx/model_proto.hpp)
+namespace {
+std::string float_field(int number, float v) { return key(number, 5) + le(v); }
+std::string value_info(const std::string& name, int elem_type, const std::vector<std::string>& dims) {
+  std::string shape;
+  for (const std::string& d : dims)
+    shape += bytes_field(1, std::isdigit(static_cast<unsigned char>(d[0])) ? int_field(1, std::stoll(d)) : bytes_field(2, d));
+  const std::string tensor_type = int_field(1, elem_type) + bytes_field(2, shape);
+  return bytes_field(1, name) + bytes_field(2, bytes_field(1, tensor_type));
+}
+std::string node(const std::string& op, const std::vector<std::string>& in, const std::vector<std::string>& out, const std::string& attributes = "") {
+  std::string n;
+  for (const std::string& x : in) n += bytes_field(1, x);
+  for (const std::string& x : out) n += bytes_field(2, x);
+  return n + bytes_field(4, op) + attributes;
+}
+// a graph whose one node has a graph attribute, `depth` deep
+std::string nested(int depth) {
+  std::string g = bytes_field(1, node("Identity", {"a"}, {"b"}));
+  for (int i = 0; i < depth; ++i) g = bytes_field(1, node("If", {"c"}, {"b"}, bytes_field(5, bytes_field(1, "then_branch") + int_field(20, 5) + bytes_field(6, g))));
+  return g;
+}
+}  // namespace
+
+TEST_CASE("onnx ModelProto: opsets, metadata, nodes with each kind of attribute, initializers, inputs with named dims") {
+  const std::string sub = bytes_field(1, node("Identity", {"x"}, {"z"})) + bytes_field(2, "branch");
+  std::string floats;
+  for (float v : {1.0f, 2.0f}) floats += le(v);
+  const std::string attributes = bytes_field(5, bytes_field(1, "alpha") + int_field(20, 1) + float_field(2, 0.5f)) +
+                                 bytes_field(5, bytes_field(1, "axes") + int_field(20, 7) + packed_ints(8, {0, -1})) +
+                                 bytes_field(5, bytes_field(1, "mode") + int_field(20, 3) + bytes_field(4, "nearest")) +
+                                 bytes_field(5, bytes_field(1, "value") + int_field(20, 4) + bytes_field(5, int_field(2, 7) + bytes_field(9, le<int64_t>(3)))) +
+                                 bytes_field(5, bytes_field(1, "then_branch") + int_field(20, 5) + bytes_field(6, sub));
+  const std::string graph = bytes_field(1, node("Add", {"x", "w"}, {"y"}, bytes_field(3, "add0") + attributes)) + bytes_field(2, "main") +
+                            bytes_field(5, packed_ints(1, {2}) + int_field(2, 1) + bytes_field(4, floats) + bytes_field(8, "w")) +
+                            bytes_field(11, value_info("x", 1, {"batch", "2"})) + bytes_field(12, value_info("y", 1, {"batch", "2"}));
+  const std::string model = int_field(1, 8) + bytes_field(8, bytes_field(1, "") + int_field(2, 17)) +
+                            bytes_field(8, bytes_field(1, "ai.onnx.ml") + int_field(2, 3)) +
+                            bytes_field(14, bytes_field(1, "author") + bytes_field(2, "tinyt")) + bytes_field(7, graph);
+  const onnx::ModelData m = onnx::read_model(model);
+  CHECK(m.ir_version == 8);
+  CHECK(m.opsets == std::map<std::string, int64_t>{{"", 17}, {"ai.onnx.ml", 3}});
+  CHECK(m.metadata == std::map<std::string, std::string>{{"author", "tinyt"}});
+  CHECK(m.graph.name == "main");
+  REQUIRE(m.graph.nodes.size() == 1);
+  const onnx::Node& add = m.graph.nodes[0];
+  CHECK(add.op_type == "Add");
+  CHECK(add.name == "add0");
+  CHECK(add.inputs == std::vector<std::string>{"x", "w"});
+  CHECK(add.outputs == std::vector<std::string>{"y"});
+  REQUIRE(add.attributes.size() == 5);
+  CHECK(add.attributes[0].f == 0.5f);
+  CHECK(add.attributes[1].ints == std::vector<int64_t>{0, -1});
+  CHECK(add.attributes[2].s == "nearest");
+  REQUIRE(add.attributes[3].t);
+  CHECK(add.attributes[3].t->to_vector<int64_t>() == std::vector<int64_t>{3});
+  REQUIRE(add.attributes[4].g);
+  CHECK(add.attributes[4].g->name == "branch");
+  CHECK(add.attributes[4].g->nodes.at(0).op_type == "Identity");
+  REQUIRE(m.graph.initializers.count("w"));
+  CHECK(m.graph.initializers.at("w").to_vector<float>() == std::vector<float>{1.0f, 2.0f});
+  REQUIRE(m.graph.inputs.size() == 1);
+  CHECK(m.graph.inputs[0].name == "x");
+  CHECK(m.graph.inputs[0].dtype == dtypes::float32);
+  CHECK(m.graph.inputs[0].shape == std::vector<onnx::Dim>{std::string("batch"), int64_t{2}});
+  CHECK(m.graph.outputs.at(0).name == "y");
+  // every prefix: a model, or a typed error
+  for (size_t n = 0; n < model.size(); ++n) {
+    const std::string prefix = model.substr(0, n);
+    try {
+      (void)onnx::read_model(prefix);
+    } catch (const onnx::FormatError&) {
+    } catch (const onnx::UnsupportedError&) {
+    }
+  }
+}
+
+TEST_CASE("onnx ModelProto: no graph, an unnamed or repeated initializer, and graphs nested past the limit are FormatErrors") {
+  const auto format = [](const std::string& m) { return tinyt_test::message_of<onnx::FormatError>([&] { (void)onnx::read_model(m); }); };
+  CHECK(format(int_field(1, 8)).find("no graph") != std::string::npos);
+  const std::string w = bytes_field(5, int_field(1, 1) + int_field(2, 1) + bytes_field(4, le(1.0f)) + bytes_field(8, "w"));
+  CHECK(format(bytes_field(7, bytes_field(5, int_field(1, 1) + int_field(2, 1) + bytes_field(4, le(1.0f))))).find("an initializer without a name") !=
+        std::string::npos);
+  CHECK(format(bytes_field(7, w + w)).find("initializer 'w' twice") != std::string::npos);
+  CHECK_NOTHROW(onnx::read_model(bytes_field(7, nested(onnx::detail::max_graph_depth))));
+  CHECK(format(bytes_field(7, nested(onnx::detail::max_graph_depth + 1))).find("graphs nest more than 64 deep") != std::string::npos);
 }

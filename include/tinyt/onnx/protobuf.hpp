@@ -136,6 +136,8 @@ class Reader {
   }
 
   const std::string& what() const { return what_; }
+  /// The message's offset in the file.
+  size_t base() const { return base_; }
   /// A FormatError about this message at file offset `offset`.
   FormatError error(size_t offset, const std::string& why) const {
     return FormatError(tinyt::detail::cat("onnx: ", what_, " at offset ", offset, ": ", why));
