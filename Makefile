@@ -21,9 +21,9 @@ BENCHMARKS = $(patsubst benchmarks/%.cpp,bench_%,$(wildcard benchmarks/*.cpp))
 # every op family over empty buffers) and mutated GGUF and safetensors files (fuzz_files: what loads
 # is used) and misuse that must throw before it runs anything (misuse: TinyJit's replayed checks)
 # and the emulated GPU (emu: its interpreter reads and writes memory kernels index) and the
-# protobuf reader of ONNX files (onnx_protobuf: every prefix of a message); twelve of them run
+# ONNX reader (onnx: every prefix of a message, of a tensor, of a model); thirteen of them run
 # kernels through the whole pipeline too. `make sanitize` builds and runs every test.
-SANITIZE_FAST ?= uop;pattern;symbolic;schedule_cache;assign;state_io;symbolic_shapes;jit;opt;expr;tools;multi;zero_size;fuzz_files;misuse;emu;onnx_protobuf
+SANITIZE_FAST ?= uop;pattern;symbolic;schedule_cache;assign;state_io;symbolic_shapes;jit;opt;expr;tools;multi;zero_size;fuzz_files;misuse;emu;onnx
 
 .PHONY: test test-all test-clang test-cuda test-viz example example-quick example-minilm bench bench-quick bench-mpi sanitize sanitize-fast \
         amalgamate format clean

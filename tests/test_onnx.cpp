@@ -1,15 +1,16 @@
-// The protobuf wire format ONNX files are written in (include/tinyt/onnx/protobuf.hpp), and the
-// TensorProto it carries tensors in (onnx/tensor_proto.hpp): fields
-// decoded from bytes encoded by hand after the format's documentation (its worked examples:
-// 150 as 08 96 01, "testing", the packed 3, 270, 86942), and every malformed input a FormatError
-// naming the message, the field and the offset, never a read outside the bytes (every prefix of
-// a message, cut anywhere, is tried).
+// ONNX (include/tinyt/onnx.hpp): the protobuf wire format its files are written in
+// (onnx/protobuf.hpp), the TensorProto and ModelProto messages (onnx/tensor_proto.hpp,
+// onnx/model_proto.hpp), and onnx::Model running a graph. Inputs are bytes encoded here, by hand
+// after the format's documentation (its worked examples: 150 as 08 96 01, "testing", the packed
+// 3, 270, 86942) and onnx.proto's field numbers; values are checked against loops written here.
+// Every malformed input is a FormatError naming the message, the field and the offset, never a
+// read outside the bytes (every prefix of a message, a tensor and a model is tried).
 #include <doctest/doctest.h>
 
 #include <cctype>
 #include <fstream>
 #include <tinyt/onnx/protobuf.hpp>
-#include <tinyt/onnx/model_proto.hpp>
+#include <tinyt/onnx.hpp>
 
 #include "helpers.hpp"
 
@@ -328,4 +329,56 @@ TEST_CASE("onnx ModelProto: no graph, an unnamed or repeated initializer, and gr
   CHECK(format(bytes_field(7, w + w)).find("initializer 'w' twice") != std::string::npos);
   CHECK_NOTHROW(onnx::read_model(bytes_field(7, nested(onnx::detail::max_graph_depth))));
   CHECK(format(bytes_field(7, nested(onnx::detail::max_graph_depth + 1))).find("graphs nest more than 64 deep") != std::string::npos);
+}
+
+// ---- onnx::Model (include/tinyt/onnx.hpp): a model encoded here, run, against loops by hand
+TEST_CASE("onnx Model: y = Softmax(Gemm(Relu(x), W, b, transB)) runs as a lazy tinyt graph and gives the hand-computed values") {
+  // x: (batch, 3); W: (2, 3) used transposed; b: (2)
+  const std::vector<float> w{0.5f, -1.0f, 2.0f, 1.5f, 0.25f, -0.5f}, b{0.1f, -0.2f};
+  std::string w_bytes, b_bytes;
+  for (float v : w) w_bytes += le(v);
+  for (float v : b) b_bytes += le(v);
+  const std::string graph =
+      bytes_field(1, node("Relu", {"x"}, {"r"})) +
+      bytes_field(1, node("Gemm", {"r", "W", "b"}, {"g"}, bytes_field(5, bytes_field(1, "transB") + int_field(20, 2) + int_field(3, 1)))) +
+      bytes_field(1, node("Softmax", {"g"}, {"y"}, bytes_field(5, bytes_field(1, "axis") + int_field(20, 2) + int_field(3, -1)))) +
+      bytes_field(5, packed_ints(1, {2, 3}) + int_field(2, 1) + bytes_field(4, w_bytes) + bytes_field(8, "W")) +
+      bytes_field(5, packed_ints(1, {2}) + int_field(2, 1) + bytes_field(9, b_bytes) + bytes_field(8, "b")) +
+      bytes_field(11, value_info("x", 1, {"batch", "3"})) + bytes_field(12, value_info("y", 1, {"batch", "2"}));
+  const std::string model = int_field(1, 8) + bytes_field(8, bytes_field(1, "") + int_field(2, 17)) + bytes_field(7, graph);
+  const onnx::Model m = onnx::load_bytes(model);
+  CHECK(m.opset() == 17);
+  REQUIRE(m.inputs().size() == 1);
+  CHECK(m.inputs()[0].name == "x");
+  const std::vector<float> x{1.0f, -2.0f, 3.0f, -0.5f, 0.5f, 1.0f};
+  GlobalCounters::reset();
+  const std::map<std::string, Tensor> out = m.run({{"x", Tensor::from_vector(x, Shape{2, 3})}});
+  CHECK(GlobalCounters::kernel_count == 0);  // lazy: nothing ran yet
+  REQUIRE(out.count("y"));
+  const std::vector<float> got = out.at("y").to_vector<float>();
+  std::vector<double> want;
+  for (int r = 0; r < 2; ++r) {
+    double g[2];
+    for (int j = 0; j < 2; ++j) {
+      g[j] = b[static_cast<size_t>(j)];
+      for (int k = 0; k < 3; ++k) g[j] += std::max(0.0f, x[static_cast<size_t>(r * 3 + k)]) * static_cast<double>(w[static_cast<size_t>(j * 3 + k)]);
+    }
+    const double m0 = std::max(g[0], g[1]), e0 = std::exp(g[0] - m0), e1 = std::exp(g[1] - m0);
+    want.push_back(e0 / (e0 + e1));
+    want.push_back(e1 / (e0 + e1));
+  }
+  tinyt_test::check_close(got, want, tinyt_test::Tol::f32(8));
+  // misuse: a missing, an unknown, a wrongly typed and a wrongly shaped input
+  CHECK(tinyt_test::message_of<ShapeError>([&] { (void)m.run({}); }).find("input 'x' is missing") != std::string::npos);
+  CHECK(tinyt_test::message_of<ShapeError>([&] { (void)m.run({{"x", Tensor::from_vector(x, Shape{2, 3})}, {"z", Tensor::from_vector(x)}}); })
+            .find("no input 'z'") != std::string::npos);
+  CHECK(tinyt_test::message_of<DTypeError>([&] { (void)m.run({{"x", Tensor::from_vector(x, Shape{2, 3}).cast(dtypes::float16)}}); })
+            .find("input 'x' is float32, given float16") != std::string::npos);
+  CHECK(tinyt_test::message_of<ShapeError>([&] { (void)m.run({{"x", Tensor::from_vector(x, Shape{3, 2})}}); }).find("the model says (batch, 3)") !=
+        std::string::npos);
+  // an op the runner lacks is refused when the model is loaded, named with its node and opset
+  const std::string unknown = bytes_field(7, bytes_field(1, node("FancyOp", {"x"}, {"y"}, bytes_field(3, "n1"))) + bytes_field(12, value_info("y", 1, {"1"}))) +
+                              bytes_field(8, bytes_field(1, "") + int_field(2, 17));
+  CHECK(tinyt_test::message_of<onnx::UnsupportedError>([&] { (void)onnx::load_bytes(unknown); }).find("op FancyOp of domain '' (opset 17), node 'n1'") !=
+        std::string::npos);
 }

@@ -1,0 +1,122 @@
+// onnx::Model: an ONNX file loaded and run as one tinyt graph (API.md, "ONNX"). Loading reads the
+// file and checks every node against the ops the runner knows (an unknown op is an
+// UnsupportedError then, not at run time); running binds the inputs by name and builds each
+// node's outputs from its inputs, lazily: nothing is computed until the outputs are realized or
+// read, and then the whole model is scheduled and fused at once.
+#pragma once
+
+#include "ops.hpp"
+
+namespace tinyt::inline v0 {
+namespace onnx {
+
+class Model {
+ public:
+  explicit Model(ModelData data) : data_(std::move(data)) {
+    const auto it = data_.opsets.find("");
+    opset_ = it == data_.opsets.end() ? 1 : it->second;
+    check(data_.graph);
+  }
+
+  /// The inputs a run takes: the graph's inputs that no initializer gives.
+  std::vector<ValueInfo> inputs() const {
+    std::vector<ValueInfo> out;
+    for (const ValueInfo& v : data_.graph.inputs)
+      if (!data_.graph.initializers.count(v.name)) out.push_back(v);
+    return out;
+  }
+  const std::vector<ValueInfo>& outputs() const { return data_.graph.outputs; }
+  const std::map<std::string, std::string>& metadata() const { return data_.metadata; }
+  /// The default domain's opset version.
+  int64_t opset() const { return opset_; }
+  const ModelData& data() const { return data_; }
+
+  /// The outputs, by name, for `inputs` by name: ShapeError for a missing or unknown input or a
+  /// shape the model contradicts, DTypeError for a wrong element type, each naming the input.
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) const {
+    using tinyt::detail::cat;
+    std::map<std::string, Tensor> values(data_.graph.initializers.begin(), data_.graph.initializers.end());
+    for (const ValueInfo& v : this->inputs()) {
+      const auto it = inputs.find(v.name);
+      if (it == inputs.end()) throw ShapeError(cat("onnx::Model::run: input '", v.name, "' is missing"));
+      check_input(v, it->second);
+      values.insert_or_assign(v.name, it->second);
+    }
+    for (const auto& [name, t] : inputs)
+      if (std::none_of(data_.graph.inputs.begin(), data_.graph.inputs.end(), [&](const ValueInfo& v) { return v.name == name; }))
+        throw ShapeError(cat("onnx::Model::run: the model has no input '", name, "'"));
+    for (const Node& node : data_.graph.nodes) {
+      std::vector<std::optional<Tensor>> in;
+      for (const std::string& name : node.inputs) {
+        if (name.empty()) {
+          in.emplace_back();
+          continue;
+        }
+        const auto it = values.find(name);
+        if (it == values.end()) throw ShapeError(cat("onnx: ", node.op_type, " node '", node.name, "' reads '", name, "', which nothing computed before it"));
+        in.emplace_back(it->second);
+      }
+      const std::vector<Tensor> out = default_ops().at(node.op_type)(OpCall{node, in, opset_});
+      for (size_t i = 0; i < node.outputs.size() && i < out.size(); ++i)
+        if (!node.outputs[i].empty()) values.insert_or_assign(node.outputs[i], out[i]);
+    }
+    std::map<std::string, Tensor> out;
+    for (const ValueInfo& v : data_.graph.outputs) {
+      const auto it = values.find(v.name);
+      if (it == values.end()) throw ShapeError(cat("onnx::Model::run: output '", v.name, "' is computed by no node"));
+      out.emplace(v.name, it->second);
+    }
+    return out;
+  }
+
+ private:
+  ModelData data_;
+  int64_t opset_ = 1;
+
+  // every node of the graph and its subgraphs is an op the runner knows
+  void check(const Graph& g) const {
+    for (const Node& n : g.nodes) {
+      if ((!n.domain.empty() && n.domain != "ai.onnx") || !default_ops().count(n.op_type)) {
+        const auto it = data_.opsets.find(n.domain == "ai.onnx" ? "" : n.domain);
+        throw UnsupportedError(tinyt::detail::cat("onnx: op ", n.op_type, " of domain '", n.domain, "' (opset ",
+                                                  it == data_.opsets.end() ? 0 : it->second, "), node '", n.name, "': not supported"));
+      }
+      for (const Attribute& a : n.attributes) {
+        if (a.g) check(*a.g);
+        for (const auto& sub : a.graphs) check(*sub);
+      }
+    }
+  }
+  static void check_input(const ValueInfo& v, const Tensor& t) {
+    using tinyt::detail::cat;
+    if (v.dtype != dtypes::void_ && t.dtype() != v.dtype)
+      throw DTypeError(cat("onnx::Model::run: input '", v.name, "' is ", v.dtype.name(), ", given ", t.dtype().name()));
+    if (!v.has_shape) return;
+    const std::vector<int64_t> dims = t.shape().to_vector();
+    bool fits = dims.size() == v.shape.size();
+    for (size_t i = 0; fits && i < dims.size(); ++i)
+      if (const int64_t* n = std::get_if<int64_t>(&v.shape[i])) fits = *n == dims[i];
+    if (!fits) throw ShapeError(cat("onnx::Model::run: input '", v.name, "' has shape ", to_string(t.shape()), "; the model says ", describe(v.shape)));
+  }
+  static std::string describe(const std::vector<Dim>& shape) {
+    std::string s = "(";
+    for (size_t i = 0; i < shape.size(); ++i) {
+      s += i ? ", " : "";
+      s += std::holds_alternative<int64_t>(shape[i]) ? std::to_string(std::get<int64_t>(shape[i])) : std::get<std::string>(shape[i]);
+    }
+    return s + ")";
+  }
+};
+
+/// The model in `bytes` (an .onnx file's contents).
+inline Model load_bytes(std::string_view bytes) { return Model(read_model(bytes)); }
+
+/// The model in the .onnx file at `path`.
+inline Model load(const std::string& path) {
+  const std::optional<std::string> bytes = tinyt::detail::read_file(path);
+  if (!bytes) throw Error(tinyt::detail::cat("onnx::load: cannot read ", path));
+  return load_bytes(*bytes);
+}
+
+}  // namespace onnx
+}  // namespace tinyt::inline v0

@@ -1,0 +1,139 @@
+// The ONNX ops the runner knows, as tinyt Tensor ops: one function per op type of the default
+// domain, taking a node, its inputs (empty where an optional input is left out) and the model's
+// opset, and giving its outputs. Each builds lazy tensors: a model runs as one tinyt graph,
+// scheduled and fused like hand-written code.
+#pragma once
+
+#include <functional>
+#include <optional>
+
+#include "model_proto.hpp"
+
+namespace tinyt::inline v0 {
+namespace onnx {
+
+/// What an op gets: its node, its inputs in order (nullopt: an optional input left out) and the
+/// default domain's opset version of the model.
+struct OpCall {
+  const Node& node;
+  const std::vector<std::optional<Tensor>>& inputs;
+  int64_t opset;
+
+  /// Input `i`, which the op needs: a ShapeError naming the node when it is left out.
+  const Tensor& in(size_t i) const {
+    if (i >= inputs.size() || !inputs[i])
+      throw ShapeError(tinyt::detail::cat("onnx: ", node.op_type, " node '", node.name, "': input ", i, " is missing"));
+    return *inputs[i];
+  }
+  bool has(size_t i) const { return i < inputs.size() && inputs[i].has_value(); }
+  const Attribute* attribute(const std::string& name) const {
+    for (const Attribute& a : node.attributes)
+      if (a.name == name) return &a;
+    return nullptr;
+  }
+  int64_t int_attr(const std::string& name, int64_t fallback) const {
+    const Attribute* a = attribute(name);
+    return a ? a->i : fallback;
+  }
+  float float_attr(const std::string& name, float fallback) const {
+    const Attribute* a = attribute(name);
+    return a ? a->f : fallback;
+  }
+  /// The values of a small integer tensor the op reads on the host (a shape, axes): realized here.
+  std::vector<int64_t> host_ints(size_t i) const { return in(i).cast(dtypes::int64).to_vector<int64_t>(); }
+};
+
+using OpFn = std::function<std::vector<Tensor>(const OpCall&)>;
+
+namespace detail {
+inline std::vector<Tensor> one(Tensor t) { return {std::move(t)}; }
+
+// Reshape's target: 0 copies the input's dim (unless allowzero), -1 is inferred by Tensor::reshape
+inline Shape reshape_target(const OpCall& c) {
+  const std::vector<int64_t> want = c.host_ints(1);
+  const std::vector<int64_t> have = c.in(0).shape().to_vector();
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (want[i] == 0 && !c.int_attr("allowzero", 0)) {
+      if (i >= have.size())
+        throw ShapeError(tinyt::detail::cat("onnx: Reshape node '", c.node.name, "': dim ", i, " is 0 (copy the input's) but the input has ", have.size()));
+      out.push_back(have[i]);
+    } else {
+      out.push_back(want[i]);
+    }
+  }
+  return Shape(out);
+}
+
+// Softmax: from opset 13 along one axis (default -1); before, over the input flattened to 2-D at
+// `axis` (default 1), the dims from `axis` on as one
+inline Tensor softmax(const OpCall& c) {
+  const Tensor& x = c.in(0);
+  if (c.opset >= 13) return x.softmax(static_cast<int>(c.int_attr("axis", -1)));
+  const std::vector<int64_t> dims = x.shape().to_vector();
+  int64_t axis = c.int_attr("axis", 1);
+  if (axis < 0) axis += static_cast<int64_t>(dims.size());
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < dims.size(); ++i) (static_cast<int64_t>(i) < axis ? outer : inner) *= dims[i];
+  return x.reshape(Shape{outer, inner}).softmax(1).reshape(x.shape());
+}
+
+// Gemm: alpha·A'·B' + beta·C, A' and B' transposed where transA, transB say
+inline Tensor gemm(const OpCall& c) {
+  Tensor a = c.in(0), b = c.in(1);
+  if (c.int_attr("transA", 0)) a = a.transpose();
+  if (c.int_attr("transB", 0)) b = b.transpose();
+  const float alpha = c.float_attr("alpha", 1.0f), beta = c.float_attr("beta", 1.0f);
+  Tensor y = a.matmul(b);
+  if (alpha != 1.0f) y = y * alpha;
+  if (c.has(2)) y = y + (beta == 1.0f ? c.in(2) : c.in(2) * beta);
+  return y;
+}
+
+// Constant: its one value attribute as a tensor
+inline Tensor constant(const OpCall& c) {
+  for (const Attribute& a : c.node.attributes) {
+    if (a.name == "value" && a.t) return *a.t;
+    if (a.name == "value_float") return Tensor::full(Shape{}, a.f, dtypes::float32);
+    if (a.name == "value_floats") return Tensor::from_vector(a.floats);
+    if (a.name == "value_int") return Tensor::full(Shape{}, a.i, dtypes::int64);
+    if (a.name == "value_ints") return Tensor::from_vector(a.ints);
+  }
+  throw UnsupportedError(tinyt::detail::cat("onnx: Constant node '", c.node.name, "': no value, value_float(s) or value_int(s) attribute"));
+}
+
+inline Tensor transpose(const OpCall& c) {
+  const Tensor& x = c.in(0);
+  const Attribute* perm = c.attribute("perm");
+  std::vector<int> order;
+  const int64_t rank = static_cast<int64_t>(x.shape().to_vector().size());
+  for (int64_t i = 0; i < rank; ++i) order.push_back(static_cast<int>(perm ? perm->ints.at(static_cast<size_t>(i)) : rank - 1 - i));
+  return x.permute(order);
+}
+}  // namespace detail
+
+/// The ops of the default domain the runner knows, by op type.
+inline const std::map<std::string, OpFn>& default_ops() {
+  using detail::one;
+  static const std::map<std::string, OpFn> ops{
+      {"Identity", [](const OpCall& c) { return one(c.in(0)); }},
+      {"Add", [](const OpCall& c) { return one(c.in(0) + c.in(1)); }},
+      {"Sub", [](const OpCall& c) { return one(c.in(0) - c.in(1)); }},
+      {"Mul", [](const OpCall& c) { return one(c.in(0) * c.in(1)); }},
+      {"Neg", [](const OpCall& c) { return one(c.in(0).neg()); }},
+      {"Relu", [](const OpCall& c) { return one(c.in(0).relu()); }},
+      {"Sigmoid", [](const OpCall& c) { return one(c.in(0).sigmoid()); }},
+      {"Tanh", [](const OpCall& c) { return one(c.in(0).tanh()); }},
+      {"Exp", [](const OpCall& c) { return one(c.in(0).exp()); }},
+      {"MatMul", [](const OpCall& c) { return one(c.in(0).matmul(c.in(1))); }},
+      {"Gemm", [](const OpCall& c) { return one(detail::gemm(c)); }},
+      {"Reshape", [](const OpCall& c) { return one(c.in(0).reshape(detail::reshape_target(c))); }},
+      {"Transpose", [](const OpCall& c) { return one(detail::transpose(c)); }},
+      {"Softmax", [](const OpCall& c) { return one(detail::softmax(c)); }},
+      {"Constant", [](const OpCall& c) { return one(detail::constant(c)); }},
+  };
+  return ops;
+}
+
+}  // namespace onnx
+}  // namespace tinyt::inline v0
