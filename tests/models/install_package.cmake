@@ -3,13 +3,7 @@
 # (tests/models/). Fails loudly when pip cannot install it: those tests must not pass silently.
 #   -D PYTHON=python3 -D VENV=<dir> -D PACKAGE=name==version -D MODULE=import_name -D OUT=<file>
 cmake_minimum_required(VERSION 3.25)
-set(python ${VENV}/bin/python)
-if(NOT EXISTS ${python})
-  execute_process(COMMAND ${PYTHON} -m venv ${VENV} RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "cannot make a virtual environment at ${VENV} (python3-venv installed?)")
-  endif()
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/make_venv.cmake)
 set(where "import ${MODULE}; print(${MODULE}.get_model_path())")
 execute_process(COMMAND ${python} -c "${where}" OUTPUT_VARIABLE path RESULT_VARIABLE rc ERROR_QUIET
                 OUTPUT_STRIP_TRAILING_WHITESPACE)
