@@ -4,6 +4,7 @@
 // scheduled and fused like hand-written code.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 
@@ -102,6 +103,44 @@ inline Tensor constant(const OpCall& c) {
   throw UnsupportedError(tinyt::detail::cat("onnx: Constant node '", c.node.name, "': no value, value_float(s) or value_int(s) attribute"));
 }
 
+// LogSoftmax: as Softmax, by opset
+inline Tensor log_softmax(const OpCall& c) {
+  const Tensor& x = c.in(0);
+  if (c.opset >= 13) return x.log_softmax(static_cast<int>(c.int_attr("axis", -1)));
+  const std::vector<int64_t> dims = x.shape().to_vector();
+  int64_t axis = c.int_attr("axis", 1);
+  if (axis < 0) axis += static_cast<int64_t>(dims.size());
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < dims.size(); ++i) (static_cast<int64_t>(i) < axis ? outer : inner) *= dims[i];
+  return x.reshape(Shape{outer, inner}).log_softmax(1).reshape(x.shape());
+}
+
+// Shape: the input's dims from `start` to `end` (opset 15; negative counts from the back, both clamped)
+inline Tensor shape_of(const OpCall& c) {
+  const std::vector<int64_t> dims = c.in(0).shape().to_vector();
+  const auto rank = static_cast<int64_t>(dims.size());
+  const auto clamp = [&](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t{0}, rank); };
+  const int64_t start = clamp(c.int_attr("start", 0)), end = clamp(c.int_attr("end", rank));
+  std::vector<int64_t> out(dims.begin() + start, dims.begin() + std::max(start, end));
+  return Tensor::from_vector(out, Shape{static_cast<int64_t>(out.size())});
+}
+
+// a variadic op (Max, Min, Sum, Mean): its inputs folded pairwise, broadcasting
+inline Tensor fold(const OpCall& c, const std::function<Tensor(const Tensor&, const Tensor&)>& f) {
+  Tensor acc = c.in(0);
+  for (size_t i = 1; i < c.inputs.size(); ++i) acc = f(acc, c.in(i));
+  return acc;
+}
+
+// Div: of integers, the quotient truncated toward zero (C's), as ONNX defines it
+inline Tensor div(const OpCall& c) {
+  const Tensor &a = c.in(0), &b = c.in(1);
+  if (!a.dtype().is_int()) return a.div(b);
+  const Tensor floored = a.floordiv(b);
+  const Tensor inexact = (a - floored * b).ne(Tensor::zeros_like(a)), opposite = a.lt(Tensor::zeros_like(a)).logical_xor(b.lt(Tensor::zeros_like(b)));
+  return floored + inexact.logical_and(opposite).cast(a.dtype());
+}
+
 inline Tensor transpose(const OpCall& c) {
   const Tensor& x = c.in(0);
   const Attribute* perm = c.attribute("perm");
@@ -131,6 +170,41 @@ inline const std::map<std::string, OpFn>& default_ops() {
       {"Transpose", [](const OpCall& c) { return one(detail::transpose(c)); }},
       {"Softmax", [](const OpCall& c) { return one(detail::softmax(c)); }},
       {"Constant", [](const OpCall& c) { return one(detail::constant(c)); }},
+      {"LogSoftmax", [](const OpCall& c) { return one(detail::log_softmax(c)); }},
+      {"Shape", [](const OpCall& c) { return one(detail::shape_of(c)); }},
+      {"Cast", [](const OpCall& c) { return one(c.in(0).cast(dtype_of(c.int_attr("to", 0), "Cast node '" + c.node.name + "'"))); }},
+      {"CastLike", [](const OpCall& c) { return one(c.in(0).cast(c.in(1).dtype())); }},
+      {"Abs", [](const OpCall& c) { return one(c.in(0).abs()); }},
+      {"Sqrt", [](const OpCall& c) { return one(c.in(0).sqrt()); }},
+      {"Log", [](const OpCall& c) { return one(c.in(0).log()); }},
+      {"Floor", [](const OpCall& c) { return one(c.in(0).floor()); }},
+      {"Ceil", [](const OpCall& c) { return one(c.in(0).ceil()); }},
+      {"Reciprocal", [](const OpCall& c) { return one(c.in(0).reciprocal()); }},
+      {"Sin", [](const OpCall& c) { return one(c.in(0).sin()); }},
+      {"Cos", [](const OpCall& c) { return one(c.in(0).cos()); }},
+      {"Tan", [](const OpCall& c) { return one(c.in(0).tan()); }},
+      {"Sign", [](const OpCall& c) { return one(c.in(0).sign()); }},
+      {"Erf", [](const OpCall& c) { return one(c.in(0).erf()); }},
+      {"Round", [](const OpCall& c) { return one(c.in(0).round()); }},
+      {"Not", [](const OpCall& c) { return one(c.in(0).logical_not()); }},
+      {"IsNaN", [](const OpCall& c) { return one(c.in(0).isnan()); }},
+      {"Div", [](const OpCall& c) { return one(detail::div(c)); }},
+      {"Pow", [](const OpCall& c) { return one(c.in(0).pow(c.in(1)).cast(c.in(0).dtype())); }},  // (the base's type, as ONNX's)
+      {"Equal", [](const OpCall& c) { return one(c.in(0).eq(c.in(1))); }},
+      {"Less", [](const OpCall& c) { return one(c.in(0).lt(c.in(1))); }},
+      {"LessOrEqual", [](const OpCall& c) { return one(c.in(0).le(c.in(1))); }},
+      {"Greater", [](const OpCall& c) { return one(c.in(0).gt(c.in(1))); }},
+      {"GreaterOrEqual", [](const OpCall& c) { return one(c.in(0).ge(c.in(1))); }},
+      {"And", [](const OpCall& c) { return one(c.in(0).logical_and(c.in(1))); }},
+      {"Or", [](const OpCall& c) { return one(c.in(0).logical_or(c.in(1))); }},
+      {"Xor", [](const OpCall& c) { return one(c.in(0).logical_xor(c.in(1))); }},
+      {"Where", [](const OpCall& c) { return one(c.in(0).where(c.in(1), c.in(2))); }},
+      {"Max", [](const OpCall& c) { return one(detail::fold(c, [](const Tensor& a, const Tensor& b) { return a.maximum(b); })); }},
+      {"Min", [](const OpCall& c) { return one(detail::fold(c, [](const Tensor& a, const Tensor& b) { return a.minimum(b); })); }},
+      {"Sum", [](const OpCall& c) { return one(detail::fold(c, [](const Tensor& a, const Tensor& b) { return a + b; })); }},
+      {"Mean", [](const OpCall& c) {
+         return one(detail::fold(c, [](const Tensor& a, const Tensor& b) { return a + b; }) / static_cast<float>(c.inputs.size()));
+       }},
   };
   return ops;
 }
