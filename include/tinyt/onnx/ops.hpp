@@ -141,6 +141,59 @@ inline Tensor div(const OpCall& c) {
   return floored + inexact.logical_and(opposite).cast(a.dtype());
 }
 
+// the axes an op takes from its attribute `axes` before opset `from`, from input `input` after
+// (empty: none given)
+inline std::vector<int64_t> axes_of(const OpCall& c, int64_t from, size_t input) {
+  if (c.opset < from) {
+    const Attribute* a = c.attribute("axes");
+    return a ? a->ints : std::vector<int64_t>{};
+  }
+  return c.has(input) ? c.host_ints(input) : std::vector<int64_t>{};
+}
+
+// Reduce{Sum,Max,Min,Mean,Prod}: over `axes` (none: all, or none at all with
+// noop_with_empty_axes), dims kept where keepdims (default 1), in the input's type
+inline Tensor reduce(const OpCall& c, int64_t axes_input_from, Tensor (Tensor::*op)(std::vector<int>, bool) const) {
+  const Tensor& x = c.in(0);
+  const std::vector<int64_t> axes = axes_of(c, axes_input_from, 1);
+  if (axes.empty() && c.int_attr("noop_with_empty_axes", 0)) return x;
+  std::vector<int> dims;
+  const auto rank = static_cast<int64_t>(x.shape().to_vector().size());
+  if (axes.empty())
+    for (int64_t i = 0; i < rank; ++i) dims.push_back(static_cast<int>(i));
+  for (const int64_t a : axes) dims.push_back(static_cast<int>(a < 0 ? a + rank : a));
+  return (x.*op)(dims, c.int_attr("keepdims", 1) != 0).cast(x.dtype());
+}
+
+// Unsqueeze: new dims of 1 at `axes` of the output (attribute before opset 13, input after)
+inline Tensor unsqueeze(const OpCall& c) {
+  Tensor x = c.in(0);
+  std::vector<int64_t> axes = axes_of(c, 13, 1);
+  const auto rank = static_cast<int64_t>(x.shape().to_vector().size() + axes.size());
+  for (int64_t& a : axes) a = a < 0 ? a + rank : a;
+  std::sort(axes.begin(), axes.end());
+  for (const int64_t a : axes) x = x.unsqueeze(static_cast<int>(a));
+  return x;
+}
+
+// Squeeze: the dims of 1 at `axes` removed (none given: every dim of 1)
+inline Tensor squeeze(const OpCall& c) {
+  Tensor x = c.in(0);
+  std::vector<int64_t> axes = axes_of(c, 13, 1);
+  if (axes.empty()) return x.squeeze();
+  const auto rank = static_cast<int64_t>(x.shape().to_vector().size());
+  for (int64_t& a : axes) a = a < 0 ? a + rank : a;
+  std::sort(axes.rbegin(), axes.rend());
+  for (const int64_t a : axes) x = x.squeeze(static_cast<int>(a));
+  return x;
+}
+
+inline Tensor concat(const OpCall& c) {
+  std::vector<Tensor> parts;
+  for (size_t i = 0; i < c.inputs.size(); ++i) parts.push_back(c.in(i));
+  return Tensor::cat(parts, static_cast<int>(c.int_attr("axis", 0)));
+}
+
 inline Tensor transpose(const OpCall& c) {
   const Tensor& x = c.in(0);
   const Attribute* perm = c.attribute("perm");
@@ -202,6 +255,15 @@ inline const std::map<std::string, OpFn>& default_ops() {
       {"Max", [](const OpCall& c) { return one(detail::fold(c, [](const Tensor& a, const Tensor& b) { return a.maximum(b); })); }},
       {"Min", [](const OpCall& c) { return one(detail::fold(c, [](const Tensor& a, const Tensor& b) { return a.minimum(b); })); }},
       {"Sum", [](const OpCall& c) { return one(detail::fold(c, [](const Tensor& a, const Tensor& b) { return a + b; })); }},
+      {"ReduceSum", [](const OpCall& c) { return one(detail::reduce(c, 13, &Tensor::sum)); }},
+      {"ReduceMax", [](const OpCall& c) { return one(detail::reduce(c, 18, &Tensor::max)); }},
+      {"ReduceMin", [](const OpCall& c) { return one(detail::reduce(c, 18, &Tensor::min)); }},
+      {"ReduceMean", [](const OpCall& c) { return one(detail::reduce(c, 18, &Tensor::mean)); }},
+      {"ReduceProd", [](const OpCall& c) { return one(detail::reduce(c, 18, &Tensor::prod)); }},
+      {"Unsqueeze", [](const OpCall& c) { return one(detail::unsqueeze(c)); }},
+      {"Squeeze", [](const OpCall& c) { return one(detail::squeeze(c)); }},
+      {"Concat", [](const OpCall& c) { return one(detail::concat(c)); }},
+      {"Size", [](const OpCall& c) { return one(Tensor::full(Shape{}, c.in(0).numel(), dtypes::int64)); }},
       {"Mean", [](const OpCall& c) {
          return one(detail::fold(c, [](const Tensor& a, const Tensor& b) { return a + b; }) / static_cast<float>(c.inputs.size()));
        }},
