@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <optional>
 
@@ -194,6 +195,85 @@ inline Tensor concat(const OpCall& c) {
   return Tensor::cat(parts, static_cast<int>(c.int_attr("axis", 0)));
 }
 
+// ConstantOfShape: the value attribute's one element (default float 0) over the shape input
+inline Tensor constant_of_shape(const OpCall& c) {
+  const std::vector<int64_t> dims = c.host_ints(0);
+  const Attribute* value = c.attribute("value");
+  const Tensor one = value && value->t ? value->t->reshape(Shape{}) : Tensor::full(Shape{}, 0.0f, dtypes::float32);
+  return one.expand(Shape(dims)).contiguous();
+}
+
+// Expand: the input broadcast with the shape input, both ways (numpy's rule), as ONNX's
+inline Tensor expand(const OpCall& c) {
+  std::vector<int64_t> have = c.in(0).shape().to_vector(), want = c.host_ints(1);
+  const size_t rank = std::max(have.size(), want.size());
+  have.insert(have.begin(), rank - have.size(), 1);
+  want.insert(want.begin(), rank - want.size(), 1);
+  std::vector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    if (have[i] != want[i] && have[i] != 1 && want[i] != 1)
+      throw ShapeError(tinyt::detail::cat("onnx: Expand node '", c.node.name, "': dim ", i, " of ", have[i], " does not broadcast with ", want[i]));
+    out[i] = have[i] == 1 ? want[i] : have[i];
+  }
+  return c.in(0).reshape(Shape(have)).expand(Shape(out));
+}
+
+// Range: start, start + delta, ... before limit, in the inputs' type
+inline Tensor range(const OpCall& c) {
+  const auto scalar = [&](size_t i) { return c.in(i).cast(dtypes::float64).to_vector<double>().at(0); };
+  const double start = scalar(0), limit = scalar(1), delta = scalar(2);
+  const auto count = static_cast<int64_t>(std::max(std::ceil((limit - start) / delta), 0.0));
+  const Tensor steps = Tensor::arange(count).cast(dtypes::float64);
+  return (steps * delta + start).cast(c.in(0).dtype());
+}
+
+// Clip: bounded below and above where the bounds are given (inputs from opset 11, attributes before)
+inline Tensor clip(const OpCall& c) {
+  Tensor x = c.in(0);
+  if (c.opset < 11) {
+    if (const Attribute* lo = c.attribute("min")) x = x.maximum(Tensor::full(Shape{}, lo->f, x.dtype()));
+    if (const Attribute* hi = c.attribute("max")) x = x.minimum(Tensor::full(Shape{}, hi->f, x.dtype()));
+    return x;
+  }
+  if (c.has(1)) x = x.maximum(c.in(1));
+  if (c.has(2)) x = x.minimum(c.in(2));
+  return x;
+}
+
+// Flatten: two dims, the input's before `axis` (default 1) and from it
+inline Tensor flatten(const OpCall& c) {
+  const std::vector<int64_t> dims = c.in(0).shape().to_vector();
+  int64_t axis = c.int_attr("axis", 1);
+  if (axis < 0) axis += static_cast<int64_t>(dims.size());
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < dims.size(); ++i) (static_cast<int64_t>(i) < axis ? outer : inner) *= dims[i];
+  return c.in(0).reshape(Shape{outer, inner});
+}
+
+// Gather: numpy's take along `axis`, a negative index counting from the end of the axis
+inline Tensor gather(const OpCall& c) {
+  const Tensor& x = c.in(0);
+  const auto rank = static_cast<int64_t>(x.shape().to_vector().size());
+  int64_t axis = c.int_attr("axis", 0);
+  if (axis < 0) axis += rank;
+  const Tensor& idx = c.in(1);
+  const Tensor size = Tensor::full(Shape{}, x.shape().to_vector().at(static_cast<size_t>(axis)), idx.dtype());
+  const Tensor zero = Tensor::zeros_like(idx);
+  const Tensor wrapped = idx.lt(zero).where(idx + size, idx);
+  std::vector<Index> at(static_cast<size_t>(axis), Slice());
+  at.emplace_back(wrapped);
+  return x[at];
+}
+
+// Mod: with fmod 0, integers' remainder takes the divisor's sign (Python's); with fmod 1, the
+// dividend's (C's fmod)
+inline Tensor mod(const OpCall& c) {
+  const Tensor &a = c.in(0), &b = c.in(1);
+  if (!c.int_attr("fmod", 0)) return a.mod(b);
+  if (a.dtype().is_float()) return a - (a / b).trunc() * b;
+  return a - div(c) * b;
+}
+
 inline Tensor transpose(const OpCall& c) {
   const Tensor& x = c.in(0);
   const Attribute* perm = c.attribute("perm");
@@ -264,6 +344,29 @@ inline const std::map<std::string, OpFn>& default_ops() {
       {"Squeeze", [](const OpCall& c) { return one(detail::squeeze(c)); }},
       {"Concat", [](const OpCall& c) { return one(detail::concat(c)); }},
       {"Size", [](const OpCall& c) { return one(Tensor::full(Shape{}, c.in(0).numel(), dtypes::int64)); }},
+      {"ConstantOfShape", [](const OpCall& c) { return one(detail::constant_of_shape(c)); }},
+      {"Expand", [](const OpCall& c) { return one(detail::expand(c)); }},
+      {"Range", [](const OpCall& c) { return one(detail::range(c)); }},
+      {"Clip", [](const OpCall& c) { return one(detail::clip(c)); }},
+      {"Flatten", [](const OpCall& c) { return one(detail::flatten(c)); }},
+      {"Gather", [](const OpCall& c) { return one(detail::gather(c)); }},
+      {"Mod", [](const OpCall& c) { return one(detail::mod(c)); }},
+      {"Elu", [](const OpCall& c) { return one(c.in(0).elu(c.float_attr("alpha", 1.0f))); }},
+      {"LeakyRelu", [](const OpCall& c) { return one(c.in(0).leaky_relu(c.float_attr("alpha", 0.01f))); }},
+      {"Selu", [](const OpCall& c) {
+         return one(c.in(0).elu(c.float_attr("alpha", 1.67326319217681884765625f)) * c.float_attr("gamma", 1.05070102214813232421875f));
+       }},
+      {"Softplus", [](const OpCall& c) { return one(c.in(0).softplus()); }},
+      {"Softsign", [](const OpCall& c) { return one(c.in(0) / (c.in(0).abs() + 1.0f)); }},
+      {"HardSigmoid", [](const OpCall& c) {
+         return one((c.in(0) * c.float_attr("alpha", 0.2f) + c.float_attr("beta", 0.5f)).maximum(Tensor::zeros_like(c.in(0))).minimum(Tensor::ones_like(c.in(0))));
+       }},
+      {"HardSwish", [](const OpCall& c) { return one(c.in(0).hardswish()); }},
+      {"Mish", [](const OpCall& c) { return one(c.in(0).mish()); }},
+      {"PRelu", [](const OpCall& c) { return one(c.in(0).lt(Tensor::zeros_like(c.in(0))).where(c.in(0) * c.in(1), c.in(0))); }},
+      {"ThresholdedRelu", [](const OpCall& c) {
+         return one(c.in(0).gt(Tensor::full(Shape{}, c.float_attr("alpha", 1.0f), c.in(0).dtype())).where(c.in(0), Tensor::zeros_like(c.in(0))));
+       }},
       {"Mean", [](const OpCall& c) {
          return one(detail::fold(c, [](const Tensor& a, const Tensor& b) { return a + b; }) / static_cast<float>(c.inputs.size()));
        }},
