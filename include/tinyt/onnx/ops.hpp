@@ -274,6 +274,90 @@ inline Tensor mod(const OpCall& c) {
   return a - div(c) * b;
 }
 
+// Slice: per axis a start, an end and a step (inputs from opset 10, attributes before, without
+// steps), clamped as ONNX clamps them: to [0, dim] stepping up, to [-1, dim - 1] stepping down
+// (-1: past the first element)
+inline Tensor slice(const OpCall& c) {
+  const Tensor& x = c.in(0);
+  const std::vector<int64_t> dims = x.shape().to_vector();
+  const auto rank = static_cast<int64_t>(dims.size());
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (c.opset < 10) {
+    const auto ints = [&](const char* name) {
+      const Attribute* a = c.attribute(name);
+      return a ? a->ints : std::vector<int64_t>{};
+    };
+    starts = ints("starts"), ends = ints("ends"), axes = ints("axes");
+  } else {
+    starts = c.host_ints(1), ends = c.host_ints(2);
+    if (c.has(3)) axes = c.host_ints(3);
+    if (c.has(4)) steps = c.host_ints(4);
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    throw ShapeError(tinyt::detail::cat("onnx: Slice node '", c.node.name, "': ", starts.size(), " starts, ", ends.size(), " ends, ", axes.size(),
+                                        " axes and ", steps.size(), " steps"));
+  std::vector<Index> at(static_cast<size_t>(rank), Slice());
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i], dim = dims.at(static_cast<size_t>(axis)), step = steps[i];
+    if (step == 0) throw ShapeError(tinyt::detail::cat("onnx: Slice node '", c.node.name, "': a step of 0"));
+    const auto from_end = [&](int64_t v) { return v < 0 ? (v < -dim ? -dim - 1 : v + dim) : v; };
+    int64_t start = from_end(starts[i]), end = from_end(ends[i]);
+    Slice s;
+    if (step > 0) {
+      start = std::clamp<int64_t>(start, 0, dim), end = std::clamp<int64_t>(end, 0, dim);
+      s.start = start, s.stop = std::max(start, end);
+    } else {
+      start = std::clamp<int64_t>(start, -1, dim - 1), end = std::clamp<int64_t>(end, -1, dim - 1);
+      if (start >= 0) s.start = start;
+      else s.start = 0, s.stop = 0;  // nothing
+      if (start >= 0 && end >= 0) s.stop = std::min(start, end);
+    }
+    s.step = step;
+    at[static_cast<size_t>(axis)] = s;
+  }
+  return x[at];
+}
+
+// ArgMax, ArgMin: int64 indices along `axis`, dims kept where keepdims; the last of equal values
+// where select_last_index (the first found in the flipped axis)
+inline Tensor arg_extreme(const OpCall& c, bool largest) {
+  const Tensor& x = c.in(0);
+  const auto rank = static_cast<int64_t>(x.shape().to_vector().size());
+  int64_t axis = c.int_attr("axis", 0);
+  if (axis < 0) axis += rank;
+  const bool keep = c.int_attr("keepdims", 1) != 0, last = c.int_attr("select_last_index", 0) != 0;
+  const Tensor in = last ? x.flip(static_cast<int>(axis)) : x;
+  Tensor idx = (largest ? in.argmax(static_cast<int>(axis), keep) : in.argmin(static_cast<int>(axis), keep)).cast(dtypes::int64);
+  if (last) idx = Tensor::full(Shape{}, x.shape().to_vector().at(static_cast<size_t>(axis)) - 1, dtypes::int64) - idx;
+  return idx;
+}
+
+// Split: along `axis` into the sizes given (input from opset 13, attribute before), else into
+// num_outputs (or as many as the node's outputs) parts, the last smaller where they do not divide
+inline std::vector<Tensor> split(const OpCall& c) {
+  const Tensor& x = c.in(0);
+  const auto rank = static_cast<int64_t>(x.shape().to_vector().size());
+  int64_t axis = c.int_attr("axis", 0);
+  if (axis < 0) axis += rank;
+  const int64_t dim = x.shape().to_vector().at(static_cast<size_t>(axis));
+  std::vector<int64_t> sizes;
+  if (c.opset < 13) {
+    if (const Attribute* a = c.attribute("split")) sizes = a->ints;
+  } else if (c.has(1)) {
+    sizes = c.host_ints(1);
+  }
+  if (sizes.empty()) {
+    const int64_t parts = c.int_attr("num_outputs", static_cast<int64_t>(c.node.outputs.size()));
+    const int64_t each = (dim + parts - 1) / parts;
+    for (int64_t left = dim; left > 0; left -= each) sizes.push_back(std::min(each, left));
+    while (static_cast<int64_t>(sizes.size()) < parts) sizes.push_back(0);
+  }
+  return x.split(sizes, static_cast<int>(axis));
+}
+
 inline Tensor transpose(const OpCall& c) {
   const Tensor& x = c.in(0);
   const Attribute* perm = c.attribute("perm");
@@ -367,6 +451,10 @@ inline const std::map<std::string, OpFn>& default_ops() {
       {"ThresholdedRelu", [](const OpCall& c) {
          return one(c.in(0).gt(Tensor::full(Shape{}, c.float_attr("alpha", 1.0f), c.in(0).dtype())).where(c.in(0), Tensor::zeros_like(c.in(0))));
        }},
+      {"Slice", [](const OpCall& c) { return one(detail::slice(c)); }},
+      {"ArgMax", [](const OpCall& c) { return one(detail::arg_extreme(c, true)); }},
+      {"ArgMin", [](const OpCall& c) { return one(detail::arg_extreme(c, false)); }},
+      {"Split", [](const OpCall& c) { return detail::split(c); }},
       {"Mean", [](const OpCall& c) {
          return one(detail::fold(c, [](const Tensor& a, const Tensor& b) { return a + b; }) / static_cast<float>(c.inputs.size()));
        }},
