@@ -358,6 +358,34 @@ inline std::vector<Tensor> split(const OpCall& c) {
   return x.split(sizes, static_cast<int>(axis));
 }
 
+// GatherElements: PyTorch's gather along `axis`, a negative index counting from the end of the axis
+inline Tensor gather_elements(const OpCall& c) {
+  const Tensor &x = c.in(0), &idx = c.in(1);
+  const auto rank = static_cast<int64_t>(x.shape().to_vector().size());
+  int64_t axis = c.int_attr("axis", 0);
+  if (axis < 0) axis += rank;
+  const Tensor size = Tensor::full(Shape{}, x.shape().to_vector().at(static_cast<size_t>(axis)), idx.dtype());
+  return x.gather(static_cast<int>(axis), idx.lt(Tensor::zeros_like(idx)).where(idx + size, idx));
+}
+
+// LayerNormalization: normalized over the dims from `axis` (default -1), in float32 (stash_type
+// 1) for narrower inputs, scaled and shifted; its optional outputs the mean and 1/stddev, those
+// dims kept as 1
+inline std::vector<Tensor> layer_normalization(const OpCall& c) {
+  const Tensor& x = c.in(0);
+  const auto rank = static_cast<int64_t>(x.shape().to_vector().size());
+  int64_t axis = c.int_attr("axis", -1);
+  if (axis < 0) axis += rank;
+  std::vector<int> dims;
+  for (int64_t i = axis; i < rank; ++i) dims.push_back(static_cast<int>(i));
+  const Tensor xf = x.dtype().itemsize() < 4 ? x.cast(dtypes::float32) : x;
+  const Tensor mean = xf.mean(dims, true), centered = xf - mean;
+  const Tensor inv_std = ((centered * centered).mean(dims, true) + c.float_attr("epsilon", 1e-5f)).rsqrt();
+  Tensor y = (centered * inv_std).cast(x.dtype()) * c.in(1);
+  if (c.has(2)) y = y + c.in(2);
+  return {y, mean, inv_std};
+}
+
 inline Tensor transpose(const OpCall& c) {
   const Tensor& x = c.in(0);
   const Attribute* perm = c.attribute("perm");
@@ -455,6 +483,8 @@ inline const std::map<std::string, OpFn>& default_ops() {
       {"ArgMax", [](const OpCall& c) { return one(detail::arg_extreme(c, true)); }},
       {"ArgMin", [](const OpCall& c) { return one(detail::arg_extreme(c, false)); }},
       {"Split", [](const OpCall& c) { return detail::split(c); }},
+      {"GatherElements", [](const OpCall& c) { return one(detail::gather_elements(c)); }},
+      {"LayerNormalization", [](const OpCall& c) { return detail::layer_normalization(c); }},
       {"Mean", [](const OpCall& c) {
          return one(detail::fold(c, [](const Tensor& a, const Tensor& b) { return a + b; }) / static_cast<float>(c.inputs.size()));
        }},
