@@ -1,0 +1,52 @@
+// What an ONNX op's function gets (its node, inputs and the model's opset) and gives (its
+// outputs): the runner's ops (onnx/ops.hpp) are such functions.
+#pragma once
+
+#include <functional>
+#include <optional>
+
+#include "model_proto.hpp"
+
+namespace tinyt::inline v0 {
+namespace onnx {
+
+/// What an op gets: its node, its inputs in order (nullopt: an optional input left out) and the
+/// default domain's opset version of the model.
+struct OpCall {
+  const Node& node;
+  const std::vector<std::optional<Tensor>>& inputs;
+  int64_t opset;
+
+  /// Input `i`, which the op needs: a ShapeError naming the node when it is left out.
+  const Tensor& in(size_t i) const {
+    if (i >= inputs.size() || !inputs[i])
+      throw ShapeError(tinyt::detail::cat("onnx: ", node.op_type, " node '", node.name, "': input ", i, " is missing"));
+    return *inputs[i];
+  }
+  bool has(size_t i) const { return i < inputs.size() && inputs[i].has_value(); }
+  const Attribute* attribute(const std::string& name) const {
+    for (const Attribute& a : node.attributes)
+      if (a.name == name) return &a;
+    return nullptr;
+  }
+  int64_t int_attr(const std::string& name, int64_t fallback) const {
+    const Attribute* a = attribute(name);
+    return a ? a->i : fallback;
+  }
+  float float_attr(const std::string& name, float fallback) const {
+    const Attribute* a = attribute(name);
+    return a ? a->f : fallback;
+  }
+  /// The values of a small integer tensor the op reads on the host (a shape, axes): realized here.
+  std::vector<int64_t> host_ints(size_t i) const { return in(i).cast(dtypes::int64).to_vector<int64_t>(); }
+};
+
+using OpFn = std::function<std::vector<Tensor>(const OpCall&)>;
+
+namespace detail {
+/// An op's one output.
+inline std::vector<Tensor> one(Tensor t) { return {std::move(t)}; }
+}  // namespace detail
+
+}  // namespace onnx
+}  // namespace tinyt::inline v0

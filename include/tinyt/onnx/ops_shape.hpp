@@ -1,0 +1,239 @@
+// The ONNX ops that move, cut, join and index tensors, or make them (Reshape .. Range), where a
+// Tensor op alone does not say ONNX's semantics: their functions, in the table of onnx/ops.hpp.
+#pragma once
+
+#include <algorithm>
+
+#include "op_call.hpp"
+
+namespace tinyt::inline v0 {
+namespace onnx {
+namespace detail {
+
+// Reshape's target: 0 copies the input's dim (unless allowzero), -1 is inferred by Tensor::reshape
+inline Shape reshape_target(const OpCall& c) {
+  const std::vector<int64_t> want = c.host_ints(1);
+  const std::vector<int64_t> have = c.in(0).shape().to_vector();
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (want[i] == 0 && !c.int_attr("allowzero", 0)) {
+      if (i >= have.size())
+        throw ShapeError(tinyt::detail::cat("onnx: Reshape node '", c.node.name, "': dim ", i, " is 0 (copy the input's) but the input has ", have.size()));
+      out.push_back(have[i]);
+    } else {
+      out.push_back(want[i]);
+    }
+  }
+  return Shape(out);
+}
+
+// Constant: its one value attribute as a tensor
+inline Tensor constant(const OpCall& c) {
+  for (const Attribute& a : c.node.attributes) {
+    if (a.name == "value" && a.t) return *a.t;
+    if (a.name == "value_float") return Tensor::full(Shape{}, a.f, dtypes::float32);
+    if (a.name == "value_floats") return Tensor::from_vector(a.floats);
+    if (a.name == "value_int") return Tensor::full(Shape{}, a.i, dtypes::int64);
+    if (a.name == "value_ints") return Tensor::from_vector(a.ints);
+  }
+  throw UnsupportedError(tinyt::detail::cat("onnx: Constant node '", c.node.name, "': no value, value_float(s) or value_int(s) attribute"));
+}
+
+// Shape: the input's dims from `start` to `end` (opset 15; negative counts from the back, both clamped)
+inline Tensor shape_of(const OpCall& c) {
+  const std::vector<int64_t> dims = c.in(0).shape().to_vector();
+  const auto rank = static_cast<int64_t>(dims.size());
+  const auto clamp = [&](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t{0}, rank); };
+  const int64_t start = clamp(c.int_attr("start", 0)), end = clamp(c.int_attr("end", rank));
+  std::vector<int64_t> out(dims.begin() + start, dims.begin() + std::max(start, end));
+  return Tensor::from_vector(out, Shape{static_cast<int64_t>(out.size())});
+}
+
+// the axes an op takes from its attribute `axes` before opset `from`, from input `input` after
+// (empty: none given)
+inline std::vector<int64_t> axes_of(const OpCall& c, int64_t from, size_t input) {
+  if (c.opset < from) {
+    const Attribute* a = c.attribute("axes");
+    return a ? a->ints : std::vector<int64_t>{};
+  }
+  return c.has(input) ? c.host_ints(input) : std::vector<int64_t>{};
+}
+
+// Unsqueeze: new dims of 1 at `axes` of the output (attribute before opset 13, input after)
+inline Tensor unsqueeze(const OpCall& c) {
+  Tensor x = c.in(0);
+  std::vector<int64_t> axes = axes_of(c, 13, 1);
+  const auto rank = static_cast<int64_t>(x.shape().to_vector().size() + axes.size());
+  for (int64_t& a : axes) a = a < 0 ? a + rank : a;
+  std::sort(axes.begin(), axes.end());
+  for (const int64_t a : axes) x = x.unsqueeze(static_cast<int>(a));
+  return x;
+}
+
+// Squeeze: the dims of 1 at `axes` removed (none given: every dim of 1)
+inline Tensor squeeze(const OpCall& c) {
+  Tensor x = c.in(0);
+  std::vector<int64_t> axes = axes_of(c, 13, 1);
+  if (axes.empty()) return x.squeeze();
+  const auto rank = static_cast<int64_t>(x.shape().to_vector().size());
+  for (int64_t& a : axes) a = a < 0 ? a + rank : a;
+  std::sort(axes.rbegin(), axes.rend());
+  for (const int64_t a : axes) x = x.squeeze(static_cast<int>(a));
+  return x;
+}
+
+inline Tensor concat(const OpCall& c) {
+  std::vector<Tensor> parts;
+  for (size_t i = 0; i < c.inputs.size(); ++i) parts.push_back(c.in(i));
+  return Tensor::cat(parts, static_cast<int>(c.int_attr("axis", 0)));
+}
+
+// ConstantOfShape: the value attribute's one element (default float 0) over the shape input
+inline Tensor constant_of_shape(const OpCall& c) {
+  const std::vector<int64_t> dims = c.host_ints(0);
+  const Attribute* value = c.attribute("value");
+  const Tensor one = value && value->t ? value->t->reshape(Shape{}) : Tensor::full(Shape{}, 0.0f, dtypes::float32);
+  return one.expand(Shape(dims)).contiguous();
+}
+
+// Expand: the input broadcast with the shape input, both ways (numpy's rule), as ONNX's
+inline Tensor expand(const OpCall& c) {
+  std::vector<int64_t> have = c.in(0).shape().to_vector(), want = c.host_ints(1);
+  const size_t rank = std::max(have.size(), want.size());
+  have.insert(have.begin(), rank - have.size(), 1);
+  want.insert(want.begin(), rank - want.size(), 1);
+  std::vector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    if (have[i] != want[i] && have[i] != 1 && want[i] != 1)
+      throw ShapeError(tinyt::detail::cat("onnx: Expand node '", c.node.name, "': dim ", i, " of ", have[i], " does not broadcast with ", want[i]));
+    out[i] = have[i] == 1 ? want[i] : have[i];
+  }
+  return c.in(0).reshape(Shape(have)).expand(Shape(out));
+}
+
+// Range: start, start + delta, ... before limit, in the inputs' type
+inline Tensor range(const OpCall& c) {
+  const auto scalar = [&](size_t i) { return c.in(i).cast(dtypes::float64).to_vector<double>().at(0); };
+  const double start = scalar(0), limit = scalar(1), delta = scalar(2);
+  const auto count = static_cast<int64_t>(std::max(std::ceil((limit - start) / delta), 0.0));
+  const Tensor steps = Tensor::arange(count).cast(dtypes::float64);
+  return (steps * delta + start).cast(c.in(0).dtype());
+}
+
+// Flatten: two dims, the input's before `axis` (default 1) and from it
+inline Tensor flatten(const OpCall& c) {
+  const std::vector<int64_t> dims = c.in(0).shape().to_vector();
+  int64_t axis = c.int_attr("axis", 1);
+  if (axis < 0) axis += static_cast<int64_t>(dims.size());
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < dims.size(); ++i) (static_cast<int64_t>(i) < axis ? outer : inner) *= dims[i];
+  return c.in(0).reshape(Shape{outer, inner});
+}
+
+// Gather: numpy's take along `axis`, a negative index counting from the end of the axis
+inline Tensor gather(const OpCall& c) {
+  const Tensor& x = c.in(0);
+  const auto rank = static_cast<int64_t>(x.shape().to_vector().size());
+  int64_t axis = c.int_attr("axis", 0);
+  if (axis < 0) axis += rank;
+  const Tensor& idx = c.in(1);
+  const Tensor size = Tensor::full(Shape{}, x.shape().to_vector().at(static_cast<size_t>(axis)), idx.dtype());
+  const Tensor zero = Tensor::zeros_like(idx);
+  const Tensor wrapped = idx.lt(zero).where(idx + size, idx);
+  std::vector<Index> at(static_cast<size_t>(axis), Slice());
+  at.emplace_back(wrapped);
+  return x[at];
+}
+
+// Slice: per axis a start, an end and a step (inputs from opset 10, attributes before, without
+// steps), clamped as ONNX clamps them: to [0, dim] stepping up, to [-1, dim - 1] stepping down
+// (-1: past the first element)
+inline Tensor slice(const OpCall& c) {
+  const Tensor& x = c.in(0);
+  const std::vector<int64_t> dims = x.shape().to_vector();
+  const auto rank = static_cast<int64_t>(dims.size());
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (c.opset < 10) {
+    const auto ints = [&](const char* name) {
+      const Attribute* a = c.attribute(name);
+      return a ? a->ints : std::vector<int64_t>{};
+    };
+    starts = ints("starts"), ends = ints("ends"), axes = ints("axes");
+  } else {
+    starts = c.host_ints(1), ends = c.host_ints(2);
+    if (c.has(3)) axes = c.host_ints(3);
+    if (c.has(4)) steps = c.host_ints(4);
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    throw ShapeError(tinyt::detail::cat("onnx: Slice node '", c.node.name, "': ", starts.size(), " starts, ", ends.size(), " ends, ", axes.size(),
+                                        " axes and ", steps.size(), " steps"));
+  std::vector<Index> at(static_cast<size_t>(rank), Slice());
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i], dim = dims.at(static_cast<size_t>(axis)), step = steps[i];
+    if (step == 0) throw ShapeError(tinyt::detail::cat("onnx: Slice node '", c.node.name, "': a step of 0"));
+    const auto from_end = [&](int64_t v) { return v < 0 ? (v < -dim ? -dim - 1 : v + dim) : v; };
+    int64_t start = from_end(starts[i]), end = from_end(ends[i]);
+    Slice s;
+    if (step > 0) {
+      start = std::clamp<int64_t>(start, 0, dim), end = std::clamp<int64_t>(end, 0, dim);
+      s.start = start, s.stop = std::max(start, end);
+    } else {
+      start = std::clamp<int64_t>(start, -1, dim - 1), end = std::clamp<int64_t>(end, -1, dim - 1);
+      if (start >= 0) s.start = start;
+      else s.start = 0, s.stop = 0;  // nothing
+      if (start >= 0 && end >= 0) s.stop = std::min(start, end);
+    }
+    s.step = step;
+    at[static_cast<size_t>(axis)] = s;
+  }
+  return x[at];
+}
+
+// Split: along `axis` into the sizes given (input from opset 13, attribute before), else into
+// num_outputs (or as many as the node's outputs) parts, the last smaller where they do not divide
+inline std::vector<Tensor> split(const OpCall& c) {
+  const Tensor& x = c.in(0);
+  const auto rank = static_cast<int64_t>(x.shape().to_vector().size());
+  int64_t axis = c.int_attr("axis", 0);
+  if (axis < 0) axis += rank;
+  const int64_t dim = x.shape().to_vector().at(static_cast<size_t>(axis));
+  std::vector<int64_t> sizes;
+  if (c.opset < 13) {
+    if (const Attribute* a = c.attribute("split")) sizes = a->ints;
+  } else if (c.has(1)) {
+    sizes = c.host_ints(1);
+  }
+  if (sizes.empty()) {
+    const int64_t parts = c.int_attr("num_outputs", static_cast<int64_t>(c.node.outputs.size()));
+    const int64_t each = (dim + parts - 1) / parts;
+    for (int64_t left = dim; left > 0; left -= each) sizes.push_back(std::min(each, left));
+    while (static_cast<int64_t>(sizes.size()) < parts) sizes.push_back(0);
+  }
+  return x.split(sizes, static_cast<int>(axis));
+}
+
+// GatherElements: PyTorch's gather along `axis`, a negative index counting from the end of the axis
+inline Tensor gather_elements(const OpCall& c) {
+  const Tensor &x = c.in(0), &idx = c.in(1);
+  const auto rank = static_cast<int64_t>(x.shape().to_vector().size());
+  int64_t axis = c.int_attr("axis", 0);
+  if (axis < 0) axis += rank;
+  const Tensor size = Tensor::full(Shape{}, x.shape().to_vector().at(static_cast<size_t>(axis)), idx.dtype());
+  return x.gather(static_cast<int>(axis), idx.lt(Tensor::zeros_like(idx)).where(idx + size, idx));
+}
+
+inline Tensor transpose(const OpCall& c) {
+  const Tensor& x = c.in(0);
+  const Attribute* perm = c.attribute("perm");
+  std::vector<int> order;
+  const int64_t rank = static_cast<int64_t>(x.shape().to_vector().size());
+  for (int64_t i = 0; i < rank; ++i) order.push_back(static_cast<int>(perm ? perm->ints.at(static_cast<size_t>(i)) : rank - 1 - i));
+  return x.permute(order);
+}
+
+}  // namespace detail
+}  // namespace onnx
+}  // namespace tinyt::inline v0
