@@ -11,17 +11,12 @@ namespace tinyt::inline v0 {
 namespace onnx {
 namespace detail {
 
-// Softmax: from opset 13 along one axis (default -1); before, over the input flattened to 2-D at
-// `axis` (default 1), the dims from `axis` on as one
-inline Tensor softmax(const OpCall& c) {
+// Softmax and LogSoftmax (`op`): from opset 13 along one axis (default -1); before, over the
+// input flattened to 2-D at `axis` (default 1), the dims from `axis` on as one
+inline Tensor softmax_like(const OpCall& c, Tensor (Tensor::*op)(int) const) {
   const Tensor& x = c.in(0);
-  if (c.opset >= 13) return x.softmax(static_cast<int>(c.int_attr("axis", -1)));
-  const std::vector<int64_t> dims = x.shape().to_vector();
-  int64_t axis = c.int_attr("axis", 1);
-  if (axis < 0) axis += static_cast<int64_t>(dims.size());
-  int64_t outer = 1, inner = 1;
-  for (size_t i = 0; i < dims.size(); ++i) (static_cast<int64_t>(i) < axis ? outer : inner) *= dims[i];
-  return x.reshape(Shape{outer, inner}).softmax(1).reshape(x.shape());
+  if (c.opset >= 13) return (x.*op)(static_cast<int>(c.int_attr("axis", -1)));
+  return (flattened_2d(x, c.int_attr("axis", 1)).*op)(1).reshape(x.shape());
 }
 
 // Gemm: alpha·A'·B' + beta·C, A' and B' transposed where transA, transB say
@@ -34,18 +29,6 @@ inline Tensor gemm(const OpCall& c) {
   if (alpha != 1.0f) y = y * alpha;
   if (c.has(2)) y = y + (beta == 1.0f ? c.in(2) : c.in(2) * beta);
   return y;
-}
-
-// LogSoftmax: as Softmax, by opset
-inline Tensor log_softmax(const OpCall& c) {
-  const Tensor& x = c.in(0);
-  if (c.opset >= 13) return x.log_softmax(static_cast<int>(c.int_attr("axis", -1)));
-  const std::vector<int64_t> dims = x.shape().to_vector();
-  int64_t axis = c.int_attr("axis", 1);
-  if (axis < 0) axis += static_cast<int64_t>(dims.size());
-  int64_t outer = 1, inner = 1;
-  for (size_t i = 0; i < dims.size(); ++i) (static_cast<int64_t>(i) < axis ? outer : inner) *= dims[i];
-  return x.reshape(Shape{outer, inner}).log_softmax(1).reshape(x.shape());
 }
 
 // a variadic op (Max, Min, Sum, Mean): its inputs folded pairwise, broadcasting

@@ -120,15 +120,17 @@ inline Tensor range(const OpCall& c) {
   return (steps * delta + start).cast(c.in(0).dtype());
 }
 
-// Flatten: two dims, the input's before `axis` (default 1) and from it
-inline Tensor flatten(const OpCall& c) {
-  const std::vector<int64_t> dims = c.in(0).shape().to_vector();
-  int64_t axis = c.int_attr("axis", 1);
+// The input as two dims: those before `axis` (negative: from the end) and those from it
+inline Tensor flattened_2d(const Tensor& x, int64_t axis) {
+  const std::vector<int64_t> dims = x.shape().to_vector();
   if (axis < 0) axis += static_cast<int64_t>(dims.size());
   int64_t outer = 1, inner = 1;
   for (size_t i = 0; i < dims.size(); ++i) (static_cast<int64_t>(i) < axis ? outer : inner) *= dims[i];
-  return c.in(0).reshape(Shape{outer, inner});
+  return x.reshape(Shape{outer, inner});
 }
+
+// Flatten: two dims, the input's before `axis` (default 1) and from it
+inline Tensor flatten(const OpCall& c) { return flattened_2d(c.in(0), c.int_attr("axis", 1)); }
 
 // Gather: numpy's take along `axis`, a negative index counting from the end of the axis
 inline Tensor gather(const OpCall& c) {
