@@ -99,6 +99,11 @@ inline const std::map<std::string, OpFn>& default_ops() {
       {"Split", [](const OpCall& c) { return detail::split(c); }},
       {"GatherElements", [](const OpCall& c) { return one(detail::gather_elements(c)); }},
       {"LayerNormalization", [](const OpCall& c) { return detail::layer_normalization(c); }},
+      {"Trilu", [](const OpCall& c) { return one(detail::trilu(c)); }},
+      {"BitShift", [](const OpCall& c) {
+         const auto* direction = c.attribute("direction");
+         return one(direction && direction->s == "LEFT" ? c.in(0).lshift(c.in(1)) : c.in(0).rshift(c.in(1)));
+       }},
       {"Mean", [](const OpCall& c) {
          return one(detail::fold(c, [](const Tensor& a, const Tensor& b) { return a + b; }) / static_cast<float>(c.inputs.size()));
        }},

@@ -236,6 +236,19 @@ inline Tensor transpose(const OpCall& c) {
   return x.permute(order);
 }
 
+// Trilu: the upper (upper = 1, the default) or lower triangle of the last two dims, from the
+// k-th diagonal (input 1, default 0); the rest zeros
+inline Tensor trilu(const OpCall& c) {
+  const Tensor& x = c.in(0);
+  const std::vector<int64_t> dims = x.shape().to_vector();
+  if (dims.size() < 2) throw ShapeError(tinyt::detail::cat("onnx: Trilu node '", c.node.name, "': the input has fewer than 2 dims"));
+  const int64_t k = c.has(1) ? c.host_ints(1).at(0) : 0, rows = dims[dims.size() - 2], cols = dims.back();
+  const Tensor diagonal = Tensor::arange(cols).reshape(Shape{1, cols}) - Tensor::arange(rows).reshape(Shape{rows, 1});  // col - row
+  const Tensor k_t = Tensor::full(Shape{}, k, diagonal.dtype());
+  const Tensor keep = c.int_attr("upper", 1) ? diagonal.ge(k_t) : diagonal.le(k_t);
+  return keep.where(x, Tensor::zeros_like(x));
+}
+
 }  // namespace detail
 }  // namespace onnx
 }  // namespace tinyt::inline v0
