@@ -10972,6 +10972,14 @@ inline bool is_stage(const UOp& u) {
   return u.op() == Ops::BARRIER && u.arg().is<std::string>() && u.arg().get<std::string>() == "stage";
 }
 
+/// The INDEX `index` valid only where `gate` holds too (its gate, if it has one, and `gate`).
+inline UOp gated(const UOp& index, const UOp& gate) {
+  std::vector<UOp> src = index.src();
+  if (src.size() > 2) src[2] = src[2] & gate;
+  else src.push_back(gate);
+  return index.replace(std::move(src));
+}
+
 /// The rules every kernel AST is kept simplified with.
 inline const PatternMatcher& kernel_rules() {
   static const PatternMatcher pm = symbolic() + schedule::gated_load_rules();
@@ -11058,12 +11066,7 @@ inline UOp pad_range(const UOp& ast, const UOp& r, int64_t amount) {
     std::vector<UOp> src;
     for (const UOp& s : u.src()) src.push_back(done.at(s.get()));
     UOp out = u.replace(std::move(src));
-    if (u.op() == Ops::INDEX && u.src(0).op() == Ops::DEFINE_GLOBAL && depends_on(u.src(1), r)) {
-      std::vector<UOp> s = out.src();
-      if (s.size() > 2) s[2] = s[2] & inside;
-      else s.push_back(inside);
-      out = out.replace(std::move(s));
-    }
+    if (u.op() == Ops::INDEX && u.src(0).op() == Ops::DEFINE_GLOBAL && depends_on(u.src(1), r)) out = gated(out, inside);
     if (u.op() == Ops::REDUCE && std::find(u.src().begin() + 1, u.src().end(), r) != u.src().end() &&
         !(u.arg().get<Ops>() == Ops::ADD && zero_where_masked(out.src(0), grown)))
       throw OptError("PADTO: the padded iterations of this reduction would change its result");
@@ -11228,16 +11231,9 @@ inline UOp stage_loads(const UOp& ast, const UOp& r, int64_t amount, const std::
     }
     for (const UOp& x : own) in_read = in_read * range_size(x) + x;
     const UOp buffer(Ops::DEFINE_LOCAL, u.dtype().ptr(size, AddrSpace::local), {}, buffers++);
-    UOp value = substitute(u, at_f);
-    std::vector<UOp> to{buffer, f};
-    if (in_copy) {
-      std::vector<UOp> from = value.src(0).src();
-      if (from.size() > 2) from[2] = from[2] & in_copy;
-      else from.push_back(in_copy);
-      value = UOp(Ops::LOAD, value.dtype(), {value.src(0).replace(std::move(from))});
-      to.push_back(in_copy);
-    }
-    fills.emplace_back(Ops::STORE, dtypes::void_, std::vector<UOp>{UOp(Ops::INDEX, buffer.dtype(), std::move(to)), value});
+    UOp value = substitute(u, at_f), to(Ops::INDEX, buffer.dtype(), {buffer, f});
+    if (in_copy) value = UOp(Ops::LOAD, value.dtype(), {gated(value.src(0), in_copy)}), to = gated(to, in_copy);
+    fills.emplace_back(Ops::STORE, dtypes::void_, std::vector<UOp>{to, value});
     staged[u.get()] = UOp(Ops::LOAD, u.dtype(), {UOp(Ops::INDEX, buffer.dtype(), {buffer, in_read})});
   }
   if (staged.empty()) throw OptError(cat(what, ": no load of the reduction moves with the tile"));
@@ -11699,13 +11695,14 @@ inline Program linearize(const UOp& ast, std::string name) {
   lin.declare(locals);
   lin.emit_stores(lowered.src());
   Program p{std::move(name), std::move(lin.ops), {}, 1, {}, {}, {1, 1, 1}, {1, 1, 1}, std::move(vars)};
+  std::array<int64_t, 3> groups{1, 1, 1};  // a fixed work-group kernel's work-groups per dimension
   for (const UOp& u : toposort(lowered)) {
     if (u.op() == Ops::RANGE && range_kind(u) == RangeKind::thread) p.threads = range_size(u);
     if (u.op() == Ops::RANGE && (range_kind(u) == RangeKind::group_id || range_kind(u) == RangeKind::local_id)) {
       // a fixed work-group: dimension d runs group_id's work-groups of local_id's work-items
       const size_t dim = static_cast<size_t>(u.arg()[2].as_int());
       if (!p.fixed_local) p.global_axes.assign(3, -1), p.fixed_local = true;
-      if (range_kind(u) == RangeKind::local_id) p.local_size[dim] = range_size(u);
+      (range_kind(u) == RangeKind::local_id ? p.local_size : groups)[dim] = range_size(u);
       if (range_kind(u) == RangeKind::group_id || p.global_axes[dim] < 0) p.global_axes[dim] = u.arg()[0].as_int();
     }
     if (u.op() == Ops::RANGE && range_kind(u) == RangeKind::global) {
@@ -11722,12 +11719,8 @@ inline Program linearize(const UOp& ast, std::string name) {
       p.globals[i] = u.dtype();
     }
   }
-  if (p.fixed_local) {
-    std::array<int64_t, 3> groups{1, 1, 1};
-    for (const UOp& u : toposort(lowered))
-      if (u.op() == Ops::RANGE && range_kind(u) == RangeKind::group_id) groups[static_cast<size_t>(u.arg()[2].as_int())] = range_size(u);
+  if (p.fixed_local)
     for (size_t d = 0; d < 3; ++d) p.global_size[d] = groups[d] * p.local_size[d];
-  }
   // a buffer the kernel binds but never touches (its loads simplified away) is still a parameter
   for (DType& g : p.globals)
     if (g == DType()) g = dtypes::uint8.ptr();
@@ -11859,7 +11852,7 @@ class CStyleRenderer {
       features.bfloat16 |= dt == dtypes::bfloat16;
       features.float64 |= dt == dtypes::float64;
       features.tensor_cores |= u.op() == Ops::WMMA;
-      features.tf32 |= u.op() == Ops::WMMA && u.arg().get<std::string>() == "m16n8k8 tf32";
+      features.tf32 |= u.op() == Ops::WMMA && tensor_core_of(u.arg().get<std::string>()) == &mma_m16n8k8_tf32;
     }
     open_kernel(p);
     for (const UOp& u : p.ops) line(u);
@@ -13346,20 +13339,16 @@ inline UOp lower_groups(const UOp& ast, int64_t warp = 0) {
         x = partial;
       } else {
         const UOp local(Ops::DEFINE_LOCAL, x.dtype().ptr(slots, AddrSpace::local), {}, buffers++);
-        std::vector<UOp> at{local, slot};
-        if (writes) at.push_back(writes);
-        const UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, local.dtype(), std::move(at)), partial});
+        const UOp at(Ops::INDEX, local.dtype(), {local, slot});
+        const UOp store(Ops::STORE, dtypes::void_, {writes ? gated(at, writes) : at, partial});
         const UOp barrier(Ops::BARRIER, dtypes::void_, {store});
         const UOp k = schedule::range(slots, next_axis++, RangeKind::reduce);
         const UOp read(Ops::LOAD, x.dtype(), {UOp(Ops::INDEX, local.dtype(), {local, k}), barrier});
         x = UOp(Ops::REDUCE, x.dtype(), {read, k}, x.arg());
       }
     } else if (x.op() == Ops::STORE && x.src(0).src(0).op() == Ops::DEFINE_GLOBAL) {
-      std::vector<UOp> index = x.src(0).src();  // every work-item holds the result: the first stores it
-      const UOp first = lane.eq(schedule::index_const(0));
-      if (index.size() > 2) index[2] = index[2] & first;
-      else index.push_back(first);
-      x = UOp(Ops::STORE, dtypes::void_, {x.src(0).replace(std::move(index)), x.src(1)});
+      // every work-item holds the result: the first stores it
+      x = UOp(Ops::STORE, dtypes::void_, {gated(x.src(0), lane.eq(schedule::index_const(0))), x.src(1)});
     }
     done[u.get()] = x;
   }
@@ -15329,8 +15318,8 @@ struct OptSettings {
   std::string compiler;
   static OptSettings current(const std::string& device) {
     backend::Device& d = backend::device(device);
-    return {d.name(),        getenv_int("NOOPT", 0), getenv_int("BEAM", 0), getenv_int("TRANSCENDENTAL", 1),
-            getenv_int("TC", 1), getenv_int("TF32", 0), d.target(),       d.compiler().identity()};
+    return {d.name(), getenv_int("NOOPT", 0), getenv_int("BEAM", 0), getenv_int("TRANSCENDENTAL", 1), getenv_int("TC", 1),
+            getenv_int("TF32", 0), d.target(), d.compiler().identity()};
   }
   auto key() const {
     return std::tuple(device, noopt, beam, transcendental, tc, tf32, target.language, target.threads, target.max_local,
@@ -15617,6 +15606,25 @@ inline int64_t axis_of(const UOp& ast, int64_t id) {
   return -1;
 }
 
+// An opt of a heuristic by the id of the range it applies to: op, range id, amount (1: none).
+using OptById = std::tuple<codegen::OptOp, int64_t, int64_t>;
+
+// One try of a heuristic: `kernel` (an AST with `opts` applied) with each of `more` applied to its
+// range where that range is then; all the opts when every one applies and the kernel launches so.
+inline std::optional<std::vector<codegen::Opt>> try_opts(UOp kernel, std::vector<codegen::Opt> opts, const std::vector<OptById>& more) {
+  try {
+    for (const auto& [op, id, amount] : more) {
+      if (amount == 1) continue;
+      opts.push_back({op, axis_of(kernel, id), amount});
+      kernel = codegen::apply_opt(kernel, opts.back());
+    }
+    codegen::map_work_items(kernel);  // throws when it cannot launch so
+    return opts;
+  } catch (const codegen::OptError&) {
+    return std::nullopt;
+  }
+}
+
 // Register tiles around a TC kernel: each lane keeps its B fragments for 2 tiles of M and its A
 // fragments for 4 tiles of N (UPCAST of the tile loops each side moves with alone), so a k-step
 // loads 16 + 8 values for 8 tensor-core ops instead of 12 for each. Then warps side by side in a
@@ -15654,21 +15662,10 @@ inline std::vector<codegen::Opt> tensor_core_tiles(const UOp& ast, std::vector<c
   for (const UOp& r : codegen::axes(tiled))
     if (codegen::range_kind(r) == codegen::RangeKind::reduce) k_id = r.arg()[0].as_int();
   for (const auto& [n_warps, m_warps] : {std::pair<int64_t, int64_t>{2, 2}, {2, 1}, {1, 2}})
-    for (const int64_t steps : {2, 4}) {
-      std::vector<codegen::Opt> more = opts;
-      UOp k = tiled;
-      try {
-        for (const auto& [op, id, amount] : {std::tuple{codegen::OptOp::LOCAL, sides[0], n_warps}, {codegen::OptOp::LOCAL, sides[1], m_warps},
-                                             {codegen::OptOp::STAGE, k_id, steps}}) {
-          if (amount == 1) continue;
-          more.push_back({op, axis_of(k, id), amount});
-          k = codegen::apply_opt(k, more.back());
-        }
-        codegen::map_work_items(k);  // throws when it cannot launch so
-        return more;
-      } catch (const codegen::OptError&) {
-      }
-    }
+    for (const int64_t steps : {2, 4})
+      if (auto more = try_opts(tiled, opts, {{codegen::OptOp::LOCAL, sides[0], n_warps}, {codegen::OptOp::LOCAL, sides[1], m_warps},
+                                             {codegen::OptOp::STAGE, k_id, steps}}))
+        return *more;
   return opts;
 }
 
@@ -15680,7 +15677,7 @@ inline std::vector<codegen::Opt> tensor_core_tiles(const UOp& ast, std::vector<c
 // work-group (STAGE), so each is read from global memory once per work-group. Empty when the
 // kernel is not of that shape or no tiling divides it.
 inline std::vector<codegen::Opt> shared_tiles(const UOp& ast, const backend::Target& target) {
-  using codegen::Opt, codegen::OptOp, codegen::RangeKind;
+  using codegen::OptOp, codegen::RangeKind;
   UOp red;
   for (const UOp& u : toposort(ast))
     if (u.op() == Ops::REDUCE) {
@@ -15713,26 +15710,11 @@ inline std::vector<codegen::Opt> shared_tiles(const UOp& ast, const backend::Tar
   const auto registers = [](int64_t left) { return left % 4 == 0 ? 4 : left % 2 == 0 ? 2 : 1; };
   for (const auto& [n_items, m_items] : {std::pair<int64_t, int64_t>{16, 16}, {8, 32}, {32, 8}, {16, 8}, {8, 16}, {8, 8}}) {
     if (n_items * m_items > target.max_local || n_size % n_items != 0 || m_size % m_items != 0) continue;
-    for (const int64_t steps : {16, 8}) {
-      std::vector<Opt> opts;
-      UOp k = ast;
-      const auto apply = [&](OptOp op, int64_t id, int64_t amount) {
-        if (amount == 1) return;
-        const Opt o{op, axis_of(k, id), amount};
-        k = codegen::apply_opt(k, o);
-        opts.push_back(o);
-      };
-      try {
-        apply(OptOp::LOCAL, n_id, n_items);
-        apply(OptOp::LOCAL, m_id, m_items);
-        apply(OptOp::UPCAST, n_id, registers(n_size / n_items));
-        apply(OptOp::UPCAST, m_id, registers(m_size / m_items));
-        apply(OptOp::STAGE, k_id, steps);
-        codegen::map_work_items(k);  // throws when it cannot launch so
-        return opts;
-      } catch (const codegen::OptError&) {
-      }
-    }
+    for (const int64_t steps : {16, 8})
+      if (auto opts = try_opts(ast, {}, {{OptOp::LOCAL, n_id, n_items}, {OptOp::LOCAL, m_id, m_items},
+                                          {OptOp::UPCAST, n_id, registers(n_size / n_items)}, {OptOp::UPCAST, m_id, registers(m_size / m_items)},
+                                          {OptOp::STAGE, k_id, steps}}))
+        return *opts;
   }
   return {};
 }

@@ -257,13 +257,14 @@ inline Program linearize(const UOp& ast, std::string name) {
   lin.declare(locals);
   lin.emit_stores(lowered.src());
   Program p{std::move(name), std::move(lin.ops), {}, 1, {}, {}, {1, 1, 1}, {1, 1, 1}, std::move(vars)};
+  std::array<int64_t, 3> groups{1, 1, 1};  // a fixed work-group kernel's work-groups per dimension
   for (const UOp& u : toposort(lowered)) {
     if (u.op() == Ops::RANGE && range_kind(u) == RangeKind::thread) p.threads = range_size(u);
     if (u.op() == Ops::RANGE && (range_kind(u) == RangeKind::group_id || range_kind(u) == RangeKind::local_id)) {
       // a fixed work-group: dimension d runs group_id's work-groups of local_id's work-items
       const size_t dim = static_cast<size_t>(u.arg()[2].as_int());
       if (!p.fixed_local) p.global_axes.assign(3, -1), p.fixed_local = true;
-      if (range_kind(u) == RangeKind::local_id) p.local_size[dim] = range_size(u);
+      (range_kind(u) == RangeKind::local_id ? p.local_size : groups)[dim] = range_size(u);
       if (range_kind(u) == RangeKind::group_id || p.global_axes[dim] < 0) p.global_axes[dim] = u.arg()[0].as_int();
     }
     if (u.op() == Ops::RANGE && range_kind(u) == RangeKind::global) {
@@ -280,12 +281,8 @@ inline Program linearize(const UOp& ast, std::string name) {
       p.globals[i] = u.dtype();
     }
   }
-  if (p.fixed_local) {
-    std::array<int64_t, 3> groups{1, 1, 1};
-    for (const UOp& u : toposort(lowered))
-      if (u.op() == Ops::RANGE && range_kind(u) == RangeKind::group_id) groups[static_cast<size_t>(u.arg()[2].as_int())] = range_size(u);
+  if (p.fixed_local)
     for (size_t d = 0; d < 3; ++d) p.global_size[d] = groups[d] * p.local_size[d];
-  }
   // a buffer the kernel binds but never touches (its loads simplified away) is still a parameter
   for (DType& g : p.globals)
     if (g == DType()) g = dtypes::uint8.ptr();

@@ -77,20 +77,16 @@ inline UOp lower_groups(const UOp& ast, int64_t warp = 0) {
         x = partial;
       } else {
         const UOp local(Ops::DEFINE_LOCAL, x.dtype().ptr(slots, AddrSpace::local), {}, buffers++);
-        std::vector<UOp> at{local, slot};
-        if (writes) at.push_back(writes);
-        const UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, local.dtype(), std::move(at)), partial});
+        const UOp at(Ops::INDEX, local.dtype(), {local, slot});
+        const UOp store(Ops::STORE, dtypes::void_, {writes ? gated(at, writes) : at, partial});
         const UOp barrier(Ops::BARRIER, dtypes::void_, {store});
         const UOp k = schedule::range(slots, next_axis++, RangeKind::reduce);
         const UOp read(Ops::LOAD, x.dtype(), {UOp(Ops::INDEX, local.dtype(), {local, k}), barrier});
         x = UOp(Ops::REDUCE, x.dtype(), {read, k}, x.arg());
       }
     } else if (x.op() == Ops::STORE && x.src(0).src(0).op() == Ops::DEFINE_GLOBAL) {
-      std::vector<UOp> index = x.src(0).src();  // every work-item holds the result: the first stores it
-      const UOp first = lane.eq(schedule::index_const(0));
-      if (index.size() > 2) index[2] = index[2] & first;
-      else index.push_back(first);
-      x = UOp(Ops::STORE, dtypes::void_, {x.src(0).replace(std::move(index)), x.src(1)});
+      // every work-item holds the result: the first stores it
+      x = UOp(Ops::STORE, dtypes::void_, {gated(x.src(0), lane.eq(schedule::index_const(0))), x.src(1)});
     }
     done[u.get()] = x;
   }

@@ -12,6 +12,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "../backend/devices.hpp"
@@ -45,8 +46,8 @@ struct OptSettings {
   std::string compiler;
   static OptSettings current(const std::string& device) {
     backend::Device& d = backend::device(device);
-    return {d.name(),        getenv_int("NOOPT", 0), getenv_int("BEAM", 0), getenv_int("TRANSCENDENTAL", 1),
-            getenv_int("TC", 1), getenv_int("TF32", 0), d.target(),       d.compiler().identity()};
+    return {d.name(), getenv_int("NOOPT", 0), getenv_int("BEAM", 0), getenv_int("TRANSCENDENTAL", 1), getenv_int("TC", 1),
+            getenv_int("TF32", 0), d.target(), d.compiler().identity()};
   }
   auto key() const {
     return std::tuple(device, noopt, beam, transcendental, tc, tf32, target.language, target.threads, target.max_local,
@@ -333,6 +334,25 @@ inline int64_t axis_of(const UOp& ast, int64_t id) {
   return -1;
 }
 
+// An opt of a heuristic by the id of the range it applies to: op, range id, amount (1: none).
+using OptById = std::tuple<codegen::OptOp, int64_t, int64_t>;
+
+// One try of a heuristic: `kernel` (an AST with `opts` applied) with each of `more` applied to its
+// range where that range is then; all the opts when every one applies and the kernel launches so.
+inline std::optional<std::vector<codegen::Opt>> try_opts(UOp kernel, std::vector<codegen::Opt> opts, const std::vector<OptById>& more) {
+  try {
+    for (const auto& [op, id, amount] : more) {
+      if (amount == 1) continue;
+      opts.push_back({op, axis_of(kernel, id), amount});
+      kernel = codegen::apply_opt(kernel, opts.back());
+    }
+    codegen::map_work_items(kernel);  // throws when it cannot launch so
+    return opts;
+  } catch (const codegen::OptError&) {
+    return std::nullopt;
+  }
+}
+
 // Register tiles around a TC kernel: each lane keeps its B fragments for 2 tiles of M and its A
 // fragments for 4 tiles of N (UPCAST of the tile loops each side moves with alone), so a k-step
 // loads 16 + 8 values for 8 tensor-core ops instead of 12 for each. Then warps side by side in a
@@ -370,21 +390,10 @@ inline std::vector<codegen::Opt> tensor_core_tiles(const UOp& ast, std::vector<c
   for (const UOp& r : codegen::axes(tiled))
     if (codegen::range_kind(r) == codegen::RangeKind::reduce) k_id = r.arg()[0].as_int();
   for (const auto& [n_warps, m_warps] : {std::pair<int64_t, int64_t>{2, 2}, {2, 1}, {1, 2}})
-    for (const int64_t steps : {2, 4}) {
-      std::vector<codegen::Opt> more = opts;
-      UOp k = tiled;
-      try {
-        for (const auto& [op, id, amount] : {std::tuple{codegen::OptOp::LOCAL, sides[0], n_warps}, {codegen::OptOp::LOCAL, sides[1], m_warps},
-                                             {codegen::OptOp::STAGE, k_id, steps}}) {
-          if (amount == 1) continue;
-          more.push_back({op, axis_of(k, id), amount});
-          k = codegen::apply_opt(k, more.back());
-        }
-        codegen::map_work_items(k);  // throws when it cannot launch so
-        return more;
-      } catch (const codegen::OptError&) {
-      }
-    }
+    for (const int64_t steps : {2, 4})
+      if (auto more = try_opts(tiled, opts, {{codegen::OptOp::LOCAL, sides[0], n_warps}, {codegen::OptOp::LOCAL, sides[1], m_warps},
+                                             {codegen::OptOp::STAGE, k_id, steps}}))
+        return *more;
   return opts;
 }
 
@@ -396,7 +405,7 @@ inline std::vector<codegen::Opt> tensor_core_tiles(const UOp& ast, std::vector<c
 // work-group (STAGE), so each is read from global memory once per work-group. Empty when the
 // kernel is not of that shape or no tiling divides it.
 inline std::vector<codegen::Opt> shared_tiles(const UOp& ast, const backend::Target& target) {
-  using codegen::Opt, codegen::OptOp, codegen::RangeKind;
+  using codegen::OptOp, codegen::RangeKind;
   UOp red;
   for (const UOp& u : toposort(ast))
     if (u.op() == Ops::REDUCE) {
@@ -429,26 +438,11 @@ inline std::vector<codegen::Opt> shared_tiles(const UOp& ast, const backend::Tar
   const auto registers = [](int64_t left) { return left % 4 == 0 ? 4 : left % 2 == 0 ? 2 : 1; };
   for (const auto& [n_items, m_items] : {std::pair<int64_t, int64_t>{16, 16}, {8, 32}, {32, 8}, {16, 8}, {8, 16}, {8, 8}}) {
     if (n_items * m_items > target.max_local || n_size % n_items != 0 || m_size % m_items != 0) continue;
-    for (const int64_t steps : {16, 8}) {
-      std::vector<Opt> opts;
-      UOp k = ast;
-      const auto apply = [&](OptOp op, int64_t id, int64_t amount) {
-        if (amount == 1) return;
-        const Opt o{op, axis_of(k, id), amount};
-        k = codegen::apply_opt(k, o);
-        opts.push_back(o);
-      };
-      try {
-        apply(OptOp::LOCAL, n_id, n_items);
-        apply(OptOp::LOCAL, m_id, m_items);
-        apply(OptOp::UPCAST, n_id, registers(n_size / n_items));
-        apply(OptOp::UPCAST, m_id, registers(m_size / m_items));
-        apply(OptOp::STAGE, k_id, steps);
-        codegen::map_work_items(k);  // throws when it cannot launch so
-        return opts;
-      } catch (const codegen::OptError&) {
-      }
-    }
+    for (const int64_t steps : {16, 8})
+      if (auto opts = try_opts(ast, {}, {{OptOp::LOCAL, n_id, n_items}, {OptOp::LOCAL, m_id, m_items},
+                                          {OptOp::UPCAST, n_id, registers(n_size / n_items)}, {OptOp::UPCAST, m_id, registers(m_size / m_items)},
+                                          {OptOp::STAGE, k_id, steps}}))
+        return *opts;
   }
   return {};
 }

@@ -33,6 +33,11 @@ struct OpCall {
     const Attribute* a = attribute(name);
     return a ? a->i : fallback;
   }
+  /// The `axis` attribute (default `fallback`) among input 0's dims, a negative one counted from the end.
+  int64_t axis(int64_t fallback) const {
+    const int64_t a = int_attr("axis", fallback);
+    return a < 0 ? a + static_cast<int64_t>(in(0).shape().to_vector().size()) : a;
+  }
   float float_attr(const std::string& name, float fallback) const {
     const Attribute* a = attribute(name);
     return a ? a->f : fallback;

@@ -87,9 +87,7 @@ inline Tensor mod(const OpCall& c) {
 // where select_last_index (the first found in the flipped axis)
 inline Tensor arg_extreme(const OpCall& c, bool largest) {
   const Tensor& x = c.in(0);
-  const auto rank = static_cast<int64_t>(x.shape().to_vector().size());
-  int64_t axis = c.int_attr("axis", 0);
-  if (axis < 0) axis += rank;
+  const int64_t axis = c.axis(0);
   const bool keep = c.int_attr("keepdims", 1) != 0, last = c.int_attr("select_last_index", 0) != 0;
   const Tensor in = last ? x.flip(static_cast<int>(axis)) : x;
   Tensor idx = (largest ? in.argmax(static_cast<int>(axis), keep) : in.argmin(static_cast<int>(axis), keep)).cast(dtypes::int64);
@@ -103,8 +101,7 @@ inline Tensor arg_extreme(const OpCall& c, bool largest) {
 inline std::vector<Tensor> layer_normalization(const OpCall& c) {
   const Tensor& x = c.in(0);
   const auto rank = static_cast<int64_t>(x.shape().to_vector().size());
-  int64_t axis = c.int_attr("axis", -1);
-  if (axis < 0) axis += rank;
+  const int64_t axis = c.axis(-1);
   std::vector<int> dims;
   for (int64_t i = axis; i < rank; ++i) dims.push_back(static_cast<int>(i));
   const Tensor xf = x.dtype().itemsize() < 4 ? x.cast(dtypes::float32) : x;

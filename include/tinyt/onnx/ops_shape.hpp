@@ -132,19 +132,18 @@ inline Tensor flattened_2d(const Tensor& x, int64_t axis) {
 // Flatten: two dims, the input's before `axis` (default 1) and from it
 inline Tensor flatten(const OpCall& c) { return flattened_2d(c.in(0), c.int_attr("axis", 1)); }
 
-// Gather: numpy's take along `axis`, a negative index counting from the end of the axis
-inline Tensor gather(const OpCall& c) {
-  const Tensor& x = c.in(0);
-  const auto rank = static_cast<int64_t>(x.shape().to_vector().size());
-  int64_t axis = c.int_attr("axis", 0);
-  if (axis < 0) axis += rank;
-  const Tensor& idx = c.in(1);
+// Indices into dim `axis` of `x`, a negative one counted from the end of the dim (Gather's, GatherElements')
+inline Tensor from_end(const Tensor& idx, const Tensor& x, int64_t axis) {
   const Tensor size = Tensor::full(Shape{}, x.shape().to_vector().at(static_cast<size_t>(axis)), idx.dtype());
-  const Tensor zero = Tensor::zeros_like(idx);
-  const Tensor wrapped = idx.lt(zero).where(idx + size, idx);
+  return idx.lt(Tensor::zeros_like(idx)).where(idx + size, idx);
+}
+
+// Gather: numpy's take along `axis`
+inline Tensor gather(const OpCall& c) {
+  const int64_t axis = c.axis(0);
   std::vector<Index> at(static_cast<size_t>(axis), Slice());
-  at.emplace_back(wrapped);
-  return x[at];
+  at.emplace_back(from_end(c.in(1), c.in(0), axis));
+  return c.in(0)[at];
 }
 
 // Slice: per axis a start, an end and a step (inputs from opset 10, attributes before, without
@@ -198,9 +197,7 @@ inline Tensor slice(const OpCall& c) {
 // num_outputs (or as many as the node's outputs) parts, the last smaller where they do not divide
 inline std::vector<Tensor> split(const OpCall& c) {
   const Tensor& x = c.in(0);
-  const auto rank = static_cast<int64_t>(x.shape().to_vector().size());
-  int64_t axis = c.int_attr("axis", 0);
-  if (axis < 0) axis += rank;
+  const int64_t axis = c.axis(0);
   const int64_t dim = x.shape().to_vector().at(static_cast<size_t>(axis));
   std::vector<int64_t> sizes;
   if (c.opset < 13) {
@@ -217,14 +214,10 @@ inline std::vector<Tensor> split(const OpCall& c) {
   return x.split(sizes, static_cast<int>(axis));
 }
 
-// GatherElements: PyTorch's gather along `axis`, a negative index counting from the end of the axis
+// GatherElements: PyTorch's gather along `axis`
 inline Tensor gather_elements(const OpCall& c) {
-  const Tensor &x = c.in(0), &idx = c.in(1);
-  const auto rank = static_cast<int64_t>(x.shape().to_vector().size());
-  int64_t axis = c.int_attr("axis", 0);
-  if (axis < 0) axis += rank;
-  const Tensor size = Tensor::full(Shape{}, x.shape().to_vector().at(static_cast<size_t>(axis)), idx.dtype());
-  return x.gather(static_cast<int>(axis), idx.lt(Tensor::zeros_like(idx)).where(idx + size, idx));
+  const int64_t axis = c.axis(0);
+  return c.in(0).gather(static_cast<int>(axis), from_end(c.in(1), c.in(0), axis));
 }
 
 inline Tensor transpose(const OpCall& c) {

@@ -11,7 +11,6 @@
 
 #include <cstring>
 #include <optional>
-#include <set>
 
 #include "../tensor.hpp"
 #include "protobuf.hpp"
@@ -90,23 +89,25 @@ inline NamedTensor read_tensor(proto::Reader r) {
   std::vector<double> doubles;
   int64_t data_type = 0, location = 0;
   std::string_view raw;
-  std::vector<std::pair<const char*, size_t>> typed;  // the typed fields present: name, offset
-  bool has_raw = false;
-  size_t start = 0;
+  std::string field;  // the one field holding the values: "raw_data", "float_data", ...
+  const auto holds = [&](const char* name, const proto::Field& at) {
+    if (!field.empty() && field != name)
+      throw r.error(at.offset, cat("its values are in more than one field (", field, " and ", name, ")"));
+    field = name;
+  };
   proto::Field f;
   while (r.next(f)) {
-    if (start == 0) start = f.offset;
     switch (f.number) {
       case 1: r.integers(f, dims); break;
       case 2: data_type = r.integer(f); break;
-      case 4: r.floats(f, floats), typed.emplace_back("float_data", f.offset); break;
-      case 5: r.integers(f, ints), typed.emplace_back("int32_data", f.offset); break;
+      case 4: holds("float_data", f), r.floats(f, floats); break;
+      case 5: holds("int32_data", f), r.integers(f, ints); break;
       case 6: throw UnsupportedError(r.error(f.offset, "string_data: string tensors have no tinyt dtype").what());
-      case 7: r.integers(f, ints), typed.emplace_back("int64_data", f.offset); break;
+      case 7: holds("int64_data", f), r.integers(f, ints); break;
       case 8: name = r.string(f); break;
-      case 9: raw = r.string(f), has_raw = true; break;
-      case 10: r.floats(f, doubles), typed.emplace_back("double_data", f.offset); break;
-      case 11: r.integers(f, ints), typed.emplace_back("uint64_data", f.offset); break;
+      case 9: holds("raw_data", f), raw = r.string(f); break;
+      case 10: holds("double_data", f), r.floats(f, doubles); break;
+      case 11: holds("uint64_data", f), r.integers(f, ints); break;
       case 14: location = r.integer(f); break;
       default: break;  // segment, doc_string, external_data (see data_location), metadata_props
     }
@@ -114,36 +115,30 @@ inline NamedTensor read_tensor(proto::Reader r) {
   const std::string what = name.empty() ? r.what() : cat(r.what(), " '", name, "'");
   if (location != 0) throw UnsupportedError(cat("onnx: ", what, ": its values are in an external file (data_location EXTERNAL), not read yet"));
   const DType dt = dtype_of(data_type, what);
-  std::vector<int64_t> shape;
   int64_t count = 1;
   for (const int64_t d : dims) {
-    if (d < 0 || (d > 0 && count > (int64_t{1} << 40) / d)) throw r.error(start, cat(what, ": a dimension of ", d));
-    shape.push_back(d);
+    if (d < 0 || (d > 0 && count > (int64_t{1} << 40) / d)) throw r.error(r.base(), cat(what, ": a dimension of ", d));
     count *= d;
   }
-  std::set<std::string> kinds;
-  for (const auto& t : typed) kinds.insert(t.first);
-  if (kinds.size() + has_raw > 1) throw r.error(start, cat(what, ": its values are in more than one field"));
   const size_t itemsize = static_cast<size_t>(dt.itemsize());
   std::string bytes;
-  if (has_raw) {
+  if (field == "raw_data") {
     if (raw.size() != static_cast<size_t>(count) * itemsize)
-      throw r.error(start, cat(what, ": raw_data holds ", raw.size(), " bytes; ", count, " elements of ", dt.name(), " are ",
+      throw r.error(r.base(), cat(what, ": raw_data holds ", raw.size(), " bytes; ", count, " elements of ", dt.name(), " are ",
                                static_cast<size_t>(count) * itemsize));
     bytes = raw;  // (little-endian, as this host)
   } else {
     const size_t n = floats.size() + doubles.size() + ints.size();
     if (n != static_cast<size_t>(count))
-      throw r.error(start, cat(what, ": ", n, " values for ", count, " elements"));
+      throw r.error(r.base(), cat(what, ": ", n, " values for ", count, " elements"));
     // each typed field is for certain element types only
-    const std::string field = typed.empty() ? "" : typed.front().first;
     const bool fits = field.empty() || (field == "float_data" && dt == dtypes::float32) || (field == "double_data" && dt == dtypes::float64) ||
                       (field == "int64_data" && dt == dtypes::int64) || (field == "uint64_data" && (dt == dtypes::uint32 || dt == dtypes::uint64)) ||
                       (field == "int32_data" && dt.itemsize() <= 4 && dt != dtypes::float32 && dt != dtypes::uint32);
-    if (!fits) throw r.error(typed.front().second, cat(what, ": ", field, " does not hold ", dt.name(), " values"));
+    if (!fits) throw r.error(r.base(), cat(what, ": ", field, " does not hold ", dt.name(), " values"));
     bytes = !floats.empty() ? detail::element_bytes(floats, dt) : !doubles.empty() ? detail::element_bytes(doubles, dt) : detail::element_bytes(ints, dt);
   }
-  return {name, Tensor::from_blob(bytes.data(), Shape(shape), dt)};
+  return {name, Tensor::from_blob(bytes.data(), Shape(dims), dt)};
 }
 
 /// A serialized TensorProto file (the conformance cases' input_K.pb and output_K.pb).

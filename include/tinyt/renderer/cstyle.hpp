@@ -124,7 +124,7 @@ class CStyleRenderer {
       features.bfloat16 |= dt == dtypes::bfloat16;
       features.float64 |= dt == dtypes::float64;
       features.tensor_cores |= u.op() == Ops::WMMA;
-      features.tf32 |= u.op() == Ops::WMMA && u.arg().get<std::string>() == "m16n8k8 tf32";
+      features.tf32 |= u.op() == Ops::WMMA && tensor_core_of(u.arg().get<std::string>()) == &mma_m16n8k8_tf32;
     }
     open_kernel(p);
     for (const UOp& u : p.ops) line(u);

@@ -128,6 +128,14 @@ inline bool is_stage(const UOp& u) {
   return u.op() == Ops::BARRIER && u.arg().is<std::string>() && u.arg().get<std::string>() == "stage";
 }
 
+/// The INDEX `index` valid only where `gate` holds too (its gate, if it has one, and `gate`).
+inline UOp gated(const UOp& index, const UOp& gate) {
+  std::vector<UOp> src = index.src();
+  if (src.size() > 2) src[2] = src[2] & gate;
+  else src.push_back(gate);
+  return index.replace(std::move(src));
+}
+
 /// The rules every kernel AST is kept simplified with.
 inline const PatternMatcher& kernel_rules() {
   static const PatternMatcher pm = symbolic() + schedule::gated_load_rules();
@@ -214,12 +222,7 @@ inline UOp pad_range(const UOp& ast, const UOp& r, int64_t amount) {
     std::vector<UOp> src;
     for (const UOp& s : u.src()) src.push_back(done.at(s.get()));
     UOp out = u.replace(std::move(src));
-    if (u.op() == Ops::INDEX && u.src(0).op() == Ops::DEFINE_GLOBAL && depends_on(u.src(1), r)) {
-      std::vector<UOp> s = out.src();
-      if (s.size() > 2) s[2] = s[2] & inside;
-      else s.push_back(inside);
-      out = out.replace(std::move(s));
-    }
+    if (u.op() == Ops::INDEX && u.src(0).op() == Ops::DEFINE_GLOBAL && depends_on(u.src(1), r)) out = gated(out, inside);
     if (u.op() == Ops::REDUCE && std::find(u.src().begin() + 1, u.src().end(), r) != u.src().end() &&
         !(u.arg().get<Ops>() == Ops::ADD && zero_where_masked(out.src(0), grown)))
       throw OptError("PADTO: the padded iterations of this reduction would change its result");
@@ -384,16 +387,9 @@ inline UOp stage_loads(const UOp& ast, const UOp& r, int64_t amount, const std::
     }
     for (const UOp& x : own) in_read = in_read * range_size(x) + x;
     const UOp buffer(Ops::DEFINE_LOCAL, u.dtype().ptr(size, AddrSpace::local), {}, buffers++);
-    UOp value = substitute(u, at_f);
-    std::vector<UOp> to{buffer, f};
-    if (in_copy) {
-      std::vector<UOp> from = value.src(0).src();
-      if (from.size() > 2) from[2] = from[2] & in_copy;
-      else from.push_back(in_copy);
-      value = UOp(Ops::LOAD, value.dtype(), {value.src(0).replace(std::move(from))});
-      to.push_back(in_copy);
-    }
-    fills.emplace_back(Ops::STORE, dtypes::void_, std::vector<UOp>{UOp(Ops::INDEX, buffer.dtype(), std::move(to)), value});
+    UOp value = substitute(u, at_f), to(Ops::INDEX, buffer.dtype(), {buffer, f});
+    if (in_copy) value = UOp(Ops::LOAD, value.dtype(), {gated(value.src(0), in_copy)}), to = gated(to, in_copy);
+    fills.emplace_back(Ops::STORE, dtypes::void_, std::vector<UOp>{to, value});
     staged[u.get()] = UOp(Ops::LOAD, u.dtype(), {UOp(Ops::INDEX, buffer.dtype(), {buffer, in_read})});
   }
   if (staged.empty()) throw OptError(cat(what, ": no load of the reduction moves with the tile"));
