@@ -42,9 +42,12 @@ class Model {
       check_input(v, it->second);
       values.insert_or_assign(v.name, it->second);
     }
-    for (const auto& [name, t] : inputs)
+    for (const auto& given : inputs) {
+      // a named reference, not a structured binding: clang 14 cannot capture those in a lambda
+      const std::string& name = given.first;
       if (std::none_of(data_.graph.inputs.begin(), data_.graph.inputs.end(), [&](const ValueInfo& v) { return v.name == name; }))
         throw ShapeError(cat("onnx::Model::run: the model has no input '", name, "'"));
+    }
     for (const Node& node : data_.graph.nodes) {
       std::vector<std::optional<Tensor>> in;
       for (const std::string& name : node.inputs) {
