@@ -1557,6 +1557,20 @@ struct IntOrVec {
   bool empty() const { return v.empty(); }
 };
 
+/// How Tensor::interpolate maps output positions to input ones and weighs the neighbours it
+/// reads (ONNX Resize's attributes; interpolate(size, mode) sets PyTorch's).
+struct Interpolation {
+  std::string mode = "linear";                 ///< "nearest", "linear" or "cubic"
+  std::string coordinates = "half_pixel";      ///< or "align_corners", "asymmetric", "pytorch_half_pixel", "half_pixel_symmetric", "tf_crop_and_resize"
+  std::string nearest = "round_prefer_floor";  ///< nearest's rounding: or "round_prefer_ceil", "floor", "ceil"
+  double cubic_a = -0.75;                      ///< the cubic kernel's a (PyTorch's -0.75; -0.5 is Keys')
+  bool exclude_outside = false;                ///< taps outside the input weigh 0 (the others renormalized), not the edge's value
+  bool antialias = false;                      ///< downscaling widens linear and cubic filters by 1 / scale
+  std::vector<double> scales;                  ///< per resized dim, the scale the coordinates use (default: out / in)
+  std::vector<std::pair<double, double>> crop;  ///< tf_crop_and_resize's (start, end) per resized dim, as fractions
+  double extrapolation_value = 0.0;            ///< what tf_crop_and_resize gives outside its crop
+};
+
 class Tensor;
 class TensorRef;
 class Index;
@@ -1732,6 +1746,7 @@ class Tensor {
   Tensor all() const;
   Tensor all(int axis, bool keepdim = false) const;
   Tensor cumsum(int axis = 0) const;
+  Tensor cumprod(int axis = 0) const;
   Tensor var(bool keepdim = false, double correction = 1) const;
   Tensor var(int axis, bool keepdim = false, double correction = 1) const;
   Tensor var(std::vector<int> axes, bool keepdim = false, double correction = 1) const;
@@ -1752,6 +1767,8 @@ class Tensor {
   Tensor permute(std::vector<int> order) const;
   Tensor expand(Shape shape) const;
   Tensor pad(std::vector<std::pair<sint, sint>> padding, double value = 0.0) const;
+  /// Padding in PyTorch's modes: "constant" (with `value`), "reflect", "replicate", "circular" (ops/combine.hpp).
+  Tensor pad(std::vector<std::pair<sint, sint>> padding, std::string_view mode, double value = 0.0) const;
   Tensor shrink(std::vector<std::pair<sint, sint>> bounds) const;
   Tensor flip(std::vector<int> axes) const;
   Tensor flip(int axis) const { return flip(std::vector<int>{axis}); }
@@ -1811,9 +1828,17 @@ class Tensor {
                 IntOrVec padding = 0) const;
   Tensor conv_transpose2d(const Tensor& w, const Tensor& b = {}, int64_t groups = 1, IntOrVec stride = 1,
                           IntOrVec dilation = 1, IntOrVec padding = 0, IntOrVec output_padding = 0) const;
-  Tensor max_pool2d(IntOrVec kernel = 2, IntOrVec stride = {}, IntOrVec dilation = 1, IntOrVec padding = 0) const;
+  /// Pools over the last 2 dims, or as many as `kernel` lists; ceil_mode keeps a last, partial
+  /// window that starts inside the input or its padding (PyTorch's).
+  Tensor max_pool2d(IntOrVec kernel = 2, IntOrVec stride = {}, IntOrVec dilation = 1, IntOrVec padding = 0,
+                    bool ceil_mode = false) const;
   Tensor avg_pool2d(IntOrVec kernel = 2, IntOrVec stride = {}, IntOrVec dilation = 1, IntOrVec padding = 0,
-                    bool count_include_pad = true) const;
+                    bool count_include_pad = true, bool ceil_mode = false) const;
+  /// Resized to `size` over the last size.size() dims: "nearest" (PyTorch's: floor), "nearest-exact",
+  /// "linear" or "cubic" (separable, so bilinear and bicubic over 2 dims), as F.interpolate (ops/interpolate.hpp).
+  Tensor interpolate(Shape size, std::string_view mode = "linear", bool align_corners = false) const;
+  /// Resized with every choice of ONNX's Resize.
+  Tensor interpolate(Shape size, const Interpolation& how) const;
   Tensor layernorm(int axis = -1, double eps = 1e-5) const;
   Tensor batchnorm(const Tensor& weight, const Tensor& bias, const Tensor& mean, const Tensor& invstd) const;
   Tensor dropout(double p = 0.5) const;
@@ -2209,7 +2234,7 @@ template <class F, class S, class... P, class A> auto movement(F f, S s, std::tu
 /// The const Tensor methods an expression forwards to the Tensor it lowers to, as they are (the
 /// ones whose arguments are never braced lists; the others are spelled out in ExprMethods).
 #define TINYT_TENSOR_METHODS(X)                                                                             \
-  X(numel) X(dtype) X(device) X(element_size) X(nbytes) X(cumsum) X(argmax) X(argmin) X(logsumexp)          \
+  X(numel) X(dtype) X(device) X(element_size) X(nbytes) X(cumsum) X(cumprod) X(argmax) X(argmin) X(logsumexp)          \
   X(softmax) X(log_softmax) X(contiguous) X(detach) X(to) X(chunk) X(gather) X(one_hot) X(matmul) X(dot)    \
   X(linear) X(layernorm) X(batchnorm) X(dropout) X(scaled_dot_product_attention) X(cross_entropy)           \
   X(sparse_categorical_crossentropy) X(binary_crossentropy) X(binary_crossentropy_logits)                   \
@@ -2262,12 +2287,21 @@ template <class D> class ExprMethods {
     return tensor().conv_transpose2d(w, b, groups, std::move(stride), std::move(dilation), std::move(padding),
                                      std::move(output_padding));
   }
-  Tensor max_pool2d(IntOrVec kernel = 2, IntOrVec stride = {}, IntOrVec dilation = 1, IntOrVec padding = 0) const {
-    return tensor().max_pool2d(std::move(kernel), std::move(stride), std::move(dilation), std::move(padding));
+  Tensor max_pool2d(IntOrVec kernel = 2, IntOrVec stride = {}, IntOrVec dilation = 1, IntOrVec padding = 0,
+                    bool ceil_mode = false) const {
+    return tensor().max_pool2d(std::move(kernel), std::move(stride), std::move(dilation), std::move(padding), ceil_mode);
   }
   Tensor avg_pool2d(IntOrVec kernel = 2, IntOrVec stride = {}, IntOrVec dilation = 1, IntOrVec padding = 0,
-                    bool count_include_pad = true) const {
-    return tensor().avg_pool2d(std::move(kernel), std::move(stride), std::move(dilation), std::move(padding), count_include_pad);
+                    bool count_include_pad = true, bool ceil_mode = false) const {
+    return tensor().avg_pool2d(std::move(kernel), std::move(stride), std::move(dilation), std::move(padding), count_include_pad,
+                               ceil_mode);
+  }
+  Tensor interpolate(Shape size, std::string_view mode = "linear", bool align_corners = false) const {
+    return tensor().interpolate(std::move(size), mode, align_corners);
+  }
+  Tensor interpolate(Shape size, const Interpolation& how) const { return tensor().interpolate(std::move(size), how); }
+  Tensor pad(std::vector<std::pair<sint, sint>> padding, std::string_view mode, double value = 0.0) const {
+    return tensor().pad(std::move(padding), mode, value);
   }
 
   // -- elementwise: expressions ---------------------------------------------------------------
@@ -18342,37 +18376,43 @@ TINYT_INLINE Tensor Tensor::all(int axis, bool keepdim) const { return logical_n
 TINYT_INLINE Tensor Tensor::all() const { return logical_not().any().logical_not(); }
 
 namespace detail {
-/// Running sums along the last axis of x (rows, n), in x's own dtype: a sliding window of x padded
-/// with n-1 zeros in front, taken as a view (no copy) and summed, so it is one kernel.
-inline Tensor running_sums(const Tensor& x) {
+/// Running sums (op ADD) or products (MUL) along the last axis of x (rows, n), in x's own dtype:
+/// a sliding window of x padded with n-1 identities in front, taken as a view (no copy) and
+/// reduced, so it is one kernel.
+inline Tensor running_reduce(const Tensor& x, Ops op) {
   const Shape& s = graph::shape_of(x.uop());
   const sint rows = s[0], n = s[1], L = n * 2 - 1;
   if (n.vmax() <= 1) return x;
   // W[i][k] = xp[i + k] for xp = x padded in front by n-1: repeat xp n times, flatten, pad each
   // row by one element, and row i starts i further in
-  Tensor xp = x.pad({{0, 0}, {n - 1, 0}});
+  Tensor xp = x.pad({{0, 0}, {n - 1, 0}}, op == Ops::MUL ? 1.0 : 0.0);
   Tensor w = xp.unsqueeze(1).expand({rows, n, L}).reshape({rows, n * L}).pad({{0, 0}, {0, n}}).reshape({rows, n, L + 1}).shrink({{0, rows}, {0, n}, {0, n}});
-  return Tensor(split_reduce(w, Ops::ADD, {2})).reshape({rows, n});
+  return Tensor(split_reduce(w, op, {2})).reshape({rows, n});
+}
+
+/// `t`'s running reduction along `axis` (cumsum, cumprod), in the dtypes sum and prod use.
+inline Tensor running_along(const Tensor& t, int axis, Ops op, const char* name) {
+  if (t.ndim() == 0) return t.cast(sum_out_dtype(t.dtype()));
+  const int ax = normalize_axis(axis, t.ndim(), name);
+  std::vector<int> order;
+  for (int i = 0; i < static_cast<int>(t.ndim()); ++i)
+    if (i != ax) order.push_back(i);
+  order.push_back(ax);
+  Tensor x = t.permute(order);
+  const std::vector<int64_t> s = x.shape().to_vector();
+  const int64_t n = s.back(), rows = t.numel() / std::max<int64_t>(n, 1);
+  Tensor acc = x.reshape({rows, n}).cast(sum_acc_dtype(t.dtype()));
+  Tensor done = running_reduce(acc, op).cast(sum_out_dtype(t.dtype())).reshape(Shape(s));
+  std::vector<int> inverse(order.size());
+  for (size_t i = 0; i < order.size(); ++i) inverse[static_cast<size_t>(order[i])] = static_cast<int>(i);
+  return done.permute(inverse);
 }
 }  // namespace detail
 
 /// Running sums along an axis, accumulated and returned in the dtypes sum uses.
-TINYT_INLINE Tensor Tensor::cumsum(int axis) const {
-  if (ndim() == 0) return cast(detail::sum_out_dtype(dtype()));
-  const int ax = normalize_axis(axis, ndim(), "cumsum");
-  std::vector<int> order;
-  for (int i = 0; i < static_cast<int>(ndim()); ++i)
-    if (i != ax) order.push_back(i);
-  order.push_back(ax);
-  Tensor x = permute(order);
-  const auto s = x.cshape();
-  const int64_t n = s.back(), rows = numel() / std::max<int64_t>(n, 1);
-  Tensor acc = x.reshape({rows, n}).cast(detail::sum_acc_dtype(dtype()));
-  Tensor summed = detail::running_sums(acc).cast(detail::sum_out_dtype(dtype())).reshape(Shape(s));
-  std::vector<int> inverse(order.size());
-  for (size_t i = 0; i < order.size(); ++i) inverse[static_cast<size_t>(order[i])] = static_cast<int>(i);
-  return summed.permute(inverse);
-}
+TINYT_INLINE Tensor Tensor::cumsum(int axis) const { return detail::running_along(*this, axis, Ops::ADD, "cumsum"); }
+/// Running products along an axis, in the dtypes prod uses.
+TINYT_INLINE Tensor Tensor::cumprod(int axis) const { return detail::running_along(*this, axis, Ops::MUL, "cumprod"); }
 
 }  // namespace tinyt::inline v0
 // ---- end tinyt/ops/reduce.hpp ----
@@ -18459,7 +18499,7 @@ TINYT_INLINE Tensor Tensor::arange_values(double start, double step, sint count,
   // start + step * i: i counted by a cumulative sum of ones, as tinygrad does (in dtype: an int64
   // cumsum cast back to int32 would hide the count from the reduce collapse)
   const std::string dev = device.empty() ? Device::default_device() : Device::canonicalize(device);
-  return detail::running_sums(Tensor::full(Shape{1, count}, step, dtype, dev))
+  return detail::running_reduce(Tensor::full(Shape{1, count}, step, dtype, dev), Ops::ADD)
       .reshape({count})
       .add(Tensor(graph::const_(dtype, start - step, dev)));
 }
@@ -19815,6 +19855,76 @@ TINYT_INLINE Tensor Tensor::repeat(Shape repeats) const {
   return reshape(Shape(unsqueezed)).expand(Shape(expanded)).reshape(Shape(out));
 }
 
+namespace detail {
+// `t` padded by (before, after) along `axis` in `mode` (reflect, replicate or circular), as
+// slices of itself joined on either side; a negative amount cuts instead.
+inline Tensor pad_axis_from_edges(const Tensor& t, size_t axis, int64_t before, int64_t after, std::string_view mode) {
+  const int64_t n = t.shape()[axis].as_int();
+  auto part = [&](int64_t lo, int64_t hi) {
+    std::vector<std::pair<sint, sint>> cut;
+    for (const sint& d : t.shape()) cut.emplace_back(0, d);
+    cut[axis] = {lo, hi};
+    return t.shrink(cut);
+  };
+  auto fail = [&](const std::string& why) {
+    return ShapeError(cat("pad: mode ", mode, " of (", before, ", ", after, ") along dim ", axis, " of shape ", t.shape(), ": ", why));
+  };
+  if (n == 0 && (before > 0 || after > 0)) throw fail("the dim is empty");
+  const int64_t lo = std::max<int64_t>(0, -before), hi = n - std::max<int64_t>(0, -after);
+  if (lo > hi) throw fail("it cuts more than the dim holds");
+  Tensor middle = part(lo, hi);
+  const int64_t b = std::max<int64_t>(0, before), a = std::max<int64_t>(0, after);
+  if (b == 0 && a == 0) return middle;
+  const int ax = static_cast<int>(axis);
+  if (mode == "circular") {
+    // whole copies of the dim on either side, then cut to size: any amount wraps around
+    const int64_t left = (b + n - 1) / n, right = (a + n - 1) / n;
+    std::vector<int64_t> reps(t.ndim(), 1);
+    reps[axis] = left + 1 + right;
+    std::vector<std::pair<sint, sint>> cut;
+    for (const sint& d : t.shape()) cut.emplace_back(0, d);
+    cut[axis] = {left * n - b + lo, left * n + hi + a};
+    return t.repeat(Shape(reps)).shrink(cut);
+  }
+  std::vector<Tensor> parts;
+  if (mode == "replicate") {
+    auto edge = [&](int64_t at, int64_t count) {
+      std::vector<int64_t> to = t.shape().to_vector();
+      to[axis] = count;
+      return part(at, at + 1).expand(Shape(to));
+    };
+    if (b) parts.push_back(edge(0, b));
+    parts.push_back(middle);
+    if (a) parts.push_back(edge(n - 1, a));
+  } else if (mode == "reflect") {
+    if (b >= n || a >= n) throw fail(cat("reflect needs less padding than the dim's size ", n));
+    if (b) parts.push_back(part(1, b + 1).flip(ax));
+    parts.push_back(middle);
+    if (a) parts.push_back(part(n - 1 - a, n - 1).flip(ax));
+  } else {
+    throw fail("the modes are constant, reflect, replicate and circular");
+  }
+  return Tensor::cat(parts, ax);
+}
+}  // namespace detail
+
+/// Padding whose values come from the tensor itself (PyTorch's F.pad modes): "reflect" mirrors
+/// it without repeating the edge, "replicate" repeats the edge, "circular" wraps around;
+/// "constant" fills with `value`. One (before, after) pair per dim, as pad; negative cuts.
+TINYT_INLINE Tensor Tensor::pad(std::vector<std::pair<sint, sint>> padding, std::string_view mode, double value) const {
+  if (mode == "constant") return pad(std::move(padding), value);
+  if (padding.size() != ndim())
+    throw ShapeError(detail::cat("pad: ", padding.size(), " (before, after) pairs for shape ", shape(), "; need one per dim"));
+  Tensor t = *this;
+  for (size_t axis = 0; axis < padding.size(); ++axis) {
+    const auto& [before, after] = padding[axis];
+    if (!before.is_int() || !after.is_int() || !shape()[axis].is_int())
+      throw ShapeError(detail::cat("pad: mode ", mode, " needs concrete sizes, got shape ", shape()));
+    if (before.as_int() != 0 || after.as_int() != 0) t = detail::pad_axis_from_edges(t, axis, before.as_int(), after.as_int(), mode);
+  }
+  return t;
+}
+
 /// `steps` evenly spaced values from start to stop (both included). As PyTorch, the first half
 /// counts up from start and the second half down from stop, so both ends are exact.
 TINYT_INLINE Tensor Tensor::linspace_values(double a, double b, int64_t steps, DType dtype) {
@@ -21092,52 +21202,70 @@ TINYT_INLINE Tensor Tensor::conv_transpose2d(const Tensor& w, const Tensor& b, i
 }
 
 namespace detail {
-/// The window setup both 2-d pools share: kernel, stride (default: the kernel), dilation, pads.
-struct Pool2d {
+/// The window setup both pools share: the kernel (over the last 2 dims, or as many as it lists),
+/// stride (default: the kernel), dilation, pads, and with ceil_mode the padding after each dim
+/// that a last, partial window needs.
+struct PoolWindows {
+  size_t dims;
   std::vector<int64_t> k, s, d;
   std::vector<std::pair<int64_t, int64_t>> pads;
-  Pool2d(const Tensor& x, const IntOrVec& kernel, const IntOrVec& stride, const IntOrVec& dilation,
-         const IntOrVec& padding, const char* op, bool pad_vs_dilated_kernel)
-      : k(per_dim(kernel, 2, op, "kernel")),
-        s(stride.empty() ? k : per_dim(stride, 2, op, "stride")),
-        d(per_dim(dilation, 2, op, "dilation")),
-        pads(pool_pads(padding, 2, op)) {
-    if (x.ndim() < 2) throw ShapeError(cat(op, ": needs at least 2 dims, got shape ", x.shape()));
-    for (size_t j = 0; j < 2; ++j) {
-      // as PyTorch: the padding is at most half the (dilated, for max) kernel
-      const int64_t span = pad_vs_dilated_kernel ? d[j] * (k[j] - 1) + 1 : k[j];
+  std::vector<std::pair<int64_t, int64_t>> ceil_pads;  // (0, extra) per dim; all 0 without ceil_mode
+  PoolWindows(const Tensor& x, const IntOrVec& kernel, const IntOrVec& stride, const IntOrVec& dilation,
+              const IntOrVec& padding, bool ceil_mode, const char* op)
+      : dims(kernel.v.size() > 2 ? kernel.v.size() : 2),
+        k(per_dim(kernel, dims, op, "kernel")),
+        s(stride.empty() ? k : per_dim(stride, dims, op, "stride")),
+        d(per_dim(dilation, dims, op, "dilation")),
+        pads(pool_pads(padding, dims, op)),
+        ceil_pads(dims, {0, 0}) {
+    if (x.ndim() < dims) throw ShapeError(cat(op, ": a kernel of ", dims, " dims needs at least ", dims, " dims, got shape ", x.shape()));
+    const std::vector<int64_t> xs = x.shape().to_vector();
+    for (size_t j = 0; j < dims; ++j) {
+      // every window reaches into the input: padding less than the (dilated) kernel (PyTorch
+      // allows half of it, ONNX and tinygrad more)
+      const int64_t span = d[j] * (k[j] - 1) + 1;
       for (int64_t p : {pads[j].first, pads[j].second})
-        if (p < 0 || 2 * p > span)
-          throw ShapeError(
-              cat(op, ": padding ", p, " must be between 0 and half the kernel size ", span));
+        if (p < 0 || p >= span)
+          throw ShapeError(cat(op, ": padding ", p, " must be at least 0 and less than the kernel's extent ", span));
+      if (!ceil_mode || s[j] < 1) continue;
+      // one more window where the last one would start inside the input or its left padding
+      const int64_t in = xs[xs.size() - dims + j], padded = in + pads[j].first + pads[j].second, window = d[j] * (k[j] - 1) + 1;
+      if (padded < window) continue;  // (sliding_windows names the error)
+      int64_t out = (padded - window + s[j] - 1) / s[j] + 1;
+      if ((out - 1) * s[j] >= in + pads[j].first) --out;
+      ceil_pads[j].second = std::max<int64_t>(0, (out - 1) * s[j] + window - padded);
     }
+  }
+  bool partial_windows() const {
+    return std::any_of(ceil_pads.begin(), ceil_pads.end(), [](const auto& p) { return p.second > 0; });
+  }
+  /// `t`'s windows: (..., o..., k...), padded with `pad_value` and then, for ceil_mode, `ceil_value`.
+  Tensor windows(const Tensor& t, double pad_value, double ceil_value, const char* op) const {
+    Tensor padded = pad_last(t, pads, pad_value);
+    if (partial_windows()) padded = pad_last(padded, ceil_pads, ceil_value);
+    return sliding_windows(padded, k, s, d, op);
   }
 };
 }  // namespace detail
 
 TINYT_INLINE Tensor Tensor::max_pool2d(IntOrVec kernel, IntOrVec stride, IntOrVec dilation,
-                                 IntOrVec padding) const {
-  detail::Pool2d p(*this, kernel, stride, dilation, padding, "max_pool2d", true);
+                                 IntOrVec padding, bool ceil_mode) const {
+  detail::PoolWindows p(*this, kernel, stride, dilation, padding, ceil_mode, "max_pool2d");
   const double lowest =
       dtype().is_float() ? -INFINITY : static_cast<double>(dtypes::min_int(dtype()));
-  Tensor x = detail::pad_last(*this, p.pads, lowest);
-  return detail::max_over(detail::sliding_windows(x, p.k, p.s, p.d, "max_pool2d"),
-                          detail::last_axes(2), false);
+  return detail::max_over(p.windows(*this, lowest, lowest, "max_pool2d"), detail::last_axes(p.dims), false);
 }
 
 TINYT_INLINE Tensor Tensor::avg_pool2d(IntOrVec kernel, IntOrVec stride, IntOrVec dilation,
-                                 IntOrVec padding, bool count_include_pad) const {
-  detail::Pool2d p(*this, kernel, stride, dilation, padding, "avg_pool2d", false);
-  auto windows = [&](const Tensor& t) {
-    return detail::sliding_windows(detail::pad_last(t, p.pads), p.k, p.s, p.d, "avg_pool2d");
-  };
-  if (count_include_pad) return windows(*this).mean(detail::last_axes(2));
-  // divide by how many of each window's elements are not padding
+                                 IntOrVec padding, bool count_include_pad, bool ceil_mode) const {
+  detail::PoolWindows p(*this, kernel, stride, dilation, padding, ceil_mode, "avg_pool2d");
+  const std::vector<int> window_axes = detail::last_axes(p.dims);
+  if (count_include_pad && !p.partial_windows()) return p.windows(*this, 0, 0, "avg_pool2d").mean(window_axes);
+  // divide by how many of each window's elements count: the input's, the padding's where
+  // count_include_pad, never those past the padding that ceil_mode adds (PyTorch's)
   Tensor x = cast(detail::stats_acc_dtype(dtype()));  // float16 sums and divides in float32, as mean
-  return windows(x)
-      .sum(detail::last_axes(2))
-      .div(windows(Tensor::ones_like(x)).sum(detail::last_axes(2)))
-      .cast(least_upper_float(dtype()));
+  const Tensor counted = p.windows(Tensor::ones_like(x), count_include_pad ? 1 : 0, 0, "avg_pool2d").sum(window_axes);
+  return p.windows(x, 0, 0, "avg_pool2d").sum(window_axes).div(counted).cast(least_upper_float(dtype()));
 }
 
 // -- normalization ---------------------------------------------------------------------------
@@ -21294,6 +21422,191 @@ TINYT_INLINE Tensor Tensor::dropout(double p) const {
 
 }  // namespace tinyt::inline v0
 // ---- end tinyt/ops/nn.hpp ----
+// ---- tinyt/ops/interpolate.hpp ----
+// interpolate: resizing by nearest, linear or cubic interpolation, one dim at a time. Each
+// resized dim's map from input to output positions is a matrix worked out on the host (the
+// sizes are known), applied as a matmul along that dim; a nearest upscale by a whole factor is
+// a view (each element repeated), not a matmul.
+
+
+namespace tinyt::inline v0 {
+
+namespace detail {
+// Where output position `o` of `out` reads from among `in` inputs, as a coordinate of the input
+TINYT_INLINE double source_coordinate(const Interpolation& how, int64_t o, int64_t in, int64_t out, double scale,
+                                      std::pair<double, double> crop) {
+  const double x = static_cast<double>(o), fin = static_cast<double>(in), fout = scale * fin;
+  const std::string& m = how.coordinates;
+  if (m == "align_corners") return fout == 1 ? 0.0 : x * (fin - 1) / (fout - 1);
+  if (m == "asymmetric") return x / scale;
+  if (m == "pytorch_half_pixel") return fout == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
+  if (m == "half_pixel") return (x + 0.5) / scale - 0.5;
+  if (m == "half_pixel_symmetric") {
+    const double offset = fin / 2 * (1 - static_cast<double>(out) / fout);
+    return offset + (x + 0.5) / scale - 0.5;
+  }
+  if (m == "tf_crop_and_resize")
+    return (fout == 1 ? (crop.second - crop.first) * (fin - 1) / 2 : x * (crop.second - crop.first) * (fin - 1) / (fout - 1)) + crop.first * (fin - 1);
+  throw ShapeError(cat("interpolate: coordinates '", m, "': they are align_corners, asymmetric, half_pixel, pytorch_half_pixel, ",
+                       "half_pixel_symmetric and tf_crop_and_resize"));
+}
+
+// The weights of the taps around a coordinate whose fraction past its left neighbour is `ratio`
+// (1 when it is on an input position)
+TINYT_INLINE std::vector<double> tap_weights(const Interpolation& how, double ratio, double scale) {
+  const double a = how.cubic_a;
+  auto cubic = [a](double x) {
+    x = std::abs(x);
+    if (x <= 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+    if (x < 2) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+    return 0.0;
+  };
+  if (how.mode == "nearest") {
+    if (ratio == 1.0) return {0, 1};
+    const std::string& r = how.nearest;
+    if (r == "round_prefer_floor") return {ratio <= 0.5 ? 1.0 : 0.0, ratio > 0.5 ? 1.0 : 0.0};
+    if (r == "round_prefer_ceil") return {ratio < 0.5 ? 1.0 : 0.0, ratio >= 0.5 ? 1.0 : 0.0};
+    if (r == "floor") return {1, 0};
+    if (r == "ceil") return {0, 1};
+    throw ShapeError(cat("interpolate: nearest rounding '", r, "': it is round_prefer_floor, round_prefer_ceil, floor or ceil"));
+  }
+  if (how.mode != "linear" && how.mode != "cubic")
+    throw ShapeError(cat("interpolate: mode '", how.mode, "': the modes are nearest, linear and cubic"));
+  const bool linear = how.mode == "linear";
+  if (!how.antialias || scale >= 1) {
+    if (linear) return {1 - ratio, ratio};
+    return {cubic(ratio + 1), cubic(ratio), cubic(1 - ratio), cubic(2 - ratio)};
+  }
+  // antialiased downscaling: the filter stretched by 1 / scale, its taps normalized
+  const double reach = linear ? 1.0 : 2.0;
+  const auto first = static_cast<int64_t>(std::floor(-reach / scale) + 1);
+  std::vector<double> w;
+  double total = 0;
+  for (int64_t i = first; i < 2 - first; ++i) {
+    const double x = (static_cast<double>(i) - ratio) * scale;
+    w.push_back(linear ? std::clamp(1 - std::abs(x), 0.0, 1.0) : cubic(x));
+    total += w.back();
+  }
+  for (double& v : w) v /= total;
+  return w;
+}
+
+// The (out, in) matrix of one dim's interpolation; `outside` marks the outputs that read from
+// outside a crop (tf_crop_and_resize), which take the extrapolation value
+TINYT_INLINE std::vector<double> interpolation_matrix(const Interpolation& how, int64_t in, int64_t out, double scale,
+                                                      std::pair<double, double> crop, std::vector<bool>& outside) {
+  std::vector<double> m(static_cast<size_t>(out * in), 0.0);
+  outside.assign(static_cast<size_t>(out), false);
+  for (int64_t o = 0; o < out; ++o) {
+    const double x = source_coordinate(how, o, in, out, scale, crop);
+    if (how.coordinates == "tf_crop_and_resize" && (x < 0 || x > static_cast<double>(in - 1))) {
+      outside[static_cast<size_t>(o)] = true;
+      continue;
+    }
+    const double left = std::floor(x);
+    std::vector<double> w = tap_weights(how, x == left ? 1.0 : x - left, scale);
+    // the n taps nearest x (ties to the smaller index), as positions of the input padded by its
+    // edge values: a tap outside reads the edge
+    const auto n = static_cast<int64_t>(w.size()), pad = (n + 1) / 2;
+    const double padded = x + static_cast<double>(pad), p = std::floor(padded), frac = padded - p;
+    const int64_t start = static_cast<int64_t>(p) +
+                          (n % 2 == 0 ? (frac == 0 ? -(n / 2) : -(n / 2) + 1) : (frac <= 0.5 ? -((n - 1) / 2) : -((n - 1) / 2) + 1)) - pad;
+    if (how.exclude_outside) {
+      double total = 0;
+      for (int64_t t = 0; t < n; ++t) {
+        if (start + t < 0 || start + t >= in) w[static_cast<size_t>(t)] = 0;
+        total += w[static_cast<size_t>(t)];
+      }
+      if (total != 0)
+        for (double& v : w) v /= total;
+    }
+    for (int64_t t = 0; t < n; ++t) m[static_cast<size_t>(o * in + std::clamp<int64_t>(start + t, 0, in - 1))] += w[static_cast<size_t>(t)];
+  }
+  return m;
+}
+
+// When every output o reads exactly input o / k (k = out / in, whole): the repeat factor, else 0
+TINYT_INLINE int64_t whole_repeat(const std::vector<double>& m, int64_t in, int64_t out) {
+  if (in == 0 || out % in != 0) return 0;
+  const int64_t k = out / in;
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t i = 0; i < in; ++i)
+      if (m[static_cast<size_t>(o * in + i)] != (i == o / k ? 1.0 : 0.0)) return 0;
+  return k;
+}
+}  // namespace detail
+
+TINYT_INLINE Tensor Tensor::interpolate(Shape size, std::string_view mode, bool align_corners) const {
+  Interpolation how;
+  if (mode == "nearest") {
+    how.mode = "nearest", how.coordinates = "asymmetric", how.nearest = "floor";
+  } else if (mode == "nearest-exact") {
+    how.mode = "nearest", how.coordinates = "half_pixel", how.nearest = "round_prefer_ceil";
+  } else if (mode == "linear" || mode == "cubic") {
+    how.mode = std::string(mode), how.coordinates = align_corners ? "align_corners" : "half_pixel";
+  } else {
+    throw ShapeError(detail::cat("interpolate: mode '", mode, "': the modes are nearest, nearest-exact, linear and cubic"));
+  }
+  return interpolate(std::move(size), how);
+}
+
+TINYT_INLINE Tensor Tensor::interpolate(Shape size, const Interpolation& how) const {
+  using detail::cat;
+  const std::vector<int64_t> s = cshape(), out = size.to_vector();
+  if (out.size() > s.size())
+    throw ShapeError(cat("interpolate: a size of ", out.size(), " dims ", size, " for shape ", shape()));
+  const size_t first = s.size() - out.size();
+  if (!how.scales.empty() && how.scales.size() != out.size())
+    throw ShapeError(cat("interpolate: ", how.scales.size(), " scales for the ", out.size(), " dims of size ", size));
+  if (!how.crop.empty() && how.crop.size() != out.size())
+    throw ShapeError(cat("interpolate: ", how.crop.size(), " crops for the ", out.size(), " dims of size ", size));
+  const DType acc = dtype() == dtypes::float64 ? dtypes::float64 : dtypes::float32;
+  Tensor y = *this;
+  for (size_t j = 0; j < out.size(); ++j) {
+    const size_t axis = first + j;
+    const int64_t in = s[axis], o = out[j];
+    if (o < 0 || (in == 0 && o > 0)) throw ShapeError(cat("interpolate: dim ", axis, " of ", shape(), " cannot become ", o));
+    const double scale = how.scales.empty() ? (in ? static_cast<double>(o) / static_cast<double>(in) : 1.0) : how.scales[j];
+    if (!(scale > 0)) throw ShapeError(cat("interpolate: scale ", scale, " for dim ", axis, " of ", shape()));
+    const std::pair<double, double> crop = how.crop.empty() ? std::pair{0.0, 1.0} : how.crop[j];
+    if (o == in && scale == 1.0 && crop == std::pair{0.0, 1.0}) continue;
+    std::vector<int64_t> to = y.cshape();
+    to[axis] = o;
+    if (o == 0 || in == 0) {
+      y = Tensor::zeros(Shape(to), y.dtype(), y.device());
+      continue;
+    }
+    std::vector<bool> outside;
+    const std::vector<double> m = detail::interpolation_matrix(how, in, o, scale, crop, outside);
+    if (const int64_t k = detail::whole_repeat(m, in, o)) {  // each element k times: a view
+      std::vector<int64_t> split = y.cshape(), wide;
+      split.insert(split.begin() + static_cast<std::ptrdiff_t>(axis) + 1, 1);
+      wide = split;
+      wide[axis + 1] = k;
+      y = y.reshape(Shape(split)).expand(Shape(wide)).reshape(Shape(to));
+      continue;
+    }
+    // the dim moved last, times the matrix's transpose (in, out), moved back
+    std::vector<int> order;
+    for (size_t a = 0; a < s.size(); ++a)
+      if (a != axis) order.push_back(static_cast<int>(a));
+    order.push_back(static_cast<int>(axis));
+    std::vector<int> back(order.size());
+    for (size_t a = 0; a < order.size(); ++a) back[static_cast<size_t>(order[a])] = static_cast<int>(a);
+    const Tensor weights = Tensor::from_vector(m, {o, in}).cast(acc).transpose().to(y.device());
+    Tensor moved = y.cast(acc).permute(order).matmul(weights);  // (the first matmul casts; later dims are in acc)
+    if (std::find(outside.begin(), outside.end(), true) != outside.end()) {
+      std::vector<uint8_t> mask(outside.begin(), outside.end());
+      moved = Tensor::from_vector(mask, {o}).cast(dtypes::bool_).to(y.device()).where(Tensor::full(Shape{}, how.extrapolation_value, acc), moved);
+    }
+    y = moved.permute(back);
+  }
+  if (y.dtype() == dtype()) return y;
+  return (dtype().is_float() ? y : y.round()).cast(dtype());  // (integers: to the nearest)
+}
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/ops/interpolate.hpp ----
 // ---- tinyt/gradient.hpp ----
 // Gradients as more graph: each primitive op has a rule that builds the gradient of its sources
 // from the gradient of its output, and a reverse walk over the tensor-level graph applies them.

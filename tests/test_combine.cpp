@@ -2,6 +2,7 @@
 // loops written here.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -264,4 +265,38 @@ TEST_CASE("combine: linspace") {
         std::vector<int64_t>{-1, 1});
   CHECK_THROWS_AS(Tensor::linspace(0, 1, -1), Error);
   CHECK_THROWS_AS(Tensor::linspace(0, 1, 3, dtypes::bool_), DTypeError);
+}
+
+TEST_CASE("combine: pad in the reflect, replicate and circular modes, against index maps") {
+  // each mode maps an output index (before the data: negative, after: >= n) to the input's
+  auto reflect = [](int64_t i, int64_t n) { return i < 0 ? -i : i >= n ? 2 * (n - 1) - i : i; };
+  auto replicate = [](int64_t i, int64_t n) { return std::clamp<int64_t>(i, 0, n - 1); };
+  auto circular = [](int64_t i, int64_t n) { return ((i % n) + n) % n; };
+  struct Case {
+    const char* mode;
+    std::function<int64_t(int64_t, int64_t)> map;
+    int64_t top, bottom, left, right;
+  };
+  const std::vector<Case> cases = {
+      {"reflect", reflect, 2, 1, 3, 0},   {"reflect", reflect, 0, 0, 1, 3},
+      {"replicate", replicate, 3, 2, 0, 5}, {"circular", circular, 1, 2, 3, 1},
+      {"circular", circular, 7, 0, 0, 9},  // more than the dim: it wraps again
+      {"reflect", reflect, -1, 1, 2, -2},   // negative amounts cut
+  };
+  const Grid g = grid(3, 4, 0.5f);
+  for (const Case& c : cases) {
+    INFO(c.mode, " (", c.top, ", ", c.bottom, "), (", c.left, ", ", c.right, ")");
+    const Tensor y = g.t.pad({{c.top, c.bottom}, {c.left, c.right}}, c.mode);
+    const int64_t rows = 3 + c.top + c.bottom, cols = 4 + c.left + c.right;
+    CHECK(y.shape() == Shape{rows, cols});
+    CHECK(y.to_vector<float>() ==
+          table(rows, cols, [&](int64_t i, int64_t j) { return g.f(c.map(i - c.top, 3), c.map(j - c.left, 4)); }));
+  }
+  CHECK(g.t.pad({{1, 1}, {0, 0}}, "constant", 7.0).to_vector<float>()[0] == 7.0f);
+  // misuse: reflect as far as the dim, an unknown mode, an empty dim, a pair per dim
+  CHECK_THROWS_AS(g.t.pad({{3, 0}, {0, 0}}, "reflect"), ShapeError);
+  CHECK_THROWS_AS(g.t.pad({{1, 0}, {0, 0}}, "mirror"), ShapeError);
+  CHECK_THROWS_AS(Tensor::zeros({0, 2}).pad({{1, 0}, {0, 0}}, "replicate"), ShapeError);
+  CHECK_THROWS_AS(g.t.pad({{1, 0}}, "circular"), ShapeError);
+  CHECK_THROWS_WITH_AS(g.t.pad({{1, 0}, {0, 0}}, "mirror"), doctest::Contains("mirror"), ShapeError);
 }

@@ -110,11 +110,18 @@ std::vector<double> ref_conv_transpose2d(const std::vector<float>& x, Dims xs,
 }
 
 // PyTorch's max/avg pools over the last two dims of (B, H, W) data.
+// ceil: PyTorch's ceil_mode (a last, partial window where it starts inside the input or its left
+// padding; the positions past the right padding never count)
 std::vector<double> ref_pool(const std::vector<float>& x, int64_t B, int64_t H, int64_t W,
                              int64_t k, int64_t s, int64_t d, int64_t p, bool is_max,
-                             bool count_pad, Dims& out_hw) {
-  const int64_t OH = (H + 2 * p - d * (k - 1) - 1) / s + 1,
-                OW = (W + 2 * p - d * (k - 1) - 1) / s + 1;
+                             bool count_pad, Dims& out_hw, bool ceil = false) {
+  auto out_size = [&](int64_t n) {
+    const int64_t span = n + 2 * p - d * (k - 1) - 1;
+    int64_t o = (ceil ? (span + s - 1) / s : span / s) + 1;
+    if (ceil && (o - 1) * s >= n + p) --o;
+    return o;
+  };
+  const int64_t OH = out_size(H), OW = out_size(W);
   out_hw = {OH, OW};
   std::vector<double> r;
   for (int64_t b = 0; b < B; ++b)
@@ -126,7 +133,7 @@ std::vector<double> ref_pool(const std::vector<float>& x, int64_t B, int64_t H, 
           for (int64_t kx = 0; kx < k; ++kx) {
             const int64_t y = oy * s + ky * d - p, xx = ox * s + kx * d - p;
             if (y < 0 || y >= H || xx < 0 || xx >= W) {
-              n += count_pad;
+              n += count_pad && y < H + p && xx < W + p;
               continue;
             }
             const double v = at(x, (b * H + y) * W + xx);
@@ -542,6 +549,7 @@ TEST_CASE("nn: max_pool2d and avg_pool2d against loops") {
       {4, 5, 3, 3, 1, 1, {}},  // padded, default stride
       {1, 1, 1, 1, 1, 0, {}},  // 1x1
       {3, 3, 2, 6, 2, 0, 6},   // a stride wider than the dilated kernel and the input
+      {5, 6, 3, 2, 1, 2, 2},   // padding over half the kernel (ONNX's, tinygrad's)
   };
   int seed = 80;
   for (const Case& c : cases) {
@@ -555,12 +563,41 @@ TEST_CASE("nn: max_pool2d and avg_pool2d against loops") {
     CHECK(y.shape() == Shape{2, 3, hw[0], hw[1]});
     // max is exact; avg is an exact sum divided by the count (or times its reciprocal): 2 roundings
     check_close(y.to_vector<float>(), mx, Tol::exact());
-    if (2 * c.p <= c.k) {
+    if (c.p < c.d * (c.k - 1) + 1) {
       check_close(x.avg_pool2d(c.k, c.stride, c.d, c.p).to_vector<float>(),
                   ref_pool(xv, 6, c.H, c.W, c.k, c.s, c.d, c.p, false, true, hw), Tol::f32(2));
       check_close(x.avg_pool2d(c.k, c.stride, c.d, c.p, false).to_vector<float>(),
                   ref_pool(xv, 6, c.H, c.W, c.k, c.s, c.d, c.p, false, false, hw), Tol::f32(2));
     }
+    // ceil_mode: a last, partial window where one fits
+    Dims ceil_hw;
+    const auto mx_ceil = ref_pool(xv, 6, c.H, c.W, c.k, c.s, c.d, c.p, true, false, ceil_hw, true);
+    Tensor y_ceil = x.max_pool2d(c.k, c.stride, c.d, c.p, true);
+    CHECK(y_ceil.shape() == Shape{2, 3, ceil_hw[0], ceil_hw[1]});
+    check_close(y_ceil.to_vector<float>(), mx_ceil, Tol::exact());
+    if (c.p < c.d * (c.k - 1) + 1)
+      for (bool count_pad : {true, false})
+        check_close(x.avg_pool2d(c.k, c.stride, c.d, c.p, count_pad, true).to_vector<float>(),
+                    ref_pool(xv, 6, c.H, c.W, c.k, c.s, c.d, c.p, false, count_pad, hw, true), Tol::f32(2));
+  }
+  // a kernel of 3 dims pools the last 3: (2, 3, 4, 5) by (2, 2, 3) with stride (1, 2, 2)
+  {
+    const auto v = values(2 * 3 * 4 * 5, 95);
+    std::vector<double> want3;
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t o0 = 0; o0 < 2; ++o0)
+        for (int64_t o1 = 0; o1 < 2; ++o1)
+          for (int64_t o2 = 0; o2 < 2; ++o2) {
+            double m = -kInf;
+            for (int64_t k0 = 0; k0 < 2; ++k0)
+              for (int64_t k1 = 0; k1 < 2; ++k1)
+                for (int64_t k2 = 0; k2 < 3; ++k2)
+                  m = std::max(m, double(at(v, ((b * 3 + o0 + k0) * 4 + o1 * 2 + k1) * 5 + o2 * 2 + k2)));
+            want3.push_back(m);
+          }
+    Tensor y3 = Tensor::from_vector(v, {2, 3, 4, 5}).max_pool2d(IntOrVec{2, 2, 3}, IntOrVec{1, 2, 2});
+    CHECK(y3.shape() == Shape{2, 2, 2, 2});
+    check_close(y3.to_vector<float>(), want3, Tol::exact());
   }
   // a negative-only input padded with -inf keeps its values; padding with zeros would not
   Tensor neg = Tensor::full({1, 1, 2, 2}, -5.f);
@@ -601,12 +638,95 @@ TEST_CASE("nn: max_pool2d and avg_pool2d against loops") {
   // misuse
   Tensor t = Tensor::zeros({1, 1, 4, 4});
   CHECK_THROWS_AS(t.max_pool2d(5), ShapeError);            // kernel larger than input
-  CHECK_THROWS_AS(t.max_pool2d(2, {}, 1, 2), ShapeError);  // padding above half the kernel
-  CHECK_THROWS_AS(t.avg_pool2d(3, {}, 1, 2), ShapeError);
-  CHECK_THROWS_AS(t.max_pool2d(IntOrVec{2, 2, 2}), ShapeError);  // kernel of 3 dims
+  CHECK_THROWS_AS(t.max_pool2d(2, {}, 1, 2), ShapeError);  // padding as wide as the kernel
+  CHECK_THROWS_AS(t.avg_pool2d(3, {}, 1, 3), ShapeError);
+  CHECK_THROWS_AS(t.avg_pool2d(3, {}, 1, -1), ShapeError);
+  CHECK_THROWS_AS(t.max_pool2d(IntOrVec{2, 2, 2}), ShapeError);  // kernel of 3 dims over a dim of 1
+  CHECK_THROWS_AS(t.max_pool2d(IntOrVec{1, 1, 1, 1, 1}), ShapeError);  // more dims than the input
   CHECK_THROWS_AS(t.max_pool2d(2, 0), ShapeError);
   CHECK_THROWS_AS(Tensor::zeros({4}).max_pool2d(2), ShapeError);
   CHECK(contains(error_of([&] { t.max_pool2d(5); }), "max_pool2d"));
+}
+
+// -- interpolation ------------------------------------------------------------------------------
+
+namespace {
+// PyTorch's F.interpolate along one dim, as (input index, weight) taps per output position:
+// written from its definitions (area_pixel_compute_source_index and the cubic convolution)
+using Taps = std::vector<std::vector<std::pair<int64_t, double>>>;
+Taps ref_taps(const std::string& mode, bool align_corners, int64_t in, int64_t out) {
+  Taps taps(static_cast<size_t>(out));
+  const double scale = static_cast<double>(in) / static_cast<double>(out);
+  auto clamp = [&](int64_t i) { return std::min<int64_t>(std::max<int64_t>(i, 0), in - 1); };
+  for (int64_t o = 0; o < out; ++o) {
+    auto& t = taps[static_cast<size_t>(o)];
+    if (mode == "nearest") {
+      t.push_back({clamp(static_cast<int64_t>(std::floor(static_cast<double>(o) * scale))), 1.0});
+      continue;
+    }
+    double src = align_corners ? (out > 1 ? static_cast<double>(o) * static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0)
+                               : (static_cast<double>(o) + 0.5) * scale - 0.5;
+    if (mode == "linear") {
+      if (!align_corners) src = std::max(src, 0.0);
+      const auto i0 = static_cast<int64_t>(std::floor(src));
+      const double l = src - static_cast<double>(i0);
+      t.push_back({clamp(i0), 1 - l});
+      t.push_back({clamp(i0 + 1), l});
+      continue;
+    }
+    const double a = -0.75, f = std::floor(src), x = src - f;
+    auto near = [&](double d) { return ((a + 2) * d - (a + 3)) * d * d + 1; };
+    auto far = [&](double d) { return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a; };
+    const double w[4] = {far(x + 1), near(x), near(1 - x), far(2 - x)};
+    for (int k = 0; k < 4; ++k) t.push_back({clamp(static_cast<int64_t>(f) - 1 + k), w[k]});
+  }
+  return taps;
+}
+}  // namespace
+
+TEST_CASE("nn: interpolate against PyTorch's definitions, over 2 dims") {
+  const int64_t B = 2, H = 5, W = 7;
+  const auto xv = values(B * H * W, 70);
+  const Tensor x = Tensor::from_vector(xv, {B, H, W});
+  struct Case {
+    const char* mode;
+    bool align_corners;
+    int64_t oh, ow;
+  };
+  for (const Case& c : std::vector<Case>{{"nearest", false, 10, 14},  // whole factors: a view
+                                         {"nearest", false, 3, 11},
+                                         {"linear", false, 9, 4},
+                                         {"linear", true, 9, 4},
+                                         {"linear", false, 1, 7},
+                                         {"cubic", false, 8, 12},
+                                         {"cubic", true, 4, 3}}) {
+    INFO(c.mode, " align_corners ", c.align_corners, " to (", c.oh, ", ", c.ow, ")");
+    const Taps th = ref_taps(c.mode, c.align_corners, H, c.oh), tw = ref_taps(c.mode, c.align_corners, W, c.ow);
+    std::vector<double> want;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t i = 0; i < c.oh; ++i)
+        for (int64_t j = 0; j < c.ow; ++j) {
+          double acc = 0;
+          for (const auto& [y, wy] : th[static_cast<size_t>(i)])
+            for (const auto& [xx, wx] : tw[static_cast<size_t>(j)]) acc += wy * wx * at(xv, (b * H + y) * W + xx);
+          want.push_back(acc);
+        }
+    const Tensor y = x.interpolate({c.oh, c.ow}, c.mode, c.align_corners);
+    CHECK(y.shape() == Shape{B, c.oh, c.ow});
+    // two dims of up to 4 taps each, weights summing to 1 (cubic's of up to 1.3 in size): the
+    // rounding of terms up to twice the inputs' size survives in a result that cancels smaller
+    check_close(y.to_vector<float>(), want, Tol::f32(16).of(2.0));
+  }
+  // the integers of a nearest resize stay exact; a size of fewer dims resizes the last ones
+  const Tensor ints = Tensor::from_vector(std::vector<int32_t>{1, 2, 3, 4}, {2, 2});
+  CHECK(ints.interpolate({4}, "nearest").to_vector<int32_t>() == std::vector<int32_t>{1, 1, 2, 2, 3, 3, 4, 4});
+  // misuse
+  CHECK_THROWS_AS(x.interpolate({2, 2, 2, 2}), ShapeError);
+  CHECK_THROWS_AS(x.interpolate({2, 2}, "area"), ShapeError);
+  CHECK_THROWS_AS(x.interpolate({-1, 2}), ShapeError);
+  Interpolation bad;
+  bad.coordinates = "sideways";
+  CHECK_THROWS_WITH_AS(x.interpolate({3, 3}, bad), doctest::Contains("sideways"), ShapeError);
 }
 
 // -- normalization ------------------------------------------------------------------------------

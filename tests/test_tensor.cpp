@@ -188,10 +188,17 @@ TEST_CASE("tensor: movement ops are views with the right values") {
   CHECK_THROWS_AS(a.expand({3, 3}), ShapeError);
 }
 
-TEST_CASE("tensor: cumsum") {
+TEST_CASE("tensor: cumsum and cumprod") {
   Tensor a = Tensor::from_vector(iota(6, 1.f), {2, 3});
   CHECK(a.cumsum(1).to_vector<float>() == std::vector<float>{1, 3, 6, 4, 9, 15});
   CHECK(a.cumsum(0).to_vector<float>() == std::vector<float>{1, 2, 3, 5, 7, 9});
+  CHECK(a.cumprod(1).to_vector<float>() == std::vector<float>{1, 2, 6, 4, 20, 120});
+  CHECK(a.cumprod(-2).to_vector<float>() == std::vector<float>{1, 2, 3, 4, 10, 18});
+  // integers multiply in int64, as PyTorch's, with a zero and negatives
+  Tensor i = Tensor::from_vector(std::vector<int32_t>{-2, 3, 0, 5}, {4});
+  CHECK(i.cumprod().dtype() == dtypes::int64);
+  CHECK(i.cumprod().to_vector<int64_t>() == std::vector<int64_t>{-2, -6, 0, 0});
+  CHECK_THROWS_AS(a.cumprod(2), IndexError);
 }
 
 TEST_CASE("tensor: math functions against the C library") {

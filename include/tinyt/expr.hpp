@@ -162,7 +162,7 @@ template <class F, class S, class... P, class A> auto movement(F f, S s, std::tu
 /// The const Tensor methods an expression forwards to the Tensor it lowers to, as they are (the
 /// ones whose arguments are never braced lists; the others are spelled out in ExprMethods).
 #define TINYT_TENSOR_METHODS(X)                                                                             \
-  X(numel) X(dtype) X(device) X(element_size) X(nbytes) X(cumsum) X(argmax) X(argmin) X(logsumexp)          \
+  X(numel) X(dtype) X(device) X(element_size) X(nbytes) X(cumsum) X(cumprod) X(argmax) X(argmin) X(logsumexp)          \
   X(softmax) X(log_softmax) X(contiguous) X(detach) X(to) X(chunk) X(gather) X(one_hot) X(matmul) X(dot)    \
   X(linear) X(layernorm) X(batchnorm) X(dropout) X(scaled_dot_product_attention) X(cross_entropy)           \
   X(sparse_categorical_crossentropy) X(binary_crossentropy) X(binary_crossentropy_logits)                   \
@@ -215,12 +215,21 @@ template <class D> class ExprMethods {
     return tensor().conv_transpose2d(w, b, groups, std::move(stride), std::move(dilation), std::move(padding),
                                      std::move(output_padding));
   }
-  Tensor max_pool2d(IntOrVec kernel = 2, IntOrVec stride = {}, IntOrVec dilation = 1, IntOrVec padding = 0) const {
-    return tensor().max_pool2d(std::move(kernel), std::move(stride), std::move(dilation), std::move(padding));
+  Tensor max_pool2d(IntOrVec kernel = 2, IntOrVec stride = {}, IntOrVec dilation = 1, IntOrVec padding = 0,
+                    bool ceil_mode = false) const {
+    return tensor().max_pool2d(std::move(kernel), std::move(stride), std::move(dilation), std::move(padding), ceil_mode);
   }
   Tensor avg_pool2d(IntOrVec kernel = 2, IntOrVec stride = {}, IntOrVec dilation = 1, IntOrVec padding = 0,
-                    bool count_include_pad = true) const {
-    return tensor().avg_pool2d(std::move(kernel), std::move(stride), std::move(dilation), std::move(padding), count_include_pad);
+                    bool count_include_pad = true, bool ceil_mode = false) const {
+    return tensor().avg_pool2d(std::move(kernel), std::move(stride), std::move(dilation), std::move(padding), count_include_pad,
+                               ceil_mode);
+  }
+  Tensor interpolate(Shape size, std::string_view mode = "linear", bool align_corners = false) const {
+    return tensor().interpolate(std::move(size), mode, align_corners);
+  }
+  Tensor interpolate(Shape size, const Interpolation& how) const { return tensor().interpolate(std::move(size), how); }
+  Tensor pad(std::vector<std::pair<sint, sint>> padding, std::string_view mode, double value = 0.0) const {
+    return tensor().pad(std::move(padding), mode, value);
   }
 
   // -- elementwise: expressions ---------------------------------------------------------------

@@ -32,6 +32,7 @@
 #include "ops/random.hpp"
 #include "ops/linalg.hpp"
 #include "ops/nn.hpp"
+#include "ops/interpolate.hpp"
 #include "gradient.hpp"
 
 // nn

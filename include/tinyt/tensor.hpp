@@ -63,6 +63,20 @@ struct IntOrVec {
   bool empty() const { return v.empty(); }
 };
 
+/// How Tensor::interpolate maps output positions to input ones and weighs the neighbours it
+/// reads (ONNX Resize's attributes; interpolate(size, mode) sets PyTorch's).
+struct Interpolation {
+  std::string mode = "linear";                 ///< "nearest", "linear" or "cubic"
+  std::string coordinates = "half_pixel";      ///< or "align_corners", "asymmetric", "pytorch_half_pixel", "half_pixel_symmetric", "tf_crop_and_resize"
+  std::string nearest = "round_prefer_floor";  ///< nearest's rounding: or "round_prefer_ceil", "floor", "ceil"
+  double cubic_a = -0.75;                      ///< the cubic kernel's a (PyTorch's -0.75; -0.5 is Keys')
+  bool exclude_outside = false;                ///< taps outside the input weigh 0 (the others renormalized), not the edge's value
+  bool antialias = false;                      ///< downscaling widens linear and cubic filters by 1 / scale
+  std::vector<double> scales;                  ///< per resized dim, the scale the coordinates use (default: out / in)
+  std::vector<std::pair<double, double>> crop;  ///< tf_crop_and_resize's (start, end) per resized dim, as fractions
+  double extrapolation_value = 0.0;            ///< what tf_crop_and_resize gives outside its crop
+};
+
 class Tensor;
 class TensorRef;
 class Index;
@@ -238,6 +252,7 @@ class Tensor {
   Tensor all() const;
   Tensor all(int axis, bool keepdim = false) const;
   Tensor cumsum(int axis = 0) const;
+  Tensor cumprod(int axis = 0) const;
   Tensor var(bool keepdim = false, double correction = 1) const;
   Tensor var(int axis, bool keepdim = false, double correction = 1) const;
   Tensor var(std::vector<int> axes, bool keepdim = false, double correction = 1) const;
@@ -258,6 +273,8 @@ class Tensor {
   Tensor permute(std::vector<int> order) const;
   Tensor expand(Shape shape) const;
   Tensor pad(std::vector<std::pair<sint, sint>> padding, double value = 0.0) const;
+  /// Padding in PyTorch's modes: "constant" (with `value`), "reflect", "replicate", "circular" (ops/combine.hpp).
+  Tensor pad(std::vector<std::pair<sint, sint>> padding, std::string_view mode, double value = 0.0) const;
   Tensor shrink(std::vector<std::pair<sint, sint>> bounds) const;
   Tensor flip(std::vector<int> axes) const;
   Tensor flip(int axis) const { return flip(std::vector<int>{axis}); }
@@ -317,9 +334,17 @@ class Tensor {
                 IntOrVec padding = 0) const;
   Tensor conv_transpose2d(const Tensor& w, const Tensor& b = {}, int64_t groups = 1, IntOrVec stride = 1,
                           IntOrVec dilation = 1, IntOrVec padding = 0, IntOrVec output_padding = 0) const;
-  Tensor max_pool2d(IntOrVec kernel = 2, IntOrVec stride = {}, IntOrVec dilation = 1, IntOrVec padding = 0) const;
+  /// Pools over the last 2 dims, or as many as `kernel` lists; ceil_mode keeps a last, partial
+  /// window that starts inside the input or its padding (PyTorch's).
+  Tensor max_pool2d(IntOrVec kernel = 2, IntOrVec stride = {}, IntOrVec dilation = 1, IntOrVec padding = 0,
+                    bool ceil_mode = false) const;
   Tensor avg_pool2d(IntOrVec kernel = 2, IntOrVec stride = {}, IntOrVec dilation = 1, IntOrVec padding = 0,
-                    bool count_include_pad = true) const;
+                    bool count_include_pad = true, bool ceil_mode = false) const;
+  /// Resized to `size` over the last size.size() dims: "nearest" (PyTorch's: floor), "nearest-exact",
+  /// "linear" or "cubic" (separable, so bilinear and bicubic over 2 dims), as F.interpolate (ops/interpolate.hpp).
+  Tensor interpolate(Shape size, std::string_view mode = "linear", bool align_corners = false) const;
+  /// Resized with every choice of ONNX's Resize.
+  Tensor interpolate(Shape size, const Interpolation& how) const;
   Tensor layernorm(int axis = -1, double eps = 1e-5) const;
   Tensor batchnorm(const Tensor& weight, const Tensor& bias, const Tensor& mean, const Tensor& invstd) const;
   Tensor dropout(double p = 0.5) const;

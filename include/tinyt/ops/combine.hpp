@@ -150,6 +150,76 @@ TINYT_INLINE Tensor Tensor::repeat(Shape repeats) const {
   return reshape(Shape(unsqueezed)).expand(Shape(expanded)).reshape(Shape(out));
 }
 
+namespace detail {
+// `t` padded by (before, after) along `axis` in `mode` (reflect, replicate or circular), as
+// slices of itself joined on either side; a negative amount cuts instead.
+inline Tensor pad_axis_from_edges(const Tensor& t, size_t axis, int64_t before, int64_t after, std::string_view mode) {
+  const int64_t n = t.shape()[axis].as_int();
+  auto part = [&](int64_t lo, int64_t hi) {
+    std::vector<std::pair<sint, sint>> cut;
+    for (const sint& d : t.shape()) cut.emplace_back(0, d);
+    cut[axis] = {lo, hi};
+    return t.shrink(cut);
+  };
+  auto fail = [&](const std::string& why) {
+    return ShapeError(cat("pad: mode ", mode, " of (", before, ", ", after, ") along dim ", axis, " of shape ", t.shape(), ": ", why));
+  };
+  if (n == 0 && (before > 0 || after > 0)) throw fail("the dim is empty");
+  const int64_t lo = std::max<int64_t>(0, -before), hi = n - std::max<int64_t>(0, -after);
+  if (lo > hi) throw fail("it cuts more than the dim holds");
+  Tensor middle = part(lo, hi);
+  const int64_t b = std::max<int64_t>(0, before), a = std::max<int64_t>(0, after);
+  if (b == 0 && a == 0) return middle;
+  const int ax = static_cast<int>(axis);
+  if (mode == "circular") {
+    // whole copies of the dim on either side, then cut to size: any amount wraps around
+    const int64_t left = (b + n - 1) / n, right = (a + n - 1) / n;
+    std::vector<int64_t> reps(t.ndim(), 1);
+    reps[axis] = left + 1 + right;
+    std::vector<std::pair<sint, sint>> cut;
+    for (const sint& d : t.shape()) cut.emplace_back(0, d);
+    cut[axis] = {left * n - b + lo, left * n + hi + a};
+    return t.repeat(Shape(reps)).shrink(cut);
+  }
+  std::vector<Tensor> parts;
+  if (mode == "replicate") {
+    auto edge = [&](int64_t at, int64_t count) {
+      std::vector<int64_t> to = t.shape().to_vector();
+      to[axis] = count;
+      return part(at, at + 1).expand(Shape(to));
+    };
+    if (b) parts.push_back(edge(0, b));
+    parts.push_back(middle);
+    if (a) parts.push_back(edge(n - 1, a));
+  } else if (mode == "reflect") {
+    if (b >= n || a >= n) throw fail(cat("reflect needs less padding than the dim's size ", n));
+    if (b) parts.push_back(part(1, b + 1).flip(ax));
+    parts.push_back(middle);
+    if (a) parts.push_back(part(n - 1 - a, n - 1).flip(ax));
+  } else {
+    throw fail("the modes are constant, reflect, replicate and circular");
+  }
+  return Tensor::cat(parts, ax);
+}
+}  // namespace detail
+
+/// Padding whose values come from the tensor itself (PyTorch's F.pad modes): "reflect" mirrors
+/// it without repeating the edge, "replicate" repeats the edge, "circular" wraps around;
+/// "constant" fills with `value`. One (before, after) pair per dim, as pad; negative cuts.
+TINYT_INLINE Tensor Tensor::pad(std::vector<std::pair<sint, sint>> padding, std::string_view mode, double value) const {
+  if (mode == "constant") return pad(std::move(padding), value);
+  if (padding.size() != ndim())
+    throw ShapeError(detail::cat("pad: ", padding.size(), " (before, after) pairs for shape ", shape(), "; need one per dim"));
+  Tensor t = *this;
+  for (size_t axis = 0; axis < padding.size(); ++axis) {
+    const auto& [before, after] = padding[axis];
+    if (!before.is_int() || !after.is_int() || !shape()[axis].is_int())
+      throw ShapeError(detail::cat("pad: mode ", mode, " needs concrete sizes, got shape ", shape()));
+    if (before.as_int() != 0 || after.as_int() != 0) t = detail::pad_axis_from_edges(t, axis, before.as_int(), after.as_int(), mode);
+  }
+  return t;
+}
+
 /// `steps` evenly spaced values from start to stop (both included). As PyTorch, the first half
 /// counts up from start and the second half down from stop, so both ends are exact.
 TINYT_INLINE Tensor Tensor::linspace_values(double a, double b, int64_t steps, DType dtype) {

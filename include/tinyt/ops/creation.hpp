@@ -83,7 +83,7 @@ TINYT_INLINE Tensor Tensor::arange_values(double start, double step, sint count,
   // start + step * i: i counted by a cumulative sum of ones, as tinygrad does (in dtype: an int64
   // cumsum cast back to int32 would hide the count from the reduce collapse)
   const std::string dev = device.empty() ? Device::default_device() : Device::canonicalize(device);
-  return detail::running_sums(Tensor::full(Shape{1, count}, step, dtype, dev))
+  return detail::running_reduce(Tensor::full(Shape{1, count}, step, dtype, dev), Ops::ADD)
       .reshape({count})
       .add(Tensor(graph::const_(dtype, start - step, dev)));
 }

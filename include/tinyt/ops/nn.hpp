@@ -346,52 +346,70 @@ TINYT_INLINE Tensor Tensor::conv_transpose2d(const Tensor& w, const Tensor& b, i
 }
 
 namespace detail {
-/// The window setup both 2-d pools share: kernel, stride (default: the kernel), dilation, pads.
-struct Pool2d {
+/// The window setup both pools share: the kernel (over the last 2 dims, or as many as it lists),
+/// stride (default: the kernel), dilation, pads, and with ceil_mode the padding after each dim
+/// that a last, partial window needs.
+struct PoolWindows {
+  size_t dims;
   std::vector<int64_t> k, s, d;
   std::vector<std::pair<int64_t, int64_t>> pads;
-  Pool2d(const Tensor& x, const IntOrVec& kernel, const IntOrVec& stride, const IntOrVec& dilation,
-         const IntOrVec& padding, const char* op, bool pad_vs_dilated_kernel)
-      : k(per_dim(kernel, 2, op, "kernel")),
-        s(stride.empty() ? k : per_dim(stride, 2, op, "stride")),
-        d(per_dim(dilation, 2, op, "dilation")),
-        pads(pool_pads(padding, 2, op)) {
-    if (x.ndim() < 2) throw ShapeError(cat(op, ": needs at least 2 dims, got shape ", x.shape()));
-    for (size_t j = 0; j < 2; ++j) {
-      // as PyTorch: the padding is at most half the (dilated, for max) kernel
-      const int64_t span = pad_vs_dilated_kernel ? d[j] * (k[j] - 1) + 1 : k[j];
+  std::vector<std::pair<int64_t, int64_t>> ceil_pads;  // (0, extra) per dim; all 0 without ceil_mode
+  PoolWindows(const Tensor& x, const IntOrVec& kernel, const IntOrVec& stride, const IntOrVec& dilation,
+              const IntOrVec& padding, bool ceil_mode, const char* op)
+      : dims(kernel.v.size() > 2 ? kernel.v.size() : 2),
+        k(per_dim(kernel, dims, op, "kernel")),
+        s(stride.empty() ? k : per_dim(stride, dims, op, "stride")),
+        d(per_dim(dilation, dims, op, "dilation")),
+        pads(pool_pads(padding, dims, op)),
+        ceil_pads(dims, {0, 0}) {
+    if (x.ndim() < dims) throw ShapeError(cat(op, ": a kernel of ", dims, " dims needs at least ", dims, " dims, got shape ", x.shape()));
+    const std::vector<int64_t> xs = x.shape().to_vector();
+    for (size_t j = 0; j < dims; ++j) {
+      // every window reaches into the input: padding less than the (dilated) kernel (PyTorch
+      // allows half of it, ONNX and tinygrad more)
+      const int64_t span = d[j] * (k[j] - 1) + 1;
       for (int64_t p : {pads[j].first, pads[j].second})
-        if (p < 0 || 2 * p > span)
-          throw ShapeError(
-              cat(op, ": padding ", p, " must be between 0 and half the kernel size ", span));
+        if (p < 0 || p >= span)
+          throw ShapeError(cat(op, ": padding ", p, " must be at least 0 and less than the kernel's extent ", span));
+      if (!ceil_mode || s[j] < 1) continue;
+      // one more window where the last one would start inside the input or its left padding
+      const int64_t in = xs[xs.size() - dims + j], padded = in + pads[j].first + pads[j].second, window = d[j] * (k[j] - 1) + 1;
+      if (padded < window) continue;  // (sliding_windows names the error)
+      int64_t out = (padded - window + s[j] - 1) / s[j] + 1;
+      if ((out - 1) * s[j] >= in + pads[j].first) --out;
+      ceil_pads[j].second = std::max<int64_t>(0, (out - 1) * s[j] + window - padded);
     }
+  }
+  bool partial_windows() const {
+    return std::any_of(ceil_pads.begin(), ceil_pads.end(), [](const auto& p) { return p.second > 0; });
+  }
+  /// `t`'s windows: (..., o..., k...), padded with `pad_value` and then, for ceil_mode, `ceil_value`.
+  Tensor windows(const Tensor& t, double pad_value, double ceil_value, const char* op) const {
+    Tensor padded = pad_last(t, pads, pad_value);
+    if (partial_windows()) padded = pad_last(padded, ceil_pads, ceil_value);
+    return sliding_windows(padded, k, s, d, op);
   }
 };
 }  // namespace detail
 
 TINYT_INLINE Tensor Tensor::max_pool2d(IntOrVec kernel, IntOrVec stride, IntOrVec dilation,
-                                 IntOrVec padding) const {
-  detail::Pool2d p(*this, kernel, stride, dilation, padding, "max_pool2d", true);
+                                 IntOrVec padding, bool ceil_mode) const {
+  detail::PoolWindows p(*this, kernel, stride, dilation, padding, ceil_mode, "max_pool2d");
   const double lowest =
       dtype().is_float() ? -INFINITY : static_cast<double>(dtypes::min_int(dtype()));
-  Tensor x = detail::pad_last(*this, p.pads, lowest);
-  return detail::max_over(detail::sliding_windows(x, p.k, p.s, p.d, "max_pool2d"),
-                          detail::last_axes(2), false);
+  return detail::max_over(p.windows(*this, lowest, lowest, "max_pool2d"), detail::last_axes(p.dims), false);
 }
 
 TINYT_INLINE Tensor Tensor::avg_pool2d(IntOrVec kernel, IntOrVec stride, IntOrVec dilation,
-                                 IntOrVec padding, bool count_include_pad) const {
-  detail::Pool2d p(*this, kernel, stride, dilation, padding, "avg_pool2d", false);
-  auto windows = [&](const Tensor& t) {
-    return detail::sliding_windows(detail::pad_last(t, p.pads), p.k, p.s, p.d, "avg_pool2d");
-  };
-  if (count_include_pad) return windows(*this).mean(detail::last_axes(2));
-  // divide by how many of each window's elements are not padding
+                                 IntOrVec padding, bool count_include_pad, bool ceil_mode) const {
+  detail::PoolWindows p(*this, kernel, stride, dilation, padding, ceil_mode, "avg_pool2d");
+  const std::vector<int> window_axes = detail::last_axes(p.dims);
+  if (count_include_pad && !p.partial_windows()) return p.windows(*this, 0, 0, "avg_pool2d").mean(window_axes);
+  // divide by how many of each window's elements count: the input's, the padding's where
+  // count_include_pad, never those past the padding that ceil_mode adds (PyTorch's)
   Tensor x = cast(detail::stats_acc_dtype(dtype()));  // float16 sums and divides in float32, as mean
-  return windows(x)
-      .sum(detail::last_axes(2))
-      .div(windows(Tensor::ones_like(x)).sum(detail::last_axes(2)))
-      .cast(least_upper_float(dtype()));
+  const Tensor counted = p.windows(Tensor::ones_like(x), count_include_pad ? 1 : 0, 0, "avg_pool2d").sum(window_axes);
+  return p.windows(x, 0, 0, "avg_pool2d").sum(window_axes).div(counted).cast(least_upper_float(dtype()));
 }
 
 // -- normalization ---------------------------------------------------------------------------

@@ -142,36 +142,42 @@ TINYT_INLINE Tensor Tensor::all(int axis, bool keepdim) const { return logical_n
 TINYT_INLINE Tensor Tensor::all() const { return logical_not().any().logical_not(); }
 
 namespace detail {
-/// Running sums along the last axis of x (rows, n), in x's own dtype: a sliding window of x padded
-/// with n-1 zeros in front, taken as a view (no copy) and summed, so it is one kernel.
-inline Tensor running_sums(const Tensor& x) {
+/// Running sums (op ADD) or products (MUL) along the last axis of x (rows, n), in x's own dtype:
+/// a sliding window of x padded with n-1 identities in front, taken as a view (no copy) and
+/// reduced, so it is one kernel.
+inline Tensor running_reduce(const Tensor& x, Ops op) {
   const Shape& s = graph::shape_of(x.uop());
   const sint rows = s[0], n = s[1], L = n * 2 - 1;
   if (n.vmax() <= 1) return x;
   // W[i][k] = xp[i + k] for xp = x padded in front by n-1: repeat xp n times, flatten, pad each
   // row by one element, and row i starts i further in
-  Tensor xp = x.pad({{0, 0}, {n - 1, 0}});
+  Tensor xp = x.pad({{0, 0}, {n - 1, 0}}, op == Ops::MUL ? 1.0 : 0.0);
   Tensor w = xp.unsqueeze(1).expand({rows, n, L}).reshape({rows, n * L}).pad({{0, 0}, {0, n}}).reshape({rows, n, L + 1}).shrink({{0, rows}, {0, n}, {0, n}});
-  return Tensor(split_reduce(w, Ops::ADD, {2})).reshape({rows, n});
+  return Tensor(split_reduce(w, op, {2})).reshape({rows, n});
+}
+
+/// `t`'s running reduction along `axis` (cumsum, cumprod), in the dtypes sum and prod use.
+inline Tensor running_along(const Tensor& t, int axis, Ops op, const char* name) {
+  if (t.ndim() == 0) return t.cast(sum_out_dtype(t.dtype()));
+  const int ax = normalize_axis(axis, t.ndim(), name);
+  std::vector<int> order;
+  for (int i = 0; i < static_cast<int>(t.ndim()); ++i)
+    if (i != ax) order.push_back(i);
+  order.push_back(ax);
+  Tensor x = t.permute(order);
+  const std::vector<int64_t> s = x.shape().to_vector();
+  const int64_t n = s.back(), rows = t.numel() / std::max<int64_t>(n, 1);
+  Tensor acc = x.reshape({rows, n}).cast(sum_acc_dtype(t.dtype()));
+  Tensor done = running_reduce(acc, op).cast(sum_out_dtype(t.dtype())).reshape(Shape(s));
+  std::vector<int> inverse(order.size());
+  for (size_t i = 0; i < order.size(); ++i) inverse[static_cast<size_t>(order[i])] = static_cast<int>(i);
+  return done.permute(inverse);
 }
 }  // namespace detail
 
 /// Running sums along an axis, accumulated and returned in the dtypes sum uses.
-TINYT_INLINE Tensor Tensor::cumsum(int axis) const {
-  if (ndim() == 0) return cast(detail::sum_out_dtype(dtype()));
-  const int ax = normalize_axis(axis, ndim(), "cumsum");
-  std::vector<int> order;
-  for (int i = 0; i < static_cast<int>(ndim()); ++i)
-    if (i != ax) order.push_back(i);
-  order.push_back(ax);
-  Tensor x = permute(order);
-  const auto s = x.cshape();
-  const int64_t n = s.back(), rows = numel() / std::max<int64_t>(n, 1);
-  Tensor acc = x.reshape({rows, n}).cast(detail::sum_acc_dtype(dtype()));
-  Tensor summed = detail::running_sums(acc).cast(detail::sum_out_dtype(dtype())).reshape(Shape(s));
-  std::vector<int> inverse(order.size());
-  for (size_t i = 0; i < order.size(); ++i) inverse[static_cast<size_t>(order[i])] = static_cast<int>(i);
-  return summed.permute(inverse);
-}
+TINYT_INLINE Tensor Tensor::cumsum(int axis) const { return detail::running_along(*this, axis, Ops::ADD, "cumsum"); }
+/// Running products along an axis, in the dtypes prod uses.
+TINYT_INLINE Tensor Tensor::cumprod(int axis) const { return detail::running_along(*this, axis, Ops::MUL, "cumprod"); }
 
 }  // namespace tinyt::inline v0
