@@ -48,21 +48,7 @@ class Model {
       if (std::none_of(data_.graph.inputs.begin(), data_.graph.inputs.end(), [&](const ValueInfo& v) { return v.name == name; }))
         throw ShapeError(cat("onnx::Model::run: the model has no input '", name, "'"));
     }
-    for (const Node& node : data_.graph.nodes) {
-      std::vector<std::optional<Tensor>> in;
-      for (const std::string& name : node.inputs) {
-        if (name.empty()) {
-          in.emplace_back();
-          continue;
-        }
-        const auto it = values.find(name);
-        if (it == values.end()) throw ShapeError(cat("onnx: ", node.op_type, " node '", node.name, "' reads '", name, "', which nothing computed before it"));
-        in.emplace_back(it->second);
-      }
-      const std::vector<Tensor> out = default_ops().at(node.op_type)(OpCall{node, in, opset_});
-      for (size_t i = 0; i < node.outputs.size() && i < out.size(); ++i)
-        if (!node.outputs[i].empty()) values.insert_or_assign(node.outputs[i], out[i]);
-    }
+    run_nodes(data_.graph, values, opset_);
     std::map<std::string, Tensor> out;
     for (const ValueInfo& v : data_.graph.outputs) {
       const auto it = values.find(v.name);
@@ -88,6 +74,41 @@ class Model {
         if (a.g) check(*a.g);
         for (const auto& sub : a.graphs) check(*sub);
       }
+    }
+  }
+  // Builds the outputs of `g`'s nodes into `values` (which holds its inputs, its initializers and
+  // the values of the graphs around it), in order; a node's graph attributes run the same way, seeing `values`
+  static void run_nodes(const Graph& g, std::map<std::string, Tensor>& values, int64_t opset) {
+    using tinyt::detail::cat;
+    for (const Node& node : g.nodes) {
+      std::vector<std::optional<Tensor>> in;
+      for (const std::string& name : node.inputs) {
+        if (name.empty()) {
+          in.emplace_back();
+          continue;
+        }
+        const auto it = values.find(name);
+        if (it == values.end()) throw ShapeError(cat("onnx: ", node.op_type, " node '", node.name, "' reads '", name, "', which nothing computed before it"));
+        in.emplace_back(it->second);
+      }
+      auto subgraph = [&values, opset](const Graph& body, const std::vector<Tensor>& args) {
+        std::map<std::string, Tensor> scope = values;  // (the body's names shadow the outer ones)
+        for (const auto& weight : body.initializers) scope.insert_or_assign(weight.first, weight.second);
+        if (args.size() != body.inputs.size())
+          throw ShapeError(cat("onnx: graph '", body.name, "' takes ", body.inputs.size(), " inputs, given ", args.size()));
+        for (size_t i = 0; i < args.size(); ++i) scope.insert_or_assign(body.inputs[i].name, args[i]);
+        run_nodes(body, scope, opset);
+        std::vector<Tensor> out;
+        for (const ValueInfo& v : body.outputs) {
+          const auto it = scope.find(v.name);
+          if (it == scope.end()) throw ShapeError(cat("onnx: graph '", body.name, "': output '", v.name, "' is computed by no node"));
+          out.push_back(it->second);
+        }
+        return out;
+      };
+      const std::vector<Tensor> out = default_ops().at(node.op_type)(OpCall{node, in, opset, subgraph});
+      for (size_t i = 0; i < node.outputs.size() && i < out.size(); ++i)
+        if (!node.outputs[i].empty()) values.insert_or_assign(node.outputs[i], out[i]);
     }
   }
   static void check_input(const ValueInfo& v, const Tensor& t) {

@@ -16,6 +16,9 @@ struct OpCall {
   const Node& node;
   const std::vector<std::optional<Tensor>>& inputs;
   int64_t opset;
+  /// Runs one of the node's graph attributes (If's branches, Loop's and Scan's bodies) on its
+  /// inputs, seeing the values of the graph around the node: its outputs in order.
+  std::function<std::vector<Tensor>(const Graph&, const std::vector<Tensor>&)> run_graph = {};
 
   /// Input `i`, which the op needs: a ShapeError naming the node when it is left out.
   const Tensor& in(size_t i) const {
@@ -37,6 +40,20 @@ struct OpCall {
   int64_t axis(int64_t fallback) const {
     const int64_t a = int_attr("axis", fallback);
     return a < 0 ? a + static_cast<int64_t>(in(0).shape().to_vector().size()) : a;
+  }
+  std::vector<int64_t> ints_attr(const std::string& name, std::vector<int64_t> fallback = {}) const {
+    const Attribute* a = attribute(name);
+    return a ? a->ints : fallback;
+  }
+  std::string string_attr(const std::string& name, std::string fallback) const {
+    const Attribute* a = attribute(name);
+    return a ? a->s : fallback;
+  }
+  /// The graph attribute `name`, which the op needs: a ShapeError naming the node when it is missing.
+  const Graph& graph_attr(const std::string& name) const {
+    const Attribute* a = attribute(name);
+    if (!a || !a->g) throw ShapeError(tinyt::detail::cat("onnx: ", node.op_type, " node '", node.name, "' has no graph '", name, "'"));
+    return *a->g;
   }
   float float_attr(const std::string& name, float fallback) const {
     const Attribute* a = attribute(name);

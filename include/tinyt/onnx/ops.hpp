@@ -2,10 +2,11 @@
 // domain, taking a node, its inputs (empty where an optional input is left out) and the model's
 // opset, and giving its outputs. Each builds lazy tensors: a model runs as one tinyt graph,
 // scheduled and fused like hand-written code. The ops that take more than a line are in
-// onnx/ops_shape.hpp and onnx/ops_math.hpp.
+// onnx/ops_shape.hpp, onnx/ops_math.hpp, onnx/ops_nn.hpp and
+// onnx/ops_control.hpp.
 #pragma once
 
-#include "ops_math.hpp"
+#include "ops_control.hpp"
 
 namespace tinyt::inline v0 {
 namespace onnx {
@@ -61,11 +62,11 @@ inline const std::map<std::string, OpFn>& default_ops() {
       {"Max", [](const OpCall& c) { return one(detail::fold(c, [](const Tensor& a, const Tensor& b) { return a.maximum(b); })); }},
       {"Min", [](const OpCall& c) { return one(detail::fold(c, [](const Tensor& a, const Tensor& b) { return a.minimum(b); })); }},
       {"Sum", [](const OpCall& c) { return one(detail::fold(c, [](const Tensor& a, const Tensor& b) { return a + b; })); }},
-      {"ReduceSum", [](const OpCall& c) { return one(detail::reduce(c, 13, &Tensor::sum)); }},
-      {"ReduceMax", [](const OpCall& c) { return one(detail::reduce(c, 18, &Tensor::max)); }},
-      {"ReduceMin", [](const OpCall& c) { return one(detail::reduce(c, 18, &Tensor::min)); }},
-      {"ReduceMean", [](const OpCall& c) { return one(detail::reduce(c, 18, &Tensor::mean)); }},
-      {"ReduceProd", [](const OpCall& c) { return one(detail::reduce(c, 18, &Tensor::prod)); }},
+      {"ReduceSum", [](const OpCall& c) { return one(detail::reduce(c, 13, detail::by(&Tensor::sum))); }},
+      {"ReduceMax", [](const OpCall& c) { return one(detail::reduce(c, 18, detail::extreme(true))); }},
+      {"ReduceMin", [](const OpCall& c) { return one(detail::reduce(c, 18, detail::extreme(false))); }},
+      {"ReduceMean", [](const OpCall& c) { return one(detail::reduce(c, 18, detail::by(&Tensor::mean))); }},
+      {"ReduceProd", [](const OpCall& c) { return one(detail::reduce(c, 18, detail::by(&Tensor::prod))); }},
       {"Unsqueeze", [](const OpCall& c) { return one(detail::unsqueeze(c)); }},
       {"Squeeze", [](const OpCall& c) { return one(detail::squeeze(c)); }},
       {"Concat", [](const OpCall& c) { return one(detail::concat(c)); }},
@@ -106,6 +107,79 @@ inline const std::map<std::string, OpFn>& default_ops() {
        }},
       {"Mean", [](const OpCall& c) {
          return one(detail::fold(c, [](const Tensor& a, const Tensor& b) { return a + b; }) / static_cast<float>(c.inputs.size()));
+       }},
+      {"ReduceSumSquare", [](const OpCall& c) {
+         return one(detail::reduce(c, 18, [](const Tensor& x, const std::vector<int>& d, bool k) { return (x * x).sum(d, k); }));
+       }},
+      {"ReduceL1", [](const OpCall& c) {
+         return one(detail::reduce(c, 18, [](const Tensor& x, const std::vector<int>& d, bool k) { return x.abs().sum(d, k); }));
+       }},
+      {"ReduceL2", [](const OpCall& c) {
+         return one(detail::reduce(c, 18, [](const Tensor& x, const std::vector<int>& d, bool k) { return (x * x).sum(d, k).sqrt(); }));
+       }},
+      {"ReduceLogSum", [](const OpCall& c) {
+         return one(detail::reduce(c, 18, [](const Tensor& x, const std::vector<int>& d, bool k) { return x.sum(d, k).log(); }));
+       }},
+      {"ReduceLogSumExp", [](const OpCall& c) { return one(detail::reduce(c, 18, detail::log_sum_exp)); }},
+      {"Conv", [](const OpCall& c) { return one(detail::conv(c)); }},
+      {"ConvTranspose", [](const OpCall& c) { return one(detail::conv_transpose(c)); }},
+      {"MaxPool", [](const OpCall& c) { return detail::pool(c, true); }},
+      {"AveragePool", [](const OpCall& c) { return detail::pool(c, false); }},
+      {"LpPool", [](const OpCall& c) { return one(detail::lp_pool(c)); }},
+      {"GlobalAveragePool", [](const OpCall& c) { return one(c.in(0).mean(detail::axes_from(2, c.in(0).ndim()), true).cast(c.in(0).dtype())); }},
+      {"GlobalMaxPool", [](const OpCall& c) { return one(c.in(0).max(detail::axes_from(2, c.in(0).ndim()), true)); }},
+      {"BatchNormalization", [](const OpCall& c) { return detail::batch_normalization(c); }},
+      {"InstanceNormalization", [](const OpCall& c) { return one(detail::instance_normalization(c)); }},
+      {"GroupNormalization", [](const OpCall& c) { return one(detail::group_normalization(c)); }},
+      {"RMSNormalization", [](const OpCall& c) { return one(detail::rms_normalization(c)); }},
+      {"MeanVarianceNormalization", [](const OpCall& c) { return one(detail::mean_variance_normalization(c)); }},
+      {"LpNormalization", [](const OpCall& c) { return one(detail::lp_normalization(c)); }},
+      {"LRN", [](const OpCall& c) { return one(detail::lrn(c)); }},
+      {"NegativeLogLikelihoodLoss", [](const OpCall& c) {
+         const Tensor weight = c.has(2) ? c.in(2) : Tensor{};
+         return one(detail::nll_loss(c, c.in(0), c.in(1), c.has(2) ? &weight : nullptr));
+       }},
+      {"SoftmaxCrossEntropyLoss", [](const OpCall& c) { return detail::softmax_cross_entropy_loss(c); }},
+      {"Attention", [](const OpCall& c) { return detail::attention(c); }},
+      {"CumSum", [](const OpCall& c) { return one(detail::running(c, false)); }},
+      {"CumProd", [](const OpCall& c) { return one(detail::running(c, true)); }},
+      {"Hardmax", [](const OpCall& c) { return one(detail::hardmax(c)); }},
+      {"Shrink", [](const OpCall& c) { return one(detail::shrink(c)); }},
+      {"IsInf", [](const OpCall& c) { return one(detail::is_inf(c)); }},
+      {"Gelu", [](const OpCall& c) { return one(detail::gelu(c)); }},
+      {"Celu", [](const OpCall& c) { return one(detail::celu(c)); }},
+      {"Swish", [](const OpCall& c) { return one(c.in(0) * (c.in(0) * c.float_attr("alpha", 1.0f)).sigmoid()); }},
+      {"Sinh", [](const OpCall& c) { return one((c.in(0).exp() - c.in(0).neg().exp()) * 0.5f); }},
+      {"Cosh", [](const OpCall& c) { return one((c.in(0).exp() + c.in(0).neg().exp()) * 0.5f); }},
+      {"Asinh", [](const OpCall& c) { return one((c.in(0) + (c.in(0) * c.in(0) + 1.0f).sqrt()).log()); }},
+      {"Acosh", [](const OpCall& c) { return one((c.in(0) + (c.in(0) * c.in(0) - 1.0f).sqrt()).log()); }},
+      {"Atanh", [](const OpCall& c) { return one(((c.in(0) + 1.0f) / (1.0f - c.in(0))).log() * 0.5f); }},
+      {"Dropout", [](const OpCall& c) { return detail::dropout(c); }},
+      {"BitwiseAnd", [](const OpCall& c) { return one(c.in(0).bitwise_and(c.in(1))); }},
+      {"BitwiseOr", [](const OpCall& c) { return one(c.in(0).bitwise_or(c.in(1))); }},
+      {"BitwiseXor", [](const OpCall& c) { return one(c.in(0).bitwise_xor(c.in(1))); }},
+      {"BitwiseNot", [](const OpCall& c) { return one(c.in(0).bitwise_not()); }},
+      {"If", [](const OpCall& c) { return detail::if_(c); }},
+      {"Loop", [](const OpCall& c) { return detail::loop(c); }},
+      {"Scan", [](const OpCall& c) { return detail::scan(c); }},
+      {"HannWindow", [](const OpCall& c) { return one(detail::window(c, 0.5, 0.5, 0)); }},
+      {"HammingWindow", [](const OpCall& c) { return one(detail::window(c, 25.0 / 46, 21.0 / 46, 0)); }},
+      {"BlackmanWindow", [](const OpCall& c) { return one(detail::window(c, 0.42, 0.5, 0.08)); }},
+      {"NonMaxSuppression", [](const OpCall& c) { return one(detail::non_max_suppression(c)); }},
+      {"Resize", [](const OpCall& c) { return one(detail::resize(c)); }},
+      {"Upsample", [](const OpCall& c) { return one(detail::resize(c)); }},
+      {"Pad", [](const OpCall& c) { return one(detail::pad(c)); }},
+      {"Tile", [](const OpCall& c) { return one(detail::tile(c)); }},
+      {"DepthToSpace", [](const OpCall& c) { return one(detail::depth_to_space(c)); }},
+      {"SpaceToDepth", [](const OpCall& c) { return one(detail::space_to_depth(c)); }},
+      {"EyeLike", [](const OpCall& c) { return one(detail::eye_like(c)); }},
+      {"OneHot", [](const OpCall& c) { return one(detail::one_hot(c)); }},
+      {"Einsum", [](const OpCall& c) {
+         std::string equation = c.string_attr("equation", "");
+         equation.erase(std::remove(equation.begin(), equation.end(), ' '), equation.end());
+         std::vector<Tensor> operands;
+         for (size_t i = 0; i < c.inputs.size(); ++i) operands.push_back(c.in(i));
+         return one(Tensor::einsum(equation, operands));
        }},
   };
   return ops;

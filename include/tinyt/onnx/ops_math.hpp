@@ -47,9 +47,18 @@ inline Tensor div(const OpCall& c) {
   return floored + inexact.logical_and(opposite).cast(a.dtype());
 }
 
-// Reduce{Sum,Max,Min,Mean,Prod}: over `axes` (none: all, or none at all with
-// noop_with_empty_axes), dims kept where keepdims (default 1), in the input's type
-inline Tensor reduce(const OpCall& c, int64_t axes_input_from, Tensor (Tensor::*op)(std::vector<int>, bool) const) {
+// What a Reduce op computes over its axes: (input, dims, keepdims) -> output
+using Reduction = std::function<Tensor(const Tensor&, const std::vector<int>&, bool)>;
+
+// the Reduction of a Tensor reduce (sum, max ..)
+inline Reduction by(Tensor (Tensor::*op)(std::vector<int>, bool) const) {
+  return [op](const Tensor& x, const std::vector<int>& dims, bool keep) { return (x.*op)(dims, keep); };
+}
+
+// Reduce*: over `axes` (from input 1 from opset `axes_input_from`, the attribute before; none:
+// all, or none at all with noop_with_empty_axes), dims kept where keepdims (default 1), in the
+// input's type
+inline Tensor reduce(const OpCall& c, int64_t axes_input_from, const Reduction& op) {
   const Tensor& x = c.in(0);
   const std::vector<int64_t> axes = axes_of(c, axes_input_from, 1);
   if (axes.empty() && c.int_attr("noop_with_empty_axes", 0)) return x;
@@ -58,7 +67,32 @@ inline Tensor reduce(const OpCall& c, int64_t axes_input_from, Tensor (Tensor::*
   if (axes.empty())
     for (int64_t i = 0; i < rank; ++i) dims.push_back(static_cast<int>(i));
   for (const int64_t a : axes) dims.push_back(static_cast<int>(a < 0 ? a + rank : a));
-  return (x.*op)(dims, c.int_attr("keepdims", 1) != 0).cast(x.dtype());
+  return op(x, dims, c.int_attr("keepdims", 1) != 0).cast(x.dtype());
+}
+
+// ReduceMax, ReduceMin: as Tensor's, and over nothing the identity: the lowest (highest) value
+// of the type (-inf, +inf for floats; false, true for bool)
+inline Reduction extreme(bool largest) {
+  return [largest](const Tensor& x, const std::vector<int>& dims, bool keep) {
+    const std::vector<int64_t> s = x.shape().to_vector();
+    const bool over_nothing = std::any_of(dims.begin(), dims.end(), [&](int d) { return s[static_cast<size_t>(d)] == 0; });
+    if (!over_nothing) return largest ? x.max(dims, keep) : x.min(dims, keep);
+    const DType dt = x.dtype();
+    const Shape out = x.sum(dims, keep).shape();
+    if (dt.is_bool()) return Tensor::full(out, !largest, dt);
+    if (dt.is_float()) return Tensor::full(out, largest ? -INFINITY : INFINITY, dt);
+    const Tensor lowest = Tensor::full(out, static_cast<int64_t>(dtypes::min_int(dt)), dt);  // (0 unsigned)
+    return largest ? lowest : lowest.bitwise_not();  // the highest: every bit but the sign's, or all
+  };
+}
+
+// ReduceLogSumExp: log(sum(exp(x - max))) + max, which neither overflows nor loses the small terms
+inline Tensor log_sum_exp(const Tensor& x, const std::vector<int>& dims, bool keep) {
+  if (x.numel() == 0) return x.exp().sum(dims, keep).log();  // (of nothing: log 0)
+  const Tensor top = x.max(dims, true);
+  const Tensor shift = top.isinf().where(Tensor::zeros_like(top), top);  // (-inf rows: log 0)
+  const Tensor y = (x - shift).exp().sum(dims, true).log() + shift;
+  return keep ? y : y.reshape(x.sum(dims, false).shape());
 }
 
 // Clip: bounded below and above where the bounds are given (inputs from opset 11, attributes before)
@@ -110,6 +144,96 @@ inline std::vector<Tensor> layer_normalization(const OpCall& c) {
   Tensor y = (centered * inv_std).cast(x.dtype()) * c.in(1);
   if (c.has(2)) y = y + c.in(2);
   return {y, mean, inv_std};
+}
+
+// CumSum, CumProd (`product`): running sums or products along the axis input; exclusive leaves
+// each element out of its own, reverse runs from the end
+inline Tensor running(const OpCall& c, bool product) {
+  const Tensor& x = c.in(0);
+  const auto rank = static_cast<int64_t>(x.shape().to_vector().size());
+  int64_t axis = c.host_ints(1).at(0);
+  if (axis < 0) axis += rank;
+  const int ax = static_cast<int>(axis);
+  const bool reverse = c.int_attr("reverse", 0) != 0;
+  const Tensor in = reverse ? x.flip(ax) : x;
+  Tensor y = product ? in.cumprod(ax) : in.cumsum(ax);
+  if (c.int_attr("exclusive", 0)) {  // the running value one step before: shifted by one, the identity first
+    std::vector<std::pair<sint, sint>> shift(static_cast<size_t>(rank), {0, 0}), keep;
+    shift[static_cast<size_t>(ax)] = {1, 0};
+    for (const int64_t d : x.shape().to_vector()) keep.emplace_back(0, d);
+    y = y.pad(shift, product ? 1.0 : 0.0).shrink(keep);
+  }
+  y = y.cast(x.dtype());
+  return reverse ? y.flip(ax) : y;
+}
+
+// Hardmax: 1 at the first largest element along `axis` (opset 13; before, of the input
+// flattened to 2-d there), 0 elsewhere
+inline Tensor hardmax(const OpCall& c) {
+  const Tensor& x = c.in(0);
+  const Tensor x2 = c.opset >= 13 ? x : flattened_2d(x, c.int_attr("axis", 1));
+  const int axis = c.opset >= 13 ? static_cast<int>(c.axis(-1)) : 1;
+  const int64_t n = x2.shape().to_vector().at(static_cast<size_t>(axis < 0 ? axis + static_cast<int>(x2.ndim()) : axis));
+  const Tensor first = x2.argmax(axis, true);
+  std::vector<int64_t> along(x2.ndim(), 1);
+  along[static_cast<size_t>(axis < 0 ? axis + static_cast<int>(x2.ndim()) : axis)] = n;
+  return Tensor::arange(n).reshape(Shape(along)).eq(first).cast(x.dtype()).reshape(x.shape());
+}
+
+// Shrink: x - bias above lambd, x + bias below -lambd, 0 between
+inline Tensor shrink(const OpCall& c) {
+  const Tensor& x = c.in(0);
+  const float lambd = c.float_attr("lambd", 0.5f), bias = c.float_attr("bias", 0.0f);
+  const Tensor zero = Tensor::zeros_like(x);
+  const Tensor lo = Tensor::full(Shape{}, -lambd, dtypes::float32), hi = Tensor::full(Shape{}, lambd, dtypes::float32);
+  const Tensor xf = x.cast(dtypes::float32);
+  return xf.lt(lo).where(xf + bias, xf.gt(hi).where(xf - bias, zero.cast(dtypes::float32))).cast(x.dtype());
+}
+
+// IsInf: +inf where detect_positive (default 1), -inf where detect_negative (default 1)
+inline Tensor is_inf(const OpCall& c) {
+  const Tensor& x = c.in(0);
+  const Tensor zero = Tensor::zeros_like(x);
+  Tensor hit = Tensor::zeros_like(x).cast(dtypes::bool_);
+  if (c.int_attr("detect_positive", 1)) hit = hit.logical_or(x.isinf().logical_and(x.gt(zero)));
+  if (c.int_attr("detect_negative", 1)) hit = hit.logical_or(x.isinf().logical_and(x.lt(zero)));
+  return hit;
+}
+
+// Gelu: x·Φ(x), or its tanh approximation where approximate is "tanh"
+inline Tensor gelu(const OpCall& c) {
+  const Tensor& x = c.in(0);
+  if (c.string_attr("approximate", "none") == "tanh")
+    return x * 0.5f * ((x + x * x * x * 0.044715f) * 0.7978845608028654f).tanh() + x * 0.5f;
+  return x * 0.5f * ((x * 0.7071067811865476f).erf() + 1.0f);
+}
+
+// Celu: max(0, x) + min(0, alpha·(exp(x / alpha) - 1))
+inline Tensor celu(const OpCall& c) {
+  const Tensor& x = c.in(0);
+  const float alpha = c.float_attr("alpha", 1.0f);
+  const Tensor zero = Tensor::zeros_like(x);
+  return x.maximum(zero) + (((x / alpha).exp() - 1.0f) * alpha).minimum(zero);
+}
+
+// Dropout at inference: the input, and a mask of ones; in training with a ratio, not supported
+inline std::vector<Tensor> dropout(const OpCall& c) {
+  const Tensor& x = c.in(0);
+  const bool training = c.has(2) && c.in(2).cast(dtypes::bool_).item<bool>();
+  const float ratio = c.has(1) ? c.in(1).cast(dtypes::float32).item<float>() : c.float_attr("ratio", 0.5f);
+  if (training && ratio > 0)
+    throw UnsupportedError(tinyt::detail::cat("onnx: Dropout node '", c.node.name, "': training mode with ratio ", ratio, " (random masks are not supported)"));
+  return {x, Tensor::ones_like(x).cast(dtypes::bool_)};
+}
+
+// HannWindow, HammingWindow, BlackmanWindow: a0 - a1·cos(2πn/N) + a2·cos(4πn/N) over n < size,
+// N = size (periodic, the default) or size - 1, computed in float64 and given in output_datatype
+inline Tensor window(const OpCall& c, double a0, double a1, double a2) {
+  const int64_t size = c.host_ints(0).at(0);
+  const double n = static_cast<double>(c.int_attr("periodic", 1) ? size : size - 1);
+  const Tensor phase = Tensor::arange(size).cast(dtypes::float64) * (2 * M_PI / n);
+  const Tensor w = Tensor::full(Shape{}, a0, dtypes::float64) - phase.cos() * a1 + (phase * 2.0).cos() * a2;
+  return w.cast(dtype_of(c.int_attr("output_datatype", 1), c.node.op_type + " node '" + c.node.name + "'"));
 }
 
 }  // namespace detail

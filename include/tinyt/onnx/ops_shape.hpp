@@ -242,6 +242,90 @@ inline Tensor trilu(const OpCall& c) {
   return keep.where(x, Tensor::zeros_like(x));
 }
 
+// Tile: the input repeated along each dim as often as input 1 says
+inline Tensor tile(const OpCall& c) { return c.in(0).repeat(Shape(c.host_ints(1))); }
+
+// DepthToSpace: blocks of blocksize² channels become blocksize × blocksize pixels; DCR takes the
+// block's offset from the channel's high part, CRD from its low part
+inline Tensor depth_to_space(const OpCall& c) {
+  const std::vector<int64_t> s = c.in(0).shape().to_vector();
+  const int64_t b = c.int_attr("blocksize", 1), n = s.at(0), ch = s.at(1) / (b * b), h = s.at(2), w = s.at(3);
+  if (c.string_attr("mode", "DCR") == "CRD")
+    return c.in(0).reshape({n, ch, b, b, h, w}).permute({0, 1, 4, 2, 5, 3}).reshape({n, ch, h * b, w * b});
+  return c.in(0).reshape({n, b, b, ch, h, w}).permute({0, 3, 4, 1, 5, 2}).reshape({n, ch, h * b, w * b});
+}
+
+// SpaceToDepth: DepthToSpace's inverse, in the same modes
+inline Tensor space_to_depth(const OpCall& c) {
+  const std::vector<int64_t> s = c.in(0).shape().to_vector();
+  const int64_t b = c.int_attr("blocksize", 1), n = s.at(0), ch = s.at(1), h = s.at(2) / b, w = s.at(3) / b;
+  if (c.string_attr("mode", "DCR") == "CRD")
+    return c.in(0).reshape({n, ch, h, b, w, b}).permute({0, 1, 3, 5, 2, 4}).reshape({n, ch * b * b, h, w});
+  return c.in(0).reshape({n, ch, h, b, w, b}).permute({0, 3, 5, 1, 2, 4}).reshape({n, ch * b * b, h, w});
+}
+
+// EyeLike: ones on the k-th diagonal of a 2-d tensor of the input's shape, in `dtype` (default the input's)
+inline Tensor eye_like(const OpCall& c) {
+  const std::vector<int64_t> s = c.in(0).shape().to_vector();
+  const Attribute* dt = c.attribute("dtype");
+  const DType type = dt ? dtype_of(dt->i, "EyeLike node '" + c.node.name + "'") : c.in(0).dtype();
+  const Tensor rows = Tensor::arange(s.at(0)).cast(dtypes::int64).reshape({s[0], 1}), cols = Tensor::arange(s.at(1)).cast(dtypes::int64).reshape({1, s[1]});
+  return (cols - rows).eq(Tensor::full(Shape{}, c.int_attr("k", 0), dtypes::int64)).cast(type);
+}
+
+// OneHot: along a new dim at `axis` (default last) of size depth, values[1] where the index is
+// (negative: from the end), values[0] elsewhere
+inline Tensor one_hot(const OpCall& c) {
+  const Tensor& indices = c.in(0);
+  const int64_t depth = static_cast<int64_t>(c.in(1).cast(dtypes::float64).item<double>());
+  const Tensor values = c.in(2);
+  const auto rank = static_cast<int64_t>(indices.shape().to_vector().size()) + 1;
+  int64_t axis = c.int_attr("axis", -1);
+  if (axis < 0) axis += rank;
+  Tensor idx = indices.cast(dtypes::int64);
+  idx = idx.lt(Tensor::zeros_like(idx)).where(idx + depth, idx).unsqueeze(static_cast<int>(axis));
+  std::vector<int64_t> along(static_cast<size_t>(rank), 1);
+  along[static_cast<size_t>(axis)] = depth;
+  const Tensor hot = Tensor::arange(depth).cast(dtypes::int64).reshape(Shape(along)).eq(idx);
+  return hot.where(values[{1}], values[{0}]);
+}
+
+// Pad: (before..., after...) per axis (input 1 from opset 11, attribute before; only the axes of
+// input 3 where given), in mode constant (value: input 2, or the attribute before opset 11),
+// reflect, edge or wrap; a negative amount cuts
+inline Tensor pad(const OpCall& c) {
+  const Tensor& x = c.in(0);
+  const std::vector<int64_t> s = x.shape().to_vector();
+  const auto rank = static_cast<int64_t>(s.size());
+  const std::vector<int64_t> amounts = c.opset >= 11 ? c.host_ints(1) : c.ints_attr("pads");
+  std::vector<int64_t> axes;
+  if (c.has(3))
+    for (const int64_t a : c.host_ints(3)) axes.push_back(a < 0 ? a + rank : a);
+  else
+    for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
+  if (amounts.size() != 2 * axes.size())
+    throw ShapeError(tinyt::detail::cat("onnx: Pad node '", c.node.name, "': ", amounts.size(), " pads for ", axes.size(), " axes of shape ", x.shape()));
+  std::vector<std::pair<sint, sint>> cut, grow(s.size(), {0, 0});
+  for (const int64_t d : s) cut.emplace_back(0, d);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const auto a = static_cast<size_t>(axes[i]);
+    const int64_t before = amounts[i], after = amounts[axes.size() + i];
+    cut[a] = {std::max<int64_t>(0, -before), s[a] - std::max<int64_t>(0, -after)};
+    grow[a] = {std::max<int64_t>(0, before), std::max<int64_t>(0, after)};
+  }
+  const std::string mode = c.string_attr("mode", "constant");
+  const Tensor kept = x.shrink(cut);
+  if (mode == "constant") {
+    double value = c.opset >= 11 ? 0.0 : c.float_attr("value", 0.0f);
+    if (c.opset >= 11 && c.has(2)) value = c.in(2).cast(dtypes::float64).item<double>();
+    return kept.pad(grow, value);
+  }
+  const std::map<std::string, std::string> modes{{"reflect", "reflect"}, {"edge", "replicate"}, {"wrap", "circular"}};
+  const auto it = modes.find(mode);
+  if (it == modes.end()) throw UnsupportedError(tinyt::detail::cat("onnx: Pad node '", c.node.name, "': mode '", mode, "'"));
+  return kept.pad(grow, it->second);
+}
+
 }  // namespace detail
 }  // namespace onnx
 }  // namespace tinyt::inline v0
