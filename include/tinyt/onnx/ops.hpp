@@ -2,11 +2,11 @@
 // domain, taking a node, its inputs (empty where an optional input is left out) and the model's
 // opset, and giving its outputs. Each builds lazy tensors: a model runs as one tinyt graph,
 // scheduled and fused like hand-written code. The ops that take more than a line are in
-// onnx/ops_shape.hpp, onnx/ops_math.hpp, onnx/ops_nn.hpp and
-// onnx/ops_control.hpp.
+// onnx/ops_shape.hpp, onnx/ops_math.hpp, onnx/ops_nn.hpp,
+// onnx/ops_control.hpp and onnx/ops_rnn.hpp.
 #pragma once
 
-#include "ops_control.hpp"
+#include "ops_rnn.hpp"
 
 namespace tinyt::inline v0 {
 namespace onnx {
@@ -168,6 +168,9 @@ inline const std::map<std::string, OpFn>& default_ops() {
       {"BitwiseXor", [](const OpCall& c) { return one(c.in(0).bitwise_xor(c.in(1))); }},
       {"BitwiseNot", [](const OpCall& c) { return one(c.in(0).bitwise_not()); }},
       {"If", detail::if_},
+      {"RNN", detail::rnn},
+      {"GRU", detail::gru},
+      {"LSTM", detail::lstm},
       {"Loop", detail::loop},
       {"Scan", detail::scan},
       {"HannWindow", [](const OpCall& c) { return one(detail::window(c, 0.5, 0.5, 0)); }},
