@@ -3,10 +3,10 @@
 // opset, and giving its outputs. Each builds lazy tensors: a model runs as one tinyt graph,
 // scheduled and fused like hand-written code. The ops that take more than a line are in
 // onnx/ops_shape.hpp, onnx/ops_math.hpp, onnx/ops_nn.hpp,
-// onnx/ops_control.hpp and onnx/ops_rnn.hpp.
+// onnx/ops_control.hpp, onnx/ops_rnn.hpp and onnx/ops_sample.hpp.
 #pragma once
 
-#include "ops_rnn.hpp"
+#include "ops_sample.hpp"
 
 namespace tinyt::inline v0 {
 namespace onnx {
@@ -168,6 +168,8 @@ inline const std::map<std::string, OpFn>& default_ops() {
       {"BitwiseXor", [](const OpCall& c) { return one(c.in(0).bitwise_xor(c.in(1))); }},
       {"BitwiseNot", [](const OpCall& c) { return one(c.in(0).bitwise_not()); }},
       {"If", detail::if_},
+      {"GridSample", single(detail::grid_sample)},
+      {"AffineGrid", single(detail::affine_grid)},
       {"RNN", detail::rnn},
       {"GRU", detail::gru},
       {"LSTM", detail::lstm},
