@@ -1811,6 +1811,14 @@ class Tensor {
   TensorRef operator[](std::vector<Index> index) const;
   /// PyTorch's gather; an index value out of range reads 0, or is an IndexError with CHECK_OOB=1.
   Tensor gather(int dim, const Tensor& index) const;
+  /// PyTorch's scatter: src written at index along dim into a copy (ops/indexing.hpp).
+  Tensor scatter(int dim, const Tensor& index, const Tensor& src) const;
+  /// PyTorch's scatter_reduce: reduce "sum", "prod", "mean", "amax" or "amin".
+  Tensor scatter_reduce(int dim, const Tensor& index, const Tensor& src, std::string_view reduce, bool include_self = true) const;
+  /// (values, int64 indices) along dim in order, stable, NaN largest (PyTorch's sort).
+  std::pair<Tensor, Tensor> sort(int dim = -1, bool descending = false) const;
+  /// (values, int64 indices) of the k largest (or smallest) along dim, in order.
+  std::pair<Tensor, Tensor> topk(int64_t k, int dim = -1, bool largest = true) const;
   /// int32 one-hot rows along a new last axis; a value out of range gives a row of zeros, or is
   /// an IndexError with CHECK_OOB=1.
   Tensor one_hot(int64_t num_classes) const;
@@ -2236,6 +2244,7 @@ template <class F, class S, class... P, class A> auto movement(F f, S s, std::tu
 #define TINYT_TENSOR_METHODS(X)                                                                             \
   X(numel) X(dtype) X(device) X(element_size) X(nbytes) X(cumsum) X(cumprod) X(argmax) X(argmin) X(logsumexp)          \
   X(softmax) X(log_softmax) X(contiguous) X(detach) X(to) X(chunk) X(gather) X(one_hot) X(matmul) X(dot)    \
+  X(scatter) X(scatter_reduce) X(sort) X(topk)                                                              \
   X(linear) X(layernorm) X(batchnorm) X(dropout) X(scaled_dot_product_attention) X(cross_entropy)           \
   X(sparse_categorical_crossentropy) X(binary_crossentropy) X(binary_crossentropy_logits)                   \
   X(contiguous_backward)
@@ -20424,6 +20433,143 @@ TINYT_INLINE Tensor Tensor::gather(int dim, const Tensor& index) const {
   detail::check_index_values(index, s[d], false, "gather", d);
   Tensor hit = detail::one_hot_mask(index.to(device()), s[d], false);
   return hit.where(x, detail::scalar_of(dtype(), 0, device())).sum(-1).cast(dtype());
+}
+
+namespace detail {
+// scatter's work: `src` (cut to the index's shape) reduced into `self` at `index` along `dim`.
+// With dim moved last, mask[..., j, k] says update k lands on position j; each position folds
+// the updates that land there (`fold` over the last axis, `identity` where none does), and
+// `combine(self, folded, hit)` gives the result there
+inline Tensor scatter_along(const Tensor& self, int dim, const Tensor& index, const Tensor& src, const char* op, double identity,
+                            const std::function<Tensor(const Tensor&)>& fold,
+                            const std::function<Tensor(const Tensor&, const Tensor&, const Tensor&, const Tensor&)>& combine) {
+  if (!index.defined() || !src.defined()) throw Error(cat(op, ": the index or the source is the empty Tensor() handle"));
+  if (!index.dtype().is_int()) throw DTypeError(cat(op, ": the index must be an integer tensor, not ", index.dtype().name()));
+  const auto s = dims_of(self), is = dims_of(index), ss = dims_of(src);
+  if (s.size() != is.size() || ss.size() != is.size())
+    throw ShapeError(cat(op, ": tensor ", self.shape(), ", index ", index.shape(), " and source ", src.shape(), " need the same number of dims"));
+  if (s.empty()) return scatter_along(self.reshape({1}), 0, index.reshape({1}), src.reshape({1}), op, identity, fold, combine).reshape({});
+  const auto d = static_cast<size_t>(normalize_axis(dim, s.size(), op));
+  std::vector<std::pair<sint, sint>> cut, grow;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (is[i] > ss[i] || (i != d && is[i] > s[i]))
+      throw ShapeError(cat(op, ": index shape ", index.shape(), " exceeds the source's ", src.shape(), " or the tensor's ", self.shape(), " in dim ", i));
+    cut.emplace_back(0, is[i]);
+    grow.emplace_back(0, i == d ? 0 : s[i] - is[i]);
+  }
+  check_index_values(index, s[d], false, op, d);
+  const int last = static_cast<int>(s.size()) - 1;
+  const Tensor idx = index.to(self.device()).transpose(static_cast<int>(d), last);               // (..., k)
+  const Tensor upd = src.shrink(cut).cast(self.dtype()).transpose(static_cast<int>(d), last);  // (..., k)
+  const Tensor mask = one_hot_mask(idx, s[d], false).transpose(-1, -2);                       // (..., j, k)
+  const Tensor folded = fold(mask.where(upd.unsqueeze(-2), scalar_of(self.dtype(), identity, self.device())));
+  const Tensor hit = mask.any(-1);
+  // positions the index does not reach in the other dims: nothing lands there
+  std::vector<std::pair<sint, sint>> grow_last = grow;
+  std::swap(grow_last[d], grow_last[static_cast<size_t>(last)]);
+  const Tensor x = self.transpose(static_cast<int>(d), last);
+  return combine(x, folded.pad(grow_last, identity), hit.pad(grow_last), mask).transpose(static_cast<int>(d), last);
+}
+}  // namespace detail
+
+/// PyTorch's scatter: a copy of this tensor with src[i][j][k] written at index[i][j][k] along
+/// `dim` (for dim 1: out[i][index[i][j][k]][k] = src[i][j][k]); a position the index names twice
+/// gets the sum of what lands there (PyTorch leaves it undefined). An index out of range writes
+/// nothing, or is an IndexError with CHECK_OOB=1.
+TINYT_INLINE Tensor Tensor::scatter(int dim, const Tensor& index, const Tensor& src) const {
+  return detail::scatter_along(
+      *this, dim, index, src, "scatter", 0, [](const Tensor& t) { return t.sum(-1); },
+      [](const Tensor& x, const Tensor& folded, const Tensor& hit, const Tensor&) { return hit.where(folded.cast(x.dtype()), x); });
+}
+
+/// PyTorch's scatter_reduce: what lands on each position combined with "sum", "prod", "mean",
+/// "amax" or "amin", and with this tensor's value there where include_self.
+TINYT_INLINE Tensor Tensor::scatter_reduce(int dim, const Tensor& index, const Tensor& src, std::string_view reduce,
+                                           bool include_self) const {
+  using F = std::function<Tensor(const Tensor&)>;
+  const DType dt = dtype();
+  const double lowest = dt.is_float() ? -INFINITY : dt.is_bool() ? 0.0 : static_cast<double>(dtypes::min_int(dt));
+  const double highest = dt.is_float() ? INFINITY : dt.is_bool() ? 1.0 : static_cast<double>(dtypes::max_int(dt));
+  double identity = 0;
+  F fold;
+  std::function<Tensor(const Tensor&, const Tensor&)> merge;  // this tensor's value with the folded one
+  if (reduce == "sum" || reduce == "mean") {
+    fold = [](const Tensor& t) { return t.sum(-1); };
+    merge = [](const Tensor& a, const Tensor& b) { return a + b; };
+  } else if (reduce == "prod") {
+    identity = 1, fold = [](const Tensor& t) { return t.prod(-1); };
+    merge = [](const Tensor& a, const Tensor& b) { return a * b; };
+  } else if (reduce == "amax") {
+    identity = lowest, fold = [](const Tensor& t) { return t.max(-1); };
+    merge = [](const Tensor& a, const Tensor& b) { return a.maximum(b); };
+  } else if (reduce == "amin") {
+    identity = highest, fold = [](const Tensor& t) { return t.min(-1); };
+    merge = [](const Tensor& a, const Tensor& b) { return a.minimum(b); };
+  } else {
+    throw Error(detail::cat("scatter_reduce: reduce '", reduce, "': it is sum, prod, mean, amax or amin"));
+  }
+  const bool mean = reduce == "mean";
+  return detail::scatter_along(*this, dim, index, src, "scatter_reduce", identity, fold,
+                               [&](const Tensor& x, const Tensor& folded, const Tensor& hit, const Tensor& mask) {
+                                 Tensor r = include_self ? merge(x, folded.cast(x.dtype())) : folded.cast(x.dtype());
+                                 if (mean) {  // divided by how many values were folded (rounded down for integers, as PyTorch)
+                                   std::vector<std::pair<sint, sint>> none;
+                                   Tensor count = mask.sum(-1).cast(x.dtype());
+                                   const std::vector<int64_t> cs = count.shape().to_vector(), xs = x.shape().to_vector();
+                                   for (size_t i = 0; i < cs.size(); ++i) none.emplace_back(0, xs[i] - cs[i]);
+                                   count = count.pad(none);
+                                   if (include_self) count = count + 1;
+                                   const Tensor safe = count.maximum(Tensor::ones_like(count));
+                                   r = x.dtype().is_float() ? Tensor(r / safe) : r.floordiv(safe);
+                                 }
+                                 return hit.where(r, x);
+                               });
+}
+
+namespace detail {
+// The order of the elements along the last axis: rank[i] is how many come before element i
+// (larger ones first where descending; NaN as the largest; equal ones in index order, so the
+// order is stable). Every pair is compared: O(n²) work per row, in one kernel.
+inline Tensor ranks(const Tensor& x, bool descending) {
+  const Tensor a = x.unsqueeze(-1), b = x.unsqueeze(-2);  // (..., i, 1), (..., 1, j)
+  auto above = [&](const Tensor& p, const Tensor& q) {     // p after q in ascending order
+    const Tensor gt = p.gt(q);
+    return x.dtype().is_float() ? gt.logical_or(p.isnan().logical_and(q.isnan().logical_not())) : gt;
+  };
+  const int64_t n = x.shape().to_vector().back();
+  const Tensor i = Tensor::arange(n).reshape({n, 1}).to(x.device()), j = Tensor::arange(n).reshape({1, n}).to(x.device());
+  const Tensor earlier = (descending ? above(b, a) : above(a, b)).logical_or(a.eq(b).logical_or(a.isnan().logical_and(b.isnan())).logical_and(j.lt(i)));
+  return earlier.cast(dtypes::int32).sum(-1);  // (..., i)
+}
+}  // namespace detail
+
+/// The values along `dim` in order (descending: largest first), and the int64 index each came
+/// from; stable (equal values keep their order), NaN sorted as the largest, as PyTorch. Every
+/// pair of a row is compared (O(n²) per row).
+TINYT_INLINE std::pair<Tensor, Tensor> Tensor::sort(int dim, bool descending) const {
+  if (ndim() == 0) return {*this, Tensor::zeros({}, dtypes::int64, device())};
+  const int d = normalize_axis(dim, ndim(), "sort"), last = static_cast<int>(ndim()) - 1;
+  const Tensor x = transpose(d, last);
+  const int64_t n = x.shape().to_vector().back();
+  // element i goes to position rank[i]: a one-hot (..., i, position) picks values and indices
+  const Tensor placed = detail::ranks(x, descending).unsqueeze(-1).eq(Tensor::arange(n).cast(dtypes::int32).to(device()));
+  const Tensor values = placed.where(x.unsqueeze(-1), detail::scalar_of(dtype(), 0, device())).sum(-2).cast(dtype());
+  const Tensor from = Tensor::arange(n).cast(dtypes::int64).reshape({n, 1}).to(device());
+  const Tensor indices = placed.where(from, Tensor::zeros({}, dtypes::int64, device())).sum(-2);
+  return {values.transpose(d, last), indices.transpose(d, last)};
+}
+
+/// The k largest (or smallest) values along `dim` and their int64 indices, in order (sort's).
+TINYT_INLINE std::pair<Tensor, Tensor> Tensor::topk(int64_t k, int dim, bool largest) const {
+  const int d = normalize_axis(dim, std::max<size_t>(ndim(), 1), "topk");
+  const int64_t n = ndim() ? shape()[static_cast<size_t>(d)].as_int() : 1;
+  if (k < 0 || k > n) throw ShapeError(detail::cat("topk: k ", k, " for ", n, " elements along dim ", d, " of ", shape()));
+  auto [values, indices] = sort(dim, largest);
+  if (ndim() == 0) return {values, indices};
+  std::vector<std::pair<sint, sint>> first;
+  for (const sint& s : shape()) first.emplace_back(0, s);
+  first[static_cast<size_t>(d)] = {0, k};
+  return {values.shrink(first), indices.shrink(first)};
 }
 
 /// int32 one-hot vectors along a new last axis; num_classes -1 takes the maximum value + 1

@@ -2,7 +2,9 @@
 // against loops written here and slices computed by Python's own list slicing.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <functional>
 #include <limits>
 
@@ -706,4 +708,77 @@ TEST_CASE("indexing: without CHECK_OOB an index value out of range reads 0 and w
   Tensor w = Tensor::from_vector(std::vector<float>{1, 2, 3}).realize();
   w[{i32({1, 5})}] = Tensor(9.f);
   CHECK(w.to_vector<float>() == std::vector<float>{1, 9, 3});
+}
+
+TEST_CASE("indexing: scatter and scatter_reduce against loops") {
+  // a (3, 4) tensor, updates (2, 3) written along dim 1 (out[i][index[i][j]] = src[i][j]) and dim 0
+  const std::vector<float> base = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, src = {10, 20, 30, 40, 50, 60};
+  const Tensor x = Tensor::from_vector(base, {3, 4}), updates = Tensor::from_vector(src, {2, 3});
+  const std::vector<int64_t> idx1 = {3, 0, 2, 1, 1, 0};  // row 1 names column 1 twice
+  const Tensor index1 = Tensor::from_vector(idx1, {2, 3});
+  auto along1 = [&](const std::function<float(float, std::vector<float>)>& combine) {
+    std::vector<float> out = base;
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t col = 0; col < 4; ++col) {
+        std::vector<float> landing;
+        for (int64_t j = 0; i < 2 && j < 3; ++j)
+          if (idx1[static_cast<size_t>(i * 3 + j)] == col) landing.push_back(src[static_cast<size_t>(i * 3 + j)]);
+        if (!landing.empty()) out[static_cast<size_t>(i * 4 + col)] = combine(out[static_cast<size_t>(i * 4 + col)], landing);
+      }
+    return out;
+  };
+  auto total = [](std::vector<float> v) { return std::accumulate(v.begin(), v.end(), 0.0f); };
+  // row 0 has distinct targets: plain scatter writes them (row 1's twice-named column sums)
+  CHECK(x.scatter(1, index1, updates).to_vector<float>() == along1([&](float, std::vector<float> v) { return total(v); }));
+  CHECK(x.scatter_reduce(1, index1, updates, "sum").to_vector<float>() == along1([&](float a, std::vector<float> v) { return a + total(v); }));
+  CHECK(x.scatter_reduce(1, index1, updates, "prod").to_vector<float>() == along1([](float a, std::vector<float> v) {
+    for (float f : v) a *= f;
+    return a;
+  }));
+  CHECK(x.scatter_reduce(1, index1, updates, "amax", false).to_vector<float>() ==
+        along1([](float, std::vector<float> v) { return *std::max_element(v.begin(), v.end()); }));
+  CHECK(x.scatter_reduce(1, index1, updates, "amin").to_vector<float>() ==
+        along1([](float a, std::vector<float> v) { return std::min(a, *std::min_element(v.begin(), v.end())); }));
+  CHECK(x.scatter_reduce(1, index1, updates, "mean").to_vector<float>() ==
+        along1([&](float a, std::vector<float> v) { return (a + total(v)) / static_cast<float>(v.size() + 1); }));
+  // along dim 0, with an index narrower than the tensor in dim 1
+  const Tensor index0 = Tensor::from_vector(std::vector<int64_t>{2, 0, 1, 1}, {1, 4}).shrink({{0, 1}, {0, 2}});
+  std::vector<float> want0 = base;
+  want0[2 * 4 + 0] = 10, want0[0 * 4 + 1] = 20;
+  CHECK(x.scatter(0, index0, updates).to_vector<float>() == want0);
+  // integers keep their type; misuse names the op
+  const Tensor ints = Tensor::zeros({4}, dtypes::int32);
+  CHECK(ints.scatter(0, Tensor::from_vector(std::vector<int32_t>{3, 1}), Tensor::from_vector(std::vector<int32_t>{7, 9})).to_vector<int32_t>() ==
+        std::vector<int32_t>{0, 9, 0, 7});
+  CHECK_THROWS_AS(x.scatter(1, index1.cast(dtypes::float32), updates), DTypeError);
+  CHECK_THROWS_AS(x.scatter(1, index1.reshape({6}), updates), ShapeError);
+  CHECK_THROWS_WITH_AS(x.scatter_reduce(1, index1, updates, "median"), doctest::Contains("median"), Error);
+}
+
+TEST_CASE("indexing: sort and topk against std::stable_sort") {
+  const std::vector<float> v = {3, -1, 3, NAN, 0.5f, -1, 7, 2, 2, -4, 3, 1};
+  const Tensor x = Tensor::from_vector(v, {2, 6});
+  for (bool descending : {false, true}) {
+    INFO("descending ", descending);
+    std::vector<float> values;
+    std::vector<int64_t> indices;
+    for (int64_t r = 0; r < 2; ++r) {
+      std::vector<int64_t> order = {0, 1, 2, 3, 4, 5};
+      auto key = [&](int64_t i) { return v[static_cast<size_t>(r * 6 + i)]; };
+      // NaN is the largest, as PyTorch
+      auto less = [&](int64_t a, int64_t b) { return std::isnan(key(b)) ? !std::isnan(key(a)) : key(a) < key(b); };
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return descending ? less(b, a) : less(a, b); });
+      for (int64_t i : order) values.push_back(key(i)), indices.push_back(i);
+    }
+    auto [sorted, from] = x.sort(1, descending);
+    check_close(sorted.to_vector<float>(), std::vector<double>(values.begin(), values.end()), Tol::exact());
+    CHECK(from.to_vector<int64_t>() == indices);
+  }
+  auto [top, at] = x.topk(2);
+  CHECK(at.to_vector<int64_t>() == std::vector<int64_t>{3, 0, 0, 4});
+  CHECK(top.shape() == Shape{2, 2});
+  auto [low, low_at] = x.topk(1, 0, false);  // the smaller of each column (NaN the largest)
+  CHECK(low_at.to_vector<int64_t>() == std::vector<int64_t>{0, 0, 1, 1, 0, 0});
+  CHECK(low.shape() == Shape{1, 6});
+  CHECK_THROWS_AS(x.topk(7), ShapeError);
 }

@@ -164,6 +164,7 @@ template <class F, class S, class... P, class A> auto movement(F f, S s, std::tu
 #define TINYT_TENSOR_METHODS(X)                                                                             \
   X(numel) X(dtype) X(device) X(element_size) X(nbytes) X(cumsum) X(cumprod) X(argmax) X(argmin) X(logsumexp)          \
   X(softmax) X(log_softmax) X(contiguous) X(detach) X(to) X(chunk) X(gather) X(one_hot) X(matmul) X(dot)    \
+  X(scatter) X(scatter_reduce) X(sort) X(topk)                                                              \
   X(linear) X(layernorm) X(batchnorm) X(dropout) X(scaled_dot_product_attention) X(cross_entropy)           \
   X(sparse_categorical_crossentropy) X(binary_crossentropy) X(binary_crossentropy_logits)                   \
   X(contiguous_backward)

@@ -317,6 +317,14 @@ class Tensor {
   TensorRef operator[](std::vector<Index> index) const;
   /// PyTorch's gather; an index value out of range reads 0, or is an IndexError with CHECK_OOB=1.
   Tensor gather(int dim, const Tensor& index) const;
+  /// PyTorch's scatter: src written at index along dim into a copy (ops/indexing.hpp).
+  Tensor scatter(int dim, const Tensor& index, const Tensor& src) const;
+  /// PyTorch's scatter_reduce: reduce "sum", "prod", "mean", "amax" or "amin".
+  Tensor scatter_reduce(int dim, const Tensor& index, const Tensor& src, std::string_view reduce, bool include_self = true) const;
+  /// (values, int64 indices) along dim in order, stable, NaN largest (PyTorch's sort).
+  std::pair<Tensor, Tensor> sort(int dim = -1, bool descending = false) const;
+  /// (values, int64 indices) of the k largest (or smallest) along dim, in order.
+  std::pair<Tensor, Tensor> topk(int64_t k, int dim = -1, bool largest = true) const;
   /// int32 one-hot rows along a new last axis; a value out of range gives a row of zeros, or is
   /// an IndexError with CHECK_OOB=1.
   Tensor one_hot(int64_t num_classes) const;

@@ -3,10 +3,11 @@
 // opset, and giving its outputs. Each builds lazy tensors: a model runs as one tinyt graph,
 // scheduled and fused like hand-written code. The ops that take more than a line are in
 // onnx/ops_shape.hpp, onnx/ops_math.hpp, onnx/ops_nn.hpp,
-// onnx/ops_control.hpp, onnx/ops_rnn.hpp and onnx/ops_sample.hpp.
+// onnx/ops_control.hpp, onnx/ops_rnn.hpp, onnx/ops_sample.hpp, onnx/ops_host.hpp,
+// onnx/ops_quant.hpp and onnx/ops_signal.hpp.
 #pragma once
 
-#include "ops_sample.hpp"
+#include "ops_signal.hpp"
 
 namespace tinyt::inline v0 {
 namespace onnx {
@@ -168,6 +169,31 @@ inline const std::map<std::string, OpFn>& default_ops() {
       {"BitwiseXor", [](const OpCall& c) { return one(c.in(0).bitwise_xor(c.in(1))); }},
       {"BitwiseNot", [](const OpCall& c) { return one(c.in(0).bitwise_not()); }},
       {"If", detail::if_},
+      {"CausalConvWithState", detail::causal_conv_with_state},
+      {"LinearAttention", detail::linear_attention},
+      {"BitCast", [](const OpCall& c) { return one(c.in(0).bitcast(dtype_of(c.int_attr("to", 0), "BitCast node '" + c.node.name + "'"))); }},
+      {"TensorScatter", single(detail::tensor_scatter)},
+      {"SwiGLU", [](const OpCall& c) { return one(c.in(0) * (c.in(0) * c.float_attr("alpha", 1.0f)).sigmoid() * c.in(1)); }},
+      {"RotaryEmbedding", single(detail::rotary_embedding)},
+      {"DFT", single(detail::dft)},
+      {"STFT", single(detail::stft)},
+      {"QuantizeLinear", single(detail::quantize_linear)},
+      {"DequantizeLinear", single(detail::dequantize_linear)},
+      {"DynamicQuantizeLinear", detail::dynamic_quantize_linear},
+      {"MatMulInteger", single(detail::matmul_integer)},
+      {"ConvInteger", single(detail::conv_integer)},
+      {"QLinearMatMul", single(detail::qlinear_matmul)},
+      {"QLinearConv", single(detail::qlinear_conv)},
+      {"NonZero", single(detail::non_zero)},
+      {"Compress", single(detail::compress)},
+      {"Unique", detail::unique},
+      {"CenterCropPad", single(detail::center_crop_pad)},
+      {"ReverseSequence", single(detail::reverse_sequence)},
+      {"ScatterElements", single(detail::scatter_elements)},
+      {"Scatter", single(detail::scatter_elements)},
+      {"ScatterND", single(detail::scatter_nd)},
+      {"GatherND", single(detail::gather_nd)},
+      {"TopK", detail::top_k},
       {"GridSample", single(detail::grid_sample)},
       {"AffineGrid", single(detail::affine_grid)},
       {"RNN", detail::rnn},

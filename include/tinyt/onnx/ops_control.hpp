@@ -85,10 +85,11 @@ inline std::vector<Tensor> scan(const OpCall& c) {
   std::vector<std::vector<Tensor>> scans;
   for (int64_t step = 0; step < steps; ++step) {
     std::vector<Tensor> args = states;
-    for (size_t j = 0; j < n_scan; ++j) {
-      std::vector<Index> at(static_cast<size_t>(axes[j]), Slice());
-      at.emplace_back(step);
-      args.push_back(inputs[j][at]);
+    for (size_t j = 0; j < n_scan; ++j) {  // the step's element along the scan axis
+      std::vector<std::pair<sint, sint>> at;
+      for (const sint& d : inputs[j].shape()) at.emplace_back(0, d);
+      at[static_cast<size_t>(axes[j])] = {step, step + 1};
+      args.push_back(inputs[j].shrink(at).squeeze(axes[j]));
     }
     const std::vector<Tensor> out = c.run_graph(body, args);
     for (size_t i = 0; i < n_state; ++i) states[i] = out.at(i);

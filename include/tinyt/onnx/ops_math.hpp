@@ -226,16 +226,6 @@ inline std::vector<Tensor> dropout(const OpCall& c) {
   return {x, Tensor::ones_like(x).cast(dtypes::bool_)};
 }
 
-// HannWindow, HammingWindow, BlackmanWindow: a0 - a1·cos(2πn/N) + a2·cos(4πn/N) over n < size,
-// N = size (periodic, the default) or size - 1, computed in float64 and given in output_datatype
-inline Tensor window(const OpCall& c, double a0, double a1, double a2) {
-  const int64_t size = c.host_ints(0).at(0);
-  const double n = static_cast<double>(c.int_attr("periodic", 1) ? size : size - 1);
-  const Tensor phase = Tensor::arange(size).cast(dtypes::float64) * (2 * M_PI / n);
-  const Tensor w = Tensor::full(Shape{}, a0, dtypes::float64) - phase.cos() * a1 + (phase * 2.0).cos() * a2;
-  return w.cast(dtype_of(c.int_attr("output_datatype", 1), c.node.op_type + " node '" + c.node.name + "'"));
-}
-
 }  // namespace detail
 }  // namespace onnx
 }  // namespace tinyt::inline v0

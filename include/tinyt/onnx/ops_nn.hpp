@@ -471,6 +471,91 @@ inline Tensor non_max_suppression(const OpCall& c) {
   return Tensor::from_vector(rows, {static_cast<int64_t>(rows.size() / 3), 3});
 }
 
+// RotaryEmbedding: the first rotary_embedding_dim of each head (all by default) rotated by the
+// cos and sin caches (rows picked by position_ids where given): pairs (x1, x2) of its two halves,
+// or of neighbours where interleaved, become (cos·x1 - sin·x2, sin·x1 + cos·x2). Input (batch,
+// seq, hidden) in num_heads heads or (batch, heads, seq, head)
+inline Tensor rotary_embedding(const OpCall& c) {
+  const Tensor& in = c.in(0);
+  const std::vector<int64_t> s = in.shape().to_vector();
+  const bool three_d = s.size() == 3;
+  Tensor x = three_d ? in.reshape({s[0], s[1], c.int_attr("num_heads", 1), -1}) : in.permute({0, 2, 1, 3});  // (batch, seq, heads, head)
+  const int64_t head = x.shape().to_vector()[3];
+  const int64_t dim = c.int_attr("rotary_embedding_dim", 0) ? c.int_attr("rotary_embedding_dim", 0) : head, half = dim / 2;
+  Tensor cosines = c.in(1), sines = c.in(2);
+  if (c.has(3)) {  // rows of the caches at each position: (batch, seq, half)
+    const Tensor at = c.in(3).cast(dtypes::int64);
+    const std::vector<int64_t> ps = at.shape().to_vector();
+    auto rows = [&](const Tensor& cache) {
+      return cache.gather(0, at.reshape({-1, 1}).expand({ps[0] * ps[1], half})).reshape({ps[0], ps[1], half});
+    };
+    cosines = rows(cosines), sines = rows(sines);
+  }
+  cosines = cosines.unsqueeze(2), sines = sines.unsqueeze(2);  // (batch, seq, 1, half)
+  const Tensor rotated = x[{Ellipsis, Slice(0, dim)}], kept = x[{Ellipsis, Slice(dim, None)}];
+  const bool interleaved = c.int_attr("interleaved", 0) != 0;
+  const Tensor x1 = interleaved ? Tensor(rotated[{Ellipsis, Slice(0, None, 2)}]) : Tensor(rotated[{Ellipsis, Slice(0, half)}]);
+  const Tensor x2 = interleaved ? Tensor(rotated[{Ellipsis, Slice(1, None, 2)}]) : Tensor(rotated[{Ellipsis, Slice(half, None)}]);
+  const Tensor re = cosines * x1 - sines * x2, im = sines * x1 + cosines * x2;
+  const Tensor turned = interleaved ? Tensor::stack({re, im}, -1).reshape(rotated.shape()) : Tensor::cat({re, im}, -1);
+  const Tensor y = Tensor::cat({turned, kept}, -1);
+  return three_d ? y.reshape(in.shape()) : y.permute({0, 2, 1, 3});
+}
+
+// CausalConvWithState: a depthwise conv (weight (channels, 1, k)) over the past state (default
+// zeros) and the input joined, silu after where activation says; outputs it and the last k - 1
+// steps as the next state
+inline std::vector<Tensor> causal_conv_with_state(const OpCall& c) {
+  const Tensor& x = c.in(0);
+  const std::vector<int64_t> xs = x.shape().to_vector(), ws = c.in(1).shape().to_vector();
+  if (xs.size() != 3 || ws.size() != 3)
+    throw ShapeError(tinyt::detail::cat("onnx: CausalConvWithState node '", c.node.name, "': input ", x.shape(), " and weight ", c.in(1).shape()));
+  const int64_t k = ws[2];
+  const Tensor past = c.has(3) ? c.in(3) : Tensor::zeros({xs[0], xs[1], k - 1}, x.dtype());
+  const Tensor padded = Tensor::cat({past, x}, 2);
+  Tensor y = padded.conv2d(c.in(1), c.has(2) ? c.in(2) : Tensor{}, xs[1]);
+  const std::string activation = c.string_attr("activation", "none");
+  if (activation == "silu" || activation == "swish") y = y.cast(dtypes::float32).silu().cast(x.dtype());
+  else if (activation != "none") throw UnsupportedError(tinyt::detail::cat("onnx: CausalConvWithState node '", c.node.name, "': activation '", activation, "'"));
+  const int64_t n = padded.shape().to_vector()[2];
+  return {y, padded[{Slice(), Slice(), Slice(n - (k - 1), n)}]};
+}
+
+// LinearAttention: a state (batch, kv heads, d_k, d_v) updated step by step with k vᵀ (decayed by
+// exp(decay) where gated, v first corrected by beta·(v - stateᵀk) where delta), each query
+// reading scale · qᵀ state (KV heads shared by q_num_heads / kv_num_heads queries), in float32;
+// outputs (batch, steps, q heads · d_v) and the final state
+inline std::vector<Tensor> linear_attention(const OpCall& c) {
+  using tinyt::detail::cat;
+  const std::string rule = c.string_attr("update_rule", "gated_delta");
+  const bool gated = rule == "gated" || rule == "gated_delta", delta = rule == "delta" || rule == "gated_delta";
+  if (!gated && !delta && rule != "linear") throw UnsupportedError(cat("onnx: LinearAttention node '", c.node.name, "': update_rule '", rule, "'"));
+  const int64_t q_heads = c.int_attr("q_num_heads", 1), kv_heads = c.int_attr("kv_num_heads", 1);
+  const std::vector<int64_t> qs = c.in(0).shape().to_vector();
+  const int64_t b = qs.at(0), steps = qs.at(1), dk = qs.at(2) / q_heads, dv = c.in(2).shape().to_vector().at(2) / kv_heads;
+  auto heads = [&](const Tensor& t, int64_t n) { return t.cast(dtypes::float32).reshape({b, steps, n, -1}).permute({0, 2, 1, 3}); };  // (b, h, t, d)
+  const Tensor q = heads(c.in(0), q_heads), k = heads(c.in(1), kv_heads), v = heads(c.in(2), kv_heads);
+  std::optional<Tensor> decay, beta;
+  if (gated) decay = heads(c.in(4), kv_heads);                                   // (b, h, t, 1 or d_k)
+  if (delta) beta = c.in(5).cast(dtypes::float32).reshape({b, steps, -1, 1}).permute({0, 2, 1, 3});  // (b, h or 1, t, 1)
+  Tensor state = c.has(3) ? c.in(3).cast(dtypes::float32) : Tensor::zeros({b, kv_heads, dk, dv}, dtypes::float32);
+  const float scale = c.float_attr("scale", 0.0f) != 0.0f ? c.float_attr("scale", 0.0f) : 1.0f / std::sqrt(static_cast<float>(dk));
+  const int64_t group = q_heads / kv_heads;
+  std::vector<Tensor> outputs;
+  auto at = [](const Tensor& t, int64_t i) { return Tensor(t[{Slice(), Slice(), i}]); };  // step i: (b, h, d)
+  for (int64_t i = 0; i < steps; ++i) {
+    const Tensor k_t = at(k, i);
+    Tensor v_t = at(v, i);
+    if (gated) state = state * at(*decay, i).exp().unsqueeze(-1);
+    if (delta) v_t = at(*beta, i) * (v_t - (state * k_t.unsqueeze(-1)).sum(2));
+    state = state + k_t.unsqueeze(-1) * v_t.unsqueeze(-2);
+    const Tensor read = group == 1 ? state : state.unsqueeze(2).expand({b, kv_heads, group, dk, dv}).reshape({b, q_heads, dk, dv});
+    outputs.push_back((at(q, i).unsqueeze(-1) * read).sum(2) * scale);  // (b, q heads, d_v)
+  }
+  const Tensor y = Tensor::stack(outputs, 1).reshape({b, steps, q_heads * dv}).cast(c.in(0).dtype());
+  return {y, state.cast(c.has(3) ? c.in(3).dtype() : c.in(0).dtype())};
+}
+
 }  // namespace detail
 }  // namespace onnx
 }  // namespace tinyt::inline v0

@@ -326,6 +326,131 @@ inline Tensor pad(const OpCall& c) {
   return kept.pad(grow, it->second);
 }
 
+// ScatterElements (and Scatter, its old name): updates written into a copy of data at indices
+// along `axis` (negative: from the end of the dim), or combined there by `reduction`
+inline Tensor scatter_elements(const OpCall& c) {
+  const Tensor& data = c.in(0);
+  const int64_t axis = c.axis(0);
+  const Tensor index = from_end(c.in(1), data, axis);
+  const std::string reduction = c.string_attr("reduction", "none");
+  if (reduction == "none") return data.scatter(static_cast<int>(axis), index, c.in(2));
+  const std::map<std::string, std::string> reduce{{"add", "sum"}, {"mul", "prod"}, {"max", "amax"}, {"min", "amin"}};
+  const auto it = reduce.find(reduction);
+  if (it == reduce.end()) throw UnsupportedError(tinyt::detail::cat("onnx: ", c.node.op_type, " node '", c.node.name, "': reduction '", reduction, "'"));
+  return data.scatter_reduce(static_cast<int>(axis), index, c.in(2), it->second);
+}
+
+// the flat position, among the first k dims of `shape` from `from`, that each index tuple (the
+// last dim of `indices`, negative: from the end) names: (tuples...)
+inline Tensor flat_positions(const Tensor& indices, const std::vector<int64_t>& shape, size_t from) {
+  const std::vector<int64_t> is = indices.shape().to_vector();
+  const int64_t k = is.back();
+  Tensor flat = Tensor::zeros(Shape(std::vector<int64_t>(is.begin(), is.end() - 1)), dtypes::int64);
+  const Tensor idx = indices.cast(dtypes::int64);
+  for (int64_t i = 0; i < k; ++i) {
+    const int64_t size = shape.at(from + static_cast<size_t>(i));
+    Tensor at = idx[{Ellipsis, i}];
+    at = at.lt(Tensor::zeros_like(at)).where(at + size, at);
+    flat = flat * size + at;
+  }
+  return flat;
+}
+
+// ScatterND: updates (tuples..., slice) written into a copy of data at the slices the index
+// tuples name, or combined there by `reduction`
+inline Tensor scatter_nd(const OpCall& c) {
+  const Tensor& data = c.in(0);
+  const std::vector<int64_t> ds = data.shape().to_vector(), is = c.in(1).shape().to_vector();
+  const auto k = static_cast<size_t>(is.back());
+  int64_t slots = 1, slice = 1, tuples = 1;
+  for (size_t i = 0; i < ds.size(); ++i) (i < k ? slots : slice) *= ds[i];
+  for (size_t i = 0; i + 1 < is.size(); ++i) tuples *= is[i];
+  const Tensor at = flat_positions(c.in(1), ds, 0).reshape({tuples, 1}).expand({tuples, slice});
+  const Tensor updates = c.in(2).reshape({tuples, slice}), table = data.reshape({slots, slice});
+  const std::string reduction = c.string_attr("reduction", "none");
+  const std::map<std::string, std::string> reduce{{"add", "sum"}, {"mul", "prod"}, {"max", "amax"}, {"min", "amin"}};
+  if (reduction == "none") return table.scatter(0, at, updates).reshape(data.shape());
+  const auto it = reduce.find(reduction);
+  if (it == reduce.end()) throw UnsupportedError(tinyt::detail::cat("onnx: ScatterND node '", c.node.name, "': reduction '", reduction, "'"));
+  return table.scatter_reduce(0, at, updates, it->second).reshape(data.shape());
+}
+
+// GatherND: the slices of data that the index tuples (the last dim of indices) name, the first
+// batch_dims dims shared by data and indices
+inline Tensor gather_nd(const OpCall& c) {
+  const Tensor& data = c.in(0);
+  const std::vector<int64_t> ds = data.shape().to_vector(), is = c.in(1).shape().to_vector();
+  const auto batch_dims = static_cast<size_t>(c.int_attr("batch_dims", 0));
+  const auto k = static_cast<size_t>(is.back());
+  int64_t batch = 1, slots = 1, slice = 1, tuples = 1;
+  for (size_t i = 0; i < ds.size(); ++i) (i < batch_dims ? batch : i < batch_dims + k ? slots : slice) *= ds[i];
+  for (size_t i = batch_dims; i + 1 < is.size(); ++i) tuples *= is[i];
+  const Tensor at = flat_positions(c.in(1), ds, batch_dims).reshape({batch, tuples, 1}).expand({batch, tuples, slice});
+  std::vector<int64_t> out(is.begin(), is.end() - 1);
+  out.insert(out.end(), ds.begin() + static_cast<std::ptrdiff_t>(batch_dims + k), ds.end());
+  return data.reshape({batch, slots, slice}).gather(1, at).reshape(Shape(out));
+}
+
+// TopK: the k (input 1 from opset 10, attribute before) largest or smallest along `axis`, in
+// order, equal values by index; their int64 indices
+inline std::vector<Tensor> top_k(const OpCall& c) {
+  const int64_t k = c.opset >= 10 ? c.host_ints(1).at(0) : c.int_attr("k", 1);
+  auto [values, indices] = c.in(0).topk(k, static_cast<int>(c.axis(-1)), c.int_attr("largest", 1) != 0);
+  return {values, indices};
+}
+
+// CenterCropPad: each of `axes` (default all) cut or zero-padded to the size input 1 gives, about
+// its centre (the odd element after)
+inline Tensor center_crop_pad(const OpCall& c) {
+  const Tensor& x = c.in(0);
+  const std::vector<int64_t> s = x.shape().to_vector(), sizes = c.host_ints(1);
+  const auto rank = static_cast<int64_t>(s.size());
+  std::vector<int64_t> axes = c.ints_attr("axes");
+  if (axes.empty())
+    for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
+  std::vector<std::pair<sint, sint>> cut, grow(s.size(), {0, 0});
+  for (const int64_t d : s) cut.emplace_back(0, d);
+  for (size_t i = 0; i < axes.size() && i < sizes.size(); ++i) {
+    const auto a = static_cast<size_t>(axes[i] < 0 ? axes[i] + rank : axes[i]);
+    const int64_t want = sizes[i];
+    if (want < s[a]) cut[a] = {(s[a] - want) / 2, (s[a] - want) / 2 + want};
+    if (want > s[a]) grow[a] = {(want - s[a]) / 2, want - s[a] - (want - s[a]) / 2};
+  }
+  return x.shrink(cut).pad(grow);
+}
+
+// ReverseSequence: along time_axis, the first sequence_lens[b] elements of each batch b (along
+// batch_axis) reversed, the rest as they are
+inline Tensor reverse_sequence(const OpCall& c) {
+  const Tensor& x = c.in(0);
+  const std::vector<int64_t> s = x.shape().to_vector();
+  const auto time = static_cast<size_t>(c.int_attr("time_axis", 0)), batch = static_cast<size_t>(c.int_attr("batch_axis", 1));
+  // where each element reads from along the time axis: len - 1 - t inside its batch's length
+  std::vector<int64_t> t_shape(s.size(), 1), b_shape(s.size(), 1);
+  t_shape[time] = s[time], b_shape[batch] = s[batch];
+  const Tensor t = Tensor::arange(s[time]).cast(dtypes::int64).reshape(Shape(t_shape));
+  const Tensor len = c.in(1).cast(dtypes::int64).reshape(Shape(b_shape));
+  const Tensor from = t.lt(len).where(len - 1 - t, t).expand(x.shape());
+  return x.gather(static_cast<int>(time), from);
+}
+
+// TensorScatter: the update written into a copy of the cache along `axis` (default -2), batch
+// b's from write_indices[b] (default 0) on, wrapping around in mode circular
+inline Tensor tensor_scatter(const OpCall& c) {
+  const Tensor &cache = c.in(0), &update = c.in(1);
+  const std::vector<int64_t> us = update.shape().to_vector(), cs = cache.shape().to_vector();
+  const auto rank = static_cast<int64_t>(us.size());
+  int64_t axis = c.int_attr("axis", -2);
+  if (axis < 0) axis += rank;
+  std::vector<int64_t> along(us.size(), 1), per_batch(us.size(), 1);
+  along[static_cast<size_t>(axis)] = us[static_cast<size_t>(axis)];
+  per_batch[0] = us[0];
+  const Tensor start = c.has(2) ? c.in(2).cast(dtypes::int64).reshape(Shape(per_batch)) : Tensor::zeros(Shape(per_batch), dtypes::int64);
+  Tensor at = Tensor::arange(us[static_cast<size_t>(axis)]).cast(dtypes::int64).reshape(Shape(along)) + start;
+  if (c.string_attr("mode", "linear") == "circular") at = at.mod(Tensor::full(Shape{}, cs[static_cast<size_t>(axis)], dtypes::int64));
+  return cache.scatter(static_cast<int>(axis), at.expand(update.shape()), update);
+}
+
 }  // namespace detail
 }  // namespace onnx
 }  // namespace tinyt::inline v0
