@@ -169,6 +169,11 @@ inline const std::map<std::string, OpFn>& default_ops() {
       {"BitwiseXor", [](const OpCall& c) { return one(c.in(0).bitwise_xor(c.in(1))); }},
       {"BitwiseNot", [](const OpCall& c) { return one(c.in(0).bitwise_not()); }},
       {"If", detail::if_},
+      {"Col2Im", single(detail::col2im)},
+      // an optional tensor is a tensor, or an input left out
+      {"Optional", [](const OpCall& c) { return c.has(0) ? one(c.in(0)) : std::vector<Tensor>{}; }},
+      {"OptionalHasElement", [](const OpCall& c) { return one(Tensor::full(Shape{}, c.has(0), dtypes::bool_)); }},
+      {"OptionalGetElement", [](const OpCall& c) { return one(c.in(0)); }},
       {"CausalConvWithState", detail::causal_conv_with_state},
       {"LinearAttention", detail::linear_attention},
       {"BitCast", [](const OpCall& c) { return one(c.in(0).bitcast(dtype_of(c.int_attr("to", 0), "BitCast node '" + c.node.name + "'"))); }},

@@ -556,6 +556,33 @@ inline std::vector<Tensor> linear_attention(const OpCall& c) {
   return {y, state.cast(c.has(3) ? c.in(3).dtype() : c.in(0).dtype())};
 }
 
+// Col2Im: the blocks (N, C·kernel, blocks) summed back into images (N, C, image...), each block's
+// element at block·stride - pad + offset·dilation. A transposed conv does exactly that: the
+// column of kernel offset j through a one-hot weight at j, C groups
+inline Tensor col2im(const OpCall& c) {
+  const Tensor& x = c.in(0);
+  const std::vector<int64_t> image = c.host_ints(1), kernel = c.host_ints(2), xs = x.shape().to_vector();
+  const size_t dims = image.size();
+  Window w = window_of(c, image, kernel);
+  int64_t taps = 1;
+  for (const int64_t k : kernel) taps *= k;
+  if (xs.size() != 3 || taps == 0 || xs[1] % taps)
+    throw ShapeError(tinyt::detail::cat("onnx: Col2Im node '", c.node.name, "': input ", x.shape(), " for a kernel of ", taps, " elements"));
+  const int64_t channels = xs[1] / taps;
+  std::vector<int64_t> blocked{xs[0], xs[1]}, output_padding;
+  for (size_t j = 0; j < dims; ++j) {
+    const int64_t blocks = (image[j] + w.begin[j] + w.end[j] - w.span(j)) / w.strides[j] + 1;
+    blocked.push_back(blocks);
+    output_padding.push_back(image[j] - ((blocks - 1) * w.strides[j] + w.span(j) - w.begin[j] - w.end[j]));
+  }
+  std::vector<float> one_hot(static_cast<size_t>(xs[1] * taps), 0.0f);
+  for (int64_t row = 0; row < xs[1]; ++row) one_hot[static_cast<size_t>(row * taps + row % taps)] = 1.0f;
+  std::vector<int64_t> weight_shape{xs[1], 1};
+  weight_shape.insert(weight_shape.end(), kernel.begin(), kernel.end());
+  const Tensor weight = Tensor::from_vector(one_hot, Shape(weight_shape)).cast(x.dtype());
+  return x.reshape(Shape(blocked)).conv_transpose2d(weight, Tensor{}, channels, w.strides, w.dilations, w.padding(), output_padding);
+}
+
 }  // namespace detail
 }  // namespace onnx
 }  // namespace tinyt::inline v0
