@@ -65,7 +65,7 @@ class Model {
   // every node of the graph and its subgraphs is an op the runner knows
   void check(const Graph& g) const {
     for (const Node& n : g.nodes) {
-      if ((!n.domain.empty() && n.domain != "ai.onnx") || !default_ops().count(n.op_type)) {
+      if (!op_of(n)) {
         const auto it = data_.opsets.find(n.domain == "ai.onnx" ? "" : n.domain);
         throw UnsupportedError(tinyt::detail::cat("onnx: op ", n.op_type, " of domain '", n.domain, "' (opset ",
                                                   it == data_.opsets.end() ? 0 : it->second, "), node '", n.name, "': not supported"));
@@ -106,7 +106,7 @@ class Model {
         }
         return out;
       };
-      const std::vector<Tensor> out = default_ops().at(node.op_type)(OpCall{node, in, opset, subgraph});
+      const std::vector<Tensor> out = (*op_of(node))(OpCall{node, in, opset, subgraph});
       for (size_t i = 0; i < node.outputs.size() && i < out.size(); ++i)
         if (!node.outputs[i].empty()) values.insert_or_assign(node.outputs[i], out[i]);
     }

@@ -229,5 +229,23 @@ inline const std::map<std::string, OpFn>& default_ops() {
   return ops;
 }
 
+/// The ops of the ai.onnx.preview domain the runner knows, by op type.
+inline const std::map<std::string, OpFn>& preview_ops() {
+  static const std::map<std::string, OpFn> ops{
+      {"FlexAttention", detail::single(detail::flex_attention)},
+  };
+  return ops;
+}
+
+/// The function of a node's op: of the default domain ("" or "ai.onnx") or ai.onnx.preview; null
+/// where the runner does not know it.
+inline const OpFn* op_of(const Node& node) {
+  const bool standard = node.domain.empty() || node.domain == "ai.onnx";
+  if (!standard && node.domain != "ai.onnx.preview") return nullptr;
+  const auto& table = standard ? default_ops() : preview_ops();
+  const auto it = table.find(node.op_type);
+  return it == table.end() ? nullptr : &it->second;
+}
+
 }  // namespace onnx
 }  // namespace tinyt::inline v0

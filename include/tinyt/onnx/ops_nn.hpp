@@ -583,6 +583,38 @@ inline Tensor col2im(const OpCall& c) {
   return x.reshape(Shape(blocked)).conv_transpose2d(weight, Tensor{}, channels, w.strides, w.dilations, w.padding(), output_padding);
 }
 
+// FlexAttention (ai.onnx.preview): softmax(score_mod(Q Kᵀ · scale)) V, prob_mod applied to the
+// probabilities, both graph attributes of one input and one output where given; in float32 for
+// narrower inputs (or softmax_precision); fewer KV heads repeated for grouped queries
+inline Tensor flex_attention(const OpCall& c) {
+  const Tensor &q = c.in(0), &v_in = c.in(2);
+  Tensor k = c.in(1), v = v_in;
+  const std::vector<int64_t> qs = q.shape().to_vector(), ks = k.shape().to_vector();
+  if (qs.size() != 4 || ks.size() != 4 || v.ndim() != 4)
+    throw ShapeError(tinyt::detail::cat("onnx: FlexAttention node '", c.node.name, "': Q, K, V of shapes ", q.shape(), ", ", k.shape(), ", ", v.shape()));
+  if (qs[1] != ks[1] && ks[1] > 0 && qs[1] % ks[1] == 0) {
+    auto repeat_heads = [&](const Tensor& t) {
+      const std::vector<int64_t> s = t.shape().to_vector();
+      return t.unsqueeze(2).expand({s[0], s[1], qs[1] / ks[1], s[2], s[3]}).reshape({s[0], qs[1], s[2], s[3]});
+    };
+    k = repeat_heads(k), v = repeat_heads(v);
+  }
+  const Attribute* scale_attr = c.attribute("scale");
+  const double scale = scale_attr ? scale_attr->f : 1.0 / std::sqrt(static_cast<double>(qs[3]));
+  const Tensor root = Tensor::full(Shape{}, std::sqrt(static_cast<float>(scale)), q.dtype());
+  const Attribute* precision = c.attribute("softmax_precision");
+  const DType acc = precision ? dtype_of(precision->i, "FlexAttention node '" + c.node.name + "'")
+                              : q.dtype().itemsize() < 4 ? dtypes::float32 : q.dtype();
+  Tensor scores = (q * root).matmul((k * root).transpose(-1, -2)).cast(acc);
+  auto mod = [&](const char* name, const Tensor& t) {
+    const Attribute* g = c.attribute(name);
+    return g && g->g ? c.run_graph(*g->g, {t}).at(0).cast(acc) : t;
+  };
+  scores = mod("score_mod", scores);
+  const Tensor probs = mod("prob_mod", scores.softmax(-1));
+  return probs.matmul(v.cast(acc)).cast(v_in.dtype());
+}
+
 }  // namespace detail
 }  // namespace onnx
 }  // namespace tinyt::inline v0
