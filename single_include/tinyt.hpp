@@ -1721,6 +1721,10 @@ class Tensor {
   Tensor hardsigmoid() const;
   Tensor hardtanh(double lo = -1.0, double hi = 1.0) const;
   Tensor erf() const;
+  /// The inverse trigonometric functions, in radians (Cephes' rational approximation of atan).
+  Tensor atan() const;
+  Tensor asin() const;
+  Tensor acos() const;
   Tensor clip(const Tensor& lo, const Tensor& hi) const;
   Tensor lerp(const Tensor& end, const Tensor& weight) const;
   Tensor masked_fill(const Tensor& mask, const Tensor& value) const;
@@ -1842,6 +1846,9 @@ class Tensor {
                     bool ceil_mode = false) const;
   Tensor avg_pool2d(IntOrVec kernel = 2, IntOrVec stride = {}, IntOrVec dilation = 1, IntOrVec padding = 0,
                     bool count_include_pad = true, bool ceil_mode = false) const;
+  /// max_pool2d and, as PyTorch's return_indices, the int64 index of each maximum in its plane.
+  std::pair<Tensor, Tensor> max_pool2d_with_indices(IntOrVec kernel = 2, IntOrVec stride = {}, IntOrVec dilation = 1,
+                                                    IntOrVec padding = 0, bool ceil_mode = false) const;
   /// Resized to `size` over the last size.size() dims: "nearest" (PyTorch's: floor), "nearest-exact",
   /// "linear" or "cubic" (separable, so bilinear and bicubic over 2 dims), as F.interpolate (ops/interpolate.hpp).
   Tensor interpolate(Shape size, std::string_view mode = "linear", bool align_corners = false) const;
@@ -2152,7 +2159,7 @@ Operand hardtanh(O x, double lo, double hi);
   X(neg) X(logical_not) X(bitwise_not) X(exp) X(exp2) X(log) X(log2) X(sqrt) X(rsqrt) X(reciprocal) X(square)   \
   X(abs) X(sign) X(sin) X(cos) X(tan) X(trunc) X(floor) X(ceil) X(round) X(isnan) X(isinf) X(isfinite) X(relu) \
   X(relu6) X(sigmoid) X(logsigmoid) X(tanh) X(gelu) X(quick_gelu) X(silu) X(mish) X(hardswish) X(hardsigmoid)  \
-  X(erf)
+  X(erf) X(atan) X(asin) X(acos)
 #define TINYT_EW_DECLARE(name) Operand name(O x);
 TINYT_EW_UNARY(TINYT_EW_DECLARE)
 #undef TINYT_EW_DECLARE
@@ -2244,7 +2251,7 @@ template <class F, class S, class... P, class A> auto movement(F f, S s, std::tu
 #define TINYT_TENSOR_METHODS(X)                                                                             \
   X(numel) X(dtype) X(device) X(element_size) X(nbytes) X(cumsum) X(cumprod) X(argmax) X(argmin) X(logsumexp)          \
   X(softmax) X(log_softmax) X(contiguous) X(detach) X(to) X(chunk) X(gather) X(one_hot) X(matmul) X(dot)    \
-  X(scatter) X(scatter_reduce) X(sort) X(topk)                                                              \
+  X(scatter) X(scatter_reduce) X(sort) X(topk) X(max_pool2d_with_indices)                                                     \
   X(linear) X(layernorm) X(batchnorm) X(dropout) X(scaled_dot_product_attention) X(cross_entropy)           \
   X(sparse_categorical_crossentropy) X(binary_crossentropy) X(binary_crossentropy_logits)                   \
   X(contiguous_backward)
@@ -18086,7 +18093,13 @@ TINYT_INLINE Operand floordiv(O a, O b) {
 }
 /// Remainder with the sign of the divisor (Python's %, PyTorch's remainder).
 TINYT_INLINE Operand mod(O a, O b) {
-  if (dtype(a).is_float() || dtype(b).is_float()) return sub(a, mul(floordiv(a, b), b));
+  if (dtype(a).is_float() || dtype(b).is_float()) {
+    // a finite a over an infinite b is a itself where the signs agree (or a is 0), else b, as
+    // PyTorch's fmod-then-fix gives; a - floor(a/b)*b would be 0*inf = NaN there
+    const Operand r = sub(a, mul(floordiv(a, b), b));
+    const Operand same_side = logical_or(eq(a, 0), eq(lt(a, 0), lt(b, 0)));
+    return where(logical_and(isinf(b), isfinite(a)), where(same_side, a, b), r);
+  }
   const Operand r = binary(Ops::MOD, a, b, "mod");
   const Operand fix = logical_and(ne(r, 0), ne(lt(r, 0), lt(b, 0)));
   return where(fix, add(r, b), r);
@@ -18193,6 +18206,35 @@ TINYT_INLINE Operand erf(O x_) {
   poly = mul(add(poly, 0.254829592), t);
   const Operand y = add(neg(mul(poly, exp(neg(square(a))))), 1);
   return where(lt(x, 0), neg(y), y);
+}
+/// atan after Cephes: |x| reduced to [0, 0.66] (directly, by atan(1/x) = pi/2 - atan(x), or by
+/// atan((x-1)/(x+1)) = atan(x) - pi/4), then t + t^3 P(t^2)/Q(t^2), a rational approximation
+/// good to double precision; the sign restored.
+TINYT_INLINE Operand atan(O x_) {
+  const Operand x = as_float(x_), a = abs(x);
+  const double tan_3pi_8 = 2.41421356237309504880, more_bits = 6.123233995736765886130e-17;
+  const Operand far = gt(a, tan_3pi_8), near = le(a, 0.66);
+  // the reduced argument and what its atan is added to
+  const Operand t = where(far, neg(reciprocal(a)), where(near, a, div(sub(a, 1), add(a, 1))));
+  const Operand base = where(far, full_like(x, std::numbers::pi / 2 + more_bits), where(near, full_like(x, 0.0), full_like(x, std::numbers::pi / 4 + 0.5 * more_bits)));
+  const Operand z = square(t);
+  Operand p = mul(z, -8.750608600031904122785e-1), q = add(z, 2.485846490142306297962e1);
+  for (double c : {-1.615753718733365076637e1, -7.500855792314704667340e1, -1.228866684490136173410e2}) p = mul(add(p, c), z);
+  p = add(p, -6.485021904942025371773e1);
+  for (double c : {1.650270098316988542046e2, 4.328810604912902668951e2, 4.853903996359136964868e2}) q = add(mul(q, z), c);
+  q = add(mul(q, z), 1.945506571482613964425e2);
+  const Operand y = add(base, add(mul(t, div(mul(z, p), q)), t));
+  return where(lt(x, 0), neg(y), y);
+}
+/// asin(x) = atan(x / sqrt(1 - x^2)) (+-pi/2 at +-1, NaN past them).
+TINYT_INLINE Operand asin(O x_) {
+  const Operand x = as_float(x_);
+  return atan(div(x, sqrt(mul(sub(1, x), add(x, 1)))));
+}
+/// acos(x) = 2 atan(sqrt((1 - x) / (1 + x))): no cancellation near 1, pi at -1.
+TINYT_INLINE Operand acos(O x_) {
+  const Operand x = as_float(x_);
+  return mul(atan(sqrt(div(sub(1, x), add(x, 1)))), 2);
 }
 TINYT_INLINE Operand clip(O x, O lo, O hi) { return minimum(maximum(x, lo), hi); }
 TINYT_INLINE Operand lerp(O x, O end, O weight) { return add(x, mul(sub(end, x), weight)); }
@@ -21400,6 +21442,28 @@ TINYT_INLINE Tensor Tensor::max_pool2d(IntOrVec kernel, IntOrVec stride, IntOrVe
   const double lowest =
       dtype().is_float() ? -INFINITY : static_cast<double>(dtypes::min_int(dtype()));
   return detail::max_over(p.windows(*this, lowest, lowest, "max_pool2d"), detail::last_axes(p.dims), false);
+}
+
+/// max_pool2d's values and, as PyTorch's return_indices, where each came from: an int64 index
+/// into its plane (the pooled dims, row-major), the first of equal maxima in the window.
+TINYT_INLINE std::pair<Tensor, Tensor> Tensor::max_pool2d_with_indices(IntOrVec kernel, IntOrVec stride, IntOrVec dilation,
+                                                                       IntOrVec padding, bool ceil_mode) const {
+  detail::PoolWindows p(*this, kernel, stride, dilation, padding, ceil_mode, "max_pool2d_with_indices");
+  const double lowest = dtype().is_float() ? -INFINITY : static_cast<double>(dtypes::min_int(dtype()));
+  // each element's index in its plane, windowed as the values are (padding: -1, never a maximum)
+  const std::vector<int64_t> s = shape().to_vector();
+  const std::vector<int64_t> plane(s.end() - static_cast<std::ptrdiff_t>(p.dims), s.end());
+  int64_t size = 1;
+  for (const int64_t d : plane) size *= d;
+  const Tensor where_from = Tensor::arange(size).cast(dtypes::int64).to(device()).reshape(Shape(plane)).expand(shape());
+  const int kernel_axis = static_cast<int>(ndim());  // the windows are (..., out..., kernel...)
+  const Tensor values = p.windows(*this, lowest, lowest, "max_pool2d_with_indices").flatten(kernel_axis);
+  const Tensor from = p.windows(where_from, -1, -1, "max_pool2d_with_indices").flatten(kernel_axis);
+  const Tensor top = detail::max_over(values, {-1}, true);
+  // the first position holding the maximum (a NaN is its own maximum, as in max)
+  const Tensor hit = values.eq(top).logical_or(values.isnan());
+  const Tensor none = Tensor::full(Shape{}, std::numeric_limits<int64_t>::max(), dtypes::int64);
+  return {top.squeeze(-1), hit.where(from, none).min(-1)};
 }
 
 TINYT_INLINE Tensor Tensor::avg_pool2d(IntOrVec kernel, IntOrVec stride, IntOrVec dilation,

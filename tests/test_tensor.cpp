@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <numbers>
 #include <numeric>
 
 #include <tinyt.hpp>
@@ -232,6 +233,37 @@ TEST_CASE("tensor: math functions against the C library") {
   check_close(x.round().to_vector<float>(), map([](double v) { return std::nearbyint(v); }), Tol::exact());
   check_close(x.abs().sqrt().to_vector<float>(), map([](double v) { return std::sqrt(std::fabs(v)); }), Tol::f32(1));
   check_close(x.abs().add(1).log().to_vector<float>(), map([](double v) { return std::log(std::fabs(v) + 1); }), Tol::f32(4));
+  // atan: the reduction's quotient or reciprocal (2 roundings), the rational function's ~12
+  // operations on terms below 0.66, the constant added; asin and acos add a sqrt and a quotient
+  // before it, whose relative errors atan passes on scaled by x / ((1 + x^2) atan(x)) <= 1
+  check_close(x.atan().to_vector<float>(), map([](double v) { return std::atan(v); }), Tol::f32(16));
+  const std::vector<float> unit{-1.f, -0.999f, -0.7f, -0.2f, 0.f, 0.3f, 0.66f, 0.9f, 1.f};
+  const Tensor u = Tensor::from_vector(unit);
+  auto on_unit = [&](auto f) {
+    std::vector<double> out;
+    for (float v : unit) out.push_back(f(static_cast<double>(v)));
+    return out;
+  };
+  check_close(u.asin().to_vector<float>(), on_unit([](double v) { return std::asin(v); }), Tol::f32(24));
+  check_close(u.acos().to_vector<float>(), on_unit([](double v) { return std::acos(v); }), Tol::f32(24));
+  // in float64 the approximation is good to about 2^-52
+  const std::vector<double> wide{-1e6, -3.0, -0.5, 0.1, 0.66, 0.7, 2.0, 2.5, 1e300};
+  std::vector<double> want;
+  for (double v : wide) want.push_back(std::atan(v));
+  const std::vector<double> got = Tensor::from_vector(wide).atan().to_vector<double>();
+  for (size_t i = 0; i < wide.size(); ++i) CHECK(std::abs(got[i] - want[i]) <= 16 * 0x1p-53 * std::abs(want[i]));
+  CHECK(std::isnan(Tensor::from_vector(std::vector<float>{1.5f}).asin().item<float>()));
+  CHECK(Tensor::from_vector(std::vector<float>{INFINITY}).atan().item<float>() == static_cast<float>(std::numbers::pi / 2));
+}
+
+TEST_CASE("tensor: remainder by an infinite divisor is the dividend or the divisor, as PyTorch's") {
+  const Tensor a = Tensor::from_vector(std::vector<float>{-3, 3, -1, 1, 0, INFINITY, 2});
+  const Tensor b = Tensor::from_vector(std::vector<float>{INFINITY, INFINITY, -INFINITY, -INFINITY, INFINITY, 2, 0});
+  const std::vector<float> got = a.mod(b).to_vector<float>();
+  const std::vector<float> want{INFINITY, 3, -1, -INFINITY, 0};
+  for (size_t i = 0; i < want.size(); ++i) CHECK(got[i] == want[i]);
+  CHECK(std::isnan(got[5]));  // inf % 2
+  CHECK(std::isnan(got[6]));  // 2 % 0
 }
 
 TEST_CASE("tensor: fusion") {

@@ -72,7 +72,7 @@ Operand hardtanh(O x, double lo, double hi);
   X(neg) X(logical_not) X(bitwise_not) X(exp) X(exp2) X(log) X(log2) X(sqrt) X(rsqrt) X(reciprocal) X(square)   \
   X(abs) X(sign) X(sin) X(cos) X(tan) X(trunc) X(floor) X(ceil) X(round) X(isnan) X(isinf) X(isfinite) X(relu) \
   X(relu6) X(sigmoid) X(logsigmoid) X(tanh) X(gelu) X(quick_gelu) X(silu) X(mish) X(hardswish) X(hardsigmoid)  \
-  X(erf)
+  X(erf) X(atan) X(asin) X(acos)
 #define TINYT_EW_DECLARE(name) Operand name(O x);
 TINYT_EW_UNARY(TINYT_EW_DECLARE)
 #undef TINYT_EW_DECLARE
@@ -164,7 +164,7 @@ template <class F, class S, class... P, class A> auto movement(F f, S s, std::tu
 #define TINYT_TENSOR_METHODS(X)                                                                             \
   X(numel) X(dtype) X(device) X(element_size) X(nbytes) X(cumsum) X(cumprod) X(argmax) X(argmin) X(logsumexp)          \
   X(softmax) X(log_softmax) X(contiguous) X(detach) X(to) X(chunk) X(gather) X(one_hot) X(matmul) X(dot)    \
-  X(scatter) X(scatter_reduce) X(sort) X(topk)                                                              \
+  X(scatter) X(scatter_reduce) X(sort) X(topk) X(max_pool2d_with_indices)                                                     \
   X(linear) X(layernorm) X(batchnorm) X(dropout) X(scaled_dot_product_attention) X(cross_entropy)           \
   X(sparse_categorical_crossentropy) X(binary_crossentropy) X(binary_crossentropy_logits)                   \
   X(contiguous_backward)

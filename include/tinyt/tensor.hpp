@@ -227,6 +227,10 @@ class Tensor {
   Tensor hardsigmoid() const;
   Tensor hardtanh(double lo = -1.0, double hi = 1.0) const;
   Tensor erf() const;
+  /// The inverse trigonometric functions, in radians (Cephes' rational approximation of atan).
+  Tensor atan() const;
+  Tensor asin() const;
+  Tensor acos() const;
   Tensor clip(const Tensor& lo, const Tensor& hi) const;
   Tensor lerp(const Tensor& end, const Tensor& weight) const;
   Tensor masked_fill(const Tensor& mask, const Tensor& value) const;
@@ -348,6 +352,9 @@ class Tensor {
                     bool ceil_mode = false) const;
   Tensor avg_pool2d(IntOrVec kernel = 2, IntOrVec stride = {}, IntOrVec dilation = 1, IntOrVec padding = 0,
                     bool count_include_pad = true, bool ceil_mode = false) const;
+  /// max_pool2d and, as PyTorch's return_indices, the int64 index of each maximum in its plane.
+  std::pair<Tensor, Tensor> max_pool2d_with_indices(IntOrVec kernel = 2, IntOrVec stride = {}, IntOrVec dilation = 1,
+                                                    IntOrVec padding = 0, bool ceil_mode = false) const;
   /// Resized to `size` over the last size.size() dims: "nearest" (PyTorch's: floor), "nearest-exact",
   /// "linear" or "cubic" (separable, so bilinear and bicubic over 2 dims), as F.interpolate (ops/interpolate.hpp).
   Tensor interpolate(Shape size, std::string_view mode = "linear", bool align_corners = false) const;

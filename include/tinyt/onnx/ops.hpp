@@ -169,6 +169,11 @@ inline const std::map<std::string, OpFn>& default_ops() {
       {"BitwiseXor", [](const OpCall& c) { return one(c.in(0).bitwise_xor(c.in(1))); }},
       {"BitwiseNot", [](const OpCall& c) { return one(c.in(0).bitwise_not()); }},
       {"If", detail::if_},
+      {"Det", single(detail::det)},
+      {"MaxUnpool", single(detail::max_unpool)},
+      {"Atan", [](const OpCall& c) { return one(c.in(0).atan()); }},
+      {"Asin", [](const OpCall& c) { return one(c.in(0).asin()); }},
+      {"Acos", [](const OpCall& c) { return one(c.in(0).acos()); }},
       {"Col2Im", single(detail::col2im)},
       // an optional tensor is a tensor, or an input left out
       {"Optional", [](const OpCall& c) { return c.has(0) ? one(c.in(0)) : std::vector<Tensor>{}; }},

@@ -226,6 +226,38 @@ inline std::vector<Tensor> dropout(const OpCall& c) {
   return {x, Tensor::ones_like(x).cast(dtypes::bool_)};
 }
 
+// Det: the determinant of each (n, n) matrix of (..., n, n), by Gaussian elimination with
+// partial pivoting unrolled over the n columns (in float64): the pivots' product, its sign
+// flipped by each row swap; a zero pivot column gives 0
+inline Tensor det(const OpCall& c) {
+  const Tensor& x = c.in(0);
+  const std::vector<int64_t> s = x.shape().to_vector();
+  if (s.size() < 2 || s[s.size() - 1] != s[s.size() - 2])
+    throw ShapeError(tinyt::detail::cat("onnx: Det node '", c.node.name, "': needs square matrices, got shape ", x.shape()));
+  const int64_t n = s.back();
+  Tensor a = x.cast(dtypes::float64);
+  const Tensor rows = Tensor::arange(n).cast(dtypes::int64);  // (n,)
+  Tensor product = Tensor::ones(Shape(std::vector<int64_t>(s.begin(), s.end() - 2)), dtypes::float64);
+  const Tensor zero = Tensor::zeros({}, dtypes::float64);
+  for (int64_t k = 0; k < n; ++k) {
+    const Tensor column = a[{Ellipsis, Slice(), k}];  // (..., n)
+    // the largest of the rows from k on leads
+    const Tensor from_k = rows.ge(Tensor::full(Shape{}, k, dtypes::int64));
+    const Tensor pivot_row = from_k.where(column.abs(), Tensor::full(Shape{}, -1.0, dtypes::float64)).argmax(-1, true).cast(dtypes::int64);  // (..., 1)
+    const Tensor at_k = Tensor::full(Shape{}, k, dtypes::int64);
+    // row i reads row perm(i): rows k and the pivot's trade places
+    const Tensor perm = rows.eq(at_k).where(pivot_row, rows.eq(pivot_row).where(at_k, rows));  // (..., n)
+    a = perm.unsqueeze(-1).eq(rows).cast(dtypes::float64).matmul(a);
+    const Tensor swapped = pivot_row.squeeze(-1).ne(at_k);
+    const Tensor pivot = a[{Ellipsis, k, k}];
+    product = product * pivot * swapped.where(Tensor::full(Shape{}, -1.0, dtypes::float64), Tensor::full(Shape{}, 1.0, dtypes::float64));
+    const Tensor below = rows.gt(at_k), safe = pivot.eq(zero).where(Tensor::ones_like(pivot), pivot);
+    const Tensor factor = below.where(Tensor(a[{Ellipsis, Slice(), k}]) / safe.unsqueeze(-1), zero);  // (..., n)
+    a = a - factor.unsqueeze(-1) * Tensor(a[{Ellipsis, k, Slice()}]).unsqueeze(-2);
+  }
+  return product.cast(x.dtype());
+}
+
 }  // namespace detail
 }  // namespace onnx
 }  // namespace tinyt::inline v0

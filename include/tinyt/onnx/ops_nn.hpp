@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <tuple>
 
 #include "ops_math.hpp"
 
@@ -108,7 +109,8 @@ inline Tensor pool_1d_as_2d(const Tensor& x, Window& w) {
 }
 
 // MaxPool, AveragePool: tinyt's pools (ceil_mode, count_include_pad as PyTorch's); MaxPool's
-// optional second output (the indices) is not supported yet
+// optional second output the flat index of each maximum in the whole input (row-major, or with
+// storage_order 1 column-major within each plane)
 inline std::vector<Tensor> pool(const OpCall& c, bool is_max) {
   const Tensor& x = c.in(0);
   const std::vector<int64_t> in = dims_from(x, 2);
@@ -116,12 +118,48 @@ inline std::vector<Tensor> pool(const OpCall& c, bool is_max) {
   const bool one_dim = in.size() == 1;
   const Tensor x2 = one_dim ? pool_1d_as_2d(x, w) : x;
   const bool ceil = c.int_attr("ceil_mode", 0) != 0;
-  Tensor y = is_max ? x2.max_pool2d(w.kernel, w.strides, w.dilations, w.padding(), ceil)
-                    : x2.avg_pool2d(w.kernel, w.strides, w.dilations, w.padding(), c.int_attr("count_include_pad", 0) != 0, ceil);
+  const bool indices = is_max && c.node.outputs.size() > 1 && !c.node.outputs[1].empty();
+  Tensor y, at;
+  if (indices) {
+    std::tie(y, at) = x2.max_pool2d_with_indices(w.kernel, w.strides, w.dilations, w.padding(), ceil);
+  } else {
+    y = is_max ? x2.max_pool2d(w.kernel, w.strides, w.dilations, w.padding(), ceil)
+               : x2.avg_pool2d(w.kernel, w.strides, w.dilations, w.padding(), c.int_attr("count_include_pad", 0) != 0, ceil);
+  }
   if (one_dim) y = y.squeeze(-2);
   y = y.cast(x.dtype());
-  if (!is_max || c.node.outputs.size() < 2 || c.node.outputs[1].empty()) return {y};
-  throw UnsupportedError(tinyt::detail::cat("onnx: MaxPool node '", c.node.name, "': the Indices output (not yet supported)"));
+  if (!indices) return {y};
+  if (one_dim) at = at.squeeze(-2);
+  const std::vector<int64_t> s = x.shape().to_vector();
+  int64_t plane = 1;
+  for (const int64_t d : in) plane *= d;
+  if (c.int_attr("storage_order", 0) && in.size() == 2) {  // (h, w) at h + w·H
+    const Tensor width = Tensor::full(Shape{}, in[1], dtypes::int64);
+    at = at.floordiv(width) + at.mod(width) * in[0];
+  }
+  std::vector<int64_t> per_plane(s.size(), 1);
+  per_plane[0] = s[0], per_plane[1] = s[1];
+  const Tensor first = (Tensor::arange(s[0] * s[1]).cast(dtypes::int64) * plane).reshape(Shape(per_plane));
+  return {y, at + first};
+}
+
+// MaxUnpool: each value placed at its index (MaxPool's, over the whole tensor) in zeros of the
+// shape the pool's window gives, (in - 1)·stride + kernel - pads; with output_shape (input 2)
+// that is the top-left corner of zeros of that shape, as ONNX's reference
+inline Tensor max_unpool(const OpCall& c) {
+  const Tensor& x = c.in(0);
+  const std::vector<int64_t> s = x.shape().to_vector(), in = dims_from(x, 2);
+  const Window w = window_of(c, in, {});
+  std::vector<int64_t> inferred{s[0], s[1]};
+  for (size_t j = 0; j < in.size(); ++j) inferred.push_back((in[j] - 1) * w.strides[j] + w.kernel[j] - w.begin[j] - w.end[j]);
+  int64_t total = 1;
+  for (const int64_t d : inferred) total *= d;
+  const Tensor y = Tensor::zeros({total}, x.dtype()).scatter(0, c.in(1).cast(dtypes::int64).reshape({-1}), x.reshape({-1})).reshape(Shape(inferred));
+  if (!c.has(2)) return y;
+  const std::vector<int64_t> out = c.host_ints(2);
+  std::vector<std::pair<sint, sint>> grow;
+  for (size_t i = 0; i < out.size() && i < inferred.size(); ++i) grow.emplace_back(0, std::max<int64_t>(0, out[i] - inferred[i]));
+  return y.pad(grow);
 }
 
 // LpPool: (sum of |x|^p over each window)^(1/p), the padding zeros that add nothing

@@ -22,14 +22,14 @@ inline Tensor window(const OpCall& c, double a0, double a1, double a2) {
 
 // The DFT along `axis` of a signal (..., 1) real or (..., 2) complex: (..., 2), of `length`
 // points (the signal cut or zero-padded to it), the first length / 2 + 1 where onesided, the
-// inverse (e^{+iθ}, divided by length) where inverse
+// inverse (e^{+iθ}, divided by length) where inverse; the inverse of a one-sided spectrum is a
+// real signal (..., 1)
 inline Tensor dft_along(const Tensor& x, int64_t axis, int64_t length, bool inverse, bool onesided, const std::string& where) {
   const std::vector<int64_t> s = x.shape().to_vector();
   const auto rank = static_cast<int64_t>(s.size());
   if (axis < 0) axis += rank;
   if (rank < 2 || axis >= rank - 1 || (s.back() != 1 && s.back() != 2))
     throw ShapeError(tinyt::detail::cat("onnx: ", where, ": a signal (..., 1 or 2) of shape ", x.shape(), " along axis ", axis));
-  if (inverse && onesided) throw UnsupportedError(tinyt::detail::cat("onnx: ", where, ": an inverse of a one-sided spectrum"));
   const DType acc = dtypes::float64;  // (a float32 transform leaves residues of 1e-6 where the result is 0)
   const int ax = static_cast<int>(axis), last = static_cast<int>(rank) - 2;
   // the real and imaginary parts, the transformed axis last, cut or padded to `length`
@@ -44,6 +44,30 @@ inline Tensor dft_along(const Tensor& x, int64_t axis, int64_t length, bool inve
     pad.back() = {0, std::max<int64_t>(0, length - n)};
     return p.pad(pad);
   };
+  if (inverse && onesided) {
+    // a real signal from the first length / 2 + 1 bins of its spectrum: the others are their
+    // conjugates, so each bin but the first (and the middle one, for an even length) counts twice
+    const int64_t bins = length / 2 + 1, given = s[static_cast<size_t>(axis)];
+    auto bin = [&](int64_t k) {
+      Tensor p = x[{Ellipsis, k}].cast(acc).transpose(ax, last);
+      std::vector<std::pair<sint, sint>> fit;
+      for (const sint& d : p.shape()) fit.emplace_back(0, d);
+      fit.back() = {0, std::min(given, bins)};
+      std::vector<std::pair<sint, sint>> pad(p.ndim(), {0, 0});
+      pad.back() = {0, std::max<int64_t>(0, bins - given)};
+      return p.shrink(fit).pad(pad);
+    };
+    const Tensor re = bin(0), im = s.back() == 2 ? bin(1) : Tensor::zeros_like(re);
+    std::vector<double> cosines, sines;  // (bins, length): bin k to output j
+    for (int64_t k = 0; k < bins; ++k)
+      for (int64_t j = 0; j < length; ++j) {
+        const double twice = k == 0 || 2 * k == length ? 1.0 : 2.0;
+        const double theta = 2 * M_PI * static_cast<double>((j * k) % length) / static_cast<double>(length);
+        cosines.push_back(twice * std::cos(theta) / static_cast<double>(length)), sines.push_back(twice * std::sin(theta) / static_cast<double>(length));
+      }
+    const Tensor cs = Tensor::from_vector(cosines, {bins, length}), sn = Tensor::from_vector(sines, {bins, length});
+    return (re.matmul(cs) - im.matmul(sn)).transpose(ax, last).unsqueeze(-1).cast(x.dtype());
+  }
   const Tensor re = part(0), im = s.back() == 2 ? part(1) : Tensor::zeros_like(re);
   const int64_t bins = onesided ? length / 2 + 1 : length;
   std::vector<double> cosines, sines;  // (length, bins): input j to output k
@@ -66,8 +90,10 @@ inline Tensor dft(const OpCall& c) {
   const Tensor& x = c.in(0);
   const int64_t axis = c.opset >= 20 ? (c.has(2) ? c.host_ints(2).at(0) : -2) : c.int_attr("axis", 1);
   const auto rank = static_cast<int64_t>(x.ndim());
-  const int64_t length = c.has(1) && c.in(1).numel() ? c.host_ints(1).at(0) : x.shape().to_vector().at(static_cast<size_t>(axis < 0 ? axis + rank : axis));
-  return dft_along(x, axis, length, c.int_attr("inverse", 0) != 0, c.int_attr("onesided", 0) != 0, "DFT node '" + c.node.name + "'");
+  const int64_t given = x.shape().to_vector().at(static_cast<size_t>(axis < 0 ? axis + rank : axis));
+  const bool inverse = c.int_attr("inverse", 0) != 0, onesided = c.int_attr("onesided", 0) != 0;
+  const int64_t length = c.has(1) && c.in(1).numel() ? c.host_ints(1).at(0) : inverse && onesided ? 2 * (given - 1) : given;
+  return dft_along(x, axis, length, inverse, onesided, "DFT node '" + c.node.name + "'");
 }
 
 // STFT: frames of frame_length (input 3, else the window's length) every frame_step (input 1)

@@ -207,7 +207,13 @@ TINYT_INLINE Operand floordiv(O a, O b) {
 }
 /// Remainder with the sign of the divisor (Python's %, PyTorch's remainder).
 TINYT_INLINE Operand mod(O a, O b) {
-  if (dtype(a).is_float() || dtype(b).is_float()) return sub(a, mul(floordiv(a, b), b));
+  if (dtype(a).is_float() || dtype(b).is_float()) {
+    // a finite a over an infinite b is a itself where the signs agree (or a is 0), else b, as
+    // PyTorch's fmod-then-fix gives; a - floor(a/b)*b would be 0*inf = NaN there
+    const Operand r = sub(a, mul(floordiv(a, b), b));
+    const Operand same_side = logical_or(eq(a, 0), eq(lt(a, 0), lt(b, 0)));
+    return where(logical_and(isinf(b), isfinite(a)), where(same_side, a, b), r);
+  }
   const Operand r = binary(Ops::MOD, a, b, "mod");
   const Operand fix = logical_and(ne(r, 0), ne(lt(r, 0), lt(b, 0)));
   return where(fix, add(r, b), r);
@@ -314,6 +320,35 @@ TINYT_INLINE Operand erf(O x_) {
   poly = mul(add(poly, 0.254829592), t);
   const Operand y = add(neg(mul(poly, exp(neg(square(a))))), 1);
   return where(lt(x, 0), neg(y), y);
+}
+/// atan after Cephes: |x| reduced to [0, 0.66] (directly, by atan(1/x) = pi/2 - atan(x), or by
+/// atan((x-1)/(x+1)) = atan(x) - pi/4), then t + t^3 P(t^2)/Q(t^2), a rational approximation
+/// good to double precision; the sign restored.
+TINYT_INLINE Operand atan(O x_) {
+  const Operand x = as_float(x_), a = abs(x);
+  const double tan_3pi_8 = 2.41421356237309504880, more_bits = 6.123233995736765886130e-17;
+  const Operand far = gt(a, tan_3pi_8), near = le(a, 0.66);
+  // the reduced argument and what its atan is added to
+  const Operand t = where(far, neg(reciprocal(a)), where(near, a, div(sub(a, 1), add(a, 1))));
+  const Operand base = where(far, full_like(x, std::numbers::pi / 2 + more_bits), where(near, full_like(x, 0.0), full_like(x, std::numbers::pi / 4 + 0.5 * more_bits)));
+  const Operand z = square(t);
+  Operand p = mul(z, -8.750608600031904122785e-1), q = add(z, 2.485846490142306297962e1);
+  for (double c : {-1.615753718733365076637e1, -7.500855792314704667340e1, -1.228866684490136173410e2}) p = mul(add(p, c), z);
+  p = add(p, -6.485021904942025371773e1);
+  for (double c : {1.650270098316988542046e2, 4.328810604912902668951e2, 4.853903996359136964868e2}) q = add(mul(q, z), c);
+  q = add(mul(q, z), 1.945506571482613964425e2);
+  const Operand y = add(base, add(mul(t, div(mul(z, p), q)), t));
+  return where(lt(x, 0), neg(y), y);
+}
+/// asin(x) = atan(x / sqrt(1 - x^2)) (+-pi/2 at +-1, NaN past them).
+TINYT_INLINE Operand asin(O x_) {
+  const Operand x = as_float(x_);
+  return atan(div(x, sqrt(mul(sub(1, x), add(x, 1)))));
+}
+/// acos(x) = 2 atan(sqrt((1 - x) / (1 + x))): no cancellation near 1, pi at -1.
+TINYT_INLINE Operand acos(O x_) {
+  const Operand x = as_float(x_);
+  return mul(atan(sqrt(div(sub(1, x), add(x, 1)))), 2);
 }
 TINYT_INLINE Operand clip(O x, O lo, O hi) { return minimum(maximum(x, lo), hi); }
 TINYT_INLINE Operand lerp(O x, O end, O weight) { return add(x, mul(sub(end, x), weight)); }

@@ -400,6 +400,28 @@ TINYT_INLINE Tensor Tensor::max_pool2d(IntOrVec kernel, IntOrVec stride, IntOrVe
   return detail::max_over(p.windows(*this, lowest, lowest, "max_pool2d"), detail::last_axes(p.dims), false);
 }
 
+/// max_pool2d's values and, as PyTorch's return_indices, where each came from: an int64 index
+/// into its plane (the pooled dims, row-major), the first of equal maxima in the window.
+TINYT_INLINE std::pair<Tensor, Tensor> Tensor::max_pool2d_with_indices(IntOrVec kernel, IntOrVec stride, IntOrVec dilation,
+                                                                       IntOrVec padding, bool ceil_mode) const {
+  detail::PoolWindows p(*this, kernel, stride, dilation, padding, ceil_mode, "max_pool2d_with_indices");
+  const double lowest = dtype().is_float() ? -INFINITY : static_cast<double>(dtypes::min_int(dtype()));
+  // each element's index in its plane, windowed as the values are (padding: -1, never a maximum)
+  const std::vector<int64_t> s = shape().to_vector();
+  const std::vector<int64_t> plane(s.end() - static_cast<std::ptrdiff_t>(p.dims), s.end());
+  int64_t size = 1;
+  for (const int64_t d : plane) size *= d;
+  const Tensor where_from = Tensor::arange(size).cast(dtypes::int64).to(device()).reshape(Shape(plane)).expand(shape());
+  const int kernel_axis = static_cast<int>(ndim());  // the windows are (..., out..., kernel...)
+  const Tensor values = p.windows(*this, lowest, lowest, "max_pool2d_with_indices").flatten(kernel_axis);
+  const Tensor from = p.windows(where_from, -1, -1, "max_pool2d_with_indices").flatten(kernel_axis);
+  const Tensor top = detail::max_over(values, {-1}, true);
+  // the first position holding the maximum (a NaN is its own maximum, as in max)
+  const Tensor hit = values.eq(top).logical_or(values.isnan());
+  const Tensor none = Tensor::full(Shape{}, std::numeric_limits<int64_t>::max(), dtypes::int64);
+  return {top.squeeze(-1), hit.where(from, none).min(-1)};
+}
+
 TINYT_INLINE Tensor Tensor::avg_pool2d(IntOrVec kernel, IntOrVec stride, IntOrVec dilation,
                                  IntOrVec padding, bool count_include_pad, bool ceil_mode) const {
   detail::PoolWindows p(*this, kernel, stride, dilation, padding, ceil_mode, "avg_pool2d");
