@@ -382,3 +382,20 @@ TEST_CASE("onnx Model: y = Softmax(Gemm(Relu(x), W, b, transB)) runs as a lazy t
   CHECK(tinyt_test::message_of<onnx::UnsupportedError>([&] { (void)onnx::load_bytes(unknown); }).find("op FancyOp of domain '' (opset 17), node 'n1'") !=
         std::string::npos);
 }
+
+TEST_CASE("onnx Model: If takes the branch its condition names, the branches read the outer graph's values, a dim of -1 takes any size") {
+  // y = If(c) then x + x else -x; x's one dim written as -1, as some exporters do
+  const std::string then_graph = bytes_field(1, node("Add", {"x", "x"}, {"t"})) + bytes_field(12, value_info("t", 1, {}));
+  const std::string else_graph = bytes_field(1, node("Neg", {"x"}, {"e"})) + bytes_field(12, value_info("e", 1, {}));
+  auto graph_attr = [](const std::string& name, const std::string& g) { return bytes_field(5, bytes_field(1, name) + int_field(20, 5) + bytes_field(6, g)); };
+  const std::string x_any = bytes_field(1, "x") + bytes_field(2, bytes_field(1, int_field(1, 1) + bytes_field(2, bytes_field(1, int_field(1, -1)))));
+  const std::string graph = bytes_field(1, node("If", {"c"}, {"y"}, graph_attr("then_branch", then_graph) + graph_attr("else_branch", else_graph))) +
+                            bytes_field(11, value_info("c", 9, {})) + bytes_field(11, x_any) + bytes_field(12, value_info("y", 1, {}));
+  const onnx::Model m = onnx::load_bytes(bytes_field(7, graph) + bytes_field(8, bytes_field(1, "") + int_field(2, 17)));
+  REQUIRE(m.inputs().size() == 2);
+  CHECK(std::holds_alternative<std::string>(m.inputs()[1].shape.at(0)));  // -1: no size
+  const Tensor x = Tensor::from_vector(std::vector<float>{1, -2, 3});
+  CHECK(m.run({{"c", Tensor::full(Shape{}, true)}, {"x", x}}).at("y").to_vector<float>() == std::vector<float>{2, -4, 6});
+  CHECK(m.run({{"c", Tensor::full(Shape{}, false)}, {"x", x.reshape({3})}}).at("y").to_vector<float>() == std::vector<float>{-1, 2, -3});
+  CHECK(m.run({{"c", Tensor::full(Shape{}, false)}, {"x", Tensor::ones({5})}}).at("y").shape() == Shape{5});
+}

@@ -115,7 +115,8 @@ inline ValueInfo read_value_info(proto::Reader r) {
           Dim value = std::string();  // neither a size nor a name: unknown, as an empty name
           proto::Field y;
           while (dim.next(y)) {
-            if (y.number == 1) value = dim.integer(y);
+            // (a negative size, which some exporters write, is unknown too)
+            if (y.number == 1) value = dim.integer(y) >= 0 ? Dim(dim.integer(y)) : Dim(std::string());
             if (y.number == 2) value = std::string(dim.string(y));
           }
           v.shape.push_back(std::move(value));

@@ -68,6 +68,22 @@ using OpFn = std::function<std::vector<Tensor>(const OpCall&)>;
 namespace detail {
 /// An op's one output.
 inline std::vector<Tensor> one(Tensor t) { return {std::move(t)}; }
+
+// The ops cut tensors with shrink, not t[{Slice(..)}]: GCC 12's ASan build (-O1) warns, falsely,
+// that a copied Slice's empty optional may be read uninitialized, and CI builds with -Werror.
+
+/// `t` cut to [begin, end) along `axis` (negative: from the end).
+inline Tensor cut(const Tensor& t, int64_t axis, int64_t begin, int64_t end) {
+  std::vector<std::pair<sint, sint>> keep;
+  for (const sint& d : t.shape()) keep.emplace_back(0, d);
+  keep.at(static_cast<size_t>(axis < 0 ? axis + static_cast<int64_t>(t.ndim()) : axis)) = {begin, end};
+  return t.shrink(keep);
+}
+/// Element `i` of `axis`, that dim removed.
+inline Tensor pick(const Tensor& t, int64_t axis, int64_t i) {
+  const int64_t a = axis < 0 ? axis + static_cast<int64_t>(t.ndim()) : axis;
+  return cut(t, a, i, i + 1).squeeze(static_cast<int>(a));
+}
 }  // namespace detail
 
 }  // namespace onnx

@@ -240,7 +240,7 @@ inline Tensor det(const OpCall& c) {
   Tensor product = Tensor::ones(Shape(std::vector<int64_t>(s.begin(), s.end() - 2)), dtypes::float64);
   const Tensor zero = Tensor::zeros({}, dtypes::float64);
   for (int64_t k = 0; k < n; ++k) {
-    const Tensor column = a[{Ellipsis, Slice(), k}];  // (..., n)
+    const Tensor column = pick(a, -1, k);  // (..., n)
     // the largest of the rows from k on leads
     const Tensor from_k = rows.ge(Tensor::full(Shape{}, k, dtypes::int64));
     const Tensor pivot_row = from_k.where(column.abs(), Tensor::full(Shape{}, -1.0, dtypes::float64)).argmax(-1, true).cast(dtypes::int64);  // (..., 1)
@@ -252,8 +252,8 @@ inline Tensor det(const OpCall& c) {
     const Tensor pivot = a[{Ellipsis, k, k}];
     product = product * pivot * swapped.where(Tensor::full(Shape{}, -1.0, dtypes::float64), Tensor::full(Shape{}, 1.0, dtypes::float64));
     const Tensor below = rows.gt(at_k), safe = pivot.eq(zero).where(Tensor::ones_like(pivot), pivot);
-    const Tensor factor = below.where(Tensor(a[{Ellipsis, Slice(), k}]) / safe.unsqueeze(-1), zero);  // (..., n)
-    a = a - factor.unsqueeze(-1) * Tensor(a[{Ellipsis, k, Slice()}]).unsqueeze(-2);
+    const Tensor factor = below.where(pick(a, -1, k) / safe.unsqueeze(-1), zero);  // (..., n)
+    a = a - factor.unsqueeze(-1) * pick(a, -2, k).unsqueeze(-2);
   }
   return product.cast(x.dtype());
 }

@@ -530,10 +530,12 @@ inline Tensor rotary_embedding(const OpCall& c) {
     cosines = rows(cosines), sines = rows(sines);
   }
   cosines = cosines.unsqueeze(2), sines = sines.unsqueeze(2);  // (batch, seq, 1, half)
-  const Tensor rotated = x[{Ellipsis, Slice(0, dim)}], kept = x[{Ellipsis, Slice(dim, None)}];
+  const Tensor rotated = cut(x, -1, 0, dim), kept = cut(x, -1, dim, head);
   const bool interleaved = c.int_attr("interleaved", 0) != 0;
-  const Tensor x1 = interleaved ? Tensor(rotated[{Ellipsis, Slice(0, None, 2)}]) : Tensor(rotated[{Ellipsis, Slice(0, half)}]);
-  const Tensor x2 = interleaved ? Tensor(rotated[{Ellipsis, Slice(1, None, 2)}]) : Tensor(rotated[{Ellipsis, Slice(half, None)}]);
+  std::vector<int64_t> pairs = rotated.shape().to_vector();  // (..., half, 2): neighbours side by side
+  pairs.back() = half, pairs.push_back(2);
+  const Tensor x1 = interleaved ? pick(rotated.reshape(Shape(pairs)), -1, 0) : cut(rotated, -1, 0, half);
+  const Tensor x2 = interleaved ? pick(rotated.reshape(Shape(pairs)), -1, 1) : cut(rotated, -1, half, dim);
   const Tensor re = cosines * x1 - sines * x2, im = sines * x1 + cosines * x2;
   const Tensor turned = interleaved ? Tensor::stack({re, im}, -1).reshape(rotated.shape()) : Tensor::cat({re, im}, -1);
   const Tensor y = Tensor::cat({turned, kept}, -1);
@@ -556,7 +558,7 @@ inline std::vector<Tensor> causal_conv_with_state(const OpCall& c) {
   if (activation == "silu" || activation == "swish") y = y.cast(dtypes::float32).silu().cast(x.dtype());
   else if (activation != "none") throw UnsupportedError(tinyt::detail::cat("onnx: CausalConvWithState node '", c.node.name, "': activation '", activation, "'"));
   const int64_t n = padded.shape().to_vector()[2];
-  return {y, padded[{Slice(), Slice(), Slice(n - (k - 1), n)}]};
+  return {y, cut(padded, 2, n - (k - 1), n)};
 }
 
 // LinearAttention: a state (batch, kv heads, d_k, d_v) updated step by step with k vᵀ (decayed by
@@ -580,7 +582,7 @@ inline std::vector<Tensor> linear_attention(const OpCall& c) {
   const float scale = c.float_attr("scale", 0.0f) != 0.0f ? c.float_attr("scale", 0.0f) : 1.0f / std::sqrt(static_cast<float>(dk));
   const int64_t group = q_heads / kv_heads;
   std::vector<Tensor> outputs;
-  auto at = [](const Tensor& t, int64_t i) { return Tensor(t[{Slice(), Slice(), i}]); };  // step i: (b, h, d)
+  auto at = [](const Tensor& t, int64_t i) { return pick(t, 2, i); };  // step i: (b, h, d)
   for (int64_t i = 0; i < steps; ++i) {
     const Tensor k_t = at(k, i);
     Tensor v_t = at(v, i);

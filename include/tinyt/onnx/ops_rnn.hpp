@@ -91,7 +91,7 @@ inline std::vector<Tensor> recurrent(const OpCall& c, int64_t gates, bool cells,
     const auto dim = static_cast<int64_t>(d);
     const Tensor w = c.in(1)[{dim}], r = c.in(2)[{dim}];
     const Tensor bias = c.has(3) ? Tensor(c.in(3)[{dim}]) : Tensor::zeros({2 * gates * hidden}, dt);
-    const Tensor wb = bias[{Slice(0, gates * hidden)}], rb = bias[{Slice(gates * hidden, None)}];
+    const Tensor wb = cut(bias, 0, 0, gates * hidden), rb = cut(bias, 0, gates * hidden, 2 * gates * hidden);
     const Tensor peep = cells && c.has(7) ? Tensor(c.in(7)[{dim}]) : Tensor::zeros({3 * hidden}, dt);
     const RecurrentStep step = make_step(d, r, rb, peep);
     auto initial = [&](size_t input) {
@@ -125,7 +125,7 @@ inline std::vector<Tensor> recurrent(const OpCall& c, int64_t gates, bool cells,
 }
 
 // gate k (of hidden each) of a (batch, gates·hidden) tensor, and the same of a bias vector
-inline Tensor gate(const Tensor& t, int64_t k, int64_t hidden) { return t[{Ellipsis, Slice(k * hidden, (k + 1) * hidden)}]; }
+inline Tensor gate(const Tensor& t, int64_t k, int64_t hidden) { return cut(t, -1, k * hidden, (k + 1) * hidden); }
 
 // a gate's pre-activation, clipped to [-clip, clip] where the node says
 inline std::function<Tensor(const Tensor&)> clipper(const OpCall& c) {
@@ -156,7 +156,7 @@ inline std::vector<Tensor> gru(const OpCall& c) {
   const int64_t hidden = c.int_attr("hidden_size", c.in(2).shape().to_vector().at(2));
   return recurrent(c, 3, false, [&](size_t d, const Tensor& r, const Tensor& rb, const Tensor&) -> RecurrentStep {
     const Activation f = fs[2 * d], g = fs[2 * d + 1];
-    const Tensor rh = r[{Slice(2 * hidden, 3 * hidden)}].transpose();  // (the candidate's Rhᵀ)
+    const Tensor rh = cut(r, 0, 2 * hidden, 3 * hidden).transpose();  // (the candidate's Rhᵀ)
     return [=](const Tensor& xw, const Tensor& h, const Tensor& cell) {
       const Tensor hr = h.matmul(r.transpose());  // (batch, 3·hidden): H·Rᵀ for every gate
       const Tensor z = f(clip(gate(xw, 0, hidden) + gate(hr, 0, hidden) + gate(rb, 0, hidden)));

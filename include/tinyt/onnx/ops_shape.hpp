@@ -138,12 +138,48 @@ inline Tensor from_end(const Tensor& idx, const Tensor& x, int64_t axis) {
   return idx.lt(Tensor::zeros_like(idx)).where(idx + size, idx);
 }
 
-// Gather: numpy's take along `axis`
+// Gather: numpy's take along `axis`: the indices' dims in place of that axis
 inline Tensor gather(const OpCall& c) {
+  const Tensor& x = c.in(0);
   const int64_t axis = c.axis(0);
-  std::vector<Index> at(static_cast<size_t>(axis), Slice());
-  at.emplace_back(from_end(c.in(1), c.in(0), axis));
-  return c.in(0)[at];
+  const auto a = static_cast<size_t>(axis);
+  std::vector<int64_t> before(x.shape().to_vector()), after;
+  after.assign(before.begin() + static_cast<std::ptrdiff_t>(a) + 1, before.end());
+  const int64_t n = before.at(a);
+  before.resize(a);
+  int64_t outer = 1, inner = 1;
+  for (const int64_t d : before) outer *= d;
+  for (const int64_t d : after) inner *= d;
+  const Tensor idx = from_end(c.in(1), x, axis).cast(dtypes::int64);
+  const std::vector<int64_t> is = idx.shape().to_vector();
+  const int64_t m = idx.numel();
+  // (outer, n, inner) read at (outer, m, inner)
+  const Tensor at = idx.reshape({1, m, 1}).expand({outer, m, inner});
+  std::vector<int64_t> out = before;
+  out.insert(out.end(), is.begin(), is.end());
+  out.insert(out.end(), after.begin(), after.end());
+  return x.reshape({outer, n, inner}).gather(1, at).reshape(Shape(out));
+}
+
+// `x`'s elements start, start + step, .. along `axis` before `stop` (stepping down: after it),
+// from bounds already clamped into the dim
+inline Tensor strided(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t step) {
+  const int64_t dim = x.shape().to_vector().at(static_cast<size_t>(axis));
+  Tensor t = x;
+  if (step < 0) {  // the flipped dim, stepping up: index i is dim - 1 - i there
+    t = t.flip(static_cast<int>(axis));
+    start = dim - 1 - start, stop = dim - 1 - stop, step = -step;
+  }
+  const int64_t count = stop > start ? (stop - start + step - 1) / step : 0;
+  t = cut(t, axis, start, start + std::min(count * step, dim - start));
+  if (step == 1 || count == 0) return cut(t, axis, 0, count);
+  // padded to count·step, the dim as (count, step), the first of each
+  std::vector<std::pair<sint, sint>> grow(t.ndim(), {0, 0});
+  grow[static_cast<size_t>(axis)] = {0, count * step - t.shape().to_vector()[static_cast<size_t>(axis)]};
+  std::vector<int64_t> rows = t.shape().to_vector();
+  rows[static_cast<size_t>(axis)] = count;
+  rows.insert(rows.begin() + static_cast<std::ptrdiff_t>(axis) + 1, step);
+  return pick(t.pad(grow).reshape(Shape(rows)), axis + 1, 0);
 }
 
 // Slice: per axis a start, an end and a step (inputs from opset 10, attributes before, without
@@ -171,26 +207,20 @@ inline Tensor slice(const OpCall& c) {
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     throw ShapeError(tinyt::detail::cat("onnx: Slice node '", c.node.name, "': ", starts.size(), " starts, ", ends.size(), " ends, ", axes.size(),
                                         " axes and ", steps.size(), " steps"));
-  std::vector<Index> at(static_cast<size_t>(rank), Slice());
+  Tensor y = x;
   for (size_t i = 0; i < starts.size(); ++i) {
     const int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i], dim = dims.at(static_cast<size_t>(axis)), step = steps[i];
     if (step == 0) throw ShapeError(tinyt::detail::cat("onnx: Slice node '", c.node.name, "': a step of 0"));
     const auto from_end = [&](int64_t v) { return v < 0 ? (v < -dim ? -dim - 1 : v + dim) : v; };
     int64_t start = from_end(starts[i]), end = from_end(ends[i]);
-    Slice s;
     if (step > 0) {
       start = std::clamp<int64_t>(start, 0, dim), end = std::clamp<int64_t>(end, 0, dim);
-      s.start = start, s.stop = std::max(start, end);
     } else {
       start = std::clamp<int64_t>(start, -1, dim - 1), end = std::clamp<int64_t>(end, -1, dim - 1);
-      if (start >= 0) s.start = start;
-      else s.start = 0, s.stop = 0;  // nothing
-      if (start >= 0 && end >= 0) s.stop = std::min(start, end);
     }
-    s.step = step;
-    at[static_cast<size_t>(axis)] = s;
+    y = strided(y, axis, start, end, step);
   }
-  return x[at];
+  return y;
 }
 
 // Split: along `axis` into the sizes given (input from opset 13, attribute before), else into

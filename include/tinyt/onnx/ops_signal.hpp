@@ -106,7 +106,7 @@ inline Tensor stft(const OpCall& c) {
   const int64_t n = x.shape().to_vector().at(1);
   const int64_t frames = (n - frame) / step + 1;
   std::vector<Tensor> parts;
-  for (int64_t f = 0; f < frames; ++f) parts.push_back(x[{Slice(), Slice(f * step, f * step + frame)}]);
+  for (int64_t f = 0; f < frames; ++f) parts.push_back(cut(x, 1, f * step, f * step + frame));
   Tensor framed = Tensor::stack(parts, 1);  // (batch, frames, frame, 1 or 2)
   if (c.has(2)) framed = framed * c.in(2).cast(x.dtype()).reshape({1, 1, frame, 1});
   return dft_along(framed, 2, frame, false, c.int_attr("onesided", 1) != 0, "STFT node '" + c.node.name + "'");
