@@ -2,7 +2,7 @@
 """Writes the real models' test cases: fixed inputs and onnxruntime's outputs for them.
 
 Run by the venv of the ONNX fixture (onnx, onnxruntime, rapidocr-onnxruntime and silero-vad
-installed, pinned by tests/onnx/real_models.cmake). For each case it writes
+installed, pinned in tests/CMakeLists.txt: tests/onnx/write_cases.cmake). For each case it writes
 
     OUT/<case>/model.txt                    the .onnx file's path (in the installed package)
     OUT/<case>/input_<k>.pb, output_<k>.pb  serialized TensorProtos, in the model's order
