@@ -399,3 +399,16 @@ TEST_CASE("onnx Model: If takes the branch its condition names, the branches rea
   CHECK(m.run({{"c", Tensor::full(Shape{}, false)}, {"x", x.reshape({3})}}).at("y").to_vector<float>() == std::vector<float>{-1, 2, -3});
   CHECK(m.run({{"c", Tensor::full(Shape{}, false)}, {"x", Tensor::ones({5})}}).at("y").shape() == Shape{5});
 }
+
+TEST_CASE("onnx Model: a form of a known op the runner lacks is refused when the model is loaded, naming the attribute") {
+  auto model_with = [](const std::string& op_node) {
+    return bytes_field(7, bytes_field(1, op_node) + bytes_field(11, value_info("x", 1, {"4"})) + bytes_field(12, value_info("y", 1, {"4"}))) +
+           bytes_field(8, bytes_field(1, "") + int_field(2, 18));
+  };
+  const std::string string_attr = bytes_field(1, "mode") + int_field(20, 3) + bytes_field(4, "mirror");
+  const std::string pad = node("Pad", {"x", "p"}, {"y"}, bytes_field(3, "pad1") + bytes_field(5, string_attr));
+  CHECK(tinyt_test::message_of<onnx::UnsupportedError>([&] { (void)onnx::load_bytes(model_with(pad)); })
+            .find("op Pad of domain '' (opset 18), node 'pad1': mode 'mirror' is not supported") != std::string::npos);
+  const std::string relu = node("Relu", {"x"}, {"y"});
+  CHECK_NOTHROW((void)onnx::load_bytes(model_with(relu)));
+}

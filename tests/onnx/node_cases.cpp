@@ -23,6 +23,14 @@ std::string outcome(const fs::path& dir) {
     } catch (const onnx::UnsupportedError& e) {
       // the op (and its domain, where not the default one), or the element type: not the node or opset
       std::string why = e.what();
+      // a form of a known op: "op <name>: <what is not supported>"
+      const std::string form = " is not supported";
+      if (const size_t node = why.find("), node '"); node != std::string::npos && why.size() > form.size() &&
+                                                         why.compare(why.size() - form.size(), form.size(), form) == 0) {
+        const size_t detail = why.find("': ", node);
+        const std::string op = why.substr(0, why.find(" of domain "));
+        why = op + ": " + why.substr(detail + 3, why.size() - form.size() - detail - 3);
+      }
       if (const size_t at = why.find("element type "); at != std::string::npos) why = why.substr(at);
       if (const size_t domain = why.find(" of domain ''"); domain != std::string::npos) why = why.substr(0, domain);
       if (const size_t opset = why.find(" (opset "); opset != std::string::npos) why = why.substr(0, opset);

@@ -62,13 +62,15 @@ class Model {
   ModelData data_;
   int64_t opset_ = 1;
 
-  // every node of the graph and its subgraphs is an op the runner knows
+  // every node of the graph and its subgraphs is an op the runner knows, in a form it supports
   void check(const Graph& g) const {
     for (const Node& n : g.nodes) {
-      if (!op_of(n)) {
+      const std::string missing = op_of(n) ? unsupported_in(n, opset_) : "not supported";
+      if (!missing.empty()) {
         const auto it = data_.opsets.find(n.domain == "ai.onnx" ? "" : n.domain);
         throw UnsupportedError(tinyt::detail::cat("onnx: op ", n.op_type, " of domain '", n.domain, "' (opset ",
-                                                  it == data_.opsets.end() ? 0 : it->second, "), node '", n.name, "': not supported"));
+                                                  it == data_.opsets.end() ? 0 : it->second, "), node '", n.name, "': ", missing,
+                                                  op_of(n) ? " is not supported" : ""));
       }
       for (const Attribute& a : n.attributes) {
         if (a.g) check(*a.g);

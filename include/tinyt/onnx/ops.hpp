@@ -7,6 +7,8 @@
 // onnx/ops_quant.hpp and onnx/ops_signal.hpp.
 #pragma once
 
+#include <set>
+
 #include "ops_signal.hpp"
 
 namespace tinyt::inline v0 {
@@ -260,6 +262,70 @@ inline const OpFn* op_of(const Node& node) {
   const auto& table = standard ? default_ops() : preview_ops();
   const auto it = table.find(node.op_type);
   return it == table.end() ? nullptr : &it->second;
+}
+
+namespace detail {
+// a node's string attribute, or `fallback`
+inline std::string string_of(const Node& n, const std::string& name, const std::string& fallback) {
+  for (const Attribute& a : n.attributes)
+    if (a.name == name) return a.s;
+  return fallback;
+}
+// "" where the node's string attribute is one of `known` (or absent, taking `fallback`), else
+// what is not supported
+inline std::string one_of(const Node& n, const std::string& name, const std::string& fallback, std::initializer_list<const char*> known) {
+  const std::string v = string_of(n, name, fallback);
+  for (const char* k : known)
+    if (v == k) return "";
+  return name + " '" + v + "'";
+}
+}  // namespace detail
+
+/// What the runner does not support in a node whose op it knows (an attribute's value, an old
+/// form of the op), so that loading refuses it; "" where it supports the node.
+inline std::string unsupported_in(const Node& n, int64_t opset) {
+  using detail::one_of;
+  const std::string& op = n.op_type;
+  std::string why;
+  auto first = [&why](const std::string& w) {
+    if (why.empty()) why = w;
+  };
+  if (op == "Scan" && opset < 9) first("the opset-8 form (with a batch dim)");
+  if (op == "Pad") first(one_of(n, "mode", "constant", {"constant", "reflect", "edge", "wrap"}));
+  if (op == "ScatterElements" || op == "Scatter" || op == "ScatterND") first(one_of(n, "reduction", "none", {"none", "add", "mul", "max", "min"}));
+  if (op == "RNN" || op == "GRU" || op == "LSTM") {
+    first(one_of(n, "direction", "forward", {"forward", "reverse", "bidirectional"}));
+    for (const Attribute& a : n.attributes)
+      if (a.name == "activations")
+        for (std::string name : a.strings) {
+          std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+          static const std::set<std::string> known{"sigmoid",    "tanh", "relu", "affine", "leakyrelu", "thresholdedrelu", "scaledtanh",
+                                                   "hardsigmoid", "elu",  "softsign", "softplus"};
+          if (!known.count(name)) first("activation '" + name + "'");
+        }
+  }
+  if (op == "GridSample") {
+    first(one_of(n, "mode", "linear", {"bilinear", "linear", "nearest", "bicubic", "cubic"}));
+    first(one_of(n, "padding_mode", "zeros", {"zeros", "border", "reflection"}));
+  }
+  if (op == "Resize" || op == "Upsample") {
+    first(one_of(n, "mode", "nearest", {"nearest", "linear", "bilinear", "trilinear", "cubic"}));
+    first(one_of(n, "coordinate_transformation_mode", "half_pixel",
+                 {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize"}));
+    first(one_of(n, "nearest_mode", "round_prefer_floor", {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}));
+    first(one_of(n, "keep_aspect_ratio_policy", "stretch", {"stretch", "not_larger", "not_smaller"}));
+  }
+  if (op == "Conv" || op == "ConvTranspose" || op == "ConvInteger" || op == "QLinearConv" || op == "MaxPool" || op == "AveragePool" || op == "LpPool")
+    first(one_of(n, "auto_pad", "NOTSET", {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"}));
+  if (op == "CausalConvWithState") first(one_of(n, "activation", "none", {"none", "silu", "swish"}));
+  if (op == "LinearAttention") first(one_of(n, "update_rule", "gated_delta", {"linear", "gated", "delta", "gated_delta"}));
+  if (op == "Constant") {
+    bool value = false;
+    for (const Attribute& a : n.attributes)
+      value = value || a.name == "value" || a.name == "value_float" || a.name == "value_floats" || a.name == "value_int" || a.name == "value_ints";
+    if (!value) first("a value other than a tensor, float(s) or int(s)");
+  }
+  return why;
 }
 
 }  // namespace onnx
