@@ -10446,9 +10446,9 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
     if (u.op() == Ops::CONTIGUOUS || moves_memory || u.op() == Ops::ASSIGN) points.insert(u.get());
     if (moves_memory && !is_materialized(u.src(0), known)) points.insert(u.src(0).get());
   }
-  // A reduction is realized when it has several consumers, or when a path from it to the next
-  // realization point broadcasts it in a way the consuming kernel would recompute it for: an
-  // EXPAND that is not trailing (on a GPU: any EXPAND, see on_gpu), or a movement op or a
+  // A reduction is realized when it has several consumers, when a path from it pads it before
+  // it is stored (padded_then_stored), or when a path from it to the next realization point
+  // broadcasts it in a way the consuming kernel would recompute it for: an EXPAND that is not trailing (on a GPU: any EXPAND, see on_gpu), or a movement op or a
   // reduction over kept axes after one.
   // It stays in the kernel when it reads no memory (an arange, cheap and usually counted away).
   auto reads_memory = [&](const UOp& r) {
@@ -10488,6 +10488,28 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
     }
     return false;
   };
+  // Whether a path from the reduction pads it and stores it with no reduction between: that
+  // kernel would loop over the padded shape and compute the reduction under the pad's gate, where
+  // no opt applies (a conv computed into the next conv's padded input ran at 0.2 GFLOPS). Stored
+  // first, the pad is a copy. A pad that another reduction reads (a conv's input gradient summing
+  // its windows) stays in that reduction's kernel.
+  auto padded_then_stored = [&](const std::unordered_set<const UOpNode*>& first) {
+    std::vector<std::pair<const UOpNode*, bool>> stack;  // (node, padded on the way)
+    for (const UOpNode* c : first) stack.emplace_back(c, false);
+    std::set<std::pair<const UOpNode*, bool>> seen;
+    while (!stack.empty()) {
+      auto [c, padded] = stack.back();
+      stack.pop_back();
+      if (!seen.insert({c, padded}).second || c->op == Ops::REDUCE_AXIS) continue;
+      padded = padded || c->op == Ops::PAD;
+      if (points.count(c)) {
+        if (padded) return true;
+        continue;
+      }
+      for (const UOpNode* cc : consumers[c]) stack.emplace_back(cc, padded);
+    }
+    return false;
+  };
   // How many reductions read a value directly, through elementwise and movement ops but no
   // broadcast: a LayerNorm after a matmul sums the matmul's result twice (its mean and its
   // variance), and each of those kernels would compute the whole matmul again.
@@ -10510,7 +10532,8 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
     if (u.op() != Ops::REDUCE_AXIS || points.count(u.get()) || !reads_memory(u)) continue;
     gpu = on_gpu(u);
     const std::unordered_set<const UOpNode*> distinct(consumers[u.get()].begin(), consumers[u.get()].end());
-    if (distinct.size() > 1 || recomputed_downstream(distinct) || reductions_reading(u.get()) > 1) points.insert(u.get());
+    if (distinct.size() > 1 || recomputed_downstream(distinct) || padded_then_stored(distinct) || reductions_reading(u.get()) > 1)
+      points.insert(u.get());
   }
   // An elementwise value broadcast into a reduction (the gradient flowing into a conv's backward,
   // the input of a conv) would be recomputed once per element of the broadcast: it is realized
