@@ -34,14 +34,15 @@ def cases():
     chirp = (0.4 * np.sin(2 * np.pi * (200 + 3000 * t) * t))[None].astype(np.float32)
     state = np.zeros((2, 1, 128), np.float32)
     sr = np.array(16000, np.int64)
-    # the detector's probability map and the classifier's are sigmoids and softmaxes of sums of
-    # thousands of products: float32 reorderings move them by about 1e-6 relative
-    yield "ppocr_det", os.path.join(ocr, "ch_PP-OCRv4_det_infer.onnx"), {"x": image(96, 128)}, (1e-3, 1e-5)
-    yield "ppocr_rec", os.path.join(ocr, "ch_PP-OCRv4_rec_infer.onnx"), {"x": image(48, 160)}, (1e-3, 1e-5)
-    yield "ppocr_cls", os.path.join(ocr, "ch_ppocr_mobile_v2.0_cls_infer.onnx"), {"x": image(48, 192)}, (1e-3, 1e-5)
-    yield "silero_vad", os.path.join(vad, "silero_vad.onnx"), {"input": chirp, "state": state, "sr": sr}, (1e-3, 1e-5)
-    yield "silero_vad_op18_ifless", os.path.join(vad, "silero_vad_op18_ifless.onnx"), {"input": chirp, "sr": sr, "state": state}, (1e-3, 1e-5)
-    yield "silero_vad_16k_op15", os.path.join(vad, "silero_vad_16k_op15.onnx"), {"input": chirp, "state": state, "sr": sr}, (1e-3, 1e-5)
+    # the outputs are sigmoids, softmaxes and LSTM states of sums of thousands of float32 products,
+    # which another order of summation moves by about 1e-6 relative: 1e-4 leaves room for that,
+    # and none for a wrong op (tinyt's worst was 9% of it, on CPU and CL, 2026-11-28)
+    yield "ppocr_det", os.path.join(ocr, "ch_PP-OCRv4_det_infer.onnx"), {"x": image(96, 128)}, (1e-4, 1e-6)
+    yield "ppocr_rec", os.path.join(ocr, "ch_PP-OCRv4_rec_infer.onnx"), {"x": image(48, 160)}, (1e-4, 1e-6)
+    yield "ppocr_cls", os.path.join(ocr, "ch_ppocr_mobile_v2.0_cls_infer.onnx"), {"x": image(48, 192)}, (1e-4, 1e-6)
+    yield "silero_vad", os.path.join(vad, "silero_vad.onnx"), {"input": chirp, "state": state, "sr": sr}, (1e-4, 1e-6)
+    yield "silero_vad_op18_ifless", os.path.join(vad, "silero_vad_op18_ifless.onnx"), {"input": chirp, "sr": sr, "state": state}, (1e-4, 1e-6)
+    yield "silero_vad_16k_op15", os.path.join(vad, "silero_vad_16k_op15.onnx"), {"input": chirp, "state": state, "sr": sr}, (1e-4, 1e-6)
 
 
 def main() -> int:
