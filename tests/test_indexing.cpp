@@ -746,6 +746,13 @@ TEST_CASE("indexing: scatter and scatter_reduce against loops") {
   std::vector<float> want0 = base;
   want0[2 * 4 + 0] = 10, want0[0 * 4 + 1] = 20;
   CHECK(x.scatter(0, index0, updates).to_vector<float>() == want0);
+  // the identities of amin and amax are exact in every integer type: int64's extremes, as values
+  const Tensor big = Tensor::from_vector(std::vector<int64_t>{int64_t{1} << 62, -(int64_t{1} << 62), 5});
+  const Tensor at = Tensor::from_vector(std::vector<int64_t>{0, 1});
+  const Tensor put = Tensor::from_vector(std::vector<int64_t>{INT64_MAX, INT64_MIN});
+  CHECK(big.scatter_reduce(0, at, put, "amin").to_vector<int64_t>() == std::vector<int64_t>{int64_t{1} << 62, INT64_MIN, 5});
+  CHECK(big.scatter_reduce(0, at, put, "amax").to_vector<int64_t>() == std::vector<int64_t>{INT64_MAX, -(int64_t{1} << 62), 5});
+  CHECK(big.scatter_reduce(0, at, put, "amin", false).to_vector<int64_t>() == std::vector<int64_t>{INT64_MAX, INT64_MIN, 5});
   // integers keep their type; misuse names the op
   const Tensor ints = Tensor::zeros({4}, dtypes::int32);
   CHECK(ints.scatter(0, Tensor::from_vector(std::vector<int32_t>{3, 1}), Tensor::from_vector(std::vector<int32_t>{7, 9})).to_vector<int32_t>() ==

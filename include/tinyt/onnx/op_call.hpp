@@ -79,6 +79,9 @@ inline Tensor cut(const Tensor& t, int64_t axis, int64_t begin, int64_t end) {
   keep.at(static_cast<size_t>(axis < 0 ? axis + static_cast<int64_t>(t.ndim()) : axis)) = {begin, end};
   return t.shrink(keep);
 }
+/// `x` in float32 where its type is narrower (float16, bfloat16): how ONNX's normalizations
+/// compute (stash_type 1).
+inline Tensor widened(const Tensor& x) { return x.dtype().itemsize() < 4 ? x.cast(dtypes::float32) : x; }
 /// Element `i` of `axis`, that dim removed.
 inline Tensor pick(const Tensor& t, int64_t axis, int64_t i) {
   const int64_t a = axis < 0 ? axis + static_cast<int64_t>(t.ndim()) : axis;

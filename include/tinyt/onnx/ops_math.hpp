@@ -138,7 +138,7 @@ inline std::vector<Tensor> layer_normalization(const OpCall& c) {
   const int64_t axis = c.axis(-1);
   std::vector<int> dims;
   for (int64_t i = axis; i < rank; ++i) dims.push_back(static_cast<int>(i));
-  const Tensor xf = x.dtype().itemsize() < 4 ? x.cast(dtypes::float32) : x;
+  const Tensor xf = widened(x);
   const Tensor mean = xf.mean(dims, true), centered = xf - mean;
   const Tensor inv_std = ((centered * centered).mean(dims, true) + c.float_attr("epsilon", 1e-5f)).rsqrt();
   Tensor y = (centered * inv_std).cast(x.dtype()) * c.in(1);

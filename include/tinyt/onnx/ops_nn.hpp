@@ -201,9 +201,19 @@ inline std::vector<Tensor> batch_normalization(const OpCall& c) {
   return {y.cast(x.dtype()), c.in(3) * momentum + mean * (1 - momentum), c.in(4) * momentum + var * (1 - momentum)};
 }
 
+// (batch, heads, ...) with each head repeated for q_heads / heads query heads in a row, as
+// grouped-query attention shares keys and values (as it is where the counts match or do not divide)
+inline Tensor grouped_heads(const Tensor& t, int64_t q_heads) {
+  std::vector<int64_t> s = t.shape().to_vector(), wide = s;
+  if (s.size() < 2 || s[1] == q_heads || s[1] <= 0 || q_heads % s[1]) return t;
+  wide.insert(wide.begin() + 2, q_heads / s[1]);
+  s[1] = q_heads;
+  return t.unsqueeze(2).expand(Shape(wide)).reshape(Shape(s));
+}
+
 // the input normalized over `axes` (mean 0, variance 1 + eps), in float32 for narrower inputs
 inline Tensor standardized(const Tensor& x, const std::vector<int>& axes, float eps) {
-  const Tensor xf = x.dtype().itemsize() < 4 ? x.cast(dtypes::float32) : x;
+  const Tensor xf = widened(x);
   const Tensor centered = xf - xf.mean(axes, true);
   return centered * ((centered * centered).mean(axes, true) + eps).rsqrt();
 }
@@ -241,7 +251,7 @@ inline Tensor rms_normalization(const OpCall& c) {
   const Tensor& x = c.in(0);
   const size_t rank = x.shape().to_vector().size();
   const std::vector<int> axes = axes_from(static_cast<size_t>(c.axis(-1)), rank);
-  const Tensor xf = x.dtype().itemsize() < 4 ? x.cast(dtypes::float32) : x;
+  const Tensor xf = widened(x);
   const Tensor inv_rms = ((xf * xf).mean(axes, true) + c.float_attr("epsilon", 1e-5f)).rsqrt();
   return (xf * inv_rms).cast(x.dtype()) * c.in(1);
 }
@@ -332,15 +342,8 @@ inline std::vector<Tensor> attention(const OpCall& c) {
   if (c.has(5)) v = Tensor::cat({c.in(5), v}, 2);
   const Tensor present_k = k, present_v = v;
   const int64_t q_len = q.shape().to_vector()[2], kv_len = k.shape().to_vector()[2];
-  const int64_t q_heads = q.shape().to_vector()[1], kv_heads = k.shape().to_vector()[1];
-  if (q_heads != kv_heads && kv_heads > 0 && q_heads % kv_heads == 0) {
-    // each KV head serves q_heads / kv_heads query heads in a row
-    auto repeat_heads = [&](const Tensor& t) {
-      const std::vector<int64_t> s = t.shape().to_vector();
-      return t.unsqueeze(2).expand({s[0], s[1], q_heads / kv_heads, s[2], s[3]}).reshape({s[0], q_heads, s[2], s[3]});
-    };
-    k = repeat_heads(k), v = repeat_heads(v);
-  }
+  const int64_t q_heads = q.shape().to_vector()[1];
+  k = grouped_heads(k, q_heads), v = grouped_heads(v, q_heads);
   const Attribute* scale_attr = c.attribute("scale");
   const double scale = scale_attr ? scale_attr->f : 1.0 / std::sqrt(static_cast<double>(q.shape().to_vector()[3]));
   // as ONNX's reference: both operands scaled by sqrt(scale), rounded to the input's type
@@ -580,7 +583,6 @@ inline std::vector<Tensor> linear_attention(const OpCall& c) {
   if (delta) beta = c.in(5).cast(dtypes::float32).reshape({b, steps, -1, 1}).permute({0, 2, 1, 3});  // (b, h or 1, t, 1)
   Tensor state = c.has(3) ? c.in(3).cast(dtypes::float32) : Tensor::zeros({b, kv_heads, dk, dv}, dtypes::float32);
   const float scale = c.float_attr("scale", 0.0f) != 0.0f ? c.float_attr("scale", 0.0f) : 1.0f / std::sqrt(static_cast<float>(dk));
-  const int64_t group = q_heads / kv_heads;
   std::vector<Tensor> outputs;
   auto at = [](const Tensor& t, int64_t i) { return pick(t, 2, i); };  // step i: (b, h, d)
   for (int64_t i = 0; i < steps; ++i) {
@@ -589,7 +591,7 @@ inline std::vector<Tensor> linear_attention(const OpCall& c) {
     if (gated) state = state * at(*decay, i).exp().unsqueeze(-1);
     if (delta) v_t = at(*beta, i) * (v_t - (state * k_t.unsqueeze(-1)).sum(2));
     state = state + k_t.unsqueeze(-1) * v_t.unsqueeze(-2);
-    const Tensor read = group == 1 ? state : state.unsqueeze(2).expand({b, kv_heads, group, dk, dv}).reshape({b, q_heads, dk, dv});
+    const Tensor read = grouped_heads(state, q_heads);
     outputs.push_back((at(q, i).unsqueeze(-1) * read).sum(2) * scale);  // (b, q heads, d_v)
   }
   const Tensor y = Tensor::stack(outputs, 1).reshape({b, steps, q_heads * dv}).cast(c.in(0).dtype());
@@ -632,13 +634,7 @@ inline Tensor flex_attention(const OpCall& c) {
   const std::vector<int64_t> qs = q.shape().to_vector(), ks = k.shape().to_vector();
   if (qs.size() != 4 || ks.size() != 4 || v.ndim() != 4)
     throw ShapeError(tinyt::detail::cat("onnx: FlexAttention node '", c.node.name, "': Q, K, V of shapes ", q.shape(), ", ", k.shape(), ", ", v.shape()));
-  if (qs[1] != ks[1] && ks[1] > 0 && qs[1] % ks[1] == 0) {
-    auto repeat_heads = [&](const Tensor& t) {
-      const std::vector<int64_t> s = t.shape().to_vector();
-      return t.unsqueeze(2).expand({s[0], s[1], qs[1] / ks[1], s[2], s[3]}).reshape({s[0], qs[1], s[2], s[3]});
-    };
-    k = repeat_heads(k), v = repeat_heads(v);
-  }
+  k = grouped_heads(k, qs[1]), v = grouped_heads(v, qs[1]);
   const Attribute* scale_attr = c.attribute("scale");
   const double scale = scale_attr ? scale_attr->f : 1.0 / std::sqrt(static_cast<double>(qs[3]));
   const Tensor root = Tensor::full(Shape{}, std::sqrt(static_cast<float>(scale)), q.dtype());

@@ -52,10 +52,7 @@ inline Tensor shape_of(const OpCall& c) {
 // the axes an op takes from its attribute `axes` before opset `from`, from input `input` after
 // (empty: none given)
 inline std::vector<int64_t> axes_of(const OpCall& c, int64_t from, size_t input) {
-  if (c.opset < from) {
-    const Attribute* a = c.attribute("axes");
-    return a ? a->ints : std::vector<int64_t>{};
-  }
+  if (c.opset < from) return c.ints_attr("axes");
   return c.has(input) ? c.host_ints(input) : std::vector<int64_t>{};
 }
 
@@ -191,11 +188,7 @@ inline Tensor slice(const OpCall& c) {
   const auto rank = static_cast<int64_t>(dims.size());
   std::vector<int64_t> starts, ends, axes, steps;
   if (c.opset < 10) {
-    const auto ints = [&](const char* name) {
-      const Attribute* a = c.attribute(name);
-      return a ? a->ints : std::vector<int64_t>{};
-    };
-    starts = ints("starts"), ends = ints("ends"), axes = ints("axes");
+    starts = c.ints_attr("starts"), ends = c.ints_attr("ends"), axes = c.ints_attr("axes");
   } else {
     starts = c.host_ints(1), ends = c.host_ints(2);
     if (c.has(3)) axes = c.host_ints(3);
@@ -231,7 +224,7 @@ inline std::vector<Tensor> split(const OpCall& c) {
   const int64_t dim = x.shape().to_vector().at(static_cast<size_t>(axis));
   std::vector<int64_t> sizes;
   if (c.opset < 13) {
-    if (const Attribute* a = c.attribute("split")) sizes = a->ints;
+    sizes = c.ints_attr("split");
   } else if (c.has(1)) {
     sizes = c.host_ints(1);
   }

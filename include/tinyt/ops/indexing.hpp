@@ -485,7 +485,7 @@ namespace detail {
 // With dim moved last, mask[..., j, k] says update k lands on position j; each position folds
 // the updates that land there (`fold` over the last axis, `identity` where none does), and
 // `combine(self, folded, hit)` gives the result there
-inline Tensor scatter_along(const Tensor& self, int dim, const Tensor& index, const Tensor& src, const char* op, double identity,
+inline Tensor scatter_along(const Tensor& self, int dim, const Tensor& index, const Tensor& src, const char* op, const Tensor& identity,
                             const std::function<Tensor(const Tensor&)>& fold,
                             const std::function<Tensor(const Tensor&, const Tensor&, const Tensor&, const Tensor&)>& combine) {
   if (!index.defined() || !src.defined()) throw Error(cat(op, ": the index or the source is the empty Tensor() handle"));
@@ -507,13 +507,14 @@ inline Tensor scatter_along(const Tensor& self, int dim, const Tensor& index, co
   const Tensor idx = index.to(self.device()).transpose(static_cast<int>(d), last);               // (..., k)
   const Tensor upd = src.shrink(cut).cast(self.dtype()).transpose(static_cast<int>(d), last);  // (..., k)
   const Tensor mask = one_hot_mask(idx, s[d], false).transpose(-1, -2);                       // (..., j, k)
-  const Tensor folded = fold(mask.where(upd.unsqueeze(-2), scalar_of(self.dtype(), identity, self.device())));
+  const Tensor folded = fold(mask.where(upd.unsqueeze(-2), identity));
   const Tensor hit = mask.any(-1);
-  // positions the index does not reach in the other dims: nothing lands there
+  // positions the index does not reach in the other dims: nothing lands there (not hit: what the
+  // padding holds is never used)
   std::vector<std::pair<sint, sint>> grow_last = grow;
   std::swap(grow_last[d], grow_last[static_cast<size_t>(last)]);
   const Tensor x = self.transpose(static_cast<int>(d), last);
-  return combine(x, folded.pad(grow_last, identity), hit.pad(grow_last), mask).transpose(static_cast<int>(d), last);
+  return combine(x, folded.pad(grow_last), hit.pad(grow_last), mask).transpose(static_cast<int>(d), last);
 }
 }  // namespace detail
 
@@ -523,7 +524,7 @@ inline Tensor scatter_along(const Tensor& self, int dim, const Tensor& index, co
 /// nothing, or is an IndexError with CHECK_OOB=1.
 TINYT_INLINE Tensor Tensor::scatter(int dim, const Tensor& index, const Tensor& src) const {
   return detail::scatter_along(
-      *this, dim, index, src, "scatter", 0, [](const Tensor& t) { return t.sum(-1); },
+      *this, dim, index, src, "scatter", detail::scalar_of(dtype(), 0, device()), [](const Tensor& t) { return t.sum(-1); },
       [](const Tensor& x, const Tensor& folded, const Tensor& hit, const Tensor&) { return hit.where(folded.cast(x.dtype()), x); });
 }
 
@@ -533,16 +534,18 @@ TINYT_INLINE Tensor Tensor::scatter_reduce(int dim, const Tensor& index, const T
                                            bool include_self) const {
   using F = std::function<Tensor(const Tensor&)>;
   const DType dt = dtype();
-  const double lowest = dt.is_float() ? -INFINITY : dt.is_bool() ? 0.0 : static_cast<double>(dtypes::min_int(dt));
-  const double highest = dt.is_float() ? INFINITY : dt.is_bool() ? 1.0 : static_cast<double>(dtypes::max_int(dt));
-  double identity = 0;
+  const std::string dev = device();
+  // the identities of max and min: exact for every integer type (a double cannot hold int64's largest)
+  const Tensor lowest = dt.is_float() ? detail::scalar_of(dt, -INFINITY, dev) : detail::scalar_of(dt, dt.is_bool() ? i128{0} : dtypes::min_int(dt), dev);
+  const Tensor highest = dt.is_float() ? detail::scalar_of(dt, INFINITY, dev) : detail::scalar_of(dt, dt.is_bool() ? i128{1} : dtypes::max_int(dt), dev);
+  Tensor identity = detail::scalar_of(dt, 0, dev);
   F fold;
   std::function<Tensor(const Tensor&, const Tensor&)> merge;  // this tensor's value with the folded one
   if (reduce == "sum" || reduce == "mean") {
     fold = [](const Tensor& t) { return t.sum(-1); };
     merge = [](const Tensor& a, const Tensor& b) { return a + b; };
   } else if (reduce == "prod") {
-    identity = 1, fold = [](const Tensor& t) { return t.prod(-1); };
+    identity = detail::scalar_of(dt, 1, dev), fold = [](const Tensor& t) { return t.prod(-1); };
     merge = [](const Tensor& a, const Tensor& b) { return a * b; };
   } else if (reduce == "amax") {
     identity = lowest, fold = [](const Tensor& t) { return t.max(-1); };
