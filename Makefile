@@ -39,7 +39,8 @@ SANITIZE_FAST ?= uop;pattern;symbolic;schedule_cache;assign;state_io;symbolic_sh
 # it (the 14 emu_* runs about 6 s), plus tools/setup.sh's apt-get on a bare machine (not
 # measured: its packages were installed).
 # `make test-all`: every program and every test, as CI runs it (.ci/run).
-TEST_TARGETS = tinyt_tests tinyt_mode_compiled demo kv_cache llm tinyt_onnx_node_tests
+TEST_TARGETS = tinyt_tests tinyt_mode_compiled demo kv_cache llm tinyt_onnx_node_tests tinyt_onnx_real_models \
+               tinyt_onnx_fuzz_model onnx_run vad
 test:
 	tools/setup.sh
 	$(CMAKE_CONFIGURE) -S . -B build
@@ -138,7 +139,7 @@ sanitize-fast:
 	$(CMAKE_CONFIGURE) -DTINYT_SANITIZE=ON -DTINYT_TEST_FILES='$(SANITIZE_FAST)' \
 	    -S . -B build-asan-fast
 	cmake --build build-asan-fast -j$(JOBS) \
-	    --target tinyt_tests tinyt_single_include_test tinyt_mode_compiled kv_cache llm
+	    --target tinyt_tests tinyt_single_include_test tinyt_mode_compiled kv_cache llm tinyt_onnx_fuzz_model
 	ctest --test-dir build-asan-fast --output-on-failure -j$(JOBS) \
 	    -E '^(mode_(header_only|single_header)|demo_same_on_cl)$$'
 

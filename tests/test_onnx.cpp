@@ -320,13 +320,16 @@ TEST_CASE("onnx ModelProto: opsets, metadata, nodes with each kind of attribute,
   }
 }
 
-TEST_CASE("onnx ModelProto: no graph, an unnamed or repeated initializer, and graphs nested past the limit are FormatErrors") {
+TEST_CASE("onnx ModelProto: no graph, an unnamed or repeated initializer, no opset and graphs nested past the limit are FormatErrors") {
   const auto format = [](const std::string& m) { return tinyt_test::message_of<onnx::FormatError>([&] { (void)onnx::read_model(m); }); };
   CHECK(format(int_field(1, 8)).find("no graph") != std::string::npos);
   const std::string w = bytes_field(5, int_field(1, 1) + int_field(2, 1) + bytes_field(4, le(1.0f)) + bytes_field(8, "w"));
   CHECK(format(bytes_field(7, bytes_field(5, int_field(1, 1) + int_field(2, 1) + bytes_field(4, le(1.0f))))).find("an initializer without a name") !=
         std::string::npos);
   CHECK(format(bytes_field(7, w + w)).find("initializer 'w' twice") != std::string::npos);
+  // IR version 3 on must import an opset: the prefix of a file that ends before its opset_import
+  CHECK(format(int_field(1, 8) + bytes_field(7, w)).find("IR version 8 and no opset_import") != std::string::npos);
+  CHECK_NOTHROW(onnx::read_model(int_field(1, 8) + bytes_field(7, w) + bytes_field(8, int_field(2, 17))));
   CHECK_NOTHROW(onnx::read_model(bytes_field(7, nested(onnx::detail::max_graph_depth))));
   CHECK(format(bytes_field(7, nested(onnx::detail::max_graph_depth + 1))).find("graphs nest more than 64 deep") != std::string::npos);
 }

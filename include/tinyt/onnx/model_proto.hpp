@@ -223,6 +223,10 @@ inline ModelData read_model(std::string_view bytes) {
     }
   }
   if (!has_graph) throw FormatError("onnx: ModelProto: no graph (field 7): not an ONNX model");
+  // IR version 3 made the opsets explicit; a file from then on that imports none is cut short or
+  // broken (onnxruntime refuses it too), not a model of opset 1
+  if (m.ir_version >= 3 && m.opsets.empty())
+    throw FormatError(tinyt::detail::cat("onnx: ModelProto: IR version ", m.ir_version, " and no opset_import (field 8)"));
   return m;
 }
 
