@@ -1,10 +1,16 @@
 // The ONNX conformance suite's node cases (written by tools/onnx_node_tests.py into the build
-// folder) run through onnx::Model on the CPU, each output compared with the case's own
-// tolerance. Every case that does not pass is in tests/onnx/node_excluded.txt with the reason it
-// does not ("<case>\t<reason>", grouped by reason); the run fails when a case's outcome differs
-// from the file: a listed case that passes now, a reason that changed, an unlisted case that
-// fails. `--write` rewrites the file from this run (after implementing an op: review the diff).
-//   tinyt_onnx_node_tests CASES_DIR EXCLUDED_FILE [--write]
+// folder) run through onnx::Model, each output compared with the case's own tolerance.
+//
+// On the CPU, every case: every case that does not pass is in tests/onnx/node_excluded.txt with
+// the reason it does not ("<case>\t<reason>", grouped by reason); the run fails when a case's
+// outcome differs from the file: a listed case that passes now, a reason that changed, an
+// unlisted case that fails. `--write` rewrites the file from this run (after implementing an op:
+// review the diff).
+//
+// On another device (`--device CL`, with DEV naming it so that the model's weights live there
+// too), the float cases: those the file does not list whose inputs and outputs are all float32.
+// Each must pass there too.
+//   tinyt_onnx_node_tests CASES_DIR EXCLUDED_FILE [--device DEVICE] [--write]
 #include <tinyt/onnx.hpp>
 
 #include <filesystem>
@@ -16,7 +22,7 @@ using namespace tinyt;
 
 namespace {
 // "pass", or why a case does not
-std::string outcome(const fs::path& dir) {
+std::string outcome(const fs::path& dir, const std::string& device) {
   onnx::Model m = [&] {
     try {
       return onnx::load((dir / "model.onnx").string());
@@ -46,11 +52,11 @@ std::string outcome(const fs::path& dir) {
     const fs::path data = dir / ("test_data_set_" + std::to_string(n));
     std::map<std::string, Tensor> in;
     for (size_t k = 0; k < graph_inputs.size(); ++k)
-      if (const fs::path p = data / ("input_" + std::to_string(k) + ".pb"); fs::exists(p)) in.emplace(graph_inputs[k].name, onnx::load_tensor(p.string()));
+      if (const fs::path p = data / ("input_" + std::to_string(k) + ".pb"); fs::exists(p)) in.emplace(graph_inputs[k].name, onnx::load_tensor(p.string()).to(device));
     const std::map<std::string, Tensor> out = m.run(in);
     for (size_t k = 0; k < graph_outputs.size(); ++k) {
       const Tensor want = onnx::load_tensor((data / ("output_" + std::to_string(k) + ".pb")).string());
-      const Tensor& got = out.at(graph_outputs[k].name);
+      const Tensor got = out.at(graph_outputs[k].name).to("CPU");
       if (got.dtype() != want.dtype()) return "wrong dtype";
       if (got.shape().to_vector() != want.shape().to_vector()) return "wrong shape";
       const std::vector<double> g = got.cast(dtypes::float64).to_vector<double>(), w = want.cast(dtypes::float64).to_vector<double>();
@@ -60,35 +66,69 @@ std::string outcome(const fs::path& dir) {
   }
   return "pass";
 }
-}  // namespace
 
-int main(int argc, char** argv) {
-  if (argc < 3) {
-    std::cerr << "usage: tinyt_onnx_node_tests CASES_DIR EXCLUDED_FILE [--write]\n";
-    return 2;
-  }
-  const fs::path cases = argv[1], excluded_file = argv[2];
-  const bool write = argc > 3 && std::string(argv[3]) == "--write";
+// The exclusion file's cases and reasons.
+std::map<std::string, std::string> read_excluded(const fs::path& file) {
+  std::map<std::string, std::string> listed;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] != '#')
+      if (const size_t tab = line.find('\t'); tab != std::string::npos) listed[line.substr(0, tab)] = line.substr(tab + 1);
+  return listed;
+}
+
+// Whether every input and output of the case's graph is float32.
+bool float32_case(const fs::path& dir) {
+  const onnx::Model m = onnx::load((dir / "model.onnx").string());
+  const auto float32 = [](const onnx::ValueInfo& v) { return v.dtype == dtypes::float32; };
+  const auto& g = m.data().graph;
+  return std::all_of(g.inputs.begin(), g.inputs.end(), float32) && std::all_of(g.outputs.begin(), g.outputs.end(), float32);
+}
+
+// The outcome of each case on `device` (only the float32 cases the file does not list, off the CPU).
+std::map<std::string, std::string> run_cases(const fs::path& cases, const std::string& device, const std::map<std::string, std::string>& listed) {
   std::map<std::string, std::string> got;  // case -> outcome
   for (const auto& entry : fs::directory_iterator(cases)) {
     if (!entry.is_directory()) continue;
     const std::string name = entry.path().filename().string();
     try {
-      got[name] = outcome(entry.path());
+      if (device != "CPU" && (listed.count(name) || !float32_case(entry.path()))) continue;
+      got[name] = outcome(entry.path(), device);
     } catch (const std::exception& e) {
       const std::string what = e.what();
       got[name] = what.rfind("unsupported: ", 0) == 0 ? what : "error: " + what.substr(0, what.find('\n')).substr(0, 160);
     }
   }
+  if (device != "CPU") return got;
   {  // the cases the generator could not write (sequences, optionals), with its reason
     std::ifstream in(cases / "not_written.txt");
     for (std::string line; std::getline(in, line);)
       if (const size_t colon = line.find(": "); colon != std::string::npos) got[line.substr(0, colon)] = "not written: " + line.substr(colon + 2);
   }
+  return got;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::cerr << "usage: tinyt_onnx_node_tests CASES_DIR EXCLUDED_FILE [--device DEVICE] [--write]\n";
+    return 2;
+  }
+  const fs::path cases = argv[1], excluded_file = argv[2];
+  bool write = false;
+  std::string device = "CPU";
+  for (int i = 3; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--write") write = true;
+    else if (arg == "--device" && i + 1 < argc) device = argv[++i];
+    else return std::cerr << "unknown argument " << arg << "\n", 2;
+  }
+  const std::map<std::string, std::string> listed = read_excluded(excluded_file);
+  const std::map<std::string, std::string> got = run_cases(cases, device, listed);
   size_t passed = 0;
   for (const auto& [name, result] : got) passed += result == "pass";
-  std::cout << "onnx node cases: " << passed << " of " << got.size() << " pass\n";
-  if (write) {
+  std::cout << "onnx node cases on " << device << ": " << passed << " of " << got.size() << (device == "CPU" ? "" : " float32 cases") << " pass\n";
+  if (write && device == "CPU") {
     std::map<std::string, std::vector<std::string>> by_reason;
     for (const auto& [name, result] : got)
       if (result != "pass") by_reason[result].push_back(name);
@@ -100,11 +140,6 @@ int main(int argc, char** argv) {
     std::cout << "wrote " << excluded_file << "\n";
     return 0;
   }
-  std::map<std::string, std::string> listed;
-  std::ifstream in(excluded_file);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty() && line[0] != '#')
-      if (const size_t tab = line.find('\t'); tab != std::string::npos) listed[line.substr(0, tab)] = line.substr(tab + 1);
   int wrong = 0;
   for (const auto& [name, result] : got) {
     const auto it = listed.find(name);
@@ -114,8 +149,9 @@ int main(int argc, char** argv) {
       ++wrong;
     }
   }
-  for (const auto& [name, reason] : listed)
-    if (!got.count(name)) std::cout << name << ": listed but not among the cases\n", ++wrong;
+  if (device == "CPU")
+    for (const auto& [name, reason] : listed)
+      if (!got.count(name)) std::cout << name << ": listed but not among the cases\n", ++wrong;
   std::cout << wrong << " cases differ from " << excluded_file.string() << "\n";
   return wrong == 0 ? 0 : 1;
 }
