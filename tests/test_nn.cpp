@@ -508,6 +508,11 @@ TEST_CASE("nn: conv_transpose2d against a scatter loop") {
       {{1, 2, 3, 3}, {2, 1, 2, 2}, 1, 1, 2, 0, 0, false},  // dilation
       {{2, 4, 3, 2}, {4, 3, 2, 3}, 2, 3, 1, 1, 2, true},   // groups 2, stride 3, output_padding 2
       {{1, 2, 5, 5}, {2, 1, 2, 2}, 1, 1, 1, 2, 0, false},  // padding above (k-1)*d: crops
+      // a kernel as large as the stride: blocks side by side, one matmul (detail::conv_transpose_blocks)
+      {{1, 3, 4, 5}, {3, 2, 2, 2}, 1, 2, 1, 0, 0, true},   // PaddleOCR's upsampling
+      {{2, 4, 3, 2}, {4, 3, 3, 3}, 2, 3, 1, 1, 2, true},   // groups 2, padding 1, output_padding 2
+      {{1, 2, 3, 3}, {2, 2, 2, 2}, 1, 2, 1, 1, 1, false},  // padding cuts, output_padding adds back
+      {{1, 2, 3, 3}, {2, 1, 2, 2}, 1, 2, 1, 3, 0, false},  // padding past a block
   };
   int seed = 60;
   for (const Case& c : cases) {
