@@ -16,6 +16,7 @@ class Model {
     const auto it = data_.opsets.find("");
     opset_ = it == data_.opsets.end() ? 1 : it->second;
     check(data_.graph);
+    fold_constants();
   }
 
   /// The inputs a run takes: the graph's inputs that no initializer gives.
@@ -36,6 +37,7 @@ class Model {
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) const {
     using tinyt::detail::cat;
     std::map<std::string, Tensor> values(data_.graph.initializers.begin(), data_.graph.initializers.end());
+    values.insert(folded_.begin(), folded_.end());
     for (const ValueInfo& v : this->inputs()) {
       const auto it = inputs.find(v.name);
       if (it == inputs.end()) throw ShapeError(cat("onnx::Model::run: input '", v.name, "' is missing"));
@@ -48,7 +50,7 @@ class Model {
       if (std::none_of(data_.graph.inputs.begin(), data_.graph.inputs.end(), [&](const ValueInfo& v) { return v.name == name; }))
         throw ShapeError(cat("onnx::Model::run: the model has no input '", name, "'"));
     }
-    run_nodes(data_.graph, values, opset_);
+    run_nodes(data_.graph, values, opset_, folded_nodes_);
     std::map<std::string, Tensor> out;
     for (const ValueInfo& v : data_.graph.outputs) {
       const auto it = values.find(v.name);
@@ -61,6 +63,48 @@ class Model {
  private:
   ModelData data_;
   int64_t opset_ = 1;
+  std::map<std::string, Tensor> folded_;  // the outputs of the nodes folded at load, realized
+  std::vector<bool> folded_nodes_;        // which of the graph's nodes those are
+
+  // Folds the nodes that read only initializers and constants (what an exporter left unfolded:
+  // silero-vad's LSTM weights reordered by Slice and Concat, PaddleOCR's Constant nodes): each
+  // is run and realized once, here, so that no run computes it again (a TinyJit replay would
+  // replay its kernels every call). Not folded: random ops, nodes with graphs, a node whose
+  // output would be much larger than its inputs (ConstantOfShape, Expand: computed where used),
+  // and a node that fails (its error comes at run time, as without folding).
+  void fold_constants() {
+    const Graph& g = data_.graph;
+    std::map<std::string, Tensor> known;
+    for (const auto& [name, t] : g.initializers)  // (an initializer that is also an input is only a default)
+      if (std::none_of(g.inputs.begin(), g.inputs.end(), [&n = name](const ValueInfo& v) { return v.name == n; })) known.emplace(name, t);
+    folded_nodes_.assign(g.nodes.size(), false);
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const Node& node = g.nodes[i];
+      const bool foldable = node.op_type.rfind("Random", 0) != 0 && node.op_type != "Multinomial" && node.op_type != "Bernoulli" &&
+                            node.op_type != "Dropout" &&
+                            std::none_of(node.attributes.begin(), node.attributes.end(), [](const Attribute& a) { return a.g || !a.graphs.empty(); }) &&
+                            std::all_of(node.inputs.begin(), node.inputs.end(), [&](const std::string& n) { return n.empty() || known.count(n); });
+      if (!foldable) continue;
+      std::map<std::string, Tensor> values;
+      int64_t in_elements = 0;
+      for (const std::string& n : node.inputs)
+        if (!n.empty()) values.insert_or_assign(n, known.at(n)), in_elements += known.at(n).numel();
+      try {
+        run_node(node, values, opset_);
+        std::vector<Tensor> out;
+        for (const std::string& n : node.outputs)
+          if (!n.empty() && values.count(n)) out.push_back(values.at(n));
+        const auto large = [&](const Tensor& t) { return t.numel() > std::max<int64_t>(in_elements, 1 << 16); };
+        if (std::any_of(out.begin(), out.end(), large)) continue;
+        realize_tensors(out);
+      } catch (const Error&) {
+        continue;
+      }
+      for (const std::string& n : node.outputs)
+        if (!n.empty() && values.count(n)) known.insert_or_assign(n, values.at(n)), folded_.insert_or_assign(n, values.at(n));
+      folded_nodes_[i] = true;
+    }
+  }
 
   // every node of the graph and its subgraphs is an op the runner knows, in a form it supports
   void check(const Graph& g) const {
@@ -80,9 +124,14 @@ class Model {
   }
   // Builds the outputs of `g`'s nodes into `values` (which holds its inputs, its initializers and
   // the values of the graphs around it), in order; a node's graph attributes run the same way, seeing `values`
-  static void run_nodes(const Graph& g, std::map<std::string, Tensor>& values, int64_t opset) {
+  static void run_nodes(const Graph& g, std::map<std::string, Tensor>& values, int64_t opset, const std::vector<bool>& skip = {}) {
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      if (i >= skip.size() || !skip[i]) run_node(g.nodes[i], values, opset);
+  }
+  // Builds the outputs of one node into `values`, from the values there
+  static void run_node(const Node& node, std::map<std::string, Tensor>& values, int64_t opset) {
     using tinyt::detail::cat;
-    for (const Node& node : g.nodes) {
+    {
       std::vector<std::optional<Tensor>> in;
       for (const std::string& name : node.inputs) {
         if (name.empty()) {
