@@ -386,6 +386,27 @@ TEST_CASE("onnx Model: y = Softmax(Gemm(Relu(x), W, b, transB)) runs as a lazy t
         std::string::npos);
 }
 
+TEST_CASE("onnx Model: nodes that read only initializers are computed once, when the model is loaded") {
+  // y = x * (A + B), A and B initializers: the Add is folded at load, a run computes the Mul only
+  std::string a_bytes, b_bytes;
+  for (float v : {1.0f, 2.0f, 3.0f}) a_bytes += le(v);
+  for (float v : {0.5f, -4.0f, 10.0f}) b_bytes += le(v);
+  const std::string graph = bytes_field(1, node("Add", {"A", "B"}, {"s"})) + bytes_field(1, node("Mul", {"x", "s"}, {"y"})) +
+                            bytes_field(5, packed_ints(1, {3}) + int_field(2, 1) + bytes_field(9, a_bytes) + bytes_field(8, "A")) +
+                            bytes_field(5, packed_ints(1, {3}) + int_field(2, 1) + bytes_field(9, b_bytes) + bytes_field(8, "B")) +
+                            bytes_field(11, value_info("x", 1, {"3"})) + bytes_field(12, value_info("y", 1, {"3"}));
+  const std::string model = int_field(1, 8) + bytes_field(8, bytes_field(1, "") + int_field(2, 17)) + bytes_field(7, graph);
+  GlobalCounters::reset();
+  const onnx::Model m = onnx::load_bytes(model);
+  CHECK(GlobalCounters::kernel_count == 1);  // A + B, at load
+  Tensor y = m.run({{"x", Tensor::from_vector(std::vector<float>{2.0f, 1.0f, -1.0f})}}).at("y");
+  GlobalCounters::reset();
+  y.realize();
+  CHECK(GlobalCounters::kernel_count == 1);
+  CHECK(GlobalCounters::global_mem == 3 * 3 * 4);  // x and the folded sum read, y written: A and B are not read
+  CHECK(y.to_vector<float>() == std::vector<float>{3.0f, -2.0f, -13.0f});
+}
+
 TEST_CASE("onnx Model: If takes the branch its condition names, the branches read the outer graph's values, a dim of -1 takes any size") {
   // y = If(c) then x + x else -x; x's one dim written as -1, as some exporters do
   const std::string then_graph = bytes_field(1, node("Add", {"x", "x"}, {"t"})) + bytes_field(12, value_info("t", 1, {}));
