@@ -37,7 +37,6 @@ class Model {
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) const {
     using tinyt::detail::cat;
     std::map<std::string, Tensor> values(data_.graph.initializers.begin(), data_.graph.initializers.end());
-    values.insert(folded_.begin(), folded_.end());
     for (const ValueInfo& v : this->inputs()) {
       const auto it = inputs.find(v.name);
       if (it == inputs.end()) throw ShapeError(cat("onnx::Model::run: input '", v.name, "' is missing"));
@@ -50,7 +49,7 @@ class Model {
       if (std::none_of(data_.graph.inputs.begin(), data_.graph.inputs.end(), [&](const ValueInfo& v) { return v.name == name; }))
         throw ShapeError(cat("onnx::Model::run: the model has no input '", name, "'"));
     }
-    run_nodes(data_.graph, values, opset_, folded_nodes_);
+    run_nodes(data_.graph, values);
     std::map<std::string, Tensor> out;
     for (const ValueInfo& v : data_.graph.outputs) {
       const auto it = values.find(v.name);
@@ -63,46 +62,59 @@ class Model {
  private:
   ModelData data_;
   int64_t opset_ = 1;
-  std::map<std::string, Tensor> folded_;  // the outputs of the nodes folded at load, realized
-  std::vector<bool> folded_nodes_;        // which of the graph's nodes those are
+  // The nodes of a graph folded at load: their outputs, realized, and which nodes they are.
+  struct Folded {
+    std::map<std::string, Tensor> values;
+    std::vector<bool> nodes;
+  };
+  Folded top_;                                      // the model's graph's
+  std::map<const Graph*, Folded> subgraphs_;        // If's, Loop's and Scan's bodies' (held by shared_ptr: stable)
 
   // Folds the nodes that read only initializers and constants (what an exporter left unfolded:
-  // silero-vad's LSTM weights reordered by Slice and Concat, PaddleOCR's Constant nodes): each
-  // is run and realized once, here, so that no run computes it again (a TinyJit replay would
-  // replay its kernels every call). Not folded: random ops, nodes with graphs, a node whose
-  // output would be much larger than its inputs (ConstantOfShape, Expand: computed where used),
-  // and a node that fails (its error comes at run time, as without folding).
-  void fold_constants() {
-    const Graph& g = data_.graph;
-    std::map<std::string, Tensor> known;
+  // silero-vad's LSTM weights reordered by Slice and Concat in its If branches, PaddleOCR's
+  // Constant nodes): each is run and realized once, here, so that no run computes it again (a
+  // TinyJit replay would replay its kernels every call). Not folded: random ops, nodes with graphs
+  // (their bodies are folded on their own), a node whose output would be much larger than its
+  // inputs (ConstantOfShape, Expand: computed where used), and a node that fails (its error comes
+  // at run time, as without folding).
+  void fold_constants() { fold(data_.graph, {}, top_); }
+  // `known`: the constant values `g` sees from the graphs around it
+  void fold(const Graph& g, std::map<std::string, Tensor> known, Folded& out) {
+    const auto is_input = [&g](const std::string& name) {
+      return std::any_of(g.inputs.begin(), g.inputs.end(), [&](const ValueInfo& v) { return v.name == name; });
+    };
+    for (const ValueInfo& v : g.inputs) known.erase(v.name);
     for (const auto& [name, t] : g.initializers)  // (an initializer that is also an input is only a default)
-      if (std::none_of(g.inputs.begin(), g.inputs.end(), [&n = name](const ValueInfo& v) { return v.name == n; })) known.emplace(name, t);
-    folded_nodes_.assign(g.nodes.size(), false);
+      if (!is_input(name)) known.insert_or_assign(name, t);
+    out.nodes.assign(g.nodes.size(), false);
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const Node& node = g.nodes[i];
-      const bool foldable = node.op_type.rfind("Random", 0) != 0 && node.op_type != "Multinomial" && node.op_type != "Bernoulli" &&
-                            node.op_type != "Dropout" &&
-                            std::none_of(node.attributes.begin(), node.attributes.end(), [](const Attribute& a) { return a.g || !a.graphs.empty(); }) &&
-                            std::all_of(node.inputs.begin(), node.inputs.end(), [&](const std::string& n) { return n.empty() || known.count(n); });
-      if (!foldable) continue;
+      bool has_graph = false;
+      for (const Attribute& a : node.attributes) {
+        if (a.g) fold(*a.g, known, subgraphs_[a.g.get()]), has_graph = true;
+        for (const auto& sub : a.graphs) fold(*sub, known, subgraphs_[sub.get()]), has_graph = true;
+      }
+      const bool random = node.op_type.rfind("Random", 0) == 0 || node.op_type == "Multinomial" || node.op_type == "Bernoulli" || node.op_type == "Dropout";
+      if (has_graph || random || !std::all_of(node.inputs.begin(), node.inputs.end(), [&](const std::string& n) { return n.empty() || known.count(n); }))
+        continue;
       std::map<std::string, Tensor> values;
       int64_t in_elements = 0;
       for (const std::string& n : node.inputs)
         if (!n.empty()) values.insert_or_assign(n, known.at(n)), in_elements += known.at(n).numel();
       try {
         run_node(node, values, opset_);
-        std::vector<Tensor> out;
+        std::vector<Tensor> results;
         for (const std::string& n : node.outputs)
-          if (!n.empty() && values.count(n)) out.push_back(values.at(n));
+          if (!n.empty() && values.count(n)) results.push_back(values.at(n));
         const auto large = [&](const Tensor& t) { return t.numel() > std::max<int64_t>(in_elements, 1 << 16); };
-        if (std::any_of(out.begin(), out.end(), large)) continue;
-        realize_tensors(out);
+        if (std::any_of(results.begin(), results.end(), large)) continue;
+        realize_tensors(results);
       } catch (const Error&) {
         continue;
       }
       for (const std::string& n : node.outputs)
-        if (!n.empty() && values.count(n)) known.insert_or_assign(n, values.at(n)), folded_.insert_or_assign(n, values.at(n));
-      folded_nodes_[i] = true;
+        if (!n.empty() && values.count(n)) known.insert_or_assign(n, values.at(n)), out.values.insert_or_assign(n, values.at(n));
+      out.nodes[i] = true;
     }
   }
 
@@ -124,12 +136,17 @@ class Model {
   }
   // Builds the outputs of `g`'s nodes into `values` (which holds its inputs, its initializers and
   // the values of the graphs around it), in order; a node's graph attributes run the same way, seeing `values`
-  static void run_nodes(const Graph& g, std::map<std::string, Tensor>& values, int64_t opset, const std::vector<bool>& skip = {}) {
+  // (the nodes folded at load are not run: their values are put in `values`)
+  void run_nodes(const Graph& g, std::map<std::string, Tensor>& values) const {
+    const auto sub = subgraphs_.find(&g);
+    const Folded* folded = &g == &data_.graph ? &top_ : sub == subgraphs_.end() ? nullptr : &sub->second;
+    if (folded)
+      for (const auto& [name, t] : folded->values) values.insert_or_assign(name, t);
     for (size_t i = 0; i < g.nodes.size(); ++i)
-      if (i >= skip.size() || !skip[i]) run_node(g.nodes[i], values, opset);
+      if (!folded || !folded->nodes[i]) run_node(g.nodes[i], values, opset_);
   }
   // Builds the outputs of one node into `values`, from the values there
-  static void run_node(const Node& node, std::map<std::string, Tensor>& values, int64_t opset) {
+  void run_node(const Node& node, std::map<std::string, Tensor>& values, int64_t opset) const {
     using tinyt::detail::cat;
     {
       std::vector<std::optional<Tensor>> in;
@@ -142,13 +159,13 @@ class Model {
         if (it == values.end()) throw ShapeError(cat("onnx: ", node.op_type, " node '", node.name, "' reads '", name, "', which nothing computed before it"));
         in.emplace_back(it->second);
       }
-      auto subgraph = [&values, opset](const Graph& body, const std::vector<Tensor>& args) {
+      auto subgraph = [this, &values](const Graph& body, const std::vector<Tensor>& args) {
         std::map<std::string, Tensor> scope = values;  // (the body's names shadow the outer ones)
         for (const auto& weight : body.initializers) scope.insert_or_assign(weight.first, weight.second);
         if (args.size() != body.inputs.size())
           throw ShapeError(cat("onnx: graph '", body.name, "' takes ", body.inputs.size(), " inputs, given ", args.size()));
         for (size_t i = 0; i < args.size(); ++i) scope.insert_or_assign(body.inputs[i].name, args[i]);
-        run_nodes(body, scope, opset);
+        run_nodes(body, scope);
         std::vector<Tensor> out;
         for (const ValueInfo& v : body.outputs) {
           const auto it = scope.find(v.name);
