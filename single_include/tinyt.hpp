@@ -13221,15 +13221,23 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
     }
   }
 
-  // threads over the outermost loop that splits evenly, when the kernel does enough work
+  // threads over the outermost loop that splits evenly, when the kernel does enough work; where
+  // none does, the outermost loop of at least 4 turns a thread is padded to split evenly, its
+  // extra turns masked off (PaddleOCR's 1x1 convs at 23x23 over 360 channels, 45 tiles of 8: they
+  // ran on one core)
   int64_t work = 1;
   for (const UOp& r : all_ranges(k)) work *= range_size(r);
   if (threads > 1 && work >= (int64_t{1} << 16)) {
     ax = axes(k);
-    for (size_t i = 0; i < ax.size(); ++i)
-      if (range_kind(ax[i]) == RangeKind::loop && range_size(ax[i]) % threads == 0 &&
-          apply({OptOp::THREAD, static_cast<int64_t>(i), threads}))
+    bool split = false;
+    for (size_t i = 0; i < ax.size() && !split; ++i)
+      split = range_kind(ax[i]) == RangeKind::loop && range_size(ax[i]) % threads == 0 &&
+              apply({OptOp::THREAD, static_cast<int64_t>(i), threads});
+    for (size_t i = 0; i < ax.size() && !split; ++i)
+      if (range_kind(ax[i]) == RangeKind::loop && range_size(ax[i]) >= 4 * threads) {
+        split = apply({OptOp::PADTO, static_cast<int64_t>(i), threads}) && apply({OptOp::THREAD, static_cast<int64_t>(i), threads});
         break;
+      }
   }
   return opts;
 }
@@ -21349,6 +21357,52 @@ TINYT_INLINE Tensor Tensor::conv2d(const Tensor& w, const Tensor& b, int64_t gro
   return y.add(b.reshape(Shape(bv)));
 }
 
+namespace detail {
+/// conv_transpose2d with a kernel as large as its stride (PaddleOCR's and U-Net's 2x2 upsampling):
+/// each input element's products fill a block of the output of their own, so the output is one
+/// matmul per group, (cout/g * k..., cin/g) @ (cin/g, spatial), viewed with the blocks
+/// interleaved: y[n, o, i*k + r] = sum_c x[n, c, i] * w[c, o, r]. No zeros are inserted and
+/// multiplied, and the input is read in place. Padding crops, output_padding adds zeros, then bias.
+inline Tensor conv_transpose_blocks(const Tensor& x, const Tensor& w, const Tensor& b, int64_t groups,
+                                    const std::vector<std::pair<int64_t, int64_t>>& pads, const std::vector<int64_t>& outpad) {
+  const auto xs = concrete_shape(x), ws = concrete_shape(w);
+  const size_t dims = ws.size() - 2;
+  const int64_t n = xs[0], cin_g = ws[0] / groups, cout_g = ws[1];
+  int64_t spatial = 1, kernel = 1;
+  for (size_t j = 0; j < dims; ++j) spatial *= xs[2 + j], kernel *= ws[2 + j];
+  const Tensor wt = w.reshape({groups, cin_g, cout_g * kernel}).transpose(1, 2);  // (g, cout/g * k..., cin/g)
+  const Tensor y = wt.matmul(x.reshape({n, groups, cin_g, spatial}));               // (n, g, cout/g * k..., spatial)
+  // (n, g, cout/g, k1..kd, i1..id) -> (n, g, cout/g, i1, k1, ..., id, kd) -> (n, cout, i1*k1, ...)
+  std::vector<int64_t> split{n, groups, cout_g}, merged{n, groups * cout_g};
+  std::vector<int> order{0, 1, 2};
+  for (size_t j = 0; j < dims; ++j) split.push_back(ws[2 + j]);
+  for (size_t j = 0; j < dims; ++j) split.push_back(xs[2 + j]);
+  for (size_t j = 0; j < dims; ++j) {
+    order.push_back(static_cast<int>(3 + dims + j)), order.push_back(static_cast<int>(3 + j));
+    merged.push_back(xs[2 + j] * ws[2 + j]);
+  }
+  Tensor out = y.reshape(Shape(split)).permute(order).reshape(Shape(merged));
+  // the padding cut from each end, then output_padding's zeros (where the cut at the end leaves
+  // fewer than it adds) after it
+  std::vector<std::pair<sint, sint>> keep{{0, n}, {0, groups * cout_g}}, zeros(dims + 2, {0, 0});
+  bool cuts = false, pads_out = false;
+  for (size_t j = 0; j < dims; ++j) {
+    const int64_t size = merged[2 + j], end = size - pads[j].second + outpad[j];
+    keep.emplace_back(pads[j].first, std::min(size, end));
+    zeros[2 + j].second = std::max<int64_t>(0, end - size);
+    cuts |= pads[j].first != 0 || end < size, pads_out |= end > size;
+  }
+  if (cuts) out = out.shrink(keep);
+  if (pads_out) out = out.pad(zeros);
+  if (b.defined()) {
+    std::vector<int64_t> bias_shape(dims + 2, 1);
+    bias_shape[1] = groups * cout_g;
+    out = out + b.reshape(Shape(bias_shape));
+  }
+  return out;
+}
+}  // namespace detail
+
 /// The gradient of conv2d with respect to its input, as PyTorch's: w is (Cin, Cout/groups, k...).
 /// A conv2d of the input with zeros inserted between elements (stride), padded by
 /// dilation*(k-1) - padding, against the flipped weight with its channel axes swapped.
@@ -21375,6 +21429,15 @@ TINYT_INLINE Tensor Tensor::conv_transpose2d(const Tensor& w, const Tensor& b, i
   const auto dil = detail::per_dim(dilation, dims, "conv_transpose2d", "dilation");
   const auto outpad = detail::per_dim(output_padding, dims, "conv_transpose2d", "output_padding");
   const auto pads = detail::pool_pads(padding, dims, "conv_transpose2d");
+  bool blocks = true;  // a kernel as large as its stride in every dim, undilated
+  for (size_t j = 0; j < dims; ++j) {
+    if (st[j] < 1) throw fail(detail::cat("stride must be positive, got ", st[j]));
+    if (outpad[j] < 0 || (outpad[j] >= st[j] && outpad[j] >= dil[j]))
+      throw fail(detail::cat("output_padding ", outpad[j],
+                             " must be smaller than the stride or the dilation"));
+    blocks &= ws[2 + j] == st[j] && dil[j] == 1;
+  }
+  if (blocks) return detail::conv_transpose_blocks(*this, w, b, groups, pads, outpad);
   // the weight as conv2d's: (cin, cout/g, k...) split into groups, in and out swapped, kernel
   // flipped, groups merged into (cout, cin/g, k...)
   std::vector<int> swap_io{0, 2, 1}, flip_k;
@@ -21386,7 +21449,6 @@ TINYT_INLINE Tensor Tensor::conv_transpose2d(const Tensor& w, const Tensor& b, i
   // zeros between input elements: (i) -> (i, 1) -> (i, s) -> (i*s) -> the first (i-1)*s+1
   Tensor x = *this;
   for (size_t j = 0; j < dims; ++j) {
-    if (st[j] < 1) throw fail(detail::cat("stride must be positive, got ", st[j]));
     if (st[j] == 1) continue;
     auto s = x.cshape();
     const size_t at = 2 + j;
@@ -21405,9 +21467,6 @@ TINYT_INLINE Tensor Tensor::conv_transpose2d(const Tensor& w, const Tensor& b, i
   }
   std::vector<int64_t> conv_pads;  // (left, right, top, bottom) order: last dim first
   for (size_t j = dims; j-- > 0;) {
-    if (outpad[j] < 0 || (outpad[j] >= st[j] && outpad[j] >= dil[j]))
-      throw fail(detail::cat("output_padding ", outpad[j],
-                             " must be smaller than the stride or the dilation"));
     const int64_t edge = dil[j] * (ws[2 + j] - 1);
     conv_pads.push_back(edge - pads[j].first);
     conv_pads.push_back(edge - pads[j].second + outpad[j]);
