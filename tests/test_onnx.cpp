@@ -9,6 +9,7 @@
 
 #include <cctype>
 #include <fstream>
+#include <tinyt/onnx/model_proto.hpp>
 #include <tinyt/onnx/protobuf.hpp>
 #include <tinyt/onnx.hpp>
 

@@ -7,6 +7,7 @@
 // CASE_DIR is a real model's case (tests/onnx/real_models.cpp): model.txt names the file and
 // input_<k>.pb are the inputs a loaded copy runs on.
 #include <tinyt/onnx.hpp>
+#include <tinyt/onnx/protobuf.hpp>
 
 #include <sanitizer/asan_interface.h>
 

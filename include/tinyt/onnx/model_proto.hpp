@@ -19,62 +19,11 @@
 #include <memory>
 #include <variant>
 
+#include "api.hpp"
 #include "tensor_proto.hpp"
 
 namespace tinyt::inline v0 {
 namespace onnx {
-
-/// A graph input's or output's dimension: a size, or a name ("batch") a run binds.
-using Dim = std::variant<int64_t, std::string>;
-
-/// A value a graph takes or gives: its name, element type and dims.
-struct ValueInfo {
-  std::string name;
-  DType dtype = dtypes::void_;  // void: not given
-  std::vector<Dim> shape;       // a dim with neither size nor name: an empty name
-  bool has_shape = false;       // whether the file gives a shape (none: any rank)
-};
-
-struct Graph;
-
-/// A node's attribute: its name, its kind (AttributeProto.AttributeType: 1 float, 2 int,
-/// 3 string, 4 tensor, 5 graph, 6 floats, 7 ints, 8 strings, 9 tensors, 10 graphs) and value.
-struct Attribute {
-  std::string name;
-  int64_t type = 0;
-  float f = 0;
-  int64_t i = 0;
-  std::string s;
-  std::optional<Tensor> t;
-  std::shared_ptr<const Graph> g;
-  std::vector<float> floats;
-  std::vector<int64_t> ints;
-  std::vector<std::string> strings;
-  std::vector<Tensor> tensors;
-  std::vector<std::shared_ptr<const Graph>> graphs;
-};
-
-/// One op of a graph, its inputs and outputs by value name ("" for an optional one left out).
-struct Node {
-  std::string name, op_type, domain;
-  std::vector<std::string> inputs, outputs;
-  std::vector<Attribute> attributes;
-};
-
-struct Graph {
-  std::string name;
-  std::vector<Node> nodes;                     // in the file's order (topological, as ONNX requires)
-  std::map<std::string, Tensor> initializers;  // weights, by value name
-  std::vector<ValueInfo> inputs, outputs, value_info;
-};
-
-/// A ModelProto read.
-struct ModelData {
-  int64_t ir_version = 0;
-  std::map<std::string, int64_t> opsets;  // domain ("" the default one) -> version
-  std::map<std::string, std::string> metadata;
-  Graph graph;
-};
 
 namespace detail {
 /// How deep graphs may nest in attributes (an If inside a Loop inside ...): a file nesting deeper

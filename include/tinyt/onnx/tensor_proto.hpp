@@ -141,12 +141,5 @@ inline NamedTensor read_tensor(proto::Reader r) {
   return {name, Tensor::from_blob(bytes.data(), Shape(dims), dt)};
 }
 
-/// A serialized TensorProto file (the conformance cases' input_K.pb and output_K.pb).
-inline Tensor load_tensor(const std::string& path) {
-  const std::optional<std::string> bytes = tinyt::detail::read_file(path);
-  if (!bytes) throw Error(tinyt::detail::cat("onnx::load_tensor: cannot read ", path));
-  return read_tensor(proto::Reader(*bytes, 0, "TensorProto")).value;
-}
-
 }  // namespace onnx
 }  // namespace tinyt::inline v0
