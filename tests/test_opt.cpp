@@ -141,6 +141,40 @@ TEST_CASE("opt: the hand-coded opts and combinations of opts compute the same") 
   }
 }
 
+TEST_CASE("opt: a loop padded to split over the threads computes the same, and is not padded under a copied panel") {
+  const Context cpu{{"DEV", "CPU"}};
+  auto has = [](const std::vector<Opt>& opts, OptOp op) {
+    return std::any_of(opts.begin(), opts.end(), [&](const Opt& o) { return o.op == op; });
+  };
+  // a 1x1 conv of 36 channels (9 tiles of 4) at 7x7: no output loop splits over 2 threads
+  const Tensor conv = input({1, 64, 7, 7}, 11).conv2d(input({36, 64, 1, 1}, 12));
+  const std::vector<Opt> opts = codegen::hand_coded_opts(schedule::create_schedule({conv.uop()}).back().ast, {.threads = 2});
+  INFO(codegen::to_string(opts));
+  CHECK(has(opts, OptOp::PADTO));
+  CHECK(has(opts, OptOp::THREAD));
+  check_variants(conv, [&](const UOp&) { return std::vector<std::vector<Opt>>{opts}; });
+  // PaddleOCR's recognizer: a 1x1 conv of 240 channels over 12x83, its panel copied (PACK); the copy
+  // holds the loop's turns as they were, so padding the loop after it wrote past it
+  const Tensor packed = input({3, 128, 12, 83}, 13).conv2d(input({240, 128, 1, 1}, 14));
+  const std::vector<Opt> packed_opts =
+      codegen::hand_coded_opts(schedule::create_schedule({packed.uop()}).back().ast, {.threads = 2, .vector_bytes = 64, .vector_registers = 32, .packs = true});
+  INFO(codegen::to_string(packed_opts));
+  CHECK(has(packed_opts, OptOp::PACK));
+  CHECK_FALSE(has(packed_opts, OptOp::PADTO));
+  // nor does PADTO apply after a PACK when asked for (BEAM's actions): an odd loop is refused
+  UOp k = schedule::create_schedule({packed.uop()}).back().ast;
+  for (const Opt& o : packed_opts) k = codegen::apply_opt(k, o);
+  int refused_for_the_copy = 0;
+  for (int64_t axis = 0; axis < static_cast<int64_t>(codegen::axes(k).size()); ++axis)
+    try {
+      (void)codegen::apply_opt(k, {OptOp::PADTO, axis, 2});
+      FAIL("PADTO applied after PACK");
+    } catch (const codegen::OptError& e) {
+      refused_for_the_copy += std::string(e.what()).find("PACK") != std::string::npos;
+    }
+  CHECK(refused_for_the_copy > 0);
+}
+
 TEST_CASE("opt: the hand-coded opts tile matmuls, unroll contiguous reductions and thread big kernels") {
   auto opts_of = [](const Tensor& t) {
     const auto kernels = schedule::create_schedule({t.uop()});

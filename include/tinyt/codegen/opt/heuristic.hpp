@@ -282,7 +282,8 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
   // threads over the outermost loop that splits evenly, when the kernel does enough work; where
   // none does, the outermost loop of at least 4 turns a thread is padded to split evenly, its
   // extra turns masked off (PaddleOCR's 1x1 convs at 23x23 over 360 channels, 45 tiles of 8: they
-  // ran on one core)
+  // ran on one core). (Not where a panel is copied: PADTO refuses, the copy holds the turns as
+  // they were.)
   int64_t work = 1;
   for (const UOp& r : all_ranges(k)) work *= range_size(r);
   if (threads > 1 && work >= (int64_t{1} << 16)) {

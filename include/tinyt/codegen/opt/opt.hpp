@@ -210,6 +210,9 @@ inline UOp pad_range(const UOp& ast, const UOp& r, int64_t amount) {
   const int64_t n = range_size(r), padded = (n + amount - 1) / amount * amount;
   if (padded == n) throw OptError(tinyt::detail::cat("PADTO: axis of size ", n, " is already a multiple of ", amount));
   if (padded > n * 2) throw OptError(tinyt::detail::cat("PADTO: padding ", n, " to ", padded, " more than doubles it"));
+  // a copy (PACK) is sized by the loops as they were: the padded turns would write past it
+  for (const UOp& x : all_ranges(ast))
+    if (range_kind(x) == RangeKind::pack) throw OptError("PADTO: the kernel copies panels (PACK) sized by its loops as they are; pad first");
   const UOp grown = schedule::range(padded, r.arg()[0].as_int(), range_kind(r));
   const UOp inside = grown.lt(n);
   // mask every INDEX whose address depends on the range
