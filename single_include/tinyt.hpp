@@ -11127,6 +11127,9 @@ inline UOp pad_range(const UOp& ast, const UOp& r, int64_t amount) {
   const int64_t n = range_size(r), padded = (n + amount - 1) / amount * amount;
   if (padded == n) throw OptError(tinyt::detail::cat("PADTO: axis of size ", n, " is already a multiple of ", amount));
   if (padded > n * 2) throw OptError(tinyt::detail::cat("PADTO: padding ", n, " to ", padded, " more than doubles it"));
+  // a copy (PACK) is sized by the loops as they were: the padded turns would write past it
+  for (const UOp& x : all_ranges(ast))
+    if (range_kind(x) == RangeKind::pack) throw OptError("PADTO: the kernel copies panels (PACK) sized by its loops as they are; pad first");
   const UOp grown = schedule::range(padded, r.arg()[0].as_int(), range_kind(r));
   const UOp inside = grown.lt(n);
   // mask every INDEX whose address depends on the range
@@ -13224,7 +13227,8 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
   // threads over the outermost loop that splits evenly, when the kernel does enough work; where
   // none does, the outermost loop of at least 4 turns a thread is padded to split evenly, its
   // extra turns masked off (PaddleOCR's 1x1 convs at 23x23 over 360 channels, 45 tiles of 8: they
-  // ran on one core)
+  // ran on one core). (Not where a panel is copied: PADTO refuses, the copy holds the turns as
+  // they were.)
   int64_t work = 1;
   for (const UOp& r : all_ranges(k)) work *= range_size(r);
   if (threads > 1 && work >= (int64_t{1} << 16)) {
