@@ -469,8 +469,8 @@ double mean_inside(const std::vector<float>& map, int64_t w, int64_t h, const Qu
     }
     return left || right;
   };
-  const auto [lo_x, hi_x] = std::ranges::minmax({q[0].x, q[1].x, q[2].x, q[3].x});
-  const auto [lo_y, hi_y] = std::ranges::minmax({q[0].y, q[1].y, q[2].y, q[3].y});
+  const auto [lo_x, hi_x] = std::minmax({q[0].x, q[1].x, q[2].x, q[3].x});
+  const auto [lo_y, hi_y] = std::minmax({q[0].y, q[1].y, q[2].y, q[3].y});
   double sum = 0;
   int64_t count = 0;
   for (auto y = std::max<int64_t>(0, int64_t(lo_y)); y <= std::min(h - 1, int64_t(hi_y)); ++y)

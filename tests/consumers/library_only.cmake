@@ -1,7 +1,7 @@
 # `cmake -DBUILD_TESTING=OFF`, build, install: what someone who only installs tinyt runs. It must
 # define the library's two targets and nothing else (no test, example, benchmark or tool: the
 # CMake file API lists every target the configure made, whether built by default or not), compile
-# src/tinyt.cpp alone, and install the library with its CMake package. A fresh folder each time,
+# src/tinyt.cpp and src/onnx.cpp alone, and install the library with its CMake package. A fresh folder each time,
 # BUILD; tinyt's sources at TINYT_SOURCE, the compiler CXX and its launcher LAUNCHER (may be empty).
 cmake_minimum_required(VERSION 3.25)
 include(${CMAKE_CURRENT_LIST_DIR}/targets.cmake)
@@ -24,8 +24,9 @@ if(failed)
   message(FATAL_ERROR "library only: building failed")
 endif()
 file(GLOB_RECURSE objects RELATIVE ${BUILD} ${BUILD}/*.o)
-if(NOT objects MATCHES "^CMakeFiles/tinyt.dir/src/tinyt.cpp.o$")
-  message(FATAL_ERROR "library only: the build compiled '${objects}', not src/tinyt.cpp alone")
+list(SORT objects)
+if(NOT objects STREQUAL "CMakeFiles/tinyt.dir/src/onnx.cpp.o;CMakeFiles/tinyt.dir/src/tinyt.cpp.o")
+  message(FATAL_ERROR "library only: the build compiled '${objects}', not src/tinyt.cpp and src/onnx.cpp alone")
 endif()
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD} --prefix ${BUILD}/prefix RESULT_VARIABLE failed)
 file(GLOB_RECURSE installed RELATIVE ${BUILD}/prefix ${BUILD}/prefix/*libtinyt.a ${BUILD}/prefix/*/tinytConfig.cmake)
