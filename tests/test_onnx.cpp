@@ -335,6 +335,39 @@ TEST_CASE("onnx ModelProto: no graph, an unnamed or repeated initializer, no ops
   CHECK(format(bytes_field(7, nested(onnx::detail::max_graph_depth + 1))).find("graphs nest more than 64 deep") != std::string::npos);
 }
 
+TEST_CASE("onnx TensorProto: external data is read from a file in the model's folder, and only from there") {
+  tinyt_test::TempDir dir;
+  std::string weights = "skip me!";  // 8 bytes before the tensor's 12
+  for (float v : {1.5f, -2.0f, 4.0f}) weights += le(v);
+  std::ofstream(dir.path / "weights.bin", std::ios::binary) << weights;
+  const auto entry = [](const std::string& k, const std::string& v) { return bytes_field(13, bytes_field(1, k) + bytes_field(2, v)); };
+  // y = x + B, B's values in weights.bin at `offset`, `length` bytes
+  const auto model = [&](const std::string& location, const std::string& offset, const std::string& length) {
+    const std::string b = packed_ints(1, {3}) + int_field(2, 1) + bytes_field(8, "B") + entry("location", location) + entry("offset", offset) +
+                          entry("length", length) + int_field(14, 1);
+    const std::string graph = bytes_field(1, node("Add", {"x", "B"}, {"y"})) + bytes_field(5, b) + bytes_field(11, value_info("x", 1, {"3"})) +
+                              bytes_field(12, value_info("y", 1, {"3"}));
+    return int_field(1, 8) + bytes_field(8, bytes_field(1, "") + int_field(2, 17)) + bytes_field(7, graph);
+  };
+  const auto saved = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream(dir.path / name, std::ios::binary) << bytes;
+    return (dir.path / name).string();
+  };
+  const onnx::Model m = onnx::load(saved("model.onnx", model("weights.bin", "8", "12")));
+  CHECK(m.run({{"x", Tensor::from_vector(std::vector<float>{1, 1, 1})}}).at("y").to_vector<float>() == std::vector<float>{2.5f, -1.0f, 5.0f});
+  // given as bytes, the model has no folder to read from
+  CHECK(tinyt_test::message_of<onnx::UnsupportedError>([&] { (void)onnx::load_bytes(model("weights.bin", "8", "12")); }).find("load it from its file") !=
+        std::string::npos);
+  // a location out of the folder, bytes past the file's end, a length that is not the tensor's
+  const auto format = [&](const std::string& bytes) { return tinyt_test::message_of<onnx::FormatError>([&] { (void)onnx::load(saved("bad.onnx", bytes)); }); };
+  CHECK(format(model("../weights.bin", "8", "12")).find("'../weights.bin' is not a file in the model's folder") != std::string::npos);
+  CHECK(format(model("/etc/passwd", "0", "12")).find("is not a file in the model's folder") != std::string::npos);
+  CHECK(format(model("weights.bin", "12", "12")).find("runs past") != std::string::npos);
+  CHECK(format(model("weights.bin", "0", "8")).find("raw_data holds 8 bytes; 3 elements of float32 are 12") != std::string::npos);
+  CHECK(format(model("weights.bin", "-1", "12")).find("offset '-1' is not a byte count") != std::string::npos);
+  CHECK_THROWS_AS(onnx::load(saved("missing.onnx", model("nowhere.bin", "0", "12"))), Error);
+}
+
 // ---- onnx::Model (include/tinyt/onnx.hpp): a model encoded here, run, against loops by hand
 TEST_CASE("onnx Model: y = Softmax(Gemm(Relu(x), W, b, transB)) runs as a lazy tinyt graph and gives the hand-computed values") {
   // x: (batch, 3); W: (2, 3) used transposed; b: (2)

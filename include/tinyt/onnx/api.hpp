@@ -122,9 +122,10 @@ class Model {
   static std::string describe(const std::vector<Dim>& shape);
 };
 
-/// The model in the .onnx file at `path`.
+/// The model in the .onnx file at `path` (its tensors' external data read from files in its folder).
 Model load(const std::string& path);
-/// The model in `bytes` (an .onnx file's contents).
+/// The model in `bytes` (an .onnx file's contents). A model whose tensors keep their values in
+/// files next to it (external data) is loaded from its file: here it is an UnsupportedError.
 Model load_bytes(std::string_view bytes);
 /// A serialized TensorProto file (the conformance cases' input_K.pb and output_K.pb).
 Tensor load_tensor(const std::string& path);

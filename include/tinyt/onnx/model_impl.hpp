@@ -172,7 +172,8 @@ TINYT_INLINE Model load_bytes(std::string_view bytes) { return Model(read_model(
 TINYT_INLINE Model load(const std::string& path) {
   const std::optional<std::string> bytes = tinyt::detail::read_file(path);
   if (!bytes) throw Error(tinyt::detail::cat("onnx::load: cannot read ", path));
-  return load_bytes(*bytes);
+  const std::string directory = std::filesystem::absolute(path).parent_path().string();  // (external data is there)
+  return Model(read_model(*bytes, directory));
 }
 
 TINYT_INLINE Tensor load_tensor(const std::string& path) {

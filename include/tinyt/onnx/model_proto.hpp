@@ -76,9 +76,17 @@ inline ValueInfo read_value_info(proto::Reader r) {
   return v;
 }
 
-Graph read_graph(proto::Reader r, int depth);
+/// Where a message is read: how deep its graph nests, and the folder of the model's file (whose
+/// tensors may keep their values in files there: external data), empty for a model given as bytes.
+struct Where {
+  int depth = 0;
+  std::string_view directory;
+  Where deeper() const { return {depth + 1, directory}; }
+};
 
-inline Attribute read_attribute(proto::Reader r, int depth) {
+Graph read_graph(proto::Reader r, const Where& at);
+
+inline Attribute read_attribute(proto::Reader r, const Where& at) {
   Attribute a;
   proto::Field f;
   while (r.next(f)) {
@@ -87,13 +95,13 @@ inline Attribute read_attribute(proto::Reader r, int depth) {
       case 2: a.f = r.float32(f); break;
       case 3: a.i = r.integer(f); break;
       case 4: a.s = r.string(f); break;
-      case 5: a.t = read_tensor(r.message(f, "TensorProto")).value; break;
-      case 6: a.g = std::make_shared<const Graph>(read_graph(r.message(f, "GraphProto"), depth + 1)); break;
+      case 5: a.t = read_tensor(r.message(f, "TensorProto"), at.directory).value; break;
+      case 6: a.g = std::make_shared<const Graph>(read_graph(r.message(f, "GraphProto"), at.deeper())); break;
       case 7: r.floats(f, a.floats); break;
       case 8: r.integers(f, a.ints); break;
       case 9: a.strings.emplace_back(r.string(f)); break;
-      case 10: a.tensors.push_back(read_tensor(r.message(f, "TensorProto")).value); break;
-      case 11: a.graphs.push_back(std::make_shared<const Graph>(read_graph(r.message(f, "GraphProto"), depth + 1))); break;
+      case 10: a.tensors.push_back(read_tensor(r.message(f, "TensorProto"), at.directory).value); break;
+      case 11: a.graphs.push_back(std::make_shared<const Graph>(read_graph(r.message(f, "GraphProto"), at.deeper()))); break;
       case 20: a.type = r.integer(f); break;
       default: break;  // doc_string, ref_attr_name (functions), sparse tensors and type protos: the runner says
     }
@@ -101,7 +109,7 @@ inline Attribute read_attribute(proto::Reader r, int depth) {
   return a;
 }
 
-inline Node read_node(proto::Reader r, int depth) {
+inline Node read_node(proto::Reader r, const Where& at) {
   Node n;
   proto::Field f;
   while (r.next(f)) {
@@ -110,7 +118,7 @@ inline Node read_node(proto::Reader r, int depth) {
       case 2: n.outputs.emplace_back(r.string(f)); break;
       case 3: n.name = r.string(f); break;
       case 4: n.op_type = r.string(f); break;
-      case 5: n.attributes.push_back(read_attribute(r.message(f, "AttributeProto"), depth)); break;
+      case 5: n.attributes.push_back(read_attribute(r.message(f, "AttributeProto"), at)); break;
       case 7: n.domain = r.string(f); break;
       default: break;
     }
@@ -118,16 +126,16 @@ inline Node read_node(proto::Reader r, int depth) {
   return n;
 }
 
-inline Graph read_graph(proto::Reader r, int depth) {
+inline Graph read_graph(proto::Reader r, const Where& at) {
   proto::Field f;
-  if (depth > max_graph_depth) throw r.error(r.base(), tinyt::detail::cat("graphs nest more than ", max_graph_depth, " deep"));
+  if (at.depth > max_graph_depth) throw r.error(r.base(), tinyt::detail::cat("graphs nest more than ", max_graph_depth, " deep"));
   Graph g;
   while (r.next(f)) {
     switch (f.number) {
-      case 1: g.nodes.push_back(read_node(r.message(f, "NodeProto"), depth)); break;
+      case 1: g.nodes.push_back(read_node(r.message(f, "NodeProto"), at)); break;
       case 2: g.name = r.string(f); break;
       case 5: {
-        NamedTensor t = read_tensor(r.message(f, "TensorProto"));
+        NamedTensor t = read_tensor(r.message(f, "TensorProto"), at.directory);
         if (t.name.empty()) throw r.error(f.offset, "an initializer without a name");
         if (!g.initializers.emplace(t.name, t.value).second) throw r.error(f.offset, tinyt::detail::cat("initializer '", t.name, "' twice"));
         break;
@@ -142,8 +150,9 @@ inline Graph read_graph(proto::Reader r, int depth) {
 }
 }  // namespace detail
 
-/// The ModelProto in `bytes` (an .onnx file's contents).
-inline ModelData read_model(std::string_view bytes) {
+/// The ModelProto in `bytes` (an .onnx file's contents); `directory`: the file's folder, where its
+/// tensors' external data is (none for a model given as bytes).
+inline ModelData read_model(std::string_view bytes, std::string_view directory = {}) {
   proto::Reader r(bytes, 0, "ModelProto");
   ModelData m;
   bool has_graph = false;
@@ -153,7 +162,7 @@ inline ModelData read_model(std::string_view bytes) {
       case 1: m.ir_version = r.integer(f); break;
       case 7:
         if (has_graph) throw r.error(f.offset, "a second graph");
-        m.graph = detail::read_graph(r.message(f, "GraphProto"), 0), has_graph = true;
+        m.graph = detail::read_graph(r.message(f, "GraphProto"), {0, directory}), has_graph = true;
         break;
       case 8: {
         proto::Reader opset = r.message(f, "OperatorSetIdProto");

@@ -9,7 +9,10 @@
 // 14 data_location.
 #pragma once
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <map>
 #include <optional>
 
 #include "../tensor.hpp"
@@ -80,14 +83,46 @@ template <class From> std::string element_bytes(const std::vector<From>& values,
 }
 }  // namespace detail
 
-/// The TensorProto `r` reads (its fields from the start), as a tensor on the default device.
-inline NamedTensor read_tensor(proto::Reader r) {
+namespace detail {
+/// A tensor's external data (TensorProto.external_data: location, offset, length): the bytes of
+/// the file `location` names in `directory` (the model's folder; it may not point out of it).
+inline std::string external_bytes(const proto::Reader& r, const std::map<std::string, std::string>& entries, std::string_view directory,
+                                  const std::string& what) {
+  using tinyt::detail::cat;
+  if (directory.empty())
+    throw UnsupportedError(cat("onnx: ", what, ": its values are in an external file, and the model was given as bytes: load it from its file"));
+  const auto get = [&](const char* key) { const auto it = entries.find(key); return it == entries.end() ? std::string() : it->second; };
+  const std::string location = get("location");
+  const std::filesystem::path relative(location);
+  if (location.empty() || relative.is_absolute() || std::any_of(relative.begin(), relative.end(), [](const auto& part) { return part == ".."; }))
+    throw r.error(r.base(), cat(what, ": external data location '", location, "' is not a file in the model's folder"));
+  const auto number = [&](const char* key) -> std::optional<uint64_t> {
+    const std::string v = get(key);
+    if (v.empty()) return std::nullopt;
+    if (v.find_first_not_of("0123456789") != std::string::npos || v.size() > 18)
+      throw r.error(r.base(), cat(what, ": external data ", key, " '", v, "' is not a byte count"));
+    return std::stoull(v);
+  };
+  const std::string file = (std::filesystem::path(std::string(directory)) / relative).string();
+  const std::optional<std::string> all = tinyt::detail::read_file(file);
+  if (!all) throw Error(cat("onnx: ", what, ": cannot read its external data file ", file));
+  const uint64_t offset = number("offset").value_or(0), length = number("length").value_or(all->size() > offset ? all->size() - offset : 0);
+  if (offset > all->size() || length > all->size() - offset)
+    throw r.error(r.base(), cat(what, ": external data of ", length, " bytes at offset ", offset, " runs past ", file, " (", all->size(), " bytes)"));
+  return all->substr(offset, length);
+}
+}  // namespace detail
+
+/// The TensorProto `r` reads (its fields from the start), as a tensor on the default device;
+/// `directory`: the model's folder, where external data is (none for a model given as bytes).
+inline NamedTensor read_tensor(proto::Reader r, std::string_view directory = {}) {
   using tinyt::detail::cat;
   std::string name;
   std::vector<int64_t> dims, ints;
   std::vector<float> floats;
   std::vector<double> doubles;
   int64_t data_type = 0, location = 0;
+  std::map<std::string, std::string> external;  // external_data: location, offset, length, checksum
   std::string_view raw;
   std::string field;  // the one field holding the values: "raw_data", "float_data", ...
   const auto holds = [&](const char* name, const proto::Field& at) {
@@ -108,12 +143,29 @@ inline NamedTensor read_tensor(proto::Reader r) {
       case 9: holds("raw_data", f), raw = r.string(f); break;
       case 10: holds("double_data", f), r.floats(f, doubles); break;
       case 11: holds("uint64_data", f), r.integers(f, ints); break;
+      case 13: {
+        proto::Reader entry = r.message(f, "StringStringEntryProto");
+        std::string key, value;
+        proto::Field x;
+        while (entry.next(x)) {
+          if (x.number == 1) key = entry.string(x);
+          if (x.number == 2) value = entry.string(x);
+        }
+        external.insert_or_assign(key, value);
+        break;
+      }
       case 14: location = r.integer(f); break;
-      default: break;  // segment, doc_string, external_data (see data_location), metadata_props
+      default: break;  // segment, doc_string, metadata_props
     }
   }
   const std::string what = name.empty() ? r.what() : cat(r.what(), " '", name, "'");
-  if (location != 0) throw UnsupportedError(cat("onnx: ", what, ": its values are in an external file (data_location EXTERNAL), not read yet"));
+  if (location != 0 && location != 1) throw r.error(r.base(), cat(what, ": data_location ", location, " (0 default, 1 external)"));
+  std::string external_data;
+  if (location == 1) {
+    if (!field.empty()) throw r.error(r.base(), cat(what, ": its values are both in ", field, " and in an external file"));
+    external_data = detail::external_bytes(r, external, directory, what);
+    raw = external_data, field = "raw_data";
+  }
   const DType dt = dtype_of(data_type, what);
   int64_t count = 1;
   for (const int64_t d : dims) {
