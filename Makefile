@@ -131,7 +131,8 @@ sanitize:
 # tests/modes linked with the library, the KV-cache example (symbolic shapes under TinyJit, end
 # to end) and the LLM example (a GGUF file, its tokenizer, a KV cache), as CI runs it, in
 # build-asan-fast/. The same program in
-# the other two modes is left out: each compiles the whole engine again, for the same code; so is
+# the other two modes (and the ONNX program of tests/modes in its other two) is left out: each
+# compiles the whole engine again, for the same code; so is
 # demo_same_on_cl (the demo is not built here, and PoCL's own leak would fail it: the test
 # executables suppress that one in tests/main.cpp).
 sanitize-fast:
@@ -139,9 +140,9 @@ sanitize-fast:
 	$(CMAKE_CONFIGURE) -DTINYT_SANITIZE=ON -DTINYT_TEST_FILES='$(SANITIZE_FAST)' \
 	    -S . -B build-asan-fast
 	cmake --build build-asan-fast -j$(JOBS) \
-	    --target tinyt_tests tinyt_single_include_test tinyt_mode_compiled kv_cache llm tinyt_onnx_fuzz_model
+	    --target tinyt_tests tinyt_single_include_test tinyt_mode_compiled tinyt_onnx_mode_compiled kv_cache llm tinyt_onnx_fuzz_model
 	ctest --test-dir build-asan-fast --output-on-failure -j$(JOBS) \
-	    -E '^(mode_(header_only|single_header)|demo_same_on_cl)$$'
+	    -E '^(mode_(header_only|single_header)|onnx_mode_(header_only|implementation)|demo_same_on_cl)$$'
 
 amalgamate:
 	python3 tools/amalgamate.py
