@@ -432,7 +432,19 @@ class LLVMRenderer {
     const std::string read =
         detail::cat("load ", mt, ", ", mt, "* ", ref(idx), ", align ", detail::llvm_align(dt));
     std::string v;
-    if (idx.src().size() > 2) {  // gated: memory is touched only where the gate holds
+    const std::string zero = mt == "half"                      ? "0xH0000"
+                             : mt == "float" || mt == "double" ? "0.0"
+                                                               : "0";
+    if (idx.src().size() > 2 && dt.count() == 1 && idx.src(0).op() == Ops::DEFINE_GLOBAL) {
+      // gated, one element of a kernel's buffer: where the gate fails the load reads the
+      // buffer's first element instead (a buffer a kernel reads has one) and its value is
+      // dropped. No branch, so a padded copy's interior is straight-line code that the loop
+      // vectorizer takes.
+      const std::string gate = ref(idx.src(2));
+      const std::string safe = emit(detail::cat("select i1 ", gate, ", ", mt, "* ", ref(idx), ", ", mt, "* ", ref(idx.src(0))));
+      const std::string x = emit(detail::cat("load ", mt, ", ", mt, "* ", safe, ", align ", detail::llvm_align(dt)));
+      v = emit(detail::cat("select i1 ", gate, ", ", mt, " ", x, ", ", mt, " ", zero));
+    } else if (idx.src().size() > 2) {  // gated: memory is touched only where the gate holds
       const int n = blocks_++;
       const std::string from = block_;
       inst(detail::cat("br i1 ", ref(idx.src(2)), ", label %load", n, ", label %loaded", n));
@@ -440,9 +452,6 @@ class LLVMRenderer {
       const std::string x = emit(read);
       inst(detail::cat("br label %loaded", n));
       label(detail::cat("loaded", n));
-      const std::string zero = mt == "half"                      ? "0xH0000"
-                               : mt == "float" || mt == "double" ? "0.0"
-                                                                 : "0";
       v = emit(detail::cat("phi ", mt, " [ ", x, ", %load", n, " ], [ ", zero, ", %", from, " ]"));
     } else {
       v = emit(read);
