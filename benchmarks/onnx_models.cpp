@@ -38,6 +38,9 @@ std::vector<float> audio(double seconds) {
   return v;
 }
 
+// a model's file name, for the figures' lines
+std::string file_name(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
 double sum_of(const Tensor& t) { return t.cast(dtypes::float64).sum().item<double>(); }
 
 void bench_image(const bench::Options& opt, const std::string& path, int64_t n, int64_t c, int64_t h, int64_t w) {
@@ -50,9 +53,9 @@ void bench_image(const bench::Options& opt, const std::string& path, int64_t n, 
   sum = sum_of(run(x));
   const bench::Timing plain = bench::measure(opt, [&] { model.run({{input, x}}).at(output).realize(); });
   const std::string shape = std::to_string(n) + "x" + std::to_string(c) + "x" + std::to_string(h) + "x" + std::to_string(w);
-  std::printf("%s on %s: %.3f ms without TinyJit\n", path.substr(path.rfind('/') + 1).c_str(), shape.c_str(), plain.best_s * 1e3);
+  std::printf("%s on %s: %.3f ms without TinyJit\n", file_name(path).c_str(), shape.c_str(), plain.best_s * 1e3);
   std::printf("SUM %.9g\n", sum);
-  bench::report("onnx_image", path.substr(path.rfind('/') + 1) + " " + shape + ", TinyJit", jit.best_s * 1e3, "ms", jit);
+  bench::report("onnx_image", file_name(path) + " " + shape + ", TinyJit", jit.best_s * 1e3, "ms", jit);
 }
 
 // silero-vad over `seconds` of audio: 512 new samples a call after the 64 before them, the state
@@ -86,7 +89,7 @@ void bench_vad(const bench::Options& opt, const std::string& path, double second
   };
   const bench::Timing t = bench::measure(opt, stream);
   std::printf("SUM %.9g\n", sum);
-  bench::report("onnx_vad", path.substr(path.rfind('/') + 1) + ", " + std::to_string(chunks.size()) + " windows (" + std::to_string(seconds) + " s), TinyJit",
+  bench::report("onnx_vad", file_name(path) + ", " + std::to_string(chunks.size()) + " windows (" + std::to_string(seconds) + " s), TinyJit",
                 t.best_s * 1e3, "ms", t);
 }
 

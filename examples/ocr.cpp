@@ -86,14 +86,7 @@ Image rotate_quarter(const Image& img) {
       for (int c = 0; c < 3; ++c) out.at(x, y, c) = img.at(img.width - 1 - y, x, c);
   return out;
 }
-Image rotate_half(const Image& img) {
-  Image out(img.width, img.height);
-  for (int64_t y = 0; y < out.height; ++y)
-    for (int64_t x = 0; x < out.width; ++x)
-      for (int c = 0; c < 3; ++c)
-        out.at(x, y, c) = img.at(img.width - 1 - x, img.height - 1 - y, c);
-  return out;
-}
+Image rotate_half(const Image& img) { return rotate_quarter(rotate_quarter(img)); }
 
 // ----------------------------------------------------------------------------------------- PNG
 
