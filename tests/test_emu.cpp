@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <bit>
+#include <sstream>
 
 #include "helpers.hpp"
 
@@ -273,6 +274,15 @@ TEST_CASE("emu: GROUP's and GROUPTOP's partials, shuffled across warps and met i
         cuda.language = backend::Language::cuda;
         const std::string source = engine::render(engine::lower_kernel(ast, {{op, reduce_axis, size}}, cuda, true), cuda);
         CHECK((source.find("__shfl_xor_sync(0xffffffffu, ") != std::string::npos) == (size % 32 == 0));
+        // each shuffle is a statement of its own that every lane runs: inlined into the store gated
+        // to lane 0, the other 31 lanes never arrive and the warp hangs (it did, on an H200)
+        std::istringstream lines(source);
+        for (std::string line; std::getline(lines, line);)
+          if (line.find("__shfl_xor_sync") != std::string::npos) {
+            INFO(line);
+            CHECK(line.find(" = __shfl_xor_sync(") != std::string::npos);
+            CHECK(line.find("if (") == std::string::npos);
+          }
       }
   }
 }

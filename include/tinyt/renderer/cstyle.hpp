@@ -1,6 +1,6 @@
 // The C-style renderer: a linearized kernel as source in C, OpenCL C or CUDA C++, one
-// statement per value that is used more than once (or must stay in order), everything else
-// inlined into its one use. The three languages share everything here (statement forms, integer
+// statement per value that is used more than once (or must stay in order, or is a warp shuffle
+// that every lane must run), everything else inlined into its one use. The three languages share everything here (statement forms, integer
 // widening, NaN-propagating max, division that never traps) and differ only in the dialect hooks
 // at the bottom of CStyleRenderer: type names, the kernel's signature, how a work-item finds its
 // index, how narrow floats are read and written, literal suffixes, math function names.
@@ -289,9 +289,12 @@ class CStyleRenderer {
   }
   const std::string& ref(const UOp& u) { return name_.at(u.get()); }
   void out(const std::string& s) { body_ << std::string(static_cast<size_t>(depth_) * 2, ' ') << s << "\n"; }
-  // a value used once becomes part of its user's expression; others get a named variable
+  // a value used once becomes part of its user's expression; others get a named variable. A load
+  // stays where it is in order; a warp shuffle is a statement of its own, run by every lane: inlined
+  // into a store gated to one lane (`if (lane == 0) temp[w] = acc + shfl(acc, 1)`), its other lanes
+  // never arrive and the warp waits forever on a real GPU.
   void define(const UOp& u, const std::string& expr, const char* prefix) {
-    if (uses_[u.get()] <= 1 && u.op() != Ops::LOAD) {
+    if (uses_[u.get()] <= 1 && u.op() != Ops::LOAD && u.op() != Ops::SHFL_XOR) {
       name_[u.get()] = expr;
       return;
     }
