@@ -58,8 +58,8 @@ def matmul(n, dtype=torch.float32):
     def run(reps, budget):
         a, b = torch.rand(n, n).to(dtype), torch.rand(n, n).to(dtype)
         best, runs = measure(lambda: a @ b, reps, budget)
-        bf16 = dtype == torch.bfloat16
-        report(f"matmul_bf16_{n}" if bf16 else f"matmul_{n}", f"matmul {n}^2 {'bf16' if bf16 else 'fp32'}",
+        tag = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, "fp32")
+        report(f"matmul_{n}" if tag == "fp32" else f"matmul_{tag}_{n}", f"matmul {n}^2 {tag}",
                2 * n**3 / best / 1e9, "GFLOPS", best, runs)
     return run
 
@@ -86,12 +86,15 @@ def softmax(reps, budget):
     report("softmax_4096", "softmax 4096^2 fp32, last axis", best * 1e3, "ms", best, runs)
 
 
-def conv2d(reps, budget):
-    x, w = torch.rand(8, 64, 56, 56), torch.rand(64, 64, 3, 3) - 0.5
-    best, runs = measure(lambda: torch.nn.functional.conv2d(x, w, None, 1, 1), reps, budget)
-    flops = 2 * 8 * 64 * 56 * 56 * 64 * 3 * 3
-    report("conv2d", "conv2d 8x64x56x56, 64 3x3 filters, pad 1", flops / best / 1e9, "GFLOPS",
-           best, runs)
+def conv2d(dtype=torch.float32):
+    def run(reps, budget):
+        x, w = torch.rand(8, 64, 56, 56).to(dtype), (torch.rand(64, 64, 3, 3) - 0.5).to(dtype)
+        best, runs = measure(lambda: torch.nn.functional.conv2d(x, w, None, 1, 1), reps, budget)
+        flops = 2 * 8 * 64 * 56 * 56 * 64 * 3 * 3
+        fp16 = dtype == torch.float16
+        report("conv2d_fp16" if fp16 else "conv2d", "conv2d 8x64x56x56, 64 3x3 filters, pad 1" +
+               (", fp16" if fp16 else ""), flops / best / 1e9, "GFLOPS", best, runs)
+    return run
 
 
 def first_call_child():
@@ -300,6 +303,7 @@ def llm_decode(reps, budget):
     """benchmarks/llm_decode.cpp: the tiny LLaMA, greedy, a KV cache, positions 0 to context-1."""
     meta, w = read_gguf_f32(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data",
                                          "llama_tiny_f32.gguf"))
+    w = {name: t.to(torch.get_default_device()) for name, t in w.items()}  # (read into host memory)
     dim, layers = meta["llama.embedding_length"], meta["llama.block_count"]
     heads, kv, context = meta["llama.attention.head_count"], meta["llama.attention.head_count_kv"], meta["llama.context_length"]
     eps, theta, hd = meta["llama.attention.layer_norm_rms_epsilon"], meta["llama.rope.freq_base"], dim // heads
@@ -341,10 +345,15 @@ WORKLOADS = {
     "matmul_1024": matmul(1024),
     "matmul_2048": matmul(2048),
     "matmul_bf16_2048": matmul(2048, torch.bfloat16),
+    # on a GPU (issue 32): 4096^2 in each dtype, and conv2d in fp16
+    "matmul_4096": matmul(4096),
+    "matmul_fp16_4096": matmul(4096, torch.float16),
+    "matmul_bf16_4096": matmul(4096, torch.bfloat16),
     "elementwise_16M": elementwise,
     "sum_16M": sum_,
     "softmax_4096": softmax,
-    "conv2d": conv2d,
+    "conv2d": conv2d(),
+    "conv2d_fp16": conv2d(torch.float16),
     "first_call_512": first_call,
     "launch_overhead": launch_overhead,
     "jit_replay_per_kernel": jit_replay,

@@ -22,7 +22,7 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/summary.txt" 2>&1
 mkdir -p "$out/logs"
 printf '%s\n' "${names[@]}" | xargs -P 8 -I{} sh -c \
-  "DEV=CUDA timeout 400 '$binary' '--source-file=*test_{}.cpp' > '$out/logs/{}.log' 2>&1; echo \$? > '$out/logs/{}.rc'"
+  "DEV=CUDA timeout ${SUITE_FILE_TIMEOUT:-400} '$binary' '--source-file=*test_{}.cpp' > '$out/logs/{}.log' 2>&1; echo \$? > '$out/logs/{}.rc'"
 passed=0
 for n in "${names[@]}"; do
   rc=$(cat "$out/logs/$n.rc")
