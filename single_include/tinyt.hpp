@@ -6707,11 +6707,26 @@ class LLVMJit {
           ::tinyt::detail::cat("tinyt: LLVM has no target for ", triple_, ": ", api_.take(error)));
     // one target machine tunes the optimizer (vector widths, costs); a copy configures the JIT
     tm_ = {host_machine(target), api_.LLVMDisposeTargetMachine};
-    llvm_c::OrcLLJITBuilderRef builder = api_.LLVMOrcCreateLLJITBuilder();
-    api_.LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
-        builder, api_.LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(host_machine(target)));
+    const auto start_jit = [&](llvm_c::OrcLLJITRef* jit) {
+      llvm_c::OrcLLJITBuilderRef builder = api_.LLVMOrcCreateLLJITBuilder();
+      api_.LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
+          builder, api_.LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(host_machine(target)));
+      return api_.LLVMOrcCreateLLJIT(jit, builder);  // consumes builder
+    };
     llvm_c::OrcLLJITRef jit = nullptr;
-    check(api_.LLVMOrcCreateLLJIT(&jit, builder), "cannot start the JIT");  // consumes builder
+    llvm_c::ErrorRef started = start_jit(&jit);
+    // LLVM 17's JIT looks its EH-frame registration functions (llvm_orc_registerEHFrameSectionWrapper,
+    // in libLLVM itself) up among the process's global symbols, where a library opened RTLD_LOCAL
+    // is not ("Symbols not found: [ llvm_orc_... ]", seen on Ubuntu 24.04's libLLVM-17): only then
+    // are libLLVM's symbols made global, and the JIT started again.
+    if (started) {
+      const std::string first = api_.message(started);
+      if (first.find("llvm_orc_") == std::string::npos ||
+          !dlopen(lib_.path().c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL))
+        throw DeviceError(::tinyt::detail::cat("tinyt: LLVM (", lib_.path(), ") cannot start the JIT: ", first));
+      started = start_jit(&jit);
+    }
+    check(started, "cannot start the JIT");
     jit_ = {jit, [api = &api_](llvm_c::OrcLLJITRef j) {
               if (llvm_c::ErrorRef e = api->LLVMOrcDisposeLLJIT(j)) api->message(e);
             }};
@@ -11827,6 +11842,7 @@ inline Program linearize(const UOp& ast, std::string name) {
 // FP_CONTRACT OFF, NVRTC's --fmad=false): a fused multiply-add is MULACC, where codegen chose it.
 
 #include <cstdio>
+#include <unordered_set>
 
 
 namespace tinyt::inline v0 {
@@ -11921,6 +11937,7 @@ class CStyleRenderer {
       const int n = repeats_operands(u) ? 2 : 1;
       for (const UOp& s : u.src()) uses_[s.get()] += n;
     }
+    find_bit_copies(p);
     SourceFeatures features;
     for (const UOp& u : p.ops) {
       const DType dt = u.dtype().scalar();
@@ -11966,6 +11983,9 @@ class CStyleRenderer {
   virtual const char* language() const { return "C"; }
   /// Whether a narrow float is held in a float register (converted at loads, stores, casts).
   virtual bool held_in_float(DType dt) const { return dt.scalar() == dtypes::bfloat16; }
+  /// Whether a value of narrow float `dt` may be held as its 16 bits in memory's type, where that
+  /// is all its users need (copies, tensor-core operands): memory's type is an integer then.
+  virtual bool bits_in_register(DType dt) const { return dt.scalar() == dtypes::bfloat16; }
   /// The element type of a buffer of `dt` in memory.
   virtual std::string memory_type(DType dt) const {
     if (dt.scalar() == dtypes::bfloat16) return "unsigned short";  // its 16 bits: C has no bfloat16 before C23
@@ -12031,6 +12051,11 @@ class CStyleRenderer {
   static std::string narrow_bits(DType dt, const std::string& v) {
     return std::string(dt.scalar() == dtypes::bfloat16 ? "tinyt_f32_to_bf16(" : "tinyt_f32_to_f16(") + v + ")";
   }
+  // the inputs' dtype of a tensor-core op of kind "m16n8k16 float16" (TF32's: float32)
+  static DType tensor_core_input(const std::string& kind) {
+    const std::string input = kind.substr(kind.find(' ') + 1);
+    return input == "float16" ? dtypes::float16 : input == "bfloat16" ? dtypes::bfloat16 : dtypes::float32;
+  }
   static std::string narrow_from_bits(DType dt, const std::string& bits) {
     return std::string(dt.scalar() == dtypes::bfloat16 ? "tinyt_bf16_to_f32(" : "tinyt_f16_to_f32(") + bits + ")";
   }
@@ -12084,6 +12109,41 @@ class CStyleRenderer {
   std::unordered_map<const UOpNode*, std::string> name_;
   std::unordered_map<const UOpNode*, std::pair<std::string, std::string>> address_;  // INDEX -> (buffer, index)
   std::unordered_map<const UOpNode*, int> uses_;
+  // narrow-float loads (and their casts to float32) whose users need only their 16 bits: a store
+  // to memory of the same type (a copy: STAGE's, to shared memory) or a tensor-core operand, which
+  // takes 16-bit values packed two to a register. Held as those bits, no value makes a round trip
+  // through float32 (two conversions per element copied or per operand).
+  std::unordered_set<const UOpNode*> bits_;
+
+  void find_bit_copies(const codegen::Program& p) {
+    std::unordered_map<const UOpNode*, std::vector<UOp>> users;
+    for (const UOp& u : p.ops)
+      for (const UOp& s : u.src()) users[s.get()].push_back(u);
+    const auto in_memory = [](const UOp& index) {
+      return index.op() == Ops::INDEX && index.src().size() == 2 &&  // (a gated load reads 0 where off)
+             (index.src(0).op() == Ops::DEFINE_GLOBAL || index.src(0).op() == Ops::DEFINE_LOCAL);
+    };
+    for (const UOp& u : p.ops) {
+      if (u.op() != Ops::LOAD || u.dtype().count() != 1 || !bits_in_register(u.dtype()) || !in_memory(u.src(0))) continue;
+      std::vector<const UOpNode*> casts;
+      bool only_bits = true;
+      for (const UOp& x : users[u.get()]) {
+        if (x.op() == Ops::STORE && x.src(1) == u && !codegen::streams(x) && in_memory(x.src(0)) &&
+            x.src(0).dtype().scalar() == u.dtype() && x.src(0).dtype().count() == 1)
+          continue;
+        if (x.op() == Ops::CAST && x.dtype() == dtypes::float32) {
+          casts.push_back(x.get());
+          for (const UOp& c : users[x.get()]) only_bits &= c.op() == Ops::WMMA && tensor_core_input(c.arg().get<std::string>()) == u.dtype();
+          continue;
+        }
+        only_bits = false;
+      }
+      if (!only_bits) continue;
+      bits_.insert(u.get());
+      bits_.insert(casts.begin(), casts.end());
+    }
+  }
+
   int depth_ = 1;
   int counter_ = 0;
 
@@ -12170,13 +12230,23 @@ class CStyleRenderer {
         return;
       case Ops::WMMA: {  // a warp's tensor-core op: its 4 results in an array the GEPs read
         const std::string n = "wmma" + std::to_string(counter_++);
+        // 16-bit inputs as their bits (a value held in a float converted to them); TF32's as floats
+        const std::string& kind = u.arg().get<std::string>();
+        const DType input = tensor_core_input(kind);
         std::vector<std::string> operands;
-        for (const UOp& x : s) operands.push_back(ref(x));
-        for (const std::string& line : split_lines(tensor_core(u.arg().get<std::string>(), n, operands))) out(line);
+        for (const UOp& x : s)
+          operands.push_back(input == dtypes::float32 || bits_.count(x.get()) ? ref(x) : narrow_bits(input, ref(x)));
+        for (const std::string& line : split_lines(tensor_core(kind, n, operands))) out(line);
         name_[u.get()] = n;
         return;
       }
       case Ops::GEP: name_[u.get()] = ref(s[0]) + "[" + std::to_string(u.arg().as_int()) + "]"; return;
+      case Ops::CAST:
+        if (bits_.count(u.get())) {  // a tensor-core operand: the loaded bits themselves
+          name_[u.get()] = ref(s[0]);
+          return;
+        }
+        break;
       case Ops::INDEX:
         if (s[0].op() == Ops::DEFINE_REG) {
           name_[u.get()] = ref(s[0]);
@@ -12189,6 +12259,12 @@ class CStyleRenderer {
         const UOp& idx = s[0];
         if (idx.src(0).op() == Ops::DEFINE_REG) { name_[u.get()] = ref(idx); return; }
         const auto& [buf, i] = address_.at(idx.get());
+        if (bits_.count(u.get())) {  // its 16 bits, as memory holds them
+          const std::string n = "bits" + std::to_string(counter_++);
+          out(memory_type(u.dtype()) + " " + n + " = " + buf + "[" + i + "];");
+          name_[u.get()] = n;
+          return;
+        }
         std::string e = load_memory(u.dtype(), buf, i);
         if (idx.src().size() > 2) e = "(" + ref(idx.src(2)) + " ? " + e + " : " + literal(UOp::const_(u.dtype(), 0), false) + ")";
         define(u, e, "val");
@@ -12205,7 +12281,7 @@ class CStyleRenderer {
           assign.pop_back();
         } else if (s[0].src(0).op() == Ops::DEFINE_GLOBAL || s[0].src(0).op() == Ops::DEFINE_LOCAL) {  // memory, in its format
           const auto& [buf, i] = address_.at(s[0].get());
-          assign = store_memory(s[1].dtype(), buf, i, ref(s[1])) + ";";
+          assign = bits_.count(s[1].get()) ? buf + "[" + i + "] = " + ref(s[1]) + ";" : store_memory(s[1].dtype(), buf, i, ref(s[1])) + ";";
         } else {
           assign = ref(s[0]) + " = " + ref(s[1]) + ";";
         }
@@ -12366,6 +12442,7 @@ class CUDARenderer : public CStyleRenderer {
  protected:
   const char* language() const override { return "CUDA"; }
   bool held_in_float(DType dt) const override { return dt.scalar() == dtypes::bfloat16 || dt.scalar() == dtypes::float16; }
+  bool bits_in_register(DType dt) const override { return held_in_float(dt); }
   std::string memory_type(DType dt) const override {
     if (dt.scalar() == dtypes::float16) return "unsigned short";
     return CStyleRenderer::memory_type(dt);
@@ -12383,15 +12460,12 @@ class CUDARenderer : public CStyleRenderer {
            "__device__ inline float tinyt_f16_to_f32(unsigned short h) {\n"
            "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f;\n}\n"
            "__device__ inline float tinyt_f16_round(float f) { return tinyt_f16_to_f32(tinyt_f32_to_f16(f)); }\n\n";
-    if (f.tensor_cores && f.float16)
-      s += "__device__ inline unsigned tinyt_pack_f16(float lo, float hi) {\n"
-           "  return (unsigned)tinyt_f32_to_f16(lo) | ((unsigned)tinyt_f32_to_f16(hi) << 16);\n}\n\n";
+    if (f.tensor_cores && (f.float16 || f.bfloat16))
+      s += "__device__ inline unsigned tinyt_pack16(unsigned short lo, unsigned short hi) {\n"
+           "  return (unsigned)lo | ((unsigned)hi << 16);\n}\n\n";
     if (f.tf32)
       s += "__device__ inline unsigned tinyt_tf32(float f) {\n"
            "  unsigned t; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(t) : \"f\"(f)); return t;\n}\n\n";
-    if (f.tensor_cores && f.bfloat16)
-      s += "__device__ inline unsigned tinyt_pack_bf16(float lo, float hi) {\n"
-           "  return (unsigned)tinyt_f32_to_bf16(lo) | ((unsigned)tinyt_f32_to_bf16(hi) << 16);\n}\n\n";
     return s;
   }
   void open_kernel(const codegen::Program& p) override {
@@ -12415,22 +12489,22 @@ class CUDARenderer : public CStyleRenderer {
   std::string shuffle_xor(const std::string& v, int64_t mask) const override {
     return detail::cat("__shfl_xor_sync(0xffffffffu, ", v, ", ", mask, ")");  // every lane of the warp takes part
   }
-  // mma.sync through inline PTX (no CUDA header): the fragments' values, held in floats, go back
-  // to their 16 bits, two to a 32-bit register (the first in the low half), or are rounded to
+  // mma.sync through inline PTX (no CUDA header): the fragments' 16-bit values (`operands` are
+  // their bits) two to a 32-bit register (the first in the low half), or float32 values rounded to
   // TF32, one to a register; the product of the tiles comes out as 4 floats (C is 0: the REDUCE
   // around it adds it to the sum)
   std::string tensor_core(const std::string& kind, const std::string& name, const std::vector<std::string>& operands) const override {
     const TensorCore* tc = tensor_core_of(kind);
     if (!tc || operands.size() != static_cast<size_t>(tc->a_count + tc->b_count))
       throw CompileError(detail::cat("CUDA renderer: no tensor-core op ", kind, " of ", operands.size(), " operands"));
-    const std::string input = kind.substr(kind.find(' ') + 1);
-    const std::string type = input == "bfloat16" ? "bf16" : input == "float16" ? "f16" : "tf32";
+    const DType input = tensor_core_input(kind);
+    const std::string type = input == dtypes::bfloat16 ? "bf16" : input == dtypes::float16 ? "f16" : "tf32";
     std::vector<std::string> regs;
     if (type == "tf32") {
       for (const std::string& v : operands) regs.push_back(detail::cat("\"r\"(tinyt_tf32(", v, "))"));
     } else {
       for (size_t i = 0; i < operands.size(); i += 2)
-        regs.push_back(detail::cat("\"r\"(tinyt_pack_", type, "(", operands[i], ", ", operands[i + 1], "))"));
+        regs.push_back(detail::cat("\"r\"(tinyt_pack16(", operands[i], ", ", operands[i + 1], "))"));
     }
     const size_t a_regs = regs.size() * static_cast<size_t>(tc->a_count) / operands.size();
     std::string list, in;
@@ -15637,9 +15711,10 @@ inline std::vector<HostCheck>*& host_check_sink() {
 namespace detail {
 // Seconds of the fastest of a few runs of `ast` with `opts`, on scratch copies of its buffers
 // (a candidate must not touch real data: the kernel may write in place); infinity when the
-// candidate does not compile.
+// candidate does not compile. A first run slower than `hopeless` is the answer: such a candidate
+// will not be kept, and on a GPU a slow candidate of a big kernel costs a good part of a second.
 inline double time_candidate(const UOp& ast, const std::vector<codegen::Opt>& opts, const std::vector<UOp>& buffers,
-                             const OptSettings& settings) {
+                             const OptSettings& settings, double hopeless = INFINITY) {
   for (const codegen::Opt& o : opts)  // TC=0: no tensor cores, also where BEAM searches; TF32 only with TF32=1
     if (o.op == codegen::OptOp::TC && (!settings.tc || (o.amount == 1 && !settings.tf32))) return INFINITY;
   std::shared_ptr<CompiledKernel> k;
@@ -15659,7 +15734,7 @@ inline double time_candidate(const UOp& ast, const std::vector<codegen::Opt>& op
     handles.push_back(scratch.back()->ptr());
   }
   double best = INFINITY;
-  for (int run = 0; run < 3; ++run) best = std::min(best, launch(*k, handles));
+  for (int run = 0; run < 3 && !(best > hopeless); ++run) best = std::min(best, launch(*k, handles));
   return best;
 }
 
@@ -15679,8 +15754,11 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
     if (auto opts = codegen::deserialize_opts(*text)) return *opts;
   const auto start = std::chrono::steady_clock::now();
   const profile::Span span("beam " + schedule::detail::kernel_name(ast), "beam");
+  double fastest = INFINITY;  // of the candidates timed so far: one 3 times slower is not run again
   std::vector<codegen::Opt> opts = codegen::beam_search(ast, settings.beam, settings.target.threads, !settings.target.gpu, [&](const std::vector<codegen::Opt>& o) {
-    return time_candidate(ast, o, buffers, settings);
+    const double t = time_candidate(ast, o, buffers, settings, 3 * fastest);
+    fastest = std::min(fastest, t);
+    return t;
   });
   if (debug_level() >= 1)
     std::cerr << "beam: " << schedule::detail::kernel_name(ast) << " -> " << codegen::to_string(opts) << " in "

@@ -567,25 +567,35 @@ TEST_CASE("emu: TF32=1 puts a float32 matmul on tensor cores (m16n8k8), its inpu
   CHECK(ptx.find("cvt.rna.tf32.f32") != std::string::npos);
 }
 
-TEST_CASE("emu: a 256 x 256 x 256 float16 matmul gets TC with staged fragments, and its CUDA source mma.sync, compiled by NVRTC for sm_80 and sm_90") {
-  const UOp ast = schedule::create_schedule({Tensor::empty({256, 256}, dtypes::float16, "EMU").matmul(Tensor::empty({256, 256}, dtypes::float16, "EMU")).uop()}).back().ast;
-  backend::Target cuda = backend::device("EMU").target();
-  const std::vector<codegen::Opt> chosen = engine::detail::gpu_opts(ast, cuda);
-  // each lane: 2 x 4 tiles of 16 x 8; 2 x 2 warps a group, sharing fragments staged 32 steps of K at a time
-  CHECK(codegen::to_string(chosen) == "TC(2,0) UPCAST(1,4) UPCAST(0,2) LOCAL(1,2) LOCAL(0,2) STAGE(4,2)");
-  cuda.language = backend::Language::cuda;
-  const std::string source = engine::render(engine::lower_kernel(ast, chosen, cuda, true), cuda);
-  CHECK(source.find("asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 ") != std::string::npos);
-  CHECK(source.find("__shared__ unsigned short temp0[") != std::string::npos);  // the staged fragments: halves
-  try {
-    backend::nvrtc_version();
-  } catch (const DeviceError& e) {
-    MESSAGE("skipped part: NVRTC cannot be opened: ", e.what());
-    return;
-  }
-  for (const char* arch : {"sm_80", "sm_90"}) {
-    INFO(arch);
-    backend::CudaCompiler compiler(arch);
-    CHECK(compiler.compile(source, "r_256_256_256").find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != std::string::npos);
+TEST_CASE("emu: a 256 x 256 x 256 float16 or bfloat16 matmul gets TC with staged fragments moved as bits, and its CUDA source mma.sync, compiled by NVRTC for sm_80 and sm_90") {
+  for (DType dt : {dtypes::float16, dtypes::bfloat16}) {
+    INFO(dt.name());
+    const bool f16 = dt == dtypes::float16;
+    const UOp ast = schedule::create_schedule({Tensor::empty({256, 256}, dt, "EMU").matmul(Tensor::empty({256, 256}, dt, "EMU")).uop()}).back().ast;
+    backend::Target cuda = backend::device("EMU").target();
+    const std::vector<codegen::Opt> chosen = engine::detail::gpu_opts(ast, cuda);
+    // each lane: 2 x 4 tiles of 16 x 8; 2 x 2 warps a group, sharing fragments staged 32 steps of K at a time
+    CHECK(codegen::to_string(chosen) == "TC(2,0) UPCAST(1,4) UPCAST(0,2) LOCAL(1,2) LOCAL(0,2) STAGE(4,2)");
+    cuda.language = backend::Language::cuda;
+    const std::string source = engine::render(engine::lower_kernel(ast, chosen, cuda, true), cuda);
+    const std::string mma = std::string("mma.sync.aligned.m16n8k16.row.col.f32.") + (f16 ? "f16.f16" : "bf16.bf16") + ".f32";
+    CHECK(source.find("asm volatile(\"" + mma + " ") != std::string::npos);
+    CHECK(source.find("__shared__ unsigned short temp0[") != std::string::npos);  // the staged fragments: 16 bits each
+    // the copies to shared memory and the mma operands move the inputs' bits: no value goes to
+    // float32 and back on its way (bfloat16's conversions are integer arithmetic)
+    const std::string body = source.substr(source.find("extern \"C\""));
+    CHECK(body.find(f16 ? "tinyt_f16_to_f32(" : "tinyt_bf16_to_f32(") == std::string::npos);
+    CHECK(body.find("\"r\"(tinyt_pack16(bits") != std::string::npos);
+    try {
+      backend::nvrtc_version();
+    } catch (const DeviceError& e) {
+      MESSAGE("skipped part: NVRTC cannot be opened: ", e.what());
+      return;
+    }
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      INFO(arch);
+      backend::CudaCompiler compiler(arch);
+      CHECK(compiler.compile(source, "r_256_256_256").find(mma) != std::string::npos);
+    }
   }
 }
