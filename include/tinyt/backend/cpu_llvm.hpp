@@ -230,11 +230,26 @@ class LLVMJit {
           ::tinyt::detail::cat("tinyt: LLVM has no target for ", triple_, ": ", api_.take(error)));
     // one target machine tunes the optimizer (vector widths, costs); a copy configures the JIT
     tm_ = {host_machine(target), api_.LLVMDisposeTargetMachine};
-    llvm_c::OrcLLJITBuilderRef builder = api_.LLVMOrcCreateLLJITBuilder();
-    api_.LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
-        builder, api_.LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(host_machine(target)));
+    const auto start_jit = [&](llvm_c::OrcLLJITRef* jit) {
+      llvm_c::OrcLLJITBuilderRef builder = api_.LLVMOrcCreateLLJITBuilder();
+      api_.LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
+          builder, api_.LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(host_machine(target)));
+      return api_.LLVMOrcCreateLLJIT(jit, builder);  // consumes builder
+    };
     llvm_c::OrcLLJITRef jit = nullptr;
-    check(api_.LLVMOrcCreateLLJIT(&jit, builder), "cannot start the JIT");  // consumes builder
+    llvm_c::ErrorRef started = start_jit(&jit);
+    // LLVM 17's JIT looks its EH-frame registration functions (llvm_orc_registerEHFrameSectionWrapper,
+    // in libLLVM itself) up among the process's global symbols, where a library opened RTLD_LOCAL
+    // is not ("Symbols not found: [ llvm_orc_... ]", seen on Ubuntu 24.04's libLLVM-17): only then
+    // are libLLVM's symbols made global, and the JIT started again.
+    if (started) {
+      const std::string first = api_.message(started);
+      if (first.find("llvm_orc_") == std::string::npos ||
+          !dlopen(lib_.path().c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL))
+        throw DeviceError(::tinyt::detail::cat("tinyt: LLVM (", lib_.path(), ") cannot start the JIT: ", first));
+      started = start_jit(&jit);
+    }
+    check(started, "cannot start the JIT");
     jit_ = {jit, [api = &api_](llvm_c::OrcLLJITRef j) {
               if (llvm_c::ErrorRef e = api->LLVMOrcDisposeLLJIT(j)) api->message(e);
             }};

@@ -268,9 +268,10 @@ inline std::vector<HostCheck>*& host_check_sink() {
 namespace detail {
 // Seconds of the fastest of a few runs of `ast` with `opts`, on scratch copies of its buffers
 // (a candidate must not touch real data: the kernel may write in place); infinity when the
-// candidate does not compile.
+// candidate does not compile. A first run slower than `hopeless` is the answer: such a candidate
+// will not be kept, and on a GPU a slow candidate of a big kernel costs a good part of a second.
 inline double time_candidate(const UOp& ast, const std::vector<codegen::Opt>& opts, const std::vector<UOp>& buffers,
-                             const OptSettings& settings) {
+                             const OptSettings& settings, double hopeless = INFINITY) {
   for (const codegen::Opt& o : opts)  // TC=0: no tensor cores, also where BEAM searches; TF32 only with TF32=1
     if (o.op == codegen::OptOp::TC && (!settings.tc || (o.amount == 1 && !settings.tf32))) return INFINITY;
   std::shared_ptr<CompiledKernel> k;
@@ -290,7 +291,7 @@ inline double time_candidate(const UOp& ast, const std::vector<codegen::Opt>& op
     handles.push_back(scratch.back()->ptr());
   }
   double best = INFINITY;
-  for (int run = 0; run < 3; ++run) best = std::min(best, launch(*k, handles));
+  for (int run = 0; run < 3 && !(best > hopeless); ++run) best = std::min(best, launch(*k, handles));
   return best;
 }
 
@@ -310,8 +311,11 @@ inline std::vector<codegen::Opt> beam_opts(const UOp& ast, const std::vector<UOp
     if (auto opts = codegen::deserialize_opts(*text)) return *opts;
   const auto start = std::chrono::steady_clock::now();
   const profile::Span span("beam " + schedule::detail::kernel_name(ast), "beam");
+  double fastest = INFINITY;  // of the candidates timed so far: one 3 times slower is not run again
   std::vector<codegen::Opt> opts = codegen::beam_search(ast, settings.beam, settings.target.threads, !settings.target.gpu, [&](const std::vector<codegen::Opt>& o) {
-    return time_candidate(ast, o, buffers, settings);
+    const double t = time_candidate(ast, o, buffers, settings, 3 * fastest);
+    fastest = std::min(fastest, t);
+    return t;
   });
   if (debug_level() >= 1)
     std::cerr << "beam: " << schedule::detail::kernel_name(ast) << " -> " << codegen::to_string(opts) << " in "
