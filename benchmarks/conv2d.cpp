@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
   const std::string what = "conv2d " + std::to_string(batch) + "x" + std::to_string(cin) + "x" +
                            std::to_string(h) + "x" + std::to_string(w) + ", " +
                            std::to_string(cout) + " 3x3 filters, pad 1" + (fp16 ? ", fp16" : "");
-  bench::report(std::string(opt.quick ? "conv2d_quick" : "conv2d") + (fp16 ? "_fp16" : ""), what, flops / t.best_s / 1e9, "GFLOPS", t);
+  const std::string name = std::string(opt.quick ? "conv2d_quick" : "conv2d") + (fp16 ? "_fp16" : "");
+  bench::report(name, what, flops / t.best_s / 1e9, "GFLOPS", t);
 
   bench::check(y.shape() == Shape{batch, cout, h, w},
                "conv2d output shape " + to_string(y.shape()));

@@ -11824,10 +11824,11 @@ inline Program linearize(const UOp& ast, std::string name) {
 // ---- tinyt/renderer/cstyle.hpp ----
 // The C-style renderer: a linearized kernel as source in C, OpenCL C or CUDA C++, one
 // statement per value that is used more than once (or must stay in order, or is a warp shuffle
-// that every lane must run), everything else inlined into its one use. The three languages share everything here (statement forms, integer
-// widening, NaN-propagating max, division that never traps) and differ only in the dialect hooks
-// at the bottom of CStyleRenderer: type names, the kernel's signature, how a work-item finds its
-// index, how narrow floats are read and written, literal suffixes, math function names.
+// that every lane must run), everything else inlined into its one use. The three languages share
+// everything here (statement forms, integer widening, NaN-propagating max, division that never
+// traps) and differ only in the dialect hooks at the bottom of CStyleRenderer: type names, the
+// kernel's signature, how a work-item finds its index, how narrow floats are read and written,
+// literal suffixes, math function names.
 //
 // The C kernel is `void NAME(void** bufs, const long long* vars, int core_id, int core_count)`:
 // bufs are its buffers by DEFINE_GLOBAL index. An OpenCL or CUDA kernel takes its buffers as
