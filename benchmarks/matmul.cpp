@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
     Tensor c;
     const bench::Timing t = bench::measure(opt, [&] { c = a.matmul(b).realize(); });
     const double gflops = 2.0 * static_cast<double>(n * n * n) / t.best_s / 1e9;
-    const std::string name = (narrow ? "matmul_" + tag + "_" : std::string("matmul_")) + std::to_string(n);
+    const std::string name = "matmul_" + (narrow ? tag + "_" : "") + std::to_string(n);
     bench::report(name, "matmul " + std::to_string(n) + "^2 " + tag, gflops, "GFLOPS", t);
 
     // Spot-check a few entries against a double-precision dot product of the same inputs (a bf16

@@ -7820,6 +7820,7 @@ inline std::unique_ptr<Device> open_cuda(int index) { return std::make_unique<Cu
 // TC), the emulated GPU to put the matrices back together (backend/emu.hpp); both read it here.
 
 
+
 namespace tinyt::inline v0 {
 
 /// mma.sync.aligned.<shape>.row.col.f32.<in>.<in>.f32 (sm_80 and later): a warp of 32 lanes
@@ -7860,6 +7861,13 @@ inline const TensorCore* tensor_core_of(std::string_view kind) {
   if (kind == "m16n8k16 float16" || kind == "m16n8k16 bfloat16") return &mma_m16n8k16;
   if (kind == "m16n8k8 tf32") return &mma_m16n8k8_tf32;
   return nullptr;
+}
+
+/// The dtype of a WMMA's inputs as its argument names them: float16, bfloat16, or float32 for tf32
+/// (float32 values rounded by the instruction).
+inline DType tensor_core_input(std::string_view kind) {
+  const std::string_view input = kind.substr(kind.find(' ') + 1);
+  return input == "float16" ? dtypes::float16 : input == "bfloat16" ? dtypes::bfloat16 : dtypes::float32;
 }
 
 /// A float32 rounded to TF32 as cvt.rna.tf32.f32 does it (the 13 low bits of the mantissa gone,
@@ -8108,7 +8116,7 @@ inline Kernel parse(const std::string& listing, const Spec& spec) {
         ins.tc = tensor_core_of(arg[0] + " " + arg[1]);
         if (!ins.tc || ins.src.size() != static_cast<size_t>(ins.tc->a_count + ins.tc->b_count) || ins.dtype != dtypes::float32.vec(TensorCore::c_count))
           throw fail("EMU runs the tensor-core ops m16n8k16 of float16 or bfloat16 (8 + 4 operands) and m16n8k8 of tf32 (4 + 2), 4 float32 results");
-        ins.input = arg[1] == "float16" ? dtypes::float16 : arg[1] == "bfloat16" ? dtypes::bfloat16 : dtypes::float32;
+        ins.input = tensor_core_input(arg[0] + " " + arg[1]);
         break;
       case Ops::GEP:
         need_args(1), ins.number = std::stoll(arg[0]);
@@ -12051,11 +12059,6 @@ class CStyleRenderer {
   }
   static std::string narrow_bits(DType dt, const std::string& v) {
     return std::string(dt.scalar() == dtypes::bfloat16 ? "tinyt_f32_to_bf16(" : "tinyt_f32_to_f16(") + v + ")";
-  }
-  // the inputs' dtype of a tensor-core op of kind "m16n8k16 float16" (TF32's: float32)
-  static DType tensor_core_input(const std::string& kind) {
-    const std::string input = kind.substr(kind.find(' ') + 1);
-    return input == "float16" ? dtypes::float16 : input == "bfloat16" ? dtypes::bfloat16 : dtypes::float32;
   }
   static std::string narrow_from_bits(DType dt, const std::string& bits) {
     return std::string(dt.scalar() == dtypes::bfloat16 ? "tinyt_bf16_to_f32(" : "tinyt_f16_to_f32(") + bits + ")";

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <utility>
 
+#include "dtype.hpp"
+
 namespace tinyt::inline v0 {
 
 /// mma.sync.aligned.<shape>.row.col.f32.<in>.<in>.f32 (sm_80 and later): a warp of 32 lanes
@@ -49,6 +51,13 @@ inline const TensorCore* tensor_core_of(std::string_view kind) {
   if (kind == "m16n8k16 float16" || kind == "m16n8k16 bfloat16") return &mma_m16n8k16;
   if (kind == "m16n8k8 tf32") return &mma_m16n8k8_tf32;
   return nullptr;
+}
+
+/// The dtype of a WMMA's inputs as its argument names them: float16, bfloat16, or float32 for tf32
+/// (float32 values rounded by the instruction).
+inline DType tensor_core_input(std::string_view kind) {
+  const std::string_view input = kind.substr(kind.find(' ') + 1);
+  return input == "float16" ? dtypes::float16 : input == "bfloat16" ? dtypes::bfloat16 : dtypes::float32;
 }
 
 /// A float32 rounded to TF32 as cvt.rna.tf32.f32 does it (the 13 low bits of the mantissa gone,

@@ -249,7 +249,7 @@ inline Kernel parse(const std::string& listing, const Spec& spec) {
         ins.tc = tensor_core_of(arg[0] + " " + arg[1]);
         if (!ins.tc || ins.src.size() != static_cast<size_t>(ins.tc->a_count + ins.tc->b_count) || ins.dtype != dtypes::float32.vec(TensorCore::c_count))
           throw fail("EMU runs the tensor-core ops m16n8k16 of float16 or bfloat16 (8 + 4 operands) and m16n8k8 of tf32 (4 + 2), 4 float32 results");
-        ins.input = arg[1] == "float16" ? dtypes::float16 : arg[1] == "bfloat16" ? dtypes::bfloat16 : dtypes::float32;
+        ins.input = tensor_core_input(arg[0] + " " + arg[1]);
         break;
       case Ops::GEP:
         need_args(1), ins.number = std::stoll(arg[0]);

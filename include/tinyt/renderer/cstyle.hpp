@@ -26,6 +26,7 @@
 
 #include "../bounds.hpp"
 #include "../codegen/linearize.hpp"
+#include "../tensor_cores.hpp"
 
 namespace tinyt::inline v0 {
 namespace renderer {
@@ -232,11 +233,6 @@ class CStyleRenderer {
   }
   static std::string narrow_bits(DType dt, const std::string& v) {
     return std::string(dt.scalar() == dtypes::bfloat16 ? "tinyt_f32_to_bf16(" : "tinyt_f32_to_f16(") + v + ")";
-  }
-  // the inputs' dtype of a tensor-core op of kind "m16n8k16 float16" (TF32's: float32)
-  static DType tensor_core_input(const std::string& kind) {
-    const std::string input = kind.substr(kind.find(' ') + 1);
-    return input == "float16" ? dtypes::float16 : input == "bfloat16" ? dtypes::bfloat16 : dtypes::float32;
   }
   static std::string narrow_from_bits(DType dt, const std::string& bits) {
     return std::string(dt.scalar() == dtypes::bfloat16 ? "tinyt_bf16_to_f32(" : "tinyt_f16_to_f32(") + bits + ")";
