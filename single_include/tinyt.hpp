@@ -5513,6 +5513,19 @@ inline const PatternMatcher& symbolic() {
 // not recorded by VIZ: it runs on small index expressions thousands of times per schedule
 inline UOp simplify(const UOp& u) { return detail::graph_rewrite_impl(u, symbolic(), false, nullptr, nullptr, nullptr); }
 
+/// The value of an integer expression whose leaves (ranges, variables) have values in `at`:
+/// constants and integer ALU ops over them.
+inline int64_t evaluate(const UOp& u, const std::unordered_map<const UOpNode*, int64_t>& at) {
+  if (const auto it = at.find(u.get()); it != at.end()) return it->second;
+  if (u.is_const()) return static_cast<int64_t>(u.const_int());
+  if (u.op() == Ops::RANGE || u.op() == Ops::DEFINE_VAR) throw InternalError(detail::cat("evaluate: no value for a ", op_name(u.op())));
+  std::vector<i128> v;
+  for (const UOp& s : u.src()) v.push_back(evaluate(s, at));
+  const std::optional<i128> r = detail::fold_int(u.op(), u.dtype(), v);
+  if (!r) throw InternalError(detail::cat("evaluate: ", op_name(u.op()), " of ", u.dtype().name(), " does not evaluate"));
+  return static_cast<int64_t>(*r);
+}
+
 }  // namespace tinyt::inline v0
 // ---- end tinyt/symbolic.hpp ----
 // ---- tinyt/valid.hpp ----
@@ -8225,6 +8238,34 @@ class Memory final : public Allocator {
   }
 };
 
+/// How a launch's memory accesses would meet an NVIDIA GPU's memory, counted per op for each warp
+/// of 32 consecutive work-items: global memory moves 32-byte sectors; local (shared) memory is 32
+/// banks of 4-byte words, each bank serving one word a cycle (lanes reading one word share it).
+/// A GPU-free measure of coalescing and bank conflicts, on which a kernel's speed depends.
+struct AccessStats {
+  struct Global {
+    int64_t requests = 0;  // warp-wide ops (a lane at least active)
+    int64_t bytes = 0;     // the bytes their lanes asked for
+    int64_t sectors = 0;   // the 32-byte sectors they touched: bytes / 32 at best
+    /// The bytes asked for over those moved: 1 when every sector moved is used whole (above 1
+    /// where lanes read the same bytes).
+    double efficiency() const { return sectors == 0 ? 1.0 : static_cast<double>(bytes) / (32.0 * static_cast<double>(sectors)); }
+  };
+  struct Local {
+    int64_t requests = 0;    // warp-wide ops
+    int64_t wavefronts = 0;  // the cycles the banks take for them: `requests` where no two lanes ask one bank for two words
+  };
+  Global global_loads, global_stores;
+  Local local_loads, local_stores;
+  AccessStats& operator+=(const AccessStats& o) {
+    for (auto [to, from] : {std::pair{&global_loads, &o.global_loads}, {&global_stores, &o.global_stores}})
+      to->requests += from->requests, to->bytes += from->bytes, to->sectors += from->sectors;
+    for (auto [to, from] : {std::pair{&local_loads, &o.local_loads}, {&local_stores, &o.local_stores}})
+      to->requests += from->requests, to->wavefronts += from->wavefronts;
+    return *this;
+  }
+};
+
 /// One launch: the buffers and their sizes, the grid, and one work-group's state at a time.
 class Launch {
  public:
@@ -8259,6 +8300,8 @@ class Launch {
       for (int64_t y = 0; y < dims_.global[1] / dims_.local[1]; ++y)
         for (int64_t x = 0; x < dims_.global[0] / dims_.local[0]; ++x) group({x, y, z});
   }
+  /// The memory accesses of the work-groups run so far.
+  const AccessStats& stats() const { return stats_; }
 
  private:
   struct Global {
@@ -8285,6 +8328,8 @@ class Launch {
   std::vector<Local> locals_;              // by DEFINE_LOCAL number
   std::vector<std::vector<Slot>> regs_;    // by DEFINE_REG number: per element, per work-item
   std::map<size_t, std::vector<Slot>> wmma_;  // by WMMA op: its 4 results, per element, per work-item
+  AccessStats stats_;
+  static constexpr size_t memory_warp = 32;  // the lanes whose accesses the memory serves together
 
   DeviceError fail(const std::string& why) const { return DeviceError(tinyt::detail::cat("EMU: ", k_.name, ": ", why)); }
   Slot* at(size_t op) { return values_.data() + op * lanes_; }
@@ -8454,6 +8499,7 @@ class Launch {
           std::memcpy(&bits, g.data + static_cast<size_t>(idx[l].i) * size, size);
           out[l] = from_bits(bits, g.dtype);
         }
+        count_global(stats_.global_loads, idx, gate, size);
         return;
       }
       case Ops::DEFINE_LOCAL: {
@@ -8474,6 +8520,7 @@ class Launch {
           mem.read[e] = epoch_;
           out[l] = mem.data[e];
         }
+        count_local(stats_.local_loads, idx, gate, static_cast<size_t>(buffer.dtype.base().itemsize()));
         return;
       }
       default: {
@@ -8508,6 +8555,7 @@ class Launch {
           const uint64_t bits = to_bits(value[l], g.dtype);
           std::memcpy(g.data + e * size, &bits, size);
         }
+        count_global(stats_.global_stores, idx, gate, size);
         return;
       }
       case Ops::DEFINE_LOCAL: {
@@ -8527,6 +8575,7 @@ class Launch {
           mem.writer[e] = lane, mem.written[e] = epoch_;
           mem.data[e] = value[l];
         }
+        count_local(stats_.local_stores, idx, gate, static_cast<size_t>(buffer.dtype.base().itemsize()));
         return;
       }
       default: {
@@ -8535,6 +8584,39 @@ class Launch {
           if (!gate || gate[l].i) regs[reg_index(buffer, idx[l].i, l) + l] = value[l];
         return;
       }
+    }
+  }
+
+  // each warp's access to global memory: the distinct 32-byte sectors its active lanes touch
+  void count_global(AccessStats::Global& stats, const Slot* idx, const Slot* gate, size_t size) {
+    std::vector<int64_t> sectors;
+    for (size_t w = 0; w < lanes_; w += memory_warp) {
+      sectors.clear();
+      for (size_t l = w; l < std::min(lanes_, w + memory_warp); ++l)
+        if (!gate || gate[l].i) {
+          const int64_t first = idx[l].i * static_cast<int64_t>(size);
+          for (int64_t b = first / 32; b <= (first + static_cast<int64_t>(size) - 1) / 32; ++b) sectors.push_back(b);
+          stats.bytes += static_cast<int64_t>(size);
+        }
+      std::sort(sectors.begin(), sectors.end());
+      const auto n = static_cast<int64_t>(std::unique(sectors.begin(), sectors.end()) - sectors.begin());
+      stats.requests += n > 0, stats.sectors += n;
+    }
+  }
+  // each warp's access to local memory: the most distinct words its active lanes ask one bank for
+  void count_local(AccessStats::Local& stats, const Slot* idx, const Slot* gate, size_t size) {
+    std::vector<int64_t> words;
+    for (size_t w = 0; w < lanes_; w += memory_warp) {
+      words.clear();
+      for (size_t l = w; l < std::min(lanes_, w + memory_warp); ++l)
+        if (!gate || gate[l].i)
+          for (size_t b = 0; b < size; b += 4) words.push_back((idx[l].i * static_cast<int64_t>(size) + static_cast<int64_t>(b)) / 4);
+      if (words.empty()) continue;
+      std::sort(words.begin(), words.end());
+      words.erase(std::unique(words.begin(), words.end()), words.end());
+      std::array<int64_t, 32> per_bank{};
+      for (int64_t word : words) ++per_bank[static_cast<size_t>(word % 32)];
+      ++stats.requests, stats.wavefronts += *std::max_element(per_bank.begin(), per_bank.end());
     }
   }
 
@@ -8681,13 +8763,17 @@ class Program final : public backend::Program {
     const auto start = std::chrono::steady_clock::now();
     Launch run(k_, spec_, memory_, bufs, vars, dims);
     run.all_groups();
+    stats_ += run.stats();
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
+  /// The memory accesses of every launch of the program so far (AccessStats).
+  const AccessStats& stats() const { return stats_; }
 
  private:
   Kernel k_;
   Spec spec_;
   Memory& memory_;
+  AccessStats stats_;
 };
 
 /// EMU's compiler: a listing is parsed and checked; the binary is the listing itself.
@@ -11251,15 +11337,82 @@ inline UOp pack_loads(const UOp& ast, const UOp& at, const std::string& what) {
 /// static shared memory is 48 KiB).
 inline constexpr int64_t max_stage_bytes = 32 * 1024;
 
+/// One dimension of a box of addresses: `size` steps of `stride` elements.
+struct BoxDim {
+  int64_t stride, size;
+};
+
+/// Distinct ascending offsets from 0 as a box: the sums of d_i·stride_i over 0 ≤ d_i < size_i,
+/// the smallest stride first and each past the span of those before it (a tile of rows of a
+/// matrix: {1, columns}, {row stride, rows}); empty when they are not one.
+inline std::optional<std::vector<BoxDim>> as_box(const std::vector<int64_t>& offsets) {
+  std::vector<BoxDim> dims;
+  size_t block = 1;  // the offsets the dimensions so far span: the first `block` ones
+  while (block < offsets.size()) {
+    const int64_t stride = offsets[block] - offsets[0];
+    const auto shifted = [&](size_t copy) {  // the copy-th block is the first moved by copy·stride
+      for (size_t i = 0; i < block; ++i)
+        if (offsets[copy * block + i] != offsets[i] + static_cast<int64_t>(copy) * stride) return false;
+      return true;
+    };
+    size_t count = 1;
+    while ((count + 1) * block <= offsets.size() && shifted(count)) ++count;
+    if (count == 1) return std::nullopt;
+    dims.push_back({stride, static_cast<int64_t>(count)});
+    block *= count;
+  }
+  return dims;
+}
+
+// An address as base + offset, the offset's terms depending on the ranges `inside` only and the
+// base's on none of them; empty when a term depends on both (a convolution's window position,
+// whose division mixes the tile's steps of K with the loop over tiles).
+inline std::optional<std::pair<UOp, UOp>> split_address(const UOp& address, const std::unordered_set<const UOpNode*>& inside) {
+  const Linear whole = linear_form(address);
+  Linear base{{}, 0, address.dtype()}, offset{{}, whole.constant, address.dtype()};
+  for (const Linear::Term& t : whole.terms) {
+    bool in = false, out = false;
+    for (const UOp& x : toposort(t.atom)) {
+      if (x.op() == Ops::RANGE) (inside.count(x.get()) ? in : out) = true;
+      out = out || x.op() == Ops::DEFINE_VAR;
+    }
+    if (in && out) return std::nullopt;
+    (in ? offset : base).terms.push_back(t);
+  }
+  return std::pair{base.build(), offset.build()};
+}
+
+// The values of `expr` over every combination of the values of the ranges of `ranges` it depends
+// on, appended to `out`; false (and nothing appended) past `limit` combinations.
+inline bool enumerate_values(const UOp& expr, const std::vector<UOp>& ranges, size_t limit, std::vector<int64_t>& out) {
+  std::vector<UOp> own;
+  size_t combinations = 1;
+  for (const UOp& x : ranges)
+    if (depends_on(expr, x)) own.push_back(x), combinations *= static_cast<size_t>(range_size(x));
+  if (combinations > limit) return false;
+  std::unordered_map<const UOpNode*, int64_t> at;
+  for (const UOp& x : own) at[x.get()] = 0;
+  for (size_t i = 0; i < combinations; ++i) {
+    out.push_back(evaluate(expr, at));
+    for (auto x = own.rbegin(); x != own.rend() && ++at[x->get()] == range_size(*x); ++x) at[x->get()] = 0;  // the next combination
+  }
+  return true;
+}
+
 // STAGE (see the top of this file). `r` splits into loops over tiles (keeping its id) and a
 // fresh reduce range of `amount` inside. The ranges that vary inside a pass of the tile loop are
 // the work-group's (LOCAL tiles, TC's lanes: the team), register ranges, and reduce ranges after
 // the tile loop; a load of a read-only buffer that a reduction reads and that moves with one of
-// those reduce ranges is copied. The copy holds the load's values (0 where it is masked) over
-// the inside ranges its address depends on, ordered so that the one with the smallest stride in
-// global memory is fastest: neighbouring work-items copy neighbouring values. Work-item t of the
-// team's G copies elements t, t+G, ... (a `pack` loop); one BARRIER (arg "stage") publishes all
-// the copies, and the linearizer puts another before them where they are made in a loop.
+// those reduce ranges is copied. Work-item t of the team's G copies elements t, t+G, ... of a
+// copy (a `pack` loop); one BARRIER (arg "stage") publishes all the copies, and the linearizer
+// puts another before them where they are made in a loop.
+// The loads of one buffer whose addresses differ only by what varies inside the pass (the
+// fragments of a matmul's operand) share one copy where the elements they read together make a
+// box (a tile of the operand's rows): the box in the buffer's order, so that neighbouring
+// work-items copy neighbouring elements, its rows padded by 16 bytes where a warp would find a
+// column of it in one bank. Each other load (a convolution's, whose window mixes the tile with
+// the loop over tiles) has a copy of its own: its values over the inside ranges its address
+// depends on, the range with the smallest stride in global memory fastest.
 inline UOp stage_loads(const UOp& ast, const UOp& r, int64_t amount, const std::string& what) {
   using tinyt::detail::cat;
   const int64_t fresh_id = next_axis_id(ast);
@@ -11278,8 +11431,9 @@ inline UOp stage_loads(const UOp& ast, const UOp& r, int64_t amount, const std::
     if (k == RangeKind::local || k == RangeKind::warp || k == RangeKind::upcast || k == RangeKind::unroll) return true;
     return k == RangeKind::reduce && (!outer || range_before(outer, x));
   };
+  std::unordered_set<const UOpNode*> inside_set;
   for (const UOp& x : all_ranges(split))
-    if (tile_range(x)) inside.push_back(x);
+    if (tile_range(x)) inside.push_back(x), inside_set.insert(x.get());
   int64_t team_size = 1;
   UOp tid = schedule::index_const(0);
   for (auto it = team.rbegin(); it != team.rend(); ++it) tid = tid * range_size(*it) + *it, team_size *= range_size(*it);
@@ -11294,17 +11448,100 @@ inline UOp stage_loads(const UOp& ast, const UOp& r, int64_t amount, const std::
     if (u.op() == Ops::REDUCE &&
         std::any_of(u.src().begin() + 1, u.src().end(), [&](const UOp& x) { return x.arg()[0].as_int() == fresh_id; }))
       for (const UOp& x : toposort(u.src(0))) read.insert(x.get());
+  const std::vector<UOp> ranges = all_ranges(split);
+  const auto local_buffer = [&](DType dt, int64_t size) {
+    bytes += size * dt.itemsize();
+    if (bytes > max_stage_bytes) throw OptError(cat(what, ": the copies take more than ", max_stage_bytes, " bytes of local memory"));
+    return UOp(Ops::DEFINE_LOCAL, dt.ptr(size, AddrSpace::local), {}, buffers++);
+  };
+  // element f = pass·team + tid of a copy of `size` elements, and where the team does not divide
+  // the copy, the gate of the last pass, which copies only up to its end
+  const auto team_copy = [&](int64_t size) {
+    const int64_t passes = (size + team_size - 1) / team_size;
+    const UOp pass = passes == 1 ? schedule::index_const(0) : schedule::range(passes, next_axis++, RangeKind::pack);
+    const UOp f = pass * team_size + tid;
+    return std::pair{f, size % team_size == 0 ? UOp() : f.lt(size)};
+  };
   std::unordered_map<const UOpNode*, UOp> staged;
   std::vector<UOp> fills;
-  const std::vector<UOp> ranges = all_ranges(split);
+  const auto fill = [&](UOp to, UOp value, const UOp& in_copy) {
+    if (in_copy) value = UOp(Ops::LOAD, value.dtype(), {gated(value.src(0), in_copy)}), to = gated(to, in_copy);
+    fills.emplace_back(Ops::STORE, dtypes::void_, std::vector<UOp>{to, value});
+  };
+  // the loads to copy, each in a tile of its buffer's loads with the same base, or alone
+  struct Tile {
+    UOp index;  // the INDEX of the first load: its buffer, and what a copy's INDEX is made as
+    UOp base;
+    std::vector<std::pair<UOp, UOp>> loads;  // each with its offset from the base
+  };
+  std::vector<Tile> tiles;
+  std::vector<UOp> alone;
   for (const UOp& u : toposort(split)) {
     if (u.op() != Ops::LOAD || !read.count(u.get()) || u.src(0).op() != Ops::INDEX || u.src(0).src(0).op() != Ops::DEFINE_GLOBAL ||
         written.count(u.src(0).src(0).get()))
       continue;
+    if (std::none_of(inside.begin(), inside.end(), [&](const UOp& x) { return range_kind(x) == RangeKind::reduce && depends_on(u.src(0), x); }))
+      continue;
+    const std::optional<std::pair<UOp, UOp>> parts = u.src(0).src().size() > 2 ? std::nullopt : split_address(u.src(0).src(1), inside_set);
+    if (!parts) {
+      alone.push_back(u);
+      continue;
+    }
+    auto same = std::find_if(tiles.begin(), tiles.end(), [&](const Tile& t) { return t.index.src(0) == u.src(0).src(0) && t.base == parts->first; });
+    if (same == tiles.end()) same = tiles.insert(tiles.end(), {u.src(0), parts->first, {}});
+    same->loads.emplace_back(u, parts->second);
+  }
+  for (const Tile& tile : tiles) {
+    std::vector<int64_t> offsets;
+    bool few = true;  // (a copy within local memory has at most max_stage_bytes elements; more is no tile)
+    for (const auto& [load, offset] : tile.loads) few = few && enumerate_values(offset, inside, max_stage_bytes, offsets);
+    std::sort(offsets.begin(), offsets.end());
+    offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());
+    const int64_t lo = offsets.empty() ? 0 : offsets.front();
+    for (int64_t& o : offsets) o -= lo;
+    const std::optional<std::vector<BoxDim>> box = few ? as_box(offsets) : std::nullopt;
+    if (!box) {
+      for (const auto& [load, offset] : tile.loads) alone.push_back(load);
+      continue;
+    }
+    const std::vector<BoxDim>& dims = *box;
+    const DType dt = tile.loads.front().first.dtype();
+    // where in the copy each step of each dimension goes: dimension 0 the fastest, its rows
+    // padded by 16 bytes where they are a multiple of 64 (lanes reading down a column would find
+    // their words in a few banks) but not shorter than a warp's 32 copied elements (which would
+    // then straddle a padded row's end and meet the next row's in one bank)
+    const int64_t row_bytes = dims.empty() ? 0 : dims[0].size * dt.itemsize();
+    const bool pad = dims.size() > 1 && row_bytes % 64 == 0 && row_bytes >= 32 * dt.itemsize();
+    std::vector<int64_t> in_local;
+    int64_t span = 1, count = 1;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      in_local.push_back(span);
+      span = span * dims[i].size + (i == 0 && pad ? 16 / dt.itemsize() : 0), count *= dims[i].size;
+    }
+    const UOp buffer = local_buffer(dt, span);
+    const auto [f, in_copy] = team_copy(count);
+    UOp from = tile.base + schedule::index_const(lo), to = schedule::index_const(0);
+    int64_t below = 1;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      const UOp step = (f / below).alu(Ops::MOD, {schedule::index_const(dims[i].size)});
+      from = from + step * dims[i].stride, to = to + step * in_local[i], below *= dims[i].size;
+    }
+    fill(UOp(Ops::INDEX, buffer.dtype(), {buffer, to}),
+         UOp(Ops::LOAD, dt, {UOp(Ops::INDEX, tile.index.dtype(), {tile.index.src(0), from})}), in_copy);
+    for (const auto& [load, offset] : tile.loads) {  // an offset's steps: its remainder below each stride, divided by it
+      const UOp v = offset - schedule::index_const(lo);
+      UOp at = schedule::index_const(0);
+      for (size_t i = 0; i < dims.size(); ++i) {
+        const UOp below_next = i + 1 < dims.size() ? v.alu(Ops::MOD, {schedule::index_const(dims[i + 1].stride)}) : v;
+        at = at + below_next / dims[i].stride * in_local[i];
+      }
+      staged[load.get()] = UOp(Ops::LOAD, dt, {UOp(Ops::INDEX, buffer.dtype(), {buffer, simplify(at)})});
+    }
+  }
+  for (const UOp& u : alone) {
     std::vector<UOp> own;
     for (const UOp& x : inside)
       if (depends_on(u.src(0), x)) own.push_back(x);
-    if (std::none_of(own.begin(), own.end(), [](const UOp& x) { return range_kind(x) == RangeKind::reduce; })) continue;
     // the largest stride in global memory outermost (unknown strides, as a gate's ranges, first)
     const auto stride = [&](const UOp& x) {
       const std::optional<int64_t> st = detail::stride_of(u.src(0).src(1), x, ranges);
@@ -11313,14 +11550,9 @@ inline UOp stage_loads(const UOp& ast, const UOp& r, int64_t amount, const std::
     std::stable_sort(own.begin(), own.end(), [&](const UOp& a, const UOp& b) { return stride(a) > stride(b); });
     int64_t size = 1;
     for (const UOp& x : own) size *= range_size(x);
-    bytes += size * u.dtype().itemsize();
-    if (bytes > max_stage_bytes) throw OptError(cat(what, ": the copies take more than ", max_stage_bytes, " bytes of local memory"));
-    // element f = pass * team + tid of the copy, and the value of each of its ranges there; where
-    // the team does not divide the copy, the last pass copies only up to its end
-    const int64_t passes = (size + team_size - 1) / team_size;
-    const UOp pass = passes == 1 ? schedule::index_const(0) : schedule::range(passes, next_axis++, RangeKind::pack);
-    const UOp f = pass * team_size + tid;
-    const UOp in_copy = size % team_size == 0 ? UOp() : f.lt(size);
+    const UOp buffer = local_buffer(u.dtype(), size);
+    const auto [f, in_copy] = team_copy(size);
+    // the value of each of the copy's ranges at element f
     std::unordered_map<const UOpNode*, UOp> at_f;
     UOp in_read = schedule::index_const(0);
     int64_t inner = 1;
@@ -11329,10 +11561,7 @@ inline UOp stage_loads(const UOp& ast, const UOp& r, int64_t amount, const std::
       inner *= range_size(*x);
     }
     for (const UOp& x : own) in_read = in_read * range_size(x) + x;
-    const UOp buffer(Ops::DEFINE_LOCAL, u.dtype().ptr(size, AddrSpace::local), {}, buffers++);
-    UOp value = substitute(u, at_f), to(Ops::INDEX, buffer.dtype(), {buffer, f});
-    if (in_copy) value = UOp(Ops::LOAD, value.dtype(), {gated(value.src(0), in_copy)}), to = gated(to, in_copy);
-    fills.emplace_back(Ops::STORE, dtypes::void_, std::vector<UOp>{to, value});
+    fill(UOp(Ops::INDEX, buffer.dtype(), {buffer, f}), substitute(u, at_f), in_copy);
     staged[u.get()] = UOp(Ops::LOAD, u.dtype(), {UOp(Ops::INDEX, buffer.dtype(), {buffer, in_read})});
   }
   if (staged.empty()) throw OptError(cat(what, ": no load of the reduction moves with the tile"));
@@ -13590,23 +13819,6 @@ inline int64_t largest_divisor(int64_t n, int64_t limit) {
   return 1;
 }
 
-/// The value of an index expression over a program's variables (`vars`, bound to `values`):
-/// constants, variables and integer ALU ops (a symbolic launch dimension's size).
-inline int64_t evaluate(const UOp& u, const std::vector<UOp>& vars, const std::vector<int64_t>& values) {
-  if (u.is_const()) return static_cast<int64_t>(u.const_int());
-  if (u.op() == Ops::DEFINE_VAR) {
-    const auto it = std::find(vars.begin(), vars.end(), u);
-    if (it == vars.end() || static_cast<size_t>(it - vars.begin()) >= values.size())
-      throw InternalError("evaluate: a variable the launch has no value for");
-    return values[static_cast<size_t>(it - vars.begin())];
-  }
-  std::vector<i128> v;
-  for (const UOp& s : u.src()) v.push_back(evaluate(s, vars, values));
-  const std::optional<i128> r = tinyt::detail::fold_int(u.op(), u.dtype(), v);
-  if (!r) throw InternalError(tinyt::detail::cat("evaluate: ", op_name(u.op()), " of ", u.dtype().name(), " does not evaluate"));
-  return static_cast<int64_t>(*r);
-}
-
 /// The launch of a program (global and local work-items per dimension) with its variables bound
 /// to `values`: a symbolic dimension is as wide as its size now, in work-groups of the largest
 /// divisor that fits beside the other dimensions'.
@@ -13615,9 +13827,11 @@ inline std::pair<std::array<int64_t, 3>, std::array<int64_t, 3>> launch_sizes(co
   int64_t left = std::max<int64_t>(p.max_local, 1);
   for (size_t d = 0; d < 3; ++d)
     if (!p.symbolic_global[d]) left /= local[d];
+  std::unordered_map<const UOpNode*, int64_t> at;
+  for (size_t i = 0; i < std::min(p.vars.size(), values.size()); ++i) at[p.vars[i].get()] = values[i];
   for (size_t d = 0; d < 3; ++d) {
     if (!p.symbolic_global[d]) continue;
-    global[d] = std::max<int64_t>(evaluate(p.symbolic_global[d], p.vars, values), 0);
+    global[d] = std::max<int64_t>(evaluate(p.symbolic_global[d], at), 0);
     local[d] = largest_divisor(global[d], left);
     left /= local[d];
   }

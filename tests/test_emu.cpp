@@ -32,14 +32,17 @@ struct EmuBuffer {
   }
 };
 
-/// Compiles and launches a listing on EMU with `global` work-items in groups of `local` (dimension 0).
-void run(const std::string& listing, const std::vector<void*>& bufs, int64_t global, int64_t local, std::vector<int64_t> vars = {}) {
+/// Compiles and launches a listing on EMU with `global` work-items in groups of `local` (dimension
+/// 0); what its memory accesses would cost a GPU.
+backend::emu::AccessStats run(const std::string& listing, const std::vector<void*>& bufs, int64_t global, int64_t local,
+                              std::vector<int64_t> vars = {}) {
   backend::Device& d = emu();
   const std::unique_ptr<backend::Program> p = d.load(d.compiler().compile(listing, "k"), "k");
   backend::LaunchDims dims;
   dims.global = {global, 1, 1};
   dims.local = {local, 1, 1};
   p->launch(bufs, vars, dims, true);
+  return dynamic_cast<const backend::emu::Program&>(*p).stats();
 }
 
 // out[i] = in[(i + shift) % n] for 8 work-items in one group, through local memory: each stores
@@ -71,6 +74,44 @@ TEST_CASE("emu: a work-group shares local memory across a barrier") {
   EmuBuffer in(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7}), out(std::vector<float>(8));
   run(rotate_listing(true, 1), {out.handle, in.handle}, 8, 8);
   CHECK(out.read<float>() == std::vector<float>{1, 2, 3, 4, 5, 6, 7, 0});
+}
+
+TEST_CASE("emu: counts what a GPU's memory makes of each warp's accesses: 32-byte sectors of global memory, conflicts in local memory's banks") {
+  // 64 work-items (two warps) each read in[i * from] and write it to temp[i * to] of local memory
+  const auto strided = [](int64_t from, int64_t to) {
+    return tinyt::detail::cat("kernel strided\n"
+                              "%0 DEFINE_GLOBAL float32*global : 0\n"
+                              "%1 DEFINE_LOCAL float32*local[2048] : 0\n"
+                              "%2 CONST index : 64\n"
+                              "%3 RANGE index %2 : global 0\n"
+                              "%4 CONST index : ", from, "\n"
+                              "%5 MUL index %3 %4\n"
+                              "%6 INDEX float32*global %0 %5\n"
+                              "%7 LOAD float32 %6\n"
+                              "%8 CONST index : ", to, "\n"
+                              "%9 MUL index %3 %8\n"
+                              "%10 INDEX float32*local[2048] %1 %9\n"
+                              "%11 STORE void %10 %7\n"
+                              "%12 END void %3 %11\n");
+  };
+  EmuBuffer in(std::vector<float>(64 * 8));
+  struct Case {
+    int64_t from, to, sectors, wavefronts;
+  };
+  // a warp's 32 floats: in 4 sectors when neighbours, 8 two floats apart, 32 eight apart, one when
+  // all read one float. Its 32 words: in 32 banks when neighbours, 2 to a bank two apart, all in
+  // one 32 apart
+  for (const Case& c : {Case{1, 1, 2 * 4, 2 * 1}, Case{2, 2, 2 * 8, 2 * 2}, Case{8, 32, 2 * 32, 2 * 32}, Case{0, 1, 2 * 1, 2 * 1}}) {
+    INFO("strides ", c.from, " and ", c.to);
+    const backend::emu::AccessStats stats = run(strided(c.from, c.to), {in.handle}, 64, 64);
+    CHECK(stats.global_loads.requests == 2);
+    CHECK(stats.global_loads.bytes == 64 * 4);
+    CHECK(stats.global_loads.sectors == c.sectors);
+    CHECK(stats.global_loads.efficiency() == doctest::Approx(64.0 * 4 / (32.0 * static_cast<double>(c.sectors))));
+    CHECK(stats.global_stores.requests == 0);
+    CHECK(stats.local_stores.requests == 2);
+    CHECK(stats.local_stores.wavefronts == c.wavefronts);
+  }
 }
 
 TEST_CASE("emu: a shuffle reads the register of the lane whose number is this one's xor the mask") {
@@ -399,6 +440,38 @@ TEST_CASE("emu: LOCAL makes tiles of work-items and STAGE copies each work-group
   CHECK(tinyt_test::message_of<codegen::OptError>([&] { (void)codegen::apply_opts(small, after); }).find("last opt") != std::string::npos);
   // a work-group past the device's 256 work-items
   CHECK_THROWS_AS(compile_kernel(small, {{OptOp::LOCAL, 1, 32}, {OptOp::LOCAL, 0, 16}}, "EMU"), codegen::OptError);
+}
+
+TEST_CASE("emu: STAGE copies each operand's tile of a matmul whole, reading global memory in whole sectors and local memory without bank conflicts") {
+  for (DType dt : {dtypes::float16, dtypes::float32}) {
+    INFO(dt.name());
+    const Tensor a = (Tensor::rand({128, 128}) - 0.5f).cast(dt).realize(), b = (Tensor::rand({128, 128}) - 0.5f).cast(dt).realize();
+    const Tensor a_emu = a.to("EMU").realize(), b_emu = b.to("EMU").realize();
+    const std::vector<schedule::Kernel> kernels = schedule::create_schedule({a_emu.matmul(b_emu).uop()});
+    REQUIRE(kernels.size() == 1);
+    const std::vector<codegen::Opt> chosen = engine::detail::gpu_opts(kernels[0].ast, emu().target());
+    INFO("opts ", codegen::to_string(chosen));
+    REQUIRE(chosen.back().op == codegen::OptOp::STAGE);
+    const std::shared_ptr<engine::CompiledKernel> k = compile_kernel(kernels[0].ast, chosen, "EMU");
+    // one copy for each operand (not one for each of a work-item's loads)
+    size_t copies = 0;
+    for (size_t at = k->source.find(" DEFINE_LOCAL "); at != std::string::npos; at = k->source.find(" DEFINE_LOCAL ", at + 1)) ++copies;
+    CHECK(copies == 2);
+    const Tensor out = Tensor::empty({128, 128}, dt, "EMU").realize();
+    backend::Device& dev = emu();
+    const std::unique_ptr<backend::Program> p = dev.load(dev.compiler().compile(k->source, k->program.name), k->program.name);
+    p->launch({graph::buffer_of(graph::base_buffer(out.uop()))->ptr(), graph::buffer_of(kernels[0].buffers[1])->ptr(),
+               graph::buffer_of(kernels[0].buffers[2])->ptr()},
+              {}, k->dims(), true);
+    const backend::emu::AccessStats& stats = dynamic_cast<const backend::emu::Program&>(*p).stats();
+    // only the copies read global memory: each warp a row's neighbouring elements
+    CHECK(stats.global_loads.efficiency() == 1.0);
+    CHECK(stats.local_stores.wavefronts == stats.local_stores.requests);
+    CHECK(stats.local_loads.wavefronts == stats.local_loads.requests);
+    const std::vector<float> want = a.matmul(b).cast(dtypes::float32).to_vector<float>();
+    tinyt_test::check_close(out.cast(dtypes::float32).to_vector<float>(), std::vector<double>(want.begin(), want.end()),
+                            tinyt_test::Tol{0.25 * 128 * 128 * 0x1p-24, tinyt_test::Tol::dtype(dt, 2).rtol});
+  }
 }
 
 TEST_CASE("emu: a symbolic dimension is launched as wide as its value, not looped in each work-item") {

@@ -274,4 +274,17 @@ inline const PatternMatcher& symbolic() {
 // not recorded by VIZ: it runs on small index expressions thousands of times per schedule
 inline UOp simplify(const UOp& u) { return detail::graph_rewrite_impl(u, symbolic(), false, nullptr, nullptr, nullptr); }
 
+/// The value of an integer expression whose leaves (ranges, variables) have values in `at`:
+/// constants and integer ALU ops over them.
+inline int64_t evaluate(const UOp& u, const std::unordered_map<const UOpNode*, int64_t>& at) {
+  if (const auto it = at.find(u.get()); it != at.end()) return it->second;
+  if (u.is_const()) return static_cast<int64_t>(u.const_int());
+  if (u.op() == Ops::RANGE || u.op() == Ops::DEFINE_VAR) throw InternalError(detail::cat("evaluate: no value for a ", op_name(u.op())));
+  std::vector<i128> v;
+  for (const UOp& s : u.src()) v.push_back(evaluate(s, at));
+  const std::optional<i128> r = detail::fold_int(u.op(), u.dtype(), v);
+  if (!r) throw InternalError(detail::cat("evaluate: ", op_name(u.op()), " of ", u.dtype().name(), " does not evaluate"));
+  return static_cast<int64_t>(*r);
+}
+
 }  // namespace tinyt::inline v0

@@ -43,13 +43,17 @@ class Program final : public backend::Program {
     const auto start = std::chrono::steady_clock::now();
     Launch run(k_, spec_, memory_, bufs, vars, dims);
     run.all_groups();
+    stats_ += run.stats();
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
+  /// The memory accesses of every launch of the program so far (AccessStats).
+  const AccessStats& stats() const { return stats_; }
 
  private:
   Kernel k_;
   Spec spec_;
   Memory& memory_;
+  AccessStats stats_;
 };
 
 /// EMU's compiler: a listing is parsed and checked; the binary is the listing itself.

@@ -56,6 +56,34 @@ class Memory final : public Allocator {
   }
 };
 
+/// How a launch's memory accesses would meet an NVIDIA GPU's memory, counted per op for each warp
+/// of 32 consecutive work-items: global memory moves 32-byte sectors; local (shared) memory is 32
+/// banks of 4-byte words, each bank serving one word a cycle (lanes reading one word share it).
+/// A GPU-free measure of coalescing and bank conflicts, on which a kernel's speed depends.
+struct AccessStats {
+  struct Global {
+    int64_t requests = 0;  // warp-wide ops (a lane at least active)
+    int64_t bytes = 0;     // the bytes their lanes asked for
+    int64_t sectors = 0;   // the 32-byte sectors they touched: bytes / 32 at best
+    /// The bytes asked for over those moved: 1 when every sector moved is used whole (above 1
+    /// where lanes read the same bytes).
+    double efficiency() const { return sectors == 0 ? 1.0 : static_cast<double>(bytes) / (32.0 * static_cast<double>(sectors)); }
+  };
+  struct Local {
+    int64_t requests = 0;    // warp-wide ops
+    int64_t wavefronts = 0;  // the cycles the banks take for them: `requests` where no two lanes ask one bank for two words
+  };
+  Global global_loads, global_stores;
+  Local local_loads, local_stores;
+  AccessStats& operator+=(const AccessStats& o) {
+    for (auto [to, from] : {std::pair{&global_loads, &o.global_loads}, {&global_stores, &o.global_stores}})
+      to->requests += from->requests, to->bytes += from->bytes, to->sectors += from->sectors;
+    for (auto [to, from] : {std::pair{&local_loads, &o.local_loads}, {&local_stores, &o.local_stores}})
+      to->requests += from->requests, to->wavefronts += from->wavefronts;
+    return *this;
+  }
+};
+
 /// One launch: the buffers and their sizes, the grid, and one work-group's state at a time.
 class Launch {
  public:
@@ -90,6 +118,8 @@ class Launch {
       for (int64_t y = 0; y < dims_.global[1] / dims_.local[1]; ++y)
         for (int64_t x = 0; x < dims_.global[0] / dims_.local[0]; ++x) group({x, y, z});
   }
+  /// The memory accesses of the work-groups run so far.
+  const AccessStats& stats() const { return stats_; }
 
  private:
   struct Global {
@@ -116,6 +146,8 @@ class Launch {
   std::vector<Local> locals_;              // by DEFINE_LOCAL number
   std::vector<std::vector<Slot>> regs_;    // by DEFINE_REG number: per element, per work-item
   std::map<size_t, std::vector<Slot>> wmma_;  // by WMMA op: its 4 results, per element, per work-item
+  AccessStats stats_;
+  static constexpr size_t memory_warp = 32;  // the lanes whose accesses the memory serves together
 
   DeviceError fail(const std::string& why) const { return DeviceError(tinyt::detail::cat("EMU: ", k_.name, ": ", why)); }
   Slot* at(size_t op) { return values_.data() + op * lanes_; }
@@ -285,6 +317,7 @@ class Launch {
           std::memcpy(&bits, g.data + static_cast<size_t>(idx[l].i) * size, size);
           out[l] = from_bits(bits, g.dtype);
         }
+        count_global(stats_.global_loads, idx, gate, size);
         return;
       }
       case Ops::DEFINE_LOCAL: {
@@ -305,6 +338,7 @@ class Launch {
           mem.read[e] = epoch_;
           out[l] = mem.data[e];
         }
+        count_local(stats_.local_loads, idx, gate, static_cast<size_t>(buffer.dtype.base().itemsize()));
         return;
       }
       default: {
@@ -339,6 +373,7 @@ class Launch {
           const uint64_t bits = to_bits(value[l], g.dtype);
           std::memcpy(g.data + e * size, &bits, size);
         }
+        count_global(stats_.global_stores, idx, gate, size);
         return;
       }
       case Ops::DEFINE_LOCAL: {
@@ -358,6 +393,7 @@ class Launch {
           mem.writer[e] = lane, mem.written[e] = epoch_;
           mem.data[e] = value[l];
         }
+        count_local(stats_.local_stores, idx, gate, static_cast<size_t>(buffer.dtype.base().itemsize()));
         return;
       }
       default: {
@@ -366,6 +402,39 @@ class Launch {
           if (!gate || gate[l].i) regs[reg_index(buffer, idx[l].i, l) + l] = value[l];
         return;
       }
+    }
+  }
+
+  // each warp's access to global memory: the distinct 32-byte sectors its active lanes touch
+  void count_global(AccessStats::Global& stats, const Slot* idx, const Slot* gate, size_t size) {
+    std::vector<int64_t> sectors;
+    for (size_t w = 0; w < lanes_; w += memory_warp) {
+      sectors.clear();
+      for (size_t l = w; l < std::min(lanes_, w + memory_warp); ++l)
+        if (!gate || gate[l].i) {
+          const int64_t first = idx[l].i * static_cast<int64_t>(size);
+          for (int64_t b = first / 32; b <= (first + static_cast<int64_t>(size) - 1) / 32; ++b) sectors.push_back(b);
+          stats.bytes += static_cast<int64_t>(size);
+        }
+      std::sort(sectors.begin(), sectors.end());
+      const auto n = static_cast<int64_t>(std::unique(sectors.begin(), sectors.end()) - sectors.begin());
+      stats.requests += n > 0, stats.sectors += n;
+    }
+  }
+  // each warp's access to local memory: the most distinct words its active lanes ask one bank for
+  void count_local(AccessStats::Local& stats, const Slot* idx, const Slot* gate, size_t size) {
+    std::vector<int64_t> words;
+    for (size_t w = 0; w < lanes_; w += memory_warp) {
+      words.clear();
+      for (size_t l = w; l < std::min(lanes_, w + memory_warp); ++l)
+        if (!gate || gate[l].i)
+          for (size_t b = 0; b < size; b += 4) words.push_back((idx[l].i * static_cast<int64_t>(size) + static_cast<int64_t>(b)) / 4);
+      if (words.empty()) continue;
+      std::sort(words.begin(), words.end());
+      words.erase(std::unique(words.begin(), words.end()), words.end());
+      std::array<int64_t, 32> per_bank{};
+      for (int64_t word : words) ++per_bank[static_cast<size_t>(word % 32)];
+      ++stats.requests, stats.wavefronts += *std::max_element(per_bank.begin(), per_bank.end());
     }
   }
 

@@ -162,23 +162,6 @@ inline int64_t largest_divisor(int64_t n, int64_t limit) {
   return 1;
 }
 
-/// The value of an index expression over a program's variables (`vars`, bound to `values`):
-/// constants, variables and integer ALU ops (a symbolic launch dimension's size).
-inline int64_t evaluate(const UOp& u, const std::vector<UOp>& vars, const std::vector<int64_t>& values) {
-  if (u.is_const()) return static_cast<int64_t>(u.const_int());
-  if (u.op() == Ops::DEFINE_VAR) {
-    const auto it = std::find(vars.begin(), vars.end(), u);
-    if (it == vars.end() || static_cast<size_t>(it - vars.begin()) >= values.size())
-      throw InternalError("evaluate: a variable the launch has no value for");
-    return values[static_cast<size_t>(it - vars.begin())];
-  }
-  std::vector<i128> v;
-  for (const UOp& s : u.src()) v.push_back(evaluate(s, vars, values));
-  const std::optional<i128> r = tinyt::detail::fold_int(u.op(), u.dtype(), v);
-  if (!r) throw InternalError(tinyt::detail::cat("evaluate: ", op_name(u.op()), " of ", u.dtype().name(), " does not evaluate"));
-  return static_cast<int64_t>(*r);
-}
-
 /// The launch of a program (global and local work-items per dimension) with its variables bound
 /// to `values`: a symbolic dimension is as wide as its size now, in work-groups of the largest
 /// divisor that fits beside the other dimensions'.
@@ -187,9 +170,11 @@ inline std::pair<std::array<int64_t, 3>, std::array<int64_t, 3>> launch_sizes(co
   int64_t left = std::max<int64_t>(p.max_local, 1);
   for (size_t d = 0; d < 3; ++d)
     if (!p.symbolic_global[d]) left /= local[d];
+  std::unordered_map<const UOpNode*, int64_t> at;
+  for (size_t i = 0; i < std::min(p.vars.size(), values.size()); ++i) at[p.vars[i].get()] = values[i];
   for (size_t d = 0; d < 3; ++d) {
     if (!p.symbolic_global[d]) continue;
-    global[d] = std::max<int64_t>(evaluate(p.symbolic_global[d], p.vars, values), 0);
+    global[d] = std::max<int64_t>(evaluate(p.symbolic_global[d], at), 0);
     local[d] = largest_divisor(global[d], left);
     left /= local[d];
   }

@@ -311,15 +311,82 @@ inline UOp pack_loads(const UOp& ast, const UOp& at, const std::string& what) {
 /// static shared memory is 48 KiB).
 inline constexpr int64_t max_stage_bytes = 32 * 1024;
 
+/// One dimension of a box of addresses: `size` steps of `stride` elements.
+struct BoxDim {
+  int64_t stride, size;
+};
+
+/// Distinct ascending offsets from 0 as a box: the sums of d_i·stride_i over 0 ≤ d_i < size_i,
+/// the smallest stride first and each past the span of those before it (a tile of rows of a
+/// matrix: {1, columns}, {row stride, rows}); empty when they are not one.
+inline std::optional<std::vector<BoxDim>> as_box(const std::vector<int64_t>& offsets) {
+  std::vector<BoxDim> dims;
+  size_t block = 1;  // the offsets the dimensions so far span: the first `block` ones
+  while (block < offsets.size()) {
+    const int64_t stride = offsets[block] - offsets[0];
+    const auto shifted = [&](size_t copy) {  // the copy-th block is the first moved by copy·stride
+      for (size_t i = 0; i < block; ++i)
+        if (offsets[copy * block + i] != offsets[i] + static_cast<int64_t>(copy) * stride) return false;
+      return true;
+    };
+    size_t count = 1;
+    while ((count + 1) * block <= offsets.size() && shifted(count)) ++count;
+    if (count == 1) return std::nullopt;
+    dims.push_back({stride, static_cast<int64_t>(count)});
+    block *= count;
+  }
+  return dims;
+}
+
+// An address as base + offset, the offset's terms depending on the ranges `inside` only and the
+// base's on none of them; empty when a term depends on both (a convolution's window position,
+// whose division mixes the tile's steps of K with the loop over tiles).
+inline std::optional<std::pair<UOp, UOp>> split_address(const UOp& address, const std::unordered_set<const UOpNode*>& inside) {
+  const Linear whole = linear_form(address);
+  Linear base{{}, 0, address.dtype()}, offset{{}, whole.constant, address.dtype()};
+  for (const Linear::Term& t : whole.terms) {
+    bool in = false, out = false;
+    for (const UOp& x : toposort(t.atom)) {
+      if (x.op() == Ops::RANGE) (inside.count(x.get()) ? in : out) = true;
+      out = out || x.op() == Ops::DEFINE_VAR;
+    }
+    if (in && out) return std::nullopt;
+    (in ? offset : base).terms.push_back(t);
+  }
+  return std::pair{base.build(), offset.build()};
+}
+
+// The values of `expr` over every combination of the values of the ranges of `ranges` it depends
+// on, appended to `out`; false (and nothing appended) past `limit` combinations.
+inline bool enumerate_values(const UOp& expr, const std::vector<UOp>& ranges, size_t limit, std::vector<int64_t>& out) {
+  std::vector<UOp> own;
+  size_t combinations = 1;
+  for (const UOp& x : ranges)
+    if (depends_on(expr, x)) own.push_back(x), combinations *= static_cast<size_t>(range_size(x));
+  if (combinations > limit) return false;
+  std::unordered_map<const UOpNode*, int64_t> at;
+  for (const UOp& x : own) at[x.get()] = 0;
+  for (size_t i = 0; i < combinations; ++i) {
+    out.push_back(evaluate(expr, at));
+    for (auto x = own.rbegin(); x != own.rend() && ++at[x->get()] == range_size(*x); ++x) at[x->get()] = 0;  // the next combination
+  }
+  return true;
+}
+
 // STAGE (see the top of this file). `r` splits into loops over tiles (keeping its id) and a
 // fresh reduce range of `amount` inside. The ranges that vary inside a pass of the tile loop are
 // the work-group's (LOCAL tiles, TC's lanes: the team), register ranges, and reduce ranges after
 // the tile loop; a load of a read-only buffer that a reduction reads and that moves with one of
-// those reduce ranges is copied. The copy holds the load's values (0 where it is masked) over
-// the inside ranges its address depends on, ordered so that the one with the smallest stride in
-// global memory is fastest: neighbouring work-items copy neighbouring values. Work-item t of the
-// team's G copies elements t, t+G, ... (a `pack` loop); one BARRIER (arg "stage") publishes all
-// the copies, and the linearizer puts another before them where they are made in a loop.
+// those reduce ranges is copied. Work-item t of the team's G copies elements t, t+G, ... of a
+// copy (a `pack` loop); one BARRIER (arg "stage") publishes all the copies, and the linearizer
+// puts another before them where they are made in a loop.
+// The loads of one buffer whose addresses differ only by what varies inside the pass (the
+// fragments of a matmul's operand) share one copy where the elements they read together make a
+// box (a tile of the operand's rows): the box in the buffer's order, so that neighbouring
+// work-items copy neighbouring elements, its rows padded by 16 bytes where a warp would find a
+// column of it in one bank. Each other load (a convolution's, whose window mixes the tile with
+// the loop over tiles) has a copy of its own: its values over the inside ranges its address
+// depends on, the range with the smallest stride in global memory fastest.
 inline UOp stage_loads(const UOp& ast, const UOp& r, int64_t amount, const std::string& what) {
   using tinyt::detail::cat;
   const int64_t fresh_id = next_axis_id(ast);
@@ -338,8 +405,9 @@ inline UOp stage_loads(const UOp& ast, const UOp& r, int64_t amount, const std::
     if (k == RangeKind::local || k == RangeKind::warp || k == RangeKind::upcast || k == RangeKind::unroll) return true;
     return k == RangeKind::reduce && (!outer || range_before(outer, x));
   };
+  std::unordered_set<const UOpNode*> inside_set;
   for (const UOp& x : all_ranges(split))
-    if (tile_range(x)) inside.push_back(x);
+    if (tile_range(x)) inside.push_back(x), inside_set.insert(x.get());
   int64_t team_size = 1;
   UOp tid = schedule::index_const(0);
   for (auto it = team.rbegin(); it != team.rend(); ++it) tid = tid * range_size(*it) + *it, team_size *= range_size(*it);
@@ -354,17 +422,100 @@ inline UOp stage_loads(const UOp& ast, const UOp& r, int64_t amount, const std::
     if (u.op() == Ops::REDUCE &&
         std::any_of(u.src().begin() + 1, u.src().end(), [&](const UOp& x) { return x.arg()[0].as_int() == fresh_id; }))
       for (const UOp& x : toposort(u.src(0))) read.insert(x.get());
+  const std::vector<UOp> ranges = all_ranges(split);
+  const auto local_buffer = [&](DType dt, int64_t size) {
+    bytes += size * dt.itemsize();
+    if (bytes > max_stage_bytes) throw OptError(cat(what, ": the copies take more than ", max_stage_bytes, " bytes of local memory"));
+    return UOp(Ops::DEFINE_LOCAL, dt.ptr(size, AddrSpace::local), {}, buffers++);
+  };
+  // element f = pass·team + tid of a copy of `size` elements, and where the team does not divide
+  // the copy, the gate of the last pass, which copies only up to its end
+  const auto team_copy = [&](int64_t size) {
+    const int64_t passes = (size + team_size - 1) / team_size;
+    const UOp pass = passes == 1 ? schedule::index_const(0) : schedule::range(passes, next_axis++, RangeKind::pack);
+    const UOp f = pass * team_size + tid;
+    return std::pair{f, size % team_size == 0 ? UOp() : f.lt(size)};
+  };
   std::unordered_map<const UOpNode*, UOp> staged;
   std::vector<UOp> fills;
-  const std::vector<UOp> ranges = all_ranges(split);
+  const auto fill = [&](UOp to, UOp value, const UOp& in_copy) {
+    if (in_copy) value = UOp(Ops::LOAD, value.dtype(), {gated(value.src(0), in_copy)}), to = gated(to, in_copy);
+    fills.emplace_back(Ops::STORE, dtypes::void_, std::vector<UOp>{to, value});
+  };
+  // the loads to copy, each in a tile of its buffer's loads with the same base, or alone
+  struct Tile {
+    UOp index;  // the INDEX of the first load: its buffer, and what a copy's INDEX is made as
+    UOp base;
+    std::vector<std::pair<UOp, UOp>> loads;  // each with its offset from the base
+  };
+  std::vector<Tile> tiles;
+  std::vector<UOp> alone;
   for (const UOp& u : toposort(split)) {
     if (u.op() != Ops::LOAD || !read.count(u.get()) || u.src(0).op() != Ops::INDEX || u.src(0).src(0).op() != Ops::DEFINE_GLOBAL ||
         written.count(u.src(0).src(0).get()))
       continue;
+    if (std::none_of(inside.begin(), inside.end(), [&](const UOp& x) { return range_kind(x) == RangeKind::reduce && depends_on(u.src(0), x); }))
+      continue;
+    const std::optional<std::pair<UOp, UOp>> parts = u.src(0).src().size() > 2 ? std::nullopt : split_address(u.src(0).src(1), inside_set);
+    if (!parts) {
+      alone.push_back(u);
+      continue;
+    }
+    auto same = std::find_if(tiles.begin(), tiles.end(), [&](const Tile& t) { return t.index.src(0) == u.src(0).src(0) && t.base == parts->first; });
+    if (same == tiles.end()) same = tiles.insert(tiles.end(), {u.src(0), parts->first, {}});
+    same->loads.emplace_back(u, parts->second);
+  }
+  for (const Tile& tile : tiles) {
+    std::vector<int64_t> offsets;
+    bool few = true;  // (a copy within local memory has at most max_stage_bytes elements; more is no tile)
+    for (const auto& [load, offset] : tile.loads) few = few && enumerate_values(offset, inside, max_stage_bytes, offsets);
+    std::sort(offsets.begin(), offsets.end());
+    offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());
+    const int64_t lo = offsets.empty() ? 0 : offsets.front();
+    for (int64_t& o : offsets) o -= lo;
+    const std::optional<std::vector<BoxDim>> box = few ? as_box(offsets) : std::nullopt;
+    if (!box) {
+      for (const auto& [load, offset] : tile.loads) alone.push_back(load);
+      continue;
+    }
+    const std::vector<BoxDim>& dims = *box;
+    const DType dt = tile.loads.front().first.dtype();
+    // where in the copy each step of each dimension goes: dimension 0 the fastest, its rows
+    // padded by 16 bytes where they are a multiple of 64 (lanes reading down a column would find
+    // their words in a few banks) but not shorter than a warp's 32 copied elements (which would
+    // then straddle a padded row's end and meet the next row's in one bank)
+    const int64_t row_bytes = dims.empty() ? 0 : dims[0].size * dt.itemsize();
+    const bool pad = dims.size() > 1 && row_bytes % 64 == 0 && row_bytes >= 32 * dt.itemsize();
+    std::vector<int64_t> in_local;
+    int64_t span = 1, count = 1;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      in_local.push_back(span);
+      span = span * dims[i].size + (i == 0 && pad ? 16 / dt.itemsize() : 0), count *= dims[i].size;
+    }
+    const UOp buffer = local_buffer(dt, span);
+    const auto [f, in_copy] = team_copy(count);
+    UOp from = tile.base + schedule::index_const(lo), to = schedule::index_const(0);
+    int64_t below = 1;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      const UOp step = (f / below).alu(Ops::MOD, {schedule::index_const(dims[i].size)});
+      from = from + step * dims[i].stride, to = to + step * in_local[i], below *= dims[i].size;
+    }
+    fill(UOp(Ops::INDEX, buffer.dtype(), {buffer, to}),
+         UOp(Ops::LOAD, dt, {UOp(Ops::INDEX, tile.index.dtype(), {tile.index.src(0), from})}), in_copy);
+    for (const auto& [load, offset] : tile.loads) {  // an offset's steps: its remainder below each stride, divided by it
+      const UOp v = offset - schedule::index_const(lo);
+      UOp at = schedule::index_const(0);
+      for (size_t i = 0; i < dims.size(); ++i) {
+        const UOp below_next = i + 1 < dims.size() ? v.alu(Ops::MOD, {schedule::index_const(dims[i + 1].stride)}) : v;
+        at = at + below_next / dims[i].stride * in_local[i];
+      }
+      staged[load.get()] = UOp(Ops::LOAD, dt, {UOp(Ops::INDEX, buffer.dtype(), {buffer, simplify(at)})});
+    }
+  }
+  for (const UOp& u : alone) {
     std::vector<UOp> own;
     for (const UOp& x : inside)
       if (depends_on(u.src(0), x)) own.push_back(x);
-    if (std::none_of(own.begin(), own.end(), [](const UOp& x) { return range_kind(x) == RangeKind::reduce; })) continue;
     // the largest stride in global memory outermost (unknown strides, as a gate's ranges, first)
     const auto stride = [&](const UOp& x) {
       const std::optional<int64_t> st = detail::stride_of(u.src(0).src(1), x, ranges);
@@ -373,14 +524,9 @@ inline UOp stage_loads(const UOp& ast, const UOp& r, int64_t amount, const std::
     std::stable_sort(own.begin(), own.end(), [&](const UOp& a, const UOp& b) { return stride(a) > stride(b); });
     int64_t size = 1;
     for (const UOp& x : own) size *= range_size(x);
-    bytes += size * u.dtype().itemsize();
-    if (bytes > max_stage_bytes) throw OptError(cat(what, ": the copies take more than ", max_stage_bytes, " bytes of local memory"));
-    // element f = pass * team + tid of the copy, and the value of each of its ranges there; where
-    // the team does not divide the copy, the last pass copies only up to its end
-    const int64_t passes = (size + team_size - 1) / team_size;
-    const UOp pass = passes == 1 ? schedule::index_const(0) : schedule::range(passes, next_axis++, RangeKind::pack);
-    const UOp f = pass * team_size + tid;
-    const UOp in_copy = size % team_size == 0 ? UOp() : f.lt(size);
+    const UOp buffer = local_buffer(u.dtype(), size);
+    const auto [f, in_copy] = team_copy(size);
+    // the value of each of the copy's ranges at element f
     std::unordered_map<const UOpNode*, UOp> at_f;
     UOp in_read = schedule::index_const(0);
     int64_t inner = 1;
@@ -389,10 +535,7 @@ inline UOp stage_loads(const UOp& ast, const UOp& r, int64_t amount, const std::
       inner *= range_size(*x);
     }
     for (const UOp& x : own) in_read = in_read * range_size(x) + x;
-    const UOp buffer(Ops::DEFINE_LOCAL, u.dtype().ptr(size, AddrSpace::local), {}, buffers++);
-    UOp value = substitute(u, at_f), to(Ops::INDEX, buffer.dtype(), {buffer, f});
-    if (in_copy) value = UOp(Ops::LOAD, value.dtype(), {gated(value.src(0), in_copy)}), to = gated(to, in_copy);
-    fills.emplace_back(Ops::STORE, dtypes::void_, std::vector<UOp>{to, value});
+    fill(UOp(Ops::INDEX, buffer.dtype(), {buffer, f}), substitute(u, at_f), in_copy);
     staged[u.get()] = UOp(Ops::LOAD, u.dtype(), {UOp(Ops::INDEX, buffer.dtype(), {buffer, in_read})});
   }
   if (staged.empty()) throw OptError(cat(what, ": no load of the reduction moves with the tile"));
