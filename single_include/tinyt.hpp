@@ -8113,8 +8113,15 @@ inline Kernel parse(const std::string& listing, const Spec& spec) {
         throw fail("cannot read '" + word + "'");
       }
     }
-    if ((ins.dtype.count() > 1 && ins.op != Ops::WMMA) || (ins.dtype.is_ptr() && ins.dtype.base().count() > 1))
-      throw fail("EMU runs scalar programs; vectors are for the CPU's registers");
+    // vectors: a tensor-core op's results, a wide copy's 16 bytes (a load whose users store them)
+    if ((ins.dtype.count() > 1 && ins.op != Ops::WMMA && (ins.op != Ops::LOAD || ins.dtype.itemsize() != 16)) ||
+        (ins.dtype.is_ptr() && ins.dtype.base().count() > 1))
+      throw fail("EMU runs scalar programs; vectors are for the CPU's registers, tensor cores and 16-byte copies");
+    for (size_t i = 0; i < ins.src.size(); ++i) {
+      const Instr& from = k.code[static_cast<size_t>(ins.src[i])];
+      if (from.op == Ops::LOAD && from.dtype.count() > 1 && !(ins.op == Ops::STORE && i == 1))
+        throw fail("a 16-byte load is only stored: it is a copy's");
+    }
     const auto need_args = [&](size_t n) {
       if (arg.size() != n) throw fail(tinyt::detail::cat("expects ", n, " argument(s) after ':'"));
     };
@@ -8253,7 +8260,8 @@ struct AccessStats {
   };
   struct Local {
     int64_t requests = 0;    // warp-wide ops
-    int64_t wavefronts = 0;  // the cycles the banks take for them: `requests` where no two lanes ask one bank for two words
+    int64_t wavefronts = 0;  // the cycles the banks take for them
+    int64_t fewest = 0;      // the fewest they could take: a cycle for each 128 distinct bytes (`requests` for scalars)
   };
   Global global_loads, global_stores;
   Local local_loads, local_stores;
@@ -8261,7 +8269,7 @@ struct AccessStats {
     for (auto [to, from] : {std::pair{&global_loads, &o.global_loads}, {&global_stores, &o.global_stores}})
       to->requests += from->requests, to->bytes += from->bytes, to->sectors += from->sectors;
     for (auto [to, from] : {std::pair{&local_loads, &o.local_loads}, {&local_stores, &o.local_stores}})
-      to->requests += from->requests, to->wavefronts += from->wavefronts;
+      to->requests += from->requests, to->wavefronts += from->wavefronts, to->fewest += from->fewest;
     return *this;
   }
 };
@@ -8327,7 +8335,7 @@ class Launch {
   std::vector<Slot> values_;                   // per op, per work-item
   std::vector<Local> locals_;              // by DEFINE_LOCAL number
   std::vector<std::vector<Slot>> regs_;    // by DEFINE_REG number: per element, per work-item
-  std::map<size_t, std::vector<Slot>> wmma_;  // by WMMA op: its 4 results, per element, per work-item
+  std::map<size_t, std::vector<Slot>> vectors_;  // by op with a vector result (WMMA, a wide load): per element, per work-item
   AccessStats stats_;
   static constexpr size_t memory_warp = 32;  // the lanes whose accesses the memory serves together
 
@@ -8407,12 +8415,12 @@ class Launch {
         case Ops::INDEX:
           std::copy_n(at(static_cast<size_t>(ins.src[1])), lanes_, out);
           break;
-        case Ops::LOAD: load(ins, out); break;
+        case Ops::LOAD: load(pc, ins, out); break;
         case Ops::STORE: store(ins); break;
         case Ops::BARRIER: ++epoch_; break;
         case Ops::WMMA: tensor_core(pc, ins); break;
         case Ops::GEP: {
-          const std::vector<Slot>& d = wmma_.at(static_cast<size_t>(ins.src[0]));
+          const std::vector<Slot>& d = vectors_.at(static_cast<size_t>(ins.src[0]));
           std::copy_n(d.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(ins.number) * lanes_), lanes_, out);
           break;
         }
@@ -8441,7 +8449,7 @@ class Launch {
       const float v = at(static_cast<size_t>(ins.src[src]))[lane].f;
       return ins.input == dtypes::float32 ? std::bit_cast<float>(round_tf32_bits(std::bit_cast<uint32_t>(v))) : round_narrow(v, ins.input);
     };
-    std::vector<Slot>& d = wmma_[pc];
+    std::vector<Slot>& d = vectors_[pc];
     d.assign(static_cast<size_t>(TensorCore::c_count) * lanes_, Slot{});
     std::vector<float> a(static_cast<size_t>(tc.m * tc.k)), b(static_cast<size_t>(tc.k * tc.n));  // row-major
     for (size_t w = 0; w < lanes_; w += TensorCore::warp) {
@@ -8479,48 +8487,70 @@ class Launch {
     return index.src.size() > 2 && at(static_cast<size_t>(index.src[2]))[l].i == 0;
   }
 
-  void load(const Instr& ins, Slot* out) {
+  // A load's or a store's elements: one, or a vector's `width` neighbours from element idx on (a
+  // wide copy's), which a GPU moves at once and so must find aligned to the vector's size.
+  size_t width_of(const Instr& value, const Slot* idx, const Slot* gate, const Instr& buffer) const {
+    const auto width = static_cast<size_t>(value.dtype.count());
+    if (width > 1) {
+      if (buffer.op != Ops::DEFINE_GLOBAL && buffer.op != Ops::DEFINE_LOCAL) throw fail("a vector load or store of registers");
+      for (size_t l = 0; l < lanes_; ++l)
+        if ((!gate || gate[l].i) && idx[l].i % static_cast<int64_t>(width) != 0)
+          throw fail(tinyt::detail::cat(who(l), " moves ", width, " elements from element ", idx[l].i, " of ",
+                                        buffer.op == Ops::DEFINE_LOCAL ? "local buffer " : "buffer ", buffer.number,
+                                        ": not aligned to the vector's size"));
+    }
+    return width;
+  }
+
+  void load(size_t pc, const Instr& ins, Slot* out) {
     const Instr& index = k_.code[static_cast<size_t>(ins.src[0])];
     const Instr& buffer = k_.code[static_cast<size_t>(index.src[0])];
     const Slot* idx = at(static_cast<size_t>(index.src[1]));
     const Slot* gate = index.src.size() > 2 ? at(static_cast<size_t>(index.src[2])) : nullptr;
-    const Slot zero = convert(Slot{0}, dtypes::int32, ins.dtype);
+    const Slot zero = convert(Slot{0}, dtypes::int32, ins.dtype.scalar());
+    const size_t width = width_of(ins, idx, gate, buffer);
+    if (width > 1) vectors_[pc].assign(width * lanes_, zero);
+    // element k of lane l's value
+    Slot* const values = width > 1 ? vectors_[pc].data() : out;
     switch (buffer.op) {
       case Ops::DEFINE_GLOBAL: {
         const Global& g = globals_[static_cast<size_t>(buffer.number)];
         const auto size = static_cast<size_t>(g.dtype.itemsize());
-        for (size_t l = 0; l < lanes_; ++l) {
-          if (gate && !gate[l].i) {
-            out[l] = zero;
-            continue;
+        for (size_t l = 0; l < lanes_; ++l)
+          for (size_t k = 0; k < width; ++k) {
+            if (gate && !gate[l].i) {
+              values[k * lanes_ + l] = zero;
+              continue;
+            }
+            const int64_t i = idx[l].i + static_cast<int64_t>(k);
+            check_global(buffer, g, i, l, "reads");
+            uint64_t bits = 0;
+            std::memcpy(&bits, g.data + static_cast<size_t>(i) * size, size);
+            values[k * lanes_ + l] = from_bits(bits, g.dtype);
           }
-          check_global(buffer, g, idx[l].i, l, "reads");
-          uint64_t bits = 0;
-          std::memcpy(&bits, g.data + static_cast<size_t>(idx[l].i) * size, size);
-          out[l] = from_bits(bits, g.dtype);
-        }
-        count_global(stats_.global_loads, idx, gate, size);
+        count_global(stats_.global_loads, idx, gate, size, width);
         return;
       }
       case Ops::DEFINE_LOCAL: {
         Local& mem = locals_[static_cast<size_t>(buffer.number)];
-        for (size_t l = 0; l < lanes_; ++l) {
-          if (gate && !gate[l].i) {
-            out[l] = zero;
-            continue;
+        for (size_t l = 0; l < lanes_; ++l)
+          for (size_t k = 0; k < width; ++k) {
+            if (gate && !gate[l].i) {
+              values[k * lanes_ + l] = zero;
+              continue;
+            }
+            const int64_t i = idx[l].i + static_cast<int64_t>(k);
+            check_local(buffer, i, l, "reads");
+            const auto e = static_cast<size_t>(i);
+            const auto lane = static_cast<int32_t>(l);
+            if (mem.written[e] == epoch_ && mem.writer[e] != lane)
+              throw fail(tinyt::detail::cat(who(l), " reads element ", i, " of local buffer ", buffer.number, ", which ",
+                                            who(static_cast<size_t>(mem.writer[e])), " wrote with no barrier between"));
+            mem.reader[e] = mem.read[e] == epoch_ && mem.reader[e] != lane ? -2 : lane;
+            mem.read[e] = epoch_;
+            values[k * lanes_ + l] = mem.data[e];
           }
-          const int64_t i = idx[l].i;
-          check_local(buffer, i, l, "reads");
-          const auto e = static_cast<size_t>(i);
-          const auto lane = static_cast<int32_t>(l);
-          if (mem.written[e] == epoch_ && mem.writer[e] != lane)
-            throw fail(tinyt::detail::cat(who(l), " reads element ", i, " of local buffer ", buffer.number, ", which ",
-                                          who(static_cast<size_t>(mem.writer[e])), " wrote with no barrier between"));
-          mem.reader[e] = mem.read[e] == epoch_ && mem.reader[e] != lane ? -2 : lane;
-          mem.read[e] = epoch_;
-          out[l] = mem.data[e];
-        }
-        count_local(stats_.local_loads, idx, gate, static_cast<size_t>(buffer.dtype.base().itemsize()));
+        count_local(stats_.local_loads, idx, gate, static_cast<size_t>(buffer.dtype.base().itemsize()), width);
         return;
       }
       default: {
@@ -8536,46 +8566,51 @@ class Launch {
     const Instr& buffer = k_.code[static_cast<size_t>(index.src[0])];
     const Slot* idx = at(static_cast<size_t>(index.src[1]));
     const Slot* gate = index.src.size() > 2 ? at(static_cast<size_t>(index.src[2])) : nullptr;
-    const Slot* value = at(static_cast<size_t>(ins.src[1]));
+    const auto from = static_cast<size_t>(ins.src[1]);
+    const size_t width = width_of(k_.code[from], idx, gate, buffer);
+    // element k of lane l's value
+    const Slot* value = width > 1 ? vectors_.at(from).data() : at(from);
     switch (buffer.op) {
       case Ops::DEFINE_GLOBAL: {
         Global& g = globals_[static_cast<size_t>(buffer.number)];
         const auto size = static_cast<size_t>(g.dtype.itemsize());
         if (g.writer.empty()) g.writer.assign(g.nbytes / size, -1);
-        for (size_t l = 0; l < lanes_; ++l) {
-          if (gate && !gate[l].i) continue;
-          const int64_t i = idx[l].i;
-          check_global(buffer, g, i, l, "writes");
-          const auto e = static_cast<size_t>(i);
-          const int64_t id = launch_id(l);
-          if (g.writer[e] >= 0 && g.writer[e] != id)
-            throw fail(tinyt::detail::cat(who(l), " writes element ", i, " of buffer ", buffer.number, ", which work-item ", g.writer[e],
-                                          " of the launch wrote too"));
-          g.writer[e] = id;
-          const uint64_t bits = to_bits(value[l], g.dtype);
-          std::memcpy(g.data + e * size, &bits, size);
-        }
-        count_global(stats_.global_stores, idx, gate, size);
+        for (size_t l = 0; l < lanes_; ++l)
+          for (size_t k = 0; k < width; ++k) {
+            if (gate && !gate[l].i) continue;
+            const int64_t i = idx[l].i + static_cast<int64_t>(k);
+            check_global(buffer, g, i, l, "writes");
+            const auto e = static_cast<size_t>(i);
+            const int64_t id = launch_id(l);
+            if (g.writer[e] >= 0 && g.writer[e] != id)
+              throw fail(tinyt::detail::cat(who(l), " writes element ", i, " of buffer ", buffer.number, ", which work-item ", g.writer[e],
+                                            " of the launch wrote too"));
+            g.writer[e] = id;
+            const uint64_t bits = to_bits(value[k * lanes_ + l], g.dtype);
+            std::memcpy(g.data + e * size, &bits, size);
+          }
+        count_global(stats_.global_stores, idx, gate, size, width);
         return;
       }
       case Ops::DEFINE_LOCAL: {
         Local& mem = locals_[static_cast<size_t>(buffer.number)];
-        for (size_t l = 0; l < lanes_; ++l) {
-          if (gate && !gate[l].i) continue;
-          const int64_t i = idx[l].i;
-          check_local(buffer, i, l, "writes");
-          const auto e = static_cast<size_t>(i);
-          const auto lane = static_cast<int32_t>(l);
-          if (mem.written[e] == epoch_ && mem.writer[e] != lane)
-            throw fail(tinyt::detail::cat(who(l), " and ", who(static_cast<size_t>(mem.writer[e])), " both write element ", i,
-                                          " of local buffer ", buffer.number, " with no barrier between"));
-          if (mem.read[e] == epoch_ && mem.reader[e] != lane)
-            throw fail(tinyt::detail::cat(who(l), " writes element ", i, " of local buffer ", buffer.number,
-                                          ", which another work-item read with no barrier between"));
-          mem.writer[e] = lane, mem.written[e] = epoch_;
-          mem.data[e] = value[l];
-        }
-        count_local(stats_.local_stores, idx, gate, static_cast<size_t>(buffer.dtype.base().itemsize()));
+        for (size_t l = 0; l < lanes_; ++l)
+          for (size_t k = 0; k < width; ++k) {
+            if (gate && !gate[l].i) continue;
+            const int64_t i = idx[l].i + static_cast<int64_t>(k);
+            check_local(buffer, i, l, "writes");
+            const auto e = static_cast<size_t>(i);
+            const auto lane = static_cast<int32_t>(l);
+            if (mem.written[e] == epoch_ && mem.writer[e] != lane)
+              throw fail(tinyt::detail::cat(who(l), " and ", who(static_cast<size_t>(mem.writer[e])), " both write element ", i,
+                                            " of local buffer ", buffer.number, " with no barrier between"));
+            if (mem.read[e] == epoch_ && mem.reader[e] != lane)
+              throw fail(tinyt::detail::cat(who(l), " writes element ", i, " of local buffer ", buffer.number,
+                                            ", which another work-item read with no barrier between"));
+            mem.writer[e] = lane, mem.written[e] = epoch_;
+            mem.data[e] = value[k * lanes_ + l];
+          }
+        count_local(stats_.local_stores, idx, gate, static_cast<size_t>(buffer.dtype.base().itemsize()), width);
         return;
       }
       default: {
@@ -8588,35 +8623,43 @@ class Launch {
   }
 
   // each warp's access to global memory: the distinct 32-byte sectors its active lanes touch
-  void count_global(AccessStats::Global& stats, const Slot* idx, const Slot* gate, size_t size) {
+  // (each lane `width` elements of `size` bytes from element idx on)
+  void count_global(AccessStats::Global& stats, const Slot* idx, const Slot* gate, size_t size, size_t width) {
     std::vector<int64_t> sectors;
+    const auto bytes = static_cast<int64_t>(size * width);
     for (size_t w = 0; w < lanes_; w += memory_warp) {
       sectors.clear();
       for (size_t l = w; l < std::min(lanes_, w + memory_warp); ++l)
         if (!gate || gate[l].i) {
           const int64_t first = idx[l].i * static_cast<int64_t>(size);
-          for (int64_t b = first / 32; b <= (first + static_cast<int64_t>(size) - 1) / 32; ++b) sectors.push_back(b);
-          stats.bytes += static_cast<int64_t>(size);
+          for (int64_t b = first / 32; b <= (first + bytes - 1) / 32; ++b) sectors.push_back(b);
+          stats.bytes += bytes;
         }
       std::sort(sectors.begin(), sectors.end());
       const auto n = static_cast<int64_t>(std::unique(sectors.begin(), sectors.end()) - sectors.begin());
       stats.requests += n > 0, stats.sectors += n;
     }
   }
-  // each warp's access to local memory: the most distinct words its active lanes ask one bank for
-  void count_local(AccessStats::Local& stats, const Slot* idx, const Slot* gate, size_t size) {
+  // each warp's access to local memory: the most distinct words its active lanes ask one bank
+  // for; at best its bytes over the 128 the banks serve a cycle
+  void count_local(AccessStats::Local& stats, const Slot* idx, const Slot* gate, size_t size, size_t width) {
     std::vector<int64_t> words;
+    const auto bytes = static_cast<int64_t>(size * width);
     for (size_t w = 0; w < lanes_; w += memory_warp) {
       words.clear();
+      int64_t asked = 0;
       for (size_t l = w; l < std::min(lanes_, w + memory_warp); ++l)
-        if (!gate || gate[l].i)
-          for (size_t b = 0; b < size; b += 4) words.push_back((idx[l].i * static_cast<int64_t>(size) + static_cast<int64_t>(b)) / 4);
+        if (!gate || gate[l].i) {
+          for (int64_t b = 0; b < bytes; b += 4) words.push_back((idx[l].i * static_cast<int64_t>(size) + b) / 4);
+          asked += bytes;
+        }
       if (words.empty()) continue;
       std::sort(words.begin(), words.end());
       words.erase(std::unique(words.begin(), words.end()), words.end());
       std::array<int64_t, 32> per_bank{};
       for (int64_t word : words) ++per_bank[static_cast<size_t>(word % 32)];
       ++stats.requests, stats.wavefronts += *std::max_element(per_bank.begin(), per_bank.end());
+      stats.fewest += std::max<int64_t>((std::min<int64_t>(asked, static_cast<int64_t>(words.size()) * 4) + 127) / 128, 1);
     }
   }
 
@@ -11519,15 +11562,24 @@ inline UOp stage_loads(const UOp& ast, const UOp& r, int64_t amount, const std::
       span = span * dims[i].size + (i == 0 && pad ? 16 / dt.itemsize() : 0), count *= dims[i].size;
     }
     const UOp buffer = local_buffer(dt, span);
-    const auto [f, in_copy] = team_copy(count);
+    // a work-item copies 16 bytes at once where both copies' rows are made of whole 16-byte
+    // blocks, each block aligned (the buffers' starts are: allocations and local arrays are)
+    const int64_t block = 16 / std::min<int64_t>(dt.itemsize(), 16);
+    const bool wide = block > 1 && !dims.empty() && dims[0].stride == 1 && dims[0].size % block == 0 &&
+                      linear_form(tile.base + schedule::index_const(lo)).divisible_by(block) &&
+                      std::all_of(dims.begin() + 1, dims.end(), [&](const BoxDim& d) { return d.stride % block == 0; }) &&
+                      std::all_of(in_local.begin() + 1, in_local.end(), [&](int64_t st) { return st % block == 0; });
+    const int64_t per_item = wide ? block : 1;
+    const auto [f, in_copy] = team_copy(count / per_item);
     UOp from = tile.base + schedule::index_const(lo), to = schedule::index_const(0);
     int64_t below = 1;
     for (size_t i = 0; i < dims.size(); ++i) {
-      const UOp step = (f / below).alu(Ops::MOD, {schedule::index_const(dims[i].size)});
+      const UOp step = (f * per_item / below).alu(Ops::MOD, {schedule::index_const(dims[i].size)});
       from = from + step * dims[i].stride, to = to + step * in_local[i], below *= dims[i].size;
     }
+    const DType moved = wide ? dt.vec(static_cast<int>(block)) : dt;
     fill(UOp(Ops::INDEX, buffer.dtype(), {buffer, to}),
-         UOp(Ops::LOAD, dt, {UOp(Ops::INDEX, tile.index.dtype(), {tile.index.src(0), from})}), in_copy);
+         UOp(Ops::LOAD, moved, {UOp(Ops::INDEX, tile.index.dtype(), {tile.index.src(0), from})}), in_copy);
     for (const auto& [load, offset] : tile.loads) {  // an offset's steps: its remainder below each stride, divided by it
       const UOp v = offset - schedule::index_const(lo);
       UOp at = schedule::index_const(0);
@@ -12270,6 +12322,11 @@ class CStyleRenderer {
   virtual std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const {
     throw CompileError(detail::cat(language(), " renderer: no local memory (", type, " ", name, "[", size, "])"));
   }
+  /// The pointer type through which 16 bytes of a global or local buffer move at once, as the
+  /// value type `uint4` (a wide copy's, STAGE's; GPU dialects).
+  virtual std::string wide_pointer(bool local) const {
+    throw CompileError(detail::cat(language(), " renderer: no 16-byte copies (", local ? "local" : "global", " memory)"));
+  }
   /// The statement that waits for every work-item of the work-group, local memory written.
   virtual std::string barrier() const { throw CompileError(detail::cat(language(), " renderer: no work-group barrier")); }
   /// A value of `dt` read from `buf[idx]`, as a register value.
@@ -12492,6 +12549,13 @@ class CStyleRenderer {
         const UOp& idx = s[0];
         if (idx.src(0).op() == Ops::DEFINE_REG) { name_[u.get()] = ref(idx); return; }
         const auto& [buf, i] = address_.at(idx.get());
+        if (u.dtype().count() > 1) {  // a wide copy's 16 bytes, for its store
+          const std::string n = "wide" + std::to_string(counter_++);
+          const std::string read = "*((" + wide_pointer(idx.src(0).op() == Ops::DEFINE_LOCAL) + ")(&" + buf + "[" + i + "]))";
+          out(idx.src().size() > 2 ? "uint4 " + n + "; if (" + ref(idx.src(2)) + ") " + n + " = " + read + ";" : "uint4 " + n + " = " + read + ";");
+          name_[u.get()] = n;
+          return;
+        }
         if (bits_.count(u.get())) {  // its 16 bits, as memory holds them
           const std::string n = "bits" + std::to_string(counter_++);
           out(memory_type(u.dtype()) + " " + n + " = " + buf + "[" + i + "];");
@@ -12512,6 +12576,9 @@ class CStyleRenderer {
           for (size_t k = 0; k < s[1].src().size(); ++k)
             assign += store_memory(s[1].dtype().scalar(), buf, detail::cat("(", i, ") + ", k), ref(s[1].src(k))) + "; ";
           assign.pop_back();
+        } else if (s[1].dtype().count() > 1) {  // a wide copy's 16 bytes
+          const auto& [buf, i] = address_.at(s[0].get());
+          assign = "*((" + wide_pointer(s[0].src(0).op() == Ops::DEFINE_LOCAL) + ")(&" + buf + "[" + i + "])) = " + ref(s[1]) + ";";
         } else if (s[0].src(0).op() == Ops::DEFINE_GLOBAL || s[0].src(0).op() == Ops::DEFINE_LOCAL) {  // memory, in its format
           const auto& [buf, i] = address_.at(s[0].get());
           assign = bits_.count(s[1].get()) ? buf + "[" + i + "] = " + ref(s[1]) + ";" : store_memory(s[1].dtype(), buf, i, ref(s[1])) + ";";
@@ -12648,9 +12715,12 @@ class OpenCLRenderer : public CStyleRenderer {
   std::string local_index(int dim) const override { return detail::cat("(int)get_local_id(", dim, ")"); }
   std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const override {
     // halves held as their bits: without cl_khr_fp16 a half may be pointed to, not declared
-    if (type == "half") return detail::cat("__local ushort ", name, "_bits[", size, "];\n  __local half* ", name, " = (__local half*)", name, "_bits");
-    return detail::cat("__local ", type, " ", name, "[", size, "]");
+    // (aligned for a wide copy's 16 bytes)
+    if (type == "half")
+      return detail::cat("__local ushort ", name, "_bits[", size, "] __attribute__((aligned(16)));\n  __local half* ", name, " = (__local half*)", name, "_bits");
+    return detail::cat("__local ", type, " ", name, "[", size, "] __attribute__((aligned(16)))");
   }
+  std::string wide_pointer(bool local) const override { return local ? "__local uint4*" : "__global uint4*"; }
   std::string barrier() const override { return "barrier(CLK_LOCAL_MEM_FENCE)"; }
   std::string load_memory(DType dt, const std::string& buf, const std::string& idx) const override {
     if (dt.scalar() == dtypes::float16) return "vload_half(" + idx + ", " + buf + ")";
@@ -12715,8 +12785,9 @@ class CUDARenderer : public CStyleRenderer {
   }
   std::string group_index(int dim) const override { return detail::cat("(int)blockIdx.", dim == 0 ? "x" : dim == 1 ? "y" : "z"); }
   std::string local_index(int dim) const override { return detail::cat("(int)threadIdx.", dim == 0 ? "x" : dim == 1 ? "y" : "z"); }
+  std::string wide_pointer(bool) const override { return "uint4*"; }  // NVRTC's built-in vector type
   std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const override {
-    return detail::cat("__shared__ ", type, " ", name, "[", size, "]");
+    return detail::cat("__shared__ __align__(16) ", type, " ", name, "[", size, "]");  // (a wide copy's 16 bytes)
   }
   std::string barrier() const override { return "__syncthreads()"; }
   std::string shuffle_xor(const std::string& v, int64_t mask) const override {

@@ -121,7 +121,7 @@ TEST_CASE("cuda: kernels of every kind compile with NVRTC for sm_80 and sm_90") 
   // shuffles, and the 8 warps' results meet in shared memory
   const std::string sum = cuda_source(schedule::create_schedule({Tensor(Tensor::empty({4, 8192}).sum(1)).uop()}).back().ast);
   CHECK(sum.find("__shfl_xor_sync(0xffffffffu, ") != std::string::npos);
-  CHECK(sum.find("__shared__ float temp0[8];") != std::string::npos);
+  CHECK(sum.find("__shared__ __align__(16) float temp0[8];") != std::string::npos);
   CHECK(sum.find("__syncthreads();") != std::string::npos);
 }
 

@@ -111,7 +111,38 @@ TEST_CASE("emu: counts what a GPU's memory makes of each warp's accesses: 32-byt
     CHECK(stats.global_stores.requests == 0);
     CHECK(stats.local_stores.requests == 2);
     CHECK(stats.local_stores.wavefronts == c.wavefronts);
+    CHECK(stats.local_stores.fewest == 2);  // a warp's 128 bytes: one cycle of the banks at best
   }
+  // a 16-byte copy (STAGE's): work-item i moves in[4i .. 4i+3] at once, which must be aligned
+  const auto wide = [](int64_t shift) {
+    return tinyt::detail::cat("kernel wide\n"
+                              "%0 DEFINE_GLOBAL float32*global : 0\n"
+                              "%1 DEFINE_GLOBAL float32*global : 1\n"
+                              "%2 CONST index : 32\n"
+                              "%3 RANGE index %2 : global 0\n"
+                              "%4 CONST index : 4\n"
+                              "%5 MUL index %3 %4\n"
+                              "%6 CONST index : ", shift, "\n"
+                              "%7 ADD index %5 %6\n"
+                              "%8 INDEX float32*global %1 %7\n"
+                              "%9 LOAD float32.vec(4) %8\n"
+                              "%10 INDEX float32*global %0 %5\n"
+                              "%11 STORE void %10 %9\n"
+                              "%12 END void %3 %11\n");
+  };
+  std::vector<float> values(4 * 33);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
+  EmuBuffer from(values), to(std::vector<float>(4 * 32));
+  const backend::emu::AccessStats stats = run(wide(0), {to.handle, from.handle}, 32, 32);
+  CHECK(to.read<float>() == std::vector<float>(values.begin(), values.begin() + 4 * 32));
+  CHECK(stats.global_loads.requests == 1);
+  CHECK(stats.global_loads.bytes == 512);
+  CHECK(stats.global_loads.sectors == 16);
+  CHECK(tinyt_test::message_of<DeviceError>([&] { run(wide(1), {to.handle, from.handle}, 32, 32); })
+            .find("work-item (0, 0, 0) of group (0, 0, 0) moves 4 elements from element 1 of buffer 1: not aligned") != std::string::npos);
+  std::string cast = wide(0);  // a 16-byte load's value is only stored: it is a copy's
+  cast.replace(cast.find("%11 STORE void %10 %9"), 21, "%11 CAST float32 %9");
+  CHECK(tinyt_test::message_of<CompileError>([&] { (void)emu().compiler().compile(cast, "k"); }).find("only stored") != std::string::npos);
 }
 
 TEST_CASE("emu: a shuffle reads the register of the lane whose number is this one's xor the mask") {
@@ -379,7 +410,7 @@ TEST_CASE("emu: LOCAL makes tiles of work-items and STAGE copies each work-group
     }
     if (nvrtc) {  // CUDA's: shared memory and barriers, compiled by NVRTC
       const std::string source = engine::render(engine::lower_kernel(ast, chosen, cuda, true), cuda);
-      CHECK(source.find("__shared__ float temp0[") != std::string::npos);
+      CHECK(source.find("__shared__ __align__(16) float temp0[") != std::string::npos);
       CHECK(source.find("(int)threadIdx.y;") != std::string::npos);
       const std::string ptx = backend::CudaCompiler("sm_80").compile(source, k->program.name);
       CHECK(ptx.find("bar.sync") != std::string::npos);
@@ -464,10 +495,13 @@ TEST_CASE("emu: STAGE copies each operand's tile of a matmul whole, reading glob
                graph::buffer_of(kernels[0].buffers[2])->ptr()},
               {}, k->dims(), true);
     const backend::emu::AccessStats& stats = dynamic_cast<const backend::emu::Program&>(*p).stats();
-    // only the copies read global memory: each warp a row's neighbouring elements
+    // only the copies read global memory: each work-item 16 bytes at once, each warp a row's
+    // neighbouring elements
+    CHECK(k->source.find(dt == dtypes::float16 ? " LOAD float16.vec(8) " : " LOAD float32.vec(4) ") != std::string::npos);
+    CHECK(stats.global_loads.bytes == 16 * 32 * stats.global_loads.requests);
     CHECK(stats.global_loads.efficiency() == 1.0);
-    CHECK(stats.local_stores.wavefronts == stats.local_stores.requests);
-    CHECK(stats.local_loads.wavefronts == stats.local_loads.requests);
+    CHECK(stats.local_stores.wavefronts == stats.local_stores.fewest);
+    CHECK(stats.local_loads.wavefronts == stats.local_loads.fewest);
     const std::vector<float> want = a.matmul(b).cast(dtypes::float32).to_vector<float>();
     tinyt_test::check_close(out.cast(dtypes::float32).to_vector<float>(), std::vector<double>(want.begin(), want.end()),
                             tinyt_test::Tol{0.25 * 128 * 128 * 0x1p-24, tinyt_test::Tol::dtype(dt, 2).rtol});
@@ -653,12 +687,13 @@ TEST_CASE("emu: a 256 x 256 x 256 float16 or bfloat16 matmul gets TC with staged
     const std::string source = engine::render(engine::lower_kernel(ast, chosen, cuda, true), cuda);
     const std::string mma = std::string("mma.sync.aligned.m16n8k16.row.col.f32.") + (f16 ? "f16.f16" : "bf16.bf16") + ".f32";
     CHECK(source.find("asm volatile(\"" + mma + " ") != std::string::npos);
-    CHECK(source.find("__shared__ unsigned short temp0[") != std::string::npos);  // the staged fragments: 16 bits each
+    CHECK(source.find("__shared__ __align__(16) unsigned short temp0[") != std::string::npos);  // the staged fragments: 16 bits each
     // the copies to shared memory and the mma operands move the inputs' bits: no value goes to
     // float32 and back on its way (bfloat16's conversions are integer arithmetic)
     const std::string body = source.substr(source.find("extern \"C\""));
     CHECK(body.find(f16 ? "tinyt_f16_to_f32(" : "tinyt_bf16_to_f32(") == std::string::npos);
     CHECK(body.find("\"r\"(tinyt_pack16(bits") != std::string::npos);
+    CHECK(body.find("uint4 wide") != std::string::npos);  // the copies: 16 bytes a work-item
     try {
       backend::nvrtc_version();
     } catch (const DeviceError& e) {
@@ -668,7 +703,10 @@ TEST_CASE("emu: a 256 x 256 x 256 float16 or bfloat16 matmul gets TC with staged
     for (const char* arch : {"sm_80", "sm_90"}) {
       INFO(arch);
       backend::CudaCompiler compiler(arch);
-      CHECK(compiler.compile(source, "r_256_256_256").find(mma) != std::string::npos);
+      const std::string ptx = compiler.compile(source, "r_256_256_256");
+      CHECK(ptx.find(mma) != std::string::npos);
+      CHECK((ptx.find("ld.global.nc.v4.u32") != std::string::npos || ptx.find("ld.global.v4.u32") != std::string::npos));
+      CHECK(ptx.find("st.shared.v4.u32") != std::string::npos);
     }
   }
 }

@@ -233,8 +233,15 @@ inline Kernel parse(const std::string& listing, const Spec& spec) {
         throw fail("cannot read '" + word + "'");
       }
     }
-    if ((ins.dtype.count() > 1 && ins.op != Ops::WMMA) || (ins.dtype.is_ptr() && ins.dtype.base().count() > 1))
-      throw fail("EMU runs scalar programs; vectors are for the CPU's registers");
+    // vectors: a tensor-core op's results, a wide copy's 16 bytes (a load whose users store them)
+    if ((ins.dtype.count() > 1 && ins.op != Ops::WMMA && (ins.op != Ops::LOAD || ins.dtype.itemsize() != 16)) ||
+        (ins.dtype.is_ptr() && ins.dtype.base().count() > 1))
+      throw fail("EMU runs scalar programs; vectors are for the CPU's registers, tensor cores and 16-byte copies");
+    for (size_t i = 0; i < ins.src.size(); ++i) {
+      const Instr& from = k.code[static_cast<size_t>(ins.src[i])];
+      if (from.op == Ops::LOAD && from.dtype.count() > 1 && !(ins.op == Ops::STORE && i == 1))
+        throw fail("a 16-byte load is only stored: it is a copy's");
+    }
     const auto need_args = [&](size_t n) {
       if (arg.size() != n) throw fail(tinyt::detail::cat("expects ", n, " argument(s) after ':'"));
     };

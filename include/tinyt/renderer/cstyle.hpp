@@ -215,6 +215,11 @@ class CStyleRenderer {
   virtual std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const {
     throw CompileError(detail::cat(language(), " renderer: no local memory (", type, " ", name, "[", size, "])"));
   }
+  /// The pointer type through which 16 bytes of a global or local buffer move at once, as the
+  /// value type `uint4` (a wide copy's, STAGE's; GPU dialects).
+  virtual std::string wide_pointer(bool local) const {
+    throw CompileError(detail::cat(language(), " renderer: no 16-byte copies (", local ? "local" : "global", " memory)"));
+  }
   /// The statement that waits for every work-item of the work-group, local memory written.
   virtual std::string barrier() const { throw CompileError(detail::cat(language(), " renderer: no work-group barrier")); }
   /// A value of `dt` read from `buf[idx]`, as a register value.
@@ -437,6 +442,13 @@ class CStyleRenderer {
         const UOp& idx = s[0];
         if (idx.src(0).op() == Ops::DEFINE_REG) { name_[u.get()] = ref(idx); return; }
         const auto& [buf, i] = address_.at(idx.get());
+        if (u.dtype().count() > 1) {  // a wide copy's 16 bytes, for its store
+          const std::string n = "wide" + std::to_string(counter_++);
+          const std::string read = "*((" + wide_pointer(idx.src(0).op() == Ops::DEFINE_LOCAL) + ")(&" + buf + "[" + i + "]))";
+          out(idx.src().size() > 2 ? "uint4 " + n + "; if (" + ref(idx.src(2)) + ") " + n + " = " + read + ";" : "uint4 " + n + " = " + read + ";");
+          name_[u.get()] = n;
+          return;
+        }
         if (bits_.count(u.get())) {  // its 16 bits, as memory holds them
           const std::string n = "bits" + std::to_string(counter_++);
           out(memory_type(u.dtype()) + " " + n + " = " + buf + "[" + i + "];");
@@ -457,6 +469,9 @@ class CStyleRenderer {
           for (size_t k = 0; k < s[1].src().size(); ++k)
             assign += store_memory(s[1].dtype().scalar(), buf, detail::cat("(", i, ") + ", k), ref(s[1].src(k))) + "; ";
           assign.pop_back();
+        } else if (s[1].dtype().count() > 1) {  // a wide copy's 16 bytes
+          const auto& [buf, i] = address_.at(s[0].get());
+          assign = "*((" + wide_pointer(s[0].src(0).op() == Ops::DEFINE_LOCAL) + ")(&" + buf + "[" + i + "])) = " + ref(s[1]) + ";";
         } else if (s[0].src(0).op() == Ops::DEFINE_GLOBAL || s[0].src(0).op() == Ops::DEFINE_LOCAL) {  // memory, in its format
           const auto& [buf, i] = address_.at(s[0].get());
           assign = bits_.count(s[1].get()) ? buf + "[" + i + "] = " + ref(s[1]) + ";" : store_memory(s[1].dtype(), buf, i, ref(s[1])) + ";";
@@ -593,9 +608,12 @@ class OpenCLRenderer : public CStyleRenderer {
   std::string local_index(int dim) const override { return detail::cat("(int)get_local_id(", dim, ")"); }
   std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const override {
     // halves held as their bits: without cl_khr_fp16 a half may be pointed to, not declared
-    if (type == "half") return detail::cat("__local ushort ", name, "_bits[", size, "];\n  __local half* ", name, " = (__local half*)", name, "_bits");
-    return detail::cat("__local ", type, " ", name, "[", size, "]");
+    // (aligned for a wide copy's 16 bytes)
+    if (type == "half")
+      return detail::cat("__local ushort ", name, "_bits[", size, "] __attribute__((aligned(16)));\n  __local half* ", name, " = (__local half*)", name, "_bits");
+    return detail::cat("__local ", type, " ", name, "[", size, "] __attribute__((aligned(16)))");
   }
+  std::string wide_pointer(bool local) const override { return local ? "__local uint4*" : "__global uint4*"; }
   std::string barrier() const override { return "barrier(CLK_LOCAL_MEM_FENCE)"; }
   std::string load_memory(DType dt, const std::string& buf, const std::string& idx) const override {
     if (dt.scalar() == dtypes::float16) return "vload_half(" + idx + ", " + buf + ")";
@@ -660,8 +678,9 @@ class CUDARenderer : public CStyleRenderer {
   }
   std::string group_index(int dim) const override { return detail::cat("(int)blockIdx.", dim == 0 ? "x" : dim == 1 ? "y" : "z"); }
   std::string local_index(int dim) const override { return detail::cat("(int)threadIdx.", dim == 0 ? "x" : dim == 1 ? "y" : "z"); }
+  std::string wide_pointer(bool) const override { return "uint4*"; }  // NVRTC's built-in vector type
   std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const override {
-    return detail::cat("__shared__ ", type, " ", name, "[", size, "]");
+    return detail::cat("__shared__ __align__(16) ", type, " ", name, "[", size, "]");  // (a wide copy's 16 bytes)
   }
   std::string barrier() const override { return "__syncthreads()"; }
   std::string shuffle_xor(const std::string& v, int64_t mask) const override {

@@ -493,15 +493,24 @@ inline UOp stage_loads(const UOp& ast, const UOp& r, int64_t amount, const std::
       span = span * dims[i].size + (i == 0 && pad ? 16 / dt.itemsize() : 0), count *= dims[i].size;
     }
     const UOp buffer = local_buffer(dt, span);
-    const auto [f, in_copy] = team_copy(count);
+    // a work-item copies 16 bytes at once where both copies' rows are made of whole 16-byte
+    // blocks, each block aligned (the buffers' starts are: allocations and local arrays are)
+    const int64_t block = 16 / std::min<int64_t>(dt.itemsize(), 16);
+    const bool wide = block > 1 && !dims.empty() && dims[0].stride == 1 && dims[0].size % block == 0 &&
+                      linear_form(tile.base + schedule::index_const(lo)).divisible_by(block) &&
+                      std::all_of(dims.begin() + 1, dims.end(), [&](const BoxDim& d) { return d.stride % block == 0; }) &&
+                      std::all_of(in_local.begin() + 1, in_local.end(), [&](int64_t st) { return st % block == 0; });
+    const int64_t per_item = wide ? block : 1;
+    const auto [f, in_copy] = team_copy(count / per_item);
     UOp from = tile.base + schedule::index_const(lo), to = schedule::index_const(0);
     int64_t below = 1;
     for (size_t i = 0; i < dims.size(); ++i) {
-      const UOp step = (f / below).alu(Ops::MOD, {schedule::index_const(dims[i].size)});
+      const UOp step = (f * per_item / below).alu(Ops::MOD, {schedule::index_const(dims[i].size)});
       from = from + step * dims[i].stride, to = to + step * in_local[i], below *= dims[i].size;
     }
+    const DType moved = wide ? dt.vec(static_cast<int>(block)) : dt;
     fill(UOp(Ops::INDEX, buffer.dtype(), {buffer, to}),
-         UOp(Ops::LOAD, dt, {UOp(Ops::INDEX, tile.index.dtype(), {tile.index.src(0), from})}), in_copy);
+         UOp(Ops::LOAD, moved, {UOp(Ops::INDEX, tile.index.dtype(), {tile.index.src(0), from})}), in_copy);
     for (const auto& [load, offset] : tile.loads) {  // an offset's steps: its remainder below each stride, divided by it
       const UOp v = offset - schedule::index_const(lo);
       UOp at = schedule::index_const(0);
