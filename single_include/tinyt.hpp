@@ -8134,8 +8134,12 @@ inline Kernel parse(const std::string& listing, const Spec& spec) {
         need_args(2);
         if (spec.warp != TensorCore::warp || !spec.tensor_cores) throw fail(tinyt::detail::cat(spec.name, " has no tensor cores"));
         ins.tc = tensor_core_of(arg[0] + " " + arg[1]);
-        if (!ins.tc || ins.src.size() != static_cast<size_t>(ins.tc->a_count + ins.tc->b_count) || ins.dtype != dtypes::float32.vec(TensorCore::c_count))
-          throw fail("EMU runs the tensor-core ops m16n8k16 of float16 or bfloat16 (8 + 4 operands) and m16n8k8 of tf32 (4 + 2), 4 float32 results");
+        if (!ins.tc ||
+            (ins.src.size() != static_cast<size_t>(ins.tc->a_count + ins.tc->b_count) &&
+             ins.src.size() != static_cast<size_t>(ins.tc->a_count + ins.tc->b_count + TensorCore::c_count)) ||
+            ins.dtype != dtypes::float32.vec(TensorCore::c_count))
+          throw fail("EMU runs the tensor-core ops m16n8k16 of float16 or bfloat16 (8 + 4 operands) and m16n8k8 of tf32 (4 + 2), "
+                     "each with 4 float32 values to add or none, 4 float32 results");
         ins.input = tensor_core_input(arg[0] + " " + arg[1]);
         break;
       case Ops::GEP:
@@ -8437,11 +8441,13 @@ class Launch {
     }
   }
 
-  // D = A·B for each warp: the lanes' fragments put back into the tiles by the instruction's layout
-  // (each element held by exactly one lane, rounded to the operands' type or to TF32, as the
-  // hardware reads it), products summed in float32 in k's order, each lane given its 4 elements of D
+  // D = A·B (+ C) for each warp: the lanes' fragments put back into the tiles by the instruction's
+  // layout (each element held by exactly one lane, rounded to the operands' type or to TF32, as the
+  // hardware reads it), products summed in float32 in k's order, then C's element added where the
+  // op has C (a lane's accumulators: 4 sources after the fragments); each lane given its 4 of D
   void tensor_core(size_t pc, const Instr& ins) {
     const TensorCore& tc = *ins.tc;
+    const bool accumulates = ins.src.size() > static_cast<size_t>(tc.a_count + tc.b_count);
     if (lanes_ % TensorCore::warp != 0)
       throw fail(tinyt::detail::cat("a tensor-core op in a work-group of ", lanes_, " work-items, not whole warps of ", TensorCore::warp));
     // an operand as the hardware reads it: rounded to its 16-bit type, or to TF32
@@ -8469,7 +8475,9 @@ class Launch {
           const auto [row, col] = TensorCore::c(lane, i);
           float sum = 0;
           for (int kk = 0; kk < tc.k; ++kk) sum = std::fma(a[static_cast<size_t>(row * tc.k + kk)], b[static_cast<size_t>(kk * tc.n + col)], sum);
-          d[static_cast<size_t>(i) * lanes_ + w + static_cast<size_t>(lane)].f = sum;
+          const size_t l = w + static_cast<size_t>(lane);
+          if (accumulates) sum += at(static_cast<size_t>(ins.src[static_cast<size_t>(tc.a_count + tc.b_count + i)]))[l].f;
+          d[static_cast<size_t>(i) * lanes_ + l].f = sum;
         }
     }
   }
@@ -12041,14 +12049,38 @@ class Linearizer {
     // a float sum of products accumulates with fused multiply-adds (MULACC), the one place
     // codegen asks for FMA: matmul and conv accumulation. Nowhere else is a*b+c fused, by us or
     // by a compiler, so a result does not depend on the CPU or the compiler.
+    // A tensor-core op whose 4 results are each summed here accumulates in place: its C operand is
+    // the 4 accumulators and its results their next values (on a GPU one instruction, not one and
+    // 4 float adds a lane).
+    std::unordered_map<const UOpNode*, std::array<size_t, TensorCore::c_count>> in_place;  // WMMA -> the sums of its results
+    for (size_t i = 0; i < group.size(); ++i) {
+      const UOp& x = group[i].src(0);
+      if (group[i].arg().get<Ops>() == Ops::ADD && x.op() == Ops::GEP && x.src(0).op() == Ops::WMMA)
+        in_place.try_emplace(x.src(0).get()).first->second.at(static_cast<size_t>(x.arg().as_int())) = i + 1;  // (0: none)
+    }
+    std::erase_if(in_place, [](const auto& w) { return std::find(w.second.begin(), w.second.end(), 0) != w.second.end(); });
+    const auto accumulates = [&](const UOp& r) { return r.src(0).op() == Ops::GEP && in_place.count(r.src(0).src(0).get()); };
     std::vector<std::vector<UOp>> values;
     for (const UOp& r : group) {
       const UOp& x = r.src(0);
       const bool fused = r.arg().get<Ops>() == Ops::ADD && x.op() == Ops::MUL && x.dtype().is_float();
-      values.push_back(fused ? std::vector<UOp>{emit(x.src(0)), emit(x.src(1))} : std::vector<UOp>{emit(x)});
+      values.push_back(accumulates(r) ? std::vector<UOp>{} : fused ? std::vector<UOp>{emit(x.src(0)), emit(x.src(1))} : std::vector<UOp>{emit(x)});
     }
     UOp last;
+    std::unordered_set<const UOpNode*> accumulated;
     for (size_t i = 0; i < group.size(); ++i) {
+      if (accumulates(group[i])) {
+        const UOp& wmma = group[i].src(0).src(0);
+        if (!accumulated.insert(wmma.get()).second) continue;  // done with the first of its sums
+        const auto& sums = in_place.at(wmma.get());
+        std::vector<UOp> src;
+        for (const UOp& x : wmma.src()) src.push_back(emit(x));
+        for (size_t sum : sums) src.push_back(push(UOp(Ops::LOAD, dtypes::float32, {slots[sum - 1], ranges.back()})));
+        const UOp added = push(UOp(Ops::WMMA, wmma.dtype(), std::move(src), wmma.arg()));
+        for (size_t c = 0; c < sums.size(); ++c)
+          last = push(UOp(Ops::STORE, dtypes::void_, {slots[sums[c] - 1], push(UOp(Ops::GEP, dtypes::float32, {added}, static_cast<int64_t>(c)))}));
+        continue;
+      }
       // the loads carry what they must come after, so the in-loop and the final read differ
       UOp current = push(UOp(Ops::LOAD, group[i].dtype(), {slots[i], ranges.back()}));
       UOp next = values[i].size() == 2 ? UOp(Ops::MULACC, current.dtype(), {values[i][0], values[i][1], current})
@@ -12354,9 +12386,12 @@ class CStyleRenderer {
     return "((union { " + from + " from; " + to + " to; }){.from = " + v + "}).to";
   }
   /// The statements of tensor-core op `kind` ("m16n8k16 float16") that leave its 4 results in the
-  /// array `name`, from the lane's fragments (8 of A, then 4 of B: float registers).
-  virtual std::string tensor_core(const std::string& kind, const std::string& name, const std::vector<std::string>& operands) const {
-    throw CompileError(detail::cat(language(), " renderer: no tensor cores (", kind, " into ", name, " of ", operands.size(), " operands)"));
+  /// array `name`, from the lane's fragments (8 of A, then 4 of B: float registers) and the 4 values
+  /// of C they add to (none: zeros).
+  virtual std::string tensor_core(const std::string& kind, const std::string& name, const std::vector<std::string>& operands,
+                                  const std::vector<std::string>& accumulators) const {
+    throw CompileError(detail::cat(language(), " renderer: no tensor cores (", kind, " into ", name, " of ", operands.size(), " operands and ",
+                                   accumulators.size(), " accumulators)"));
   }
   static std::vector<std::string> split_lines(const std::string& text) {
     std::vector<std::string> lines;
@@ -12523,10 +12558,13 @@ class CStyleRenderer {
         // 16-bit inputs as their bits (a value held in a float converted to them); TF32's as floats
         const std::string& kind = u.arg().get<std::string>();
         const DType input = tensor_core_input(kind);
-        std::vector<std::string> operands;
-        for (const UOp& x : s)
-          operands.push_back(input == dtypes::float32 || bits_.count(x.get()) ? ref(x) : narrow_bits(input, ref(x)));
-        for (const std::string& line : split_lines(tensor_core(kind, n, operands))) out(line);
+        const TensorCore* tc = tensor_core_of(kind);
+        const size_t fragments = tc ? static_cast<size_t>(tc->a_count + tc->b_count) : s.size();
+        std::vector<std::string> operands, accumulators;  // (C: the lane's accumulators, or none: zeros)
+        for (size_t i = 0; i < s.size(); ++i)
+          if (i >= fragments) accumulators.push_back(ref(s[i]));
+          else operands.push_back(input == dtypes::float32 || bits_.count(s[i].get()) ? ref(s[i]) : narrow_bits(input, ref(s[i])));
+        for (const std::string& line : split_lines(tensor_core(kind, n, operands, accumulators))) out(line);
         name_[u.get()] = n;
         return;
       }
@@ -12797,7 +12835,8 @@ class CUDARenderer : public CStyleRenderer {
   // their bits) two to a 32-bit register (the first in the low half), or float32 values rounded to
   // TF32, one to a register; the product of the tiles comes out as 4 floats (C is 0: the REDUCE
   // around it adds it to the sum)
-  std::string tensor_core(const std::string& kind, const std::string& name, const std::vector<std::string>& operands) const override {
+  std::string tensor_core(const std::string& kind, const std::string& name, const std::vector<std::string>& operands,
+                          const std::vector<std::string>& accumulators) const override {
     const TensorCore* tc = tensor_core_of(kind);
     if (!tc || operands.size() != static_cast<size_t>(tc->a_count + tc->b_count))
       throw CompileError(detail::cat("CUDA renderer: no tensor-core op ", kind, " of ", operands.size(), " operands"));
@@ -12816,12 +12855,17 @@ class CUDARenderer : public CStyleRenderer {
       list += detail::cat(i == 0 ? "{" : i == a_regs ? "}, {" : ", ", "%", i + 4);
       in += (i ? ", " : "") + regs[i];
     }
-    const size_t zero = regs.size() + 4;
+    // C: the accumulators, or one zero four times
+    const size_t c = regs.size() + 4;
+    std::string c_list;
+    for (size_t i = 0; i < TensorCore::c_count; ++i) c_list += detail::cat(i ? ", %" : "%", accumulators.empty() ? c : c + i);
+    for (size_t i = 0; i < std::max<size_t>(accumulators.size(), 1); ++i)
+      in += detail::cat(", \"f\"(", accumulators.empty() ? "0.0f" : accumulators[i], ")");
     return detail::cat("float ", name, "[4];\n",
                        "asm volatile(\"mma.sync.aligned.", tc->shape, ".row.col.f32.", type, ".", type, ".f32 {%0, %1, %2, %3}, ", list,
-                       "}, {%", zero, ", %", zero, ", %", zero, ", %", zero, "};\"\n",
+                       "}, {", c_list, "};\"\n",
                        "    : \"=f\"(", name, "[0]), \"=f\"(", name, "[1]), \"=f\"(", name, "[2]), \"=f\"(", name, "[3])\n",
-                       "    : ", in, ", \"f\"(0.0f));");
+                       "    : ", in, ");");
   }
   std::string load_memory(DType dt, const std::string& buf, const std::string& idx) const override {
     if (dt.scalar() == dtypes::float16) return "tinyt_f16_to_f32(" + buf + "[" + idx + "])";

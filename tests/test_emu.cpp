@@ -694,6 +694,10 @@ TEST_CASE("emu: a 256 x 256 x 256 float16 or bfloat16 matmul gets TC with staged
     CHECK(body.find(f16 ? "tinyt_f16_to_f32(" : "tinyt_bf16_to_f32(") == std::string::npos);
     CHECK(body.find("\"r\"(tinyt_pack16(bits") != std::string::npos);
     CHECK(body.find("uint4 wide") != std::string::npos);  // the copies: 16 bytes a work-item
+    // each mma adds to the lane's accumulators itself (its C operand), no float adds after it
+    CHECK(body.find("\"f\"(acc") != std::string::npos);
+    CHECK(body.find("\"f\"(0.0f)") == std::string::npos);
+    CHECK(body.find(" + wmma") == std::string::npos);
     try {
       backend::nvrtc_version();
     } catch (const DeviceError& e) {

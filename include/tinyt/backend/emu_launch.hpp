@@ -248,11 +248,13 @@ class Launch {
     }
   }
 
-  // D = A·B for each warp: the lanes' fragments put back into the tiles by the instruction's layout
-  // (each element held by exactly one lane, rounded to the operands' type or to TF32, as the
-  // hardware reads it), products summed in float32 in k's order, each lane given its 4 elements of D
+  // D = A·B (+ C) for each warp: the lanes' fragments put back into the tiles by the instruction's
+  // layout (each element held by exactly one lane, rounded to the operands' type or to TF32, as the
+  // hardware reads it), products summed in float32 in k's order, then C's element added where the
+  // op has C (a lane's accumulators: 4 sources after the fragments); each lane given its 4 of D
   void tensor_core(size_t pc, const Instr& ins) {
     const TensorCore& tc = *ins.tc;
+    const bool accumulates = ins.src.size() > static_cast<size_t>(tc.a_count + tc.b_count);
     if (lanes_ % TensorCore::warp != 0)
       throw fail(tinyt::detail::cat("a tensor-core op in a work-group of ", lanes_, " work-items, not whole warps of ", TensorCore::warp));
     // an operand as the hardware reads it: rounded to its 16-bit type, or to TF32
@@ -280,7 +282,9 @@ class Launch {
           const auto [row, col] = TensorCore::c(lane, i);
           float sum = 0;
           for (int kk = 0; kk < tc.k; ++kk) sum = std::fma(a[static_cast<size_t>(row * tc.k + kk)], b[static_cast<size_t>(kk * tc.n + col)], sum);
-          d[static_cast<size_t>(i) * lanes_ + w + static_cast<size_t>(lane)].f = sum;
+          const size_t l = w + static_cast<size_t>(lane);
+          if (accumulates) sum += at(static_cast<size_t>(ins.src[static_cast<size_t>(tc.a_count + tc.b_count + i)]))[l].f;
+          d[static_cast<size_t>(i) * lanes_ + l].f = sum;
         }
     }
   }

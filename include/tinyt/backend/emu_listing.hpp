@@ -254,8 +254,12 @@ inline Kernel parse(const std::string& listing, const Spec& spec) {
         need_args(2);
         if (spec.warp != TensorCore::warp || !spec.tensor_cores) throw fail(tinyt::detail::cat(spec.name, " has no tensor cores"));
         ins.tc = tensor_core_of(arg[0] + " " + arg[1]);
-        if (!ins.tc || ins.src.size() != static_cast<size_t>(ins.tc->a_count + ins.tc->b_count) || ins.dtype != dtypes::float32.vec(TensorCore::c_count))
-          throw fail("EMU runs the tensor-core ops m16n8k16 of float16 or bfloat16 (8 + 4 operands) and m16n8k8 of tf32 (4 + 2), 4 float32 results");
+        if (!ins.tc ||
+            (ins.src.size() != static_cast<size_t>(ins.tc->a_count + ins.tc->b_count) &&
+             ins.src.size() != static_cast<size_t>(ins.tc->a_count + ins.tc->b_count + TensorCore::c_count)) ||
+            ins.dtype != dtypes::float32.vec(TensorCore::c_count))
+          throw fail("EMU runs the tensor-core ops m16n8k16 of float16 or bfloat16 (8 + 4 operands) and m16n8k8 of tf32 (4 + 2), "
+                     "each with 4 float32 values to add or none, 4 float32 results");
         ins.input = tensor_core_input(arg[0] + " " + arg[1]);
         break;
       case Ops::GEP:

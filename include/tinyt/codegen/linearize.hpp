@@ -223,14 +223,38 @@ class Linearizer {
     // a float sum of products accumulates with fused multiply-adds (MULACC), the one place
     // codegen asks for FMA: matmul and conv accumulation. Nowhere else is a*b+c fused, by us or
     // by a compiler, so a result does not depend on the CPU or the compiler.
+    // A tensor-core op whose 4 results are each summed here accumulates in place: its C operand is
+    // the 4 accumulators and its results their next values (on a GPU one instruction, not one and
+    // 4 float adds a lane).
+    std::unordered_map<const UOpNode*, std::array<size_t, TensorCore::c_count>> in_place;  // WMMA -> the sums of its results
+    for (size_t i = 0; i < group.size(); ++i) {
+      const UOp& x = group[i].src(0);
+      if (group[i].arg().get<Ops>() == Ops::ADD && x.op() == Ops::GEP && x.src(0).op() == Ops::WMMA)
+        in_place.try_emplace(x.src(0).get()).first->second.at(static_cast<size_t>(x.arg().as_int())) = i + 1;  // (0: none)
+    }
+    std::erase_if(in_place, [](const auto& w) { return std::find(w.second.begin(), w.second.end(), 0) != w.second.end(); });
+    const auto accumulates = [&](const UOp& r) { return r.src(0).op() == Ops::GEP && in_place.count(r.src(0).src(0).get()); };
     std::vector<std::vector<UOp>> values;
     for (const UOp& r : group) {
       const UOp& x = r.src(0);
       const bool fused = r.arg().get<Ops>() == Ops::ADD && x.op() == Ops::MUL && x.dtype().is_float();
-      values.push_back(fused ? std::vector<UOp>{emit(x.src(0)), emit(x.src(1))} : std::vector<UOp>{emit(x)});
+      values.push_back(accumulates(r) ? std::vector<UOp>{} : fused ? std::vector<UOp>{emit(x.src(0)), emit(x.src(1))} : std::vector<UOp>{emit(x)});
     }
     UOp last;
+    std::unordered_set<const UOpNode*> accumulated;
     for (size_t i = 0; i < group.size(); ++i) {
+      if (accumulates(group[i])) {
+        const UOp& wmma = group[i].src(0).src(0);
+        if (!accumulated.insert(wmma.get()).second) continue;  // done with the first of its sums
+        const auto& sums = in_place.at(wmma.get());
+        std::vector<UOp> src;
+        for (const UOp& x : wmma.src()) src.push_back(emit(x));
+        for (size_t sum : sums) src.push_back(push(UOp(Ops::LOAD, dtypes::float32, {slots[sum - 1], ranges.back()})));
+        const UOp added = push(UOp(Ops::WMMA, wmma.dtype(), std::move(src), wmma.arg()));
+        for (size_t c = 0; c < sums.size(); ++c)
+          last = push(UOp(Ops::STORE, dtypes::void_, {slots[sums[c] - 1], push(UOp(Ops::GEP, dtypes::float32, {added}, static_cast<int64_t>(c)))}));
+        continue;
+      }
       // the loads carry what they must come after, so the in-loop and the final read differ
       UOp current = push(UOp(Ops::LOAD, group[i].dtype(), {slots[i], ranges.back()}));
       UOp next = values[i].size() == 2 ? UOp(Ops::MULACC, current.dtype(), {values[i][0], values[i][1], current})

@@ -247,9 +247,12 @@ class CStyleRenderer {
     return "((union { " + from + " from; " + to + " to; }){.from = " + v + "}).to";
   }
   /// The statements of tensor-core op `kind` ("m16n8k16 float16") that leave its 4 results in the
-  /// array `name`, from the lane's fragments (8 of A, then 4 of B: float registers).
-  virtual std::string tensor_core(const std::string& kind, const std::string& name, const std::vector<std::string>& operands) const {
-    throw CompileError(detail::cat(language(), " renderer: no tensor cores (", kind, " into ", name, " of ", operands.size(), " operands)"));
+  /// array `name`, from the lane's fragments (8 of A, then 4 of B: float registers) and the 4 values
+  /// of C they add to (none: zeros).
+  virtual std::string tensor_core(const std::string& kind, const std::string& name, const std::vector<std::string>& operands,
+                                  const std::vector<std::string>& accumulators) const {
+    throw CompileError(detail::cat(language(), " renderer: no tensor cores (", kind, " into ", name, " of ", operands.size(), " operands and ",
+                                   accumulators.size(), " accumulators)"));
   }
   static std::vector<std::string> split_lines(const std::string& text) {
     std::vector<std::string> lines;
@@ -416,10 +419,13 @@ class CStyleRenderer {
         // 16-bit inputs as their bits (a value held in a float converted to them); TF32's as floats
         const std::string& kind = u.arg().get<std::string>();
         const DType input = tensor_core_input(kind);
-        std::vector<std::string> operands;
-        for (const UOp& x : s)
-          operands.push_back(input == dtypes::float32 || bits_.count(x.get()) ? ref(x) : narrow_bits(input, ref(x)));
-        for (const std::string& line : split_lines(tensor_core(kind, n, operands))) out(line);
+        const TensorCore* tc = tensor_core_of(kind);
+        const size_t fragments = tc ? static_cast<size_t>(tc->a_count + tc->b_count) : s.size();
+        std::vector<std::string> operands, accumulators;  // (C: the lane's accumulators, or none: zeros)
+        for (size_t i = 0; i < s.size(); ++i)
+          if (i >= fragments) accumulators.push_back(ref(s[i]));
+          else operands.push_back(input == dtypes::float32 || bits_.count(s[i].get()) ? ref(s[i]) : narrow_bits(input, ref(s[i])));
+        for (const std::string& line : split_lines(tensor_core(kind, n, operands, accumulators))) out(line);
         name_[u.get()] = n;
         return;
       }
@@ -690,7 +696,8 @@ class CUDARenderer : public CStyleRenderer {
   // their bits) two to a 32-bit register (the first in the low half), or float32 values rounded to
   // TF32, one to a register; the product of the tiles comes out as 4 floats (C is 0: the REDUCE
   // around it adds it to the sum)
-  std::string tensor_core(const std::string& kind, const std::string& name, const std::vector<std::string>& operands) const override {
+  std::string tensor_core(const std::string& kind, const std::string& name, const std::vector<std::string>& operands,
+                          const std::vector<std::string>& accumulators) const override {
     const TensorCore* tc = tensor_core_of(kind);
     if (!tc || operands.size() != static_cast<size_t>(tc->a_count + tc->b_count))
       throw CompileError(detail::cat("CUDA renderer: no tensor-core op ", kind, " of ", operands.size(), " operands"));
@@ -709,12 +716,17 @@ class CUDARenderer : public CStyleRenderer {
       list += detail::cat(i == 0 ? "{" : i == a_regs ? "}, {" : ", ", "%", i + 4);
       in += (i ? ", " : "") + regs[i];
     }
-    const size_t zero = regs.size() + 4;
+    // C: the accumulators, or one zero four times
+    const size_t c = regs.size() + 4;
+    std::string c_list;
+    for (size_t i = 0; i < TensorCore::c_count; ++i) c_list += detail::cat(i ? ", %" : "%", accumulators.empty() ? c : c + i);
+    for (size_t i = 0; i < std::max<size_t>(accumulators.size(), 1); ++i)
+      in += detail::cat(", \"f\"(", accumulators.empty() ? "0.0f" : accumulators[i], ")");
     return detail::cat("float ", name, "[4];\n",
                        "asm volatile(\"mma.sync.aligned.", tc->shape, ".row.col.f32.", type, ".", type, ".f32 {%0, %1, %2, %3}, ", list,
-                       "}, {%", zero, ", %", zero, ", %", zero, ", %", zero, "};\"\n",
+                       "}, {", c_list, "};\"\n",
                        "    : \"=f\"(", name, "[0]), \"=f\"(", name, "[1]), \"=f\"(", name, "[2]), \"=f\"(", name, "[3])\n",
-                       "    : ", in, ", \"f\"(0.0f));");
+                       "    : ", in, ");");
   }
   std::string load_memory(DType dt, const std::string& buf, const std::string& idx) const override {
     if (dt.scalar() == dtypes::float16) return "tinyt_f16_to_f32(" + buf + "[" + idx + "])";
