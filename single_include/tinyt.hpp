@@ -600,6 +600,8 @@ namespace tinyt::inline v0 {
   X(TRUNC, unary)                                                                                 \
   /* memory */                                                                                    \
   X(INDEX, memory) X(LOAD, memory) X(STORE, memory) X(WMMA, memory) \
+  /* LDMATRIX(INDEX(local, row address)) arg="n[ trans]": a warp's tensor-core fragments (codegen/ldmatrix.hpp) */ \
+  X(LDMATRIX, memory)                                                                             \
   /* SHFL_XOR(x) arg=mask: x of the work-item whose lane in the warp is this one's xor mask */ \
   X(SHFL_XOR, memory)                               \
   /* binary math */                                                                               \
@@ -7883,6 +7885,11 @@ inline DType tensor_core_input(std::string_view kind) {
   return input == "float16" ? dtypes::float16 : input == "bfloat16" ? dtypes::bfloat16 : dtypes::float32;
 }
 
+/// An LDMATRIX's 8x8 tiles (1, 2 or 4) and whether it transposes them, from its arg ("4", "2 trans").
+inline std::pair<int, bool> ldmatrix_kind(std::string_view arg) {
+  return {arg.empty() ? 0 : arg[0] - '0', arg.find("trans") != std::string_view::npos};
+}
+
 /// A float32 rounded to TF32 as cvt.rna.tf32.f32 does it (the 13 low bits of the mantissa gone,
 /// to nearest, ties away from zero), still a float32.
 inline uint32_t round_tf32_bits(uint32_t bits) {
@@ -8022,6 +8029,7 @@ struct Instr {
   bool work_item() const { return index != Index::loop; }
   int32_t partner = -1;    // RANGE: its END; END: its RANGE
   DType input;             // WMMA: the type of its operands (float32: rounded to TF32)
+  bool trans = false;      // LDMATRIX: transposed (number: its tiles)
   const TensorCore* tc = nullptr;  // WMMA: its instruction
 };
 
@@ -8114,7 +8122,7 @@ inline Kernel parse(const std::string& listing, const Spec& spec) {
       }
     }
     // vectors: a tensor-core op's results, a wide copy's 16 bytes (a load whose users store them)
-    if ((ins.dtype.count() > 1 && ins.op != Ops::WMMA && (ins.op != Ops::LOAD || ins.dtype.itemsize() != 16)) ||
+    if ((ins.dtype.count() > 1 && ins.op != Ops::WMMA && ins.op != Ops::LDMATRIX && (ins.op != Ops::LOAD || ins.dtype.itemsize() != 16)) ||
         (ins.dtype.is_ptr() && ins.dtype.base().count() > 1))
       throw fail("EMU runs scalar programs; vectors are for the CPU's registers, tensor cores and 16-byte copies");
     for (size_t i = 0; i < ins.src.size(); ++i) {
@@ -8142,11 +8150,24 @@ inline Kernel parse(const std::string& listing, const Spec& spec) {
                      "each with 4 float32 values to add or none, 4 float32 results");
         ins.input = tensor_core_input(arg[0] + " " + arg[1]);
         break;
-      case Ops::GEP:
+      case Ops::GEP: {
         need_args(1), ins.number = std::stoll(arg[0]);
-        if (ins.src.size() != 1 || k.code[static_cast<size_t>(ins.src[0])].op != Ops::WMMA || ins.number < 0 || ins.number >= TensorCore::c_count)
-          throw fail("a GEP reads one of a WMMA's 4 results");
+        const Instr* from = ins.src.size() == 1 ? &k.code[static_cast<size_t>(ins.src[0])] : nullptr;
+        if (!from || (from->op != Ops::WMMA && from->op != Ops::LDMATRIX) || ins.number < 0 || ins.number >= from->dtype.count())
+          throw fail("a GEP reads one of a WMMA's 4 results or one of an LDMATRIX's values");
         break;
+      }
+      case Ops::LDMATRIX: {  // (codegen/ldmatrix.hpp)
+        if (arg.empty() || arg.size() > 2 || (arg.size() == 2 && arg[1] != "trans")) throw fail("LDMATRIX takes its tiles, and 'trans' or not");
+        ins.number = std::stoll(arg[0]), ins.trans = arg.size() == 2;
+        if (spec.warp != TensorCore::warp || !spec.tensor_cores) throw fail(tinyt::detail::cat(spec.name, " has no ldmatrix"));
+        if ((ins.number != 1 && ins.number != 2 && ins.number != 4) || ins.dtype.count() != 2 * ins.number || ins.dtype.scalar().itemsize() != 2)
+          throw fail("LDMATRIX loads 1, 2 or 4 tiles of 8x8 16-bit values: a vector of 2, 4 or 8 of them");
+        if (ins.src.empty() || k.code[static_cast<size_t>(ins.src[0])].op != Ops::INDEX ||
+            k.code[static_cast<size_t>(k.code[static_cast<size_t>(ins.src[0])].src[0])].op != Ops::DEFINE_LOCAL)
+          throw fail("LDMATRIX reads local memory through an INDEX");
+        break;
+      }
       case Ops::SHFL_XOR:
         need_args(1), ins.number = std::stoll(arg[0]);
         if (spec.warp == 0) throw fail(tinyt::detail::cat(spec.name, " has no warps to shuffle across"));
@@ -8423,6 +8444,7 @@ class Launch {
         case Ops::STORE: store(ins); break;
         case Ops::BARRIER: ++epoch_; break;
         case Ops::WMMA: tensor_core(pc, ins); break;
+        case Ops::LDMATRIX: ldmatrix(pc, ins); break;
         case Ops::GEP: {
           const std::vector<Slot>& d = vectors_.at(static_cast<size_t>(ins.src[0]));
           std::copy_n(d.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(ins.number) * lanes_), lanes_, out);
@@ -8479,6 +8501,36 @@ class Launch {
           if (accumulates) sum += at(static_cast<size_t>(ins.src[static_cast<size_t>(tc.a_count + tc.b_count + i)]))[l].f;
           d[static_cast<size_t>(i) * lanes_ + l].f = sum;
         }
+    }
+  }
+
+  // ldmatrix (PTX ISA, m8n8 .b16): for each warp and each tile m, lanes 8m..8m+7 name the tiles'
+  // rows (8 neighbouring values, 16 aligned bytes); lane l receives, as values 2m and 2m+1, row
+  // l/4's values 2(l%4) and 2(l%4)+1 — transposed, value l/4 of rows 2(l%4) and 2(l%4)+1
+  void ldmatrix(size_t pc, const Instr& ins) {
+    if (lanes_ % TensorCore::warp != 0)
+      throw fail(tinyt::detail::cat("an ldmatrix in a work-group of ", lanes_, " work-items, not whole warps of ", TensorCore::warp));
+    const Instr& index = k_.code[static_cast<size_t>(ins.src[0])];
+    const Instr& buffer = k_.code[static_cast<size_t>(index.src[0])];
+    const Slot* row = at(static_cast<size_t>(index.src[1]));
+    const auto tiles = static_cast<size_t>(ins.number);
+    for (size_t l = 0; l < lanes_; ++l)
+      if (l % TensorCore::warp < 8 * tiles && row[l].i % 8 != 0)
+        throw fail(tinyt::detail::cat(who(l), " names row ", row[l].i, " of local buffer ", buffer.number, " for an ldmatrix: not 16-byte aligned"));
+    std::vector<Slot>& d = vectors_[pc];
+    d.assign(2 * tiles * lanes_, Slot{});
+    std::vector<Slot> rows(8 * tiles * 8);
+    for (size_t w = 0; w < lanes_; w += TensorCore::warp) {
+      for (size_t r = 0; r < 8 * tiles; ++r)  // tile r/8's row r%8, as lane w+r names it
+        for (size_t e = 0; e < 8; ++e) rows[r * 8 + e] = read_local(buffer, row[w + r].i + static_cast<int64_t>(e), w + r);
+      for (size_t m = 0; m < tiles; ++m) {
+        count_local_lanes(stats_.local_loads, row, nullptr, 2, 8, w + 8 * m, w + 8 * m + 8);
+        for (size_t lane = 0; lane < TensorCore::warp; ++lane)
+          for (size_t j = 0; j < 2; ++j) {
+            const size_t r = ins.trans ? 2 * (lane % 4) + j : lane / 4, e = ins.trans ? lane / 4 : 2 * (lane % 4) + j;
+            d[(2 * m + j) * lanes_ + w + lane] = rows[(8 * m + r) * 8 + e];
+          }
+      }
     }
   }
 
@@ -8540,24 +8592,9 @@ class Launch {
         return;
       }
       case Ops::DEFINE_LOCAL: {
-        Local& mem = locals_[static_cast<size_t>(buffer.number)];
         for (size_t l = 0; l < lanes_; ++l)
-          for (size_t k = 0; k < width; ++k) {
-            if (gate && !gate[l].i) {
-              values[k * lanes_ + l] = zero;
-              continue;
-            }
-            const int64_t i = idx[l].i + static_cast<int64_t>(k);
-            check_local(buffer, i, l, "reads");
-            const auto e = static_cast<size_t>(i);
-            const auto lane = static_cast<int32_t>(l);
-            if (mem.written[e] == epoch_ && mem.writer[e] != lane)
-              throw fail(tinyt::detail::cat(who(l), " reads element ", i, " of local buffer ", buffer.number, ", which ",
-                                            who(static_cast<size_t>(mem.writer[e])), " wrote with no barrier between"));
-            mem.reader[e] = mem.read[e] == epoch_ && mem.reader[e] != lane ? -2 : lane;
-            mem.read[e] = epoch_;
-            values[k * lanes_ + l] = mem.data[e];
-          }
+          for (size_t k = 0; k < width; ++k)
+            values[k * lanes_ + l] = gate && !gate[l].i ? zero : read_local(buffer, idx[l].i + static_cast<int64_t>(k), l);
         count_local(stats_.local_loads, idx, gate, static_cast<size_t>(buffer.dtype.base().itemsize()), width);
         return;
       }
@@ -8567,6 +8604,20 @@ class Launch {
         return;
       }
     }
+  }
+
+  // element i of local buffer `buffer`, as work-item l reads it
+  Slot read_local(const Instr& buffer, int64_t i, size_t l) {
+    Local& mem = locals_[static_cast<size_t>(buffer.number)];
+    check_local(buffer, i, l, "reads");
+    const auto e = static_cast<size_t>(i);
+    const auto lane = static_cast<int32_t>(l);
+    if (mem.written[e] == epoch_ && mem.writer[e] != lane)
+      throw fail(tinyt::detail::cat(who(l), " reads element ", i, " of local buffer ", buffer.number, ", which ",
+                                    who(static_cast<size_t>(mem.writer[e])), " wrote with no barrier between"));
+    mem.reader[e] = mem.read[e] == epoch_ && mem.reader[e] != lane ? -2 : lane;
+    mem.read[e] = epoch_;
+    return mem.data[e];
   }
 
   void store(const Instr& ins) {
@@ -8651,24 +8702,25 @@ class Launch {
   // each warp's access to local memory: the most distinct words its active lanes ask one bank
   // for; at best its bytes over the 128 the banks serve a cycle
   void count_local(AccessStats::Local& stats, const Slot* idx, const Slot* gate, size_t size, size_t width) {
+    for (size_t w = 0; w < lanes_; w += memory_warp) count_local_lanes(stats, idx, gate, size, width, w, std::min(lanes_, w + memory_warp));
+  }
+  // ... of the lanes [from, to) together (an ldmatrix's 8 rows of a tile)
+  void count_local_lanes(AccessStats::Local& stats, const Slot* idx, const Slot* gate, size_t size, size_t width, size_t from, size_t to) {
     std::vector<int64_t> words;
     const auto bytes = static_cast<int64_t>(size * width);
-    for (size_t w = 0; w < lanes_; w += memory_warp) {
-      words.clear();
-      int64_t asked = 0;
-      for (size_t l = w; l < std::min(lanes_, w + memory_warp); ++l)
-        if (!gate || gate[l].i) {
-          for (int64_t b = 0; b < bytes; b += 4) words.push_back((idx[l].i * static_cast<int64_t>(size) + b) / 4);
-          asked += bytes;
-        }
-      if (words.empty()) continue;
-      std::sort(words.begin(), words.end());
-      words.erase(std::unique(words.begin(), words.end()), words.end());
-      std::array<int64_t, 32> per_bank{};
-      for (int64_t word : words) ++per_bank[static_cast<size_t>(word % 32)];
-      ++stats.requests, stats.wavefronts += *std::max_element(per_bank.begin(), per_bank.end());
-      stats.fewest += std::max<int64_t>((std::min<int64_t>(asked, static_cast<int64_t>(words.size()) * 4) + 127) / 128, 1);
-    }
+    int64_t asked = 0;
+    for (size_t l = from; l < to; ++l)
+      if (!gate || gate[l].i) {
+        for (int64_t b = 0; b < bytes; b += 4) words.push_back((idx[l].i * static_cast<int64_t>(size) + b) / 4);
+        asked += bytes;
+      }
+    if (words.empty()) return;
+    std::sort(words.begin(), words.end());
+    words.erase(std::unique(words.begin(), words.end()), words.end());
+    std::array<int64_t, 32> per_bank{};
+    for (int64_t word : words) ++per_bank[static_cast<size_t>(word % 32)];
+    ++stats.requests, stats.wavefronts += *std::max_element(per_bank.begin(), per_bank.end());
+    stats.fewest += std::max<int64_t>((std::min<int64_t>(asked, static_cast<int64_t>(words.size()) * 4) + 127) / 128, 1);
   }
 
   void check_global(const Instr& buffer, const Global& g, int64_t i, size_t l, const char* what) const {
@@ -12234,7 +12286,7 @@ inline std::string bfloat16_helpers(const std::string& fn, const std::string& to
 
 /// What a kernel's source needs beyond the language: which types it touches.
 struct SourceFeatures {
-  bool float16 = false, bfloat16 = false, float64 = false, tensor_cores = false, tf32 = false;
+  bool float16 = false, bfloat16 = false, float64 = false, tensor_cores = false, tf32 = false, ldmatrix = false;
 };
 
 // C moves a float's bits through a union
@@ -12268,6 +12320,7 @@ class CStyleRenderer {
       features.float64 |= dt == dtypes::float64;
       features.tensor_cores |= u.op() == Ops::WMMA;
       features.tf32 |= u.op() == Ops::WMMA && tensor_core_of(u.arg().get<std::string>()) == &mma_m16n8k8_tf32;
+      features.ldmatrix |= u.op() == Ops::LDMATRIX;
     }
     open_kernel(p);
     for (const UOp& u : p.ops) line(u);
@@ -12392,6 +12445,11 @@ class CStyleRenderer {
                                   const std::vector<std::string>& accumulators) const {
     throw CompileError(detail::cat(language(), " renderer: no tensor cores (", kind, " into ", name, " of ", operands.size(), " operands and ",
                                    accumulators.size(), " accumulators)"));
+  }
+  /// The statements of an LDMATRIX of `tiles` 8x8 tiles (transposed or not) whose row this lane
+  /// names at `address` (a pointer into local memory), leaving its registers in the array `name`.
+  virtual std::string ldmatrix(const std::string& name, int tiles, bool trans, const std::string& address) const {
+    throw CompileError(detail::cat(language(), " renderer: no ldmatrix (", tiles, trans ? " transposed" : "", " tiles into ", name, " from ", address, ")"));
   }
   static std::vector<std::string> split_lines(const std::string& text) {
     std::vector<std::string> lines;
@@ -12561,16 +12619,42 @@ class CStyleRenderer {
         const TensorCore* tc = tensor_core_of(kind);
         const size_t fragments = tc ? static_cast<size_t>(tc->a_count + tc->b_count) : s.size();
         std::vector<std::string> operands, accumulators;  // (C: the lane's accumulators, or none: zeros)
+        // an LDMATRIX's element, as GEP (cast to float32): its tile, from which register it comes
+        const auto fragment = [](const UOp& x) { return x.op() == Ops::CAST ? x.src(0) : x; };
+        const auto from_ldmatrix = [&](const UOp& x) { return fragment(x).op() == Ops::GEP && fragment(x).src(0).op() == Ops::LDMATRIX; };
         for (size_t i = 0; i < s.size(); ++i)
-          if (i >= fragments) accumulators.push_back(ref(s[i]));
-          else operands.push_back(input == dtypes::float32 || bits_.count(s[i].get()) ? ref(s[i]) : narrow_bits(input, ref(s[i])));
+          if (i >= fragments) {
+            accumulators.push_back(ref(s[i]));
+          } else if (from_ldmatrix(s[i])) {  // a register's two values: the register itself, then nothing
+            const UOp& element = fragment(s[i]);
+            const int64_t k = element.arg().as_int();
+            if (k % 2 != 0 || i % 2 != 0 || i + 1 >= fragments || !from_ldmatrix(s[i + 1]) || !(fragment(s[i + 1]).src(0) == element.src(0)) ||
+                fragment(s[i + 1]).arg().as_int() != k + 1)
+              throw CompileError(detail::cat(language(), " renderer: a tensor-core operand pair is not one register of an ldmatrix"));
+            operands.push_back(detail::cat(ref(element.src(0)), "[", k / 2, "]")), operands.emplace_back();
+            ++i;
+          } else {
+            operands.push_back(input == dtypes::float32 || bits_.count(s[i].get()) ? ref(s[i]) : narrow_bits(input, ref(s[i])));
+          }
         for (const std::string& line : split_lines(tensor_core(kind, n, operands, accumulators))) out(line);
+        name_[u.get()] = n;
+        return;
+      }
+      case Ops::LDMATRIX: {  // a warp's fragments: registers of two 16-bit values each
+        const auto [tiles, trans] = ldmatrix_kind(u.arg().get<std::string>());
+        const auto& [buf, i] = address_.at(s[0].get());
+        const std::string n = "frag" + std::to_string(counter_++);
+        for (const std::string& line : split_lines(ldmatrix(n, tiles, trans, "&" + buf + "[" + i + "]"))) out(line);
         name_[u.get()] = n;
         return;
       }
       case Ops::GEP: name_[u.get()] = ref(s[0]) + "[" + std::to_string(u.arg().as_int()) + "]"; return;
       case Ops::CAST:
         if (bits_.count(u.get())) {  // a tensor-core operand: the loaded bits themselves
+          name_[u.get()] = ref(s[0]);
+          return;
+        }
+        if (s[0].op() == Ops::GEP && s[0].src(0).op() == Ops::LDMATRIX) {  // an operand read with its register (WMMA above)
           name_[u.get()] = ref(s[0]);
           return;
         }
@@ -12804,6 +12888,9 @@ class CUDARenderer : public CStyleRenderer {
     if (f.tensor_cores && (f.float16 || f.bfloat16))
       s += "__device__ inline unsigned tinyt_pack16(unsigned short lo, unsigned short hi) {\n"
            "  return (unsigned)lo | ((unsigned)hi << 16);\n}\n\n";
+    if (f.ldmatrix)  // a pointer into shared memory as the 32-bit address ldmatrix takes
+      s += "__device__ inline unsigned tinyt_shared(const void* p) {\n"
+           "  unsigned long long a; asm(\"cvta.to.shared.u64 %0, %1;\" : \"=l\"(a) : \"l\"(p)); return (unsigned)a;\n}\n\n";
     if (f.tf32)
       s += "__device__ inline unsigned tinyt_tf32(float f) {\n"
            "  unsigned t; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(t) : \"f\"(f)); return t;\n}\n\n";
@@ -12824,6 +12911,12 @@ class CUDARenderer : public CStyleRenderer {
   std::string group_index(int dim) const override { return detail::cat("(int)blockIdx.", dim == 0 ? "x" : dim == 1 ? "y" : "z"); }
   std::string local_index(int dim) const override { return detail::cat("(int)threadIdx.", dim == 0 ? "x" : dim == 1 ? "y" : "z"); }
   std::string wide_pointer(bool) const override { return "uint4*"; }  // NVRTC's built-in vector type
+  std::string ldmatrix(const std::string& name, int tiles, bool trans, const std::string& address) const override {
+    std::string regs, outs;
+    for (int r = 0; r < tiles; ++r) regs += detail::cat(r ? ", %" : "%", r), outs += detail::cat(r ? ", " : "", "\"=r\"(", name, "[", r, "])");
+    return detail::cat("unsigned ", name, "[", tiles, "];\n", "asm volatile(\"ldmatrix.sync.aligned.m8n8.x", tiles, trans ? ".trans" : "",
+                       ".shared.b16 {", regs, "}, [%", tiles, "];\" : ", outs, " : \"r\"(tinyt_shared(", address, ")));");
+  }
   std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const override {
     return detail::cat("__shared__ __align__(16) ", type, " ", name, "[", size, "]");  // (a wide copy's 16 bytes)
   }
@@ -12845,9 +12938,10 @@ class CUDARenderer : public CStyleRenderer {
     std::vector<std::string> regs;
     if (type == "tf32") {
       for (const std::string& v : operands) regs.push_back(detail::cat("\"r\"(tinyt_tf32(", v, "))"));
-    } else {
+    } else {  // (a pair whose second is empty: a register of an ldmatrix)
       for (size_t i = 0; i < operands.size(); i += 2)
-        regs.push_back(detail::cat("\"r\"(tinyt_pack16(", operands[i], ", ", operands[i + 1], "))"));
+        regs.push_back(operands[i + 1].empty() ? detail::cat("\"r\"(", operands[i], ")")
+                                               : detail::cat("\"r\"(tinyt_pack16(", operands[i], ", ", operands[i + 1], "))"));
     }
     const size_t a_regs = regs.size() * static_cast<size_t>(tc->a_count) / operands.size();
     std::string list, in;
@@ -13773,6 +13867,127 @@ inline std::optional<std::vector<Opt>> deserialize_opts(const std::string& text)
 }  // namespace codegen
 }  // namespace tinyt::inline v0
 // ---- end tinyt/codegen/opt/search.hpp ----
+// ---- tinyt/codegen/ldmatrix.hpp ----
+// Tensor-core fragments read from local memory by `ldmatrix` (PTX: ldmatrix.sync.aligned.m8n8.x4
+// and .x2, .trans): a warp loads up to four 8x8 tiles of 16-bit values in one instruction, each of
+// its lanes naming a row (16 contiguous bytes) and receiving the values its fragment holds, two to
+// a register, as mma.sync takes them. Without it a lane reads each 16-bit value of its fragment
+// on its own (8 reads and 4 packs for A, 4 and 2 for B, per mma).
+//
+// A TC kernel whose operands STAGE copied reads its fragments from local memory; this pass finds
+// an operand whose values are all in one local array, at addresses that make ldmatrix rows (a
+// fragment register's two values neighbours: .x4/.x2; or a column's eight neighbours in rows:
+// .trans), and replaces its reads by one LDMATRIX. The lane's addresses are worked out for the 32
+// lanes and checked against every value the fragment holds, so a layout ldmatrix cannot read keeps
+// its reads. LDMATRIX(INDEX(local, row address), after) arg "n" or "n trans": n tiles, the result
+// a vector of 2n values, register r holding elements 2r and 2r+1 (GEP); it runs on EMU as the PTX
+// ISA defines it.
+
+
+
+namespace tinyt::inline v0 {
+namespace codegen {
+
+namespace detail {
+
+// The LDMATRIX reading fragment values `values` (a lane's, in register order: two a register),
+// each a LOAD (or its cast to float32) of one local array; empty when ldmatrix cannot read them.
+inline std::optional<UOp> ldmatrix_of(const std::vector<UOp>& values, const UOp& lane) {
+  std::vector<UOp> loads;
+  for (const UOp& v : values) {
+    const UOp load = v.op() == Ops::CAST ? v.src(0) : v;
+    if (load.op() != Ops::LOAD || load.dtype().itemsize() != 2 || load.src(0).op() != Ops::INDEX || load.src(0).src().size() != 2 ||
+        load.src(0).src(0).op() != Ops::DEFINE_LOCAL || (!loads.empty() && !(load.src(0).src(0) == loads[0].src(0).src(0))))
+      return std::nullopt;
+    loads.push_back(load);
+  }
+  const int tiles = static_cast<int>(values.size()) / 2;
+  if (tiles != 4 && tiles != 2) return std::nullopt;
+  // each address: a part the lane does not move (the same for all, up to a constant) and the lane's
+  std::vector<std::vector<int64_t>> at(values.size());  // [value][lane]: address minus the first value's fixed part
+  UOp fixed;
+  for (size_t i = 0; i < loads.size(); ++i) {
+    const Linear whole = linear_form(loads[i].src(0).src(1));
+    Linear rest{{}, whole.constant, whole.dtype}, moving{{}, 0, whole.dtype};
+    for (const Linear::Term& t : whole.terms) {
+      bool with_lane = false, other = false;
+      for (const UOp& x : toposort(t.atom)) {
+        if (x.op() == Ops::RANGE) (x == lane ? with_lane : other) = true;
+        other = other || x.op() == Ops::DEFINE_VAR;
+      }
+      if (with_lane && other) return std::nullopt;
+      (with_lane ? moving : rest).terms.push_back(t);
+    }
+    if (i == 0) fixed = rest.build();
+    const UOp offset = simplify(rest.build() - fixed);
+    if (!offset.is_const()) return std::nullopt;
+    for (int64_t l = 0; l < TensorCore::warp; ++l)
+      at[i].push_back(static_cast<int64_t>(offset.const_int()) + evaluate(moving.build(), {{lane.get(), l}}));
+  }
+  // the row each lane names, from what the lanes receive: lane l gets, of tile m, row l/4's
+  // elements 2(l%4) and 2(l%4)+1; transposed, row 2(l%4) and 2(l%4)+1's element l/4
+  for (const bool trans : {false, true}) {
+    std::vector<std::optional<int64_t>> row(static_cast<size_t>(tiles) * 8);
+    bool fits = true;
+    for (int m = 0; m < tiles && fits; ++m)
+      for (int l = 0; l < TensorCore::warp && fits; ++l)
+        for (int j = 0; j < 2 && fits; ++j) {
+          const int64_t got = at[static_cast<size_t>(2 * m + j)][static_cast<size_t>(l)];
+          const int r = trans ? 2 * (l % 4) + j : l / 4;
+          const int64_t start = got - (trans ? l / 4 : 2 * (l % 4) + j);
+          auto& named = row[static_cast<size_t>(8 * m + r)];
+          fits = (!named || *named == start) && start % 8 == 0;  // (a row: 16 aligned bytes)
+          named = start;
+        }
+    if (!fits || !linear_form(fixed).divisible_by(8)) continue;
+    // the row address as lane bits: lane%8 (a stride when the rows are evenly apart), then bits 3 and 4
+    const auto named = [&](int64_t l) { return *row[static_cast<size_t>(l % (8 * tiles))]; };
+    UOp address = fixed + schedule::index_const(named(0));
+    const int64_t stride = named(1) - named(0);
+    bool even = true;
+    for (int64_t r = 0; r < 8; ++r) even = even && named(r) - named(0) == r * stride;
+    if (!even) continue;
+    address = address + (lane % 8) * stride;
+    for (int64_t bit = 8; bit < 8 * tiles; bit *= 2) address = address + (lane / bit % 2) * (named(bit) - named(0));
+    const UOp own = simplify(address - fixed);  // (the formula against the table)
+    for (const UOp& x : toposort(own)) fits = fits && ((x.op() != Ops::RANGE && x.op() != Ops::DEFINE_VAR) || x == lane);
+    for (int64_t l = 0; l < TensorCore::warp && fits; ++l) fits = evaluate(own, {{lane.get(), l}}) == named(l);
+    if (!fits) continue;
+    const UOp& buffer = loads[0].src(0).src(0);
+    std::vector<UOp> src{UOp(Ops::INDEX, loads[0].src(0).dtype(), {buffer, simplify(address)})};
+    src.insert(src.end(), loads[0].src().begin() + 1, loads[0].src().end());  // (after what the reads were after: the copies' barrier)
+    return UOp(Ops::LDMATRIX, loads[0].dtype().vec(2 * tiles), std::move(src), tinyt::detail::cat(tiles, trans ? " trans" : ""));
+  }
+  return std::nullopt;
+}
+}  // namespace detail
+
+/// The kernel with each tensor-core operand that ldmatrix can read from local memory read by one
+/// LDMATRIX (see the top of this file); unchanged without a warp range.
+inline UOp ldmatrix_fragments(const UOp& ast, const UOp& lane) {
+  if (!lane) return ast;
+  std::unordered_map<const UOpNode*, UOp> replaced;
+  for (const UOp& u : toposort(ast)) {
+    if (u.op() != Ops::WMMA) continue;
+    const TensorCore* tc = tensor_core_of(u.arg().get<std::string>());
+    if (!tc || tc->per_thread != 2) continue;  // (16-bit inputs, two a register)
+    for (const auto& [first, count] : {std::pair{0, tc->a_count}, {tc->a_count, tc->b_count}}) {
+      const std::vector<UOp> values(u.src().begin() + first, u.src().begin() + first + count);
+      if (replaced.count(values[0].get())) continue;  // (a fragment shared by several ops: done)
+      const std::optional<UOp> ld = detail::ldmatrix_of(values, lane);
+      if (!ld) continue;
+      for (size_t i = 0; i < values.size(); ++i) {
+        const UOp element(Ops::GEP, ld->dtype().scalar(), {*ld}, static_cast<int64_t>(i));
+        replaced[values[i].get()] = values[i].op() == Ops::CAST ? element.cast(values[i].dtype()) : element;
+      }
+    }
+  }
+  return replaced.empty() ? ast : substitute(ast, replaced);
+}
+
+}  // namespace codegen
+}  // namespace tinyt::inline v0
+// ---- end tinyt/codegen/ldmatrix.hpp ----
 // ---- tinyt/codegen/work_items.hpp ----
 // Kernels for GPUs: a kernel's output loops become work-items. Up to three loops, innermost
 // first, become the launch's dimensions 0, 1, 2 (RANGEs of kind `global`, whose value is the
@@ -14049,7 +14264,8 @@ inline std::string render_listing(const codegen::Program& p) {
       case Ops::DEFINE_REG:
       case Ops::SHFL_XOR:
       case Ops::GEP: out << " : " << u.arg().as_int(); break;
-      case Ops::WMMA: out << " : " << u.arg().get<std::string>(); break;
+      case Ops::WMMA:
+      case Ops::LDMATRIX: out << " : " << u.arg().get<std::string>(); break;
       case Ops::DEFINE_VAR: {
         const auto it = std::find(p.vars.begin(), p.vars.end(), u);
         if (it == p.vars.end()) throw InternalError("listing: a variable the program does not list");
@@ -15891,6 +16107,7 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
   expanded = graph_rewrite(expanded, codegen::division_rules());  // for every renderer: x/0 is 0
   if (codegen::warp_range(expanded) && !(target.gpu && target.tensor_cores && target.warp == TensorCore::warp))
     throw codegen::OptError("TC: the device has no tensor cores");
+  expanded = codegen::ldmatrix_fragments(expanded, codegen::warp_range(expanded));  // (TC's fragments in local memory)
   const UOp lane = codegen::group_range(expanded);
   if (lane && (!target.gpu || codegen::range_size(lane) > target.max_local))
     throw codegen::OptError(tinyt::detail::cat("GROUP of ", codegen::range_size(lane), ": the device ",

@@ -145,6 +145,50 @@ TEST_CASE("emu: counts what a GPU's memory makes of each warp's accesses: 32-byt
   CHECK(tinyt_test::message_of<CompileError>([&] { (void)emu().compiler().compile(cast, "k"); }).find("only stored") != std::string::npos);
 }
 
+TEST_CASE("emu: ldmatrix gives each lane the values of its fragment as the PTX ISA lays them out, transposed or not") {
+  // a warp writes 4 tiles of 8 x 8 halves into local memory (element e holds e), then each lane l
+  // names row l (tile l/8's row l%8) and stores what it receives as out[8l .. 8l+7]
+  for (const bool trans : {false, true}) {
+    INFO((trans ? "transposed" : "not transposed"));
+    std::string listing =
+        "kernel ld\n"
+        "%0 DEFINE_GLOBAL float32*global : 0\n"
+        "%1 DEFINE_LOCAL float16*local[256] : 0\n"
+        "%2 CONST index : 32\n"
+        "%3 RANGE index %2 : global 0\n"
+        "%4 CONST index : 8\n"
+        "%5 RANGE index %4 : loop -1\n"
+        "%6 MUL index %3 %4\n"
+        "%7 ADD index %6 %5\n"
+        "%8 CAST float16 %7\n"
+        "%9 INDEX float16*local[256] %1 %7\n"
+        "%10 STORE void %9 %8\n"
+        "%11 END void %5 %10\n"
+        "%12 BARRIER void %11\n"
+        "%13 INDEX float16*local[256] %1 %6\n";
+    listing += tinyt::detail::cat("%14 LDMATRIX float16.vec(8) %13 %12 : 4", trans ? " trans" : "", "\n");
+    int next = 15, last = 0;
+    for (int j = 0; j < 8; ++j) {
+      const int gep = next++, cast = next++, offset = next++, at = next++, index = next++, store = next++;
+      listing += tinyt::detail::cat("%", gep, " GEP float16 %14 : ", j, "\n%", cast, " CAST float32 %", gep, "\n%", offset, " CONST index : ", j,
+                                    "\n%", at, " ADD index %6 %", offset, "\n%", index, " INDEX float32*global %0 %", at, "\n%", store,
+                                    " STORE void %", index, " %", cast, "\n");
+      last = store;
+    }
+    listing += tinyt::detail::cat("%", next, " END void %3 %", last, "\n");
+    EmuBuffer out(std::vector<float>(256));
+    const backend::emu::AccessStats stats = run(listing, {out.handle}, 32, 32);
+    std::vector<float> want;
+    for (int l = 0; l < 32; ++l)
+      for (int m = 0; m < 4; ++m)
+        for (int h = 0; h < 2; ++h)  // register m's halves: tile m's row l/4, values 2(l%4) and +1; transposed, rows 2(l%4) and +1, value l/4
+          want.push_back(static_cast<float>(64 * m + (trans ? 8 * (2 * (l % 4) + h) + l / 4 : 8 * (l / 4) + 2 * (l % 4) + h)));
+    CHECK(out.read<float>() == want);
+    CHECK(stats.local_loads.requests == 4);  // a tile's 8 rows of 16 bytes a cycle
+    CHECK(stats.local_loads.wavefronts == 4);
+  }
+}
+
 TEST_CASE("emu: a shuffle reads the register of the lane whose number is this one's xor the mask") {
   const std::string listing =
       "kernel shuffle\n"
@@ -674,7 +718,7 @@ TEST_CASE("emu: TF32=1 puts a float32 matmul on tensor cores (m16n8k8), its inpu
   CHECK(ptx.find("cvt.rna.tf32.f32") != std::string::npos);
 }
 
-TEST_CASE("emu: a 256 x 256 x 256 float16 or bfloat16 matmul gets TC with staged fragments moved as bits, and its CUDA source mma.sync, compiled by NVRTC for sm_80 and sm_90") {
+TEST_CASE("emu: a 256 x 256 x 256 float16 or bfloat16 matmul gets TC: copies of 16 bytes, fragments by ldmatrix, mma.sync accumulating in place, compiled by NVRTC for sm_80 and sm_90") {
   for (DType dt : {dtypes::float16, dtypes::bfloat16}) {
     INFO(dt.name());
     const bool f16 = dt == dtypes::float16;
@@ -692,8 +736,12 @@ TEST_CASE("emu: a 256 x 256 x 256 float16 or bfloat16 matmul gets TC with staged
     // float32 and back on its way (bfloat16's conversions are integer arithmetic)
     const std::string body = source.substr(source.find("extern \"C\""));
     CHECK(body.find(f16 ? "tinyt_f16_to_f32(" : "tinyt_bf16_to_f32(") == std::string::npos);
-    CHECK(body.find("\"r\"(tinyt_pack16(bits") != std::string::npos);
     CHECK(body.find("uint4 wide") != std::string::npos);  // the copies: 16 bytes a work-item
+    // fragments from shared memory by ldmatrix: A's 16 x 16 tile in 4 8 x 8 tiles, B's 16 x 8 (rows
+    // of N in memory) in 2 transposed; the mma takes their registers as they are
+    CHECK(body.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16") != std::string::npos);
+    CHECK(body.find("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16") != std::string::npos);
+    CHECK(body.find("tinyt_pack16(") == std::string::npos);
     // each mma adds to the lane's accumulators itself (its C operand), no float adds after it
     CHECK(body.find("\"f\"(acc") != std::string::npos);
     CHECK(body.find("\"f\"(0.0f)") == std::string::npos);
@@ -711,6 +759,22 @@ TEST_CASE("emu: a 256 x 256 x 256 float16 or bfloat16 matmul gets TC with staged
       CHECK(ptx.find(mma) != std::string::npos);
       CHECK((ptx.find("ld.global.nc.v4.u32") != std::string::npos || ptx.find("ld.global.v4.u32") != std::string::npos));
       CHECK(ptx.find("st.shared.v4.u32") != std::string::npos);
+      CHECK(ptx.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16") != std::string::npos);
     }
   }
+  // a convolution's fragments, read from global memory one value at a time, are packed from their
+  // bits two to a register
+  const UOp conv = schedule::create_schedule({Tensor::empty({2, 16, 16, 16}, dtypes::float16, "EMU")
+                                                  .conv2d(Tensor::empty({32, 16, 3, 3}, dtypes::float16, "EMU"), {}, 1, 1, 1, 1)
+                                                  .uop()})
+                       .back()
+                       .ast;
+  backend::Target cuda = backend::device("EMU").target();
+  const std::vector<codegen::Opt> chosen = engine::detail::gpu_opts(conv, cuda);
+  REQUIRE(chosen.front().op == codegen::OptOp::TC);
+  cuda.language = backend::Language::cuda;
+  const std::string source = engine::render(engine::lower_kernel(conv, chosen, cuda, true), cuda);
+  const std::string body = source.substr(source.find("extern \"C\""));
+  CHECK(body.find("\"r\"(tinyt_pack16(bits") != std::string::npos);
+  CHECK(body.find("tinyt_f16_to_f32(") == std::string::npos);
 }

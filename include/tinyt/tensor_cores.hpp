@@ -60,6 +60,11 @@ inline DType tensor_core_input(std::string_view kind) {
   return input == "float16" ? dtypes::float16 : input == "bfloat16" ? dtypes::bfloat16 : dtypes::float32;
 }
 
+/// An LDMATRIX's 8x8 tiles (1, 2 or 4) and whether it transposes them, from its arg ("4", "2 trans").
+inline std::pair<int, bool> ldmatrix_kind(std::string_view arg) {
+  return {arg.empty() ? 0 : arg[0] - '0', arg.find("trans") != std::string_view::npos};
+}
+
 /// A float32 rounded to TF32 as cvt.rna.tf32.f32 does it (the 13 low bits of the mantissa gone,
 /// to nearest, ties away from zero), still a float32.
 inline uint32_t round_tf32_bits(uint32_t bits) {

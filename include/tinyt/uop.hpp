@@ -55,6 +55,8 @@ namespace tinyt::inline v0 {
   X(TRUNC, unary)                                                                                 \
   /* memory */                                                                                    \
   X(INDEX, memory) X(LOAD, memory) X(STORE, memory) X(WMMA, memory) \
+  /* LDMATRIX(INDEX(local, row address)) arg="n[ trans]": a warp's tensor-core fragments (codegen/ldmatrix.hpp) */ \
+  X(LDMATRIX, memory)                                                                             \
   /* SHFL_XOR(x) arg=mask: x of the work-item whose lane in the warp is this one's xor mask */ \
   X(SHFL_XOR, memory)                               \
   /* binary math */                                                                               \

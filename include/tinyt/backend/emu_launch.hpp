@@ -230,6 +230,7 @@ class Launch {
         case Ops::STORE: store(ins); break;
         case Ops::BARRIER: ++epoch_; break;
         case Ops::WMMA: tensor_core(pc, ins); break;
+        case Ops::LDMATRIX: ldmatrix(pc, ins); break;
         case Ops::GEP: {
           const std::vector<Slot>& d = vectors_.at(static_cast<size_t>(ins.src[0]));
           std::copy_n(d.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(ins.number) * lanes_), lanes_, out);
@@ -286,6 +287,36 @@ class Launch {
           if (accumulates) sum += at(static_cast<size_t>(ins.src[static_cast<size_t>(tc.a_count + tc.b_count + i)]))[l].f;
           d[static_cast<size_t>(i) * lanes_ + l].f = sum;
         }
+    }
+  }
+
+  // ldmatrix (PTX ISA, m8n8 .b16): for each warp and each tile m, lanes 8m..8m+7 name the tiles'
+  // rows (8 neighbouring values, 16 aligned bytes); lane l receives, as values 2m and 2m+1, row
+  // l/4's values 2(l%4) and 2(l%4)+1 — transposed, value l/4 of rows 2(l%4) and 2(l%4)+1
+  void ldmatrix(size_t pc, const Instr& ins) {
+    if (lanes_ % TensorCore::warp != 0)
+      throw fail(tinyt::detail::cat("an ldmatrix in a work-group of ", lanes_, " work-items, not whole warps of ", TensorCore::warp));
+    const Instr& index = k_.code[static_cast<size_t>(ins.src[0])];
+    const Instr& buffer = k_.code[static_cast<size_t>(index.src[0])];
+    const Slot* row = at(static_cast<size_t>(index.src[1]));
+    const auto tiles = static_cast<size_t>(ins.number);
+    for (size_t l = 0; l < lanes_; ++l)
+      if (l % TensorCore::warp < 8 * tiles && row[l].i % 8 != 0)
+        throw fail(tinyt::detail::cat(who(l), " names row ", row[l].i, " of local buffer ", buffer.number, " for an ldmatrix: not 16-byte aligned"));
+    std::vector<Slot>& d = vectors_[pc];
+    d.assign(2 * tiles * lanes_, Slot{});
+    std::vector<Slot> rows(8 * tiles * 8);
+    for (size_t w = 0; w < lanes_; w += TensorCore::warp) {
+      for (size_t r = 0; r < 8 * tiles; ++r)  // tile r/8's row r%8, as lane w+r names it
+        for (size_t e = 0; e < 8; ++e) rows[r * 8 + e] = read_local(buffer, row[w + r].i + static_cast<int64_t>(e), w + r);
+      for (size_t m = 0; m < tiles; ++m) {
+        count_local_lanes(stats_.local_loads, row, nullptr, 2, 8, w + 8 * m, w + 8 * m + 8);
+        for (size_t lane = 0; lane < TensorCore::warp; ++lane)
+          for (size_t j = 0; j < 2; ++j) {
+            const size_t r = ins.trans ? 2 * (lane % 4) + j : lane / 4, e = ins.trans ? lane / 4 : 2 * (lane % 4) + j;
+            d[(2 * m + j) * lanes_ + w + lane] = rows[(8 * m + r) * 8 + e];
+          }
+      }
     }
   }
 
@@ -347,24 +378,9 @@ class Launch {
         return;
       }
       case Ops::DEFINE_LOCAL: {
-        Local& mem = locals_[static_cast<size_t>(buffer.number)];
         for (size_t l = 0; l < lanes_; ++l)
-          for (size_t k = 0; k < width; ++k) {
-            if (gate && !gate[l].i) {
-              values[k * lanes_ + l] = zero;
-              continue;
-            }
-            const int64_t i = idx[l].i + static_cast<int64_t>(k);
-            check_local(buffer, i, l, "reads");
-            const auto e = static_cast<size_t>(i);
-            const auto lane = static_cast<int32_t>(l);
-            if (mem.written[e] == epoch_ && mem.writer[e] != lane)
-              throw fail(tinyt::detail::cat(who(l), " reads element ", i, " of local buffer ", buffer.number, ", which ",
-                                            who(static_cast<size_t>(mem.writer[e])), " wrote with no barrier between"));
-            mem.reader[e] = mem.read[e] == epoch_ && mem.reader[e] != lane ? -2 : lane;
-            mem.read[e] = epoch_;
-            values[k * lanes_ + l] = mem.data[e];
-          }
+          for (size_t k = 0; k < width; ++k)
+            values[k * lanes_ + l] = gate && !gate[l].i ? zero : read_local(buffer, idx[l].i + static_cast<int64_t>(k), l);
         count_local(stats_.local_loads, idx, gate, static_cast<size_t>(buffer.dtype.base().itemsize()), width);
         return;
       }
@@ -374,6 +390,20 @@ class Launch {
         return;
       }
     }
+  }
+
+  // element i of local buffer `buffer`, as work-item l reads it
+  Slot read_local(const Instr& buffer, int64_t i, size_t l) {
+    Local& mem = locals_[static_cast<size_t>(buffer.number)];
+    check_local(buffer, i, l, "reads");
+    const auto e = static_cast<size_t>(i);
+    const auto lane = static_cast<int32_t>(l);
+    if (mem.written[e] == epoch_ && mem.writer[e] != lane)
+      throw fail(tinyt::detail::cat(who(l), " reads element ", i, " of local buffer ", buffer.number, ", which ",
+                                    who(static_cast<size_t>(mem.writer[e])), " wrote with no barrier between"));
+    mem.reader[e] = mem.read[e] == epoch_ && mem.reader[e] != lane ? -2 : lane;
+    mem.read[e] = epoch_;
+    return mem.data[e];
   }
 
   void store(const Instr& ins) {
@@ -458,24 +488,25 @@ class Launch {
   // each warp's access to local memory: the most distinct words its active lanes ask one bank
   // for; at best its bytes over the 128 the banks serve a cycle
   void count_local(AccessStats::Local& stats, const Slot* idx, const Slot* gate, size_t size, size_t width) {
+    for (size_t w = 0; w < lanes_; w += memory_warp) count_local_lanes(stats, idx, gate, size, width, w, std::min(lanes_, w + memory_warp));
+  }
+  // ... of the lanes [from, to) together (an ldmatrix's 8 rows of a tile)
+  void count_local_lanes(AccessStats::Local& stats, const Slot* idx, const Slot* gate, size_t size, size_t width, size_t from, size_t to) {
     std::vector<int64_t> words;
     const auto bytes = static_cast<int64_t>(size * width);
-    for (size_t w = 0; w < lanes_; w += memory_warp) {
-      words.clear();
-      int64_t asked = 0;
-      for (size_t l = w; l < std::min(lanes_, w + memory_warp); ++l)
-        if (!gate || gate[l].i) {
-          for (int64_t b = 0; b < bytes; b += 4) words.push_back((idx[l].i * static_cast<int64_t>(size) + b) / 4);
-          asked += bytes;
-        }
-      if (words.empty()) continue;
-      std::sort(words.begin(), words.end());
-      words.erase(std::unique(words.begin(), words.end()), words.end());
-      std::array<int64_t, 32> per_bank{};
-      for (int64_t word : words) ++per_bank[static_cast<size_t>(word % 32)];
-      ++stats.requests, stats.wavefronts += *std::max_element(per_bank.begin(), per_bank.end());
-      stats.fewest += std::max<int64_t>((std::min<int64_t>(asked, static_cast<int64_t>(words.size()) * 4) + 127) / 128, 1);
-    }
+    int64_t asked = 0;
+    for (size_t l = from; l < to; ++l)
+      if (!gate || gate[l].i) {
+        for (int64_t b = 0; b < bytes; b += 4) words.push_back((idx[l].i * static_cast<int64_t>(size) + b) / 4);
+        asked += bytes;
+      }
+    if (words.empty()) return;
+    std::sort(words.begin(), words.end());
+    words.erase(std::unique(words.begin(), words.end()), words.end());
+    std::array<int64_t, 32> per_bank{};
+    for (int64_t word : words) ++per_bank[static_cast<size_t>(word % 32)];
+    ++stats.requests, stats.wavefronts += *std::max_element(per_bank.begin(), per_bank.end());
+    stats.fewest += std::max<int64_t>((std::min<int64_t>(asked, static_cast<int64_t>(words.size()) * 4) + 127) / 128, 1);
   }
 
   void check_global(const Instr& buffer, const Global& g, int64_t i, size_t l, const char* what) const {

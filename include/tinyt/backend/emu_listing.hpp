@@ -142,6 +142,7 @@ struct Instr {
   bool work_item() const { return index != Index::loop; }
   int32_t partner = -1;    // RANGE: its END; END: its RANGE
   DType input;             // WMMA: the type of its operands (float32: rounded to TF32)
+  bool trans = false;      // LDMATRIX: transposed (number: its tiles)
   const TensorCore* tc = nullptr;  // WMMA: its instruction
 };
 
@@ -234,7 +235,7 @@ inline Kernel parse(const std::string& listing, const Spec& spec) {
       }
     }
     // vectors: a tensor-core op's results, a wide copy's 16 bytes (a load whose users store them)
-    if ((ins.dtype.count() > 1 && ins.op != Ops::WMMA && (ins.op != Ops::LOAD || ins.dtype.itemsize() != 16)) ||
+    if ((ins.dtype.count() > 1 && ins.op != Ops::WMMA && ins.op != Ops::LDMATRIX && (ins.op != Ops::LOAD || ins.dtype.itemsize() != 16)) ||
         (ins.dtype.is_ptr() && ins.dtype.base().count() > 1))
       throw fail("EMU runs scalar programs; vectors are for the CPU's registers, tensor cores and 16-byte copies");
     for (size_t i = 0; i < ins.src.size(); ++i) {
@@ -262,11 +263,24 @@ inline Kernel parse(const std::string& listing, const Spec& spec) {
                      "each with 4 float32 values to add or none, 4 float32 results");
         ins.input = tensor_core_input(arg[0] + " " + arg[1]);
         break;
-      case Ops::GEP:
+      case Ops::GEP: {
         need_args(1), ins.number = std::stoll(arg[0]);
-        if (ins.src.size() != 1 || k.code[static_cast<size_t>(ins.src[0])].op != Ops::WMMA || ins.number < 0 || ins.number >= TensorCore::c_count)
-          throw fail("a GEP reads one of a WMMA's 4 results");
+        const Instr* from = ins.src.size() == 1 ? &k.code[static_cast<size_t>(ins.src[0])] : nullptr;
+        if (!from || (from->op != Ops::WMMA && from->op != Ops::LDMATRIX) || ins.number < 0 || ins.number >= from->dtype.count())
+          throw fail("a GEP reads one of a WMMA's 4 results or one of an LDMATRIX's values");
         break;
+      }
+      case Ops::LDMATRIX: {  // (codegen/ldmatrix.hpp)
+        if (arg.empty() || arg.size() > 2 || (arg.size() == 2 && arg[1] != "trans")) throw fail("LDMATRIX takes its tiles, and 'trans' or not");
+        ins.number = std::stoll(arg[0]), ins.trans = arg.size() == 2;
+        if (spec.warp != TensorCore::warp || !spec.tensor_cores) throw fail(tinyt::detail::cat(spec.name, " has no ldmatrix"));
+        if ((ins.number != 1 && ins.number != 2 && ins.number != 4) || ins.dtype.count() != 2 * ins.number || ins.dtype.scalar().itemsize() != 2)
+          throw fail("LDMATRIX loads 1, 2 or 4 tiles of 8x8 16-bit values: a vector of 2, 4 or 8 of them");
+        if (ins.src.empty() || k.code[static_cast<size_t>(ins.src[0])].op != Ops::INDEX ||
+            k.code[static_cast<size_t>(k.code[static_cast<size_t>(ins.src[0])].src[0])].op != Ops::DEFINE_LOCAL)
+          throw fail("LDMATRIX reads local memory through an INDEX");
+        break;
+      }
       case Ops::SHFL_XOR:
         need_args(1), ins.number = std::stoll(arg[0]);
         if (spec.warp == 0) throw fail(tinyt::detail::cat(spec.name, " has no warps to shuffle across"));

@@ -21,6 +21,7 @@
 #include "../codegen/opt/expander.hpp"
 #include "../codegen/opt/heuristic.hpp"
 #include "../codegen/opt/search.hpp"
+#include "../codegen/ldmatrix.hpp"
 #include "../codegen/work_items.hpp"
 #include "../helpers.hpp"
 #include "../renderer/cstyle.hpp"
@@ -115,6 +116,7 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
   expanded = graph_rewrite(expanded, codegen::division_rules());  // for every renderer: x/0 is 0
   if (codegen::warp_range(expanded) && !(target.gpu && target.tensor_cores && target.warp == TensorCore::warp))
     throw codegen::OptError("TC: the device has no tensor cores");
+  expanded = codegen::ldmatrix_fragments(expanded, codegen::warp_range(expanded));  // (TC's fragments in local memory)
   const UOp lane = codegen::group_range(expanded);
   if (lane && (!target.gpu || codegen::range_size(lane) > target.max_local))
     throw codegen::OptError(tinyt::detail::cat("GROUP of ", codegen::range_size(lane), ": the device ",

@@ -95,7 +95,7 @@ inline std::string bfloat16_helpers(const std::string& fn, const std::string& to
 
 /// What a kernel's source needs beyond the language: which types it touches.
 struct SourceFeatures {
-  bool float16 = false, bfloat16 = false, float64 = false, tensor_cores = false, tf32 = false;
+  bool float16 = false, bfloat16 = false, float64 = false, tensor_cores = false, tf32 = false, ldmatrix = false;
 };
 
 // C moves a float's bits through a union
@@ -129,6 +129,7 @@ class CStyleRenderer {
       features.float64 |= dt == dtypes::float64;
       features.tensor_cores |= u.op() == Ops::WMMA;
       features.tf32 |= u.op() == Ops::WMMA && tensor_core_of(u.arg().get<std::string>()) == &mma_m16n8k8_tf32;
+      features.ldmatrix |= u.op() == Ops::LDMATRIX;
     }
     open_kernel(p);
     for (const UOp& u : p.ops) line(u);
@@ -253,6 +254,11 @@ class CStyleRenderer {
                                   const std::vector<std::string>& accumulators) const {
     throw CompileError(detail::cat(language(), " renderer: no tensor cores (", kind, " into ", name, " of ", operands.size(), " operands and ",
                                    accumulators.size(), " accumulators)"));
+  }
+  /// The statements of an LDMATRIX of `tiles` 8x8 tiles (transposed or not) whose row this lane
+  /// names at `address` (a pointer into local memory), leaving its registers in the array `name`.
+  virtual std::string ldmatrix(const std::string& name, int tiles, bool trans, const std::string& address) const {
+    throw CompileError(detail::cat(language(), " renderer: no ldmatrix (", tiles, trans ? " transposed" : "", " tiles into ", name, " from ", address, ")"));
   }
   static std::vector<std::string> split_lines(const std::string& text) {
     std::vector<std::string> lines;
@@ -422,16 +428,42 @@ class CStyleRenderer {
         const TensorCore* tc = tensor_core_of(kind);
         const size_t fragments = tc ? static_cast<size_t>(tc->a_count + tc->b_count) : s.size();
         std::vector<std::string> operands, accumulators;  // (C: the lane's accumulators, or none: zeros)
+        // an LDMATRIX's element, as GEP (cast to float32): its tile, from which register it comes
+        const auto fragment = [](const UOp& x) { return x.op() == Ops::CAST ? x.src(0) : x; };
+        const auto from_ldmatrix = [&](const UOp& x) { return fragment(x).op() == Ops::GEP && fragment(x).src(0).op() == Ops::LDMATRIX; };
         for (size_t i = 0; i < s.size(); ++i)
-          if (i >= fragments) accumulators.push_back(ref(s[i]));
-          else operands.push_back(input == dtypes::float32 || bits_.count(s[i].get()) ? ref(s[i]) : narrow_bits(input, ref(s[i])));
+          if (i >= fragments) {
+            accumulators.push_back(ref(s[i]));
+          } else if (from_ldmatrix(s[i])) {  // a register's two values: the register itself, then nothing
+            const UOp& element = fragment(s[i]);
+            const int64_t k = element.arg().as_int();
+            if (k % 2 != 0 || i % 2 != 0 || i + 1 >= fragments || !from_ldmatrix(s[i + 1]) || !(fragment(s[i + 1]).src(0) == element.src(0)) ||
+                fragment(s[i + 1]).arg().as_int() != k + 1)
+              throw CompileError(detail::cat(language(), " renderer: a tensor-core operand pair is not one register of an ldmatrix"));
+            operands.push_back(detail::cat(ref(element.src(0)), "[", k / 2, "]")), operands.emplace_back();
+            ++i;
+          } else {
+            operands.push_back(input == dtypes::float32 || bits_.count(s[i].get()) ? ref(s[i]) : narrow_bits(input, ref(s[i])));
+          }
         for (const std::string& line : split_lines(tensor_core(kind, n, operands, accumulators))) out(line);
+        name_[u.get()] = n;
+        return;
+      }
+      case Ops::LDMATRIX: {  // a warp's fragments: registers of two 16-bit values each
+        const auto [tiles, trans] = ldmatrix_kind(u.arg().get<std::string>());
+        const auto& [buf, i] = address_.at(s[0].get());
+        const std::string n = "frag" + std::to_string(counter_++);
+        for (const std::string& line : split_lines(ldmatrix(n, tiles, trans, "&" + buf + "[" + i + "]"))) out(line);
         name_[u.get()] = n;
         return;
       }
       case Ops::GEP: name_[u.get()] = ref(s[0]) + "[" + std::to_string(u.arg().as_int()) + "]"; return;
       case Ops::CAST:
         if (bits_.count(u.get())) {  // a tensor-core operand: the loaded bits themselves
+          name_[u.get()] = ref(s[0]);
+          return;
+        }
+        if (s[0].op() == Ops::GEP && s[0].src(0).op() == Ops::LDMATRIX) {  // an operand read with its register (WMMA above)
           name_[u.get()] = ref(s[0]);
           return;
         }
@@ -665,6 +697,9 @@ class CUDARenderer : public CStyleRenderer {
     if (f.tensor_cores && (f.float16 || f.bfloat16))
       s += "__device__ inline unsigned tinyt_pack16(unsigned short lo, unsigned short hi) {\n"
            "  return (unsigned)lo | ((unsigned)hi << 16);\n}\n\n";
+    if (f.ldmatrix)  // a pointer into shared memory as the 32-bit address ldmatrix takes
+      s += "__device__ inline unsigned tinyt_shared(const void* p) {\n"
+           "  unsigned long long a; asm(\"cvta.to.shared.u64 %0, %1;\" : \"=l\"(a) : \"l\"(p)); return (unsigned)a;\n}\n\n";
     if (f.tf32)
       s += "__device__ inline unsigned tinyt_tf32(float f) {\n"
            "  unsigned t; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(t) : \"f\"(f)); return t;\n}\n\n";
@@ -685,6 +720,12 @@ class CUDARenderer : public CStyleRenderer {
   std::string group_index(int dim) const override { return detail::cat("(int)blockIdx.", dim == 0 ? "x" : dim == 1 ? "y" : "z"); }
   std::string local_index(int dim) const override { return detail::cat("(int)threadIdx.", dim == 0 ? "x" : dim == 1 ? "y" : "z"); }
   std::string wide_pointer(bool) const override { return "uint4*"; }  // NVRTC's built-in vector type
+  std::string ldmatrix(const std::string& name, int tiles, bool trans, const std::string& address) const override {
+    std::string regs, outs;
+    for (int r = 0; r < tiles; ++r) regs += detail::cat(r ? ", %" : "%", r), outs += detail::cat(r ? ", " : "", "\"=r\"(", name, "[", r, "])");
+    return detail::cat("unsigned ", name, "[", tiles, "];\n", "asm volatile(\"ldmatrix.sync.aligned.m8n8.x", tiles, trans ? ".trans" : "",
+                       ".shared.b16 {", regs, "}, [%", tiles, "];\" : ", outs, " : \"r\"(tinyt_shared(", address, ")));");
+  }
   std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const override {
     return detail::cat("__shared__ __align__(16) ", type, " ", name, "[", size, "]");  // (a wide copy's 16 bytes)
   }
@@ -706,9 +747,10 @@ class CUDARenderer : public CStyleRenderer {
     std::vector<std::string> regs;
     if (type == "tf32") {
       for (const std::string& v : operands) regs.push_back(detail::cat("\"r\"(tinyt_tf32(", v, "))"));
-    } else {
+    } else {  // (a pair whose second is empty: a register of an ldmatrix)
       for (size_t i = 0; i < operands.size(); i += 2)
-        regs.push_back(detail::cat("\"r\"(tinyt_pack16(", operands[i], ", ", operands[i + 1], "))"));
+        regs.push_back(operands[i + 1].empty() ? detail::cat("\"r\"(", operands[i], ")")
+                                               : detail::cat("\"r\"(tinyt_pack16(", operands[i], ", ", operands[i + 1], "))"));
     }
     const size_t a_regs = regs.size() * static_cast<size_t>(tc->a_count) / operands.size();
     std::string list, in;

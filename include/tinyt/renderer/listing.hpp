@@ -83,7 +83,8 @@ inline std::string render_listing(const codegen::Program& p) {
       case Ops::DEFINE_REG:
       case Ops::SHFL_XOR:
       case Ops::GEP: out << " : " << u.arg().as_int(); break;
-      case Ops::WMMA: out << " : " << u.arg().get<std::string>(); break;
+      case Ops::WMMA:
+      case Ops::LDMATRIX: out << " : " << u.arg().get<std::string>(); break;
       case Ops::DEFINE_VAR: {
         const auto it = std::find(p.vars.begin(), p.vars.end(), u);
         if (it == p.vars.end()) throw InternalError("listing: a variable the program does not list");
