@@ -7813,6 +7813,7 @@ inline std::unique_ptr<Device> open_cuda(int index) { return std::make_unique<Cu
 // parsed), emu_launch.hpp (memory, and one launch run), and this file (the device's parts).
 
 #include <chrono>
+#include <iostream>
 
 // ---- tinyt/backend/emu_launch.hpp ----
 // One launch on EMU (backend/emu.hpp): its memory, whose blocks know their sizes, and a grid of
@@ -8867,10 +8868,21 @@ class Program final : public backend::Program {
     Launch run(k_, spec_, memory_, bufs, vars, dims);
     run.all_groups();
     stats_ += run.stats();
+    if (debug_level() >= 3) print(run.stats());
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   /// The memory accesses of every launch of the program so far (AccessStats).
   const AccessStats& stats() const { return stats_; }
+
+  // DEBUG=3: what a launch's accesses would cost a GPU's memory
+  void print(const AccessStats& s) const {
+    const auto global = [](const AccessStats::Global& g) {
+      return tinyt::detail::cat(g.requests, " by warps, ", g.sectors, " sectors, ", static_cast<int>(100 * g.efficiency() + 0.5), "% used");
+    };
+    const auto local = [](const AccessStats::Local& l) { return tinyt::detail::cat(l.requests, " by warps, ", l.wavefronts, " bank cycles (fewest ", l.fewest, ")"); };
+    std::cerr << "EMU " << k_.name << ": global reads " << global(s.global_loads) << "; writes " << global(s.global_stores) << "; local reads "
+              << local(s.local_loads) << "; writes " << local(s.local_stores) << "\n";
+  }
 
  private:
   Kernel k_;

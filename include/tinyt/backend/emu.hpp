@@ -24,6 +24,7 @@
 #pragma once
 
 #include <chrono>
+#include <iostream>
 #include <memory>
 
 #include "compiled.hpp"
@@ -44,10 +45,21 @@ class Program final : public backend::Program {
     Launch run(k_, spec_, memory_, bufs, vars, dims);
     run.all_groups();
     stats_ += run.stats();
+    if (debug_level() >= 3) print(run.stats());
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   /// The memory accesses of every launch of the program so far (AccessStats).
   const AccessStats& stats() const { return stats_; }
+
+  // DEBUG=3: what a launch's accesses would cost a GPU's memory
+  void print(const AccessStats& s) const {
+    const auto global = [](const AccessStats::Global& g) {
+      return tinyt::detail::cat(g.requests, " by warps, ", g.sectors, " sectors, ", static_cast<int>(100 * g.efficiency() + 0.5), "% used");
+    };
+    const auto local = [](const AccessStats::Local& l) { return tinyt::detail::cat(l.requests, " by warps, ", l.wavefronts, " bank cycles (fewest ", l.fewest, ")"); };
+    std::cerr << "EMU " << k_.name << ": global reads " << global(s.global_loads) << "; writes " << global(s.global_stores) << "; local reads "
+              << local(s.local_loads) << "; writes " << local(s.local_stores) << "\n";
+  }
 
  private:
   Kernel k_;
