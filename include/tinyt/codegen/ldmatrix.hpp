@@ -39,25 +39,16 @@ inline std::optional<UOp> ldmatrix_of(const std::vector<UOp>& values, const UOp&
   const int tiles = static_cast<int>(values.size()) / 2;
   if (tiles != 4 && tiles != 2) return std::nullopt;
   // each address: a part the lane does not move (the same for all, up to a constant) and the lane's
-  std::vector<std::vector<int64_t>> at(values.size());  // [value][lane]: address minus the first value's fixed part
+  std::vector<std::vector<int64_t>> at(values.size());  // [value][lane]: the address minus the first's part the lane does not move
   UOp fixed;
   for (size_t i = 0; i < loads.size(); ++i) {
-    const Linear whole = linear_form(loads[i].src(0).src(1));
-    Linear rest{{}, whole.constant, whole.dtype}, moving{{}, 0, whole.dtype};
-    for (const Linear::Term& t : whole.terms) {
-      bool with_lane = false, other = false;
-      for (const UOp& x : toposort(t.atom)) {
-        if (x.op() == Ops::RANGE) (x == lane ? with_lane : other) = true;
-        other = other || x.op() == Ops::DEFINE_VAR;
-      }
-      if (with_lane && other) return std::nullopt;
-      (with_lane ? moving : rest).terms.push_back(t);
-    }
-    if (i == 0) fixed = rest.build();
-    const UOp offset = simplify(rest.build() - fixed);
-    if (!offset.is_const()) return std::nullopt;
+    const std::optional<std::pair<UOp, UOp>> parts = split_address(loads[i].src(0).src(1), {lane.get()});
+    if (!parts) return std::nullopt;
+    if (i == 0) fixed = parts->first;
+    const UOp apart = simplify(parts->first - fixed);
+    if (!apart.is_const()) return std::nullopt;
     for (int64_t l = 0; l < TensorCore::warp; ++l)
-      at[i].push_back(static_cast<int64_t>(offset.const_int()) + evaluate(moving.build(), {{lane.get(), l}}));
+      at[i].push_back(static_cast<int64_t>(apart.const_int()) + evaluate(parts->second, {{lane.get(), l}}));
   }
   // the row each lane names, from what the lanes receive: lane l gets, of tile m, row l/4's
   // elements 2(l%4) and 2(l%4)+1; transposed, row 2(l%4) and 2(l%4)+1's element l/4
