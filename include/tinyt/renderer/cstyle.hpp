@@ -428,7 +428,7 @@ class CStyleRenderer {
         const TensorCore* tc = tensor_core_of(kind);
         const size_t fragments = tc ? static_cast<size_t>(tc->a_count + tc->b_count) : s.size();
         std::vector<std::string> operands, accumulators;  // (C: the lane's accumulators, or none: zeros)
-        // an LDMATRIX's element, as GEP (cast to float32): its tile, from which register it comes
+        // an operand that is an element of an LDMATRIX (a GEP, cast to float32): its two of a register
         const auto fragment = [](const UOp& x) { return x.op() == Ops::CAST ? x.src(0) : x; };
         const auto from_ldmatrix = [&](const UOp& x) { return fragment(x).op() == Ops::GEP && fragment(x).src(0).op() == Ops::LDMATRIX; };
         for (size_t i = 0; i < s.size(); ++i)
