@@ -220,9 +220,6 @@ class Linearizer {
     std::vector<UOp> ranges(u.src().begin() + 1, u.src().end());
     std::sort(ranges.begin(), ranges.end(), range_before);
     for (const UOp& r : ranges) open(r), publish();
-    // a float sum of products accumulates with fused multiply-adds (MULACC), the one place
-    // codegen asks for FMA: matmul and conv accumulation. Nowhere else is a*b+c fused, by us or
-    // by a compiler, so a result does not depend on the CPU or the compiler.
     // A tensor-core op whose 4 results are each summed here accumulates in place: its C operand is
     // the 4 accumulators and its results their next values (on a GPU one instruction, not one and
     // 4 float adds a lane).
@@ -233,17 +230,22 @@ class Linearizer {
         in_place.try_emplace(x.src(0).get()).first->second.at(static_cast<size_t>(x.arg().as_int())) = i + 1;  // (0: none)
     }
     std::erase_if(in_place, [](const auto& w) { return std::find(w.second.begin(), w.second.end(), 0) != w.second.end(); });
-    const auto accumulates = [&](const UOp& r) { return r.src(0).op() == Ops::GEP && in_place.count(r.src(0).src(0).get()); };
+    std::vector<bool> in_mma(group.size());  // the sums an op adds to itself
+    for (const auto& [wmma, sums] : in_place)
+      for (size_t sum : sums) in_mma[sum - 1] = true;
+    // a float sum of products accumulates with fused multiply-adds (MULACC), the one place
+    // codegen asks for FMA: matmul and conv accumulation. Nowhere else is a*b+c fused, by us or
+    // by a compiler, so a result does not depend on the CPU or the compiler.
     std::vector<std::vector<UOp>> values;
-    for (const UOp& r : group) {
-      const UOp& x = r.src(0);
-      const bool fused = r.arg().get<Ops>() == Ops::ADD && x.op() == Ops::MUL && x.dtype().is_float();
-      values.push_back(accumulates(r) ? std::vector<UOp>{} : fused ? std::vector<UOp>{emit(x.src(0)), emit(x.src(1))} : std::vector<UOp>{emit(x)});
+    for (size_t i = 0; i < group.size(); ++i) {
+      const UOp& x = group[i].src(0);
+      const bool fused = group[i].arg().get<Ops>() == Ops::ADD && x.op() == Ops::MUL && x.dtype().is_float();
+      values.push_back(in_mma[i] ? std::vector<UOp>{} : fused ? std::vector<UOp>{emit(x.src(0)), emit(x.src(1))} : std::vector<UOp>{emit(x)});
     }
     UOp last;
     std::unordered_set<const UOpNode*> accumulated;
     for (size_t i = 0; i < group.size(); ++i) {
-      if (accumulates(group[i])) {
+      if (in_mma[i]) {
         const UOp& wmma = group[i].src(0).src(0);
         if (!accumulated.insert(wmma.get()).second) continue;  // done with the first of its sums
         const auto& sums = in_place.at(wmma.get());
