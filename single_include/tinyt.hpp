@@ -5947,6 +5947,7 @@ struct Target {
   int64_t vector_bytes = 16;    // a register's width, for upcasts
   int64_t vector_count = 16;    // registers
   int64_t stream_bytes = 0;     // a buffer this big or bigger is written past the caches (0: never)
+  bool masked_vectors = false;  // renders masked vector loads and stores (LLVM's intrinsics)
   bool half = false;            // computes in half precision (cl_khr_fp16 / CUDA): unused so far
 };
 
@@ -7250,6 +7251,7 @@ class CpuDevice final : public Device {
     // and then summing it: at 16 MiB plain stores win (1.11 vs 1.34 ms), at 32 MiB they tie
     // (2.35 ms), at 64 MiB streaming wins (4.6 vs 6.0 ms; the fill alone, 4.1 vs 2.2 ms).
     if (t.language == Language::llvm_ir) t.stream_bytes = getenv_int("STREAM_BYTES", int64_t{32} << 20);
+    t.masked_vectors = t.language == Language::llvm_ir;
     return t;
   }
   std::unique_ptr<Program> load(const std::string& binary, const std::string& name) override {
@@ -10240,12 +10242,17 @@ inline std::vector<UOp> variables(const UOp& root) {
 }
 
 /// Kernel rules about gated loads: a load that reads 0 where its gate is false needs no select
-/// that does the same (where(g, load gated by g, 0) is the load).
+/// that does the same (where(g, load gated by g, 0) is the load); a gate that always holds is
+/// none, and a load whose gate never does reads 0.
 inline const PatternMatcher& gated_load_rules() {
   static const PatternMatcher pm{{
       {UPat::var("g").where(UPat(Ops::LOAD, {UPat(Ops::INDEX, {UPat::var(), UPat::var(), UPat::var("g")})}).named("ld"),
                             UPat::cnst(0)),
        [](auto& m) { return m["ld"]; }},
+      {UPat(Ops::INDEX, {UPat::var("buf"), UPat::var("at"), UPat::cnst(1)}).named("idx"),
+       [](auto& m) { return m["idx"].replace({m["buf"], m["at"]}); }},
+      {UPat(Ops::LOAD, {UPat(Ops::INDEX, {UPat::var(), UPat::var(), UPat::cnst(0)})}).named("ld"),
+       [](auto& m) { return m["ld"].const_like(0); }},
   }};
   return pm;
 }
@@ -12066,16 +12073,18 @@ class Linearizer {
     }
   }
 
-  // The REDUCEs that can share u's loops: same ranges, everything else they need already open,
-  // and not nested in one another. Expanded registers make many of them (a register tile).
+  // The REDUCEs that can share u's loops: same ranges, inside the same loops, and not nested in
+  // one another. Expanded registers make many of them (a register tile). (One that needs fewer
+  // loops open would be computed again on each turn of the others: the last tile of a split
+  // loop, whose turn is a constant.)
   std::vector<UOp> siblings(const UOp& u) const {
     std::vector<UOp> out{u};
+    const auto& loops = free_.at(u.get());
     for (const UOp& r : reduces_) {
       if (r == u || reduced_.count(r.get()) || r.src().size() != u.src().size() ||
           !std::equal(r.src().begin() + 1, r.src().end(), u.src().begin() + 1))
         continue;
-      const auto& need = free_.at(r.get());
-      if (!std::all_of(need.begin(), need.end(), [&](const UOp& x) { return bool(lookup(x)); })) continue;
+      if (free_.at(r.get()) != loops) continue;
       if (depends_on(r, u) || depends_on(u, r)) continue;
       out.push_back(r);
     }
@@ -13471,7 +13480,12 @@ inline UOp expand_registers(const UOp& ast, int64_t stream_bytes = 0) {
     if (const int64_t n = stream_lanes(store, upcast.back(), stream_bytes); n > 1) copies = detail::stream_runs(std::move(copies), n);
     stores.insert(stores.end(), copies.begin(), copies.end());
   }
-  return graph_rewrite(UOp(Ops::SINK, dtypes::void_, std::move(stores)), kernel_rules());
+  const UOp expanded = graph_rewrite(UOp(Ops::SINK, dtypes::void_, std::move(stores)), kernel_rules());
+  // copies whose gate never holds (the extra lanes of a padded tile) write nothing
+  std::vector<UOp> writing;
+  for (const UOp& s : expanded.src())
+    if (!(s.op() == Ops::STORE && s.src(0).src().size() > 2 && s.src(0).src(2).is_const() && !s.src(0).src(2).const_int())) writing.push_back(s);
+  return writing.size() == expanded.src().size() ? expanded : expanded.replace(std::move(writing));
 }
 
 }  // namespace codegen
@@ -13586,7 +13600,27 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       for (const UOp& u : toposort(k))
         if (u.op() == Ops::REDUCE) acc_bytes = std::max<int64_t>(acc_bytes, u.dtype().itemsize());
       const int64_t lanes = std::max<int64_t>(machine.vector_bytes / acc_bytes, 1);
-      const int64_t n0 = range_size(ax[reuse[0]]);
+      int64_t n0 = range_size(ax[reuse[0]]);
+      // On a CPU, a row that splits into no whole vectors (nor halves) is padded to one that does:
+      // the widest vector that pads it by at most an eighth, else half a vector. The padded lanes
+      // are masked, but only in the last tile (split_masked_loops gives it a loop of its own) or in
+      // a row that is one tile, where each lane's mask is a constant. (PaddleOCR's recognizer: its
+      // classifier's row of 6625, 8.8 -> 186 GFLOPS; the detector's 1x1 convs on 23x23 and 92x92.)
+      // (Only where every load is contiguous along it too: a strided conv's loads are gathers.)
+      const bool contiguous = std::all_of(acc.begin(), acc.end(), [&](const detail::Access& x) {
+        const std::optional<int64_t> step = stride(x, reuse[0]);
+        return x.store || (step && (*step == 0 || *step == 1));
+      });
+      if (const int64_t least = lanes / 2 >= 4 ? lanes / 2 : lanes;
+          !machine.gpu && unit(reuse[0]) && contiguous && !masked(reuse[0]) && n0 > least && n0 % least != 0) {
+        int64_t to = least;  // (which pads least: the others are its multiples)
+        for (int64_t c : {2 * lanes, lanes})
+          if (((n0 + c - 1) / c * c - n0) * 8 <= n0) {
+            to = c;
+            break;
+          }
+        if (apply({OptOp::PADTO, static_cast<int64_t>(reuse[0]), to})) n0 = range_size(axes(k)[reuse[0]]);
+      }
       std::vector<int64_t> vector_widths{2 * lanes, lanes};
       // a row of whole and half vectors, up to four, whole: a row of 24 or 56 on AVX-512 is one
       // tile wide, not three or seven of 8 (the CNN's conv 1, 24 wide: 124 -> 200 GFLOPS; conv2d
@@ -13993,6 +14027,243 @@ inline UOp ldmatrix_fragments(const UOp& ast, const UOp& lane) {
 }  // namespace codegen
 }  // namespace tinyt::inline v0
 // ---- end tinyt/codegen/ldmatrix.hpp ----
+// ---- tinyt/codegen/masked_vectors.hpp ----
+// Masked vectors: the copies an upcast makes of a masked load or store (a padded axis, a conv's
+// border) each read or write one element behind their own gate, which a compiler's vectorizer
+// cannot turn into one vector access: it does not know the gated addresses are neighbours, and a
+// gate is a branch or a select per element. Where such copies touch consecutive elements of one
+// buffer, this pass makes them one masked vector access: a LOAD of `dtype.vec(n)` (or a STORE of
+// a VECTORIZE) whose INDEX holds the lanes' gates as a VECTORIZE of bools; each lane's value is a
+// GEP of the vector. Memory is touched only in the lanes whose gate holds, a masked lane reads 0,
+// as a gated scalar load does. For renderers with masked vector instructions (LLVM:
+// llvm.masked.load and llvm.masked.store; AVX-512 has them as masked moves, AVX2 as vmaskmov).
+
+
+
+namespace tinyt::inline v0 {
+namespace codegen {
+
+namespace detail {
+// A gated access of one element of a kernel's buffer, by its place in memory: the buffer, the
+// element type, the address less its constant (the same for neighbours) and that constant.
+struct MaskedAccess {
+  UOp node;  // the LOAD or STORE
+  UOp buffer;
+  DType type;
+  UOp base;  // the address without its constant part
+  int64_t offset;
+};
+inline std::optional<MaskedAccess> masked_access(const UOp& u) {
+  if (u.op() != Ops::LOAD && u.op() != Ops::STORE) return std::nullopt;
+  const UOp& idx = u.src(0);
+  if (idx.op() != Ops::INDEX || idx.src().size() != 3 || idx.src(0).op() != Ops::DEFINE_GLOBAL || idx.src(2).dtype().count() != 1)
+    return std::nullopt;
+  const DType dt = u.op() == Ops::LOAD ? u.dtype() : u.src(1).dtype();
+  // (bools are bytes in memory and bfloat16s integers: their scalar code converts each)
+  if (dt.count() != 1 || dt.is_bool() || dt == dtypes::bfloat16) return std::nullopt;
+  Linear address = linear_form(idx.src(1));
+  const i128 offset = address.constant;
+  if (offset < INT64_MIN || offset > INT64_MAX) return std::nullopt;
+  address.constant = 0;
+  return MaskedAccess{u, idx.src(0), dt, address.build(), static_cast<int64_t>(offset)};
+}
+
+// Runs of accesses in `group` at consecutive offsets, each stretch of them cut from its start into
+// runs of `max_lanes` (a power of two), then of the largest power of two that is left.
+inline std::vector<std::vector<MaskedAccess>> lane_runs(std::vector<MaskedAccess> group, int64_t max_lanes) {
+  std::stable_sort(group.begin(), group.end(), [](const MaskedAccess& a, const MaskedAccess& b) { return a.offset < b.offset; });
+  std::vector<std::vector<MaskedAccess>> runs;
+  size_t i = 0;
+  while (i < group.size()) {
+    size_t end = i + 1;  // [i, end) consecutive, each offset once
+    while (end < group.size() && group[end].offset == group[end - 1].offset + 1) ++end;
+    for (size_t at = i; at < end;) {
+      int64_t n = max_lanes;
+      while (n >= 2 && static_cast<int64_t>(end - at) < n) n /= 2;
+      if (n < 2) {
+        ++at;
+        continue;
+      }
+      runs.emplace_back(group.begin() + static_cast<std::ptrdiff_t>(at), group.begin() + static_cast<std::ptrdiff_t>(at) + n);
+      at += static_cast<size_t>(n);
+    }
+    // a second access of an offset (another gate) starts the next stretch
+    i = end;
+  }
+  return runs;
+}
+}  // namespace detail
+
+/// `sink` with its gated scalar loads and stores of consecutive elements made masked vector
+/// accesses of up to `vector_bytes` (the expanded copies of an upcast along a padded or masked
+/// axis); buffers the kernel writes are read as they are.
+inline UOp masked_vectors(const UOp& sink, int64_t vector_bytes) {
+  // (UOps are hash-consed: one node per address)
+  std::map<std::tuple<const UOpNode*, std::string, const UOpNode*, bool>, std::vector<detail::MaskedAccess>> groups;
+  auto add = [&](const detail::MaskedAccess& a, bool store) { groups[{a.buffer.get(), a.type.name(), a.base.get(), store}].push_back(a); };
+  std::unordered_set<const UOpNode*> written;
+  for (const UOp& s : sink.src())  // (a kernel's stores of global memory are its sink's sources)
+    if (s.op() == Ops::STORE && s.src(0).op() == Ops::INDEX) {
+      written.insert(s.src(0).src(0).get());
+      if (std::optional<detail::MaskedAccess> a = detail::masked_access(s)) add(*a, true);
+    }
+  for (const UOp& u : toposort(sink))
+    if (std::optional<detail::MaskedAccess> a = detail::masked_access(u); a && u.op() == Ops::LOAD && !written.count(a->buffer.get())) add(*a, false);
+  if (groups.empty()) return sink;
+
+  std::unordered_map<const UOpNode*, UOp> loads;       // a lane's LOAD -> its GEP of the vector
+  std::unordered_map<const UOpNode*, UOp> stores;      // a run's first STORE -> the vector's
+  std::unordered_set<const UOpNode*> merged;           // the run's other STOREs
+  for (const auto& [key, group] : groups) {
+    const DType dt = group[0].type;
+    for (const std::vector<detail::MaskedAccess>& run : detail::lane_runs(group, std::max<int64_t>(vector_bytes / dt.itemsize(), 1))) {
+      const int n = static_cast<int>(run.size());
+      std::vector<UOp> gates, values;
+      for (const detail::MaskedAccess& a : run) {
+        gates.push_back(a.node.src(0).src(2));
+        if (a.node.op() == Ops::STORE) values.push_back(a.node.src(1));
+      }
+      const UOp& first = run[0].node.src(0);
+      const UOp index = first.replace({first.src(0), first.src(1), UOp(Ops::VECTORIZE, dtypes::bool_.vec(n), gates)});
+      if (run[0].node.op() == Ops::STORE) {
+        stores[run[0].node.get()] = UOp(Ops::STORE, dtypes::void_, {index, UOp(Ops::VECTORIZE, dt.vec(n), values)});
+        for (int i = 1; i < n; ++i) merged.insert(run[static_cast<size_t>(i)].node.get());
+        continue;
+      }
+      const UOp vector(Ops::LOAD, dt.vec(n), {index});
+      for (int i = 0; i < n; ++i) loads[run[static_cast<size_t>(i)].node.get()] = UOp(Ops::GEP, dt, {vector}, int64_t{i});
+    }
+  }
+  // (the stores' values read the new loads)
+  std::vector<UOp> src;
+  for (const UOp& s : sink.src()) {
+    if (merged.count(s.get())) continue;
+    const auto vec = stores.find(s.get());
+    src.push_back(substitute(vec != stores.end() ? vec->second : s, loads));
+  }
+  return sink.replace(std::move(src));
+}
+
+}  // namespace codegen
+}  // namespace tinyt::inline v0
+// ---- end tinyt/codegen/masked_vectors.hpp ----
+// ---- tinyt/codegen/split_masked.hpp ----
+// Splitting masked loops (index-set splitting): a loop whose masks (the gates of its loads and
+// stores: a pad's border, a PADTO's extra turns) hold for every value of the other ranges on one
+// stretch of its turns becomes up to three loops: before the stretch, the stretch, after it. In
+// the stretch every mask that depends on the loop folds away, so its loads and stores are plain
+// and neighbouring lanes vectorize; outside it the masks are false (a border of zeros) or stay
+// (the last tile of a padded row). A padded copy's interior (PaddleOCR's E_6_200_6_100) and a
+// matmul whose row was padded to whole vectors (6625 -> 6656: 207 tiles plain, 1 masked) keep
+// the speed of their unmasked forms.
+//
+// The parts of a loop keep its range id (they sort where it did among the kernel's loops); parts
+// of one length are one RANGE, so the linearizer may run two of them in one loop: they write
+// different elements, so that is the same program.
+
+
+namespace tinyt::inline v0 {
+namespace codegen {
+
+namespace detail {
+// The turns [lo, hi) of `r` on which the mask `gate` holds whatever the other ranges are; empty
+// when some part of the gate that depends on r is not a comparison of a linear form of r.
+inline std::optional<std::pair<i128, i128>> always_true(const UOp& gate, const UOp& r) {
+  std::pair<i128, i128> turns{0, range_size(r)};
+  if (!depends_on(gate, r)) return turns;
+  if (gate.op() == Ops::AND) {
+    for (const UOp& part : gate.src()) {
+      const auto in = always_true(part, r);
+      if (!in) return std::nullopt;
+      turns = {std::max(turns.first, in->first), std::min(turns.second, in->second)};
+    }
+    return turns;
+  }
+  // a < b, or (a < b) != true: holds where a - b < 0, or >= 0
+  const bool negated = gate.op() == Ops::CMPNE && gate.src(1).is_const() && gate.src(1).dtype().is_bool() && gate.src(1).const_int() == 1;
+  const UOp& cmp = negated ? gate.src(0) : gate;
+  if (cmp.op() != Ops::CMPLT || !(cmp.src(0).dtype().is_int() || cmp.src(0).dtype().is_index())) return std::nullopt;
+  Linear form = linear_form(cmp.src(0) - cmp.src(1));
+  i128 coef = 0;
+  for (auto it = form.terms.begin(); it != form.terms.end(); ++it)
+    if (it->atom == r) {
+      coef = it->coef;
+      form.terms.erase(it);
+      break;
+    }
+  const UOp rest = form.build();
+  if (coef == 0 || depends_on(rest, r)) return std::nullopt;
+  // coef * t + rest, rest in [lo, hi] over the other ranges (its constant included)
+  const Bounds b = bounds(rest);
+  if (!negated) {  // coef * t + b.hi < 0
+    if (coef > 0) turns.second = std::min(turns.second, floordiv128(-b.hi - 1, coef) + 1);
+    else turns.first = std::max(turns.first, floordiv128(b.hi, -coef) + 1);
+  } else {  // coef * t + b.lo >= 0
+    if (coef > 0) turns.first = std::max(turns.first, -floordiv128(b.lo, coef));
+    else turns.second = std::min(turns.second, floordiv128(b.lo, -coef) + 1);
+  }
+  return turns;
+}
+
+// The masks of a store's memory accesses.
+inline std::vector<UOp> masks_of(const UOp& store) {
+  std::vector<UOp> out;
+  for (const UOp& u : toposort(store))
+    if (u.op() == Ops::INDEX && u.src().size() > 2 && u.src(0).op() == Ops::DEFINE_GLOBAL) out.push_back(u.src(2));
+  return out;
+}
+
+// `store` cut into parts along its masked loops, outermost first, into `out`; at most `parts` of
+// them (each part is a copy of the code).
+inline void split_store(const UOp& store, int64_t parts, std::vector<UOp>& out) {
+  std::vector<UOp> loops;
+  for (const UOp& r : all_ranges(store))
+    if (range_kind(r) == RangeKind::loop && !is_symbolic(r)) loops.push_back(r);
+  std::sort(loops.begin(), loops.end(), range_before);
+  const std::vector<UOp> masks = masks_of(store);
+  for (const UOp& r : loops) {
+    const i128 n = range_size(r);
+    std::pair<i128, i128> turns{0, n};
+    bool linear = false;
+    for (const UOp& m : masks) {
+      if (!depends_on(m, r)) continue;
+      const auto in = always_true(m, r);
+      if (!in) {
+        linear = false;
+        break;
+      }
+      linear = true;
+      turns = {std::max(turns.first, in->first), std::min(turns.second, in->second)};
+    }
+    if (!linear || turns.first >= turns.second || (turns.first == 0 && turns.second == n)) continue;
+    std::vector<std::pair<i128, i128>> cuts;
+    for (const auto& c : {std::pair<i128, i128>{0, turns.first}, turns, std::pair<i128, i128>{turns.second, n}})
+      if (c.first < c.second) cuts.push_back(c);
+    if (static_cast<int64_t>(cuts.size()) > parts) continue;
+    for (const auto& [lo, hi] : cuts) {
+      const UOp part = schedule::range(static_cast<int64_t>(hi - lo), r.arg()[0].as_int(), RangeKind::loop);
+      const UOp value = lo == 0 ? part : part + schedule::index_const(static_cast<int64_t>(lo));
+      split_store(graph_rewrite(substitute(store, {{r.get(), value}}), kernel_rules()), parts / static_cast<int64_t>(cuts.size()), out);
+    }
+    return;
+  }
+  const UOp& at = store.src(0);  // (a part where the store's own mask never holds writes nothing)
+  if (at.src().size() > 2 && at.src(2).is_const() && !at.src(2).const_int()) return;
+  out.push_back(store);
+}
+}  // namespace detail
+
+/// The kernel AST with its masked loops split where their masks hold on a stretch (CPUs: for
+/// the vectorizer); at most `parts` copies of each store.
+inline UOp split_masked_loops(const UOp& ast, int64_t parts = 9) {
+  std::vector<UOp> stores;
+  for (const UOp& s : ast.src()) detail::split_store(s, parts, stores);
+  return stores == ast.src() ? ast : ast.replace(std::move(stores));
+}
+
+}  // namespace codegen
+}  // namespace tinyt::inline v0
+// ---- end tinyt/codegen/split_masked.hpp ----
 // ---- tinyt/codegen/work_items.hpp ----
 // Kernels for GPUs: a kernel's output loops become work-items. Up to three loops, innermost
 // first, become the launch's dimensions 0, 1, 2 (RANGEs of kind `global`, whose value is the
@@ -14369,6 +14640,11 @@ inline std::string llvm_memory_type(DType dt) {
 }
 /// The IR type of a vector dtype's value: `<16 x float>`.
 inline std::string llvm_vector_type(DType dt) { return cat("<", dt.count(), " x ", llvm_type(dt.scalar()), ">"); }
+/// A vector type in an intrinsic's name: `v16f32`.
+inline std::string llvm_vector_suffix(DType dt) {
+  const std::string t = llvm_type(dt.scalar());
+  return cat("v", dt.count(), t == "float" ? "f32" : t == "double" ? "f64" : t == "half" ? "f16" : t);
+}
 inline int llvm_align(DType dt) {
   return dt.scalar().is_index() ? 8 : std::max(dt.scalar().itemsize(), 1);
 }
@@ -14667,10 +14943,13 @@ class LLVMRenderer {
         return;
       }
       case Ops::LOAD:
-        name_[u.get()] = load(u);
+        name_[u.get()] = u.dtype().count() > 1 ? masked_load(u) : load(u);
         return;
       case Ops::STORE:
-        return codegen::streams(u) ? streaming_store(u) : store(u);
+        return codegen::streams(u) ? streaming_store(u) : u.src(1).dtype().count() > 1 ? masked_store(u) : store(u);
+      case Ops::GEP:  // a lane of a masked vector load (codegen/masked_vectors.hpp)
+        name_[u.get()] = emit(detail::cat("extractelement ", detail::llvm_vector_type(s[0].dtype()), " ", ref(s[0]), ", i32 ", u.arg().as_int()));
+        return;
       case Ops::VECTORIZE: {
         std::string v = "undef";
         const std::string t = detail::llvm_vector_type(u.dtype());
@@ -14776,6 +15055,30 @@ class LLVMRenderer {
     inst(write);
     inst(detail::cat("br label %stored", n));
     label(detail::cat("stored", n));
+  }
+
+  // Masked vector accesses (codegen/masked_vectors.hpp): the lanes whose gate holds, from
+  // consecutive elements at the INDEX; a masked lane reads 0 and writes nothing.
+  std::string masked_pointer(const UOp& idx, DType dt) {
+    return emit(detail::cat("bitcast ", detail::llvm_type(dt.scalar()), "* ", ref(idx), " to ", detail::llvm_vector_type(dt), "*"));
+  }
+  std::string masked_load(const UOp& u) {
+    const DType dt = u.dtype();
+    const std::string t = detail::llvm_vector_type(dt), mask = detail::cat("<", dt.count(), " x i1>");
+    const std::string fn = detail::cat("@llvm.masked.load.", detail::llvm_vector_suffix(dt), ".p0", detail::llvm_vector_suffix(dt));
+    declares_.insert(detail::cat("declare ", t, " ", fn, "(", t, "*, i32, ", mask, ", ", t, ")"));
+    const std::string at = masked_pointer(u.src(0), dt);
+    return emit(detail::cat("call ", t, " ", fn, "(", t, "* ", at, ", i32 ", dt.scalar().itemsize(), ", ", mask, " ",
+                            ref(u.src(0).src(2)), ", ", t, " zeroinitializer)"));
+  }
+  void masked_store(const UOp& u) {
+    const DType dt = u.src(1).dtype();
+    const std::string t = detail::llvm_vector_type(dt), mask = detail::cat("<", dt.count(), " x i1>");
+    const std::string fn = detail::cat("@llvm.masked.store.", detail::llvm_vector_suffix(dt), ".p0", detail::llvm_vector_suffix(dt));
+    declares_.insert(detail::cat("declare void ", fn, "(", t, ", ", t, "*, i32, ", mask, ")"));
+    const std::string at = masked_pointer(u.src(0), dt);
+    inst(detail::cat("call void ", fn, "(", t, " ", ref(u.src(1)), ", ", t, "* ", at, ", i32 ", dt.scalar().itemsize(), ", ", mask, " ",
+                     ref(u.src(0).src(2)), ")"));
   }
 
   // a whole vector written past the caches, at an address a multiple of its size
@@ -16104,7 +16407,8 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
   const bool recording = viz::enabled();  // the lowering steps between rewrites, for VIZ
   const UOp optimized = codegen::apply_opts(ast, opts);
   if (recording) viz::snapshot("apply_opts " + codegen::to_string(opts), ast, optimized);
-  UOp expanded = codegen::expand_registers(optimized, target.stream_bytes);
+  // (a CPU's loops, split where their masks hold, vectorize there)
+  UOp expanded = codegen::expand_registers(target.gpu ? optimized : codegen::split_masked_loops(optimized), target.stream_bytes);
   if (recording) viz::snapshot("expand_registers", optimized, expanded);
   if (transcendental)  // (simplified again only where a decomposition changed something)
     if (UOp decomposed = graph_rewrite(expanded, codegen::transcendental_rules()); decomposed != expanded)
@@ -16122,6 +16426,7 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
     expanded = codegen::map_work_items(codegen::lower_groups(codegen::lower_narrow_floats(expanded), target.warp));
     if (recording) viz::snapshot("work-items (narrow floats, groups, map_work_items)", on_cpu, expanded);
   }
+  if (target.masked_vectors) expanded = codegen::masked_vectors(expanded, target.vector_bytes);
   codegen::Program p = codegen::linearize(expanded, schedule::detail::kernel_name(ast));
   p.opts = std::move(opts);
   // a grouped kernel's work-group is its dimension 0, whole; a kernel's own (LOCAL, STAGE) are as made;

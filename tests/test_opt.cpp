@@ -33,6 +33,7 @@ std::vector<CorpusEntry> corpus() {
   Tensor xc = input({2, 16, 8, 8}, 11), wc = input({8, 16, 3, 3}, 12), gc = input({2, 8, 6, 6}, 13);
   return {
       {"matmul", a.matmul(b)},
+      {"matmul with a row of no whole vectors", a.matmul(input({40, 53}, 14))},
       {"matmul of a transposed view", b.T().matmul(a.T())},
       {"conv2d with padding", x.conv2d(w, {}, 1, 1, 1, 1)},
       // the backward kernels: an input gradient reads the output gradient under a mask (a "full"
@@ -153,9 +154,10 @@ TEST_CASE("opt: a loop padded to split over the threads computes the same, and i
   CHECK(has(opts, OptOp::PADTO));
   CHECK(has(opts, OptOp::THREAD));
   check_variants(conv, [&](const UOp&) { return std::vector<std::vector<Opt>>{opts}; });
-  // PaddleOCR's recognizer: a 1x1 conv of 240 channels over 12x83, its panel copied (PACK); the copy
-  // holds the loop's turns as they were, so padding the loop after it wrote past it
-  const Tensor packed = input({3, 128, 12, 83}, 13).conv2d(input({240, 128, 1, 1}, 14));
+  // PaddleOCR's recognizer: a 1x1 conv of 240 channels, its panel copied (PACK) (here over rows of
+  // 7, too short to pad to a vector); the copy holds the loop's turns as they were, so padding the
+  // loop after it wrote past it
+  const Tensor packed = input({3, 128, 12, 7}, 13).conv2d(input({240, 128, 1, 1}, 14));
   const std::vector<Opt> packed_opts =
       codegen::hand_coded_opts(schedule::create_schedule({packed.uop()}).back().ast, {.threads = 2, .vector_bytes = 64, .vector_registers = 32, .packs = true});
   INFO(codegen::to_string(packed_opts));
@@ -195,6 +197,86 @@ TEST_CASE("opt: a padded copy's masked loads are selects on LLVM, not branches, 
         bad += got[static_cast<size_t>((n * 9 + r) * 11 + c)] != static_cast<float>(want);
       }
   CHECK(bad == 0);
+}
+
+TEST_CASE("opt: a loop whose masks hold on a stretch is split there, and the stretch has no masks") {
+  const Context cpu{{"DEV", "CPU"}};
+  auto gated = [](const UOp& store) {
+    for (const UOp& u : toposort(store))
+      if (u.op() == Ops::INDEX && u.src().size() > 2 && u.src(0).op() == Ops::DEFINE_GLOBAL) return true;
+    return false;
+  };
+  // a padded copy: rows 2..6 and columns 1..7 of 9x11 hold the values, the rest zeros; the rows
+  // split in three, the middle rows' columns in three again: 5 stores, none masked (the border
+  // rows and columns store zeros)
+  const Tensor x = input({2, 3, 5, 7}, 21);
+  const Tensor y = ((x * 2.0f).relu() + 1.0f).pad({{0, 0}, {0, 0}, {2, 2}, {1, 3}});
+  const UOp copy = schedule::create_schedule({y.uop()}).back().ast;
+  const UOp parts = codegen::split_masked_loops(copy);
+  REQUIRE(parts.src().size() == 5);
+  CHECK(std::count_if(parts.src().begin(), parts.src().end(), gated) == 0);
+  check_variants(y, [](const UOp& k) {
+    return std::vector<std::vector<Opt>>{{}, {{OptOp::UPCAST, static_cast<int64_t>(codegen::axes(k).size()) - 1, 0}}};
+  });
+
+  // a matmul whose row of 100 is padded to 7 tiles of 16 on a machine with masked vectors: the
+  // first 6 tiles are a loop without masks; the last is its own, and its reductions have their
+  // own loop (not computed again inside the other tiles' loop)
+  const Tensor mm = input({24, 40}, 22).matmul(input({40, 100}, 23));
+  const UOp ast = schedule::create_schedule({mm.uop()}).back().ast;
+  const std::vector<Opt> opts = codegen::hand_coded_opts(ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32});
+  INFO(codegen::to_string(opts));
+  CHECK(opts.at(0) == Opt{OptOp::PADTO, 1, 16});
+  const UOp split = codegen::split_masked_loops(codegen::apply_opts(ast, opts));
+  REQUIRE(split.src().size() == 2);
+  CHECK_FALSE(gated(split.src(0)));
+  CHECK(gated(split.src(1)));
+  const codegen::Program p = codegen::linearize(codegen::expand_registers(split), "mm");
+  CHECK(std::count_if(p.ops.begin(), p.ops.end(), [](const UOp& u) { return u.op() == Ops::RANGE && codegen::range_kind(u) == codegen::RangeKind::reduce; }) == 2);
+  check_variants(mm, [&](const UOp&) { return std::vector<std::vector<Opt>>{opts}; });
+  // (a GPU's rows are not padded: its lanes are work-items)
+  CHECK(codegen::hand_coded_opts(ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32, .gpu = true}).at(0).op != OptOp::PADTO);
+}
+
+TEST_CASE("opt: a padded row of one tile has a constant mask per lane, and the masks a split leaves are masked vector accesses on LLVM") {
+  const Context cpu{{"DEV", "CPU"}};
+  auto gated_stores = [](const UOp& sink) {
+    return std::count_if(sink.src().begin(), sink.src().end(), [](const UOp& s) { return s.src(0).src().size() > 2; });
+  };
+  // a row of 53 is padded to 56, one tile: lanes 0..52 store unmasked, 53..55 not at all
+  const Tensor mm = input({24, 40}, 24).matmul(input({40, 53}, 25));
+  const UOp ast = schedule::create_schedule({mm.uop()}).back().ast;
+  const std::vector<Opt> opts = codegen::hand_coded_opts(ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32});
+  INFO(codegen::to_string(opts));
+  CHECK(opts.at(0) == Opt{OptOp::PADTO, 1, 8});
+  const UOp expanded = codegen::expand_registers(codegen::split_masked_loops(codegen::apply_opts(ast, opts)));
+  CHECK(expanded.src().size() == 53 * 4);
+  CHECK(gated_stores(expanded) == 0);
+  check_variants(mm, [&](const UOp&) { return std::vector<std::vector<Opt>>{opts}; });
+  const std::vector<float> a = input({24, 40}, 24).to_vector<float>(), b = input({40, 53}, 25).to_vector<float>(), got = mm.to_vector<float>();
+  size_t bad = 0;
+  for (int i = 0; i < 24; ++i)
+    for (int j = 0; j < 53; ++j) {
+      double want = 0;
+      for (int k = 0; k < 40; ++k) want += static_cast<double>(a[static_cast<size_t>(i * 40 + k)]) * b[static_cast<size_t>(k * 53 + j)];
+      bad += !(std::fabs(got[static_cast<size_t>(i * 53 + j)] - want) <= 1e-5 + 1e-5 * std::fabs(want));
+    }
+  CHECK(bad == 0);
+
+  // a 1x1 conv of 36 channels (9 tiles of 4) with a bias, padded to 10 tiles for 2 threads: each
+  // thread's last tile is masked by its thread's number; the tile's 4 biases are one masked load,
+  // its rows of 7 outputs masked stores of 4, 2 and 1
+  const Tensor conv = input({1, 64, 7, 7}, 26).conv2d(input({36, 64, 1, 1}, 27), input({36}, 28));
+  const UOp conv_ast = schedule::create_schedule({conv.uop()}).back().ast;
+  const std::vector<Opt> conv_opts = codegen::hand_coded_opts(conv_ast, {.threads = 2});
+  INFO(codegen::to_string(conv_opts));
+  const auto k = compile_kernel(conv_ast, conv_opts);
+  if (k->source.find("define void") != std::string::npos) {  // (LLVM's IR; the C renderer writes its own)
+    CHECK(k->source.find("call <4 x float> @llvm.masked.load.v4f32") != std::string::npos);
+    CHECK(k->source.find("call void @llvm.masked.store.v4f32") != std::string::npos);
+    CHECK(k->source.find("call void @llvm.masked.store.v2f32") != std::string::npos);
+  }
+  check_variants(conv, [&](const UOp&) { return std::vector<std::vector<Opt>>{conv_opts}; });
 }
 
 TEST_CASE("opt: the hand-coded opts tile matmuls, unroll contiguous reductions and thread big kernels") {

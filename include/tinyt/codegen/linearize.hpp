@@ -176,16 +176,18 @@ class Linearizer {
     }
   }
 
-  // The REDUCEs that can share u's loops: same ranges, everything else they need already open,
-  // and not nested in one another. Expanded registers make many of them (a register tile).
+  // The REDUCEs that can share u's loops: same ranges, inside the same loops, and not nested in
+  // one another. Expanded registers make many of them (a register tile). (One that needs fewer
+  // loops open would be computed again on each turn of the others: the last tile of a split
+  // loop, whose turn is a constant.)
   std::vector<UOp> siblings(const UOp& u) const {
     std::vector<UOp> out{u};
+    const auto& loops = free_.at(u.get());
     for (const UOp& r : reduces_) {
       if (r == u || reduced_.count(r.get()) || r.src().size() != u.src().size() ||
           !std::equal(r.src().begin() + 1, r.src().end(), u.src().begin() + 1))
         continue;
-      const auto& need = free_.at(r.get());
-      if (!std::all_of(need.begin(), need.end(), [&](const UOp& x) { return bool(lookup(x)); })) continue;
+      if (free_.at(r.get()) != loops) continue;
       if (depends_on(r, u) || depends_on(u, r)) continue;
       out.push_back(r);
     }

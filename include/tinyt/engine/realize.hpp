@@ -22,6 +22,8 @@
 #include "../codegen/opt/heuristic.hpp"
 #include "../codegen/opt/search.hpp"
 #include "../codegen/ldmatrix.hpp"
+#include "../codegen/masked_vectors.hpp"
+#include "../codegen/split_masked.hpp"
 #include "../codegen/work_items.hpp"
 #include "../helpers.hpp"
 #include "../renderer/cstyle.hpp"
@@ -108,7 +110,8 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
   const bool recording = viz::enabled();  // the lowering steps between rewrites, for VIZ
   const UOp optimized = codegen::apply_opts(ast, opts);
   if (recording) viz::snapshot("apply_opts " + codegen::to_string(opts), ast, optimized);
-  UOp expanded = codegen::expand_registers(optimized, target.stream_bytes);
+  // (a CPU's loops, split where their masks hold, vectorize there)
+  UOp expanded = codegen::expand_registers(target.gpu ? optimized : codegen::split_masked_loops(optimized), target.stream_bytes);
   if (recording) viz::snapshot("expand_registers", optimized, expanded);
   if (transcendental)  // (simplified again only where a decomposition changed something)
     if (UOp decomposed = graph_rewrite(expanded, codegen::transcendental_rules()); decomposed != expanded)
@@ -126,6 +129,7 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
     expanded = codegen::map_work_items(codegen::lower_groups(codegen::lower_narrow_floats(expanded), target.warp));
     if (recording) viz::snapshot("work-items (narrow floats, groups, map_work_items)", on_cpu, expanded);
   }
+  if (target.masked_vectors) expanded = codegen::masked_vectors(expanded, target.vector_bytes);
   codegen::Program p = codegen::linearize(expanded, schedule::detail::kernel_name(ast));
   p.opts = std::move(opts);
   // a grouped kernel's work-group is its dimension 0, whole; a kernel's own (LOCAL, STAGE) are as made;

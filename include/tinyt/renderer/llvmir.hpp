@@ -72,6 +72,11 @@ inline std::string llvm_memory_type(DType dt) {
 }
 /// The IR type of a vector dtype's value: `<16 x float>`.
 inline std::string llvm_vector_type(DType dt) { return cat("<", dt.count(), " x ", llvm_type(dt.scalar()), ">"); }
+/// A vector type in an intrinsic's name: `v16f32`.
+inline std::string llvm_vector_suffix(DType dt) {
+  const std::string t = llvm_type(dt.scalar());
+  return cat("v", dt.count(), t == "float" ? "f32" : t == "double" ? "f64" : t == "half" ? "f16" : t);
+}
 inline int llvm_align(DType dt) {
   return dt.scalar().is_index() ? 8 : std::max(dt.scalar().itemsize(), 1);
 }
@@ -370,10 +375,13 @@ class LLVMRenderer {
         return;
       }
       case Ops::LOAD:
-        name_[u.get()] = load(u);
+        name_[u.get()] = u.dtype().count() > 1 ? masked_load(u) : load(u);
         return;
       case Ops::STORE:
-        return codegen::streams(u) ? streaming_store(u) : store(u);
+        return codegen::streams(u) ? streaming_store(u) : u.src(1).dtype().count() > 1 ? masked_store(u) : store(u);
+      case Ops::GEP:  // a lane of a masked vector load (codegen/masked_vectors.hpp)
+        name_[u.get()] = emit(detail::cat("extractelement ", detail::llvm_vector_type(s[0].dtype()), " ", ref(s[0]), ", i32 ", u.arg().as_int()));
+        return;
       case Ops::VECTORIZE: {
         std::string v = "undef";
         const std::string t = detail::llvm_vector_type(u.dtype());
@@ -479,6 +487,30 @@ class LLVMRenderer {
     inst(write);
     inst(detail::cat("br label %stored", n));
     label(detail::cat("stored", n));
+  }
+
+  // Masked vector accesses (codegen/masked_vectors.hpp): the lanes whose gate holds, from
+  // consecutive elements at the INDEX; a masked lane reads 0 and writes nothing.
+  std::string masked_pointer(const UOp& idx, DType dt) {
+    return emit(detail::cat("bitcast ", detail::llvm_type(dt.scalar()), "* ", ref(idx), " to ", detail::llvm_vector_type(dt), "*"));
+  }
+  std::string masked_load(const UOp& u) {
+    const DType dt = u.dtype();
+    const std::string t = detail::llvm_vector_type(dt), mask = detail::cat("<", dt.count(), " x i1>");
+    const std::string fn = detail::cat("@llvm.masked.load.", detail::llvm_vector_suffix(dt), ".p0", detail::llvm_vector_suffix(dt));
+    declares_.insert(detail::cat("declare ", t, " ", fn, "(", t, "*, i32, ", mask, ", ", t, ")"));
+    const std::string at = masked_pointer(u.src(0), dt);
+    return emit(detail::cat("call ", t, " ", fn, "(", t, "* ", at, ", i32 ", dt.scalar().itemsize(), ", ", mask, " ",
+                            ref(u.src(0).src(2)), ", ", t, " zeroinitializer)"));
+  }
+  void masked_store(const UOp& u) {
+    const DType dt = u.src(1).dtype();
+    const std::string t = detail::llvm_vector_type(dt), mask = detail::cat("<", dt.count(), " x i1>");
+    const std::string fn = detail::cat("@llvm.masked.store.", detail::llvm_vector_suffix(dt), ".p0", detail::llvm_vector_suffix(dt));
+    declares_.insert(detail::cat("declare void ", fn, "(", t, ", ", t, "*, i32, ", mask, ")"));
+    const std::string at = masked_pointer(u.src(0), dt);
+    inst(detail::cat("call void ", fn, "(", t, " ", ref(u.src(1)), ", ", t, "* ", at, ", i32 ", dt.scalar().itemsize(), ", ", mask, " ",
+                     ref(u.src(0).src(2)), ")"));
   }
 
   // a whole vector written past the caches, at an address a multiple of its size

@@ -108,12 +108,17 @@ inline std::vector<UOp> variables(const UOp& root) {
 }
 
 /// Kernel rules about gated loads: a load that reads 0 where its gate is false needs no select
-/// that does the same (where(g, load gated by g, 0) is the load).
+/// that does the same (where(g, load gated by g, 0) is the load); a gate that always holds is
+/// none, and a load whose gate never does reads 0.
 inline const PatternMatcher& gated_load_rules() {
   static const PatternMatcher pm{{
       {UPat::var("g").where(UPat(Ops::LOAD, {UPat(Ops::INDEX, {UPat::var(), UPat::var(), UPat::var("g")})}).named("ld"),
                             UPat::cnst(0)),
        [](auto& m) { return m["ld"]; }},
+      {UPat(Ops::INDEX, {UPat::var("buf"), UPat::var("at"), UPat::cnst(1)}).named("idx"),
+       [](auto& m) { return m["idx"].replace({m["buf"], m["at"]}); }},
+      {UPat(Ops::LOAD, {UPat(Ops::INDEX, {UPat::var(), UPat::var(), UPat::cnst(0)})}).named("ld"),
+       [](auto& m) { return m["ld"].const_like(0); }},
   }};
   return pm;
 }

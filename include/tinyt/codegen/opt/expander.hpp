@@ -162,7 +162,12 @@ inline UOp expand_registers(const UOp& ast, int64_t stream_bytes = 0) {
     if (const int64_t n = stream_lanes(store, upcast.back(), stream_bytes); n > 1) copies = detail::stream_runs(std::move(copies), n);
     stores.insert(stores.end(), copies.begin(), copies.end());
   }
-  return graph_rewrite(UOp(Ops::SINK, dtypes::void_, std::move(stores)), kernel_rules());
+  const UOp expanded = graph_rewrite(UOp(Ops::SINK, dtypes::void_, std::move(stores)), kernel_rules());
+  // copies whose gate never holds (the extra lanes of a padded tile) write nothing
+  std::vector<UOp> writing;
+  for (const UOp& s : expanded.src())
+    if (!(s.op() == Ops::STORE && s.src(0).src().size() > 2 && s.src(0).src(2).is_const() && !s.src(0).src(2).const_int())) writing.push_back(s);
+  return writing.size() == expanded.src().size() ? expanded : expanded.replace(std::move(writing));
 }
 
 }  // namespace codegen

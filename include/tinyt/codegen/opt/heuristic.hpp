@@ -108,7 +108,27 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       for (const UOp& u : toposort(k))
         if (u.op() == Ops::REDUCE) acc_bytes = std::max<int64_t>(acc_bytes, u.dtype().itemsize());
       const int64_t lanes = std::max<int64_t>(machine.vector_bytes / acc_bytes, 1);
-      const int64_t n0 = range_size(ax[reuse[0]]);
+      int64_t n0 = range_size(ax[reuse[0]]);
+      // On a CPU, a row that splits into no whole vectors (nor halves) is padded to one that does:
+      // the widest vector that pads it by at most an eighth, else half a vector. The padded lanes
+      // are masked, but only in the last tile (split_masked_loops gives it a loop of its own) or in
+      // a row that is one tile, where each lane's mask is a constant. (PaddleOCR's recognizer: its
+      // classifier's row of 6625, 8.8 -> 186 GFLOPS; the detector's 1x1 convs on 23x23 and 92x92.)
+      // (Only where every load is contiguous along it too: a strided conv's loads are gathers.)
+      const bool contiguous = std::all_of(acc.begin(), acc.end(), [&](const detail::Access& x) {
+        const std::optional<int64_t> step = stride(x, reuse[0]);
+        return x.store || (step && (*step == 0 || *step == 1));
+      });
+      if (const int64_t least = lanes / 2 >= 4 ? lanes / 2 : lanes;
+          !machine.gpu && unit(reuse[0]) && contiguous && !masked(reuse[0]) && n0 > least && n0 % least != 0) {
+        int64_t to = least;  // (which pads least: the others are its multiples)
+        for (int64_t c : {2 * lanes, lanes})
+          if (((n0 + c - 1) / c * c - n0) * 8 <= n0) {
+            to = c;
+            break;
+          }
+        if (apply({OptOp::PADTO, static_cast<int64_t>(reuse[0]), to})) n0 = range_size(axes(k)[reuse[0]]);
+      }
       std::vector<int64_t> vector_widths{2 * lanes, lanes};
       // a row of whole and half vectors, up to four, whole: a row of 24 or 56 on AVX-512 is one
       // tile wide, not three or seven of 8 (the CNN's conv 1, 24 wide: 124 -> 200 GFLOPS; conv2d
