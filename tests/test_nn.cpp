@@ -1030,6 +1030,12 @@ TEST_CASE("nn: kernel counts") {
   for (const schedule::Kernel& k : schedule::create_schedule({dx0.uop()}))
     CHECK(graph::shape_of(k.buffers[0]).numel().as_int() <= 2 * 3 * 16 * 16);
   CHECK(kernels_to_realize(dx0) <= 4);
+  // a big conv whose output is pooled (max, then the mean: PaddleOCR's classifier head) is its
+  // own kernel: inside the pool's, its output rows would be the pool's loops, which no tile spans
+  Tensor xh = Tensor::from_vector(values(2 * 32 * 16 * 64, 157), {2, 32, 16, 64}).realize();
+  Tensor wh = Tensor::from_vector(values(64 * 32, 158), {64, 32, 1, 1}).realize();
+  CHECK(kernels_to_realize(xh.conv2d(wh).max_pool2d().mean(std::vector<int>{2, 3})) == 2);
+  CHECK(kernels_to_realize(x.conv2d(w).max_pool2d().mean(std::vector<int>{2, 3})) == 1);  // (a small one stays: a launch costs more)
   CHECK(kernels_to_realize(x.max_pool2d()) == 1);
   CHECK(kernels_to_realize(x.avg_pool2d(3, 1, 1, 1)) == 1);
   CHECK(kernels_to_realize(x.argmax(1)) <= 3);

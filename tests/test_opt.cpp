@@ -325,6 +325,11 @@ TEST_CASE("opt: the hand-coded opts tile matmuls, unroll contiguous reductions a
   CHECK(codegen::hand_coded_opts(igrad_ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32, .packs = true}) ==
         std::vector<Opt>{{OptOp::UPCAST, 1, 32}, {OptOp::UPCAST, 0, 4}, {OptOp::PACK, 0, 0}});
   CHECK_FALSE(has(codegen::hand_coded_opts(igrad_ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32}), OptOp::PACK));
+  // of two sides a weight stays put along, the tile is tall along the one with more rows: 40
+  // rows of 6 images (PaddleOCR's recognizer's classifier) make 8 rows, not 2 images
+  const UOp rows_ast = schedule::create_schedule({input({40, 6, 24}, 1).permute({1, 0, 2}).matmul(input({24, 64}, 2)).uop()}).back().ast;
+  INFO(codegen::to_string(codegen::hand_coded_opts(rows_ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32})));
+  CHECK(codegen::hand_coded_opts(rows_ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32}).at(1) == Opt{OptOp::UPCAST, 1, 8});
   // a row of one and a half vectors (24 on AVX-512) is a vector side whole
   const UOp conv24_ast = schedule::create_schedule({input({2, 4, 28, 28}, 3).conv2d(input({8, 4, 5, 5}, 4)).uop()}).back().ast;
   CHECK(codegen::hand_coded_opts(conv24_ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32}).at(0) == Opt{OptOp::UPCAST, 3, 24});
