@@ -325,6 +325,13 @@ TEST_CASE("opt: the hand-coded opts tile matmuls, unroll contiguous reductions a
   CHECK(codegen::hand_coded_opts(igrad_ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32, .packs = true}) ==
         std::vector<Opt>{{OptOp::UPCAST, 1, 32}, {OptOp::UPCAST, 0, 4}, {OptOp::PACK, 0, 0}});
   CHECK_FALSE(has(codegen::hand_coded_opts(igrad_ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32}), OptOp::PACK));
+  // a sum that cannot unroll (its contiguous axis has 3 taps) runs 8 outputs' chains side by side:
+  // silero-vad's conv of 64 channels x 3 taps into 128 at one position
+  const UOp taps_ast = schedule::create_schedule({input({1, 64, 1, 3}, 1).conv2d(input({128, 64, 1, 3}, 2)).uop()}).back().ast;
+  const std::vector<Opt> taps = codegen::hand_coded_opts(taps_ast, {.threads = 1});
+  INFO(codegen::to_string(taps));
+  CHECK(std::count_if(taps.begin(), taps.end(), [](const Opt& o) { return o.op == OptOp::UNROLL; }) == 0);
+  CHECK(std::count_if(taps.begin(), taps.end(), [](const Opt& o) { return o.op == OptOp::UPCAST && o.amount == 8; }) == 1);
   // of two sides a weight stays put along, the tile is tall along the one with more rows: 40
   // rows of 6 images (PaddleOCR's recognizer's classifier) make 8 rows, not 2 images
   const UOp rows_ast = schedule::create_schedule({input({40, 6, 24}, 1).permute({1, 0, 2}).matmul(input({24, 64}, 2)).uop()}).back().ast;
