@@ -5947,7 +5947,6 @@ struct Target {
   int64_t vector_bytes = 16;    // a register's width, for upcasts
   int64_t vector_count = 16;    // registers
   int64_t stream_bytes = 0;     // a buffer this big or bigger is written past the caches (0: never)
-  bool masked_vectors = false;  // renders masked vector loads and stores (LLVM's intrinsics)
   bool half = false;            // computes in half precision (cl_khr_fp16 / CUDA): unused so far
 };
 
@@ -7251,7 +7250,6 @@ class CpuDevice final : public Device {
     // and then summing it: at 16 MiB plain stores win (1.11 vs 1.34 ms), at 32 MiB they tie
     // (2.35 ms), at 64 MiB streaming wins (4.6 vs 6.0 ms; the fill alone, 4.1 vs 2.2 ms).
     if (t.language == Language::llvm_ir) t.stream_bytes = getenv_int("STREAM_BYTES", int64_t{32} << 20);
-    t.masked_vectors = t.language == Language::llvm_ir;
     return t;
   }
   std::unique_ptr<Program> load(const std::string& binary, const std::string& name) override {
@@ -10654,6 +10652,12 @@ inline bool on_gpu(const UOp& u) {
   }
 }
 
+// Whether an EXPAND makes more elements than its source has (a broadcast, not a reshape's 1s).
+inline bool enlarges(const UOp& expand) {
+  const Shape to = graph::shape_of(expand), from = graph::shape_of(expand.src(0));
+  return to.is_concrete() && from.is_concrete() && to.numel().as_int() > from.numel().as_int();
+}
+
 // Ops whose kernel loops over their output as their source's does (elementwise).
 inline bool keeps_loop_order(Ops op) {
   return GroupOp::ALU.contains(op) || op == Ops::CAST || op == Ops::BITCAST || op == Ops::CONTIGUOUS ||
@@ -10774,9 +10778,7 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
       stack.pop_back();
       if (!seen.insert(x->get()).second || known(*x) || x->op() == Ops::BUFFER || x->op() == Ops::REDUCE_AXIS || points.count(x->get()))
         continue;
-      if (x->op() == Ops::EXPAND && graph::shape_of(*x).is_concrete() && graph::shape_of(x->src(0)).is_concrete() &&
-          graph::shape_of(*x).numel().as_int() > graph::shape_of(x->src(0)).numel().as_int() && reads_memory(x->src(0)))
-        return true;
+      if (x->op() == Ops::EXPAND && enlarges(*x) && reads_memory(x->src(0))) return true;
       for (const UOp& s : x->src()) stack.push_back(&s);
     }
     return false;
@@ -10823,9 +10825,7 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
         continue;
       }
       if (c->op == Ops::EXPAND) {
-        const UOp& e = *node.at(c);
-        if (graph::shape_of(e).is_concrete() && graph::shape_of(e.src(0)).is_concrete())
-          expanded |= graph::shape_of(e).numel().as_int() > graph::shape_of(e.src(0)).numel().as_int();
+        expanded |= enlarges(*node.at(c));
       } else if (!GroupOp::Movement.contains(c->op) && (!expanded || !keeps_loop_order(c->op))) {
         continue;  // before the broadcast only movement ops lead on; an elementwise op is its own candidate
       }
@@ -14288,9 +14288,7 @@ inline void split_store(const UOp& store, int64_t parts, std::vector<UOp>& out) 
     }
     return;
   }
-  const UOp& at = store.src(0);  // (a part where the store's own mask never holds writes nothing)
-  if (at.src().size() > 2 && at.src(2).is_const() && !at.src(2).const_int()) return;
-  out.push_back(store);
+  out.push_back(store);  // (a part whose store's mask never holds is dropped by the expander)
 }
 }  // namespace detail
 
@@ -15100,26 +15098,24 @@ class LLVMRenderer {
 
   // Masked vector accesses (codegen/masked_vectors.hpp): the lanes whose gate holds, from
   // consecutive elements at the INDEX; a masked lane reads 0 and writes nothing.
-  std::string masked_pointer(const UOp& idx, DType dt) {
-    return emit(detail::cat("bitcast ", detail::llvm_type(dt.scalar()), "* ", ref(idx), " to ", detail::llvm_vector_type(dt), "*"));
+  struct MaskedAccess {
+    std::string type, fn, pointer, mask;  // the vector's type, the intrinsic, `T* p, i32 align, <n x i1> m`
+  };
+  MaskedAccess masked_access(const char* what, const UOp& idx, DType dt) {
+    const std::string t = detail::llvm_vector_type(dt), mask = detail::cat("<", dt.count(), " x i1>");
+    const std::string fn = detail::cat("@llvm.masked.", what, ".", detail::llvm_vector_suffix(dt), ".p0", detail::llvm_vector_suffix(dt));
+    const std::string at = emit(detail::cat("bitcast ", detail::llvm_type(dt.scalar()), "* ", ref(idx), " to ", t, "*"));
+    return {t, fn, detail::cat(t, "* ", at, ", i32 ", dt.scalar().itemsize(), ", ", mask, " ", ref(idx.src(2))), mask};
   }
   std::string masked_load(const UOp& u) {
-    const DType dt = u.dtype();
-    const std::string t = detail::llvm_vector_type(dt), mask = detail::cat("<", dt.count(), " x i1>");
-    const std::string fn = detail::cat("@llvm.masked.load.", detail::llvm_vector_suffix(dt), ".p0", detail::llvm_vector_suffix(dt));
-    declares_.insert(detail::cat("declare ", t, " ", fn, "(", t, "*, i32, ", mask, ", ", t, ")"));
-    const std::string at = masked_pointer(u.src(0), dt);
-    return emit(detail::cat("call ", t, " ", fn, "(", t, "* ", at, ", i32 ", dt.scalar().itemsize(), ", ", mask, " ",
-                            ref(u.src(0).src(2)), ", ", t, " zeroinitializer)"));
+    const MaskedAccess a = masked_access("load", u.src(0), u.dtype());
+    declares_.insert(detail::cat("declare ", a.type, " ", a.fn, "(", a.type, "*, i32, ", a.mask, ", ", a.type, ")"));
+    return emit(detail::cat("call ", a.type, " ", a.fn, "(", a.pointer, ", ", a.type, " zeroinitializer)"));
   }
   void masked_store(const UOp& u) {
-    const DType dt = u.src(1).dtype();
-    const std::string t = detail::llvm_vector_type(dt), mask = detail::cat("<", dt.count(), " x i1>");
-    const std::string fn = detail::cat("@llvm.masked.store.", detail::llvm_vector_suffix(dt), ".p0", detail::llvm_vector_suffix(dt));
-    declares_.insert(detail::cat("declare void ", fn, "(", t, ", ", t, "*, i32, ", mask, ")"));
-    const std::string at = masked_pointer(u.src(0), dt);
-    inst(detail::cat("call void ", fn, "(", t, " ", ref(u.src(1)), ", ", t, "* ", at, ", i32 ", dt.scalar().itemsize(), ", ", mask, " ",
-                     ref(u.src(0).src(2)), ")"));
+    const MaskedAccess a = masked_access("store", u.src(0), u.src(1).dtype());
+    declares_.insert(detail::cat("declare void ", a.fn, "(", a.type, ", ", a.type, "*, i32, ", a.mask, ")"));
+    inst(detail::cat("call void ", a.fn, "(", a.type, " ", ref(u.src(1)), ", ", a.pointer, ")"));
   }
 
   // a whole vector written past the caches, at an address a multiple of its size
@@ -16467,7 +16463,8 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
     expanded = codegen::map_work_items(codegen::lower_groups(codegen::lower_narrow_floats(expanded), target.warp));
     if (recording) viz::snapshot("work-items (narrow floats, groups, map_work_items)", on_cpu, expanded);
   }
-  if (target.masked_vectors) expanded = codegen::masked_vectors(expanded, target.vector_bytes);
+  // (LLVM IR has masked vector loads and stores; its target is a CPU's)
+  if (target.language == backend::Language::llvm_ir) expanded = codegen::masked_vectors(expanded, target.vector_bytes);
   codegen::Program p = codegen::linearize(expanded, schedule::detail::kernel_name(ast));
   p.opts = std::move(opts);
   // a grouped kernel's work-group is its dimension 0, whole; a kernel's own (LOCAL, STAGE) are as made;

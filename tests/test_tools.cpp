@@ -329,13 +329,21 @@ TEST_CASE("process replay: a graph as text reads back into the same graph, with 
 TEST_CASE("process replay: each kernel compiled is recorded, and replaying it renders its source again") {
   tinyt_test::TempDir dir;
   const Tensor a = Tensor::rand({11, 6}).realize();
+  // and a kernel whose lanes are masked vector accesses on LLVM (a 1x1 conv with a bias, its 9
+  // tiles of channels padded to split over 2 threads): what the target says must render them again
+  const Tensor x = Tensor::rand({1, 64, 7, 7}).realize(), w = Tensor::rand({36, 64, 1, 1}).realize(), b = Tensor::rand({36}).realize();
+  const Tensor conv = x.conv2d(w, b);
+  const UOp conv_ast = schedule::create_schedule({conv.uop()}).back().ast;
+  bool masked = false;
   {
     const Context record{{"PROCESS_REPLAY", dir.path.string()}};
     realize_tensors({(a.exp2() * 3).sum(0), a.pad({{1, 2}, {0, 3}}).flip(0).max(1)});
+    masked = compile_kernel(conv_ast, codegen::hand_coded_opts(conv_ast, {.threads = 2}))->source.find("@llvm.masked.") != std::string::npos;
   }
+  CHECK(masked == (backend::device("CPU").target().language == backend::Language::llvm_ir));
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::directory_iterator(dir.path)) files.push_back(e.path());
-  REQUIRE(files.size() == 2);
+  REQUIRE(files.size() == 3);
   for (const auto& f : files) {
     CHECK(f.extension() == ".kernel");
     engine::replay::Record r = engine::replay::parse_record(slurp(f));

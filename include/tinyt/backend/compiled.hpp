@@ -161,7 +161,6 @@ struct Target {
   int64_t vector_bytes = 16;    // a register's width, for upcasts
   int64_t vector_count = 16;    // registers
   int64_t stream_bytes = 0;     // a buffer this big or bigger is written past the caches (0: never)
-  bool masked_vectors = false;  // renders masked vector loads and stores (LLVM's intrinsics)
   bool half = false;            // computes in half precision (cl_khr_fp16 / CUDA): unused so far
 };
 

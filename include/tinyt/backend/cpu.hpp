@@ -157,7 +157,6 @@ class CpuDevice final : public Device {
     // and then summing it: at 16 MiB plain stores win (1.11 vs 1.34 ms), at 32 MiB they tie
     // (2.35 ms), at 64 MiB streaming wins (4.6 vs 6.0 ms; the fill alone, 4.1 vs 2.2 ms).
     if (t.language == Language::llvm_ir) t.stream_bytes = getenv_int("STREAM_BYTES", int64_t{32} << 20);
-    t.masked_vectors = t.language == Language::llvm_ir;
     return t;
   }
   std::unique_ptr<Program> load(const std::string& binary, const std::string& name) override {

@@ -129,7 +129,8 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
     expanded = codegen::map_work_items(codegen::lower_groups(codegen::lower_narrow_floats(expanded), target.warp));
     if (recording) viz::snapshot("work-items (narrow floats, groups, map_work_items)", on_cpu, expanded);
   }
-  if (target.masked_vectors) expanded = codegen::masked_vectors(expanded, target.vector_bytes);
+  // (LLVM IR has masked vector loads and stores; its target is a CPU's)
+  if (target.language == backend::Language::llvm_ir) expanded = codegen::masked_vectors(expanded, target.vector_bytes);
   codegen::Program p = codegen::linearize(expanded, schedule::detail::kernel_name(ast));
   p.opts = std::move(opts);
   // a grouped kernel's work-group is its dimension 0, whole; a kernel's own (LOCAL, STAGE) are as made;

@@ -491,26 +491,24 @@ class LLVMRenderer {
 
   // Masked vector accesses (codegen/masked_vectors.hpp): the lanes whose gate holds, from
   // consecutive elements at the INDEX; a masked lane reads 0 and writes nothing.
-  std::string masked_pointer(const UOp& idx, DType dt) {
-    return emit(detail::cat("bitcast ", detail::llvm_type(dt.scalar()), "* ", ref(idx), " to ", detail::llvm_vector_type(dt), "*"));
+  struct MaskedAccess {
+    std::string type, fn, pointer, mask;  // the vector's type, the intrinsic, `T* p, i32 align, <n x i1> m`
+  };
+  MaskedAccess masked_access(const char* what, const UOp& idx, DType dt) {
+    const std::string t = detail::llvm_vector_type(dt), mask = detail::cat("<", dt.count(), " x i1>");
+    const std::string fn = detail::cat("@llvm.masked.", what, ".", detail::llvm_vector_suffix(dt), ".p0", detail::llvm_vector_suffix(dt));
+    const std::string at = emit(detail::cat("bitcast ", detail::llvm_type(dt.scalar()), "* ", ref(idx), " to ", t, "*"));
+    return {t, fn, detail::cat(t, "* ", at, ", i32 ", dt.scalar().itemsize(), ", ", mask, " ", ref(idx.src(2))), mask};
   }
   std::string masked_load(const UOp& u) {
-    const DType dt = u.dtype();
-    const std::string t = detail::llvm_vector_type(dt), mask = detail::cat("<", dt.count(), " x i1>");
-    const std::string fn = detail::cat("@llvm.masked.load.", detail::llvm_vector_suffix(dt), ".p0", detail::llvm_vector_suffix(dt));
-    declares_.insert(detail::cat("declare ", t, " ", fn, "(", t, "*, i32, ", mask, ", ", t, ")"));
-    const std::string at = masked_pointer(u.src(0), dt);
-    return emit(detail::cat("call ", t, " ", fn, "(", t, "* ", at, ", i32 ", dt.scalar().itemsize(), ", ", mask, " ",
-                            ref(u.src(0).src(2)), ", ", t, " zeroinitializer)"));
+    const MaskedAccess a = masked_access("load", u.src(0), u.dtype());
+    declares_.insert(detail::cat("declare ", a.type, " ", a.fn, "(", a.type, "*, i32, ", a.mask, ", ", a.type, ")"));
+    return emit(detail::cat("call ", a.type, " ", a.fn, "(", a.pointer, ", ", a.type, " zeroinitializer)"));
   }
   void masked_store(const UOp& u) {
-    const DType dt = u.src(1).dtype();
-    const std::string t = detail::llvm_vector_type(dt), mask = detail::cat("<", dt.count(), " x i1>");
-    const std::string fn = detail::cat("@llvm.masked.store.", detail::llvm_vector_suffix(dt), ".p0", detail::llvm_vector_suffix(dt));
-    declares_.insert(detail::cat("declare void ", fn, "(", t, ", ", t, "*, i32, ", mask, ")"));
-    const std::string at = masked_pointer(u.src(0), dt);
-    inst(detail::cat("call void ", fn, "(", t, " ", ref(u.src(1)), ", ", t, "* ", at, ", i32 ", dt.scalar().itemsize(), ", ", mask, " ",
-                     ref(u.src(0).src(2)), ")"));
+    const MaskedAccess a = masked_access("store", u.src(0), u.src(1).dtype());
+    declares_.insert(detail::cat("declare void ", a.fn, "(", a.type, ", ", a.type, "*, i32, ", a.mask, ")"));
+    inst(detail::cat("call void ", a.fn, "(", a.type, " ", ref(u.src(1)), ", ", a.pointer, ")"));
   }
 
   // a whole vector written past the caches, at an address a multiple of its size

@@ -86,6 +86,12 @@ inline bool on_gpu(const UOp& u) {
   }
 }
 
+// Whether an EXPAND makes more elements than its source has (a broadcast, not a reshape's 1s).
+inline bool enlarges(const UOp& expand) {
+  const Shape to = graph::shape_of(expand), from = graph::shape_of(expand.src(0));
+  return to.is_concrete() && from.is_concrete() && to.numel().as_int() > from.numel().as_int();
+}
+
 // Ops whose kernel loops over their output as their source's does (elementwise).
 inline bool keeps_loop_order(Ops op) {
   return GroupOp::ALU.contains(op) || op == Ops::CAST || op == Ops::BITCAST || op == Ops::CONTIGUOUS ||
@@ -206,9 +212,7 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
       stack.pop_back();
       if (!seen.insert(x->get()).second || known(*x) || x->op() == Ops::BUFFER || x->op() == Ops::REDUCE_AXIS || points.count(x->get()))
         continue;
-      if (x->op() == Ops::EXPAND && graph::shape_of(*x).is_concrete() && graph::shape_of(x->src(0)).is_concrete() &&
-          graph::shape_of(*x).numel().as_int() > graph::shape_of(x->src(0)).numel().as_int() && reads_memory(x->src(0)))
-        return true;
+      if (x->op() == Ops::EXPAND && enlarges(*x) && reads_memory(x->src(0))) return true;
       for (const UOp& s : x->src()) stack.push_back(&s);
     }
     return false;
@@ -255,9 +259,7 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
         continue;
       }
       if (c->op == Ops::EXPAND) {
-        const UOp& e = *node.at(c);
-        if (graph::shape_of(e).is_concrete() && graph::shape_of(e.src(0)).is_concrete())
-          expanded |= graph::shape_of(e).numel().as_int() > graph::shape_of(e.src(0)).numel().as_int();
+        expanded |= enlarges(*node.at(c));
       } else if (!GroupOp::Movement.contains(c->op) && (!expanded || !keeps_loop_order(c->op))) {
         continue;  // before the broadcast only movement ops lead on; an elementwise op is its own candidate
       }
