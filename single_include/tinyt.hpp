@@ -5839,6 +5839,9 @@ class Allocator {
   virtual void copy(void* dst, void* src, size_t nbytes) = 0;
   /// A host pointer to the memory when the device can give one (the CPU), else null.
   virtual void* host_pointer(void* /*handle*/) { return nullptr; }
+  /// The handle of host memory `p` that the caller keeps alive, when this device's kernels can
+  /// use host memory in place (the CPU), else null.
+  virtual void* borrow_host(void* /*p*/) { return nullptr; }
   /// Bytes of the Buffers allocated here and not yet freed (Buffer counts them).
   std::atomic<int64_t> in_use{0};
 };
@@ -7154,6 +7157,7 @@ class HostMemory final : public LruAllocator {
   void copyout(void* dst, void* src, size_t n) override { if (n) std::memcpy(dst, src, n); }
   void copy(void* dst, void* src, size_t n) override { if (n) std::memmove(dst, src, n); }
   void* host_pointer(void* handle) override { return handle; }
+  void* borrow_host(void* p) override { return p; }
 
  protected:
   void* allocate(size_t n) override {
@@ -9601,9 +9605,27 @@ class Buffer {
  public:
   Buffer(std::string device, size_t size, DType dtype)
       : device_(Device::canonicalize(device)), size_(size), dtype_(dtype) {}
+  /// `size` elements of `dtype` in host memory at `host` that `owner` keeps alive (a mapped
+  /// file's bytes), used in place: never copied, never freed here. DeviceError on a device whose
+  /// kernels cannot use host memory (only the CPU's can), and where `host` is not aligned to the
+  /// element size (kernels read whole elements).
+  Buffer(std::string device, size_t size, DType dtype, void* host, std::shared_ptr<const void> owner)
+      : Buffer(std::move(device), size, dtype) {
+    backend::Allocator& a = backend::device(device_).allocator();
+    void* handle = a.borrow_host(host);
+    if (!handle)
+      throw DeviceError(detail::cat("Buffer: ", device_, " cannot use host memory in place; copy it in"));
+    if (reinterpret_cast<uintptr_t>(host) % static_cast<uintptr_t>(std::max(dtype.itemsize(), 1)) != 0)
+      throw DeviceError(detail::cat("Buffer: host memory for ", dtype.name(), " elements at ", host, " is not aligned to ",
+                                    dtype.itemsize(), " bytes"));
+    allocator_ = &a;
+    owner_ = std::move(owner);
+    ptr_.store(handle, std::memory_order_release);
+  }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   ~Buffer() {
+    if (owner_) return;  // borrowed memory: its owner frees it
     if (void* p = ptr_.load()) {
       allocator_->free(p, nbytes());
       const auto n = static_cast<int64_t>(nbytes());
@@ -9618,6 +9640,8 @@ class Buffer {
   DType dtype() const { return dtype_; }
   size_t nbytes() const { return size_ * static_cast<size_t>(dtype_.itemsize()); }
   bool allocated() const { return ptr_.load() != nullptr; }
+  /// Whether the memory is host memory borrowed from its owner (a mapped file), not allocated.
+  bool borrowed() const { return owner_ != nullptr; }
   /// Bumped each time the memory is overwritten in place: values computed into it before are gone.
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
   void overwritten() { version_.fetch_add(1, std::memory_order_acq_rel); }
@@ -9670,6 +9694,7 @@ class Buffer {
   backend::Allocator* allocator_ = nullptr;  // set with ptr_, before it is published
   std::mutex alloc_mu_;
   std::atomic<uint64_t> version_{0};
+  std::shared_ptr<const void> owner_;  // what keeps borrowed memory alive; null for allocated memory
 };
 
 }  // namespace tinyt::inline v0
@@ -10059,6 +10084,14 @@ inline UOp alias_buffer(const UOp& b) {
   std::lock_guard lock(m.mu);
   m.buffer = std::move(memory);
   return alias;
+}
+/// A new BUFFER node for existing memory (a Buffer over a mapped file's bytes).
+inline UOp buffer_over(std::shared_ptr<Buffer> memory) {
+  UOp b = new_buffer(memory->device(), static_cast<int64_t>(memory->size()), memory->dtype());
+  TensorMeta& m = meta(b);
+  std::lock_guard lock(m.mu);
+  m.buffer = std::move(memory);
+  return b;
 }
 /// The BUFFER node under a contiguous view of memory (BUFFER or RESHAPE(BUFFER)), else empty.
 inline UOp base_buffer(const UOp& view) {
@@ -23764,6 +23797,105 @@ TINYT_INLINE std::map<std::string, std::string> safe_load_metadata(const std::st
 // every count and size is checked against the bytes left before anything is allocated or read.
 
 
+// ---- tinyt/mapped_file.hpp ----
+// A file's bytes mapped into memory, for loaders whose tensors can use a file's bytes in place
+// (ONNX initializers, GGUF tensors): the pages are read from the page cache when first touched,
+// and a CPU buffer over them costs no copy (Buffer's borrowing constructor).
+//
+// The mapping is private and copy-on-write: a kernel writing into a tensor over it (an in-place
+// assign) changes this process's pages, never the file. Like every memory-mapped loader's, it
+// relies on the file not being truncated while it is mapped (the kernel would then deliver
+// SIGBUS); replacing the file (write a new one, rename it over) is safe.
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+
+namespace tinyt::inline v0 {
+
+/// A regular file's bytes, mapped copy-on-write for as long as this lives. Not copyable: shared
+/// by shared_ptr between the buffers that use its bytes.
+class MappedFile {
+ public:
+  /// Maps `path`; Error "op: cannot map 'path': why" when it is missing, unreadable or not a
+  /// regular file.
+  static std::shared_ptr<const MappedFile> open(const std::string& path, const char* op) {
+    return std::shared_ptr<const MappedFile>(new MappedFile(path, op));
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile() {
+    if (size_) munmap(data_, size_);
+  }
+
+  /// The file's contents when it was mapped.
+  std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
+  const std::string& path() const { return path_; }
+  /// Whether `bytes` lie inside the mapping.
+  bool holds(std::string_view bytes) const {
+    const auto* begin = static_cast<const char*>(data_);
+    return bytes.data() >= begin && bytes.data() + bytes.size() <= begin + size_;
+  }
+  /// The writable address of the mapped byte `p` points to (one of bytes()): writes to it stay
+  /// in this process (the mapping is private).
+  void* writable(const char* p) const { return static_cast<char*>(data_) + (p - static_cast<const char*>(data_)); }
+
+ private:
+  MappedFile(const std::string& path, const char* op) : path_(path) {
+    const auto fail = [&](const char* why) {
+      return Error(detail::cat(op, ": cannot map '", path, "': ", why));
+    };
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw fail(std::strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      throw fail("not a regular file");
+    }
+    size_ = static_cast<size_t>(st.st_size);
+    if (size_) {  // (an empty mapping is an error to mmap; an empty file is just no bytes)
+      // writable pages, privately: a tensor over them may be overwritten in place
+      void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+      const int err = errno;
+      ::close(fd);
+      if (p == MAP_FAILED) throw fail(std::strerror(err));
+      data_ = p;
+    } else {
+      ::close(fd);
+    }
+  }
+
+  std::string path_;
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+namespace detail {
+/// A tensor of `dims` and `dtype` holding `bytes` of the mapped `file`, on `device` (the default
+/// device when empty): the file's bytes in place where that device's kernels can use host memory
+/// and the bytes are aligned for `dtype`, else a copy of them (from_blob).
+inline Tensor tensor_over_file(const std::shared_ptr<const MappedFile>& file, std::string_view bytes,
+                               const std::vector<int64_t>& dims, DType dtype, std::string device = "") {
+  device = device.empty() ? Device::default_device() : Device::canonicalize(device);
+  int64_t n = 1;
+  for (const int64_t d : dims) n *= d;  // (sizes the caller checked against the file)
+  if (static_cast<uint64_t>(n) * static_cast<uint64_t>(dtype.itemsize()) != bytes.size())
+    throw InternalError(cat("tensor_over_file: ", bytes.size(), " bytes for ", n, " elements of ", dtype.name()));
+  const bool in_place = file && n > 0 && file->holds(bytes) && !Device::is_multi(device) &&
+                        backend::device(device).allocator().borrow_host(file->writable(bytes.data())) &&
+                        reinterpret_cast<uintptr_t>(bytes.data()) % static_cast<uintptr_t>(dtype.itemsize()) == 0;
+  if (!in_place) return Tensor::from_blob(bytes.data(), Shape(dims), dtype, device);
+  auto memory = std::make_shared<Buffer>(device, static_cast<size_t>(n), dtype, file->writable(bytes.data()), file);
+  return Tensor(graph::reshape(graph::buffer_over(std::move(memory)), Shape(dims)));
+}
+}  // namespace detail
+
+}  // namespace tinyt::inline v0
+// ---- end tinyt/mapped_file.hpp ----
 
 namespace tinyt::inline v0 {
 namespace nn::state {
@@ -24030,22 +24162,29 @@ TINYT_INLINE GGUFFile gguf_load(const std::string& path, const std::string& devi
   }
 
   const uint64_t data_start = (r.position() + alignment - 1) / alignment * alignment;
-  const uint64_t data_size = f.size() > data_start ? f.size() - data_start : 0;
+  // the tensors' bytes are used in place, mapped (on the CPU: a model loads without a copy); the
+  // mapping's size is what is checked (the file may have changed since it was opened)
+  const std::shared_ptr<const MappedFile> mapped = MappedFile::open(path, "gguf_load");
+  const std::string_view file = mapped->bytes();
+  const uint64_t data_size = file.size() > data_start ? file.size() - data_start : 0;
   const std::string dev = device.empty() ? Device::default_device() : device;
   for (const detail::GGUFTensorInfo& t : infos) {
     if (t.offset > data_size || t.bytes > data_size - t.offset)
       throw Error(cat(where, ": the data of tensor '", t.name, "' (", t.bytes, " bytes at ", t.offset, ") runs past the end of the file (",
                       data_size, " bytes of data)"));
-    std::vector<unsigned char> bytes(static_cast<size_t>(t.bytes));
-    f.read_at(data_start + t.offset, bytes.data(), bytes.size(), cat("the data of '", t.name, "'"));
+    const std::string_view bytes = file.substr(static_cast<size_t>(data_start + t.offset), static_cast<size_t>(t.bytes));
     Tensor value;
     if (!t.type->dtype.is_void()) {
-      if constexpr (std::endian::native == std::endian::big)
-        io::reverse_item_bytes(bytes.data(), bytes.size() / t.type->dtype.itemsize(), t.type->dtype.itemsize());
-      value = Tensor::from_blob(bytes.data(), Shape(t.shape), t.type->dtype, dev);
+      if constexpr (std::endian::native == std::endian::big) {
+        std::string swapped(bytes);
+        io::reverse_item_bytes(swapped.data(), swapped.size() / t.type->dtype.itemsize(), t.type->dtype.itemsize());
+        value = Tensor::from_blob(swapped.data(), Shape(t.shape), t.type->dtype, dev);
+      } else {
+        value = ::tinyt::detail::tensor_over_file(mapped, bytes, t.shape, t.type->dtype, dev);
+      }
     } else {
       const int64_t blocks = static_cast<int64_t>(t.bytes) / t.type->bytes;
-      value = detail::dequantize(Tensor::from_blob(bytes.data(), {blocks, t.type->bytes}, dtypes::uint8, dev), t.type->id)
+      value = detail::dequantize(::tinyt::detail::tensor_over_file(mapped, bytes, {blocks, t.type->bytes}, dtypes::uint8, dev), t.type->id)
                   .reshape(Shape(t.shape));
     }
     if (!out.tensors.emplace(t.name, std::move(value)).second) throw Error(cat(where, ": tensor '", t.name, "' appears twice"));

@@ -368,6 +368,61 @@ TEST_CASE("onnx TensorProto: external data is read from a file in the model's fo
   CHECK_THROWS_AS(onnx::load(saved("missing.onnx", model("nowhere.bin", "0", "12"))), Error);
 }
 
+TEST_CASE("onnx::load: weights are the mapped file's bytes in place where the device can use them, copied where not aligned") {
+  // y = x * W + b (elementwise, 4 floats): W's raw_data at a file offset that is a multiple of 4,
+  // b's at one that is not (a shorter or longer producer_name and name move them)
+  const std::vector<float> w{0.5f, -1.0f, 2.0f, 3.25f}, b{1.0f, 0.25f, -4.0f, 8.0f};
+  std::string w_bytes, b_bytes;
+  for (float v : w) w_bytes += le(v);
+  for (float v : b) b_bytes += le(v);
+  const auto model = [&](size_t producer, size_t b_name) {
+    const std::string graph = bytes_field(1, node("Mul", {"x", "W"}, {"t"})) + bytes_field(1, node("Add", {"t", std::string(b_name, 'b')}, {"y"})) +
+                              bytes_field(5, packed_ints(1, {4}) + int_field(2, 1) + bytes_field(8, "W") + bytes_field(9, w_bytes)) +
+                              bytes_field(5, packed_ints(1, {4}) + int_field(2, 1) + bytes_field(8, std::string(b_name, 'b')) + bytes_field(9, b_bytes)) +
+                              bytes_field(11, value_info("x", 1, {"4"})) + bytes_field(12, value_info("y", 1, {"4"}));
+    return int_field(1, 8) + bytes_field(2, std::string(producer, 'p')) + bytes_field(8, bytes_field(1, "") + int_field(2, 17)) + bytes_field(7, graph);
+  };
+  std::string bytes;
+  for (size_t producer = 1; producer <= 4 && bytes.empty(); ++producer)
+    for (size_t b_name = 1; b_name <= 4 && bytes.empty(); ++b_name) {
+      const std::string m = model(producer, b_name);
+      if (m.find(w_bytes) % 4 == 0 && m.find(b_bytes) % 4 != 0) bytes = m;
+    }
+  REQUIRE(!bytes.empty());
+  tinyt_test::TempDir dir;
+  const std::string path = (dir.path / "model.onnx").string();
+  std::ofstream(path, std::ios::binary) << bytes;
+  const auto memory = [](const Tensor& t) { return graph::buffer_of(graph::base_buffer(t.uop())); };
+  const bool cpu = Device::default_device().rfind("CPU", 0) == 0;  // (the suite also runs with DEV=CL and DEV=EMU)
+  Tensor weight;
+  {
+    const onnx::Model m = onnx::load(path);
+    const std::map<std::string, Tensor>& init = m.data().graph.initializers;
+    weight = init.at("W");
+    const Tensor& bias = std::find_if(init.begin(), init.end(), [](const auto& kv) { return kv.first != "W"; })->second;
+    CHECK(memory(weight)->borrowed() == cpu);
+    CHECK_FALSE(memory(bias)->borrowed());  // (its bytes are not aligned for float: copied)
+    const std::vector<float> x{2.0f, 4.0f, -1.0f, 0.5f};
+    const std::vector<float> y = m.run({{"x", Tensor::from_vector(x)}}).at("y").to_vector<float>();
+    for (size_t i = 0; i < 4; ++i) CHECK(y[i] == x[i] * w[i] + b[i]);
+    CHECK_FALSE(memory(onnx::load_bytes(bytes).data().graph.initializers.at("W"))->borrowed());  // given as bytes: copied
+  }
+  // the mapping outlives the model while a tensor uses it, and writing into the tensor in place
+  // changes this process's copy of the pages, not the file
+  CHECK(weight.to_vector<float>() == w);
+  weight.assign(weight * 2.0f).realize();
+  CHECK(weight.to_vector<float>() == std::vector<float>{1.0f, -2.0f, 4.0f, 6.5f});
+  CHECK(tinyt::detail::read_file(path).value() == bytes);
+  CHECK(onnx::load(path).data().graph.initializers.at("W").to_vector<float>() == w);
+  // a missing file and a folder are errors naming the operation and the path
+  const std::string missing = tinyt_test::message_of<Error>([&] { (void)onnx::load((dir.path / "none.onnx").string()); });
+  CHECK(missing.find("onnx::load: cannot map '") != std::string::npos);
+  CHECK(missing.find("none.onnx': No such file") != std::string::npos);
+  CHECK(tinyt_test::message_of<Error>([&] { (void)onnx::load(dir.path.string()); }).find("not a regular file") != std::string::npos);
+  std::ofstream(dir.path / "empty.onnx", std::ios::binary) << "";
+  CHECK(tinyt_test::message_of<onnx::FormatError>([&] { (void)onnx::load((dir.path / "empty.onnx").string()); }).find("no graph") != std::string::npos);
+}
+
 // ---- onnx::Model (include/tinyt/onnx.hpp): a model encoded here, run, against loops by hand
 TEST_CASE("onnx Model: y = Softmax(Gemm(Relu(x), W, b, transB)) runs as a lazy tinyt graph and gives the hand-computed values") {
   // x: (batch, 3); W: (2, 3) used transposed; b: (2)

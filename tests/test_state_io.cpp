@@ -712,12 +712,14 @@ TEST_CASE("gguf_load keeps quantized weights packed in memory, and a matmul with
   for (const std::string name : {"q8_0", "q4_0", "q4_1", "q4_k", "q6_k"}) {
     INFO(name);
     const Tensor& w = g.tensors.at(name);
-    // the only memory behind the tensor is its packed bytes (uint8)
+    // the only memory behind the tensor is its packed bytes (uint8): on the CPU the file's own,
+    // mapped (GGUF aligns tensor data to 32 bytes), elsewhere a copy
     int64_t buffers = 0;
     for (const UOp& u : toposort(w.uop()))
       if (u.op() == Ops::BUFFER) {
         ++buffers;
         CHECK(u.dtype() == dtypes::uint8);
+        CHECK(graph::buffer_of(u)->borrowed() == (Device::default_device().rfind("CPU", 0) == 0));
       }
     CHECK(buffers == 1);
     // y = x @ w.T against a hand loop over the reference values

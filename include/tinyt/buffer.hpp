@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -26,9 +28,27 @@ class Buffer {
  public:
   Buffer(std::string device, size_t size, DType dtype)
       : device_(Device::canonicalize(device)), size_(size), dtype_(dtype) {}
+  /// `size` elements of `dtype` in host memory at `host` that `owner` keeps alive (a mapped
+  /// file's bytes), used in place: never copied, never freed here. DeviceError on a device whose
+  /// kernels cannot use host memory (only the CPU's can), and where `host` is not aligned to the
+  /// element size (kernels read whole elements).
+  Buffer(std::string device, size_t size, DType dtype, void* host, std::shared_ptr<const void> owner)
+      : Buffer(std::move(device), size, dtype) {
+    backend::Allocator& a = backend::device(device_).allocator();
+    void* handle = a.borrow_host(host);
+    if (!handle)
+      throw DeviceError(detail::cat("Buffer: ", device_, " cannot use host memory in place; copy it in"));
+    if (reinterpret_cast<uintptr_t>(host) % static_cast<uintptr_t>(std::max(dtype.itemsize(), 1)) != 0)
+      throw DeviceError(detail::cat("Buffer: host memory for ", dtype.name(), " elements at ", host, " is not aligned to ",
+                                    dtype.itemsize(), " bytes"));
+    allocator_ = &a;
+    owner_ = std::move(owner);
+    ptr_.store(handle, std::memory_order_release);
+  }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   ~Buffer() {
+    if (owner_) return;  // borrowed memory: its owner frees it
     if (void* p = ptr_.load()) {
       allocator_->free(p, nbytes());
       const auto n = static_cast<int64_t>(nbytes());
@@ -43,6 +63,8 @@ class Buffer {
   DType dtype() const { return dtype_; }
   size_t nbytes() const { return size_ * static_cast<size_t>(dtype_.itemsize()); }
   bool allocated() const { return ptr_.load() != nullptr; }
+  /// Whether the memory is host memory borrowed from its owner (a mapped file), not allocated.
+  bool borrowed() const { return owner_ != nullptr; }
   /// Bumped each time the memory is overwritten in place: values computed into it before are gone.
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
   void overwritten() { version_.fetch_add(1, std::memory_order_acq_rel); }
@@ -95,6 +117,7 @@ class Buffer {
   backend::Allocator* allocator_ = nullptr;  // set with ptr_, before it is published
   std::mutex alloc_mu_;
   std::atomic<uint64_t> version_{0};
+  std::shared_ptr<const void> owner_;  // what keeps borrowed memory alive; null for allocated memory
 };
 
 }  // namespace tinyt::inline v0

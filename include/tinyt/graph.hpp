@@ -245,6 +245,14 @@ inline UOp alias_buffer(const UOp& b) {
   m.buffer = std::move(memory);
   return alias;
 }
+/// A new BUFFER node for existing memory (a Buffer over a mapped file's bytes).
+inline UOp buffer_over(std::shared_ptr<Buffer> memory) {
+  UOp b = new_buffer(memory->device(), static_cast<int64_t>(memory->size()), memory->dtype());
+  TensorMeta& m = meta(b);
+  std::lock_guard lock(m.mu);
+  m.buffer = std::move(memory);
+  return b;
+}
 /// The BUFFER node under a contiguous view of memory (BUFFER or RESHAPE(BUFFER)), else empty.
 inline UOp base_buffer(const UOp& view) {
   if (view.op() == Ops::BUFFER) return view;

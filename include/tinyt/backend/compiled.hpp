@@ -53,6 +53,9 @@ class Allocator {
   virtual void copy(void* dst, void* src, size_t nbytes) = 0;
   /// A host pointer to the memory when the device can give one (the CPU), else null.
   virtual void* host_pointer(void* /*handle*/) { return nullptr; }
+  /// The handle of host memory `p` that the caller keeps alive, when this device's kernels can
+  /// use host memory in place (the CPU), else null.
+  virtual void* borrow_host(void* /*p*/) { return nullptr; }
   /// Bytes of the Buffers allocated here and not yet freed (Buffer counts them).
   std::atomic<int64_t> in_use{0};
 };

@@ -61,6 +61,7 @@ class HostMemory final : public LruAllocator {
   void copyout(void* dst, void* src, size_t n) override { if (n) std::memcpy(dst, src, n); }
   void copy(void* dst, void* src, size_t n) override { if (n) std::memmove(dst, src, n); }
   void* host_pointer(void* handle) override { return handle; }
+  void* borrow_host(void* p) override { return p; }
 
  protected:
   void* allocate(size_t n) override {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../mapped_file.hpp"
 #include "../tensor.hpp"
 #include "file_io.hpp"
 #include "gguf.hpp"
@@ -277,22 +278,29 @@ TINYT_INLINE GGUFFile gguf_load(const std::string& path, const std::string& devi
   }
 
   const uint64_t data_start = (r.position() + alignment - 1) / alignment * alignment;
-  const uint64_t data_size = f.size() > data_start ? f.size() - data_start : 0;
+  // the tensors' bytes are used in place, mapped (on the CPU: a model loads without a copy); the
+  // mapping's size is what is checked (the file may have changed since it was opened)
+  const std::shared_ptr<const MappedFile> mapped = MappedFile::open(path, "gguf_load");
+  const std::string_view file = mapped->bytes();
+  const uint64_t data_size = file.size() > data_start ? file.size() - data_start : 0;
   const std::string dev = device.empty() ? Device::default_device() : device;
   for (const detail::GGUFTensorInfo& t : infos) {
     if (t.offset > data_size || t.bytes > data_size - t.offset)
       throw Error(cat(where, ": the data of tensor '", t.name, "' (", t.bytes, " bytes at ", t.offset, ") runs past the end of the file (",
                       data_size, " bytes of data)"));
-    std::vector<unsigned char> bytes(static_cast<size_t>(t.bytes));
-    f.read_at(data_start + t.offset, bytes.data(), bytes.size(), cat("the data of '", t.name, "'"));
+    const std::string_view bytes = file.substr(static_cast<size_t>(data_start + t.offset), static_cast<size_t>(t.bytes));
     Tensor value;
     if (!t.type->dtype.is_void()) {
-      if constexpr (std::endian::native == std::endian::big)
-        io::reverse_item_bytes(bytes.data(), bytes.size() / t.type->dtype.itemsize(), t.type->dtype.itemsize());
-      value = Tensor::from_blob(bytes.data(), Shape(t.shape), t.type->dtype, dev);
+      if constexpr (std::endian::native == std::endian::big) {
+        std::string swapped(bytes);
+        io::reverse_item_bytes(swapped.data(), swapped.size() / t.type->dtype.itemsize(), t.type->dtype.itemsize());
+        value = Tensor::from_blob(swapped.data(), Shape(t.shape), t.type->dtype, dev);
+      } else {
+        value = ::tinyt::detail::tensor_over_file(mapped, bytes, t.shape, t.type->dtype, dev);
+      }
     } else {
       const int64_t blocks = static_cast<int64_t>(t.bytes) / t.type->bytes;
-      value = detail::dequantize(Tensor::from_blob(bytes.data(), {blocks, t.type->bytes}, dtypes::uint8, dev), t.type->id)
+      value = detail::dequantize(::tinyt::detail::tensor_over_file(mapped, bytes, {blocks, t.type->bytes}, dtypes::uint8, dev), t.type->id)
                   .reshape(Shape(t.shape));
     }
     if (!out.tensors.emplace(t.name, std::move(value)).second) throw Error(cat(where, ": tensor '", t.name, "' appears twice"));

@@ -170,16 +170,14 @@ TINYT_INLINE std::string Model::describe(const std::vector<Dim>& shape) {
 TINYT_INLINE Model load_bytes(std::string_view bytes) { return Model(read_model(bytes)); }
 
 TINYT_INLINE Model load(const std::string& path) {
-  const std::optional<std::string> bytes = tinyt::detail::read_file(path);
-  if (!bytes) throw Error(tinyt::detail::cat("onnx::load: cannot read ", path));
-  const std::string directory = std::filesystem::absolute(path).parent_path().string();  // (external data is there)
-  return Model(read_model(*bytes, directory));
+  // mapped, not read: the weights' bytes become CPU tensors in place
+  Source source{MappedFile::open(path, "onnx::load"), std::filesystem::absolute(path).parent_path().string(), {}};
+  return Model(read_model(source.file->bytes(), &source));
 }
 
 TINYT_INLINE Tensor load_tensor(const std::string& path) {
-  const std::optional<std::string> bytes = tinyt::detail::read_file(path);
-  if (!bytes) throw Error(tinyt::detail::cat("onnx::load_tensor: cannot read ", path));
-  return read_tensor(proto::Reader(*bytes, 0, "TensorProto")).value;
+  Source source{MappedFile::open(path, "onnx::load_tensor"), {}, {}};
+  return read_tensor(proto::Reader(source.file->bytes(), 0, "TensorProto"), &source).value;
 }
 
 }  // namespace onnx

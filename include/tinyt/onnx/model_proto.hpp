@@ -76,12 +76,12 @@ inline ValueInfo read_value_info(proto::Reader r) {
   return v;
 }
 
-/// Where a message is read: how deep its graph nests, and the folder of the model's file (whose
-/// tensors may keep their values in files there: external data), empty for a model given as bytes.
+/// Where a message is read: how deep its graph nests, and the model's file and folder (null for a
+/// model given as bytes).
 struct Where {
   int depth = 0;
-  std::string_view directory;
-  Where deeper() const { return {depth + 1, directory}; }
+  Source* source = nullptr;
+  Where deeper() const { return {depth + 1, source}; }
 };
 
 Graph read_graph(proto::Reader r, const Where& at);
@@ -95,12 +95,12 @@ inline Attribute read_attribute(proto::Reader r, const Where& at) {
       case 2: a.f = r.float32(f); break;
       case 3: a.i = r.integer(f); break;
       case 4: a.s = r.string(f); break;
-      case 5: a.t = read_tensor(r.message(f, "TensorProto"), at.directory).value; break;
+      case 5: a.t = read_tensor(r.message(f, "TensorProto"), at.source).value; break;
       case 6: a.g = std::make_shared<const Graph>(read_graph(r.message(f, "GraphProto"), at.deeper())); break;
       case 7: r.floats(f, a.floats); break;
       case 8: r.integers(f, a.ints); break;
       case 9: a.strings.emplace_back(r.string(f)); break;
-      case 10: a.tensors.push_back(read_tensor(r.message(f, "TensorProto"), at.directory).value); break;
+      case 10: a.tensors.push_back(read_tensor(r.message(f, "TensorProto"), at.source).value); break;
       case 11: a.graphs.push_back(std::make_shared<const Graph>(read_graph(r.message(f, "GraphProto"), at.deeper()))); break;
       case 20: a.type = r.integer(f); break;
       default: break;  // doc_string, ref_attr_name (functions), sparse tensors and type protos: the runner says
@@ -135,7 +135,7 @@ inline Graph read_graph(proto::Reader r, const Where& at) {
       case 1: g.nodes.push_back(read_node(r.message(f, "NodeProto"), at)); break;
       case 2: g.name = r.string(f); break;
       case 5: {
-        NamedTensor t = read_tensor(r.message(f, "TensorProto"), at.directory);
+        NamedTensor t = read_tensor(r.message(f, "TensorProto"), at.source);
         if (t.name.empty()) throw r.error(f.offset, "an initializer without a name");
         if (!g.initializers.emplace(t.name, t.value).second) throw r.error(f.offset, tinyt::detail::cat("initializer '", t.name, "' twice"));
         break;
@@ -150,9 +150,9 @@ inline Graph read_graph(proto::Reader r, const Where& at) {
 }
 }  // namespace detail
 
-/// The ModelProto in `bytes` (an .onnx file's contents); `directory`: the file's folder, where its
-/// tensors' external data is (none for a model given as bytes).
-inline ModelData read_model(std::string_view bytes, std::string_view directory = {}) {
+/// The ModelProto in `bytes` (an .onnx file's contents); `source`: the file (whose bytes `bytes`
+/// are) and its folder, where its tensors' external data is (null for a model given as bytes).
+inline ModelData read_model(std::string_view bytes, Source* source = nullptr) {
   proto::Reader r(bytes, 0, "ModelProto");
   ModelData m;
   bool has_graph = false;
@@ -162,7 +162,7 @@ inline ModelData read_model(std::string_view bytes, std::string_view directory =
       case 1: m.ir_version = r.integer(f); break;
       case 7:
         if (has_graph) throw r.error(f.offset, "a second graph");
-        m.graph = detail::read_graph(r.message(f, "GraphProto"), {0, directory}), has_graph = true;
+        m.graph = detail::read_graph(r.message(f, "GraphProto"), {0, source}), has_graph = true;
         break;
       case 8: {
         proto::Reader opset = r.message(f, "OperatorSetIdProto");

@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 
+#include "../mapped_file.hpp"
 #include "../tensor.hpp"
 #include "protobuf.hpp"
 
@@ -83,13 +84,22 @@ template <class From> std::string element_bytes(const std::vector<From>& values,
 }
 }  // namespace detail
 
+/// Where a model's tensors come from: its file, mapped (tensors use their bytes there in place
+/// where they can), and its folder with the files that hold its tensors' external data, each
+/// mapped once. Empty for a model given as bytes: its tensors are copied, and it has no folder.
+struct Source {
+  std::shared_ptr<const MappedFile> file;
+  std::string directory;
+  std::map<std::string, std::shared_ptr<const MappedFile>> external;  // by path
+};
+
 namespace detail {
-/// A tensor's external data (TensorProto.external_data: location, offset, length): the bytes of
-/// the file `location` names in `directory` (the model's folder; it may not point out of it).
-inline std::string external_bytes(const proto::Reader& r, const std::map<std::string, std::string>& entries, std::string_view directory,
-                                  const std::string& what) {
+/// A tensor's external data (TensorProto.external_data: location, offset, length): its bytes in
+/// the file `location` names in the model's folder (it may not point out of it), and that file.
+inline std::pair<std::string_view, std::shared_ptr<const MappedFile>> external_bytes(
+    const proto::Reader& r, const std::map<std::string, std::string>& entries, Source* source, const std::string& what) {
   using tinyt::detail::cat;
-  if (directory.empty())
+  if (!source || source->directory.empty())
     throw UnsupportedError(cat("onnx: ", what, ": its values are in an external file, and the model was given as bytes: load it from its file"));
   const auto get = [&](const char* key) { const auto it = entries.find(key); return it == entries.end() ? std::string() : it->second; };
   const std::string location = get("location");
@@ -103,19 +113,29 @@ inline std::string external_bytes(const proto::Reader& r, const std::map<std::st
       throw r.error(r.base(), cat(what, ": external data ", key, " '", v, "' is not a byte count"));
     return std::stoull(v);
   };
-  const std::string file = (std::filesystem::path(std::string(directory)) / relative).string();
-  const std::optional<std::string> all = tinyt::detail::read_file(file);
-  if (!all) throw Error(cat("onnx: ", what, ": cannot read its external data file ", file));
-  const uint64_t offset = number("offset").value_or(0), length = number("length").value_or(all->size() > offset ? all->size() - offset : 0);
-  if (offset > all->size() || length > all->size() - offset)
-    throw r.error(r.base(), cat(what, ": external data of ", length, " bytes at offset ", offset, " runs past ", file, " (", all->size(), " bytes)"));
-  return all->substr(offset, length);
+  const std::string file = (std::filesystem::path(source->directory) / relative).string();
+  std::shared_ptr<const MappedFile>& mapped = source->external[file];
+  if (!mapped) {
+    try {
+      mapped = MappedFile::open(file, "onnx");
+    } catch (const Error& e) {
+      source->external.erase(file);
+      throw Error(cat("onnx: ", what, ": its external data file: ", e.what()));
+    }
+  }
+  const std::string_view all = mapped->bytes();
+  const uint64_t offset = number("offset").value_or(0), length = number("length").value_or(all.size() > offset ? all.size() - offset : 0);
+  if (offset > all.size() || length > all.size() - offset)
+    throw r.error(r.base(), cat(what, ": external data of ", length, " bytes at offset ", offset, " runs past ", file, " (", all.size(), " bytes)"));
+  return {all.substr(offset, length), mapped};
 }
 }  // namespace detail
 
 /// The TensorProto `r` reads (its fields from the start), as a tensor on the default device;
-/// `directory`: the model's folder, where external data is (none for a model given as bytes).
-inline NamedTensor read_tensor(proto::Reader r, std::string_view directory = {}) {
+/// `source`: the model's file and folder (null for a tensor given as bytes: copied, and with no
+/// external data). Raw bytes in a mapped file are used in place where the device can
+/// (tensor_over_file): a model's weights are then not copied.
+inline NamedTensor read_tensor(proto::Reader r, Source* source = nullptr) {
   using tinyt::detail::cat;
   std::string name;
   std::vector<int64_t> dims, ints;
@@ -160,11 +180,11 @@ inline NamedTensor read_tensor(proto::Reader r, std::string_view directory = {})
   }
   const std::string what = name.empty() ? r.what() : cat(r.what(), " '", name, "'");
   if (location != 0 && location != 1) throw r.error(r.base(), cat(what, ": data_location ", location, " (0 default, 1 external)"));
-  std::string external_data;
+  std::shared_ptr<const MappedFile> raw_file = source ? source->file : nullptr;  // the file `raw` may lie in
   if (location == 1) {
     if (!field.empty()) throw r.error(r.base(), cat(what, ": its values are both in ", field, " and in an external file"));
-    external_data = detail::external_bytes(r, external, directory, what);
-    raw = external_data, field = "raw_data";
+    std::tie(raw, raw_file) = detail::external_bytes(r, external, source, what);
+    field = "raw_data";
   }
   const DType dt = dtype_of(data_type, what);
   int64_t count = 1;
@@ -173,13 +193,14 @@ inline NamedTensor read_tensor(proto::Reader r, std::string_view directory = {})
     count *= d;
   }
   const size_t itemsize = static_cast<size_t>(dt.itemsize());
-  std::string bytes;
   if (field == "raw_data") {
     if (raw.size() != static_cast<size_t>(count) * itemsize)
       throw r.error(r.base(), cat(what, ": raw_data holds ", raw.size(), " bytes; ", count, " elements of ", dt.name(), " are ",
                                static_cast<size_t>(count) * itemsize));
-    bytes = raw;  // (little-endian, as this host)
-  } else {
+    return {name, tinyt::detail::tensor_over_file(raw_file, raw, dims, dt)};  // (little-endian, as this host)
+  }
+  std::string bytes;
+  {
     const size_t n = floats.size() + doubles.size() + ints.size();
     if (n != static_cast<size_t>(count))
       throw r.error(r.base(), cat(what, ": ", n, " values for ", count, " elements"));
