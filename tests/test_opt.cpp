@@ -300,11 +300,17 @@ TEST_CASE("opt: the hand-coded opts tile matmuls, unroll contiguous reductions a
   CHECK(codegen::hand_coded_opts(bf16_ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32}) ==
         std::vector<Opt>{{OptOp::UPCAST, 1, 32}, {OptOp::UPCAST, 0, 8}});
   // a conv's tile: wide along the output row, tall along the output channels (which share the
-  // input row's vector), and two deep along the batch (whose rows share the weights)
+  // input row's vector); with 16 registers (AVX2) as tall as the registers allow (12 accumulators,
+  // of which 4 rows of 2 vectors divide 32), with 32 (AVX-512: a row of 1 vector) 8 tall and two
+  // deep along the batch too (whose rows share the weights)
   const UOp conv_ast =
       schedule::create_schedule({input({8, 16, 16, 16}, 3).conv2d(input({32, 16, 3, 3}, 4), {}, 1, 1, 1, 1).uop()}).back().ast;
-  CHECK(codegen::hand_coded_opts(conv_ast, {.threads = 1}) ==
-        std::vector<Opt>{{OptOp::UPCAST, 3, 16}, {OptOp::UPCAST, 1, 2}, {OptOp::UPCAST, 0, 2}});
+  CHECK(codegen::hand_coded_opts(conv_ast, {.threads = 1}) == std::vector<Opt>{{OptOp::UPCAST, 3, 16}, {OptOp::UPCAST, 1, 4}});
+  CHECK(codegen::hand_coded_opts(conv_ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32}) ==
+        std::vector<Opt>{{OptOp::UPCAST, 3, 16}, {OptOp::UPCAST, 1, 8}, {OptOp::UPCAST, 0, 2}});
+  // a 1x1 conv with 48 output channels on AVX2: 6 rows of 2 vectors (BLIS's Haswell tile)
+  const UOp conv1_ast = schedule::create_schedule({input({2, 16, 4, 16}, 3).conv2d(input({48, 16, 1, 1}, 4)).uop()}).back().ast;
+  CHECK(codegen::hand_coded_opts(conv1_ast, {.threads = 1}) == std::vector<Opt>{{OptOp::UPCAST, 3, 16}, {OptOp::UPCAST, 1, 6}});
   // with 256-bit rows on an AVX-512 machine: 8 wide, 8 tall, 2 deep (16 of its 32 registers)
   const UOp conv8_ast =
       schedule::create_schedule({input({4, 16, 8, 8}, 3).conv2d(input({32, 16, 3, 3}, 4), {}, 1, 1, 1, 1).uop()}).back().ast;

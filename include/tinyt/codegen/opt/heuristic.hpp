@@ -124,6 +124,7 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
         const std::optional<int64_t> step = stride(x, reuse[0]);
         return x.store || (step && (*step == 0 || *step == 1));
       });
+      bool padded = false;  // whether the row was padded: its last tile's accesses are masked
       if (const int64_t least = lanes / 2 >= 4 ? lanes / 2 : lanes;
           !machine.gpu && unit(reuse[0]) && contiguous && !masked(reuse[0]) && n0 > least && n0 % least != 0) {
         int64_t to = least;  // (which pads least: the others are its multiples)
@@ -132,7 +133,7 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
             to = c;
             break;
           }
-        if (apply({OptOp::PADTO, static_cast<int64_t>(reuse[0]), to})) n0 = range_size(axes(k)[reuse[0]]);
+        if (apply({OptOp::PADTO, static_cast<int64_t>(reuse[0]), to})) n0 = range_size(axes(k)[reuse[0]]), padded = true;
       }
       std::vector<int64_t> vector_widths{2 * lanes, lanes};
       // a row of whole and half vectors, up to four, whole: a row of 24 or 56 on AVX-512 is one
@@ -143,23 +144,36 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       if (lanes / 2 >= 4) vector_widths.push_back(lanes / 2);
       int64_t wide = unit(reuse[0]) && !masked(reuse[0]) ? detail::largest_divisor(n0, vector_widths) : 1, budget;
       const bool vector = wide > 1, long_row = vector && wide == n0 && n0 > 2 * lanes;
+      // With 16 registers (AVX2) and a row of two vectors or more, the accumulators take what the
+      // row and a broadcast leave, as BLIS's Haswell kernel (6 rows of 16 floats: 12 of the 16), and
+      // the tall side takes all of them before any third side: each tile of rows reads the whole
+      // of the row side's operand again (a 1x1 conv's input, from L3 once it outgrows L2), so the
+      // fewer such tiles the better. (Zen 3: the recognizer's 1x1 conv 6x240x12x80 by 240, 92 ->
+      // 161 GFLOPS as 16 x 6 rather than 16 x 2 x 2; a 3x3 conv 8x16x16x16 by 32, 83 -> 161 as
+      // 16 x 4 rather than 16 x 2 x 2.)
+      // A padded row's masks take a row of registers more (the detector's 192x46x46 by 192, padded
+      // to 48: 16 x 4, 103 GFLOPS, not 16 x 6, 95; its 3x3 convs 96x46x46, 142 not 102).
+      // With 32 (AVX-512) half of them, measured so on Zen 4 (BLIS's SkylakeX kernel takes 24).
+      const int64_t row_vectors = vector ? (wide + lanes - 1) / lanes : 1;
+      const bool tall_first = vector && machine.vector_registers <= 16 && row_vectors >= 2;
       if (vector) {
-        budget = machine.vector_registers / 2 / ((wide + lanes - 1) / lanes);
+        budget = (tall_first ? machine.vector_registers - row_vectors * (padded ? 2 : 1) - 2 : machine.vector_registers / 2) / row_vectors;
       } else {
         wide = unit(reuse[0]) && !masked(reuse[0]) && n0 <= 8 ? n0 : detail::largest_divisor(n0, {4, 2});
         budget = 32 / wide;
       }
-      auto up_to = [](int64_t limit) {
+      // the sides' sizes: powers of two, and where the tall side comes first, 12, 6 and 3 too
+      auto up_to = [tall_first](int64_t limit) {
         std::vector<int64_t> out;
-        for (int64_t t = 16; t >= 2; t /= 2)
-          if (t <= limit) out.push_back(t);
+        for (int64_t t : {16, 12, 8, 6, 4, 3, 2})
+          if (t <= limit && ((t & (t - 1)) == 0 || tall_first)) out.push_back(t);
         return out;
       };
       // (scalar tiles stay two-sided: there every load is one, and a square tile needs the fewest;
       // so do rows of more than two vectors, whose loads outnumber the broadcasts: 56 x 4 runs at
       // 1.8x the speed of 56 x 2 x 2)
       const bool three = vector && third && range_size(ax[*third]) % 2 == 0 && !long_row;
-      const int64_t tall = detail::largest_divisor(range_size(ax[reuse[1]]), up_to(three ? budget / 2 : budget));
+      const int64_t tall = detail::largest_divisor(range_size(ax[reuse[1]]), up_to(three && !tall_first ? budget / 2 : budget));
       const int64_t deep = three ? detail::largest_divisor(range_size(ax[*third]), up_to(budget / tall)) : 1;
       const int64_t rows_id = ax[reuse[1]].arg()[0].as_int(), deep_id = three ? ax[*third].arg()[0].as_int() : -1;
       int64_t reduce_length = 1;
@@ -239,9 +253,24 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // already; conv2d 8x64x56x56 with the cache tile and copy: 319 -> 226 GFLOPS.)
       // (A scalar tile's columns are not copied: the CNN's conv 1 weight gradient, 5 wide, ran at
       // 0.8x with its panel packed.)
-      const bool pack_panel = machine.packs && vector;
       // (A CPU's: on a GPU, LOCAL makes tiles of work-items.)
-      if (!machine.gpu && !packed_tile && !long_row && reduce_length * wide * out.type.itemsize() > 32 * 1024) {
+      // Where the tall side comes first (16 registers), also when all that the loops inside a row
+      // tile read of the row side's operand outgrows half of L2 (256 KB): without it each tile of
+      // rows reads all of that again from L3; with it `local` row tiles use each column tile in a
+      // row, from L1 (not copied: the copy is for panels that outgrow L1). (Zen 3: the recognizer's
+      // 1x1 convs 6x240x12x80 by 240, 161 -> 180 GFLOPS; 6x480x6x80 by 480, 125 -> 178.)
+      int64_t inside_rows = reduce_length * wide * out.type.itemsize();
+      {
+        const std::vector<UOp> now = axes(k);
+        bool after = false;
+        for (const UOp& r : now) {
+          if (after && range_kind(r) == RangeKind::loop) inside_rows *= range_size(r);
+          after |= r.arg()[0].as_int() == rows_id;
+        }
+      }
+      const bool panel_outgrows_l1 = reduce_length * wide * out.type.itemsize() > 32 * 1024;
+      if (!machine.gpu && !packed_tile && !long_row && (panel_outgrows_l1 || (tall_first && inside_rows > 256 * 1024))) {
+        const bool pack_panel = machine.packs && vector && panel_outgrows_l1;
         ax = axes(k);
         for (size_t i = 0; i < ax.size(); ++i)
           if (ax[i].arg()[0].as_int() == rows_id && range_kind(ax[i]) == RangeKind::loop)
