@@ -9611,16 +9611,20 @@ class Buffer {
   /// element size (kernels read whole elements).
   Buffer(std::string device, size_t size, DType dtype, void* host, std::shared_ptr<const void> owner)
       : Buffer(std::move(device), size, dtype) {
+    if (!can_borrow(device_, host, dtype))
+      throw DeviceError(detail::cat("Buffer: ", device_, " cannot use the host memory at ", host, " in place for ", dtype.name(),
+                                    " elements (not the CPU's, or not aligned to ", dtype.itemsize(), " bytes); copy it in"));
     backend::Allocator& a = backend::device(device_).allocator();
     void* handle = a.borrow_host(host);
-    if (!handle)
-      throw DeviceError(detail::cat("Buffer: ", device_, " cannot use host memory in place; copy it in"));
-    if (reinterpret_cast<uintptr_t>(host) % static_cast<uintptr_t>(std::max(dtype.itemsize(), 1)) != 0)
-      throw DeviceError(detail::cat("Buffer: host memory for ", dtype.name(), " elements at ", host, " is not aligned to ",
-                                    dtype.itemsize(), " bytes"));
     allocator_ = &a;
     owner_ = std::move(owner);
     ptr_.store(handle, std::memory_order_release);
+  }
+  /// Whether a Buffer on `device` can borrow host memory at `host` for `dtype` elements: the
+  /// device's kernels use host memory (the CPU's) and `host` is aligned to the element size.
+  static bool can_borrow(const std::string& device, void* host, DType dtype) {
+    return reinterpret_cast<uintptr_t>(host) % static_cast<uintptr_t>(std::max(dtype.itemsize(), 1)) == 0 &&
+           backend::device(device).allocator().borrow_host(host) != nullptr;
   }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -13808,7 +13812,8 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // rows reads all of that again from L3; with it `local` row tiles use each column tile in a
       // row, from L1 (not copied: the copy is for panels that outgrow L1). (Zen 3: the recognizer's
       // 1x1 convs 6x240x12x80 by 240, 161 -> 180 GFLOPS; 6x480x6x80 by 480, 125 -> 178.)
-      int64_t inside_rows = reduce_length * wide * out.type.itemsize();
+      const int64_t panel_bytes = reduce_length * wide * out.type.itemsize();
+      int64_t inside_rows = panel_bytes;
       {
         const std::vector<UOp> now = axes(k);
         bool after = false;
@@ -13817,7 +13822,7 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
           after |= r.arg()[0].as_int() == rows_id;
         }
       }
-      const bool panel_outgrows_l1 = reduce_length * wide * out.type.itemsize() > 32 * 1024;
+      const bool panel_outgrows_l1 = panel_bytes > 32 * 1024;
       if (!machine.gpu && !packed_tile && !long_row && (panel_outgrows_l1 || (tall_first && inside_rows > 256 * 1024))) {
         const bool pack_panel = machine.packs && vector && panel_outgrows_l1;
         ax = axes(k);
@@ -23914,11 +23919,10 @@ inline Tensor tensor_over_file(const std::shared_ptr<const MappedFile>& file, st
   for (const int64_t d : dims) n *= d;  // (sizes the caller checked against the file)
   if (static_cast<uint64_t>(n) * static_cast<uint64_t>(dtype.itemsize()) != bytes.size())
     throw InternalError(cat("tensor_over_file: ", bytes.size(), " bytes for ", n, " elements of ", dtype.name()));
-  const bool in_place = file && n > 0 && file->holds(bytes) && !Device::is_multi(device) &&
-                        backend::device(device).allocator().borrow_host(file->writable(bytes.data())) &&
-                        reinterpret_cast<uintptr_t>(bytes.data()) % static_cast<uintptr_t>(dtype.itemsize()) == 0;
-  if (!in_place) return Tensor::from_blob(bytes.data(), Shape(dims), dtype, device);
-  auto memory = std::make_shared<Buffer>(device, static_cast<size_t>(n), dtype, file->writable(bytes.data()), file);
+  void* host = file && file->holds(bytes) ? file->writable(bytes.data()) : nullptr;
+  if (!host || n == 0 || Device::is_multi(device) || !Buffer::can_borrow(device, host, dtype))
+    return Tensor::from_blob(bytes.data(), Shape(dims), dtype, device);
+  auto memory = std::make_shared<Buffer>(device, static_cast<size_t>(n), dtype, host, file);
   return Tensor(graph::reshape(graph::buffer_over(std::move(memory)), Shape(dims)));
 }
 }  // namespace detail

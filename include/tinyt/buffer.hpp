@@ -34,16 +34,20 @@ class Buffer {
   /// element size (kernels read whole elements).
   Buffer(std::string device, size_t size, DType dtype, void* host, std::shared_ptr<const void> owner)
       : Buffer(std::move(device), size, dtype) {
+    if (!can_borrow(device_, host, dtype))
+      throw DeviceError(detail::cat("Buffer: ", device_, " cannot use the host memory at ", host, " in place for ", dtype.name(),
+                                    " elements (not the CPU's, or not aligned to ", dtype.itemsize(), " bytes); copy it in"));
     backend::Allocator& a = backend::device(device_).allocator();
     void* handle = a.borrow_host(host);
-    if (!handle)
-      throw DeviceError(detail::cat("Buffer: ", device_, " cannot use host memory in place; copy it in"));
-    if (reinterpret_cast<uintptr_t>(host) % static_cast<uintptr_t>(std::max(dtype.itemsize(), 1)) != 0)
-      throw DeviceError(detail::cat("Buffer: host memory for ", dtype.name(), " elements at ", host, " is not aligned to ",
-                                    dtype.itemsize(), " bytes"));
     allocator_ = &a;
     owner_ = std::move(owner);
     ptr_.store(handle, std::memory_order_release);
+  }
+  /// Whether a Buffer on `device` can borrow host memory at `host` for `dtype` elements: the
+  /// device's kernels use host memory (the CPU's) and `host` is aligned to the element size.
+  static bool can_borrow(const std::string& device, void* host, DType dtype) {
+    return reinterpret_cast<uintptr_t>(host) % static_cast<uintptr_t>(std::max(dtype.itemsize(), 1)) == 0 &&
+           backend::device(device).allocator().borrow_host(host) != nullptr;
   }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;

@@ -95,11 +95,10 @@ inline Tensor tensor_over_file(const std::shared_ptr<const MappedFile>& file, st
   for (const int64_t d : dims) n *= d;  // (sizes the caller checked against the file)
   if (static_cast<uint64_t>(n) * static_cast<uint64_t>(dtype.itemsize()) != bytes.size())
     throw InternalError(cat("tensor_over_file: ", bytes.size(), " bytes for ", n, " elements of ", dtype.name()));
-  const bool in_place = file && n > 0 && file->holds(bytes) && !Device::is_multi(device) &&
-                        backend::device(device).allocator().borrow_host(file->writable(bytes.data())) &&
-                        reinterpret_cast<uintptr_t>(bytes.data()) % static_cast<uintptr_t>(dtype.itemsize()) == 0;
-  if (!in_place) return Tensor::from_blob(bytes.data(), Shape(dims), dtype, device);
-  auto memory = std::make_shared<Buffer>(device, static_cast<size_t>(n), dtype, file->writable(bytes.data()), file);
+  void* host = file && file->holds(bytes) ? file->writable(bytes.data()) : nullptr;
+  if (!host || n == 0 || Device::is_multi(device) || !Buffer::can_borrow(device, host, dtype))
+    return Tensor::from_blob(bytes.data(), Shape(dims), dtype, device);
+  auto memory = std::make_shared<Buffer>(device, static_cast<size_t>(n), dtype, host, file);
   return Tensor(graph::reshape(graph::buffer_over(std::move(memory)), Shape(dims)));
 }
 }  // namespace detail

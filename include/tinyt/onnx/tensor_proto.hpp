@@ -199,18 +199,15 @@ inline NamedTensor read_tensor(proto::Reader r, Source* source = nullptr) {
                                static_cast<size_t>(count) * itemsize));
     return {name, tinyt::detail::tensor_over_file(raw_file, raw, dims, dt)};  // (little-endian, as this host)
   }
-  std::string bytes;
-  {
-    const size_t n = floats.size() + doubles.size() + ints.size();
-    if (n != static_cast<size_t>(count))
-      throw r.error(r.base(), cat(what, ": ", n, " values for ", count, " elements"));
-    // each typed field is for certain element types only
-    const bool fits = field.empty() || (field == "float_data" && dt == dtypes::float32) || (field == "double_data" && dt == dtypes::float64) ||
-                      (field == "int64_data" && dt == dtypes::int64) || (field == "uint64_data" && (dt == dtypes::uint32 || dt == dtypes::uint64)) ||
-                      (field == "int32_data" && dt.itemsize() <= 4 && dt != dtypes::float32 && dt != dtypes::uint32);
-    if (!fits) throw r.error(r.base(), cat(what, ": ", field, " does not hold ", dt.name(), " values"));
-    bytes = !floats.empty() ? detail::element_bytes(floats, dt) : !doubles.empty() ? detail::element_bytes(doubles, dt) : detail::element_bytes(ints, dt);
-  }
+  const size_t n = floats.size() + doubles.size() + ints.size();
+  if (n != static_cast<size_t>(count))
+    throw r.error(r.base(), cat(what, ": ", n, " values for ", count, " elements"));
+  // each typed field is for certain element types only
+  const bool fits = field.empty() || (field == "float_data" && dt == dtypes::float32) || (field == "double_data" && dt == dtypes::float64) ||
+                    (field == "int64_data" && dt == dtypes::int64) || (field == "uint64_data" && (dt == dtypes::uint32 || dt == dtypes::uint64)) ||
+                    (field == "int32_data" && dt.itemsize() <= 4 && dt != dtypes::float32 && dt != dtypes::uint32);
+  if (!fits) throw r.error(r.base(), cat(what, ": ", field, " does not hold ", dt.name(), " values"));
+  const std::string bytes = !floats.empty() ? detail::element_bytes(floats, dt) : !doubles.empty() ? detail::element_bytes(doubles, dt) : detail::element_bytes(ints, dt);
   return {name, Tensor::from_blob(bytes.data(), Shape(dims), dt)};
 }
 

@@ -259,7 +259,8 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // rows reads all of that again from L3; with it `local` row tiles use each column tile in a
       // row, from L1 (not copied: the copy is for panels that outgrow L1). (Zen 3: the recognizer's
       // 1x1 convs 6x240x12x80 by 240, 161 -> 180 GFLOPS; 6x480x6x80 by 480, 125 -> 178.)
-      int64_t inside_rows = reduce_length * wide * out.type.itemsize();
+      const int64_t panel_bytes = reduce_length * wide * out.type.itemsize();
+      int64_t inside_rows = panel_bytes;
       {
         const std::vector<UOp> now = axes(k);
         bool after = false;
@@ -268,7 +269,7 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
           after |= r.arg()[0].as_int() == rows_id;
         }
       }
-      const bool panel_outgrows_l1 = reduce_length * wide * out.type.itemsize() > 32 * 1024;
+      const bool panel_outgrows_l1 = panel_bytes > 32 * 1024;
       if (!machine.gpu && !packed_tile && !long_row && (panel_outgrows_l1 || (tall_first && inside_rows > 256 * 1024))) {
         const bool pack_panel = machine.packs && vector && panel_outgrows_l1;
         ax = axes(k);
