@@ -10456,6 +10456,53 @@ class Lowerer {
 
 #include <unordered_set>
 
+// ---- tinyt/schedule/merge_loops.hpp ----
+// Merging adjacent output loops: two loops whose index math only ever combines them as
+// outer*B + inner (a contiguous store, an elementwise read of the same layout, a 1x1
+// convolution's image rows and columns) become one loop of A*B iterations. Vector and cache
+// tiles then see one long axis instead of a short one (a 46x46 image is 2116 pixels, not rows
+// of 46), and the kernel does less loop bookkeeping.
+
+
+
+namespace tinyt::inline v0 {
+namespace schedule {
+
+namespace detail {
+inline size_t count_divmod(const UOp& ast) {
+  size_t n = 0;
+  for (const UOp& u : toposort(ast)) n += u.op() == Ops::IDIV || u.op() == Ops::MOD;
+  return n;
+}
+}  // namespace detail
+
+/// The kernel with adjacent output loops merged, innermost pairs first: loops `outer` (size A)
+/// and `inner` (size B) become one loop R of A*B, outer = R // B and inner = R % B, kept when
+/// after `rules` simplify the kernel has no more divisions and remainders than before (the
+/// index math folded them away). Loops of symbolic size stay as they are.
+inline UOp merge_adjacent_loops(UOp ast, const PatternMatcher& rules) {
+  std::vector<UOp> loops;  // constant-size output loops, outermost first
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::RANGE && u.arg()[1].as_int() == static_cast<int64_t>(RangeKind::loop) && u.src(0).is_const())
+      loops.push_back(u);
+  std::sort(loops.begin(), loops.end(), [](const UOp& a, const UOp& b) { return a.arg()[0].as_int() < b.arg()[0].as_int(); });
+  size_t divmod = detail::count_divmod(ast);
+  for (size_t i = loops.size(); i-- > 1;) {
+    const UOp &outer = loops[i - 1], &inner = loops[i];
+    const UOp size = inner.src(0);
+    const UOp merged = range(outer.src(0).const_int() * size.const_int(), outer.arg()[0].as_int(), RangeKind::loop);
+    const UOp candidate = graph_rewrite(substitute(ast, {{outer.get(), merged.idiv(size)}, {inner.get(), merged % size}}), rules);
+    const size_t candidate_divmod = detail::count_divmod(candidate);
+    if (candidate_divmod > divmod) continue;
+    ast = candidate, divmod = candidate_divmod;
+    loops[i - 1] = merged;  // it may merge with the loop outside it next
+  }
+  return ast;
+}
+
+}  // namespace schedule
+}  // namespace tinyt::inline v0
+// ---- end tinyt/schedule/merge_loops.hpp ----
 // ---- tinyt/schedule/reduce_collapse.hpp ----
 // Reduce collapse: sums over a range that can be counted instead of looped. A sum of a value
 // that does not depend on the range is value * length; a sum of `where(bounds on r, x, 0)` is x
@@ -10972,13 +11019,16 @@ std::vector<Kernel> order_kernels(std::vector<Kernel> kernels, CopyAside copy_as
   }
 }
 
-// True when every load of `buffer` in the kernel reads the element the kernel stores to.
-inline bool reads_only_own_element(const UOp& ast, int64_t global_index, const UOp& store_index) {
-  for (const UOp& u : toposort(ast)) {
+// True when every load of the output (buffer 0) in the kernel reads the element the kernel stores to.
+inline bool reads_only_own_element(const UOp& ast) {
+  const std::vector<UOp> nodes = toposort(ast);
+  UOp store_index;
+  for (const UOp& u : nodes)
+    if (u.op() == Ops::STORE && u.src(0).src(0).op() == Ops::DEFINE_GLOBAL && u.src(0).src(0).arg().as_int() == 0) store_index = u.src(0).src(1);
+  for (const UOp& u : nodes) {
     if (u.op() != Ops::LOAD) continue;
     const UOp& idx = u.src(0);
-    if (idx.src(0).op() == Ops::DEFINE_GLOBAL && idx.src(0).arg().as_int() == global_index &&
-        !(idx.src(1) == store_index && idx.src().size() == 2))
+    if (idx.src(0).op() == Ops::DEFINE_GLOBAL && idx.src(0).arg().as_int() == 0 && !(idx.src(1) == store_index && idx.src().size() == 2))
       return false;
   }
   return true;
@@ -11024,11 +11074,10 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool m
     for (const UOp& d : shape)
       out_idx.push_back(d.is_const() && d.const_int() == 1 ? index_const(0) : lw.new_range(d, RangeKind::loop));
     UOp value = lw.lower(value_node, out_idx, UOp::const_(dtypes::bool_, true));
-    UOp store_index = simplify(flatten(out_idx, shape));
-    UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, out.dtype(), {out, store_index}), value});
-    UOp ast = graph_rewrite(UOp(Ops::SINK, dtypes::void_, {store}), symbolic() + reduce_collapse() + gated_load_rules());
-    Kernel k{ast, lw.buffers(), point, view, false, false, lw.var_vals()};
-    return std::make_pair(std::move(k), store_index);
+    UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, out.dtype(), {out, simplify(flatten(out_idx, shape))}), value});
+    static const PatternMatcher rules = symbolic() + reduce_collapse() + gated_load_rules();
+    UOp ast = merge_adjacent_loops(graph_rewrite(UOp(Ops::SINK, dtypes::void_, {store}), rules), rules);
+    return Kernel{ast, lw.buffers(), point, view, false, false, lw.var_vals()};
   };
   for (const UOp& point : points) {
     // a symbolic shape gets memory for its largest value: the kernel serves every binding
@@ -11039,14 +11088,14 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool m
       const UOp target = graph::base_buffer(input_view(point.src(0)) ? input_view(point.src(0)) : point.src(0));
       TINYT_ASSERT(target, "assign: the target is not a contiguous buffer");
       const UOp view = graph::reshape(graph::alias_buffer(target), shape);
-      auto [kernel, store_index] = make_kernel(point, point.src(1), target, view);
-      if (!detail::reads_only_own_element(kernel.ast, 0, store_index)) {
+      Kernel kernel = make_kernel(point, point.src(1), target, view);
+      if (!detail::reads_only_own_element(kernel.ast)) {
         // the value reads the target elsewhere than where it writes: compute it aside first
         const UOp temp = graph::new_buffer(graph::device_of(point), numel, point.dtype());
-        auto [first, unused] = make_kernel(point.src(1), point.src(1), temp, graph::reshape(temp, shape));
+        Kernel first = make_kernel(point.src(1), point.src(1), temp, graph::reshape(temp, shape));
         kernels.push_back(first);
         computed[point.src(1).get()] = first.view;
-        kernel = make_kernel(point, point.src(1), target, view).first;
+        kernel = make_kernel(point, point.src(1), target, view);
       }
       kernel.in_place = true;
       kernels.push_back(kernel);
@@ -11068,7 +11117,7 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool m
       continue;
     }
     const UOp value_node = point.op() == Ops::CONTIGUOUS || point.op() == Ops::COPY ? point.src(0) : point;
-    Kernel kernel = make_kernel(point, value_node, out_buffer, graph::reshape(out_buffer, shape)).first;
+    Kernel kernel = make_kernel(point, value_node, out_buffer, graph::reshape(out_buffer, shape));
     computed[point.get()] = kernel.view;
     kernels.push_back(std::move(kernel));
   }
@@ -11076,7 +11125,7 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool m
   auto copy_aside = [&](const UOp& buffer) {
     const UOp copy =
         graph::new_buffer(graph::device_of(buffer), buffer.arg().as_int(), buffer.dtype());
-    Kernel kernel = make_kernel(buffer, buffer, copy, copy).first;
+    Kernel kernel = make_kernel(buffer, buffer, copy, copy);
     kernel.temporary = true;  // it holds no tensor's value
     return kernel;
   };
@@ -13673,12 +13722,14 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // a row that is one tile, where each lane's mask is a constant. (PaddleOCR's recognizer: its
       // classifier's row of 6625, 8.8 -> 186 GFLOPS; the detector's 1x1 convs on 23x23 and 92x92.)
       // (Only where every load is contiguous along it too: a strided conv's loads are gathers.)
+      // With 16 registers (AVX2) the half vector is too narrow a row to keep: the row of 2116
+      // pixels of the detector's 46x46 image pads to 2128 for a tile 16 wide.
       const bool contiguous = std::all_of(acc.begin(), acc.end(), [&](const detail::Access& x) {
         const std::optional<int64_t> step = stride(x, reuse[0]);
         return x.store || (step && (*step == 0 || *step == 1));
       });
       bool padded = false;  // whether the row was padded: its last tile's accesses are masked
-      if (const int64_t least = lanes / 2 >= 4 ? lanes / 2 : lanes;
+      if (const int64_t least = lanes / 2 >= 4 && machine.vector_registers > 16 ? lanes / 2 : lanes;
           !machine.gpu && unit(reuse[0]) && contiguous && !masked(reuse[0]) && n0 > least && n0 % least != 0) {
         int64_t to = least;  // (which pads least: the others are its multiples)
         for (int64_t c : {2 * lanes, lanes})

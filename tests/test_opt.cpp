@@ -155,9 +155,9 @@ TEST_CASE("opt: a loop padded to split over the threads computes the same, and i
   CHECK(has(opts, OptOp::THREAD));
   check_variants(conv, [&](const UOp&) { return std::vector<std::vector<Opt>>{opts}; });
   // PaddleOCR's recognizer: a 1x1 conv of 240 channels, its panel copied (PACK) (here over rows of
-  // 7, too short to pad to a vector); the copy holds the loop's turns as they were, so padding the
-  // loop after it wrote past it
-  const Tensor packed = input({3, 128, 12, 7}, 13).conv2d(input({240, 128, 1, 1}, 14));
+  // 7, too short to pad to a vector; strided along the columns, so that rows and columns stay two
+  // loops); the copy holds the loop's turns as they were, so padding the loop after it wrote past it
+  const Tensor packed = input({3, 128, 23, 7}, 13).conv2d(input({240, 128, 1, 1}, 14), {}, 1, {2, 1});
   const std::vector<Opt> packed_opts =
       codegen::hand_coded_opts(schedule::create_schedule({packed.uop()}).back().ast, {.threads = 2, .vector_bytes = 64, .vector_registers = 32, .packs = true});
   INFO(codegen::to_string(packed_opts));
@@ -265,8 +265,9 @@ TEST_CASE("opt: a padded row of one tile has a constant mask per lane, and the m
 
   // a 1x1 conv of 36 channels (9 tiles of 4) with a bias, padded to 10 tiles for 2 threads: each
   // thread's last tile is masked by its thread's number; the tile's 4 biases are one masked load,
-  // its rows of 7 outputs masked stores of 4, 2 and 1
-  const Tensor conv = input({1, 64, 7, 7}, 26).conv2d(input({36, 64, 1, 1}, 27), input({36}, 28));
+  // its rows of 7 outputs masked stores of 4, 2 and 1 (strided along the columns: rows and
+  // columns stay two loops)
+  const Tensor conv = input({1, 64, 13, 7}, 26).conv2d(input({36, 64, 1, 1}, 27), input({36}, 28), 1, {2, 1});
   const UOp conv_ast = schedule::create_schedule({conv.uop()}).back().ast;
   const std::vector<Opt> conv_opts = codegen::hand_coded_opts(conv_ast, {.threads = 2});
   INFO(codegen::to_string(conv_opts));
@@ -277,6 +278,35 @@ TEST_CASE("opt: a padded row of one tile has a constant mask per lane, and the m
     CHECK(k->source.find("call void @llvm.masked.store.v2f32") != std::string::npos);
   }
   check_variants(conv, [&](const UOp&) { return std::vector<std::vector<Opt>>{conv_opts}; });
+}
+
+TEST_CASE("schedule: adjacent output loops are one loop where the index math folds the merge away") {
+  const Context cpu{{"DEV", "CPU"}};
+  auto name = [](const Tensor& t) { return schedule::detail::kernel_name(schedule::create_schedule({t.uop()}).back().ast); };
+  // contiguous elementwise math and the rows of a reduction are one loop
+  CHECK(name(input({4, 10, 14}, 1) * 2 + 1) == "E_560");
+  CHECK(name(input({4, 6, 10}, 1).sum(2)) == "r_24_10");
+  // a pad's masks read rows and columns apart, and a transpose's index is not one loop's
+  CHECK(name(input({16, 5, 7}, 1).pad({{0, 0}, {1, 1}, {1, 1}})) == "E_16_7_9");
+  CHECK(name(input({6, 10}, 1).permute({1, 0}) + 1) == "E_10_6");
+  // a 1x1 conv's rows and columns are one loop of pixels; the batch and the channels stay apart
+  // (the input is read along the batch, the weight along the channels)
+  const Tensor x = input({2, 8, 5, 7}, 1), w = input({4, 8, 1, 1}, 2), conv = x.conv2d(w);
+  CHECK(name(conv) == "r_2_4_35_8");
+  const std::vector<float> xs = x.to_vector<float>(), ws = w.to_vector<float>(), got = conv.to_vector<float>();
+  size_t bad = 0;
+  for (size_t n = 0; n < 2; ++n)
+    for (size_t o = 0; o < 4; ++o)
+      for (size_t p = 0; p < 35; ++p) {
+        double want = 0;
+        for (size_t c = 0; c < 8; ++c) want += static_cast<double>(xs[(n * 8 + c) * 35 + p]) * ws[o * 8 + c];
+        bad += !(std::fabs(got[(n * 4 + o) * 35 + p] - want) <= 1e-5 + 1e-5 * std::fabs(want));
+      }
+  CHECK(bad == 0);
+  // with 16 registers (AVX2), the 46x46 pixels of PaddleOCR's detector (2116, half vectors) are
+  // padded to a tile 16 wide
+  const UOp det_ast = schedule::create_schedule({input({1, 16, 46, 46}, 3).conv2d(input({48, 16, 1, 1}, 4)).uop()}).back().ast;
+  CHECK(codegen::hand_coded_opts(det_ast, {.threads = 1}).at(0) == Opt{OptOp::PADTO, 1, 16});
 }
 
 TEST_CASE("opt: the hand-coded opts tile matmuls, unroll contiguous reductions and thread big kernels") {
@@ -308,9 +338,10 @@ TEST_CASE("opt: the hand-coded opts tile matmuls, unroll contiguous reductions a
   CHECK(codegen::hand_coded_opts(conv_ast, {.threads = 1}) == std::vector<Opt>{{OptOp::UPCAST, 3, 16}, {OptOp::UPCAST, 1, 4}});
   CHECK(codegen::hand_coded_opts(conv_ast, {.threads = 1, .vector_bytes = 64, .vector_registers = 32}) ==
         std::vector<Opt>{{OptOp::UPCAST, 3, 16}, {OptOp::UPCAST, 1, 8}, {OptOp::UPCAST, 0, 2}});
-  // a 1x1 conv with 48 output channels on AVX2: 6 rows of 2 vectors (BLIS's Haswell tile)
+  // a 1x1 conv with 48 output channels on AVX2 (its 4x16 pixels one loop): 6 rows of 2 vectors
+  // (BLIS's Haswell tile)
   const UOp conv1_ast = schedule::create_schedule({input({2, 16, 4, 16}, 3).conv2d(input({48, 16, 1, 1}, 4)).uop()}).back().ast;
-  CHECK(codegen::hand_coded_opts(conv1_ast, {.threads = 1}) == std::vector<Opt>{{OptOp::UPCAST, 3, 16}, {OptOp::UPCAST, 1, 6}});
+  CHECK(codegen::hand_coded_opts(conv1_ast, {.threads = 1}) == std::vector<Opt>{{OptOp::UPCAST, 2, 16}, {OptOp::UPCAST, 1, 6}});
   // with 256-bit rows on an AVX-512 machine: 8 wide, 8 tall, 2 deep (16 of its 32 registers)
   const UOp conv8_ast =
       schedule::create_schedule({input({4, 16, 8, 8}, 3).conv2d(input({32, 16, 3, 3}, 4), {}, 1, 1, 1, 1).uop()}).back().ast;
@@ -357,7 +388,7 @@ TEST_CASE("opt: the hand-coded opts tile matmuls, unroll contiguous reductions a
   const Tensor up = small.reshape({4, 8, 12, 1, 12, 1}).expand({4, 8, 12, 2, 12, 2}).reshape({4, 8, 24, 24});
   const std::vector<Opt> up_opts = opts_of(up * input({4, 8, 24, 24}, 9));
   INFO(codegen::to_string(up_opts));
-  CHECK(up_opts == std::vector<Opt>{{OptOp::UPCAST, 3, 8}});  // (too little work for threads)
+  CHECK(up_opts == std::vector<Opt>{{OptOp::UPCAST, 2, 8}});  // (too little work for threads; batch and channels are one loop)
   // a long reduction also gets a cache tile over the tile's rows; on a CPU, its column panel is
   // copied (PACK) once for the whole tile loop
   const UOp long_ast = schedule::create_schedule({input({128, 2048}, 1).matmul(input({2048, 64}, 2)).uop()}).back().ast;

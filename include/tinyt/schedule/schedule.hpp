@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "lower.hpp"
+#include "merge_loops.hpp"
 #include "reduce_collapse.hpp"
 
 namespace tinyt::inline v0 {
@@ -369,13 +370,16 @@ std::vector<Kernel> order_kernels(std::vector<Kernel> kernels, CopyAside copy_as
   }
 }
 
-// True when every load of `buffer` in the kernel reads the element the kernel stores to.
-inline bool reads_only_own_element(const UOp& ast, int64_t global_index, const UOp& store_index) {
-  for (const UOp& u : toposort(ast)) {
+// True when every load of the output (buffer 0) in the kernel reads the element the kernel stores to.
+inline bool reads_only_own_element(const UOp& ast) {
+  const std::vector<UOp> nodes = toposort(ast);
+  UOp store_index;
+  for (const UOp& u : nodes)
+    if (u.op() == Ops::STORE && u.src(0).src(0).op() == Ops::DEFINE_GLOBAL && u.src(0).src(0).arg().as_int() == 0) store_index = u.src(0).src(1);
+  for (const UOp& u : nodes) {
     if (u.op() != Ops::LOAD) continue;
     const UOp& idx = u.src(0);
-    if (idx.src(0).op() == Ops::DEFINE_GLOBAL && idx.src(0).arg().as_int() == global_index &&
-        !(idx.src(1) == store_index && idx.src().size() == 2))
+    if (idx.src(0).op() == Ops::DEFINE_GLOBAL && idx.src(0).arg().as_int() == 0 && !(idx.src(1) == store_index && idx.src().size() == 2))
       return false;
   }
   return true;
@@ -421,11 +425,10 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool m
     for (const UOp& d : shape)
       out_idx.push_back(d.is_const() && d.const_int() == 1 ? index_const(0) : lw.new_range(d, RangeKind::loop));
     UOp value = lw.lower(value_node, out_idx, UOp::const_(dtypes::bool_, true));
-    UOp store_index = simplify(flatten(out_idx, shape));
-    UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, out.dtype(), {out, store_index}), value});
-    UOp ast = graph_rewrite(UOp(Ops::SINK, dtypes::void_, {store}), symbolic() + reduce_collapse() + gated_load_rules());
-    Kernel k{ast, lw.buffers(), point, view, false, false, lw.var_vals()};
-    return std::make_pair(std::move(k), store_index);
+    UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, out.dtype(), {out, simplify(flatten(out_idx, shape))}), value});
+    static const PatternMatcher rules = symbolic() + reduce_collapse() + gated_load_rules();
+    UOp ast = merge_adjacent_loops(graph_rewrite(UOp(Ops::SINK, dtypes::void_, {store}), rules), rules);
+    return Kernel{ast, lw.buffers(), point, view, false, false, lw.var_vals()};
   };
   for (const UOp& point : points) {
     // a symbolic shape gets memory for its largest value: the kernel serves every binding
@@ -436,14 +439,14 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool m
       const UOp target = graph::base_buffer(input_view(point.src(0)) ? input_view(point.src(0)) : point.src(0));
       TINYT_ASSERT(target, "assign: the target is not a contiguous buffer");
       const UOp view = graph::reshape(graph::alias_buffer(target), shape);
-      auto [kernel, store_index] = make_kernel(point, point.src(1), target, view);
-      if (!detail::reads_only_own_element(kernel.ast, 0, store_index)) {
+      Kernel kernel = make_kernel(point, point.src(1), target, view);
+      if (!detail::reads_only_own_element(kernel.ast)) {
         // the value reads the target elsewhere than where it writes: compute it aside first
         const UOp temp = graph::new_buffer(graph::device_of(point), numel, point.dtype());
-        auto [first, unused] = make_kernel(point.src(1), point.src(1), temp, graph::reshape(temp, shape));
+        Kernel first = make_kernel(point.src(1), point.src(1), temp, graph::reshape(temp, shape));
         kernels.push_back(first);
         computed[point.src(1).get()] = first.view;
-        kernel = make_kernel(point, point.src(1), target, view).first;
+        kernel = make_kernel(point, point.src(1), target, view);
       }
       kernel.in_place = true;
       kernels.push_back(kernel);
@@ -465,7 +468,7 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool m
       continue;
     }
     const UOp value_node = point.op() == Ops::CONTIGUOUS || point.op() == Ops::COPY ? point.src(0) : point;
-    Kernel kernel = make_kernel(point, value_node, out_buffer, graph::reshape(out_buffer, shape)).first;
+    Kernel kernel = make_kernel(point, value_node, out_buffer, graph::reshape(out_buffer, shape));
     computed[point.get()] = kernel.view;
     kernels.push_back(std::move(kernel));
   }
@@ -473,7 +476,7 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool m
   auto copy_aside = [&](const UOp& buffer) {
     const UOp copy =
         graph::new_buffer(graph::device_of(buffer), buffer.arg().as_int(), buffer.dtype());
-    Kernel kernel = make_kernel(buffer, buffer, copy, copy).first;
+    Kernel kernel = make_kernel(buffer, buffer, copy, copy);
     kernel.temporary = true;  // it holds no tensor's value
     return kernel;
   };

@@ -120,12 +120,14 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // a row that is one tile, where each lane's mask is a constant. (PaddleOCR's recognizer: its
       // classifier's row of 6625, 8.8 -> 186 GFLOPS; the detector's 1x1 convs on 23x23 and 92x92.)
       // (Only where every load is contiguous along it too: a strided conv's loads are gathers.)
+      // With 16 registers (AVX2) the half vector is too narrow a row to keep: the row of 2116
+      // pixels of the detector's 46x46 image pads to 2128 for a tile 16 wide.
       const bool contiguous = std::all_of(acc.begin(), acc.end(), [&](const detail::Access& x) {
         const std::optional<int64_t> step = stride(x, reuse[0]);
         return x.store || (step && (*step == 0 || *step == 1));
       });
       bool padded = false;  // whether the row was padded: its last tile's accesses are masked
-      if (const int64_t least = lanes / 2 >= 4 ? lanes / 2 : lanes;
+      if (const int64_t least = lanes / 2 >= 4 && machine.vector_registers > 16 ? lanes / 2 : lanes;
           !machine.gpu && unit(reuse[0]) && contiguous && !masked(reuse[0]) && n0 > least && n0 % least != 0) {
         int64_t to = least;  // (which pads least: the others are its multiples)
         for (int64_t c : {2 * lanes, lanes})
