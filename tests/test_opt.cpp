@@ -147,16 +147,17 @@ TEST_CASE("opt: a loop padded to split over the threads computes the same, and i
   auto has = [](const std::vector<Opt>& opts, OptOp op) {
     return std::any_of(opts.begin(), opts.end(), [&](const Opt& o) { return o.op == op; });
   };
-  // a 1x1 conv of 36 channels (9 tiles of 4) at 7x7: no output loop splits over 2 threads
-  const Tensor conv = input({1, 64, 7, 7}, 11).conv2d(input({36, 64, 1, 1}, 12));
+  // a 1x1 conv of 36 channels (9 tiles of 4) at 7x7 (every other row of 13: rows and columns
+  // stay two loops): no output loop splits over 2 threads
+  const Tensor conv = input({1, 64, 13, 7}, 11).conv2d(input({36, 64, 1, 1}, 12), {}, 1, {2, 1});
   const std::vector<Opt> opts = codegen::hand_coded_opts(schedule::create_schedule({conv.uop()}).back().ast, {.threads = 2});
   INFO(codegen::to_string(opts));
   CHECK(has(opts, OptOp::PADTO));
   CHECK(has(opts, OptOp::THREAD));
   check_variants(conv, [&](const UOp&) { return std::vector<std::vector<Opt>>{opts}; });
   // PaddleOCR's recognizer: a 1x1 conv of 240 channels, its panel copied (PACK) (here over rows of
-  // 7, too short to pad to a vector; strided along the columns, so that rows and columns stay two
-  // loops); the copy holds the loop's turns as they were, so padding the loop after it wrote past it
+  // 7, too short to pad to a vector; every other row, so that rows and columns stay two loops);
+  // the copy holds the loop's turns as they were, so padding the loop after it wrote past it
   const Tensor packed = input({3, 128, 23, 7}, 13).conv2d(input({240, 128, 1, 1}, 14), {}, 1, {2, 1});
   const std::vector<Opt> packed_opts =
       codegen::hand_coded_opts(schedule::create_schedule({packed.uop()}).back().ast, {.threads = 2, .vector_bytes = 64, .vector_registers = 32, .packs = true});
@@ -265,8 +266,8 @@ TEST_CASE("opt: a padded row of one tile has a constant mask per lane, and the m
 
   // a 1x1 conv of 36 channels (9 tiles of 4) with a bias, padded to 10 tiles for 2 threads: each
   // thread's last tile is masked by its thread's number; the tile's 4 biases are one masked load,
-  // its rows of 7 outputs masked stores of 4, 2 and 1 (strided along the columns: rows and
-  // columns stay two loops)
+  // its rows of 7 outputs masked stores of 4, 2 and 1 (every other row of 13: rows and columns
+  // stay two loops)
   const Tensor conv = input({1, 64, 13, 7}, 26).conv2d(input({36, 64, 1, 1}, 27), input({36}, 28), 1, {2, 1});
   const UOp conv_ast = schedule::create_schedule({conv.uop()}).back().ast;
   const std::vector<Opt> conv_opts = codegen::hand_coded_opts(conv_ast, {.threads = 2});

@@ -330,9 +330,10 @@ TEST_CASE("process replay: each kernel compiled is recorded, and replaying it re
   tinyt_test::TempDir dir;
   const Tensor a = Tensor::rand({11, 6}).realize();
   // and a kernel whose lanes are masked vector accesses on LLVM (a 1x1 conv with a bias, its 9
-  // tiles of channels padded to split over 2 threads): what the target says must render them again
-  const Tensor x = Tensor::rand({1, 64, 7, 7}).realize(), w = Tensor::rand({36, 64, 1, 1}).realize(), b = Tensor::rand({36}).realize();
-  const Tensor conv = x.conv2d(w, b);
+  // tiles of channels padded to split over 2 threads; every other row of 13, so that its rows of 7
+  // are loops of their own): what the target says must render them again
+  const Tensor x = Tensor::rand({1, 64, 13, 7}).realize(), w = Tensor::rand({36, 64, 1, 1}).realize(), b = Tensor::rand({36}).realize();
+  const Tensor conv = x.conv2d(w, b, 1, {2, 1});
   const UOp conv_ast = schedule::create_schedule({conv.uop()}).back().ast;
   bool masked = false;
   {

@@ -153,22 +153,33 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // fewer such tiles the better. (Zen 3: the recognizer's 1x1 conv 6x240x12x80 by 240, 92 ->
       // 161 GFLOPS as 16 x 6 rather than 16 x 2 x 2; a 3x3 conv 8x16x16x16 by 32, 83 -> 161 as
       // 16 x 4 rather than 16 x 2 x 2.)
-      // A padded row's masks take a row of registers more (the detector's 192x46x46 by 192, padded
-      // to 48: 16 x 4, 103 GFLOPS, not 16 x 6, 95; its 3x3 convs 96x46x46, 142 not 102).
+      // A row of one vector takes 12 accumulators too, in a tile square along two other sides (6 x 2:
+      // 6 broadcasts and 2 loads feed 12 FMAs), where the 6 rows' panel of the broadcast operand
+      // stays in L1: the detector's 3x3 conv 96x184x184 by 24 (a panel of 20 KB), 155 GFLOPS as
+      // 8 x 6 x 2, 138 as 8 x 4 x 2; not the recognizer's 1x3 conv 6x960x1x42 by 60 (69 KB: 6
+      // streams from L2), 81 GFLOPS as 8 x 6 x 2, 140 as 8 x 4 x 2.
+      // A padded row's masks take a row of registers more in its last tile: kept free where that
+      // tile is one of at most 4 (the detector's 3x3 conv 96x46x46, padded to 48: 16 x 4, 145
+      // GFLOPS, not 16 x 6, 107), not where it is one of many (its 1x1 conv 192x2116 by 192, padded
+      // to 2128: 16 x 6, 169-178, not 16 x 4, 153; the 3x3 conv 96x92x92, padded to 96: 164, 144).
       // With 32 (AVX-512) half of them, measured so on Zen 4 (BLIS's SkylakeX kernel takes 24).
       const int64_t row_vectors = vector ? (wide + lanes - 1) / lanes : 1;
+      int64_t reduce_length = 1;
+      for (size_t r : reduces) reduce_length *= range_size(ax[r]);
       const bool tall_first = vector && machine.vector_registers <= 16 && row_vectors >= 2;
+      const bool haswell_tile = tall_first || (vector && machine.vector_registers <= 16 && reduce_length * 6 * acc_bytes <= 32 * 1024);
+      const bool masks_kept_free = padded && n0 / wide <= 4;
       if (vector) {
-        budget = (tall_first ? machine.vector_registers - row_vectors * (padded ? 2 : 1) - 2 : machine.vector_registers / 2) / row_vectors;
+        budget = (haswell_tile ? machine.vector_registers - row_vectors * (masks_kept_free ? 2 : 1) - 2 : machine.vector_registers / 2) / row_vectors;
       } else {
         wide = unit(reuse[0]) && !masked(reuse[0]) && n0 <= 8 ? n0 : detail::largest_divisor(n0, {4, 2});
         budget = 32 / wide;
       }
-      // the sides' sizes: powers of two, and where the tall side comes first, 12, 6 and 3 too
-      auto up_to = [tall_first](int64_t limit) {
+      // the sides' sizes: powers of two, and in a Haswell tile 12, 6 and 3 too
+      auto up_to = [haswell_tile](int64_t limit) {
         std::vector<int64_t> out;
         for (int64_t t : {16, 12, 8, 6, 4, 3, 2})
-          if (t <= limit && ((t & (t - 1)) == 0 || tall_first)) out.push_back(t);
+          if (t <= limit && ((t & (t - 1)) == 0 || haswell_tile)) out.push_back(t);
         return out;
       };
       // (scalar tiles stay two-sided: there every load is one, and a square tile needs the fewest;
@@ -178,8 +189,6 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       const int64_t tall = detail::largest_divisor(range_size(ax[reuse[1]]), up_to(three && !tall_first ? budget / 2 : budget));
       const int64_t deep = three ? detail::largest_divisor(range_size(ax[*third]), up_to(budget / tall)) : 1;
       const int64_t rows_id = ax[reuse[1]].arg()[0].as_int(), deep_id = three ? ax[*third].arg()[0].as_int() : -1;
-      int64_t reduce_length = 1;
-      for (size_t r : reduces) reduce_length *= range_size(ax[r]);
       // each UPCAST removes or shrinks its axis: later ones find theirs by range id
       auto upcast = [&](int64_t id, int64_t amount) {
         if (amount <= 1) return;
