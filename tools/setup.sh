@@ -10,8 +10,9 @@ set -euo pipefail
 # environment under the build folder. git: the FetchContent consumer build. openmpi-bin (with
 # libopenmpi3): mpirun and the MPI library tinyt's communicator opens, for the two-process tests.
 # espeak-ng: speech for the test of examples/vad. imagemagick + fonts-dejavu-core: the test of
-# examples/ocr draws its text with ImageMagick's convert in DejaVu Sans.
-PACKAGES="g++ clang make cmake python3 python3-venv git libboost-dev xtl-dev doctest-dev ccache libllvm15 zlib1g dataset-fashion-mnist ocl-icd-libopencl1 pocl-opencl-icd openmpi-bin libopenmpi3 espeak-ng imagemagick fonts-dejavu-core"
+# examples/ocr draws its text with ImageMagick's convert in DejaVu Sans. mesa-vulkan-drivers:
+# Mesa's Vulkan driver on the CPU (lavapipe), the device the WebGPU tests run on under wgpu-native.
+PACKAGES="g++ clang make cmake python3 python3-venv git libboost-dev xtl-dev doctest-dev ccache libllvm15 zlib1g dataset-fashion-mnist ocl-icd-libopencl1 pocl-opencl-icd mesa-vulkan-drivers openmpi-bin libopenmpi3 espeak-ng imagemagick fonts-dejavu-core"
 # `tools/setup.sh viz`: Chromium too, the browser `make test-viz` opens VIZ pages in.
 if [ "${1:-}" = viz ]; then PACKAGES="$PACKAGES chromium"; fi
 
