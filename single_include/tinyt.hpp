@@ -1317,12 +1317,12 @@ struct GlobalCounters {
 
 namespace tinyt::inline v0 {
 
-/// Device names and the default device. A name is a kind ("CPU", "CL", "CUDA", "EMU"), optionally with
+/// Device names and the default device. A name is a kind ("CPU", "CL", "CUDA", "EMU", "WEBGPU"), optionally with
 /// an index ("CL:1"); index 0 is the kind alone.
 struct Device {
   /// The device kinds tinyt knows, whether or not they can run here.
   static const std::vector<std::string>& known() {
-    static const std::vector<std::string> names{"CPU", "CL", "CUDA", "EMU"};
+    static const std::vector<std::string> names{"CPU", "CL", "CUDA", "EMU", "WEBGPU"};
     return names;
   }
   /// The device new tensors go to: $DEV when the program started ("CPU" if unset); assignable.
@@ -1382,7 +1382,7 @@ struct Device {
     std::string kind = s, index;
     if (const size_t colon = s.find(':'); colon != std::string::npos) kind = s.substr(0, colon), index = s.substr(colon + 1);
     if (std::find(known().begin(), known().end(), kind) == known().end())
-      throw DeviceError(detail::cat("unknown device '", name, "'; tinyt knows CPU, CL, CUDA and EMU (with an index: CL:1)"));
+      throw DeviceError(detail::cat("unknown device '", name, "'; tinyt knows CPU, CL, CUDA, EMU and WEBGPU (with an index: CL:1)"));
     if (s.find(':') != std::string::npos &&
         (index.empty() || index.size() > 4 || !std::all_of(index.begin(), index.end(), [](unsigned char c) { return std::isdigit(c); })))
       throw DeviceError(detail::cat("device '", name, "': the index after ':' must be a number"));
@@ -5793,7 +5793,7 @@ inline UOp simplify_valid(const UOp& valid) {
 
 
 // ---- tinyt/backend/devices.hpp ----
-// The devices tinyt builds in (CPU, CL, CUDA, EMU), registered by kind, and the one lookup from a
+// The devices tinyt builds in (CPU, CL, CUDA, EMU, WEBGPU), registered by kind, and the one lookup from a
 // device name to its parts. A program may register more kinds with register_device.
 
 // ---- tinyt/backend/compiled.hpp ----
@@ -5815,7 +5815,7 @@ namespace backend {
 
 /// The source a device's compiler takes (`listing`: the linearized program itself, as text, for
 /// the emulated GPU: renderer/listing.hpp).
-enum class Language { c, llvm_ir, opencl, cuda, listing };
+enum class Language { c, llvm_ir, opencl, cuda, listing, wgsl };
 
 /// A launch's work: global[d] work-items in all along dimension d, in groups of local[d].
 /// (Both are counts of work-items, as OpenCL's global/local work sizes; CUDA's grid is global/local.)
@@ -9409,6 +9409,683 @@ inline std::unique_ptr<Device> open_opencl(int index) {
 #undef TINYT_OPENCL_API
 #undef TINYT_CL_CHECK
 // ---- end tinyt/backend/opencl.hpp ----
+// ---- tinyt/backend/webgpu.hpp ----
+// WebGPU backend runtime: WGSL source -> a shader module and compute pipeline -> dispatches on
+// the device's queue. wgpu-native (libwgpu_native, as PyPI's `wgpu` wheel ships it) is opened with
+// dlopen at first use ($WEBGPU_PATH, then the name the loader finds) and reached only through the
+// entry points bound from one table below: no WebGPU header or library is needed to build. Its
+// version is checked when it is opened: the struct layouts declared here are webgpu-headers' as
+// wgpu-native 29 has them.
+//
+// A kernel's storage buffers are bindings 0..n-1 of bind group 0, in DEFINE_GLOBAL order; its
+// symbolic variables, when it has any, are a uniform `array<vec4<i32>, count>` at binding n, the
+// i-th in element i's x (a uniform array's elements are 16 bytes apart). A buffer is bound once
+// per dispatch: WebGPU refuses one buffer bound twice where either binding writes it.
+// (In wgpu-native 29 wgpuInstanceWaitAny is not implemented: waits are wgpuDevicePoll.)
+
+#include <dlfcn.h>
+
+#include <chrono>
+
+
+namespace tinyt::inline v0 {
+namespace backend {
+
+/// The webgpu.h API as this backend uses it: opaque handles, the structs it fills (their fields
+/// and order as webgpu-headers declares them; tests/test_webgpu_abi.cpp checks them against the
+/// real header), the constants' values, and the bound entry points.
+namespace webgpu_c {
+#define TINYT_WGPU_OPAQUE(name) \
+  struct Opaque##name;          \
+  using WGPU##name = Opaque##name*;
+TINYT_WGPU_OPAQUE(Instance)
+TINYT_WGPU_OPAQUE(Adapter)
+TINYT_WGPU_OPAQUE(Device)
+TINYT_WGPU_OPAQUE(Queue)
+TINYT_WGPU_OPAQUE(Buffer)
+TINYT_WGPU_OPAQUE(ShaderModule)
+TINYT_WGPU_OPAQUE(BindGroupLayout)
+TINYT_WGPU_OPAQUE(BindGroup)
+TINYT_WGPU_OPAQUE(PipelineLayout)
+TINYT_WGPU_OPAQUE(ComputePipeline)
+TINYT_WGPU_OPAQUE(CommandEncoder)
+TINYT_WGPU_OPAQUE(CommandBuffer)
+TINYT_WGPU_OPAQUE(ComputePassEncoder)
+#undef TINYT_WGPU_OPAQUE
+using WGPUBool = uint32_t;
+using WGPUFlags = uint64_t;  // buffer usages, map modes, shader stages
+using WGPUEnum = uint32_t;   // every enum (the header forces them to 32 bits)
+
+struct WGPUStringView {
+  const char* data = nullptr;
+  size_t length = 0;
+};
+inline WGPUStringView view(std::string_view s) { return {s.data(), s.size()}; }
+inline std::string str(WGPUStringView s) {
+  if (!s.data) return "";
+  return s.length == std::numeric_limits<size_t>::max() ? std::string(s.data) : std::string(s.data, s.length);
+}
+struct WGPUChainedStruct {
+  WGPUChainedStruct* next = nullptr;
+  WGPUEnum sType = 0;
+};
+struct WGPUFuture {
+  uint64_t id = 0;
+};
+
+// callbacks: (status, result, message, userdata1, userdata2)
+using RequestAdapterCallback = void (*)(WGPUEnum, WGPUAdapter, WGPUStringView, void*, void*);
+using RequestDeviceCallback = void (*)(WGPUEnum, WGPUDevice, WGPUStringView, void*, void*);
+using BufferMapCallback = void (*)(WGPUEnum, WGPUStringView, void*, void*);
+using PopErrorScopeCallback = void (*)(WGPUEnum, WGPUEnum, WGPUStringView, void*, void*);
+using UncapturedErrorCallback = void (*)(const WGPUDevice*, WGPUEnum, WGPUStringView, void*, void*);
+using DeviceLostCallback = void (*)(const WGPUDevice*, WGPUEnum, WGPUStringView, void*, void*);
+template <class Callback> struct CallbackInfo {
+  WGPUChainedStruct* nextInChain = nullptr;
+  WGPUEnum mode = 0;
+  Callback callback = nullptr;
+  void* userdata1 = nullptr;
+  void* userdata2 = nullptr;
+};
+struct WGPUUncapturedErrorCallbackInfo {
+  WGPUChainedStruct* nextInChain = nullptr;
+  UncapturedErrorCallback callback = nullptr;
+  void* userdata1 = nullptr;
+  void* userdata2 = nullptr;
+};
+struct WGPUAdapterInfo {
+  WGPUChainedStruct* nextInChain = nullptr;
+  WGPUStringView vendor, architecture, device, description;
+  WGPUEnum backendType = 0, adapterType = 0;
+  uint32_t vendorID = 0, deviceID = 0, subgroupMinSize = 0, subgroupMaxSize = 0;
+};
+struct WGPUQueueDescriptor {
+  WGPUChainedStruct* nextInChain = nullptr;
+  WGPUStringView label;
+};
+struct WGPUDeviceDescriptor {
+  WGPUChainedStruct* nextInChain = nullptr;
+  WGPUStringView label;
+  size_t requiredFeatureCount = 0;
+  const WGPUEnum* requiredFeatures = nullptr;
+  const void* requiredLimits = nullptr;  // null: the default limits, those a browser gives too
+  WGPUQueueDescriptor defaultQueue;
+  CallbackInfo<DeviceLostCallback> deviceLostCallbackInfo;
+  WGPUUncapturedErrorCallbackInfo uncapturedErrorCallbackInfo;
+};
+struct WGPUBufferDescriptor {
+  WGPUChainedStruct* nextInChain = nullptr;
+  WGPUStringView label;
+  WGPUFlags usage = 0;
+  uint64_t size = 0;
+  WGPUBool mappedAtCreation = 0;
+};
+struct WGPUShaderSourceWGSL {
+  WGPUChainedStruct chain;
+  WGPUStringView code;
+};
+struct WGPUShaderModuleDescriptor {
+  WGPUChainedStruct* nextInChain = nullptr;
+  WGPUStringView label;
+};
+struct WGPUBufferBindingLayout {
+  WGPUChainedStruct* nextInChain = nullptr;
+  WGPUEnum type = 0;
+  WGPUBool hasDynamicOffset = 0;
+  uint64_t minBindingSize = 0;
+};
+struct WGPUSamplerBindingLayout {
+  WGPUChainedStruct* nextInChain = nullptr;
+  WGPUEnum type = 0;
+};
+struct WGPUTextureBindingLayout {
+  WGPUChainedStruct* nextInChain = nullptr;
+  WGPUEnum sampleType = 0, viewDimension = 0;
+  WGPUBool multisampled = 0;
+};
+struct WGPUStorageTextureBindingLayout {
+  WGPUChainedStruct* nextInChain = nullptr;
+  WGPUEnum access = 0, format = 0, viewDimension = 0;
+};
+struct WGPUBindGroupLayoutEntry {
+  WGPUChainedStruct* nextInChain = nullptr;
+  uint32_t binding = 0;
+  WGPUFlags visibility = 0;
+  uint32_t bindingArraySize = 0;
+  WGPUBufferBindingLayout buffer;
+  WGPUSamplerBindingLayout sampler;            // (unused: zero is "not used")
+  WGPUTextureBindingLayout texture;            // (unused)
+  WGPUStorageTextureBindingLayout storageTexture;  // (unused)
+};
+struct WGPUBindGroupLayoutDescriptor {
+  WGPUChainedStruct* nextInChain = nullptr;
+  WGPUStringView label;
+  size_t entryCount = 0;
+  const WGPUBindGroupLayoutEntry* entries = nullptr;
+};
+struct WGPUPipelineLayoutDescriptor {
+  WGPUChainedStruct* nextInChain = nullptr;
+  WGPUStringView label;
+  size_t bindGroupLayoutCount = 0;
+  const WGPUBindGroupLayout* bindGroupLayouts = nullptr;
+  uint32_t immediateSize = 0;
+};
+struct WGPUComputeState {
+  WGPUChainedStruct* nextInChain = nullptr;
+  WGPUShaderModule module = nullptr;
+  WGPUStringView entryPoint;
+  size_t constantCount = 0;
+  const void* constants = nullptr;
+};
+struct WGPUComputePipelineDescriptor {
+  WGPUChainedStruct* nextInChain = nullptr;
+  WGPUStringView label;
+  WGPUPipelineLayout layout = nullptr;
+  WGPUComputeState compute;
+};
+struct WGPUBindGroupEntry {
+  WGPUChainedStruct* nextInChain = nullptr;
+  uint32_t binding = 0;
+  WGPUBuffer buffer = nullptr;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  void* sampler = nullptr;
+  void* textureView = nullptr;
+};
+struct WGPUBindGroupDescriptor {
+  WGPUChainedStruct* nextInChain = nullptr;
+  WGPUStringView label;
+  WGPUBindGroupLayout layout = nullptr;
+  size_t entryCount = 0;
+  const WGPUBindGroupEntry* entries = nullptr;
+};
+
+inline constexpr WGPUEnum STYPE_SHADER_SOURCE_WGSL = 0x2, CALLBACK_MODE_ALLOW_PROCESS_EVENTS = 0x2, STATUS_SUCCESS = 0x1,
+                          ERROR_FILTER_VALIDATION = 0x1, ERROR_FILTER_OUT_OF_MEMORY = 0x2, ERROR_TYPE_NO_ERROR = 0x1,
+                          BUFFER_BINDING_UNIFORM = 0x2, BUFFER_BINDING_STORAGE = 0x3, FEATURE_SHADER_F16 = 0xB;
+inline constexpr WGPUFlags USAGE_MAP_READ = 0x1, USAGE_COPY_SRC = 0x4, USAGE_COPY_DST = 0x8, USAGE_UNIFORM = 0x40,
+                           USAGE_STORAGE = 0x80, MAP_MODE_READ = 0x1, SHADER_STAGE_COMPUTE = 0x4;
+/// The wgpu-native release whose struct layouts these are (wgpuGetVersion: one byte a part).
+inline constexpr uint32_t REQUIRED_VERSION_MAJOR = 29;
+}  // namespace webgpu_c
+
+// clang-format off
+/// The entry points used, with their signatures.
+#define TINYT_WEBGPU_API(X)                                                                                       \
+  X(wgpuGetVersion, uint32_t())                                                                                   \
+  X(wgpuCreateInstance, WGPUInstance(const void*))                                                                \
+  X(wgpuInstanceRequestAdapter, WGPUFuture(WGPUInstance, const void*, CallbackInfo<RequestAdapterCallback>))      \
+  X(wgpuInstanceProcessEvents, void(WGPUInstance))                                                                \
+  X(wgpuInstanceRelease, void(WGPUInstance))                                                                      \
+  X(wgpuAdapterGetInfo, WGPUEnum(WGPUAdapter, WGPUAdapterInfo*))                                                 \
+  X(wgpuAdapterInfoFreeMembers, void(WGPUAdapterInfo))                                                            \
+  X(wgpuAdapterHasFeature, WGPUBool(WGPUAdapter, WGPUEnum))                                                       \
+  X(wgpuAdapterRequestDevice, WGPUFuture(WGPUAdapter, const WGPUDeviceDescriptor*, CallbackInfo<RequestDeviceCallback>)) \
+  X(wgpuAdapterRelease, void(WGPUAdapter))                                                                        \
+  X(wgpuDeviceGetQueue, WGPUQueue(WGPUDevice))                                                                    \
+  X(wgpuDevicePoll, WGPUBool(WGPUDevice, WGPUBool, const void*))                                                  \
+  X(wgpuDevicePushErrorScope, void(WGPUDevice, WGPUEnum))                                                         \
+  X(wgpuDevicePopErrorScope, WGPUFuture(WGPUDevice, CallbackInfo<PopErrorScopeCallback>))                         \
+  X(wgpuDeviceCreateBuffer, WGPUBuffer(WGPUDevice, const WGPUBufferDescriptor*))                                  \
+  X(wgpuDeviceCreateShaderModule, WGPUShaderModule(WGPUDevice, const WGPUShaderModuleDescriptor*))                \
+  X(wgpuDeviceCreateBindGroupLayout, WGPUBindGroupLayout(WGPUDevice, const WGPUBindGroupLayoutDescriptor*))       \
+  X(wgpuDeviceCreatePipelineLayout, WGPUPipelineLayout(WGPUDevice, const WGPUPipelineLayoutDescriptor*))          \
+  X(wgpuDeviceCreateComputePipeline, WGPUComputePipeline(WGPUDevice, const WGPUComputePipelineDescriptor*))       \
+  X(wgpuDeviceCreateBindGroup, WGPUBindGroup(WGPUDevice, const WGPUBindGroupDescriptor*))                         \
+  X(wgpuDeviceCreateCommandEncoder, WGPUCommandEncoder(WGPUDevice, const void*))                                  \
+  X(wgpuDeviceRelease, void(WGPUDevice))                                                                          \
+  X(wgpuQueueWriteBuffer, void(WGPUQueue, WGPUBuffer, uint64_t, const void*, size_t))                             \
+  X(wgpuQueueSubmit, void(WGPUQueue, size_t, const WGPUCommandBuffer*))                                           \
+  X(wgpuQueueRelease, void(WGPUQueue))                                                                            \
+  X(wgpuBufferMapAsync, WGPUFuture(WGPUBuffer, WGPUFlags, size_t, size_t, CallbackInfo<BufferMapCallback>))       \
+  X(wgpuBufferGetConstMappedRange, const void*(WGPUBuffer, size_t, size_t))                                       \
+  X(wgpuBufferUnmap, void(WGPUBuffer))                                                                            \
+  X(wgpuBufferDestroy, void(WGPUBuffer))                                                                          \
+  X(wgpuBufferRelease, void(WGPUBuffer))                                                                          \
+  X(wgpuShaderModuleRelease, void(WGPUShaderModule))                                                              \
+  X(wgpuBindGroupLayoutRelease, void(WGPUBindGroupLayout))                                                        \
+  X(wgpuPipelineLayoutRelease, void(WGPUPipelineLayout))                                                          \
+  X(wgpuComputePipelineRelease, void(WGPUComputePipeline))                                                        \
+  X(wgpuBindGroupRelease, void(WGPUBindGroup))                                                                    \
+  X(wgpuCommandEncoderBeginComputePass, WGPUComputePassEncoder(WGPUCommandEncoder, const void*))                  \
+  X(wgpuCommandEncoderCopyBufferToBuffer, void(WGPUCommandEncoder, WGPUBuffer, uint64_t, WGPUBuffer, uint64_t, uint64_t)) \
+  X(wgpuCommandEncoderFinish, WGPUCommandBuffer(WGPUCommandEncoder, const void*))                                 \
+  X(wgpuCommandEncoderRelease, void(WGPUCommandEncoder))                                                          \
+  X(wgpuCommandBufferRelease, void(WGPUCommandBuffer))                                                            \
+  X(wgpuComputePassEncoderSetPipeline, void(WGPUComputePassEncoder, WGPUComputePipeline))                         \
+  X(wgpuComputePassEncoderSetBindGroup, void(WGPUComputePassEncoder, uint32_t, WGPUBindGroup, size_t, const uint32_t*)) \
+  X(wgpuComputePassEncoderDispatchWorkgroups, void(WGPUComputePassEncoder, uint32_t, uint32_t, uint32_t))         \
+  X(wgpuComputePassEncoderEnd, void(WGPUComputePassEncoder))                                                      \
+  X(wgpuComputePassEncoderRelease, void(WGPUComputePassEncoder))
+// clang-format on
+
+namespace webgpu_c {
+/// Pointers to the table's functions, looked up in the opened library.
+struct Api {
+  Library lib;
+#define TINYT_WEBGPU_FIELD(name, ...) std::add_pointer_t<__VA_ARGS__> name = nullptr;
+  TINYT_WEBGPU_API(TINYT_WEBGPU_FIELD)
+#undef TINYT_WEBGPU_FIELD
+  explicit Api(Library opened) : lib(std::move(opened)) {
+#define TINYT_WEBGPU_BIND(name, ...) name = lib.symbol<__VA_ARGS__>(#name);
+    TINYT_WEBGPU_API(TINYT_WEBGPU_BIND)
+#undef TINYT_WEBGPU_BIND
+    const uint32_t version = wgpuGetVersion();
+    if (version >> 24 != REQUIRED_VERSION_MAJOR)
+      throw DeviceError(::tinyt::detail::cat("tinyt: WebGPU library '", lib.path(), "' is wgpu-native ", version >> 24, ".",
+                                             (version >> 16) & 0xFF, ".", (version >> 8) & 0xFF, ".", version & 0xFF,
+                                             "; tinyt needs wgpu-native ", REQUIRED_VERSION_MAJOR,
+                                             " (PyPI wgpu 0.32.0; set WEBGPU_PATH to its libwgpu_native-release.so)"));
+  }
+};
+
+/// The process-wide API, its library opened at first use. Never unloaded: the Vulkan driver under
+/// it keeps threads that must outlive every device.
+inline const Api& api() {
+  static const Api* bound = [] {
+    std::vector<std::string> candidates;
+    if (const char* path = std::getenv("WEBGPU_PATH"); path && *path) candidates.push_back(path);
+    candidates.insert(candidates.end(), {"libwgpu_native-release.so", "libwgpu_native.so"});
+    return new Api(Library::open_first(candidates, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE));
+  }();
+  return *bound;
+}
+
+/// An object released with its owner: `Owned<WGPUBuffer>{buffer, api().wgpuBufferRelease}`.
+template <class T> using Owned = std::unique_ptr<std::remove_pointer_t<T>, void (*)(T)>;
+
+/// One device and its queue, shared by the device and what is made on it.
+struct Context {
+  std::string name;  // "WEBGPU"
+  WGPUInstance instance = nullptr;
+  WGPUDevice device = nullptr;
+  WGPUQueue queue = nullptr;
+  std::string adapter;  // the adapter's description, for the compiler's identity
+  bool f16 = false;
+  std::mutex mutex;  // one submission or wait at a time (wgpu-native's objects are thread-safe; the
+                     // error scopes here are not)
+  std::string uncaptured;  // the first error no scope caught (a dispatch's), not yet reported
+
+  Context() = default;
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  ~Context() {
+    if (queue) api().wgpuQueueRelease(queue);
+    if (device) api().wgpuDeviceRelease(device);
+    if (instance) api().wgpuInstanceRelease(instance);
+  }
+  /// DeviceError with the error a submission raised that no scope caught, if there was one.
+  void throw_uncaptured(const std::string& what) {
+    if (uncaptured.empty()) return;
+    throw DeviceError(::tinyt::detail::cat("tinyt: ", name, " ", what, ": ", std::exchange(uncaptured, "")));
+  }
+
+  /// Waits until everything submitted finished, then runs the callbacks it made ready.
+  void wait() const {
+    api().wgpuDevicePoll(device, 1, nullptr);
+    api().wgpuInstanceProcessEvents(instance);
+  }
+  /// `make()` inside a validation and out-of-memory error scope; CompileError (validation) or
+  /// OutOfMemoryError naming `what` when the scope caught an error.
+  template <class Make> auto checked(const std::string& what, Make make) const {
+    api().wgpuDevicePushErrorScope(device, ERROR_FILTER_OUT_OF_MEMORY);
+    api().wgpuDevicePushErrorScope(device, ERROR_FILTER_VALIDATION);
+    auto made = make();
+    struct Caught {
+      WGPUEnum type = 0;
+      std::string message;
+      bool done = false;
+    } validation, memory;
+    CallbackInfo<PopErrorScopeCallback> info;
+    info.mode = CALLBACK_MODE_ALLOW_PROCESS_EVENTS;
+    info.callback = [](WGPUEnum status, WGPUEnum type, WGPUStringView message, void* user, void*) {
+      auto* c = static_cast<Caught*>(user);
+      c->done = true;
+      c->type = status == STATUS_SUCCESS ? type : ERROR_TYPE_NO_ERROR;
+      c->message = str(message);
+    };
+    info.userdata1 = &validation;
+    api().wgpuDevicePopErrorScope(device, info);
+    info.userdata1 = &memory;
+    api().wgpuDevicePopErrorScope(device, info);
+    for (int i = 0; i < 1000 && !(validation.done && memory.done); ++i) wait();
+    if (memory.type != ERROR_TYPE_NO_ERROR) throw OutOfMemoryError(::tinyt::detail::cat("tinyt: ", name, " ", what, ": ", memory.message));
+    if (validation.type != ERROR_TYPE_NO_ERROR) throw CompileError(::tinyt::detail::cat("tinyt: ", name, " ", what, ": ", validation.message));
+    return made;
+  }
+};
+}  // namespace webgpu_c
+
+/// WebGPU memory: one storage buffer per allocation, which is the handle. Sizes are whole 32-bit
+/// words (WebGPU copies and binds words).
+class WebGPUAllocator final : public LruAllocator {
+ public:
+  explicit WebGPUAllocator(std::shared_ptr<webgpu_c::Context> c) : c_(std::move(c)) {}
+  ~WebGPUAllocator() override { release_cache(); }
+
+  void copyin(void* dst, const void* src, size_t nbytes) override {
+    if (nbytes == 0) return;
+    std::lock_guard lock(c_->mutex);
+    if (nbytes % 4 == 0) {
+      webgpu_c::api().wgpuQueueWriteBuffer(c_->queue, buffer(dst), 0, src, nbytes);
+    } else {  // the last word whole: its bytes past nbytes are the block's own, unused
+      std::vector<uint8_t> words(words_of(nbytes), 0);
+      std::memcpy(words.data(), src, nbytes);
+      webgpu_c::api().wgpuQueueWriteBuffer(c_->queue, buffer(dst), 0, words.data(), words.size());
+    }
+  }
+  void copyout(void* dst, void* src, size_t nbytes) override {
+    using namespace webgpu_c;
+    if (nbytes == 0) return;
+    std::lock_guard lock(c_->mutex);
+    const size_t n = words_of(nbytes);
+    WGPUBufferDescriptor desc;
+    desc.usage = USAGE_MAP_READ | USAGE_COPY_DST;
+    desc.size = n;
+    Owned<WGPUBuffer> staging{c_->checked("copyout", [&] { return api().wgpuDeviceCreateBuffer(c_->device, &desc); }),
+                              api().wgpuBufferRelease};
+    submit_copy(buffer(src), staging.get(), n);
+    bool mapped = false;
+    CallbackInfo<BufferMapCallback> info;
+    info.mode = CALLBACK_MODE_ALLOW_PROCESS_EVENTS;
+    info.callback = [](WGPUEnum status, WGPUStringView, void* user, void*) { *static_cast<bool*>(user) = status == STATUS_SUCCESS; };
+    info.userdata1 = &mapped;
+    api().wgpuBufferMapAsync(staging.get(), MAP_MODE_READ, 0, n, info);
+    c_->wait();
+    c_->throw_uncaptured("copyout");
+    if (!mapped) throw DeviceError(detail::cat("tinyt: ", c_->name, " cannot map ", n, " bytes to read them back"));
+    std::memcpy(dst, api().wgpuBufferGetConstMappedRange(staging.get(), 0, n), nbytes);
+    api().wgpuBufferUnmap(staging.get());
+  }
+  void copy(void* dst, void* src, size_t nbytes) override {
+    if (nbytes == 0) return;
+    std::lock_guard lock(c_->mutex);
+    // whole words: the destination's block has them (a copy of a buffer into one of its size)
+    submit_copy(buffer(src), buffer(dst), words_of(nbytes));
+  }
+
+ protected:
+  void* allocate(size_t nbytes) override {
+    using namespace webgpu_c;
+    WGPUBufferDescriptor desc;
+    desc.usage = USAGE_STORAGE | USAGE_COPY_SRC | USAGE_COPY_DST;
+    desc.size = nbytes;
+    std::lock_guard lock(c_->mutex);
+    try {
+      return c_->checked(detail::cat("cannot allocate ", nbytes, " bytes"), [&] { return api().wgpuDeviceCreateBuffer(c_->device, &desc); });
+    } catch (const CompileError& e) {  // a size past the device's limit is a validation error
+      throw OutOfMemoryError(e.what());
+    }
+  }
+  void release(void* handle, size_t) override {
+    webgpu_c::api().wgpuBufferDestroy(buffer(handle));
+    webgpu_c::api().wgpuBufferRelease(buffer(handle));
+  }
+  size_t block_size(size_t nbytes) const override { return words_of(std::max<size_t>(nbytes, 1)); }
+
+ private:
+  static size_t words_of(size_t nbytes) { return (nbytes + 3) / 4 * 4; }
+  static webgpu_c::WGPUBuffer buffer(void* handle) { return static_cast<webgpu_c::WGPUBuffer>(handle); }
+  // (under the context's mutex)
+  void submit_copy(webgpu_c::WGPUBuffer from, webgpu_c::WGPUBuffer to, size_t n) {
+    using namespace webgpu_c;
+    Owned<WGPUCommandEncoder> encoder{api().wgpuDeviceCreateCommandEncoder(c_->device, nullptr), api().wgpuCommandEncoderRelease};
+    api().wgpuCommandEncoderCopyBufferToBuffer(encoder.get(), from, 0, to, 0, n);
+    Owned<WGPUCommandBuffer> commands{api().wgpuCommandEncoderFinish(encoder.get(), nullptr), api().wgpuCommandBufferRelease};
+    WGPUCommandBuffer raw = commands.get();
+    api().wgpuQueueSubmit(c_->queue, 1, &raw);
+  }
+  std::shared_ptr<webgpu_c::Context> c_;
+};
+
+/// WGSL source, validated by the device's shader compiler; the "binary" is the source itself
+/// (a WebGPU device takes nothing else), so nothing is cached on disk.
+class WebGPUCompiler final : public Compiler {
+ public:
+  explicit WebGPUCompiler(std::shared_ptr<webgpu_c::Context> c) : c_(std::move(c)) {}
+  std::string identity() const override { return "WebGPU | wgpu-native | " + c_->adapter; }
+  bool disk_cacheable() const override { return false; }
+  std::string compile(const std::string& source, const std::string& name) override {
+    (void)module(*c_, source, name);
+    return source;
+  }
+  /// The shader module of `source`; CompileError with the compiler's message and the numbered source.
+  static webgpu_c::Owned<webgpu_c::WGPUShaderModule> module(webgpu_c::Context& c, const std::string& source, const std::string& name) {
+    using namespace webgpu_c;
+    WGPUShaderSourceWGSL wgsl;
+    wgsl.chain.sType = STYPE_SHADER_SOURCE_WGSL;
+    wgsl.code = view(source);
+    WGPUShaderModuleDescriptor desc;
+    desc.nextInChain = &wgsl.chain;
+    std::lock_guard lock(c.mutex);
+    WGPUShaderModule made = nullptr;
+    try {
+      made = c.checked(detail::cat("cannot compile kernel '", name, "'"), [&] { return api().wgpuDeviceCreateShaderModule(c.device, &desc); });
+    } catch (const CompileError& e) {
+      throw CompileError(detail::cat(e.what(), "\nsource:\n", ::tinyt::detail::number_lines(source)));
+    }
+    return {made, api().wgpuShaderModuleRelease};
+  }
+
+ private:
+  std::shared_ptr<webgpu_c::Context> c_;
+};
+
+/// A compute pipeline of one kernel (entry point `name`). Its bind group layout is made at the
+/// first launch, from the buffers and variables given: n storage buffers, then the variables.
+class WebGPUProgram final : public Program {
+ public:
+  WebGPUProgram(std::shared_ptr<webgpu_c::Context> c, const std::string& source, const std::string& name)
+      : c_(std::move(c)), name_(name), module_(WebGPUCompiler::module(*c_, source, name)) {}
+
+  double launch(const std::vector<void*>& bufs, const std::vector<int64_t>& vars, const LaunchDims& dims, bool timed) override {
+    using namespace webgpu_c;
+    uint32_t groups[3];
+    for (int d = 0; d < 3; ++d) {
+      if (dims.local[d] < 1 || dims.global[d] % dims.local[d] != 0 || dims.global[d] / dims.local[d] > 65535)
+        throw DeviceError(detail::cat("tinyt: ", c_->name, ": kernel '", name_, "' launched with ", dims.global[d], " work-items in groups of ",
+                                      dims.local[d], " along dimension ", d, " (whole groups, at most 65535 of them)"));
+      groups[d] = static_cast<uint32_t>(dims.global[d] / dims.local[d]);
+    }
+    std::vector<int32_t> values;
+    for (int64_t v : vars) {
+      if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
+        throw DeviceError(detail::cat("tinyt: ", c_->name, ": variable ", v, " does not fit the kernel's 32-bit int"));
+      values.push_back(static_cast<int32_t>(v));
+    }
+    std::unique_lock lock(c_->mutex);
+    prepare(bufs.size(), !vars.empty());
+    std::vector<WGPUBindGroupEntry> entries(bufs.size());
+    for (size_t i = 0; i < bufs.size(); ++i) {
+      entries[i].binding = static_cast<uint32_t>(i);
+      entries[i].buffer = static_cast<WGPUBuffer>(bufs[i]);
+      entries[i].size = std::numeric_limits<uint64_t>::max();  // WGPU_WHOLE_SIZE
+    }
+    Owned<WGPUBuffer> uniforms{nullptr, api().wgpuBufferRelease};
+    if (!values.empty()) {  // a uniform array's elements are 16 bytes apart: one int each, padded
+      std::vector<int32_t> padded(values.size() * 4, 0);
+      for (size_t i = 0; i < values.size(); ++i) padded[i * 4] = values[i];
+      WGPUBufferDescriptor desc;
+      desc.usage = USAGE_UNIFORM | USAGE_COPY_DST;
+      desc.size = padded.size() * sizeof(int32_t);
+      uniforms.reset(api().wgpuDeviceCreateBuffer(c_->device, &desc));
+      api().wgpuQueueWriteBuffer(c_->queue, uniforms.get(), 0, padded.data(), desc.size);
+      WGPUBindGroupEntry e;
+      e.binding = static_cast<uint32_t>(bufs.size());
+      e.buffer = uniforms.get();
+      e.size = desc.size;
+      entries.push_back(e);
+    }
+    WGPUBindGroupDescriptor group_desc;
+    group_desc.layout = group_layout_.get();
+    group_desc.entryCount = entries.size();
+    group_desc.entries = entries.data();
+    Owned<WGPUBindGroup> group{c_->checked(detail::cat("kernel '", name_, "': its buffers"),
+                                           [&] { return api().wgpuDeviceCreateBindGroup(c_->device, &group_desc); }),
+                               api().wgpuBindGroupRelease};
+    const auto start = std::chrono::steady_clock::now();
+    Owned<WGPUCommandEncoder> encoder{api().wgpuDeviceCreateCommandEncoder(c_->device, nullptr), api().wgpuCommandEncoderRelease};
+    Owned<WGPUComputePassEncoder> pass{api().wgpuCommandEncoderBeginComputePass(encoder.get(), nullptr), api().wgpuComputePassEncoderRelease};
+    api().wgpuComputePassEncoderSetPipeline(pass.get(), pipeline_.get());
+    api().wgpuComputePassEncoderSetBindGroup(pass.get(), 0, group.get(), 0, nullptr);
+    api().wgpuComputePassEncoderDispatchWorkgroups(pass.get(), groups[0], groups[1], groups[2]);
+    api().wgpuComputePassEncoderEnd(pass.get());
+    Owned<WGPUCommandBuffer> commands{api().wgpuCommandEncoderFinish(encoder.get(), nullptr), api().wgpuCommandBufferRelease};
+    WGPUCommandBuffer raw = commands.get();
+    api().wgpuQueueSubmit(c_->queue, 1, &raw);
+    c_->throw_uncaptured(detail::cat("kernel '", name_, "'"));
+    if (!timed) return 0;
+    // (the wall clock around the dispatch and its wait: timestamp queries are not used yet)
+    c_->wait();
+    c_->throw_uncaptured(detail::cat("kernel '", name_, "'"));
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+ private:
+  // The layout and pipeline for `buffers` storage buffers and, when `variables`, the uniform
+  // array after them (under the context's mutex).
+  void prepare(size_t buffers, bool variables) {
+    using namespace webgpu_c;
+    if (pipeline_) {
+      if (buffers != buffers_ || variables != variables_)
+        throw DeviceError(detail::cat("tinyt: ", c_->name, ": kernel '", name_, "' launched with ", buffers, " buffers", variables ? " and variables" : "",
+                                      " after ", buffers_, variables_ ? " and variables" : ""));
+      return;
+    }
+    std::vector<WGPUBindGroupLayoutEntry> entries(buffers + (variables ? 1 : 0));
+    for (size_t i = 0; i < entries.size(); ++i) {
+      entries[i].binding = static_cast<uint32_t>(i);
+      entries[i].visibility = SHADER_STAGE_COMPUTE;
+      entries[i].buffer.type = i < buffers ? BUFFER_BINDING_STORAGE : BUFFER_BINDING_UNIFORM;
+    }
+    WGPUBindGroupLayoutDescriptor layout_desc;
+    layout_desc.entryCount = entries.size();
+    layout_desc.entries = entries.data();
+    const std::string what = detail::cat("kernel '", name_, "'");
+    group_layout_.reset(c_->checked(what, [&] { return api().wgpuDeviceCreateBindGroupLayout(c_->device, &layout_desc); }));
+    WGPUBindGroupLayout raw = group_layout_.get();
+    WGPUPipelineLayoutDescriptor pipeline_layout_desc;
+    pipeline_layout_desc.bindGroupLayoutCount = 1;
+    pipeline_layout_desc.bindGroupLayouts = &raw;
+    pipeline_layout_.reset(c_->checked(what, [&] { return api().wgpuDeviceCreatePipelineLayout(c_->device, &pipeline_layout_desc); }));
+    WGPUComputePipelineDescriptor desc;
+    desc.layout = pipeline_layout_.get();
+    desc.compute.module = module_.get();
+    desc.compute.entryPoint = view(name_);
+    pipeline_.reset(c_->checked(what + ": its pipeline", [&] { return api().wgpuDeviceCreateComputePipeline(c_->device, &desc); }));
+    buffers_ = buffers, variables_ = variables;
+  }
+
+  std::shared_ptr<webgpu_c::Context> c_;  // first: the device outlives what is made on it
+  std::string name_;
+  webgpu_c::Owned<webgpu_c::WGPUShaderModule> module_;
+  webgpu_c::Owned<webgpu_c::WGPUBindGroupLayout> group_layout_{nullptr, webgpu_c::api().wgpuBindGroupLayoutRelease};
+  webgpu_c::Owned<webgpu_c::WGPUPipelineLayout> pipeline_layout_{nullptr, webgpu_c::api().wgpuPipelineLayoutRelease};
+  webgpu_c::Owned<webgpu_c::WGPUComputePipeline> pipeline_{nullptr, webgpu_c::api().wgpuComputePipelineRelease};
+  size_t buffers_ = 0;
+  bool variables_ = false;
+};
+
+/// The WebGPU device: the first adapter wgpu-native offers, with the default limits (those a
+/// browser gives too), and shader-f16 where the adapter has it.
+class WebGPUDevice final : public Device {
+ public:
+  /// DeviceError when the library cannot be opened (naming each path tried) or offers no adapter.
+  explicit WebGPUDevice(int index) {
+    using namespace webgpu_c;
+    if (index != 0) throw DeviceError(detail::cat("tinyt: no WebGPU device WEBGPU:", index, " (tinyt opens one, WEBGPU)"));
+    auto c = std::make_shared<Context>();
+    c->name = "WEBGPU";
+    c->instance = api().wgpuCreateInstance(nullptr);
+    if (!c->instance) throw DeviceError("tinyt: WEBGPU: wgpuCreateInstance gave no instance");
+    struct Result {
+      void* handle = nullptr;
+      std::string message;
+    } adapter, device;
+    CallbackInfo<RequestAdapterCallback> adapter_info;
+    adapter_info.mode = CALLBACK_MODE_ALLOW_PROCESS_EVENTS;
+    adapter_info.callback = [](WGPUEnum status, WGPUAdapter a, WGPUStringView message, void* user, void*) {
+      auto* r = static_cast<Result*>(user);
+      if (status == STATUS_SUCCESS) r->handle = a;
+      r->message = str(message);
+    };
+    adapter_info.userdata1 = &adapter;
+    api().wgpuInstanceRequestAdapter(c->instance, nullptr, adapter_info);
+    api().wgpuInstanceProcessEvents(c->instance);
+    if (!adapter.handle)
+      throw DeviceError(detail::cat("tinyt: WEBGPU: no adapter (", adapter.message.empty() ? "none offered" : adapter.message,
+                                    "); on a machine without a GPU, Mesa's Vulkan driver (lavapipe, Debian's mesa-vulkan-drivers) is one"));
+    Owned<WGPUAdapter> owned_adapter{static_cast<WGPUAdapter>(adapter.handle), api().wgpuAdapterRelease};
+    WGPUAdapterInfo info;
+    if (api().wgpuAdapterGetInfo(owned_adapter.get(), &info) == STATUS_SUCCESS) {
+      c->adapter = detail::cat(str(info.device), " | ", str(info.description));
+      api().wgpuAdapterInfoFreeMembers(info);
+    }
+    c->f16 = api().wgpuAdapterHasFeature(owned_adapter.get(), FEATURE_SHADER_F16) != 0;
+    WGPUDeviceDescriptor desc;
+    const WGPUEnum f16 = FEATURE_SHADER_F16;
+    if (c->f16) desc.requiredFeatureCount = 1, desc.requiredFeatures = &f16;
+    // errors outside a scope are kept for the next check, not fatal (wgpu-native's default)
+    desc.uncapturedErrorCallbackInfo.callback = [](const WGPUDevice*, WGPUEnum, WGPUStringView message, void* user, void*) {
+      auto* context = static_cast<Context*>(user);
+      if (context->uncaptured.empty()) context->uncaptured = str(message);
+    };
+    desc.uncapturedErrorCallbackInfo.userdata1 = c.get();
+    CallbackInfo<RequestDeviceCallback> device_info;
+    device_info.mode = CALLBACK_MODE_ALLOW_PROCESS_EVENTS;
+    device_info.callback = [](WGPUEnum status, WGPUDevice d, WGPUStringView message, void* user, void*) {
+      auto* r = static_cast<Result*>(user);
+      if (status == STATUS_SUCCESS) r->handle = d;
+      r->message = str(message);
+    };
+    device_info.userdata1 = &device;
+    api().wgpuAdapterRequestDevice(owned_adapter.get(), &desc, device_info);
+    api().wgpuInstanceProcessEvents(c->instance);
+    if (!device.handle) throw DeviceError(detail::cat("tinyt: WEBGPU: the adapter ", c->adapter, " gave no device: ", device.message));
+    c->device = static_cast<WGPUDevice>(device.handle);
+    c->queue = api().wgpuDeviceGetQueue(c->device);
+    c_ = std::move(c);
+    allocator_ = std::make_unique<WebGPUAllocator>(c_);
+    compiler_ = std::make_unique<WebGPUCompiler>(c_);
+    target_.language = Language::wgsl;
+    target_.gpu = true;
+    target_.max_local = 256;  // maxComputeInvocationsPerWorkgroup's default
+    target_.half = c_->f16;
+  }
+  ~WebGPUDevice() override {
+    allocator_.reset();  // its buffers before the device
+    if (!c_) return;
+    std::lock_guard lock(c_->mutex);
+    c_->wait();
+  }
+
+  const std::string& name() const override { return c_->name; }
+  Allocator& allocator() override { return *allocator_; }
+  Compiler& compiler() override { return *compiler_; }
+  Target target() const override { return target_; }
+  std::unique_ptr<Program> load(const std::string& binary, const std::string& name) override {
+    return std::make_unique<WebGPUProgram>(c_, binary, name);
+  }
+  void synchronize() override {
+    std::lock_guard lock(c_->mutex);
+    c_->wait();
+  }
+
+ private:
+  std::shared_ptr<webgpu_c::Context> c_;
+  Target target_;
+  std::unique_ptr<WebGPUAllocator> allocator_;
+  std::unique_ptr<WebGPUCompiler> compiler_;
+};
+
+/// The WebGPU device WEBGPU (index 0), for register_device("WEBGPU", open_webgpu).
+inline std::unique_ptr<Device> open_webgpu(int index) { return std::make_unique<WebGPUDevice>(index); }
+
+}  // namespace backend
+}  // namespace tinyt::inline v0
+
+#undef TINYT_WEBGPU_API
+// ---- end tinyt/backend/webgpu.hpp ----
 
 namespace tinyt::inline v0 {
 namespace backend {
@@ -9417,7 +10094,7 @@ namespace backend {
 inline Device& device(const std::string& name) {
   static const bool builtin = register_device("CPU", open_cpu) && register_device("CL", open_opencl) &&
                               register_device("CUDA", open_cuda) &&
-                              register_device("EMU", open_emu);
+                              register_device("EMU", open_emu) && register_device("WEBGPU", open_webgpu);
   (void)builtin;
   // the device this thread asked for last, without parsing or locking: devices live for the
   // process ("" is the default device, which a Context may change: never remembered)
@@ -12489,6 +13166,30 @@ class CStyleRenderer {
   }
   /// The language's name, for messages.
   virtual const char* language() const { return "C"; }
+  /// The statement naming value `expr` of type `type` as `name`.
+  virtual std::string declare(const std::string& type, const std::string& name, const std::string& expr) const {
+    return type + " " + name + " = " + expr + ";";
+  }
+  /// The statement naming symbolic variable `name` of type `type`, read as `read`.
+  virtual std::string declare_variable(const std::string& type, const std::string& name, const std::string& read) const {
+    return "const " + type + " " + name + " = (" + type + ")" + read + ";";
+  }
+  /// The declaration of an accumulator register (assigned later).
+  virtual std::string declare_register(const std::string& type, const std::string& name) const { return type + " " + name + ";"; }
+  /// The opening line of a loop of `name` (of `type`) from 0 while below `end`.
+  virtual std::string open_loop(const std::string& type, const std::string& name, const std::string& end) const {
+    return "for (" + type + " " + name + " = 0; " + name + " < " + end + "; " + name + "++) {";
+  }
+  /// `e` converted to `type`.
+  virtual std::string convert(const std::string& type, const std::string& e) const { return "((" + type + ")" + e + ")"; }
+  /// `t` where `c` holds, else `f`.
+  virtual std::string choose(const std::string& c, const std::string& t, const std::string& f) const {
+    return "(" + c + " ? " + t + " : " + f + ")";
+  }
+  /// Statement `stmt` (with its semicolon) run only where `cond` holds.
+  virtual std::string guarded(const std::string& cond, const std::string& stmt) const { return "if (" + cond + ") " + stmt; }
+  /// A bool literal.
+  virtual std::string bool_literal(bool v) const { return v ? "1" : "0"; }
   /// Whether a narrow float is held in a float register (converted at loads, stores, casts).
   virtual bool held_in_float(DType dt) const { return dt.scalar() == dtypes::bfloat16; }
   /// Whether a value of narrow float `dt` may be held as its 16 bits in memory's type, where that
@@ -12612,7 +13313,7 @@ class CStyleRenderer {
   std::string literal(const UOp& c, bool as_int32) const {
     const DType dt = c.dtype().scalar();
     if (dt.is_float()) return float_literal(c.const_float(), dt);
-    if (dt.is_bool()) return c.const_int() ? "1" : "0";
+    if (dt.is_bool()) return bool_literal(c.const_int() != 0);
     const i128 v = c.const_int();
     const std::string wide = int64_suffix();
     if (dt.is_index() && as_int32) return detail::cat(static_cast<long long>(v));
@@ -12664,7 +13365,7 @@ class CStyleRenderer {
   int counter_ = 0;
 
   std::string type_of(const UOp& u) const {
-    if (u.dtype().is_index()) return detail::fits_int32(u) ? "int" : scalar_type(dtypes::int64);
+    if (u.dtype().is_index()) return scalar_type(detail::fits_int32(u) ? dtypes::int32 : dtypes::int64);
     return scalar_type(u.dtype());
   }
   const std::string& ref(const UOp& u) { return name_.at(u.get()); }
@@ -12679,13 +13380,13 @@ class CStyleRenderer {
       return;
     }
     const std::string n = prefix + std::to_string(counter_++);
-    out(type_of(u) + " " + n + " = " + expr + ";");
+    out(declare(type_of(u), n, expr));
     name_[u.get()] = n;
   }
   // an operand, cast to the type the op computes in when index math widens
   std::string operand(const UOp& s, const UOp& user) {
     if (s.dtype().is_index() && user.dtype().is_index() && type_of(user) != type_of(s))
-      return "((" + scalar_type(dtypes::int64) + ")" + ref(s) + ")";
+      return convert(scalar_type(dtypes::int64), ref(s));
     return ref(s);
   }
   // the launch dimension a work-item range runs along
@@ -12703,7 +13404,7 @@ class CStyleRenderer {
       case Ops::DEFINE_VAR: {
         const size_t k = variable_index(u);
         name_[u.get()] = variable_name(k);
-        if (std::string read = read_variable(k); !read.empty()) out("const " + type_of(u) + " " + name_[u.get()] + " = (" + type_of(u) + ")" + read + ";");
+        if (std::string read = read_variable(k); !read.empty()) out(declare_variable(type_of(u), name_[u.get()], read));
         return;
       }
       case Ops::CONST: name_[u.get()] = literal(u, u.dtype().is_index() && detail::fits_int32(u)); return;
@@ -12712,13 +13413,13 @@ class CStyleRenderer {
         const std::string t = type_of(u);
         name_[u.get()] = n;
         switch (codegen::range_kind(u)) {
-          case codegen::RangeKind::thread: out(t + " " + n + " = core_id;"); return;  // one thread runs each value
-          case codegen::RangeKind::global: out(t + " " + n + " = " + work_item(work_item_dim(u)) + ";"); return;
-          case codegen::RangeKind::group_id: out(t + " " + n + " = " + group_index(static_cast<int>(u.arg()[2].as_int())) + ";"); return;
-          case codegen::RangeKind::local_id: out(t + " " + n + " = " + local_index(static_cast<int>(u.arg()[2].as_int())) + ";"); return;
+          case codegen::RangeKind::thread: out(declare(t, n, "core_id")); return;  // one thread runs each value
+          case codegen::RangeKind::global: out(declare(t, n, work_item(work_item_dim(u)))); return;
+          case codegen::RangeKind::group_id: out(declare(t, n, group_index(static_cast<int>(u.arg()[2].as_int())))); return;
+          case codegen::RangeKind::local_id: out(declare(t, n, local_index(static_cast<int>(u.arg()[2].as_int())))); return;
           default: break;
         }
-        out("for (" + t + " " + n + " = 0; " + n + " < " + ref(s[0]) + "; " + n + "++) {");
+        out(open_loop(t, n, ref(s[0])));
         ++depth_;
         return;
       }
@@ -12729,7 +13430,7 @@ class CStyleRenderer {
         return;
       case Ops::DEFINE_REG: {
         const std::string n = "acc" + std::to_string(u.arg().as_int());
-        out(scalar_type(u.dtype().base()) + " " + n + ";");
+        out(declare_register(scalar_type(u.dtype().base()), n));
         name_[u.get()] = n;
         return;
       }
@@ -12737,7 +13438,7 @@ class CStyleRenderer {
         const std::string n = "temp" + std::to_string(u.arg().as_int());
         // its elements in their memory format, as a global buffer's: loads and stores convert
         // (a STAGE's copy of halves holds halves)
-        out(local_buffer(memory_type(u.dtype().base()), n, u.dtype().size()) + ";");
+        if (std::string declared = local_buffer(memory_type(u.dtype().base()), n, u.dtype().size()); !declared.empty()) out(declared + ";");
         name_[u.get()] = n;
         return;
       }
@@ -12818,7 +13519,7 @@ class CStyleRenderer {
           return;
         }
         std::string e = load_memory(u.dtype(), buf, i);
-        if (idx.src().size() > 2) e = "(" + ref(idx.src(2)) + " ? " + e + " : " + literal(UOp::const_(u.dtype(), 0), false) + ")";
+        if (idx.src().size() > 2) e = choose(ref(idx.src(2)), e, literal(UOp::const_(u.dtype(), 0), false));
         define(u, e, "val");
         return;
       }
@@ -12840,13 +13541,13 @@ class CStyleRenderer {
         } else {
           assign = ref(s[0]) + " = " + ref(s[1]) + ";";
         }
-        out(s[0].src().size() > 2 ? "if (" + ref(s[0].src(2)) + ") " + assign : assign);
+        out(s[0].src().size() > 2 ? guarded(ref(s[0].src(2)), assign) : assign);
         return;
       }
       default: break;
     }
     std::string e = expr(u);
-    if (computed_wider(u)) e = "((" + type_of(u) + ")" + e + ")";
+    if (computed_wider(u)) e = convert(type_of(u), e);
     define(u, e, "alu");
   }
 
@@ -12874,24 +13575,24 @@ class CStyleRenderer {
       if ((u.op() == Ops::IDIV || u.op() == Ops::MOD) && !(s[1].is_const() && s[1].const_int() > 0)) {
         // C traps on x/0 and INT_MIN/-1; a kernel must not crash the process. An unsigned divisor
         // is never -1: UINT_MAX == -1 would hold in C, and x / UINT_MAX is not -x.
-        if (dt.is_unsigned()) return "(" + a(1) + " == 0 ? 0 : " + a(0) + sym + a(1) + ")";
-        return "(" + a(1) + " == 0 ? 0 : (" + a(1) + " == -1 ? " + (u.op() == Ops::MOD ? std::string("0") : "-" + a(0)) + " : " + a(0) + " " + sym + " " + a(1) + "))";
+        if (dt.is_unsigned()) return choose(a(1) + " == 0", "0", a(0) + sym + a(1));
+        return choose(a(1) + " == 0", "0", choose(a(1) + " == -1", u.op() == Ops::MOD ? std::string("0") : "-" + a(0), a(0) + " " + sym + " " + a(1)));
       }
       return "(" + a(0) + sym + a(1) + ")";
     }
     switch (u.op()) {
       case Ops::NEG: return "(-" + a(0) + ")";
       case Ops::MAX:
-        if (is_float) return "((" + a(0) + " != " + a(0) + " || " + a(0) + " > " + a(1) + ") ? " + a(0) + " : " + a(1) + ")";
-        return "(" + a(0) + " > " + a(1) + " ? " + a(0) + " : " + a(1) + ")";
-      case Ops::WHERE: return "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")";
+        if (is_float) return choose("(" + a(0) + " != " + a(0) + " || " + a(0) + " > " + a(1) + ")", a(0), a(1));
+        return choose(a(0) + " > " + a(1), a(0), a(1));
+      case Ops::WHERE: return choose(a(0), a(1), a(2));
       case Ops::RECIPROCAL: return "(" + float_literal(1.0, dt) + " / " + a(0) + ")";
       case Ops::MULACC: return math_function("fma", dt) + "(" + a(0) + ", " + a(1) + ", " + a(2) + ")";
       case Ops::SHFL_XOR: return shuffle_xor(a(0), u.arg().as_int());
       case Ops::CAST:
         if (dt.is_bool()) return "(" + a(0) + " != 0)";
         if (held_in_float(dt) && s[0].dtype().scalar() != dt) return round_narrow(dt, a(0));
-        return "((" + type_of(u) + ")" + a(0) + ")";
+        return convert(type_of(u), a(0));
       case Ops::BITCAST: {
         // narrow floats held in floats are bitcast through their 16 bits
         const DType from_dt = s[0].dtype().scalar();
@@ -15420,6 +16121,95 @@ inline std::string render_llvm(const codegen::Program& p) { return LLVMRenderer(
 }  // namespace renderer
 }  // namespace tinyt::inline v0
 // ---- end tinyt/renderer/llvmir.hpp ----
+// ---- tinyt/renderer/wgsl.hpp ----
+// WGSL, for WebGPU: a dialect of the C-style renderer. What differs from C is spelled by its
+// hooks: typed `let` and `var` declarations, conversions as constructors (`f32(x)`), `select`
+// for the conditional operator, braces around guarded statements, buffers as bindings at module
+// scope (backend/webgpu.hpp's order: storage buffers, then the variables' uniform array) and work-
+// group memory there too, the work-item's index from the entry point's builtins.
+//
+// WGSL has no 64-bit types: a kernel whose index math does not fit 32 bits, or that touches
+// float64 or int64, is a CompileError naming what. (So far also the types WebGPU cannot keep in
+// a buffer as they are, narrower than 32 bits: bool, int8/16, float16 and bfloat16.)
+
+
+namespace tinyt::inline v0 {
+namespace renderer {
+
+class WGSLRenderer : public CStyleRenderer {
+ protected:
+  const char* language() const override { return "WGSL"; }
+  std::string scalar_type(DType dt) const override {
+    switch (dt.scalar_type()) {
+      case ScalarType::bool_: return "bool";
+      case ScalarType::int32: return "i32";
+      case ScalarType::uint32: return "u32";
+      case ScalarType::float32: return "f32";
+      case ScalarType::index: throw CompileError("WGSL renderer: index math past 32 bits (WGSL has no 64-bit integers)");
+      default: throw CompileError(detail::cat("WGSL renderer: WebGPU has no ", dt.name()));
+    }
+  }
+  std::string memory_type(DType dt) const override {
+    if (dt.scalar().itemsize() != 4) throw CompileError(detail::cat("WGSL renderer: a buffer of ", dt.name(), " (WebGPU keeps 32-bit words)"));
+    return scalar_type(dt);
+  }
+  bool held_in_float(DType) const override { return false; }
+  bool bits_in_register(DType) const override { return false; }
+  std::string bool_literal(bool v) const override { return v ? "true" : "false"; }
+  std::string declare(const std::string& type, const std::string& name, const std::string& expr) const override {
+    return "let " + name + ": " + type + " = " + expr + ";";
+  }
+  std::string declare_variable(const std::string& type, const std::string& name, const std::string& read) const override {
+    return declare(type, name, convert(type, read));
+  }
+  std::string declare_register(const std::string& type, const std::string& name) const override { return "var " + name + ": " + type + ";"; }
+  std::string open_loop(const std::string& type, const std::string& name, const std::string& end) const override {
+    return "for (var " + name + ": " + type + " = 0; " + name + " < " + end + "; " + name + "++) {";
+  }
+  std::string convert(const std::string& type, const std::string& e) const override { return type + "(" + e + ")"; }
+  std::string choose(const std::string& c, const std::string& t, const std::string& f) const override {
+    return "select(" + f + ", " + t + ", " + c + ")";
+  }
+  std::string guarded(const std::string& cond, const std::string& stmt) const override { return "if (" + cond + ") { " + stmt + " }"; }
+  std::string preamble(const SourceFeatures& f) const override {
+    if (f.float64) throw CompileError("WGSL renderer: WebGPU has no float64");
+    return module_scope_;
+  }
+  void open_kernel(const codegen::Program& p) override {
+    std::string& m = module_scope_;
+    for (size_t i = 0; i < p.globals.size(); ++i)
+      m += detail::cat("@group(0) @binding(", i, ") var<storage, read_write> data", i, ": array<", memory_type(p.globals[i].base()), ">;\n");
+    if (!p.vars.empty()) m += detail::cat("@group(0) @binding(", p.globals.size(), ") var<uniform> vars: array<vec4<i32>, ", p.vars.size(), ">;\n");
+    body_ << "@compute @workgroup_size(" << p.local_size[0] << ", " << p.local_size[1] << ", " << p.local_size[2] << ")\nfn " << p.name
+          << "(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {\n";
+  }
+  std::string read_variable(size_t k) const override { return detail::cat("vars[", k, "].x"); }
+  std::string work_item(int dim) const override { return detail::cat("i32(gid.", "xyz"[dim], ")"); }
+  std::string group_index(int dim) const override { return detail::cat("i32(wid.", "xyz"[dim], ")"); }
+  std::string local_index(int dim) const override { return detail::cat("i32(lid.", "xyz"[dim], ")"); }
+  // (work-group memory is declared at module scope: nothing in the function)
+  std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const override {
+    module_scope_ += detail::cat("var<workgroup> ", name, ": array<", type, ", ", size, ">;\n");
+    return "";
+  }
+  std::string barrier() const override { return "workgroupBarrier()"; }
+  std::string bitcast(const std::string&, const std::string& to, const std::string& v) const override { return "bitcast<" + to + ">(" + v + ")"; }
+  std::string math_function(const std::string& name, DType) const override { return name; }  // overloaded
+  // no literals for them: made from their bits
+  std::string special_float(double v, DType) const override {
+    return std::isnan(v) ? "bitcast<f32>(0x7fc00000u)" : v > 0 ? "bitcast<f32>(0x7f800000u)" : "bitcast<f32>(0xff800000u)";
+  }
+
+ private:
+  mutable std::string module_scope_;  // bindings and work-group memory, before the entry point
+};
+
+/// A linearized program as a WGSL compute shader whose entry point is the program's name.
+inline std::string render_wgsl(const codegen::Program& p) { return WGSLRenderer().render(p); }
+
+}  // namespace renderer
+}  // namespace tinyt::inline v0
+// ---- end tinyt/renderer/wgsl.hpp ----
 // ---- tinyt/schedule/cache.hpp ----
 // The schedule cache: a step seen before (the same ops on the same shapes, new data) is not
 // scheduled again. Its pending graph, with each buffer replaced by a numbered placeholder, is
@@ -16105,7 +16895,7 @@ struct Record {
   std::string source;
 };
 
-inline constexpr const char* languages[] = {"c", "llvm_ir", "opencl", "cuda", "listing"};  // by backend::Language
+inline constexpr const char* languages[] = {"c", "llvm_ir", "opencl", "cuda", "listing", "wgsl"};  // by backend::Language
 
 /// A record as text: a header, the AST, then the source.
 inline std::string record_text(const Record& r) {
@@ -16556,6 +17346,7 @@ inline std::string render(const codegen::Program& p, const backend::Target& targ
     case backend::Language::opencl: return renderer::render_opencl(p);
     case backend::Language::cuda: return renderer::render_cuda(p, target.max_local);
     case backend::Language::listing: return renderer::render_listing(p);
+    case backend::Language::wgsl: return renderer::render_wgsl(p);
   }
   throw InternalError("render: unknown language");
 }
@@ -16574,7 +17365,10 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
   // (a CPU's loops, split where their masks hold, vectorize there)
   UOp expanded = codegen::expand_registers(target.gpu ? optimized : codegen::split_masked_loops(optimized), target.stream_bytes);
   if (recording) viz::snapshot("expand_registers", optimized, expanded);
-  if (transcendental)  // (simplified again only where a decomposition changed something)
+  // (Not in WGSL, which takes the device's exp2, log2 and sin, as tinygrad's WebGPU renderer does:
+  // its compilers may reassociate float math, undoing the decompositions' rounding steps, and sin
+  // reduces its argument in float64, which WebGPU lacks.)
+  if (transcendental && target.language != backend::Language::wgsl)  // (simplified again only where a decomposition changed something)
     if (UOp decomposed = graph_rewrite(expanded, codegen::transcendental_rules()); decomposed != expanded)
       expanded = graph_rewrite(decomposed, codegen::kernel_rules());
   expanded = graph_rewrite(expanded, codegen::division_rules());  // for every renderer: x/0 is 0

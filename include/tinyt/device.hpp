@@ -14,12 +14,12 @@
 
 namespace tinyt::inline v0 {
 
-/// Device names and the default device. A name is a kind ("CPU", "CL", "CUDA", "EMU"), optionally with
+/// Device names and the default device. A name is a kind ("CPU", "CL", "CUDA", "EMU", "WEBGPU"), optionally with
 /// an index ("CL:1"); index 0 is the kind alone.
 struct Device {
   /// The device kinds tinyt knows, whether or not they can run here.
   static const std::vector<std::string>& known() {
-    static const std::vector<std::string> names{"CPU", "CL", "CUDA", "EMU"};
+    static const std::vector<std::string> names{"CPU", "CL", "CUDA", "EMU", "WEBGPU"};
     return names;
   }
   /// The device new tensors go to: $DEV when the program started ("CPU" if unset); assignable.
@@ -79,7 +79,7 @@ struct Device {
     std::string kind = s, index;
     if (const size_t colon = s.find(':'); colon != std::string::npos) kind = s.substr(0, colon), index = s.substr(colon + 1);
     if (std::find(known().begin(), known().end(), kind) == known().end())
-      throw DeviceError(detail::cat("unknown device '", name, "'; tinyt knows CPU, CL, CUDA and EMU (with an index: CL:1)"));
+      throw DeviceError(detail::cat("unknown device '", name, "'; tinyt knows CPU, CL, CUDA, EMU and WEBGPU (with an index: CL:1)"));
     if (s.find(':') != std::string::npos &&
         (index.empty() || index.size() > 4 || !std::all_of(index.begin(), index.end(), [](unsigned char c) { return std::isdigit(c); })))
       throw DeviceError(detail::cat("device '", name, "': the index after ':' must be a number"));

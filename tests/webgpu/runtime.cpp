@@ -1,13 +1,15 @@
-// The WebGPU runtime (backend/webgpu.hpp) on wgpu-native and Mesa's lavapipe: memory, WGSL
-// compiled and its errors, kernels dispatched with buffers and variables, misuse as errors.
-// (Hand-written WGSL: the renderer that writes it for tinyt's kernels comes next.)
+// WebGPU (backend/webgpu.hpp, renderer/wgsl.hpp) on wgpu-native and Mesa's lavapipe: the
+// runtime with hand-written WGSL (memory, compiling and its errors, dispatches with buffers and
+// variables, misuse as errors), then tinyt's own kernels rendered to WGSL against the CPU's.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <string>
 #include <vector>
 
+#include <tinyt.hpp>
 #include <tinyt/backend/webgpu.hpp>
 
 using namespace tinyt;
@@ -95,4 +97,45 @@ TEST_CASE("webgpu runtime: WGSL that does not compile is a CompileError quoting 
 
 TEST_CASE("webgpu runtime: a device other than WEBGPU (index 0) is a DeviceError") {
   CHECK_THROWS_AS(backend::WebGPUDevice(1), DeviceError);
+}
+
+namespace {
+// the largest difference between `t` computed on WEBGPU and on the CPU, relative to 1 + |CPU's|
+double worst_difference(const Tensor& on_webgpu, const Tensor& on_cpu) {
+  const std::vector<float> got = on_webgpu.to_vector<float>(), want = on_cpu.to_vector<float>();
+  REQUIRE(got.size() == want.size());
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double d = std::isnan(want[i]) ? (std::isnan(got[i]) ? 0.0 : INFINITY) : std::fabs(got[i] - want[i]) / (1 + std::fabs(want[i]));
+    worst = std::max(worst, d);
+  }
+  return worst;
+}
+}  // namespace
+
+TEST_CASE("webgpu: elementwise math, reductions, matmul and a padded conv rendered to WGSL compute what the CPU computes") {
+  const Tensor a = Tensor::randn({37, 45}).realize(), b = Tensor::randn({37, 45}).realize();
+  const Tensor w = Tensor::randn({45, 20}).realize();
+  const Tensor x = Tensor::randn({2, 3, 9, 11}).realize(), k = Tensor::randn({4, 3, 3, 3}).realize();
+  const Tensor ga = a.to("WEBGPU"), gb = b.to("WEBGPU"), gw = w.to("WEBGPU"), gx = x.to("WEBGPU"), gk = k.to("WEBGPU");
+  CHECK(ga.device() == "WEBGPU");
+  const auto both = [&](const std::string& what, auto f) {
+    INFO(what);
+    const Tensor g = f(ga, gb, gw, gx, gk), c = f(a, b, w, x, k);
+    CHECK(g.device() == "WEBGPU");
+    CHECK(worst_difference(g, c) <= 1e-5);
+  };
+  both("a * b + 1", [](const Tensor& p, const Tensor& q, auto&&...) { return p * q + 1; });
+  both("exp2, log2 of |a|, sqrt, sin", [](const Tensor& p, const Tensor& q, auto&&...) { return p.exp2() + (p.abs() + 1).log2() * (q.abs()).sqrt() - p.sin(); });
+  both("relu, maximum with NaN-free operands, where", [](const Tensor& p, const Tensor& q, auto&&...) { return p.relu() + p.maximum(q) + (p > q).where(p, q * 2); });
+  both("a row sum and a column max", [](const Tensor& p, const Tensor& q, auto&&...) { return p.sum(1, true) + (p * q).max(0, true); });
+  both("softmax", [](const Tensor& p, auto&&...) { return p.softmax(1); });
+  both("matmul", [](const Tensor& p, const Tensor&, const Tensor& r, auto&&...) { return p.matmul(r); });
+  both("conv2d padded", [](const Tensor&, const Tensor&, const Tensor&, const Tensor& s, const Tensor& t) { return s.conv2d(t, {}, 1, 1, 1, 1); });
+  both("transpose, pad, flip", [](const Tensor& p, auto&&...) { return p.permute({1, 0}).pad({{1, 2}, {0, 3}}).flip(0) * 3; });
+}
+
+TEST_CASE("webgpu: a kernel WGSL cannot express is a CompileError naming what") {
+  const Tensor d = Tensor::ones({4}, dtypes::float64).to("WEBGPU");
+  CHECK_THROWS_AS((d * 2).realize(), CompileError);
 }

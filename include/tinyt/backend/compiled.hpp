@@ -29,7 +29,7 @@ namespace backend {
 
 /// The source a device's compiler takes (`listing`: the linearized program itself, as text, for
 /// the emulated GPU: renderer/listing.hpp).
-enum class Language { c, llvm_ir, opencl, cuda, listing };
+enum class Language { c, llvm_ir, opencl, cuda, listing, wgsl };
 
 /// A launch's work: global[d] work-items in all along dimension d, in groups of local[d].
 /// (Both are counts of work-items, as OpenCL's global/local work sizes; CUDA's grid is global/local.)

@@ -1,4 +1,4 @@
-// The devices tinyt builds in (CPU, CL, CUDA, EMU), registered by kind, and the one lookup from a
+// The devices tinyt builds in (CPU, CL, CUDA, EMU, WEBGPU), registered by kind, and the one lookup from a
 // device name to its parts. A program may register more kinds with register_device.
 #pragma once
 
@@ -8,6 +8,7 @@
 #include "cuda.hpp"
 #include "emu.hpp"
 #include "opencl.hpp"
+#include "webgpu.hpp"
 
 namespace tinyt::inline v0 {
 namespace backend {
@@ -16,7 +17,7 @@ namespace backend {
 inline Device& device(const std::string& name) {
   static const bool builtin = register_device("CPU", open_cpu) && register_device("CL", open_opencl) &&
                               register_device("CUDA", open_cuda) &&
-                              register_device("EMU", open_emu);
+                              register_device("EMU", open_emu) && register_device("WEBGPU", open_webgpu);
   (void)builtin;
   // the device this thread asked for last, without parsing or locking: devices live for the
   // process ("" is the default device, which a Context may change: never remembered)

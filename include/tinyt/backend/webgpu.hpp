@@ -10,9 +10,6 @@
 // i-th in element i's x (a uniform array's elements are 16 bytes apart). A buffer is bound once
 // per dispatch: WebGPU refuses one buffer bound twice where either binding writes it.
 // (In wgpu-native 29 wgpuInstanceWaitAny is not implemented: waits are wgpuDevicePoll.)
-//
-// The runtime only, so far (issue 34): WEBGPU becomes a device kind of the engine's (DEV=WEBGPU)
-// with the WGSL renderer that writes its kernels.
 #pragma once
 
 #include <dlfcn.h>
@@ -654,6 +651,7 @@ class WebGPUDevice final : public Device {
     c_ = std::move(c);
     allocator_ = std::make_unique<WebGPUAllocator>(c_);
     compiler_ = std::make_unique<WebGPUCompiler>(c_);
+    target_.language = Language::wgsl;
     target_.gpu = true;
     target_.max_local = 256;  // maxComputeInvocationsPerWorkgroup's default
     target_.half = c_->f16;
@@ -683,6 +681,9 @@ class WebGPUDevice final : public Device {
   std::unique_ptr<WebGPUAllocator> allocator_;
   std::unique_ptr<WebGPUCompiler> compiler_;
 };
+
+/// The WebGPU device WEBGPU (index 0), for register_device("WEBGPU", open_webgpu).
+inline std::unique_ptr<Device> open_webgpu(int index) { return std::make_unique<WebGPUDevice>(index); }
 
 }  // namespace backend
 }  // namespace tinyt::inline v0

@@ -29,6 +29,7 @@
 #include "../renderer/cstyle.hpp"
 #include "../renderer/listing.hpp"
 #include "../renderer/llvmir.hpp"
+#include "../renderer/wgsl.hpp"
 #include "../schedule/cache.hpp"
 #include "../support.hpp"
 #include "estimates.hpp"
@@ -95,6 +96,7 @@ inline std::string render(const codegen::Program& p, const backend::Target& targ
     case backend::Language::opencl: return renderer::render_opencl(p);
     case backend::Language::cuda: return renderer::render_cuda(p, target.max_local);
     case backend::Language::listing: return renderer::render_listing(p);
+    case backend::Language::wgsl: return renderer::render_wgsl(p);
   }
   throw InternalError("render: unknown language");
 }
@@ -113,7 +115,10 @@ inline codegen::Program lower_kernel(const UOp& ast, std::vector<codegen::Opt> o
   // (a CPU's loops, split where their masks hold, vectorize there)
   UOp expanded = codegen::expand_registers(target.gpu ? optimized : codegen::split_masked_loops(optimized), target.stream_bytes);
   if (recording) viz::snapshot("expand_registers", optimized, expanded);
-  if (transcendental)  // (simplified again only where a decomposition changed something)
+  // (Not in WGSL, which takes the device's exp2, log2 and sin, as tinygrad's WebGPU renderer does:
+  // its compilers may reassociate float math, undoing the decompositions' rounding steps, and sin
+  // reduces its argument in float64, which WebGPU lacks.)
+  if (transcendental && target.language != backend::Language::wgsl)  // (simplified again only where a decomposition changed something)
     if (UOp decomposed = graph_rewrite(expanded, codegen::transcendental_rules()); decomposed != expanded)
       expanded = graph_rewrite(decomposed, codegen::kernel_rules());
   expanded = graph_rewrite(expanded, codegen::division_rules());  // for every renderer: x/0 is 0

@@ -238,7 +238,7 @@ struct Record {
   std::string source;
 };
 
-inline constexpr const char* languages[] = {"c", "llvm_ir", "opencl", "cuda", "listing"};  // by backend::Language
+inline constexpr const char* languages[] = {"c", "llvm_ir", "opencl", "cuda", "listing", "wgsl"};  // by backend::Language
 
 /// A record as text: a header, the AST, then the source.
 inline std::string record_text(const Record& r) {

@@ -165,6 +165,30 @@ class CStyleRenderer {
   }
   /// The language's name, for messages.
   virtual const char* language() const { return "C"; }
+  /// The statement naming value `expr` of type `type` as `name`.
+  virtual std::string declare(const std::string& type, const std::string& name, const std::string& expr) const {
+    return type + " " + name + " = " + expr + ";";
+  }
+  /// The statement naming symbolic variable `name` of type `type`, read as `read`.
+  virtual std::string declare_variable(const std::string& type, const std::string& name, const std::string& read) const {
+    return "const " + type + " " + name + " = (" + type + ")" + read + ";";
+  }
+  /// The declaration of an accumulator register (assigned later).
+  virtual std::string declare_register(const std::string& type, const std::string& name) const { return type + " " + name + ";"; }
+  /// The opening line of a loop of `name` (of `type`) from 0 while below `end`.
+  virtual std::string open_loop(const std::string& type, const std::string& name, const std::string& end) const {
+    return "for (" + type + " " + name + " = 0; " + name + " < " + end + "; " + name + "++) {";
+  }
+  /// `e` converted to `type`.
+  virtual std::string convert(const std::string& type, const std::string& e) const { return "((" + type + ")" + e + ")"; }
+  /// `t` where `c` holds, else `f`.
+  virtual std::string choose(const std::string& c, const std::string& t, const std::string& f) const {
+    return "(" + c + " ? " + t + " : " + f + ")";
+  }
+  /// Statement `stmt` (with its semicolon) run only where `cond` holds.
+  virtual std::string guarded(const std::string& cond, const std::string& stmt) const { return "if (" + cond + ") " + stmt; }
+  /// A bool literal.
+  virtual std::string bool_literal(bool v) const { return v ? "1" : "0"; }
   /// Whether a narrow float is held in a float register (converted at loads, stores, casts).
   virtual bool held_in_float(DType dt) const { return dt.scalar() == dtypes::bfloat16; }
   /// Whether a value of narrow float `dt` may be held as its 16 bits in memory's type, where that
@@ -288,7 +312,7 @@ class CStyleRenderer {
   std::string literal(const UOp& c, bool as_int32) const {
     const DType dt = c.dtype().scalar();
     if (dt.is_float()) return float_literal(c.const_float(), dt);
-    if (dt.is_bool()) return c.const_int() ? "1" : "0";
+    if (dt.is_bool()) return bool_literal(c.const_int() != 0);
     const i128 v = c.const_int();
     const std::string wide = int64_suffix();
     if (dt.is_index() && as_int32) return detail::cat(static_cast<long long>(v));
@@ -340,7 +364,7 @@ class CStyleRenderer {
   int counter_ = 0;
 
   std::string type_of(const UOp& u) const {
-    if (u.dtype().is_index()) return detail::fits_int32(u) ? "int" : scalar_type(dtypes::int64);
+    if (u.dtype().is_index()) return scalar_type(detail::fits_int32(u) ? dtypes::int32 : dtypes::int64);
     return scalar_type(u.dtype());
   }
   const std::string& ref(const UOp& u) { return name_.at(u.get()); }
@@ -355,13 +379,13 @@ class CStyleRenderer {
       return;
     }
     const std::string n = prefix + std::to_string(counter_++);
-    out(type_of(u) + " " + n + " = " + expr + ";");
+    out(declare(type_of(u), n, expr));
     name_[u.get()] = n;
   }
   // an operand, cast to the type the op computes in when index math widens
   std::string operand(const UOp& s, const UOp& user) {
     if (s.dtype().is_index() && user.dtype().is_index() && type_of(user) != type_of(s))
-      return "((" + scalar_type(dtypes::int64) + ")" + ref(s) + ")";
+      return convert(scalar_type(dtypes::int64), ref(s));
     return ref(s);
   }
   // the launch dimension a work-item range runs along
@@ -379,7 +403,7 @@ class CStyleRenderer {
       case Ops::DEFINE_VAR: {
         const size_t k = variable_index(u);
         name_[u.get()] = variable_name(k);
-        if (std::string read = read_variable(k); !read.empty()) out("const " + type_of(u) + " " + name_[u.get()] + " = (" + type_of(u) + ")" + read + ";");
+        if (std::string read = read_variable(k); !read.empty()) out(declare_variable(type_of(u), name_[u.get()], read));
         return;
       }
       case Ops::CONST: name_[u.get()] = literal(u, u.dtype().is_index() && detail::fits_int32(u)); return;
@@ -388,13 +412,13 @@ class CStyleRenderer {
         const std::string t = type_of(u);
         name_[u.get()] = n;
         switch (codegen::range_kind(u)) {
-          case codegen::RangeKind::thread: out(t + " " + n + " = core_id;"); return;  // one thread runs each value
-          case codegen::RangeKind::global: out(t + " " + n + " = " + work_item(work_item_dim(u)) + ";"); return;
-          case codegen::RangeKind::group_id: out(t + " " + n + " = " + group_index(static_cast<int>(u.arg()[2].as_int())) + ";"); return;
-          case codegen::RangeKind::local_id: out(t + " " + n + " = " + local_index(static_cast<int>(u.arg()[2].as_int())) + ";"); return;
+          case codegen::RangeKind::thread: out(declare(t, n, "core_id")); return;  // one thread runs each value
+          case codegen::RangeKind::global: out(declare(t, n, work_item(work_item_dim(u)))); return;
+          case codegen::RangeKind::group_id: out(declare(t, n, group_index(static_cast<int>(u.arg()[2].as_int())))); return;
+          case codegen::RangeKind::local_id: out(declare(t, n, local_index(static_cast<int>(u.arg()[2].as_int())))); return;
           default: break;
         }
-        out("for (" + t + " " + n + " = 0; " + n + " < " + ref(s[0]) + "; " + n + "++) {");
+        out(open_loop(t, n, ref(s[0])));
         ++depth_;
         return;
       }
@@ -405,7 +429,7 @@ class CStyleRenderer {
         return;
       case Ops::DEFINE_REG: {
         const std::string n = "acc" + std::to_string(u.arg().as_int());
-        out(scalar_type(u.dtype().base()) + " " + n + ";");
+        out(declare_register(scalar_type(u.dtype().base()), n));
         name_[u.get()] = n;
         return;
       }
@@ -413,7 +437,7 @@ class CStyleRenderer {
         const std::string n = "temp" + std::to_string(u.arg().as_int());
         // its elements in their memory format, as a global buffer's: loads and stores convert
         // (a STAGE's copy of halves holds halves)
-        out(local_buffer(memory_type(u.dtype().base()), n, u.dtype().size()) + ";");
+        if (std::string declared = local_buffer(memory_type(u.dtype().base()), n, u.dtype().size()); !declared.empty()) out(declared + ";");
         name_[u.get()] = n;
         return;
       }
@@ -494,7 +518,7 @@ class CStyleRenderer {
           return;
         }
         std::string e = load_memory(u.dtype(), buf, i);
-        if (idx.src().size() > 2) e = "(" + ref(idx.src(2)) + " ? " + e + " : " + literal(UOp::const_(u.dtype(), 0), false) + ")";
+        if (idx.src().size() > 2) e = choose(ref(idx.src(2)), e, literal(UOp::const_(u.dtype(), 0), false));
         define(u, e, "val");
         return;
       }
@@ -516,13 +540,13 @@ class CStyleRenderer {
         } else {
           assign = ref(s[0]) + " = " + ref(s[1]) + ";";
         }
-        out(s[0].src().size() > 2 ? "if (" + ref(s[0].src(2)) + ") " + assign : assign);
+        out(s[0].src().size() > 2 ? guarded(ref(s[0].src(2)), assign) : assign);
         return;
       }
       default: break;
     }
     std::string e = expr(u);
-    if (computed_wider(u)) e = "((" + type_of(u) + ")" + e + ")";
+    if (computed_wider(u)) e = convert(type_of(u), e);
     define(u, e, "alu");
   }
 
@@ -550,24 +574,24 @@ class CStyleRenderer {
       if ((u.op() == Ops::IDIV || u.op() == Ops::MOD) && !(s[1].is_const() && s[1].const_int() > 0)) {
         // C traps on x/0 and INT_MIN/-1; a kernel must not crash the process. An unsigned divisor
         // is never -1: UINT_MAX == -1 would hold in C, and x / UINT_MAX is not -x.
-        if (dt.is_unsigned()) return "(" + a(1) + " == 0 ? 0 : " + a(0) + sym + a(1) + ")";
-        return "(" + a(1) + " == 0 ? 0 : (" + a(1) + " == -1 ? " + (u.op() == Ops::MOD ? std::string("0") : "-" + a(0)) + " : " + a(0) + " " + sym + " " + a(1) + "))";
+        if (dt.is_unsigned()) return choose(a(1) + " == 0", "0", a(0) + sym + a(1));
+        return choose(a(1) + " == 0", "0", choose(a(1) + " == -1", u.op() == Ops::MOD ? std::string("0") : "-" + a(0), a(0) + " " + sym + " " + a(1)));
       }
       return "(" + a(0) + sym + a(1) + ")";
     }
     switch (u.op()) {
       case Ops::NEG: return "(-" + a(0) + ")";
       case Ops::MAX:
-        if (is_float) return "((" + a(0) + " != " + a(0) + " || " + a(0) + " > " + a(1) + ") ? " + a(0) + " : " + a(1) + ")";
-        return "(" + a(0) + " > " + a(1) + " ? " + a(0) + " : " + a(1) + ")";
-      case Ops::WHERE: return "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")";
+        if (is_float) return choose("(" + a(0) + " != " + a(0) + " || " + a(0) + " > " + a(1) + ")", a(0), a(1));
+        return choose(a(0) + " > " + a(1), a(0), a(1));
+      case Ops::WHERE: return choose(a(0), a(1), a(2));
       case Ops::RECIPROCAL: return "(" + float_literal(1.0, dt) + " / " + a(0) + ")";
       case Ops::MULACC: return math_function("fma", dt) + "(" + a(0) + ", " + a(1) + ", " + a(2) + ")";
       case Ops::SHFL_XOR: return shuffle_xor(a(0), u.arg().as_int());
       case Ops::CAST:
         if (dt.is_bool()) return "(" + a(0) + " != 0)";
         if (held_in_float(dt) && s[0].dtype().scalar() != dt) return round_narrow(dt, a(0));
-        return "((" + type_of(u) + ")" + a(0) + ")";
+        return convert(type_of(u), a(0));
       case Ops::BITCAST: {
         // narrow floats held in floats are bitcast through their 16 bits
         const DType from_dt = s[0].dtype().scalar();
