@@ -9694,6 +9694,25 @@ inline const Api& api() {
 /// An object released with its owner: `Owned<WGPUBuffer>{buffer, api().wgpuBufferRelease}`.
 template <class T> using Owned = std::unique_ptr<std::remove_pointer_t<T>, void (*)(T)>;
 
+/// What a request (an adapter's, a device's) gives its callback: the handle, null where it failed,
+/// and the message.
+template <class Handle> struct Requested {
+  Handle handle = nullptr;
+  std::string message;
+  /// The callback that fills this in when the instance processes its events.
+  CallbackInfo<void (*)(WGPUEnum, Handle, WGPUStringView, void*, void*)> callback() {
+    CallbackInfo<void (*)(WGPUEnum, Handle, WGPUStringView, void*, void*)> info;
+    info.mode = CALLBACK_MODE_ALLOW_PROCESS_EVENTS;
+    info.callback = [](WGPUEnum status, Handle h, WGPUStringView message, void* user, void*) {
+      auto* r = static_cast<Requested*>(user);
+      if (status == STATUS_SUCCESS) r->handle = h;
+      r->message = str(message);
+    };
+    info.userdata1 = this;
+    return info;
+  }
+};
+
 /// One device and its queue, shared by the device and what is made on it.
 struct Context {
   std::string name;  // "WEBGPU"
@@ -9998,24 +10017,13 @@ class WebGPUDevice final : public Device {
     c->name = "WEBGPU";
     c->instance = api().wgpuCreateInstance(nullptr);
     if (!c->instance) throw DeviceError("tinyt: WEBGPU: wgpuCreateInstance gave no instance");
-    struct Result {
-      void* handle = nullptr;
-      std::string message;
-    } adapter, device;
-    CallbackInfo<RequestAdapterCallback> adapter_info;
-    adapter_info.mode = CALLBACK_MODE_ALLOW_PROCESS_EVENTS;
-    adapter_info.callback = [](WGPUEnum status, WGPUAdapter a, WGPUStringView message, void* user, void*) {
-      auto* r = static_cast<Result*>(user);
-      if (status == STATUS_SUCCESS) r->handle = a;
-      r->message = str(message);
-    };
-    adapter_info.userdata1 = &adapter;
-    api().wgpuInstanceRequestAdapter(c->instance, nullptr, adapter_info);
+    Requested<WGPUAdapter> adapter;
+    api().wgpuInstanceRequestAdapter(c->instance, nullptr, adapter.callback());
     api().wgpuInstanceProcessEvents(c->instance);
     if (!adapter.handle)
       throw DeviceError(detail::cat("tinyt: WEBGPU: no adapter (", adapter.message.empty() ? "none offered" : adapter.message,
                                     "); on a machine without a GPU, Mesa's Vulkan driver (lavapipe, Debian's mesa-vulkan-drivers) is one"));
-    Owned<WGPUAdapter> owned_adapter{static_cast<WGPUAdapter>(adapter.handle), api().wgpuAdapterRelease};
+    Owned<WGPUAdapter> owned_adapter{adapter.handle, api().wgpuAdapterRelease};
     WGPUAdapterInfo info;
     if (api().wgpuAdapterGetInfo(owned_adapter.get(), &info) == STATUS_SUCCESS) {
       c->adapter = detail::cat(str(info.device), " | ", str(info.description));
@@ -10031,18 +10039,11 @@ class WebGPUDevice final : public Device {
       if (context->uncaptured.empty()) context->uncaptured = str(message);
     };
     desc.uncapturedErrorCallbackInfo.userdata1 = c.get();
-    CallbackInfo<RequestDeviceCallback> device_info;
-    device_info.mode = CALLBACK_MODE_ALLOW_PROCESS_EVENTS;
-    device_info.callback = [](WGPUEnum status, WGPUDevice d, WGPUStringView message, void* user, void*) {
-      auto* r = static_cast<Result*>(user);
-      if (status == STATUS_SUCCESS) r->handle = d;
-      r->message = str(message);
-    };
-    device_info.userdata1 = &device;
-    api().wgpuAdapterRequestDevice(owned_adapter.get(), &desc, device_info);
+    Requested<WGPUDevice> device;
+    api().wgpuAdapterRequestDevice(owned_adapter.get(), &desc, device.callback());
     api().wgpuInstanceProcessEvents(c->instance);
     if (!device.handle) throw DeviceError(detail::cat("tinyt: WEBGPU: the adapter ", c->adapter, " gave no device: ", device.message));
-    c->device = static_cast<WGPUDevice>(device.handle);
+    c->device = device.handle;
     c->queue = api().wgpuDeviceGetQueue(c->device);
     c_ = std::move(c);
     allocator_ = std::make_unique<WebGPUAllocator>(c_);
