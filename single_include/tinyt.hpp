@@ -9913,35 +9913,30 @@ class WebGPUProgram final : public Program {
       values.push_back(static_cast<int32_t>(v));
     }
     std::unique_lock lock(c_->mutex);
-    prepare(bufs.size(), !vars.empty());
+    prepare(bufs.size(), values.size());
     std::vector<WGPUBindGroupEntry> entries(bufs.size());
     for (size_t i = 0; i < bufs.size(); ++i) {
       entries[i].binding = static_cast<uint32_t>(i);
       entries[i].buffer = static_cast<WGPUBuffer>(bufs[i]);
       entries[i].size = std::numeric_limits<uint64_t>::max();  // WGPU_WHOLE_SIZE
     }
-    Owned<WGPUBuffer> uniforms{nullptr, api().wgpuBufferRelease};
     if (!values.empty()) {  // a uniform array's elements are 16 bytes apart: one int each, padded
+      // (written in queue order: the dispatches submitted before see their own values)
       std::vector<int32_t> padded(values.size() * 4, 0);
       for (size_t i = 0; i < values.size(); ++i) padded[i * 4] = values[i];
-      WGPUBufferDescriptor desc;
-      desc.usage = USAGE_UNIFORM | USAGE_COPY_DST;
-      desc.size = padded.size() * sizeof(int32_t);
-      uniforms.reset(api().wgpuDeviceCreateBuffer(c_->device, &desc));
-      api().wgpuQueueWriteBuffer(c_->queue, uniforms.get(), 0, padded.data(), desc.size);
+      api().wgpuQueueWriteBuffer(c_->queue, uniforms_.get(), 0, padded.data(), padded.size() * sizeof(int32_t));
       WGPUBindGroupEntry e;
       e.binding = static_cast<uint32_t>(bufs.size());
-      e.buffer = uniforms.get();
-      e.size = desc.size;
+      e.buffer = uniforms_.get();
+      e.size = padded.size() * sizeof(int32_t);
       entries.push_back(e);
     }
     WGPUBindGroupDescriptor group_desc;
     group_desc.layout = group_layout_.get();
     group_desc.entryCount = entries.size();
     group_desc.entries = entries.data();
-    Owned<WGPUBindGroup> group{c_->checked(detail::cat("kernel '", name_, "': its buffers"),
-                                           [&] { return api().wgpuDeviceCreateBindGroup(c_->device, &group_desc); }),
-                               api().wgpuBindGroupRelease};
+    // (no error scope: popping one waits for the device; an error is the uncaptured one below)
+    Owned<WGPUBindGroup> group{api().wgpuDeviceCreateBindGroup(c_->device, &group_desc), api().wgpuBindGroupRelease};
     const auto start = std::chrono::steady_clock::now();
     Owned<WGPUCommandEncoder> encoder{api().wgpuDeviceCreateCommandEncoder(c_->device, nullptr), api().wgpuCommandEncoderRelease};
     Owned<WGPUComputePassEncoder> pass{api().wgpuCommandEncoderBeginComputePass(encoder.get(), nullptr), api().wgpuComputePassEncoderRelease};
@@ -9961,14 +9956,14 @@ class WebGPUProgram final : public Program {
   }
 
  private:
-  // The layout and pipeline for `buffers` storage buffers and, when `variables`, the uniform
-  // array after them (under the context's mutex).
-  void prepare(size_t buffers, bool variables) {
+  // The layout and pipeline for `buffers` storage buffers and, when there are `variables`, the
+  // uniform array after them, and that array's buffer (under the context's mutex).
+  void prepare(size_t buffers, size_t variables) {
     using namespace webgpu_c;
     if (pipeline_) {
       if (buffers != buffers_ || variables != variables_)
-        throw DeviceError(detail::cat("tinyt: ", c_->name, ": kernel '", name_, "' launched with ", buffers, " buffers", variables ? " and variables" : "",
-                                      " after ", buffers_, variables_ ? " and variables" : ""));
+        throw DeviceError(detail::cat("tinyt: ", c_->name, ": kernel '", name_, "' launched with ", buffers, " buffers and ", variables,
+                                      " variables after ", buffers_, " and ", variables_));
       return;
     }
     std::vector<WGPUBindGroupLayoutEntry> entries(buffers + (variables ? 1 : 0));
@@ -9992,6 +9987,12 @@ class WebGPUProgram final : public Program {
     desc.compute.module = module_.get();
     desc.compute.entryPoint = view(name_);
     pipeline_.reset(c_->checked(what + ": its pipeline", [&] { return api().wgpuDeviceCreateComputePipeline(c_->device, &desc); }));
+    if (variables) {
+      WGPUBufferDescriptor uniform_desc;
+      uniform_desc.usage = USAGE_UNIFORM | USAGE_COPY_DST;
+      uniform_desc.size = variables * 4 * sizeof(int32_t);
+      uniforms_.reset(c_->checked(what + ": its variables", [&] { return api().wgpuDeviceCreateBuffer(c_->device, &uniform_desc); }));
+    }
     buffers_ = buffers, variables_ = variables;
   }
 
@@ -10001,8 +10002,8 @@ class WebGPUProgram final : public Program {
   webgpu_c::Owned<webgpu_c::WGPUBindGroupLayout> group_layout_{nullptr, webgpu_c::api().wgpuBindGroupLayoutRelease};
   webgpu_c::Owned<webgpu_c::WGPUPipelineLayout> pipeline_layout_{nullptr, webgpu_c::api().wgpuPipelineLayoutRelease};
   webgpu_c::Owned<webgpu_c::WGPUComputePipeline> pipeline_{nullptr, webgpu_c::api().wgpuComputePipelineRelease};
-  size_t buffers_ = 0;
-  bool variables_ = false;
+  webgpu_c::Owned<webgpu_c::WGPUBuffer> uniforms_{nullptr, webgpu_c::api().wgpuBufferRelease};  // the variables' array
+  size_t buffers_ = 0, variables_ = 0;
 };
 
 /// The WebGPU device: the first adapter wgpu-native offers, with the default limits (those a
@@ -13006,13 +13007,13 @@ inline Program linearize(const UOp& ast, std::string name) {
 }  // namespace tinyt::inline v0
 // ---- end tinyt/codegen/linearize.hpp ----
 // ---- tinyt/renderer/cstyle.hpp ----
-// The C-style renderer: a linearized kernel as source in C, OpenCL C or CUDA C++, one
-// statement per value that is used more than once (or must stay in order, or is a warp shuffle
-// that every lane must run), everything else inlined into its one use. The three languages share
-// everything here (statement forms, integer widening, NaN-propagating max, division that never
-// traps) and differ only in the dialect hooks at the bottom of CStyleRenderer: type names, the
-// kernel's signature, how a work-item finds its index, how narrow floats are read and written,
-// literal suffixes, math function names.
+// The C-style renderer: a linearized kernel as source in C (here), OpenCL C (opencl.hpp), CUDA
+// C++ (cuda.hpp) or WGSL (wgsl.hpp), one statement per value that is used more than once (or must
+// stay in order, or is a warp shuffle that every lane must run), everything else inlined into its
+// one use. The languages share everything here (statement forms, integer widening, NaN-propagating
+// max, division that never traps) and differ only in the dialect hooks of CStyleRenderer: type
+// names, declarations and conversions, the kernel's signature, how a work-item finds its index,
+// how narrow floats are read and written, literal suffixes, math function names.
 //
 // The C kernel is `void NAME(void** bufs, const long long* vars, int core_id, int core_count)`:
 // bufs are its buffers by DEFINE_GLOBAL index. An OpenCL or CUDA kernel takes its buffers as
@@ -13623,75 +13624,19 @@ class CRenderer : public CStyleRenderer {
   std::string barrier() const override { return ""; }
 };
 
-/// OpenCL C: buffers as `__global` kernel parameters, halves through vload_half/vstore_half.
-class OpenCLRenderer : public CStyleRenderer {
- protected:
-  const char* language() const override { return "OpenCL"; }
-  std::string scalar_type(DType dt) const override {
-    switch (dt.scalar_type()) {
-      case ScalarType::int8: return "char";
-      case ScalarType::uint8: return "uchar";
-      case ScalarType::uint16: return "ushort";
-      case ScalarType::uint32: return "uint";
-      case ScalarType::int64: return "long";
-      case ScalarType::uint64: return "ulong";
-      default: return CStyleRenderer::scalar_type(dt);
-    }
-  }
-  bool held_in_float(DType dt) const override { return dt.scalar() == dtypes::bfloat16 || dt.scalar() == dtypes::float16; }
-  std::string memory_type(DType dt) const override {
-    switch (dt.scalar_type()) {
-      case ScalarType::bool_: return "uchar";  // bool may not be in a kernel's buffer
-      case ScalarType::float16: return "half";  // a pointer to halves needs no cl_khr_fp16
-      case ScalarType::bfloat16: return "ushort";
-      default: return scalar_type(dt);
-    }
-  }
-  const char* int64_suffix() const override { return "L"; }
-  std::string preamble(const SourceFeatures& f) const override {
-    std::string s = "#pragma OPENCL FP_CONTRACT OFF\n";
-    if (f.float64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
-    s += "\n";
-    if (f.bfloat16) s += detail::bfloat16_helpers("", "as_uint", "as_float", "ushort", "uint");
-    if (f.float16)
-      s += "ushort tinyt_f32_to_f16(float f) { ushort h; vstore_half(f, 0, (__private half*)&h); return h; }\n"
-           "float tinyt_f16_to_f32(ushort h) { return vload_half(0, (__private const half*)&h); }\n"
-           "float tinyt_f16_round(float f) { return tinyt_f16_to_f32(tinyt_f32_to_f16(f)); }\n\n";
-    return s;
-  }
-  void open_kernel(const codegen::Program& p) override {
-    body_ << "__kernel void " << p.name << "(";
-    for (size_t i = 0; i < p.globals.size(); ++i)
-      body_ << (i ? ", " : "") << "__global " << memory_type(p.globals[i].base()) << "* restrict data" << i;
-    for (size_t k = 0; k < p.vars.size(); ++k) body_ << (k + p.globals.size() ? ", " : "") << "int " << variable_name(k);
-    body_ << ") {\n";
-  }
-  std::string read_variable(size_t) const override { return ""; }
-  std::string work_item(int dim) const override { return detail::cat("(int)get_global_id(", dim, ")"); }
-  std::string group_index(int dim) const override { return detail::cat("(int)get_group_id(", dim, ")"); }
-  std::string local_index(int dim) const override { return detail::cat("(int)get_local_id(", dim, ")"); }
-  std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const override {
-    // halves held as their bits: without cl_khr_fp16 a half may be pointed to, not declared
-    // (aligned for a wide copy's 16 bytes)
-    if (type == "half")
-      return detail::cat("__local ushort ", name, "_bits[", size, "] __attribute__((aligned(16)));\n  __local half* ", name, " = (__local half*)", name, "_bits");
-    return detail::cat("__local ", type, " ", name, "[", size, "] __attribute__((aligned(16)))");
-  }
-  std::string wide_pointer(bool local) const override { return local ? "__local uint4*" : "__global uint4*"; }
-  std::string barrier() const override { return "barrier(CLK_LOCAL_MEM_FENCE)"; }
-  std::string load_memory(DType dt, const std::string& buf, const std::string& idx) const override {
-    if (dt.scalar() == dtypes::float16) return "vload_half(" + idx + ", " + buf + ")";
-    return CStyleRenderer::load_memory(dt, buf, idx);
-  }
-  std::string store_memory(DType dt, const std::string& buf, const std::string& idx, const std::string& v) const override {
-    if (dt.scalar() == dtypes::float16) return "vstore_half(" + v + ", " + idx + ", " + buf + ")";
-    return CStyleRenderer::store_memory(dt, buf, idx, v);
-  }
-  std::string bitcast(const std::string&, const std::string& to, const std::string& v) const override {
-    return "as_" + to + "(" + v + ")";
-  }
-  std::string math_function(const std::string& name, DType) const override { return name; }  // overloaded
-};
+/// C source for a program.
+inline std::string render_c(const codegen::Program& p) { return CRenderer().render(p); }
+
+}  // namespace renderer
+}  // namespace tinyt::inline v0
+// ---- end tinyt/renderer/cstyle.hpp ----
+// ---- tinyt/renderer/cuda.hpp ----
+// CUDA C++ for NVRTC: a dialect of the C-style renderer (cstyle.hpp) for the CUDA backend, with
+// the inline PTX of tensor-core ops and ldmatrix.
+
+
+namespace tinyt::inline v0 {
+namespace renderer {
 
 /// CUDA C++ for NVRTC: `extern "C" __global__` kernels; halves as their bits, converted in PTX.
 class CUDARenderer : public CStyleRenderer {
@@ -13812,16 +13757,184 @@ class CUDARenderer : public CStyleRenderer {
   int64_t max_local_;
 };
 
-/// C source for a program.
-inline std::string render_c(const codegen::Program& p) { return CRenderer().render(p); }
-/// OpenCL C source for a program.
-inline std::string render_opencl(const codegen::Program& p) { return OpenCLRenderer().render(p); }
 /// CUDA C++ source for a program.
 inline std::string render_cuda(const codegen::Program& p, int64_t max_local = 256) { return CUDARenderer(max_local).render(p); }
 
 }  // namespace renderer
 }  // namespace tinyt::inline v0
-// ---- end tinyt/renderer/cstyle.hpp ----
+// ---- end tinyt/renderer/cuda.hpp ----
+// ---- tinyt/renderer/opencl.hpp ----
+// OpenCL C: a dialect of the C-style renderer (cstyle.hpp) for the CL backend.
+
+
+namespace tinyt::inline v0 {
+namespace renderer {
+
+/// OpenCL C: buffers as `__global` kernel parameters, halves through vload_half/vstore_half.
+class OpenCLRenderer : public CStyleRenderer {
+ protected:
+  const char* language() const override { return "OpenCL"; }
+  std::string scalar_type(DType dt) const override {
+    switch (dt.scalar_type()) {
+      case ScalarType::int8: return "char";
+      case ScalarType::uint8: return "uchar";
+      case ScalarType::uint16: return "ushort";
+      case ScalarType::uint32: return "uint";
+      case ScalarType::int64: return "long";
+      case ScalarType::uint64: return "ulong";
+      default: return CStyleRenderer::scalar_type(dt);
+    }
+  }
+  bool held_in_float(DType dt) const override { return dt.scalar() == dtypes::bfloat16 || dt.scalar() == dtypes::float16; }
+  std::string memory_type(DType dt) const override {
+    switch (dt.scalar_type()) {
+      case ScalarType::bool_: return "uchar";  // bool may not be in a kernel's buffer
+      case ScalarType::float16: return "half";  // a pointer to halves needs no cl_khr_fp16
+      case ScalarType::bfloat16: return "ushort";
+      default: return scalar_type(dt);
+    }
+  }
+  const char* int64_suffix() const override { return "L"; }
+  std::string preamble(const SourceFeatures& f) const override {
+    std::string s = "#pragma OPENCL FP_CONTRACT OFF\n";
+    if (f.float64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+    s += "\n";
+    if (f.bfloat16) s += detail::bfloat16_helpers("", "as_uint", "as_float", "ushort", "uint");
+    if (f.float16)
+      s += "ushort tinyt_f32_to_f16(float f) { ushort h; vstore_half(f, 0, (__private half*)&h); return h; }\n"
+           "float tinyt_f16_to_f32(ushort h) { return vload_half(0, (__private const half*)&h); }\n"
+           "float tinyt_f16_round(float f) { return tinyt_f16_to_f32(tinyt_f32_to_f16(f)); }\n\n";
+    return s;
+  }
+  void open_kernel(const codegen::Program& p) override {
+    body_ << "__kernel void " << p.name << "(";
+    for (size_t i = 0; i < p.globals.size(); ++i)
+      body_ << (i ? ", " : "") << "__global " << memory_type(p.globals[i].base()) << "* restrict data" << i;
+    for (size_t k = 0; k < p.vars.size(); ++k) body_ << (k + p.globals.size() ? ", " : "") << "int " << variable_name(k);
+    body_ << ") {\n";
+  }
+  std::string read_variable(size_t) const override { return ""; }
+  std::string work_item(int dim) const override { return detail::cat("(int)get_global_id(", dim, ")"); }
+  std::string group_index(int dim) const override { return detail::cat("(int)get_group_id(", dim, ")"); }
+  std::string local_index(int dim) const override { return detail::cat("(int)get_local_id(", dim, ")"); }
+  std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const override {
+    // halves held as their bits: without cl_khr_fp16 a half may be pointed to, not declared
+    // (aligned for a wide copy's 16 bytes)
+    if (type == "half")
+      return detail::cat("__local ushort ", name, "_bits[", size, "] __attribute__((aligned(16)));\n  __local half* ", name, " = (__local half*)", name, "_bits");
+    return detail::cat("__local ", type, " ", name, "[", size, "] __attribute__((aligned(16)))");
+  }
+  std::string wide_pointer(bool local) const override { return local ? "__local uint4*" : "__global uint4*"; }
+  std::string barrier() const override { return "barrier(CLK_LOCAL_MEM_FENCE)"; }
+  std::string load_memory(DType dt, const std::string& buf, const std::string& idx) const override {
+    if (dt.scalar() == dtypes::float16) return "vload_half(" + idx + ", " + buf + ")";
+    return CStyleRenderer::load_memory(dt, buf, idx);
+  }
+  std::string store_memory(DType dt, const std::string& buf, const std::string& idx, const std::string& v) const override {
+    if (dt.scalar() == dtypes::float16) return "vstore_half(" + v + ", " + idx + ", " + buf + ")";
+    return CStyleRenderer::store_memory(dt, buf, idx, v);
+  }
+  std::string bitcast(const std::string&, const std::string& to, const std::string& v) const override {
+    return "as_" + to + "(" + v + ")";
+  }
+  std::string math_function(const std::string& name, DType) const override { return name; }  // overloaded
+};
+
+/// OpenCL C source for a program.
+inline std::string render_opencl(const codegen::Program& p) { return OpenCLRenderer().render(p); }
+
+}  // namespace renderer
+}  // namespace tinyt::inline v0
+// ---- end tinyt/renderer/opencl.hpp ----
+// ---- tinyt/renderer/wgsl.hpp ----
+// WGSL, for WebGPU: a dialect of the C-style renderer. What differs from C is spelled by its
+// hooks: typed `let` and `var` declarations, conversions as constructors (`f32(x)`), `select`
+// for the conditional operator, braces around guarded statements, buffers as bindings at module
+// scope (backend/webgpu.hpp's order: storage buffers, then the variables' uniform array) and work-
+// group memory there too, the work-item's index from the entry point's builtins.
+//
+// WGSL has no 64-bit types: a kernel whose index math does not fit 32 bits, or that touches
+// float64 or int64, is a CompileError naming what. (So far also the types WebGPU cannot keep in
+// a buffer as they are, narrower than 32 bits: bool, int8/16, float16 and bfloat16.)
+
+
+namespace tinyt::inline v0 {
+namespace renderer {
+
+class WGSLRenderer : public CStyleRenderer {
+ protected:
+  const char* language() const override { return "WGSL"; }
+  std::string scalar_type(DType dt) const override {
+    switch (dt.scalar_type()) {
+      case ScalarType::bool_: return "bool";
+      case ScalarType::int32: return "i32";
+      case ScalarType::uint32: return "u32";
+      case ScalarType::float32: return "f32";
+      case ScalarType::index: throw CompileError("WGSL renderer: index math past 32 bits (WGSL has no 64-bit integers)");
+      default: throw CompileError(detail::cat("WGSL renderer: WebGPU has no ", dt.name()));
+    }
+  }
+  std::string memory_type(DType dt) const override {
+    if (dt.scalar().itemsize() != 4) throw CompileError(detail::cat("WGSL renderer: a buffer of ", dt.name(), " (WebGPU keeps 32-bit words)"));
+    return scalar_type(dt);
+  }
+  bool held_in_float(DType) const override { return false; }
+  bool bits_in_register(DType) const override { return false; }
+  std::string bool_literal(bool v) const override { return v ? "true" : "false"; }
+  std::string declare(const std::string& type, const std::string& name, const std::string& expr) const override {
+    return "let " + name + ": " + type + " = " + expr + ";";
+  }
+  std::string declare_variable(const std::string& type, const std::string& name, const std::string& read) const override {
+    return declare(type, name, convert(type, read));
+  }
+  std::string declare_register(const std::string& type, const std::string& name) const override { return "var " + name + ": " + type + ";"; }
+  std::string open_loop(const std::string& type, const std::string& name, const std::string& end) const override {
+    return "for (var " + name + ": " + type + " = 0; " + name + " < " + end + "; " + name + "++) {";
+  }
+  std::string convert(const std::string& type, const std::string& e) const override { return type + "(" + e + ")"; }
+  std::string choose(const std::string& c, const std::string& t, const std::string& f) const override {
+    return "select(" + f + ", " + t + ", " + c + ")";
+  }
+  std::string guarded(const std::string& cond, const std::string& stmt) const override { return "if (" + cond + ") { " + stmt + " }"; }
+  std::string preamble(const SourceFeatures& f) const override {
+    if (f.float64) throw CompileError("WGSL renderer: WebGPU has no float64");
+    return module_scope_;
+  }
+  void open_kernel(const codegen::Program& p) override {
+    std::string& m = module_scope_;
+    for (size_t i = 0; i < p.globals.size(); ++i)
+      m += detail::cat("@group(0) @binding(", i, ") var<storage, read_write> data", i, ": array<", memory_type(p.globals[i].base()), ">;\n");
+    if (!p.vars.empty()) m += detail::cat("@group(0) @binding(", p.globals.size(), ") var<uniform> vars: array<vec4<i32>, ", p.vars.size(), ">;\n");
+    body_ << "@compute @workgroup_size(" << p.local_size[0] << ", " << p.local_size[1] << ", " << p.local_size[2] << ")\nfn " << p.name
+          << "(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {\n";
+  }
+  std::string read_variable(size_t k) const override { return detail::cat("vars[", k, "].x"); }
+  std::string work_item(int dim) const override { return detail::cat("i32(gid.", "xyz"[dim], ")"); }
+  std::string group_index(int dim) const override { return detail::cat("i32(wid.", "xyz"[dim], ")"); }
+  std::string local_index(int dim) const override { return detail::cat("i32(lid.", "xyz"[dim], ")"); }
+  // (work-group memory is declared at module scope: nothing in the function)
+  std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const override {
+    module_scope_ += detail::cat("var<workgroup> ", name, ": array<", type, ", ", size, ">;\n");
+    return "";
+  }
+  std::string barrier() const override { return "workgroupBarrier()"; }
+  std::string bitcast(const std::string&, const std::string& to, const std::string& v) const override { return "bitcast<" + to + ">(" + v + ")"; }
+  std::string math_function(const std::string& name, DType) const override { return name; }  // overloaded
+  // no literals for them: made from their bits
+  std::string special_float(double v, DType) const override {
+    return std::isnan(v) ? "bitcast<f32>(0x7fc00000u)" : v > 0 ? "bitcast<f32>(0x7f800000u)" : "bitcast<f32>(0xff800000u)";
+  }
+
+ private:
+  mutable std::string module_scope_;  // bindings and work-group memory, before the entry point
+};
+
+/// A linearized program as a WGSL compute shader whose entry point is the program's name.
+inline std::string render_wgsl(const codegen::Program& p) { return WGSLRenderer().render(p); }
+
+}  // namespace renderer
+}  // namespace tinyt::inline v0
+// ---- end tinyt/renderer/wgsl.hpp ----
 // ---- tinyt/engine/realize.hpp ----
 // The engine: a schedule becomes a list of exec items, each a runner (a compiled kernel, a copy
 // between buffers, an allreduce across processes: runners.hpp), the buffers it runs on and the
@@ -16122,95 +16235,6 @@ inline std::string render_llvm(const codegen::Program& p) { return LLVMRenderer(
 }  // namespace renderer
 }  // namespace tinyt::inline v0
 // ---- end tinyt/renderer/llvmir.hpp ----
-// ---- tinyt/renderer/wgsl.hpp ----
-// WGSL, for WebGPU: a dialect of the C-style renderer. What differs from C is spelled by its
-// hooks: typed `let` and `var` declarations, conversions as constructors (`f32(x)`), `select`
-// for the conditional operator, braces around guarded statements, buffers as bindings at module
-// scope (backend/webgpu.hpp's order: storage buffers, then the variables' uniform array) and work-
-// group memory there too, the work-item's index from the entry point's builtins.
-//
-// WGSL has no 64-bit types: a kernel whose index math does not fit 32 bits, or that touches
-// float64 or int64, is a CompileError naming what. (So far also the types WebGPU cannot keep in
-// a buffer as they are, narrower than 32 bits: bool, int8/16, float16 and bfloat16.)
-
-
-namespace tinyt::inline v0 {
-namespace renderer {
-
-class WGSLRenderer : public CStyleRenderer {
- protected:
-  const char* language() const override { return "WGSL"; }
-  std::string scalar_type(DType dt) const override {
-    switch (dt.scalar_type()) {
-      case ScalarType::bool_: return "bool";
-      case ScalarType::int32: return "i32";
-      case ScalarType::uint32: return "u32";
-      case ScalarType::float32: return "f32";
-      case ScalarType::index: throw CompileError("WGSL renderer: index math past 32 bits (WGSL has no 64-bit integers)");
-      default: throw CompileError(detail::cat("WGSL renderer: WebGPU has no ", dt.name()));
-    }
-  }
-  std::string memory_type(DType dt) const override {
-    if (dt.scalar().itemsize() != 4) throw CompileError(detail::cat("WGSL renderer: a buffer of ", dt.name(), " (WebGPU keeps 32-bit words)"));
-    return scalar_type(dt);
-  }
-  bool held_in_float(DType) const override { return false; }
-  bool bits_in_register(DType) const override { return false; }
-  std::string bool_literal(bool v) const override { return v ? "true" : "false"; }
-  std::string declare(const std::string& type, const std::string& name, const std::string& expr) const override {
-    return "let " + name + ": " + type + " = " + expr + ";";
-  }
-  std::string declare_variable(const std::string& type, const std::string& name, const std::string& read) const override {
-    return declare(type, name, convert(type, read));
-  }
-  std::string declare_register(const std::string& type, const std::string& name) const override { return "var " + name + ": " + type + ";"; }
-  std::string open_loop(const std::string& type, const std::string& name, const std::string& end) const override {
-    return "for (var " + name + ": " + type + " = 0; " + name + " < " + end + "; " + name + "++) {";
-  }
-  std::string convert(const std::string& type, const std::string& e) const override { return type + "(" + e + ")"; }
-  std::string choose(const std::string& c, const std::string& t, const std::string& f) const override {
-    return "select(" + f + ", " + t + ", " + c + ")";
-  }
-  std::string guarded(const std::string& cond, const std::string& stmt) const override { return "if (" + cond + ") { " + stmt + " }"; }
-  std::string preamble(const SourceFeatures& f) const override {
-    if (f.float64) throw CompileError("WGSL renderer: WebGPU has no float64");
-    return module_scope_;
-  }
-  void open_kernel(const codegen::Program& p) override {
-    std::string& m = module_scope_;
-    for (size_t i = 0; i < p.globals.size(); ++i)
-      m += detail::cat("@group(0) @binding(", i, ") var<storage, read_write> data", i, ": array<", memory_type(p.globals[i].base()), ">;\n");
-    if (!p.vars.empty()) m += detail::cat("@group(0) @binding(", p.globals.size(), ") var<uniform> vars: array<vec4<i32>, ", p.vars.size(), ">;\n");
-    body_ << "@compute @workgroup_size(" << p.local_size[0] << ", " << p.local_size[1] << ", " << p.local_size[2] << ")\nfn " << p.name
-          << "(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {\n";
-  }
-  std::string read_variable(size_t k) const override { return detail::cat("vars[", k, "].x"); }
-  std::string work_item(int dim) const override { return detail::cat("i32(gid.", "xyz"[dim], ")"); }
-  std::string group_index(int dim) const override { return detail::cat("i32(wid.", "xyz"[dim], ")"); }
-  std::string local_index(int dim) const override { return detail::cat("i32(lid.", "xyz"[dim], ")"); }
-  // (work-group memory is declared at module scope: nothing in the function)
-  std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const override {
-    module_scope_ += detail::cat("var<workgroup> ", name, ": array<", type, ", ", size, ">;\n");
-    return "";
-  }
-  std::string barrier() const override { return "workgroupBarrier()"; }
-  std::string bitcast(const std::string&, const std::string& to, const std::string& v) const override { return "bitcast<" + to + ">(" + v + ")"; }
-  std::string math_function(const std::string& name, DType) const override { return name; }  // overloaded
-  // no literals for them: made from their bits
-  std::string special_float(double v, DType) const override {
-    return std::isnan(v) ? "bitcast<f32>(0x7fc00000u)" : v > 0 ? "bitcast<f32>(0x7f800000u)" : "bitcast<f32>(0xff800000u)";
-  }
-
- private:
-  mutable std::string module_scope_;  // bindings and work-group memory, before the entry point
-};
-
-/// A linearized program as a WGSL compute shader whose entry point is the program's name.
-inline std::string render_wgsl(const codegen::Program& p) { return WGSLRenderer().render(p); }
-
-}  // namespace renderer
-}  // namespace tinyt::inline v0
-// ---- end tinyt/renderer/wgsl.hpp ----
 // ---- tinyt/schedule/cache.hpp ----
 // The schedule cache: a step seen before (the same ops on the same shapes, new data) is not
 // scheduled again. Its pending graph, with each buffer replaced by a numbered placeholder, is

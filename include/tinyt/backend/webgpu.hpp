@@ -517,35 +517,30 @@ class WebGPUProgram final : public Program {
       values.push_back(static_cast<int32_t>(v));
     }
     std::unique_lock lock(c_->mutex);
-    prepare(bufs.size(), !vars.empty());
+    prepare(bufs.size(), values.size());
     std::vector<WGPUBindGroupEntry> entries(bufs.size());
     for (size_t i = 0; i < bufs.size(); ++i) {
       entries[i].binding = static_cast<uint32_t>(i);
       entries[i].buffer = static_cast<WGPUBuffer>(bufs[i]);
       entries[i].size = std::numeric_limits<uint64_t>::max();  // WGPU_WHOLE_SIZE
     }
-    Owned<WGPUBuffer> uniforms{nullptr, api().wgpuBufferRelease};
     if (!values.empty()) {  // a uniform array's elements are 16 bytes apart: one int each, padded
+      // (written in queue order: the dispatches submitted before see their own values)
       std::vector<int32_t> padded(values.size() * 4, 0);
       for (size_t i = 0; i < values.size(); ++i) padded[i * 4] = values[i];
-      WGPUBufferDescriptor desc;
-      desc.usage = USAGE_UNIFORM | USAGE_COPY_DST;
-      desc.size = padded.size() * sizeof(int32_t);
-      uniforms.reset(api().wgpuDeviceCreateBuffer(c_->device, &desc));
-      api().wgpuQueueWriteBuffer(c_->queue, uniforms.get(), 0, padded.data(), desc.size);
+      api().wgpuQueueWriteBuffer(c_->queue, uniforms_.get(), 0, padded.data(), padded.size() * sizeof(int32_t));
       WGPUBindGroupEntry e;
       e.binding = static_cast<uint32_t>(bufs.size());
-      e.buffer = uniforms.get();
-      e.size = desc.size;
+      e.buffer = uniforms_.get();
+      e.size = padded.size() * sizeof(int32_t);
       entries.push_back(e);
     }
     WGPUBindGroupDescriptor group_desc;
     group_desc.layout = group_layout_.get();
     group_desc.entryCount = entries.size();
     group_desc.entries = entries.data();
-    Owned<WGPUBindGroup> group{c_->checked(detail::cat("kernel '", name_, "': its buffers"),
-                                           [&] { return api().wgpuDeviceCreateBindGroup(c_->device, &group_desc); }),
-                               api().wgpuBindGroupRelease};
+    // (no error scope: popping one waits for the device; an error is the uncaptured one below)
+    Owned<WGPUBindGroup> group{api().wgpuDeviceCreateBindGroup(c_->device, &group_desc), api().wgpuBindGroupRelease};
     const auto start = std::chrono::steady_clock::now();
     Owned<WGPUCommandEncoder> encoder{api().wgpuDeviceCreateCommandEncoder(c_->device, nullptr), api().wgpuCommandEncoderRelease};
     Owned<WGPUComputePassEncoder> pass{api().wgpuCommandEncoderBeginComputePass(encoder.get(), nullptr), api().wgpuComputePassEncoderRelease};
@@ -565,14 +560,14 @@ class WebGPUProgram final : public Program {
   }
 
  private:
-  // The layout and pipeline for `buffers` storage buffers and, when `variables`, the uniform
-  // array after them (under the context's mutex).
-  void prepare(size_t buffers, bool variables) {
+  // The layout and pipeline for `buffers` storage buffers and, when there are `variables`, the
+  // uniform array after them, and that array's buffer (under the context's mutex).
+  void prepare(size_t buffers, size_t variables) {
     using namespace webgpu_c;
     if (pipeline_) {
       if (buffers != buffers_ || variables != variables_)
-        throw DeviceError(detail::cat("tinyt: ", c_->name, ": kernel '", name_, "' launched with ", buffers, " buffers", variables ? " and variables" : "",
-                                      " after ", buffers_, variables_ ? " and variables" : ""));
+        throw DeviceError(detail::cat("tinyt: ", c_->name, ": kernel '", name_, "' launched with ", buffers, " buffers and ", variables,
+                                      " variables after ", buffers_, " and ", variables_));
       return;
     }
     std::vector<WGPUBindGroupLayoutEntry> entries(buffers + (variables ? 1 : 0));
@@ -596,6 +591,12 @@ class WebGPUProgram final : public Program {
     desc.compute.module = module_.get();
     desc.compute.entryPoint = view(name_);
     pipeline_.reset(c_->checked(what + ": its pipeline", [&] { return api().wgpuDeviceCreateComputePipeline(c_->device, &desc); }));
+    if (variables) {
+      WGPUBufferDescriptor uniform_desc;
+      uniform_desc.usage = USAGE_UNIFORM | USAGE_COPY_DST;
+      uniform_desc.size = variables * 4 * sizeof(int32_t);
+      uniforms_.reset(c_->checked(what + ": its variables", [&] { return api().wgpuDeviceCreateBuffer(c_->device, &uniform_desc); }));
+    }
     buffers_ = buffers, variables_ = variables;
   }
 
@@ -605,8 +606,8 @@ class WebGPUProgram final : public Program {
   webgpu_c::Owned<webgpu_c::WGPUBindGroupLayout> group_layout_{nullptr, webgpu_c::api().wgpuBindGroupLayoutRelease};
   webgpu_c::Owned<webgpu_c::WGPUPipelineLayout> pipeline_layout_{nullptr, webgpu_c::api().wgpuPipelineLayoutRelease};
   webgpu_c::Owned<webgpu_c::WGPUComputePipeline> pipeline_{nullptr, webgpu_c::api().wgpuComputePipelineRelease};
-  size_t buffers_ = 0;
-  bool variables_ = false;
+  webgpu_c::Owned<webgpu_c::WGPUBuffer> uniforms_{nullptr, webgpu_c::api().wgpuBufferRelease};  // the variables' array
+  size_t buffers_ = 0, variables_ = 0;
 };
 
 /// The WebGPU device: the first adapter wgpu-native offers, with the default limits (those a
