@@ -1363,6 +1363,14 @@ struct Device {
   static std::vector<std::string> list();
   /// Throws DeviceError unless `name` can run here, saying why not (the libraries tried).
   static void require(const std::string& name);
+  /// Throws DeviceError, naming `op`, where a device of `device` (a canonical name or list) has no
+  /// `dtype` (WEBGPU: no float64, int64 or uint64).
+  static void require_dtype(const std::string& device, DType dtype, const std::string& op);
+  /// Whether every device of `device` (a canonical name or list) holds 64-bit types.
+  static bool holds_wide_types(const std::string& device);
+  /// The widest integer dtype every device of `device` holds: int64, or int32 (WEBGPU). What
+  /// integer sums and products accumulate in, and the dtype of indices tinyt computes there.
+  static DType widest_int(const std::string& device) { return holds_wide_types(device) ? dtypes::int64 : dtypes::int32; }
   /// Waits until every kernel and copy queued on `name` (default: the default device) has finished.
   static void synchronize(const std::string& name = "");
   /// The default device: DEV set by a Context, else DEFAULT.
@@ -2667,6 +2675,8 @@ class JitCore {
   size_t captured_count() const;
   /// Writes the captured step as one C file and its weights as safetensors (engine/export_c.hpp).
   void export_c(const std::string& c_path, const std::string& weights_path) const;
+  /// Writes the captured step as a web page's model into `dir` (engine/export_webgpu.hpp).
+  void export_webgpu(const std::string& dir, const std::string& page_script) const;
 
  private:
   struct State;
@@ -2765,6 +2775,10 @@ template <class F> class TinyJit {
   /// weights (`weights_path`, safetensors): it builds with a plain C compiler, without tinyt.
   /// The step must have been captured on the CPU.
   void export_c(const std::string& c_path, const std::string& weights_path) const { core_->export_c(c_path, weights_path); }
+  /// Writes the step, captured on WEBGPU, into the folder `dir` for a web page: model.js (an ES
+  /// module: `load(device?)`, `run(inputs) -> outputs`), a .wgsl file per kernel, its weights as
+  /// weights.safetensors, index.html and page.js (`page_script`, or a page running it on zeros).
+  void export_webgpu(const std::string& dir, const std::string& page_script = "") const { core_->export_webgpu(dir, page_script); }
 
  private:
   F f_;
@@ -5950,6 +5964,8 @@ struct Target {
   int64_t vector_bytes = 16;    // a register's width, for upcasts
   int64_t vector_count = 16;    // registers
   int64_t stream_bytes = 0;     // a buffer this big or bigger is written past the caches (0: never)
+  bool wide_types = true;       // holds float64, int64 and uint64 (WebGPU: no 64-bit types)
+  int64_t max_buffers = 0;      // buffers a kernel may bind, its output included (0: no limit)
   bool half = false;            // computes in half precision (cl_khr_fp16 / CUDA): unused so far
 };
 
@@ -9640,6 +9656,7 @@ inline constexpr uint32_t REQUIRED_VERSION_MAJOR = 29;
   X(wgpuBufferMapAsync, WGPUFuture(WGPUBuffer, WGPUFlags, size_t, size_t, CallbackInfo<BufferMapCallback>))       \
   X(wgpuBufferGetConstMappedRange, const void*(WGPUBuffer, size_t, size_t))                                       \
   X(wgpuBufferUnmap, void(WGPUBuffer))                                                                            \
+  X(wgpuBufferGetSize, uint64_t(WGPUBuffer))                                                                      \
   X(wgpuBufferDestroy, void(WGPUBuffer))                                                                          \
   X(wgpuBufferRelease, void(WGPUBuffer))                                                                          \
   X(wgpuShaderModuleRelease, void(WGPUShaderModule))                                                              \
@@ -9914,11 +9931,27 @@ class WebGPUProgram final : public Program {
     }
     std::unique_lock lock(c_->mutex);
     prepare(bufs.size(), values.size());
+    Owned<WGPUCommandEncoder> encoder{api().wgpuDeviceCreateCommandEncoder(c_->device, nullptr), api().wgpuCommandEncoderRelease};
     std::vector<WGPUBindGroupEntry> entries(bufs.size());
+    std::vector<Owned<WGPUBuffer>> snapshots;
     for (size_t i = 0; i < bufs.size(); ++i) {
       entries[i].binding = static_cast<uint32_t>(i);
       entries[i].buffer = static_cast<WGPUBuffer>(bufs[i]);
       entries[i].size = std::numeric_limits<uint64_t>::max();  // WGPU_WHOLE_SIZE
+      // WebGPU binds a writable buffer once per dispatch. A buffer that is also an input (an
+      // in-place update: the output comes first) is read from a copy made just before, which
+      // gives what the kernel reads in place: the scheduler fuses in place only kernels whose
+      // elements read their own old value.
+      if (std::find(bufs.begin(), bufs.begin() + static_cast<std::ptrdiff_t>(i), bufs[i]) != bufs.begin() + static_cast<std::ptrdiff_t>(i)) {
+        const uint64_t size = api().wgpuBufferGetSize(entries[i].buffer);
+        WGPUBufferDescriptor desc;
+        desc.usage = USAGE_STORAGE | USAGE_COPY_DST;
+        desc.size = size;
+        // (released, not destroyed: the dispatch submitted below still reads it)
+        snapshots.emplace_back(api().wgpuDeviceCreateBuffer(c_->device, &desc), api().wgpuBufferRelease);
+        api().wgpuCommandEncoderCopyBufferToBuffer(encoder.get(), entries[i].buffer, 0, snapshots.back().get(), 0, size);
+        entries[i].buffer = snapshots.back().get();
+      }
     }
     if (!values.empty()) {  // a uniform array's elements are 16 bytes apart: one int each, padded
       // (written in queue order: the dispatches submitted before see their own values)
@@ -9938,7 +9971,6 @@ class WebGPUProgram final : public Program {
     // (no error scope: popping one waits for the device; an error is the uncaptured one below)
     Owned<WGPUBindGroup> group{api().wgpuDeviceCreateBindGroup(c_->device, &group_desc), api().wgpuBindGroupRelease};
     const auto start = std::chrono::steady_clock::now();
-    Owned<WGPUCommandEncoder> encoder{api().wgpuDeviceCreateCommandEncoder(c_->device, nullptr), api().wgpuCommandEncoderRelease};
     Owned<WGPUComputePassEncoder> pass{api().wgpuCommandEncoderBeginComputePass(encoder.get(), nullptr), api().wgpuComputePassEncoderRelease};
     api().wgpuComputePassEncoderSetPipeline(pass.get(), pipeline_.get());
     api().wgpuComputePassEncoderSetBindGroup(pass.get(), 0, group.get(), 0, nullptr);
@@ -10052,6 +10084,8 @@ class WebGPUDevice final : public Device {
     target_.language = Language::wgsl;
     target_.gpu = true;
     target_.max_local = 256;  // maxComputeInvocationsPerWorkgroup's default
+    target_.wide_types = false;
+    target_.max_buffers = 8;  // maxStorageBuffersPerShaderStage's default
     target_.half = c_->f16;
   }
   ~WebGPUDevice() override {
@@ -11427,6 +11461,57 @@ inline bool keeps_loop_order(Ops op) {
          op == Ops::DETACH || op == Ops::CONTIGUOUS_BACKWARD;
 }
 
+// The buffers a kernel of `u`'s device may bind, its output included (0: no limit; a device that
+// cannot be opened here has none: its kernels never run).
+inline int64_t max_buffers(const UOp& u) {
+  try {
+    return backend::device(Device::split(graph::device_of(u))[0]).target().max_buffers;
+  } catch (const Error&) {
+    return 0;
+  }
+}
+
+// On a device that binds few buffers per kernel (WebGPU: 8 storage buffers), no kernel reads more
+// than its limit less its output. Going up the graph, a node that would read too many has its
+// sources that read the most realized first, until the rest fits (tinygrad's pm_limit_bufs): each
+// of them read fewer, so their kernels fit. A graph with no BUFFER on such a device skips it all.
+inline void limit_buffers(const std::vector<UOp>& order, const Known& known, std::unordered_set<const UOpNode*>& points) {
+  std::unordered_map<std::string, size_t> limited;  // device -> its limit
+  for (const UOp& u : order)
+    if (u.op() == Ops::BUFFER)
+      if (const int64_t n = max_buffers(u); n > 0) limited[graph::device_of(u)] = static_cast<size_t>(n);
+  if (limited.empty()) return;
+  const auto memory = [&](const UOp& s) { return known(s) || s.op() == Ops::BUFFER || points.count(s.get()); };
+  std::unordered_map<const UOpNode*, std::vector<const UOpNode*>> reads;  // the memory a node's kernel would read
+  for (const UOp& u : order) {
+    if (known(u) || u.op() == Ops::BUFFER) continue;
+    const auto gather = [&] {
+      std::vector<const UOpNode*> r;
+      for (const UOp& s : u.src()) {
+        if (memory(s)) r.push_back(s.get());
+        else if (auto it = reads.find(s.get()); it != reads.end()) r.insert(r.end(), it->second.begin(), it->second.end());
+      }
+      std::sort(r.begin(), r.end());
+      r.erase(std::unique(r.begin(), r.end()), r.end());
+      return r;
+    };
+    std::vector<const UOpNode*> r = gather();
+    const auto limit = limited.find(graph::device_of(u));
+    if (limit != limited.end() && r.size() + 1 > limit->second && u.op() != Ops::COPY && u.op() != Ops::ALLREDUCE) {
+      std::vector<UOp> sources;
+      for (const UOp& s : u.src())
+        if (!memory(s) && reads[s.get()].size() >= 2) sources.push_back(s);
+      std::stable_sort(sources.begin(), sources.end(), [&](const UOp& a, const UOp& b) { return reads[a.get()].size() > reads[b.get()].size(); });
+      for (const UOp& s : sources) {
+        if (r.size() + 1 <= limit->second) break;
+        points.insert(s.get());
+        r = gather();
+      }
+    }
+    reads[u.get()] = std::move(r);
+  }
+}
+
 // Realization points: roots, explicit ones, copies, and reductions whose result would be
 // recomputed (broadcast back other than along trailing axes, or read by several consumers).
 inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const std::vector<UOp>& order,
@@ -11602,6 +11687,7 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
     if (!graph::shape_of(u).is_concrete() || !reads_memory(u) || !worth_realizing(u)) continue;
     if (broadcast_into_reduce(u)) points.insert(u.get());
   }
+  limit_buffers(order, known, points);
   std::vector<UOp> out;
   for (const UOp& u : order)
     if (points.count(u.get())) out.push_back(u);
@@ -13166,6 +13252,8 @@ class CStyleRenderer {
       default: throw CompileError(detail::cat(language(), " renderer: no type for ", dt.name()));
     }
   }
+  /// The type index value `u` computes in: int where its bounds provably fit, 64-bit otherwise.
+  virtual std::string index_type(const UOp& u) const { return scalar_type(detail::fits_int32(u) ? dtypes::int32 : dtypes::int64); }
   /// The language's name, for messages.
   virtual const char* language() const { return "C"; }
   /// The statement naming value `expr` of type `type` as `name`.
@@ -13261,7 +13349,7 @@ class CStyleRenderer {
   }
   // A narrow float held in a float: rounded to it, and moved to and from its 16 bits, by the
   // helper functions each dialect's preamble defines (tinyt_f16_* and tinyt_bf16_*).
-  static std::string round_narrow(DType dt, const std::string& v) {
+  virtual std::string round_narrow(DType dt, const std::string& v) const {
     return std::string(dt.scalar() == dtypes::bfloat16 ? "tinyt_bf16_round" : "tinyt_f16_round") + "((float)" + v + ")";
   }
   static std::string narrow_bits(DType dt, const std::string& v) {
@@ -13273,6 +13361,37 @@ class CStyleRenderer {
   /// `v`, of memory type `from`, reinterpreted as memory type `to` (equal sizes).
   virtual std::string bitcast(const std::string& from, const std::string& to, const std::string& v) const {
     return "((union { " + from + " from; " + to + " to; }){.from = " + v + "}).to";
+  }
+  /// Register value `v` of `from` reinterpreted as a value of `to` (a BITCAST; equal sizes):
+  /// narrow floats held in floats go through their 16 bits.
+  virtual std::string bitcast_value(DType from, DType to, const std::string& v) const {
+    const std::string bits = bitcast(memory_type(from), memory_type(to), held_in_float(from) ? narrow_bits(from, v) : v);
+    return held_in_float(to) ? narrow_from_bits(to, bits) : bits;
+  }
+  /// Expression `e` converted to a register of `dt` (whose type is `type`): a CAST, and the wrap of
+  /// an integer narrower than int after arithmetic.
+  virtual std::string cast_to(DType dt, const std::string& type, const std::string& e) const {
+    (void)dt;
+    return convert(type, e);
+  }
+  /// An ALU op this dialect spells its own way, from its operands' expressions; empty where the
+  /// shared spelling below holds.
+  virtual std::string dialect_alu(const UOp& u, const std::vector<std::string>& operands) const {
+    (void)u, (void)operands;
+    return "";
+  }
+  /// The statement declaring `name`, the 16 bytes at `buf[i]` of a global or local buffer of
+  /// elements `dt` (read only where `gate` holds, if not empty): a wide copy's load.
+  virtual std::string wide_load(const std::string& name, DType dt, const std::string& buf, const std::string& i, bool local,
+                                const std::string& gate) const {
+    (void)dt;
+    const std::string read = "*((" + wide_pointer(local) + ")(&" + buf + "[" + i + "]))";
+    return gate.empty() ? "uint4 " + name + " = " + read + ";" : "uint4 " + name + "; if (" + gate + ") " + name + " = " + read + ";";
+  }
+  /// The statement writing a wide copy's 16 bytes `v` to `buf[i]` (elements `dt`).
+  virtual std::string wide_store(DType dt, const std::string& buf, const std::string& i, bool local, const std::string& v) const {
+    (void)dt;
+    return "*((" + wide_pointer(local) + ")(&" + buf + "[" + i + "])) = " + v + ";";
   }
   /// The statements of tensor-core op `kind` ("m16n8k16 float16") that leave its 4 results in the
   /// array `name`, from the lane's fragments (8 of A, then 4 of B: float registers) and the 4 values
@@ -13367,7 +13486,7 @@ class CStyleRenderer {
   int counter_ = 0;
 
   std::string type_of(const UOp& u) const {
-    if (u.dtype().is_index()) return scalar_type(detail::fits_int32(u) ? dtypes::int32 : dtypes::int64);
+    if (u.dtype().is_index()) return index_type(u);
     return scalar_type(u.dtype());
   }
   const std::string& ref(const UOp& u) { return name_.at(u.get()); }
@@ -13509,8 +13628,9 @@ class CStyleRenderer {
         const auto& [buf, i] = address_.at(idx.get());
         if (u.dtype().count() > 1) {  // a wide copy's 16 bytes, for its store
           const std::string n = "wide" + std::to_string(counter_++);
-          const std::string read = "*((" + wide_pointer(idx.src(0).op() == Ops::DEFINE_LOCAL) + ")(&" + buf + "[" + i + "]))";
-          out(idx.src().size() > 2 ? "uint4 " + n + "; if (" + ref(idx.src(2)) + ") " + n + " = " + read + ";" : "uint4 " + n + " = " + read + ";");
+          for (const std::string& l : split_lines(wide_load(n, u.dtype().scalar(), buf, i, idx.src(0).op() == Ops::DEFINE_LOCAL,
+                                                            idx.src().size() > 2 ? ref(idx.src(2)) : std::string())))
+            out(l);
           name_[u.get()] = n;
           return;
         }
@@ -13536,7 +13656,7 @@ class CStyleRenderer {
           assign.pop_back();
         } else if (s[1].dtype().count() > 1) {  // a wide copy's 16 bytes
           const auto& [buf, i] = address_.at(s[0].get());
-          assign = "*((" + wide_pointer(s[0].src(0).op() == Ops::DEFINE_LOCAL) + ")(&" + buf + "[" + i + "])) = " + ref(s[1]) + ";";
+          assign = wide_store(s[1].dtype().scalar(), buf, i, s[0].src(0).op() == Ops::DEFINE_LOCAL, ref(s[1]));
         } else if (s[0].src(0).op() == Ops::DEFINE_GLOBAL || s[0].src(0).op() == Ops::DEFINE_LOCAL) {  // memory, in its format
           const auto& [buf, i] = address_.at(s[0].get());
           assign = bits_.count(s[1].get()) ? buf + "[" + i + "] = " + ref(s[1]) + ";" : store_memory(s[1].dtype(), buf, i, ref(s[1])) + ";";
@@ -13549,7 +13669,7 @@ class CStyleRenderer {
       default: break;
     }
     std::string e = expr(u);
-    if (computed_wider(u)) e = convert(type_of(u), e);
+    if (computed_wider(u)) e = cast_to(u.dtype().scalar(), type_of(u), e);
     define(u, e, "alu");
   }
 
@@ -13573,6 +13693,11 @@ class CStyleRenderer {
       for (const UOp& x : s)
         if (x.dtype().scalar() == dtypes::float16 || x.dtype().scalar() == dtypes::bfloat16)
           throw InternalError(detail::cat(language(), " renderer: ", op_name(u.op()), " of ", x.dtype().name(), " was not lowered to float32"));
+    {
+      std::vector<std::string> operands;
+      for (size_t i = 0; i < s.size(); ++i) operands.push_back(a(i));
+      if (std::string own = dialect_alu(u, operands); !own.empty()) return own;
+    }
     if (const char* sym = detail::infix_symbol(u.op()); sym && s.size() == 2) {
       if ((u.op() == Ops::IDIV || u.op() == Ops::MOD) && !(s[1].is_const() && s[1].const_int() > 0)) {
         // C traps on x/0 and INT_MIN/-1; a kernel must not crash the process. An unsigned divisor
@@ -13594,14 +13719,8 @@ class CStyleRenderer {
       case Ops::CAST:
         if (dt.is_bool()) return "(" + a(0) + " != 0)";
         if (held_in_float(dt) && s[0].dtype().scalar() != dt) return round_narrow(dt, a(0));
-        return convert(type_of(u), a(0));
-      case Ops::BITCAST: {
-        // narrow floats held in floats are bitcast through their 16 bits
-        const DType from_dt = s[0].dtype().scalar();
-        const std::string from = held_in_float(from_dt) ? narrow_bits(from_dt, a(0)) : a(0);
-        const std::string bits = bitcast(memory_type(s[0].dtype()), memory_type(u.dtype()), from);
-        return held_in_float(dt) ? narrow_from_bits(dt, bits) : bits;
-      }
+        return cast_to(dt, type_of(u), a(0));
+      case Ops::BITCAST: return bitcast_value(s[0].dtype().scalar(), dt, a(0));
       default: break;
     }
     if (const char* fn = detail::math_fn(u.op()))
@@ -13853,13 +13972,72 @@ inline std::string render_opencl(const codegen::Program& p) { return OpenCLRende
 // scope (backend/webgpu.hpp's order: storage buffers, then the variables' uniform array) and work-
 // group memory there too, the work-item's index from the entry point's builtins.
 //
-// WGSL has no 64-bit types: a kernel whose index math does not fit 32 bits, or that touches
-// float64 or int64, is a CompileError naming what. (So far also the types WebGPU cannot keep in
-// a buffer as they are, narrower than 32 bits: bool, int8/16, float16 and bfloat16.)
+// What WGSL lacks is made here from 32-bit integer operations:
+// - No 64-bit types: a kernel whose index math does not fit 32 bits, or that touches float64 or
+//   int64, is a CompileError naming what (tensors of them never reach a WEBGPU buffer: DeviceError).
+// - No types narrower than 32 bits in memory. A buffer of bool, int8/16, uint8/16, float16 or
+//   bfloat16 is an array of u32 words, 4 (or 2) elements to a word as the host lays them out;
+//   a load shifts its element down and widens it, a store clears its bits and sets them with two
+//   atomic ops (neighbouring elements of one word are other work-items' stores), so a kernel that
+//   stores into such a buffer declares it `array<atomic<u32>>`. In registers they are i32 / u32
+//   holding the value sign- or zero-extended (wrapped again after each op, as C's casts do), or
+//   f32 holding a float16 / bfloat16 value (rounded by bit operations: WGSL's pack2x16float leaves
+//   out-of-range values undefined and needs no particular rounding). Work-group memory keeps
+//   one element per u32, its bits zero-extended.
+// - No inf or NaN literals, and compilers may assume no value is NaN: NaN tests (a NaN-propagating
+//   max, isnan's x != x) look at the bits.
+// - Shifts take a u32 count; bool has no ^ or <.
 
 
 namespace tinyt::inline v0 {
 namespace renderer {
+
+// float16 <-> its bits in a u32, nearest even, NaN kept NaN (quiet), overflow to infinity
+inline constexpr const char* wgsl_float16_helpers = R"(fn tinyt_f16_to_f32(h: u32) -> f32 {
+  let sign = (h & 0x8000u) << 16u;
+  let e = (h >> 10u) & 0x1fu;
+  let m = h & 0x3ffu;
+  if (e == 0x1fu) { return bitcast<f32>(sign | 0x7f800000u | (m << 13u)); }
+  if (e == 0u) { return bitcast<f32>(sign | bitcast<u32>(f32(m) * 5.9604644775390625e-8f)); }
+  return bitcast<f32>(sign | ((e + 112u) << 23u) | (m << 13u));
+}
+fn tinyt_f32_to_f16(f: f32) -> u32 {
+  let x = bitcast<u32>(f);
+  let sign = (x >> 16u) & 0x8000u;
+  let a = x & 0x7fffffffu;
+  if (a > 0x7f800000u) { return sign | 0x7e00u | ((a >> 13u) & 0x3ffu); }
+  if (a >= 0x477ff000u) { return sign | 0x7c00u; }
+  if (a >= 0x38800000u) { return sign | ((a + 0xfffu + ((a >> 13u) & 1u) - 0x38000000u) >> 13u); }
+  let s = 126u - (a >> 23u);
+  if (s > 24u) { return sign; }
+  let m = (a & 0x7fffffu) | 0x800000u;
+  let q = m >> s;
+  let rest = m & ((1u << s) - 1u);
+  let half = 1u << (s - 1u);
+  return sign | (q + select(0u, 1u, rest > half || (rest == half && (q & 1u) == 1u)));
+}
+fn tinyt_f16_round(f: f32) -> f32 { return tinyt_f16_to_f32(tinyt_f32_to_f16(f)); }
+)";
+inline constexpr const char* wgsl_bfloat16_helpers = R"(fn tinyt_bf16_to_f32(b: u32) -> f32 { return bitcast<f32>(b << 16u); }
+fn tinyt_f32_to_bf16(f: f32) -> u32 {
+  let u = bitcast<u32>(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) { return (u >> 16u) | 0x40u; }
+  return (u + 0x7fffu + ((u >> 16u) & 1u)) >> 16u;
+}
+fn tinyt_bf16_round(f: f32) -> f32 { return tinyt_bf16_to_f32(tinyt_f32_to_bf16(f)); }
+)";
+// C's pow where WGSL's is undefined: a negative base (to an integer power, else NaN), a zero base
+inline constexpr const char* wgsl_pow_helper = R"(fn tinyt_pow(x: f32, y: f32) -> f32 {
+  if (y == 0.0f) { return 1.0f; }
+  var r: f32;
+  if (x == 0.0f) { r = select(bitcast<f32>(0x7f800000u), 0.0f, y > 0.0f); } else { r = pow(abs(x), y); }
+  if (x < 0.0f) {
+    if (trunc(y) != y) { return bitcast<f32>(0x7fc00000u); }
+    if (trunc(y * 0.5f) != y * 0.5f) { return -r; }
+  }
+  return r;
+}
+)";
 
 class WGSLRenderer : public CStyleRenderer {
  protected:
@@ -13867,18 +14045,32 @@ class WGSLRenderer : public CStyleRenderer {
   std::string scalar_type(DType dt) const override {
     switch (dt.scalar_type()) {
       case ScalarType::bool_: return "bool";
+      case ScalarType::int8:
+      case ScalarType::int16:
       case ScalarType::int32: return "i32";
+      case ScalarType::uint8:
+      case ScalarType::uint16:
       case ScalarType::uint32: return "u32";
+      case ScalarType::float16:
+      case ScalarType::bfloat16:
       case ScalarType::float32: return "f32";
       case ScalarType::index: throw CompileError("WGSL renderer: index math past 32 bits (WGSL has no 64-bit integers)");
       default: throw CompileError(detail::cat("WGSL renderer: WebGPU has no ", dt.name()));
     }
   }
-  std::string memory_type(DType dt) const override {
-    if (dt.scalar().itemsize() != 4) throw CompileError(detail::cat("WGSL renderer: a buffer of ", dt.name(), " (WebGPU keeps 32-bit words)"));
-    return scalar_type(dt);
+  std::string memory_type(DType dt) const override { return narrow(dt) ? "u32" : scalar_type(dt); }
+  // Index math is i32. Where its bounds do not fit, they are a value read at run time (an index
+  // tensor's, a variable's) that a load's gate checks before it is used, or wrong: a kernel whose
+  // loops alone reach past 2^31 (WebGPU buffers are far smaller) is a CompileError.
+  std::string index_type(const UOp& u) const override {
+    if (detail::fits_int32(u)) return "i32";
+    for (const UOp& x : toposort(u))
+      if (x.op() == Ops::LOAD || x.op() == Ops::DEFINE_VAR) return "i32";
+    const Bounds b = bounds(u);
+    throw CompileError(detail::cat("WGSL renderer: index math spans [", static_cast<long long>(b.lo), ", ", static_cast<long long>(b.hi),
+                                   "], past 32 bits (WGSL has no 64-bit integers)"));
   }
-  bool held_in_float(DType) const override { return false; }
+  bool held_in_float(DType dt) const override { return dt.scalar() == dtypes::float16 || dt.scalar() == dtypes::bfloat16; }
   bool bits_in_register(DType) const override { return false; }
   std::string bool_literal(bool v) const override { return v ? "true" : "false"; }
   std::string declare(const std::string& type, const std::string& name, const std::string& expr) const override {
@@ -13898,12 +14090,23 @@ class WGSLRenderer : public CStyleRenderer {
   std::string guarded(const std::string& cond, const std::string& stmt) const override { return "if (" + cond + ") { " + stmt + " }"; }
   std::string preamble(const SourceFeatures& f) const override {
     if (f.float64) throw CompileError("WGSL renderer: WebGPU has no float64");
-    return module_scope_;
+    return module_scope_ + "\n" + (f.float16 ? wgsl_float16_helpers : "") + (f.bfloat16 ? wgsl_bfloat16_helpers : "") +
+           (uses_pow_ ? wgsl_pow_helper : "");
   }
   void open_kernel(const codegen::Program& p) override {
+    std::vector<bool> stored(p.globals.size());
+    for (const UOp& u : p.ops) uses_pow_ |= u.op() == Ops::POW;
+    for (const UOp& u : p.ops)
+      if (u.op() == Ops::STORE && u.src(0).op() == Ops::INDEX && u.src(0).src(0).op() == Ops::DEFINE_GLOBAL)
+        stored.at(static_cast<size_t>(u.src(0).src(0).arg().as_int())) = true;
     std::string& m = module_scope_;
-    for (size_t i = 0; i < p.globals.size(); ++i)
-      m += detail::cat("@group(0) @binding(", i, ") var<storage, read_write> data", i, ": array<", memory_type(p.globals[i].base()), ">;\n");
+    for (size_t i = 0; i < p.globals.size(); ++i) {
+      const DType dt = p.globals[i].base();
+      const std::string name = detail::cat("data", i);
+      if (narrow(dt)) (stored[i] ? atomic_ : packed_).insert(name);
+      const std::string element = narrow(dt) && stored[i] ? "atomic<u32>" : memory_type(dt);
+      m += detail::cat("@group(0) @binding(", i, ") var<storage, read_write> ", name, ": array<", element, ">;\n");
+    }
     if (!p.vars.empty()) m += detail::cat("@group(0) @binding(", p.globals.size(), ") var<uniform> vars: array<vec4<i32>, ", p.vars.size(), ">;\n");
     body_ << "@compute @workgroup_size(" << p.local_size[0] << ", " << p.local_size[1] << ", " << p.local_size[2] << ")\nfn " << p.name
           << "(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {\n";
@@ -13918,7 +14121,86 @@ class WGSLRenderer : public CStyleRenderer {
     return "";
   }
   std::string barrier() const override { return "workgroupBarrier()"; }
+
+  std::string load_memory(DType dt, const std::string& buf, const std::string& idx) const override {
+    if (!narrow(dt)) return buf + "[" + idx + "]";
+    if (!packed(buf)) return from_word(dt, buf + "[" + idx + "]");  // work-group memory: one element per word
+    const std::string word = buf + "[" + word_index(dt, idx) + "]";
+    return from_word(dt, "(" + (atomic_.count(buf) ? "atomicLoad(&" + word + ")" : word) + " >> " + bit_offset(dt, idx) + ")");
+  }
+  std::string store_memory(DType dt, const std::string& buf, const std::string& idx, const std::string& v) const override {
+    if (!narrow(dt)) return buf + "[" + idx + "] = " + v;
+    if (!packed(buf)) return buf + "[" + idx + "] = " + to_word(dt, v);
+    // its bits cleared, then set: each an atomic op on the word, which other work-items' elements share
+    return detail::cat("{ let at = ", idx, "; let shift = ", bit_offset(dt, "at"), "; atomicAnd(", word_of(dt, buf, "at"), ", ~(", mask(dt),
+                       " << shift)); atomicOr(", word_of(dt, buf, "at"), ", ", to_word(dt, v), " << shift); }");
+  }
+  std::string wide_load(const std::string& name, DType dt, const std::string& buf, const std::string& i, bool local,
+                        const std::string& gate) const override {
+    // 16 bytes as 4 words (a STAGE's copy reads global memory)
+    if (local) throw CompileError("WGSL renderer: a 16-byte copy out of work-group memory");
+    const std::string w = narrow(dt) ? word_index(dt, i) : i;
+    const bool atomic = atomic_.count(buf) > 0;
+    std::string words;
+    for (int k = 0; k < 4; ++k) {
+      const std::string at = detail::cat(buf, "[", w, " + ", k, "]");
+      words += (k ? ", " : "") + (atomic ? "atomicLoad(&" + at + ")" : at);
+    }
+    const std::string type = "vec4<" + memory_type(dt) + ">";
+    if (gate.empty()) return "let " + name + " = " + type + "(" + words + ");";
+    return "var " + name + " = " + type + "();\nif (" + gate + ") { " + name + " = " + type + "(" + words + "); }";
+  }
+  std::string wide_store(DType dt, const std::string& buf, const std::string& i, bool local, const std::string& v) const override {
+    if (!local) throw CompileError("WGSL renderer: a 16-byte copy into global memory");
+    if (!narrow(dt)) return detail::cat("{ let at = ", i, "; ", buf, "[at] = ", v, ".x; ", buf, "[at + 1] = ", v, ".y; ", buf, "[at + 2] = ", v,
+                                        ".z; ", buf, "[at + 3] = ", v, ".w; }");
+    // work-group memory holds one element per word: the 4 words' elements, one by one
+    const int64_t per_word = 4 / dt.itemsize(), bits = 8 * dt.itemsize();
+    std::string s = detail::cat("{ let at = ", i, ";");
+    for (int64_t e = 0; e < 4 * per_word; ++e)
+      s += detail::cat(" ", buf, "[at + ", e, "] = (", v, "[", e / per_word, "] >> ", (e % per_word) * bits, "u) & ", mask(dt), ";");
+    return s + " }";
+  }
+
   std::string bitcast(const std::string&, const std::string& to, const std::string& v) const override { return "bitcast<" + to + ">(" + v + ")"; }
+  std::string bitcast_value(DType from, DType to, const std::string& v) const override {
+    if (narrow(from) || narrow(to)) return from_word(to, to_word(from, v));
+    return from == to ? v : "bitcast<" + scalar_type(to) + ">(" + v + ")";
+  }
+  std::string round_narrow(DType dt, const std::string& v) const override {
+    return std::string(dt.scalar() == dtypes::bfloat16 ? "tinyt_bf16_round" : "tinyt_f16_round") + "(f32(" + v + "))";
+  }
+  // an integer narrower than 32 bits wraps as C's cast to it does (a float through i32: to an
+  // unsigned one as PyTorch's casts do, -1.0 to uint8 is 255)
+  std::string cast_to(DType dt, const std::string& type, const std::string& e) const override {
+    switch (dt.scalar_type()) {
+      case ScalarType::int8: return "(bitcast<i32>(bitcast<u32>(i32(" + e + ")) << 24u) >> 24u)";
+      case ScalarType::int16: return "(bitcast<i32>(bitcast<u32>(i32(" + e + ")) << 16u) >> 16u)";
+      case ScalarType::uint8: return "(bitcast<u32>(i32(" + e + ")) & 0xffu)";
+      case ScalarType::uint16: return "(bitcast<u32>(i32(" + e + ")) & 0xffffu)";
+      default: return convert(type, e);
+    }
+  }
+  std::string dialect_alu(const UOp& u, const std::vector<std::string>& a) const override {
+    const auto& s = u.src();
+    if (s.empty()) return "";
+    const DType operand = s[0].dtype().scalar();
+    switch (u.op()) {
+      case Ops::POW: return "tinyt_pow(" + a[0] + ", " + a[1] + ")";
+      case Ops::SHL: return "(" + a[0] + " << u32(" + a[1] + "))";
+      case Ops::SHR: return "(" + a[0] + " >> u32(" + a[1] + "))";
+      case Ops::CMPNE:
+        if (operand.is_float() && s[0] == s[1]) return is_nan(a[0]);  // isnan
+        return "";
+      case Ops::XOR: return operand.is_bool() ? "(" + a[0] + " != " + a[1] + ")" : "";
+      case Ops::CMPLT: return operand.is_bool() ? "(!" + a[0] + " && " + a[1] + ")" : "";
+      case Ops::MAX:
+        if (operand.is_bool()) return "(" + a[0] + " || " + a[1] + ")";
+        if (operand.is_float()) return choose("(" + is_nan(a[0]) + " || " + a[0] + " > " + a[1] + ")", a[0], a[1]);
+        return "";
+      default: return "";
+    }
+  }
   std::string math_function(const std::string& name, DType) const override { return name; }  // overloaded
   // no literals for them: made from their bits
   std::string special_float(double v, DType) const override {
@@ -13926,7 +14208,45 @@ class WGSLRenderer : public CStyleRenderer {
   }
 
  private:
-  mutable std::string module_scope_;  // bindings and work-group memory, before the entry point
+  mutable std::string module_scope_;    // bindings and work-group memory, before the entry point
+  std::unordered_set<std::string> packed_, atomic_;  // global buffers of narrow elements: read only, stored to
+  bool uses_pow_ = false;
+
+  static bool narrow(DType dt) { return dt.scalar().itemsize() < 4; }
+  bool packed(const std::string& buf) const { return packed_.count(buf) || atomic_.count(buf); }
+  static std::string mask(DType dt) { return dt.scalar().itemsize() == 1 ? "0xffu" : "0xffffu"; }
+  // where element `idx` of a packed buffer lies: its word, and its lowest bit in that word
+  static std::string word_index(DType dt, const std::string& idx) { return "(" + idx + (dt.scalar().itemsize() == 1 ? " >> 2u)" : " >> 1u)"); }
+  static std::string bit_offset(DType dt, const std::string& idx) {
+    return dt.scalar().itemsize() == 1 ? "((u32(" + idx + ") & 3u) * 8u)" : "((u32(" + idx + ") & 1u) * 16u)";
+  }
+  std::string word_of(DType dt, const std::string& buf, const std::string& idx) const { return "&" + buf + "[" + word_index(dt, idx) + "]"; }
+  static std::string is_nan(const std::string& v) { return "((bitcast<u32>(" + v + ") & 0x7fffffffu) > 0x7f800000u)"; }
+  // a narrow element's register value from a u32 whose low bits hold it, and back
+  static std::string from_word(DType dt, const std::string& w) {
+    switch (dt.scalar_type()) {
+      case ScalarType::bool_: return "((" + w + " & 0xffu) != 0u)";
+      case ScalarType::int8: return "(bitcast<i32>(" + w + " << 24u) >> 24u)";
+      case ScalarType::int16: return "(bitcast<i32>(" + w + " << 16u) >> 16u)";
+      case ScalarType::uint8: return "(" + w + " & 0xffu)";
+      case ScalarType::uint16: return "(" + w + " & 0xffffu)";
+      case ScalarType::float16: return "tinyt_f16_to_f32(" + w + " & 0xffffu)";
+      case ScalarType::bfloat16: return "bitcast<f32>(" + w + " << 16u)";
+      default: throw InternalError(detail::cat("WGSL renderer: ", dt.name(), " is not kept in part of a word"));
+    }
+  }
+  static std::string to_word(DType dt, const std::string& v) {
+    switch (dt.scalar_type()) {
+      case ScalarType::bool_: return "select(0u, 1u, " + v + ")";
+      case ScalarType::int8: return "(bitcast<u32>(" + v + ") & 0xffu)";
+      case ScalarType::int16: return "(bitcast<u32>(" + v + ") & 0xffffu)";
+      case ScalarType::uint8: return "(" + v + " & 0xffu)";
+      case ScalarType::uint16: return "(" + v + " & 0xffffu)";
+      case ScalarType::float16: return "tinyt_f32_to_f16(" + v + ")";
+      case ScalarType::bfloat16: return "tinyt_f32_to_bf16(" + v + ")";
+      default: throw InternalError(detail::cat("WGSL renderer: ", dt.name(), " is not kept in part of a word"));
+    }
+  }
 };
 
 /// A linearized program as a WGSL compute shader whose entry point is the program's name.
@@ -17350,6 +17670,8 @@ struct CompiledKernel {
     const auto& symbolic = program.symbolic_global;
     if (std::any_of(symbolic.begin(), symbolic.end(), [](const UOp& s) { return bool(s); })) {
       const auto [global, local] = codegen::launch_sizes(program, vars);
+      // (a WGSL shader's work-group size is part of its source: a symbolic dimension's is 1 there)
+      if (language == backend::Language::wgsl) return {global, program.local_size};
       return {global, local};
     }
     return {program.global_size, program.local_size};
@@ -18724,9 +19046,11 @@ inline std::array<Tensor, 2> random_words(int64_t n, const std::string& device) 
                         std::memcpy(bytes.data(), next.data(), sizeof next);
                         return bytes;
                       }});
-  // the element index, counted as arange counts (a cumulative sum), 64 bits wide
-  Tensor i = Tensor::full(Shape{n}, 1, dtypes::int64, device).cumsum().sub(1);
-  Tensor lo = i.cast(dtypes::uint32), hi = i.rshift(32).cast(dtypes::uint32);
+  // the element index, counted as arange counts (a cumulative sum), 64 bits wide (on a device
+  // without 64-bit types, 32: its high word is 0, as it is below 2^32 elements anyway)
+  const DType wide = Device::widest_int(device);
+  Tensor i = Tensor::full(Shape{n}, 1, wide, device).cumsum().sub(1);
+  Tensor lo = i.cast(dtypes::uint32), hi = wide == dtypes::int64 ? i.rshift(32).cast(dtypes::uint32) : Tensor::zeros({n}, dtypes::uint32, device);
   return threefry2x32(lo, hi, key_words.shrink({{0, 1}}).reshape({}), key_words.shrink({{1, 2}}).reshape({}));
 }
 }  // namespace detail
@@ -19408,6 +19732,19 @@ TINYT_INLINE void Device::require(const std::string& name) {
   backend::device(canonicalize(name));  // opens it, or throws DeviceError saying why not
 }
 
+TINYT_INLINE bool Device::holds_wide_types(const std::string& device) {
+  for (const std::string& d : split(device))
+    if (!backend::device(d).target().wide_types) return false;
+  return true;
+}
+
+TINYT_INLINE void Device::require_dtype(const std::string& device, DType dtype, const std::string& op) {
+  if (dtype.is_index() || dtype.scalar().itemsize() != 8) return;  // (only 64-bit types are missing anywhere)
+  for (const std::string& d : split(device))
+    if (!holds_wide_types(d))
+      throw DeviceError(detail::cat(op, ": ", d, " has no ", dtype.name(), " (WebGPU has no 64-bit types: use float32 or int32)"));
+}
+
 TINYT_INLINE void Device::synchronize(const std::string& name) {
   backend::device(canonicalize(name)).synchronize();
 }
@@ -19823,6 +20160,7 @@ TINYT_INLINE Tensor Tensor::unsqueeze(int dim) const { return reshape(detail::ew
 TINYT_INLINE Tensor Tensor::to(const std::string& device) const {
   const std::string d = Device::canonicalize(device);
   if (d == this->device()) return *this;
+  Device::require_dtype(d, dtype(), "to");
   return Tensor(UOp(Ops::COPY, dtype(), {uop(), graph::device_uop(d)}));
 }
 TINYT_INLINE Tensor Tensor::shard(const std::vector<std::string>& devices, std::optional<int> axis) const {
@@ -20115,10 +20453,12 @@ TINYT_INLINE Operand cos(O x) { return sin(add(neg(as_float(x)), std::numbers::p
 TINYT_INLINE Operand tan(O x) { return div(sin(x), cos(x)); }
 TINYT_INLINE Operand square(O x) { return mul(x, x); }
 TINYT_INLINE Operand abs(O x) { return dtype(x).is_bool() ? x : where(lt(x, 0), neg(x), x); }
+TINYT_INLINE Operand isnan(O x);
 TINYT_INLINE Operand sign(O x) {
-  // NaN stays NaN (x*0), like PyTorch
+  // NaN stays NaN, like PyTorch (chosen, not computed as s + x*0: a compiler that assumes no NaN,
+  // as WebGPU's may, folds x*0 to 0)
   const Operand s = cast(where(ne(x, 0), where(lt(x, 0), -1, 1), 0), dtype(x));
-  return dtype(x).is_float() ? add(s, mul(x, 0)) : s;
+  return dtype(x).is_float() ? where(isnan(x), x, s) : s;
 }
 TINYT_INLINE Operand trunc(O x) { return dtype(x).is_float() ? Operand(x.u.alu(Ops::TRUNC)) : x; }
 TINYT_INLINE Operand floor(O x) {
@@ -20222,8 +20562,14 @@ TINYT_EW_UNARY(TINYT_TENSOR_UNARY)
   }
 TINYT_EW_BINARY(TINYT_TENSOR_BINARY)
 #undef TINYT_TENSOR_BINARY
-TINYT_INLINE Tensor Tensor::cast(DType dt) const { return detail::to_tensor(detail::ew::cast(detail::operand_of(*this), dt)); }
-TINYT_INLINE Tensor Tensor::bitcast(DType dt) const { return detail::to_tensor(detail::ew::bitcast(detail::operand_of(*this), dt)); }
+TINYT_INLINE Tensor Tensor::cast(DType dt) const {
+  Device::require_dtype(device(), dt, "cast");
+  return detail::to_tensor(detail::ew::cast(detail::operand_of(*this), dt));
+}
+TINYT_INLINE Tensor Tensor::bitcast(DType dt) const {
+  Device::require_dtype(device(), dt, "bitcast");
+  return detail::to_tensor(detail::ew::bitcast(detail::operand_of(*this), dt));
+}
 TINYT_INLINE Tensor Tensor::where(const Tensor& a, const Tensor& b) const {
   using detail::operand_of;
   return detail::to_tensor(detail::ew::where(operand_of(*this), operand_of(a), operand_of(b)));
@@ -20266,9 +20612,10 @@ namespace detail {
 // up in int64 and the result stays int64, so an int32 sum of two 2^30s does not wrap; uint64 stays
 // uint64 (PyTorch returns the same bits as int64, where sums past 2^63 read as negative).
 // float16 and bfloat16 add up in float32 and the result is rounded once, back to their dtype.
-inline DType sum_acc_dtype(DType dt) {
+// On a device without 64-bit types (WEBGPU) integers add up in int32, as in tinygrad.
+inline DType sum_acc_dtype(DType dt, const std::string& device) {
   if (dt == dtypes::uint64) return dt;
-  if (dt.is_int() || dt.is_bool()) return dtypes::int64;
+  if (dt.is_int() || dt.is_bool()) return Device::widest_int(device);
   return least_upper_dtype({dt, dtypes::float32});
 }
 // The dtype a dot product (matmul, conv) multiplies and adds up in, for a result of dtype `out`:
@@ -20276,7 +20623,7 @@ inline DType sum_acc_dtype(DType dt) {
 // of two of them is exact in float32; rounding each would lose what their sum keeps).
 inline DType dot_dtype(DType out) { return out == dtypes::float16 || out == dtypes::bfloat16 ? dtypes::float32 : out; }
 // The dtype a sum or product returns: a float keeps its own, an integer is its accumulator's.
-inline DType sum_out_dtype(DType dt) { return dt.is_float() ? dt : sum_acc_dtype(dt); }
+inline DType sum_out_dtype(DType dt, const std::string& device) { return dt.is_float() ? dt : sum_acc_dtype(dt, device); }
 // The dtype the float statistics (mean, var, softmax, logsumexp, layernorm) compute in, as
 // PyTorch's CPU kernels: float32 for float16, bfloat16 and integers, float64 for float64. Their
 // result is then rounded once to least_upper_float of the input.
@@ -20345,7 +20692,7 @@ TINYT_INLINE Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim, 
 }
 
 TINYT_INLINE Tensor Tensor::sum(std::vector<int> axes, bool keepdim) const {
-  return cast(detail::sum_acc_dtype(dtype())).reduce(Ops::ADD, std::move(axes), keepdim, "sum").cast(detail::sum_out_dtype(dtype()));
+  return cast(detail::sum_acc_dtype(dtype(), device())).reduce(Ops::ADD, std::move(axes), keepdim, "sum").cast(detail::sum_out_dtype(dtype(), device()));
 }
 TINYT_INLINE Tensor Tensor::sum(int axis, bool keepdim) const { return sum(std::vector<int>{axis}, keepdim); }
 TINYT_INLINE Tensor Tensor::sum() const { return sum(detail::all_axes(ndim()), false); }
@@ -20353,7 +20700,7 @@ TINYT_INLINE Tensor Tensor::sum() const { return sum(detail::all_axes(ndim()), f
 // As PyTorch: integers multiply in int64, floats in their own dtype (PyTorch's CPU prod of
 // float16 rounds every step: 300 * 300 * 2^-10 is inf there, not 87.875).
 TINYT_INLINE Tensor Tensor::prod(std::vector<int> axes, bool keepdim) const {
-  return cast(detail::sum_out_dtype(dtype())).reduce(Ops::MUL, std::move(axes), keepdim, "prod");
+  return cast(detail::sum_out_dtype(dtype(), device())).reduce(Ops::MUL, std::move(axes), keepdim, "prod");
 }
 TINYT_INLINE Tensor Tensor::prod(int axis, bool keepdim) const { return prod(std::vector<int>{axis}, keepdim); }
 TINYT_INLINE Tensor Tensor::prod() const { return prod(detail::all_axes(ndim()), false); }
@@ -20412,7 +20759,7 @@ inline Tensor running_reduce(const Tensor& x, Ops op) {
 
 /// `t`'s running reduction along `axis` (cumsum, cumprod), in the dtypes sum and prod use.
 inline Tensor running_along(const Tensor& t, int axis, Ops op, const char* name) {
-  if (t.ndim() == 0) return t.cast(sum_out_dtype(t.dtype()));
+  if (t.ndim() == 0) return t.cast(sum_out_dtype(t.dtype(), t.device()));
   const int ax = normalize_axis(axis, t.ndim(), name);
   std::vector<int> order;
   for (int i = 0; i < static_cast<int>(t.ndim()); ++i)
@@ -20421,8 +20768,8 @@ inline Tensor running_along(const Tensor& t, int axis, Ops op, const char* name)
   Tensor x = t.permute(order);
   const std::vector<int64_t> s = x.shape().to_vector();
   const int64_t n = s.back(), rows = t.numel() / std::max<int64_t>(n, 1);
-  Tensor acc = x.reshape({rows, n}).cast(sum_acc_dtype(t.dtype()));
-  Tensor done = running_reduce(acc, op).cast(sum_out_dtype(t.dtype())).reshape(Shape(s));
+  Tensor acc = x.reshape({rows, n}).cast(sum_acc_dtype(t.dtype(), t.device()));
+  Tensor done = running_reduce(acc, op).cast(sum_out_dtype(t.dtype(), t.device())).reshape(Shape(s));
   std::vector<int> inverse(order.size());
   for (size_t i = 0; i < order.size(); ++i) inverse[static_cast<size_t>(order[i])] = static_cast<int>(i);
   return done.permute(inverse);
@@ -20481,7 +20828,9 @@ TINYT_INLINE Tensor Tensor::from_blob(const void* ptr, Shape shape, DType dtype,
   if (!ptr && n) throw Error("from_blob: null data pointer");
   if (const std::string list = device.empty() ? "" : Device::canonicalize(device); Device::is_multi(list))
     return detail::on_each(list, [&](const std::string& d) { return from_blob(ptr, s, dtype, d); });
-  UOp buf = graph::new_buffer(device.empty() ? Device::default_device() : device, n, dtype);
+  const std::string dev = device.empty() ? Device::default_device() : Device::canonicalize(device);
+  Device::require_dtype(dev, dtype, "from_blob");
+  UOp buf = graph::new_buffer(dev, n, dtype);
   graph::buffer_of(buf)->copyin(ptr, static_cast<size_t>(n * dtype.itemsize()));
   return Tensor(graph::reshape(buf, s));
 }
@@ -20490,13 +20839,16 @@ TINYT_INLINE Tensor Tensor::empty(Shape shape, DType dtype, std::string device) 
   const auto s = detail::checked_shape(shape, "empty");
   if (const std::string list = device.empty() ? "" : Device::canonicalize(device); Device::is_multi(list))
     return detail::on_each(list, [&](const std::string& d) { return empty(s, dtype, d); });
-  return Tensor(graph::reshape(graph::new_buffer(device.empty() ? Device::default_device() : device, detail::product(s), dtype), s));
+  const std::string dev = device.empty() ? Device::default_device() : Device::canonicalize(device);
+  Device::require_dtype(dev, dtype, "empty");
+  return Tensor(graph::reshape(graph::new_buffer(dev, detail::product(s), dtype), s));
 }
 namespace detail {
 template <class V> Tensor full_of(const Shape& shape, V value, DType dtype, const std::string& device) {
   for (const sint& d : shape)
     if (d.vmin() < 0) throw ShapeError(cat("full: negative size in shape ", shape));
   const std::string dev = device.empty() ? Device::default_device() : Device::canonicalize(device);
+  Device::require_dtype(dev, dtype, "full");
   UOp c = graph::const_(dtype, value, dev);
   return Tensor(graph::expand(graph::reshape(c, std::vector<int64_t>(shape.size(), 1)), shape));
 }
@@ -21374,6 +21726,355 @@ inline void export_c(const std::vector<ExportItem>& items, const ExportSignature
 }  // namespace engine
 }  // namespace tinyt::inline v0
 // ---- end tinyt/engine/export_c.hpp ----
+// ---- tinyt/engine/export_webgpu.hpp ----
+// A step captured on WEBGPU as a folder a web page runs (tinygrad's export_model): the kernels'
+// WGSL as the WEBGPU device compiled them, the step's weights, and an ES module that replays the
+// kernels in a browser's WebGPU, with no network access, no CDN and no build step:
+//
+//   model.js              load(device?) -> the model; run(inputs) -> outputs (typed arrays)
+//   k<n>_<kernel>.wgsl    one file per kernel, as WEBGPU ran it
+//   weights.safetensors   every buffer the step reads before writing it, other than its inputs
+//   index.html, page.js   a page that loads the model; page.js is the caller's script, or one that
+//                         runs the model on zeros and shows what comes out
+//
+// model.js has no dependencies and reads its files relative to its own URL, so the folder is
+// served as it is (`python3 -m http.server`; browsers do not fetch from file://). The run is
+// the native replay's: the same buffers, the same dispatches in the same order, in one command
+// encoder. Where a kernel binds one buffer twice (an in-place update), it reads a copy made just
+// before, as backend/webgpu.hpp does: WebGPU binds a writable buffer once per dispatch.
+//
+// Not exported (an Error naming export_webgpu): steps with symbolic variables, steps that draw
+// random numbers on the host at each call, steps on other devices.
+
+#include <filesystem>
+
+
+namespace tinyt::inline v0 {
+namespace engine {
+
+namespace detail {
+// The runtime part of model.js, after the step's tables (`inputs`, `outputs`, `sizes`, `weights`,
+// `kernels`, `steps`; see export_webgpu below).
+inline constexpr const char* webgpu_model_runtime = R"JS(
+const typed = { float32: Float32Array, int32: Int32Array, uint32: Uint32Array, int16: Int16Array, uint16: Uint16Array,
+                int8: Int8Array, uint8: Uint8Array, bool: Uint8Array, float16: Uint16Array, bfloat16: Uint16Array };
+const words = (n) => Math.max(4, Math.ceil(n / 4) * 4);  // WebGPU sizes and writes are whole 4-byte words
+const here = new URL(".", import.meta.url);
+
+async function fetched(file) {
+  const response = await fetch(new URL(file, here));
+  if (!response.ok) throw new Error(`model.js: cannot fetch ${file} (HTTP ${response.status})`);
+  return response;
+}
+
+// The tensors of a safetensors file: 8 bytes of header length (little-endian), a JSON header,
+// then the data; name -> bytes.
+function safetensors(bytes) {
+  const view = new DataView(bytes);
+  if (bytes.byteLength < 8) throw new Error("model.js: weights.safetensors is shorter than its 8-byte header length");
+  const n = Number(view.getBigUint64(0, true));
+  if (8 + n > bytes.byteLength) throw new Error(`model.js: weights.safetensors: a header of ${n} bytes in a file of ${bytes.byteLength}`);
+  const header = JSON.parse(new TextDecoder().decode(new Uint8Array(bytes, 8, n)));
+  const out = {};
+  for (const [name, t] of Object.entries(header)) {
+    if (name === "__metadata__") continue;
+    const [begin, end] = t.data_offsets;
+    if (!(begin <= end && 8 + n + end <= bytes.byteLength)) throw new Error(`model.js: weights.safetensors: ${name} lies outside the file`);
+    out[name] = new Uint8Array(bytes, 8 + n + begin, end - begin);
+  }
+  return out;
+}
+
+// Writes `bytes` at the start of `buffer`, padded to whole words.
+function write(device, buffer, bytes) {
+  let data = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (data.byteLength % 4 !== 0 || data.byteOffset % 4 !== 0) {
+    const padded = new Uint8Array(words(data.byteLength));
+    padded.set(data);
+    data = padded;
+  }
+  device.queue.writeBuffer(buffer, 0, data);
+}
+
+// The errors of a shader module's compilation, as one message.
+async function compile_errors(module, file) {
+  const info = await module.getCompilationInfo();
+  const errors = info.messages.filter((m) => m.type === "error");
+  return errors.length ? `${file}: ` + errors.map((m) => `${m.lineNum}:${m.linePos}: ${m.message}`).join("; ") : "";
+}
+
+/// Loads the model on `device` (default: the browser's first adapter's), with its weights and
+/// pipelines; the model's `run(inputs)` gives the outputs.
+export async function load(device) {
+  if (!device) {
+    if (!navigator.gpu) throw new Error("model.js: this browser has no WebGPU (navigator.gpu)");
+    const adapter = await navigator.gpu.requestAdapter();
+    if (!adapter) throw new Error("model.js: WebGPU offers no adapter");
+    const biggest = Math.max(4, ...sizes.map(words), ...inputs.map((t) => words(t.bytes)));
+    const requiredLimits = {};
+    for (const limit of ["maxStorageBufferBindingSize", "maxBufferSize"]) {
+      if (biggest <= adapter.limits[limit]) { if (biggest > 128 << 20) requiredLimits[limit] = biggest; continue; }
+      throw new Error(`model.js: a buffer of ${biggest} bytes; the adapter's ${limit} is ${adapter.limits[limit]}`);
+    }
+    device = await adapter.requestDevice({ requiredLimits });
+  }
+  device.pushErrorScope("validation");
+  const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+  // the step's buffers, then one per input
+  const buffers = [...sizes, ...inputs.map((t) => t.bytes)].map((n) => device.createBuffer({ size: words(n), usage }));
+  const file = safetensors(await (await fetched("weights.safetensors")).arrayBuffer());
+  for (const [b, name] of Object.entries(weights)) {
+    if (!file[name] || file[name].byteLength !== sizes[b])
+      throw new Error(`model.js: weights.safetensors has no ${name} of ${sizes[b]} bytes`);
+    write(device, buffers[b], file[name]);
+  }
+  const pipelines = [];
+  for (const k of kernels) {
+    const module = device.createShaderModule({ label: k.file, code: await (await fetched(k.file)).text() });
+    const errors = await compile_errors(module, k.file);
+    if (errors) throw new Error(`model.js: the kernel does not compile: ${errors}`);
+    const entries = Array.from({ length: k.buffers }, (_, i) => ({ binding: i, visibility: GPUShaderStage.COMPUTE, buffer: { type: "storage" } }));
+    const layout = device.createBindGroupLayout({ entries });
+    const pipeline = await device.createComputePipelineAsync({
+      label: k.file, layout: device.createPipelineLayout({ bindGroupLayouts: [layout] }), compute: { module, entryPoint: k.entry } });
+    pipelines.push({ pipeline, layout });
+  }
+  // each dispatch's bind group; a buffer bound a second time is read from a copy made just before
+  const launches = steps.map((s) => {
+    if (s.copy) return { copy: s.copy.map((b, i) => (i < 2 ? buffers[b] : b)) };
+    const snapshots = [];
+    const entries = s.bind.map((b, i) => {
+      let buffer = buffers[b];
+      if (s.bind.indexOf(b) !== i) {
+        buffer = device.createBuffer({ size: words(sizes[b]), usage });
+        snapshots.push([buffers[b], buffer, words(sizes[b])]);
+      }
+      return { binding: i, resource: { buffer } };
+    });
+    const { pipeline, layout } = pipelines[s.kernel];
+    return { pipeline, group: device.createBindGroup({ layout, entries }), groups: s.groups, snapshots };
+  });
+  const readback = outputs.map((t) => device.createBuffer({ size: words(t.bytes), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST }));
+  const error = await device.popErrorScope();
+  if (error) throw new Error(`model.js: loading the model: ${error.message}`);
+
+  let last = Promise.resolve();
+  async function run_once(values) {
+    if (!Array.isArray(values) || values.length !== inputs.length)
+      throw new Error(`model.js: run takes an array of ${inputs.length} input(s)`);
+    values.forEach((v, k) => {
+      if (!ArrayBuffer.isView(v) || v.byteLength !== inputs[k].bytes)
+        throw new Error(`model.js: run: input ${k} must be ${inputs[k].bytes} bytes (${inputs[k].dtype} ${JSON.stringify(inputs[k].shape)}), got ${v && v.byteLength}`);
+      write(device, buffers[sizes.length + k], v);
+    });
+    device.pushErrorScope("validation");
+    const encoder = device.createCommandEncoder();
+    let pass = null;
+    for (const l of launches) {
+      if (l.copy || l.snapshots.length) { if (pass) pass.end(); pass = null; }
+      if (l.copy) { encoder.copyBufferToBuffer(l.copy[1], 0, l.copy[0], 0, l.copy[2]); continue; }
+      for (const [from, to, n] of l.snapshots) encoder.copyBufferToBuffer(from, 0, to, 0, n);
+      if (!pass) pass = encoder.beginComputePass();
+      pass.setPipeline(l.pipeline);
+      pass.setBindGroup(0, l.group);
+      pass.dispatchWorkgroups(...l.groups);
+    }
+    if (pass) pass.end();
+    outputs.forEach((t, k) => encoder.copyBufferToBuffer(buffers[t.buffer], 0, readback[k], 0, words(t.bytes)));
+    device.queue.submit([encoder.finish()]);
+    const error = await device.popErrorScope();
+    if (error) throw new Error(`model.js: run: ${error.message}`);
+    await Promise.all(readback.map((r) => r.mapAsync(GPUMapMode.READ)));
+    return outputs.map((t, k) => {
+      const bytes = readback[k].getMappedRange().slice(0, t.bytes);
+      readback[k].unmap();
+      return new typed[t.dtype](bytes);
+    });
+  }
+  // one run at a time: they share the buffers
+  const run = (values) => (last = last.then(() => run_once(values), () => run_once(values)));
+  return { device, run, inputs, outputs };
+}
+
+let loaded = null;
+/// Runs the model (loading it first, on the default device) on `values`, one typed array per
+/// input, row-major; resolves to one typed array per output.
+export async function run(values) {
+  if (!loaded) loaded = load();
+  return (await loaded).run(values);
+}
+)JS";
+
+// The page around a page.js: it imports the model itself.
+inline constexpr const char* webgpu_index_html = R"(<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>tinyt model</title>
+<link rel="icon" href="data:,">
+<style>
+body { font: 15px system-ui, sans-serif; margin: 24px; color: #222; }
+table { border-collapse: collapse; } td, th { padding: 3px 8px; text-align: right; }
+#status { color: #555; }
+</style>
+</head>
+<body>
+<h1 id="title">tinyt model</h1>
+<p id="status">loading…</p>
+<div id="out"></div>
+<script type="module" src="page.js"></script>
+</body>
+</html>
+)";
+
+// The default page.js: the model on inputs of zeros; each output's shape and first values. It
+// reports in window.tinytReport, as the demos' pages do.
+inline constexpr const char* webgpu_default_page = R"JS(import * as model from "./model.js";
+
+const status = document.getElementById("status");
+try {
+  const started = performance.now();
+  const outputs = await model.run(model.inputs.map((t) => new Uint8Array(t.bytes)));
+  const out = document.getElementById("out");
+  outputs.forEach((o, k) => {
+    const p = document.createElement("p");
+    p.textContent = `output ${k} (${model.outputs[k].dtype} ${JSON.stringify(model.outputs[k].shape)}): ` +
+                    Array.from(o.slice(0, 8)).join(", ") + (o.length > 8 ? ", …" : "");
+    out.append(p);
+  });
+  status.textContent = `ran on inputs of zeros in ${(performance.now() - started).toFixed(0)} ms`;
+  window.tinytReport = { outputs: outputs.map((o) => Array.from(o)) };
+} catch (e) {
+  status.textContent = String(e);
+  window.tinytReport = { error: String(e) };
+}
+)JS";
+
+inline std::string js_shape(const Shape& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i].as_int());
+  return s + "]";
+}
+}  // namespace detail
+
+/// Writes the step (captured on WEBGPU) into the folder `dir` (made if missing) as a web page's
+/// model: model.js, a .wgsl file per kernel, weights.safetensors, index.html and page.js (the
+/// text `page_script`, or a page that runs the model on zeros when it is empty).
+inline void export_webgpu(const std::vector<ExportItem>& items, const ExportSignature& sig, const std::string& dir,
+                          const std::string& page_script = "") {
+  using tinyt::detail::cat;
+  // every buffer, numbered in order of first use; which ones the step reads before writing
+  std::vector<std::shared_ptr<Buffer>> buffers;
+  std::map<const Buffer*, size_t> number;
+  std::set<size_t> read_first;
+  for (const ExportItem& it : items) {
+    std::set<size_t> fresh_here;
+    for (size_t j = 0; j < it.buffers.size(); ++j) {
+      if (!it.buffers[j]) continue;
+      if (it.buffers[j]->device() != "WEBGPU")
+        throw DeviceError(cat("export_webgpu: the step ran on ", it.buffers[j]->device(),
+                              "; capture it on WEBGPU (DEV=WEBGPU) to export it for a web page"));
+      auto [at, fresh] = number.try_emplace(it.buffers[j].get(), buffers.size());
+      if (fresh) buffers.push_back(it.buffers[j]), fresh_here.insert(at->second);
+      // read by the item that first uses it (an input slot, or an in-place update): a weight
+      if (j != 0 && fresh_here.count(at->second)) read_first.insert(at->second);
+    }
+    if (!it.vars.empty())
+      throw Error(cat("export_webgpu: the step has symbolic variables (", it.vars.size(), " in kernel ",
+                      it.kernel ? it.kernel->program.name : "?", "); only steps of fixed shapes are exported so far"));
+    if (!it.kernel && it.buffers.size() != 2)
+      throw Error(cat("export_webgpu: the step launches something that is neither a kernel nor a copy within WEBGPU"));
+  }
+  size_t n_inputs = sig.input_shapes.size();
+  for (const ExportItem& it : items)
+    for (const auto& [slot, k] : it.input_slots) n_inputs = std::max(n_inputs, k + 1);
+  if (n_inputs != sig.input_shapes.size())
+    throw Error("export_webgpu: the step's inputs are split across devices; capture it on WEBGPU alone");
+  auto slot_of = [&](const ExportItem& it, size_t j) -> size_t {  // inputs come after the step's buffers
+    for (const auto& [slot, k] : it.input_slots)
+      if (slot == j) return buffers.size() + k;
+    return number.at(it.buffers.at(j).get());
+  };
+
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& file, const std::string& text) {
+    if (!tinyt::detail::write_file_atomically(std::filesystem::path(dir) / file, text))
+      throw Error(cat("export_webgpu: cannot write ", (std::filesystem::path(dir) / file).string()));
+  };
+  std::ostringstream js;
+  js << "// A step captured by tinyt's TinyJit on WEBGPU, for a web page (generated; see tinyt's\n"
+     << "// engine/export_webgpu.hpp). `run(inputs)` takes one typed array per input, row-major:\n";
+  js << "export const inputs = [\n";
+  for (size_t k = 0; k < sig.input_shapes.size(); ++k) {
+    if (!sig.input_shapes[k].numel().is_int())
+      throw Error(cat("export_webgpu: input ", k, " has the symbolic shape ", sig.input_shapes[k], "; only fixed shapes are exported"));
+    js << "  { dtype: \"" << sig.input_dtypes[k].name() << "\", shape: " << detail::js_shape(sig.input_shapes[k])
+       << ", bytes: " << sig.input_shapes[k].numel().as_int() * sig.input_dtypes[k].itemsize() << " },\n";
+  }
+  js << "];\n// ... and resolves to one per output:\nexport const outputs = [\n";
+  for (size_t k = 0; k < sig.outputs.size(); ++k) {
+    const UOp base = graph::base_buffer(sig.outputs[k]);
+    if (!base) throw ShapeError(cat("export_webgpu: output ", k, " is not a whole buffer"));
+    const auto it = number.find(graph::buffer_of(base).get());
+    if (it == number.end()) throw ShapeError(cat("export_webgpu: output ", k, " is not computed by the step"));
+    const Shape shape = graph::shape_of(sig.outputs[k]);
+    js << "  { dtype: \"" << sig.outputs[k].dtype().name() << "\", shape: " << detail::js_shape(shape)
+       << ", bytes: " << shape.numel().as_int() * sig.outputs[k].dtype().itemsize() << ", buffer: " << it->second << " },\n";
+  }
+  js << "];\n// the bytes of each buffer of the step (the inputs' come after them)\nconst sizes = [";
+  for (size_t b = 0; b < buffers.size(); ++b) js << (b ? ", " : "") << buffers[b]->nbytes();
+  js << "];\n// buffer -> its tensor in weights.safetensors\nconst weights = {";
+  std::map<std::string, Tensor> weights;
+  for (size_t b : read_first) {
+    const std::string name = cat("buffer_", b);
+    std::vector<uint8_t> host(buffers[b]->nbytes());
+    if (!host.empty()) buffers[b]->copyout(host.data(), host.size());
+    weights.emplace(name, Tensor::from_blob(host.data(), {static_cast<int64_t>(host.size())}, dtypes::uint8, "CPU"));
+    js << (weights.size() > 1 ? ", " : " ") << b << ": \"" << name << "\"";
+  }
+  js << " };\n// the kernels (entry points of their files) and the launches, in order\nconst kernels = [\n";
+  std::map<const CompiledKernel*, size_t> kernel_number;
+  for (const ExportItem& it : items) {
+    if (!it.kernel || kernel_number.count(it.kernel)) continue;
+    const codegen::Program& p = it.kernel->program;
+    if (it.kernel->language != backend::Language::wgsl)
+      throw DeviceError(cat("export_webgpu: kernel ", p.name, " is not WGSL; capture the step on WEBGPU"));
+    const size_t n = kernel_number.size();
+    const std::string file = cat("k", n, "_", detail::c_identifier(p.name), ".wgsl");
+    kernel_number[it.kernel] = n;
+    write(file, it.kernel->source);
+    js << "  { file: \"" << file << "\", entry: \"" << p.name << "\", buffers: " << std::min(it.buffers.size(), p.globals.size())
+       << " },\n";
+  }
+  js << "];\nconst steps = [\n";
+  for (const ExportItem& it : items) {
+    if (!it.kernel) {  // a copy within WEBGPU, of whole words (the device's buffers are)
+      const size_t bytes = (it.buffers.at(0)->nbytes() + 3) / 4 * 4;
+      js << "  { copy: [" << slot_of(it, 0) << ", " << slot_of(it, 1) << ", " << std::max<size_t>(bytes, 4) << "] },\n";
+      continue;
+    }
+    const codegen::Program& p = it.kernel->program;
+    const backend::LaunchDims dims = it.kernel->dims();
+    js << "  { kernel: " << kernel_number.at(it.kernel) << ", bind: [";
+    for (size_t j = 0; j < std::min(it.buffers.size(), p.globals.size()); ++j) js << (j ? ", " : "") << slot_of(it, j);
+    js << "], groups: [";
+    for (int d = 0; d < 3; ++d) {
+      if (dims.local[d] < 1 || dims.global[d] % dims.local[d] != 0)
+        throw InternalError(cat("export_webgpu: kernel ", p.name, " has ", dims.global[d], " work-items in groups of ", dims.local[d]));
+      js << (d ? ", " : "") << dims.global[d] / dims.local[d];
+    }
+    js << "] },\n";
+  }
+  js << "];\n" << detail::webgpu_model_runtime;
+  write("model.js", js.str());
+  write("index.html", detail::webgpu_index_html);
+  write("page.js", page_script.empty() ? std::string(detail::webgpu_default_page) : page_script);
+  nn::state::safe_save(weights, (std::filesystem::path(dir) / "weights.safetensors").string());
+}
+
+}  // namespace engine
+}  // namespace tinyt::inline v0
+// ---- end tinyt/engine/export_webgpu.hpp ----
 
 namespace tinyt::inline v0 {
 namespace detail {
@@ -21599,6 +22300,22 @@ TINYT_INLINE void JitCore::export_c(const std::string& c_path, const std::string
     items.push_back({compiled ? &compiled->kernel() : nullptr, j.item.buffers, j.input_slots, j.vars});
   }
   engine::export_c(items, {s_->shapes, s_->dtypes, s_->outputs}, c_path, weights_path);
+}
+
+TINYT_INLINE void JitCore::export_webgpu(const std::string& dir, const std::string& page_script) const {
+  if (!s_->captured) throw Error("TinyJit.export_webgpu: the step is not captured yet (it is captured at its second call)");
+  for (size_t k = 0; k < s_->devices.size(); ++k)
+    if (s_->devices[k] != "WEBGPU")
+      throw DeviceError(cat("export_webgpu: input ", k, " of the step is on ", s_->devices[k],
+                            "; capture it on WEBGPU (DEV=WEBGPU) to export it for a web page"));
+  if (!s_->fills.empty())
+    throw Error("TinyJit.export_webgpu: the step draws random numbers on the host at each call; a web page cannot replay it");
+  std::vector<engine::ExportItem> items;
+  for (const JitItem& j : s_->items) {
+    const auto* compiled = dynamic_cast<const engine::CompiledRunner*>(j.item.runner.get());
+    items.push_back({compiled ? &compiled->kernel() : nullptr, j.item.buffers, j.input_slots, j.vars});
+  }
+  engine::export_webgpu(items, {s_->shapes, s_->dtypes, s_->outputs}, dir, page_script);
 }
 
 TINYT_INLINE std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& inputs, const std::vector<UOp>& binds) {
@@ -22039,19 +22756,19 @@ inline void check_index_values(const Tensor& idx, int64_t size, bool wrap, const
   const int64_t n = idx.numel();
   Tensor(idx).realize();  // once: the check and the op both read it
   // 64 bits hold -size, size and every index value; unsigned stays unsigned so a value past
-  // INT64_MAX prints as itself
-  const bool is_unsigned = idx.dtype().is_unsigned();
-  const DType dt = is_unsigned ? dtypes::uint64 : dtypes::int64;
-  // an index split across devices is checked whole on the first (flattening it there would
-  // move elements between devices)
+  // INT64_MAX prints as itself. An index split across devices is checked whole on the first
+  // (flattening it there would move elements between devices). On a device without 64-bit types
+  // 32 bits do: its tensors are of 32-bit types and fewer than 2^31 elements.
   const std::string dev = idx.device().substr(0, idx.device().find(','));
+  const bool is_unsigned = idx.dtype().is_unsigned(), wide = Device::holds_wide_types(dev);
+  const DType dt = is_unsigned ? (wide ? dtypes::uint64 : dtypes::uint32) : Device::widest_int(dev);
   const Tensor i = idx.to(dev).reshape({n}).cast(dt);
   Tensor bad = i.ge(scalar_of(dt, size, dev));
   if (!is_unsigned) bad = bad.logical_or(i.lt(scalar_of(dt, wrap ? -size : 0, dev)));
   // the first offending position (n when there is none), and the value there, computed only
   // when needed: the first is the one number that comes back when all is well
-  const Tensor at = Tensor::arange(int64_t{0}, n).cast(dtypes::int64).to(dev);
-  Tensor first = bad.where(at, scalar_of(dtypes::int64, n, dev)).min();
+  const Tensor at = Tensor::arange(int64_t{0}, n).to(dev).cast(Device::widest_int(dev));
+  Tensor first = bad.where(at, scalar_of(Device::widest_int(dev), n, dev)).min();
   Tensor value = at.eq(first).where(i, scalar_of(dt, 0, dev)).sum().cast(dt);
   const auto fail = [=, op = std::string(op)](int64_t at_first, uint64_t bits) {
     const std::string text = is_unsigned ? std::to_string(bits) : std::to_string(static_cast<int64_t>(bits));
@@ -22062,14 +22779,24 @@ inline void check_index_values(const Tensor& idx, int64_t size, bool wrap, const
     realize_tensors({first, value});
     const std::shared_ptr<Buffer> first_mem = graph::buffer_of(graph::base_buffer(first.uop())),
                                   value_mem = graph::buffer_of(graph::base_buffer(value.uop()));
-    const auto read = [](const std::shared_ptr<Buffer>& m) {
-      uint64_t bits = 0;
+    const auto read = [wide, is_unsigned](const std::shared_ptr<Buffer>& m) {
+      if (wide) {
+        uint64_t bits = 0;
+        m->copyout(&bits, sizeof bits);
+        return bits;
+      }
+      uint32_t bits = 0;
       m->copyout(&bits, sizeof bits);
-      return bits;
+      return is_unsigned ? uint64_t{bits} : static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(bits)));
     };
     checks->push_back({engine::capture_sink() ? engine::capture_sink()->size() : 0, {first_mem, value_mem}, [=] {
                          if (const auto at_first = static_cast<int64_t>(read(first_mem)); at_first != n) throw fail(at_first, read(value_mem));
                        }});
+  }
+  if (!wide) {
+    const int64_t at_first = first.item<int32_t>();
+    if (at_first == n) return;
+    throw fail(at_first, is_unsigned ? uint64_t{value.item<uint32_t>()} : static_cast<uint64_t>(int64_t{value.item<int32_t>()}));
   }
   const int64_t at_first = first.item<int64_t>();
   if (at_first == n) return;
@@ -22561,15 +23288,16 @@ inline Tensor ranks(const Tensor& x, bool descending) {
 /// from; stable (equal values keep their order), NaN sorted as the largest, as PyTorch. Every
 /// pair of a row is compared (O(n²) per row).
 TINYT_INLINE std::pair<Tensor, Tensor> Tensor::sort(int dim, bool descending) const {
-  if (ndim() == 0) return {*this, Tensor::zeros({}, dtypes::int64, device())};
+  const DType index = Device::widest_int(device());  // (int64, as PyTorch's; int32 on WEBGPU)
+  if (ndim() == 0) return {*this, Tensor::zeros({}, index, device())};
   const int d = normalize_axis(dim, ndim(), "sort"), last = static_cast<int>(ndim()) - 1;
   const Tensor x = transpose(d, last);
   const int64_t n = x.shape().to_vector().back();
   // element i goes to position rank[i]: a one-hot (..., i, position) picks values and indices
   const Tensor placed = detail::ranks(x, descending).unsqueeze(-1).eq(Tensor::arange(n).cast(dtypes::int32).to(device()));
   const Tensor values = placed.where(x.unsqueeze(-1), detail::scalar_of(dtype(), 0, device())).sum(-2).cast(dtype());
-  const Tensor from = Tensor::arange(n).cast(dtypes::int64).reshape({n, 1}).to(device());
-  const Tensor indices = placed.where(from, Tensor::zeros({}, dtypes::int64, device())).sum(-2);
+  const Tensor from = Tensor::arange(n).reshape({n, 1}).to(device()).cast(index);
+  const Tensor indices = placed.where(from, Tensor::zeros({}, index, device())).sum(-2);
   return {values.transpose(d, last), indices.transpose(d, last)};
 }
 
@@ -22592,7 +23320,8 @@ TINYT_INLINE std::pair<Tensor, Tensor> Tensor::topk(int64_t k, int dim, bool lar
 TINYT_INLINE Tensor Tensor::one_hot(int64_t num_classes) const {
   if (!dtype().is_int())
     throw DTypeError(detail::cat("one_hot: needs an integer tensor, not ", dtype().name()));
-  if (num_classes == -1) num_classes = numel() ? max().cast(dtypes::int64).item<int64_t>() + 1 : 0;
+  if (num_classes == -1)
+    num_classes = numel() ? (Device::holds_wide_types(device()) ? max().cast(dtypes::int64).item<int64_t>() : max().cast(dtypes::int32).item<int32_t>()) + 1 : 0;
   if (num_classes < 0)
     throw ShapeError(detail::cat("one_hot: num_classes must be -1 or non-negative, got ", num_classes));
   // the classes are the new last axis
@@ -22658,6 +23387,24 @@ inline Tensor mulhi64(const Tensor& b_hi, const Tensor& b_lo, uint64_t r) {
   return hh.add(lh.rshift(k32)).add(hl.rshift(k32)).add(mid.rshift(k32));
 }
 
+// The same for r < 2^32 in uint32 arithmetic only (a device without 64-bit types): each 32x32-bit
+// product from 16-bit halves, as (high word, low word); then floor((hi * r * 2^32 + lo * r) / 2^64)
+// is the high word of hi * r plus the carry out of adding its low word to lo * r's high word.
+inline Tensor mulhi64_in_words(const Tensor& b_hi, const Tensor& b_lo, uint32_t r) {
+  auto u32 = [&](uint32_t v) { return Tensor(graph::const_(dtypes::uint32, v, b_hi.device())); };
+  const Tensor half = u32(0xffffu), k16 = u32(16), rh = u32(r >> 16), rl = u32(r & 0xffffu);
+  const auto product = [&](const Tensor& a) {
+    const Tensor ah = a.rshift(k16), al = a.bitwise_and(half);
+    const Tensor ll = al.mul(rl), lh = al.mul(rh), hl = ah.mul(rl), hh = ah.mul(rh);
+    const Tensor mid = ll.rshift(k16).add(lh.bitwise_and(half)).add(hl.bitwise_and(half));
+    return std::pair{hh.add(lh.rshift(k16)).add(hl.rshift(k16)).add(mid.rshift(k16)), mid.lshift(k16).bitwise_or(ll.bitwise_and(half))};
+  };
+  const auto [p1_hi, p1_lo] = product(b_hi);
+  const Tensor p0_hi = product(b_lo).first;
+  const Tensor sum = p1_lo.add(p0_hi);
+  return p1_hi.add(sum.lt(p1_lo).cast(dtypes::uint32));
+}
+
 inline double random_fan(const std::vector<int64_t>& s, size_t from) {
   double p = 1;
   for (size_t i = from; i < s.size(); ++i) p *= static_cast<double>(s[i]);
@@ -22708,6 +23455,11 @@ TINYT_INLINE Tensor Tensor::randint(Shape shape, int64_t low, int64_t high, DTyp
   const auto words = detail::random_words(detail::product(s), dev);
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
   // unsigned addition wraps, so low + offset is exact for any int64 low
+  if (!Device::holds_wide_types(dev)) {  // (a range this dtype fits is below 2^32: low + offset wraps in 32 bits)
+    Tensor offset = detail::mulhi64_in_words(words[0], words[1], static_cast<uint32_t>(range));
+    Tensor value = offset.add(Tensor(graph::const_(dtypes::uint32, static_cast<uint32_t>(low), dev))).bitcast(dtypes::int32);
+    return value.cast(dtype).reshape(Shape(s));
+  }
   Tensor offset = detail::mulhi64(words[0], words[1], range);
   Tensor value = offset.add(Tensor(graph::const_(dtypes::uint64, static_cast<uint64_t>(low), dev)))
                      .bitcast(dtypes::int64);
@@ -23478,14 +24230,15 @@ TINYT_INLINE std::pair<Tensor, Tensor> Tensor::max_pool2d_with_indices(IntOrVec 
   const std::vector<int64_t> plane(s.end() - static_cast<std::ptrdiff_t>(p.dims), s.end());
   int64_t size = 1;
   for (const int64_t d : plane) size *= d;
-  const Tensor where_from = Tensor::arange(size).cast(dtypes::int64).to(device()).reshape(Shape(plane)).expand(shape());
+  const DType index = Device::widest_int(device());  // (int64, as PyTorch's; int32 on WEBGPU)
+  const Tensor where_from = Tensor::arange(size).to(device()).cast(index).reshape(Shape(plane)).expand(shape());
   const int kernel_axis = static_cast<int>(ndim());  // the windows are (..., out..., kernel...)
   const Tensor values = p.windows(*this, lowest, lowest, "max_pool2d_with_indices").flatten(kernel_axis);
   const Tensor from = p.windows(where_from, -1, -1, "max_pool2d_with_indices").flatten(kernel_axis);
   const Tensor top = detail::max_over(values, {-1}, true);
   // the first position holding the maximum (a NaN is its own maximum, as in max)
   const Tensor hit = values.eq(top).logical_or(values.isnan());
-  const Tensor none = Tensor::full(Shape{}, std::numeric_limits<int64_t>::max(), dtypes::int64);
+  const Tensor none = Tensor::full(Shape{}, static_cast<int64_t>(dtypes::max_int(index)), index, device());
   return {top.squeeze(-1), hit.where(from, none).min(-1)};
 }
 

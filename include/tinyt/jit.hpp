@@ -51,6 +51,8 @@ class JitCore {
   size_t captured_count() const;
   /// Writes the captured step as one C file and its weights as safetensors (engine/export_c.hpp).
   void export_c(const std::string& c_path, const std::string& weights_path) const;
+  /// Writes the captured step as a web page's model into `dir` (engine/export_webgpu.hpp).
+  void export_webgpu(const std::string& dir, const std::string& page_script) const;
 
  private:
   struct State;
@@ -149,6 +151,10 @@ template <class F> class TinyJit {
   /// weights (`weights_path`, safetensors): it builds with a plain C compiler, without tinyt.
   /// The step must have been captured on the CPU.
   void export_c(const std::string& c_path, const std::string& weights_path) const { core_->export_c(c_path, weights_path); }
+  /// Writes the step, captured on WEBGPU, into the folder `dir` for a web page: model.js (an ES
+  /// module: `load(device?)`, `run(inputs) -> outputs`), a .wgsl file per kernel, its weights as
+  /// weights.safetensors, index.html and page.js (`page_script`, or a page running it on zeros).
+  void export_webgpu(const std::string& dir, const std::string& page_script = "") const { core_->export_webgpu(dir, page_script); }
 
  private:
   F f_;

@@ -6,6 +6,7 @@
 #include "../jit.hpp"
 #include "../tensor_impl.hpp"
 #include "export_c.hpp"
+#include "export_webgpu.hpp"
 #include "realize.hpp"
 
 namespace tinyt::inline v0 {
@@ -232,6 +233,22 @@ TINYT_INLINE void JitCore::export_c(const std::string& c_path, const std::string
     items.push_back({compiled ? &compiled->kernel() : nullptr, j.item.buffers, j.input_slots, j.vars});
   }
   engine::export_c(items, {s_->shapes, s_->dtypes, s_->outputs}, c_path, weights_path);
+}
+
+TINYT_INLINE void JitCore::export_webgpu(const std::string& dir, const std::string& page_script) const {
+  if (!s_->captured) throw Error("TinyJit.export_webgpu: the step is not captured yet (it is captured at its second call)");
+  for (size_t k = 0; k < s_->devices.size(); ++k)
+    if (s_->devices[k] != "WEBGPU")
+      throw DeviceError(cat("export_webgpu: input ", k, " of the step is on ", s_->devices[k],
+                            "; capture it on WEBGPU (DEV=WEBGPU) to export it for a web page"));
+  if (!s_->fills.empty())
+    throw Error("TinyJit.export_webgpu: the step draws random numbers on the host at each call; a web page cannot replay it");
+  std::vector<engine::ExportItem> items;
+  for (const JitItem& j : s_->items) {
+    const auto* compiled = dynamic_cast<const engine::CompiledRunner*>(j.item.runner.get());
+    items.push_back({compiled ? &compiled->kernel() : nullptr, j.item.buffers, j.input_slots, j.vars});
+  }
+  engine::export_webgpu(items, {s_->shapes, s_->dtypes, s_->outputs}, dir, page_script);
 }
 
 TINYT_INLINE std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& inputs, const std::vector<UOp>& binds) {
