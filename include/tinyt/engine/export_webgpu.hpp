@@ -85,7 +85,7 @@ export async function load(device) {
     if (!navigator.gpu) throw new Error("model.js: this browser has no WebGPU (navigator.gpu)");
     const adapter = await navigator.gpu.requestAdapter();
     if (!adapter) throw new Error("model.js: WebGPU offers no adapter");
-    const biggest = Math.max(4, ...sizes.map(words), ...inputs.map((t) => words(t.bytes)));
+    const biggest = Math.max(4, ...sizes.map(words));
     const requiredLimits = {};
     for (const limit of ["maxStorageBufferBindingSize", "maxBufferSize"]) {
       if (biggest <= adapter.limits[limit]) { if (biggest > 128 << 20) requiredLimits[limit] = biggest; continue; }
@@ -95,8 +95,7 @@ export async function load(device) {
   }
   device.pushErrorScope("validation");
   const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
-  // the step's buffers, then one per input
-  const buffers = [...sizes, ...inputs.map((t) => t.bytes)].map((n) => device.createBuffer({ size: words(n), usage }));
+  const buffers = sizes.map((n) => device.createBuffer({ size: words(n), usage }));
   const file = safetensors(await (await fetched("weights.safetensors")).arrayBuffer());
   for (const [b, name] of Object.entries(weights)) {
     if (!file[name] || file[name].byteLength !== sizes[b])
@@ -140,7 +139,7 @@ export async function load(device) {
     values.forEach((v, k) => {
       if (!ArrayBuffer.isView(v) || v.byteLength !== inputs[k].bytes)
         throw new Error(`model.js: run: input ${k} must be ${inputs[k].bytes} bytes (${inputs[k].dtype} ${JSON.stringify(inputs[k].shape)}), got ${v && v.byteLength}`);
-      write(device, buffers[sizes.length + k], v);
+      write(device, buffers[k], v);
     });
     device.pushErrorScope("validation");
     const encoder = device.createCommandEncoder();
@@ -235,41 +234,91 @@ inline std::string js_shape(const Shape& shape) {
 /// Writes the step (captured on WEBGPU) into the folder `dir` (made if missing) as a web page's
 /// model: model.js, a .wgsl file per kernel, weights.safetensors, index.html and page.js (the
 /// text `page_script`, or a page that runs the model on zeros when it is empty).
+///
+/// Work on the CPU inside the step is exported where it makes constants (an arange the host
+/// computes and copies in): a CPU kernel that reads no input and no memory it updates. Such
+/// kernels run again here, in order, and what a copy moves from the CPU onto WEBGPU becomes a
+/// weight that the page copies at the same point.
 inline void export_webgpu(const std::vector<ExportItem>& items, const ExportSignature& sig, const std::string& dir,
                           const std::string& page_script = "") {
   using tinyt::detail::cat;
-  // every buffer, numbered in order of first use; which ones the step reads before writing
-  std::vector<std::shared_ptr<Buffer>> buffers;
+  // the page's buffers: the inputs, then the step's WEBGPU memory in order of first use, and a
+  // constant for each copy from the CPU; the bytes of those that start with a value (weights)
+  const size_t n_inputs = sig.input_shapes.size();
+  std::vector<size_t> sizes;
+  std::map<size_t, std::vector<uint8_t>> initial;
   std::map<const Buffer*, size_t> number;
+  std::map<size_t, std::shared_ptr<Buffer>> memory;  // number -> WEBGPU memory
+  std::set<const Buffer*> seen_cpu, read_first_cpu;  // CPU memory; ... from before the step
+  for (size_t k = 0; k < n_inputs; ++k) {
+    if (!sig.input_shapes[k].numel().is_int())
+      throw Error(cat("export_webgpu: input ", k, " has the symbolic shape ", sig.input_shapes[k], "; only fixed shapes are exported"));
+    sizes.push_back(static_cast<size_t>(sig.input_shapes[k].numel().as_int() * sig.input_dtypes[k].itemsize()));
+  }
   std::set<size_t> read_first;
+  std::vector<std::pair<const ExportItem*, std::vector<size_t>>> launches;  // (item, its buffers' numbers)
   for (const ExportItem& it : items) {
-    std::set<size_t> fresh_here;
-    for (size_t j = 0; j < it.buffers.size(); ++j) {
-      if (!it.buffers[j]) continue;
-      if (it.buffers[j]->device() != "WEBGPU")
-        throw DeviceError(cat("export_webgpu: the step ran on ", it.buffers[j]->device(),
-                              "; capture it on WEBGPU (DEV=WEBGPU) to export it for a web page"));
-      auto [at, fresh] = number.try_emplace(it.buffers[j].get(), buffers.size());
-      if (fresh) buffers.push_back(it.buffers[j]), fresh_here.insert(at->second);
-      // read by the item that first uses it (an input slot, or an in-place update): a weight
-      if (j != 0 && fresh_here.count(at->second)) read_first.insert(at->second);
-    }
     if (!it.vars.empty())
       throw Error(cat("export_webgpu: the step has symbolic variables (", it.vars.size(), " in kernel ",
                       it.kernel ? it.kernel->program.name : "?", "); only steps of fixed shapes are exported so far"));
     if (!it.kernel && it.buffers.size() != 2)
-      throw Error(cat("export_webgpu: the step launches something that is neither a kernel nor a copy within WEBGPU"));
-  }
-  size_t n_inputs = sig.input_shapes.size();
-  for (const ExportItem& it : items)
-    for (const auto& [slot, k] : it.input_slots) n_inputs = std::max(n_inputs, k + 1);
-  if (n_inputs != sig.input_shapes.size())
-    throw Error("export_webgpu: the step's inputs are split across devices; capture it on WEBGPU alone");
-  auto slot_of = [&](const ExportItem& it, size_t j) -> size_t {  // inputs come after the step's buffers
+      throw Error("export_webgpu: the step launches something that is neither a kernel nor a copy");
     for (const auto& [slot, k] : it.input_slots)
-      if (slot == j) return buffers.size() + k;
-    return number.at(it.buffers.at(j).get());
-  };
+      if (k >= n_inputs) throw Error("export_webgpu: the step's inputs are split across devices; capture it on WEBGPU alone");
+    auto device_of = [&](size_t j) { return it.buffers[j] ? it.buffers[j]->device() : std::string("WEBGPU"); };
+    const size_t params = it.kernel ? std::min(it.buffers.size(), it.kernel->program.globals.size()) : 2;
+    if (it.kernel && it.kernel->device == "CPU") {  // a constant, computed again now
+      std::vector<void*> handles;
+      for (size_t j = 0; j < params; ++j) {
+        if (device_of(j) != "CPU" || !it.input_slots.empty())
+          throw DeviceError(cat("export_webgpu: kernel ", it.kernel->program.name, " of the step runs on the CPU and reads ",
+                                "the step's inputs or memory of another device; capture the whole step on WEBGPU"));
+        const Buffer* b = it.buffers[j].get();
+        if (j != 0 && !seen_cpu.count(b)) read_first_cpu.insert(b);
+        if (j == 0 && read_first_cpu.count(b))
+          throw DeviceError(cat("export_webgpu: kernel ", it.kernel->program.name, " of the step updates memory on the CPU; ",
+                                "capture the whole step on WEBGPU"));
+        seen_cpu.insert(b);
+        handles.push_back(it.buffers[j]->ptr());
+      }
+      it.kernel->run(handles, {}, false);
+      continue;
+    }
+    if (it.kernel && it.kernel->language != backend::Language::wgsl)
+      throw DeviceError(cat("export_webgpu: kernel ", it.kernel->program.name, " ran on ", it.kernel->device,
+                            "; capture the step on WEBGPU (DEV=WEBGPU) to export it for a web page"));
+    std::vector<size_t> bind;
+    std::set<size_t> fresh_here;
+    for (size_t j = 0; j < params; ++j) {
+      const auto input = std::find_if(it.input_slots.begin(), it.input_slots.end(), [&](const auto& s) { return s.first == j; });
+      if (input != it.input_slots.end()) {
+        bind.push_back(input->second);
+        continue;
+      }
+      const std::shared_ptr<Buffer>& b = it.buffers.at(j);
+      if (!it.kernel && j == 1 && b->device() == "CPU") {  // a copy of a constant: its bytes now
+        std::vector<uint8_t> bytes(b->nbytes());
+        if (!bytes.empty()) b->copyout(bytes.data(), bytes.size());
+        initial.emplace(sizes.size(), std::move(bytes));
+        bind.push_back(sizes.size());
+        sizes.push_back(b->nbytes());
+        continue;
+      }
+      if (b->device() != "WEBGPU")
+        throw DeviceError(cat("export_webgpu: the step ran on ", b->device(), "; capture it on WEBGPU (DEV=WEBGPU) to export it for a web page"));
+      auto [at, fresh] = number.try_emplace(b.get(), sizes.size());
+      if (fresh) sizes.push_back(b->nbytes()), fresh_here.insert(at->second), memory.emplace(at->second, b);
+      // read by the item that first uses it (an input slot, or an in-place update): a weight
+      if (j != 0 && fresh_here.count(at->second)) read_first.insert(at->second);
+      bind.push_back(at->second);
+    }
+    launches.emplace_back(&it, std::move(bind));
+  }
+  for (size_t n : read_first) {
+    std::vector<uint8_t> bytes(memory.at(n)->nbytes());
+    if (!bytes.empty()) memory.at(n)->copyout(bytes.data(), bytes.size());
+    initial.emplace(n, std::move(bytes));
+  }
 
   std::filesystem::create_directories(dir);
   auto write = [&](const std::string& file, const std::string& text) {
@@ -280,62 +329,58 @@ inline void export_webgpu(const std::vector<ExportItem>& items, const ExportSign
   js << "// A step captured by tinyt's TinyJit on WEBGPU, for a web page (generated; see tinyt's\n"
      << "// engine/export_webgpu.hpp). `run(inputs)` takes one typed array per input, row-major:\n";
   js << "export const inputs = [\n";
-  for (size_t k = 0; k < sig.input_shapes.size(); ++k) {
-    if (!sig.input_shapes[k].numel().is_int())
-      throw Error(cat("export_webgpu: input ", k, " has the symbolic shape ", sig.input_shapes[k], "; only fixed shapes are exported"));
+  for (size_t k = 0; k < n_inputs; ++k)
     js << "  { dtype: \"" << sig.input_dtypes[k].name() << "\", shape: " << detail::js_shape(sig.input_shapes[k])
-       << ", bytes: " << sig.input_shapes[k].numel().as_int() * sig.input_dtypes[k].itemsize() << " },\n";
-  }
+       << ", bytes: " << sizes[k] << " },\n";
   js << "];\n// ... and resolves to one per output:\nexport const outputs = [\n";
   for (size_t k = 0; k < sig.outputs.size(); ++k) {
     const UOp base = graph::base_buffer(sig.outputs[k]);
     if (!base) throw ShapeError(cat("export_webgpu: output ", k, " is not a whole buffer"));
-    const auto it = number.find(graph::buffer_of(base).get());
-    if (it == number.end()) throw ShapeError(cat("export_webgpu: output ", k, " is not computed by the step"));
+    const std::shared_ptr<Buffer> memory_k = graph::buffer_of(base);
+    if (memory_k->device() != "WEBGPU")
+      throw DeviceError(cat("export_webgpu: output ", k, " of the step is on ", memory_k->device(),
+                            "; capture it on WEBGPU (DEV=WEBGPU) to export it for a web page"));
+    const auto it = number.find(memory_k.get());
+    if (it == number.end())
+      throw ShapeError(cat("export_webgpu: output ", k, " is not computed on WEBGPU by the step"));
     const Shape shape = graph::shape_of(sig.outputs[k]);
     js << "  { dtype: \"" << sig.outputs[k].dtype().name() << "\", shape: " << detail::js_shape(shape)
        << ", bytes: " << shape.numel().as_int() * sig.outputs[k].dtype().itemsize() << ", buffer: " << it->second << " },\n";
   }
-  js << "];\n// the bytes of each buffer of the step (the inputs' come after them)\nconst sizes = [";
-  for (size_t b = 0; b < buffers.size(); ++b) js << (b ? ", " : "") << buffers[b]->nbytes();
-  js << "];\n// buffer -> its tensor in weights.safetensors\nconst weights = {";
+  js << "];\n// the bytes of each buffer (the inputs first)\nconst sizes = [";
+  for (size_t b = 0; b < sizes.size(); ++b) js << (b ? ", " : "") << sizes[b];
+  js << "];\n// buffer -> its first value in weights.safetensors\nconst weights = {";
   std::map<std::string, Tensor> weights;
-  for (size_t b : read_first) {
+  for (const auto& [b, bytes] : initial) {
     const std::string name = cat("buffer_", b);
-    std::vector<uint8_t> host(buffers[b]->nbytes());
-    if (!host.empty()) buffers[b]->copyout(host.data(), host.size());
-    weights.emplace(name, Tensor::from_blob(host.data(), {static_cast<int64_t>(host.size())}, dtypes::uint8, "CPU"));
+    weights.emplace(name, Tensor::from_blob(bytes.data(), {static_cast<int64_t>(bytes.size())}, dtypes::uint8, "CPU"));
     js << (weights.size() > 1 ? ", " : " ") << b << ": \"" << name << "\"";
   }
   js << " };\n// the kernels (entry points of their files) and the launches, in order\nconst kernels = [\n";
   std::map<const CompiledKernel*, size_t> kernel_number;
-  for (const ExportItem& it : items) {
-    if (!it.kernel || kernel_number.count(it.kernel)) continue;
-    const codegen::Program& p = it.kernel->program;
-    if (it.kernel->language != backend::Language::wgsl)
-      throw DeviceError(cat("export_webgpu: kernel ", p.name, " is not WGSL; capture the step on WEBGPU"));
+  for (const auto& [it, bind] : launches) {
+    if (!it->kernel || kernel_number.count(it->kernel)) continue;
+    const codegen::Program& p = it->kernel->program;
     const size_t n = kernel_number.size();
     const std::string file = cat("k", n, "_", detail::c_identifier(p.name), ".wgsl");
-    kernel_number[it.kernel] = n;
-    write(file, it.kernel->source);
-    js << "  { file: \"" << file << "\", entry: \"" << p.name << "\", buffers: " << std::min(it.buffers.size(), p.globals.size())
-       << " },\n";
+    kernel_number[it->kernel] = n;
+    write(file, it->kernel->source);
+    js << "  { file: \"" << file << "\", entry: \"" << p.name << "\", buffers: " << bind.size() << " },\n";
   }
   js << "];\nconst steps = [\n";
-  for (const ExportItem& it : items) {
-    if (!it.kernel) {  // a copy within WEBGPU, of whole words (the device's buffers are)
-      const size_t bytes = (it.buffers.at(0)->nbytes() + 3) / 4 * 4;
-      js << "  { copy: [" << slot_of(it, 0) << ", " << slot_of(it, 1) << ", " << std::max<size_t>(bytes, 4) << "] },\n";
+  for (const auto& [it, bind] : launches) {
+    if (!it->kernel) {  // a copy onto WEBGPU, of whole words (the device's buffers are)
+      js << "  { copy: [" << bind[0] << ", " << bind[1] << ", " << std::max<size_t>((sizes[bind[0]] + 3) / 4 * 4, 4) << "] },\n";
       continue;
     }
-    const codegen::Program& p = it.kernel->program;
-    const backend::LaunchDims dims = it.kernel->dims();
-    js << "  { kernel: " << kernel_number.at(it.kernel) << ", bind: [";
-    for (size_t j = 0; j < std::min(it.buffers.size(), p.globals.size()); ++j) js << (j ? ", " : "") << slot_of(it, j);
+    const backend::LaunchDims dims = it->kernel->dims();
+    js << "  { kernel: " << kernel_number.at(it->kernel) << ", bind: [";
+    for (size_t j = 0; j < bind.size(); ++j) js << (j ? ", " : "") << bind[j];
     js << "], groups: [";
     for (int d = 0; d < 3; ++d) {
       if (dims.local[d] < 1 || dims.global[d] % dims.local[d] != 0)
-        throw InternalError(cat("export_webgpu: kernel ", p.name, " has ", dims.global[d], " work-items in groups of ", dims.local[d]));
+        throw InternalError(cat("export_webgpu: kernel ", it->kernel->program.name, " has ", dims.global[d], " work-items in groups of ",
+                                dims.local[d]));
       js << (d ? ", " : "") << dims.global[d] / dims.local[d];
     }
     js << "] },\n";
