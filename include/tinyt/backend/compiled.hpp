@@ -164,6 +164,8 @@ struct Target {
   int64_t vector_bytes = 16;    // a register's width, for upcasts
   int64_t vector_count = 16;    // registers
   int64_t stream_bytes = 0;     // a buffer this big or bigger is written past the caches (0: never)
+  bool wide_types = true;       // holds float64, int64 and uint64 (WebGPU: no 64-bit types)
+  int64_t max_buffers = 0;      // buffers a kernel may bind, its output included (0: no limit)
   bool half = false;            // computes in half precision (cl_khr_fp16 / CUDA): unused so far
 };
 

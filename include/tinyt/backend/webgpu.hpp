@@ -244,6 +244,7 @@ inline constexpr uint32_t REQUIRED_VERSION_MAJOR = 29;
   X(wgpuBufferMapAsync, WGPUFuture(WGPUBuffer, WGPUFlags, size_t, size_t, CallbackInfo<BufferMapCallback>))       \
   X(wgpuBufferGetConstMappedRange, const void*(WGPUBuffer, size_t, size_t))                                       \
   X(wgpuBufferUnmap, void(WGPUBuffer))                                                                            \
+  X(wgpuBufferGetSize, uint64_t(WGPUBuffer))                                                                      \
   X(wgpuBufferDestroy, void(WGPUBuffer))                                                                          \
   X(wgpuBufferRelease, void(WGPUBuffer))                                                                          \
   X(wgpuShaderModuleRelease, void(WGPUShaderModule))                                                              \
@@ -518,11 +519,27 @@ class WebGPUProgram final : public Program {
     }
     std::unique_lock lock(c_->mutex);
     prepare(bufs.size(), values.size());
+    Owned<WGPUCommandEncoder> encoder{api().wgpuDeviceCreateCommandEncoder(c_->device, nullptr), api().wgpuCommandEncoderRelease};
     std::vector<WGPUBindGroupEntry> entries(bufs.size());
+    std::vector<Owned<WGPUBuffer>> snapshots;
     for (size_t i = 0; i < bufs.size(); ++i) {
       entries[i].binding = static_cast<uint32_t>(i);
       entries[i].buffer = static_cast<WGPUBuffer>(bufs[i]);
       entries[i].size = std::numeric_limits<uint64_t>::max();  // WGPU_WHOLE_SIZE
+      // WebGPU binds a writable buffer once per dispatch. A buffer that is also an input (an
+      // in-place update: the output comes first) is read from a copy made just before, which
+      // gives what the kernel reads in place: the scheduler fuses in place only kernels whose
+      // elements read their own old value.
+      if (std::find(bufs.begin(), bufs.begin() + static_cast<std::ptrdiff_t>(i), bufs[i]) != bufs.begin() + static_cast<std::ptrdiff_t>(i)) {
+        const uint64_t size = api().wgpuBufferGetSize(entries[i].buffer);
+        WGPUBufferDescriptor desc;
+        desc.usage = USAGE_STORAGE | USAGE_COPY_DST;
+        desc.size = size;
+        // (released, not destroyed: the dispatch submitted below still reads it)
+        snapshots.emplace_back(api().wgpuDeviceCreateBuffer(c_->device, &desc), api().wgpuBufferRelease);
+        api().wgpuCommandEncoderCopyBufferToBuffer(encoder.get(), entries[i].buffer, 0, snapshots.back().get(), 0, size);
+        entries[i].buffer = snapshots.back().get();
+      }
     }
     if (!values.empty()) {  // a uniform array's elements are 16 bytes apart: one int each, padded
       // (written in queue order: the dispatches submitted before see their own values)
@@ -542,7 +559,6 @@ class WebGPUProgram final : public Program {
     // (no error scope: popping one waits for the device; an error is the uncaptured one below)
     Owned<WGPUBindGroup> group{api().wgpuDeviceCreateBindGroup(c_->device, &group_desc), api().wgpuBindGroupRelease};
     const auto start = std::chrono::steady_clock::now();
-    Owned<WGPUCommandEncoder> encoder{api().wgpuDeviceCreateCommandEncoder(c_->device, nullptr), api().wgpuCommandEncoderRelease};
     Owned<WGPUComputePassEncoder> pass{api().wgpuCommandEncoderBeginComputePass(encoder.get(), nullptr), api().wgpuComputePassEncoderRelease};
     api().wgpuComputePassEncoderSetPipeline(pass.get(), pipeline_.get());
     api().wgpuComputePassEncoderSetBindGroup(pass.get(), 0, group.get(), 0, nullptr);
@@ -656,6 +672,8 @@ class WebGPUDevice final : public Device {
     target_.language = Language::wgsl;
     target_.gpu = true;
     target_.max_local = 256;  // maxComputeInvocationsPerWorkgroup's default
+    target_.wide_types = false;
+    target_.max_buffers = 8;  // maxStorageBuffersPerShaderStage's default
     target_.half = c_->f16;
   }
   ~WebGPUDevice() override {

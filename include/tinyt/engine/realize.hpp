@@ -77,6 +77,8 @@ struct CompiledKernel {
     const auto& symbolic = program.symbolic_global;
     if (std::any_of(symbolic.begin(), symbolic.end(), [](const UOp& s) { return bool(s); })) {
       const auto [global, local] = codegen::launch_sizes(program, vars);
+      // (a WGSL shader's work-group size is part of its source: a symbolic dimension's is 1 there)
+      if (language == backend::Language::wgsl) return {global, program.local_size};
       return {global, local};
     }
     return {program.global_size, program.local_size};

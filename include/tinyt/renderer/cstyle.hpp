@@ -163,6 +163,8 @@ class CStyleRenderer {
       default: throw CompileError(detail::cat(language(), " renderer: no type for ", dt.name()));
     }
   }
+  /// The type index value `u` computes in: int where its bounds provably fit, 64-bit otherwise.
+  virtual std::string index_type(const UOp& u) const { return scalar_type(detail::fits_int32(u) ? dtypes::int32 : dtypes::int64); }
   /// The language's name, for messages.
   virtual const char* language() const { return "C"; }
   /// The statement naming value `expr` of type `type` as `name`.
@@ -258,7 +260,7 @@ class CStyleRenderer {
   }
   // A narrow float held in a float: rounded to it, and moved to and from its 16 bits, by the
   // helper functions each dialect's preamble defines (tinyt_f16_* and tinyt_bf16_*).
-  static std::string round_narrow(DType dt, const std::string& v) {
+  virtual std::string round_narrow(DType dt, const std::string& v) const {
     return std::string(dt.scalar() == dtypes::bfloat16 ? "tinyt_bf16_round" : "tinyt_f16_round") + "((float)" + v + ")";
   }
   static std::string narrow_bits(DType dt, const std::string& v) {
@@ -270,6 +272,37 @@ class CStyleRenderer {
   /// `v`, of memory type `from`, reinterpreted as memory type `to` (equal sizes).
   virtual std::string bitcast(const std::string& from, const std::string& to, const std::string& v) const {
     return "((union { " + from + " from; " + to + " to; }){.from = " + v + "}).to";
+  }
+  /// Register value `v` of `from` reinterpreted as a value of `to` (a BITCAST; equal sizes):
+  /// narrow floats held in floats go through their 16 bits.
+  virtual std::string bitcast_value(DType from, DType to, const std::string& v) const {
+    const std::string bits = bitcast(memory_type(from), memory_type(to), held_in_float(from) ? narrow_bits(from, v) : v);
+    return held_in_float(to) ? narrow_from_bits(to, bits) : bits;
+  }
+  /// Expression `e` converted to a register of `dt` (whose type is `type`): a CAST, and the wrap of
+  /// an integer narrower than int after arithmetic.
+  virtual std::string cast_to(DType dt, const std::string& type, const std::string& e) const {
+    (void)dt;
+    return convert(type, e);
+  }
+  /// An ALU op this dialect spells its own way, from its operands' expressions; empty where the
+  /// shared spelling below holds.
+  virtual std::string dialect_alu(const UOp& u, const std::vector<std::string>& operands) const {
+    (void)u, (void)operands;
+    return "";
+  }
+  /// The statement declaring `name`, the 16 bytes at `buf[i]` of a global or local buffer of
+  /// elements `dt` (read only where `gate` holds, if not empty): a wide copy's load.
+  virtual std::string wide_load(const std::string& name, DType dt, const std::string& buf, const std::string& i, bool local,
+                                const std::string& gate) const {
+    (void)dt;
+    const std::string read = "*((" + wide_pointer(local) + ")(&" + buf + "[" + i + "]))";
+    return gate.empty() ? "uint4 " + name + " = " + read + ";" : "uint4 " + name + "; if (" + gate + ") " + name + " = " + read + ";";
+  }
+  /// The statement writing a wide copy's 16 bytes `v` to `buf[i]` (elements `dt`).
+  virtual std::string wide_store(DType dt, const std::string& buf, const std::string& i, bool local, const std::string& v) const {
+    (void)dt;
+    return "*((" + wide_pointer(local) + ")(&" + buf + "[" + i + "])) = " + v + ";";
   }
   /// The statements of tensor-core op `kind` ("m16n8k16 float16") that leave its 4 results in the
   /// array `name`, from the lane's fragments (8 of A, then 4 of B: float registers) and the 4 values
@@ -364,7 +397,7 @@ class CStyleRenderer {
   int counter_ = 0;
 
   std::string type_of(const UOp& u) const {
-    if (u.dtype().is_index()) return scalar_type(detail::fits_int32(u) ? dtypes::int32 : dtypes::int64);
+    if (u.dtype().is_index()) return index_type(u);
     return scalar_type(u.dtype());
   }
   const std::string& ref(const UOp& u) { return name_.at(u.get()); }
@@ -506,8 +539,9 @@ class CStyleRenderer {
         const auto& [buf, i] = address_.at(idx.get());
         if (u.dtype().count() > 1) {  // a wide copy's 16 bytes, for its store
           const std::string n = "wide" + std::to_string(counter_++);
-          const std::string read = "*((" + wide_pointer(idx.src(0).op() == Ops::DEFINE_LOCAL) + ")(&" + buf + "[" + i + "]))";
-          out(idx.src().size() > 2 ? "uint4 " + n + "; if (" + ref(idx.src(2)) + ") " + n + " = " + read + ";" : "uint4 " + n + " = " + read + ";");
+          for (const std::string& l : split_lines(wide_load(n, u.dtype().scalar(), buf, i, idx.src(0).op() == Ops::DEFINE_LOCAL,
+                                                            idx.src().size() > 2 ? ref(idx.src(2)) : std::string())))
+            out(l);
           name_[u.get()] = n;
           return;
         }
@@ -533,7 +567,7 @@ class CStyleRenderer {
           assign.pop_back();
         } else if (s[1].dtype().count() > 1) {  // a wide copy's 16 bytes
           const auto& [buf, i] = address_.at(s[0].get());
-          assign = "*((" + wide_pointer(s[0].src(0).op() == Ops::DEFINE_LOCAL) + ")(&" + buf + "[" + i + "])) = " + ref(s[1]) + ";";
+          assign = wide_store(s[1].dtype().scalar(), buf, i, s[0].src(0).op() == Ops::DEFINE_LOCAL, ref(s[1]));
         } else if (s[0].src(0).op() == Ops::DEFINE_GLOBAL || s[0].src(0).op() == Ops::DEFINE_LOCAL) {  // memory, in its format
           const auto& [buf, i] = address_.at(s[0].get());
           assign = bits_.count(s[1].get()) ? buf + "[" + i + "] = " + ref(s[1]) + ";" : store_memory(s[1].dtype(), buf, i, ref(s[1])) + ";";
@@ -546,7 +580,7 @@ class CStyleRenderer {
       default: break;
     }
     std::string e = expr(u);
-    if (computed_wider(u)) e = convert(type_of(u), e);
+    if (computed_wider(u)) e = cast_to(u.dtype().scalar(), type_of(u), e);
     define(u, e, "alu");
   }
 
@@ -570,6 +604,11 @@ class CStyleRenderer {
       for (const UOp& x : s)
         if (x.dtype().scalar() == dtypes::float16 || x.dtype().scalar() == dtypes::bfloat16)
           throw InternalError(detail::cat(language(), " renderer: ", op_name(u.op()), " of ", x.dtype().name(), " was not lowered to float32"));
+    {
+      std::vector<std::string> operands;
+      for (size_t i = 0; i < s.size(); ++i) operands.push_back(a(i));
+      if (std::string own = dialect_alu(u, operands); !own.empty()) return own;
+    }
     if (const char* sym = detail::infix_symbol(u.op()); sym && s.size() == 2) {
       if ((u.op() == Ops::IDIV || u.op() == Ops::MOD) && !(s[1].is_const() && s[1].const_int() > 0)) {
         // C traps on x/0 and INT_MIN/-1; a kernel must not crash the process. An unsigned divisor
@@ -591,14 +630,8 @@ class CStyleRenderer {
       case Ops::CAST:
         if (dt.is_bool()) return "(" + a(0) + " != 0)";
         if (held_in_float(dt) && s[0].dtype().scalar() != dt) return round_narrow(dt, a(0));
-        return convert(type_of(u), a(0));
-      case Ops::BITCAST: {
-        // narrow floats held in floats are bitcast through their 16 bits
-        const DType from_dt = s[0].dtype().scalar();
-        const std::string from = held_in_float(from_dt) ? narrow_bits(from_dt, a(0)) : a(0);
-        const std::string bits = bitcast(memory_type(s[0].dtype()), memory_type(u.dtype()), from);
-        return held_in_float(dt) ? narrow_from_bits(dt, bits) : bits;
-      }
+        return cast_to(dt, type_of(u), a(0));
+      case Ops::BITCAST: return bitcast_value(s[0].dtype().scalar(), dt, a(0));
       default: break;
     }
     if (const char* fn = detail::math_fn(u.op()))
