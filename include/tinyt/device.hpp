@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "dtype.hpp"
 #include "error.hpp"
 #include "helpers.hpp"
 
@@ -60,6 +61,14 @@ struct Device {
   static std::vector<std::string> list();
   /// Throws DeviceError unless `name` can run here, saying why not (the libraries tried).
   static void require(const std::string& name);
+  /// Throws DeviceError, naming `op`, where a device of `device` (a canonical name or list) has no
+  /// `dtype` (WEBGPU: no float64, int64 or uint64).
+  static void require_dtype(const std::string& device, DType dtype, const std::string& op);
+  /// Whether every device of `device` (a canonical name or list) holds 64-bit types.
+  static bool holds_wide_types(const std::string& device);
+  /// The widest integer dtype every device of `device` holds: int64, or int32 (WEBGPU). What
+  /// integer sums and products accumulate in, and the dtype of indices tinyt computes there.
+  static DType widest_int(const std::string& device) { return holds_wide_types(device) ? dtypes::int64 : dtypes::int32; }
   /// Waits until every kernel and copy queued on `name` (default: the default device) has finished.
   static void synchronize(const std::string& name = "");
   /// The default device: DEV set by a Context, else DEFAULT.

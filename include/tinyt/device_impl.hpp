@@ -23,6 +23,19 @@ TINYT_INLINE void Device::require(const std::string& name) {
   backend::device(canonicalize(name));  // opens it, or throws DeviceError saying why not
 }
 
+TINYT_INLINE bool Device::holds_wide_types(const std::string& device) {
+  for (const std::string& d : split(device))
+    if (!backend::device(d).target().wide_types) return false;
+  return true;
+}
+
+TINYT_INLINE void Device::require_dtype(const std::string& device, DType dtype, const std::string& op) {
+  if (dtype.is_index() || dtype.scalar().itemsize() != 8) return;  // (only 64-bit types are missing anywhere)
+  for (const std::string& d : split(device))
+    if (!holds_wide_types(d))
+      throw DeviceError(detail::cat(op, ": ", d, " has no ", dtype.name(), " (WebGPU has no 64-bit types: use float32 or int32)"));
+}
+
 TINYT_INLINE void Device::synchronize(const std::string& name) {
   backend::device(canonicalize(name)).synchronize();
 }

@@ -227,9 +227,10 @@ TINYT_INLINE Tensor Tensor::linspace_values(double a, double b, int64_t steps, D
     throw Error(detail::cat("linspace: the number of steps must be non-negative, got ", steps));
   if (dtype.is_bool()) throw DTypeError("linspace: bool is not supported");
   if (steps == 1) return Tensor::full(Shape{1}, a, dtype);
-  // float32 and smaller floats compute in float32 (as PyTorch computes in the output type)
-  const DType acc =
-      dtype == dtypes::float64 || !dtype.is_float() ? dtypes::float64 : dtypes::float32;
+  // float32 and smaller floats compute in float32 (as PyTorch computes in the output type),
+  // integers in float64 (float32 on a device without it)
+  const bool wide = Device::holds_wide_types(Device::default_device());
+  const DType acc = dtype == dtypes::float64 || (!dtype.is_float() && wide) ? dtypes::float64 : dtypes::float32;
   const double step = steps > 1 ? (b - a) / static_cast<double>(steps - 1) : 0.0;
   Tensor i = Tensor::arange(steps).cast(acc);
   auto c = [&](double v) { return Tensor::full(Shape{}, v, acc); };

@@ -45,7 +45,9 @@ TINYT_INLINE Tensor Tensor::from_blob(const void* ptr, Shape shape, DType dtype,
   if (!ptr && n) throw Error("from_blob: null data pointer");
   if (const std::string list = device.empty() ? "" : Device::canonicalize(device); Device::is_multi(list))
     return detail::on_each(list, [&](const std::string& d) { return from_blob(ptr, s, dtype, d); });
-  UOp buf = graph::new_buffer(device.empty() ? Device::default_device() : device, n, dtype);
+  const std::string dev = device.empty() ? Device::default_device() : Device::canonicalize(device);
+  Device::require_dtype(dev, dtype, "from_blob");
+  UOp buf = graph::new_buffer(dev, n, dtype);
   graph::buffer_of(buf)->copyin(ptr, static_cast<size_t>(n * dtype.itemsize()));
   return Tensor(graph::reshape(buf, s));
 }
@@ -54,13 +56,16 @@ TINYT_INLINE Tensor Tensor::empty(Shape shape, DType dtype, std::string device) 
   const auto s = detail::checked_shape(shape, "empty");
   if (const std::string list = device.empty() ? "" : Device::canonicalize(device); Device::is_multi(list))
     return detail::on_each(list, [&](const std::string& d) { return empty(s, dtype, d); });
-  return Tensor(graph::reshape(graph::new_buffer(device.empty() ? Device::default_device() : device, detail::product(s), dtype), s));
+  const std::string dev = device.empty() ? Device::default_device() : Device::canonicalize(device);
+  Device::require_dtype(dev, dtype, "empty");
+  return Tensor(graph::reshape(graph::new_buffer(dev, detail::product(s), dtype), s));
 }
 namespace detail {
 template <class V> Tensor full_of(const Shape& shape, V value, DType dtype, const std::string& device) {
   for (const sint& d : shape)
     if (d.vmin() < 0) throw ShapeError(cat("full: negative size in shape ", shape));
   const std::string dev = device.empty() ? Device::default_device() : Device::canonicalize(device);
+  Device::require_dtype(dev, dtype, "full");
   UOp c = graph::const_(dtype, value, dev);
   return Tensor(graph::expand(graph::reshape(c, std::vector<int64_t>(shape.size(), 1)), shape));
 }

@@ -260,10 +260,12 @@ TINYT_INLINE Operand cos(O x) { return sin(add(neg(as_float(x)), std::numbers::p
 TINYT_INLINE Operand tan(O x) { return div(sin(x), cos(x)); }
 TINYT_INLINE Operand square(O x) { return mul(x, x); }
 TINYT_INLINE Operand abs(O x) { return dtype(x).is_bool() ? x : where(lt(x, 0), neg(x), x); }
+TINYT_INLINE Operand isnan(O x);
 TINYT_INLINE Operand sign(O x) {
-  // NaN stays NaN (x*0), like PyTorch
+  // NaN stays NaN, like PyTorch (chosen, not computed as s + x*0: a compiler that assumes no NaN,
+  // as WebGPU's may, folds x*0 to 0)
   const Operand s = cast(where(ne(x, 0), where(lt(x, 0), -1, 1), 0), dtype(x));
-  return dtype(x).is_float() ? add(s, mul(x, 0)) : s;
+  return dtype(x).is_float() ? where(isnan(x), x, s) : s;
 }
 TINYT_INLINE Operand trunc(O x) { return dtype(x).is_float() ? Operand(x.u.alu(Ops::TRUNC)) : x; }
 TINYT_INLINE Operand floor(O x) {
@@ -367,8 +369,14 @@ TINYT_EW_UNARY(TINYT_TENSOR_UNARY)
   }
 TINYT_EW_BINARY(TINYT_TENSOR_BINARY)
 #undef TINYT_TENSOR_BINARY
-TINYT_INLINE Tensor Tensor::cast(DType dt) const { return detail::to_tensor(detail::ew::cast(detail::operand_of(*this), dt)); }
-TINYT_INLINE Tensor Tensor::bitcast(DType dt) const { return detail::to_tensor(detail::ew::bitcast(detail::operand_of(*this), dt)); }
+TINYT_INLINE Tensor Tensor::cast(DType dt) const {
+  Device::require_dtype(device(), dt, "cast");
+  return detail::to_tensor(detail::ew::cast(detail::operand_of(*this), dt));
+}
+TINYT_INLINE Tensor Tensor::bitcast(DType dt) const {
+  Device::require_dtype(device(), dt, "bitcast");
+  return detail::to_tensor(detail::ew::bitcast(detail::operand_of(*this), dt));
+}
 TINYT_INLINE Tensor Tensor::where(const Tensor& a, const Tensor& b) const {
   using detail::operand_of;
   return detail::to_tensor(detail::ew::where(operand_of(*this), operand_of(a), operand_of(b)));

@@ -73,19 +73,19 @@ inline void check_index_values(const Tensor& idx, int64_t size, bool wrap, const
   const int64_t n = idx.numel();
   Tensor(idx).realize();  // once: the check and the op both read it
   // 64 bits hold -size, size and every index value; unsigned stays unsigned so a value past
-  // INT64_MAX prints as itself
-  const bool is_unsigned = idx.dtype().is_unsigned();
-  const DType dt = is_unsigned ? dtypes::uint64 : dtypes::int64;
-  // an index split across devices is checked whole on the first (flattening it there would
-  // move elements between devices)
+  // INT64_MAX prints as itself. An index split across devices is checked whole on the first
+  // (flattening it there would move elements between devices). On a device without 64-bit types
+  // 32 bits do: its tensors are of 32-bit types and fewer than 2^31 elements.
   const std::string dev = idx.device().substr(0, idx.device().find(','));
+  const bool is_unsigned = idx.dtype().is_unsigned(), wide = Device::holds_wide_types(dev);
+  const DType dt = is_unsigned ? (wide ? dtypes::uint64 : dtypes::uint32) : Device::widest_int(dev);
   const Tensor i = idx.to(dev).reshape({n}).cast(dt);
   Tensor bad = i.ge(scalar_of(dt, size, dev));
   if (!is_unsigned) bad = bad.logical_or(i.lt(scalar_of(dt, wrap ? -size : 0, dev)));
   // the first offending position (n when there is none), and the value there, computed only
   // when needed: the first is the one number that comes back when all is well
-  const Tensor at = Tensor::arange(int64_t{0}, n).cast(dtypes::int64).to(dev);
-  Tensor first = bad.where(at, scalar_of(dtypes::int64, n, dev)).min();
+  const Tensor at = Tensor::arange(int64_t{0}, n).to(dev).cast(Device::widest_int(dev));
+  Tensor first = bad.where(at, scalar_of(Device::widest_int(dev), n, dev)).min();
   Tensor value = at.eq(first).where(i, scalar_of(dt, 0, dev)).sum().cast(dt);
   const auto fail = [=, op = std::string(op)](int64_t at_first, uint64_t bits) {
     const std::string text = is_unsigned ? std::to_string(bits) : std::to_string(static_cast<int64_t>(bits));
@@ -96,14 +96,24 @@ inline void check_index_values(const Tensor& idx, int64_t size, bool wrap, const
     realize_tensors({first, value});
     const std::shared_ptr<Buffer> first_mem = graph::buffer_of(graph::base_buffer(first.uop())),
                                   value_mem = graph::buffer_of(graph::base_buffer(value.uop()));
-    const auto read = [](const std::shared_ptr<Buffer>& m) {
-      uint64_t bits = 0;
+    const auto read = [wide, is_unsigned](const std::shared_ptr<Buffer>& m) {
+      if (wide) {
+        uint64_t bits = 0;
+        m->copyout(&bits, sizeof bits);
+        return bits;
+      }
+      uint32_t bits = 0;
       m->copyout(&bits, sizeof bits);
-      return bits;
+      return is_unsigned ? uint64_t{bits} : static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(bits)));
     };
     checks->push_back({engine::capture_sink() ? engine::capture_sink()->size() : 0, {first_mem, value_mem}, [=] {
                          if (const auto at_first = static_cast<int64_t>(read(first_mem)); at_first != n) throw fail(at_first, read(value_mem));
                        }});
+  }
+  if (!wide) {
+    const int64_t at_first = first.item<int32_t>();
+    if (at_first == n) return;
+    throw fail(at_first, is_unsigned ? uint64_t{value.item<uint32_t>()} : static_cast<uint64_t>(int64_t{value.item<int32_t>()}));
   }
   const int64_t at_first = first.item<int64_t>();
   if (at_first == n) return;
@@ -595,15 +605,16 @@ inline Tensor ranks(const Tensor& x, bool descending) {
 /// from; stable (equal values keep their order), NaN sorted as the largest, as PyTorch. Every
 /// pair of a row is compared (O(n²) per row).
 TINYT_INLINE std::pair<Tensor, Tensor> Tensor::sort(int dim, bool descending) const {
-  if (ndim() == 0) return {*this, Tensor::zeros({}, dtypes::int64, device())};
+  const DType index = Device::widest_int(device());  // (int64, as PyTorch's; int32 on WEBGPU)
+  if (ndim() == 0) return {*this, Tensor::zeros({}, index, device())};
   const int d = normalize_axis(dim, ndim(), "sort"), last = static_cast<int>(ndim()) - 1;
   const Tensor x = transpose(d, last);
   const int64_t n = x.shape().to_vector().back();
   // element i goes to position rank[i]: a one-hot (..., i, position) picks values and indices
   const Tensor placed = detail::ranks(x, descending).unsqueeze(-1).eq(Tensor::arange(n).cast(dtypes::int32).to(device()));
   const Tensor values = placed.where(x.unsqueeze(-1), detail::scalar_of(dtype(), 0, device())).sum(-2).cast(dtype());
-  const Tensor from = Tensor::arange(n).cast(dtypes::int64).reshape({n, 1}).to(device());
-  const Tensor indices = placed.where(from, Tensor::zeros({}, dtypes::int64, device())).sum(-2);
+  const Tensor from = Tensor::arange(n).reshape({n, 1}).to(device()).cast(index);
+  const Tensor indices = placed.where(from, Tensor::zeros({}, index, device())).sum(-2);
   return {values.transpose(d, last), indices.transpose(d, last)};
 }
 
@@ -626,7 +637,8 @@ TINYT_INLINE std::pair<Tensor, Tensor> Tensor::topk(int64_t k, int dim, bool lar
 TINYT_INLINE Tensor Tensor::one_hot(int64_t num_classes) const {
   if (!dtype().is_int())
     throw DTypeError(detail::cat("one_hot: needs an integer tensor, not ", dtype().name()));
-  if (num_classes == -1) num_classes = numel() ? max().cast(dtypes::int64).item<int64_t>() + 1 : 0;
+  if (num_classes == -1)
+    num_classes = numel() ? (Device::holds_wide_types(device()) ? max().cast(dtypes::int64).item<int64_t>() : max().cast(dtypes::int32).item<int32_t>()) + 1 : 0;
   if (num_classes < 0)
     throw ShapeError(detail::cat("one_hot: num_classes must be -1 or non-negative, got ", num_classes));
   // the classes are the new last axis

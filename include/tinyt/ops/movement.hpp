@@ -311,6 +311,7 @@ TINYT_INLINE Tensor Tensor::unsqueeze(int dim) const { return reshape(detail::ew
 TINYT_INLINE Tensor Tensor::to(const std::string& device) const {
   const std::string d = Device::canonicalize(device);
   if (d == this->device()) return *this;
+  Device::require_dtype(d, dtype(), "to");
   return Tensor(UOp(Ops::COPY, dtype(), {uop(), graph::device_uop(d)}));
 }
 TINYT_INLINE Tensor Tensor::shard(const std::vector<std::string>& devices, std::optional<int> axis) const {

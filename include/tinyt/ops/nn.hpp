@@ -462,14 +462,15 @@ TINYT_INLINE std::pair<Tensor, Tensor> Tensor::max_pool2d_with_indices(IntOrVec 
   const std::vector<int64_t> plane(s.end() - static_cast<std::ptrdiff_t>(p.dims), s.end());
   int64_t size = 1;
   for (const int64_t d : plane) size *= d;
-  const Tensor where_from = Tensor::arange(size).cast(dtypes::int64).to(device()).reshape(Shape(plane)).expand(shape());
+  const DType index = Device::widest_int(device());  // (int64, as PyTorch's; int32 on WEBGPU)
+  const Tensor where_from = Tensor::arange(size).to(device()).cast(index).reshape(Shape(plane)).expand(shape());
   const int kernel_axis = static_cast<int>(ndim());  // the windows are (..., out..., kernel...)
   const Tensor values = p.windows(*this, lowest, lowest, "max_pool2d_with_indices").flatten(kernel_axis);
   const Tensor from = p.windows(where_from, -1, -1, "max_pool2d_with_indices").flatten(kernel_axis);
   const Tensor top = detail::max_over(values, {-1}, true);
   // the first position holding the maximum (a NaN is its own maximum, as in max)
   const Tensor hit = values.eq(top).logical_or(values.isnan());
-  const Tensor none = Tensor::full(Shape{}, std::numeric_limits<int64_t>::max(), dtypes::int64);
+  const Tensor none = Tensor::full(Shape{}, static_cast<int64_t>(dtypes::max_int(index)), index, device());
   return {top.squeeze(-1), hit.where(from, none).min(-1)};
 }
 

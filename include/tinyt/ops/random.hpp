@@ -58,6 +58,24 @@ inline Tensor mulhi64(const Tensor& b_hi, const Tensor& b_lo, uint64_t r) {
   return hh.add(lh.rshift(k32)).add(hl.rshift(k32)).add(mid.rshift(k32));
 }
 
+// The same for r < 2^32 in uint32 arithmetic only (a device without 64-bit types): each 32x32-bit
+// product from 16-bit halves, as (high word, low word); then floor((hi * r * 2^32 + lo * r) / 2^64)
+// is the high word of hi * r plus the carry out of adding its low word to lo * r's high word.
+inline Tensor mulhi64_in_words(const Tensor& b_hi, const Tensor& b_lo, uint32_t r) {
+  auto u32 = [&](uint32_t v) { return Tensor(graph::const_(dtypes::uint32, v, b_hi.device())); };
+  const Tensor half = u32(0xffffu), k16 = u32(16), rh = u32(r >> 16), rl = u32(r & 0xffffu);
+  const auto product = [&](const Tensor& a) {
+    const Tensor ah = a.rshift(k16), al = a.bitwise_and(half);
+    const Tensor ll = al.mul(rl), lh = al.mul(rh), hl = ah.mul(rl), hh = ah.mul(rh);
+    const Tensor mid = ll.rshift(k16).add(lh.bitwise_and(half)).add(hl.bitwise_and(half));
+    return std::pair{hh.add(lh.rshift(k16)).add(hl.rshift(k16)).add(mid.rshift(k16)), mid.lshift(k16).bitwise_or(ll.bitwise_and(half))};
+  };
+  const auto [p1_hi, p1_lo] = product(b_hi);
+  const Tensor p0_hi = product(b_lo).first;
+  const Tensor sum = p1_lo.add(p0_hi);
+  return p1_hi.add(sum.lt(p1_lo).cast(dtypes::uint32));
+}
+
 inline double random_fan(const std::vector<int64_t>& s, size_t from) {
   double p = 1;
   for (size_t i = from; i < s.size(); ++i) p *= static_cast<double>(s[i]);
@@ -108,6 +126,11 @@ TINYT_INLINE Tensor Tensor::randint(Shape shape, int64_t low, int64_t high, DTyp
   const auto words = detail::random_words(detail::product(s), dev);
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
   // unsigned addition wraps, so low + offset is exact for any int64 low
+  if (!Device::holds_wide_types(dev)) {  // (a range this dtype fits is below 2^32: low + offset wraps in 32 bits)
+    Tensor offset = detail::mulhi64_in_words(words[0], words[1], static_cast<uint32_t>(range));
+    Tensor value = offset.add(Tensor(graph::const_(dtypes::uint32, static_cast<uint32_t>(low), dev))).bitcast(dtypes::int32);
+    return value.cast(dtype).reshape(Shape(s));
+  }
   Tensor offset = detail::mulhi64(words[0], words[1], range);
   Tensor value = offset.add(Tensor(graph::const_(dtypes::uint64, static_cast<uint64_t>(low), dev)))
                      .bitcast(dtypes::int64);

@@ -12,9 +12,10 @@ namespace detail {
 // up in int64 and the result stays int64, so an int32 sum of two 2^30s does not wrap; uint64 stays
 // uint64 (PyTorch returns the same bits as int64, where sums past 2^63 read as negative).
 // float16 and bfloat16 add up in float32 and the result is rounded once, back to their dtype.
-inline DType sum_acc_dtype(DType dt) {
+// On a device without 64-bit types (WEBGPU) integers add up in int32, as in tinygrad.
+inline DType sum_acc_dtype(DType dt, const std::string& device) {
   if (dt == dtypes::uint64) return dt;
-  if (dt.is_int() || dt.is_bool()) return dtypes::int64;
+  if (dt.is_int() || dt.is_bool()) return Device::widest_int(device);
   return least_upper_dtype({dt, dtypes::float32});
 }
 // The dtype a dot product (matmul, conv) multiplies and adds up in, for a result of dtype `out`:
@@ -22,7 +23,7 @@ inline DType sum_acc_dtype(DType dt) {
 // of two of them is exact in float32; rounding each would lose what their sum keeps).
 inline DType dot_dtype(DType out) { return out == dtypes::float16 || out == dtypes::bfloat16 ? dtypes::float32 : out; }
 // The dtype a sum or product returns: a float keeps its own, an integer is its accumulator's.
-inline DType sum_out_dtype(DType dt) { return dt.is_float() ? dt : sum_acc_dtype(dt); }
+inline DType sum_out_dtype(DType dt, const std::string& device) { return dt.is_float() ? dt : sum_acc_dtype(dt, device); }
 // The dtype the float statistics (mean, var, softmax, logsumexp, layernorm) compute in, as
 // PyTorch's CPU kernels: float32 for float16, bfloat16 and integers, float64 for float64. Their
 // result is then rounded once to least_upper_float of the input.
@@ -91,7 +92,7 @@ TINYT_INLINE Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim, 
 }
 
 TINYT_INLINE Tensor Tensor::sum(std::vector<int> axes, bool keepdim) const {
-  return cast(detail::sum_acc_dtype(dtype())).reduce(Ops::ADD, std::move(axes), keepdim, "sum").cast(detail::sum_out_dtype(dtype()));
+  return cast(detail::sum_acc_dtype(dtype(), device())).reduce(Ops::ADD, std::move(axes), keepdim, "sum").cast(detail::sum_out_dtype(dtype(), device()));
 }
 TINYT_INLINE Tensor Tensor::sum(int axis, bool keepdim) const { return sum(std::vector<int>{axis}, keepdim); }
 TINYT_INLINE Tensor Tensor::sum() const { return sum(detail::all_axes(ndim()), false); }
@@ -99,7 +100,7 @@ TINYT_INLINE Tensor Tensor::sum() const { return sum(detail::all_axes(ndim()), f
 // As PyTorch: integers multiply in int64, floats in their own dtype (PyTorch's CPU prod of
 // float16 rounds every step: 300 * 300 * 2^-10 is inf there, not 87.875).
 TINYT_INLINE Tensor Tensor::prod(std::vector<int> axes, bool keepdim) const {
-  return cast(detail::sum_out_dtype(dtype())).reduce(Ops::MUL, std::move(axes), keepdim, "prod");
+  return cast(detail::sum_out_dtype(dtype(), device())).reduce(Ops::MUL, std::move(axes), keepdim, "prod");
 }
 TINYT_INLINE Tensor Tensor::prod(int axis, bool keepdim) const { return prod(std::vector<int>{axis}, keepdim); }
 TINYT_INLINE Tensor Tensor::prod() const { return prod(detail::all_axes(ndim()), false); }
@@ -158,7 +159,7 @@ inline Tensor running_reduce(const Tensor& x, Ops op) {
 
 /// `t`'s running reduction along `axis` (cumsum, cumprod), in the dtypes sum and prod use.
 inline Tensor running_along(const Tensor& t, int axis, Ops op, const char* name) {
-  if (t.ndim() == 0) return t.cast(sum_out_dtype(t.dtype()));
+  if (t.ndim() == 0) return t.cast(sum_out_dtype(t.dtype(), t.device()));
   const int ax = normalize_axis(axis, t.ndim(), name);
   std::vector<int> order;
   for (int i = 0; i < static_cast<int>(t.ndim()); ++i)
@@ -167,8 +168,8 @@ inline Tensor running_along(const Tensor& t, int axis, Ops op, const char* name)
   Tensor x = t.permute(order);
   const std::vector<int64_t> s = x.shape().to_vector();
   const int64_t n = s.back(), rows = t.numel() / std::max<int64_t>(n, 1);
-  Tensor acc = x.reshape({rows, n}).cast(sum_acc_dtype(t.dtype()));
-  Tensor done = running_reduce(acc, op).cast(sum_out_dtype(t.dtype())).reshape(Shape(s));
+  Tensor acc = x.reshape({rows, n}).cast(sum_acc_dtype(t.dtype(), t.device()));
+  Tensor done = running_reduce(acc, op).cast(sum_out_dtype(t.dtype(), t.device())).reshape(Shape(s));
   std::vector<int> inverse(order.size());
   for (size_t i = 0; i < order.size(); ++i) inverse[static_cast<size_t>(order[i])] = static_cast<int>(i);
   return done.permute(inverse);

@@ -101,9 +101,11 @@ inline std::array<Tensor, 2> random_words(int64_t n, const std::string& device) 
                         std::memcpy(bytes.data(), next.data(), sizeof next);
                         return bytes;
                       }});
-  // the element index, counted as arange counts (a cumulative sum), 64 bits wide
-  Tensor i = Tensor::full(Shape{n}, 1, dtypes::int64, device).cumsum().sub(1);
-  Tensor lo = i.cast(dtypes::uint32), hi = i.rshift(32).cast(dtypes::uint32);
+  // the element index, counted as arange counts (a cumulative sum), 64 bits wide (on a device
+  // without 64-bit types, 32: its high word is 0, as it is below 2^32 elements anyway)
+  const DType wide = Device::widest_int(device);
+  Tensor i = Tensor::full(Shape{n}, 1, wide, device).cumsum().sub(1);
+  Tensor lo = i.cast(dtypes::uint32), hi = wide == dtypes::int64 ? i.rshift(32).cast(dtypes::uint32) : Tensor::zeros({n}, dtypes::uint32, device);
   return threefry2x32(lo, hi, key_words.shrink({{0, 1}}).reshape({}), key_words.shrink({{1, 2}}).reshape({}));
 }
 }  // namespace detail

@@ -23,7 +23,10 @@ inline size_t count_divmod(const UOp& ast) {
 /// The kernel with adjacent output loops merged, innermost pairs first: loops `outer` (size A)
 /// and `inner` (size B) become one loop R of A*B, outer = R // B and inner = R % B, kept when
 /// after `rules` simplify the kernel has no more divisions and remainders than before (the
-/// index math folded them away). Loops of symbolic size stay as they are.
+/// index math folded them away). Loops of symbolic size stay as they are, and no merged loop runs
+/// past `max_merged` (2^24) iterations: a GPU launches an output loop along one dimension, whose
+/// work-groups WebGPU caps at 65535 (of at most 256 work-items).
+inline constexpr int64_t max_merged = int64_t{1} << 24;
 inline UOp merge_adjacent_loops(UOp ast, const PatternMatcher& rules) {
   std::vector<UOp> loops;  // constant-size output loops, outermost first
   for (const UOp& u : toposort(ast))
@@ -34,6 +37,7 @@ inline UOp merge_adjacent_loops(UOp ast, const PatternMatcher& rules) {
   for (size_t i = loops.size(); i-- > 1;) {
     const UOp &outer = loops[i - 1], &inner = loops[i];
     const UOp size = inner.src(0);
+    if (outer.src(0).const_int() * size.const_int() > max_merged) continue;
     const UOp merged = range(outer.src(0).const_int() * size.const_int(), outer.arg()[0].as_int(), RangeKind::loop);
     const UOp candidate = graph_rewrite(substitute(ast, {{outer.get(), merged.idiv(size)}, {inner.get(), merged % size}}), rules);
     const size_t candidate_divmod = detail::count_divmod(candidate);

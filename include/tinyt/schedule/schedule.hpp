@@ -99,6 +99,57 @@ inline bool keeps_loop_order(Ops op) {
          op == Ops::DETACH || op == Ops::CONTIGUOUS_BACKWARD;
 }
 
+// The buffers a kernel of `u`'s device may bind, its output included (0: no limit; a device that
+// cannot be opened here has none: its kernels never run).
+inline int64_t max_buffers(const UOp& u) {
+  try {
+    return backend::device(Device::split(graph::device_of(u))[0]).target().max_buffers;
+  } catch (const Error&) {
+    return 0;
+  }
+}
+
+// On a device that binds few buffers per kernel (WebGPU: 8 storage buffers), no kernel reads more
+// than its limit less its output. Going up the graph, a node that would read too many has its
+// sources that read the most realized first, until the rest fits (tinygrad's pm_limit_bufs): each
+// of them read fewer, so their kernels fit. A graph with no BUFFER on such a device skips it all.
+inline void limit_buffers(const std::vector<UOp>& order, const Known& known, std::unordered_set<const UOpNode*>& points) {
+  std::unordered_map<std::string, size_t> limited;  // device -> its limit
+  for (const UOp& u : order)
+    if (u.op() == Ops::BUFFER)
+      if (const int64_t n = max_buffers(u); n > 0) limited[graph::device_of(u)] = static_cast<size_t>(n);
+  if (limited.empty()) return;
+  const auto memory = [&](const UOp& s) { return known(s) || s.op() == Ops::BUFFER || points.count(s.get()); };
+  std::unordered_map<const UOpNode*, std::vector<const UOpNode*>> reads;  // the memory a node's kernel would read
+  for (const UOp& u : order) {
+    if (known(u) || u.op() == Ops::BUFFER) continue;
+    const auto gather = [&] {
+      std::vector<const UOpNode*> r;
+      for (const UOp& s : u.src()) {
+        if (memory(s)) r.push_back(s.get());
+        else if (auto it = reads.find(s.get()); it != reads.end()) r.insert(r.end(), it->second.begin(), it->second.end());
+      }
+      std::sort(r.begin(), r.end());
+      r.erase(std::unique(r.begin(), r.end()), r.end());
+      return r;
+    };
+    std::vector<const UOpNode*> r = gather();
+    const auto limit = limited.find(graph::device_of(u));
+    if (limit != limited.end() && r.size() + 1 > limit->second && u.op() != Ops::COPY && u.op() != Ops::ALLREDUCE) {
+      std::vector<UOp> sources;
+      for (const UOp& s : u.src())
+        if (!memory(s) && reads[s.get()].size() >= 2) sources.push_back(s);
+      std::stable_sort(sources.begin(), sources.end(), [&](const UOp& a, const UOp& b) { return reads[a.get()].size() > reads[b.get()].size(); });
+      for (const UOp& s : sources) {
+        if (r.size() + 1 <= limit->second) break;
+        points.insert(s.get());
+        r = gather();
+      }
+    }
+    reads[u.get()] = std::move(r);
+  }
+}
+
 // Realization points: roots, explicit ones, copies, and reductions whose result would be
 // recomputed (broadcast back other than along trailing axes, or read by several consumers).
 inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const std::vector<UOp>& order,
@@ -274,6 +325,7 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
     if (!graph::shape_of(u).is_concrete() || !reads_memory(u) || !worth_realizing(u)) continue;
     if (broadcast_into_reduce(u)) points.insert(u.get());
   }
+  limit_buffers(order, known, points);
   std::vector<UOp> out;
   for (const UOp& u : order)
     if (points.count(u.get())) out.push_back(u);
