@@ -69,6 +69,46 @@ inline int64_t kernels_to_realize(tinyt::Tensor t) {
 /// own there, computed once, where a CPU's kernel computes it once per row inside its loops.
 inline bool on_gpu() { return tinyt::backend::device(tinyt::Device::default_device()).target().gpu; }
 
+/// Whether the default device holds 64-bit types (float64, int64, uint64): WEBGPU does not, and a
+/// tensor of one there is a DeviceError.
+inline bool wide_types() { return tinyt::backend::device(tinyt::Device::default_device()).target().wide_types; }
+
+/// CHECK(expr) where the default device holds 64-bit types; where it does not (WEBGPU), the
+/// DeviceError that making expr's float64 or int64 tensor there gives.
+#define CHECK_WIDE(...)                                                  \
+  do {                                                                   \
+    if (tinyt_test::wide_types()) CHECK(__VA_ARGS__);                    \
+    else CHECK_THROWS_AS((void)(__VA_ARGS__), tinyt::DeviceError);       \
+  } while (0)
+
+/// Where the default device has no 64-bit types: checks that a `dt` tensor there is the
+/// DeviceError, says the part about `dt` is skipped, and returns true (`if (lacks(dt)) return;`).
+inline bool lacks(tinyt::DType dt) {
+  if (wide_types()) return false;
+  CHECK_THROWS_AS(tinyt::Tensor::zeros({1}, dt), tinyt::DeviceError);
+  MESSAGE("skipped part: the device has no ", dt.name());
+  return true;
+}
+
+/// The values of an integer tensor whose dtype is the device's widest (an index tinyt computes,
+/// an integer sum: int64, int32 on WEBGPU), as int64.
+inline std::vector<int64_t> ints(const tinyt::Tensor& t) {
+  if (t.dtype() == tinyt::dtypes::int64) return t.to_vector<int64_t>();
+  const std::vector<int32_t> v = t.to_vector<int32_t>();
+  return {v.begin(), v.end()};
+}
+
+/// An index tensor of `v` in `shape`: int64 (PyTorch's index dtype), int32 where the device has no
+/// 64-bit types.
+inline tinyt::Tensor index_tensor(const std::vector<int64_t>& v, const tinyt::Shape& shape) {
+  if (wide_types()) return tinyt::Tensor::from_vector(v, shape);
+  return tinyt::Tensor::from_vector(std::vector<int32_t>(v.begin(), v.end()), shape);
+}
+
+/// Whether the default device computes exp2, log2, sin and pow with its own functions, not tinyt's
+/// decompositions (WEBGPU: WGSL's, whose error bounds the WGSL spec gives).
+inline bool device_math() { return tinyt::backend::device(tinyt::Device::default_device()).target().language == tinyt::backend::Language::wgsl; }
+
 /// The bytes `hex` spells ("48690a" is "Hi\n"): how tests/data's reference texts keep any byte.
 inline std::string from_hex(const std::string& hex) {
   std::string out;

@@ -83,6 +83,7 @@ TEST_CASE("combine: cat promotes dtypes and keeps exact values") {
                           Tensor::from_vector(std::vector<bool>{false, true})});
   CHECK(b.dtype() == dtypes::bool_);
   CHECK(b.to_vector<bool>() == std::vector<bool>{true, false, false, true});
+  if (lacks(dtypes::int64)) return;
   Tensor big = Tensor::cat({Tensor::from_vector(std::vector<int64_t>{int64_t{1} << 40}),
                             Tensor::from_vector(std::vector<int32_t>{-7})});
   CHECK(big.to_vector<int64_t>() == std::vector<int64_t>{int64_t{1} << 40, -7});
@@ -253,16 +254,17 @@ TEST_CASE("combine: linspace") {
   }
   CHECK(Tensor::linspace(5, 9, 1).to_vector<float>() == std::vector<float>{5});
   CHECK(Tensor::linspace(5, 9, 0).shape() == Shape{0});
-  Tensor d = Tensor::linspace(0.0, 1.0, 4, dtypes::float64);
-  CHECK(d.dtype() == dtypes::float64);
-  auto dv = d.to_vector<double>();
-  auto dr = reference(0, 1, 4);
-  for (size_t i = 0; i < dv.size(); ++i) CHECK(std::fabs(dv[i] - dr[i]) < 1e-15);
+  if (!lacks(dtypes::float64)) {
+    Tensor d = Tensor::linspace(0.0, 1.0, 4, dtypes::float64);
+    CHECK(d.dtype() == dtypes::float64);
+    auto dv = d.to_vector<double>();
+    auto dr = reference(0, 1, 4);
+    for (size_t i = 0; i < dv.size(); ++i) CHECK(std::fabs(dv[i] - dr[i]) < 1e-15);
+  }
   // integer dtypes truncate (PyTorch)
   CHECK(Tensor::linspace(0, 10, 4, dtypes::int32).to_vector<int32_t>() ==
         std::vector<int32_t>{0, 3, 6, 10});
-  CHECK(Tensor::linspace(-1, 1, 2, dtypes::int64).to_vector<int64_t>() ==
-        std::vector<int64_t>{-1, 1});
+  CHECK_WIDE(Tensor::linspace(-1, 1, 2, dtypes::int64).to_vector<int64_t>() == std::vector<int64_t>{-1, 1});
   CHECK_THROWS_AS(Tensor::linspace(0, 1, -1), Error);
   CHECK_THROWS_AS(Tensor::linspace(0, 1, 3, dtypes::bool_), DTypeError);
 }

@@ -62,7 +62,8 @@ TEST_CASE("elementwise: unary math functions") {
   check_unary("abs", [](const Tensor& t) { return t.abs(); }, [](double x) { return std::fabs(x); }, Tol::exact());
   check_unary("sign", [](const Tensor& t) { return t.sign(); }, [](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; }, Tol::exact());
   check_unary("exp", [](const Tensor& t) { return t.exp(); }, [](double x) { return std::exp(x); }, Tol::f32(18));
-  check_unary("exp2", [](const Tensor& t) { return t.exp2(); }, [](double x) { return std::exp2(x); }, Tol::f32(2));
+  // (WGSL's own exp2 errs by up to 3 + 2|x| ulp, |x| <= 11.2 here)
+  check_unary("exp2", [](const Tensor& t) { return t.exp2(); }, [](double x) { return std::exp2(x); }, Tol::f32(device_math() ? 26 : 2));
   check_unary("log", [](const Tensor& t) { return t.log(); }, [](double x) { return std::log(x); }, Tol::f32(4));
   check_unary("log2", [](const Tensor& t) { return t.log2(); }, [](double x) { return std::log2(x); }, Tol::f32(2));
   check_unary("sqrt", [](const Tensor& t) { return t.sqrt(); }, [](double x) { return std::sqrt(x); }, Tol::f32(1));
@@ -172,9 +173,11 @@ TEST_CASE("elementwise: a shift by the width or more, or by a negative amount, s
   const Tensor ub = Tensor::from_vector(std::vector<uint32_t>{32, 31, 0xffffffffu});
   CHECK((u << ub).to_vector<uint32_t>() == std::vector<uint32_t>{0, 0x80000000u, 0});
   CHECK((u >> ub).to_vector<uint32_t>() == std::vector<uint32_t>{0, 0, 0});
-  const Tensor l = Tensor::from_vector(std::vector<int64_t>{-5, 5});
-  CHECK((l >> 64).to_vector<int64_t>() == std::vector<int64_t>{-1, 0});
-  CHECK((l << -1).to_vector<int64_t>() == std::vector<int64_t>{0, 0});
+  if (!lacks(dtypes::int64)) {
+    const Tensor l = Tensor::from_vector(std::vector<int64_t>{-5, 5});
+    CHECK((l >> 64).to_vector<int64_t>() == std::vector<int64_t>{-1, 0});
+    CHECK((l << -1).to_vector<int64_t>() == std::vector<int64_t>{0, 0});
+  }
   const Tensor b = Tensor::from_vector(std::vector<bool>{true, true});
   CHECK((b << Tensor::from_vector(std::vector<bool>{false, true})).to_vector<bool>() == std::vector<bool>{true, false});
 }
@@ -190,14 +193,17 @@ TEST_CASE("elementwise: integer pow is exact and wraps, and a negative exponent 
   CHECK(i.pow(ie).to_vector<int32_t>() == std::vector<int32_t>{0, -1, 1, 1, 0, 1162261467, INT32_MIN});
   CHECK(i.pow(-1).to_vector<int32_t>() == std::vector<int32_t>{0, -1, -1, 1, 0, 0, 0});
   CHECK(i.pow(0).to_vector<int32_t>() == std::vector<int32_t>{1, 1, 1, 1, 1, 1, 1});
-  const Tensor three = Tensor::from_vector(std::vector<int64_t>{3});
-  CHECK(three.pow(Tensor::from_vector(std::vector<int64_t>{39})).item<int64_t>() == 4052555153018976267);
+  if (!lacks(dtypes::int64)) {
+    const Tensor three = Tensor::from_vector(std::vector<int64_t>{3});
+    CHECK(three.pow(Tensor::from_vector(std::vector<int64_t>{39})).item<int64_t>() == 4052555153018976267);
+  }
   CHECK(Tensor::from_vector(std::vector<int8_t>{5}).pow(2).dtype() == dtypes::int8);
   CHECK(Tensor::from_vector(std::vector<int8_t>{-3}).pow(5).item<int8_t>() == 13);  // -243 wraps
 }
 
 TEST_CASE("elementwise: a C++ double keeps its value where it meets a float64 tensor") {
   // 0.1 is a float32 only as a tensor of its own, as a Python float in tinygrad and PyTorch
+  if (lacks(dtypes::float64)) return;
   const Tensor d = Tensor::from_vector(std::vector<double>{1.0});
   CHECK((d + 0.1).item<double>() == 1.1);
   CHECK(d.add(0.1).item<double>() == 1.1);
@@ -235,7 +241,7 @@ TEST_CASE("elementwise: casts and bitcasts") {
   CHECK(f.cast(dtypes::uint8).to_vector<uint8_t>()[3] == 1);
   CHECK(Tensor::from_vector(std::vector<int32_t>{300, -1}).cast(dtypes::uint8).to_vector<uint8_t>() == std::vector<uint8_t>{44, 255});
   CHECK(f.half().float_().to_vector<float>()[3] == static_cast<float>(half_t(1.9f)));
-  CHECK(f.cast(dtypes::float64).to_vector<double>()[1] == -0.5);
+  CHECK_WIDE(f.cast(dtypes::float64).to_vector<double>()[1] == -0.5);
   CHECK(Tensor::from_vector(std::vector<float>{1.f}).bitcast(dtypes::uint32).item<uint32_t>() == 0x3f800000u);
   CHECK(Tensor::from_vector(std::vector<int32_t>{0x40490fdb}).bitcast(dtypes::float32).item<float>() == 3.14159274101257324f);
   CHECK_THROWS_AS(f.bitcast(dtypes::int16), DTypeError);

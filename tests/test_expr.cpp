@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <tinyt.hpp>
+
+#include "helpers.hpp"
 #include <tinyt/internals.hpp>
 
 #include <algorithm>
@@ -104,7 +106,7 @@ TEST_CASE("expr: every elementwise and movement op of an expression is an expres
   SAME(e.leaky_relu(0.2), t.leaky_relu(0.2));
   SAME(e.softplus(2.0), t.softplus(2.0));
   SAME(e.hardtanh(-0.5, 0.5), t.hardtanh(-0.5, 0.5));
-  SAME(e.cast(dtypes::float64), t.cast(dtypes::float64));
+  if (tinyt_test::wide_types()) SAME(e.cast(dtypes::float64), t.cast(dtypes::float64));
   SAME(e.bitcast(dtypes::int32), t.bitcast(dtypes::int32));
 #define SAME_BINARY(name) SAME(e.name(b), t.name(b));
   SAME_BINARY(add) SAME_BINARY(sub) SAME_BINARY(mul) SAME_BINARY(div) SAME_BINARY(floordiv) SAME_BINARY(mod)

@@ -163,9 +163,11 @@ TEST_CASE("linalg: matmul dtypes") {
   Tensor f = Tensor::from_vector(std::vector<float>{0.5f, 1, 2, 1, 1, 1}, {3, 2});
   CHECK(a.matmul(f).dtype() == dtypes::float32);
   check_close(a.matmul(f).to_vector<float>(), {0.5 - 4 + 3, 1 - 2 + 3, 2 + 10 - 6, 4 + 5 - 6}, Tol::exact());
-  Tensor d = Tensor::from_vector(std::vector<double>{1, 2}, {2});
-  CHECK(d.matmul(d).dtype() == dtypes::float64);
-  CHECK(d.matmul(d).item<double>() == 5.0);
+  if (!lacks(dtypes::float64)) {
+    Tensor d = Tensor::from_vector(std::vector<double>{1, 2}, {2});
+    CHECK(d.matmul(d).dtype() == dtypes::float64);
+    CHECK(d.matmul(d).item<double>() == 5.0);
+  }
   // int8 accumulates wider and wraps back to int8, as PyTorch
   Tensor s = Tensor::from_vector(std::vector<int8_t>{100, 100}, {1, 2});
   Tensor t = Tensor::from_vector(std::vector<int8_t>{1, 1}, {2, 1});

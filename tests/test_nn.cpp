@@ -213,8 +213,8 @@ TEST_CASE("nn: var and std with PyTorch's correction") {
   Tensor ints = Tensor::from_vector(std::vector<int32_t>{1, 2, 3, 4});
   CHECK(ints.var().dtype() == dtypes::float32);
   check_scalar(ints.var(), 5.0 / 3.0, Tol::f32(9));
-  CHECK(Tensor::from_vector(std::vector<double>{1, 2}).var().dtype() == dtypes::float64);
-  CHECK(Tensor::from_vector(std::vector<double>{1, 2}).var().item<double>() == 0.5);
+  CHECK_WIDE(Tensor::from_vector(std::vector<double>{1, 2}).var().dtype() == dtypes::float64);
+  CHECK_WIDE(Tensor::from_vector(std::vector<double>{1, 2}).var().item<double>() == 0.5);
   CHECK_THROWS_AS(x.var(3), IndexError);
   CHECK_THROWS_AS(x.var(std::vector<int>{1, 1}), IndexError);
 }
@@ -690,6 +690,7 @@ Taps ref_taps(const std::string& mode, bool align_corners, int64_t in, int64_t o
 }  // namespace
 
 TEST_CASE("nn: interpolate against PyTorch's definitions, over 2 dims") {
+  if (lacks(dtypes::float64)) return;  // (computed in float64, against float64 references)
   const int64_t B = 2, H = 5, W = 7;
   const auto xv = values(B * H * W, 70);
   const Tensor x = Tensor::from_vector(xv, {B, H, W});
@@ -878,8 +879,7 @@ TEST_CASE("nn: cross_entropy with class indices and probabilities") {
   // log_softmax errs by a few roundings of its values (up to about 2 here), the mean keeps that
   check_scalar(x.cross_entropy(Tensor::from_vector(labels)), ref_idx(labels, 0), Tol::f32(8).of(2));
   check_scalar(x.cross_entropy(Tensor::from_vector(labels), 0.2), ref_idx(labels, 0.2), Tol::f32(8).of(2));
-  check_scalar(x.cross_entropy(Tensor::from_vector(std::vector<int64_t>{2, 0, 4, 2})),
-               ref_idx(labels, 0), Tol::f32(8).of(2));
+  check_scalar(x.cross_entropy(index_tensor({2, 0, 4, 2}, {4})), ref_idx(labels, 0), Tol::f32(8).of(2));
   // -100 is PyTorch's ignore_index: the mean is over the others
   const std::vector<int32_t> ignored{2, -100, 4, -100};
   check_scalar(x.cross_entropy(Tensor::from_vector(ignored), 0.1), ref_idx(ignored, 0.1), Tol::f32(8).of(2));

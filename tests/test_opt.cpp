@@ -281,6 +281,15 @@ TEST_CASE("opt: a padded row of one tile has a constant mask per lane, and the m
   check_variants(conv, [&](const UOp&) { return std::vector<std::vector<Opt>>{conv_opts}; });
 }
 
+TEST_CASE("schedule: a merged output loop stays within 2^24 iterations (a GPU launches it along one dimension)") {
+  // WebGPU launches at most 65535 work-groups of at most 256 along a dimension: (8192, 4096) would
+  // be one loop of 2^25; (4096, 4096) is one of 2^24
+  const Context cpu{{"DEV", "CPU"}};
+  auto name = [](const Tensor& t) { return schedule::detail::kernel_name(schedule::create_schedule({t.uop()}).back().ast); };
+  CHECK(name(Tensor::empty({8192, 4096}) * 2) == "E_8192_4096");
+  CHECK(name(Tensor::empty({4096, 4096}) * 2) == "E_16777216");
+}
+
 TEST_CASE("schedule: adjacent output loops are one loop where the index math folds the merge away") {
   const Context cpu{{"DEV", "CPU"}};
   auto name = [](const Tensor& t) { return schedule::detail::kernel_name(schedule::create_schedule({t.uop()}).back().ast); };

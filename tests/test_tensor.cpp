@@ -54,7 +54,7 @@ TEST_CASE("tensor: creation and reading") {
   CHECK(a.to_vector<float>() == iota(6));
   CHECK(Tensor::full({2, 2}, 7).to_vector<int32_t>() == std::vector<int32_t>{7, 7, 7, 7});
   CHECK(Tensor::zeros({3}).to_vector<float>() == std::vector<float>{0, 0, 0});
-  CHECK(Tensor::ones({2}, dtypes::int64).to_vector<int64_t>() == std::vector<int64_t>{1, 1});
+  CHECK_WIDE(Tensor::ones({2}, dtypes::int64).to_vector<int64_t>() == std::vector<int64_t>{1, 1});
   CHECK(Tensor(2.5).item<float>() == 2.5f);
   CHECK(Tensor(3).dtype() == dtypes::int32);
   CHECK(Tensor(true).item<bool>() == true);
@@ -112,7 +112,7 @@ TEST_CASE("tensor: dtype promotion follows tinygrad and weak scalars") {
   CHECK((i / 2).dtype() == dtypes::float32);
   check_close((i / 2).to_vector<float>(), {0.5f, 1.f, 1.5f}, Tol::exact());
   CHECK((i < 2).dtype() == dtypes::bool_);
-  CHECK((i + Tensor::from_vector(std::vector<int64_t>{1, 1, 1})).dtype() == dtypes::int64);
+  CHECK_WIDE((i + Tensor::from_vector(std::vector<int64_t>{1, 1, 1})).dtype() == dtypes::int64);
   CHECK((Tensor::from_vector(std::vector<uint8_t>{1}) + Tensor::from_vector(std::vector<int8_t>{1})).dtype() == dtypes::int16);
 }
 
@@ -159,7 +159,7 @@ TEST_CASE("tensor: reductions over axes, with keepdim and negative axes") {
   Tensor i = Tensor::from_vector(std::vector<int32_t>{3, -5, 2});
   CHECK(i.min().item<int32_t>() == -5);
   CHECK(i.max().item<int32_t>() == 3);
-  CHECK(i.prod().item<int64_t>() == -30);  // int64, as PyTorch
+  CHECK(ints(i.prod()) == std::vector<int64_t>{-30});  // int64, as PyTorch (int32 without 64-bit types)
   CHECK((i > 0).any().item<bool>() == true);
   CHECK((i > 0).all().item<bool>() == false);
   CHECK_THROWS_AS(a.sum(3), IndexError);
@@ -197,8 +197,8 @@ TEST_CASE("tensor: cumsum and cumprod") {
   CHECK(a.cumprod(-2).to_vector<float>() == std::vector<float>{1, 2, 3, 4, 10, 18});
   // integers multiply in int64, as PyTorch's, with a zero and negatives
   Tensor i = Tensor::from_vector(std::vector<int32_t>{-2, 3, 0, 5}, {4});
-  CHECK(i.cumprod().dtype() == dtypes::int64);
-  CHECK(i.cumprod().to_vector<int64_t>() == std::vector<int64_t>{-2, -6, 0, 0});
+  CHECK(i.cumprod().dtype() == Device::widest_int(i.device()));
+  CHECK(ints(i.cumprod()) == std::vector<int64_t>{-2, -6, 0, 0});
   CHECK_THROWS_AS(a.cumprod(2), IndexError);
 }
 
@@ -247,11 +247,13 @@ TEST_CASE("tensor: math functions against the C library") {
   check_close(u.asin().to_vector<float>(), on_unit([](double v) { return std::asin(v); }), Tol::f32(24));
   check_close(u.acos().to_vector<float>(), on_unit([](double v) { return std::acos(v); }), Tol::f32(24));
   // in float64 the approximation is good to about 2^-52
-  const std::vector<double> wide{-1e6, -3.0, -0.5, 0.1, 0.66, 0.7, 2.0, 2.5, 1e300};
-  std::vector<double> want;
-  for (double v : wide) want.push_back(std::atan(v));
-  const std::vector<double> got = Tensor::from_vector(wide).atan().to_vector<double>();
-  for (size_t i = 0; i < wide.size(); ++i) CHECK(std::abs(got[i] - want[i]) <= 16 * 0x1p-53 * std::abs(want[i]));
+  if (!lacks(dtypes::float64)) {
+    const std::vector<double> wide{-1e6, -3.0, -0.5, 0.1, 0.66, 0.7, 2.0, 2.5, 1e300};
+    std::vector<double> want;
+    for (double v : wide) want.push_back(std::atan(v));
+    const std::vector<double> got = Tensor::from_vector(wide).atan().to_vector<double>();
+    for (size_t i = 0; i < wide.size(); ++i) CHECK(std::abs(got[i] - want[i]) <= 16 * 0x1p-53 * std::abs(want[i]));
+  }
   CHECK(std::isnan(Tensor::from_vector(std::vector<float>{1.5f}).asin().item<float>()));
   CHECK(Tensor::from_vector(std::vector<float>{INFINITY}).atan().item<float>() == static_cast<float>(std::numbers::pi / 2));
 }
@@ -457,7 +459,7 @@ TEST_CASE("tensor: from_blob, the _like constructors, and the remaining movement
   CHECK(Tensor::zeros_like(b).to_vector<int16_t>() == std::vector<int16_t>(6, 0));
   CHECK(Tensor::ones_like(b).shape() == Shape{2, 3});
   CHECK(Tensor::full_like(b, 7).to_vector<int16_t>() == std::vector<int16_t>(6, 7));
-  CHECK(Tensor::full({2}, 1.5, dtypes::float64).to_vector<double>() == std::vector<double>{1.5, 1.5});
+  CHECK_WIDE(Tensor::full({2}, 1.5, dtypes::float64).to_vector<double>() == std::vector<double>{1.5, 1.5});
   CHECK_THROWS_AS(Tensor::from_blob(nullptr, {2}, dtypes::float32), Error);
   CHECK_THROWS_AS(Tensor::full({-1}, 0), ShapeError);
   Tensor a = Tensor::from_vector(iota(24), {2, 3, 4});
