@@ -98,7 +98,7 @@ test-web:
 	tools/setup.sh viz
 	$(MAKE) web
 	python3 tools/web/check_page.py --screenshot build/web/fashion_mnist.png build/web/fashion_mnist
-	python3 tools/web/check_page.py --screenshot build/web/minilm.png build/web/minilm
+	python3 tools/web/check_page.py --screenshot build/web/minilm.png --size 1000,420 build/web/minilm
 
 example:
 	tools/setup.sh
