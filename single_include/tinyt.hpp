@@ -11481,8 +11481,9 @@ inline int64_t max_buffers(const UOp& u) {
 // of them read fewer, so their kernels fit. A graph with no BUFFER on such a device skips it all.
 inline void limit_buffers(const std::vector<UOp>& order, const Known& known, std::unordered_set<const UOpNode*>& points) {
   std::unordered_map<std::string, size_t> limited;  // device -> its limit
+  std::unordered_set<std::string> seen;             // (each device looked up once)
   for (const UOp& u : order)
-    if (u.op() == Ops::BUFFER)
+    if (u.op() == Ops::BUFFER && seen.insert(graph::device_of(u)).second)
       if (const int64_t n = max_buffers(u); n > 0) limited[graph::device_of(u)] = static_cast<size_t>(n);
   if (limited.empty()) return;
   const auto memory = [&](const UOp& s) { return known(s) || s.op() == Ops::BUFFER || points.count(s.get()); };
@@ -21578,6 +21579,7 @@ struct ExportItem {
   std::vector<std::shared_ptr<Buffer>> buffers;
   std::vector<std::pair<size_t, size_t>> input_slots;  // (buffer slot, input number)
   std::vector<UOp> vars;
+  bool in_place = false;  // it writes memory that holds a value from before (an assign; perhaps in part)
 };
 
 /// What the step reads and returns.
@@ -21747,7 +21749,8 @@ inline void export_c(const std::vector<ExportItem>& items, const ExportSignature
 //
 //   model.js              load(device?) -> the model; run(inputs) -> outputs (typed arrays)
 //   k<n>_<kernel>.wgsl    one file per kernel, as WEBGPU ran it
-//   weights.safetensors   every buffer the step reads before writing it, other than its inputs
+//   weights.safetensors   every buffer the step reads or assigns to before writing it whole, other
+//                         than its inputs
 //   index.html, page.js   a page that loads the model; page.js is the caller's script, or one that
 //                         runs the model on zeros and shows what comes out
 //
@@ -22047,8 +22050,9 @@ inline void export_webgpu(const std::vector<ExportItem>& items, const ExportSign
         throw DeviceError(cat("export_webgpu: the step ran on ", b->device(), "; capture it on WEBGPU (DEV=WEBGPU) to export it for a web page"));
       auto [at, fresh] = number.try_emplace(b.get(), sizes.size());
       if (fresh) sizes.push_back(b->nbytes()), fresh_here.insert(at->second), memory.emplace(at->second, b);
-      // read by the item that first uses it (an input slot, or an in-place update): a weight
-      if (j != 0 && fresh_here.count(at->second)) read_first.insert(at->second);
+      // read by the item that first uses it (an input slot, or an in-place update), or assigned
+      // to by it, perhaps in part: it starts with its value (a weight)
+      if ((j != 0 || it.in_place) && fresh_here.count(at->second)) read_first.insert(at->second);
       bind.push_back(at->second);
     }
     launches.emplace_back(&it, std::move(bind));
@@ -22372,7 +22376,7 @@ TINYT_INLINE void JitCore::export_webgpu(const std::string& dir, const std::stri
   std::vector<engine::ExportItem> items;
   for (const JitItem& j : s_->items) {
     const auto* compiled = dynamic_cast<const engine::CompiledRunner*>(j.item.runner.get());
-    items.push_back({compiled ? &compiled->kernel() : nullptr, j.item.buffers, j.input_slots, j.vars});
+    items.push_back({compiled ? &compiled->kernel() : nullptr, j.item.buffers, j.input_slots, j.vars, j.in_place});
   }
   engine::export_webgpu(items, {s_->shapes, s_->dtypes, s_->outputs}, dir, page_script);
 }

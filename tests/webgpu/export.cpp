@@ -77,6 +77,70 @@ std::vector<KernelFile> kernel_files(const std::string& js) {
   return out;
 }
 
+// What the folder's model.js computes on `inputs` (their bytes, in order): its buffers, weights
+// and launches replayed here by hand through the WebGPU runtime, from the folder alone; the bytes
+// of each output.
+std::vector<std::vector<uint8_t>> replay_folder(const std::filesystem::path& dir, const std::vector<std::vector<uint8_t>>& inputs) {
+  const std::string js = read(dir / "model.js");
+  const std::vector<int64_t> sizes = numbers(table(js, "const sizes = ["));
+  backend::Device& gpu = backend::device("WEBGPU");
+  backend::Allocator& memory = gpu.allocator();
+  auto words = [](int64_t n) { return static_cast<size_t>((std::max<int64_t>(n, 1) + 3) / 4 * 4); };
+  std::vector<void*> handles;
+  for (int64_t n : sizes) handles.push_back(memory.alloc(words(n)));
+  const std::map<std::string, Tensor> file = nn::state::safe_load((dir / "weights.safetensors").string());
+  const std::string weight_table = table(js, "const weights = {", "};");
+  const std::regex weight(R"re(([0-9]+): "([^"]+)")re");
+  for (auto it = std::sregex_iterator(weight_table.begin(), weight_table.end(), weight); it != std::sregex_iterator(); ++it) {
+    const std::vector<uint8_t> bytes = file.at((*it)[2]).to_vector<uint8_t>();
+    memory.copyin(handles.at(static_cast<size_t>(std::stoll((*it)[1]))), bytes.data(), bytes.size());
+  }
+  for (size_t k = 0; k < inputs.size(); ++k) memory.copyin(handles.at(k), inputs[k].data(), inputs[k].size());
+  std::vector<std::unique_ptr<backend::Program>> programs;
+  std::vector<std::array<int64_t, 3>> group_sizes;
+  for (const KernelFile& k : kernel_files(js)) {
+    const std::string source = read(dir / k.file);
+    programs.push_back(gpu.load(gpu.compiler().compile(source, k.entry), k.entry));
+    std::smatch m;
+    REQUIRE(std::regex_search(source, m, std::regex(R"re(@workgroup_size\(([0-9]+), ([0-9]+), ([0-9]+)\))re")));
+    group_sizes.push_back({std::stoll(m[1]), std::stoll(m[2]), std::stoll(m[3])});
+  }
+  for (const Launch& l : launches(js)) {
+    if (l.kernel < 0) {
+      memory.copy(handles.at(static_cast<size_t>(l.copy.at(0))), handles.at(static_cast<size_t>(l.copy.at(1))), static_cast<size_t>(l.copy.at(2)));
+      continue;
+    }
+    std::vector<void*> bound;
+    for (int64_t b : l.bind) bound.push_back(handles.at(static_cast<size_t>(b)));
+    backend::LaunchDims dims;
+    for (size_t d = 0; d < 3; ++d) {
+      dims.local[d] = group_sizes.at(static_cast<size_t>(l.kernel))[d];
+      dims.global[d] = l.groups.at(d) * dims.local[d];
+    }
+    programs.at(static_cast<size_t>(l.kernel))->launch(bound, {}, dims, false);
+  }
+  std::vector<std::vector<uint8_t>> out;
+  const std::string outputs = table(js, "export const outputs = [");
+  const std::regex output(R"re(bytes: ([0-9]+), buffer: ([0-9]+))re");
+  for (auto it = std::sregex_iterator(outputs.begin(), outputs.end(), output); it != std::sregex_iterator(); ++it) {
+    out.emplace_back(static_cast<size_t>(std::stoll((*it)[1])));
+    memory.copyout(out.back().data(), handles.at(static_cast<size_t>(std::stoll((*it)[2]))), out.back().size());
+  }
+  for (size_t i = 0; i < handles.size(); ++i) memory.free(handles[i], words(sizes[i]));
+  return out;
+}
+
+template <class T> std::vector<uint8_t> bytes_of(const std::vector<T>& v) {
+  std::vector<uint8_t> out(v.size() * sizeof(T));
+  std::memcpy(out.data(), v.data(), out.size());
+  return out;
+}
+template <class T> std::vector<T> values_of(const std::vector<uint8_t>& bytes) {
+  std::vector<T> out(bytes.size() / sizeof(T));
+  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+  return out;
+}
+
 // The WGSL sources of the kernels that running `f` launches.
 std::set<std::string> sources_launched(const std::function<void()>& f) {
   std::vector<engine::CapturedItem> recorded;
@@ -170,42 +234,11 @@ TEST_CASE("export_webgpu: the folder's files, weights and kernels, and its launc
         }));
 
   // model.js's launches, replayed here through the WebGPU runtime from the folder alone
-  backend::Device& gpu = backend::device("WEBGPU");
-  backend::Allocator& memory = gpu.allocator();
-  std::vector<void*> handles;
-  for (int64_t n : sizes) handles.push_back(memory.alloc(static_cast<size_t>((std::max<int64_t>(n, 1) + 3) / 4 * 4)));
-  for (const auto& [b, bytes] : weights) memory.copyin(handles[static_cast<size_t>(b)], bytes.data(), bytes.size());
+  CHECK(launches(js).size() == step.captured_count());
   const std::vector<float> x = tinyt_test::values(2 * 3, 9);
-  memory.copyin(handles[0], x.data(), x.size() * 4);
-  std::vector<std::unique_ptr<backend::Program>> programs;
-  std::vector<std::array<int64_t, 3>> group_sizes;
-  for (const KernelFile& k : kernels) {
-    const std::string source = read(dir.path / k.file);
-    programs.push_back(gpu.load(gpu.compiler().compile(source, k.entry), k.entry));
-    std::smatch m;
-    REQUIRE(std::regex_search(source, m, std::regex(R"re(@workgroup_size\(([0-9]+), ([0-9]+), ([0-9]+)\))re")));
-    group_sizes.push_back({std::stoll(m[1]), std::stoll(m[2]), std::stoll(m[3])});
-  }
-  const std::vector<Launch> ls = launches(js);
-  CHECK(ls.size() == step.captured_count());
-  for (const Launch& l : ls) {
-    if (l.kernel < 0) {
-      memory.copy(handles.at(static_cast<size_t>(l.copy.at(0))), handles.at(static_cast<size_t>(l.copy.at(1))), static_cast<size_t>(l.copy.at(2)));
-      continue;
-    }
-    std::vector<void*> bound;
-    for (int64_t b : l.bind) bound.push_back(handles.at(static_cast<size_t>(b)));
-    backend::LaunchDims dims;
-    for (size_t d = 0; d < 3; ++d) {
-      dims.local[d] = group_sizes.at(static_cast<size_t>(l.kernel))[d];
-      dims.global[d] = l.groups.at(d) * dims.local[d];
-    }
-    programs.at(static_cast<size_t>(l.kernel))->launch(bound, {}, dims, false);
-  }
-  std::vector<float> probs(8), sums(2);
-  memory.copyout(probs.data(), handles.at(static_cast<size_t>(output_buffers[0])), 32);
-  memory.copyout(sums.data(), handles.at(static_cast<size_t>(output_buffers[1])), 8);
-  for (size_t i = 0; i < handles.size(); ++i) memory.free(handles[i], static_cast<size_t>((std::max<int64_t>(sizes[i], 1) + 3) / 4 * 4));
+  const std::vector<std::vector<uint8_t>> out = replay_folder(dir.path, {bytes_of(x)});
+  REQUIRE(out.size() == 2);
+  const std::vector<float> probs = values_of<float>(out[0]), sums = values_of<float>(out[1]);
 
   // the same kernels as the JIT's replay (the same bits), and the CPU's values
   const auto [jit_probs, jit_sums] = step(input(9, "WEBGPU"));
@@ -216,6 +249,23 @@ TEST_CASE("export_webgpu: the folder's files, weights and kernels, and its launc
   // (WGSL's exp against the CPU's: a few roundings apart)
   tinyt_test::check_close(probs, std::vector<double>(want_probs.begin(), want_probs.end()), tinyt_test::Tol{1e-7, 1e-5});
   tinyt_test::check_close(sums, std::vector<double>(want_sums.begin(), want_sums.end()), tinyt_test::Tol::f32(4));
+}
+
+TEST_CASE("export_webgpu: memory the step updates in part keeps the rest of its value on the page") {
+  // the step writes the first two elements of `state` (an assign) and returns all four: the last
+  // two are the value from before the step, which the page must start with
+  Tensor state = Tensor::from_vector(std::vector<float>{10, 20, 30, 40}, {4}, "WEBGPU").realize();
+  TinyJit step([&](const Tensor& x) {
+    state[{Slice(0, 2)}] = x;
+    return (state * 2).contiguous();
+  });
+  for (float v : {1.f, 2.f, 3.f}) (void)step(Tensor::from_vector(std::vector<float>{v, -v}, {2}, "WEBGPU").realize()).realize();
+  tinyt_test::TempDir dir;
+  step.export_webgpu(dir.path.string());
+  const std::vector<std::vector<uint8_t>> out = replay_folder(dir.path, {bytes_of(std::vector<float>{5, 6})});
+  REQUIRE(out.size() == 1);
+  CHECK(values_of<float>(out[0]) == std::vector<float>{10, 12, 60, 80});
+  CHECK(step(Tensor::from_vector(std::vector<float>{5, 6}, {2}, "WEBGPU").realize()).to_vector<float>() == std::vector<float>{10, 12, 60, 80});
 }
 
 TEST_CASE("export_webgpu: a page script given is page.js; without one, page.js runs the model on zeros") {

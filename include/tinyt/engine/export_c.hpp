@@ -31,6 +31,7 @@ struct ExportItem {
   std::vector<std::shared_ptr<Buffer>> buffers;
   std::vector<std::pair<size_t, size_t>> input_slots;  // (buffer slot, input number)
   std::vector<UOp> vars;
+  bool in_place = false;  // it writes memory that holds a value from before (an assign; perhaps in part)
 };
 
 /// What the step reads and returns.

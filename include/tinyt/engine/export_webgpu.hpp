@@ -4,7 +4,8 @@
 //
 //   model.js              load(device?) -> the model; run(inputs) -> outputs (typed arrays)
 //   k<n>_<kernel>.wgsl    one file per kernel, as WEBGPU ran it
-//   weights.safetensors   every buffer the step reads before writing it, other than its inputs
+//   weights.safetensors   every buffer the step reads or assigns to before writing it whole, other
+//                         than its inputs
 //   index.html, page.js   a page that loads the model; page.js is the caller's script, or one that
 //                         runs the model on zeros and shows what comes out
 //
@@ -308,8 +309,9 @@ inline void export_webgpu(const std::vector<ExportItem>& items, const ExportSign
         throw DeviceError(cat("export_webgpu: the step ran on ", b->device(), "; capture it on WEBGPU (DEV=WEBGPU) to export it for a web page"));
       auto [at, fresh] = number.try_emplace(b.get(), sizes.size());
       if (fresh) sizes.push_back(b->nbytes()), fresh_here.insert(at->second), memory.emplace(at->second, b);
-      // read by the item that first uses it (an input slot, or an in-place update): a weight
-      if (j != 0 && fresh_here.count(at->second)) read_first.insert(at->second);
+      // read by the item that first uses it (an input slot, or an in-place update), or assigned
+      // to by it, perhaps in part: it starts with its value (a weight)
+      if ((j != 0 || it.in_place) && fresh_here.count(at->second)) read_first.insert(at->second);
       bind.push_back(at->second);
     }
     launches.emplace_back(&it, std::move(bind));

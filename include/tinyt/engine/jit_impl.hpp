@@ -246,7 +246,7 @@ TINYT_INLINE void JitCore::export_webgpu(const std::string& dir, const std::stri
   std::vector<engine::ExportItem> items;
   for (const JitItem& j : s_->items) {
     const auto* compiled = dynamic_cast<const engine::CompiledRunner*>(j.item.runner.get());
-    items.push_back({compiled ? &compiled->kernel() : nullptr, j.item.buffers, j.input_slots, j.vars});
+    items.push_back({compiled ? &compiled->kernel() : nullptr, j.item.buffers, j.input_slots, j.vars, j.in_place});
   }
   engine::export_webgpu(items, {s_->shapes, s_->dtypes, s_->outputs}, dir, page_script);
 }
