@@ -14031,13 +14031,17 @@ fn tinyt_f32_to_bf16(f: f32) -> u32 {
 }
 fn tinyt_bf16_round(f: f32) -> f32 { return tinyt_bf16_to_f32(tinyt_f32_to_bf16(f)); }
 )";
+// A float of the bits given: how a kernel spells inf and NaN. WGSL has no literals for them, and a
+// constant bitcast<f32>(0x7f800000u) is evaluated when the shader is created, where Chromium's
+// compiler (Tint) rejects a value f32 cannot represent; a function's result is not a constant.
+inline constexpr const char* wgsl_bits_helper = "fn tinyt_bits_f32(b: u32) -> f32 { return bitcast<f32>(b); }\n";
 // C's pow where WGSL's is undefined: a negative base (to an integer power, else NaN), a zero base
 inline constexpr const char* wgsl_pow_helper = R"(fn tinyt_pow(x: f32, y: f32) -> f32 {
   if (y == 0.0f) { return 1.0f; }
   var r: f32;
-  if (x == 0.0f) { r = select(bitcast<f32>(0x7f800000u), 0.0f, y > 0.0f); } else { r = pow(abs(x), y); }
+  if (x == 0.0f) { r = select(tinyt_bits_f32(0x7f800000u), 0.0f, y > 0.0f); } else { r = pow(abs(x), y); }
   if (x < 0.0f) {
-    if (trunc(y) != y) { return bitcast<f32>(0x7fc00000u); }
+    if (trunc(y) != y) { return tinyt_bits_f32(0x7fc00000u); }
     if (trunc(y * 0.5f) != y * 0.5f) { return -r; }
   }
   return r;
@@ -14095,7 +14099,7 @@ class WGSLRenderer : public CStyleRenderer {
   std::string guarded(const std::string& cond, const std::string& stmt) const override { return "if (" + cond + ") { " + stmt + " }"; }
   std::string preamble(const SourceFeatures& f) const override {
     if (f.float64) throw CompileError("WGSL renderer: WebGPU has no float64");
-    return module_scope_ + "\n" + (f.float16 ? wgsl_float16_helpers : "") + (f.bfloat16 ? wgsl_bfloat16_helpers : "") +
+    return module_scope_ + "\n" + wgsl_bits_helper + (f.float16 ? wgsl_float16_helpers : "") + (f.bfloat16 ? wgsl_bfloat16_helpers : "") +
            (uses_pow_ ? wgsl_pow_helper : "");
   }
   void open_kernel(const codegen::Program& p) override {
@@ -14217,9 +14221,9 @@ class WGSLRenderer : public CStyleRenderer {
     }
   }
   std::string math_function(const std::string& name, DType) const override { return name; }  // overloaded
-  // no literals for them: made from their bits
+  // no literals for them: made from their bits at run time (wgsl_bits_helper)
   std::string special_float(double v, DType) const override {
-    return std::isnan(v) ? "bitcast<f32>(0x7fc00000u)" : v > 0 ? "bitcast<f32>(0x7f800000u)" : "bitcast<f32>(0xff800000u)";
+    return std::isnan(v) ? "tinyt_bits_f32(0x7fc00000u)" : v > 0 ? "tinyt_bits_f32(0x7f800000u)" : "tinyt_bits_f32(0xff800000u)";
   }
 
  private:
@@ -20639,6 +20643,7 @@ inline DType sum_acc_dtype(DType dt, const std::string& device) {
 inline DType dot_dtype(DType out) { return out == dtypes::float16 || out == dtypes::bfloat16 ? dtypes::float32 : out; }
 // The dtype a sum or product returns: a float keeps its own, an integer is its accumulator's.
 inline DType sum_out_dtype(DType dt, const std::string& device) { return dt.is_float() ? dt : sum_acc_dtype(dt, device); }
+
 // The dtype the float statistics (mean, var, softmax, logsumexp, layernorm) compute in, as
 // PyTorch's CPU kernels: float32 for float16, bfloat16 and integers, float64 for float64. Their
 // result is then rounded once to least_upper_float of the input.
@@ -20770,6 +20775,14 @@ inline Tensor running_reduce(const Tensor& x, Ops op) {
   Tensor xp = x.pad({{0, 0}, {n - 1, 0}}, op == Ops::MUL ? 1.0 : 0.0);
   Tensor w = xp.unsqueeze(1).expand({rows, n, L}).reshape({rows, n * L}).pad({{0, 0}, {0, n}}).reshape({rows, n, L + 1}).shrink({{0, rows}, {0, n}, {0, n}});
   return Tensor(split_reduce(w, op, {2})).reshape({rows, n});
+}
+
+/// 0, 1, ..., n-1 of `dt` computed on `device` (the first of a list, then copied to the others),
+/// as arange counts them: positions an index is compared with, made where the index is (an arange
+/// of the default device would be a kernel there and a copy at each use, each embedding lookup).
+inline Tensor positions_on(int64_t n, DType dt, const std::string& device) {
+  const std::string first = device.substr(0, device.find(','));
+  return running_reduce(Tensor::full(Shape{1, n}, 1, dt, first), Ops::ADD).reshape({n}).add(Tensor(graph::const_(dt, -1, first))).to(device);
 }
 
 /// `t`'s running reduction along `axis` (cumsum, cumprod), in the dtypes sum and prod use.
@@ -22831,7 +22844,7 @@ inline void check_index_values(const Tensor& idx, int64_t size, bool wrap, const
   if (!is_unsigned) bad = bad.logical_or(i.lt(scalar_of(dt, wrap ? -size : 0, dev)));
   // the first offending position (n when there is none), and the value there, computed only
   // when needed: the first is the one number that comes back when all is well
-  const Tensor at = Tensor::arange(int64_t{0}, n).to(dev).cast(Device::widest_int(dev));
+  const Tensor at = positions_on(n, Device::widest_int(dev), dev);
   Tensor first = bad.where(at, scalar_of(Device::widest_int(dev), n, dev)).min();
   Tensor value = at.eq(first).where(i, scalar_of(dt, 0, dev)).sum().cast(dt);
   const auto fail = [=, op = std::string(op)](int64_t at_first, uint64_t bits) {
@@ -23061,7 +23074,7 @@ inline Tensor one_hot_mask(Tensor idx, int64_t n, bool wrap) {
   if (wrap && !dt.is_unsigned())
     idx =
         idx.add(idx.lt(scalar_of(dt, 0, dev)).where(scalar_of(dt, n, dev), scalar_of(dt, 0, dev)));
-  Tensor positions = Tensor::arange(n).cast(dt).to(dev);
+  Tensor positions = positions_on(n, dt, dev);
   return idx.unsqueeze(-1).eq(positions);
 }
 
@@ -23358,9 +23371,9 @@ TINYT_INLINE std::pair<Tensor, Tensor> Tensor::sort(int dim, bool descending) co
   const Tensor x = transpose(d, last);
   const int64_t n = x.shape().to_vector().back();
   // element i goes to position rank[i]: a one-hot (..., i, position) picks values and indices
-  const Tensor placed = detail::ranks(x, descending).unsqueeze(-1).eq(Tensor::arange(n).cast(dtypes::int32).to(device()));
+  const Tensor placed = detail::ranks(x, descending).unsqueeze(-1).eq(detail::positions_on(n, dtypes::int32, device()));
   const Tensor values = placed.where(x.unsqueeze(-1), detail::scalar_of(dtype(), 0, device())).sum(-2).cast(dtype());
-  const Tensor from = Tensor::arange(n).reshape({n, 1}).to(device()).cast(index);
+  const Tensor from = detail::positions_on(n, index, device()).reshape({n, 1});
   const Tensor indices = placed.where(from, Tensor::zeros({}, index, device())).sum(-2);
   return {values.transpose(d, last), indices.transpose(d, last)};
 }
@@ -24295,7 +24308,7 @@ TINYT_INLINE std::pair<Tensor, Tensor> Tensor::max_pool2d_with_indices(IntOrVec 
   int64_t size = 1;
   for (const int64_t d : plane) size *= d;
   const DType index = Device::widest_int(device());  // (int64, as PyTorch's; int32 on WEBGPU)
-  const Tensor where_from = Tensor::arange(size).to(device()).cast(index).reshape(Shape(plane)).expand(shape());
+  const Tensor where_from = detail::positions_on(size, index, device()).reshape(Shape(plane)).expand(shape());
   const int kernel_axis = static_cast<int>(ndim());  // the windows are (..., out..., kernel...)
   const Tensor values = p.windows(*this, lowest, lowest, "max_pool2d_with_indices").flatten(kernel_axis);
   const Tensor from = p.windows(where_from, -1, -1, "max_pool2d_with_indices").flatten(kernel_axis);

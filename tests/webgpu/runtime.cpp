@@ -137,7 +137,7 @@ TEST_CASE("webgpu: elementwise math, reductions, matmul and a padded conv render
 }
 
 TEST_CASE("webgpu: float64, int64 and uint64 tensors are a DeviceError naming the op and the dtype") {
-  CHECK_THROWS_WITH_AS(Tensor::ones({4}, dtypes::float64).to("WEBGPU"), doctest::Contains("to: WEBGPU has no float64"), DeviceError);
+  CHECK_THROWS_WITH_AS(Tensor::ones({4}, dtypes::float64, "CPU").to("WEBGPU"), doctest::Contains("to: WEBGPU has no float64"), DeviceError);
   CHECK_THROWS_WITH_AS(Tensor::ones({4}, dtypes::int64, "WEBGPU"), doctest::Contains("full: WEBGPU has no int64"), DeviceError);
   CHECK_THROWS_WITH_AS(Tensor::from_vector(std::vector<uint64_t>{1, 2}, {2}, "WEBGPU"), doctest::Contains("from_blob: WEBGPU has no uint64"),
                        DeviceError);
@@ -197,7 +197,7 @@ TEST_CASE("webgpu: NaN survives max, sign and isnan; pow of a negative base; inf
 TEST_CASE("webgpu: a kernel that would read more than 8 buffers is split into kernels that each bind at most 8") {
   std::vector<Tensor> cpu, gpu;
   for (int i = 0; i < 12; ++i) {
-    cpu.push_back(Tensor::randn({100}).realize());
+    cpu.push_back(Tensor::randn({100}).to("CPU").realize());
     gpu.push_back(cpu.back().to("WEBGPU").realize());
   }
   const auto total = [](const std::vector<Tensor>& t) {

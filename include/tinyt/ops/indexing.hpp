@@ -84,7 +84,7 @@ inline void check_index_values(const Tensor& idx, int64_t size, bool wrap, const
   if (!is_unsigned) bad = bad.logical_or(i.lt(scalar_of(dt, wrap ? -size : 0, dev)));
   // the first offending position (n when there is none), and the value there, computed only
   // when needed: the first is the one number that comes back when all is well
-  const Tensor at = Tensor::arange(int64_t{0}, n).to(dev).cast(Device::widest_int(dev));
+  const Tensor at = positions_on(n, Device::widest_int(dev), dev);
   Tensor first = bad.where(at, scalar_of(Device::widest_int(dev), n, dev)).min();
   Tensor value = at.eq(first).where(i, scalar_of(dt, 0, dev)).sum().cast(dt);
   const auto fail = [=, op = std::string(op)](int64_t at_first, uint64_t bits) {
@@ -314,7 +314,7 @@ inline Tensor one_hot_mask(Tensor idx, int64_t n, bool wrap) {
   if (wrap && !dt.is_unsigned())
     idx =
         idx.add(idx.lt(scalar_of(dt, 0, dev)).where(scalar_of(dt, n, dev), scalar_of(dt, 0, dev)));
-  Tensor positions = Tensor::arange(n).cast(dt).to(dev);
+  Tensor positions = positions_on(n, dt, dev);
   return idx.unsqueeze(-1).eq(positions);
 }
 
@@ -611,9 +611,9 @@ TINYT_INLINE std::pair<Tensor, Tensor> Tensor::sort(int dim, bool descending) co
   const Tensor x = transpose(d, last);
   const int64_t n = x.shape().to_vector().back();
   // element i goes to position rank[i]: a one-hot (..., i, position) picks values and indices
-  const Tensor placed = detail::ranks(x, descending).unsqueeze(-1).eq(Tensor::arange(n).cast(dtypes::int32).to(device()));
+  const Tensor placed = detail::ranks(x, descending).unsqueeze(-1).eq(detail::positions_on(n, dtypes::int32, device()));
   const Tensor values = placed.where(x.unsqueeze(-1), detail::scalar_of(dtype(), 0, device())).sum(-2).cast(dtype());
-  const Tensor from = Tensor::arange(n).reshape({n, 1}).to(device()).cast(index);
+  const Tensor from = detail::positions_on(n, index, device()).reshape({n, 1});
   const Tensor indices = placed.where(from, Tensor::zeros({}, index, device())).sum(-2);
   return {values.transpose(d, last), indices.transpose(d, last)};
 }

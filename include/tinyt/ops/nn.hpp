@@ -463,7 +463,7 @@ TINYT_INLINE std::pair<Tensor, Tensor> Tensor::max_pool2d_with_indices(IntOrVec 
   int64_t size = 1;
   for (const int64_t d : plane) size *= d;
   const DType index = Device::widest_int(device());  // (int64, as PyTorch's; int32 on WEBGPU)
-  const Tensor where_from = Tensor::arange(size).to(device()).cast(index).reshape(Shape(plane)).expand(shape());
+  const Tensor where_from = detail::positions_on(size, index, device()).reshape(Shape(plane)).expand(shape());
   const int kernel_axis = static_cast<int>(ndim());  // the windows are (..., out..., kernel...)
   const Tensor values = p.windows(*this, lowest, lowest, "max_pool2d_with_indices").flatten(kernel_axis);
   const Tensor from = p.windows(where_from, -1, -1, "max_pool2d_with_indices").flatten(kernel_axis);

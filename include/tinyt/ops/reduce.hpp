@@ -24,6 +24,7 @@ inline DType sum_acc_dtype(DType dt, const std::string& device) {
 inline DType dot_dtype(DType out) { return out == dtypes::float16 || out == dtypes::bfloat16 ? dtypes::float32 : out; }
 // The dtype a sum or product returns: a float keeps its own, an integer is its accumulator's.
 inline DType sum_out_dtype(DType dt, const std::string& device) { return dt.is_float() ? dt : sum_acc_dtype(dt, device); }
+
 // The dtype the float statistics (mean, var, softmax, logsumexp, layernorm) compute in, as
 // PyTorch's CPU kernels: float32 for float16, bfloat16 and integers, float64 for float64. Their
 // result is then rounded once to least_upper_float of the input.
@@ -155,6 +156,14 @@ inline Tensor running_reduce(const Tensor& x, Ops op) {
   Tensor xp = x.pad({{0, 0}, {n - 1, 0}}, op == Ops::MUL ? 1.0 : 0.0);
   Tensor w = xp.unsqueeze(1).expand({rows, n, L}).reshape({rows, n * L}).pad({{0, 0}, {0, n}}).reshape({rows, n, L + 1}).shrink({{0, rows}, {0, n}, {0, n}});
   return Tensor(split_reduce(w, op, {2})).reshape({rows, n});
+}
+
+/// 0, 1, ..., n-1 of `dt` computed on `device` (the first of a list, then copied to the others),
+/// as arange counts them: positions an index is compared with, made where the index is (an arange
+/// of the default device would be a kernel there and a copy at each use, each embedding lookup).
+inline Tensor positions_on(int64_t n, DType dt, const std::string& device) {
+  const std::string first = device.substr(0, device.find(','));
+  return running_reduce(Tensor::full(Shape{1, n}, 1, dt, first), Ops::ADD).reshape({n}).add(Tensor(graph::const_(dt, -1, first))).to(device);
 }
 
 /// `t`'s running reduction along `axis` (cumsum, cumprod), in the dtypes sum and prod use.

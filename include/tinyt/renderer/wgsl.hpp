@@ -60,13 +60,17 @@ fn tinyt_f32_to_bf16(f: f32) -> u32 {
 }
 fn tinyt_bf16_round(f: f32) -> f32 { return tinyt_bf16_to_f32(tinyt_f32_to_bf16(f)); }
 )";
+// A float of the bits given: how a kernel spells inf and NaN. WGSL has no literals for them, and a
+// constant bitcast<f32>(0x7f800000u) is evaluated when the shader is created, where Chromium's
+// compiler (Tint) rejects a value f32 cannot represent; a function's result is not a constant.
+inline constexpr const char* wgsl_bits_helper = "fn tinyt_bits_f32(b: u32) -> f32 { return bitcast<f32>(b); }\n";
 // C's pow where WGSL's is undefined: a negative base (to an integer power, else NaN), a zero base
 inline constexpr const char* wgsl_pow_helper = R"(fn tinyt_pow(x: f32, y: f32) -> f32 {
   if (y == 0.0f) { return 1.0f; }
   var r: f32;
-  if (x == 0.0f) { r = select(bitcast<f32>(0x7f800000u), 0.0f, y > 0.0f); } else { r = pow(abs(x), y); }
+  if (x == 0.0f) { r = select(tinyt_bits_f32(0x7f800000u), 0.0f, y > 0.0f); } else { r = pow(abs(x), y); }
   if (x < 0.0f) {
-    if (trunc(y) != y) { return bitcast<f32>(0x7fc00000u); }
+    if (trunc(y) != y) { return tinyt_bits_f32(0x7fc00000u); }
     if (trunc(y * 0.5f) != y * 0.5f) { return -r; }
   }
   return r;
@@ -124,7 +128,7 @@ class WGSLRenderer : public CStyleRenderer {
   std::string guarded(const std::string& cond, const std::string& stmt) const override { return "if (" + cond + ") { " + stmt + " }"; }
   std::string preamble(const SourceFeatures& f) const override {
     if (f.float64) throw CompileError("WGSL renderer: WebGPU has no float64");
-    return module_scope_ + "\n" + (f.float16 ? wgsl_float16_helpers : "") + (f.bfloat16 ? wgsl_bfloat16_helpers : "") +
+    return module_scope_ + "\n" + wgsl_bits_helper + (f.float16 ? wgsl_float16_helpers : "") + (f.bfloat16 ? wgsl_bfloat16_helpers : "") +
            (uses_pow_ ? wgsl_pow_helper : "");
   }
   void open_kernel(const codegen::Program& p) override {
@@ -246,9 +250,9 @@ class WGSLRenderer : public CStyleRenderer {
     }
   }
   std::string math_function(const std::string& name, DType) const override { return name; }  // overloaded
-  // no literals for them: made from their bits
+  // no literals for them: made from their bits at run time (wgsl_bits_helper)
   std::string special_float(double v, DType) const override {
-    return std::isnan(v) ? "bitcast<f32>(0x7fc00000u)" : v > 0 ? "bitcast<f32>(0x7f800000u)" : "bitcast<f32>(0xff800000u)";
+    return std::isnan(v) ? "tinyt_bits_f32(0x7fc00000u)" : v > 0 ? "tinyt_bits_f32(0x7f800000u)" : "tinyt_bits_f32(0xff800000u)";
   }
 
  private:

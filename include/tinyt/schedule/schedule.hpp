@@ -115,8 +115,9 @@ inline int64_t max_buffers(const UOp& u) {
 // of them read fewer, so their kernels fit. A graph with no BUFFER on such a device skips it all.
 inline void limit_buffers(const std::vector<UOp>& order, const Known& known, std::unordered_set<const UOpNode*>& points) {
   std::unordered_map<std::string, size_t> limited;  // device -> its limit
+  std::unordered_set<std::string> seen;             // (each device looked up once)
   for (const UOp& u : order)
-    if (u.op() == Ops::BUFFER)
+    if (u.op() == Ops::BUFFER && seen.insert(graph::device_of(u)).second)
       if (const int64_t n = max_buffers(u); n > 0) limited[graph::device_of(u)] = static_cast<size_t>(n);
   if (limited.empty()) return;
   const auto memory = [&](const UOp& s) { return known(s) || s.op() == Ops::BUFFER || points.count(s.get()); };
