@@ -214,6 +214,17 @@ TEST_CASE("webgpu: a kernel that would read more than 8 buffers is split into ke
   CHECK(schedule::create_schedule({total(cpu).uop()}).size() == 1);
 }
 
+TEST_CASE("webgpu: a kernel past WebGPU's 16 KiB of work-group memory is a CompileError saying so") {
+  // a program made by hand whose work-group memory is 4352 float32s (17 KiB)
+  codegen::Program p;
+  p.name = "big_local";
+  p.local_size = {1, 1, 1};
+  p.global_size = {1, 1, 1};
+  const UOp local(Ops::DEFINE_LOCAL, dtypes::float32.ptr(4352, AddrSpace::local), {}, 0);
+  p.ops = {local};
+  CHECK_THROWS_WITH_AS(renderer::render_wgsl(p), doctest::Contains("17408 bytes of work-group memory"), CompileError);
+}
+
 TEST_CASE("webgpu: an in-place update reads each element's old value, as on the CPU") {
   Tensor a = Tensor::from_vector(std::vector<float>{1, 2, 3, 4, 5}, {5}, "WEBGPU").realize();
   for (int i = 0; i < 3; ++i) a.assign(a * a - 1).realize();

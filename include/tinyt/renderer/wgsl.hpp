@@ -153,8 +153,13 @@ class WGSLRenderer : public CStyleRenderer {
   std::string work_item(int dim) const override { return detail::cat("i32(gid.", "xyz"[dim], ")"); }
   std::string group_index(int dim) const override { return detail::cat("i32(wid.", "xyz"[dim], ")"); }
   std::string local_index(int dim) const override { return detail::cat("i32(lid.", "xyz"[dim], ")"); }
-  // (work-group memory is declared at module scope: nothing in the function)
+  // (work-group memory is declared at module scope: nothing in the function; every element is a
+  // 4-byte word, and a work-group has 16 KiB of them: maxComputeWorkgroupStorageSize's default)
   std::string local_buffer(const std::string& type, const std::string& name, int64_t size) const override {
+    local_bytes_ += 4 * size;
+    if (local_bytes_ > 16384)
+      throw CompileError(detail::cat("WGSL renderer: ", local_bytes_, " bytes of work-group memory (", name, " of ", size,
+                                     " words and the rest); WebGPU guarantees 16384"));
     module_scope_ += detail::cat("var<workgroup> ", name, ": array<", type, ", ", size, ">;\n");
     return "";
   }
@@ -259,6 +264,7 @@ class WGSLRenderer : public CStyleRenderer {
   mutable std::string module_scope_;    // bindings and work-group memory, before the entry point
   std::unordered_set<std::string> packed_, atomic_;  // global buffers of narrow elements: read only, stored to
   bool uses_pow_ = false;
+  mutable int64_t local_bytes_ = 0;
 
   static bool narrow(DType dt) { return dt.scalar().itemsize() < 4; }
   bool packed(const std::string& buf) const { return packed_.count(buf) || atomic_.count(buf); }
