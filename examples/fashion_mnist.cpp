@@ -36,30 +36,13 @@ int main(int argc, char** argv) {
 
     Tensor::manual_seed(42);
     FashionNet model;
-    nn::optim::Adam opt(nn::state::get_parameters(model), 2e-3);
     const auto start = std::chrono::steady_clock::now();
-    for (int step = 1; step <= steps; ++step) {
-      // lr 2e-3, then 6e-4 from 60% of the run and 2e-4 from 85%: lr is a tensor in memory, so
-      // a change recompiles nothing
-      if (step == steps * 6 / 10) opt.set_lr(6e-4);
-      if (step == steps * 85 / 100) opt.set_lr(2e-4);
-      const Tensor pick = Tensor::randint({batch}, 0, n_train);
-      const Tensor x = pixels(data.X_train[{pick}]), y = data.Y_train[{pick}].cast(dtypes::int32);
-      Tensor loss;
-      {
-        Tensor::Train train;
-        opt.zero_grad();
-        loss = model(x).sparse_categorical_crossentropy(y);
-        loss.backward();
-        std::vector<Tensor> todo = opt.schedule_step();
-        todo.push_back(loss);
-        realize_tensors(todo);  // the loss, the gradients and the update in one schedule
-      }
+    train_fashion(model, data, steps, batch, [&](int step, const Tensor& loss) {
       if (step % 10 == 0 || step == steps) {
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         progress(step, steps, loss.item<float>(), step * static_cast<double>(batch) / seconds);
       }
-    }
+    });
     std::printf("\n");
     std::printf("test accuracy: %.2f%%\n", test_accuracy(model, data));
   } catch (const Error& e) {

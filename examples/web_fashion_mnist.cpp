@@ -30,25 +30,12 @@ const char* const class_names[10] = {"T-shirt/top", "Trouser", "Pullover", "Dres
 std::map<std::string, Tensor> train(const nn::datasets::Mnist& data, int steps, int batch) {
   Tensor::manual_seed(42);
   FashionNet model;
-  nn::optim::Adam opt(nn::state::get_parameters(model), 2e-3);
-  const int64_t n_train = data.X_train.shape()[0].as_int();
   const auto start = std::chrono::steady_clock::now();
-  for (int step = 1; step <= steps; ++step) {
-    if (step == steps * 6 / 10) opt.set_lr(6e-4);
-    if (step == steps * 85 / 100) opt.set_lr(2e-4);
-    const Tensor pick = Tensor::randint({batch}, 0, n_train);
-    const Tensor x = pixels(data.X_train[{pick}]), y = data.Y_train[{pick}].cast(dtypes::int32);
-    Tensor::Train training;
-    opt.zero_grad();
-    Tensor loss = model(x).sparse_categorical_crossentropy(y);
-    loss.backward();
-    std::vector<Tensor> todo = opt.schedule_step();
-    todo.push_back(loss);
-    realize_tensors(todo);
+  train_fashion(model, data, steps, batch, [&](int step, const Tensor& loss) {
     if (step % 100 == 0 || step == steps)
       std::printf("training on the CPU: step %d/%d, loss %.4f (%.0f s)\n", step, steps, static_cast<double>(loss.item<float>()),
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
+  });
   std::printf("test accuracy: %.2f%%\n", test_accuracy(model, data));
   return nn::state::get_state_dict(model);
 }
