@@ -32,7 +32,7 @@ TINYT_INLINE bool Device::holds_wide_types(const std::string& device) {
 TINYT_INLINE void Device::require_dtype(const std::string& device, DType dtype, const std::string& op) {
   if (dtype.is_index() || dtype.scalar().itemsize() != 8) return;  // (only 64-bit types are missing anywhere)
   for (const std::string& d : split(device))
-    if (!holds_wide_types(d))
+    if (!backend::device(d).target().wide_types)
       throw DeviceError(detail::cat(op, ": ", d, " has no ", dtype.name(), " (WebGPU has no 64-bit types: use float32 or int32)"));
 }
 

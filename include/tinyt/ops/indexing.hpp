@@ -87,6 +87,17 @@ inline void check_index_values(const Tensor& idx, int64_t size, bool wrap, const
   const Tensor at = positions_on(n, Device::widest_int(dev), dev);
   Tensor first = bad.where(at, scalar_of(Device::widest_int(dev), n, dev)).min();
   Tensor value = at.eq(first).where(i, scalar_of(dt, 0, dev)).sum().cast(dt);
+  // a number's bits (64, or 32 sign- or zero-extended) read from the memory holding it
+  const auto read = [wide, is_unsigned](const std::shared_ptr<Buffer>& m) {
+    if (wide) {
+      uint64_t bits = 0;
+      m->copyout(&bits, sizeof bits);
+      return bits;
+    }
+    uint32_t bits = 0;
+    m->copyout(&bits, sizeof bits);
+    return is_unsigned ? uint64_t{bits} : static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(bits)));
+  };
   const auto fail = [=, op = std::string(op)](int64_t at_first, uint64_t bits) {
     const std::string text = is_unsigned ? std::to_string(bits) : std::to_string(static_cast<int64_t>(bits));
     return index_error(op.c_str(), text, axis, size, at_first, shape);
@@ -96,28 +107,15 @@ inline void check_index_values(const Tensor& idx, int64_t size, bool wrap, const
     realize_tensors({first, value});
     const std::shared_ptr<Buffer> first_mem = graph::buffer_of(graph::base_buffer(first.uop())),
                                   value_mem = graph::buffer_of(graph::base_buffer(value.uop()));
-    const auto read = [wide, is_unsigned](const std::shared_ptr<Buffer>& m) {
-      if (wide) {
-        uint64_t bits = 0;
-        m->copyout(&bits, sizeof bits);
-        return bits;
-      }
-      uint32_t bits = 0;
-      m->copyout(&bits, sizeof bits);
-      return is_unsigned ? uint64_t{bits} : static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(bits)));
-    };
     checks->push_back({engine::capture_sink() ? engine::capture_sink()->size() : 0, {first_mem, value_mem}, [=] {
                          if (const auto at_first = static_cast<int64_t>(read(first_mem)); at_first != n) throw fail(at_first, read(value_mem));
                        }});
   }
-  if (!wide) {
-    const int64_t at_first = first.item<int32_t>();
-    if (at_first == n) return;
-    throw fail(at_first, is_unsigned ? uint64_t{value.item<uint32_t>()} : static_cast<uint64_t>(int64_t{value.item<int32_t>()}));
-  }
-  const int64_t at_first = first.item<int64_t>();
-  if (at_first == n) return;
-  throw fail(at_first, is_unsigned ? value.item<uint64_t>() : static_cast<uint64_t>(value.item<int64_t>()));
+  const auto read_now = [&](const Tensor& t) {
+    realize_tensors({t});
+    return read(graph::buffer_of(graph::base_buffer(t.uop())));
+  };
+  if (const auto at_first = static_cast<int64_t>(read_now(first)); at_first != n) throw fail(at_first, read_now(value));
 }
 
 /// A slice where a bound or the size is symbolic: step 1, bounds within the dim (a negative
