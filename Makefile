@@ -40,7 +40,8 @@ SANITIZE_FAST ?= uop;pattern;symbolic;schedule_cache;assign;state_io;symbolic_sh
 # measured: its packages were installed).
 # `make test-all`: every program and every test, as CI runs it (.ci/run).
 TEST_TARGETS = tinyt_tests tinyt_mode_compiled demo kv_cache llm tinyt_webgpu_tests tinyt_webgpu_export_tests \
-               tinyt_onnx_node_tests tinyt_onnx_real_models tinyt_onnx_fuzz_model tinyt_onnx_mode_compiled onnx_run vad ocr
+               tinyt_onnx_node_tests tinyt_onnx_real_models tinyt_onnx_fuzz_model tinyt_onnx_mode_compiled onnx_run vad ocr \
+               tinyt_llama_geometries_tests
 test:
 	tools/setup.sh
 	$(CMAKE_CONFIGURE) -S . -B build
