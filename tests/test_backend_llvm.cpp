@@ -69,7 +69,8 @@ struct Outputs {
 /// Compiles a kernel both ways and runs both on the same inputs (the output is filled with a
 /// different pattern before each run, so an element one of them skips shows too).
 Outputs run_both(const schedule::Kernel& k, std::vector<void*> ptrs = {}) {
-  const codegen::Program p = codegen::linearize(k.ast, schedule::detail::kernel_name(k.ast));
+  // (integer division made safe as lower_kernel makes it: the renderers trust that it was)
+  const codegen::Program p = codegen::linearize(graph_rewrite(k.ast, codegen::division_rules()), schedule::detail::kernel_name(k.ast));
   Outputs o{p.name, renderer::render_llvm(p), k.buffers[0].dtype(), {}, {}};
   const backend::CProgram c(backend::default_cc().compile(renderer::render_c(p)), p.name);
   LLVMJit::Function* llvm = jit().compile(o.ir, p.name);
@@ -213,6 +214,44 @@ TEST_CASE(
   }
   CHECK(contains(message, "libm.so.6"));
   CHECK(contains(message, "LLVMDisposeMessage"));
+}
+
+TEST_CASE("llvm: which CPUs' code this CPU runs, from the features LLVM finds on it") {
+  using backend::detail::cpu_target_mismatch;
+  // a Zen 3's features as LLVM lists them (in part)
+  const std::string zen3 = "+sse4.2,+avx,+avx2,+fma,+bmi2,+f16c,-avx512f,-avx512bw,-avx512fp16,-amx-tile";
+  CHECK(cpu_target_mismatch("x86-64-v3", "znver3", zen3).empty());
+  CHECK(cpu_target_mismatch("haswell,+fma", "znver3", zen3).empty());
+  CHECK(cpu_target_mismatch("znver3", "znver3", zen3).empty());
+  CHECK(cpu_target_mismatch("x86-64-v4,-avx512f", "znver3", zen3) == "this CPU (znver3) has no avx512bw, avx512f, which code for 'x86-64-v4,-avx512f' may use");
+  CHECK(contains(cpu_target_mismatch("sapphirerapids", "znver3", zen3), "has no amx-tile, avx512bw, avx512f, avx512fp16,"));
+  CHECK(contains(cpu_target_mismatch("x86-64,+avx512fp16", "znver3", zen3), "has no avx512fp16, which code for 'x86-64,+avx512fp16'"));
+  // a feature this LLVM does not list is one it cannot use either
+  CHECK(cpu_target_mismatch("x86-64,+newfeature", "znver3", zen3).empty());
+  CHECK(contains(cpu_target_mismatch("mystery-cpu", "znver3", zen3), "cannot tell which features code for 'mystery-cpu' uses"));
+}
+
+TEST_CASE("llvm: TINYT_LLVM_CPU naming code this CPU cannot run is a DeviceError at the first kernel, not SIGILL") {
+  // a feature LLVM finds absent here, whatever this machine is
+  std::string absent;
+  std::stringstream host(jit().features());
+  for (std::string f; absent.empty() && std::getline(host, f, ',');)
+    if (f.size() > 1 && f[0] == '-') absent = f.substr(1);
+  if (absent.empty()) {
+    MESSAGE("skipped: LLVM finds every feature it knows on this CPU");
+    return;
+  }
+  const std::string target = "x86-64,+" + absent;
+  Context forced{{"CPU_LLVM", 1}, {"TINYT_LLVM_CPU", target}};
+  std::string error;
+  try {
+    (Tensor::arange(5).cast(dtypes::float32) * 3.25f).realize();
+  } catch (const DeviceError& e) {
+    error = e.what();
+  }
+  INFO(error);
+  CHECK(contains(error, "CPU: TINYT_LLVM_CPU=" + target + " cannot run here: this CPU ("));
+  CHECK(contains(error, "has no " + absent + ", which code for"));
 }
 
 TEST_CASE("llvm: IR that does not parse, verify or link is a CompileError with LLVM's words") {

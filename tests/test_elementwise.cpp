@@ -96,6 +96,26 @@ TEST_CASE("elementwise: unary math functions") {
   check_unary("clip", [](const Tensor& t) { return t.clip(-1.f, 2.f); }, [](double x) { return std::clamp(x, -1.0, 2.0); }, Tol::exact());
 }
 
+// Where softplus is tiny (x far below 0; logsigmoid far above), log(1 + e) rounds 1 + e and keeps
+// nothing of e: softplus(-30) came out 0, not 9.36e-14. Through log1p it keeps e's digits: what is
+// left is exp's error, |x| roundings of the result (as above), and log1p's few.
+TEST_CASE("elementwise: softplus and logsigmoid keep their digits where the result is tiny") {
+  const std::vector<float> far = {-8.f, -17.f, -25.f, -30.f, -45.f, -60.f, -80.f};
+  std::vector<float> flipped;
+  for (float x : far) flipped.push_back(-x);
+  const std::vector<float> soft = Tensor::from_vector(far).softplus().to_vector<float>();
+  const std::vector<float> logsig = Tensor::from_vector(flipped).logsigmoid().to_vector<float>();
+  for (size_t i = 0; i < far.size(); ++i) {
+    // (WGSL's own exp2 errs by up to 3 + 2|x log2 e| ulp, and its log near 1 by 2^-21 absolute:
+    // where 1 + e does not round to 1, the result is only that good there)
+    const double want = std::log1p(std::exp(static_cast<double>(far[i])));
+    const double rtol = ((device_math() ? 3.9 : 1.0) * std::fabs(far[i]) + 11) * 0x1p-24 + (device_math() ? 0x1p-21 / want : 0.0);
+    INFO("x = ", far[i], ": softplus ", soft[i], ", -logsigmoid(-x) ", -logsig[i], ", want ", want);
+    CHECK(std::fabs(soft[i] - want) <= rtol * want);
+    CHECK(std::fabs(-logsig[i] - want) <= rtol * want);
+  }
+}
+
 TEST_CASE("elementwise: predicates") {
   Tensor x = Tensor::from_vector(std::vector<float>{1.f, NAN, INFINITY, -INFINITY, 0.f});
   CHECK(x.isnan().to_vector<bool>() == std::vector<bool>{false, true, false, false, false});

@@ -4,6 +4,7 @@
 // TC), the emulated GPU to put the matrices back together (backend/emu.hpp); both read it here.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string_view>
@@ -56,7 +57,10 @@ inline const TensorCore* tensor_core_of(std::string_view kind) {
 /// The dtype of a WMMA's inputs as its argument names them: float16, bfloat16, or float32 for tf32
 /// (float32 values rounded by the instruction).
 inline DType tensor_core_input(std::string_view kind) {
-  const std::string_view input = kind.substr(kind.find(' ') + 1);
+  // (std::find, not string_view::find, which GCC 12 inlines into a memchr it then warns of with
+  // -Wstringop-overread when the argument is a temporary string)
+  const auto space = std::find(kind.begin(), kind.end(), ' ');
+  const std::string_view input = space == kind.end() ? kind : std::string_view(space + 1, kind.end());
   return input == "float16" ? dtypes::float16 : input == "bfloat16" ? dtypes::bfloat16 : dtypes::float32;
 }
 

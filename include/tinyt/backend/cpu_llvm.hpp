@@ -32,6 +32,7 @@
 
 #include "../error.hpp"
 #include "../support.hpp"
+#include "cpu_features.hpp"
 #include "dlopen.hpp"
 
 namespace tinyt::inline v0 {
@@ -222,6 +223,11 @@ class LLVMJit {
       const size_t comma = target_cpu.find(',');
       cpu_ = target_cpu.substr(0, comma);
       features_ = comma == std::string::npos ? "" : target_cpu.substr(comma + 1);
+      // code for a CPU with more than this one dies of SIGILL in the first kernel that uses it
+      const std::string host_cpu = api_.take(api_.LLVMGetHostCPUName());
+      if (const std::string why = detail::cpu_target_mismatch(target_cpu, host_cpu, api_.take(api_.LLVMGetHostCPUFeatures())); !why.empty())
+        throw DeviceError(::tinyt::detail::cat("CPU: TINYT_LLVM_CPU=", target_cpu, " cannot run here: ", why,
+                                               ". Unset it (\"host\"), or name a CPU this one can run"));
     }
     llvm_c::TargetRef target = nullptr;
     char* error = nullptr;
@@ -304,6 +310,9 @@ class LLVMJit {
   const std::string& identity() const noexcept { return identity_; }
   /// The CPU it compiles for, as LLVM names it ("sapphirerapids", "x86-64-v3").
   const std::string& cpu() const noexcept { return cpu_; }
+  /// The features it compiles for beyond the CPU's, as LLVM spells them ("+avx2,-avx512f,..."; the
+  /// host's whole list for "host").
+  const std::string& features() const noexcept { return features_; }
   /// How many modules were compiled.
   uint64_t compiles() const noexcept { return compiles_; }
 

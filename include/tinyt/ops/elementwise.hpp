@@ -302,11 +302,19 @@ TINYT_INLINE Operand quick_gelu(O x) { return mul(x, sigmoid(mul(x, 1.702))); }
 TINYT_INLINE Operand silu(O x) { return mul(x, sigmoid(x)); }
 TINYT_INLINE Operand elu(O x, double alpha) { return where(gt(x, 0), x, mul(sub(exp(x), 1), alpha)); }
 TINYT_INLINE Operand leaky_relu(O x, double slope) { return where(lt(x, 0), mul(x, slope), x); }
+/// log(1 + y) for y >= 0, accurate where y is far below 1 and 1 + y rounds to 1 or near it:
+/// log(u) * y / (u - 1) with u = 1 + y (u - 1 is exact, and the ratio corrects log(u) for the
+/// rounding of u; Goldberg, "What every computer scientist should know...", theorem 4).
+TINYT_INLINE Operand log1p_nonnegative(O y) {
+  const Operand u = add(y, 1);
+  return where(eq(u, 1), y, div(mul(log(u), y), sub(u, 1)));
+}
 /// log(1 + exp(beta x)) / beta, linear above beta x > 20 like PyTorch.
 TINYT_INLINE Operand softplus(O x, double beta) {
   const Operand bx = mul(x, beta);
-  // log1p(exp(-|bx|)) + max(bx, 0) is stable on both sides
-  const Operand stable = div(add(log(add(exp(neg(abs(bx))), 1)), relu(bx)), beta);
+  // log1p(exp(-|bx|)) + max(bx, 0) is stable on both sides, and keeps its digits where the result
+  // is tiny (softplus(-30) is 9.36e-14, not the 0 of log(1 + exp(-30)))
+  const Operand stable = div(add(log1p_nonnegative(exp(neg(abs(bx)))), relu(bx)), beta);
   return where(gt(bx, 20), x, stable);
 }
 TINYT_INLINE Operand mish(O x) { return mul(x, tanh(softplus(x, 1.0))); }

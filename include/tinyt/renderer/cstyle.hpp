@@ -116,7 +116,7 @@ class CStyleRenderer {
   std::string render(const codegen::Program& p) {
     program_ = &p;
     for (const UOp& u : p.ops) {
-      // an op that spells an operand more than once (NaN-aware max, guarded division) needs it named
+      // an op that spells an operand more than once (NaN-aware max) needs it named
       const int n = repeats_operands(u) ? 2 : 1;
       for (const UOp& s : u.src()) uses_[s.get()] += n;
     }
@@ -609,15 +609,8 @@ class CStyleRenderer {
       for (size_t i = 0; i < s.size(); ++i) operands.push_back(a(i));
       if (std::string own = dialect_alu(u, operands); !own.empty()) return own;
     }
-    if (const char* sym = detail::infix_symbol(u.op()); sym && s.size() == 2) {
-      if ((u.op() == Ops::IDIV || u.op() == Ops::MOD) && !(s[1].is_const() && s[1].const_int() > 0)) {
-        // C traps on x/0 and INT_MIN/-1; a kernel must not crash the process. An unsigned divisor
-        // is never -1: UINT_MAX == -1 would hold in C, and x / UINT_MAX is not -x.
-        if (dt.is_unsigned()) return choose(a(1) + " == 0", "0", a(0) + sym + a(1));
-        return choose(a(1) + " == 0", "0", choose(a(1) + " == -1", u.op() == Ops::MOD ? std::string("0") : "-" + a(0), a(0) + " " + sym + " " + a(1)));
-      }
-      return "(" + a(0) + sym + a(1) + ")";
-    }
+    // (an integer division's divisor is never 0 or -1 here: codegen::division_rules saw to it)
+    if (const char* sym = detail::infix_symbol(u.op()); sym && s.size() == 2) return "(" + a(0) + sym + a(1) + ")";
     switch (u.op()) {
       case Ops::NEG: return "(-" + a(0) + ")";
       case Ops::MAX:
@@ -639,10 +632,7 @@ class CStyleRenderer {
     throw CompileError(detail::cat(language(), " renderer: cannot render ", op_name(u.op()), " of ", u.dtype().name()));
   }
 
-  static bool repeats_operands(const UOp& u) {
-    if (u.op() == Ops::MAX) return true;
-    return (u.op() == Ops::IDIV || u.op() == Ops::MOD) && !(u.src(1).is_const() && u.src(1).const_int() > 0);
-  }
+  static bool repeats_operands(const UOp& u) { return u.op() == Ops::MAX; }
 };
 
 /// C, for the CPU: the base's defaults. A local buffer (a PACK's copy) is an array on the stack

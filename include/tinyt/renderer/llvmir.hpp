@@ -8,7 +8,8 @@
 // `restrict` of the C kernels. Each UOp is one SSA value (or a constant written in place); loops
 // are phi-counted blocks; accumulators are allocas that mem2reg promotes.
 //
-// The numerics are the C renderer's: NaN-propagating MAX, integer division that never traps,
+// The numerics are the C renderer's: NaN-propagating MAX, integer division that never traps
+// (codegen::division_rules makes every divisor safe before either renders),
 // bool as i1 (one byte in memory). float16 and bfloat16 arithmetic reaches the renderer already
 // lowered to float32 (codegen/narrow_floats.hpp): they appear only in memory, constants and
 // casts; bfloat16 is stored as its 16 bits and held in a float. Float ops carry no fast-math
@@ -637,33 +638,13 @@ class LLVMRenderer {
       }
       case Ops::IDIV:
       case Ops::MOD:
-        return divide(u.op() == Ops::MOD, a(0), a(1), od);
+        // (the divisor is never 0 or -1 here: codegen::division_rules saw to it)
+        return bin(u.op() == Ops::MOD ? (sign ? "srem" : "urem") : (sign ? "sdiv" : "udiv"));
       default:
         break;
     }
     throw CompileError(
         detail::cat("LLVM renderer: cannot render ", op_name(u.op()), " of ", in.name()));
-  }
-
-  // x/0 is 0 and x%0 is 0; signed x/-1 is -x (wrapping) and x%-1 is 0: nothing traps, and the
-  // divisor the instruction sees is never 0 or -1
-  std::string divide(bool mod, const std::string& x, const std::string& y, DType dt) {
-    const std::string t = detail::llvm_type(dt);
-    const bool sign = !dt.is_unsigned() && !dt.is_bool();
-    const std::string zero = emit(detail::cat("icmp eq ", t, " ", y, ", 0"));
-    std::string bad = zero, minus_one;
-    if (sign) {
-      minus_one = emit(detail::cat("icmp eq ", t, " ", y, ", -1"));
-      bad = emit("or i1 " + zero + ", " + minus_one);
-    }
-    const std::string safe = emit(detail::cat("select i1 ", bad, ", ", t, " 1, ", t, " ", y));
-    const char* op = mod ? (sign ? "srem" : "urem") : (sign ? "sdiv" : "udiv");
-    std::string q = emit(detail::cat(op, " ", t, " ", x, ", ", safe));
-    if (sign) {
-      const std::string special = mod ? "0" : emit(detail::cat("sub ", t, " 0, ", x));
-      q = emit(detail::cat("select i1 ", minus_one, ", ", t, " ", special, ", ", t, " ", q));
-    }
-    return emit(detail::cat("select i1 ", zero, ", ", t, " 0, ", t, " ", q));
   }
 
   // the bits reinterpreted; bool is its byte and bfloat16 its 16 bits, as in memory
