@@ -181,8 +181,19 @@ inline Tensor half_at(const Tensor& b, int64_t col) {
   const Tensor magnitude = exponent.eq(0).where(mantissa.cast(dtypes::float32) * 0x1p-24f, widened);  // zero, subnormal: m * 2^-24
   return ((bits >> 15) & 1).ne(0).where(-magnitude, magnitude);
 }
-/// The low nibbles of `q`'s last dim, then the high ones, stacked at `axis`.
-inline Tensor nibbles(const Tensor& q, int axis) { return Tensor::stack({q & 15, q >> 4}, axis); }
+/// The fields of `bits` bits in each byte of `q`, lowest first, along a new dim at `axis`: the
+/// byte shifted by a broadcast (0, bits, 2 bits...) and masked. One expression over the bytes, so
+/// a kernel reading a field loads its byte, where stacking the fields (a concatenation) would load
+/// every field's byte under a mask of its own.
+inline Tensor bit_fields(const Tensor& q, int axis, int64_t bits) {
+  const int64_t count = 8 / bits;
+  std::vector<int64_t> along(q.ndim() + 1, 1);
+  along[static_cast<size_t>(axis)] = count;
+  const Tensor shifts = (Tensor::arange(count) * bits).cast(q.dtype()).reshape(Shape(along));
+  return (q.unsqueeze(axis) >> shifts) & ((1 << bits) - 1);
+}
+/// The low nibbles of `q`'s last dim, then the high ones, along a new dim at `axis`.
+inline Tensor nibbles(const Tensor& q, int axis) { return bit_fields(q, axis, 4); }
 
 inline Tensor dequantize(const Tensor& b, uint32_t type) {
   const int64_t n = b.shape()[0].as_int();
@@ -205,7 +216,7 @@ inline Tensor dequantize(const Tensor& b, uint32_t type) {
     case 14: {  // Q6_K: 256 low nibbles, 256 two-bit highs, 16 int8 scales, d
       const Tensor low = nibbles(columns(b, 0, 128).reshape({n, 2, 64}), 2).reshape({n, 8, 32});
       const Tensor qh = columns(b, 128, 192).reshape({n, 2, 32});
-      const Tensor high = Tensor::stack({qh & 3, (qh >> 2) & 3, (qh >> 4) & 3, (qh >> 6) & 3}, 2).reshape({n, 8, 32});
+      const Tensor high = bit_fields(qh, 2, 2).reshape({n, 8, 32});
       const Tensor q = ((low | (high << 4)).cast(dtypes::float32) - 32).reshape({n, 16, 16});
       const Tensor scale = columns(b, 192, 208).bitcast(dtypes::int8).cast(dtypes::float32);
       return ((half_at(b, 208) * scale).reshape({n, 16, 1}) * q).reshape({n, 256});
