@@ -6544,6 +6544,78 @@ class CProgram {
 #include <dlfcn.h>
 
 
+// ---- tinyt/backend/cpu_features.hpp ----
+// Whether this CPU runs the code LLVM makes for another one (TINYT_LLVM_CPU): the features a
+// named x86-64 CPU's code may use, against the features LLVM finds on the host. Code for a CPU
+// with more (AVX-512 on an AVX2 machine) dies of SIGILL in the first kernel that uses them; the
+// JIT checks here first and says so.
+
+
+namespace tinyt::inline v0::backend::detail {
+
+/// LLVM's feature names (as in its "+avx2,-avx512f" strings) that code for the x86-64 CPU `cpu`
+/// may use beyond x86-64's own, or `known = false` for a name not listed here.
+inline std::vector<std::string> x86_cpu_features(const std::string& cpu, bool& known) {
+  const std::vector<std::string> v2 = {"cx16", "sahf", "popcnt", "sse3", "sse4.1", "sse4.2", "ssse3"};
+  auto with = [](std::vector<std::string> base, const std::vector<std::string>& more) {
+    base.insert(base.end(), more.begin(), more.end());
+    return base;
+  };
+  const std::vector<std::string> v3 = with(v2, {"avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave"});
+  const std::vector<std::string> v4 = with(v3, {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"});
+  const std::vector<std::string> icelake = with(v4, {"avx512vbmi", "avx512vnni", "avx512ifma"});
+  const std::set<std::string> baseline = {"x86-64", "generic", "k8", "nocona"};
+  const std::set<std::string> level2 = {"x86-64-v2", "nehalem", "westmere", "corei7"};
+  const std::set<std::string> level3 = {"x86-64-v3", "haswell", "core-avx2", "broadwell", "skylake", "alderlake", "znver1", "znver2", "znver3"};
+  const std::set<std::string> level4 = {"x86-64-v4", "skylake-avx512", "cascadelake", "cooperlake"};
+  const std::set<std::string> ice = {"icelake-client", "icelake-server", "tigerlake", "rocketlake"};
+  known = true;
+  if (baseline.count(cpu)) return {};
+  if (level2.count(cpu)) return v2;
+  if (cpu == "sandybridge" || cpu == "corei7-avx") return with(v2, {"avx"});
+  if (cpu == "ivybridge" || cpu == "core-avx-i") return with(v2, {"avx", "f16c"});
+  if (level3.count(cpu)) return v3;
+  if (level4.count(cpu)) return v4;
+  if (ice.count(cpu)) return icelake;
+  if (cpu == "sapphirerapids" || cpu == "emeraldrapids")
+    return with(icelake, {"avx512bf16", "avx512fp16", "amx-tile", "amx-bf16", "amx-int8"});
+  if (cpu == "znver4" || cpu == "znver5") return with(icelake, {"avx512bf16"});
+  known = false;
+  return {};
+}
+
+/// Why this CPU cannot run code for `target` ("CPU[,+feature,-feature...]"), or "" when it can:
+/// the features the named CPU and the "+" items add that `host_features` (LLVM's host string,
+/// "+avx2,-avx512f,...") marks absent. A feature the host string does not mention is one this
+/// LLVM does not know, and so cannot use. A CPU name not listed passes only as the host's own.
+inline std::string cpu_target_mismatch(const std::string& target, const std::string& host_cpu, const std::string& host_features) {
+  std::set<std::string> absent;
+  {
+    std::stringstream in(host_features);
+    for (std::string f; std::getline(in, f, ',');)
+      if (f.size() > 1 && f[0] == '-') absent.insert(f.substr(1));
+  }
+  std::stringstream in(target);
+  std::string cpu;
+  std::getline(in, cpu, ',');
+  bool known = false;
+  std::vector<std::string> needs = x86_cpu_features(cpu, known);
+  if (!known && cpu != host_cpu)
+    return "tinyt cannot tell which features code for '" + cpu + "' uses (it knows the x86-64 levels x86-64-v2 to -v4 and " +
+           "the Intel and AMD CPUs since Nehalem by LLVM's names), so it cannot check this " + host_cpu + " runs it";
+  for (std::string f; std::getline(in, f, ',');)
+    if (f.size() > 1 && f[0] == '+') needs.push_back(f.substr(1));
+  std::set<std::string> missing;
+  for (const std::string& f : needs)
+    if (absent.count(f)) missing.insert(f);
+  if (missing.empty()) return "";
+  std::string list;
+  for (const std::string& f : missing) list += (list.empty() ? "" : ", ") + f;
+  return "this CPU (" + host_cpu + ") has no " + list + ", which code for '" + target + "' may use";
+}
+
+}  // namespace tinyt::inline v0::backend::detail
+// ---- end tinyt/backend/cpu_features.hpp ----
 
 namespace tinyt::inline v0 {
 namespace backend {
@@ -6733,6 +6805,11 @@ class LLVMJit {
       const size_t comma = target_cpu.find(',');
       cpu_ = target_cpu.substr(0, comma);
       features_ = comma == std::string::npos ? "" : target_cpu.substr(comma + 1);
+      // code for a CPU with more than this one dies of SIGILL in the first kernel that uses it
+      const std::string host_cpu = api_.take(api_.LLVMGetHostCPUName());
+      if (const std::string why = detail::cpu_target_mismatch(target_cpu, host_cpu, api_.take(api_.LLVMGetHostCPUFeatures())); !why.empty())
+        throw DeviceError(::tinyt::detail::cat("CPU: TINYT_LLVM_CPU=", target_cpu, " cannot run here: ", why,
+                                               ". Unset it (\"host\"), or name a CPU this one can run"));
     }
     llvm_c::TargetRef target = nullptr;
     char* error = nullptr;
@@ -6815,6 +6892,9 @@ class LLVMJit {
   const std::string& identity() const noexcept { return identity_; }
   /// The CPU it compiles for, as LLVM names it ("sapphirerapids", "x86-64-v3").
   const std::string& cpu() const noexcept { return cpu_; }
+  /// The features it compiles for beyond the CPU's, as LLVM spells them ("+avx2,-avx512f,..."; the
+  /// host's whole list for "host").
+  const std::string& features() const noexcept { return features_; }
   /// How many modules were compiled.
   uint64_t compiles() const noexcept { return compiles_; }
 
@@ -7902,7 +7982,10 @@ inline const TensorCore* tensor_core_of(std::string_view kind) {
 /// The dtype of a WMMA's inputs as its argument names them: float16, bfloat16, or float32 for tf32
 /// (float32 values rounded by the instruction).
 inline DType tensor_core_input(std::string_view kind) {
-  const std::string_view input = kind.substr(kind.find(' ') + 1);
+  // (std::find, not string_view::find, which GCC 12 inlines into a memchr it then warns of with
+  // -Wstringop-overread when the argument is a temporary string)
+  const auto space = std::find(kind.begin(), kind.end(), ' ');
+  const std::string_view input = space == kind.end() ? kind : std::string_view(space + 1, kind.end());
   return input == "float16" ? dtypes::float16 : input == "bfloat16" ? dtypes::bfloat16 : dtypes::float32;
 }
 
@@ -11169,870 +11252,18 @@ class Lowerer {
 
 #include <unordered_set>
 
-// ---- tinyt/schedule/merge_loops.hpp ----
-// Merging adjacent output loops: two loops whose index math only ever combines them as
-// outer*B + inner (a contiguous store, an elementwise read of the same layout, a 1x1
-// convolution's image rows and columns) become one loop of A*B iterations. Vector and cache
-// tiles then see one long axis instead of a short one (a 46x46 image is 2116 pixels, not rows
-// of 46), and the kernel does less loop bookkeeping.
+// ---- tinyt/schedule/assign_region.hpp ----
+// An assign into part of a tensor (`cache[{Slice(), Slice(p, p + 1)}] = row`, a KV cache's new
+// position) is built as a select over the whole tensor: where(in the region, value, old value).
+// Stored as it is, its kernel reads and writes every element to change a few: a KV cache of 1024
+// positions costs 1024 positions' traffic per token. Its in-place kernel is made to touch only the
+// region, in two steps:
+//   1. storing where(c, x, the element being overwritten) is storing x where c holds: the old
+//      value stored back changes nothing. The store is gated by c instead.
+//   2. a loop whose store gate holds on a stretch of k turns, a <= r < a + k (a may be a
+//      variable, as the position is), runs those k turns only: r becomes a + r', r' in [0, k).
 
 
-
-namespace tinyt::inline v0 {
-namespace schedule {
-
-namespace detail {
-inline size_t count_divmod(const UOp& ast) {
-  size_t n = 0;
-  for (const UOp& u : toposort(ast)) n += u.op() == Ops::IDIV || u.op() == Ops::MOD;
-  return n;
-}
-}  // namespace detail
-
-/// The kernel with adjacent output loops merged, innermost pairs first: loops `outer` (size A)
-/// and `inner` (size B) become one loop R of A*B, outer = R // B and inner = R % B, kept when
-/// after `rules` simplify the kernel has no more divisions and remainders than before (the
-/// index math folded them away). Loops of symbolic size stay as they are, and no merged loop runs
-/// past `max_merged` (2^24) iterations: a GPU launches an output loop along one dimension, whose
-/// work-groups WebGPU caps at 65535 (of at most 256 work-items).
-inline constexpr int64_t max_merged = int64_t{1} << 24;
-inline UOp merge_adjacent_loops(UOp ast, const PatternMatcher& rules) {
-  std::vector<UOp> loops;  // constant-size output loops, outermost first
-  for (const UOp& u : toposort(ast))
-    if (u.op() == Ops::RANGE && u.arg()[1].as_int() == static_cast<int64_t>(RangeKind::loop) && u.src(0).is_const())
-      loops.push_back(u);
-  std::sort(loops.begin(), loops.end(), [](const UOp& a, const UOp& b) { return a.arg()[0].as_int() < b.arg()[0].as_int(); });
-  size_t divmod = detail::count_divmod(ast);
-  for (size_t i = loops.size(); i-- > 1;) {
-    const UOp &outer = loops[i - 1], &inner = loops[i];
-    const UOp size = inner.src(0);
-    if (outer.src(0).const_int() * size.const_int() > max_merged) continue;
-    const UOp merged = range(outer.src(0).const_int() * size.const_int(), outer.arg()[0].as_int(), RangeKind::loop);
-    const UOp candidate = graph_rewrite(substitute(ast, {{outer.get(), merged.idiv(size)}, {inner.get(), merged % size}}), rules);
-    const size_t candidate_divmod = detail::count_divmod(candidate);
-    if (candidate_divmod > divmod) continue;
-    ast = candidate, divmod = candidate_divmod;
-    loops[i - 1] = merged;  // it may merge with the loop outside it next
-  }
-  return ast;
-}
-
-}  // namespace schedule
-}  // namespace tinyt::inline v0
-// ---- end tinyt/schedule/merge_loops.hpp ----
-// ---- tinyt/schedule/reduce_collapse.hpp ----
-// Reduce collapse: sums over a range that can be counted instead of looped. A sum of a value
-// that does not depend on the range is value * length; a sum of `where(bounds on r, x, 0)` is x
-// times the number of r inside the bounds; a sum of `where(r == e, x(r), 0)` is x(e) where e is
-// in range. This is what makes arange (a cumulative sum of ones) and one-hot gathers O(n).
-
-
-namespace tinyt::inline v0 {
-namespace schedule {
-
-namespace detail {
-
-// clause as `coef*r + rest (<, ==) 0`, with coef +-1; false if it is not of that form
-struct RangeClause {
-  Ops cmp;
-  bool negated;
-  i128 coef;
-  UOp rest;
-};
-inline std::optional<RangeClause> read_clause(UOp clause, const UOp& r) {
-  bool negated = false;
-  if (clause.op() == Ops::CMPNE && clause.src(1).is_const() && clause.src(1).dtype().is_bool() && clause.src(1).const_int() == 1)
-    clause = clause.src(0), negated = true;
-  if (clause.op() != Ops::CMPLT && clause.op() != Ops::CMPEQ) return std::nullopt;
-  // an integer comparison with the range cast to the integer's dtype (an index tensor compared
-  // with an arange) compares the same numbers as index values, when the cast cannot wrap
-  std::function<UOp(const UOp&)> as_index = [&](const UOp& v) -> UOp {
-    if (v.dtype().is_index()) return v;
-    if (!v.dtype().is_int() || v.dtype().is_bool() || v.dtype().count() != 1) return {};
-    if (!depends_on(v, r)) return v.cast(dtypes::index);
-    if (v.op() != Ops::CAST) return {};
-    const UOp& x = v.src(0);
-    if (x.dtype().is_index())  // index -> int: exact when every value fits
-      return vmin(x) >= dtypes::min_int(v.dtype()) && vmax(x) <= dtypes::max_int(v.dtype()) ? x : UOp{};
-    const bool widening = x.dtype().is_int() && !x.dtype().is_bool() && dtypes::min_int(x.dtype()) >= dtypes::min_int(v.dtype()) &&
-                          dtypes::max_int(x.dtype()) <= dtypes::max_int(v.dtype());
-    return widening ? as_index(x) : UOp{};
-  };
-  const UOp lhs = as_index(clause.src(0)), rhs = as_index(clause.src(1));
-  if (!lhs || !rhs) return std::nullopt;
-  Linear L = linear_form(lhs - rhs);
-  i128 coef = 0;
-  Linear rest = L;
-  rest.terms.clear();
-  for (const auto& t : L.terms) {
-    if (t.atom == r) coef = t.coef;
-    else if (depends_on(t.atom, r)) return std::nullopt;
-    else rest.terms.push_back(t);
-  }
-  if (coef != 1 && coef != -1) return std::nullopt;
-  return RangeClause{clause.op(), negated, coef, rest.build()};
-}
-
-// The reduce with range r removed, or empty when r cannot be counted away.
-inline UOp collapse_range(const UOp& value, const UOp& r) {
-  const UOp end = r.src(0);
-  if (!depends_on(value, r)) return value * end.cast(value.dtype());
-  // sums distribute: over a + b, and over c * x or where(c, x, 0) with c free of r
-  if (value.op() == Ops::ADD) {
-    UOp a = collapse_range(value.src(0), r), b = a ? collapse_range(value.src(1), r) : UOp{};
-    return a && b ? a + b : UOp{};
-  }
-  if (value.op() == Ops::MUL)
-    for (int i = 0; i < 2; ++i)
-      if (!depends_on(value.src(i), r))
-        if (UOp rest = collapse_range(value.src(1 - i), r)) return value.src(i) * rest;
-  // cast(where(c, x, 0)) is where(c, cast(x), 0): a gather of small ints summed in a wider int
-  if (value.op() == Ops::CAST && value.src(0).op() == Ops::WHERE) {
-    const UOp& w = value.src(0);
-    auto cast = [&](const UOp& x) { return x.is_const() ? UOp::const_(value.dtype(), x.const_float()) : x.cast(value.dtype()); };
-    return collapse_range(w.src(0).where(cast(w.src(1)), cast(w.src(2))), r);
-  }
-  if (value.op() != Ops::WHERE) return {};
-  if (!depends_on(value.src(0), r) && value.src(2).is_const() && value.src(2).const_float() == 0)
-    if (UOp inner = collapse_range(value.src(1), r)) return value.src(0).where(inner, value.src(2));
-  const bool then_zero = value.src(1).is_const() && value.src(1).const_float() == 0;
-  const bool else_zero = value.src(2).is_const() && value.src(2).const_float() == 0;
-  if (!then_zero && !else_zero) return {};
-  const UOp x = else_zero ? value.src(1) : value.src(2);
-  std::vector<UOp> clauses = tinyt::detail::and_clauses(value.src(0));
-  if (then_zero) {  // where(c, 0, x) is where(!c, x, 0): only a single clause negates simply
-    if (clauses.size() != 1) return {};
-    clauses[0] = clauses[0].logical_not();
-  }
-  UOp keep = UOp::const_(dtypes::bool_, true), lo = schedule::index_const(0), hi = end - 1;
-  std::optional<UOp> equal_to;
-  for (const UOp& c : clauses) {
-    if (!depends_on(c, r)) { keep = keep & c; continue; }
-    auto rc = read_clause(c, r);
-    if (!rc) return {};
-    // coef*r + rest (<, ==) 0 bounds r by b = -rest (coef 1) or rest (coef -1):
-    //   r + rest < 0: r <= b-1     -r + rest < 0: r >= b+1
-    //   !(r + rest < 0): r >= b    !(-r + rest < 0): r <= b       ==: r == b
-    const UOp b = rc->coef == 1 ? -rc->rest : rc->rest;
-    if (rc->cmp == Ops::CMPEQ) {
-      if (rc->negated || equal_to) return {};
-      equal_to = b;
-    } else if (rc->coef == 1 && !rc->negated) {
-      hi = hi.minimum(b - 1);
-    } else if (rc->coef == -1 && rc->negated) {
-      hi = hi.minimum(b);
-    } else if (rc->coef == -1) {
-      lo = lo.maximum(b + 1);
-    } else {
-      lo = lo.maximum(b);
-    }
-  }
-  if (equal_to) {
-    const UOp e = *equal_to;
-    const UOp inside = keep & e.lt(lo).logical_not() & e.lt(hi + 1);
-    // x read at e: every load whose address moves with r is gated by `inside` too, so an index
-    // outside the range (or an empty table) reads nothing, not memory past the buffer
-    std::unordered_map<const UOpNode*, UOp> at_e{{r.get(), e}};
-    for (const UOp& u : toposort(x)) {
-      if (u.op() != Ops::INDEX || !depends_on(u, r)) continue;
-      UOp gate = u.src().size() > 2 ? substitute(u.src(2), {{r.get(), e}}) & inside : inside;
-      at_e[u.get()] = UOp(Ops::INDEX, u.dtype(), {u.src(0), substitute(u.src(1), {{r.get(), e}}), gate}, u.arg());
-    }
-    return inside.where(substitute(x, at_e), UOp::const_(x.dtype(), 0));
-  }
-  if (depends_on(x, r)) return {};
-  const UOp count = (hi - lo + 1).maximum(0);
-  return keep.where(x * count.cast(x.dtype()), UOp::const_(x.dtype(), 0));
-}
-}  // namespace detail
-
-/// Rules that remove countable ranges from ADD reductions.
-inline const PatternMatcher& reduce_collapse() {
-  static const PatternMatcher pm{{
-      {UPat(Ops::REDUCE).named("red"),
-       [](auto& m) {
-         const UOp& red = m["red"];
-         if (red.arg().template get<Ops>() != Ops::ADD) return UOp{};
-         // a sum over an empty range is 0: its value must not be read (a load there is out of
-         // bounds, and 0 * NaN is not 0)
-         for (size_t i = 1; i < red.src().size(); ++i)
-           if (red.src(i).src(0).is_const() && red.src(i).src(0).const_int() == 0) return UOp::const_(red.dtype(), 0);
-         UOp value = red.src(0);
-         std::vector<UOp> left;
-         for (size_t i = 1; i < red.src().size(); ++i) {
-           if (UOp c = detail::collapse_range(value, red.src(i))) value = simplify(c);
-           else left.push_back(red.src(i));
-         }
-         if (left.size() + 1 == red.src().size()) return UOp{};
-         if (left.empty()) return value;
-         left.insert(left.begin(), value);
-         return UOp(Ops::REDUCE, red.dtype(), std::move(left), red.arg());
-       }},
-  }};
-  return pm;
-}
-
-}  // namespace schedule
-}  // namespace tinyt::inline v0
-// ---- end tinyt/schedule/reduce_collapse.hpp ----
-
-namespace tinyt::inline v0 {
-namespace schedule {
-
-/// One kernel to run: its AST and the buffers bound to its DEFINE_GLOBALs (output first). A copy
-/// between devices is a Kernel whose AST is a COPY (buffers: destination, source): the engine
-/// runs it with the devices' allocators; an allreduce across processes one whose AST is an
-/// ALLREDUCE arg=(op, shape) (buffers: destination, source).
-struct Kernel {
-  UOp ast;
-  std::vector<UOp> buffers;  // BUFFER nodes
-  UOp computes;              // the tensor-level node whose value the kernel writes
-  UOp view;                  // where that value lives afterwards (a view of buffers[0])
-  bool in_place = false;     // writes existing memory (an assign)
-  bool temporary = false;    // its memory is reused after its last reader: the value is not kept
-  VarVals var_vals;          // the values of the symbolic variables its AST takes
-};
-
-namespace detail {
-using tinyt::detail::cat;
-/// Where memory holds a node's value (a view), or empty: graph::realized, unless the scheduler
-/// must recompute it because that memory is overwritten in this schedule.
-using Known = std::function<UOp(const UOp&)>;
-
-// A node that needs no kernel: memory already holds it in its own shape.
-inline bool is_materialized(const UOp& u, const Known& known = graph::realized) {
-  if (u.op() == Ops::BUFFER || known(u)) return true;
-  if (u.op() == Ops::MULTI)  // a tensor on several devices whose parts are all in memory
-    return std::all_of(u.src().begin(), u.src().end(), [&](const UOp& part) { return is_materialized(part, known); });
-  return u.op() == Ops::RESHAPE && u.src(0).op() == Ops::BUFFER;
-}
-
-// The nodes below the roots that the kernels compute (stopping at what memory already holds).
-inline std::vector<UOp> pending_graph(const std::vector<UOp>& roots, const Known& known = graph::realized) {
-  std::vector<UOp> order;
-  std::unordered_set<const UOpNode*> seen;
-  std::vector<std::pair<const UOp*, bool>> stack;
-  for (const UOp& r : roots) stack.push_back({&r, false});
-  while (!stack.empty()) {
-    auto [u, expanded] = stack.back();
-    stack.pop_back();
-    if (expanded) { order.push_back(*u); continue; }
-    if (!seen.insert(u->get()).second) continue;
-    stack.push_back({u, true});
-    if (known(*u) || u->op() == Ops::BUFFER) continue;
-    for (const UOp& s : (*u)->src) stack.push_back({&s, false});
-  }
-  return order;
-}
-
-// For an EXPAND on a path from a reduction, the first broadcast axis of the path after it when
-// every axis it broadcasts comes after every axis of size > 1 it keeps (a row maximum broadcast
-// along its row), and nothing when not. `from` is the path's first broadcast axis before it (-1: none).
-// The kernel's loops then run the kept axes outside the broadcast ones, and the linearizer
-// computes the reduction once per outer iteration, between them.
-inline std::optional<int64_t> trailing_broadcast(const UOp& expand, int64_t from) {
-  const Shape &in = graph::shape_of(expand.src(0)), &out = graph::shape_of(expand);
-  int64_t first_broadcast = static_cast<int64_t>(out.size()), last_kept = -1;
-  for (size_t a = 0; a < out.size(); ++a) {
-    if (in[a] == 1 && !(out[a] == 1)) first_broadcast = std::min(first_broadcast, static_cast<int64_t>(a));
-    else if (!(out[a] == 1) && (from < 0 || static_cast<int64_t>(a) < from)) last_kept = static_cast<int64_t>(a);
-  }
-  if (last_kept > first_broadcast) return std::nullopt;
-  return from < 0 ? first_broadcast : std::min(from, first_broadcast);
-}
-
-// Whether `u`'s kernel runs on a GPU (its device's target says so): each output element is a
-// work-item there, so a reduction broadcast back along trailing axes, which a CPU's loop nest
-// computes once per row, would be computed again by every work-item of the row. A device that
-// cannot be opened here is not one (its kernels never run).
-inline bool on_gpu(const UOp& u) {
-  try {
-    return backend::device(Device::split(graph::device_of(u))[0]).target().gpu;
-  } catch (const DeviceError&) {
-    return false;
-  }
-}
-
-// Whether an EXPAND makes more elements than its source has (a broadcast, not a reshape's 1s).
-inline bool enlarges(const UOp& expand) {
-  const Shape to = graph::shape_of(expand), from = graph::shape_of(expand.src(0));
-  return to.is_concrete() && from.is_concrete() && to.numel().as_int() > from.numel().as_int();
-}
-
-// Ops whose kernel loops over their output as their source's does (elementwise).
-inline bool keeps_loop_order(Ops op) {
-  return GroupOp::ALU.contains(op) || op == Ops::CAST || op == Ops::BITCAST || op == Ops::CONTIGUOUS ||
-         op == Ops::DETACH || op == Ops::CONTIGUOUS_BACKWARD;
-}
-
-// The buffers a kernel of `u`'s device may bind, its output included (0: no limit; a device that
-// cannot be opened here has none: its kernels never run).
-inline int64_t max_buffers(const UOp& u) {
-  try {
-    return backend::device(Device::split(graph::device_of(u))[0]).target().max_buffers;
-  } catch (const Error&) {
-    return 0;
-  }
-}
-
-// On a device that binds few buffers per kernel (WebGPU: 8 storage buffers), no kernel reads more
-// than its limit less its output. Going up the graph, a node that would read too many has its
-// sources that read the most realized first, until the rest fits (tinygrad's pm_limit_bufs): each
-// of them read fewer, so their kernels fit. A graph with no BUFFER on such a device skips it all.
-inline void limit_buffers(const std::vector<UOp>& order, const Known& known, std::unordered_set<const UOpNode*>& points) {
-  std::unordered_map<std::string, size_t> limited;  // device -> its limit
-  std::unordered_set<std::string> seen;             // (each device looked up once)
-  for (const UOp& u : order)
-    if (u.op() == Ops::BUFFER && seen.insert(graph::device_of(u)).second)
-      if (const int64_t n = max_buffers(u); n > 0) limited[graph::device_of(u)] = static_cast<size_t>(n);
-  if (limited.empty()) return;
-  const auto memory = [&](const UOp& s) { return known(s) || s.op() == Ops::BUFFER || points.count(s.get()); };
-  std::unordered_map<const UOpNode*, std::vector<const UOpNode*>> reads;  // the memory a node's kernel would read
-  for (const UOp& u : order) {
-    if (known(u) || u.op() == Ops::BUFFER) continue;
-    const auto gather = [&] {
-      std::vector<const UOpNode*> r;
-      for (const UOp& s : u.src()) {
-        if (memory(s)) r.push_back(s.get());
-        else if (auto it = reads.find(s.get()); it != reads.end()) r.insert(r.end(), it->second.begin(), it->second.end());
-      }
-      std::sort(r.begin(), r.end());
-      r.erase(std::unique(r.begin(), r.end()), r.end());
-      return r;
-    };
-    std::vector<const UOpNode*> r = gather();
-    const auto limit = limited.find(graph::device_of(u));
-    if (limit != limited.end() && r.size() + 1 > limit->second && u.op() != Ops::COPY && u.op() != Ops::ALLREDUCE) {
-      std::vector<UOp> sources;
-      for (const UOp& s : u.src())
-        if (!memory(s) && reads[s.get()].size() >= 2) sources.push_back(s);
-      std::stable_sort(sources.begin(), sources.end(), [&](const UOp& a, const UOp& b) { return reads[a.get()].size() > reads[b.get()].size(); });
-      for (const UOp& s : sources) {
-        if (r.size() + 1 <= limit->second) break;
-        points.insert(s.get());
-        r = gather();
-      }
-    }
-    reads[u.get()] = std::move(r);
-  }
-}
-
-// Realization points: roots, explicit ones, copies, and reductions whose result would be
-// recomputed (broadcast back other than along trailing axes, or read by several consumers).
-inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const std::vector<UOp>& order,
-                                           const Known& known) {
-  std::unordered_map<const UOpNode*, std::vector<const UOpNode*>> consumers;
-  for (const UOp& u : order)
-    if (!known(u) && u.op() != Ops::BUFFER)
-      for (const UOp& s : u.src()) consumers[s.get()].push_back(u.get());
-  std::unordered_set<const UOpNode*> points;
-  for (const UOp& r : roots)
-    if (!is_materialized(r, known)) points.insert(r.get());
-  for (const UOp& u : order) {
-    if (known(u) || u.op() == Ops::BUFFER) continue;
-    const bool moves_memory = u.op() == Ops::COPY || u.op() == Ops::ALLREDUCE;  // whole buffers, not kernels
-    if (u.op() == Ops::CONTIGUOUS || moves_memory || u.op() == Ops::ASSIGN) points.insert(u.get());
-    if (moves_memory && !is_materialized(u.src(0), known)) points.insert(u.src(0).get());
-  }
-  // A reduction is realized when it has several consumers, when a path from it pads it before
-  // it is stored (padded_then_stored), or when a path from it to the next realization point
-  // broadcasts it in a way the consuming kernel would recompute it for: an EXPAND that is not trailing (on a GPU: any EXPAND, see on_gpu), or a movement op or a
-  // reduction over kept axes after one.
-  // It stays in the kernel when it reads no memory (an arange, cheap and usually counted away).
-  auto reads_memory = [&](const UOp& r) {
-    for (const UOp& x : toposort(r))
-      if (x.op() == Ops::BUFFER || known(x)) return true;
-    return false;
-  };
-  std::unordered_map<const UOpNode*, const UOp*> node;
-  for (const UOp& u : order) node[u.get()] = &u;
-  bool gpu = false;  // whether the reduction judged now runs on a GPU
-  auto recomputed_downstream = [&](const std::unordered_set<const UOpNode*>& first) {
-    // (node, first broadcast axis on the path so far; -1 before any EXPAND)
-    std::vector<std::pair<const UOpNode*, int64_t>> stack;
-    for (const UOpNode* c : first) stack.emplace_back(c, -1);
-    std::set<std::pair<const UOpNode*, int64_t>> seen;
-    while (!stack.empty()) {
-      auto [c, from] = stack.back();
-      stack.pop_back();
-      if (!seen.insert({c, from}).second) continue;
-      if (c->op == Ops::EXPAND) {
-        const std::optional<int64_t> next = trailing_broadcast(*node.at(c), from);
-        if (!next || gpu) return true;
-        from = *next;
-      } else if (c->op == Ops::REDUCE_AXIS) {
-        // reduced again: a reduction over kept axes after a broadcast recomputes; one of broadcast
-        // axes only, or with nothing broadcast between (a conv's input gradient sums its windows'
-        // products), reads each value once, inside its own loop, and is judged on its own
-        if (from >= 0)
-          for (int64_t a : node.at(c)->arg()[1].ints())
-            if (a < from) return true;
-        continue;
-      } else if (from >= 0 && !keeps_loop_order(c->op)) {
-        return true;
-      }
-      if (points.count(c)) continue;
-      for (const UOpNode* cc : consumers[c]) stack.emplace_back(cc, from);
-    }
-    return false;
-  };
-  // Whether a path from the reduction pads it and stores it with no reduction between: that
-  // kernel would loop over the padded shape and compute the reduction under the pad's gate, where
-  // no opt applies (a conv computed into the next conv's padded input ran at 0.2 GFLOPS). Stored
-  // first, the pad is a copy. A pad that another reduction reads (a conv's input gradient summing
-  // its windows) stays in that reduction's kernel.
-  auto padded_then_stored = [&](const std::unordered_set<const UOpNode*>& first) {
-    std::vector<std::pair<const UOpNode*, bool>> stack;  // (node, padded on the way)
-    for (const UOpNode* c : first) stack.emplace_back(c, false);
-    std::set<std::pair<const UOpNode*, bool>> seen;
-    while (!stack.empty()) {
-      auto [c, padded] = stack.back();
-      stack.pop_back();
-      if (!seen.insert({c, padded}).second || c->op == Ops::REDUCE_AXIS) continue;
-      padded = padded || c->op == Ops::PAD;
-      if (points.count(c)) {
-        if (padded) return true;
-        continue;
-      }
-      for (const UOpNode* cc : consumers[c]) stack.emplace_back(cc, padded);
-    }
-    return false;
-  };
-  // How many reductions read a value directly, through elementwise and movement ops but no
-  // broadcast: a LayerNorm after a matmul sums the matmul's result twice (its mean and its
-  // variance), and each of those kernels would compute the whole matmul again.
-  auto reductions_reading = [&](const UOpNode* value) {
-    std::unordered_set<const UOpNode*> reductions, seen;
-    std::vector<const UOpNode*> stack(consumers[value].begin(), consumers[value].end());
-    while (!stack.empty()) {
-      const UOpNode* c = stack.back();
-      stack.pop_back();
-      if (!seen.insert(c).second || points.count(c) || c->op == Ops::EXPAND) continue;
-      if (c->op == Ops::REDUCE_AXIS) {
-        reductions.insert(c);
-        continue;
-      }
-      if (keeps_loop_order(c->op) || GroupOp::Movement.contains(c->op)) stack.insert(stack.end(), consumers[c].begin(), consumers[c].end());
-    }
-    return reductions.size();
-  };
-  // Whether a reduction is a big contraction: it sums products with a broadcast operand (a matmul,
-  // a conv), whose kernel tiles its output axes, over a million of them or more. Reduced again in
-  // the same kernel, its output axes would be that reduction's loops, which no tile spans
-  // (PaddleOCR's classifier: a 1x1 conv whose output is max-pooled then averaged, at 0.2 GFLOPS:
-  // 1.5 ms of its 4.7). A small one costs less than a second kernel's launch.
-  auto contraction = [&](const UOp& r) {
-    const Shape products = graph::shape_of(r.src(0));
-    if (!products.is_concrete() || products.numel().as_int() < (int64_t{1} << 20)) return false;
-    std::vector<const UOp*> stack{&r.src(0)};
-    std::unordered_set<const UOpNode*> seen;
-    while (!stack.empty()) {
-      const UOp* x = stack.back();
-      stack.pop_back();
-      if (!seen.insert(x->get()).second || known(*x) || x->op() == Ops::BUFFER || x->op() == Ops::REDUCE_AXIS || points.count(x->get()))
-        continue;
-      if (x->op() == Ops::EXPAND && enlarges(*x) && reads_memory(x->src(0))) return true;
-      for (const UOp& s : x->src()) stack.push_back(&s);
-    }
-    return false;
-  };
-  for (const UOp& u : order) {
-    if (u.op() != Ops::REDUCE_AXIS || points.count(u.get()) || !reads_memory(u)) continue;
-    gpu = on_gpu(u);
-    const std::unordered_set<const UOpNode*> distinct(consumers[u.get()].begin(), consumers[u.get()].end());
-    const size_t reduced_by = reductions_reading(u.get());
-    if (distinct.size() > 1 || recomputed_downstream(distinct) || padded_then_stored(distinct) || reduced_by > 1 ||
-        (reduced_by == 1 && u.arg()[0].get<Ops>() == Ops::ADD && contraction(u)))
-      points.insert(u.get());
-  }
-  // An elementwise value broadcast into a reduction (the gradient flowing into a conv's backward,
-  // the input of a conv) would be recomputed once per element of the broadcast: it is realized
-  // first, as tinygrad's "realize before expand" does, unless it is cheap to recompute (one
-  // input, a few ops: a mean's scaling, a negated max). Values computed from a reduction that
-  // stays in its kernel are left alone (the linearizer computes those once per row).
-  auto worth_realizing = [&](const UOp& x) {
-    std::vector<const UOp*> stack{&x};
-    std::unordered_set<const UOpNode*> seen;
-    int inputs = 0, ops = 0;
-    while (!stack.empty()) {
-      const UOp* u = stack.back();
-      stack.pop_back();
-      if (!seen.insert(u->get()).second) continue;
-      if (known(*u) || u->op() == Ops::BUFFER || (u != &x && points.count(u->get()))) { ++inputs; continue; }
-      if (u->op() == Ops::REDUCE_AXIS) return false;
-      ops += GroupOp::ALU.contains(u->op());
-      for (const UOp& s : u->src()) stack.push_back(&s);
-    }
-    return inputs >= 2 || ops >= 4;
-  };
-  auto broadcast_into_reduce = [&](const UOp& x) {
-    std::vector<std::pair<const UOpNode*, bool>> stack;  // (consumer, after an enlarging EXPAND)
-    for (const UOpNode* c : consumers[x.get()]) stack.emplace_back(c, false);
-    std::set<std::pair<const UOpNode*, bool>> seen;
-    while (!stack.empty()) {
-      auto [c, expanded] = stack.back();
-      stack.pop_back();
-      if (!seen.insert({c, expanded}).second) continue;
-      if (c->op == Ops::REDUCE_AXIS) {
-        if (expanded) return true;
-        continue;
-      }
-      if (c->op == Ops::EXPAND) {
-        expanded |= enlarges(*node.at(c));
-      } else if (!GroupOp::Movement.contains(c->op) && (!expanded || !keeps_loop_order(c->op))) {
-        continue;  // before the broadcast only movement ops lead on; an elementwise op is its own candidate
-      }
-      if (points.count(c)) continue;
-      for (const UOpNode* cc : consumers[c]) stack.emplace_back(cc, expanded);
-    }
-    return false;
-  };
-  for (const UOp& u : order) {
-    if (known(u) || points.count(u.get()) || !keeps_loop_order(u.op()) || u.op() == Ops::CONTIGUOUS) continue;
-    if (!graph::shape_of(u).is_concrete() || !reads_memory(u) || !worth_realizing(u)) continue;
-    if (broadcast_into_reduce(u)) points.insert(u.get());
-  }
-  limit_buffers(order, known, points);
-  std::vector<UOp> out;
-  for (const UOp& u : order)
-    if (points.count(u.get())) out.push_back(u);
-  return out;
-}
-
-inline std::string kernel_name(const UOp& ast) {
-  std::vector<std::pair<int64_t, std::string>> axes;  // (axis, size)
-  bool reduces = false;
-  for (const UOp& u : toposort(ast))
-    if (u.op() == Ops::RANGE) {
-      // a symbolic size is named by its variables ("r_start_pos1_8"): names are identifiers
-      std::string size = u.src(0).is_const() ? std::to_string(static_cast<int64_t>(u.src(0).const_int())) : expr_string(u.src(0));
-      std::erase_if(size, [](char c) { return !std::isalnum(static_cast<unsigned char>(c)) && c != '_'; });
-      axes.emplace_back(u.arg()[0].as_int(), size);
-      reduces |= u.arg()[1].as_int() == static_cast<int64_t>(RangeKind::reduce);
-    }
-  std::sort(axes.begin(), axes.end());
-  std::string name = reduces ? "r" : "E";
-  for (const auto& [axis, size] : axes) name += "_" + size;
-  return name;
-}
-
-// Orders kernels so that each runs after the kernels whose output it reads, and before any
-// kernel that overwrites (assigns into) memory it reads. Ties keep the original order. A cycle
-// (a kernel that reads memory both before and after an assign overwrites it, or two assigns
-// that each read what the other overwrites) is broken by copying that memory aside first
-// (`copy_aside(buffer)` is the kernel that does it): the readers that must run after the
-// overwrite read the copy.
-template <class CopyAside>
-std::vector<Kernel> order_kernels(std::vector<Kernel> kernels, CopyAside copy_aside) {
-  auto reads = [&](size_t k, const UOpNode* b) {
-    for (size_t i = 1; i < kernels[k].buffers.size(); ++i)
-      if (kernels[k].buffers[i].get() == b) return true;
-    return false;
-  };
-  for (;;) {
-    const size_t n = kernels.size();
-    std::vector<std::vector<size_t>> after(n);  // after[j]: kernels that must run after j
-    std::vector<size_t> pending(n, 0);
-    for (size_t j = 0; j < n; ++j)
-      for (size_t k = 0; k < n; ++k) {
-        if (j == k) continue;
-        // raw: k reads what j computes (readers name an in-place result by its new alias, the
-        // view, others by the buffer; an assign into that result reads it too); war: j reads
-        // memory that k overwrites
-        const UOpNode* computed = graph::base_buffer(kernels[j].view).get();
-        const UOpNode* target = kernels[k].in_place ? kernels[k].buffers[0].get() : nullptr;
-        const bool raw = reads(k, computed) || (target && target == computed);
-        const bool war = target && reads(j, target);
-        if (raw || war) after[j].push_back(k), ++pending[k];
-      }
-    std::vector<size_t> order;
-    std::vector<bool> done(n, false);
-    while (order.size() < n) {
-      size_t pick = n;
-      for (size_t k = 0; k < n && pick == n; ++k)
-        if (!done[k] && pending[k] == 0) pick = k;
-      if (pick == n) break;
-      done[pick] = true;
-      for (size_t k : after[pick]) --pending[k];
-      order.push_back(pick);
-    }
-    if (order.size() == n) {
-      std::vector<Kernel> out;
-      for (size_t k : order) out.push_back(std::move(kernels[k]));
-      return out;
-    }
-    // a cycle: an assign whose target a kernel that must run after it reads
-    bool broken = false;
-    for (size_t k = 0; k < n && !broken; ++k) {
-      if (done[k] || !kernels[k].in_place) continue;
-      std::vector<bool> later(n, false);  // what must run after k
-      std::vector<size_t> stack{k};
-      while (!stack.empty()) {
-        const size_t j = stack.back();
-        stack.pop_back();
-        for (size_t x : after[j])
-          if (!later[x]) later[x] = true, stack.push_back(x);
-      }
-      const UOp target = kernels[k].buffers[0];
-      std::vector<size_t> readers;  // of the memory before k overwrites it, that must run after k
-      for (size_t j = 0; j < n; ++j)
-        if (j != k && later[j] && reads(j, target.get())) readers.push_back(j);
-      if (readers.empty()) continue;
-      Kernel copy = copy_aside(target);
-      for (size_t j : readers)
-        for (size_t i = 1; i < kernels[j].buffers.size(); ++i)
-          if (kernels[j].buffers[i] == target) kernels[j].buffers[i] = copy.buffers[0];
-      kernels.push_back(std::move(copy));
-      broken = true;
-    }
-    TINYT_ASSERT(broken, "the schedule has a cycle no copy breaks");
-  }
-}
-
-// True when every load of the output (buffer 0) in the kernel reads the element the kernel stores to.
-inline bool reads_only_own_element(const UOp& ast) {
-  const std::vector<UOp> nodes = toposort(ast);
-  UOp store_index;
-  for (const UOp& u : nodes)
-    if (u.op() == Ops::STORE && u.src(0).src(0).op() == Ops::DEFINE_GLOBAL && u.src(0).src(0).arg().as_int() == 0) store_index = u.src(0).src(1);
-  for (const UOp& u : nodes) {
-    if (u.op() != Ops::LOAD) continue;
-    const UOp& idx = u.src(0);
-    if (idx.src(0).op() == Ops::DEFINE_GLOBAL && idx.src(0).arg().as_int() == 0 && !(idx.src(1) == store_index && idx.src().size() == 2))
-      return false;
-  }
-  return true;
-}
-
-}  // namespace detail
-
-/// Values with no elements need no kernel: each pending node whose shape has a dim of 0 is given
-/// an empty buffer of its own as its value, before scheduling (a kernel storing it would run its
-/// loops once and write past the buffer). A reduction of nothing is then its identity, and a
-/// read of an empty buffer is masked off (Lowerer). Tensors on several devices are done per part.
-inline void realize_empty(const std::vector<UOp>& roots) {
-  for (const UOp& u : detail::pending_graph(roots)) {
-    if (u.op() == Ops::BUFFER || u.op() == Ops::MULTI || graph::realized(u)) continue;
-    const Shape& shape = graph::shape_of(u);
-    if (std::none_of(shape.begin(), shape.end(), [](const sint& d) { return d == 0; })) continue;
-    graph::set_realized(u, graph::reshape(graph::new_buffer(graph::device_of(u), 0, u.dtype()), shape));
-  }
-}
-
-/// The kernels that compute `roots`, in an order that respects what each reads and writes.
-/// `memory_only`: trust no computed value, only BUFFERs (for graphs whose nodes are shared with
-/// other graphs that computed them, like the schedule cache's normalized ones).
-inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool memory_only = false) {
-  const detail::Known buffers_only = [](const UOp& u) { return u.op() == Ops::BUFFER ? u : UOp{}; };
-  // a value held in memory that an assign here overwrites is read before the overwrite (or
-  // from a copy made before it, when its reader must also run after it)
-  const detail::Known known = memory_only ? buffers_only : detail::Known(graph::realized);
-  const std::vector<UOp> order = detail::pending_graph(roots, known);
-  const std::vector<UOp> points = detail::realization_points(roots, order, known);
-  std::unordered_map<const UOpNode*, UOp> computed;  // realization point -> view of its buffer
-  auto input_view = [&](const UOp& u) -> UOp {
-    if (auto it = computed.find(u.get()); it != computed.end()) return it->second;
-    return known(u);
-  };
-  std::vector<Kernel> kernels;
-  // one kernel storing `value_node` (at the point's shape) into `out_buffer`
-  auto make_kernel = [&](const UOp& point, const UOp& value_node, const UOp& out_buffer, const UOp& view) {
-    Lowerer lw(input_view);
-    UOp out = lw.global(out_buffer);
-    const std::vector<UOp> shape = lw.sizes(graph::shape_of(point));
-    std::vector<UOp> out_idx;
-    for (const UOp& d : shape)
-      out_idx.push_back(d.is_const() && d.const_int() == 1 ? index_const(0) : lw.new_range(d, RangeKind::loop));
-    UOp value = lw.lower(value_node, out_idx, UOp::const_(dtypes::bool_, true));
-    UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, out.dtype(), {out, simplify(flatten(out_idx, shape))}), value});
-    static const PatternMatcher rules = symbolic() + reduce_collapse() + gated_load_rules();
-    UOp ast = merge_adjacent_loops(graph_rewrite(UOp(Ops::SINK, dtypes::void_, {store}), rules), rules);
-    return Kernel{ast, lw.buffers(), point, view, false, false, lw.var_vals()};
-  };
-  for (const UOp& point : points) {
-    // a symbolic shape gets memory for its largest value: the kernel serves every binding
-    const Shape& shape = graph::shape_of(point);
-    const int64_t numel = shape.numel().vmax();
-    if (point.op() == Ops::ASSIGN) {
-      // a store into the target's memory; the tensor then names that memory anew
-      const UOp target = graph::base_buffer(input_view(point.src(0)) ? input_view(point.src(0)) : point.src(0));
-      TINYT_ASSERT(target, "assign: the target is not a contiguous buffer");
-      const UOp view = graph::reshape(graph::alias_buffer(target), shape);
-      Kernel kernel = make_kernel(point, point.src(1), target, view);
-      if (!detail::reads_only_own_element(kernel.ast)) {
-        // the value reads the target elsewhere than where it writes: compute it aside first
-        const UOp temp = graph::new_buffer(graph::device_of(point), numel, point.dtype());
-        Kernel first = make_kernel(point.src(1), point.src(1), temp, graph::reshape(temp, shape));
-        kernels.push_back(first);
-        computed[point.src(1).get()] = first.view;
-        kernel = make_kernel(point, point.src(1), target, view);
-      }
-      kernel.in_place = true;
-      kernels.push_back(kernel);
-      computed[point.get()] = view;
-      continue;
-    }
-    const UOp out_buffer = graph::new_buffer(graph::device_of(point), numel, point.dtype());
-    if ((point.op() == Ops::COPY && graph::device_of(point.src(0)) != graph::device_of(point)) || point.op() == Ops::ALLREDUCE) {
-      // the source is in memory in its own shape (realization_points made sure): copy its bytes
-      const UOp& from = point.src(0);
-      const UOp view = from.op() == Ops::BUFFER ? UOp{} : input_view(from);
-      const UOp source = graph::base_buffer(view ? view : from);
-      TINYT_ASSERT(source && source.arg().as_int() == numel, op_name(point.op()), ": the source is not a whole contiguous buffer");
-      const UOp ast = point.op() == Ops::COPY ? UOp(Ops::COPY, point.dtype(), {}, numel)
-                                              : UOp(Ops::ALLREDUCE, point.dtype(), {}, Arg{point.arg(), graph::shape_arg(shape)});
-      Kernel kernel{ast, {out_buffer, source}, point, graph::reshape(out_buffer, shape), false, false, {}};
-      computed[point.get()] = kernel.view;
-      kernels.push_back(std::move(kernel));
-      continue;
-    }
-    const UOp value_node = point.op() == Ops::CONTIGUOUS || point.op() == Ops::COPY ? point.src(0) : point;
-    Kernel kernel = make_kernel(point, value_node, out_buffer, graph::reshape(out_buffer, shape));
-    computed[point.get()] = kernel.view;
-    kernels.push_back(std::move(kernel));
-  }
-  // a copy of memory an assign overwrites, for the readers that must run after it
-  auto copy_aside = [&](const UOp& buffer) {
-    const UOp copy =
-        graph::new_buffer(graph::device_of(buffer), buffer.arg().as_int(), buffer.dtype());
-    Kernel kernel = make_kernel(buffer, buffer, copy, copy);
-    kernel.temporary = true;  // it holds no tensor's value
-    return kernel;
-  };
-  return detail::order_kernels(std::move(kernels), copy_aside);
-}
-
-/// Reuses memory within a schedule: the buffer of an intermediate nobody outside the schedule
-/// can reach (`reachable_outside` says who can) is handed to a later kernel of the same size
-/// once its last reader has run. Such intermediates are temporary: their values are not kept.
-template <class ReachableOutside>
-void plan_memory(std::vector<Kernel>& kernels, const std::vector<UOp>& roots, ReachableOutside reachable_outside) {
-  std::unordered_set<const UOpNode*> root_set;
-  for (const UOp& r : roots) root_set.insert(r.get());
-  std::unordered_map<const UOpNode*, size_t> last_read;  // buffer -> last kernel reading it
-  for (size_t i = 0; i < kernels.size(); ++i)
-    for (size_t j = 1; j < kernels[i].buffers.size(); ++j) last_read[kernels[i].buffers[j].get()] = i;
-  std::vector<std::pair<size_t, std::shared_ptr<Buffer>>> free_after;  // (kernel, memory)
-  std::vector<std::shared_ptr<Buffer>> pool;
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    for (auto it = free_after.begin(); it != free_after.end();) {
-      if (it->first < i) pool.push_back(it->second), it = free_after.erase(it);
-      else ++it;
-    }
-    Kernel& k = kernels[i];
-    if (k.in_place || root_set.count(k.computes.get()) || reachable_outside(k.computes)) continue;
-    const UOp& out = k.buffers[0];
-    const auto reads = last_read.find(out.get());
-    if (reads == last_read.end()) continue;
-    const size_t bytes = static_cast<size_t>(out.arg().as_int()) * static_cast<size_t>(out.dtype().itemsize());
-    auto fit = std::find_if(pool.begin(), pool.end(), [&](const std::shared_ptr<Buffer>& b) {
-      return b->nbytes() == bytes && b->device() == graph::device_of(out);
-    });
-    std::shared_ptr<Buffer> memory;
-    if (fit != pool.end()) {
-      memory = *fit;
-      pool.erase(fit);
-      TensorMeta& m = graph::meta(out);
-      std::lock_guard lock(m.mu);
-      m.buffer = memory;
-    } else {
-      memory = graph::buffer_of(out);
-    }
-    k.temporary = true;
-    free_after.emplace_back(reads->second, memory);
-  }
-}
-
-}  // namespace schedule
-}  // namespace tinyt::inline v0
-// ---- end tinyt/schedule/schedule.hpp ----
-// ---- tinyt/codegen/linearize.hpp ----
-// Linearizing a kernel: its AST (a DAG over RANGEs) becomes a flat list of UOps in program
-// order, with loops opened (RANGE) and closed (END), and each REDUCE turned into an accumulator
-// (DEFINE_REG) that is initialized before its loops, updated inside, and read after them. The
-// kernel's float16/bfloat16 arithmetic is lowered to float32 first (narrow_floats.hpp), so a
-// program holds narrow floats only in memory, constants and casts.
-
-#include <unordered_set>
-
-// ---- tinyt/codegen/narrow_floats.hpp ----
-// float16 and bfloat16 arithmetic, defined once for every renderer and every host: an op on
-// half values is computed in float32 and rounded to the narrow type where the graph says the
-// value is narrow, as PyTorch's CPU kernels compute it. These rules rewrite a kernel so that
-// narrow floats appear only in memory (loads, stores), in constants and in casts; every
-// arithmetic op, comparison and reduction is float32.
-//
-// Why here and not in the renderers: a renderer that leaves half arithmetic to its compiler
-// gets whatever the host does with it. GCC on a CPU with AVX512-FP16 computes _Float16 natively
-// and, with contraction allowed, fuses a rounded product and a sum into one half FMA (one
-// rounding, not two), so the C path and the LLVM path disagreed by an ulp on such hosts.
-//
-// A narrow REDUCE becomes a float32 REDUCE rounded once at the end: the graph names only its
-// result, so the running value has no narrow type to be rounded to (PyTorch's CPU reductions of
-// half values accumulate in float as well).
-
-
-namespace tinyt::inline v0 {
-namespace codegen {
-
-namespace detail {
-inline bool is_narrow_float(DType dt) {
-  const DType s = dt.scalar();
-  return s == dtypes::float16 || s == dtypes::bfloat16;
-}
-/// float32 with the lanes of `dt`.
-inline DType widened(DType dt) {
-  return dt.count() > 1 ? dtypes::float32.vec(dt.count()) : dtypes::float32;
-}
-
-/// `u` computed in float32 from its narrow sources widened, rounded back when its result is narrow;
-/// null when neither its result nor a source is a narrow float.
-inline UOp in_float32(const UOp& u) {
-  bool narrow = is_narrow_float(u.dtype());
-  std::vector<UOp> src;
-  for (const UOp& s : u.src()) {
-    narrow |= is_narrow_float(s.dtype());
-    src.push_back(is_narrow_float(s.dtype()) ? s.cast(widened(s.dtype())) : s);
-  }
-  if (!narrow) return {};
-  const DType dt = is_narrow_float(u.dtype()) ? widened(u.dtype()) : u.dtype();
-  return UOp(u.op(), dt, std::move(src), u.arg()).cast(u.dtype());
-}
-}  // namespace detail
-
-/// Rules that leave no float16 or bfloat16 arithmetic in a kernel (see the top of this file).
-inline const PatternMatcher& narrow_float_rules() {
-  static const PatternMatcher pm{{
-      // an op of narrow values -> the op in float32, rounded back
-      {UPat(GroupOp::ALU).named("u"), [](auto& m) { return detail::in_float32(m["u"]); }},
-      // a narrow reduction -> a float32 reduction of the widened values, rounded once
-      {UPat(Ops::REDUCE).named("u"),
-       [](auto& m) {
-         const UOp& u = m["u"];
-         if (!detail::is_narrow_float(u.dtype())) return UOp{};
-         std::vector<UOp> src(u.src().begin(), u.src().end());
-         src[0] = src[0].cast(detail::widened(src[0].dtype()));
-         return UOp(Ops::REDUCE, detail::widened(u.dtype()), std::move(src), u.arg())
-             .cast(u.dtype());
-       }},
-      // a narrow constant widened -> the float32 constant (every narrow value is a float32 one)
-      {UPat(Ops::CAST, {UPat::cvar("c")}).named("u"),
-       [](auto& m) {
-         const UOp &u = m["u"], &c = m["c"];
-         if (!detail::is_narrow_float(c.dtype()) || u.dtype() != detail::widened(c.dtype()))
-           return UOp{};
-         return UOp::const_(u.dtype(), c.const_float());
-       }},
-  }};
-  return pm;
-}
-
-/// The kernel with its narrow float arithmetic computed in float32.
-inline UOp lower_narrow_floats(const UOp& ast) { return graph_rewrite(ast, narrow_float_rules()); }
-
-}  // namespace codegen
-}  // namespace tinyt::inline v0
-// ---- end tinyt/codegen/narrow_floats.hpp ----
 // ---- tinyt/codegen/opt/opt.hpp ----
 // Kernel optimizations as in tinygrad: each Opt splits one range of a kernel's AST, and what the
 // new range becomes (a thread, a cache tile, registers) decides how the kernel runs. Opts name
@@ -12789,6 +12020,977 @@ inline UOp apply_opts(UOp ast, const std::vector<Opt>& opts) {
 }  // namespace tinyt::inline v0
 // ---- end tinyt/codegen/opt/opt.hpp ----
 
+namespace tinyt::inline v0::schedule {
+
+namespace detail {
+/// The parts of a conjunction.
+inline void conjuncts(const UOp& gate, std::vector<UOp>& out) {
+  if (gate.op() == Ops::AND && gate.dtype().is_bool()) {
+    for (const UOp& s : gate.src()) conjuncts(s, out);
+  } else {
+    out.push_back(gate);
+  }
+}
+
+/// `part` as a bound of r: r >= at (lower) or r < at, when it compares r (coefficient 1 or -1)
+/// with an expression free of r.
+struct RangeBound {
+  bool lower;
+  UOp at;
+};
+inline std::optional<RangeBound> bound_of(const UOp& part, const UOp& r) {
+  // a < b, or (a < b) != true: a - b < 0, or a - b >= 0
+  const bool negated = part.op() == Ops::CMPNE && part.src(1).is_const() && part.src(1).dtype().is_bool() && part.src(1).const_int() == 1;
+  const UOp& cmp = negated ? part.src(0) : part;
+  if (cmp.op() != Ops::CMPLT || !(cmp.src(0).dtype().is_int() || cmp.src(0).dtype().is_index())) return std::nullopt;
+  Linear form = linear_form(cmp.src(0) - cmp.src(1));
+  i128 coef = 0;
+  for (auto it = form.terms.begin(); it != form.terms.end(); ++it)
+    if (it->atom == r) {
+      coef = it->coef;
+      form.terms.erase(it);
+      break;
+    }
+  const UOp rest = form.build();
+  if ((coef != 1 && coef != -1) || depends_on(rest, r)) return std::nullopt;
+  auto canonical = [](const UOp& u) { return linear_form(u).build(); };
+  if (coef == 1)  // r + rest < 0: r < -rest; r + rest >= 0: r >= -rest
+    return RangeBound{negated, canonical(rest.const_like(0) - rest)};
+  // -r + rest < 0: r >= rest + 1; -r + rest >= 0: r < rest + 1
+  return RangeBound{!negated, canonical(rest + rest.const_like(1))};
+}
+
+/// 1: the store of where(c, x, old) as a store of x gated by c, when old is the element stored to.
+inline UOp gate_unchanged(const UOp& store) {
+  const UOp& at = store.src(0);
+  const UOp& value = store.src(1);
+  if (at.src().size() != 2 || value.op() != Ops::WHERE) return store;
+  auto is_old = [&](const UOp& u) { return u.op() == Ops::LOAD && u.src(0).src().size() == 2 && u.src(0).src(0) == at.src(0) && u.src(0).src(1) == at.src(1); };
+  UOp gate, x;
+  if (is_old(value.src(2))) gate = value.src(0), x = value.src(1);
+  else if (is_old(value.src(1))) gate = value.src(0).logical_not(), x = value.src(2);
+  else return store;
+  return UOp(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, at.dtype(), {at.src(0), at.src(1), gate}), x});
+}
+
+/// 2: the store with each loop narrowed to the stretch its gate holds on, where that stretch has
+/// a constant length and always lies within the loop. The gate's two bounds, true there, are
+/// dropped from it.
+inline UOp narrow_to_gate(UOp store) {
+  for (const UOp& r : codegen::all_ranges(store)) {
+    if (codegen::range_kind(r) != RangeKind::loop || codegen::is_symbolic(r) || store.src(0).src().size() != 3) continue;
+    std::vector<UOp> parts;
+    conjuncts(store.src(0).src(2), parts);
+    std::vector<std::pair<size_t, UOp>> lows, highs;  // (part, bound)
+    for (size_t i = 0; i < parts.size(); ++i)
+      if (const auto b = bound_of(parts[i], r)) (b->lower ? lows : highs).emplace_back(i, b->at);
+    const int64_t n = codegen::range_size(r);
+    auto narrow = [&]() -> UOp {
+      for (const auto& [lo_part, lo] : lows)
+        for (const auto& [hi_part, hi] : highs) {
+          const Linear length = linear_form(hi - lo);
+          if (!length.terms.empty() || length.constant <= 0 || length.constant >= n) continue;
+          const auto k = static_cast<int64_t>(length.constant);
+          if (vmin(lo) < 0 || vmax(lo) + k > n) continue;  // the stretch may leave the loop: the gate keeps it
+          UOp gate;
+          for (size_t i = 0; i < parts.size(); ++i)
+            if (i != lo_part && i != hi_part) gate = gate ? (gate & parts[i]) : parts[i];
+          const UOp& at = store.src(0);
+          const UOp index = gate ? UOp(Ops::INDEX, at.dtype(), {at.src(0), at.src(1), gate}) : UOp(Ops::INDEX, at.dtype(), {at.src(0), at.src(1)});
+          const UOp turn = k == 1 ? lo : lo + range(k, r.arg()[0].as_int(), RangeKind::loop);
+          return substitute(UOp(Ops::STORE, dtypes::void_, {index, store.src(1)}), {{r.get(), turn}});
+        }
+      return store;
+    };
+    store = narrow();
+    if (store.src(0).src().size() != 3) break;  // no gate left
+  }
+  return store;
+}
+}  // namespace detail
+
+/// An in-place kernel's AST made to touch only the elements its value changes (see above):
+/// a kernel of one store, whose value selects between a new value and the element it overwrites.
+inline UOp store_only_changes(const UOp& ast, const PatternMatcher& simplify) {
+  if (ast.src().size() != 1) return ast;
+  const UOp gated = detail::gate_unchanged(ast.src(0));
+  if (gated == ast.src(0)) return ast;
+  return graph_rewrite(ast.replace({detail::narrow_to_gate(gated)}), simplify);
+}
+
+}  // namespace tinyt::inline v0::schedule
+// ---- end tinyt/schedule/assign_region.hpp ----
+// ---- tinyt/schedule/merge_loops.hpp ----
+// Merging adjacent output loops: two loops whose index math only ever combines them as
+// outer*B + inner (a contiguous store, an elementwise read of the same layout, a 1x1
+// convolution's image rows and columns) become one loop of A*B iterations. Vector and cache
+// tiles then see one long axis instead of a short one (a 46x46 image is 2116 pixels, not rows
+// of 46), and the kernel does less loop bookkeeping.
+
+
+
+namespace tinyt::inline v0 {
+namespace schedule {
+
+namespace detail {
+inline size_t count_divmod(const UOp& ast) {
+  size_t n = 0;
+  for (const UOp& u : toposort(ast)) n += u.op() == Ops::IDIV || u.op() == Ops::MOD;
+  return n;
+}
+}  // namespace detail
+
+/// The kernel with adjacent output loops merged, innermost pairs first: loops `outer` (size A)
+/// and `inner` (size B) become one loop R of A*B, outer = R // B and inner = R % B, kept when
+/// after `rules` simplify the kernel has no more divisions and remainders than before (the
+/// index math folded them away). Loops of symbolic size stay as they are, and no merged loop runs
+/// past `max_merged` (2^24) iterations: a GPU launches an output loop along one dimension, whose
+/// work-groups WebGPU caps at 65535 (of at most 256 work-items).
+inline constexpr int64_t max_merged = int64_t{1} << 24;
+inline UOp merge_adjacent_loops(UOp ast, const PatternMatcher& rules) {
+  std::vector<UOp> loops;  // constant-size output loops, outermost first
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::RANGE && u.arg()[1].as_int() == static_cast<int64_t>(RangeKind::loop) && u.src(0).is_const())
+      loops.push_back(u);
+  std::sort(loops.begin(), loops.end(), [](const UOp& a, const UOp& b) { return a.arg()[0].as_int() < b.arg()[0].as_int(); });
+  size_t divmod = detail::count_divmod(ast);
+  for (size_t i = loops.size(); i-- > 1;) {
+    const UOp &outer = loops[i - 1], &inner = loops[i];
+    const UOp size = inner.src(0);
+    if (outer.src(0).const_int() * size.const_int() > max_merged) continue;
+    const UOp merged = range(outer.src(0).const_int() * size.const_int(), outer.arg()[0].as_int(), RangeKind::loop);
+    const UOp candidate = graph_rewrite(substitute(ast, {{outer.get(), merged.idiv(size)}, {inner.get(), merged % size}}), rules);
+    const size_t candidate_divmod = detail::count_divmod(candidate);
+    if (candidate_divmod > divmod) continue;
+    ast = candidate, divmod = candidate_divmod;
+    loops[i - 1] = merged;  // it may merge with the loop outside it next
+  }
+  return ast;
+}
+
+}  // namespace schedule
+}  // namespace tinyt::inline v0
+// ---- end tinyt/schedule/merge_loops.hpp ----
+// ---- tinyt/schedule/reduce_collapse.hpp ----
+// Reduce collapse: sums over a range that can be counted instead of looped. A sum of a value
+// that does not depend on the range is value * length; a sum of `where(bounds on r, x, 0)` is x
+// times the number of r inside the bounds; a sum of `where(r == e, x(r), 0)` is x(e) where e is
+// in range. This is what makes arange (a cumulative sum of ones) and one-hot gathers O(n).
+
+
+namespace tinyt::inline v0 {
+namespace schedule {
+
+namespace detail {
+
+// clause as `coef*r + rest (<, ==) 0`, with coef +-1; false if it is not of that form
+struct RangeClause {
+  Ops cmp;
+  bool negated;
+  i128 coef;
+  UOp rest;
+};
+inline std::optional<RangeClause> read_clause(UOp clause, const UOp& r) {
+  bool negated = false;
+  if (clause.op() == Ops::CMPNE && clause.src(1).is_const() && clause.src(1).dtype().is_bool() && clause.src(1).const_int() == 1)
+    clause = clause.src(0), negated = true;
+  if (clause.op() != Ops::CMPLT && clause.op() != Ops::CMPEQ) return std::nullopt;
+  // an integer comparison with the range cast to the integer's dtype (an index tensor compared
+  // with an arange) compares the same numbers as index values, when the cast cannot wrap
+  std::function<UOp(const UOp&)> as_index = [&](const UOp& v) -> UOp {
+    if (v.dtype().is_index()) return v;
+    if (!v.dtype().is_int() || v.dtype().is_bool() || v.dtype().count() != 1) return {};
+    if (!depends_on(v, r)) return v.cast(dtypes::index);
+    if (v.op() != Ops::CAST) return {};
+    const UOp& x = v.src(0);
+    if (x.dtype().is_index())  // index -> int: exact when every value fits
+      return vmin(x) >= dtypes::min_int(v.dtype()) && vmax(x) <= dtypes::max_int(v.dtype()) ? x : UOp{};
+    const bool widening = x.dtype().is_int() && !x.dtype().is_bool() && dtypes::min_int(x.dtype()) >= dtypes::min_int(v.dtype()) &&
+                          dtypes::max_int(x.dtype()) <= dtypes::max_int(v.dtype());
+    return widening ? as_index(x) : UOp{};
+  };
+  const UOp lhs = as_index(clause.src(0)), rhs = as_index(clause.src(1));
+  if (!lhs || !rhs) return std::nullopt;
+  Linear L = linear_form(lhs - rhs);
+  i128 coef = 0;
+  Linear rest = L;
+  rest.terms.clear();
+  for (const auto& t : L.terms) {
+    if (t.atom == r) coef = t.coef;
+    else if (depends_on(t.atom, r)) return std::nullopt;
+    else rest.terms.push_back(t);
+  }
+  if (coef != 1 && coef != -1) return std::nullopt;
+  return RangeClause{clause.op(), negated, coef, rest.build()};
+}
+
+// The reduce with range r removed, or empty when r cannot be counted away.
+inline UOp collapse_range(const UOp& value, const UOp& r) {
+  const UOp end = r.src(0);
+  if (!depends_on(value, r)) return value * end.cast(value.dtype());
+  // sums distribute: over a + b, and over c * x or where(c, x, 0) with c free of r
+  if (value.op() == Ops::ADD) {
+    UOp a = collapse_range(value.src(0), r), b = a ? collapse_range(value.src(1), r) : UOp{};
+    return a && b ? a + b : UOp{};
+  }
+  if (value.op() == Ops::MUL)
+    for (int i = 0; i < 2; ++i)
+      if (!depends_on(value.src(i), r))
+        if (UOp rest = collapse_range(value.src(1 - i), r)) return value.src(i) * rest;
+  // cast(where(c, x, 0)) is where(c, cast(x), 0): a gather of small ints summed in a wider int
+  if (value.op() == Ops::CAST && value.src(0).op() == Ops::WHERE) {
+    const UOp& w = value.src(0);
+    auto cast = [&](const UOp& x) { return x.is_const() ? UOp::const_(value.dtype(), x.const_float()) : x.cast(value.dtype()); };
+    return collapse_range(w.src(0).where(cast(w.src(1)), cast(w.src(2))), r);
+  }
+  if (value.op() != Ops::WHERE) return {};
+  if (!depends_on(value.src(0), r) && value.src(2).is_const() && value.src(2).const_float() == 0)
+    if (UOp inner = collapse_range(value.src(1), r)) return value.src(0).where(inner, value.src(2));
+  const bool then_zero = value.src(1).is_const() && value.src(1).const_float() == 0;
+  const bool else_zero = value.src(2).is_const() && value.src(2).const_float() == 0;
+  if (!then_zero && !else_zero) return {};
+  const UOp x = else_zero ? value.src(1) : value.src(2);
+  std::vector<UOp> clauses = tinyt::detail::and_clauses(value.src(0));
+  if (then_zero) {  // where(c, 0, x) is where(!c, x, 0): only a single clause negates simply
+    if (clauses.size() != 1) return {};
+    clauses[0] = clauses[0].logical_not();
+  }
+  UOp keep = UOp::const_(dtypes::bool_, true), lo = schedule::index_const(0), hi = end - 1;
+  std::optional<UOp> equal_to;
+  for (const UOp& c : clauses) {
+    if (!depends_on(c, r)) { keep = keep & c; continue; }
+    auto rc = read_clause(c, r);
+    if (!rc) return {};
+    // coef*r + rest (<, ==) 0 bounds r by b = -rest (coef 1) or rest (coef -1):
+    //   r + rest < 0: r <= b-1     -r + rest < 0: r >= b+1
+    //   !(r + rest < 0): r >= b    !(-r + rest < 0): r <= b       ==: r == b
+    const UOp b = rc->coef == 1 ? -rc->rest : rc->rest;
+    if (rc->cmp == Ops::CMPEQ) {
+      if (rc->negated || equal_to) return {};
+      equal_to = b;
+    } else if (rc->coef == 1 && !rc->negated) {
+      hi = hi.minimum(b - 1);
+    } else if (rc->coef == -1 && rc->negated) {
+      hi = hi.minimum(b);
+    } else if (rc->coef == -1) {
+      lo = lo.maximum(b + 1);
+    } else {
+      lo = lo.maximum(b);
+    }
+  }
+  if (equal_to) {
+    const UOp e = *equal_to;
+    const UOp inside = keep & e.lt(lo).logical_not() & e.lt(hi + 1);
+    // x read at e: every load whose address moves with r is gated by `inside` too, so an index
+    // outside the range (or an empty table) reads nothing, not memory past the buffer
+    std::unordered_map<const UOpNode*, UOp> at_e{{r.get(), e}};
+    for (const UOp& u : toposort(x)) {
+      if (u.op() != Ops::INDEX || !depends_on(u, r)) continue;
+      UOp gate = u.src().size() > 2 ? substitute(u.src(2), {{r.get(), e}}) & inside : inside;
+      at_e[u.get()] = UOp(Ops::INDEX, u.dtype(), {u.src(0), substitute(u.src(1), {{r.get(), e}}), gate}, u.arg());
+    }
+    return inside.where(substitute(x, at_e), UOp::const_(x.dtype(), 0));
+  }
+  if (depends_on(x, r)) return {};
+  const UOp count = (hi - lo + 1).maximum(0);
+  return keep.where(x * count.cast(x.dtype()), UOp::const_(x.dtype(), 0));
+}
+}  // namespace detail
+
+/// Rules that remove countable ranges from ADD reductions.
+inline const PatternMatcher& reduce_collapse() {
+  static const PatternMatcher pm{{
+      {UPat(Ops::REDUCE).named("red"),
+       [](auto& m) {
+         const UOp& red = m["red"];
+         if (red.arg().template get<Ops>() != Ops::ADD) return UOp{};
+         // a sum over an empty range is 0: its value must not be read (a load there is out of
+         // bounds, and 0 * NaN is not 0)
+         for (size_t i = 1; i < red.src().size(); ++i)
+           if (red.src(i).src(0).is_const() && red.src(i).src(0).const_int() == 0) return UOp::const_(red.dtype(), 0);
+         UOp value = red.src(0);
+         std::vector<UOp> left;
+         for (size_t i = 1; i < red.src().size(); ++i) {
+           if (UOp c = detail::collapse_range(value, red.src(i))) value = simplify(c);
+           else left.push_back(red.src(i));
+         }
+         if (left.size() + 1 == red.src().size()) return UOp{};
+         if (left.empty()) return value;
+         left.insert(left.begin(), value);
+         return UOp(Ops::REDUCE, red.dtype(), std::move(left), red.arg());
+       }},
+  }};
+  return pm;
+}
+
+}  // namespace schedule
+}  // namespace tinyt::inline v0
+// ---- end tinyt/schedule/reduce_collapse.hpp ----
+
+namespace tinyt::inline v0 {
+namespace schedule {
+
+/// One kernel to run: its AST and the buffers bound to its DEFINE_GLOBALs (output first). A copy
+/// between devices is a Kernel whose AST is a COPY (buffers: destination, source): the engine
+/// runs it with the devices' allocators; an allreduce across processes one whose AST is an
+/// ALLREDUCE arg=(op, shape) (buffers: destination, source).
+struct Kernel {
+  UOp ast;
+  std::vector<UOp> buffers;  // BUFFER nodes
+  UOp computes;              // the tensor-level node whose value the kernel writes
+  UOp view;                  // where that value lives afterwards (a view of buffers[0])
+  bool in_place = false;     // writes existing memory (an assign)
+  bool temporary = false;    // its memory is reused after its last reader: the value is not kept
+  VarVals var_vals;          // the values of the symbolic variables its AST takes
+};
+
+namespace detail {
+using tinyt::detail::cat;
+/// Where memory holds a node's value (a view), or empty: graph::realized, unless the scheduler
+/// must recompute it because that memory is overwritten in this schedule.
+using Known = std::function<UOp(const UOp&)>;
+
+// A node that needs no kernel: memory already holds it in its own shape.
+inline bool is_materialized(const UOp& u, const Known& known = graph::realized) {
+  if (u.op() == Ops::BUFFER || known(u)) return true;
+  if (u.op() == Ops::MULTI)  // a tensor on several devices whose parts are all in memory
+    return std::all_of(u.src().begin(), u.src().end(), [&](const UOp& part) { return is_materialized(part, known); });
+  return u.op() == Ops::RESHAPE && u.src(0).op() == Ops::BUFFER;
+}
+
+// The nodes below the roots that the kernels compute (stopping at what memory already holds).
+inline std::vector<UOp> pending_graph(const std::vector<UOp>& roots, const Known& known = graph::realized) {
+  std::vector<UOp> order;
+  std::unordered_set<const UOpNode*> seen;
+  std::vector<std::pair<const UOp*, bool>> stack;
+  for (const UOp& r : roots) stack.push_back({&r, false});
+  while (!stack.empty()) {
+    auto [u, expanded] = stack.back();
+    stack.pop_back();
+    if (expanded) { order.push_back(*u); continue; }
+    if (!seen.insert(u->get()).second) continue;
+    stack.push_back({u, true});
+    if (known(*u) || u->op() == Ops::BUFFER) continue;
+    for (const UOp& s : (*u)->src) stack.push_back({&s, false});
+  }
+  return order;
+}
+
+// For an EXPAND on a path from a reduction, the first broadcast axis of the path after it when
+// every axis it broadcasts comes after every axis of size > 1 it keeps (a row maximum broadcast
+// along its row), and nothing when not. `from` is the path's first broadcast axis before it (-1: none).
+// The kernel's loops then run the kept axes outside the broadcast ones, and the linearizer
+// computes the reduction once per outer iteration, between them.
+inline std::optional<int64_t> trailing_broadcast(const UOp& expand, int64_t from) {
+  const Shape &in = graph::shape_of(expand.src(0)), &out = graph::shape_of(expand);
+  int64_t first_broadcast = static_cast<int64_t>(out.size()), last_kept = -1;
+  for (size_t a = 0; a < out.size(); ++a) {
+    if (in[a] == 1 && !(out[a] == 1)) first_broadcast = std::min(first_broadcast, static_cast<int64_t>(a));
+    else if (!(out[a] == 1) && (from < 0 || static_cast<int64_t>(a) < from)) last_kept = static_cast<int64_t>(a);
+  }
+  if (last_kept > first_broadcast) return std::nullopt;
+  return from < 0 ? first_broadcast : std::min(from, first_broadcast);
+}
+
+// Whether `u`'s kernel runs on a GPU (its device's target says so): each output element is a
+// work-item there, so a reduction broadcast back along trailing axes, which a CPU's loop nest
+// computes once per row, would be computed again by every work-item of the row. A device that
+// cannot be opened here is not one (its kernels never run).
+inline bool on_gpu(const UOp& u) {
+  try {
+    return backend::device(Device::split(graph::device_of(u))[0]).target().gpu;
+  } catch (const DeviceError&) {
+    return false;
+  }
+}
+
+// Whether an EXPAND makes more elements than its source has (a broadcast, not a reshape's 1s).
+inline bool enlarges(const UOp& expand) {
+  const Shape to = graph::shape_of(expand), from = graph::shape_of(expand.src(0));
+  return to.is_concrete() && from.is_concrete() && to.numel().as_int() > from.numel().as_int();
+}
+
+// Ops whose kernel loops over their output as their source's does (elementwise).
+inline bool keeps_loop_order(Ops op) {
+  return GroupOp::ALU.contains(op) || op == Ops::CAST || op == Ops::BITCAST || op == Ops::CONTIGUOUS ||
+         op == Ops::DETACH || op == Ops::CONTIGUOUS_BACKWARD;
+}
+
+// The buffers a kernel of `u`'s device may bind, its output included (0: no limit; a device that
+// cannot be opened here has none: its kernels never run).
+inline int64_t max_buffers(const UOp& u) {
+  try {
+    return backend::device(Device::split(graph::device_of(u))[0]).target().max_buffers;
+  } catch (const Error&) {
+    return 0;
+  }
+}
+
+// On a device that binds few buffers per kernel (WebGPU: 8 storage buffers), no kernel reads more
+// than its limit less its output. Going up the graph, a node that would read too many has its
+// sources that read the most realized first, until the rest fits (tinygrad's pm_limit_bufs): each
+// of them read fewer, so their kernels fit. A graph with no BUFFER on such a device skips it all.
+inline void limit_buffers(const std::vector<UOp>& order, const Known& known, std::unordered_set<const UOpNode*>& points) {
+  std::unordered_map<std::string, size_t> limited;  // device -> its limit
+  std::unordered_set<std::string> seen;             // (each device looked up once)
+  for (const UOp& u : order)
+    if (u.op() == Ops::BUFFER && seen.insert(graph::device_of(u)).second)
+      if (const int64_t n = max_buffers(u); n > 0) limited[graph::device_of(u)] = static_cast<size_t>(n);
+  if (limited.empty()) return;
+  const auto memory = [&](const UOp& s) { return known(s) || s.op() == Ops::BUFFER || points.count(s.get()); };
+  std::unordered_map<const UOpNode*, std::vector<const UOpNode*>> reads;  // the memory a node's kernel would read
+  for (const UOp& u : order) {
+    if (known(u) || u.op() == Ops::BUFFER) continue;
+    const auto gather = [&] {
+      std::vector<const UOpNode*> r;
+      for (const UOp& s : u.src()) {
+        if (memory(s)) r.push_back(s.get());
+        else if (auto it = reads.find(s.get()); it != reads.end()) r.insert(r.end(), it->second.begin(), it->second.end());
+      }
+      std::sort(r.begin(), r.end());
+      r.erase(std::unique(r.begin(), r.end()), r.end());
+      return r;
+    };
+    std::vector<const UOpNode*> r = gather();
+    const auto limit = limited.find(graph::device_of(u));
+    if (limit != limited.end() && r.size() + 1 > limit->second && u.op() != Ops::COPY && u.op() != Ops::ALLREDUCE) {
+      std::vector<UOp> sources;
+      for (const UOp& s : u.src())
+        if (!memory(s) && reads[s.get()].size() >= 2) sources.push_back(s);
+      std::stable_sort(sources.begin(), sources.end(), [&](const UOp& a, const UOp& b) { return reads[a.get()].size() > reads[b.get()].size(); });
+      for (const UOp& s : sources) {
+        if (r.size() + 1 <= limit->second) break;
+        points.insert(s.get());
+        r = gather();
+      }
+    }
+    reads[u.get()] = std::move(r);
+  }
+}
+
+// Realization points: roots, explicit ones, copies, and reductions whose result would be
+// recomputed (broadcast back other than along trailing axes, or read by several consumers).
+inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const std::vector<UOp>& order,
+                                           const Known& known) {
+  std::unordered_map<const UOpNode*, std::vector<const UOpNode*>> consumers;
+  for (const UOp& u : order)
+    if (!known(u) && u.op() != Ops::BUFFER)
+      for (const UOp& s : u.src()) consumers[s.get()].push_back(u.get());
+  std::unordered_set<const UOpNode*> points;
+  for (const UOp& r : roots)
+    if (!is_materialized(r, known)) points.insert(r.get());
+  for (const UOp& u : order) {
+    if (known(u) || u.op() == Ops::BUFFER) continue;
+    const bool moves_memory = u.op() == Ops::COPY || u.op() == Ops::ALLREDUCE;  // whole buffers, not kernels
+    if (u.op() == Ops::CONTIGUOUS || moves_memory || u.op() == Ops::ASSIGN) points.insert(u.get());
+    if (moves_memory && !is_materialized(u.src(0), known)) points.insert(u.src(0).get());
+  }
+  // A reduction is realized when it has several consumers, when a path from it pads it before
+  // it is stored (padded_then_stored), or when a path from it to the next realization point
+  // broadcasts it in a way the consuming kernel would recompute it for: an EXPAND that is not trailing (on a GPU: any EXPAND, see on_gpu), or a movement op or a
+  // reduction over kept axes after one.
+  // It stays in the kernel when it reads no memory (an arange, cheap and usually counted away).
+  auto reads_memory = [&](const UOp& r) {
+    for (const UOp& x : toposort(r))
+      if (x.op() == Ops::BUFFER || known(x)) return true;
+    return false;
+  };
+  std::unordered_map<const UOpNode*, const UOp*> node;
+  for (const UOp& u : order) node[u.get()] = &u;
+  bool gpu = false;  // whether the reduction judged now runs on a GPU
+  auto recomputed_downstream = [&](const std::unordered_set<const UOpNode*>& first) {
+    // (node, first broadcast axis on the path so far; -1 before any EXPAND)
+    std::vector<std::pair<const UOpNode*, int64_t>> stack;
+    for (const UOpNode* c : first) stack.emplace_back(c, -1);
+    std::set<std::pair<const UOpNode*, int64_t>> seen;
+    while (!stack.empty()) {
+      auto [c, from] = stack.back();
+      stack.pop_back();
+      if (!seen.insert({c, from}).second) continue;
+      if (c->op == Ops::EXPAND) {
+        const std::optional<int64_t> next = trailing_broadcast(*node.at(c), from);
+        if (!next || gpu) return true;
+        from = *next;
+      } else if (c->op == Ops::REDUCE_AXIS) {
+        // reduced again: a reduction over kept axes after a broadcast recomputes; one of broadcast
+        // axes only, or with nothing broadcast between (a conv's input gradient sums its windows'
+        // products), reads each value once, inside its own loop, and is judged on its own
+        if (from >= 0)
+          for (int64_t a : node.at(c)->arg()[1].ints())
+            if (a < from) return true;
+        continue;
+      } else if (from >= 0 && !keeps_loop_order(c->op)) {
+        return true;
+      }
+      if (points.count(c)) continue;
+      for (const UOpNode* cc : consumers[c]) stack.emplace_back(cc, from);
+    }
+    return false;
+  };
+  // Whether a path from the reduction pads it and stores it with no reduction between: that
+  // kernel would loop over the padded shape and compute the reduction under the pad's gate, where
+  // no opt applies (a conv computed into the next conv's padded input ran at 0.2 GFLOPS). Stored
+  // first, the pad is a copy. A pad that another reduction reads (a conv's input gradient summing
+  // its windows) stays in that reduction's kernel.
+  auto padded_then_stored = [&](const std::unordered_set<const UOpNode*>& first) {
+    std::vector<std::pair<const UOpNode*, bool>> stack;  // (node, padded on the way)
+    for (const UOpNode* c : first) stack.emplace_back(c, false);
+    std::set<std::pair<const UOpNode*, bool>> seen;
+    while (!stack.empty()) {
+      auto [c, padded] = stack.back();
+      stack.pop_back();
+      if (!seen.insert({c, padded}).second || c->op == Ops::REDUCE_AXIS) continue;
+      padded = padded || c->op == Ops::PAD;
+      if (points.count(c)) {
+        if (padded) return true;
+        continue;
+      }
+      for (const UOpNode* cc : consumers[c]) stack.emplace_back(cc, padded);
+    }
+    return false;
+  };
+  // How many reductions read a value directly, through elementwise and movement ops but no
+  // broadcast: a LayerNorm after a matmul sums the matmul's result twice (its mean and its
+  // variance), and each of those kernels would compute the whole matmul again.
+  auto reductions_reading = [&](const UOpNode* value) {
+    std::unordered_set<const UOpNode*> reductions, seen;
+    std::vector<const UOpNode*> stack(consumers[value].begin(), consumers[value].end());
+    while (!stack.empty()) {
+      const UOpNode* c = stack.back();
+      stack.pop_back();
+      if (!seen.insert(c).second || points.count(c) || c->op == Ops::EXPAND) continue;
+      if (c->op == Ops::REDUCE_AXIS) {
+        reductions.insert(c);
+        continue;
+      }
+      if (keeps_loop_order(c->op) || GroupOp::Movement.contains(c->op)) stack.insert(stack.end(), consumers[c].begin(), consumers[c].end());
+    }
+    return reductions.size();
+  };
+  // Whether a reduction is a big contraction: it sums products with a broadcast operand (a matmul,
+  // a conv), whose kernel tiles its output axes, over a million of them or more. Reduced again in
+  // the same kernel, its output axes would be that reduction's loops, which no tile spans
+  // (PaddleOCR's classifier: a 1x1 conv whose output is max-pooled then averaged, at 0.2 GFLOPS:
+  // 1.5 ms of its 4.7). A small one costs less than a second kernel's launch.
+  auto contraction = [&](const UOp& r) {
+    const Shape products = graph::shape_of(r.src(0));
+    if (!products.is_concrete() || products.numel().as_int() < (int64_t{1} << 20)) return false;
+    std::vector<const UOp*> stack{&r.src(0)};
+    std::unordered_set<const UOpNode*> seen;
+    while (!stack.empty()) {
+      const UOp* x = stack.back();
+      stack.pop_back();
+      if (!seen.insert(x->get()).second || known(*x) || x->op() == Ops::BUFFER || x->op() == Ops::REDUCE_AXIS || points.count(x->get()))
+        continue;
+      if (x->op() == Ops::EXPAND && enlarges(*x) && reads_memory(x->src(0))) return true;
+      for (const UOp& s : x->src()) stack.push_back(&s);
+    }
+    return false;
+  };
+  for (const UOp& u : order) {
+    if (u.op() != Ops::REDUCE_AXIS || points.count(u.get()) || !reads_memory(u)) continue;
+    gpu = on_gpu(u);
+    const std::unordered_set<const UOpNode*> distinct(consumers[u.get()].begin(), consumers[u.get()].end());
+    const size_t reduced_by = reductions_reading(u.get());
+    if (distinct.size() > 1 || recomputed_downstream(distinct) || padded_then_stored(distinct) || reduced_by > 1 ||
+        (reduced_by == 1 && u.arg()[0].get<Ops>() == Ops::ADD && contraction(u)))
+      points.insert(u.get());
+  }
+  // An elementwise value broadcast into a reduction (the gradient flowing into a conv's backward,
+  // the input of a conv) would be recomputed once per element of the broadcast: it is realized
+  // first, as tinygrad's "realize before expand" does, unless it is cheap to recompute (one
+  // input, a few ops: a mean's scaling, a negated max). Values computed from a reduction that
+  // stays in its kernel are left alone (the linearizer computes those once per row).
+  auto worth_realizing = [&](const UOp& x) {
+    std::vector<const UOp*> stack{&x};
+    std::unordered_set<const UOpNode*> seen;
+    int inputs = 0, ops = 0;
+    while (!stack.empty()) {
+      const UOp* u = stack.back();
+      stack.pop_back();
+      if (!seen.insert(u->get()).second) continue;
+      if (known(*u) || u->op() == Ops::BUFFER || (u != &x && points.count(u->get()))) { ++inputs; continue; }
+      if (u->op() == Ops::REDUCE_AXIS) return false;
+      ops += GroupOp::ALU.contains(u->op());
+      for (const UOp& s : u->src()) stack.push_back(&s);
+    }
+    return inputs >= 2 || ops >= 4;
+  };
+  auto broadcast_into_reduce = [&](const UOp& x) {
+    std::vector<std::pair<const UOpNode*, bool>> stack;  // (consumer, after an enlarging EXPAND)
+    for (const UOpNode* c : consumers[x.get()]) stack.emplace_back(c, false);
+    std::set<std::pair<const UOpNode*, bool>> seen;
+    while (!stack.empty()) {
+      auto [c, expanded] = stack.back();
+      stack.pop_back();
+      if (!seen.insert({c, expanded}).second) continue;
+      if (c->op == Ops::REDUCE_AXIS) {
+        if (expanded) return true;
+        continue;
+      }
+      if (c->op == Ops::EXPAND) {
+        expanded |= enlarges(*node.at(c));
+      } else if (!GroupOp::Movement.contains(c->op) && (!expanded || !keeps_loop_order(c->op))) {
+        continue;  // before the broadcast only movement ops lead on; an elementwise op is its own candidate
+      }
+      if (points.count(c)) continue;
+      for (const UOpNode* cc : consumers[c]) stack.emplace_back(cc, expanded);
+    }
+    return false;
+  };
+  for (const UOp& u : order) {
+    if (known(u) || points.count(u.get()) || !keeps_loop_order(u.op()) || u.op() == Ops::CONTIGUOUS) continue;
+    if (!graph::shape_of(u).is_concrete() || !reads_memory(u) || !worth_realizing(u)) continue;
+    if (broadcast_into_reduce(u)) points.insert(u.get());
+  }
+  limit_buffers(order, known, points);
+  std::vector<UOp> out;
+  for (const UOp& u : order)
+    if (points.count(u.get())) out.push_back(u);
+  return out;
+}
+
+inline std::string kernel_name(const UOp& ast) {
+  std::vector<std::pair<int64_t, std::string>> axes;  // (axis, size)
+  bool reduces = false;
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::RANGE) {
+      // a symbolic size is named by its variables ("r_start_pos1_8"): names are identifiers
+      std::string size = u.src(0).is_const() ? std::to_string(static_cast<int64_t>(u.src(0).const_int())) : expr_string(u.src(0));
+      std::erase_if(size, [](char c) { return !std::isalnum(static_cast<unsigned char>(c)) && c != '_'; });
+      axes.emplace_back(u.arg()[0].as_int(), size);
+      reduces |= u.arg()[1].as_int() == static_cast<int64_t>(RangeKind::reduce);
+    }
+  std::sort(axes.begin(), axes.end());
+  std::string name = reduces ? "r" : "E";
+  for (const auto& [axis, size] : axes) name += "_" + size;
+  return name;
+}
+
+// Orders kernels so that each runs after the kernels whose output it reads, and before any
+// kernel that overwrites (assigns into) memory it reads. Ties keep the original order. A cycle
+// (a kernel that reads memory both before and after an assign overwrites it, or two assigns
+// that each read what the other overwrites) is broken by copying that memory aside first
+// (`copy_aside(buffer)` is the kernel that does it): the readers that must run after the
+// overwrite read the copy.
+template <class CopyAside>
+std::vector<Kernel> order_kernels(std::vector<Kernel> kernels, CopyAside copy_aside) {
+  auto reads = [&](size_t k, const UOpNode* b) {
+    for (size_t i = 1; i < kernels[k].buffers.size(); ++i)
+      if (kernels[k].buffers[i].get() == b) return true;
+    return false;
+  };
+  for (;;) {
+    const size_t n = kernels.size();
+    std::vector<std::vector<size_t>> after(n);  // after[j]: kernels that must run after j
+    std::vector<size_t> pending(n, 0);
+    for (size_t j = 0; j < n; ++j)
+      for (size_t k = 0; k < n; ++k) {
+        if (j == k) continue;
+        // raw: k reads what j computes (readers name an in-place result by its new alias, the
+        // view, others by the buffer; an assign into that result reads it too); war: j reads
+        // memory that k overwrites
+        const UOpNode* computed = graph::base_buffer(kernels[j].view).get();
+        const UOpNode* target = kernels[k].in_place ? kernels[k].buffers[0].get() : nullptr;
+        const bool raw = reads(k, computed) || (target && target == computed);
+        const bool war = target && reads(j, target);
+        if (raw || war) after[j].push_back(k), ++pending[k];
+      }
+    std::vector<size_t> order;
+    std::vector<bool> done(n, false);
+    while (order.size() < n) {
+      size_t pick = n;
+      for (size_t k = 0; k < n && pick == n; ++k)
+        if (!done[k] && pending[k] == 0) pick = k;
+      if (pick == n) break;
+      done[pick] = true;
+      for (size_t k : after[pick]) --pending[k];
+      order.push_back(pick);
+    }
+    if (order.size() == n) {
+      std::vector<Kernel> out;
+      for (size_t k : order) out.push_back(std::move(kernels[k]));
+      return out;
+    }
+    // a cycle: an assign whose target a kernel that must run after it reads
+    bool broken = false;
+    for (size_t k = 0; k < n && !broken; ++k) {
+      if (done[k] || !kernels[k].in_place) continue;
+      std::vector<bool> later(n, false);  // what must run after k
+      std::vector<size_t> stack{k};
+      while (!stack.empty()) {
+        const size_t j = stack.back();
+        stack.pop_back();
+        for (size_t x : after[j])
+          if (!later[x]) later[x] = true, stack.push_back(x);
+      }
+      const UOp target = kernels[k].buffers[0];
+      std::vector<size_t> readers;  // of the memory before k overwrites it, that must run after k
+      for (size_t j = 0; j < n; ++j)
+        if (j != k && later[j] && reads(j, target.get())) readers.push_back(j);
+      if (readers.empty()) continue;
+      Kernel copy = copy_aside(target);
+      for (size_t j : readers)
+        for (size_t i = 1; i < kernels[j].buffers.size(); ++i)
+          if (kernels[j].buffers[i] == target) kernels[j].buffers[i] = copy.buffers[0];
+      kernels.push_back(std::move(copy));
+      broken = true;
+    }
+    TINYT_ASSERT(broken, "the schedule has a cycle no copy breaks");
+  }
+}
+
+// True when every load of the output (buffer 0) in the kernel reads the element the kernel stores to.
+inline bool reads_only_own_element(const UOp& ast) {
+  const std::vector<UOp> nodes = toposort(ast);
+  UOp store_index;
+  for (const UOp& u : nodes)
+    if (u.op() == Ops::STORE && u.src(0).src(0).op() == Ops::DEFINE_GLOBAL && u.src(0).src(0).arg().as_int() == 0) store_index = u.src(0).src(1);
+  for (const UOp& u : nodes) {
+    if (u.op() != Ops::LOAD) continue;
+    const UOp& idx = u.src(0);
+    if (idx.src(0).op() == Ops::DEFINE_GLOBAL && idx.src(0).arg().as_int() == 0 && !(idx.src(1) == store_index && idx.src().size() == 2))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace detail
+
+/// Values with no elements need no kernel: each pending node whose shape has a dim of 0 is given
+/// an empty buffer of its own as its value, before scheduling (a kernel storing it would run its
+/// loops once and write past the buffer). A reduction of nothing is then its identity, and a
+/// read of an empty buffer is masked off (Lowerer). Tensors on several devices are done per part.
+inline void realize_empty(const std::vector<UOp>& roots) {
+  for (const UOp& u : detail::pending_graph(roots)) {
+    if (u.op() == Ops::BUFFER || u.op() == Ops::MULTI || graph::realized(u)) continue;
+    const Shape& shape = graph::shape_of(u);
+    if (std::none_of(shape.begin(), shape.end(), [](const sint& d) { return d == 0; })) continue;
+    graph::set_realized(u, graph::reshape(graph::new_buffer(graph::device_of(u), 0, u.dtype()), shape));
+  }
+}
+
+/// The rules a kernel's AST is simplified by once lowered.
+inline const PatternMatcher& kernel_ast_rules() {
+  static const PatternMatcher rules = symbolic() + reduce_collapse() + gated_load_rules();
+  return rules;
+}
+
+/// The kernels that compute `roots`, in an order that respects what each reads and writes.
+/// `memory_only`: trust no computed value, only BUFFERs (for graphs whose nodes are shared with
+/// other graphs that computed them, like the schedule cache's normalized ones).
+inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool memory_only = false) {
+  const detail::Known buffers_only = [](const UOp& u) { return u.op() == Ops::BUFFER ? u : UOp{}; };
+  // a value held in memory that an assign here overwrites is read before the overwrite (or
+  // from a copy made before it, when its reader must also run after it)
+  const detail::Known known = memory_only ? buffers_only : detail::Known(graph::realized);
+  const std::vector<UOp> order = detail::pending_graph(roots, known);
+  const std::vector<UOp> points = detail::realization_points(roots, order, known);
+  std::unordered_map<const UOpNode*, UOp> computed;  // realization point -> view of its buffer
+  auto input_view = [&](const UOp& u) -> UOp {
+    if (auto it = computed.find(u.get()); it != computed.end()) return it->second;
+    return known(u);
+  };
+  std::vector<Kernel> kernels;
+  // one kernel storing `value_node` (at the point's shape) into `out_buffer`
+  auto make_kernel = [&](const UOp& point, const UOp& value_node, const UOp& out_buffer, const UOp& view) {
+    Lowerer lw(input_view);
+    UOp out = lw.global(out_buffer);
+    const std::vector<UOp> shape = lw.sizes(graph::shape_of(point));
+    std::vector<UOp> out_idx;
+    for (const UOp& d : shape)
+      out_idx.push_back(d.is_const() && d.const_int() == 1 ? index_const(0) : lw.new_range(d, RangeKind::loop));
+    UOp value = lw.lower(value_node, out_idx, UOp::const_(dtypes::bool_, true));
+    UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, out.dtype(), {out, simplify(flatten(out_idx, shape))}), value});
+    UOp ast = merge_adjacent_loops(graph_rewrite(UOp(Ops::SINK, dtypes::void_, {store}), kernel_ast_rules()), kernel_ast_rules());
+    return Kernel{ast, lw.buffers(), point, view, false, false, lw.var_vals()};
+  };
+  for (const UOp& point : points) {
+    // a symbolic shape gets memory for its largest value: the kernel serves every binding
+    const Shape& shape = graph::shape_of(point);
+    const int64_t numel = shape.numel().vmax();
+    if (point.op() == Ops::ASSIGN) {
+      // a store into the target's memory; the tensor then names that memory anew
+      const UOp target = graph::base_buffer(input_view(point.src(0)) ? input_view(point.src(0)) : point.src(0));
+      TINYT_ASSERT(target, "assign: the target is not a contiguous buffer");
+      const UOp view = graph::reshape(graph::alias_buffer(target), shape);
+      Kernel kernel = make_kernel(point, point.src(1), target, view);
+      if (!detail::reads_only_own_element(kernel.ast)) {
+        // the value reads the target elsewhere than where it writes: compute it aside first
+        const UOp temp = graph::new_buffer(graph::device_of(point), numel, point.dtype());
+        Kernel first = make_kernel(point.src(1), point.src(1), temp, graph::reshape(temp, shape));
+        kernels.push_back(first);
+        computed[point.src(1).get()] = first.view;
+        kernel = make_kernel(point, point.src(1), target, view);
+      }
+      kernel.ast = store_only_changes(kernel.ast, kernel_ast_rules());  // (a slice's assign writes the slice)
+      kernel.in_place = true;
+      kernels.push_back(kernel);
+      computed[point.get()] = view;
+      continue;
+    }
+    const UOp out_buffer = graph::new_buffer(graph::device_of(point), numel, point.dtype());
+    if ((point.op() == Ops::COPY && graph::device_of(point.src(0)) != graph::device_of(point)) || point.op() == Ops::ALLREDUCE) {
+      // the source is in memory in its own shape (realization_points made sure): copy its bytes
+      const UOp& from = point.src(0);
+      const UOp view = from.op() == Ops::BUFFER ? UOp{} : input_view(from);
+      const UOp source = graph::base_buffer(view ? view : from);
+      TINYT_ASSERT(source && source.arg().as_int() == numel, op_name(point.op()), ": the source is not a whole contiguous buffer");
+      const UOp ast = point.op() == Ops::COPY ? UOp(Ops::COPY, point.dtype(), {}, numel)
+                                              : UOp(Ops::ALLREDUCE, point.dtype(), {}, Arg{point.arg(), graph::shape_arg(shape)});
+      Kernel kernel{ast, {out_buffer, source}, point, graph::reshape(out_buffer, shape), false, false, {}};
+      computed[point.get()] = kernel.view;
+      kernels.push_back(std::move(kernel));
+      continue;
+    }
+    const UOp value_node = point.op() == Ops::CONTIGUOUS || point.op() == Ops::COPY ? point.src(0) : point;
+    Kernel kernel = make_kernel(point, value_node, out_buffer, graph::reshape(out_buffer, shape));
+    computed[point.get()] = kernel.view;
+    kernels.push_back(std::move(kernel));
+  }
+  // a copy of memory an assign overwrites, for the readers that must run after it
+  auto copy_aside = [&](const UOp& buffer) {
+    const UOp copy =
+        graph::new_buffer(graph::device_of(buffer), buffer.arg().as_int(), buffer.dtype());
+    Kernel kernel = make_kernel(buffer, buffer, copy, copy);
+    kernel.temporary = true;  // it holds no tensor's value
+    return kernel;
+  };
+  return detail::order_kernels(std::move(kernels), copy_aside);
+}
+
+/// Reuses memory within a schedule: the buffer of an intermediate nobody outside the schedule
+/// can reach (`reachable_outside` says who can) is handed to a later kernel of the same size
+/// once its last reader has run. Such intermediates are temporary: their values are not kept.
+template <class ReachableOutside>
+void plan_memory(std::vector<Kernel>& kernels, const std::vector<UOp>& roots, ReachableOutside reachable_outside) {
+  std::unordered_set<const UOpNode*> root_set;
+  for (const UOp& r : roots) root_set.insert(r.get());
+  std::unordered_map<const UOpNode*, size_t> last_read;  // buffer -> last kernel reading it
+  for (size_t i = 0; i < kernels.size(); ++i)
+    for (size_t j = 1; j < kernels[i].buffers.size(); ++j) last_read[kernels[i].buffers[j].get()] = i;
+  std::vector<std::pair<size_t, std::shared_ptr<Buffer>>> free_after;  // (kernel, memory)
+  std::vector<std::shared_ptr<Buffer>> pool;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    for (auto it = free_after.begin(); it != free_after.end();) {
+      if (it->first < i) pool.push_back(it->second), it = free_after.erase(it);
+      else ++it;
+    }
+    Kernel& k = kernels[i];
+    if (k.in_place || root_set.count(k.computes.get()) || reachable_outside(k.computes)) continue;
+    const UOp& out = k.buffers[0];
+    const auto reads = last_read.find(out.get());
+    if (reads == last_read.end()) continue;
+    const size_t bytes = static_cast<size_t>(out.arg().as_int()) * static_cast<size_t>(out.dtype().itemsize());
+    auto fit = std::find_if(pool.begin(), pool.end(), [&](const std::shared_ptr<Buffer>& b) {
+      return b->nbytes() == bytes && b->device() == graph::device_of(out);
+    });
+    std::shared_ptr<Buffer> memory;
+    if (fit != pool.end()) {
+      memory = *fit;
+      pool.erase(fit);
+      TensorMeta& m = graph::meta(out);
+      std::lock_guard lock(m.mu);
+      m.buffer = memory;
+    } else {
+      memory = graph::buffer_of(out);
+    }
+    k.temporary = true;
+    free_after.emplace_back(reads->second, memory);
+  }
+}
+
+}  // namespace schedule
+}  // namespace tinyt::inline v0
+// ---- end tinyt/schedule/schedule.hpp ----
+// ---- tinyt/codegen/linearize.hpp ----
+// Linearizing a kernel: its AST (a DAG over RANGEs) becomes a flat list of UOps in program
+// order, with loops opened (RANGE) and closed (END), and each REDUCE turned into an accumulator
+// (DEFINE_REG) that is initialized before its loops, updated inside, and read after them. The
+// kernel's float16/bfloat16 arithmetic is lowered to float32 first (narrow_floats.hpp), so a
+// program holds narrow floats only in memory, constants and casts.
+
+#include <unordered_set>
+
+// ---- tinyt/codegen/narrow_floats.hpp ----
+// float16 and bfloat16 arithmetic, defined once for every renderer and every host: an op on
+// half values is computed in float32 and rounded to the narrow type where the graph says the
+// value is narrow, as PyTorch's CPU kernels compute it. These rules rewrite a kernel so that
+// narrow floats appear only in memory (loads, stores), in constants and in casts; every
+// arithmetic op, comparison and reduction is float32.
+//
+// Why here and not in the renderers: a renderer that leaves half arithmetic to its compiler
+// gets whatever the host does with it. GCC on a CPU with AVX512-FP16 computes _Float16 natively
+// and, with contraction allowed, fuses a rounded product and a sum into one half FMA (one
+// rounding, not two), so the C path and the LLVM path disagreed by an ulp on such hosts.
+//
+// A narrow REDUCE becomes a float32 REDUCE rounded once at the end: the graph names only its
+// result, so the running value has no narrow type to be rounded to (PyTorch's CPU reductions of
+// half values accumulate in float as well).
+
+
+namespace tinyt::inline v0 {
+namespace codegen {
+
+namespace detail {
+inline bool is_narrow_float(DType dt) {
+  const DType s = dt.scalar();
+  return s == dtypes::float16 || s == dtypes::bfloat16;
+}
+/// float32 with the lanes of `dt`.
+inline DType widened(DType dt) {
+  return dt.count() > 1 ? dtypes::float32.vec(dt.count()) : dtypes::float32;
+}
+
+/// `u` computed in float32 from its narrow sources widened, rounded back when its result is narrow;
+/// null when neither its result nor a source is a narrow float.
+inline UOp in_float32(const UOp& u) {
+  bool narrow = is_narrow_float(u.dtype());
+  std::vector<UOp> src;
+  for (const UOp& s : u.src()) {
+    narrow |= is_narrow_float(s.dtype());
+    src.push_back(is_narrow_float(s.dtype()) ? s.cast(widened(s.dtype())) : s);
+  }
+  if (!narrow) return {};
+  const DType dt = is_narrow_float(u.dtype()) ? widened(u.dtype()) : u.dtype();
+  return UOp(u.op(), dt, std::move(src), u.arg()).cast(u.dtype());
+}
+}  // namespace detail
+
+/// Rules that leave no float16 or bfloat16 arithmetic in a kernel (see the top of this file).
+inline const PatternMatcher& narrow_float_rules() {
+  static const PatternMatcher pm{{
+      // an op of narrow values -> the op in float32, rounded back
+      {UPat(GroupOp::ALU).named("u"), [](auto& m) { return detail::in_float32(m["u"]); }},
+      // a narrow reduction -> a float32 reduction of the widened values, rounded once
+      {UPat(Ops::REDUCE).named("u"),
+       [](auto& m) {
+         const UOp& u = m["u"];
+         if (!detail::is_narrow_float(u.dtype())) return UOp{};
+         std::vector<UOp> src(u.src().begin(), u.src().end());
+         src[0] = src[0].cast(detail::widened(src[0].dtype()));
+         return UOp(Ops::REDUCE, detail::widened(u.dtype()), std::move(src), u.arg())
+             .cast(u.dtype());
+       }},
+      // a narrow constant widened -> the float32 constant (every narrow value is a float32 one)
+      {UPat(Ops::CAST, {UPat::cvar("c")}).named("u"),
+       [](auto& m) {
+         const UOp &u = m["u"], &c = m["c"];
+         if (!detail::is_narrow_float(c.dtype()) || u.dtype() != detail::widened(c.dtype()))
+           return UOp{};
+         return UOp::const_(u.dtype(), c.const_float());
+       }},
+  }};
+  return pm;
+}
+
+/// The kernel with its narrow float arithmetic computed in float32.
+inline UOp lower_narrow_floats(const UOp& ast) { return graph_rewrite(ast, narrow_float_rules()); }
+
+}  // namespace codegen
+}  // namespace tinyt::inline v0
+// ---- end tinyt/codegen/narrow_floats.hpp ----
+
 namespace tinyt::inline v0 {
 namespace codegen {
 
@@ -13210,7 +13412,7 @@ class CStyleRenderer {
   std::string render(const codegen::Program& p) {
     program_ = &p;
     for (const UOp& u : p.ops) {
-      // an op that spells an operand more than once (NaN-aware max, guarded division) needs it named
+      // an op that spells an operand more than once (NaN-aware max) needs it named
       const int n = repeats_operands(u) ? 2 : 1;
       for (const UOp& s : u.src()) uses_[s.get()] += n;
     }
@@ -13703,15 +13905,8 @@ class CStyleRenderer {
       for (size_t i = 0; i < s.size(); ++i) operands.push_back(a(i));
       if (std::string own = dialect_alu(u, operands); !own.empty()) return own;
     }
-    if (const char* sym = detail::infix_symbol(u.op()); sym && s.size() == 2) {
-      if ((u.op() == Ops::IDIV || u.op() == Ops::MOD) && !(s[1].is_const() && s[1].const_int() > 0)) {
-        // C traps on x/0 and INT_MIN/-1; a kernel must not crash the process. An unsigned divisor
-        // is never -1: UINT_MAX == -1 would hold in C, and x / UINT_MAX is not -x.
-        if (dt.is_unsigned()) return choose(a(1) + " == 0", "0", a(0) + sym + a(1));
-        return choose(a(1) + " == 0", "0", choose(a(1) + " == -1", u.op() == Ops::MOD ? std::string("0") : "-" + a(0), a(0) + " " + sym + " " + a(1)));
-      }
-      return "(" + a(0) + sym + a(1) + ")";
-    }
+    // (an integer division's divisor is never 0 or -1 here: codegen::division_rules saw to it)
+    if (const char* sym = detail::infix_symbol(u.op()); sym && s.size() == 2) return "(" + a(0) + sym + a(1) + ")";
     switch (u.op()) {
       case Ops::NEG: return "(-" + a(0) + ")";
       case Ops::MAX:
@@ -13733,10 +13928,7 @@ class CStyleRenderer {
     throw CompileError(detail::cat(language(), " renderer: cannot render ", op_name(u.op()), " of ", u.dtype().name()));
   }
 
-  static bool repeats_operands(const UOp& u) {
-    if (u.op() == Ops::MAX) return true;
-    return (u.op() == Ops::IDIV || u.op() == Ops::MOD) && !(u.src(1).is_const() && u.src(1).const_int() > 0);
-  }
+  static bool repeats_operands(const UOp& u) { return u.op() == Ops::MAX; }
 };
 
 /// C, for the CPU: the base's defaults. A local buffer (a PACK's copy) is an array on the stack
@@ -15911,7 +16103,8 @@ inline std::string render_listing(const codegen::Program& p) {
 // `restrict` of the C kernels. Each UOp is one SSA value (or a constant written in place); loops
 // are phi-counted blocks; accumulators are allocas that mem2reg promotes.
 //
-// The numerics are the C renderer's: NaN-propagating MAX, integer division that never traps,
+// The numerics are the C renderer's: NaN-propagating MAX, integer division that never traps
+// (codegen::division_rules makes every divisor safe before either renders),
 // bool as i1 (one byte in memory). float16 and bfloat16 arithmetic reaches the renderer already
 // lowered to float32 (codegen/narrow_floats.hpp): they appear only in memory, constants and
 // casts; bfloat16 is stored as its 16 bits and held in a float. Float ops carry no fast-math
@@ -16531,33 +16724,13 @@ class LLVMRenderer {
       }
       case Ops::IDIV:
       case Ops::MOD:
-        return divide(u.op() == Ops::MOD, a(0), a(1), od);
+        // (the divisor is never 0 or -1 here: codegen::division_rules saw to it)
+        return bin(u.op() == Ops::MOD ? (sign ? "srem" : "urem") : (sign ? "sdiv" : "udiv"));
       default:
         break;
     }
     throw CompileError(
         detail::cat("LLVM renderer: cannot render ", op_name(u.op()), " of ", in.name()));
-  }
-
-  // x/0 is 0 and x%0 is 0; signed x/-1 is -x (wrapping) and x%-1 is 0: nothing traps, and the
-  // divisor the instruction sees is never 0 or -1
-  std::string divide(bool mod, const std::string& x, const std::string& y, DType dt) {
-    const std::string t = detail::llvm_type(dt);
-    const bool sign = !dt.is_unsigned() && !dt.is_bool();
-    const std::string zero = emit(detail::cat("icmp eq ", t, " ", y, ", 0"));
-    std::string bad = zero, minus_one;
-    if (sign) {
-      minus_one = emit(detail::cat("icmp eq ", t, " ", y, ", -1"));
-      bad = emit("or i1 " + zero + ", " + minus_one);
-    }
-    const std::string safe = emit(detail::cat("select i1 ", bad, ", ", t, " 1, ", t, " ", y));
-    const char* op = mod ? (sign ? "srem" : "urem") : (sign ? "sdiv" : "udiv");
-    std::string q = emit(detail::cat(op, " ", t, " ", x, ", ", safe));
-    if (sign) {
-      const std::string special = mod ? "0" : emit(detail::cat("sub ", t, " 0, ", x));
-      q = emit(detail::cat("select i1 ", minus_one, ", ", t, " ", special, ", ", t, " ", q));
-    }
-    return emit(detail::cat("select i1 ", zero, ", ", t, " 0, ", t, " ", q));
   }
 
   // the bits reinterpreted; bool is its byte and bfloat16 its 16 bits, as in memory
@@ -20520,11 +20693,19 @@ TINYT_INLINE Operand quick_gelu(O x) { return mul(x, sigmoid(mul(x, 1.702))); }
 TINYT_INLINE Operand silu(O x) { return mul(x, sigmoid(x)); }
 TINYT_INLINE Operand elu(O x, double alpha) { return where(gt(x, 0), x, mul(sub(exp(x), 1), alpha)); }
 TINYT_INLINE Operand leaky_relu(O x, double slope) { return where(lt(x, 0), mul(x, slope), x); }
+/// log(1 + y) for y >= 0, accurate where y is far below 1 and 1 + y rounds to 1 or near it:
+/// log(u) * y / (u - 1) with u = 1 + y (u - 1 is exact, and the ratio corrects log(u) for the
+/// rounding of u; Goldberg, "What every computer scientist should know...", theorem 4).
+TINYT_INLINE Operand log1p_nonnegative(O y) {
+  const Operand u = add(y, 1);
+  return where(eq(u, 1), y, div(mul(log(u), y), sub(u, 1)));
+}
 /// log(1 + exp(beta x)) / beta, linear above beta x > 20 like PyTorch.
 TINYT_INLINE Operand softplus(O x, double beta) {
   const Operand bx = mul(x, beta);
-  // log1p(exp(-|bx|)) + max(bx, 0) is stable on both sides
-  const Operand stable = div(add(log(add(exp(neg(abs(bx))), 1)), relu(bx)), beta);
+  // log1p(exp(-|bx|)) + max(bx, 0) is stable on both sides, and keeps its digits where the result
+  // is tiny (softplus(-30) is 9.36e-14, not the 0 of log(1 + exp(-30)))
+  const Operand stable = div(add(log1p_nonnegative(exp(neg(abs(bx)))), relu(bx)), beta);
   return where(gt(bx, 20), x, stable);
 }
 TINYT_INLINE Operand mish(O x) { return mul(x, tanh(softplus(x, 1.0))); }
@@ -25811,8 +25992,19 @@ inline Tensor half_at(const Tensor& b, int64_t col) {
   const Tensor magnitude = exponent.eq(0).where(mantissa.cast(dtypes::float32) * 0x1p-24f, widened);  // zero, subnormal: m * 2^-24
   return ((bits >> 15) & 1).ne(0).where(-magnitude, magnitude);
 }
-/// The low nibbles of `q`'s last dim, then the high ones, stacked at `axis`.
-inline Tensor nibbles(const Tensor& q, int axis) { return Tensor::stack({q & 15, q >> 4}, axis); }
+/// The fields of `bits` bits in each byte of `q`, lowest first, along a new dim at `axis`: the
+/// byte shifted by a broadcast (0, bits, 2 bits...) and masked. One expression over the bytes, so
+/// a kernel reading a field loads its byte, where stacking the fields (a concatenation) would load
+/// every field's byte under a mask of its own.
+inline Tensor bit_fields(const Tensor& q, int axis, int64_t bits) {
+  const int64_t count = 8 / bits;
+  std::vector<int64_t> along(q.ndim() + 1, 1);
+  along[static_cast<size_t>(axis)] = count;
+  const Tensor shifts = (Tensor::arange(count) * bits).cast(q.dtype()).reshape(Shape(along));
+  return (q.unsqueeze(axis) >> shifts) & ((1 << bits) - 1);
+}
+/// The low nibbles of `q`'s last dim, then the high ones, along a new dim at `axis`.
+inline Tensor nibbles(const Tensor& q, int axis) { return bit_fields(q, axis, 4); }
 
 inline Tensor dequantize(const Tensor& b, uint32_t type) {
   const int64_t n = b.shape()[0].as_int();
@@ -25835,7 +26027,7 @@ inline Tensor dequantize(const Tensor& b, uint32_t type) {
     case 14: {  // Q6_K: 256 low nibbles, 256 two-bit highs, 16 int8 scales, d
       const Tensor low = nibbles(columns(b, 0, 128).reshape({n, 2, 64}), 2).reshape({n, 8, 32});
       const Tensor qh = columns(b, 128, 192).reshape({n, 2, 32});
-      const Tensor high = Tensor::stack({qh & 3, (qh >> 2) & 3, (qh >> 4) & 3, (qh >> 6) & 3}, 2).reshape({n, 8, 32});
+      const Tensor high = bit_fields(qh, 2, 2).reshape({n, 8, 32});
       const Tensor q = ((low | (high << 4)).cast(dtypes::float32) - 32).reshape({n, 16, 16});
       const Tensor scale = columns(b, 192, 208).bitcast(dtypes::int8).cast(dtypes::float32);
       return ((half_at(b, 208) * scale).reshape({n, 16, 1}) * q).reshape({n, 256});

@@ -41,6 +41,46 @@ TEST_CASE("assign: a step is one kernel writing the tensor's own memory") {
   CHECK(w.to_vector<float>() == std::vector<float>{1, 3, 5, 7});
 }
 
+// A slice's assign is a select over the whole tensor (where(in the slice, value, old)); its kernel
+// stores only where the value changes and loops over the slice alone, the position a variable as
+// a KV cache's is. Before, each token rewrote the whole cache.
+TEST_CASE("assign: a slice's assign loops over the slice alone, where a variable places it") {
+  Tensor cache = Tensor::zeros({3, 64, 4}).contiguous().realize();
+  const UOp pos = Variable("pos", 0, 63);
+  auto turns = [](const schedule::Kernel& k) {
+    int64_t n = 1;
+    for (const UOp& r : codegen::all_ranges(k.ast)) n *= codegen::range_size(r);
+    return n;
+  };
+  std::vector<float> want(3 * 64 * 4, 0.f);
+  for (int64_t p : {0, 17, 63}) {
+    std::vector<float> row;
+    for (int i = 0; i < 12; ++i) row.push_back(static_cast<float>(100 * p + i));
+    const sint at = sint(pos.bind(p));
+    cache[{Slice(), Slice(at, at + 1)}] = Tensor::from_vector(row, {3, 1, 4});
+    const std::vector<schedule::Kernel> kernels = schedule::create_schedule({cache.uop()});
+    REQUIRE(kernels.size() == 1);
+    CHECK(turns(kernels[0]) == 12);  // 3 x 1 x 4, not 3 x 64 x 4
+    for (int h = 0; h < 3; ++h)
+      for (int d = 0; d < 4; ++d) want[static_cast<size_t>((h * 64 + p) * 4 + d)] = row[static_cast<size_t>(h * 4 + d)];
+    CHECK(cache.to_vector<float>() == want);
+  }
+  // constant bounds, two dims of them
+  Tensor grid = Tensor::zeros({8, 8}).contiguous().realize();
+  grid[{Slice(2, 5), Slice(1, 3)}] = Tensor::full({3, 2}, 7.f);
+  const std::vector<schedule::Kernel> kernels = schedule::create_schedule({grid.uop()});
+  REQUIRE(kernels.size() == 1);
+  CHECK(turns(kernels[0]) == 6);
+  std::vector<float> grid_want(64, 0.f);
+  for (int i = 2; i < 5; ++i)
+    for (int j = 1; j < 3; ++j) grid_want[static_cast<size_t>(i * 8 + j)] = 7.f;
+  CHECK(grid.to_vector<float>() == grid_want);
+  // a stride: every other row, which no single stretch covers, still right
+  Tensor strided = Tensor::zeros({6, 2}).contiguous().realize();
+  strided[{Slice(0, 6, 2)}] = Tensor::ones({3, 2});
+  CHECK(strided.to_vector<float>() == std::vector<float>{1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0});
+}
+
 TEST_CASE("assign: a value that reads the target elsewhere is computed aside first") {
   Tensor w = Tensor::from_vector(std::vector<float>{1, 2, 3, 4});
   w.assign(w.flip(0) + w);

@@ -6,6 +6,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "assign_region.hpp"
 #include "lower.hpp"
 #include "merge_loops.hpp"
 #include "reduce_collapse.hpp"
@@ -453,6 +454,12 @@ inline void realize_empty(const std::vector<UOp>& roots) {
   }
 }
 
+/// The rules a kernel's AST is simplified by once lowered.
+inline const PatternMatcher& kernel_ast_rules() {
+  static const PatternMatcher rules = symbolic() + reduce_collapse() + gated_load_rules();
+  return rules;
+}
+
 /// The kernels that compute `roots`, in an order that respects what each reads and writes.
 /// `memory_only`: trust no computed value, only BUFFERs (for graphs whose nodes are shared with
 /// other graphs that computed them, like the schedule cache's normalized ones).
@@ -479,8 +486,7 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool m
       out_idx.push_back(d.is_const() && d.const_int() == 1 ? index_const(0) : lw.new_range(d, RangeKind::loop));
     UOp value = lw.lower(value_node, out_idx, UOp::const_(dtypes::bool_, true));
     UOp store(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, out.dtype(), {out, simplify(flatten(out_idx, shape))}), value});
-    static const PatternMatcher rules = symbolic() + reduce_collapse() + gated_load_rules();
-    UOp ast = merge_adjacent_loops(graph_rewrite(UOp(Ops::SINK, dtypes::void_, {store}), rules), rules);
+    UOp ast = merge_adjacent_loops(graph_rewrite(UOp(Ops::SINK, dtypes::void_, {store}), kernel_ast_rules()), kernel_ast_rules());
     return Kernel{ast, lw.buffers(), point, view, false, false, lw.var_vals()};
   };
   for (const UOp& point : points) {
@@ -501,6 +507,7 @@ inline std::vector<Kernel> create_schedule(const std::vector<UOp>& roots, bool m
         computed[point.src(1).get()] = first.view;
         kernel = make_kernel(point, point.src(1), target, view);
       }
+      kernel.ast = store_only_changes(kernel.ast, kernel_ast_rules());  // (a slice's assign writes the slice)
       kernel.in_place = true;
       kernels.push_back(kernel);
       computed[point.get()] = view;
