@@ -856,6 +856,38 @@ TEST_CASE("nn: scaled_dot_product_attention with masks") {
   CHECK_THROWS_AS(Tensor::zeros({3}).scaled_dot_product_attention(k, v), ShapeError);
 }
 
+// A KV cache's step: one query against the keys so far, their number a bound variable, so one
+// graph (and under TinyJit one set of kernels) serves every length.
+TEST_CASE("nn: scaled_dot_product_attention over a symbolic number of keys") {
+  const int64_t B = 2, S = 8, E = 4, EV = 3;
+  const auto qv = values(B * E, 114), kv = values(B * S * E, 115), vv = values(B * S * EV, 116);
+  Tensor q = Tensor::from_vector(qv, {B, 1, E}), k = Tensor::from_vector(kv, {B, S, E}), v = Tensor::from_vector(vv, {B, S, EV});
+  const UOp length = Variable("length", 1, S);
+  for (int64_t n : {1, 3, 8}) {
+    const sint bound = sint(length.bind(n));
+    Tensor a = q.scaled_dot_product_attention(k[{Slice(), Slice(0, bound)}], v[{Slice(), Slice(0, bound)}]);
+    std::vector<double> want;
+    for (int64_t b = 0; b < B; ++b) {
+      std::vector<double> w(static_cast<size_t>(n));
+      double mx = -kInf, sum = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t e = 0; e < E; ++e) acc += double(at(qv, b * E + e)) * at(kv, (b * S + j) * E + e);
+        mx = std::max(mx, w[static_cast<size_t>(j)] = acc / std::sqrt(double(E)));
+      }
+      for (double& x : w) sum += (x = std::exp(x - mx));
+      for (int64_t c = 0; c < EV; ++c) {
+        double acc = 0;
+        for (int64_t j = 0; j < n; ++j) acc += w[static_cast<size_t>(j)] / sum * at(vv, (b * S + j) * EV + c);
+        want.push_back(acc);
+      }
+    }
+    INFO("keys: ", n);
+    check_close(a.to_vector<float>(), want, Tol::f32(24).of(2));  // as above
+    CHECK_THROWS_AS(q.scaled_dot_product_attention(k[{Slice(), Slice(0, bound)}], v[{Slice(), Slice(0, bound)}], {}, true), ShapeError);
+  }
+}
+
 // -- losses -------------------------------------------------------------------------------------
 
 TEST_CASE("nn: cross_entropy with class indices and probabilities") {

@@ -72,10 +72,9 @@ class Llama {
       const Attention qkv = project(x, n, cos, sin);
       keys[{Slice(), Slice(p, p + 1)}] = qkv.k;
       values[{Slice(), Slice(p, p + 1)}] = qkv.v;
-      // the query attends to every position so far (no mask), written out: the number of them is symbolic
-      const Tensor scores = qkv.q.matmul(shared(keys[{Slice(), Slice(0, p + 1)}]).transpose(-1, -2)) *
-                            (1.0 / std::sqrt(static_cast<double>(head)));
-      x = finish_layer(x, scores.softmax(-1).matmul(shared(values[{Slice(), Slice(0, p + 1)}])), n);
+      // the query attends to every position so far (no mask: none comes after it), p + 1 of them
+      const Tensor a = qkv.q.scaled_dot_product_attention(shared(keys[{Slice(), Slice(0, p + 1)}]), shared(values[{Slice(), Slice(0, p + 1)}]));
+      x = finish_layer(x, a, n);
     }
     return logits(x);
   }

@@ -524,15 +524,23 @@ TINYT_INLINE Tensor Tensor::scaled_dot_product_attention(const Tensor& k, const 
   if (is_causal && mask.defined())
     throw Error("scaled_dot_product_attention: give a mask or is_causal, not both");
   const DType dt = least_upper_dtype({dtype(), k.dtype(), dtypes::float32});
-  const auto qs = cshape(), ks = k.cshape();
-  const int64_t L = qs[qs.size() - 2], S = ks[ks.size() - 2];
+  // the lengths may be symbolic (a KV cache's keys so far); the head's width scales the scores
+  const Shape qs = shape(), ks = k.shape();
+  const sint head = qs[qs.size() - 1];
+  if (!head.is_int())
+    throw ShapeError(detail::cat("scaled_dot_product_attention: the query's last dim (", head, ") must be concrete: it scales the scores"));
   Tensor scores = cast(dt)
                       .matmul(k.cast(dt).transpose(-1, -2))
-                      .mul(1.0 / std::sqrt(static_cast<double>(qs.back())));
+                      .mul(1.0 / std::sqrt(static_cast<double>(head.as_int())));
   Tensor keep = mask;
-  if (is_causal)  // query i sees keys j <= i
-    keep = arange_values(0, 1, S, dtypes::default_int, scores.device()).reshape({1, S})
-               .le(arange_values(0, 1, L, dtypes::default_int, scores.device()).reshape({L, 1}));
+  if (is_causal) {  // query i sees keys j <= i
+    const sint L = qs[qs.size() - 2], S = ks[ks.size() - 2];
+    if (!L.is_int() || !S.is_int())
+      throw ShapeError(detail::cat("scaled_dot_product_attention: is_causal needs concrete lengths, got query ", shape(), " and key ",
+                                   k.shape(), "; give a mask instead"));
+    keep = arange_values(0, 1, S.as_int(), dtypes::default_int, scores.device()).reshape({1, S.as_int()})
+               .le(arange_values(0, 1, L.as_int(), dtypes::default_int, scores.device()).reshape({L.as_int(), 1}));
+  }
   if (keep.defined())
     scores = scores.add(keep.dtype().is_bool() ? keep.where(0.0, -INFINITY) : keep);
   return scores.softmax(-1).cast(dtype()).matmul(v);
