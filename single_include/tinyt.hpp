@@ -13570,9 +13570,11 @@ class CStyleRenderer {
     return "((union { " + from + " from; " + to + " to; }){.from = " + v + "}).to";
   }
   /// Register value `v` of `from` reinterpreted as a value of `to` (a BITCAST; equal sizes):
-  /// narrow floats held in floats go through their 16 bits.
+  /// narrow floats held in floats go through their 16 bits, as an unsigned integer (not as a half:
+  /// OpenCL without cl_khr_fp16 has no as_half).
   virtual std::string bitcast_value(DType from, DType to, const std::string& v) const {
-    const std::string bits = bitcast(memory_type(from), memory_type(to), held_in_float(from) ? narrow_bits(from, v) : v);
+    auto type = [&](DType d) { return held_in_float(d) ? scalar_type(dtypes::uint16) : memory_type(d); };
+    const std::string bits = bitcast(type(from), type(to), held_in_float(from) ? narrow_bits(from, v) : v);
     return held_in_float(to) ? narrow_from_bits(to, bits) : bits;
   }
   /// Expression `e` converted to a register of `dt` (whose type is `type`): a CAST, and the wrap of
@@ -15262,7 +15264,13 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
         for (const detail::Access& x : acc) contiguous |= !x.store && stride(x, *it) == 1;
         const int64_t n = range_size(ax[*it]);
         reduce_length *= n;
-        const int64_t amount = n >= 64 ? detail::largest_divisor(n, {16, 8, 4}) : n >= 4 && n <= 32 ? n : 1;
+        // (32 where the row is long: four vectors of AVX2 side by side hide an FMA's latency, and a
+        // Q4_0 block's 32 nibbles, both halves of its 16 bytes, are one turn; a decoding step's
+        // matrix times a vector, 5632x2048 Q4_0: 12.6 -> 17.0 GB/s, Q8_0 9.5 -> 14.2, on a loaded
+        // Zen 3)
+        const int64_t amount = n >= 256 ? detail::largest_divisor(n, {32, 16, 8, 4})
+                               : n >= 64 ? detail::largest_divisor(n, {16, 8, 4})
+                               : n >= 4 && n <= 32 ? n : 1;
         if (contiguous && amount > 1) unrolled |= apply({OptOp::UNROLL, static_cast<int64_t>(*it), amount});
       }
       // Without that, each output's sum is one chain of dependent adds (a matrix times a vector
@@ -24554,15 +24562,23 @@ TINYT_INLINE Tensor Tensor::scaled_dot_product_attention(const Tensor& k, const 
   if (is_causal && mask.defined())
     throw Error("scaled_dot_product_attention: give a mask or is_causal, not both");
   const DType dt = least_upper_dtype({dtype(), k.dtype(), dtypes::float32});
-  const auto qs = cshape(), ks = k.cshape();
-  const int64_t L = qs[qs.size() - 2], S = ks[ks.size() - 2];
+  // the lengths may be symbolic (a KV cache's keys so far); the head's width scales the scores
+  const Shape qs = shape(), ks = k.shape();
+  const sint head = qs[qs.size() - 1];
+  if (!head.is_int())
+    throw ShapeError(detail::cat("scaled_dot_product_attention: the query's last dim (", head, ") must be concrete: it scales the scores"));
   Tensor scores = cast(dt)
                       .matmul(k.cast(dt).transpose(-1, -2))
-                      .mul(1.0 / std::sqrt(static_cast<double>(qs.back())));
+                      .mul(1.0 / std::sqrt(static_cast<double>(head.as_int())));
   Tensor keep = mask;
-  if (is_causal)  // query i sees keys j <= i
-    keep = arange_values(0, 1, S, dtypes::default_int, scores.device()).reshape({1, S})
-               .le(arange_values(0, 1, L, dtypes::default_int, scores.device()).reshape({L, 1}));
+  if (is_causal) {  // query i sees keys j <= i
+    const sint L = qs[qs.size() - 2], S = ks[ks.size() - 2];
+    if (!L.is_int() || !S.is_int())
+      throw ShapeError(detail::cat("scaled_dot_product_attention: is_causal needs concrete lengths, got query ", shape(), " and key ",
+                                   k.shape(), "; give a mask instead"));
+    keep = arange_values(0, 1, S.as_int(), dtypes::default_int, scores.device()).reshape({1, S.as_int()})
+               .le(arange_values(0, 1, L.as_int(), dtypes::default_int, scores.device()).reshape({L.as_int(), 1}));
+  }
   if (keep.defined())
     scores = scores.add(keep.dtype().is_bool() ? keep.where(0.0, -INFINITY) : keep);
   return scores.softmax(-1).cast(dtype()).matmul(v);
@@ -25981,27 +25997,29 @@ inline const GGMLType& ggml_type(uint32_t id, const std::string& where, const st
 inline Tensor columns(const Tensor& b, int64_t begin, int64_t end) {
   return b.shrink({{0, b.shape()[0]}, {begin, end}});
 }
-/// The little-endian float16 at byte `col` of every block, as float32, shaped (blocks, 1). Decoded
-/// with integer ops, not a bitcast to half: a device without half (OpenCL without cl_khr_fp16)
-/// reads it too, and every value is exact (subnormals, infinities and NaN included).
+/// The little-endian float16 at byte `col` of every block, as float32, shaped (blocks, 1): its two
+/// bytes as a uint16, bitcast and widened (exact for every value). Two integer ops (a multiply,
+/// not a shift, whose tensor form guards against shifting past the width), so a matmul reading the
+/// weights decodes each block's scale where it needs it, not in a kernel of its own into a float
+/// copy (the scheduler realizes a value broadcast into a reduction first only when it costs more).
 inline Tensor half_at(const Tensor& b, int64_t col) {
-  const Tensor bits = columns(b, col, col + 1).cast(dtypes::uint32) + columns(b, col + 1, col + 2).cast(dtypes::uint32) * 256;
-  const Tensor exponent = (bits >> 10) & 31, mantissa = bits & 1023;
-  // a normal number moves its exponent from float16's bias (15) to float32's (127); all ones stays all ones
-  const Tensor widened = (exponent.eq(31).where(255, exponent + 112) * (1 << 23) + mantissa * (1 << 13)).bitcast(dtypes::float32);
-  const Tensor magnitude = exponent.eq(0).where(mantissa.cast(dtypes::float32) * 0x1p-24f, widened);  // zero, subnormal: m * 2^-24
-  return ((bits >> 15) & 1).ne(0).where(-magnitude, magnitude);
+  const Tensor bits = columns(b, col, col + 1).cast(dtypes::uint16) + columns(b, col + 1, col + 2).cast(dtypes::uint16) * 256;
+  return bits.bitcast(dtypes::float16).cast(dtypes::float32);
 }
-/// The fields of `bits` bits in each byte of `q`, lowest first, along a new dim at `axis`: the
-/// byte shifted by a broadcast (0, bits, 2 bits...) and masked. One expression over the bytes, so
-/// a kernel reading a field loads its byte, where stacking the fields (a concatenation) would load
-/// every field's byte under a mask of its own.
+/// The fields of `bits` bits in each byte of `q`, lowest first, along a new dim at `axis`: each
+/// field is the byte shifted by a constant and masked, chosen by its position along the new dim.
+/// One expression over the bytes, so a kernel reading a field loads its byte, where stacking the
+/// fields (a concatenation) would load every field's byte under a mask of its own; and the
+/// shifts are constants, where a shift by a tensor guards against shifting past the width.
 inline Tensor bit_fields(const Tensor& q, int axis, int64_t bits) {
-  const int64_t count = 8 / bits;
+  const int64_t count = 8 / bits, mask = (int64_t{1} << bits) - 1;
   std::vector<int64_t> along(q.ndim() + 1, 1);
   along[static_cast<size_t>(axis)] = count;
-  const Tensor shifts = (Tensor::arange(count) * bits).cast(q.dtype()).reshape(Shape(along));
-  return (q.unsqueeze(axis) >> shifts) & ((1 << bits) - 1);
+  const Tensor field = Tensor::arange(count).reshape(Shape(along));
+  const Tensor byte = q.unsqueeze(axis);
+  Tensor out = byte & mask;
+  for (int64_t i = 1; i < count; ++i) out = field.eq(i).where((byte >> (bits * i)) & mask, out);
+  return out;
 }
 /// The low nibbles of `q`'s last dim, then the high ones, along a new dim at `axis`.
 inline Tensor nibbles(const Tensor& q, int axis) { return bit_fields(q, axis, 4); }

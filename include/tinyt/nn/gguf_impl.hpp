@@ -170,27 +170,29 @@ inline const GGMLType& ggml_type(uint32_t id, const std::string& where, const st
 inline Tensor columns(const Tensor& b, int64_t begin, int64_t end) {
   return b.shrink({{0, b.shape()[0]}, {begin, end}});
 }
-/// The little-endian float16 at byte `col` of every block, as float32, shaped (blocks, 1). Decoded
-/// with integer ops, not a bitcast to half: a device without half (OpenCL without cl_khr_fp16)
-/// reads it too, and every value is exact (subnormals, infinities and NaN included).
+/// The little-endian float16 at byte `col` of every block, as float32, shaped (blocks, 1): its two
+/// bytes as a uint16, bitcast and widened (exact for every value). Two integer ops (a multiply,
+/// not a shift, whose tensor form guards against shifting past the width), so a matmul reading the
+/// weights decodes each block's scale where it needs it, not in a kernel of its own into a float
+/// copy (the scheduler realizes a value broadcast into a reduction first only when it costs more).
 inline Tensor half_at(const Tensor& b, int64_t col) {
-  const Tensor bits = columns(b, col, col + 1).cast(dtypes::uint32) + columns(b, col + 1, col + 2).cast(dtypes::uint32) * 256;
-  const Tensor exponent = (bits >> 10) & 31, mantissa = bits & 1023;
-  // a normal number moves its exponent from float16's bias (15) to float32's (127); all ones stays all ones
-  const Tensor widened = (exponent.eq(31).where(255, exponent + 112) * (1 << 23) + mantissa * (1 << 13)).bitcast(dtypes::float32);
-  const Tensor magnitude = exponent.eq(0).where(mantissa.cast(dtypes::float32) * 0x1p-24f, widened);  // zero, subnormal: m * 2^-24
-  return ((bits >> 15) & 1).ne(0).where(-magnitude, magnitude);
+  const Tensor bits = columns(b, col, col + 1).cast(dtypes::uint16) + columns(b, col + 1, col + 2).cast(dtypes::uint16) * 256;
+  return bits.bitcast(dtypes::float16).cast(dtypes::float32);
 }
-/// The fields of `bits` bits in each byte of `q`, lowest first, along a new dim at `axis`: the
-/// byte shifted by a broadcast (0, bits, 2 bits...) and masked. One expression over the bytes, so
-/// a kernel reading a field loads its byte, where stacking the fields (a concatenation) would load
-/// every field's byte under a mask of its own.
+/// The fields of `bits` bits in each byte of `q`, lowest first, along a new dim at `axis`: each
+/// field is the byte shifted by a constant and masked, chosen by its position along the new dim.
+/// One expression over the bytes, so a kernel reading a field loads its byte, where stacking the
+/// fields (a concatenation) would load every field's byte under a mask of its own; and the
+/// shifts are constants, where a shift by a tensor guards against shifting past the width.
 inline Tensor bit_fields(const Tensor& q, int axis, int64_t bits) {
-  const int64_t count = 8 / bits;
+  const int64_t count = 8 / bits, mask = (int64_t{1} << bits) - 1;
   std::vector<int64_t> along(q.ndim() + 1, 1);
   along[static_cast<size_t>(axis)] = count;
-  const Tensor shifts = (Tensor::arange(count) * bits).cast(q.dtype()).reshape(Shape(along));
-  return (q.unsqueeze(axis) >> shifts) & ((1 << bits) - 1);
+  const Tensor field = Tensor::arange(count).reshape(Shape(along));
+  const Tensor byte = q.unsqueeze(axis);
+  Tensor out = byte & mask;
+  for (int64_t i = 1; i < count; ++i) out = field.eq(i).where((byte >> (bits * i)) & mask, out);
+  return out;
 }
 /// The low nibbles of `q`'s last dim, then the high ones, along a new dim at `axis`.
 inline Tensor nibbles(const Tensor& q, int axis) { return bit_fields(q, axis, 4); }

@@ -274,9 +274,11 @@ class CStyleRenderer {
     return "((union { " + from + " from; " + to + " to; }){.from = " + v + "}).to";
   }
   /// Register value `v` of `from` reinterpreted as a value of `to` (a BITCAST; equal sizes):
-  /// narrow floats held in floats go through their 16 bits.
+  /// narrow floats held in floats go through their 16 bits, as an unsigned integer (not as a half:
+  /// OpenCL without cl_khr_fp16 has no as_half).
   virtual std::string bitcast_value(DType from, DType to, const std::string& v) const {
-    const std::string bits = bitcast(memory_type(from), memory_type(to), held_in_float(from) ? narrow_bits(from, v) : v);
+    auto type = [&](DType d) { return held_in_float(d) ? scalar_type(dtypes::uint16) : memory_type(d); };
+    const std::string bits = bitcast(type(from), type(to), held_in_float(from) ? narrow_bits(from, v) : v);
     return held_in_float(to) ? narrow_from_bits(to, bits) : bits;
   }
   /// Expression `e` converted to a register of `dt` (whose type is `type`): a CAST, and the wrap of
