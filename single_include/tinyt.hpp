@@ -20692,9 +20692,28 @@ TINYT_INLINE Operand isfinite(O x) { return logical_not(logical_or(isnan(x), isi
 
 TINYT_INLINE Operand relu(O x) { return maximum(x, 0); }
 TINYT_INLINE Operand relu6(O x) { return minimum(relu(x), 6); }
-TINYT_INLINE Operand sigmoid(O x) { return reciprocal(add(exp(neg(x)), 1)); }
+/// 1 / (1 + exp(-x)) through e = exp(-|x|), which never overflows: below x = -88 exp(-x) was inf
+/// in float32, and the gradient there inf * 0 = NaN, where PyTorch's is 0.
+TINYT_INLINE Operand sigmoid(O x_) {
+  const Operand x = as_float(x_), negative = lt(x, 0);
+  const Operand e = exp(neg(where(negative, neg(x), x))), r = reciprocal(add(e, 1));
+  return where(negative, mul(e, r), r);
+}
 TINYT_INLINE Operand logsigmoid(O x) { return neg(softplus(neg(x), 1.0)); }
-TINYT_INLINE Operand tanh(O x) { return sub(mul(sigmoid(mul(x, 2)), 2), 1); }
+/// tanh after Cody and Waite (as Cephes): x + x^3 P(x^2)/Q(x^2) below |x| = 0.625, where
+/// 2 sigmoid(2x) - 1 cancels (tanh(1e-6) was off by 7%), and (1 - e)/(1 + e) with e = exp(-2|x|)
+/// above, which cannot overflow. Each side is fed a value it is finite at, so the side where()
+/// drops passes back zeros, not NaN.
+TINYT_INLINE Operand tanh(O x_) {
+  const Operand x = as_float(x_), negative = lt(x, 0), magnitude = where(negative, neg(x), x);
+  const Operand small = lt(magnitude, 0.625);
+  const Operand xs = where(small, x, 0.0), z = square(xs);
+  const Operand p = add(mul(add(mul(z, -9.64399179425052238628e-1), -9.92877231001918586564e1), z), -1.61468768441708447952e3);
+  const Operand q = add(mul(add(mul(add(z, 1.12811678491632931402e2), z), 2.23548839060100448583e3), z), 4.84406305325125486048e3);
+  const Operand near_zero = add(xs, mul(mul(xs, z), div(p, q)));
+  const Operand e = exp(mul(where(small, 1.0, magnitude), -2)), far = div(sub(1, e), add(e, 1));
+  return where(small, near_zero, where(negative, neg(far), far));
+}
 /// The exact GELU, x * Phi(x), as PyTorch's default.
 TINYT_INLINE Operand gelu(O x) { return mul(mul(x, 0.5), add(erf(mul(x, 1.0 / std::numbers::sqrt2)), 1)); }
 TINYT_INLINE Operand quick_gelu(O x) { return mul(x, sigmoid(mul(x, 1.702))); }
@@ -20710,10 +20729,12 @@ TINYT_INLINE Operand log1p_nonnegative(O y) {
 }
 /// log(1 + exp(beta x)) / beta, linear above beta x > 20 like PyTorch.
 TINYT_INLINE Operand softplus(O x, double beta) {
-  const Operand bx = mul(x, beta);
+  const Operand bx = mul(x, beta), positive = gt(bx, 0);
   // log1p(exp(-|bx|)) + max(bx, 0) is stable on both sides, and keeps its digits where the result
-  // is tiny (softplus(-30) is 9.36e-14, not the 0 of log(1 + exp(-30)))
-  const Operand stable = div(add(log1p_nonnegative(exp(neg(abs(bx)))), relu(bx)), beta);
+  // is tiny (softplus(-30) is 9.36e-14, not the 0 of log(1 + exp(-30))). |bx| and max(bx, 0) take
+  // the same side at 0, so that their kinks cancel in the gradient too: 0.5 there, not 0.
+  const Operand magnitude = where(positive, bx, neg(bx));
+  const Operand stable = div(add(log1p_nonnegative(exp(neg(magnitude))), where(positive, bx, 0.0)), beta);
   return where(gt(bx, 20), x, stable);
 }
 TINYT_INLINE Operand mish(O x) { return mul(x, tanh(softplus(x, 1.0))); }
