@@ -12404,10 +12404,14 @@ inline bool on_gpu(const UOp& u) {
   }
 }
 
-// Whether an EXPAND makes more elements than its source has (a broadcast, not a reshape's 1s).
+// Whether an EXPAND makes more elements than its source has (a broadcast, not a reshape's 1s): a
+// dim of 1 that becomes more, or a symbolic size (a KV cache's length, which may be 1 at one call
+// but is more at the next, and one schedule serves them all).
 inline bool enlarges(const UOp& expand) {
   const Shape to = graph::shape_of(expand), from = graph::shape_of(expand.src(0));
-  return to.is_concrete() && from.is_concrete() && to.numel().as_int() > from.numel().as_int();
+  for (size_t i = 0; i < to.size() && i < from.size(); ++i)
+    if (from[i] == 1 && !(to[i].is_int() && to[i].as_int() == 1)) return true;
+  return false;
 }
 
 // Ops whose kernel loops over their output as their source's does (elementwise).
@@ -12640,7 +12644,7 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
   };
   for (const UOp& u : order) {
     if (known(u) || points.count(u.get()) || !keeps_loop_order(u.op()) || u.op() == Ops::CONTIGUOUS) continue;
-    if (!graph::shape_of(u).is_concrete() || !reads_memory(u) || !worth_realizing(u)) continue;
+    if (!reads_memory(u) || !worth_realizing(u)) continue;
     if (broadcast_into_reduce(u)) points.insert(u.get());
   }
   limit_buffers(order, known, points);

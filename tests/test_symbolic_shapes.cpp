@@ -188,3 +188,31 @@ TEST_CASE("symbolic shapes: mean over a symbolic axis divides by the bound count
     check_close(m.to_vector<float>(), want, Tol::f32(1));  // an exact sum, one rounded division
   }
 }
+
+// A decoding step's query, rotated by several ops, is broadcast along the cache's symbolic length
+// into the scores' sum. Computed inside that sum it was computed again for every key (the scheduler
+// saw no broadcast in a symbolic size): it is realized first, as for a concrete length, and the
+// schedule is the same at every length, 1 included.
+TEST_CASE("symbolic shapes: a value broadcast along a symbolic length into a reduction is computed once") {
+  const UOp n = Variable("n", 1, 16);
+  const std::vector<float> qv = tinyt_test::values(3 * 8, 3), cv = tinyt_test::values(3 * 8, 4), kv = matrix(3 * 16, 8, 5);
+  Tensor q = Tensor::from_vector(qv, {3, 1, 8}).realize(), c = Tensor::from_vector(cv, {3, 1, 8}).realize();
+  Tensor k = Tensor::from_vector(kv, {3, 16, 8}).realize();
+  for (int64_t len : {1, 5, 16}) {
+    INFO("length ", len);
+    const Tensor rotated = (q * c + q * 2.f) * 0.5f - c;
+    const Tensor scores = rotated.matmul(k[{Slice(), Slice(0, n.bind(len))}].transpose(-1, -2));
+    CHECK(schedule::create_schedule({scores.uop()}).size() == 2);
+    std::vector<double> want;
+    for (size_t h = 0; h < 3; ++h)
+      for (size_t j = 0; j < static_cast<size_t>(len); ++j) {
+        double dot = 0;
+        for (size_t d = 0; d < 8; ++d) {
+          const double qd = qv[h * 8 + d], cd = cv[h * 8 + d];
+          dot += ((qd * cd + qd * 2) * 0.5 - cd) * kv[(h * 16 + j) * 8 + d];
+        }
+        want.push_back(dot);
+      }
+    check_close(scores.to_vector<float>(), want, Tol::f32(24).of(64));
+  }
+}
