@@ -11027,6 +11027,43 @@ inline std::vector<UOp> unflatten(const UOp& flat, const std::vector<UOp>& shape
   return idx;
 }
 
+/// The index into `in` of index `idx` into `out`, the same elements reshaped. Concrete shapes are
+/// flattened and unflattened whole: the symbolic engine folds the divisions away. It cannot divide
+/// by a symbolic size (a KV cache's p + 1), so where one appears the dims are matched in groups
+/// first: a dim equal on both sides keeps its index, 1s come and go, and only a group whose
+/// products agree is flattened (merging a cache's (kv heads, group) into heads leaves its length
+/// and width alone, where the whole flattening divided by (p + 1) * 64 at every load).
+inline std::vector<UOp> reshape_index(const std::vector<UOp>& idx, const std::vector<UOp>& out, const std::vector<UOp>& in) {
+  const auto concrete = [](const UOp& d) { return d.is_const(); };
+  const auto is_one = [](const UOp& d) { return d.is_const() && d.const_int() == 1; };
+  const auto has_zero = [](const std::vector<UOp>& s) { return std::any_of(s.begin(), s.end(), [](const UOp& d) { return d.is_const() && d.const_int() == 0; }); };
+  if ((std::all_of(out.begin(), out.end(), concrete) && std::all_of(in.begin(), in.end(), concrete)) || has_zero(out) || has_zero(in))
+    return unflatten(flatten(idx, out), in);
+  std::vector<UOp> src(in.size());
+  const auto slice = [](const std::vector<UOp>& v, size_t from, size_t to) { return std::vector<UOp>(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(to)); };
+  size_t i = 0, j = 0;
+  while (i < out.size() || j < in.size()) {
+    if (i < out.size() && is_one(out[i])) { ++i; continue; }
+    if (j < in.size() && is_one(in[j])) { src[j++] = index_const(0); continue; }
+    if (i < out.size() && j < in.size() && out[i].get() == in[j].get()) { src[j++] = idx[i++]; continue; }
+    // a group of concrete dims whose products agree, else everything from here on at once
+    const size_t gi = i, gj = j;
+    int64_t po = 1, pi = 1;
+    bool grouped = true;
+    do {
+      const bool take_out = po <= pi && i < out.size();
+      const UOp& d = take_out ? out[i] : (j < in.size() ? in[j] : out[gi]);
+      if ((!take_out && j >= in.size()) || !concrete(d)) { grouped = false; break; }
+      (take_out ? po : pi) *= d.const_int();
+      take_out ? ++i : ++j;
+    } while (po != pi);
+    if (!grouped) i = out.size(), j = in.size();
+    const std::vector<UOp> part = unflatten(flatten(slice(idx, gi, i), slice(out, gi, i)), slice(in, gj, j));
+    std::copy(part.begin(), part.end(), src.begin() + static_cast<std::ptrdiff_t>(gj));
+  }
+  return src;
+}
+
 /// The values bound to the symbolic variables of a kernel, ordered by name (a kernel takes its
 /// variables in that order).
 struct VarVals {
@@ -11167,7 +11204,7 @@ class Lowerer {
     auto is_one = [](const UOp& d) { return d.is_const() && d.const_int() == 1; };
     switch (u.op()) {
       case Ops::CONST: return UOp(Ops::CONST, u.dtype(), {}, u.arg());
-      case Ops::RESHAPE: return lower(u.src(0), unflatten(flatten(idx, sizes(graph::shape_of(u))), in), valid);
+      case Ops::RESHAPE: return lower(u.src(0), reshape_index(idx, sizes(graph::shape_of(u)), in), valid);
       case Ops::PERMUTE: {
         std::vector<UOp> src_idx(idx.size());
         const auto perm = u.arg().ints();
