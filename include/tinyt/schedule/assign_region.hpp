@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "../bounds.hpp"
-#include "../codegen/opt/opt.hpp"
 #include "../linear.hpp"
 #include "lower.hpp"
 
@@ -74,14 +73,14 @@ inline UOp gate_unchanged(const UOp& store) {
 /// a constant length and always lies within the loop. The gate's two bounds, true there, are
 /// dropped from it.
 inline UOp narrow_to_gate(UOp store) {
-  for (const UOp& r : codegen::all_ranges(store)) {
-    if (codegen::range_kind(r) != RangeKind::loop || codegen::is_symbolic(r) || store.src(0).src().size() != 3) continue;
+  for (const UOp& r : all_ranges(store)) {
+    if (range_kind(r) != RangeKind::loop || is_symbolic(r) || store.src(0).src().size() != 3) continue;
     std::vector<UOp> parts;
     conjuncts(store.src(0).src(2), parts);
     std::vector<std::pair<size_t, UOp>> lows, highs;  // (part, bound)
     for (size_t i = 0; i < parts.size(); ++i)
       if (const auto b = bound_of(parts[i], r)) (b->lower ? lows : highs).emplace_back(i, b->at);
-    const int64_t n = codegen::range_size(r);
+    const int64_t n = range_size(r);
     auto narrow = [&]() -> UOp {
       for (const auto& [lo_part, lo] : lows)
         for (const auto& [hi_part, hi] : highs) {

@@ -75,32 +75,14 @@ struct OptError : Error {
 
 using schedule::RangeKind;
 
-inline RangeKind range_kind(const UOp& r) { return static_cast<RangeKind>(r.arg()[1].as_int()); }
-/// A range's length; for a symbolic one (over Variables), the largest it can be.
-inline int64_t range_size(const UOp& r) {
-  return static_cast<int64_t>(r.src(0).is_const() ? r.src(0).const_int() : bounds(r.src(0)).hi);
-}
-inline bool is_symbolic(const UOp& r) { return !r.src(0).is_const(); }
-
-/// Where a range's loop goes: threads outermost, then output loops, then tiles, then reductions.
-inline int range_rank(RangeKind k) {
-  switch (k) {
-    case RangeKind::thread:
-    case RangeKind::global:
-    case RangeKind::group:
-    case RangeKind::warp:
-    case RangeKind::group_id:
-    case RangeKind::local_id: return 0;
-    case RangeKind::loop: return 1;
-    case RangeKind::local: return 2;
-    case RangeKind::reduce: return 3;
-    case RangeKind::pack: return 5;
-    default: return 4;
-  }
-}
-inline bool range_before(const UOp& a, const UOp& b) {
-  return std::pair(range_rank(range_kind(a)), a.arg()[0].as_int()) < std::pair(range_rank(range_kind(b)), b.arg()[0].as_int());
-}
+// the ranges' kinds, lengths and loop order live with RangeKind (schedule/lower.hpp): the
+// scheduler's rewrites read them too
+using schedule::all_ranges;
+using schedule::is_symbolic;
+using schedule::range_before;
+using schedule::range_kind;
+using schedule::range_rank;
+using schedule::range_size;
 
 /// The ranges an opt can name: every loop, tile and reduce range of a known length, in loop order
 /// (threads and register ranges are final; a symbolic length has no divisors to split by).
@@ -110,15 +92,6 @@ inline std::vector<UOp> axes(const UOp& ast) {
     if (u.op() == Ops::RANGE && !is_symbolic(u) &&
         (range_kind(u) == RangeKind::loop || range_kind(u) == RangeKind::reduce || range_kind(u) == RangeKind::local))
       out.push_back(u);
-  std::sort(out.begin(), out.end(), range_before);
-  return out;
-}
-
-/// All ranges of a kernel, any kind, in loop order.
-inline std::vector<UOp> all_ranges(const UOp& ast) {
-  std::vector<UOp> out;
-  for (const UOp& u : toposort(ast))
-    if (u.op() == Ops::RANGE) out.push_back(u);
   std::sort(out.begin(), out.end(), range_before);
   return out;
 }
