@@ -11086,12 +11086,12 @@ inline std::vector<UOp> reshape_index(const std::vector<UOp>& idx, const std::ve
     const size_t gi = i, gj = j;
     int64_t po = 1, pi = 1;
     bool grouped = true;
-    do {
-      const bool take_out = po <= pi && i < out.size();
-      const UOp& d = take_out ? out[i] : (j < in.size() ? in[j] : out[gi]);
-      if ((!take_out && j >= in.size()) || !concrete(d)) { grouped = false; break; }
-      (take_out ? po : pi) *= d.const_int();
-      take_out ? ++i : ++j;
+    do {  // the side whose product is behind takes its next dim
+      const bool take_out = po <= pi;
+      const std::vector<UOp>& side = take_out ? out : in;
+      size_t& at = take_out ? i : j;
+      if (at >= side.size() || !concrete(side[at])) { grouped = false; break; }
+      (take_out ? po : pi) *= side[at++].const_int();
     } while (po != pi);
     if (!grouped) i = out.size(), j = in.size();
     const std::vector<UOp> part = unflatten(flatten(slice(idx, gi, i), slice(out, gi, i)), slice(in, gj, j));
@@ -11728,7 +11728,7 @@ inline bool on_gpu(const UOp& u) {
 inline bool enlarges(const UOp& expand) {
   const Shape to = graph::shape_of(expand), from = graph::shape_of(expand.src(0));
   for (size_t i = 0; i < to.size() && i < from.size(); ++i)
-    if (from[i] == 1 && !(to[i].is_int() && to[i].as_int() == 1)) return true;
+    if (from[i] == 1 && !(to[i].is_int() && to[i].as_int() <= 1)) return true;
   return false;
 }
 
@@ -20746,7 +20746,7 @@ TINYT_INLINE Operand relu6(O x) { return minimum(relu(x), 6); }
 /// in float32, and the gradient there inf * 0 = NaN, where PyTorch's is 0.
 TINYT_INLINE Operand sigmoid(O x_) {
   const Operand x = as_float(x_), negative = lt(x, 0);
-  const Operand e = exp(neg(where(negative, neg(x), x))), r = reciprocal(add(e, 1));
+  const Operand e = exp(neg(abs(x))), r = reciprocal(add(e, 1));
   return where(negative, mul(e, r), r);
 }
 TINYT_INLINE Operand logsigmoid(O x) { return neg(softplus(neg(x), 1.0)); }
@@ -20755,7 +20755,7 @@ TINYT_INLINE Operand logsigmoid(O x) { return neg(softplus(neg(x), 1.0)); }
 /// above, which cannot overflow. Each side is fed a value it is finite at, so the side where()
 /// drops passes back zeros, not NaN.
 TINYT_INLINE Operand tanh(O x_) {
-  const Operand x = as_float(x_), negative = lt(x, 0), magnitude = where(negative, neg(x), x);
+  const Operand x = as_float(x_), negative = lt(x, 0), magnitude = abs(x);
   const Operand small = lt(magnitude, 0.625);
   const Operand xs = where(small, x, 0.0), z = square(xs);
   const Operand p = add(mul(add(mul(z, -9.64399179425052238628e-1), -9.92877231001918586564e1), z), -1.61468768441708447952e3);

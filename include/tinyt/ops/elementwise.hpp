@@ -297,7 +297,7 @@ TINYT_INLINE Operand relu6(O x) { return minimum(relu(x), 6); }
 /// in float32, and the gradient there inf * 0 = NaN, where PyTorch's is 0.
 TINYT_INLINE Operand sigmoid(O x_) {
   const Operand x = as_float(x_), negative = lt(x, 0);
-  const Operand e = exp(neg(where(negative, neg(x), x))), r = reciprocal(add(e, 1));
+  const Operand e = exp(neg(abs(x))), r = reciprocal(add(e, 1));
   return where(negative, mul(e, r), r);
 }
 TINYT_INLINE Operand logsigmoid(O x) { return neg(softplus(neg(x), 1.0)); }
@@ -306,7 +306,7 @@ TINYT_INLINE Operand logsigmoid(O x) { return neg(softplus(neg(x), 1.0)); }
 /// above, which cannot overflow. Each side is fed a value it is finite at, so the side where()
 /// drops passes back zeros, not NaN.
 TINYT_INLINE Operand tanh(O x_) {
-  const Operand x = as_float(x_), negative = lt(x, 0), magnitude = where(negative, neg(x), x);
+  const Operand x = as_float(x_), negative = lt(x, 0), magnitude = abs(x);
   const Operand small = lt(magnitude, 0.625);
   const Operand xs = where(small, x, 0.0), z = square(xs);
   const Operand p = add(mul(add(mul(z, -9.64399179425052238628e-1), -9.92877231001918586564e1), z), -1.61468768441708447952e3);

@@ -122,12 +122,12 @@ inline std::vector<UOp> reshape_index(const std::vector<UOp>& idx, const std::ve
     const size_t gi = i, gj = j;
     int64_t po = 1, pi = 1;
     bool grouped = true;
-    do {
-      const bool take_out = po <= pi && i < out.size();
-      const UOp& d = take_out ? out[i] : (j < in.size() ? in[j] : out[gi]);
-      if ((!take_out && j >= in.size()) || !concrete(d)) { grouped = false; break; }
-      (take_out ? po : pi) *= d.const_int();
-      take_out ? ++i : ++j;
+    do {  // the side whose product is behind takes its next dim
+      const bool take_out = po <= pi;
+      const std::vector<UOp>& side = take_out ? out : in;
+      size_t& at = take_out ? i : j;
+      if (at >= side.size() || !concrete(side[at])) { grouped = false; break; }
+      (take_out ? po : pi) *= side[at++].const_int();
     } while (po != pi);
     if (!grouped) i = out.size(), j = in.size();
     const std::vector<UOp> part = unflatten(flatten(slice(idx, gi, i), slice(out, gi, i)), slice(in, gj, j));
