@@ -568,11 +568,16 @@ class WebGPUProgram final : public Program {
     WGPUCommandBuffer raw = commands.get();
     api().wgpuQueueSubmit(c_->queue, 1, &raw);
     c_->throw_uncaptured(detail::cat("kernel '", name_, "'"));
-    if (!timed) return 0;
+    // A pipeline's first dispatch is waited for: a driver may compile the shader when it first
+    // runs (lavapipe does, with libLLVM, on its queue thread), and a compile still going on when
+    // the process exits raced the exit's destructors of libLLVM's statics (a double free, or a
+    // hang, in about 1 exit in 5 of the linalg tests). Later dispatches run code already compiled.
+    const bool first = !std::exchange(dispatched_, true);
+    if (!timed && !first) return 0;
     // (the wall clock around the dispatch and its wait: timestamp queries are not used yet)
     c_->wait();
     c_->throw_uncaptured(detail::cat("kernel '", name_, "'"));
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return timed ? std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() : 0;
   }
 
  private:
@@ -624,6 +629,7 @@ class WebGPUProgram final : public Program {
   webgpu_c::Owned<webgpu_c::WGPUComputePipeline> pipeline_{nullptr, webgpu_c::api().wgpuComputePipelineRelease};
   webgpu_c::Owned<webgpu_c::WGPUBuffer> uniforms_{nullptr, webgpu_c::api().wgpuBufferRelease};  // the variables' array
   size_t buffers_ = 0, variables_ = 0;
+  bool dispatched_ = false;  // once, and waited for
 };
 
 /// The WebGPU device: the first adapter wgpu-native offers, with the default limits (those a
