@@ -183,13 +183,20 @@ inline Tensor half_at(const Tensor& b, int64_t col) {
 /// field is the byte shifted by a constant and masked, chosen by its position along the new dim.
 /// One expression over the bytes, so a kernel reading a field loads its byte, where stacking the
 /// fields (a concatenation) would load every field's byte under a mask of its own; and the
-/// shifts are constants, where a shift by a tensor guards against shifting past the width.
+/// shifts are constants, where a shift by a tensor guards against shifting past the width. The
+/// bytes are broadcast along the new dim before any op on them: a shifted byte broadcast there
+/// would be a computed value broadcast into the matmul's reduction, which the scheduler realizes
+/// first (a uint8 copy of every weight's high nibble, read again by each matrix-vector product).
+/// The fields are int32: widened first, a byte's fields are shifts of 32-bit lanes, where x86 has
+/// no 8-bit shift (LLVM emulates one with multiplies and packs: 1.3x the matrix-vector time).
 inline Tensor bit_fields(const Tensor& q, int axis, int64_t bits) {
   const int64_t count = 8 / bits, mask = (int64_t{1} << bits) - 1;
   std::vector<int64_t> along(q.ndim() + 1, 1);
   along[static_cast<size_t>(axis)] = count;
   const Tensor field = Tensor::arange(count).reshape(Shape(along));
-  const Tensor byte = q.unsqueeze(axis);
+  std::vector<int64_t> fields = q.unsqueeze(axis).shape().to_vector();
+  fields[static_cast<size_t>(axis)] = count;
+  const Tensor byte = q.unsqueeze(axis).expand(Shape(fields)).cast(dtypes::int32);
   Tensor out = byte & mask;
   for (int64_t i = 1; i < count; ++i) out = field.eq(i).where((byte >> (bits * i)) & mask, out);
   return out;
