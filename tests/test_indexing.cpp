@@ -664,6 +664,21 @@ TEST_CASE("indexing: a gather with an integer tensor reads the row directly, wha
   for (const auto& k : schedule::create_schedule({g.uop()}))
     for (const UOp& u : toposort(k.ast)) CHECK(u.op() != Ops::REDUCE);
   CHECK(g.to_vector<float>() == std::vector<float>{10, 11, 5996, 5997});
+  // a table of 32768 rows or more: the one-hot sum is not split into two reductions first (then
+  // only each part's sum collapsed and every part ran: SmolLM's embedding read all 49152 rows of
+  // its table at every token)
+  const int64_t long_rows = 49152;
+  const Tensor big = Tensor::arange(long_rows * 2).cast(dtypes::float32).reshape({long_rows, 2});
+  const Tensor picked = big[{index_tensor({49151, 3}, {2})}];
+  const Tensor gathered = big.gather(0, index_tensor({40000, 1, 2, 49151}, {2, 2}));
+  for (const Tensor* x : {&picked, &gathered}) {
+    const auto kernels = schedule::create_schedule({x->uop()});
+    CHECK(kernels.size() == 1);
+    for (const auto& k : kernels)
+      for (const UOp& u : toposort(k.ast)) CHECK(u.op() != Ops::REDUCE);
+  }
+  CHECK(picked.to_vector<float>() == std::vector<float>{98302, 98303, 6, 7});
+  CHECK(gathered.to_vector<float>() == std::vector<float>{80000, 3, 4, 98303});
 }
 
 TEST_CASE("indexing: CHECK_OOB=1 makes an index value out of range an IndexError naming the op, axis and value") {

@@ -377,8 +377,7 @@ inline std::vector<int> front_order(size_t first, size_t nb, size_t ndim, bool i
 /// Selects x's elements at the index tensors (PyTorch's advanced indexing).
 inline Tensor tensor_get(const Tensor& x, const TensorSelect& sel) {
   Tensor picked = sel.mask.where(align_to_mask(x, sel), scalar_of(x.dtype(), 0, x.device()));
-  Tensor r =
-      picked.sum(reduce_axes(sel)).cast(x.dtype());  // one term is non-zero: the sum is exact
+  Tensor r = selected_sum(picked, reduce_axes(sel));
   if (!sel.to_front) return r;
   return r.permute(front_order(sel.dims.front(), sel.bshape.size(), r.ndim(), false));
 }
@@ -485,7 +484,7 @@ TINYT_INLINE Tensor Tensor::gather(int dim, const Tensor& index) const {
   Tensor x = shrink(keep).unsqueeze(-1).transpose(-1, static_cast<int>(d));
   detail::check_index_values(index, s[d], false, "gather", d);
   Tensor hit = detail::one_hot_mask(index.to(device()), s[d], false);
-  return hit.where(x, detail::scalar_of(dtype(), 0, device())).sum(-1).cast(dtype());
+  return detail::selected_sum(hit.where(x, detail::scalar_of(dtype(), 0, device())), {-1});
 }
 
 namespace detail {

@@ -73,23 +73,38 @@ inline UOp split_reduce(const Tensor& x, Ops op, const std::vector<int64_t>& axe
   for (int64_t b : axes) out[size_t(b)] = 1;
   return Tensor(graph::reduce(chunks.contiguous().uop(), op, {a})).reshape(Shape(out)).uop();
 }
-}  // namespace detail
 
-TINYT_INLINE Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const {
-  const Shape s = shape();
+// `op` over `axes` of x (`name` in errors); split in two where split_reduce would, if `split`.
+inline Tensor reduce_over(const Tensor& x, Ops op, const std::vector<int>& axes, bool keepdim, const char* name, bool split) {
+  const Shape s = x.shape();
   std::vector<int64_t> ax;
   for (int a : axes) {
     const int64_t n = normalize_axis(a, s.size(), name);
-    if (std::find(ax.begin(), ax.end(), n) != ax.end()) throw IndexError(detail::cat(name, ": axis ", a, " repeats among the axes for shape ", s));
+    if (std::find(ax.begin(), ax.end(), n) != ax.end()) throw IndexError(cat(name, ": axis ", a, " repeats among the axes for shape ", s));
     if (!s.empty()) ax.push_back(n);
   }
   std::sort(ax.begin(), ax.end());
-  Tensor r(detail::split_reduce(*this, op, ax));
+  Tensor r(split ? split_reduce(x, op, ax) : graph::reduce(x.uop(), op, ax));
   if (keepdim) return r;
   std::vector<sint> out;
   for (size_t i = 0; i < s.size(); ++i)
     if (std::find(ax.begin(), ax.end(), static_cast<int64_t>(i)) == ax.end()) out.push_back(s[i]);
   return r.reshape(Shape(out));
+}
+
+/// The sum over `axes` of a one-hot selection (`where(position == index, x, 0)`: one term is
+/// non-zero, so the sum is exact) in x's dtype, never split in two: the scheduler's reduce
+/// collapse makes the whole sum one load of x at the index, where split into parts only each
+/// part's sum collapses and every part still runs (SmolLM's embedding, a selection of one of
+/// 49152 rows, read its whole table at every token).
+inline Tensor selected_sum(const Tensor& picked, const std::vector<int>& axes) {
+  const Tensor summed = reduce_over(picked.cast(sum_acc_dtype(picked.dtype(), picked.device())), Ops::ADD, axes, false, "sum", false);
+  return summed.cast(picked.dtype());
+}
+}  // namespace detail
+
+TINYT_INLINE Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim, const char* name) const {
+  return detail::reduce_over(*this, op, axes, keepdim, name, true);
 }
 
 TINYT_INLINE Tensor Tensor::sum(std::vector<int> axes, bool keepdim) const {
