@@ -1041,6 +1041,34 @@ TEST_CASE("nn: dropout while training keeps 1-p of the values, scaled") {
   CHECK_THROWS_AS(Tensor::ones({2}, dtypes::int32).dropout(0.5), DTypeError);
 }
 
+TEST_CASE("nn: a residual stream summed layer after layer is kept, not added up again by each norm") {
+  // h = a0 + a1 + ... + ai, each step's RMS norm reading h twice (its sum of squares and its
+  // scaling): every kernel reading h added the whole chain again, one more buffer a layer
+  const int64_t layers = 8, width = 64;
+  std::vector<Tensor> parts;
+  for (int64_t i = 0; i <= layers; ++i) parts.push_back(Tensor::from_vector(values(width, 160 + int(i)), {1, width}).realize());
+  Tensor h = parts[0];
+  std::vector<Tensor> norms;
+  std::vector<UOp> roots;
+  for (int64_t i = 1; i <= layers; ++i) {
+    h = h + parts[static_cast<size_t>(i)];
+    norms.push_back(h * (h * h).mean(-1, true).add(1e-5).rsqrt());
+    roots.push_back(norms.back().uop());
+  }
+  size_t widest = 0;
+  for (const schedule::Kernel& k : schedule::create_schedule(roots)) widest = std::max(widest, k.buffers.size());
+  CHECK(widest <= 6);  // (was 10: the last norm read all 9 parts)
+  std::vector<double> sum(static_cast<size_t>(width), 0.0);
+  for (int64_t c = 0; c < width; ++c) sum[static_cast<size_t>(c)] = parts[0].to_vector<float>()[static_cast<size_t>(c)];
+  for (int64_t i = 1; i <= layers; ++i) {
+    const std::vector<float> part = parts[static_cast<size_t>(i)].to_vector<float>(), got = norms[static_cast<size_t>(i - 1)].to_vector<float>();
+    double squares = 0;
+    for (int64_t c = 0; c < width; ++c) squares += (sum[static_cast<size_t>(c)] += part[static_cast<size_t>(c)]) * sum[static_cast<size_t>(c)];
+    for (int64_t c = 0; c < width; ++c)
+      CHECK(got[static_cast<size_t>(c)] == doctest::Approx(sum[static_cast<size_t>(c)] / std::sqrt(squares / width + 1e-5)).epsilon(1e-5));
+  }
+}
+
 TEST_CASE("nn: kernel counts") {
   Tensor x = Tensor::from_vector(values(2 * 3 * 6 * 6, 150), {2, 3, 6, 6}).realize();
   Tensor w = Tensor::from_vector(values(4 * 3 * 3 * 3, 151), {4, 3, 3, 3}).realize();

@@ -331,6 +331,46 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
     if (!reads_memory(u) || !worth_realizing(u)) continue;
     if (broadcast_into_reduce(u)) points.insert(u.get());
   }
+  // An elementwise value of many inputs that a reduction reads and something else reads too (a
+  // transformer's residual stream: x plus each attention's and FFN's output so far, read by the
+  // next RMSNorm's sum, by its scaling and by the next sum) would be added up again by every
+  // kernel reading it, one more buffer a layer (SmolLM's 30th norm read 61). Realized once it
+  // reads four inputs of its own size (in order, so a realized one counts as one input of the
+  // next); a broadcast input (a scalar, an optimizer's learning rate) costs nothing to read again.
+  auto inputs_read = [&](const UOp& x) {
+    std::vector<const UOp*> stack{&x};
+    std::unordered_set<const UOpNode*> seen;
+    size_t inputs = 0;
+    while (!stack.empty()) {
+      const UOp* v = stack.back();
+      stack.pop_back();
+      if (!seen.insert(v->get()).second || v->op() == Ops::EXPAND) continue;
+      if (v != &x && (known(*v) || points.count(v->get()) || !(keeps_loop_order(v->op()) || GroupOp::Movement.contains(v->op())))) {
+        inputs += v->op() != Ops::CONST;
+        continue;
+      }
+      for (const UOp& src : v->src()) stack.push_back(&src);
+    }
+    return inputs;
+  };
+  auto summed = [&](const UOp& x) {  // whether a reduction reads x, through elementwise and movement ops
+    std::vector<const UOpNode*> stack(consumers[x.get()].begin(), consumers[x.get()].end());
+    std::unordered_set<const UOpNode*> seen;
+    while (!stack.empty()) {
+      const UOpNode* c = stack.back();
+      stack.pop_back();
+      if (!seen.insert(c).second || c->op == Ops::EXPAND) continue;
+      if (c->op == Ops::REDUCE_AXIS) return true;
+      if (!points.count(c) && (keeps_loop_order(c->op) || GroupOp::Movement.contains(c->op)))
+        stack.insert(stack.end(), consumers[c].begin(), consumers[c].end());
+    }
+    return false;
+  };
+  for (const UOp& u : order) {
+    if (known(u) || points.count(u.get()) || !GroupOp::ALU.contains(u.op())) continue;
+    const std::unordered_set<const UOpNode*> readers(consumers[u.get()].begin(), consumers[u.get()].end());
+    if (readers.size() >= 2 && summed(u) && inputs_read(u) >= 4) points.insert(u.get());
+  }
   limit_buffers(order, known, points);
   std::vector<UOp> out;
   for (const UOp& u : order)
