@@ -571,7 +571,7 @@ class WebGPUProgram final : public Program {
     // A pipeline's first dispatch is waited for: a driver may compile the shader when it first
     // runs (lavapipe does, with libLLVM, on its queue thread), and a compile still going on when
     // the process exits raced the exit's destructors of libLLVM's statics (a double free, or a
-    // hang, in about 1 exit in 5 of the linalg tests). Later dispatches run code already compiled.
+    // hang, in about 1 exit in 4 of the linalg tests). Later dispatches run code already compiled.
     const bool first = !std::exchange(dispatched_, true);
     if (!timed && !first) return 0;
     // (the wall clock around the dispatch and its wait: timestamp queries are not used yet)
