@@ -1058,8 +1058,8 @@ TEST_CASE("nn: a residual stream summed layer after layer is kept, not added up 
   size_t widest = 0;
   for (const schedule::Kernel& k : schedule::create_schedule(roots)) widest = std::max(widest, k.buffers.size());
   CHECK(widest <= 6);  // (was 10: the last norm read all 9 parts)
-  std::vector<double> sum(static_cast<size_t>(width), 0.0);
-  for (int64_t c = 0; c < width; ++c) sum[static_cast<size_t>(c)] = parts[0].to_vector<float>()[static_cast<size_t>(c)];
+  const std::vector<float> first = parts[0].to_vector<float>();
+  std::vector<double> sum(first.begin(), first.end());
   for (int64_t i = 1; i <= layers; ++i) {
     const std::vector<float> part = parts[static_cast<size_t>(i)].to_vector<float>(), got = norms[static_cast<size_t>(i - 1)].to_vector<float>();
     double squares = 0;

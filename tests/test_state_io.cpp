@@ -717,10 +717,11 @@ TEST_CASE("gguf_load keeps quantized weights packed in memory, and a matmul with
     const Tensor& w = g.tensors.at(name);
     // the only memory behind the tensor is its packed bytes (uint8): on the CPU the file's own,
     // mapped (GGUF aligns tensor data to 32 bytes), elsewhere a copy
-    int64_t buffers = 0;
+    int64_t buffers = 0, packed = 0;
     for (const UOp& u : toposort(w.uop()))
       if (u.op() == Ops::BUFFER) {
         ++buffers;
+        packed = static_cast<int64_t>(graph::buffer_of(u)->nbytes());
         CHECK(u.dtype() == dtypes::uint8);
         CHECK(graph::buffer_of(u)->borrowed() == (Device::default_device().rfind("CPU", 0) == 0));
       }
@@ -734,9 +735,6 @@ TEST_CASE("gguf_load keeps quantized weights packed in memory, and a matmul with
     std::vector<float> want(static_cast<size_t>(rows), 0.f);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t k = 0; k < cols; ++k) want[static_cast<size_t>(r)] += xv[static_cast<size_t>(k)] * wv[static_cast<size_t>(r * cols + k)];
-    int64_t packed = 0;
-    for (const UOp& u : toposort(w.uop()))
-      if (u.op() == Ops::BUFFER) packed = static_cast<int64_t>(graph::buffer_of(u)->nbytes());
     GlobalCounters::reset();
     const std::vector<float> got = Tensor::from_vector(xv, {1, cols}).matmul(w.T()).to_vector<float>();
     // the matmul's kernel unpacks the blocks where it reads them: no copy of a field (a nibble)

@@ -194,9 +194,10 @@ inline Tensor bit_fields(const Tensor& q, int axis, int64_t bits) {
   std::vector<int64_t> along(q.ndim() + 1, 1);
   along[static_cast<size_t>(axis)] = count;
   const Tensor field = Tensor::arange(count).reshape(Shape(along));
-  std::vector<int64_t> fields = q.unsqueeze(axis).shape().to_vector();
+  const Tensor lifted = q.unsqueeze(axis);
+  std::vector<int64_t> fields = lifted.shape().to_vector();
   fields[static_cast<size_t>(axis)] = count;
-  const Tensor byte = q.unsqueeze(axis).expand(Shape(fields)).cast(dtypes::int32);
+  const Tensor byte = lifted.expand(Shape(fields)).cast(dtypes::int32);
   Tensor out = byte & mask;
   for (int64_t i = 1; i < count; ++i) out = field.eq(i).where((byte >> (bits * i)) & mask, out);
   return out;

@@ -239,18 +239,20 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
   };
   // How many reductions read a value directly, through elementwise and movement ops but no
   // broadcast: a LayerNorm after a matmul sums the matmul's result twice (its mean and its
-  // variance), and each of those kernels would compute the whole matmul again.
-  auto reductions_reading = [&](const UOpNode* value) {
+  // variance), and each of those kernels would compute the whole matmul again. Reductions already
+  // chosen as kernels of their own count only when `realized_too`.
+  auto reductions_reading = [&](const UOpNode* value, bool realized_too = false) {
     std::unordered_set<const UOpNode*> reductions, seen;
     std::vector<const UOpNode*> stack(consumers[value].begin(), consumers[value].end());
     while (!stack.empty()) {
       const UOpNode* c = stack.back();
       stack.pop_back();
-      if (!seen.insert(c).second || points.count(c) || c->op == Ops::EXPAND) continue;
-      if (c->op == Ops::REDUCE_AXIS) {
+      if (!seen.insert(c).second || c->op == Ops::EXPAND) continue;
+      if (c->op == Ops::REDUCE_AXIS && (realized_too || !points.count(c))) {
         reductions.insert(c);
         continue;
       }
+      if (points.count(c)) continue;
       if (keeps_loop_order(c->op) || GroupOp::Movement.contains(c->op)) stack.insert(stack.end(), consumers[c].begin(), consumers[c].end());
     }
     return reductions.size();
@@ -353,23 +355,10 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
     }
     return inputs;
   };
-  auto summed = [&](const UOp& x) {  // whether a reduction reads x, through elementwise and movement ops
-    std::vector<const UOpNode*> stack(consumers[x.get()].begin(), consumers[x.get()].end());
-    std::unordered_set<const UOpNode*> seen;
-    while (!stack.empty()) {
-      const UOpNode* c = stack.back();
-      stack.pop_back();
-      if (!seen.insert(c).second || c->op == Ops::EXPAND) continue;
-      if (c->op == Ops::REDUCE_AXIS) return true;
-      if (!points.count(c) && (keeps_loop_order(c->op) || GroupOp::Movement.contains(c->op)))
-        stack.insert(stack.end(), consumers[c].begin(), consumers[c].end());
-    }
-    return false;
-  };
   for (const UOp& u : order) {
     if (known(u) || points.count(u.get()) || !GroupOp::ALU.contains(u.op())) continue;
     const std::unordered_set<const UOpNode*> readers(consumers[u.get()].begin(), consumers[u.get()].end());
-    if (readers.size() >= 2 && summed(u) && inputs_read(u) >= 4) points.insert(u.get());
+    if (readers.size() >= 2 && reductions_reading(u.get(), true) >= 1 && inputs_read(u) >= 4) points.insert(u.get());
   }
   limit_buffers(order, known, points);
   std::vector<UOp> out;
