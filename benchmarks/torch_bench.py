@@ -54,12 +54,14 @@ def report(name, what, value, unit, best, runs):
     print(f"RESULT {name} {value:.6g} {unit}", flush=True)
 
 
-def matmul(n, dtype=torch.float32):
+def matmul(n, dtype=torch.float32, transposed=False):
+    """a @ b, or with transposed a @ b.T (b stored (out, in), as a Linear's weight)."""
     def run(reps, budget):
         a, b = torch.rand(n, n).to(dtype), torch.rand(n, n).to(dtype)
-        best, runs = measure(lambda: a @ b, reps, budget)
+        best, runs = measure((lambda: a @ b.T) if transposed else (lambda: a @ b), reps, budget)
         tag = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, "fp32")
-        report(f"matmul_{n}" if tag == "fp32" else f"matmul_{tag}_{n}", f"matmul {n}^2 {tag}",
+        name = "matmul_" + ("t_" if transposed else "") + ("" if tag == "fp32" else tag + "_") + str(n)
+        report(name, f"matmul {n}^2 {tag}" + (", a.matmul(b.T())" if transposed else ""),
                2 * n**3 / best / 1e9, "GFLOPS", best, runs)
     return run
 
@@ -205,12 +207,17 @@ def read_safetensors(path):
             .reshape(v["shape"]) for k, v in header.items() if k != "__metadata__"}
 
 
-def minilm_32(reps, budget):
-    """benchmarks/minilm.cpp: all-MiniLM-L6-v2 (the package's weights) in plain PyTorch, batch 32."""
+def minilm(batch):
+    """benchmarks/minilm.cpp: all-MiniLM-L6-v2 (the package's weights) in plain PyTorch, on the
+    first `batch` sentences of bench_minilm's."""
+    return lambda reps, budget: minilm_run(batch, reps, budget)
+
+
+def minilm_run(batch, reps, budget):
     import torch.nn.functional as F
     with open(os.environ["TINYT_MINILM_PATH_FILE"]) as f:
         w = read_safetensors(os.path.join(f.read().strip(), "model.safetensors"))
-    batch, heads = 32, 12
+    heads = 12
     longest = max(16 + i * 7 % 49 for i in range(batch))  # padded to the longest, as models::padded_batch
     ids, mask = torch.zeros(batch, longest, dtype=torch.int64), torch.zeros(batch, longest)
     for i in range(batch):  # the token ids bench_minilm builds
@@ -242,7 +249,8 @@ def minilm_32(reps, budget):
 
     with torch.inference_mode():
         best, runs = measure(embed, reps, budget)
-    report("minilm_32", "MiniLM-L6 sentence embeddings, batch 32 of 16-58 tokens", batch / best, "sent/s", best, runs)
+    what = "batch 32 of 16-58 tokens" if batch == 32 else f"batch {batch} of {longest} tokens"
+    report(f"minilm_{batch}", "MiniLM-L6 sentence embeddings, " + what, batch / best, "sent/s", best, runs)
 
 
 def read_gguf_f32(path):
@@ -345,6 +353,8 @@ WORKLOADS = {
     "matmul_1024": matmul(1024),
     "matmul_2048": matmul(2048),
     "matmul_bf16_2048": matmul(2048, torch.bfloat16),
+    "matmul_t_512": matmul(512, transposed=True),
+    "matmul_t_1024": matmul(1024, transposed=True),
     # on a GPU (issue 32): 4096^2 in each dtype, and conv2d in fp16
     "matmul_4096": matmul(4096),
     "matmul_fp16_4096": matmul(4096, torch.float16),
@@ -359,7 +369,8 @@ WORKLOADS = {
     "jit_replay_per_kernel": jit_replay,
     "train_step": train_step,
     "cnn_train_step": cnn_train_step,
-    "minilm_32": minilm_32,
+    "minilm_32": minilm(32),
+    "minilm_1": minilm(1),
     "llm_decode": llm_decode,
 }
 

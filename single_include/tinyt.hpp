@@ -15069,6 +15069,13 @@ inline std::vector<Access> accesses(const UOp& ast) {
   return out;
 }
 
+/// The largest divisor of n that is at most `limit` (1 when n < 1).
+inline int64_t divisor_up_to(int64_t n, int64_t limit) {
+  for (int64_t d = std::min(n, limit); d > 1; --d)
+    if (n % d == 0) return d;
+  return 1;
+}
+
 inline int64_t largest_divisor(int64_t n, const std::vector<int64_t>& choices) {
   for (int64_t c : choices)
     if (n % c == 0 && n >= c) return c;
@@ -15087,8 +15094,11 @@ struct MachineShape {
   bool gpu = false;  // a GPU's: LOCAL makes tiles of work-items, not of a cache
 };
 
-/// The opts chosen by hand-written rules for a kernel run on `machine`.
-inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& machine) {
+namespace detail {
+/// hand_coded_opts' rules. With `pad_gathers`, a row whose loads are strided along it (gathers)
+/// may be padded to whole vectors too, on the promise that those loads read a copy; `unkept` is
+/// set when that copy could not be made, and the caller asks again without.
+inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& machine, bool pad_gathers, bool& unkept) {
   const int64_t threads = machine.threads;
   std::vector<Opt> opts;
   UOp k = ast;
@@ -15163,13 +15173,16 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // (Only where every load is contiguous along it too: a strided conv's loads are gathers.)
       // With 16 registers (AVX2) the half vector is too narrow a row to keep: the row of 2116
       // pixels of the detector's 46x46 image pads to 2128 for a tile 16 wide.
+      // (Or, on a CPU that copies panels, where a load is a gather along it that a copy, made below,
+      // turns contiguous: attention's scores q k^T over 58 tokens, 16 -> 79 GFLOPS.)
       const bool contiguous = std::all_of(acc.begin(), acc.end(), [&](const detail::Access& x) {
         const std::optional<int64_t> step = stride(x, reuse[0]);
         return x.store || (step && (*step == 0 || *step == 1));
       });
       bool padded = false;  // whether the row was padded: its last tile's accesses are masked
       if (const int64_t least = lanes / 2 >= 4 && machine.vector_registers > 16 ? lanes / 2 : lanes;
-          !machine.gpu && unit(reuse[0]) && contiguous && !masked(reuse[0]) && n0 > least && n0 % least != 0) {
+          !machine.gpu && unit(reuse[0]) && (contiguous || (pad_gathers && machine.packs)) && !masked(reuse[0]) && n0 > least &&
+          n0 % least != 0) {
         int64_t to = least;  // (which pads least: the others are its multiples)
         for (int64_t c : {2 * lanes, lanes})
           if (((n0 + c - 1) / c * c - n0) * 8 <= n0) {
@@ -15289,10 +15302,38 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
         return false;
       };
       const bool packed_tile = !vector && machine.packs && packed_vector_tile();
+      const int64_t side = detail::next_axis_id(k);  // the id of the vector side's upcast range
+      // whether a load from memory still gathers along the vector side (strided along it)
+      auto gathers = [&] {
+        const std::vector<UOp> ranges = all_ranges(k);
+        const auto found = std::find_if(ranges.begin(), ranges.end(), [&](const UOp& r) { return r.arg()[0].as_int() == side; });
+        const std::vector<detail::Access> left = detail::accesses(k);  // what still reads memory in place
+        return found != ranges.end() && std::any_of(left.begin(), left.end(), [&](const detail::Access& x) {
+                 return !x.store && detail::stride_of(x.index, *found, ranges).value_or(2) > 1;
+               });
+      };
+      bool gathers_copied = false;
       if (!packed_tile) {
         upcast(ax[reuse[0]].arg()[0].as_int(), wide);
         upcast(rows_id, tall);
         upcast(deep_id, deep);
+        // A vector side along which a load is a gather (k in q k^T, read across its rows): on a CPU,
+        // the load reads a copy (PACK) where the vector side runs contiguous, made before a loop
+        // of 4 turns or more that it does not depend on, so each copy serves those turns (the
+        // rows of q). (Attention's scores over 64 tokens: 72 -> 153 GFLOPS.) Where that copy is
+        // too big for a thread's stack (a Linear's weight, x.matmul(W.T())), the cache tile below
+        // copies a panel of it.
+        if (vector && !contiguous && machine.packs) {
+          const UOp plain = k;
+          const std::vector<Opt> plain_opts = opts;
+          ax = axes(k);
+          for (size_t i = 0; i < ax.size() && !gathers_copied; ++i) {
+            if (range_kind(ax[i]) != RangeKind::loop || range_size(ax[i]) < 4 || !apply({OptOp::PACK, static_cast<int64_t>(i), 0})) continue;
+            gathers_copied = !gathers();
+            if (!gathers_copied) k = plain, opts = plain_opts;
+          }
+          ax = axes(k);
+        }
       }
       // A cache tile over the rows: each column tile is used by `local` row tiles in a row, so the
       // columns it reads (reduce length x wide) come from cache but once, when they outgrow L1.
@@ -15300,7 +15341,8 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // read in order: read in place, each step of the reduction jumps a row of the input (a page
       // of a 2048-wide matrix), and the rows contend for the same cache sets and TLB entries. A
       // panel then serves a thread's whole share of the rows, up to 128 tiles (matmul 512-2048:
-      // 1.1-1.2x the speed of 16 tiles a panel).
+      // 1.1-1.2x the speed of 16 tiles a panel), any divisor of it (MiniLM's 1856 rows in 464
+      // tiles of 4: 116 a panel, not 8; 1856x384 by 384x1536, 137 -> 168 GFLOPS).
       // (Not for a whole row of more than two vectors: its columns are one contiguous run per step
       // already; conv2d 8x64x56x56 with the cache tile and copy: 319 -> 226 GFLOPS.)
       // (A scalar tile's columns are not copied: the CNN's conv 1 weight gradient, 5 wide, ran at
@@ -15311,6 +15353,10 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // rows reads all of that again from L3; with it `local` row tiles use each column tile in a
       // row, from L1 (not copied: the copy is for panels that outgrow L1). (Zen 3: the recognizer's
       // 1x1 convs 6x240x12x80 by 240, 161 -> 180 GFLOPS; 6x480x6x80 by 480, 125 -> 178.)
+      // Sixteen row tiles or fewer (a batch of a few rows: one sentence's 16 tokens) are all
+      // `local`, and the threads split the columns instead: each column tile then comes from
+      // memory once, where each thread's share of the rows read all of them (MiniLM's 16x384 by
+      // 384x1536 with weights not in cache: 5.6 -> 10.5 GB/s, 418 -> 225 us).
       const int64_t panel_bytes = reduce_length * wide * out.type.itemsize();
       int64_t inside_rows = panel_bytes;
       {
@@ -15322,19 +15368,27 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
         }
       }
       const bool panel_outgrows_l1 = panel_bytes > 32 * 1024;
-      if (!machine.gpu && !packed_tile && !long_row && (panel_outgrows_l1 || (tall_first && inside_rows > 256 * 1024))) {
-        const bool pack_panel = machine.packs && vector && panel_outgrows_l1;
+      // (and where the columns are gathers that no copy took yet: x.matmul(W.T()), 512: 55 -> 187 GFLOPS; 1856x384 by 384x1536: 75 -> 136)
+      const bool panel_gathered = machine.packs && vector && !contiguous && !gathers_copied;
+      if (!machine.gpu && !packed_tile && !long_row && (panel_outgrows_l1 || panel_gathered || (tall_first && inside_rows > 256 * 1024))) {
+        const bool pack_panel = machine.packs && vector && (panel_outgrows_l1 || panel_gathered);
         ax = axes(k);
         for (size_t i = 0; i < ax.size(); ++i)
           if (ax[i].arg()[0].as_int() == rows_id && range_kind(ax[i]) == RangeKind::loop)
-            if (const int64_t local = pack_panel ? detail::largest_divisor(range_size(ax[i]) / std::max<int64_t>(threads, 1), {128, 64, 32, 16, 8, 4})
-                                            : detail::largest_divisor(range_size(ax[i]) / 2, {16, 8, 4});
+            if (const int64_t tiles = range_size(ax[i]),
+                local = tiles <= 16 ? tiles
+                        : pack_panel ? detail::divisor_up_to(tiles / std::max<int64_t>(threads, 1), 128)
+                                     : detail::largest_divisor(tiles / 2, {16, 8, 4});
                 local > 1 && apply({OptOp::LOCAL, static_cast<int64_t>(i), local}) && pack_panel) {
               ax = axes(k);
               for (size_t j = 0; j < ax.size(); ++j)
                 if (range_kind(ax[j]) == RangeKind::local && apply({OptOp::PACK, static_cast<int64_t>(j), 0})) break;
               break;
             }
+      }
+      if (padded && !contiguous && gathers()) {
+        unkept = true;  // padded for a copy that was not made: masked gathers are slower than none
+        return opts;
       }
     } else {
       // separate accumulators over each reduce axis that walks memory in order (a kernel may
@@ -15424,6 +15478,20 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       }
   }
   return opts;
+}
+}  // namespace detail
+
+/// The opts chosen by hand-written rules for a kernel run on `machine`.
+/// A row padded for a copy of its gathers is the second choice, where the first copies nothing:
+/// a strided conv whose weights are copied along its output channels keeps that (8x64x56x56 by
+/// 128, stride 2: 55 GFLOPS, 17 with its input's row padded and copied), one with no copy at all
+/// takes it (1x96x92x92 by 96, stride 2: 6 -> 45-77 GFLOPS; 1x3x736x736 by 16: 6.5 -> 32).
+inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& machine) {
+  bool unkept = false;
+  std::vector<Opt> plain = detail::hand_coded_opts(ast, machine, false, unkept);
+  if (!machine.packs || std::any_of(plain.begin(), plain.end(), [](const Opt& o) { return o.op == OptOp::PACK; })) return plain;
+  std::vector<Opt> padded = detail::hand_coded_opts(ast, machine, true, unkept);
+  return unkept ? plain : padded;
 }
 
 }  // namespace codegen

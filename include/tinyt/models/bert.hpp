@@ -28,14 +28,6 @@ class Bert {
       throw Error(::tinyt::detail::cat("Bert: none of the ", w_.size(), " weights is '", layer_name(0, "attention.self.query.weight"),
                                      "' (BertModel's names, without a 'bert.' prefix)"));
     hidden_ = weight("embeddings.word_embeddings.weight").shape()[1].as_int();
-    // PyTorch's Linear weights are (out, in); the matmuls read them as (in, out), in that order in
-    // memory (a transposed view would be read across its rows)
-    std::vector<Tensor> transposed;
-    for (auto& [name, t] : w_)
-      if (name.starts_with("encoder.") && (name.ends_with("dense.weight") || name.ends_with("query.weight") ||
-                                           name.ends_with("key.weight") || name.ends_with("value.weight")))
-        transposed.push_back(t = t.T().contiguous());
-    realize_tensors(transposed);
     if (hidden_ % heads_ != 0) throw ShapeError(::tinyt::detail::cat("Bert: ", heads_, " heads do not divide the width ", hidden_));
   }
 
@@ -78,8 +70,8 @@ class Bert {
     if (it == w_.end()) throw Error("Bert: no weight '" + name + "'");
     return it->second;
   }
-  /// x W^T + b, PyTorch's Linear (W, (out, in) in the file, is held transposed).
-  Tensor dense(const Tensor& x, const std::string& name) const { return x.matmul(weight(name + ".weight")) + weight(name + ".bias"); }
+  /// x W^T + b, PyTorch's Linear (W is (out, in) as in the file: codegen copies panels of it).
+  Tensor dense(const Tensor& x, const std::string& name) const { return x.matmul(weight(name + ".weight").T()) + weight(name + ".bias"); }
   Tensor layernorm(const Tensor& x, const std::string& name) const {
     return x.layernorm(-1, eps_) * weight(name + ".weight") + weight(name + ".bias");
   }
