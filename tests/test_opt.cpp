@@ -425,7 +425,7 @@ TEST_CASE("opt: the hand-coded opts tile matmuls, unroll contiguous reductions a
   CHECK(has(codegen::hand_coded_opts(kernels[0].ast, {.threads = 2}), OptOp::THREAD));
 }
 
-TEST_CASE("opt: the hand-coded opts read a weight once for a few rows, copy what a tile gathers, and fill panels for any row count") {
+TEST_CASE("opt: the hand-coded opts read a weight once for a few rows, copy what a tile gathers or fills L1 with, for any row count") {
   const codegen::MachineShape avx2{.threads = 2, .packs = true};
   auto opts_of = [&](const Tensor& t, const codegen::MachineShape& machine) {
     const std::vector<Opt> opts = codegen::hand_coded_opts(schedule::create_schedule({t.uop()}).back().ast, machine);
@@ -445,6 +445,9 @@ TEST_CASE("opt: the hand-coded opts read a weight once for a few rows, copy what
         std::vector<Opt>{{OptOp::UPCAST, 1, 16}, {OptOp::UPCAST, 0, 4}, {OptOp::LOCAL, 0, 64}, {OptOp::PACK, 2, 0}, {OptOp::THREAD, 0, 2}});
   CHECK(opts_of(x.matmul(w.T()), {.threads = 2}) ==
         std::vector<Opt>{{OptOp::UPCAST, 1, 16}, {OptOp::UPCAST, 0, 4}, {OptOp::LOCAL, 0, 16}, {OptOp::THREAD, 0, 2}});
+  // laid out (in, out), the same: a panel of 512 x 16 floats fills L1 (32 KB) and is copied too
+  CHECK(opts_of(x.matmul(w), avx2) ==
+        std::vector<Opt>{{OptOp::UPCAST, 1, 16}, {OptOp::UPCAST, 0, 4}, {OptOp::LOCAL, 0, 64}, {OptOp::PACK, 2, 0}, {OptOp::THREAD, 0, 2}});
   // attention's scores over 58 tokens: k is read across its rows; its row of 58 is padded to 64
   // and k copied before the loop over q's rows (16 -> 79 GFLOPS); without copies the row stays a
   // scalar tile (masked gathers are slower than none)

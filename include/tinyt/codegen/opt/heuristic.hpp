@@ -295,7 +295,9 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
         }
       }
       // A cache tile over the rows: each column tile is used by `local` row tiles in a row, so the
-      // columns it reads (reduce length x wide) come from cache but once, when they outgrow L1.
+      // columns it reads (reduce length x wide) come from cache but once, when they fill L1 (a
+      // panel of 32 KB, 512 x 16 floats, leaves no room for the rows: matmul 512, 132 -> 181
+      // GFLOPS with it copied; 1856x512 by 512x384, 78 -> 168).
       // On a CPU the columns are copied first into one contiguous panel (PACK) that the row tiles
       // read in order: read in place, each step of the reduction jumps a row of the input (a page
       // of a 2048-wide matrix), and the rows contend for the same cache sets and TLB entries. A
@@ -310,7 +312,7 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
       // Where the tall side comes first (16 registers), also when all that the loops inside a row
       // tile read of the row side's operand outgrows half of L2 (256 KB): without it each tile of
       // rows reads all of that again from L3; with it `local` row tiles use each column tile in a
-      // row, from L1 (not copied: the copy is for panels that outgrow L1). (Zen 3: the recognizer's
+      // row, from L1 (not copied: the copy is for panels that fill L1). (Zen 3: the recognizer's
       // 1x1 convs 6x240x12x80 by 240, 161 -> 180 GFLOPS; 6x480x6x80 by 480, 125 -> 178.)
       // Sixteen row tiles or fewer (a batch of a few rows: one sentence's 16 tokens) are all
       // `local`, and the threads split the columns instead: each column tile then comes from
@@ -326,11 +328,11 @@ inline std::vector<Opt> hand_coded_opts(const UOp& ast, const MachineShape& mach
           after |= r.arg()[0].as_int() == rows_id;
         }
       }
-      const bool panel_outgrows_l1 = panel_bytes > 32 * 1024;
+      const bool panel_fills_l1 = panel_bytes >= 32 * 1024;
       // (and where the columns are gathers that no copy took yet: x.matmul(W.T()), 512: 55 -> 187 GFLOPS; 1856x384 by 384x1536: 75 -> 136)
       const bool panel_gathered = machine.packs && vector && !contiguous && !gathers_copied;
-      if (!machine.gpu && !packed_tile && !long_row && (panel_outgrows_l1 || panel_gathered || (tall_first && inside_rows > 256 * 1024))) {
-        const bool pack_panel = machine.packs && vector && (panel_outgrows_l1 || panel_gathered);
+      if (!machine.gpu && !packed_tile && !long_row && (panel_fills_l1 || panel_gathered || (tall_first && inside_rows > 256 * 1024))) {
+        const bool pack_panel = machine.packs && vector && (panel_fills_l1 || panel_gathered);
         ax = axes(k);
         for (size_t i = 0; i < ax.size(); ++i)
           if (ax[i].arg()[0].as_int() == rows_id && range_kind(ax[i]) == RangeKind::loop)
