@@ -1069,6 +1069,32 @@ TEST_CASE("nn: a residual stream summed layer after layer is kept, not added up 
   }
 }
 
+TEST_CASE("nn: a Linear's bias and activation are stored by its matmul's kernel when the next Linear reads them") {
+  // gelu reads its input twice; the next matmul broadcasts the result. The matmul used to store
+  // its sums, and a kernel of its own added the bias and applied gelu: 3 kernels for 2 matmuls.
+  const int64_t rows = 16, in = 32, mid = 48, out = 24;
+  const Tensor x = Tensor::from_vector(values(rows * in, 170), {rows, in}).realize();
+  const Tensor w1 = Tensor::from_vector(values(mid * in, 171), {mid, in}).realize(), b1 = Tensor::from_vector(values(mid, 172)).realize();
+  const Tensor w2 = Tensor::from_vector(values(out * mid, 173), {out, mid}).realize();
+  const Tensor z = (x.matmul(w1.T()) + b1).gelu().matmul(w2.T());
+  CHECK(kernels_to_realize(z) == (on_gpu() ? 3 : 2));  // (on a GPU the sums are still stored first)
+  const std::vector<float> xv = x.to_vector<float>(), w1v = w1.to_vector<float>(), b1v = b1.to_vector<float>(), w2v = w2.to_vector<float>();
+  const std::vector<float> got = z.to_vector<float>();
+  for (int64_t i = 0; i < rows; ++i) {
+    std::vector<double> h(static_cast<size_t>(mid));
+    for (int64_t j = 0; j < mid; ++j) {
+      double acc = b1v[static_cast<size_t>(j)];
+      for (int64_t k = 0; k < in; ++k) acc += double(xv[static_cast<size_t>(i * in + k)]) * w1v[static_cast<size_t>(j * in + k)];
+      h[static_cast<size_t>(j)] = 0.5 * acc * (1 + std::erf(acc / std::sqrt(2.0)));  // PyTorch's exact gelu
+    }
+    for (int64_t j = 0; j < out; ++j) {
+      double acc = 0;
+      for (int64_t k = 0; k < mid; ++k) acc += h[static_cast<size_t>(k)] * w2v[static_cast<size_t>(j * mid + k)];
+      CHECK(got[static_cast<size_t>(i * out + j)] == doctest::Approx(acc).epsilon(1e-4));
+    }
+  }
+}
+
 TEST_CASE("nn: kernel counts") {
   Tensor x = Tensor::from_vector(values(2 * 3 * 6 * 6, 150), {2, 3, 6, 6}).realize();
   Tensor w = Tensor::from_vector(values(4 * 3 * 3 * 3, 151), {4, 3, 3, 3}).realize();

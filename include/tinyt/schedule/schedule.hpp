@@ -277,11 +277,45 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
     }
     return false;
   };
+  // The end of a reduction's epilogue: the one value of the elementwise ops after it that
+  // everything else computed from the reduction reads (a matmul's bias and activation: gelu reads
+  // its input twice), when what reads that value broadcasts it into a kernel that would recompute
+  // it (the next matmul). Realized there, the reduction stays in that kernel, which stores the
+  // epilogue's result, instead of a kernel storing the reduction and one more for the epilogue.
+  auto epilogue_end = [&](const UOp& r) -> const UOpNode* {
+    std::unordered_set<const UOpNode*> region{r.get()};
+    std::vector<const UOpNode*> stack{r.get()};
+    const UOpNode* end = nullptr;
+    while (!stack.empty()) {
+      const UOpNode* x = stack.back();
+      stack.pop_back();
+      for (const UOpNode* c : consumers[x]) {
+        if (region.count(c)) continue;
+        if ((keeps_loop_order(c->op) || c->op == Ops::RESHAPE) && !points.count(c)) {
+          region.insert(c);
+          stack.push_back(c);
+        } else if (end && end != x) {
+          return nullptr;  // two values leave the epilogue
+        } else {
+          end = x;
+        }
+      }
+    }
+    if (!end) return nullptr;
+    const std::unordered_set<const UOpNode*> readers(consumers[end].begin(), consumers[end].end());
+    for (const UOpNode* c : readers)
+      if (region.count(c)) return nullptr;
+    if (!recomputed_downstream(readers)) return nullptr;
+    while (end->op == Ops::RESHAPE && consumers[end->src[0].get()].size() == 1) end = end->src[0].get();  // (the value, not a view of it)
+    return end == r.get() || end->op == Ops::RESHAPE ? nullptr : end;
+  };
   for (const UOp& u : order) {
     if (u.op() != Ops::REDUCE_AXIS || points.count(u.get()) || !reads_memory(u)) continue;
     gpu = on_gpu(u);
     const std::unordered_set<const UOpNode*> distinct(consumers[u.get()].begin(), consumers[u.get()].end());
     const size_t reduced_by = reductions_reading(u.get());
+    if (!gpu && reduced_by == 0)
+      if (const UOpNode* end = epilogue_end(u)) points.insert(end);
     if (distinct.size() > 1 || recomputed_downstream(distinct) || padded_then_stored(distinct) || reduced_by > 1 ||
         (reduced_by == 1 && u.arg()[0].get<Ops>() == Ops::ADD && contraction(u)))
       points.insert(u.get());
