@@ -314,7 +314,8 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
     gpu = on_gpu(u);
     const std::unordered_set<const UOpNode*> distinct(consumers[u.get()].begin(), consumers[u.get()].end());
     const size_t reduced_by = reductions_reading(u.get());
-    if (!gpu && reduced_by == 0)
+    // (one reader: a reduction read by several is stored anyway, and its readers judged as before)
+    if (!gpu && reduced_by == 0 && distinct.size() == 1)
       if (const UOpNode* end = epilogue_end(u)) points.insert(end);
     if (distinct.size() > 1 || recomputed_downstream(distinct) || padded_then_stored(distinct) || reduced_by > 1 ||
         (reduced_by == 1 && u.arg()[0].get<Ops>() == Ops::ADD && contraction(u)))
