@@ -11966,20 +11966,34 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
   // first, as tinygrad's "realize before expand" does, unless it is cheap to recompute (one
   // input, a few ops: a mean's scaling, a negated max). Values computed from a reduction that
   // stays in its kernel are left alone (the linearizer computes those once per row).
+  // Nor, on a CPU, is a decoding of packed numbers, a value wider than all it reads but what it
+  // broadcasts (GGUF's blocks of bytes to float32; Q4_K's float scales, one per 32 weights): a
+  // float copy of a model's weights would be the most memory the model takes, and the matmul
+  // reading them decodes each panel once per thread's rows where it copies the panel (PACK).
+  // (A 512-token prompt through a Q4_0 model.)
   auto worth_realizing = [&](const UOp& x) {
-    std::vector<const UOp*> stack{&x};
-    std::unordered_set<const UOpNode*> seen;
-    int inputs = 0, ops = 0;
+    std::vector<std::pair<const UOp*, bool>> stack{{&x, false}};  // (node, behind a broadcast)
+    std::set<std::pair<const UOpNode*, bool>> seen;
+    std::unordered_set<const UOpNode*> counted;
+    int inputs = 0, ops = 0, narrow = 0, wide = 0;
     while (!stack.empty()) {
-      const UOp* u = stack.back();
+      auto [u, broadcast] = stack.back();
       stack.pop_back();
-      if (!seen.insert(u->get()).second) continue;
-      if (known(*u) || u->op() == Ops::BUFFER || (u != &x && points.count(u->get()))) { ++inputs; continue; }
+      if (!seen.insert({u->get(), broadcast}).second) continue;
+      const bool first = counted.insert(u->get()).second;
+      if (known(*u) || u->op() == Ops::BUFFER || (u != &x && points.count(u->get()))) {
+        inputs += first;
+        if (u->dtype().itemsize() < x.dtype().itemsize()) ++narrow;
+        else if (!broadcast) ++wide;
+        continue;
+      }
       if (u->op() == Ops::REDUCE_AXIS) return false;
-      ops += GroupOp::ALU.contains(u->op());
-      for (const UOp& s : u->src()) stack.push_back(&s);
+      ops += first && GroupOp::ALU.contains(u->op());
+      broadcast |= u->op() == Ops::EXPAND && enlarges(*u);
+      for (const UOp& s : u->src()) stack.emplace_back(&s, broadcast);
     }
-    return inputs >= 2 || ops >= 4;
+    const bool decodes = x.dtype().is_float() && narrow > 0 && wide == 0;
+    return (inputs >= 2 || ops >= 4) && !(decodes && !on_gpu(x));
   };
   auto broadcast_into_reduce = [&](const UOp& x) {
     std::vector<std::pair<const UOpNode*, bool>> stack;  // (consumer, after an enlarging EXPAND)
@@ -12597,14 +12611,17 @@ inline std::unordered_map<const UOpNode*, UOp> with_masked_selects(const UOp& as
 /// The largest buffer PACK copies into: it lives on the stack of the thread that runs the kernel.
 inline constexpr int64_t max_pack_bytes = 512 * 1024;
 
-// PACK: each load from memory whose address does not depend on `at` but on a reduce range inside
-// it reads a copy. The copy holds the load's values over the ranges inside `at` that its address
-// depends on, in loop order (the last range fastest); it is made by a nest of `pack` ranges, one
-// per such range, and published by a BARRIER that every read of it waits for, so the linearizer
-// puts the nest before `at`'s loop. A masked load whose address stays in its buffer everywhere
-// (a conv's weight under its input gradient's window mask) copies every value and keeps its mask
-// where it reads the copy; one whose address leaves the buffer where masked copies its zeros,
-// over the ranges of its mask too.
+// PACK: each value a reduction reads that does not depend on `at` but on a reduce range inside it,
+// computed from memory, reads a copy. The copy holds the value over the ranges inside `at` that
+// it depends on, in loop order (the last range fastest); it is made by a nest of `pack` ranges,
+// one per such range, and published by a BARRIER that every read of it waits for, so the
+// linearizer puts the nest before `at`'s loop. A value is a load, or the largest elementwise
+// expression of loads, constants and ranges (a quantized weight's decoding: its bytes, nibbles
+// and block scale to a float), so the copy is computed once per pass of the nest, not once per
+// row tile that reads it (a prompt's matmul with Q4_0 weights). A masked load whose address
+// stays in its buffer everywhere (a conv's weight under its input gradient's window mask) is
+// copied alone, every value, and keeps its mask where it reads the copy; one whose address
+// leaves the buffer where masked copies its zeros, over the ranges of its mask too.
 inline UOp pack_loads(const UOp& ast, const UOp& at, const std::string& what) {
   using tinyt::detail::cat;
   std::vector<UOp> inner;
@@ -12612,20 +12629,59 @@ inline UOp pack_loads(const UOp& ast, const UOp& at, const std::string& what) {
     if (range_before(at, r)) inner.push_back(r);
   int64_t next_axis = next_axis_id(ast), buffers = 0;
   std::unordered_set<const UOpNode*> written;  // a buffer the kernel writes is read where it is
-  for (const UOp& u : toposort(ast)) {
+  const std::vector<UOp> order = toposort(ast);
+  for (const UOp& u : order) {
     buffers += u.op() == Ops::DEFINE_LOCAL;
     if (u.op() == Ops::STORE) written.insert(u.src(0).src(0).get());
   }
-  std::unordered_map<const UOpNode*, UOp> packed;
-  for (const UOp& u : toposort(ast)) {
-    if (u.op() != Ops::LOAD || u.src(0).op() != Ops::INDEX || u.src(0).src(0).op() != Ops::DEFINE_GLOBAL ||
-        written.count(u.src(0).src(0).get()))
+  auto global_load = [&](const UOp& u) {
+    return u.op() == Ops::LOAD && u.src(0).op() == Ops::INDEX && u.src(0).src(0).op() == Ops::DEFINE_GLOBAL &&
+           !written.count(u.src(0).src(0).get());
+  };
+  // the values computed from unmasked loads, constants and ranges by elementwise ops, that do not
+  // depend on `at` (1: with a load); a value is copied where something else reads it
+  std::unordered_map<const UOpNode*, int> computed;
+  std::unordered_set<const UOpNode*> moves_with_at;
+  for (const UOp& u : order) {
+    if (u == at || std::any_of(u.src().begin(), u.src().end(), [&](const UOp& s) { return moves_with_at.count(s.get()); })) {
+      moves_with_at.insert(u.get());
       continue;
-    const UOp &index = u.src(0), &address = index.src(1);
-    const Bounds where = bounds(address);
-    const bool gated = index.src().size() > 2, inside = where.lo >= 0 && where.hi < index.src(0).dtype().size();
-    const UOp& copied = gated && inside ? address : index;  // what the copy depends on
-    if (depends_on(copied, at)) continue;
+    }
+    int kind = -1;
+    if (global_load(u) && u.src(0).src().size() == 2) {
+      kind = 1;
+    } else if (u.op() == Ops::CONST || u.op() == Ops::RANGE || u.op() == Ops::DEFINE_VAR) {
+      kind = 0;
+    } else if (GroupOp::ALU.contains(u.op()) || u.op() == Ops::CAST || u.op() == Ops::BITCAST) {
+      kind = 0;
+      for (const UOp& s : u.src()) {
+        const auto it = computed.find(s.get());
+        if (it == computed.end()) {
+          kind = -1;
+          break;
+        }
+        kind = std::max(kind, it->second);
+      }
+    }
+    // (a value from memory that is a flag, an address or a vector is not copied; what it reads is)
+    if (kind == 1 && (u.dtype().count() != 1 || u.dtype() == dtypes::bool_ || u.dtype() == dtypes::index)) kind = -1;
+    if (kind >= 0) computed[u.get()] = kind;
+  }
+  std::unordered_set<const UOpNode*> read_elsewhere;  // computed values something not computed reads
+  for (const UOp& u : order)
+    if (!computed.count(u.get()))
+      for (const UOp& s : u.src())
+        if (computed.count(s.get())) read_elsewhere.insert(s.get());
+  std::unordered_map<const UOpNode*, UOp> packed;
+  for (const UOp& u : order) {
+    const bool value = read_elsewhere.count(u.get()) && computed.at(u.get()) == 1;
+    const bool masked_load = global_load(u) && u.src(0).src().size() > 2;
+    if (!value && !masked_load) continue;
+    const UOp& index = u.src(0);
+    const Bounds where = masked_load ? bounds(index.src(1)) : Bounds{};
+    const bool inside = masked_load && where.lo >= 0 && where.hi < index.src(0).dtype().size();
+    const UOp& copied = value ? u : inside ? index.src(1) : index;  // what the copy depends on
+    if (moves_with_at.count(copied.get())) continue;
     std::vector<UOp> own;
     for (const UOp& r : inner)
       if (depends_on(copied, r)) own.push_back(r);
@@ -12648,11 +12704,11 @@ inline UOp pack_loads(const UOp& ast, const UOp& at, const std::string& what) {
       in_read = in_read * range_size(r) + r;
     }
     const UOp buffer(Ops::DEFINE_LOCAL, u.dtype().ptr(size, AddrSpace::local), {}, buffers++);
-    const UOp value = gated && inside ? UOp(Ops::LOAD, u.dtype(), {UOp(Ops::INDEX, index.dtype(), {index.src(0), address})}) : u;
-    const UOp fill(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, buffer.dtype(), {buffer, in_copy}), substitute(value, to_copy)});
+    const UOp source = inside ? UOp(Ops::LOAD, u.dtype(), {UOp(Ops::INDEX, index.dtype(), {index.src(0), index.src(1)})}) : u;
+    const UOp fill(Ops::STORE, dtypes::void_, {UOp(Ops::INDEX, buffer.dtype(), {buffer, in_copy}), substitute(source, to_copy)});
     const UOp filled(Ops::BARRIER, dtypes::void_, {fill});
     const UOp read(Ops::LOAD, u.dtype(), {UOp(Ops::INDEX, buffer.dtype(), {buffer, in_read}), filled});
-    packed[u.get()] = gated && inside ? index.src(2).where(read, UOp::const_(u.dtype(), 0)) : read;
+    packed[u.get()] = inside ? index.src(2).where(read, UOp::const_(u.dtype(), 0)) : read;
   }
   if (packed.empty()) throw OptError(cat(what, ": no load that a reduction reads stays put along the axis"));
   return graph_rewrite(substitute(ast, with_masked_selects(ast, std::move(packed))), kernel_rules());

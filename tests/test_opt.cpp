@@ -41,6 +41,10 @@ std::vector<CorpusEntry> corpus() {
       {"attention scores over 13 tokens", input({2, 3, 13, 8}, 16).matmul(input({2, 3, 13, 8}, 17).transpose(-1, -2))},
       // a few rows by a wide weight: every row tile in the cache tile, the threads over the columns
       {"a few rows by a long reduction", input({8, 512}, 18).matmul(input({512, 96}, 19))},
+      // a weight decoded where the matmul reads it (int8 values times a float16 scale per row, as
+      // GGUF's Q8_0): on a CPU one kernel, whose copies (PACK) hold the decoded floats
+      {"matmul by a decoded int8 weight", a.matmul((input({48, 40}, 20).mul(8).cast(dtypes::int8).realize().cast(dtypes::float32) *
+                                                    input({48, 1}, 21).cast(dtypes::float16).realize().cast(dtypes::float32)).T())},
       {"conv2d with padding", x.conv2d(w, {}, 1, 1, 1, 1)},
       // the backward kernels: an input gradient reads the output gradient under a mask (a "full"
       // convolution), a weight gradient reduces over the batch and the output's rows
@@ -540,6 +544,47 @@ TEST_CASE("opt: PACK copies a panel once before the tile loop that reads it, and
   const UOp tall_ast = schedule::create_schedule({input({2, 4096}, 1).matmul(input({4096, 64}, 2)).uop()}).back().ast;
   CHECK(message_of<codegen::OptError>([&] { codegen::apply_opt(tall_ast, {OptOp::PACK, 0, 0}); }) ==
         "PACK(0,0): a copy of 262144 elements (1048576 bytes) outgrows the 524288 a thread's stack holds");
+}
+
+TEST_CASE("opt: PACK copies a weight decoded where its matmul reads it, so each panel is decoded once") {
+  const Context cpu{{"DEV", "CPU"}};
+  // int8 values times a float16 scale per row (GGUF's Q8_0, one block a row), read by 64 rows: on a
+  // CPU not stored as floats first, but decoded in the matmul's kernel
+  const Tensor x = input({64, 256}, 1);
+  const Tensor q = input({64, 256}, 2).mul(8).cast(dtypes::int8).realize(), s = input({64, 1}, 3).cast(dtypes::float16).realize();
+  const Tensor y = x.matmul((q.cast(dtypes::float32) * s.cast(dtypes::float32)).T());
+  const std::vector<schedule::Kernel> kernels = schedule::create_schedule({y.uop()});
+  REQUIRE(kernels.size() == 1);
+  // the hand-coded opts copy its panels (its columns are gathers across the weight's rows)
+  const std::vector<Opt> opts = codegen::hand_coded_opts(kernels[0].ast, {.threads = 2, .packs = true});
+  INFO(codegen::to_string(opts));
+  CHECK(std::any_of(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::PACK; }));
+  // the copy holds the decoded floats: the int8 values and the scales are read by its fill, which
+  // closes before the tile loop opens, and nothing inside the tile reads them
+  const std::vector<Opt> tile{{OptOp::UPCAST, 1, 16}, {OptOp::UPCAST, 0, 4}, {OptOp::LOCAL, 0, 4}, {OptOp::PACK, 2, 0}};
+  const codegen::Program p = codegen::linearize(codegen::expand_registers(codegen::apply_opts(kernels[0].ast, tile)), "decoded");
+  size_t tile_loop = 0, last_narrow_load = 0, copies = 0;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const UOp& u = p.ops[i];
+    if (u.op() == Ops::DEFINE_LOCAL) {
+      ++copies;
+      CHECK(u.dtype().scalar() == dtypes::float32);
+    }
+    if (u.op() == Ops::RANGE && codegen::range_kind(u) == codegen::RangeKind::local) tile_loop = i;
+    if (u.op() == Ops::LOAD && u.src(0).src(0).op() == Ops::DEFINE_GLOBAL && u.dtype().itemsize() < 4) last_narrow_load = i;
+  }
+  CHECK(copies == 1);
+  REQUIRE(tile_loop > 0);
+  CHECK(last_narrow_load < tile_loop);
+  // and computes what a float64 loop over the decoded weight does
+  const std::vector<float> xv = x.to_vector<float>(), qv = q.cast(dtypes::float32).to_vector<float>(), sv = s.cast(dtypes::float32).to_vector<float>();
+  const std::vector<float> got = y.to_vector<float>();
+  for (int64_t i = 0; i < 64; ++i)
+    for (int64_t j = 0; j < 64; ++j) {
+      double want = 0;
+      for (int64_t k = 0; k < 256; ++k) want += double(xv[size_t(i * 256 + k)]) * qv[size_t(j * 256 + k)] * sv[size_t(j)];
+      CHECK(got[size_t(i * 64 + j)] == doctest::Approx(want).epsilon(1e-5));
+    }
 }
 
 TEST_CASE("opt: a kernel filling a buffer past STREAM_BYTES stores whole aligned vectors past the caches") {

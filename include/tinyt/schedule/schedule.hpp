@@ -326,20 +326,34 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
   // first, as tinygrad's "realize before expand" does, unless it is cheap to recompute (one
   // input, a few ops: a mean's scaling, a negated max). Values computed from a reduction that
   // stays in its kernel are left alone (the linearizer computes those once per row).
+  // Nor, on a CPU, is a decoding of packed numbers, a value wider than all it reads but what it
+  // broadcasts (GGUF's blocks of bytes to float32; Q4_K's float scales, one per 32 weights): a
+  // float copy of a model's weights would be the most memory the model takes, and the matmul
+  // reading them decodes each panel once per thread's rows where it copies the panel (PACK).
+  // (A 512-token prompt through a Q4_0 model.)
   auto worth_realizing = [&](const UOp& x) {
-    std::vector<const UOp*> stack{&x};
-    std::unordered_set<const UOpNode*> seen;
-    int inputs = 0, ops = 0;
+    std::vector<std::pair<const UOp*, bool>> stack{{&x, false}};  // (node, behind a broadcast)
+    std::set<std::pair<const UOpNode*, bool>> seen;
+    std::unordered_set<const UOpNode*> counted;
+    int inputs = 0, ops = 0, narrow = 0, wide = 0;
     while (!stack.empty()) {
-      const UOp* u = stack.back();
+      auto [u, broadcast] = stack.back();
       stack.pop_back();
-      if (!seen.insert(u->get()).second) continue;
-      if (known(*u) || u->op() == Ops::BUFFER || (u != &x && points.count(u->get()))) { ++inputs; continue; }
+      if (!seen.insert({u->get(), broadcast}).second) continue;
+      const bool first = counted.insert(u->get()).second;
+      if (known(*u) || u->op() == Ops::BUFFER || (u != &x && points.count(u->get()))) {
+        inputs += first;
+        if (u->dtype().itemsize() < x.dtype().itemsize()) ++narrow;
+        else if (!broadcast) ++wide;
+        continue;
+      }
       if (u->op() == Ops::REDUCE_AXIS) return false;
-      ops += GroupOp::ALU.contains(u->op());
-      for (const UOp& s : u->src()) stack.push_back(&s);
+      ops += first && GroupOp::ALU.contains(u->op());
+      broadcast |= u->op() == Ops::EXPAND && enlarges(*u);
+      for (const UOp& s : u->src()) stack.emplace_back(&s, broadcast);
     }
-    return inputs >= 2 || ops >= 4;
+    const bool decodes = x.dtype().is_float() && narrow > 0 && wide == 0;
+    return (inputs >= 2 || ops >= 4) && !(decodes && !on_gpu(x));
   };
   auto broadcast_into_reduce = [&](const UOp& x) {
     std::vector<std::pair<const UOpNode*, bool>> stack;  // (consumer, after an enlarging EXPAND)
