@@ -11971,7 +11971,11 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
   // float copy of a model's weights would be the most memory the model takes, and the matmul
   // reading them decodes each panel once per thread's rows where it copies the panel (PACK).
   // (A 512-token prompt through a Q4_0 model.)
-  auto worth_realizing = [&](const UOp& x) {
+  // An arange (a reduction that reads no memory) in the value is free where a sum of products
+  // reads the value (attention's probabilities, read by their product with V, under a causal mask
+  // of aranges), not where a selection does (a gather's one-hot, which its reduction collapses
+  // into one load).
+  auto worth_realizing = [&](const UOp& x, bool aranges_free) {
     std::vector<std::pair<const UOp*, bool>> stack{{&x, false}};  // (node, behind a broadcast)
     std::set<std::pair<const UOpNode*, bool>> seen;
     std::unordered_set<const UOpNode*> counted;
@@ -11987,7 +11991,10 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
         else if (!broadcast) ++wide;
         continue;
       }
-      if (u->op() == Ops::REDUCE_AXIS) return false;
+      if (u->op() == Ops::REDUCE_AXIS) {
+        if (aranges_free && !reads_memory(*u)) continue;
+        return false;
+      }
       ops += first && GroupOp::ALU.contains(u->op());
       broadcast |= u->op() == Ops::EXPAND && enlarges(*u);
       for (const UOp& s : u->src()) stack.emplace_back(&s, broadcast);
@@ -11995,7 +12002,7 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
     const bool decodes = x.dtype().is_float() && narrow > 0 && wide == 0;
     return (inputs >= 2 || ops >= 4) && !(decodes && !on_gpu(x));
   };
-  auto broadcast_into_reduce = [&](const UOp& x) {
+  auto broadcast_into_reduce = [&](const UOp& x, bool products_only) {
     std::vector<std::pair<const UOpNode*, bool>> stack;  // (consumer, after an enlarging EXPAND)
     for (const UOpNode* c : consumers[x.get()]) stack.emplace_back(c, false);
     std::set<std::pair<const UOpNode*, bool>> seen;
@@ -12004,7 +12011,7 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
       stack.pop_back();
       if (!seen.insert({c, expanded}).second) continue;
       if (c->op == Ops::REDUCE_AXIS) {
-        if (expanded) return true;
+        if (expanded && (!products_only || node.at(c)->src(0).op() == Ops::MUL)) return true;
         continue;
       }
       if (c->op == Ops::EXPAND) {
@@ -12019,8 +12026,9 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
   };
   for (const UOp& u : order) {
     if (known(u) || points.count(u.get()) || !keeps_loop_order(u.op()) || u.op() == Ops::CONTIGUOUS) continue;
-    if (!reads_memory(u) || !worth_realizing(u)) continue;
-    if (broadcast_into_reduce(u)) points.insert(u.get());
+    if (!reads_memory(u)) continue;
+    if (worth_realizing(u, false) ? broadcast_into_reduce(u, false) : worth_realizing(u, true) && broadcast_into_reduce(u, true))
+      points.insert(u.get());
   }
   // An elementwise value of many inputs that a reduction reads and something else reads too (a
   // transformer's residual stream: x plus each attention's and FFN's output so far, read by the
