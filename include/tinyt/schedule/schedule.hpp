@@ -334,12 +334,16 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
   // An arange (a reduction that reads no memory) in the value is free where a sum of products
   // reads the value (attention's probabilities, read by their product with V, under a causal mask
   // of aranges), not where a selection does (a gather's one-hot, which its reduction collapses
-  // into one load).
-  auto worth_realizing = [&](const UOp& x, bool aranges_free) {
+  // into one load): `through_arange` says the value has one.
+  struct Judgement {
+    bool worth = false, through_arange = false;
+  };
+  auto worth_realizing = [&](const UOp& x) {
     std::vector<std::pair<const UOp*, bool>> stack{{&x, false}};  // (node, behind a broadcast)
     std::set<std::pair<const UOpNode*, bool>> seen;
     std::unordered_set<const UOpNode*> counted;
     int inputs = 0, ops = 0, narrow = 0, wide = 0;
+    bool through_arange = false;
     while (!stack.empty()) {
       auto [u, broadcast] = stack.back();
       stack.pop_back();
@@ -352,15 +356,16 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
         continue;
       }
       if (u->op() == Ops::REDUCE_AXIS) {
-        if (aranges_free && !reads_memory(*u)) continue;
-        return false;
+        if (reads_memory(*u)) return Judgement{};
+        through_arange = true;
+        continue;
       }
       ops += first && GroupOp::ALU.contains(u->op());
       broadcast |= u->op() == Ops::EXPAND && enlarges(*u);
       for (const UOp& s : u->src()) stack.emplace_back(&s, broadcast);
     }
     const bool decodes = x.dtype().is_float() && narrow > 0 && wide == 0;
-    return (inputs >= 2 || ops >= 4) && !(decodes && !on_gpu(x));
+    return Judgement{(inputs >= 2 || ops >= 4) && !(decodes && !on_gpu(x)), through_arange};
   };
   auto broadcast_into_reduce = [&](const UOp& x, bool products_only) {
     std::vector<std::pair<const UOpNode*, bool>> stack;  // (consumer, after an enlarging EXPAND)
@@ -387,8 +392,8 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
   for (const UOp& u : order) {
     if (known(u) || points.count(u.get()) || !keeps_loop_order(u.op()) || u.op() == Ops::CONTIGUOUS) continue;
     if (!reads_memory(u)) continue;
-    if (worth_realizing(u, false) ? broadcast_into_reduce(u, false) : worth_realizing(u, true) && broadcast_into_reduce(u, true))
-      points.insert(u.get());
+    const Judgement judged = worth_realizing(u);
+    if (judged.worth && broadcast_into_reduce(u, judged.through_arange)) points.insert(u.get());
   }
   // An elementwise value of many inputs that a reduction reads and something else reads too (a
   // transformer's residual stream: x plus each attention's and FFN's output so far, read by the
