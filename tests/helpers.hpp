@@ -227,6 +227,34 @@ template <class E> std::string message_of(const std::function<void()>& f) {
   return "(nothing thrown)";
 }
 
+/// The message of the E that f throws; a failed check when f throws nothing (another type of
+/// exception leaves the test, failing it).
+template <class E = tinyt::Error, class F> std::string error_of(F&& f) {
+  const std::string m = message_of<E>(std::forward<F>(f));
+  CHECK_MESSAGE(m != "(nothing thrown)", "expected a ", typeid(E).name());
+  return m;
+}
+
+/// Whether `part` occurs in `text`.
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+/// The number of elements of a tensor of shape `dims`.
+inline int64_t count(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+/// A tensor's values as floats (realized first where it is not).
+inline std::vector<float> floats(const tinyt::Tensor& t) { return t.to_vector<float>(); }
+/// v[i] with a signed index.
+inline float at(const std::vector<float>& v, int64_t i) { return v[static_cast<size_t>(i)]; }
+
+/// The path of tests/data/<name>.
+inline std::string data_file(const std::string& name) {
+  return (std::filesystem::path(__FILE__).parent_path() / "data" / name).string();
+}
+
 /// Deterministic values in [-2, 2) on a grid of 1/8 (exact in float), different per seed.
 inline std::vector<float> values(int64_t n, int seed) {
   std::vector<float> v(static_cast<size_t>(n));
@@ -236,6 +264,11 @@ inline std::vector<float> values(int64_t n, int seed) {
     f = static_cast<float>(static_cast<int>(x % 32) - 16) / 8.f;
   }
   return v;
+}
+
+/// A realized tensor of `shape` holding values(n, seed).
+inline tinyt::Tensor input(const std::vector<int64_t>& shape, int seed) {
+  return tinyt::Tensor::from_vector(values(count(shape), seed)).reshape(tinyt::Shape(shape)).realize();
 }
 
 /// Calls `f` with a value of the C++ type that holds one element of `dt`.

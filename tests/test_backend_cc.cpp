@@ -22,6 +22,7 @@
 #include "helpers.hpp"
 
 using namespace tinyt;
+using tinyt_test::contains;
 using tinyt_test::ScopedEnv;
 using tinyt_test::TempDir;
 using backend::CCompiler;
@@ -43,9 +44,6 @@ std::string real_cc() {
   return cc && *cc ? cc : "cc";
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 const std::string add_src =
     R"(void add(void** bufs, const long long* vars, int core_id, int core_count) {

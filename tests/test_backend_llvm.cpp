@@ -27,6 +27,7 @@
 #include "helpers.hpp"
 
 using namespace tinyt;
+using tinyt_test::contains;
 using backend::LLVMJit;
 using tinyt_test::element;
 using tinyt_test::from_bf16_bits;
@@ -37,9 +38,6 @@ namespace {
 
 LLVMJit& jit() { return backend::default_llvm(); }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 const std::vector<int64_t> int_values = {
     0,    1,   -1,    2,      -2,    3,        -7,        100,       -100,      127,

@@ -7,13 +7,9 @@
 #include "helpers.hpp"
 
 using namespace tinyt;
+using tinyt_test::input;
 
 namespace {
-Tensor input(std::vector<int64_t> shape, int seed) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return Tensor::from_vector(tinyt_test::values(n, seed)).reshape(Shape(shape)).realize();
-}
 // The counters one realize of t adds (its inputs are realized already).
 std::pair<int64_t, int64_t> counted(const Tensor& t) {
   GlobalCounters::reset();

@@ -11,6 +11,7 @@
 
 using namespace tinyt;
 using tinyt_test::check_close;
+using tinyt_test::floats;
 using tinyt_test::message_of;
 
 namespace {
@@ -28,7 +29,6 @@ Tensor vals(int64_t n, int k, Shape shape = {}) {
   return Tensor::from_vector(v, shape.size() ? shape : Shape{n});
 }
 
-std::vector<float> floats(const Tensor& t) { return Tensor(t).realize().to_vector<float>(); }
 
 // float32 gradients against PyTorch's (float64 references of its float32 run), measured as an
 // error of the gradient's largest value: a sum's rounding is of its large terms, so a small

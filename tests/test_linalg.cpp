@@ -16,11 +16,6 @@ using namespace tinyt_test;
 namespace {
 using Dims = std::vector<int64_t>;
 
-int64_t count(const Dims& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
 std::vector<double> to_double(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
 
@@ -81,14 +76,6 @@ void check_matmul(const Dims& as, const Dims& bs, int seed = 1) {
 }
 
 
-template <class Fn> std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 }  // namespace
 
 TEST_CASE("linalg: matmul of matrices against a loop") {

@@ -20,19 +20,19 @@
 #include "helpers.hpp"
 
 using namespace tinyt;
+using tinyt_test::data_file;
 namespace fs = std::filesystem;
 
 namespace {
-std::string data(const std::string& name) { return (fs::path(__FILE__).parent_path() / "data" / name).string(); }
 }  // namespace
 
 TEST_CASE("llama: a random LLaMA from GGUF gives PyTorch's logits, weights stored as F32, F16, Q8_0 and Q4_0") {
-  const auto ref = nn::state::safe_load(data("llama_tiny_reference.safetensors"));
+  const auto ref = nn::state::safe_load(data_file("llama_tiny_reference.safetensors"));
   const Tensor prompt = ref.at("prompt").cast(dtypes::int32);
   const auto n = static_cast<size_t>(prompt.numel());
   for (const std::string tag : {"f32", "f16", "q8_0", "q4_0"}) {
     INFO(tag);
-    nn::state::GGUFFile file = nn::state::gguf_load(data("llama_tiny_" + tag + ".gguf"));
+    nn::state::GGUFFile file = nn::state::gguf_load(data_file("llama_tiny_" + tag + ".gguf"));
     if (tag != "f32")  // the packed weights unpack to gguf's values exactly
       for (const std::string name : {"blk.0.attn_q.weight", "blk.1.ffn_down.weight"}) {
         INFO(name);
@@ -59,9 +59,9 @@ TEST_CASE("llama: a random LLaMA from GGUF gives PyTorch's logits, weights store
 }
 
 TEST_CASE("llama: decoding token by token with a KV cache gives the whole prompt's logits, compiled once for every position") {
-  const auto ref = nn::state::safe_load(data("llama_tiny_reference.safetensors"));
+  const auto ref = nn::state::safe_load(data_file("llama_tiny_reference.safetensors"));
   const std::vector<int64_t> prompt = ref.at("prompt").to_vector<int64_t>();
-  models::Llama model(nn::state::gguf_load(data("llama_tiny_q8_0.gguf")));
+  models::Llama model(nn::state::gguf_load(data_file("llama_tiny_q8_0.gguf")));
   const std::vector<float> want = ref.at("q8_0.logits").to_vector<float>();
   const UOp pos = Variable("pos", 0, model.config().context - 1);
   TinyJit step([&](const Tensor& token, const UOp& p) { return model.step(token, p); });
@@ -81,9 +81,9 @@ TEST_CASE("llama: decoding token by token with a KV cache gives the whole prompt
 }
 
 TEST_CASE("llama: greedy generation with the KV cache continues the prompt as PyTorch does") {
-  const auto ref = nn::state::safe_load(data("llama_tiny_reference.safetensors"));
+  const auto ref = nn::state::safe_load(data_file("llama_tiny_reference.safetensors"));
   const std::vector<int64_t> prompt = ref.at("prompt").to_vector<int64_t>(), want = ref.at("f32.greedy").to_vector<int64_t>();
-  models::Llama model(nn::state::gguf_load(data("llama_tiny_f32.gguf")));
+  models::Llama model(nn::state::gguf_load(data_file("llama_tiny_f32.gguf")));
   const UOp pos = Variable("pos", 0, model.config().context - 1);
   TinyJit step([&](const Tensor& token, const UOp& p) { return model.step(token, p); });
   std::vector<int64_t> tokens = prompt, generated;
@@ -100,9 +100,9 @@ TEST_CASE("llama: greedy generation with the KV cache continues the prompt as Py
 }
 
 TEST_CASE("llama: GPT-2's byte-level BPE from a GGUF gives Hugging Face's token ids, and decodes back") {
-  const nn::text::BPETokenizer tok = nn::text::BPETokenizer::from_gguf(nn::state::gguf_load(data("bpe_tiny.gguf")).metadata);
+  const nn::text::BPETokenizer tok = nn::text::BPETokenizer::from_gguf(nn::state::gguf_load(data_file("bpe_tiny.gguf")).metadata);
   CHECK(tok.size() == 400);
-  std::ifstream in(data("bpe_reference.txt"));
+  std::ifstream in(data_file("bpe_reference.txt"));
   REQUIRE(in.good());
   std::string line, text;
   int checked = 0;

@@ -12,6 +12,7 @@
 #include "helpers.hpp"
 
 using namespace tinyt;
+using tinyt_test::data_file;
 using doctest::Contains;
 
 namespace {
@@ -75,11 +76,10 @@ TEST_CASE("misuse: OMPI_COMM_WORLD_SIZE without mpirun is a DeviceError saying t
 }
 
 namespace {
-std::string data(const std::string& name) { return (std::filesystem::path(__FILE__).parent_path() / "data" / name).string(); }
 }  // namespace
 
 TEST_CASE("misuse: a GGUF metadata value read as another type is a DTypeError naming the key and both types") {
-  const nn::state::GGUFFile file = nn::state::gguf_load(data("llama_tiny_f32.gguf"));
+  const nn::state::GGUFFile file = nn::state::gguf_load(data_file("llama_tiny_f32.gguf"));
   CHECK_THROWS_WITH_AS(file.metadata.at("general.architecture").as_int(),
                        Contains("gguf: the metadata value of 'general.architecture' is a string, not an integer"), DTypeError);
   CHECK_THROWS_WITH_AS(file.metadata.at("llama.block_count").as_string(),
@@ -87,7 +87,7 @@ TEST_CASE("misuse: a GGUF metadata value read as another type is a DTypeError na
 }
 
 TEST_CASE("misuse: Llama's weights are checked against the metadata, a ShapeError naming the tensor and both shapes") {
-  const nn::state::GGUFFile good = nn::state::gguf_load(data("llama_tiny_f32.gguf"));
+  const nn::state::GGUFFile good = nn::state::gguf_load(data_file("llama_tiny_f32.gguf"));
   const models::Llama model(good);  // the file as written agrees with itself
   const models::Llama::Config c = model.config();
   const int64_t kv = c.kv_heads * (c.dim / c.heads);

@@ -18,29 +18,12 @@ namespace {
 using Dims = std::vector<int64_t>;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-int64_t count(const Dims& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
-float at(const std::vector<float>& v, int64_t i) { return v[static_cast<size_t>(i)]; }
 
 void check_scalar(const Tensor& t, double want, Tol tol) {
   CHECK(t.ndim() == 0);
   check_close({t.item<float>()}, {want}, tol);
 }
 
-template <class Fn> std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 // -- references ---------------------------------------------------------------------------------
 

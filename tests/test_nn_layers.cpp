@@ -25,11 +25,6 @@ namespace {
 
 using Dims = std::vector<int64_t>;
 
-int64_t count(const Dims& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
 /// The values of gen_nn_layers_torch.py's det(): a grid of 1/4 in [-2, 2], exact in float.
 std::vector<float> det_values(const Dims& s, int seed) {
   std::vector<float> v(static_cast<size_t>(count(s)));
@@ -40,11 +35,6 @@ std::vector<float> det_values(const Dims& s, int seed) {
 Tensor det(const Dims& s, int seed) { return Tensor::from_vector(det_values(s, seed), Shape(s)); }
 Tensor tensor(const std::vector<float>& v, const Dims& s) {
   return Tensor::from_vector(v, Shape(s));
-}
-std::vector<float> floats(const Tensor& t) { return t.to_vector<float>(); }
-double at(const std::vector<float>& v, int64_t i) { return v[static_cast<size_t>(i)]; }
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
 }
 std::vector<std::string> keys_of(const std::map<std::string, Tensor>& sd) {
   std::vector<std::string> keys;

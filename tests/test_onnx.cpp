@@ -34,7 +34,7 @@ std::vector<Field> fields(std::string_view message) {
   while (r.next(f)) out.push_back(f);
   return out;
 }
-std::string error_of(std::string_view message) {
+std::string decode_error(std::string_view message) {
   return tinyt_test::message_of<onnx::FormatError>([&] { (void)fields(message); });
 }
 }  // namespace
@@ -97,16 +97,16 @@ TEST_CASE("onnx protobuf: negative integers, floats, doubles and nested messages
 }
 
 TEST_CASE("onnx protobuf: malformed bytes are a FormatError naming the field and its offset") {
-  CHECK(error_of(bytes({0x08, 0x96, 0x01, 0x12, 0x05, 0x61})).find("Test at offset 3: field 2: a length of 5 bytes runs past the end") !=
+  CHECK(decode_error(bytes({0x08, 0x96, 0x01, 0x12, 0x05, 0x61})).find("Test at offset 3: field 2: a length of 5 bytes runs past the end") !=
         std::string::npos);
-  CHECK(error_of(bytes({0x08, 0x80})).find("cut off") != std::string::npos);
-  CHECK(error_of(bytes({0x08, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00})).find("does not fit 64 bits (its 10th byte is 128)") !=
+  CHECK(decode_error(bytes({0x08, 0x80})).find("cut off") != std::string::npos);
+  CHECK(decode_error(bytes({0x08, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00})).find("does not fit 64 bits (its 10th byte is 128)") !=
         std::string::npos);  // longer than 10 bytes
-  CHECK(error_of(bytes({0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02})).find("does not fit 64 bits") != std::string::npos);
-  CHECK(error_of(bytes({0x0b})).find("a group") != std::string::npos);
-  CHECK(error_of(bytes({0x0e})).find("wire type 6 (no such type)") != std::string::npos);
-  CHECK(error_of(bytes({0x00})).find("field number 0") != std::string::npos);
-  CHECK(error_of(bytes({0x1d, 0x00, 0x00})).find("a 4-byte value is cut off") != std::string::npos);
+  CHECK(decode_error(bytes({0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02})).find("does not fit 64 bits") != std::string::npos);
+  CHECK(decode_error(bytes({0x0b})).find("a group") != std::string::npos);
+  CHECK(decode_error(bytes({0x0e})).find("wire type 6 (no such type)") != std::string::npos);
+  CHECK(decode_error(bytes({0x00})).find("field number 0") != std::string::npos);
+  CHECK(decode_error(bytes({0x1d, 0x00, 0x00})).find("a 4-byte value is cut off") != std::string::npos);
   // packed floats of a length that is not a multiple of 4
   const Reader r("", 0, "Test");
   std::vector<float> floats;

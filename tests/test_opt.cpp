@@ -12,15 +12,11 @@
 #include "helpers.hpp"
 
 using namespace tinyt;
+using tinyt_test::input;
 using codegen::Opt;
 using codegen::OptOp;
 
 namespace {
-Tensor input(std::vector<int64_t> shape, int seed) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return Tensor::from_vector(tinyt_test::values(n, seed)).reshape(Shape(shape)).realize();
-}
 
 struct CorpusEntry {
   const char* name;

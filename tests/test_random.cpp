@@ -15,6 +15,8 @@
 #include "helpers.hpp"
 
 using namespace tinyt;
+using tinyt_test::contains;
+using tinyt_test::error_of;
 
 namespace {
 
@@ -77,22 +79,6 @@ template <class V> Moments moments(const std::vector<V>& v) {
   return m;
 }
 
-// The message of the error `f` throws, checked to be of type E ("" and a failed check otherwise).
-template <class E, class F> std::string error_of(F f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    FAIL_CHECK("threw another error type: ", e.what());
-    return "";
-  }
-  FAIL_CHECK("did not throw");
-  return "";
-}
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 constexpr int64_t kSamples = 100000;
 

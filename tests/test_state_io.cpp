@@ -26,6 +26,7 @@
 #include "helpers.hpp"
 
 using namespace tinyt;
+using tinyt_test::error_of;
 using tinyt_test::message_of;
 using tinyt_test::read_file;
 using tinyt_test::write_file;
@@ -69,12 +70,6 @@ std::string le_u64(uint64_t v) {
   return out;
 }
 
-/// The message of the tinyt::Error `f` throws; fails the test when it throws none or another type.
-template <class E = Error> std::string error_of(const std::function<void()>& f) {
-  const std::string m = message_of<E>(f);
-  CHECK_MESSAGE(m != "(nothing thrown)", "expected a ", typeid(E).name());
-  return m;
-}
 
 /// zlib's gzip writer, opened the way tinyt opens it, for .gz fixtures.
 void write_gz(const fs::path& p, const std::string& bytes) {
