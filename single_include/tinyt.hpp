@@ -693,6 +693,8 @@ inline constexpr OpSet Comparison{Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ};
 /// Ops whose result is wrong, not just different, when their input is garbage (a masked load):
 /// they must not run on values a pad or where masks away.
 inline constexpr OpSet UnsafePad{Ops::RECIPROCAL, Ops::LOG2, Ops::EXP2, Ops::IDIV, Ops::POW};
+/// Ops a CPU computes as a polynomial or a library call, a dozen instructions or more.
+inline constexpr OpSet Transcendental{Ops::EXP2, Ops::LOG2, Ops::SIN, Ops::POW};
 }  // namespace GroupOp
 
 struct UOpNode;
@@ -12000,7 +12002,9 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
         through_arange = true;
         continue;
       }
-      ops += first && GroupOp::ALU.contains(u->op());
+      // a transcendental weighs as much as the four ops that make a value worth storing: exp(x)
+      // read by a matmul was computed again for every column tile (x.exp().matmul(v), 512x512: 20x)
+      if (first && GroupOp::ALU.contains(u->op())) ops += GroupOp::Transcendental.contains(u->op()) ? 4 : 1;
       broadcast |= u->op() == Ops::EXPAND && enlarges(*u);
       for (const UOp& s : u->src()) stack.emplace_back(&s, broadcast);
     }

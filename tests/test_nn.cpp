@@ -1112,6 +1112,25 @@ TEST_CASE("nn: causal attention's probabilities are stored once, not recomputed 
     }
 }
 
+TEST_CASE("nn: exp(x) read by a matmul is stored once, not computed again for every column tile") {
+  // one input and two ops (a scaling and EXP2) are cheap to recompute by the old count; a
+  // transcendental weighs four ops: x.exp().matmul(v) on 512x512 took 4x its time
+  const int64_t m = 6, k = 5, n = 7;
+  const Tensor x = Tensor::from_vector(values(m * k, 177), {m, k}).realize();
+  const Tensor v = Tensor::from_vector(values(k * n, 178), {k, n}).realize();
+  const Tensor y = x.exp().matmul(v);
+  const std::vector<schedule::Kernel> kernels = schedule::create_schedule({y.uop()});
+  REQUIRE(kernels.size() == 2);
+  CHECK(kernels.back().buffers.size() == 3);  // the output, exp(x) and v
+  const std::vector<float> xv = x.to_vector<float>(), vv = v.to_vector<float>(), got = y.to_vector<float>();
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double want = 0;
+      for (int64_t c = 0; c < k; ++c) want += std::exp(double(xv[size_t(i * k + c)])) * vv[size_t(c * n + j)];
+      CHECK(got[size_t(i * n + j)] == doctest::Approx(want).epsilon(1e-5));
+    }
+}
+
 TEST_CASE("nn: kernel counts") {
   Tensor x = Tensor::from_vector(values(2 * 3 * 6 * 6, 150), {2, 3, 6, 6}).realize();
   Tensor w = Tensor::from_vector(values(4 * 3 * 3 * 3, 151), {4, 3, 3, 3}).realize();

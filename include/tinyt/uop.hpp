@@ -148,6 +148,8 @@ inline constexpr OpSet Comparison{Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ};
 /// Ops whose result is wrong, not just different, when their input is garbage (a masked load):
 /// they must not run on values a pad or where masks away.
 inline constexpr OpSet UnsafePad{Ops::RECIPROCAL, Ops::LOG2, Ops::EXP2, Ops::IDIV, Ops::POW};
+/// Ops a CPU computes as a polynomial or a library call, a dozen instructions or more.
+inline constexpr OpSet Transcendental{Ops::EXP2, Ops::LOG2, Ops::SIN, Ops::POW};
 }  // namespace GroupOp
 
 struct UOpNode;

@@ -360,7 +360,9 @@ inline std::vector<UOp> realization_points(const std::vector<UOp>& roots, const 
         through_arange = true;
         continue;
       }
-      ops += first && GroupOp::ALU.contains(u->op());
+      // a transcendental weighs as much as the four ops that make a value worth storing: exp(x)
+      // read by a matmul was computed again for every column tile (x.exp().matmul(v), 512x512: 20x)
+      if (first && GroupOp::ALU.contains(u->op())) ops += GroupOp::Transcendental.contains(u->op()) ? 4 : 1;
       broadcast |= u->op() == Ops::EXPAND && enlarges(*u);
       for (const UOp& s : u->src()) stack.emplace_back(&s, broadcast);
     }
