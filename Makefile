@@ -3,6 +3,10 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 MAKEFLAGS += --no-print-directory
 CMAKE_CONFIGURE = cmake --log-level=WARNING -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+# `$(call programs,TARGETS)`: the configure option that makes the target `programs` build TARGETS,
+# as one goal whose programs compile side by side (CMakeLists.txt: TINYT_PROGRAMS)
+empty :=
+programs = '-DTINYT_PROGRAMS=$(subst $(empty) $(empty),;,$(strip $(1)))'
 FORMAT_DIRS = $(wildcard include tests examples benchmarks)
 # the second compiler `make test-clang` builds with (clang 14 or later)
 CLANG_CXX ?= clang++
@@ -44,8 +48,8 @@ TEST_TARGETS = tinyt_tests tinyt_mode_compiled demo kv_cache llm tinyt_webgpu_te
                tinyt_llama_geometries_tests
 test:
 	tools/setup.sh
-	$(CMAKE_CONFIGURE) -S . -B build
-	cmake --build build -j$(JOBS) --target $(TEST_TARGETS)
+	$(CMAKE_CONFIGURE) $(call programs,$(TEST_TARGETS)) -S . -B build
+	cmake --build build -j$(JOBS) --target programs
 	ctest --test-dir build --output-on-failure -j$(JOBS) -LE slow
 
 test-all:
@@ -61,8 +65,8 @@ test-all:
 # backends' exhaustive agreement (kernels built at run time by the same tools in both builds).
 test-clang:
 	tools/setup.sh
-	$(CMAKE_CONFIGURE) -DCMAKE_CXX_COMPILER=$(CLANG_CXX) -S . -B build-clang
-	cmake --build build-clang -j$(JOBS) --target $(TEST_TARGETS)
+	$(CMAKE_CONFIGURE) -DCMAKE_CXX_COMPILER=$(CLANG_CXX) $(call programs,$(TEST_TARGETS)) -S . -B build-clang
+	cmake --build build-clang -j$(JOBS) --target programs
 	ctest --test-dir build-clang --output-on-failure -j$(JOBS) -LE slow
 
 # The whole suite on an NVIDIA GPU (DEV=CUDA; needs the driver, libcuda, and NVRTC from the CUDA
@@ -78,8 +82,8 @@ test-cuda:
 # program launched; screenshots in build/viz/.
 test-viz:
 	tools/setup.sh viz
-	$(CMAKE_CONFIGURE) -S . -B build
-	cmake --build build -j$(JOBS) --target demo fashion_mnist
+	$(CMAKE_CONFIGURE) $(call programs,demo fashion_mnist) -S . -B build
+	cmake --build build -j$(JOBS) --target programs
 	python3 tests/viz/check_page.py --screenshot build/viz/demo.png build/examples/demo
 	python3 tests/viz/check_page.py --screenshot build/viz/fashion_mnist.png --hash "$(VIZ_SHOT)" build/examples/fashion_mnist 1 32
 
@@ -90,8 +94,8 @@ test-viz:
 WEBGPU_LIBRARY = $(CURDIR)/build/webgpu/libwgpu_native-release.so
 web:
 	tools/setup.sh
-	$(CMAKE_CONFIGURE) -S . -B build
-	cmake --build build -j$(JOBS) --target web_fashion_mnist web_minilm
+	$(CMAKE_CONFIGURE) $(call programs,web_fashion_mnist web_minilm) -S . -B build
+	cmake --build build -j$(JOBS) --target programs
 	ctest --test-dir build -R '^webgpu_library$$' --output-on-failure
 	WEBGPU_PATH=$(WEBGPU_LIBRARY) build/examples/web_fashion_mnist build/web/fashion_mnist
 	WEBGPU_PATH=$(WEBGPU_LIBRARY) build/examples/web_minilm build/web/minilm
@@ -107,8 +111,8 @@ test-web:
 
 example:
 	tools/setup.sh
-	$(CMAKE_CONFIGURE) -S . -B build
-	cmake --build build -j$(JOBS) --target demo kv_cache fashion_mnist llm
+	$(CMAKE_CONFIGURE) $(call programs,demo kv_cache fashion_mnist llm) -S . -B build
+	cmake --build build -j$(JOBS) --target programs
 	build/examples/demo
 	build/examples/kv_cache
 	build/examples/llm
@@ -117,8 +121,8 @@ example:
 # The examples run to the end on a few steps: they work, whatever their accuracy.
 example-quick:
 	tools/setup.sh
-	$(CMAKE_CONFIGURE) -S . -B build
-	cmake --build build -j$(JOBS) --target demo kv_cache fashion_mnist llm
+	$(CMAKE_CONFIGURE) $(call programs,demo kv_cache fashion_mnist llm) -S . -B build
+	cmake --build build -j$(JOBS) --target programs
 	build/examples/demo
 	build/examples/kv_cache
 	build/examples/llm --max-tokens 8
@@ -133,8 +137,8 @@ example-minilm:
 
 bench:
 	tools/setup.sh
-	$(CMAKE_CONFIGURE) -S . -B build
-	cmake --build build -j$(JOBS) --target $(BENCHMARKS)
+	$(CMAKE_CONFIGURE) $(call programs,$(BENCHMARKS)) -S . -B build
+	cmake --build build -j$(JOBS) --target programs
 
 # Every benchmark once on tiny sizes (--quick): it builds, runs and passes its own result checks.
 # The figures are of -O1 builds on toy sizes and mean nothing; benchmarks/vs_torch measures.
@@ -165,9 +169,9 @@ sanitize:
 sanitize-fast:
 	tools/setup.sh
 	$(CMAKE_CONFIGURE) -DTINYT_SANITIZE=ON -DTINYT_TEST_FILES='$(SANITIZE_FAST)' \
+	    $(call programs,tinyt_tests tinyt_single_include_test tinyt_mode_compiled tinyt_onnx_mode_compiled kv_cache llm tinyt_onnx_fuzz_model) \
 	    -S . -B build-asan-fast
-	cmake --build build-asan-fast -j$(JOBS) \
-	    --target tinyt_tests tinyt_single_include_test tinyt_mode_compiled tinyt_onnx_mode_compiled kv_cache llm tinyt_onnx_fuzz_model
+	cmake --build build-asan-fast -j$(JOBS) --target programs
 	ctest --test-dir build-asan-fast --output-on-failure -j$(JOBS) \
 	    -E '^(mode_(header_only|single_header)|onnx_mode_(header_only|implementation)|demo_same_on_cl)$$'
 
