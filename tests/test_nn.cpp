@@ -1131,6 +1131,42 @@ TEST_CASE("nn: exp(x) read by a matmul is stored once, not computed again for ev
     }
 }
 
+TEST_CASE("nn: a gated FFN's two matmuls are two kernels on the CPU, the product in the second") {
+  // silu(x W_gate^T) * (x W_up^T): in one kernel, each tile ran both sums (SmolLM's FFN at 84
+  // GFLOPS, 120 for each matmul alone); on a CPU the gate is stored and the second matmul's kernel
+  // multiplies. (Contractions of 2^20 products or more: smaller ones stay in one kernel.)
+  const int64_t t = 16, d = 64, f = 1024;
+  const Tensor x = Tensor::from_vector(values(t * d, 179), {t, d}).realize();
+  const Tensor wg = Tensor::from_vector(values(f * d, 180), {f, d}).realize();
+  const Tensor wu = Tensor::from_vector(values(f * d, 181), {f, d}).realize();
+  const Tensor y = x.matmul(wg.T()).silu() * x.matmul(wu.T());
+  const std::vector<schedule::Kernel> kernels = schedule::create_schedule({y.uop()});
+  if (!on_gpu()) CHECK(kernels.size() == 2);
+  const std::vector<float> xv = x.to_vector<float>(), gv = wg.to_vector<float>(), uv = wu.to_vector<float>(), got = y.to_vector<float>();
+  for (int64_t i = 0; i < t; ++i)
+    for (int64_t j = 0; j < f; ++j) {
+      double gate = 0, up = 0;
+      for (int64_t c = 0; c < d; ++c) {
+        gate += double(xv[size_t(i * d + c)]) * gv[size_t(j * d + c)];
+        up += double(xv[size_t(i * d + c)]) * uv[size_t(j * d + c)];
+      }
+      const double want = gate / (1 + std::exp(-gate)) * up;
+      CHECK(got[size_t(i * f + j)] == doctest::Approx(want).epsilon(1e-4).scale(1e-3));
+    }
+  // three summed: the first two are stored, the third's kernel adds them
+  const Tensor wv = Tensor::from_vector(values(f * d, 182), {f, d}).realize();
+  const Tensor sum3 = x.matmul(wg.T()) + x.matmul(wu.T()) + x.matmul(wv.T());
+  if (!on_gpu()) CHECK(schedule::create_schedule({sum3.uop()}).size() == 3);
+  const std::vector<float> vv = wv.to_vector<float>(), got3 = sum3.to_vector<float>();
+  for (int64_t i = 0; i < t; ++i)
+    for (int64_t j = 0; j < f; ++j) {
+      double want = 0;
+      for (int64_t c = 0; c < d; ++c)
+        want += double(xv[size_t(i * d + c)]) * (double(gv[size_t(j * d + c)]) + uv[size_t(j * d + c)] + vv[size_t(j * d + c)]);
+      CHECK(got3[size_t(i * f + j)] == doctest::Approx(want).epsilon(1e-5).scale(1e-3));
+    }
+}
+
 TEST_CASE("nn: kernel counts") {
   Tensor x = Tensor::from_vector(values(2 * 3 * 6 * 6, 150), {2, 3, 6, 6}).realize();
   Tensor w = Tensor::from_vector(values(4 * 3 * 3 * 3, 151), {4, 3, 3, 3}).realize();
