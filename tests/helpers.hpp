@@ -266,7 +266,7 @@ inline std::vector<float> values(int64_t n, int seed) {
   return v;
 }
 
-/// A realized tensor of `shape` holding values(n, seed).
+/// A realized tensor of `shape` holding values(count(shape), seed).
 inline tinyt::Tensor input(const std::vector<int64_t>& shape, int seed) {
   return tinyt::Tensor::from_vector(values(count(shape), seed)).reshape(tinyt::Shape(shape)).realize();
 }
